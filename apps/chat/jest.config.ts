@@ -1,0 +1,5 @@
+export default {
+  displayName: 'chat',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

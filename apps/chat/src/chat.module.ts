@@ -1,0 +1,23 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { Subjects } from '@trainyard/contracts';
+import { ServiceRuntimeModule } from '@trainyard/runtime';
+import { ChatConfig } from './config/chat.config';
+
+/** Chat completions: resolves the model, schedules on inference workers, relays the result. */
+@Module({})
+export class ChatModule {
+  static forRoot(config: ChatConfig): DynamicModule {
+    return {
+      module: ChatModule,
+      imports: [
+        ServiceRuntimeModule.forRoot({
+          name: 'chat',
+          config,
+          healthSubject: Subjects.chat.healthCheck,
+          workQueues: ['inference'],
+        }),
+      ],
+      providers: [{ provide: ChatConfig, useValue: config }],
+    };
+  }
+}

@@ -1,0 +1,25 @@
+import { BaseServiceConfig, DATABASE_URL_PATTERN } from '@trainyard/runtime';
+import { IsInt, Matches, Max, Min } from 'class-validator';
+
+export class GatewayConfig extends BaseServiceConfig {
+  override HTTP_PORT = 8080;
+
+  /** API keys and idempotency records live here. */
+  @Matches(DATABASE_URL_PATTERN, { message: 'must be a postgresql:// URL' })
+  DATABASE_URL!: string;
+
+  /** Path in front of /v1, e.g. /api/training; empty serves /v1 at the root. */
+  @Matches(/^(\/[A-Za-z0-9._~-]+)*$/, { message: 'must be empty or a path like /api/training (no trailing slash)' })
+  API_PREFIX = '';
+
+  /** Largest request body accepted; trajectory groups can be large. */
+  @IsInt()
+  @Min(1024)
+  @Max(1024 * 1024 * 1024)
+  MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+  /** Deadline for the whole system check, as the gateway waits for the health service. */
+  @IsInt()
+  @Min(200)
+  SYSTEM_CHECK_TIMEOUT_MS = 5_000;
+}

@@ -1,0 +1,19 @@
+const { NxAppWebpackPlugin } = require('@nx/webpack/app-plugin');
+const { join } = require('node:path');
+
+module.exports = {
+  output: { path: join(__dirname, '../../dist/apps/gateway'), clean: true },
+  plugins: [
+    new NxAppWebpackPlugin({
+      target: 'node',
+      compiler: 'tsc',
+      main: './src/main.ts',
+      additionalEntryPoints: [{ entryName: 'keys', entryPath: './src/cli/keys.ts' }],
+      tsConfig: './tsconfig.app.json',
+      optimization: false,
+      outputHashing: 'none',
+      sourceMap: true,
+      generatePackageJson: true,
+    }),
+  ],
+};

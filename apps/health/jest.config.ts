@@ -1,0 +1,5 @@
+export default {
+  displayName: 'health',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

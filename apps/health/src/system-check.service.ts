@@ -1,0 +1,103 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  ComponentCheck,
+  Empty,
+  RpcSubject,
+  ServiceHealthReport,
+  Subjects,
+  SystemCheckReport,
+  WorkerAnnouncement,
+  WorkerKind,
+  WorkQueueName,
+  WorkQueues,
+} from '@trainyard/contracts';
+import { NATS_CONNECTION, RpcClient, workQueueDepth } from '@trainyard/messaging';
+import { checkComponent } from '@trainyard/runtime';
+import { JSONCodec, NatsConnection, RequestStrategy } from 'nats';
+import { HealthConfig } from './config/health.config';
+import { DatabaseProbe } from './database-probe';
+
+const SERVICES: Record<string, RpcSubject<Empty, ServiceHealthReport>> = {
+  chat: Subjects.chat.healthCheck,
+  'model-registry': Subjects.registry.healthCheck,
+  'training-orchestrator': Subjects.training.healthCheck,
+};
+
+const announcements = JSONCodec<WorkerAnnouncement>();
+
+/**
+ * Asks every component at once, each under its own deadline, so one hung part cannot
+ * hide the state of the others. The gateway adds its own `api` entry.
+ */
+@Injectable()
+export class SystemCheckService {
+  constructor(
+    @Inject(HealthConfig) private readonly config: HealthConfig,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly rpc: RpcClient,
+    private readonly database: DatabaseProbe,
+  ) {}
+
+  async run(requestId?: string): Promise<SystemCheckReport> {
+    const timeout = this.config.CHECK_TIMEOUT_MS;
+    const probes: Record<string, () => Promise<Record<string, unknown> | void>> = {
+      database: () => this.database.ping(),
+      nats: async () => ({ rtt_ms: await this.nc.rtt() }),
+      health: async () => ({ instance: this.config.INSTANCE_ID }),
+      ...Object.fromEntries(
+        Object.entries(SERVICES).map(([name, subject]) => [name, () => this.askService(subject, timeout, requestId)]),
+      ),
+      'inference-queue': () => this.queue('inference'),
+      'training-queue': () => this.queue('training'),
+      'inference-workers': () => this.workers('inference', timeout),
+      'training-workers': () => this.workers('training', timeout),
+    };
+    const entries = await Promise.all(
+      Object.entries(probes).map(async ([name, probe]) => [name, await checkComponent(probe, timeout)] as const),
+    );
+    return summarize(Object.fromEntries(entries));
+  }
+
+  private async askService(subject: RpcSubject<Empty, ServiceHealthReport>, timeoutMs: number, requestId?: string) {
+    const report = await this.rpc.request(subject, {}, { timeoutMs, requestId });
+    const failing = Object.entries(report.checks).filter(([, c]) => !c.ok);
+    if (failing.length > 0) {
+      throw new Error(failing.map(([name, c]) => `${name}: ${c.error}`).join('; '));
+    }
+    return { instance: report.instance };
+  }
+
+  private async queue(name: WorkQueueName) {
+    return { pending: await workQueueDepth(this.nc, WorkQueues[name], this.config.JETSTREAM_PREFIX) };
+  }
+
+  /** Scatter-gather: every worker replica answers; we stop listening shortly after the last one. */
+  private async workers(kind: WorkerKind, timeoutMs: number) {
+    const found: WorkerAnnouncement[] = [];
+    const replies = await this.nc.requestMany(Subjects.workers.ping.name, announcements.encode({} as WorkerAnnouncement), {
+      strategy: RequestStrategy.JitterTimer,
+      jitter: 150,
+      maxWait: Math.max(100, timeoutMs - 200),
+    });
+    for await (const reply of replies) {
+      const announcement = announcements.decode(reply.data);
+      if (announcement.kind === kind) found.push(announcement);
+    }
+    const ready = found.filter((w) => w.ready);
+    if (ready.length === 0) {
+      throw new Error(found.length === 0 ? `no ${kind} worker is running` : `no ${kind} worker is ready`);
+    }
+    return {
+      count: ready.length,
+      backend: [...new Set(ready.map((w) => w.backend))].join(','),
+      workers: found.map(({ instance, backend, gpu, ready }) => ({ instance, backend, gpu, ready })),
+    };
+  }
+}
+
+export function summarize(components: Record<string, ComponentCheck>): SystemCheckReport {
+  const failing = Object.entries(components)
+    .filter(([, c]) => !c.ok)
+    .map(([name]) => name);
+  return { status: failing.length === 0 ? 'ok' : 'failing', failing, components };
+}

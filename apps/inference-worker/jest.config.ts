@@ -1,0 +1,5 @@
+export default {
+  displayName: 'inference-worker',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

@@ -1,0 +1,25 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import type { BackendInfo } from '@trainyard/engine';
+import { ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
+import { InferenceWorkerConfig } from './config/inference-worker.config';
+
+/** Loads base models and adapters with TensorFlow.js, batches and decodes. */
+@Module({})
+export class InferenceWorkerModule {
+  static forRoot(config: InferenceWorkerConfig, backend: BackendInfo): DynamicModule {
+    return {
+      module: InferenceWorkerModule,
+      imports: [
+        ServiceRuntimeModule.forRoot({ name: 'inference-worker', config, workQueues: ['inference'] }),
+        WorkerPresenceModule.forRoot({
+          kind: 'inference',
+          instance: config.INSTANCE_ID,
+          backend: backend.name,
+          gpu: backend.gpu,
+          started_at: new Date().toISOString(),
+        }),
+      ],
+      providers: [{ provide: InferenceWorkerConfig, useValue: config }],
+    };
+  }
+}

@@ -1,0 +1,5 @@
+export default {
+  displayName: 'model-registry',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

@@ -1,0 +1,5 @@
+export default {
+  displayName: 'training-orchestrator',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

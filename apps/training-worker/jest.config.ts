@@ -1,0 +1,5 @@
+export default {
+  displayName: 'training-worker',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

@@ -1,0 +1,5 @@
+import { WorkerConfig } from '@trainyard/runtime';
+
+export class TrainingWorkerConfig extends WorkerConfig {
+  override HTTP_PORT = 3106;
+}

@@ -1,0 +1,88 @@
+/**
+ * The only errors that cross the wire. Services throw ServiceError with one of these codes;
+ * the gateway alone turns a code into an HTTP status and an envelope.
+ */
+export const ErrorCode = {
+  InvalidRequest: 'invalid_request',
+  ValidationFailed: 'validation_failed',
+  Unauthorized: 'unauthorized',
+  Forbidden: 'forbidden',
+  NotFound: 'not_found',
+  ModelNotFound: 'model_not_found',
+  Conflict: 'conflict',
+  PayloadTooLarge: 'payload_too_large',
+  RateLimited: 'rate_limited',
+  Unavailable: 'unavailable',
+  Timeout: 'timeout',
+  Internal: 'internal',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+const KNOWN_CODES = new Set<string>(Object.values(ErrorCode));
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && KNOWN_CODES.has(value);
+}
+
+/** One entry of a 422 `detail` list, in the FastAPI shape the clients already parse. */
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+export interface ServiceErrorDetails {
+  /** For validation_failed: every problem found, not just the first. */
+  issues?: ValidationIssue[];
+  /** For rate_limited and unavailable: seconds the client should wait. */
+  retryAfterSeconds?: number;
+  /** The request field the error is about (OpenAI's `param`). */
+  param?: string;
+}
+
+/** The plain-JSON form of a ServiceError, as it travels inside an RPC error reply. */
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+  details?: ServiceErrorDetails;
+}
+
+export class ServiceError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: ServiceErrorDetails = {},
+  ) {
+    super(message);
+    this.name = 'ServiceError';
+  }
+
+  toWire(): WireError {
+    return { code: this.code, message: this.message, details: this.details };
+  }
+
+  static fromWire(value: unknown): ServiceError | undefined {
+    if (typeof value !== 'object' || value === null) return undefined;
+    const { code, message, details } = value as Partial<WireError>;
+    if (!isErrorCode(code) || typeof message !== 'string') return undefined;
+    return new ServiceError(code, message, details ?? {});
+  }
+
+  static notFound(message: string): ServiceError {
+    return new ServiceError(ErrorCode.NotFound, message);
+  }
+
+  static conflict(message: string): ServiceError {
+    return new ServiceError(ErrorCode.Conflict, message);
+  }
+
+  static invalid(message: string, param?: string): ServiceError {
+    return new ServiceError(ErrorCode.InvalidRequest, message, param ? { param } : {});
+  }
+
+  static validation(issues: ValidationIssue[]): ServiceError {
+    const summary = issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; ');
+    return new ServiceError(ErrorCode.ValidationFailed, summary, { issues });
+  }
+}

@@ -1,0 +1,53 @@
+/** Result of checking one component; the shape api.md gives for system-check entries. */
+export interface ComponentCheck {
+  ok: boolean;
+  latency_ms: number;
+  error: string | null;
+  /** Anything else worth showing, e.g. the compute backend of workers. */
+  [extra: string]: unknown;
+}
+
+/** A service's own view of its hard dependencies, answered on `<service>.health.check.v1`. */
+export interface ServiceHealthReport {
+  service: string;
+  instance: string;
+  ok: boolean;
+  checks: Record<string, ComponentCheck>;
+}
+
+export type WorkerKind = 'inference' | 'training';
+
+/** What a worker says about itself when pinged. */
+export interface WorkerAnnouncement {
+  kind: WorkerKind;
+  instance: string;
+  /** tfjs backend actually in use: tensorflow, wasm or cpu. */
+  backend: string;
+  gpu: boolean;
+  ready: boolean;
+  started_at: string;
+}
+
+/** GET /v1/system-check: every component, and which are failing. */
+export interface SystemCheckReport {
+  status: 'ok' | 'failing';
+  failing: string[];
+  components: Record<string, ComponentCheck>;
+}
+
+/** Components the system-check always reports, in display order. */
+export const SYSTEM_COMPONENTS = [
+  'api',
+  'database',
+  'nats',
+  'health',
+  'chat',
+  'model-registry',
+  'training-orchestrator',
+  'inference-queue',
+  'training-queue',
+  'inference-workers',
+  'training-workers',
+] as const;
+
+export type SystemComponent = (typeof SYSTEM_COMPONENTS)[number];

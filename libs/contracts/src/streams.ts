@@ -1,0 +1,30 @@
+/**
+ * JetStream work queues. Long work never goes request/reply: it is published here and
+ * consumed by workers. Stream names and subjects take a prefix so that tests and a
+ * developer's running stack can share one nats-server without colliding.
+ */
+export interface WorkQueueSpec {
+  /** Stream name without prefix, e.g. INFERENCE_WORK. */
+  stream: string;
+  /** Subject without prefix, e.g. work.inference.v1. */
+  subject: string;
+  /** Durable consumer the workers share. */
+  consumer: string;
+}
+
+export const WorkQueues = {
+  inference: { stream: 'INFERENCE_WORK', subject: 'work.inference.v1', consumer: 'inference-workers' },
+  training: { stream: 'TRAINING_WORK', subject: 'work.training.v1', consumer: 'training-workers' },
+} as const satisfies Record<string, WorkQueueSpec>;
+
+export type WorkQueueName = keyof typeof WorkQueues;
+
+/** The concrete stream name and subject for a deployment's prefix ('' in production). */
+export function resolveWorkQueue(spec: WorkQueueSpec, prefix: string): WorkQueueSpec {
+  if (!prefix) return spec;
+  return {
+    stream: `${prefix.toUpperCase()}_${spec.stream}`,
+    subject: `${prefix.toLowerCase()}.${spec.subject}`,
+    consumer: spec.consumer,
+  };
+}

@@ -1,0 +1,5 @@
+export default {
+  displayName: 'db',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

@@ -1,0 +1,3 @@
+export * from './db.module';
+export * from './prisma.service';
+export * from './generated/prisma/client';

@@ -1,0 +1,3 @@
+import baseConfig, { frameworkFree } from '../../eslint.config.mjs';
+
+export default [...baseConfig, frameworkFree()];

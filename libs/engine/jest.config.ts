@@ -1,0 +1,5 @@
+export default {
+  displayName: 'engine',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

@@ -1,0 +1,116 @@
+/**
+ * Conversions between the storage dtypes of checkpoints and float32, the only float dtype
+ * the compute backends use here. bf16 is the top half of an f32, f16 is IEEE half precision.
+ */
+
+export type StorageDtype = 'F32' | 'F16' | 'BF16';
+
+export const BYTES_PER_ELEMENT: Record<StorageDtype, number> = { F32: 4, F16: 2, BF16: 2 };
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+export function bf16ToF32(src: Uint16Array): Float32Array {
+  const out = new Float32Array(src.length);
+  const bits = new Uint32Array(out.buffer);
+  for (let i = 0; i < src.length; i++) bits[i] = src[i] << 16;
+  return out;
+}
+
+/** Round to nearest even, as torch does, so a round trip through bf16 matches PyTorch's. */
+export function f32ToBf16(src: Float32Array): Uint16Array {
+  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
+  const out = new Uint16Array(src.length);
+  for (let i = 0; i < src.length; i++) {
+    const x = bits[i];
+    if ((x & 0x7fffffff) > 0x7f800000) {
+      out[i] = (x >>> 16) | 0x40; // keep NaN a quiet NaN
+    } else {
+      out[i] = (x + 0x7fff + ((x >>> 16) & 1)) >>> 16;
+    }
+  }
+  return out;
+}
+
+export function f16ToF32(src: Uint16Array): Float32Array {
+  const out = new Float32Array(src.length);
+  for (let i = 0; i < src.length; i++) out[i] = halfToFloat(src[i]);
+  return out;
+}
+
+export function f32ToF16(src: Float32Array): Uint16Array {
+  const out = new Uint16Array(src.length);
+  for (let i = 0; i < src.length; i++) out[i] = floatToHalf(src[i]);
+  return out;
+}
+
+function halfToFloat(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exponent = (h >> 10) & 0x1f;
+  const mantissa = h & 0x3ff;
+  if (exponent === 0) return sign * mantissa * 2 ** -24; // subnormal
+  if (exponent === 0x1f) return mantissa ? NaN : sign * Infinity;
+  return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
+}
+
+/** Round to nearest even, with overflow to infinity and gradual underflow. */
+function floatToHalf(value: number): number {
+  f32[0] = value;
+  const x = u32[0];
+  const sign = (x >>> 16) & 0x8000;
+  const exponent = (x >>> 23) & 0xff;
+  let mantissa = x & 0x7fffff;
+  if (exponent === 0xff) return sign | 0x7c00 | (mantissa ? 0x200 : 0);
+  let e = exponent - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mantissa |= 0x800000;
+    const shift = 14 - e;
+    const halfway = 1 << (shift - 1);
+    let m = mantissa >>> shift;
+    const rest = mantissa & ((1 << shift) - 1);
+    if (rest > halfway || (rest === halfway && m & 1)) m++;
+    return sign | m;
+  }
+  let m = mantissa >>> 13;
+  const rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest === 0x1000 && m & 1)) {
+    m++;
+    if (m === 0x400) {
+      m = 0;
+      e++;
+      if (e >= 0x1f) return sign | 0x7c00;
+    }
+  }
+  return sign | (e << 10) | m;
+}
+
+export function toFloat32(bytes: Uint8Array, dtype: StorageDtype): Float32Array {
+  // Copy into a fresh, aligned buffer: a view at an odd offset of a file buffer is not allowed.
+  const aligned = new Uint8Array(bytes.length);
+  aligned.set(bytes);
+  switch (dtype) {
+    case 'F32':
+      return new Float32Array(aligned.buffer);
+    case 'F16':
+      return f16ToF32(new Uint16Array(aligned.buffer));
+    case 'BF16':
+      return bf16ToF32(new Uint16Array(aligned.buffer));
+  }
+}
+
+export function fromFloat32(values: Float32Array, dtype: StorageDtype): Uint8Array {
+  switch (dtype) {
+    case 'F32':
+      return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+    case 'F16': {
+      const half = f32ToF16(values);
+      return new Uint8Array(half.buffer);
+    }
+    case 'BF16': {
+      const half = f32ToBf16(values);
+      return new Uint8Array(half.buffer);
+    }
+  }
+}

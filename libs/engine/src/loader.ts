@@ -1,0 +1,149 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
+import { ChatTemplate } from './chat-template';
+import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig } from './config';
+import { ModelLoadError } from './errors';
+import { FrozenLinear, LinearPart } from './model/linear';
+import { Attention, Block, LlamaModel, MLP, RMSNorm } from './model/llama';
+import { Rope } from './model/rope';
+import { Checkpoint } from './safetensors';
+import { TextTokenizer } from './tokenizer';
+
+/** A model directory in Hugging Face layout, loaded onto the current tfjs backend. */
+export interface LoadedModel {
+  dir: string;
+  config: ModelConfig;
+  generationConfig: GenerationConfig;
+  model: LlamaModel;
+  tokenizer: TextTokenizer;
+  chatTemplate: ChatTemplate | null;
+  /** Token ids that end generation: generation_config's, else config's, else the tokenizer's eos. */
+  eosTokenIds: number[];
+  dispose(): void;
+}
+
+export async function loadModel(dir: string): Promise<LoadedModel> {
+  const config = parseModelConfig(readJson(dir, 'config.json'), path.join(dir, 'config.json'));
+  const tokenizerConfig = readJson(dir, 'tokenizer_config.json');
+  const tokenizer = new TextTokenizer(readJson(dir, 'tokenizer.json'), tokenizerConfig);
+  // Optional: plenty of real checkpoints ship without one; config.json then has the eos ids.
+  const generationConfig = parseGenerationConfig(
+    fs.existsSync(path.join(dir, 'generation_config.json')) ? readJson(dir, 'generation_config.json') : {},
+  );
+  const template = tokenizerConfig['chat_template'] as string | { name: string; template: string }[] | undefined;
+  const chatTemplate = template
+    ? new ChatTemplate(template, { bos_token: tokenizer.specialToken('bos_token'), eos_token: tokenizer.specialToken('eos_token') })
+    : null;
+
+  const checkpoint = new Checkpoint(dir);
+  let model: LlamaModel;
+  try {
+    model = buildModel(config, checkpoint);
+  } finally {
+    checkpoint.close();
+  }
+
+  const eosToken = tokenizer.specialToken('eos_token');
+  const eosFromTokenizer = eosToken ? tokenizer.tokenToId(eosToken) : undefined;
+  const eosTokenIds = [
+    ...new Set([
+      ...generationConfig.eosTokenIds,
+      ...config.eosTokenIds,
+      ...(eosFromTokenizer !== undefined ? [eosFromTokenizer] : []),
+    ]),
+  ];
+  return { dir, config, generationConfig, model, tokenizer, chatTemplate, eosTokenIds, dispose: () => model.dispose() };
+}
+
+function readJson(dir: string, name: string): Record<string, unknown> {
+  const file = path.join(dir, name);
+  if (!fs.existsSync(file)) throw new ModelLoadError('missing file', file);
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ModelLoadError(`invalid JSON: ${(err as Error).message}`, file);
+  }
+}
+
+/** Reads every tensor the config calls for, checking shapes, into a LlamaModel. */
+export function buildModel(config: ModelConfig, checkpoint: Checkpoint): LlamaModel {
+  const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: KV, headDim: D, vocabSize: V } = config;
+  const created: tf.Tensor[] = [];
+  const linears: FrozenLinear[] = [];
+  const track = <T extends tf.Tensor>(t: T) => {
+    created.push(t);
+    return t;
+  };
+  const vector = (name: string, size: number) => track(tf.tensor1d(checkpoint.read(name, [size]).data));
+
+  /** Several HF linears [out_i, in] stacked along out, stored transposed [in, sum out]. */
+  const linear = (prefix: string, parts: LinearPart[], inFeatures: number, bias: boolean) => {
+    const out = parts.reduce((s, p) => s + p.outFeatures, 0);
+    const stacked = new Float32Array(out * inFeatures);
+    const biases = bias ? new Float32Array(out) : null;
+    let row = 0;
+    for (const p of parts) {
+      const name = prefix ? `${prefix}.${p.name}` : p.name;
+      stacked.set(checkpoint.read(`${name}.weight`, [p.outFeatures, inFeatures]).data, row * inFeatures);
+      if (biases) biases.set(checkpoint.read(`${name}.bias`, [p.outFeatures]).data, row);
+      row += p.outFeatures;
+    }
+    const weightT = tf.tidy(() => tf.transpose(tf.tensor2d(stacked, [out, inFeatures])));
+    const l = new FrozenLinear(parts, inFeatures, weightT as tf.Tensor2D, biases ? tf.tensor1d(biases) : null);
+    linears.push(l);
+    return l;
+  };
+
+  try {
+    const eps = track(tf.scalar(config.rmsNormEps));
+    const rope = new Rope(config);
+    const embedding = checkpoint.read('model.embed_tokens.weight', [V, C]).data;
+    const blocks: Block[] = [];
+    for (let i = 0; i < config.numLayers; i++) {
+      const p = `model.layers.${i}`;
+      const qkv = linear(
+        `${p}.self_attn`,
+        [
+          { name: 'q_proj', outFeatures: H * D },
+          { name: 'k_proj', outFeatures: KV * D },
+          { name: 'v_proj', outFeatures: KV * D },
+        ],
+        C,
+        config.qkvBias,
+      );
+      const o = linear(`${p}.self_attn`, [{ name: 'o_proj', outFeatures: C }], H * D, config.oBias);
+      const gateUp = linear(
+        `${p}.mlp`,
+        [
+          { name: 'gate_proj', outFeatures: I },
+          { name: 'up_proj', outFeatures: I },
+        ],
+        C,
+        false,
+      );
+      const down = linear(`${p}.mlp`, [{ name: 'down_proj', outFeatures: C }], I, false);
+      blocks.push(
+        new Block(
+          new RMSNorm(vector(`${p}.input_layernorm.weight`, C), eps),
+          new Attention(config, i, rope, qkv, o),
+          new RMSNorm(vector(`${p}.post_attention_layernorm.weight`, C), eps),
+          new MLP(gateUp, down),
+        ),
+      );
+    }
+    const finalNorm = new RMSNorm(vector('model.norm.weight', C), eps);
+    let lmHead: FrozenLinear;
+    if (config.tieWordEmbeddings) {
+      const weightT = tf.tidy(() => tf.transpose(tf.tensor2d(embedding, [V, C])));
+      lmHead = new FrozenLinear([{ name: 'lm_head', outFeatures: V }], C, weightT as tf.Tensor2D);
+    } else {
+      lmHead = linear('', [{ name: 'lm_head', outFeatures: V }], C, false);
+    }
+    return new LlamaModel(config, { embedding, blocks, finalNorm, lmHead, rope, extra: [eps] });
+  } catch (err) {
+    for (const t of created) t.dispose();
+    for (const l of linears) l.dispose();
+    throw err;
+  }
+}

@@ -1,0 +1,185 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ModelConfig, toHfConfig } from '../config';
+import type { StorageDtype } from '../dtype';
+import { SeededRandom } from '../random';
+import { TensorToWrite, writeSafetensors } from '../safetensors';
+import { BOS_ID, EOS_ID, makeTokenizerFiles } from './tokenizer-files';
+
+export type Preset = 'tiny' | 'smollm2-135m';
+
+export const PRESETS: Record<Preset, ModelConfig> = {
+  /** Loads and runs in milliseconds: for tests and the service's embedded default model. */
+  tiny: {
+    modelType: 'llama',
+    vocabSize: 512,
+    hiddenSize: 64,
+    intermediateSize: 160,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 16,
+    rmsNormEps: 1e-5,
+    ropeTheta: 10000,
+    ropeScaling: null,
+    maxPositionEmbeddings: 2048,
+    tieWordEmbeddings: true,
+    qkvBias: false,
+    oBias: false,
+    bosTokenId: BOS_ID,
+    eosTokenIds: [EOS_ID],
+  },
+  /** The shapes of HuggingFaceTB/SmolLM2-135M-Instruct: for benchmarks. */
+  'smollm2-135m': {
+    modelType: 'llama',
+    vocabSize: 49152,
+    hiddenSize: 576,
+    intermediateSize: 1536,
+    numLayers: 30,
+    numHeads: 9,
+    numKvHeads: 3,
+    headDim: 64,
+    rmsNormEps: 1e-5,
+    ropeTheta: 100000,
+    ropeScaling: null,
+    maxPositionEmbeddings: 8192,
+    tieWordEmbeddings: true,
+    qkvBias: false,
+    oBias: false,
+    bosTokenId: BOS_ID,
+    eosTokenIds: [EOS_ID],
+  },
+};
+
+export interface MakeModelOptions {
+  preset: Preset;
+  /** Directory to write; created if missing, files in it overwritten. */
+  out: string;
+  seed?: number;
+  /** Stored dtype of the weights. Default F32. */
+  dtype?: StorageDtype;
+  /** Split the weights over this many files with model.safetensors.index.json. Default 1. */
+  shards?: number;
+  /** Shape and architecture overrides on top of the preset. */
+  overrides?: Partial<ModelConfig>;
+  /** Std of the random weights (HF's initializer_range). Default 0.02. */
+  initStd?: number;
+}
+
+export interface MadeModel {
+  dir: string;
+  config: ModelConfig;
+  files: string[];
+}
+
+/**
+ * Writes a complete model directory in Hugging Face layout with seeded random weights.
+ *
+ * Random weights give a near-uniform next-token distribution, so sampling emits varied
+ * tokens. To make it also stop, every embedding shares one direction, which survives to the
+ * final hidden state, and the end-of-turn token's embedding is stretched along it: its logit
+ * sits a few nats above the rest, so sampling ends a reply after a few dozen tokens.
+ */
+export function makeModel(options: MakeModelOptions): MadeModel {
+  const config: ModelConfig = { ...PRESETS[options.preset], ...options.overrides };
+  if (config.modelType === 'qwen2') config.qkvBias = true;
+  if (config.numHeads % config.numKvHeads !== 0) throw new Error('heads must be a multiple of kv heads');
+  const dtype = options.dtype ?? 'F32';
+  const std = options.initStd ?? 0.02;
+  const rng = new SeededRandom(options.seed ?? 0);
+  const dir = path.resolve(options.out);
+  fs.mkdirSync(dir, { recursive: true });
+
+  const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: KV, headDim: D, vocabSize: V } = config;
+  const tensors: Record<string, TensorToWrite> = {};
+  const add = (name: string, shape: number[], data: Float32Array) => {
+    tensors[name] = { shape, data, dtype };
+  };
+  const random = (name: string, shape: number[], scale = std) => add(name, shape, rng.normals(shape.reduce((a, b) => a * b, 1), scale));
+  const ones = (name: string, n: number) => add(name, [n], new Float32Array(n).fill(1));
+
+  add('model.embed_tokens.weight', [V, C], embeddingsThatStop(rng, V, C, std));
+  for (let i = 0; i < config.numLayers; i++) {
+    const p = `model.layers.${i}`;
+    ones(`${p}.input_layernorm.weight`, C);
+    ones(`${p}.post_attention_layernorm.weight`, C);
+    random(`${p}.self_attn.q_proj.weight`, [H * D, C]);
+    random(`${p}.self_attn.k_proj.weight`, [KV * D, C]);
+    random(`${p}.self_attn.v_proj.weight`, [KV * D, C]);
+    random(`${p}.self_attn.o_proj.weight`, [C, H * D]);
+    if (config.qkvBias) {
+      random(`${p}.self_attn.q_proj.bias`, [H * D]);
+      random(`${p}.self_attn.k_proj.bias`, [KV * D]);
+      random(`${p}.self_attn.v_proj.bias`, [KV * D]);
+    }
+    if (config.oBias) random(`${p}.self_attn.o_proj.bias`, [C]);
+    random(`${p}.mlp.gate_proj.weight`, [I, C]);
+    random(`${p}.mlp.up_proj.weight`, [I, C]);
+    random(`${p}.mlp.down_proj.weight`, [C, I]);
+  }
+  ones('model.norm.weight', C);
+  if (!config.tieWordEmbeddings) random('lm_head.weight', [V, C]);
+
+  const files = writeWeights(dir, tensors, Math.max(1, options.shards ?? 1));
+  const tok = makeTokenizerFiles(V, config.maxPositionEmbeddings);
+  const json = (name: string, value: unknown) => {
+    fs.writeFileSync(path.join(dir, name), JSON.stringify(value, null, 2) + '\n');
+    files.push(name);
+  };
+  json('config.json', { ...toHfConfig(config), torch_dtype: { F32: 'float32', F16: 'float16', BF16: 'bfloat16' }[dtype] });
+  json('generation_config.json', {
+    bos_token_id: BOS_ID,
+    eos_token_id: EOS_ID,
+    pad_token_id: EOS_ID,
+    do_sample: true,
+    temperature: 1.0,
+    top_p: 1.0,
+    max_new_tokens: 256,
+  });
+  json('tokenizer.json', tok.tokenizerJson);
+  json('tokenizer_config.json', tok.tokenizerConfig);
+  return { dir, config, files };
+}
+
+function embeddingsThatStop(rng: SeededRandom, V: number, C: number, std: number): Float32Array {
+  const e = rng.normals(V * C, std);
+  const shared = rng.normals(C, 1);
+  const norm = Math.hypot(...shared);
+  for (let j = 0; j < C; j++) shared[j] /= norm;
+  // Sized against the per-token noise (std * sqrt(C)) so the effect does not depend on width.
+  const common = 2 * std * Math.sqrt(C);
+  for (let v = 0; v < V; v++) {
+    const stretch = v === EOS_ID ? 3.5 * Math.sqrt(C) : 0;
+    for (let j = 0; j < C; j++) e[v * C + j] += (common + stretch * std) * shared[j];
+  }
+  return e;
+}
+
+function writeWeights(dir: string, tensors: Record<string, TensorToWrite>, shards: number): string[] {
+  for (const f of fs.readdirSync(dir)) if (/^model.*\.safetensors(\.index\.json)?$/.test(f)) fs.rmSync(path.join(dir, f));
+  if (shards === 1) {
+    writeSafetensors(path.join(dir, 'model.safetensors'), tensors, { format: 'pt' });
+    return ['model.safetensors'];
+  }
+  const names = Object.keys(tensors).sort();
+  const perShard = Math.ceil(names.length / shards);
+  const weightMap: Record<string, string> = {};
+  const files: string[] = [];
+  let totalSize = 0;
+  for (let s = 0; s < shards; s++) {
+    const file = `model-${String(s + 1).padStart(5, '0')}-of-${String(shards).padStart(5, '0')}.safetensors`;
+    const part = Object.fromEntries(names.slice(s * perShard, (s + 1) * perShard).map((n) => [n, tensors[n]]));
+    writeSafetensors(path.join(dir, file), part, { format: 'pt' });
+    for (const n of Object.keys(part)) {
+      weightMap[n] = file;
+      totalSize += fs.statSync(path.join(dir, file)).size;
+    }
+    files.push(file);
+  }
+  fs.writeFileSync(
+    path.join(dir, 'model.safetensors.index.json'),
+    JSON.stringify({ metadata: { total_size: totalSize }, weight_map: weightMap }, null, 2) + '\n',
+  );
+  files.push('model.safetensors.index.json');
+  return files;
+}

@@ -1,0 +1,120 @@
+import { bytesToUnicode, learnMerges } from './bpe';
+import { CORPUS } from './corpus';
+
+/**
+ * A ChatML template with tools, in the style of SmolLM2 / Qwen2.5: tools are described in the
+ * system turn, calls come back as <tool_call> JSON blocks, tool results get their own turn.
+ */
+export const CHAT_TEMPLATE = `{%- if tools %}
+    {{- '<|im_start|>system\\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\\n\\n' }}
+    {%- endif %}
+    {{- '# Tools\\n\\nYou may call one or more functions to help with the request. Their signatures are inside <tools></tools>:\\n<tools>' }}
+    {%- for tool in tools %}
+        {{- '\\n' + (tool | tojson) }}
+    {%- endfor %}
+    {{- '\\n</tools>\\n\\nTo call a function, answer with a JSON object {"name": <function-name>, "arguments": <args-json-object>} inside <tool_call></tool_call> tags.<|im_end|>\\n' }}
+{%- elif messages[0].role == 'system' %}
+    {{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}
+{%- endif %}
+{%- for message in messages %}
+    {%- if message.role == 'system' and loop.first %}
+    {%- elif message.role == 'assistant' and message.tool_calls %}
+        {{- '<|im_start|>assistant' }}
+        {%- if message.content %}
+            {{- '\\n' + message.content }}
+        {%- endif %}
+        {%- for call in message.tool_calls %}
+            {%- if call.function is defined %}
+                {%- set call = call.function %}
+            {%- endif %}
+            {{- '\\n<tool_call>\\n{"name": "' + call.name + '", "arguments": ' + (call.arguments | tojson) + '}\\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == 'tool' %}
+        {{- '<|im_start|>tool\\n' + message.content + '<|im_end|>\\n' }}
+    {%- else %}
+        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+{%- endif %}`;
+
+/** Ids 0..2, as in SmolLM2. */
+export const SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'] as const;
+export const BOS_ID = 1;
+export const EOS_ID = 2;
+
+export interface TokenizerFiles {
+  tokenizerJson: Record<string, unknown>;
+  tokenizerConfig: Record<string, unknown>;
+  /** Merges learned from the corpus (the rest of the vocabulary, if any, is reserved filler). */
+  learnedMerges: number;
+}
+
+/**
+ * A byte-level BPE tokenizer of exactly `vocabSize` ids: specials, the 256 byte symbols,
+ * merges learned from the embedded corpus, then reserved tokens when the corpus runs out
+ * of merges (they keep the shapes of a big vocabulary for benchmarks).
+ */
+export function makeTokenizerFiles(vocabSize: number, maxLength: number): TokenizerFiles {
+  const base = SPECIAL_TOKENS.length + 256;
+  if (vocabSize < base) throw new Error(`vocab size ${vocabSize} is below the ${base} specials and byte symbols`);
+  const merges = learnMerges(CORPUS, vocabSize - base, [...SPECIAL_TOKENS]);
+  const vocab: Record<string, number> = {};
+  let next = 0;
+  for (const t of SPECIAL_TOKENS) vocab[t] = next++;
+  for (const ch of [...bytesToUnicode()].sort()) vocab[ch] = next++;
+  for (const [a, b] of merges) if (vocab[a + b] === undefined) vocab[a + b] = next++;
+  for (let i = 0; next < vocabSize; i++) vocab[`<|reserved_${i}|>`] = next++;
+
+  const byteLevel = { add_prefix_space: false, trim_offsets: true, use_regex: true };
+  const added = SPECIAL_TOKENS.map((content, id) => ({
+    id,
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: true,
+  }));
+  const tokenizerJson = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: added,
+    normalizer: null,
+    pre_tokenizer: { type: 'ByteLevel', ...byteLevel },
+    post_processor: { type: 'ByteLevel', ...byteLevel, trim_offsets: false },
+    decoder: { type: 'ByteLevel', ...byteLevel },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab,
+      merges,
+    },
+  };
+  const tokenizerConfig = {
+    add_prefix_space: false,
+    added_tokens_decoder: Object.fromEntries(added.map(({ id, ...t }) => [String(id), t])),
+    additional_special_tokens: ['<|im_start|>', '<|im_end|>'],
+    bos_token: '<|im_start|>',
+    chat_template: CHAT_TEMPLATE,
+    clean_up_tokenization_spaces: false,
+    eos_token: '<|im_end|>',
+    model_max_length: maxLength,
+    pad_token: '<|im_end|>',
+    tokenizer_class: 'GPT2Tokenizer',
+    unk_token: '<|endoftext|>',
+    vocab_size: vocabSize,
+  };
+  return { tokenizerJson, tokenizerConfig, learnedMerges: merges.length };
+}

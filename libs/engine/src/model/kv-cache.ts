@@ -1,0 +1,215 @@
+import * as tf from '@tensorflow/tfjs-core';
+
+/** Masked scores get this instead of -Infinity so an all-masked row stays finite. */
+export const MASKED = -1e9;
+
+/**
+ * Keys and values of a batch of sequences ("rows"), per layer [rows, kvHeads, width, headDim].
+ *
+ * Rows have different lengths, so columns are not positions: RoPE is applied before caching,
+ * which makes the column order irrelevant to attention and lets every row grow by one column
+ * per step together. Each row records which columns are its own; the rest are padding
+ * (from joining a wider or narrower batch) and masked out. compact() squeezes the padding away.
+ */
+export class KVCache {
+  private keys: (tf.Tensor4D | null)[];
+  private values: (tf.Tensor4D | null)[];
+  /** Per row, 1 where a column holds one of its tokens. */
+  private valid: Uint8Array[] = [];
+  /** Per row, the position of its next token. */
+  private positions: number[] = [];
+  private columns = 0;
+
+  constructor(readonly numLayers: number) {
+    this.keys = new Array(numLayers).fill(null);
+    this.values = new Array(numLayers).fill(null);
+  }
+
+  get rows(): number {
+    return this.positions.length;
+  }
+
+  get width(): number {
+    return this.columns;
+  }
+
+  /** Tokens held by each row (== its next position). */
+  lengths(): number[] {
+    return [...this.positions];
+  }
+
+  /** Adds an empty row (a sequence with no tokens yet) and returns its index. */
+  addEmptyRow(): number {
+    if (this.columns > 0) throw new Error('addEmptyRow on a non-empty cache: prefill in a fresh cache and merge() it');
+    this.positions.push(0);
+    this.valid.push(new Uint8Array(0));
+    return this.positions.length - 1;
+  }
+
+  /**
+   * Starts a forward step of T new tokens for every row: returns their positions and the
+   * additive attention mask [rows, 1, T, width + T] (own columns, then causal over the new ones).
+   */
+  beginStep(T: number): { positions: number[][]; mask: tf.Tensor4D } {
+    const B = this.rows;
+    const W = this.columns;
+    const total = W + T;
+    const mask = new Float32Array(B * T * total).fill(MASKED);
+    const positions: number[][] = [];
+    for (let b = 0; b < B; b++) {
+      const rowValid = this.valid[b];
+      for (let t = 0; t < T; t++) {
+        const base = (b * T + t) * total;
+        for (let c = 0; c < W; c++) if (rowValid[c]) mask[base + c] = 0;
+        for (let u = 0; u <= t; u++) mask[base + W + u] = 0;
+      }
+      positions.push(Array.from({ length: T }, (_, t) => this.positions[b] + t));
+    }
+    return { positions, mask: tf.tensor4d(mask, [B, 1, T, total]) };
+  }
+
+  /** Appends the step's keys/values [rows, kvHeads, T, headDim] to a layer; returns the full ones. */
+  append(layer: number, k: tf.Tensor4D, v: tf.Tensor4D): { k: tf.Tensor4D; v: tf.Tensor4D } {
+    const oldK = this.keys[layer];
+    const oldV = this.values[layer];
+    const newK = oldK ? tf.concat([oldK, k], 2) : k;
+    const newV = oldV ? tf.concat([oldV, v], 2) : v;
+    this.keys[layer] = tf.keep(newK);
+    this.values[layer] = tf.keep(newV);
+    oldK?.dispose();
+    oldV?.dispose();
+    return { k: newK, v: newV };
+  }
+
+  /** Commits a step begun with beginStep(T), after every layer has appended. */
+  endStep(T: number): void {
+    this.columns += T;
+    for (let b = 0; b < this.rows; b++) {
+      const grown = new Uint8Array(this.columns);
+      grown.set(this.valid[b]);
+      grown.fill(1, this.columns - T);
+      this.valid[b] = grown;
+      this.positions[b] += T;
+    }
+  }
+
+  /** Moves the rows of `other` to the end of this cache (other is emptied). */
+  merge(other: KVCache): void {
+    if (other.numLayers !== this.numLayers) throw new Error('caches of different models');
+    if (other.rows === 0) return;
+    if (this.rows === 0) {
+      this.adopt(other);
+      return;
+    }
+    const width = Math.max(this.columns, other.columns);
+    for (let l = 0; l < this.numLayers; l++) {
+      const k = tf.tidy(() => tf.concat([padColumns(this.keys[l], width), padColumns(other.keys[l], width)], 0));
+      const v = tf.tidy(() => tf.concat([padColumns(this.values[l], width), padColumns(other.values[l], width)], 0));
+      this.replace(l, k, v);
+    }
+    this.valid = [...this.valid.map((m) => padMask(m, width)), ...other.valid.map((m) => padMask(m, width))];
+    this.positions = [...this.positions, ...other.positions];
+    this.columns = width;
+    other.clear();
+    this.compactIfSparse();
+  }
+
+  /** Drops a row; the rows after it move up by one. */
+  removeRow(row: number): void {
+    if (row < 0 || row >= this.rows) throw new Error(`no row ${row}`);
+    if (this.rows === 1) {
+      this.clear();
+      return;
+    }
+    const keep = Array.from({ length: this.rows }, (_, i) => i).filter((i) => i !== row);
+    const index = tf.tensor1d(keep, 'int32');
+    for (let l = 0; l < this.numLayers; l++) {
+      const k = this.keys[l] ? tf.gather(this.keys[l] as tf.Tensor4D, index, 0) : null;
+      const v = this.values[l] ? tf.gather(this.values[l] as tf.Tensor4D, index, 0) : null;
+      this.replace(l, k, v);
+    }
+    index.dispose();
+    this.valid.splice(row, 1);
+    this.positions.splice(row, 1);
+    this.compactIfSparse();
+  }
+
+  /** Gathers every row's own columns to the right, dropping padding columns no row uses. */
+  compact(): void {
+    const lengths = this.valid.map((m) => m.reduce((s, x) => s + x, 0));
+    const width = Math.max(0, ...lengths);
+    if (width === this.columns) return;
+    const indices = new Int32Array(this.rows * width);
+    const valid: Uint8Array[] = [];
+    this.valid.forEach((m, b) => {
+      const own: number[] = [];
+      m.forEach((x, c) => x && own.push(c));
+      const pad = width - own.length;
+      for (let c = 0; c < width; c++) indices[b * width + c] = c < pad ? 0 : own[c - pad];
+      const mask = new Uint8Array(width);
+      mask.fill(1, pad);
+      valid.push(mask);
+    });
+    const index = tf.tensor2d(indices, [this.rows, width], 'int32');
+    for (let l = 0; l < this.numLayers; l++) {
+      const k = this.keys[l] ? tf.gather(this.keys[l] as tf.Tensor4D, index, 2, 1) : null;
+      const v = this.values[l] ? tf.gather(this.values[l] as tf.Tensor4D, index, 2, 1) : null;
+      this.replace(l, k, v);
+    }
+    index.dispose();
+    this.valid = valid;
+    this.columns = width;
+  }
+
+  clear(): void {
+    for (let l = 0; l < this.numLayers; l++) this.replace(l, null, null);
+    this.valid = [];
+    this.positions = [];
+    this.columns = 0;
+  }
+
+  dispose(): void {
+    this.clear();
+  }
+
+  /** Padding worth a copy of the cache: more than a quarter of the width and 32 columns. */
+  private compactIfSparse(): void {
+    const longest = Math.max(0, ...this.valid.map((m) => m.reduce((s, x) => s + x, 0)));
+    const waste = this.columns - longest;
+    if (waste > 32 && waste > this.columns / 4) this.compact();
+  }
+
+  private adopt(other: KVCache): void {
+    this.clear();
+    this.keys = other.keys;
+    this.values = other.values;
+    this.valid = other.valid;
+    this.positions = other.positions;
+    this.columns = other.columns;
+    other.keys = new Array(this.numLayers).fill(null);
+    other.values = new Array(this.numLayers).fill(null);
+    other.valid = [];
+    other.positions = [];
+    other.columns = 0;
+  }
+
+  private replace(layer: number, k: tf.Tensor4D | null, v: tf.Tensor4D | null): void {
+    this.keys[layer]?.dispose();
+    this.values[layer]?.dispose();
+    this.keys[layer] = k ? tf.keep(k) : null;
+    this.values[layer] = v ? tf.keep(v) : null;
+  }
+}
+
+/** Left-pads [rows, heads, w, d] with zero columns up to `width`. */
+function padColumns(x: tf.Tensor4D | null, width: number): tf.Tensor4D {
+  if (!x) throw new Error('cache layer missing');
+  const extra = width - x.shape[2];
+  return extra === 0 ? x.clone() : tf.pad(x, [[0, 0], [0, 0], [extra, 0], [0, 0]]);
+}
+
+function padMask(m: Uint8Array, width: number): Uint8Array {
+  const out = new Uint8Array(width);
+  out.set(m, width - m.length);
+  return out;
+}

@@ -1,0 +1,242 @@
+import * as tf from '@tensorflow/tfjs-core';
+import type { ModelConfig } from '../config';
+import { FrozenLinear } from './linear';
+import { KVCache, MASKED } from './kv-cache';
+import { Rope } from './rope';
+
+/**
+ * A Llama-family decoder (Llama 2/3, SmolLM, Qwen2) written against tfjs-core ops only, so
+ * the same code runs on the tensorflow, wasm and cpu backends.
+ *
+ * Activations are kept 2-D, [tokens, features], between blocks: every projection is a plain
+ * 2-D matMul (batched matMuls leave XNNPACK's fast path and have a wrong gradient in tfjs).
+ */
+
+/** Shared by all layers of one forward pass: built once, because per-op dispatch dominates. */
+interface StepContext {
+  batch: number;
+  /** New tokens per row. */
+  seqLen: number;
+  cos: tf.Tensor3D;
+  sin: tf.Tensor3D;
+  /** Additive mask [batch or 1, 1, seqLen, keys]. */
+  mask: tf.Tensor4D;
+  cache: KVCache | null;
+}
+
+export class RMSNorm {
+  constructor(
+    readonly weight: tf.Tensor1D,
+    private readonly eps: tf.Scalar,
+  ) {}
+
+  forward(x: tf.Tensor2D): tf.Tensor2D {
+    const meanSquare = tf.mean(tf.square(x), -1, true);
+    return tf.mul(tf.mul(x, tf.rsqrt(tf.add(meanSquare, this.eps))), this.weight);
+  }
+}
+
+export class Attention {
+  private readonly groups: number;
+
+  constructor(
+    private readonly config: ModelConfig,
+    private readonly layer: number,
+    private readonly rope: Rope,
+    /** q_proj | k_proj | v_proj fused. */
+    readonly qkv: FrozenLinear,
+    readonly o: FrozenLinear,
+  ) {
+    this.groups = config.numHeads / config.numKvHeads;
+  }
+
+  forward(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D {
+    const { numHeads: H, numKvHeads: KV, headDim: D } = this.config;
+    const { batch: B, seqLen: T } = ctx;
+    const G = this.groups;
+    const N = B * T;
+
+    const [qk, vFlat] = tf.split(this.qkv.forward(x), [(H + KV) * D, KV * D], 1);
+    // q and k heads side by side: one rotation for both (q carries the 1/sqrt(D) scale).
+    const [qFlat, kFlat] = tf.split(this.rope.apply(tf.reshape(qk, [N, H + KV, D]), ctx.cos, ctx.sin), [H, KV], 1);
+
+    let k = toHeadsFirst(tf.reshape(kFlat, [B, T, KV, D]));
+    let v = toHeadsFirst(tf.reshape(vFlat, [B, T, KV, D]));
+    if (ctx.cache) ({ k, v } = ctx.cache.append(this.layer, k, v));
+    const S = k.shape[2];
+
+    // Grouped-query attention without tiling K and V: the G query heads that share a KV head
+    // become G*T query rows of one [B*KV] batch, so each KV head is read once.
+    const q =
+      T === 1
+        ? tf.reshape(qFlat, [B * KV, G, D])
+        : tf.reshape(tf.transpose(tf.reshape(qFlat, [B, T, KV, G, D]), [0, 2, 3, 1, 4]), [B * KV, G * T, D]);
+    const scores = tf.matMul(q, tf.reshape(k, [B * KV, S, D]), false, true);
+    const masked = tf.add(tf.reshape(scores, [B, H, T, S]), ctx.mask);
+    const probs = tf.reshape(tf.softmax(masked), [B * KV, G * T, S]);
+    const heads = tf.matMul(probs, tf.reshape(v, [B * KV, S, D]));
+    const merged =
+      T === 1
+        ? tf.reshape(heads, [N, H * D])
+        : tf.reshape(tf.transpose(tf.reshape(heads, [B, KV, G, T, D]), [0, 3, 1, 2, 4]), [N, H * D]);
+    return this.o.forward(merged);
+  }
+}
+
+/** [B, T, KV, D] -> [B, KV, T, D]; a free reshape when T is 1. */
+function toHeadsFirst(x: tf.Tensor4D): tf.Tensor4D {
+  const [B, T, KV, D] = x.shape;
+  return T === 1 ? tf.reshape(x, [B, KV, 1, D]) : tf.transpose(x, [0, 2, 1, 3]);
+}
+
+/** SwiGLU: down(silu(gate(x)) * up(x)). */
+export class MLP {
+  constructor(
+    /** gate_proj | up_proj fused. */
+    readonly gateUp: FrozenLinear,
+    readonly down: FrozenLinear,
+  ) {}
+
+  forward(x: tf.Tensor2D): tf.Tensor2D {
+    const [gate, up] = tf.split(this.gateUp.forward(x), 2, 1);
+    return this.down.forward(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up));
+  }
+}
+
+export class Block {
+  constructor(
+    readonly inputNorm: RMSNorm,
+    readonly attention: Attention,
+    readonly postAttentionNorm: RMSNorm,
+    readonly mlp: MLP,
+  ) {}
+
+  forward(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D {
+    const h = tf.add(x, this.attention.forward(this.inputNorm.forward(x), ctx));
+    return tf.add(h, this.mlp.forward(this.postAttentionNorm.forward(h)));
+  }
+}
+
+/** Everything a LlamaModel is made of; the loader fills it from a checkpoint. */
+export interface LlamaParts {
+  /** Token embeddings [vocab, hidden], kept in JS memory: lookups are row copies. */
+  embedding: Float32Array;
+  blocks: Block[];
+  finalNorm: RMSNorm;
+  /** lm_head (the embedding, transposed, when tied). */
+  lmHead: FrozenLinear;
+  rope: Rope;
+  /** Tensors shared by the parts (eps scalar...), disposed with the model. */
+  extra: tf.Tensor[];
+}
+
+export interface ForwardOptions {
+  /** Continue these sequences (one row each) and append the new tokens to it. */
+  cache?: KVCache;
+  /** Only the last position of each row: what decoding needs. */
+  lastOnly?: boolean;
+}
+
+export class LlamaModel {
+  readonly blocks: Block[];
+  readonly finalNorm: RMSNorm;
+  readonly lmHead: FrozenLinear;
+  private readonly embedding: Float32Array;
+  private readonly rope: Rope;
+  private readonly extra: tf.Tensor[];
+
+  constructor(
+    readonly config: ModelConfig,
+    parts: LlamaParts,
+  ) {
+    this.embedding = parts.embedding;
+    this.blocks = parts.blocks;
+    this.finalNorm = parts.finalNorm;
+    this.lmHead = parts.lmHead;
+    this.rope = parts.rope;
+    this.extra = parts.extra;
+  }
+
+  /**
+   * Logits for `tokens` (rows of equal length): [rows * T, vocab], or [rows, vocab] with
+   * lastOnly. With a cache, the rows continue its sequences and the cache grows by T.
+   */
+  forward(tokens: number[][], options: ForwardOptions = {}): tf.Tensor2D {
+    return tf.tidy(() => {
+      const hidden = this.hidden(tokens, options);
+      return this.lmHead.forward(hidden);
+    });
+  }
+
+  /**
+   * Final normed hidden states [rows * T, hidden] (or [rows, hidden] with lastOnly).
+   * Differentiable w.r.t. adapter variables: the embedding lookup is a constant input.
+   */
+  hidden(tokens: number[][], options: ForwardOptions = {}): tf.Tensor2D {
+    const B = tokens.length;
+    const T = tokens[0]?.length ?? 0;
+    if (B === 0 || T === 0 || tokens.some((r) => r.length !== T)) throw new Error('forward needs rows of equal, non-zero length');
+    const cache = options.cache ?? null;
+    if (cache && cache.rows !== B) throw new Error(`cache has ${cache.rows} rows, got ${B}`);
+
+    const step = cache ? cache.beginStep(T) : { positions: tokens.map(() => range(T)), mask: causalMask(T) };
+    const { cos, sin } = this.rope.tables(step.positions.flat());
+    const ctx: StepContext = { batch: B, seqLen: T, cos, sin, mask: step.mask, cache };
+
+    let x = this.embed(tokens.flat());
+    for (const block of this.blocks) x = block.forward(x, ctx);
+    cache?.endStep(T);
+    if (options.lastOnly && T > 1) {
+      x = tf.gather(x, tf.tensor1d(range(B).map((b) => b * T + T - 1), 'int32'));
+    }
+    return this.finalNorm.forward(x);
+  }
+
+  /** Rows of the embedding table, copied in JS: no gather kernel (and no gather gradient). */
+  embed(ids: number[]): tf.Tensor2D {
+    const C = this.config.hiddenSize;
+    const out = new Float32Array(ids.length * C);
+    ids.forEach((id, i) => {
+      if (!(id >= 0 && id < this.config.vocabSize)) throw new Error(`token id ${id} out of range [0, ${this.config.vocabSize})`);
+      out.set(this.embedding.subarray(id * C, (id + 1) * C), i * C);
+    });
+    return tf.tensor2d(out, [ids.length, C]);
+  }
+
+  newCache(): KVCache {
+    return new KVCache(this.config.numLayers);
+  }
+
+  /** Every frozen projection by HF module name, e.g. "model.layers.3.self_attn.qkv". */
+  linears(): { name: string; layer: number; linear: FrozenLinear }[] {
+    return this.blocks.flatMap((b, i) => [
+      { name: `model.layers.${i}.self_attn.qkv`, layer: i, linear: b.attention.qkv },
+      { name: `model.layers.${i}.self_attn.o_proj`, layer: i, linear: b.attention.o },
+      { name: `model.layers.${i}.mlp.gate_up`, layer: i, linear: b.mlp.gateUp },
+      { name: `model.layers.${i}.mlp.down_proj`, layer: i, linear: b.mlp.down },
+    ]);
+  }
+
+  dispose(): void {
+    for (const { linear } of this.linears()) linear.dispose();
+    for (const b of this.blocks) {
+      b.inputNorm.weight.dispose();
+      b.postAttentionNorm.weight.dispose();
+    }
+    this.finalNorm.weight.dispose();
+    this.lmHead.dispose();
+    this.rope.dispose();
+    for (const t of this.extra) t.dispose();
+  }
+}
+
+function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i);
+}
+
+/** [1, 1, T, T], broadcast over rows and heads. */
+function causalMask(T: number): tf.Tensor4D {
+  const m = new Float32Array(T * T);
+  for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) m[i * T + j] = MASKED;
+  return tf.tensor4d(m, [1, 1, T, T]);
+}

@@ -1,0 +1,5 @@
+export default {
+  displayName: 'messaging',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

@@ -1,0 +1,6 @@
+export * from './jetstream';
+export * from './messaging.module';
+export * from './nats.tokens';
+export * from './rpc-errors';
+export * from './rpc-exception.filter';
+export * from './rpc.client';

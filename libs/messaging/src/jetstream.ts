@@ -1,0 +1,69 @@
+import { resolveWorkQueue, WorkQueueSpec } from '@trainyard/contracts';
+import { AckPolicy, DeliverPolicy, NatsConnection, NatsError, RetentionPolicy, StorageType } from 'nats';
+
+export interface WorkQueueSettings {
+  /** How long a worker may hold a message before it is redelivered. */
+  ackWaitMs: number;
+  /** Deliveries before a message is given up. */
+  maxDeliver: number;
+}
+
+const DEFAULT_SETTINGS: WorkQueueSettings = { ackWaitMs: 60_000, maxDeliver: 5 };
+
+/**
+ * Creates (or brings up to date) a work-queue stream and its shared durable pull consumer.
+ * Safe to call from every replica at every start: it converges on the same definition.
+ */
+export async function ensureWorkQueue(
+  nc: NatsConnection,
+  base: WorkQueueSpec,
+  prefix: string,
+  settings: Partial<WorkQueueSettings> = {},
+): Promise<WorkQueueSpec> {
+  const spec = resolveWorkQueue(base, prefix);
+  const { ackWaitMs, maxDeliver } = { ...DEFAULT_SETTINGS, ...settings };
+  const jsm = await nc.jetstreamManager();
+  const stream = {
+    name: spec.stream,
+    subjects: [spec.subject],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+  };
+  try {
+    await jsm.streams.info(spec.stream);
+    await jsm.streams.update(spec.stream, { subjects: stream.subjects });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await addIgnoringRace(() => jsm.streams.add(stream));
+  }
+  const consumer = {
+    durable_name: spec.consumer,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: ackWaitMs * 1_000_000,
+    max_deliver: maxDeliver,
+  };
+  await addIgnoringRace(() => jsm.consumers.add(spec.stream, consumer));
+  return spec;
+}
+
+/** Checks that a work queue exists; resolves to its pending message count. */
+export async function workQueueDepth(nc: NatsConnection, base: WorkQueueSpec, prefix: string): Promise<number> {
+  const spec = resolveWorkQueue(base, prefix);
+  const jsm = await nc.jetstreamManager();
+  const info = await jsm.streams.info(spec.stream);
+  return info.state.messages;
+}
+
+function isNotFound(err: unknown): boolean {
+  return err instanceof NatsError && (err.api_error?.err_code === 10059 || /not found/i.test(err.message));
+}
+
+/** Two replicas starting together may both try to create: the loser's "already in use" is fine. */
+async function addIgnoringRace(add: () => Promise<unknown>): Promise<void> {
+  try {
+    await add();
+  } catch (err) {
+    if (!(err instanceof NatsError && /already in use|already exists/i.test(err.message))) throw err;
+  }
+}

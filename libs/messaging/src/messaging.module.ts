@@ -1,0 +1,58 @@
+import { DynamicModule, Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
+import { ClientProxy, ClientProxyFactory, Transport } from '@nestjs/microservices';
+import { connect, NatsConnection } from 'nats';
+import { MESSAGING_OPTIONS, MessagingOptions, NATS_CLIENT, NATS_CONNECTION } from './nats.tokens';
+import { RpcClient } from './rpc.client';
+
+/**
+ * NATS for one app: the Nest client proxy behind RpcClient (request/reply) and a raw
+ * nats.js connection for JetStream and scatter-gather. Both reconnect forever by
+ * themselves, so a restarted nats-server is picked up without restarting the app.
+ */
+@Global()
+@Module({})
+export class MessagingModule implements OnApplicationShutdown {
+  private readonly logger = new Logger(MessagingModule.name);
+
+  constructor(
+    @Inject(NATS_CLIENT) private readonly client: ClientProxy,
+    @Inject(NATS_CONNECTION) private readonly connection: NatsConnection,
+  ) {}
+
+  static forRoot(options: MessagingOptions): DynamicModule {
+    return {
+      module: MessagingModule,
+      providers: [
+        { provide: MESSAGING_OPTIONS, useValue: options },
+        {
+          provide: NATS_CLIENT,
+          useFactory: () =>
+            ClientProxyFactory.create({
+              transport: Transport.NATS,
+              options: { servers: options.servers, name: `${options.connectionName}-rpc`, ...RECONNECT_FOREVER },
+            }),
+        },
+        {
+          provide: NATS_CONNECTION,
+          useFactory: () => connect({ servers: options.servers, name: options.connectionName, ...RECONNECT_FOREVER }),
+        },
+        RpcClient,
+      ],
+      exports: [MESSAGING_OPTIONS, NATS_CLIENT, NATS_CONNECTION, RpcClient],
+    };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.client.close();
+    if (!this.connection.isClosed()) {
+      await this.connection.drain().catch((err: Error) => this.logger.warn(`NATS drain failed: ${err.message}`));
+    }
+  }
+}
+
+export const RECONNECT_FOREVER = {
+  reconnect: true,
+  maxReconnectAttempts: -1,
+  reconnectTimeWait: 500,
+  waitOnFirstConnect: true,
+} as const;

@@ -1,0 +1,5 @@
+export default {
+  displayName: 'runtime',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

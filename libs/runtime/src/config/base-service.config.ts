@@ -1,0 +1,49 @@
+import { Transform } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { hostname } from 'node:os';
+
+const splitList = ({ value }: { value: unknown }) =>
+  typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : value;
+
+/** Settings every process shares. Apps extend this with their own. */
+export class BaseServiceConfig {
+  /** NATS servers, comma-separated. */
+  @Transform(splitList)
+  @Matches(/^(nats|tls|ws|wss):\/\/[^\s]+$/, { each: true, message: 'must be a list of nats:// URLs' })
+  NATS_URL: string[] = ['nats://127.0.0.1:4222'];
+
+  /** Port of the process's own /health/live and /health/ready. */
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  HTTP_PORT!: number;
+
+  @IsString()
+  HTTP_HOST = '0.0.0.0';
+
+  @IsIn(['error', 'warn', 'log', 'debug', 'verbose'])
+  LOG_LEVEL: 'error' | 'warn' | 'log' | 'debug' | 'verbose' = 'log';
+
+  /** Default time a NATS request may take before it fails with a timeout. */
+  @IsInt()
+  @Min(50)
+  RPC_TIMEOUT_MS = 10_000;
+
+  /** Prefix of JetStream stream names and work subjects; lets tests share a nats-server. */
+  @Matches(/^[a-z0-9_]*$/i, { message: 'must be letters, digits or underscores' })
+  JETSTREAM_PREFIX = '';
+
+  /** Name of this replica in health reports. */
+  @IsOptional()
+  @IsString()
+  INSTANCE_ID: string = `${hostname()}-${process.pid}`;
+}
+
+export const DATABASE_URL_PATTERN = /^postgres(ql)?:\/\/[^\s]+$/;
+
+/** Settings of the GPU worker apps. */
+export class WorkerConfig extends BaseServiceConfig {
+  /** tfjs backend: auto picks tensorflow (GPU) when it loads and sees a GPU, else wasm, else cpu. */
+  @IsIn(['auto', 'tensorflow', 'wasm', 'cpu'])
+  COMPUTE_BACKEND: 'auto' | 'tensorflow' | 'wasm' | 'cpu' = 'auto';
+}

@@ -1,0 +1,28 @@
+import type { ComponentCheck } from '@trainyard/contracts';
+
+/**
+ * Runs one probe with a deadline and reports it in the system-check shape. A probe
+ * signals failure by throwing; whatever it resolves to is merged into the report.
+ */
+export async function checkComponent(
+  probe: () => Promise<Record<string, unknown> | void>,
+  timeoutMs: number,
+): Promise<ComponentCheck> {
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    const extra = (await Promise.race([probe(), deadline])) ?? {};
+    return { ok: true, latency_ms: elapsed(started), error: null, ...extra };
+  } catch (err) {
+    return { ok: false, latency_ms: elapsed(started), error: err instanceof Error ? err.message : String(err) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function elapsed(started: number): number {
+  return Math.round((performance.now() - started) * 10) / 10;
+}

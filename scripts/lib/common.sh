@@ -1,0 +1,97 @@
+# Shared by scripts/start.sh and scripts/test.sh. Everything here is idempotent: it checks
+# first and only installs or starts what is missing, so a second run is quick.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
+export PATH="$ROOT/node_modules/.bin:$PATH"
+
+DEFAULT_DATABASE_HOST=127.0.0.1
+DEFAULT_DATABASE_PORT=5432
+DEFAULT_DATABASE_ROLE=trainyard
+
+say() { printf '\033[1;34m==>\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[1;31merror:\033[0m %s\n' "$*" >&2; exit 1; }
+
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+wait_for_port() {
+  local host=$1 port=$2 what=$3
+  for _ in $(seq 1 60); do port_open "$host" "$port" && return 0; sleep 0.5; done
+  die "$what did not start listening on $host:$port"
+}
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_install() {
+  command -v apt-get >/dev/null || die "$* is missing and this is not a Debian-like system: install it, or set DATABASE_URL / NATS_URL to running servers"
+  say "installing $* from Debian"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# Installs node modules when they are missing or older than the lockfile.
+ensure_node_modules() {
+  if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    say "installing node modules (npm ci)"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+}
+
+# PostgreSQL: DATABASE_URL when given, else a local server (started, or installed, as needed)
+# with a role `trainyard` that may create databases (tests make one per test file).
+ensure_postgres() {
+  if [ -n "${DATABASE_URL:-}" ]; then
+    node -e "new (require('pg').Client)({connectionString: process.env.DATABASE_URL}).connect().then(c => c.end()).catch(e => { console.error(e.message); process.exit(1); })" \
+      || die "DATABASE_URL is set but PostgreSQL does not answer there"
+    return
+  fi
+  if ! port_open $DEFAULT_DATABASE_HOST $DEFAULT_DATABASE_PORT; then
+    command -v pg_ctlcluster >/dev/null || apt_install postgresql
+    local version
+    version=$(ls /etc/postgresql | sort -V | tail -n 1)
+    say "starting PostgreSQL $version"
+    as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start
+    wait_for_port $DEFAULT_DATABASE_HOST $DEFAULT_DATABASE_PORT PostgreSQL
+  fi
+  if ! as_root runuser -u postgres -- psql -tAc "SELECT 1 FROM pg_roles WHERE rolname = '$DEFAULT_DATABASE_ROLE'" 2>/dev/null | grep -q 1; then
+    say "creating PostgreSQL role $DEFAULT_DATABASE_ROLE"
+    as_root runuser -u postgres -- psql -q -c "CREATE ROLE $DEFAULT_DATABASE_ROLE LOGIN CREATEDB PASSWORD '$DEFAULT_DATABASE_ROLE'"
+  fi
+  export DATABASE_URL="postgresql://$DEFAULT_DATABASE_ROLE:$DEFAULT_DATABASE_ROLE@$DEFAULT_DATABASE_HOST:$DEFAULT_DATABASE_PORT/${1:-trainyard}"
+}
+
+# NATS with JetStream: NATS_URL when given, else a local nats-server (started, or installed).
+ensure_nats() {
+  if [ -n "${NATS_URL:-}" ]; then
+    local hostport=${NATS_URL#*://}; hostport=${hostport%%,*}
+    port_open "${hostport%:*}" "${hostport##*:}" || die "NATS_URL is set but nothing answers at $hostport"
+    return
+  fi
+  ensure_nats_binary
+  if ! port_open 127.0.0.1 4222; then
+    say "starting nats-server with JetStream"
+    as_root mkdir -p /var/lib/nats-server /var/log
+    as_root start-stop-daemon --start --oknodo --background --exec "$(command -v nats-server)" -- \
+      -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
+    wait_for_port 127.0.0.1 4222 nats-server
+  fi
+  export NATS_URL=nats://127.0.0.1:4222
+}
+
+ensure_nats_binary() {
+  command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || apt_install nats-server
+  export PATH="$PATH:/usr/sbin"
+}
+
+# Prisma Client is generated, never committed. `generate` needs no engine, but the CLI
+# insists on finding one: any existing file satisfies it (scoped to this command only).
+generate_prisma_client() {
+  PRISMA_SCHEMA_ENGINE_BINARY="$(command -v node)" npx prisma generate >/dev/null
+}
+
+build_apps() {
+  say "building apps"
+  npx nx run-many -t build --outputStyle=static >/dev/null || npx nx run-many -t build --outputStyle=static
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# npm start: installs what is missing, brings up PostgreSQL and NATS (or uses DATABASE_URL
+# and NATS_URL), applies migrations, builds, makes sure a development API key exists,
+# and runs every app until Ctrl-C.
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+ensure_node_modules
+ensure_postgres trainyard
+ensure_nats
+generate_prisma_client
+node scripts/db.mjs create-db
+node scripts/db.mjs migrate
+build_apps
+
+mkdir -p var
+if [ ! -s var/dev-api-key ]; then
+  say "creating a development API key (entity \"dev\")"
+  node dist/apps/gateway/keys.js create --entity dev --name "development key" --json \
+    | node -e "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>process.stdout.write(JSON.parse(s).key))" > var/dev-api-key
+  chmod 600 var/dev-api-key
+fi
+
+PORT=$(node -e "console.log(require('./scripts/stack.json').apps.find(a => a.name === 'gateway').port)")
+cat <<BANNER
+
+  Trainyard is starting.
+    base URL:  http://127.0.0.1:$PORT/v1
+    API key:   $(cat var/dev-api-key)   (kept in var/dev-api-key)
+    check:     curl http://127.0.0.1:$PORT/v1/system-check
+
+BANNER
+exec node scripts/run-all.mjs
