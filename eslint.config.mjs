@@ -1,9 +1,29 @@
 import nx from '@nx/eslint-plugin';
 
-// Module boundaries make the architecture's arrows real:
-// - apps never import apps; contracts import nothing of ours;
-// - only services that own tables (tag db:owner) may import the db lib;
-// - the engine (tfjs) is for workers and the registry's adapter writer only.
+function boundaries(forTests = []) {
+  const libs = (...tags) => [...tags, ...forTests];
+  return {
+    enforceBuildableLibDependency: true,
+    allow: [],
+    depConstraints: [
+      { sourceTag: 'type:app', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging', 'type:runtime', 'type:db', 'type:engine') },
+      { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: libs() },
+      { sourceTag: 'type:engine', onlyDependOnLibsWithTags: libs() },
+      { sourceTag: 'type:messaging', onlyDependOnLibsWithTags: libs('type:contracts') },
+      { sourceTag: 'type:runtime', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging') },
+      { sourceTag: 'type:db', onlyDependOnLibsWithTags: libs('type:runtime', 'type:messaging', 'type:contracts') },
+      { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts'] },
+      { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:testing'] },
+      { sourceTag: 'db:none', notDependOnLibsWithTags: ['type:db'] },
+      { sourceTag: 'engine:none', notDependOnLibsWithTags: ['type:engine'] },
+    ],
+  };
+}
+
+// Module boundaries make the architecture's arrows real: apps never import apps (no lib
+// tag allows type:app); contracts and engine import nothing of ours; apps tagged db:none
+// (they own no tables) cannot import the db lib, and apps tagged engine:none cannot load
+// tfjs; only tests may use the test harness.
 export default [
   ...nx.configs['flat/base'],
   ...nx.configs['flat/typescript'],
@@ -11,33 +31,22 @@ export default [
   {
     files: ['**/*.ts'],
     rules: {
-      '@nx/enforce-module-boundaries': [
-        'error',
-        {
-          enforceBuildableLibDependency: true,
-          allow: [],
-          depConstraints: [
-            { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:contracts', 'type:messaging', 'type:runtime', 'type:db', 'type:engine'] },
-            { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: [] },
-            { sourceTag: 'type:engine', onlyDependOnLibsWithTags: [] },
-            { sourceTag: 'type:db', onlyDependOnLibsWithTags: ['type:runtime', 'type:messaging', 'type:contracts'] },
-            { sourceTag: 'type:messaging', onlyDependOnLibsWithTags: ['type:contracts'] },
-            { sourceTag: 'type:runtime', onlyDependOnLibsWithTags: ['type:contracts', 'type:messaging'] },
-            { sourceTag: 'db:none', notDependOnLibsWithTags: ['type:db'] },
-            { sourceTag: 'engine:none', notDependOnLibsWithTags: ['type:engine'] },
-          ],
-        },
-      ],
+      '@nx/enforce-module-boundaries': ['error', boundaries()],
       '@typescript-eslint/no-explicit-any': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-restricted-syntax': [
         'error',
         {
           selector: "MemberExpression[object.name='process'][property.name='env']",
-          message: 'Read configuration through the validated config class of the app (libs/runtime validateConfig), not process.env.',
+          message: 'Read configuration through the validated config class of the app (loadConfig in libs/runtime), not process.env.',
         },
       ],
     },
+  },
+  {
+    // Tests may also use the shared test harness (type:testing); production code may not.
+    files: ['**/*.spec.ts', '**/test/**/*.ts'],
+    rules: { '@nx/enforce-module-boundaries': ['error', boundaries(['type:testing'])] },
   },
   {
     // The config loader, scripts and tests legitimately read the environment.

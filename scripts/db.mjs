@@ -8,6 +8,7 @@
 //   node scripts/db.mjs check                    prove the migrations build the schema
 //   node scripts/db.mjs new <name>               write a migration for schema changes
 //   node scripts/db.mjs create-db <DATABASE_URL> create the database if it is missing
+//   node scripts/db.mjs drop-db <DATABASE_URL>   drop it (tests refresh their template)
 //
 // `check` and `new` use Prisma 6.19's `migrate diff`, whose WebAssembly engine runs
 // offline (tools/prisma-diff); Prisma 7's schema engine is a native download.
@@ -246,9 +247,10 @@ const commands = {
   check: () => check(databaseUrl),
   new: async () => newMigration(arg, databaseUrl),
   'create-db': () => createDatabase(databaseUrl),
+  'drop-db': () => dropDatabase(databaseUrl),
 };
 if (!commands[command] || !databaseUrl) {
-  console.error('usage: node scripts/db.mjs migrate|check|create-db [DATABASE_URL] | new <name>  (DATABASE_URL from the environment by default)');
+  console.error('usage: node scripts/db.mjs migrate|check|create-db|drop-db [DATABASE_URL] | new <name>  (DATABASE_URL from the environment by default)');
   process.exit(2);
 }
 commands[command]().catch((err) => {

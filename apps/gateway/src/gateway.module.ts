@@ -4,6 +4,7 @@ import { ServiceRuntimeModule } from '@trainyard/runtime';
 import { AuthModule } from './auth/auth.module';
 import { GatewayConfig } from './config/gateway.config';
 import { ApiHealthController } from './health/api-health.controller';
+import { BaseModelsController } from './registry/base-models.controller';
 
 /** HTTP edge: authentication, validation, OpenAI and preview shapes; NATS client only. */
 @Module({})
@@ -16,7 +17,7 @@ export class GatewayModule {
         DbModule.forRoot(config.DATABASE_URL),
         AuthModule,
       ],
-      controllers: [ApiHealthController],
+      controllers: [ApiHealthController, BaseModelsController],
       providers: [{ provide: GatewayConfig, useValue: config }],
     };
   }

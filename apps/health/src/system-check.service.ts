@@ -38,14 +38,14 @@ export class SystemCheckService {
     private readonly database: DatabaseProbe,
   ) {}
 
-  async run(requestId?: string): Promise<SystemCheckReport> {
+  async run(): Promise<SystemCheckReport> {
     const timeout = this.config.CHECK_TIMEOUT_MS;
     const probes: Record<string, () => Promise<Record<string, unknown> | void>> = {
       database: () => this.database.ping(),
       nats: async () => ({ rtt_ms: await this.nc.rtt() }),
       health: async () => ({ instance: this.config.INSTANCE_ID }),
       ...Object.fromEntries(
-        Object.entries(SERVICES).map(([name, subject]) => [name, () => this.askService(subject, timeout, requestId)]),
+        Object.entries(SERVICES).map(([name, subject]) => [name, () => this.askService(subject, timeout)]),
       ),
       'inference-queue': () => this.queue('inference'),
       'training-queue': () => this.queue('training'),
@@ -58,8 +58,8 @@ export class SystemCheckService {
     return summarize(Object.fromEntries(entries));
   }
 
-  private async askService(subject: RpcSubject<Empty, ServiceHealthReport>, timeoutMs: number, requestId?: string) {
-    const report = await this.rpc.request(subject, {}, { timeoutMs, requestId });
+  private async askService(subject: RpcSubject<Empty, ServiceHealthReport>, timeoutMs: number) {
+    const report = await this.rpc.request(subject, {}, { timeoutMs });
     const failing = Object.entries(report.checks).filter(([, c]) => !c.ok);
     if (failing.length > 0) {
       throw new Error(failing.map(([name, c]) => `${name}: ${c.error}`).join('; '));

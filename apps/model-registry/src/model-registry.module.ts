@@ -2,6 +2,8 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { Subjects } from '@trainyard/contracts';
 import { DbModule } from '@trainyard/db';
 import { ServiceRuntimeModule } from '@trainyard/runtime';
+import { BaseModelsController } from './base-models/base-models.controller';
+import { BaseModelsService } from './base-models/base-models.service';
 import { RegistryConfig } from './config/registry.config';
 
 /** Models, checkpoints, adapters on disk, metrics logs and uploaded files. */
@@ -14,7 +16,8 @@ export class ModelRegistryModule {
         ServiceRuntimeModule.forRoot({ name: 'model-registry', config, healthSubject: Subjects.registry.healthCheck }),
         DbModule.forRoot(config.DATABASE_URL),
       ],
-      providers: [{ provide: RegistryConfig, useValue: config }],
+      controllers: [BaseModelsController],
+      providers: [{ provide: RegistryConfig, useValue: config }, BaseModelsService],
     };
   }
 }

@@ -1,4 +1,5 @@
 import type { ServiceHealthReport, SystemCheckReport, WorkerAnnouncement } from './health/health.messages';
+import type { ListBaseModelsReply } from './registry/base-models.messages';
 
 /**
  * A request/reply subject together with the types of its request and reply, so both sides
@@ -27,6 +28,7 @@ export const Subjects = {
   },
   registry: {
     healthCheck: rpc<Empty, ServiceHealthReport>('registry.health.check.v1'),
+    listBaseModels: rpc<Empty, ListBaseModelsReply>('registry.base-models.list.v1'),
   },
   training: {
     healthCheck: rpc<Empty, ServiceHealthReport>('training.health.check.v1'),

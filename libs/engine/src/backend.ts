@@ -40,9 +40,9 @@ async function activate(name: BackendName): Promise<boolean> {
     case 'tensorflow': {
       // Optional dependency: absent wherever libtensorflow could not be downloaded.
       const moduleName = '@tensorflow/tfjs-node-gpu';
-      const node = require(moduleName);
+      require(moduleName);
       await setBackend('tensorflow');
-      return hasGpuDevice(node);
+      return usesGpuDevice(tf.backend());
     }
     case 'wasm':
       await import('@tensorflow/tfjs-backend-wasm');
@@ -60,7 +60,10 @@ async function setBackend(name: string): Promise<void> {
   await tf.ready();
 }
 
-// TODO(engine): tfjs-node-gpu has no public device query; refine on a GPU machine.
-function hasGpuDevice(node: { getGPUCount?: () => number }): boolean {
-  return typeof node.getGPUCount === 'function' ? node.getGPUCount() > 0 : false;
+/**
+ * tfjs-node's backend asks TensorFlow at start-up whether a GPU device was registered
+ * (false when CUDA or cuDNN is missing and it silently fell back to the CPU).
+ */
+function usesGpuDevice(backend: unknown): boolean {
+  return Boolean((backend as { isUsingGpuDevice?: boolean }).isUsingGpuDevice);
 }

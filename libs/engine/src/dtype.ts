@@ -87,17 +87,30 @@ function floatToHalf(value: number): number {
 }
 
 export function toFloat32(bytes: Uint8Array, dtype: StorageDtype): Float32Array {
-  // Copy into a fresh, aligned buffer: a view at an odd offset of a file buffer is not allowed.
-  const aligned = new Uint8Array(bytes.length);
-  aligned.set(bytes);
+  // Typed views need an aligned offset: copy only when the bytes do not start on one.
+  const aligned = bytes.byteOffset % 4 === 0 ? bytes : Uint8Array.from(bytes);
   switch (dtype) {
     case 'F32':
-      return new Float32Array(aligned.buffer);
+      return new Float32Array(aligned.buffer, aligned.byteOffset, aligned.length / 4);
     case 'F16':
-      return f16ToF32(new Uint16Array(aligned.buffer));
+      return f16ToF32(new Uint16Array(aligned.buffer, aligned.byteOffset, aligned.length / 2));
     case 'BF16':
-      return bf16ToF32(new Uint16Array(aligned.buffer));
+      return bf16ToF32(new Uint16Array(aligned.buffer, aligned.byteOffset, aligned.length / 2));
   }
+}
+
+/** [rows, cols] row-major to [cols, rows], in JS so the wasm heap never holds both copies. */
+export function transpose2d(values: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(values.length);
+  const block = 64;
+  for (let r0 = 0; r0 < rows; r0 += block) {
+    for (let c0 = 0; c0 < cols; c0 += block) {
+      const rEnd = Math.min(r0 + block, rows);
+      const cEnd = Math.min(c0 + block, cols);
+      for (let r = r0; r < rEnd; r++) for (let c = c0; c < cEnd; c++) out[c * rows + r] = values[r * cols + c];
+    }
+  }
+  return out;
 }
 
 export function fromFloat32(values: Float32Array, dtype: StorageDtype): Uint8Array {

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { ChatTemplate } from './chat-template';
 import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig } from './config';
+import { transpose2d } from './dtype';
 import { ModelLoadError } from './errors';
 import { FrozenLinear, LinearPart } from './model/linear';
 import { Attention, Block, LlamaModel, MLP, RMSNorm } from './model/llama';
@@ -89,8 +90,8 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint): LlamaMo
       if (biases) biases.set(checkpoint.read(`${name}.bias`, [p.outFeatures]).data, row);
       row += p.outFeatures;
     }
-    const weightT = tf.tidy(() => tf.transpose(tf.tensor2d(stacked, [out, inFeatures])));
-    const l = new FrozenLinear(parts, inFeatures, weightT as tf.Tensor2D, biases ? tf.tensor1d(biases) : null);
+    const weightT = tf.tensor2d(transpose2d(stacked, out, inFeatures), [inFeatures, out]);
+    const l = new FrozenLinear(parts, inFeatures, weightT, biases ? tf.tensor1d(biases) : null);
     linears.push(l);
     return l;
   };
@@ -135,8 +136,8 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint): LlamaMo
     const finalNorm = new RMSNorm(vector('model.norm.weight', C), eps);
     let lmHead: FrozenLinear;
     if (config.tieWordEmbeddings) {
-      const weightT = tf.tidy(() => tf.transpose(tf.tensor2d(embedding, [V, C])));
-      lmHead = new FrozenLinear([{ name: 'lm_head', outFeatures: V }], C, weightT as tf.Tensor2D);
+      const weightT = tf.tensor2d(transpose2d(embedding, V, C), [C, V]);
+      lmHead = new FrozenLinear([{ name: 'lm_head', outFeatures: V }], C, weightT);
     } else {
       lmHead = linear('', [{ name: 'lm_head', outFeatures: V }], C, false);
     }

@@ -93,7 +93,8 @@ export class SafetensorsFile {
     if (!info) throw new ModelLoadError('tensor not found', this.file, name);
     if (!SUPPORTED.has(info.dtype)) throw new ModelLoadError(`unsupported dtype ${info.dtype} (F32, F16, BF16 are)`, this.file, name);
     const [begin, end] = info.data_offsets;
-    const bytes = Buffer.allocUnsafe(end - begin);
+    // Its own ArrayBuffer at offset 0 (never the shared pool): F32 data can then be viewed in place.
+    const bytes = Buffer.allocUnsafeSlow(end - begin);
     let done = 0;
     while (done < bytes.length) {
       const n = fs.readSync(this.fd, bytes, done, bytes.length - done, this.dataStart + begin + done);

@@ -4,10 +4,11 @@ import { REQUEST_ID_HEADER, RpcSubject } from '@trainyard/contracts';
 import { headers as natsHeaders } from 'nats';
 import { firstValueFrom, timeout } from 'rxjs';
 import { MESSAGING_OPTIONS, MessagingOptions, NATS_CLIENT } from './nats.tokens';
+import { currentRequestId } from './request-context';
 import { toServiceError } from './rpc-errors';
 
 export interface RpcCallOptions {
-  /** Carried in the `x-request-id` NATS header so logs on both sides line up. */
+  /** Carried in the `x-request-id` NATS header; defaults to the current request's. */
   requestId?: string;
   timeoutMs?: number;
 }
@@ -27,7 +28,8 @@ export class RpcClient {
   async request<Req, Res>(subject: RpcSubject<Req, Res>, payload: Req, call: RpcCallOptions = {}): Promise<Res> {
     const timeoutMs = call.timeoutMs ?? this.options.rpcTimeoutMs;
     const headers = natsHeaders();
-    if (call.requestId) headers.set(REQUEST_ID_HEADER, call.requestId);
+    const requestId = call.requestId ?? currentRequestId();
+    if (requestId) headers.set(REQUEST_ID_HEADER, requestId);
     const record = new NatsRecordBuilder(payload).setHeaders(headers).build();
     try {
       return await firstValueFrom(this.client.send<Res>(subject.name, record).pipe(timeout({ first: timeoutMs })));

@@ -1,7 +1,7 @@
 import { DynamicModule, INestApplication, Logger, LogLevel } from '@nestjs/common';
 import { HttpAdapterHost, NestFactory } from '@nestjs/core';
 import { MicroserviceOptions, Transport } from '@nestjs/microservices';
-import { RECONNECT_FOREVER, RpcErrorFilter } from '@trainyard/messaging';
+import { RECONNECT_FOREVER, RequestIdInterceptor, RpcErrorFilter } from '@trainyard/messaging';
 import type { BaseServiceConfig } from './config/base-service.config';
 
 const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
@@ -27,10 +27,11 @@ export interface BootstrapOptions {
 export async function bootstrap(module: DynamicModule, options: BootstrapOptions): Promise<INestApplication> {
   const { name, config, queue } = options;
   const app = await NestFactory.create(module, { logger: logLevels(config.LOG_LEVEL) });
-  app.enableShutdownHooks();
+  exitCleanlyOnSignals(app, name);
   await options.configure?.(app);
   if (queue) {
     app.useGlobalFilters(new RpcErrorFilter(app.get(HttpAdapterHost).httpAdapter));
+    app.useGlobalInterceptors(new RequestIdInterceptor());
     app.connectMicroservice<MicroserviceOptions>(
       {
         transport: Transport.NATS,
@@ -43,6 +44,30 @@ export async function bootstrap(module: DynamicModule, options: BootstrapOptions
   await app.listen(config.HTTP_PORT, config.HTTP_HOST);
   new Logger(name).log(`${name} ready on http://${config.HTTP_HOST}:${config.HTTP_PORT}${queue ? ` and NATS queue "${queue}"` : ''}`);
   return app;
+}
+
+/**
+ * SIGTERM (Kubernetes, compose) and SIGINT (Ctrl-C) close the app, running every
+ * shutdown hook (NATS drained, HTTP closed, database disconnected), then exit 0. Nest's
+ * own enableShutdownHooks would re-raise the signal instead, hiding whether it went well.
+ */
+function exitCleanlyOnSignals(app: INestApplication, name: string): void {
+  const logger = new Logger(name);
+  let closing = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (closing) return;
+    closing = true;
+    logger.log(`${signal}: shutting down`);
+    app.close().then(
+      () => process.exit(0),
+      (err: Error) => {
+        logger.error(`Shutdown failed: ${err.message}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', shutdown);
+  process.once('SIGINT', shutdown);
 }
 
 /** Runs `start`, printing a config or start-up error plainly and exiting non-zero. */

@@ -1,9 +1,10 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { IS_PUBLIC } from '@trainyard/runtime';
 import type { Request } from 'express';
 import { ApiKeysService } from './api-keys.service';
 import type { Caller } from './caller';
-import { IS_PUBLIC } from './public.decorator';
+
 
 /** Global guard: every route needs a valid bearer key unless marked @Public(). */
 @Injectable()

@@ -1,3 +1,4 @@
+import { Type } from 'class-transformer';
 import { BaseServiceConfig, DATABASE_URL_PATTERN } from '@trainyard/runtime';
 import { IsInt, Matches, Max, Min } from 'class-validator';
 
@@ -16,10 +17,12 @@ export class GatewayConfig extends BaseServiceConfig {
   @IsInt()
   @Min(1024)
   @Max(1024 * 1024 * 1024)
+  @Type(() => Number)
   MAX_BODY_BYTES = 32 * 1024 * 1024;
 
   /** Deadline for the whole system check, as the gateway waits for the health service. */
   @IsInt()
   @Min(200)
+  @Type(() => Number)
   SYSTEM_CHECK_TIMEOUT_MS = 5_000;
 }

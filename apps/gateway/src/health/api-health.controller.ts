@@ -1,10 +1,9 @@
-import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Res } from '@nestjs/common';
 import { ComponentCheck, ServiceError, Subjects, SYSTEM_COMPONENTS, SystemCheckReport } from '@trainyard/contracts';
 import { RpcClient } from '@trainyard/messaging';
-import type { Request, Response } from 'express';
-import { Public } from '../auth/public.decorator';
+import { Public } from '@trainyard/runtime';
+import type { Response } from 'express';
 import { GatewayConfig } from '../config/gateway.config';
-import { requestIdOf } from '../http/request-id.middleware';
 
 @Controller('v1')
 @Public()
@@ -22,9 +21,9 @@ export class ApiHealthController {
 
   /** Every component, each {ok, latency_ms, error}; 503 when any is not ok. */
   @Get('system-check')
-  async systemCheck(@Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<SystemCheckReport> {
+  async systemCheck(@Res({ passthrough: true }) res: Response): Promise<SystemCheckReport> {
     const started = performance.now();
-    const report = await this.askHealthService(requestIdOf(req));
+    const report = await this.askHealthService();
     const api: ComponentCheck = { ok: true, latency_ms: Math.round(performance.now() - started), error: null };
     const components = { api, ...report.components };
     const failing = Object.entries(components)
@@ -35,9 +34,9 @@ export class ApiHealthController {
   }
 
   /** Without the health service nothing else can be checked: say so for every component. */
-  private async askHealthService(requestId?: string): Promise<Pick<SystemCheckReport, 'components'>> {
+  private async askHealthService(): Promise<Pick<SystemCheckReport, 'components'>> {
     try {
-      return await this.rpc.request(Subjects.health.systemCheck, {}, { requestId, timeoutMs: this.config.SYSTEM_CHECK_TIMEOUT_MS });
+      return await this.rpc.request(Subjects.health.systemCheck, {}, { timeoutMs: this.config.SYSTEM_CHECK_TIMEOUT_MS });
     } catch (err) {
       const reason = err instanceof ServiceError ? err.message : String(err);
       const unknown = (name: string): ComponentCheck => ({

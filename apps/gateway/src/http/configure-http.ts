@@ -1,6 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { GatewayConfig } from '../config/gateway.config';
+import { translateBodyParserErrors } from './body-parser-errors';
 import { HttpErrorFilter } from './http-error.filter';
 import { requestId } from './request-id.middleware';
 import { createValidationPipe } from './validation.pipe';
@@ -11,6 +12,7 @@ export function configureHttp(nest: INestApplication, config: GatewayConfig): vo
   app.use(requestId);
   app.useBodyParser('json', { limit: config.MAX_BODY_BYTES });
   app.useBodyParser('urlencoded', { limit: config.MAX_BODY_BYTES, extended: false });
+  app.use(translateBodyParserErrors);
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new HttpErrorFilter());
   app.disable('x-powered-by');

@@ -5,9 +5,9 @@ import { HTTP_STATUS_BY_CODE, openAiErrorType, shouldRetry } from './error-statu
 import { isOpenAiRoute } from './route-family';
 
 /**
- * The only place that turns errors into HTTP. Services and guards throw coded
- * ServiceErrors; Nest and Express throw HttpExceptions (unknown route, body too large,
- * malformed JSON), which are coded here first. A 500 is logged as the bug it is.
+ * The only place that turns errors into HTTP. Services, guards, pipes and the body-parser
+ * translation throw coded ServiceErrors; Nest throws HttpExceptions (unknown route),
+ * which are coded here first. A 500 is logged as the bug it is.
  */
 @Catch()
 export class HttpErrorFilter implements ExceptionFilter {
@@ -33,8 +33,6 @@ export class HttpErrorFilter implements ExceptionFilter {
 
   private toServiceError(exception: unknown, req: Request): ServiceError {
     if (exception instanceof ServiceError) return exception;
-    const bodyError = fromBodyParser(exception);
-    if (bodyError) return bodyError;
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       if (status === 404) return ServiceError.notFound(`No route for ${req.method} ${req.path}`);
@@ -43,21 +41,6 @@ export class HttpErrorFilter implements ExceptionFilter {
     }
     return new ServiceError(ErrorCode.Internal, 'Internal server error');
   }
-}
-
-/** Express's body-parser errors carry a `type` and a status of their own. */
-function fromBodyParser(exception: unknown): ServiceError | undefined {
-  const err = exception as { type?: string; limit?: number; message?: string };
-  if (err?.type === 'entity.too.large') {
-    return new ServiceError(ErrorCode.PayloadTooLarge, `Request body is larger than the limit of ${err.limit} bytes`);
-  }
-  if (err?.type === 'entity.parse.failed') {
-    return ServiceError.validation([{ loc: ['body'], msg: `Malformed JSON: ${err.message}`, type: 'json_invalid' }]);
-  }
-  if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') {
-    return new ServiceError(ErrorCode.InvalidRequest, err.message ?? 'Unsupported body encoding');
-  }
-  return undefined;
 }
 
 function codeForStatus(status: number): ErrorCode | undefined {

@@ -1,3 +1,4 @@
+import { Type } from 'class-transformer';
 import { BaseServiceConfig, DATABASE_URL_PATTERN } from '@trainyard/runtime';
 import { IsInt, Matches, Max, Min } from 'class-validator';
 
@@ -12,5 +13,6 @@ export class HealthConfig extends BaseServiceConfig {
   @IsInt()
   @Min(100)
   @Max(30_000)
+  @Type(() => Number)
   CHECK_TIMEOUT_MS = 1_500;
 }

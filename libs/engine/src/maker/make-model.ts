@@ -1,10 +1,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ModelConfig, toHfConfig } from '../config';
-import type { StorageDtype } from '../dtype';
+import { BYTES_PER_ELEMENT, StorageDtype } from '../dtype';
 import { SeededRandom } from '../random';
 import { TensorToWrite, writeSafetensors } from '../safetensors';
-import { BOS_ID, EOS_ID, makeTokenizerFiles } from './tokenizer-files';
+import { BOS_ID, EOS_ID, SPECIAL_TOKENS, makeTokenizerFiles } from './tokenizer-files';
 
 export type Preset = 'tiny' | 'smollm2-135m';
 
@@ -23,7 +23,7 @@ export const PRESETS: Record<Preset, ModelConfig> = {
     ropeTheta: 10000,
     ropeScaling: null,
     maxPositionEmbeddings: 2048,
-    tieWordEmbeddings: true,
+    tieWordEmbeddings: false,
     qkvBias: false,
     oBias: false,
     bosTokenId: BOS_ID,
@@ -75,10 +75,11 @@ export interface MadeModel {
 /**
  * Writes a complete model directory in Hugging Face layout with seeded random weights.
  *
- * Random weights give a near-uniform next-token distribution, so sampling emits varied
- * tokens. To make it also stop, every embedding shares one direction, which survives to the
- * final hidden state, and the end-of-turn token's embedding is stretched along it: its logit
- * sits a few nats above the rest, so sampling ends a reply after a few dozen tokens.
+ * Random weights alone give a near-uniform next token that never favours the end of the
+ * turn. The tiny preset shapes its (untied) embeddings so that the end-of-turn logit sits a
+ * few nats above the rest and raw byte tokens a little below: sampling at temperature 1 emits
+ * varied, word-like tokens and usually ends a reply within a few dozen to a hundred tokens
+ * (greedy decoding settles into a short cycle and runs to max tokens).
  */
 export function makeModel(options: MakeModelOptions): MadeModel {
   const config: ModelConfig = { ...PRESETS[options.preset], ...options.overrides };
@@ -98,7 +99,8 @@ export function makeModel(options: MakeModelOptions): MadeModel {
   const random = (name: string, shape: number[], scale = std) => add(name, shape, rng.normals(shape.reduce((a, b) => a * b, 1), scale));
   const ones = (name: string, n: number) => add(name, [n], new Float32Array(n).fill(1));
 
-  add('model.embed_tokens.weight', [V, C], embeddingsThatStop(rng, V, C, std));
+  const embeddings = shapedEmbeddings(rng, V, C);
+  add('model.embed_tokens.weight', [V, C], embeddings.input);
   for (let i = 0; i < config.numLayers; i++) {
     const p = `model.layers.${i}`;
     ones(`${p}.input_layernorm.weight`, C);
@@ -118,7 +120,7 @@ export function makeModel(options: MakeModelOptions): MadeModel {
     random(`${p}.mlp.down_proj.weight`, [C, I]);
   }
   ones('model.norm.weight', C);
-  if (!config.tieWordEmbeddings) random('lm_head.weight', [V, C]);
+  if (!config.tieWordEmbeddings) add('lm_head.weight', [V, C], embeddings.output);
 
   const files = writeWeights(dir, tensors, Math.max(1, options.shards ?? 1));
   const tok = makeTokenizerFiles(V, config.maxPositionEmbeddings);
@@ -141,18 +143,29 @@ export function makeModel(options: MakeModelOptions): MadeModel {
   return { dir, config, files };
 }
 
-function embeddingsThatStop(rng: SeededRandom, V: number, C: number, std: number): Float32Array {
-  const e = rng.normals(V * C, std);
+/** Shapes of the random embeddings and lm_head; see makeModel. */
+const EMBEDDING_SHAPING = { noiseStd: 2, eosNats: 3, byteNats: -2 };
+
+/**
+ * Input embeddings all share one direction, which survives to the final hidden state
+ * (norm sqrt(C), mostly along it); an output row stretched by x / sqrt(C) along the same
+ * direction then gains about x nats. Untied rows, so a token does not predict itself.
+ */
+function shapedEmbeddings(rng: SeededRandom, V: number, C: number, shaping = EMBEDDING_SHAPING) {
   const shared = rng.normals(C, 1);
   const norm = Math.hypot(...shared);
   for (let j = 0; j < C; j++) shared[j] /= norm;
-  // Sized against the per-token noise (std * sqrt(C)) so the effect does not depend on width.
-  const common = 2 * std * Math.sqrt(C);
+  const input = rng.normals(V * C, 0.5 / Math.sqrt(C));
+  const output = rng.normals(V * C, shaping.noiseStd / Math.sqrt(C));
+  const firstMerge = SPECIAL_TOKENS.length + 256;
   for (let v = 0; v < V; v++) {
-    const stretch = v === EOS_ID ? 3.5 * Math.sqrt(C) : 0;
-    for (let j = 0; j < C; j++) e[v * C + j] += (common + stretch * std) * shared[j];
+    const nats = v === EOS_ID ? shaping.eosNats : v < firstMerge ? shaping.byteNats : 0;
+    for (let j = 0; j < C; j++) {
+      input[v * C + j] += shared[j];
+      output[v * C + j] += (nats / Math.sqrt(C)) * shared[j];
+    }
   }
-  return e;
+  return { input, output };
 }
 
 function writeWeights(dir: string, tensors: Record<string, TensorToWrite>, shards: number): string[] {
@@ -170,9 +183,9 @@ function writeWeights(dir: string, tensors: Record<string, TensorToWrite>, shard
     const file = `model-${String(s + 1).padStart(5, '0')}-of-${String(shards).padStart(5, '0')}.safetensors`;
     const part = Object.fromEntries(names.slice(s * perShard, (s + 1) * perShard).map((n) => [n, tensors[n]]));
     writeSafetensors(path.join(dir, file), part, { format: 'pt' });
-    for (const n of Object.keys(part)) {
+    for (const [n, t] of Object.entries(part)) {
       weightMap[n] = file;
-      totalSize += fs.statSync(path.join(dir, file)).size;
+      totalSize += t.data.length * BYTES_PER_ELEMENT[t.dtype ?? 'F32'];
     }
     files.push(file);
   }

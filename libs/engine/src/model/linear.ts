@@ -71,14 +71,14 @@ export class FrozenLinear {
   }
 
   private project(x: tf.Tensor2D): tf.Tensor2D {
-    return this.bias ? tf.fused.matMul({ a: x, b: this.weightT, bias: this.bias }) : tf.matMul(x, this.weightT);
+    return (this.bias ? tf.fused.matMul({ a: x, b: this.weightT, bias: this.bias }) : tf.matMul(x, this.weightT)) as tf.Tensor2D;
   }
 
   private projectWithFastGrad(x: tf.Tensor2D): tf.Tensor2D {
     const weight = this.weight as tf.Tensor2D;
-    const f = tf.customGrad((input: tf.Tensor) => ({
-      value: this.project(input as tf.Tensor2D),
-      gradFunc: (dy: tf.Tensor) => tf.matMul(dy as tf.Tensor2D, weight),
+    const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => ({
+      value: this.project(args[0] as tf.Tensor2D),
+      gradFunc: (dy: tf.Tensor | tf.Tensor[]) => tf.matMul(dy as tf.Tensor2D, weight),
     }));
     return f(x) as tf.Tensor2D;
   }

@@ -75,7 +75,7 @@ export class Attention {
     const masked = tf.add(tf.reshape(scores, [B, H, T, S]), ctx.mask);
     const probs = tf.reshape(tf.softmax(masked), [B * KV, G * T, S]);
     const heads = tf.matMul(probs, tf.reshape(v, [B * KV, S, D]));
-    const merged =
+    const merged: tf.Tensor2D =
       T === 1
         ? tf.reshape(heads, [N, H * D])
         : tf.reshape(tf.transpose(tf.reshape(heads, [B, KV, G, T, D]), [0, 3, 1, 2, 4]), [N, H * D]);
@@ -112,7 +112,7 @@ export class Block {
   ) {}
 
   forward(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D {
-    const h = tf.add(x, this.attention.forward(this.inputNorm.forward(x), ctx));
+    const h: tf.Tensor2D = tf.add(x, this.attention.forward(this.inputNorm.forward(x), ctx));
     return tf.add(h, this.mlp.forward(this.postAttentionNorm.forward(h)));
   }
 }

@@ -63,7 +63,7 @@ export class Rope {
   /** x: [N, heads, headDim] with cos/sin from tables(). */
   apply(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor3D {
     const [n, heads, d] = x.shape;
-    const rotated = tf.matMul(tf.reshape(x, [n * heads, d]), this.rotation).reshape([n, heads, d]);
+    const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * heads, d]), this.rotation), [n, heads, d]);
     return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
   }
 

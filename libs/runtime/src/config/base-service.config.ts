@@ -1,4 +1,5 @@
-import { Transform } from 'class-transformer';
+import 'reflect-metadata';
+import { Transform, Type } from 'class-transformer';
 import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 import { hostname } from 'node:os';
 
@@ -16,6 +17,7 @@ export class BaseServiceConfig {
   @IsInt()
   @Min(0)
   @Max(65535)
+  @Type(() => Number)
   HTTP_PORT!: number;
 
   @IsString()
@@ -27,6 +29,7 @@ export class BaseServiceConfig {
   /** Default time a NATS request may take before it fails with a timeout. */
   @IsInt()
   @Min(50)
+  @Type(() => Number)
   RPC_TIMEOUT_MS = 10_000;
 
   /** Prefix of JetStream stream names and work subjects; lets tests share a nats-server. */
@@ -36,7 +39,7 @@ export class BaseServiceConfig {
   /** Name of this replica in health reports. */
   @IsOptional()
   @IsString()
-  INSTANCE_ID: string = `${hostname()}-${process.pid}`;
+  INSTANCE_ID = `${hostname()}-${process.pid}`;
 }
 
 export const DATABASE_URL_PATTERN = /^postgres(ql)?:\/\/[^\s]+$/;

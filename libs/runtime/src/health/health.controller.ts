@@ -1,9 +1,11 @@
 import { Controller, Get, HttpCode, HttpStatus, Res } from '@nestjs/common';
 import type { Response } from 'express';
+import { Public } from './public.decorator';
 import { ReadinessService } from './readiness.service';
 
 /** Process-level probes for Kubernetes and compose: live = the process runs, ready = its dependencies answer. */
 @Controller('health')
+@Public()
 export class ProcessHealthController {
   constructor(private readonly readiness: ReadinessService) {}
 

@@ -1,0 +1,99 @@
+import { ArgumentsHost, NotFoundException } from '@nestjs/common';
+import { ErrorCode, ServiceError } from '@trainyard/contracts';
+import { fromBodyParser } from './body-parser-errors';
+import { HttpErrorFilter } from './http-error.filter';
+
+function run(exception: unknown, path: string) {
+  const res = {
+    statusCode: 0,
+    headers: {} as Record<string, string>,
+    body: undefined as unknown,
+    headersSent: false,
+    setHeader(name: string, value: string) {
+      this.headers[name.toLowerCase()] = value;
+    },
+    status(code: number) {
+      this.statusCode = code;
+      return this;
+    },
+    json(body: unknown) {
+      this.body = body;
+    },
+  };
+  const req = { method: 'POST', path, originalUrl: path };
+  const host = { switchToHttp: () => ({ getRequest: () => req, getResponse: () => res }) } as unknown as ArgumentsHost;
+  new HttpErrorFilter().catch(exception, host);
+  return res;
+}
+
+describe('HttpErrorFilter', () => {
+  it.each([
+    [ErrorCode.InvalidRequest, 400],
+    [ErrorCode.Unauthorized, 401],
+    [ErrorCode.Forbidden, 403],
+    [ErrorCode.NotFound, 404],
+    [ErrorCode.Conflict, 409],
+    [ErrorCode.PayloadTooLarge, 413],
+    [ErrorCode.ValidationFailed, 422],
+    [ErrorCode.RateLimited, 429],
+    [ErrorCode.Unavailable, 503],
+    [ErrorCode.Timeout, 504],
+  ])('answers %s with HTTP %i', (code, status) => {
+    expect(run(new ServiceError(code, 'x'), '/v1/preview/models').statusCode).toBe(status);
+  });
+
+  it('answers preview routes with {detail: message}', () => {
+    const res = run(ServiceError.conflict('Model "a" already exists'), '/v1/preview/models');
+    expect(res.body).toEqual({ detail: 'Model "a" already exists' });
+    expect(res.headers['x-should-retry']).toBe('true');
+  });
+
+  it('answers validation errors with the FastAPI detail list', () => {
+    const issues = [{ loc: ['body', 'model_id'], msg: 'must be a UUID', type: 'isUuid' }];
+    const res = run(ServiceError.validation(issues), '/api/training/v1/preview/training-jobs');
+    expect(res.statusCode).toBe(422);
+    expect(res.body).toEqual({ detail: issues });
+    expect(res.headers['x-should-retry']).toBe('false');
+  });
+
+  it('answers OpenAI routes in the OpenAI envelope', () => {
+    const res = run(new ServiceError(ErrorCode.ModelNotFound, 'The model `x` does not exist'), '/v1/chat/completions');
+    expect(res.statusCode).toBe(404);
+    expect(res.body).toEqual({
+      error: { message: 'The model `x` does not exist', type: 'not_found_error', param: null, code: 'model_not_found' },
+    });
+  });
+
+  it('names the field of the first validation issue as OpenAI param', () => {
+    const error = ServiceError.validation([{ loc: ['body', 'temperature'], msg: 'must not be greater than 2', type: 'max' }]);
+    const res = run(error, '/v1/chat/completions');
+    expect((res.body as { error: { param: string } }).error.param).toBe('temperature');
+  });
+
+  it('sets Retry-After when the error says how long to wait', () => {
+    const res = run(new ServiceError(ErrorCode.RateLimited, 'too many', { retryAfterSeconds: 2 }), '/v1/chat/completions');
+    expect(res.statusCode).toBe(429);
+    expect(res.headers['retry-after']).toBe('2');
+  });
+
+  it('turns body-parser errors into 413 and 422', () => {
+    const tooLarge = fromBodyParser({ type: 'entity.too.large', limit: 1024 });
+    expect(run(tooLarge, '/v1/preview/models').statusCode).toBe(413);
+    const malformed = run(fromBodyParser({ type: 'entity.parse.failed', message: 'Unexpected token' }), '/v1/preview/models');
+    expect(malformed.statusCode).toBe(422);
+    expect(malformed.body).toEqual({ detail: [{ loc: ['body'], msg: 'Malformed JSON: Unexpected token', type: 'json_invalid' }] });
+    expect(fromBodyParser(new Error('not from the parser'))).toBeUndefined();
+  });
+
+  it('answers an unknown route with a JSON 404 naming it', () => {
+    const res = run(new NotFoundException(), '/v1/nope');
+    expect(res.statusCode).toBe(404);
+    expect(res.body).toEqual({ detail: 'No route for POST /v1/nope' });
+  });
+
+  it('never leaks the message of an unexpected error', () => {
+    const res = run(new TypeError('secret internals'), '/v1/preview/models');
+    expect(res.statusCode).toBe(500);
+    expect(res.body).toEqual({ detail: 'Internal server error' });
+  });
+});

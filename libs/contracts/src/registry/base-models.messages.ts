@@ -1,0 +1,11 @@
+/** A base model this deployment can serve and train: a Hugging Face model directory. */
+export interface BaseModelInfo {
+  /** The id clients use, e.g. "HuggingFaceTB/SmolLM2-135M-Instruct". */
+  id: string;
+  /** model_type from config.json: llama, qwen2. */
+  architecture: string;
+}
+
+export interface ListBaseModelsReply {
+  base_models: BaseModelInfo[];
+}

@@ -1,0 +1,93 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { KVCache } from './model/kv-cache';
+import type { LlamaModel } from './model/llama';
+
+/** Prompts longer than this are prefilled in pieces, bounding the [T, T] attention scores. */
+const PREFILL_CHUNK = 256;
+
+/**
+ * Sequences decoding together: the unit continuous batching is built on. Each sequence joins
+ * with its prompt (prefilled alone, then merged into the shared KV cache), advances one token
+ * per step() together with every other member in one forward pass, and leaves when done.
+ * Members can join and leave between any two steps.
+ */
+export class DecodeBatch<Id = string> {
+  private readonly cache: KVCache;
+  /** Row of the cache for each member, in cache order. */
+  private members: Id[] = [];
+
+  constructor(readonly model: LlamaModel) {
+    this.cache = model.newCache();
+  }
+
+  get size(): number {
+    return this.members.length;
+  }
+
+  get ids(): readonly Id[] {
+    return this.members;
+  }
+
+  has(id: Id): boolean {
+    return this.members.includes(id);
+  }
+
+  /** Tokens in the cache for a member (prompt + generated so far). */
+  length(id: Id): number {
+    return this.cache.lengths()[this.row(id)];
+  }
+
+  /** Prefills `prompt` and adds the sequence; returns the logits for its first new token. */
+  async join(id: Id, prompt: number[]): Promise<Float32Array> {
+    if (this.has(id)) throw new Error(`sequence ${String(id)} is already in the batch`);
+    if (prompt.length === 0) throw new Error('empty prompt');
+    const own = this.model.newCache();
+    own.addEmptyRow();
+    try {
+      let logits: tf.Tensor2D | null = null;
+      for (let start = 0; start < prompt.length; start += PREFILL_CHUNK) {
+        logits?.dispose();
+        logits = this.model.forward([prompt.slice(start, start + PREFILL_CHUNK)], { cache: own, lastOnly: true });
+      }
+      const values = await (logits as tf.Tensor2D).data();
+      (logits as tf.Tensor2D).dispose();
+      this.cache.merge(own);
+      this.members.push(id);
+      return values as Float32Array;
+    } finally {
+      own.dispose();
+    }
+  }
+
+  /** Advances every member by one token; returns each member's logits for the token after it. */
+  async step(next: ReadonlyMap<Id, number>): Promise<Map<Id, Float32Array>> {
+    if (this.members.length === 0) return new Map();
+    const missing = this.members.filter((id) => !next.has(id));
+    if (missing.length > 0) throw new Error(`step() needs a token for every member; missing ${missing.map(String).join(', ')}`);
+    const logits = this.model.forward(
+      this.members.map((id) => [next.get(id) as number]),
+      { cache: this.cache, lastOnly: true },
+    );
+    const values = (await logits.data()) as Float32Array;
+    logits.dispose();
+    const V = logits.shape[1];
+    return new Map(this.members.map((id, row) => [id, values.slice(row * V, (row + 1) * V)]));
+  }
+
+  leave(id: Id): void {
+    const row = this.row(id);
+    this.cache.removeRow(row);
+    this.members.splice(row, 1);
+  }
+
+  dispose(): void {
+    this.cache.dispose();
+    this.members = [];
+  }
+
+  private row(id: Id): number {
+    const row = this.members.indexOf(id);
+    if (row < 0) throw new Error(`sequence ${String(id)} is not in the batch`);
+    return row;
+  }
+}

@@ -1,0 +1,178 @@
+import { SeededRandom } from './random';
+
+/**
+ * Turning one position's logits into a token. Pure JS on a Float32Array, separate from the
+ * model: the decode loop owns the model, the sampler owns randomness and filtering.
+ */
+
+/**
+ * Edits logits in place before sampling, e.g. sets -Infinity on tokens a grammar forbids.
+ * Receives the tokens generated so far in this sequence.
+ */
+export type LogitsProcessor = (logits: Float32Array, generated: readonly number[]) => void;
+
+export interface SamplingParams {
+  /** 0 is greedy. Default 1. */
+  temperature?: number;
+  /** Nucleus: the smallest set of tokens holding this much probability. Default 1 (off). */
+  topP?: number;
+  /** Only the k most likely tokens. Default 0 (off). */
+  topK?: number;
+  /** Same seed, same backend, same logits: same tokens. */
+  seed?: number;
+  /** How many alternatives to report with each token. Default 0. */
+  topLogprobs?: number;
+  logitsProcessor?: LogitsProcessor;
+}
+
+export interface TokenLogprob {
+  id: number;
+  logprob: number;
+}
+
+export interface SampledToken {
+  id: number;
+  /**
+   * Log-probability under the distribution the token was drawn from: after the logits
+   * processor, temperature, top-k and top-p. For greedy decoding (a point mass) it is the
+   * log-softmax of the processed logits.
+   */
+  logprob: number;
+  /** Log-probability under the model itself (temperature 1, no filtering, no processor). */
+  modelLogprob: number;
+  /** The most likely alternatives under the same distribution as `logprob`, best first. */
+  topLogprobs: TokenLogprob[];
+}
+
+export function createRng(seed?: number): SeededRandom {
+  return new SeededRandom(seed ?? Math.floor(Math.random() * 2 ** 32));
+}
+
+export function sampleToken(
+  logits: Float32Array,
+  params: SamplingParams,
+  rng: SeededRandom,
+  generated: readonly number[] = [],
+): SampledToken {
+  const V = logits.length;
+  const modelLse = logSumExp(logits, 1);
+  const raw = logits;
+  const processed = params.logitsProcessor ? Float32Array.from(logits) : logits;
+  params.logitsProcessor?.(processed, generated);
+
+  const temperature = params.temperature ?? 1;
+  const nTop = Math.max(0, params.topLogprobs ?? 0);
+
+  if (temperature <= 0) {
+    const id = argmax(processed);
+    const lse = processed === raw ? modelLse : logSumExp(processed, 1);
+    if (!Number.isFinite(lse)) throw new Error('every token is masked');
+    return {
+      id,
+      logprob: processed[id] - lse,
+      modelLogprob: raw[id] - modelLse,
+      topLogprobs: topN(processed, nTop).map((i) => ({ id: i, logprob: processed[i] - lse })),
+    };
+  }
+
+  // Work in probabilities of the tempered distribution, zeroing what the filters remove.
+  const scaled = new Float32Array(V);
+  let max = -Infinity;
+  for (let i = 0; i < V; i++) {
+    scaled[i] = processed[i] / temperature;
+    if (scaled[i] > max) max = scaled[i];
+  }
+  if (max === -Infinity) throw new Error('every token is masked');
+  const probs = new Float64Array(V);
+  let total = 0;
+  for (let i = 0; i < V; i++) total += probs[i] = Math.exp(scaled[i] - max);
+
+  const topK = params.topK ?? 0;
+  if (topK > 0 && topK < V) total = keepTopK(probs, topK);
+  const topP = params.topP ?? 1;
+  if (topP < 1) total = keepNucleus(probs, total, topP);
+
+  let u = rng.next() * total;
+  let id = -1;
+  for (let i = 0; i < V; i++) {
+    if (probs[i] === 0) continue;
+    id = i;
+    u -= probs[i];
+    if (u < 0) break;
+  }
+  const logTotal = Math.log(total);
+  return {
+    id,
+    logprob: Math.log(probs[id]) - logTotal,
+    modelLogprob: raw[id] - modelLse,
+    topLogprobs: topN(probs, nTop)
+      .filter((i) => probs[i] > 0)
+      .map((i) => ({ id: i, logprob: Math.log(probs[i]) - logTotal })),
+  };
+}
+
+/** Zeroes all but the k largest (ties at the boundary broken by lower id); returns the new total. */
+function keepTopK(probs: Float64Array, k: number): number {
+  const order = topN(probs, k);
+  const keep = new Uint8Array(probs.length);
+  for (const i of order) keep[i] = 1;
+  let total = 0;
+  for (let i = 0; i < probs.length; i++) {
+    if (keep[i]) total += probs[i];
+    else probs[i] = 0;
+  }
+  return total;
+}
+
+/**
+ * Keeps the smallest set of most likely tokens whose mass reaches p. Tokens below
+ * (1 - p) / V together hold less than 1 - p, so they are always cut: only the rest is sorted.
+ */
+function keepNucleus(probs: Float64Array, total: number, p: number): number {
+  const floor = ((1 - p) * total) / probs.length;
+  const candidates: number[] = [];
+  for (let i = 0; i < probs.length; i++) if (probs[i] >= floor && probs[i] > 0) candidates.push(i);
+  candidates.sort((a, b) => probs[b] - probs[a] || a - b);
+  const keep = new Uint8Array(probs.length);
+  let mass = 0;
+  for (const i of candidates) {
+    keep[i] = 1;
+    mass += probs[i];
+    if (mass >= p * total) break;
+  }
+  for (let i = 0; i < probs.length; i++) if (!keep[i]) probs[i] = 0;
+  return mass;
+}
+
+/** Indices of the n largest values, largest first, lower index first among equals. */
+export function topN(values: ArrayLike<number>, n: number): number[] {
+  if (n <= 0) return [];
+  const best: number[] = [];
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (best.length === n && !(v > values[best[n - 1]])) continue;
+    let j = Math.min(best.length, n - 1);
+    if (best.length < n) best.push(i);
+    while (j > 0 && v > values[best[j - 1]]) {
+      best[j] = best[j - 1];
+      j--;
+    }
+    best[j] = i;
+  }
+  return best;
+}
+
+export function argmax(values: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
+  return best;
+}
+
+function logSumExp(values: ArrayLike<number>, temperature: number): number {
+  let max = -Infinity;
+  for (let i = 0; i < values.length; i++) if (values[i] > max) max = values[i];
+  if (max === -Infinity) return -Infinity;
+  let sum = 0;
+  for (let i = 0; i < values.length; i++) sum += Math.exp((values[i] - max) / temperature);
+  return max / temperature + Math.log(sum);
+}

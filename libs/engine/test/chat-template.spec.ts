@@ -1,0 +1,107 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ChatMessage, ChatTemplate } from '../src/chat-template';
+import { loadModel } from '../src/loader';
+import { makeTiny, useBackend } from './helpers';
+
+/** chat_template strings of real model families, copied from their tokenizer_config.json. */
+function familyTemplate(name: string): ChatTemplate {
+  const config = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', `${name}.tokenizer_config.json`), 'utf8'));
+  return new ChatTemplate(config.chat_template, { bos_token: config.bos_token, eos_token: config.eos_token });
+}
+
+const WEATHER_TOOL = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Current weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
+
+describe('chat templates of real families', () => {
+  it('renders SmolLM2-Instruct with its default system prompt', () => {
+    const t = familyTemplate('smollm2-135m-instruct');
+    expect(t.render([{ role: 'user', content: 'Hi!' }])).toBe(
+      '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' +
+        '<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n',
+    );
+    expect(
+      t.render(
+        [
+          { role: 'system', content: 'Be terse.' },
+          { role: 'user', content: 'Hi!' },
+          { role: 'assistant', content: 'Hello.' },
+        ],
+        { addGenerationPrompt: false },
+      ),
+    ).toBe('<|im_start|>system\nBe terse.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n');
+  });
+
+  it('renders Qwen2.5-Instruct, with tools, tool calls and tool responses', () => {
+    const t = familyTemplate('qwen2.5-0.5b-instruct');
+    expect(t.render([{ role: 'user', content: 'Hi!' }])).toBe(
+      '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n' +
+        '<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n',
+    );
+    const messages: ChatMessage[] = [
+      { role: 'user', content: 'Weather in Paris?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }],
+      },
+      { role: 'tool', content: '{"temp": 21}', tool_call_id: 'c1' },
+    ];
+    expect(t.supportsTools).toBe(true);
+    expect(t.render(messages, { tools: [WEATHER_TOOL] })).toBe(
+      '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.\n\n# Tools\n\n' +
+        'You may call one or more functions to assist with the user query.\n\n' +
+        'You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n' +
+        '{"type": "function", "function": {"name": "get_weather", "description": "Current weather", "parameters": ' +
+        '{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}\n</tools>\n\n' +
+        'For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n' +
+        '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n' +
+        '<|im_start|>user\nWeather in Paris?<|im_end|>\n' +
+        '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>\n' +
+        '<|im_start|>user\n<tool_response>\n{"temp": 21}\n</tool_response><|im_end|>\n<|im_start|>assistant\n',
+    );
+  });
+});
+
+describe("the model maker's tokenizer and template", () => {
+  it('tokenizes through @huggingface/tokenizers: round trip, special tokens as single ids', async () => {
+    await useBackend('cpu');
+    const lm = await loadModel(makeTiny('tok'));
+    const text = 'The capital of France is Paris. function add(a, b) { return a + b; } 今日は 🚂';
+    const ids = lm.tokenizer.encode(text);
+    expect(lm.tokenizer.decode(ids)).toBe(text);
+    expect(ids.length).toBeLessThan(new TextEncoder().encode(text).length); // merges were learned
+    const prompt = (lm.chatTemplate as ChatTemplate).render([{ role: 'user', content: 'Hi' }]);
+    const promptIds = lm.tokenizer.encode(prompt);
+    expect(promptIds[0]).toBe(1);
+    expect(promptIds.filter((id) => id === 2)).toHaveLength(1);
+    expect(lm.tokenizer.decode(promptIds, { skipSpecialTokens: false })).toBe(prompt);
+    expect(lm.tokenizer.isSpecial(2)).toBe(true);
+    lm.dispose();
+  });
+
+  it('renders tools and tool calls in the ChatML template it ships', async () => {
+    const config = JSON.parse(fs.readFileSync(path.join(makeTiny('tpl'), 'tokenizer_config.json'), 'utf8'));
+    const t = new ChatTemplate(config.chat_template);
+    const out = t.render(
+      [
+        { role: 'system', content: 'Sys.' },
+        { role: 'user', content: 'Weather?' },
+        { role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_weather', arguments: { city: 'Oslo' } } }] },
+        { role: 'tool', content: 'cold' },
+      ],
+      { tools: [WEATHER_TOOL] },
+    );
+    expect(out).toContain('<|im_start|>system\nSys.\n\n# Tools');
+    expect(out).toContain('<tools>\n{"type": "function"');
+    expect(out).toContain('<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call><|im_end|>\n');
+    expect(out.endsWith('<|im_start|>tool\ncold<|im_end|>\n<|im_start|>assistant\n')).toBe(true);
+    expect(t.render([{ role: 'user', content: 'x' }])).toBe('<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n');
+  });
+});

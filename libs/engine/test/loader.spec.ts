@@ -1,0 +1,98 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { loadModel } from '../src/loader';
+import { writeSafetensors, SafetensorsFile } from '../src/safetensors';
+import { makeTiny, maxAbsDiff, rowsOf, tempDir, useBackend } from './helpers';
+
+const TOKENS = [1, 300, 20, 301, 7, 2];
+
+async function logitsOf(dir: string): Promise<Float32Array[]> {
+  const lm = await loadModel(dir);
+  const t = lm.model.forward([TOKENS]);
+  const rows = rowsOf(t);
+  t.dispose();
+  lm.dispose();
+  return rows;
+}
+
+function copyDir(from: string, prefix: string): string {
+  const to = tempDir(prefix);
+  for (const f of fs.readdirSync(from)) fs.copyFileSync(path.join(from, f), path.join(to, f));
+  return to;
+}
+
+describe('loading a model directory', () => {
+  let dir: string;
+
+  beforeAll(async () => {
+    await useBackend('wasm');
+    dir = makeTiny('loader');
+  });
+
+  it('reads config, generation config, tokenizer and chat template', async () => {
+    const lm = await loadModel(dir);
+    expect(lm.config).toMatchObject({ modelType: 'llama', numLayers: 2, hiddenSize: 64, tieWordEmbeddings: false });
+    expect(lm.eosTokenIds).toEqual([2]);
+    expect(lm.generationConfig.temperature).toBe(1);
+    expect(lm.chatTemplate?.supportsTools).toBe(true);
+    expect(lm.tokenizer.vocabSize).toBe(512);
+    lm.dispose();
+  });
+
+  it('reproduces the logits after writing the weights back and re-loading', async () => {
+    const original = await logitsOf(dir);
+    const copy = copyDir(dir, 'rewrite');
+    const st = SafetensorsFile.open(path.join(dir, 'model.safetensors'));
+    const tensors = Object.fromEntries([...st.tensors.keys()].map((n) => [n, st.read(n)]));
+    st.close();
+    writeSafetensors(path.join(copy, 'model.safetensors'), tensors);
+    expect(maxAbsDiff((await logitsOf(copy)).flatMap((r) => [...r]), original.flatMap((r) => [...r]))).toBe(0);
+  });
+
+  it.each([
+    ['F16', 1, 2e-2],
+    ['BF16', 3, 1.5e-1],
+  ] as const)('loads %s weights from %i shard(s) close to the f32 model', async (dtype, shards, tolerance) => {
+    const original = await logitsOf(dir);
+    const other = makeTiny(`dtype-${dtype}`, { dtype, shards });
+    if (shards > 1) expect(fs.existsSync(path.join(other, 'model.safetensors.index.json'))).toBe(true);
+    const got = await logitsOf(other);
+    const diff = maxAbsDiff(got.flatMap((r) => [...r]), original.flatMap((r) => [...r]));
+    expect(diff).toBeGreaterThan(0);
+    expect(diff).toBeLessThan(tolerance);
+  });
+
+  it('names the missing file', async () => {
+    const copy = copyDir(dir, 'missing');
+    fs.rmSync(path.join(copy, 'tokenizer.json'));
+    await expect(loadModel(copy)).rejects.toThrow(/tokenizer\.json: missing file/);
+    fs.rmSync(path.join(copy, 'model.safetensors'));
+    fs.copyFileSync(path.join(dir, 'tokenizer.json'), path.join(copy, 'tokenizer.json'));
+    await expect(loadModel(copy)).rejects.toThrow(/model\.safetensors/);
+  });
+
+  it('rejects an unsupported architecture naming config.json', async () => {
+    const copy = copyDir(dir, 'arch');
+    const file = path.join(copy, 'config.json');
+    const config = JSON.parse(fs.readFileSync(file, 'utf8'));
+    fs.writeFileSync(file, JSON.stringify({ ...config, architectures: ['MistralForCausalLM'], model_type: 'mistral' }));
+    await expect(loadModel(copy)).rejects.toThrow(/config\.json: unsupported architecture \["MistralForCausalLM"\]/);
+  });
+
+  it('names the file and tensor of a wrong shape or a missing tensor', async () => {
+    const copy = copyDir(dir, 'shape');
+    const st = SafetensorsFile.open(path.join(dir, 'model.safetensors'));
+    const tensors = Object.fromEntries([...st.tensors.keys()].map((n) => [n, st.read(n)]));
+    st.close();
+    const name = 'model.layers.1.mlp.up_proj.weight';
+    const wrong = { ...tensors, [name]: { shape: [159, 64], data: tensors[name].data.slice(0, 159 * 64) } };
+    writeSafetensors(path.join(copy, 'model.safetensors'), wrong);
+    await expect(loadModel(copy)).rejects.toThrow(
+      /model\.safetensors \(tensor model\.layers\.1\.mlp\.up_proj\.weight\): shape \[159,64\] does not match the config's \[160,64\]/,
+    );
+    const missing = { ...tensors };
+    delete missing['model.norm.weight'];
+    writeSafetensors(path.join(copy, 'model.safetensors'), missing);
+    await expect(loadModel(copy)).rejects.toThrow(/tensor model\.norm\.weight\): tensor missing/);
+  });
+});

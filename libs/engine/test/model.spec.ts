@@ -1,0 +1,142 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { DecodeBatch } from '../src/decode-batch';
+import { LoadedModel, loadModel } from '../src/loader';
+import { LinearAdapter } from '../src/model/linear';
+import { makeTiny, maxAbsDiff, rowsOf, useBackend } from './helpers';
+import { referenceForward } from './reference';
+
+const PROMPTS = [
+  [1, 300, 301, 302, 303, 304, 305, 2],
+  [1, 400, 20, 21],
+  [1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16],
+];
+
+describe('Llama forward pass (wasm)', () => {
+  let lm: LoadedModel;
+
+  beforeAll(async () => {
+    await useBackend('wasm');
+    lm = await loadModel(makeTiny('model'));
+  });
+  afterAll(() => lm.dispose());
+
+  function fullLogits(tokens: number[]): Float32Array[] {
+    const t = lm.model.forward([tokens]);
+    const rows = rowsOf(t);
+    t.dispose();
+    return rows;
+  }
+
+  it.each([
+    ['llama, untied, llama3 rope scaling', { modelType: 'llama' as const, ropeScaling: { type: 'llama3' as const, factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 16 } }],
+    ['qwen2 (q/k/v biases), tied', { modelType: 'qwen2' as const, tieWordEmbeddings: true }],
+    ['llama with attention_bias, 3 kv groups', { modelType: 'llama' as const, oBias: true, qkvBias: true, numHeads: 6, numKvHeads: 2, headDim: 8 }],
+  ])('matches a plain-JS reference on a one-layer %s model', async (_, overrides) => {
+    const dir = makeTiny('ref', { overrides: { numLayers: 1, ...overrides }, initStd: 0.2 });
+    const one = await loadModel(dir);
+    const tokens = [1, 17, 300, 42, 99, 2, 7, 401, 5, 260];
+    const logits = one.model.forward([tokens]);
+    const ours = rowsOf(logits);
+    logits.dispose();
+    one.dispose();
+    const ref = referenceForward(dir, tokens);
+    ours.forEach((row, t) => expect(maxAbsDiff(row, ref[t])).toBeLessThan(2e-4));
+    // And the logits are not trivially equal across positions.
+    expect(maxAbsDiff(ref[0], ref[5])).toBeGreaterThan(1e-2);
+  });
+
+  it('decoding with the KV cache equals the full forward pass', () => {
+    const tokens = PROMPTS[2];
+    const full = fullLogits(tokens);
+    const cache = lm.model.newCache();
+    cache.addEmptyRow();
+    const prefill = lm.model.forward([tokens.slice(0, 5)], { cache });
+    const got = rowsOf(prefill);
+    prefill.dispose();
+    for (let t = 5; t < tokens.length; t++) {
+      const step = lm.model.forward([[tokens[t]]], { cache });
+      got.push(...rowsOf(step));
+      step.dispose();
+    }
+    cache.dispose();
+    got.forEach((row, t) => expect(maxAbsDiff(row, full[t])).toBeLessThan(1e-4));
+  });
+
+  it('batched decoding equals one sequence at a time, with sequences joining and leaving', async () => {
+    const continuation = [40, 41, 42, 43, 44, 45, 46, 47];
+    const expected = PROMPTS.map((p) => fullLogits([...p, ...continuation]));
+    const batch = new DecodeBatch<number>(lm.model);
+    const progress = PROMPTS.map(() => 0);
+    const check = (i: number, logits: Float32Array) => {
+      const position = PROMPTS[i].length - 1 + progress[i];
+      expect(maxAbsDiff(logits, expected[i][position])).toBeLessThan(1e-4);
+      progress[i]++;
+    };
+    // 0 joins alone, 1 joins after two steps, 2 after three; 0 leaves after five tokens.
+    check(0, await batch.join(0, PROMPTS[0]));
+    for (let step = 0; step < 7; step++) {
+      if (step === 2) check(1, await batch.join(1, PROMPTS[1]));
+      if (step === 3) check(2, await batch.join(2, PROMPTS[2]));
+      if (step === 5) batch.leave(0);
+      const next = new Map(batch.ids.map((i) => [i, continuation[progress[i] - 1]]));
+      const out = await batch.step(next);
+      for (const [i, logits] of out) check(i, logits);
+    }
+    expect(progress).toEqual([6, 6, 5]);
+    batch.dispose();
+  });
+
+  it('keeps the number of tensors flat across decode steps', async () => {
+    const batch = new DecodeBatch<string>(lm.model);
+    await batch.join('a', PROMPTS[0]);
+    await batch.join('b', PROMPTS[1]);
+    const next = new Map([
+      ['a', 5],
+      ['b', 6],
+    ]);
+    await batch.step(next);
+    const before = tf.memory().numTensors;
+    for (let i = 0; i < 5; i++) await batch.step(next);
+    expect(tf.memory().numTensors).toBe(before);
+    batch.leave('a');
+    batch.leave('b');
+    batch.dispose();
+  });
+
+  it('lets an adapter change one part of a fused projection, and removing it restores the model', () => {
+    const tokens = PROMPTS[1];
+    const before = fullLogits(tokens);
+    const qkv = lm.model.blocks[0].attention.qkv;
+    const out = lm.config.numHeads * lm.config.headDim;
+    const a = tf.randomNormal([lm.config.hiddenSize, 4], 0, 0.5, 'float32', 1);
+    const b = tf.randomNormal([4, out], 0, 0.5, 'float32', 2);
+    const lora: LinearAdapter = { forward: (x) => tf.matMul(tf.matMul(x, a), b) };
+    qkv.setAdapter('q_proj', lora);
+    try {
+      const after = fullLogits(tokens);
+      // Position 0 attends only to itself: a change of q alone cannot move it.
+      expect(maxAbsDiff(before[0], after[0])).toBeLessThan(1e-5);
+      expect(maxAbsDiff(before[3], after[3])).toBeGreaterThan(1e-3);
+    } finally {
+      qkv.setAdapter('q_proj', null);
+      tf.dispose([a, b]);
+    }
+    expect(maxAbsDiff(fullLogits(tokens)[3], before[3])).toBe(0);
+  });
+
+  it('gives frozen linears a backward pass through the stored [out, in] weight', () => {
+    const linear = lm.model.blocks[0].mlp.down;
+    const x = tf.randomNormal([3, linear.inFeatures], 0, 1, 'float32', 3);
+    const dy = tf.randomNormal([3, linear.outFeatures], 0, 1, 'float32', 4);
+    linear.enableBackward();
+    try {
+      const dx = tf.grad((input: tf.Tensor) => linear.forward(input as tf.Tensor2D))(x, dy);
+      const expected = tf.matMul(dy, linear.weightT, false, true);
+      expect(maxAbsDiff(dx.dataSync(), expected.dataSync())).toBeLessThan(1e-4);
+      tf.dispose([dx, expected]);
+    } finally {
+      linear.disableBackward();
+      tf.dispose([x, dy]);
+    }
+  });
+});

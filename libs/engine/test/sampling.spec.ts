@@ -1,0 +1,150 @@
+import { ChatTemplate } from '../src/chat-template';
+import { GenerationParams, SequenceGenerator, generate, generateBatch } from '../src/generate';
+import { LoadedModel, loadModel } from '../src/loader';
+import { SeededRandom } from '../src/random';
+import { sampleToken } from '../src/sampling';
+import { makeTiny, useBackend } from './helpers';
+
+const logits = Float32Array.from([2, 1, 0.5, 3, -1, 0, 2.5, 1.5]);
+const softmax = (x: Float32Array, t = 1) => {
+  const m = Math.max(...x);
+  const e = Array.from(x, (v) => Math.exp((v - m) / t));
+  const z = e.reduce((a, b) => a + b, 0);
+  return e.map((v) => v / z);
+};
+
+describe('sampleToken', () => {
+  it('is greedy at temperature 0 and reports model logprobs', () => {
+    const t = sampleToken(logits, { temperature: 0, topLogprobs: 3 }, new SeededRandom(1));
+    expect(t.id).toBe(3);
+    expect(t.logprob).toBeCloseTo(Math.log(softmax(logits)[3]), 5);
+    expect(t.modelLogprob).toBeCloseTo(t.logprob, 6);
+    expect(t.topLogprobs.map((a) => a.id)).toEqual([3, 6, 0]);
+  });
+
+  it('draws the same tokens from the same seed, different ones from another', () => {
+    const draw = (seed: number) => {
+      const rng = new SeededRandom(seed);
+      return Array.from({ length: 40 }, () => sampleToken(logits, { temperature: 1 }, rng).id);
+    };
+    expect(draw(42)).toEqual(draw(42));
+    expect(draw(42)).not.toEqual(draw(43));
+  });
+
+  it('follows the tempered distribution and reports logprobs under it', () => {
+    const rng = new SeededRandom(5);
+    const counts = new Array(logits.length).fill(0);
+    const p = softmax(logits, 0.7);
+    for (let i = 0; i < 20000; i++) {
+      const t = sampleToken(logits, { temperature: 0.7 }, rng);
+      counts[t.id]++;
+      if (i < 20) expect(t.logprob).toBeCloseTo(Math.log(p[t.id]), 5);
+    }
+    counts.forEach((c, i) => expect(Math.abs(c / 20000 - p[i])).toBeLessThan(0.015));
+  });
+
+  it('top_k keeps only the k most likely tokens and renormalises', () => {
+    const rng = new SeededRandom(9);
+    const seen = new Set<number>();
+    for (let i = 0; i < 500; i++) {
+      const t = sampleToken(logits, { temperature: 1, topK: 2, topLogprobs: 5 }, rng);
+      seen.add(t.id);
+      expect(t.topLogprobs.map((a) => a.id)).toEqual([3, 6]);
+      const p = softmax(Float32Array.from([3, 2.5]));
+      expect(Math.exp(t.logprob)).toBeCloseTo(t.id === 3 ? p[0] : p[1], 5);
+    }
+    expect([...seen].sort()).toEqual([3, 6]);
+  });
+
+  it('top_p keeps the smallest set reaching p', () => {
+    const p = softmax(logits); // sorted: 3 (.33), 6 (.20), 0 (.12), 7 (.07)...
+    const rng = new SeededRandom(3);
+    const seen = new Set<number>();
+    for (let i = 0; i < 1000; i++) seen.add(sampleToken(logits, { topP: p[3] + p[6] + 0.01 }, rng).id);
+    expect([...seen].sort()).toEqual([0, 3, 6]);
+  });
+
+  it('applies the logits processor hook before sampling', () => {
+    const rng = new SeededRandom(3);
+    const onlyEven = (l: Float32Array) => l.forEach((_, i) => i % 2 && (l[i] = -Infinity));
+    for (let i = 0; i < 200; i++) {
+      const t = sampleToken(logits, { temperature: 1.5, logitsProcessor: onlyEven }, rng);
+      expect(t.id % 2).toBe(0);
+      expect(Number.isFinite(t.modelLogprob)).toBe(true);
+    }
+    expect(sampleToken(logits, { temperature: 0, logitsProcessor: onlyEven }, rng).id).toBe(6);
+  });
+});
+
+describe('generation', () => {
+  let lm: LoadedModel;
+  let prompt: number[];
+
+  beforeAll(async () => {
+    await useBackend('wasm');
+    lm = await loadModel(makeTiny('gen'));
+    prompt = lm.tokenizer.encode((lm.chatTemplate as ChatTemplate).render([{ role: 'user', content: 'Tell me about trains.' }]));
+  });
+  afterAll(() => lm.dispose());
+
+  it('is reproducible with a seed and stops at max tokens', async () => {
+    const params: GenerationParams = { temperature: 1, seed: 11, maxTokens: 12, ignoreEos: true };
+    const a = await generate(lm, prompt, params);
+    const b = await generate(lm, prompt, params);
+    expect(a.tokenIds).toEqual(b.tokenIds);
+    expect(a.finishReason).toBe('length');
+    expect(a.tokenIds).toHaveLength(12);
+    expect(new Set(a.tokenIds).size).toBeGreaterThan(3);
+    const c = await generate(lm, prompt, { ...params, seed: 12 });
+    expect(c.tokenIds).not.toEqual(a.tokenIds);
+  });
+
+  it('gives every sequence in a batch the tokens it gets alone', async () => {
+    const prompts = [prompt, prompt.slice(0, 5), [...prompt, 300, 301]];
+    const params = prompts.map((_, i) => ({ temperature: 1, seed: i, maxTokens: 6 + 3 * i, ignoreEos: true }));
+    const together = await generateBatch(lm, prompts, params);
+    for (let i = 0; i < prompts.length; i++) {
+      const alone = await generate(lm, prompts[i], params[i]);
+      expect(together[i].tokenIds).toEqual(alone.tokenIds);
+      together[i].tokens.forEach((t, j) => expect(t.logprob).toBeCloseTo(alone.tokens[j].logprob, 3));
+    }
+  });
+
+  it('ends at end-of-turn by sampling, within a reasonable length', async () => {
+    const results = await generateBatch(lm, [prompt, prompt, prompt, prompt], [0, 1, 2, 3].map((seed) => ({ seed, maxTokens: 400 })));
+    const stopped = results.filter((r) => r.finishReason === 'stop');
+    expect(stopped.length).toBeGreaterThan(0);
+    for (const r of stopped) expect(r.tokenIds[r.tokenIds.length - 1]).toBe(2);
+  });
+
+  it('stops at stop strings and stop token ids, cutting the text and streaming no part of it', () => {
+    const word = (s: string) => lm.tokenizer.encode(s);
+    const script = [...word('Hello'), ...word(' wor'), ...word('ld'), ...word(' STOP'), ...word(' more')];
+    const forced = (id: number) => Float32Array.from({ length: lm.config.vocabSize }, (_, i) => (i === id ? 10 : 0));
+    const run = (params: GenerationParams) => {
+      const g = new SequenceGenerator(lm.tokenizer, { temperature: 0, ...params }, lm.eosTokenIds);
+      let streamed = '';
+      for (const id of script) {
+        const step = g.next(forced(id));
+        expect(step.token.id).toBe(id);
+        streamed += step.delta;
+        if (step.finished) break;
+      }
+      return { g, streamed };
+    };
+    const byString = run({ stop: [' STOP', 'zzz'] });
+    expect(byString.g.finishReason).toBe('stop');
+    expect(byString.g.stoppedBy).toBe(' STOP');
+    expect(byString.g.text).toBe('Hello world');
+    expect(byString.streamed).toBe('Hello world');
+
+    const stopId = word(' STOP')[0];
+    expect(word('Hello world')).not.toContain(stopId);
+    const byId = run({ stopTokenIds: [stopId] });
+    expect(byId.g.stoppedBy).toBe(stopId);
+    expect(byId.g.text).toBe('Hello world');
+
+    const byLength = run({ maxTokens: 2 });
+    expect(byLength.g.finishReason).toBe('length');
+  });
+});

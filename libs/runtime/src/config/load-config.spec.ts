@@ -1,0 +1,45 @@
+import { BaseServiceConfig, WorkerConfig } from './base-service.config';
+import { ConfigError, loadConfig } from './load-config';
+
+class TestConfig extends BaseServiceConfig {
+  override HTTP_PORT = 1234;
+}
+
+describe('loadConfig', () => {
+  it('applies defaults and converts types from strings', () => {
+    const config = loadConfig(TestConfig, { HTTP_PORT: '4000', RPC_TIMEOUT_MS: '250' });
+    expect(config.HTTP_PORT).toBe(4000);
+    expect(config.RPC_TIMEOUT_MS).toBe(250);
+    expect(config.NATS_URL).toEqual(['nats://127.0.0.1:4222']);
+    expect(config.LOG_LEVEL).toBe('log');
+  });
+
+  it('splits a comma-separated NATS_URL into servers', () => {
+    const config = loadConfig(TestConfig, { NATS_URL: 'nats://a:4222, nats://b:4222' });
+    expect(config.NATS_URL).toEqual(['nats://a:4222', 'nats://b:4222']);
+  });
+
+  it('names every bad variable at once, with the value it got', () => {
+    let error: unknown;
+    try {
+      loadConfig(TestConfig, { NATS_URL: 'http://wrong', HTTP_PORT: 'eighty', LOG_LEVEL: 'loud' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as ConfigError).message;
+    expect(message).toContain('NATS_URL');
+    expect(message).toContain('"http://wrong"');
+    expect(message).toContain('HTTP_PORT');
+    expect(message).toContain('LOG_LEVEL');
+    expect((error as ConfigError).problems).toHaveLength(3);
+  });
+
+  it('rejects an unknown compute backend for workers', () => {
+    class W extends WorkerConfig {
+      override HTTP_PORT = 1;
+    }
+    expect(() => loadConfig(W, { COMPUTE_BACKEND: 'cuda' })).toThrow(/COMPUTE_BACKEND/);
+    expect(loadConfig(W, { COMPUTE_BACKEND: 'wasm' }).COMPUTE_BACKEND).toBe('wasm');
+  });
+});

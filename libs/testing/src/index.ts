@@ -1,0 +1,3 @@
+export * from './database';
+export * from './nats-server';
+export * from './wait';
