@@ -13,7 +13,7 @@ function boundaries(forTests = []) {
       { sourceTag: 'type:runtime', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging') },
       { sourceTag: 'type:db', onlyDependOnLibsWithTags: libs('type:runtime', 'type:messaging', 'type:contracts') },
       { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts'] },
-      { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:testing'] },
+      { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:testing', 'type:engine'] },
       { sourceTag: 'db:none', notDependOnLibsWithTags: ['type:db'] },
       { sourceTag: 'engine:none', notDependOnLibsWithTags: ['type:engine'] },
     ],

@@ -1,6 +1,9 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { Subjects } from '@trainyard/contracts';
 import { ServiceRuntimeModule } from '@trainyard/runtime';
+import { CompletionsController } from './completions/completions.controller';
+import { CompletionsService } from './completions/completions.service';
+import { InferenceCapacity } from './completions/inference-capacity';
 import { ChatConfig } from './config/chat.config';
 
 /** Chat completions: resolves the model, schedules on inference workers, relays the result. */
@@ -17,7 +20,8 @@ export class ChatModule {
           workQueues: ['inference'],
         }),
       ],
-      providers: [{ provide: ChatConfig, useValue: config }],
+      controllers: [CompletionsController],
+      providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity],
     };
   }
 }

@@ -2,9 +2,12 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { DbModule } from '@trainyard/db';
 import { ServiceRuntimeModule } from '@trainyard/runtime';
 import { AuthModule } from './auth/auth.module';
+import { ChatModule } from './chat/chat.module';
 import { GatewayConfig } from './config/gateway.config';
+import { FilesModule } from './files/files.module';
 import { ApiHealthController } from './health/api-health.controller';
-import { BaseModelsController } from './registry/base-models.controller';
+import { IdempotencyModule } from './idempotency/idempotency.module';
+import { RegistryModule } from './registry/registry.module';
 
 /** HTTP edge: authentication, validation, OpenAI and preview shapes; NATS client only. */
 @Module({})
@@ -16,8 +19,12 @@ export class GatewayModule {
         ServiceRuntimeModule.forRoot({ name: 'gateway', config }),
         DbModule.forRoot(config.DATABASE_URL),
         AuthModule,
+        IdempotencyModule,
+        RegistryModule,
+        FilesModule.forRoot(config),
+        ChatModule.forRoot(config),
       ],
-      controllers: [ApiHealthController, BaseModelsController],
+      controllers: [ApiHealthController],
       providers: [{ provide: GatewayConfig, useValue: config }],
     };
   }

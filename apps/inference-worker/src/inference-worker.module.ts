@@ -2,6 +2,9 @@ import { DynamicModule, Module } from '@nestjs/common';
 import type { BackendInfo } from '@trainyard/engine';
 import { ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
 import { InferenceWorkerConfig } from './config/inference-worker.config';
+import { ModelCache } from './models/model-cache';
+import { InferenceScheduler } from './serving/inference-scheduler';
+import { WorkQueueConsumer } from './serving/work-queue.consumer';
 
 /** Loads base models and adapters with TensorFlow.js, batches and decodes. */
 @Module({})
@@ -19,7 +22,7 @@ export class InferenceWorkerModule {
           started_at: new Date().toISOString(),
         }),
       ],
-      providers: [{ provide: InferenceWorkerConfig, useValue: config }],
+      providers: [{ provide: InferenceWorkerConfig, useValue: config }, ModelCache, InferenceScheduler, WorkQueueConsumer],
     };
   }
 }

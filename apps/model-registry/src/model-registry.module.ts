@@ -1,10 +1,30 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { Subjects } from '@trainyard/contracts';
 import { DbModule } from '@trainyard/db';
+import { BlobStore } from '@trainyard/messaging';
 import { ServiceRuntimeModule } from '@trainyard/runtime';
+import { AdapterFiles } from './artifacts/adapter-files';
+import { ARTIFACT_STORE } from './artifacts/artifact-store';
+import { ArtifactSweeper } from './artifacts/artifact-sweeper';
+import { LocalArtifactStore } from './artifacts/local-artifact-store';
 import { BaseModelsController } from './base-models/base-models.controller';
 import { BaseModelsService } from './base-models/base-models.service';
+import { EmbeddedBaseModel } from './base-models/embedded-base-model';
+import { CheckpointRepository } from './checkpoints/checkpoint.repository';
+import { CheckpointsController } from './checkpoints/checkpoints.controller';
+import { CheckpointsService } from './checkpoints/checkpoints.service';
 import { RegistryConfig } from './config/registry.config';
+import { FileRepository } from './files/file.repository';
+import { FilesController } from './files/files.controller';
+import { FilesService } from './files/files.service';
+import { MetricsLogController } from './metrics/metrics-log.controller';
+import { MetricsLogService } from './metrics/metrics-log.service';
+import { TrajectoryLogRepository } from './metrics/trajectory-log.repository';
+import { ModelRepository } from './models/model.repository';
+import { ModelsController } from './models/models.controller';
+import { ModelsService } from './models/models.service';
+import { ModelResolverController } from './resolve/model-resolver.controller';
+import { ModelResolverService } from './resolve/model-resolver.service';
 
 /** Models, checkpoints, adapters on disk, metrics logs and uploaded files. */
 @Module({})
@@ -16,8 +36,32 @@ export class ModelRegistryModule {
         ServiceRuntimeModule.forRoot({ name: 'model-registry', config, healthSubject: Subjects.registry.healthCheck }),
         DbModule.forRoot(config.DATABASE_URL),
       ],
-      controllers: [BaseModelsController],
-      providers: [{ provide: RegistryConfig, useValue: config }, BaseModelsService],
+      controllers: [
+        BaseModelsController,
+        ModelsController,
+        CheckpointsController,
+        MetricsLogController,
+        ModelResolverController,
+        FilesController,
+      ],
+      providers: [
+        { provide: RegistryConfig, useValue: config },
+        { provide: ARTIFACT_STORE, useValue: new LocalArtifactStore(config.ARTIFACT_ROOT) },
+        BlobStore,
+        BaseModelsService,
+        EmbeddedBaseModel,
+        AdapterFiles,
+        ArtifactSweeper,
+        ModelRepository,
+        ModelsService,
+        CheckpointRepository,
+        CheckpointsService,
+        TrajectoryLogRepository,
+        MetricsLogService,
+        ModelResolverService,
+        FileRepository,
+        FilesService,
+      ],
     };
   }
 }

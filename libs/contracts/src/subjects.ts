@@ -1,5 +1,32 @@
+import type { CancelCompletion, StartCompletionReply, StartCompletionRequest } from './chat/chat-completion.messages';
 import type { ServiceHealthReport, SystemCheckReport, WorkerAnnouncement } from './health/health.messages';
 import type { ListBaseModelsReply } from './registry/base-models.messages';
+import type {
+  CheckpointRecord,
+  DeleteCheckpointsReply,
+  DeleteCheckpointsRequest,
+  ListCheckpointsRequest,
+  Page,
+} from './registry/checkpoints.messages';
+import type {
+  CreateFileRequest,
+  DeleteFileReply,
+  FileContentReply,
+  FileRecord,
+  FileRequest,
+  ListFilesReply,
+  ListFilesRequest,
+} from './registry/files.messages';
+import type { LogTrajectoriesReply, LogTrajectoriesRequest } from './registry/metrics-log.messages';
+import type {
+  CreateModelRequest,
+  DeleteModelReply,
+  DeleteModelRequest,
+  ListModelsReply,
+  ListModelsRequest,
+  ModelRecord,
+} from './registry/models.messages';
+import type { ResolveModelReply, ResolveModelRequest } from './registry/resolve-model.messages';
 
 /**
  * A request/reply subject together with the types of its request and reply, so both sides
@@ -18,6 +45,19 @@ function rpc<Req, Res>(name: string): RpcSubject<Req, Res> {
 
 export type Empty = Record<string, never>;
 
+/** A fire-and-forget subject (core NATS publish, no reply). */
+export interface EventSubject<T> {
+  readonly name: string;
+  readonly payload?: T;
+}
+
+function event<T>(name: string): EventSubject<T> {
+  return { name };
+}
+
+/** Streams of one completion's InferenceEvents: `${prefix}.${completion_id}`. */
+export const COMPLETION_EVENTS_PREFIX = 'chat.completion.events.v1';
+
 /**
  * Every subject in the system, owner first and versioned. Services subscribe in a queue
  * group named after the service, so replicas share the load.
@@ -25,10 +65,26 @@ export type Empty = Record<string, never>;
 export const Subjects = {
   chat: {
     healthCheck: rpc<Empty, ServiceHealthReport>('chat.health.check.v1'),
+    /** Resolves the model, admits or refuses the request, and queues it for a worker. */
+    startCompletion: rpc<StartCompletionRequest, StartCompletionReply>('chat.completion.start.v1'),
   },
   registry: {
     healthCheck: rpc<Empty, ServiceHealthReport>('registry.health.check.v1'),
     listBaseModels: rpc<Empty, ListBaseModelsReply>('registry.base-models.list.v1'),
+    listModels: rpc<ListModelsRequest, ListModelsReply>('registry.models.list.v1'),
+    createModel: rpc<CreateModelRequest, ModelRecord>('registry.model.create.v1'),
+    deleteModel: rpc<DeleteModelRequest, DeleteModelReply>('registry.model.delete.v1'),
+    /** Used by chat completions: a model name to the base model and adapter to load. */
+    resolveModel: rpc<ResolveModelRequest, ResolveModelReply>('registry.model.resolve.v1'),
+    logTrajectories: rpc<LogTrajectoriesRequest, LogTrajectoriesReply>('registry.model.log.v1'),
+    listCheckpoints: rpc<ListCheckpointsRequest, Page<CheckpointRecord>>('registry.checkpoints.list.v1'),
+    deleteCheckpoints: rpc<DeleteCheckpointsRequest, DeleteCheckpointsReply>('registry.checkpoints.delete.v1'),
+    createFile: rpc<CreateFileRequest, FileRecord>('registry.file.create.v1'),
+    listFiles: rpc<ListFilesRequest, ListFilesReply>('registry.files.list.v1'),
+    getFile: rpc<FileRequest, FileRecord>('registry.file.get.v1'),
+    /** The file's bytes, parked as a blob for the caller to take. */
+    getFileContent: rpc<FileRequest, FileContentReply>('registry.file.content.v1'),
+    deleteFile: rpc<FileRequest, DeleteFileReply>('registry.file.delete.v1'),
   },
   training: {
     healthCheck: rpc<Empty, ServiceHealthReport>('training.health.check.v1'),
@@ -36,6 +92,10 @@ export const Subjects = {
   health: {
     healthCheck: rpc<Empty, ServiceHealthReport>('health.health.check.v1'),
     systemCheck: rpc<Empty, SystemCheckReport>('health.system.check.v1'),
+  },
+  inference: {
+    /** Every inference worker listens; the one running the completion stops it. */
+    cancel: event<CancelCompletion>('inference.completion.cancel.v1'),
   },
   workers: {
     /** Scatter-gather, no queue group: every worker answers with its announcement. */

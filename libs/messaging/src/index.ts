@@ -6,3 +6,4 @@ export * from './request-id.interceptor';
 export * from './rpc-errors';
 export * from './rpc-exception.filter';
 export * from './rpc.client';
+export * from './blob-store';

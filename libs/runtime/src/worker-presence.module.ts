@@ -7,6 +7,13 @@ import { ReadinessService } from './health/readiness.service';
 const ANNOUNCEMENT = Symbol('ANNOUNCEMENT');
 const codec = JSONCodec<WorkerAnnouncement>();
 
+/** The worker's live load, updated by whatever does its work; reported in every ping reply. */
+@Injectable()
+export class WorkerLoad {
+  slots = 1;
+  active = 0;
+}
+
 /**
  * Lets system-check find every worker: each replica answers the workers ping (no queue
  * group, so all of them do) with its kind, instance and compute backend.
@@ -17,8 +24,9 @@ class WorkerPresence implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
-    @Inject(ANNOUNCEMENT) private readonly announcement: Omit<WorkerAnnouncement, 'ready'>,
+    @Inject(ANNOUNCEMENT) private readonly announcement: StaticAnnouncement,
     private readonly readiness: ReadinessService,
+    private readonly load: WorkerLoad,
   ) {}
 
   onModuleInit(): void {
@@ -26,7 +34,8 @@ class WorkerPresence implements OnModuleInit, OnModuleDestroy {
       callback: async (err, msg) => {
         if (err) return;
         const { ok } = await this.readiness.report(1_000);
-        msg.respond(codec.encode({ ...this.announcement, ready: ok }));
+        const capacity = { slots: this.load.slots, active: this.load.active };
+        msg.respond(codec.encode({ ...this.announcement, ready: ok, capacity }));
       },
     });
   }
@@ -36,12 +45,16 @@ class WorkerPresence implements OnModuleInit, OnModuleDestroy {
   }
 }
 
+type StaticAnnouncement = Omit<WorkerAnnouncement, 'ready' | 'capacity'>;
+
 @Module({})
 export class WorkerPresenceModule {
-  static forRoot(announcement: Omit<WorkerAnnouncement, 'ready'>): DynamicModule {
+  static forRoot(announcement: StaticAnnouncement): DynamicModule {
     return {
       module: WorkerPresenceModule,
-      providers: [{ provide: ANNOUNCEMENT, useValue: announcement }, WorkerPresence],
+      global: true,
+      providers: [{ provide: ANNOUNCEMENT, useValue: announcement }, WorkerLoad, WorkerPresence],
+      exports: [WorkerLoad],
     };
   }
 }

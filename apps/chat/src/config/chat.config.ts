@@ -1,5 +1,25 @@
 import { BaseServiceConfig } from '@trainyard/runtime';
+import { Type } from 'class-transformer';
+import { IsInt, Min } from 'class-validator';
 
 export class ChatConfig extends BaseServiceConfig {
   override HTTP_PORT = 3101;
+
+  /** Completions allowed to wait in the inference queue beyond what workers can take now; past it, 429. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  MAX_QUEUED_COMPLETIONS = 16;
+
+  /** How long a queued completion stays worth starting. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1_000)
+  COMPLETION_DEADLINE_MS = 120_000;
+
+  /** How often the list of inference workers and their load is refreshed. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(100)
+  WORKER_POLL_MS = 1_000;
 }

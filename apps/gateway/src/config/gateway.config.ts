@@ -20,9 +20,40 @@ export class GatewayConfig extends BaseServiceConfig {
   @Type(() => Number)
   MAX_BODY_BYTES = 32 * 1024 * 1024;
 
+  /** Largest file accepted by POST /v1/files; a larger upload is refused with 413. */
+  @IsInt()
+  @Min(1)
+  @Max(8 * 1024 * 1024 * 1024)
+  @Type(() => Number)
+  MAX_UPLOAD_BYTES = 100 * 1024 * 1024;
+
   /** Deadline for the whole system check, as the gateway waits for the health service. */
   @IsInt()
   @Min(200)
   @Type(() => Number)
   SYSTEM_CHECK_TIMEOUT_MS = 5_000;
+
+  /** max_tokens when a chat request gives none. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  DEFAULT_MAX_TOKENS = 512;
+
+  /** Largest max_tokens a chat request may ask for. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  MAX_COMPLETION_TOKENS = 4096;
+
+  /** Largest n (choices per request). */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  MAX_CHOICES = 8;
+
+  /** A completion whose worker sends nothing for this long fails with 504. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(100)
+  COMPLETION_IDLE_TIMEOUT_MS = 60_000;
 }

@@ -1,5 +1,20 @@
 import { WorkerConfig } from '@trainyard/runtime';
+import { Type } from 'class-transformer';
+import { IsInt, Max, Min } from 'class-validator';
 
 export class InferenceWorkerConfig extends WorkerConfig {
   override HTTP_PORT = 3105;
+
+  /** Sequences decoded together in one forward step (n > 1 counts each choice). */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(256)
+  MAX_BATCH_SEQUENCES = 8;
+
+  /** Base models kept loaded; the least recently used is unloaded beyond this. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  MAX_LOADED_MODELS = 2;
 }

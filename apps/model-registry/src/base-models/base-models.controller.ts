@@ -9,6 +9,7 @@ export class BaseModelsController {
 
   @MessagePattern(Subjects.registry.listBaseModels.name)
   async list(): Promise<ListBaseModelsReply> {
-    return { base_models: await this.baseModels.list() };
+    const models = await this.baseModels.list();
+    return { base_models: models.map(({ id, architecture, created }) => ({ id, architecture, created })) };
   }
 }

@@ -1,8 +1,13 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { BaseModelInfo } from '@trainyard/contracts';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { RegistryConfig } from '../config/registry.config';
+
+/** A base model with where it lives on disk. */
+export interface InstalledBaseModel extends BaseModelInfo {
+  dir: string;
+}
 
 /**
  * The base models of this deployment are the Hugging Face model directories found under
@@ -12,14 +17,14 @@ import { RegistryConfig } from '../config/registry.config';
 @Injectable()
 export class BaseModelsService {
   private readonly logger = new Logger(BaseModelsService.name);
-  private readonly root: string;
+  readonly root: string;
 
   constructor(@Inject(RegistryConfig) config: RegistryConfig) {
     this.root = resolve(config.MODELS_DIR);
   }
 
-  async list(): Promise<BaseModelInfo[]> {
-    const found: BaseModelInfo[] = [];
+  async list(): Promise<InstalledBaseModel[]> {
+    const found: InstalledBaseModel[] = [];
     for (const first of await subdirectories(this.root)) {
       const model = await this.read(first);
       if (model) {
@@ -34,16 +39,25 @@ export class BaseModelsService {
     return found.sort((a, b) => a.id.localeCompare(b.id));
   }
 
-  private async read(id: string): Promise<BaseModelInfo | undefined> {
+  /** The installed base model with this id, if there is one. */
+  async find(id: string): Promise<InstalledBaseModel | undefined> {
+    if (!/^([A-Za-z0-9._-]+\/)?[A-Za-z0-9._-]+$/.test(id) || id.split('/').some((s) => s.startsWith('.'))) return undefined;
+    return this.read(id);
+  }
+
+  private async read(id: string): Promise<InstalledBaseModel | undefined> {
+    const dir = join(this.root, id);
     let text: string;
+    let created: number;
     try {
-      text = await readFile(join(this.root, id, 'config.json'), 'utf8');
+      text = await readFile(join(dir, 'config.json'), 'utf8');
+      created = Math.floor((await stat(join(dir, 'config.json'))).mtimeMs / 1000);
     } catch {
       return undefined;
     }
     try {
       const config = JSON.parse(text) as { model_type?: unknown };
-      return { id, architecture: typeof config.model_type === 'string' ? config.model_type : 'unknown' };
+      return { id, dir, created, architecture: typeof config.model_type === 'string' ? config.model_type : 'unknown' };
     } catch (err) {
       this.logger.warn(`Skipping ${id}: its config.json is not valid JSON (${(err as Error).message})`);
       return undefined;

@@ -10,4 +10,15 @@ export class RegistryConfig extends BaseServiceConfig {
   /** Base models: Hugging Face model directories under here, as <name>/ or <org>/<name>/. */
   @IsString()
   MODELS_DIR = 'var/models';
+
+  /**
+   * A tiny base model the registry writes under MODELS_DIR at start when it is missing, so
+   * a fresh deployment can serve and train at once. Empty turns it off.
+   */
+  @Matches(/^([A-Za-z0-9._-]+\/)?[A-Za-z0-9._-]+$|^$/, { message: 'must be empty, <name> or <org>/<name>' })
+  EMBEDDED_BASE_MODEL = 'trainyard/tiny-chat';
+
+  /** Root of the local artifact store: adapters and uploaded files live under here. */
+  @IsString()
+  ARTIFACT_ROOT = 'var/artifacts';
 }

@@ -26,6 +26,8 @@ export interface WorkerAnnouncement {
   gpu: boolean;
   ready: boolean;
   started_at: string;
+  /** Sequences it can decode at once, and how many it is decoding now. */
+  capacity: { slots: number; active: number };
 }
 
 /** GET /v1/system-check: every component, and which are failing. */

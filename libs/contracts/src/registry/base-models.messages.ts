@@ -4,6 +4,8 @@ export interface BaseModelInfo {
   id: string;
   /** model_type from config.json: llama, qwen2. */
   architecture: string;
+  /** Unix seconds: when its config.json was written. */
+  created: number;
 }
 
 export interface ListBaseModelsReply {

@@ -1,9 +1,11 @@
+import { makeModel } from '@trainyard/engine';
 import { createTestDatabase, freePort, startNatsServer, TestNatsServer, waitFor } from '@trainyard/testing';
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { Client } from 'pg';
 
 const ROOT = join(__dirname, '../../../..');
 const STACK: { apps: { name: AppName; database: boolean }[] } = JSON.parse(
@@ -32,6 +34,7 @@ export class Stack {
     readonly databaseUrl: string,
     private readonly dropDatabase: () => Promise<void>,
     readonly modelsDir: string,
+    readonly artifactsDir: string,
     private readonly ports: Map<AppName, number>,
     private readonly env: Record<string, string>,
     readonly logDir: string,
@@ -48,6 +51,7 @@ export class Stack {
     const nats = await startNatsServer();
     const db = await createTestDatabase();
     const modelsDir = mkdtempSync(join(tmpdir(), 'trainyard-models-'));
+    const artifactsDir = mkdtempSync(join(tmpdir(), 'trainyard-artifacts-'));
     const ports = new Map<AppName, number>();
     for (const app of STACK.apps) ports.set(app.name, await freePort());
     const id = Math.random().toString(36).slice(2, 8);
@@ -57,12 +61,15 @@ export class Stack {
       NATS_URL: nats.url,
       JETSTREAM_PREFIX: `e2e_${id}`,
       MODELS_DIR: modelsDir,
+      ARTIFACT_ROOT: artifactsDir,
+      // Off unless a test asks for it, so that a stack lists exactly the base models it adds.
+      EMBEDDED_BASE_MODEL: '',
       LOG_LEVEL: 'warn',
       COMPUTE_BACKEND: 'wasm',
       RPC_TIMEOUT_MS: '5000',
       ...options.env,
     };
-    const stack = new Stack(nats, db.url, db.drop, modelsDir, ports, env, logDir);
+    const stack = new Stack(nats, db.url, db.drop, modelsDir, artifactsDir, ports, env, logDir);
     await Promise.all(STACK.apps.map((app) => stack.startApp(app.name)));
     return stack;
   }
@@ -106,6 +113,7 @@ export class Stack {
     await this.dropDatabase();
     await this.nats.stop();
     rmSync(this.modelsDir, { recursive: true, force: true });
+    rmSync(this.artifactsDir, { recursive: true, force: true });
   }
 
   /** Runs the key command as an operator would. */
@@ -134,6 +142,27 @@ export class Stack {
     const dir = join(this.modelsDir, id);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
+  }
+
+  /** Makes the engine's tiny model (real tokenizer, random weights) a base model of this stack. */
+  addTinyModel(id = 'trainyard/tiny-chat', seed = 1): string {
+    makeModel({ preset: 'tiny', out: join(this.modelsDir, id), seed });
+    return id;
+  }
+
+  /** A connection to the stack's database, for what tests must arrange or check behind the API. */
+  async withDatabase<T>(fn: (db: Client) => Promise<T>): Promise<T> {
+    const db = new Client({ connectionString: this.databaseUrl });
+    await db.connect();
+    try {
+      return await fn(db);
+    } finally {
+      await db.end();
+    }
+  }
+
+  async entityId(name: string): Promise<string> {
+    return this.withDatabase(async (db) => (await db.query('SELECT id FROM entities WHERE name = $1', [name])).rows[0]?.id);
   }
 
   fetch(path: string, init: RequestInit & { key?: string } = {}): Promise<Response> {

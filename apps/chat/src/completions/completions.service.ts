@@ -1,0 +1,64 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  InferenceWorkItem,
+  resolveWorkQueue,
+  StartCompletionReply,
+  StartCompletionRequest,
+  Subjects,
+  WorkQueues,
+} from '@trainyard/contracts';
+import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import { JSONCodec, NatsConnection } from 'nats';
+import { ChatConfig } from '../config/chat.config';
+import { InferenceCapacity } from './inference-capacity';
+
+const workItems = JSONCodec<InferenceWorkItem>();
+
+/**
+ * Policy lives here, not on the workers: which weights serve the name (through the
+ * registry, per entity), whether there is room, and what the worker is told to do.
+ */
+@Injectable()
+export class CompletionsService {
+  constructor(
+    @Inject(ChatConfig) private readonly config: ChatConfig,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly rpc: RpcClient,
+    private readonly capacity: InferenceCapacity,
+  ) {}
+
+  async start(request: StartCompletionRequest): Promise<StartCompletionReply> {
+    const resolved = await this.rpc.request(Subjects.registry.resolveModel, {
+      entity_id: request.entity_id,
+      entity_name: request.entity_name,
+      model: request.params.model,
+    });
+    await this.capacity.admit();
+
+    const trainable = resolved.adapter_path !== null;
+    // RL needs the sampled tokens and their logprobs, so trainable models report them unless told not to.
+    const logprobs = request.logprobs_requested ?? trainable;
+    const item: InferenceWorkItem = {
+      completion_id: request.completion_id,
+      reply_subject: request.reply_subject,
+      base_model: resolved.base_model,
+      base_model_dir: resolved.base_model_dir,
+      adapter:
+        resolved.adapter_path !== null && resolved.model_id !== null && resolved.step !== null
+          ? { path: resolved.adapter_path, sha256: resolved.adapter_sha256, step: resolved.step, model_id: resolved.model_id }
+          : null,
+      params: { ...request.params, logprobs, return_token_ids: request.params.return_token_ids || logprobs },
+      deadline: Date.now() + this.config.COMPLETION_DEADLINE_MS,
+    };
+    const queue = resolveWorkQueue(WorkQueues.inference, this.config.JETSTREAM_PREFIX);
+    // The completion id as message id: a retried start inside the dedupe window is queued once.
+    await this.nc.jetstream().publish(queue.subject, workItems.encode(item), { msgID: request.completion_id });
+    return {
+      model: request.params.model,
+      base_model: resolved.base_model,
+      checkpoint_step: resolved.step,
+      model_id: resolved.model_id,
+      logprobs,
+    };
+  }
+}

@@ -1,0 +1,173 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  CancelCompletion,
+  ChatCompletionParams,
+  ChatMessageInput,
+  COMPLETION_EVENTS_PREFIX,
+  ErrorCode,
+  InferenceEvent,
+  ServiceError,
+  Subjects,
+} from '@trainyard/contracts';
+import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import type { Response } from 'express';
+import { JSONCodec, NatsConnection, Subscription } from 'nats';
+import { randomUUID } from 'node:crypto';
+import type { Caller } from '../auth/caller';
+import { GatewayConfig } from '../config/gateway.config';
+import { CompletionAssembler } from './completion-assembler';
+import { ChatCompletionRequest, ChatMessageDto } from './dto/chat-completion.request';
+
+const events = JSONCodec<InferenceEvent>();
+const cancellations = JSONCodec<CancelCompletion>();
+
+/**
+ * The HTTP half of a chat completion: listen on the completion's event subject, ask the
+ * chat service to schedule it, then relay the worker's events as one response or as
+ * Server-Sent Events. A client that goes away cancels the generation.
+ */
+@Injectable()
+export class ChatCompletionsService {
+  private readonly logger = new Logger(ChatCompletionsService.name);
+
+  constructor(
+    @Inject(GatewayConfig) private readonly config: GatewayConfig,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly rpc: RpcClient,
+  ) {}
+
+  async create(caller: Caller, body: ChatCompletionRequest, res: Response): Promise<void> {
+    const params = this.normalize(body);
+    const completionId = `chatcmpl-${randomUUID()}`;
+    // Subscribe first: the worker may answer before the start request returns.
+    const subscription = this.nc.subscribe(`${COMPLETION_EVENTS_PREFIX}.${completionId}`);
+    let finished = false;
+    const cancel = () => {
+      subscription.unsubscribe();
+      if (!finished) this.nc.publish(Subjects.inference.cancel.name, cancellations.encode({ completion_id: completionId }));
+    };
+    res.on('close', cancel);
+    try {
+      const started = await this.rpc.request(Subjects.chat.startCompletion, {
+        completion_id: completionId,
+        entity_id: caller.entityId,
+        entity_name: caller.entityName,
+        logprobs_requested: body.logprobs ?? null,
+        params,
+        reply_subject: subscription.getSubject(),
+      });
+      const assembler = new CompletionAssembler(completionId, started, { n: params.n, returnTokenIds: params.return_token_ids || started.logprobs });
+      if (params.tools) assembler.withholdText();
+      res.setHeader('x-trainyard-checkpoint-step', started.checkpoint_step === null ? 'base' : String(started.checkpoint_step));
+      if (body.stream) await this.stream(subscription, assembler, res, body.stream_options?.include_usage === true);
+      else res.status(200).json(await this.collect(subscription, assembler));
+      finished = true;
+    } catch (err) {
+      cancel();
+      finished = true;
+      if (!res.headersSent) throw err;
+      // Mid-stream: the status line is gone, so the error travels as a last event.
+      const error = err instanceof ServiceError ? err : new ServiceError(ErrorCode.Internal, 'Internal server error');
+      res.write(`data: ${JSON.stringify({ error: { message: error.message, type: 'server_error', code: error.code } })}\n\n`);
+      res.end();
+    } finally {
+      res.off('close', cancel);
+      subscription.unsubscribe();
+    }
+  }
+
+  private async collect(subscription: Subscription, assembler: CompletionAssembler): Promise<Record<string, unknown>> {
+    for await (const event of this.events(subscription)) {
+      assembler.apply(event);
+      if (assembler.done) return assembler.response();
+    }
+    throw new ServiceError(ErrorCode.Unavailable, 'The completion ended without a result');
+  }
+
+  private async stream(subscription: Subscription, assembler: CompletionAssembler, res: Response, includeUsage: boolean): Promise<void> {
+    res.status(200);
+    res.setHeader('content-type', 'text/event-stream; charset=utf-8');
+    res.setHeader('cache-control', 'no-cache');
+    res.setHeader('connection', 'keep-alive');
+    res.setHeader('x-accel-buffering', 'no');
+    res.flushHeaders();
+    for await (const event of this.events(subscription)) {
+      for (const chunk of assembler.apply(event)) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      if (assembler.done) {
+        if (includeUsage) res.write(`data: ${JSON.stringify(assembler.usageChunk())}\n\n`);
+        res.write('data: [DONE]\n\n');
+        res.end();
+        return;
+      }
+    }
+  }
+
+  /** The worker's events in order; an `error` event or a silent worker ends it with a ServiceError. */
+  private async *events(subscription: Subscription): AsyncGenerator<InferenceEvent> {
+    const iterator = subscription[Symbol.asyncIterator]();
+    const idle = this.config.COMPLETION_IDLE_TIMEOUT_MS;
+    while (true) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new ServiceError(ErrorCode.Timeout, `The inference worker sent nothing for ${idle} ms`)),
+          idle,
+        );
+      });
+      try {
+        const next = await Promise.race([iterator.next(), timeout]);
+        if (next.done) return;
+        const event = events.decode(next.value.data);
+        if (event.type === 'error') throw ServiceError.fromWire(event.error) ?? new ServiceError(ErrorCode.Internal, 'Generation failed');
+        yield event;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+  }
+
+  /** Defaults and the configured limits; a limit broken is a 400 naming the field. */
+  private normalize(body: ChatCompletionRequest): ChatCompletionParams {
+    const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? this.config.DEFAULT_MAX_TOKENS;
+    if (maxTokens > this.config.MAX_COMPLETION_TOKENS) {
+      const param = body.max_completion_tokens !== undefined ? 'max_completion_tokens' : 'max_tokens';
+      throw ServiceError.invalid(`${param} is ${maxTokens}; this deployment allows at most ${this.config.MAX_COMPLETION_TOKENS}`, param);
+    }
+    const n = body.n ?? 1;
+    if (n > this.config.MAX_CHOICES) throw ServiceError.invalid(`n is ${n}; this deployment allows at most ${this.config.MAX_CHOICES}`, 'n');
+    if (body.top_logprobs && !body.logprobs) throw ServiceError.invalid('top_logprobs requires logprobs: true', 'top_logprobs');
+    if (body.response_format?.type === 'json_schema' && !body.response_format.json_schema) {
+      throw ServiceError.invalid('response_format.json_schema is required when type is "json_schema"', 'response_format');
+    }
+    const tools = body.tools?.length && body.tool_choice !== 'none' ? body.tools : null;
+    return {
+      model: body.model,
+      messages: body.messages.map(toMessage),
+      temperature: body.temperature ?? 1,
+      top_p: body.top_p ?? 1,
+      max_tokens: maxTokens,
+      n,
+      stop: body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop,
+      seed: body.seed ?? null,
+      logprobs: body.logprobs === true,
+      top_logprobs: body.top_logprobs ?? 0,
+      response_format: body.response_format?.type === 'json_schema'
+        ? { type: 'json_schema', json_schema: { ...(body.response_format.json_schema as { name: string }) } }
+        : { type: body.response_format?.type === 'json_object' ? 'json_object' : 'text' },
+      tools,
+      tool_choice: body.tool_choice ?? null,
+      return_token_ids: body.return_token_ids === true,
+    };
+  }
+}
+
+function toMessage(message: ChatMessageDto): ChatMessageInput {
+  const content = Array.isArray(message.content) ? message.content.map((part) => part.text).join('') : (message.content ?? null);
+  return {
+    role: message.role,
+    content,
+    ...(message.name ? { name: message.name } : {}),
+    ...(message.tool_calls ? { tool_calls: message.tool_calls } : {}),
+    ...(message.tool_call_id ? { tool_call_id: message.tool_call_id } : {}),
+  };
+}

@@ -1,0 +1,134 @@
+import type { InferenceEvent, StartCompletionReply, TokenInfo, ToolCallOutput } from '@trainyard/contracts';
+
+/**
+ * Folds a completion's InferenceEvents into the OpenAI shapes: the whole response for a
+ * plain request, or `chat.completion.chunk`s for a streamed one. Pure: no I/O, so every
+ * shape decision is unit-tested here.
+ */
+export class CompletionAssembler {
+  readonly created = Math.floor(Date.now() / 1000);
+  private promptTokenIds: number[] = [];
+  private usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null = null;
+  private readonly choices = new Map<number, ChoiceState>();
+
+  constructor(
+    readonly id: string,
+    private readonly started: StartCompletionReply,
+    private readonly options: { n: number; returnTokenIds: boolean },
+  ) {}
+
+  get done(): boolean {
+    return this.usage !== null;
+  }
+
+  /** Applies one event; returns the stream chunks it produces (possibly none). */
+  apply(event: InferenceEvent): Record<string, unknown>[] {
+    switch (event.type) {
+      case 'prompt':
+        this.promptTokenIds = event.prompt_token_ids;
+        return Array.from({ length: this.options.n }, (_, index) => this.chunk(index, { role: 'assistant', content: '' }, null, null));
+      case 'delta': {
+        const choice = this.choice(event.index);
+        choice.content += event.text;
+        choice.tokens.push(...event.tokens);
+        return [this.chunk(event.index, { content: event.text }, null, this.logprobs(event.tokens))];
+      }
+      case 'finish': {
+        const choice = this.choice(event.index);
+        choice.finishReason = event.finish_reason;
+        choice.content = event.content ?? '';
+        choice.toolCalls = event.tool_calls;
+        choice.completionTokenIds = event.completion_token_ids;
+        const delta: Record<string, unknown> = {};
+        // With tools the text was held back until it was known not to be a tool call.
+        if (event.tool_calls) delta['tool_calls'] = event.tool_calls.map((call, index) => ({ index, ...call }));
+        else if (choice.withheld && event.content) delta['content'] = event.content;
+        return [this.chunk(event.index, delta, event.finish_reason, null)];
+      }
+      case 'done':
+        this.usage = { ...event.usage, total_tokens: event.usage.prompt_tokens + event.usage.completion_tokens };
+        return [];
+      case 'error':
+        return [];
+    }
+  }
+
+  /** Marks choices whose text arrives only with their finish (tool calls possible). */
+  withholdText(): void {
+    for (let index = 0; index < this.options.n; index++) this.choice(index).withheld = true;
+  }
+
+  usageChunk(): Record<string, unknown> {
+    return { ...this.envelope('chat.completion.chunk'), choices: [], usage: this.usage };
+  }
+
+  response(): Record<string, unknown> {
+    const choices = [...this.choices.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, choice]) => ({
+        index,
+        message: {
+          role: 'assistant',
+          content: choice.toolCalls && !choice.content ? null : choice.content,
+          ...(choice.toolCalls ? { tool_calls: choice.toolCalls } : {}),
+        },
+        logprobs: this.started.logprobs ? { content: this.logprobs(choice.tokens) } : null,
+        finish_reason: choice.finishReason,
+        ...(this.options.returnTokenIds ? { token_ids: choice.completionTokenIds } : {}),
+      }));
+    return {
+      ...this.envelope('chat.completion'),
+      choices,
+      usage: this.usage,
+      ...(this.options.returnTokenIds ? { prompt_token_ids: this.promptTokenIds } : {}),
+    };
+  }
+
+  private chunk(index: number, delta: Record<string, unknown>, finishReason: string | null, logprobs: unknown[] | null) {
+    return {
+      ...this.envelope('chat.completion.chunk'),
+      choices: [{ index, delta, logprobs: logprobs && this.started.logprobs ? { content: logprobs } : null, finish_reason: finishReason }],
+    };
+  }
+
+  private envelope(object: string) {
+    return {
+      id: this.id,
+      object,
+      created: this.created,
+      model: this.started.model,
+      system_fingerprint: null,
+      // Our addition: which weights served this (null for a base model).
+      checkpoint_step: this.started.checkpoint_step,
+    };
+  }
+
+  private logprobs(tokens: TokenInfo[]) {
+    return tokens.map((t) => ({
+      token: t.token,
+      logprob: t.logprob,
+      bytes: t.bytes,
+      top_logprobs: t.top_logprobs.map((alt) => ({ token: alt.token, logprob: alt.logprob, bytes: alt.bytes })),
+      // Our addition: the sampled token id, which RL training needs verbatim.
+      token_id: t.id,
+    }));
+  }
+
+  private choice(index: number): ChoiceState {
+    let choice = this.choices.get(index);
+    if (!choice) {
+      choice = { content: '', tokens: [], finishReason: null, toolCalls: null, completionTokenIds: [], withheld: false };
+      this.choices.set(index, choice);
+    }
+    return choice;
+  }
+}
+
+interface ChoiceState {
+  content: string;
+  tokens: TokenInfo[];
+  finishReason: string | null;
+  toolCalls: ToolCallOutput[] | null;
+  completionTokenIds: number[];
+  withheld: boolean;
+}

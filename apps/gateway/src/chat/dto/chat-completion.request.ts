@@ -1,0 +1,181 @@
+import { Type } from 'class-transformer';
+import {
+  ArrayMinSize,
+  Equals,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsNumber,
+  IsObject,
+  IsOptional,
+  IsString,
+  Max,
+  Min,
+  ValidateIf,
+  ValidateNested,
+} from 'class-validator';
+import { IsChatContent, IsStopSequences, IsToolChoice } from './chat-content.validators';
+
+export class ToolCallFunctionDto {
+  @IsString()
+  name!: string;
+
+  @IsString()
+  arguments!: string;
+}
+
+export class ToolCallDto {
+  @IsString()
+  id!: string;
+
+  @Equals('function')
+  type!: 'function';
+
+  @ValidateNested()
+  @Type(() => ToolCallFunctionDto)
+  function!: ToolCallFunctionDto;
+}
+
+export class ChatMessageDto {
+  @IsIn(['system', 'developer', 'user', 'assistant', 'tool'])
+  role!: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+
+  @IsChatContent()
+  content?: string | { type: 'text'; text: string }[] | null;
+
+  @IsOptional()
+  @IsString()
+  name?: string;
+
+  @IsOptional()
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => ToolCallDto)
+  tool_calls?: ToolCallDto[];
+
+  @IsOptional()
+  @IsString()
+  tool_call_id?: string;
+}
+
+export class JsonSchemaDto {
+  @IsString()
+  @IsNotEmpty()
+  name!: string;
+
+  @IsOptional()
+  @IsObject()
+  schema?: Record<string, unknown>;
+
+  @IsOptional()
+  @IsBoolean()
+  strict?: boolean | null;
+}
+
+export class ResponseFormatDto {
+  @IsIn(['text', 'json_object', 'json_schema'])
+  type!: 'text' | 'json_object' | 'json_schema';
+
+  @ValidateIf((o: ResponseFormatDto) => o.type === 'json_schema')
+  @ValidateNested()
+  @Type(() => JsonSchemaDto)
+  json_schema?: JsonSchemaDto;
+}
+
+export class StreamOptionsDto {
+  @IsOptional()
+  @IsBoolean()
+  include_usage?: boolean;
+}
+
+/** POST /v1/chat/completions. Unknown fields (extra_body and the like) are dropped, not refused. */
+export class ChatCompletionRequest {
+  @IsString()
+  @IsNotEmpty()
+  model!: string;
+
+  @IsArray()
+  @ArrayMinSize(1)
+  @ValidateNested({ each: true })
+  @Type(() => ChatMessageDto)
+  messages!: ChatMessageDto[];
+
+  @IsOptional()
+  @IsNumber()
+  @Min(0)
+  @Max(2)
+  temperature?: number;
+
+  @IsOptional()
+  @IsNumber()
+  @Min(0)
+  @Max(1)
+  top_p?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  max_tokens?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  max_completion_tokens?: number;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  n?: number;
+
+  @IsOptional()
+  @IsStopSequences()
+  stop?: string | string[] | null;
+
+  @IsOptional()
+  @IsInt()
+  seed?: number;
+
+  @IsOptional()
+  @IsBoolean()
+  logprobs?: boolean | null;
+
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(20)
+  top_logprobs?: number;
+
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ResponseFormatDto)
+  response_format?: ResponseFormatDto;
+
+  @IsOptional()
+  @IsBoolean()
+  stream?: boolean;
+
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => StreamOptionsDto)
+  stream_options?: StreamOptionsDto;
+
+  @IsOptional()
+  @IsArray()
+  @IsObject({ each: true })
+  tools?: Record<string, unknown>[];
+
+  @IsOptional()
+  @IsToolChoice()
+  tool_choice?: unknown;
+
+  @IsOptional()
+  @IsString()
+  user?: string;
+
+  /** Extension the RL client relies on: token ids of the prompt and of each choice. */
+  @IsOptional()
+  @IsBoolean()
+  return_token_ids?: boolean;
+}

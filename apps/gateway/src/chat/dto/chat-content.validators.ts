@@ -1,0 +1,57 @@
+import { ValidateBy, ValidationOptions } from 'class-validator';
+
+/** OpenAI message content: a string, null, or text parts; other part types are refused by name. */
+export function IsChatContent(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isChatContent',
+      validator: {
+        validate: (value: unknown) =>
+          value === null ||
+          value === undefined ||
+          typeof value === 'string' ||
+          (Array.isArray(value) &&
+            value.every((part) => typeof part === 'object' && part !== null && part.type === 'text' && typeof part.text === 'string')),
+        defaultMessage: () => 'content must be a string, null, or an array of {"type": "text", "text": string} parts (only text is supported)',
+      },
+    },
+    options,
+  );
+}
+
+/** `stop`: one string or up to four. */
+export function IsStopSequences(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isStopSequences',
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'string' ||
+          value === null ||
+          (Array.isArray(value) && value.length <= 4 && value.every((s) => typeof s === 'string')),
+        defaultMessage: () => 'stop must be a string or an array of at most 4 strings',
+      },
+    },
+    options,
+  );
+}
+
+/** `tool_choice`: "none", "auto", "required" or {type: "function", function: {name}}. */
+export function IsToolChoice(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isToolChoice',
+      validator: {
+        validate: (value: unknown) =>
+          value === undefined ||
+          value === null ||
+          ['none', 'auto', 'required'].includes(value as string) ||
+          (typeof value === 'object' &&
+            (value as { type?: unknown }).type === 'function' &&
+            typeof (value as { function?: { name?: unknown } }).function?.name === 'string'),
+        defaultMessage: () => 'tool_choice must be "none", "auto", "required" or {"type": "function", "function": {"name": ...}}',
+      },
+    },
+    options,
+  );
+}

@@ -1,0 +1,54 @@
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { LoadedModel, loadModel } from '@trainyard/engine';
+import { InferenceWorkerConfig } from '../config/inference-worker.config';
+
+/**
+ * Loaded base models by directory, least recently used first out, but never one that a
+ * running completion still holds. Concurrent requests for the same model share one load.
+ */
+@Injectable()
+export class ModelCache implements OnModuleDestroy {
+  private readonly logger = new Logger(ModelCache.name);
+  private readonly models = new Map<string, Promise<LoadedModel>>();
+  private readonly holders = new Map<string, number>();
+
+  constructor(@Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig) {}
+
+  /** The model, held until release(dir) is called once for every acquire. */
+  acquire(dir: string): Promise<LoadedModel> {
+    this.holders.set(dir, (this.holders.get(dir) ?? 0) + 1);
+    let model = this.models.get(dir);
+    if (model) {
+      this.models.delete(dir);
+    } else {
+      this.logger.log(`loading ${dir}`);
+      model = loadModel(dir);
+      model.catch(() => this.models.delete(dir));
+    }
+    this.models.set(dir, model);
+    this.evict(dir);
+    return model;
+  }
+
+  /** Unloads the least recently used models beyond the limit, never the one just asked for. */
+  private evict(keep: string): void {
+    for (const dir of this.models.keys()) {
+      if (this.models.size <= this.config.MAX_LOADED_MODELS) return;
+      if (dir === keep || (this.holders.get(dir) ?? 0) > 0) continue;
+      const model = this.models.get(dir);
+      this.models.delete(dir);
+      model?.then((m) => m.dispose(), () => undefined);
+    }
+  }
+
+  release(dir: string): void {
+    const count = (this.holders.get(dir) ?? 1) - 1;
+    if (count > 0) this.holders.set(dir, count);
+    else this.holders.delete(dir);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    for (const model of this.models.values()) await model.then((m) => m.dispose(), () => undefined);
+    this.models.clear();
+  }
+}

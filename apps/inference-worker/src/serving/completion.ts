@@ -1,0 +1,123 @@
+import type { InferenceEvent, InferenceWorkItem, TokenInfo, ToolCallOutput } from '@trainyard/contracts';
+import { ChatMessage, GenerationStep, LoadedModel, SampledToken, SequenceGenerator } from '@trainyard/engine';
+
+/**
+ * One chat completion on this worker: its rendered prompt and one SequenceGenerator per
+ * choice (n). It turns each sampled token into the events the gateway assembles into the
+ * OpenAI response, in order: prompt, deltas, one finish per choice, done.
+ */
+export class RunningCompletion {
+  readonly generators: SequenceGenerator[];
+  cancelled = false;
+  private finished = 0;
+
+  constructor(
+    readonly item: InferenceWorkItem,
+    readonly lm: LoadedModel,
+    readonly promptIds: number[],
+    private readonly emit: (event: InferenceEvent) => void,
+  ) {
+    const { params } = item;
+    this.generators = Array.from(
+      { length: params.n },
+      (_, i) =>
+        new SequenceGenerator(
+          lm.tokenizer,
+          {
+            temperature: params.temperature,
+            topP: params.top_p,
+            // Each choice gets its own stream of randomness, reproducible from the seed.
+            seed: params.seed === null ? undefined : params.seed + i,
+            topLogprobs: params.logprobs ? params.top_logprobs : 0,
+            maxTokens: params.max_tokens,
+            stop: params.stop,
+          },
+          lm.eosTokenIds,
+        ),
+    );
+    emit({ type: 'prompt', prompt_tokens: promptIds.length, prompt_token_ids: params.return_token_ids ? promptIds : [] });
+  }
+
+  get id(): string {
+    return this.item.completion_id;
+  }
+
+  get done(): boolean {
+    return this.finished === this.generators.length;
+  }
+
+  sequenceKey(index: number): string {
+    return `${this.id}#${index}`;
+  }
+
+  /** Samples choice `index`'s next token from its logits; returns the token to feed back, or null when it finished. */
+  advance(index: number, logits: Float32Array): number | null {
+    const generator = this.generators[index];
+    const step = generator.next(logits);
+    this.emitDelta(index, step);
+    if (!step.finished) return step.token.id;
+    this.finish(index, generator);
+    return null;
+  }
+
+  /** Ends every unfinished choice (client gone or worker stopping) without further events. */
+  abandon(): void {
+    this.cancelled = true;
+  }
+
+  fail(error: InferenceEvent & { type: 'error' }): void {
+    this.emit(error);
+  }
+
+  private emitDelta(index: number, step: GenerationStep): void {
+    // With tools, the text may turn out to be a tool call: it is sent whole with the finish.
+    if (this.item.params.tools) return;
+    const tokens = this.item.params.logprobs ? [this.tokenInfo(step.token)] : [];
+    if (step.delta || tokens.length) this.emit({ type: 'delta', index, text: step.delta, tokens });
+  }
+
+  private finish(index: number, generator: SequenceGenerator): void {
+    const { content, toolCalls } = this.splitToolCalls(generator.text);
+    this.emit({
+      type: 'finish',
+      index,
+      finish_reason: toolCalls ? 'tool_calls' : (generator.finishReason ?? 'stop'),
+      content,
+      tool_calls: toolCalls,
+      completion_token_ids: generator.tokenIds,
+    });
+    this.finished++;
+    if (this.done) {
+      const completionTokens = this.generators.reduce((sum, g) => sum + g.tokens.length, 0);
+      this.emit({ type: 'done', usage: { prompt_tokens: this.promptIds.length, completion_tokens: completionTokens } });
+    }
+  }
+
+  private splitToolCalls(text: string): { content: string | null; toolCalls: ToolCallOutput[] | null } {
+    return { content: text, toolCalls: null };
+  }
+
+  private tokenInfo(token: SampledToken): TokenInfo {
+    const describe = (id: number) => {
+      const text = this.lm.tokenizer.decode([id], { skipSpecialTokens: false });
+      return { id, token: text, bytes: [...Buffer.from(text, 'utf8')] };
+    };
+    return {
+      ...describe(token.id),
+      logprob: token.logprob,
+      top_logprobs: token.topLogprobs.map((t) => ({ ...describe(t.id), logprob: t.logprob })),
+    };
+  }
+}
+
+/** The prompt as the model's own chat template renders it, ready to generate. */
+export function renderPrompt(lm: LoadedModel, item: InferenceWorkItem): number[] {
+  if (!lm.chatTemplate) throw new Error(`${item.base_model} has no chat template in tokenizer_config.json`);
+  const messages: ChatMessage[] = item.params.messages.map((m) => ({
+    ...m,
+    // Templates know system, not OpenAI's newer developer role, which means the same.
+    role: m.role === 'developer' ? 'system' : m.role,
+  }));
+  const text = lm.chatTemplate.render(messages, { tools: item.params.tools ?? undefined, addGenerationPrompt: true });
+  return lm.tokenizer.encode(text);
+}

@@ -1,0 +1,214 @@
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { ErrorCode, InferenceEvent, InferenceWorkItem, ServiceError } from '@trainyard/contracts';
+import { DecodeBatch, LoadedModel } from '@trainyard/engine';
+import { NATS_CONNECTION } from '@trainyard/messaging';
+import { WorkerLoad } from '@trainyard/runtime';
+import { JSONCodec, NatsConnection } from 'nats';
+import { InferenceWorkerConfig } from '../config/inference-worker.config';
+import { ModelCache } from '../models/model-cache';
+import { renderPrompt, RunningCompletion } from './completion';
+
+const events = JSONCodec<InferenceEvent>();
+
+/**
+ * Continuous batching: every running sequence of a base model advances one token per
+ * forward step, together; new completions are admitted and finished ones retired between
+ * steps. All batch operations take turns through one lock, because a prefill must never
+ * interleave with a step of the same batch.
+ */
+@Injectable()
+export class InferenceScheduler implements OnModuleDestroy {
+  private readonly logger = new Logger(InferenceScheduler.name);
+  private readonly running = new Map<string, RunningCompletion>();
+  private readonly batches = new Map<string, DecodeBatch<string>>();
+  /** The token each live sequence feeds into the next step. */
+  private readonly pending = new Map<string, number>();
+  private turn: Promise<unknown> = Promise.resolve();
+  private looping = false;
+  private slotWaiters: (() => void)[] = [];
+
+  constructor(
+    @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly models: ModelCache,
+    private readonly load: WorkerLoad,
+  ) {
+    load.slots = config.MAX_BATCH_SEQUENCES;
+  }
+
+  get activeSequences(): number {
+    return this.pending.size;
+  }
+
+  get freeSlots(): number {
+    return this.config.MAX_BATCH_SEQUENCES - this.pending.size;
+  }
+
+  /** Resolves once a slot is free (immediately if one is). */
+  whenSlotFree(): Promise<void> {
+    if (this.freeSlots > 0) return Promise.resolve();
+    return new Promise((resolve) => this.slotWaiters.push(resolve));
+  }
+
+  /** Prefills a new completion into the batch of its model and starts decoding it. */
+  async admit(item: InferenceWorkItem): Promise<void> {
+    const emit = (event: InferenceEvent) => this.nc.publish(item.reply_subject, events.encode(event));
+    let lm: LoadedModel;
+    try {
+      lm = await this.models.acquire(item.base_model_dir);
+    } catch (err) {
+      this.models.release(item.base_model_dir);
+      this.logger.error(`cannot load ${item.base_model_dir}: ${(err as Error).message}`);
+      emit(errorEvent(ErrorCode.Unavailable, `Model ${item.base_model} could not be loaded on this worker`));
+      return;
+    }
+    await this.exclusive(async () => {
+      let completion: RunningCompletion;
+      try {
+        completion = new RunningCompletion(item, lm, this.prompt(lm, item), emit);
+      } catch (err) {
+        this.models.release(item.base_model_dir);
+        emit(errorEvent(err instanceof ServiceError ? err.code : ErrorCode.InvalidRequest, (err as Error).message));
+        return;
+      }
+      this.running.set(completion.id, completion);
+      const batch = this.batchFor(item.base_model_dir, lm);
+      for (let i = 0; i < item.params.n; i++) {
+        const key = completion.sequenceKey(i);
+        const next = completion.advance(i, await batch.join(key, completion.promptIds));
+        if (next === null) batch.leave(key);
+        else this.pending.set(key, next);
+      }
+      this.retireFinished();
+    });
+    this.startLoop();
+  }
+
+  /** The client went away: stop generating for it at the next step boundary. */
+  cancel(completionId: string): void {
+    const completion = this.running.get(completionId);
+    if (!completion) return;
+    completion.abandon();
+    void this.exclusive(async () => this.retireFinished());
+  }
+
+  private prompt(lm: LoadedModel, item: InferenceWorkItem): number[] {
+    const prompt = renderPrompt(lm, item);
+    const window = lm.config.maxPositionEmbeddings;
+    if (prompt.length + 1 > window) {
+      throw ServiceError.invalid(
+        `The prompt is ${prompt.length} tokens long; ${item.base_model} has a context window of ${window} tokens`,
+        'messages',
+      );
+    }
+    // Never generate past the context window: the choice ends with finish_reason "length".
+    item.params.max_tokens = Math.min(item.params.max_tokens, window - prompt.length);
+    return prompt;
+  }
+
+  private batchFor(dir: string, lm: LoadedModel): DecodeBatch<string> {
+    let batch = this.batches.get(dir);
+    if (!batch) {
+      batch = new DecodeBatch<string>(lm.model);
+      this.batches.set(dir, batch);
+    }
+    return batch;
+  }
+
+  private startLoop(): void {
+    if (this.looping || this.pending.size === 0) return;
+    this.looping = true;
+    void this.loop().finally(() => {
+      this.looping = false;
+      this.startLoop();
+    });
+  }
+
+  private async loop(): Promise<void> {
+    while (this.pending.size > 0) {
+      for (const batch of this.batches.values()) {
+        await this.exclusive(() => this.step(batch));
+      }
+      // Let NATS deliver cancellations and new work between steps.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  private async step(batch: DecodeBatch<string>): Promise<void> {
+    if (batch.size === 0) return;
+    const feed = new Map(batch.ids.map((key) => [key, this.pending.get(key) as number]));
+    let logits: Map<string, Float32Array>;
+    try {
+      logits = await batch.step(feed);
+    } catch (err) {
+      this.failBatch(batch, err as Error);
+      return;
+    }
+    for (const [key, values] of logits) {
+      const { completion, index } = this.locate(key);
+      if (!completion || completion.cancelled) continue;
+      const next = completion.advance(index, values);
+      if (next === null) {
+        batch.leave(key);
+        this.pending.delete(key);
+      } else {
+        this.pending.set(key, next);
+      }
+    }
+    this.retireFinished();
+  }
+
+  /** Removes finished and cancelled completions, their sequences and their hold on the model. */
+  private retireFinished(): void {
+    for (const completion of [...this.running.values()]) {
+      if (!completion.done && !completion.cancelled) continue;
+      const batch = this.batches.get(completion.item.base_model_dir);
+      for (let i = 0; i < completion.generators.length; i++) {
+        const key = completion.sequenceKey(i);
+        if (batch?.has(key)) batch.leave(key);
+        this.pending.delete(key);
+      }
+      this.running.delete(completion.id);
+      this.models.release(completion.item.base_model_dir);
+    }
+    this.load.active = this.pending.size;
+    while (this.freeSlots > 0 && this.slotWaiters.length > 0) this.slotWaiters.shift()?.();
+  }
+
+  private failBatch(batch: DecodeBatch<string>, err: Error): void {
+    this.logger.error(`decode step failed: ${err.stack ?? err.message}`);
+    for (const key of [...batch.ids]) {
+      const { completion } = this.locate(key);
+      if (completion && !completion.cancelled) {
+        completion.fail(errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker'));
+        completion.abandon();
+      }
+    }
+    this.retireFinished();
+  }
+
+  private locate(key: string): { completion: RunningCompletion | undefined; index: number } {
+    const hash = key.lastIndexOf('#');
+    return { completion: this.running.get(key.slice(0, hash)), index: Number(key.slice(hash + 1)) };
+  }
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.turn.then(fn);
+    this.turn = result.catch(() => undefined);
+    return result;
+  }
+
+  onModuleDestroy(): void {
+    for (const completion of this.running.values()) {
+      completion.fail(errorEvent(ErrorCode.Unavailable, 'The inference worker is shutting down'));
+      completion.abandon();
+    }
+    this.retireFinished();
+    for (const batch of this.batches.values()) batch.dispose();
+    this.batches.clear();
+  }
+}
+
+function errorEvent(code: ErrorCode, message: string): InferenceEvent & { type: 'error' } {
+  return { type: 'error', error: { code, message } };
+}

@@ -1,0 +1,70 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { CancelCompletion, InferenceWorkItem, resolveWorkQueue, Subjects, WorkQueues } from '@trainyard/contracts';
+import { NATS_CONNECTION } from '@trainyard/messaging';
+import { JSONCodec, NatsConnection, Subscription } from 'nats';
+import { InferenceWorkerConfig } from '../config/inference-worker.config';
+import { InferenceScheduler } from './inference-scheduler';
+
+const items = JSONCodec<InferenceWorkItem>();
+const cancellations = JSONCodec<CancelCompletion>();
+
+/**
+ * Pulls completions from the inference work queue only while this worker has a free slot,
+ * so work waits in the queue (where the chat service can see it) rather than on a busy
+ * worker. A message is acknowledged on admission: a completion that has begun streaming
+ * cannot be replayed elsewhere, so a worker that dies mid-way makes its clients fail fast.
+ */
+@Injectable()
+export class WorkQueueConsumer implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger(WorkQueueConsumer.name);
+  private stopping = false;
+  private cancelSubscription?: Subscription;
+  private consuming?: Promise<void>;
+
+  constructor(
+    @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly scheduler: InferenceScheduler,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.cancelSubscription = this.nc.subscribe(Subjects.inference.cancel.name, {
+      callback: (err, msg) => {
+        if (!err) this.scheduler.cancel(cancellations.decode(msg.data).completion_id);
+      },
+    });
+    this.consuming = this.consume();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    this.cancelSubscription?.unsubscribe();
+    await this.consuming;
+  }
+
+  private async consume(): Promise<void> {
+    const spec = resolveWorkQueue(WorkQueues.inference, this.config.JETSTREAM_PREFIX);
+    while (!this.stopping) {
+      try {
+        const consumer = await this.nc.jetstream().consumers.get(spec.stream, spec.consumer);
+        while (!this.stopping) {
+          await this.scheduler.whenSlotFree();
+          const message = await consumer.next({ expires: 1_000 });
+          if (!message) continue;
+          message.ack();
+          const item = items.decode(message.data);
+          if (item.deadline < Date.now()) {
+            this.logger.warn(`dropping ${item.completion_id}: its caller stopped waiting`);
+            continue;
+          }
+          await this.scheduler.admit(item);
+        }
+      } catch (err) {
+        if (this.stopping) return;
+        // NATS restarting, stream being recreated: wait and pull again.
+        this.logger.warn(`inference queue unavailable (${(err as Error).message}); retrying`);
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+    }
+  }
+}

@@ -1,0 +1,26 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import {
+  CheckpointRecord,
+  DeleteCheckpointsReply,
+  DeleteCheckpointsRequest,
+  ListCheckpointsRequest,
+  Page,
+  Subjects,
+} from '@trainyard/contracts';
+import { CheckpointsService } from './checkpoints.service';
+
+@Controller()
+export class CheckpointsController {
+  constructor(private readonly checkpoints: CheckpointsService) {}
+
+  @MessagePattern(Subjects.registry.listCheckpoints.name)
+  list(@Payload() request: ListCheckpointsRequest): Promise<Page<CheckpointRecord>> {
+    return this.checkpoints.list(request);
+  }
+
+  @MessagePattern(Subjects.registry.deleteCheckpoints.name)
+  delete(@Payload() request: DeleteCheckpointsRequest): Promise<DeleteCheckpointsReply> {
+    return this.checkpoints.delete(request);
+  }
+}

@@ -1,0 +1,101 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  CreateFileRequest,
+  DeleteFileReply,
+  FileContentReply,
+  FileRecord,
+  FileRequest,
+  ListFilesReply,
+  ListFilesRequest,
+  ServiceError,
+} from '@trainyard/contracts';
+import { BlobStore } from '@trainyard/messaging';
+import { randomBytes } from 'node:crypto';
+import { ARTIFACT_STORE, artifactKeys, ArtifactStore } from '../artifacts/artifact-store';
+import { FileRepository, FileRow } from './file.repository';
+
+const FILE_ID = /^file-[A-Za-z0-9]{24}$/;
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** OpenAI-style ids (`file-` and 24 letters or digits): safe as an artifact key segment too. */
+function newFileId(): string {
+  return `file-${Array.from(randomBytes(24), (b) => ALPHABET[b % ALPHABET.length]).join('')}`;
+}
+
+/** Uploaded files (SFT datasets), stored like artifacts and owned by the uploading entity. */
+@Injectable()
+export class FilesService {
+  constructor(
+    private readonly files: FileRepository,
+    private readonly blobs: BlobStore,
+    @Inject(ARTIFACT_STORE) private readonly store: ArtifactStore,
+  ) {}
+
+  /** Bytes first, row after: a row always points at a complete file. */
+  async create(request: CreateFileRequest): Promise<FileRecord> {
+    const data = await this.blobs.take(request.content);
+    const id = newFileId();
+    const storagePath = artifactKeys.file(request.entity_id, id);
+    const stored = await this.store.putFile(storagePath, data);
+    try {
+      const row = await this.files.create({
+        id,
+        entityId: request.entity_id,
+        filename: request.filename,
+        purpose: request.purpose,
+        bytes: stored.bytes,
+        sha256: stored.sha256,
+        storagePath,
+      });
+      return toFileRecord(row);
+    } catch (err) {
+      await this.store.remove(storagePath);
+      throw err;
+    }
+  }
+
+  async list(request: ListFilesRequest): Promise<ListFilesReply> {
+    const rows = await this.files.listForEntity(request.entity_id, request.purpose);
+    return { object: 'list', data: rows.map(toFileRecord), has_more: false };
+  }
+
+  async get(request: FileRequest): Promise<FileRecord> {
+    return toFileRecord(await this.getOwned(request));
+  }
+
+  /** The bytes travel back as a blob: a dataset is usually larger than one NATS message. */
+  async content(request: FileRequest): Promise<FileContentReply> {
+    const row = await this.getOwned(request);
+    const content = await this.blobs.put(await this.store.readFile(row.storagePath));
+    return { file: toFileRecord(row), content };
+  }
+
+  async delete(request: FileRequest): Promise<DeleteFileReply> {
+    const row = await this.getOwned(request);
+    if (!(await this.files.delete(row.id))) throw notFound(request.file_id);
+    await this.store.remove(row.storagePath);
+    return { id: row.id, object: 'file', deleted: true };
+  }
+
+  private async getOwned(request: FileRequest): Promise<FileRow> {
+    const row = FILE_ID.test(request.file_id) ? await this.files.findOwned(request.entity_id, request.file_id) : null;
+    if (!row) throw notFound(request.file_id);
+    return row;
+  }
+}
+
+function notFound(fileId: string): ServiceError {
+  return ServiceError.notFound(`No such File object: ${fileId}`);
+}
+
+function toFileRecord(row: FileRow): FileRecord {
+  return {
+    id: row.id,
+    object: 'file',
+    bytes: row.bytes,
+    created_at: Math.floor(row.createdAt.getTime() / 1000),
+    filename: row.filename,
+    purpose: row.purpose,
+    status: 'processed',
+  };
+}

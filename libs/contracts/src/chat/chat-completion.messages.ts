@@ -1,0 +1,105 @@
+import type { WireError } from '../errors';
+
+/** A chat message as the OpenAI API carries it; text-part content is joined by the gateway. */
+export interface ChatMessageInput {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+  content: string | null;
+  name?: string;
+  tool_calls?: ToolCallOutput[];
+  tool_call_id?: string;
+}
+
+export interface ToolCallOutput {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export type ResponseFormatInput =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null } };
+
+/** The sampling request after the gateway has validated and normalised it. */
+export interface ChatCompletionParams {
+  model: string;
+  messages: ChatMessageInput[];
+  temperature: number;
+  top_p: number;
+  /** Tokens to generate at most; the gateway resolves max_tokens / max_completion_tokens and the default. */
+  max_tokens: number;
+  n: number;
+  stop: string[];
+  seed: number | null;
+  /** Report per-token logprobs; on by default for trainable models (RL needs them). */
+  logprobs: boolean;
+  top_logprobs: number;
+  response_format: ResponseFormatInput;
+  tools: Record<string, unknown>[] | null;
+  tool_choice: unknown;
+  return_token_ids: boolean;
+}
+
+/** gateway -> chat: schedule a completion whose events go to `reply_subject`. */
+export interface StartCompletionRequest {
+  completion_id: string;
+  entity_id: string;
+  entity_name: string;
+  /** Whether the caller asked for logprobs explicitly (true/false) or left it to the default (null). */
+  logprobs_requested: boolean | null;
+  params: ChatCompletionParams;
+  reply_subject: string;
+}
+
+export interface StartCompletionReply {
+  /** The model name as the caller gave it, echoed in responses. */
+  model: string;
+  base_model: string;
+  /** Checkpoint step that serves it, null for a base model. */
+  checkpoint_step: number | null;
+  model_id: string | null;
+  /** Whether logprobs will be reported (explicit request, or a trainable model by default). */
+  logprobs: boolean;
+}
+
+/** chat -> inference worker, through the inference work queue. */
+export interface InferenceWorkItem {
+  completion_id: string;
+  reply_subject: string;
+  base_model: string;
+  base_model_dir: string;
+  adapter: { path: string; sha256: string | null; step: number; model_id: string } | null;
+  params: ChatCompletionParams;
+  /** Epoch ms after which nobody waits for this any more: a worker drops it unstarted. */
+  deadline: number;
+}
+
+export interface TokenInfo {
+  id: number;
+  /** The token as text (may be a partial UTF-8 sequence rendered lossily). */
+  token: string;
+  bytes: number[];
+  logprob: number;
+  top_logprobs: { id: number; token: string; bytes: number[]; logprob: number }[];
+}
+
+/** inference worker -> gateway, on the completion's reply subject, in order. */
+export type InferenceEvent =
+  | { type: 'prompt'; prompt_tokens: number; prompt_token_ids: number[] }
+  | { type: 'delta'; index: number; text: string; tokens: TokenInfo[] }
+  | {
+      type: 'finish';
+      index: number;
+      finish_reason: 'stop' | 'length' | 'tool_calls';
+      /** Final message content (after tool-call extraction); null when only tool calls. */
+      content: string | null;
+      tool_calls: ToolCallOutput[] | null;
+      completion_token_ids: number[];
+    }
+  | { type: 'done'; usage: { prompt_tokens: number; completion_tokens: number } }
+  | { type: 'error'; error: WireError };
+
+/** Anyone -> inference workers (no queue group: the one holding it stops it). */
+export interface CancelCompletion {
+  completion_id: string;
+}

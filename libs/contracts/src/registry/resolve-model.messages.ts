@@ -1,0 +1,19 @@
+import type { CallerScope } from './models.messages';
+
+export interface ResolveModelRequest extends CallerScope {
+  /** What a chat completion names: a base model id, wandb-artifact:///e/p/n[:step{N}|:latest|:v{K}] or e/p/n[:step{N}]. */
+  model: string;
+}
+
+/** What to load to serve a model name; the adapter fields are null for a base model. */
+export interface ResolveModelReply {
+  base_model: string;
+  /** Absolute path of the base model's directory. */
+  base_model_dir: string;
+  model_id: string | null;
+  step: number | null;
+  /** Absolute path of the PEFT adapter directory. */
+  adapter_path: string | null;
+  /** SHA-256 of adapter_model.safetensors: a cache key that changes if the files do. */
+  adapter_sha256: string | null;
+}

@@ -1,0 +1,176 @@
+import type { LogitsProcessor } from '../sampling';
+import type { ByteVocabulary } from './byte-vocabulary';
+import { JsonLexer } from './json-lexer';
+import { XgGrammarMatcher, nextTokenBitmask } from './xgrammar-loader';
+
+export interface GrammarMatcher {
+  /**
+   * Masks (sets to -Infinity, in place, and returns) every token that cannot continue valid
+   * JSON; end-of-sequence only when the text is complete. Near the end of the budget, also
+   * every token after which the text could no longer be closed in `remainingTokens - 1`.
+   */
+  mask(logits: Float32Array, remainingTokens: number): Float32Array;
+  accept(tokenId: number): void;
+  /** The text accepted so far is a complete JSON value (for json_schema: one the schema allows). */
+  isComplete(): boolean;
+  /** Accepts the tokens of `generated` (the whole sequence so far) not accepted yet. */
+  catchUp(generated: readonly number[]): void;
+  /** sampleToken's hook: catches up with the generated tokens, then masks with what is left of maxTokens. */
+  logitsProcessor(): LogitsProcessor;
+  dispose(): void;
+}
+
+/**
+ * How closing in time works.
+ *
+ * Closing cost: the number of tokens still needed to finish the text. It is measured, not
+ * guessed, by walking the grammar matcher forward one byte token at a time (every byte-level
+ * vocabulary has all 256), taking at each step the first byte the JSON lexer says closes
+ * fastest (`"` in a string, `}` after a value, `0` for a missing value...) that the grammar
+ * accepts, falling back to any byte it accepts (a required key, an enum value, a digit), until
+ * end-of-sequence is allowed; then rolling the matcher back. The walk's bytes, tokenized, are
+ * a real completion, so the cost is one the generator can always achieve.
+ *
+ * Invariant kept at every step: cost <= remaining budget. A token is allowed only when the
+ * cost after it fits in the budget left after it:
+ * - the first token of the closing walk always fits (cost drops by one);
+ * - a token of n bytes raises the cost by at most GROWTH_PER_BYTE * n + (size of the
+ *   smallest complete document, which covers a schema object's required keys); tokens
+ *   within that bound of the spare budget are allowed without looking;
+ * - the most likely of the others (MAX_TRIALS) are tried: accept, measure, roll back; the
+ *   rest are masked.
+ * Far from the end nothing is tried and sampling is untouched; in the last tokens the model
+ * can still choose among what fits, and at the very end only the closing walk is left. The
+ * caller keeps counting tokens as usual, so a text closed this way still ends with
+ * finish_reason "length" when the budget is what ended it.
+ */
+const GROWTH_PER_BYTE = 6; // `,` in an object commits to ` "": 0`
+const MAX_TRIALS = 12;
+const MAX_CLOSING_BYTES = 1024;
+/** Bytes tried when the lexer's preferences are refused: printable ASCII, then the rest. */
+const FALLBACK_BYTES = [...range(0x20, 0x7e), ...range(0x80, 0xff), ...range(0x00, 0x1f), 0x7f];
+
+export class JsonGrammarMatcher implements GrammarMatcher {
+  private readonly lexer = new JsonLexer();
+  private acceptedTokens = 0;
+  private readonly eos: number;
+  private readonly eosIds: Set<number>;
+  /** Closing cost of the empty text: the smallest document the grammar allows. */
+  private readonly minimalDocument: number;
+
+  constructor(
+    private readonly matcher: XgGrammarMatcher,
+    private readonly vocab: ByteVocabulary,
+    eosTokenIds: number[],
+    private readonly maxTokens: number,
+  ) {
+    if (eosTokenIds.length === 0) throw new Error('a JSON grammar needs an end-of-sequence token');
+    this.eos = eosTokenIds[0];
+    this.eosIds = new Set(eosTokenIds);
+    this.minimalDocument = this.closingWalk()?.length ?? 0;
+  }
+
+  mask(logits: Float32Array, remainingTokens: number): Float32Array {
+    if (this.matcher.isTerminated()) return onlyToken(logits, this.eos);
+    const bitmask = nextTokenBitmask(this.matcher, this.vocab.size);
+    for (let id = 0; id < logits.length; id++) {
+      if (id >= this.vocab.size || (bitmask[id >>> 5] & (1 << (id & 31))) === 0) logits[id] = -Infinity;
+    }
+    const walk = this.closingWalk();
+    if (walk === null) return logits; // no byte tokens to close with: the grammar mask alone
+    const spare = remainingTokens - 1 - walk.length - this.minimalDocument;
+
+    if (GROWTH_PER_BYTE * this.vocab.longestToken <= spare) return logits;
+    const toTry: number[] = [];
+    for (let id = 0; id < logits.length; id++) {
+      if (logits[id] === -Infinity || this.eosIds.has(id)) continue;
+      if (GROWTH_PER_BYTE * this.vocab.byteLengths[id] > spare) toTry.push(id);
+    }
+    if (toTry.length === 0) return logits;
+    toTry.sort((a, b) => logits[b] - logits[a]);
+    const fits = new Set(toTry.slice(0, MAX_TRIALS).filter((id) => this.costAfter(id) <= remainingTokens - 1));
+    if (walk.length > 0) fits.add(walk[0]);
+    for (const id of toTry) if (!fits.has(id)) logits[id] = -Infinity;
+    return logits;
+  }
+
+  accept(tokenId: number): void {
+    if (!this.matcher.acceptToken(tokenId)) throw new Error(`token ${tokenId} does not continue the grammar`);
+    this.acceptedTokens++;
+    if (!this.eosIds.has(tokenId)) this.lexer.feedAll(this.vocab.bytes(tokenId));
+  }
+
+  isComplete(): boolean {
+    return this.matcher.isTerminated() || this.canEnd();
+  }
+
+  catchUp(generated: readonly number[]): void {
+    while (this.acceptedTokens < generated.length) this.accept(generated[this.acceptedTokens]);
+  }
+
+  logitsProcessor(): LogitsProcessor {
+    return (logits, generated) => {
+      this.catchUp(generated);
+      this.mask(logits, this.maxTokens - generated.length);
+    };
+  }
+
+  dispose(): void {
+    this.matcher.dispose();
+  }
+
+  /** Closing cost after a token, by trying it; Infinity when the text cannot be closed after it. */
+  private costAfter(id: number): number {
+    if (!this.matcher.acceptToken(id)) return Infinity;
+    const lexer = this.lexer.clone();
+    lexer.feedAll(this.vocab.bytes(id));
+    const walk = this.closingWalk(lexer);
+    this.matcher.rollBack(1);
+    return walk?.length ?? Infinity;
+  }
+
+  /** Tokens of a quick completion from the current state (see the comment above); null if none is found. */
+  private closingWalk(lexer = this.lexer.clone()): number[] | null {
+    const bytes: number[] = [];
+    try {
+      while (!this.canEnd()) {
+        if (bytes.length >= MAX_CLOSING_BYTES) return null;
+        const byte = this.acceptFirst(lexer.closingPreferences());
+        if (byte < 0) return null;
+        bytes.push(byte);
+        lexer.feed(byte);
+      }
+    } finally {
+      if (bytes.length > 0) this.matcher.rollBack(bytes.length);
+    }
+    return this.vocab.tokensFor(bytes);
+  }
+
+  /** Accepts the first of the preferred (then of all) bytes the grammar allows; returns it, or -1. */
+  private acceptFirst(preferred: number[]): number {
+    for (const candidates of [preferred, FALLBACK_BYTES]) {
+      for (const byte of candidates) {
+        const id = this.vocab.byteTokenIds[byte];
+        if (id >= 0 && this.matcher.acceptToken(id)) return byte;
+      }
+    }
+    return -1;
+  }
+
+  private canEnd(): boolean {
+    if (!this.matcher.acceptToken(this.eos)) return false;
+    this.matcher.rollBack(1);
+    return true;
+  }
+}
+
+function onlyToken(logits: Float32Array, id: number): Float32Array {
+  const keep = logits[id];
+  logits.fill(-Infinity);
+  logits[id] = Number.isFinite(keep) ? keep : 0;
+  return logits;
+}
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}

@@ -1,0 +1,198 @@
+import type { ImportanceSamplingLevel, RLLossOptions } from './rl-loss';
+
+/**
+ * experimental_config of an RL training job (api.md), validated once before the job is
+ * queued. Every key is either implemented (and mapped below) or rejected naming the key:
+ * nothing is silently ignored. null means "default" for every key.
+ */
+export interface RLTrainingConfig extends RLLossOptions {
+  learningRate: number;
+  scaleRewards: boolean;
+  advantageBalance: number;
+  precalculateLogprobs: boolean;
+  allowTrainingWithoutLogprobs: boolean;
+  /** Reference for the KL penalty: null is the base model; otherwise the caller must pass the adapter. */
+  klPenaltyReferenceStep: number | null;
+  klPenaltyStepLag: number | null;
+  klRefAdapterPath: string | null;
+  /** Token budget of one gradient step (rows x padded length). */
+  packedSequenceLength: number;
+  logprobCalculationChunkSize: number;
+  numTrajectoriesLearningRateMultiplierPower: number;
+}
+
+export interface ConfigError {
+  key: string;
+  message: string;
+}
+
+/** Token budget per gradient step when packed_sequence_length is not given. */
+export const DEFAULT_PACKED_SEQUENCE_LENGTH = 2048;
+
+export const RL_CONFIG_KEYS = [
+  'learning_rate',
+  'loss_fn',
+  'ppo',
+  'epsilon',
+  'epsilon_high',
+  'importance_sampling_level',
+  'mask_prob_ratio',
+  'max_negative_advantage_importance_sampling_weight',
+  'kimi_k2_tau',
+  'scale_rewards',
+  'normalize_advantages',
+  'advantage_balance',
+  'precalculate_logprobs',
+  'allow_training_without_logprobs',
+  'kl_penalty_coef',
+  'kl_penalty_source',
+  'kl_penalty_reference_step',
+  'kl_penalty_step_lag',
+  'kl_ref_adapter_path',
+  'truncated_importance_sampling',
+  'packed_sequence_length',
+  'logprob_calculation_chunk_size',
+  'num_trajectories_learning_rate_multiplier_power',
+  'scale_learning_rate_by_reward_std_dev',
+  'plot_tensors',
+] as const;
+
+/** Known keys the engine does not implement, and why; a non-default value is rejected. */
+const UNIMPLEMENTED: Record<string, string> = {
+  scale_learning_rate_by_reward_std_dev: 'is not implemented (only false is accepted)',
+  plot_tensors: 'is not implemented: there is no tensor plotting here (only false is accepted)',
+};
+
+export function validateExperimentalConfig(raw: unknown): { config: RLTrainingConfig; errors: ConfigError[] } {
+  const errors: ConfigError[] = [];
+  const obj = raw === null || raw === undefined ? {} : raw;
+  if (typeof obj !== 'object' || Array.isArray(obj)) {
+    errors.push({ key: 'experimental_config', message: 'must be an object or null' });
+  }
+  const o = (typeof obj === 'object' && !Array.isArray(obj) ? obj : {}) as Record<string, unknown>;
+  for (const key of Object.keys(o)) {
+    if (!(RL_CONFIG_KEYS as readonly string[]).includes(key)) errors.push({ key, message: 'is not a known experimental_config key' });
+  }
+  const present = (key: string) => o[key] !== null && o[key] !== undefined;
+  const num = (key: string, fallback: number, check?: (v: number) => string | null): number => {
+    if (!present(key)) return fallback;
+    const v = o[key];
+    if (typeof v !== 'number' || !Number.isFinite(v)) {
+      errors.push({ key, message: 'must be a finite number' });
+      return fallback;
+    }
+    const problem = check?.(v);
+    if (problem) errors.push({ key, message: problem });
+    return v;
+  };
+  const optNum = (key: string, check?: (v: number) => string | null): number | null => (present(key) ? num(key, 0, check) : null);
+  const bool = (key: string, fallback: boolean): boolean => {
+    if (!present(key)) return fallback;
+    if (typeof o[key] !== 'boolean') {
+      errors.push({ key, message: 'must be a boolean' });
+      return fallback;
+    }
+    return o[key] as boolean;
+  };
+  const oneOf = <T extends string>(key: string, values: readonly T[], fallback: T): T => {
+    if (!present(key)) return fallback;
+    if (!values.includes(o[key] as T)) {
+      errors.push({ key, message: `must be one of ${values.map((v) => JSON.stringify(v)).join(', ')}` });
+      return fallback;
+    }
+    return o[key] as T;
+  };
+  const positive = (v: number) => (v > 0 ? null : 'must be greater than 0');
+  const nonNegative = (v: number) => (v >= 0 ? null : 'must be at least 0');
+  const positiveInt = (v: number) => (Number.isInteger(v) && v >= 1 ? null : 'must be an integer of at least 1');
+  const nonNegativeInt = (v: number) => (Number.isInteger(v) && v >= 0 ? null : 'must be an integer of at least 0');
+
+  for (const [key, why] of Object.entries(UNIMPLEMENTED)) {
+    if (present(key) && o[key] !== false) errors.push({ key, message: why });
+  }
+
+  const lossFromKey = oneOf('loss_fn', ['cispo', 'ppo'] as const, 'cispo');
+  const legacyPpo = bool('ppo', false);
+  if (present('loss_fn') && present('ppo') && legacyPpo !== (lossFromKey === 'ppo')) {
+    errors.push({ key: 'ppo', message: `contradicts loss_fn "${lossFromKey}"` });
+  }
+  const lossFn = legacyPpo ? 'ppo' : lossFromKey;
+  const epsilon = num('epsilon', lossFn === 'ppo' ? 0.2 : 1.0, nonNegative);
+  const epsilonHigh = num('epsilon_high', lossFn === 'ppo' ? epsilon : 4.0, nonNegative);
+
+  const scaleRewards = bool('scale_rewards', true);
+  const normalize = bool('normalize_advantages', scaleRewards);
+  if (present('scale_rewards') && present('normalize_advantages') && scaleRewards !== normalize) {
+    errors.push({ key: 'normalize_advantages', message: 'is an alias of scale_rewards and contradicts it' });
+  }
+
+  const klPenaltyReferenceStep = optNum('kl_penalty_reference_step', nonNegativeInt);
+  const klPenaltyStepLag = optNum('kl_penalty_step_lag', nonNegativeInt);
+  let klRefAdapterPath: string | null = null;
+  if (present('kl_ref_adapter_path')) {
+    if (typeof o['kl_ref_adapter_path'] !== 'string' || !o['kl_ref_adapter_path']) errors.push({ key: 'kl_ref_adapter_path', message: 'must be a non-empty string' });
+    else klRefAdapterPath = o['kl_ref_adapter_path'] as string;
+  }
+  const references = [klPenaltyReferenceStep !== null, klPenaltyStepLag !== null, klRefAdapterPath !== null].filter(Boolean).length;
+  if (references > 1) {
+    errors.push({ key: 'kl_penalty_reference_step', message: 'kl_penalty_reference_step, kl_penalty_step_lag and kl_ref_adapter_path are mutually exclusive' });
+  }
+
+  const config: RLTrainingConfig = {
+    learningRate: num('learning_rate', 5e-6, positive),
+    lossFn,
+    epsilon,
+    epsilonHigh,
+    importanceSamplingLevel: oneOf<ImportanceSamplingLevel>('importance_sampling_level', ['token', 'sequence', 'average', 'geometric_average'], 'token'),
+    maskProbRatio: bool('mask_prob_ratio', false),
+    maxNegativeAdvantageImportanceSamplingWeight: optNum('max_negative_advantage_importance_sampling_weight', positive),
+    kimiK2Tau: optNum('kimi_k2_tau'),
+    scaleRewards: normalize,
+    advantageBalance: num('advantage_balance', 0, (v) => (v >= -1 && v <= 1 ? null : 'must be between -1 and 1')),
+    precalculateLogprobs: bool('precalculate_logprobs', false),
+    allowTrainingWithoutLogprobs: bool('allow_training_without_logprobs', false),
+    klPenaltyCoef: num('kl_penalty_coef', 0, nonNegative),
+    klPenaltySource: oneOf('kl_penalty_source', ['current_learner', 'sample'] as const, 'current_learner'),
+    klPenaltyReferenceStep,
+    klPenaltyStepLag,
+    klRefAdapterPath,
+    truncatedImportanceSampling: optNum('truncated_importance_sampling', positive),
+    packedSequenceLength: num('packed_sequence_length', DEFAULT_PACKED_SEQUENCE_LENGTH, positiveInt),
+    logprobCalculationChunkSize: num('logprob_calculation_chunk_size', 1024, positiveInt),
+    numTrajectoriesLearningRateMultiplierPower: num('num_trajectories_learning_rate_multiplier_power', 0),
+  };
+  return { config, errors };
+}
+
+/** The SFT job's `config` (api.md): batch_size and learning_rate, one per batch when a list. */
+export interface SftTrainingConfig {
+  batchSize: number | 'auto';
+  learningRate: number | number[];
+}
+
+/** Conversations per batch when batch_size is "auto" or null. */
+export const AUTO_SFT_BATCH_SIZE = 8;
+
+export function validateSftConfig(raw: unknown): { config: SftTrainingConfig; errors: ConfigError[] } {
+  const errors: ConfigError[] = [];
+  const o = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
+  if (raw !== null && raw !== undefined && (typeof raw !== 'object' || Array.isArray(raw))) errors.push({ key: 'config', message: 'must be an object or null' });
+  for (const key of Object.keys(o)) {
+    if (!['batch_size', 'learning_rate', 'metric_logging'].includes(key)) errors.push({ key, message: 'is not a known SFT config key' });
+  }
+  let batchSize: number | 'auto' = 'auto';
+  const bs = o['batch_size'];
+  if (bs !== null && bs !== undefined && bs !== 'auto') {
+    if (typeof bs === 'number' && Number.isInteger(bs) && bs >= 1) batchSize = bs;
+    else errors.push({ key: 'batch_size', message: 'must be an integer of at least 1, "auto" or null' });
+  }
+  let learningRate: number | number[] = 5e-5;
+  const lr = o['learning_rate'];
+  if (lr !== null && lr !== undefined) {
+    const ok = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v > 0;
+    if (ok(lr)) learningRate = lr as number;
+    else if (Array.isArray(lr) && lr.length > 0 && lr.every(ok)) learningRate = lr as number[];
+    else errors.push({ key: 'learning_rate', message: 'must be a positive number or a non-empty list of them (one per batch)' });
+  }
+  return { config: { batchSize, learningRate }, errors };
+}

@@ -1,0 +1,438 @@
+import * as tf from '@tensorflow/tfjs-core';
+import type { LoadedModel } from '../loader';
+import { LoraAttachment } from '../lora/lora-layer';
+import { AdapterTensors, DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights } from '../lora/peft';
+import type { LlamaModel } from '../model/llama';
+import { AdamW, AdamWOptions, REFERENCE_ADAMW } from './adamw';
+import { AUTO_SFT_BATCH_SIZE, RLTrainingConfig, SftTrainingConfig } from './experimental-config';
+import { ensureTrainingGradients } from './gradients';
+import { groupAdvantages, rlPolicyLoss } from './rl-loss';
+import { RLSequence, RLTrajectoryGroup, SftConversation, buildRlSequence, buildSftSequence } from './sequences';
+
+/** Metrics of one gradient step: numbers only (the client calls float() on each). */
+export type StepMetrics = Record<string, number>;
+export type OnStep = (metrics: StepMetrics, step: number, numSteps: number) => void | Promise<void>;
+
+export interface TrainerOptions {
+  /** Default: the reference trainer's AdamW (betas 0.9/0.99, weight decay 0.1, max grad norm 0.1). */
+  optimizer?: AdamWOptions;
+  /** Seed of a fresh adapter's A matrices. */
+  seed?: number;
+  /** SFT: most tokens (rows x padded length) in one forward/backward; larger batches accumulate. Default 2048. */
+  microBatchTokens?: number;
+}
+
+/** One trajectory history ready to train: its tokens, sampling logprobs and advantage. */
+export interface RLPlanItem {
+  sequence: RLSequence;
+  advantage: number;
+  group: number;
+  trajectory: number;
+}
+
+/** What trainRl will do, known before the first step (num_sequences = steps.length). */
+export interface RLPlan {
+  steps: RLPlanItem[][];
+  numSequences: number;
+  numGroupsSubmitted: number;
+  numGroupsTrainable: number;
+  numTrajectories: number;
+  /** Mean reward over every submitted trajectory. */
+  reward: number;
+  /** Mean over groups of the population std of their rewards. */
+  rewardStdDev: number;
+  /** learning_rate x num_trajectories ^ num_trajectories_learning_rate_multiplier_power. */
+  learningRate: number;
+}
+
+export class TrainingAbortedError extends Error {
+  constructor() {
+    super('training was cancelled');
+    this.name = 'AbortError';
+  }
+}
+
+interface ForwardResult {
+  /** [rows, T] log p(target) (differentiable). */
+  logprobs: tf.Tensor2D;
+  entropy: Float32Array | null;
+}
+
+/**
+ * LoRA fine-tuning of a loaded model: the base weights stay frozen (their backward pass is
+ * the custom gradient of FrozenLinear), only the adapter's A and B matrices are trained, with
+ * AdamW. One trainer owns the model's adapter hooks until dispose().
+ */
+export class LoraTrainer {
+  readonly attachment: LoraAttachment;
+  readonly optimizer: AdamW;
+  private readonly model: LlamaModel;
+  private readonly microBatchTokens: number;
+
+  constructor(
+    readonly lm: LoadedModel,
+    readonly spec: LoraSpec = DEFAULT_LORA_SPEC,
+    init?: AdapterTensors,
+    options: TrainerOptions = {},
+  ) {
+    ensureTrainingGradients();
+    this.model = lm.model;
+    for (const { linear } of this.model.linears()) linear.enableBackward();
+    this.model.lmHead.enableBackward();
+    this.attachment = LoraAttachment.attach(this.model, spec, init ?? initLoraWeights(lm.config, spec, options.seed ?? 0), { trainable: true });
+    this.optimizer = new AdamW({ ...REFERENCE_ADAMW, ...options.optimizer });
+    this.microBatchTokens = options.microBatchTokens ?? 2048;
+  }
+
+  /** The current adapter in PEFT names and layouts, for writePeftAdapter. */
+  exportAdapter(): AdapterTensors {
+    return this.attachment.exportTensors();
+  }
+
+  dispose(): void {
+    this.attachment.dispose();
+    this.optimizer.dispose();
+    for (const { linear } of this.model.linears()) linear.disableBackward();
+    this.model.lmHead.disableBackward();
+  }
+
+  // ---------------------------------------------------------------- SFT
+
+  /** Gradient steps trainSft will make: one per batch. */
+  planSft(conversations: SftConversation[], config: SftTrainingConfig): { numSequences: number; batchSize: number } {
+    const batchSize = config.batchSize === 'auto' ? Math.min(AUTO_SFT_BATCH_SIZE, Math.max(1, conversations.length)) : config.batchSize;
+    const numSequences = Math.ceil(conversations.length / batchSize);
+    if (Array.isArray(config.learningRate) && config.learningRate.length < numSequences) {
+      throw new Error(`learning_rate has ${config.learningRate.length} values for ${numSequences} batches`);
+    }
+    return { numSequences, batchSize };
+  }
+
+  /**
+   * Cross-entropy on assistant tokens only, batch_size conversations per gradient step.
+   * The loss of a batch is the mean over its trainable tokens.
+   */
+  async trainSft(conversations: SftConversation[], config: SftTrainingConfig, onStep?: OnStep, signal?: AbortSignal): Promise<StepMetrics[]> {
+    const { numSequences, batchSize } = this.planSft(conversations, config);
+    const sequences = conversations.map((c, i) => {
+      try {
+        return buildSftSequence(this.lm, c);
+      } catch (err) {
+        throw new Error(`conversation ${i}: ${(err as Error).message}`);
+      }
+    });
+    const all: StepMetrics[] = [];
+    for (let step = 0; step < numSequences; step++) {
+      if (signal?.aborted) throw new TrainingAbortedError();
+      const start = performance.now();
+      const batch = sequences.slice(step * batchSize, (step + 1) * batchSize);
+      const learningRate = Array.isArray(config.learningRate) ? config.learningRate[step] : config.learningRate;
+      const trainable = batch.reduce((s, q) => s + q.mask.slice(1).reduce((a, b) => a + b, 0), 0);
+      let lossSum = 0;
+      const { gradNorm } = this.gradientStep(learningRate, (rows) => {
+        const { logprobs } = this.forward(rows.map((i) => batch[i].tokens), 1024, false);
+        const [R, T] = logprobs.shape;
+        const mask = new Float32Array(R * T);
+        rows.forEach((i, r) => batch[i].mask.slice(1).forEach((m, t) => (mask[r * T + t] = m)));
+        const loss = tf.div(tf.neg(tf.sum(tf.mul(logprobs, tf.tensor2d(mask, [R, T])))), Math.max(trainable, 1)) as tf.Scalar;
+        lossSum += loss.dataSync()[0];
+        return loss;
+      }, batch.map((q) => q.tokens.length));
+      const seconds = (performance.now() - start) / 1000;
+      const numTokens = batch.reduce((s, q) => s + q.tokens.length, 0);
+      const metrics: StepMetrics = {
+        loss: lossSum,
+        num_tokens: numTokens,
+        num_trainable_tokens: trainable,
+        tokens_per_second: numTokens / seconds,
+        learning_rate: learningRate,
+        grad_norm: gradNorm,
+      };
+      all.push(metrics);
+      await onStep?.(metrics, step + 1, numSequences);
+    }
+    return all;
+  }
+
+  /** Mean cross-entropy of the assistant tokens of `conversations` (no training). */
+  sftLoss(conversations: SftConversation[]): number {
+    let sum = 0;
+    let count = 0;
+    for (const c of conversations) {
+      const q = buildSftSequence(this.lm, c);
+      tf.tidy(() => {
+        const lp = this.forward([q.tokens], 1024, false).logprobs.dataSync();
+        q.mask.slice(1).forEach((m, t) => {
+          sum -= m * lp[t];
+          count += m;
+        });
+      });
+    }
+    return sum / Math.max(count, 1);
+  }
+
+  // ---------------------------------------------------------------- RL
+
+  /**
+   * Tokenizes and packs trajectory groups: advantages per group, groups whose rewards are all
+   * equal skipped, trajectories with zero advantage left out, histories packed into gradient
+   * steps of at most packedSequenceLength tokens (rows x padded length; a longer history gets a
+   * step of its own). Throws, naming the trajectory, on missing logprobs when not allowed.
+   */
+  planRl(groups: RLTrajectoryGroup[], config: RLTrainingConfig): RLPlan {
+    const items: RLPlanItem[] = [];
+    let rewardSum = 0;
+    let stdSum = 0;
+    let numTrajectories = 0;
+    let trainableGroups = 0;
+    groups.forEach((group, g) => {
+      const rewards = group.trajectories.map((t) => t.reward);
+      numTrajectories += rewards.length;
+      rewardSum += rewards.reduce((a, b) => a + b, 0);
+      const mean = rewards.reduce((a, b) => a + b, 0) / Math.max(rewards.length, 1);
+      stdSum += Math.sqrt(rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / Math.max(rewards.length, 1));
+      if (rewards.length < 2 || rewards.every((r) => r === rewards[0])) return;
+      trainableGroups++;
+      const advantages = groupAdvantages(rewards, config);
+      group.trajectories.forEach((trajectory, t) => {
+        if (advantages[t] === 0) return;
+        for (const [h, history] of [trajectory, ...(trajectory.additionalHistories ?? [])].entries()) {
+          const where = `trajectory_groups[${g}].trajectories[${t}]${h > 0 ? `.additional_histories[${h - 1}]` : ''}`;
+          let sequence: RLSequence;
+          try {
+            sequence = buildRlSequence(this.lm, history);
+          } catch (err) {
+            throw new Error(`${where}: ${(err as Error).message}`);
+          }
+          if (!sequence.mask.includes(1)) continue;
+          if (sequence.tokens.length > this.lm.config.maxPositionEmbeddings) {
+            throw new Error(`${where}: ${sequence.tokens.length} tokens exceed the model's ${this.lm.config.maxPositionEmbeddings} positions`);
+          }
+          const bad = sequence.tokens.find((id) => !(Number.isInteger(id) && id >= 0 && id < this.lm.config.vocabSize));
+          if (bad !== undefined) throw new Error(`${where}: token id ${bad} is outside the vocabulary`);
+          const missing = sequence.mask.some((m, i) => m === 1 && sequence.logprobs[i] === null);
+          if (missing && !config.allowTrainingWithoutLogprobs && !config.precalculateLogprobs) {
+            throw new Error(`${where}: a Choice has no sampling logprobs (set allow_training_without_logprobs or precalculate_logprobs)`);
+          }
+          items.push({ sequence, advantage: advantages[t], group: g, trajectory: t });
+        }
+      });
+    });
+    const steps: RLPlanItem[][] = [];
+    let current: RLPlanItem[] = [];
+    let longest = 0;
+    for (const item of items) {
+      const length = item.sequence.tokens.length;
+      const widened = Math.max(longest, length) * (current.length + 1);
+      if (current.length > 0 && widened > config.packedSequenceLength) {
+        steps.push(current);
+        current = [];
+        longest = 0;
+      }
+      current.push(item);
+      longest = Math.max(longest, length);
+    }
+    if (current.length > 0) steps.push(current);
+    return {
+      steps,
+      numSequences: steps.length,
+      numGroupsSubmitted: groups.length,
+      numGroupsTrainable: trainableGroups,
+      numTrajectories,
+      reward: rewardSum / Math.max(numTrajectories, 1),
+      rewardStdDev: stdSum / Math.max(groups.length, 1),
+      learningRate: config.learningRate * Math.pow(Math.max(numTrajectories, 1), config.numTrajectoriesLearningRateMultiplierPower),
+    };
+  }
+
+  /**
+   * One gradient step per packed step of the plan, with the policy loss of rl-loss.ts.
+   * options.referenceAdapter is the KL reference when kl_penalty_reference_step,
+   * kl_penalty_step_lag or kl_ref_adapter_path is set (the caller resolves it to tensors);
+   * without one the reference is the base model.
+   */
+  async trainRl(
+    groups: RLTrajectoryGroup[] | RLPlan,
+    config: RLTrainingConfig,
+    onStep?: OnStep,
+    signal?: AbortSignal,
+    options: { referenceAdapter?: { spec: LoraSpec; tensors: AdapterTensors } } = {},
+  ): Promise<StepMetrics[]> {
+    const plan = Array.isArray(groups) ? this.planRl(groups, config) : groups;
+    const needsReference = config.klPenaltyReferenceStep !== null || config.klPenaltyStepLag !== null || config.klRefAdapterPath !== null;
+    if (needsReference && !options.referenceAdapter) throw new Error('a KL reference step or adapter is configured but no reference adapter was given');
+    const chunk = config.logprobCalculationChunkSize;
+    const rowsOf = (step: RLPlanItem[]) => step.map((i) => i.sequence.tokens);
+
+    // Values computed before any update: the reference policy's and (precalculate_logprobs)
+    // the current policy's log-probs for every step.
+    const refLogprobs = config.klPenaltyCoef > 0 ? this.withPolicy(options.referenceAdapter ?? null, () => plan.steps.map((s) => this.logprobValues(rowsOf(s), chunk))) : null;
+    const precalculated = config.precalculateLogprobs ? plan.steps.map((s) => this.logprobValues(rowsOf(s), chunk)) : null;
+
+    const all: StepMetrics[] = [];
+    for (let k = 0; k < plan.steps.length; k++) {
+      if (signal?.aborted) throw new TrainingAbortedError();
+      const start = performance.now();
+      const step = plan.steps[k];
+      const T = Math.max(...step.map((i) => i.sequence.tokens.length)) - 1;
+      const n = step.length * T;
+      const sampling = new Float32Array(n).fill(NaN);
+      const advantages = new Float32Array(n);
+      const mask = new Float32Array(n);
+      const weights = new Float32Array(n);
+      // Weight 1 / (trainable tokens of the history), rescaled so the mean over trainable tokens is 1.
+      const counts = step.map((i) => i.sequence.mask.slice(1).reduce((a, b) => a + b, 0));
+      const total = counts.reduce((a, b) => a + b, 0);
+      step.forEach((item, r) => {
+        const { mask: m, logprobs } = item.sequence;
+        for (let t = 0; t + 1 < m.length; t++) {
+          const at = r * T + t;
+          mask[at] = m[t + 1];
+          if (!m[t + 1]) continue;
+          advantages[at] = item.advantage;
+          weights[at] = (1 / counts[r]) * (total / step.length);
+          sampling[at] = logprobs[t + 1] ?? NaN;
+        }
+      });
+      const old = precalculated ? precalculated[k] : sampling;
+      const metrics: Partial<StepMetrics> = {};
+      const { gradNorm } = this.gradientStep(plan.learningRate, () => {
+        const { logprobs, entropy } = this.forward(rowsOf(step), chunk, true);
+        const r = rlPolicyLoss(
+          {
+            logprobs,
+            oldLogprobs: old,
+            advantages,
+            mask,
+            weights,
+            refLogprobs: refLogprobs ? refLogprobs[k] : null,
+            originalLogprobs: precalculated ? sampling : null,
+            entropy,
+          },
+          config,
+        );
+        const value = r.loss.dataSync()[0];
+        metrics.loss = value;
+        metrics.policy_loss = value;
+        if (r.entropy !== null) metrics.entropy = r.entropy;
+        if (r.klDiv !== null) metrics.kl_div = r.klDiv;
+        if (r.klPolicyRef !== null) metrics.kl_policy_ref = r.klPolicyRef;
+        return r.loss;
+      });
+      const seconds = (performance.now() - start) / 1000;
+      const stepMetrics: StepMetrics = {
+        ...(metrics as StepMetrics),
+        grad_norm: gradNorm,
+        learning_rate: plan.learningRate,
+        reward: plan.reward,
+        reward_std_dev: plan.rewardStdDev,
+        num_trajectories: plan.numTrajectories,
+        num_trainable_tokens: total,
+        num_groups_submitted: plan.numGroupsSubmitted,
+        num_groups_trainable: plan.numGroupsTrainable,
+        tokens_per_second: step.reduce((s, i) => s + i.sequence.tokens.length, 0) / seconds,
+      };
+      all.push(stepMetrics);
+      await onStep?.(stepMetrics, k + 1, plan.steps.length);
+    }
+    return all;
+  }
+
+  // ---------------------------------------------------------------- shared
+
+  /**
+   * Rows (right-padded to equal length) through the model: log p(tokens[t+1] | tokens[..t])
+   * as [rows, T-1], and optionally the policy entropy at each position (values only).
+   * The lm_head runs on chunks of positions so [T, vocab] logits never exist at once.
+   */
+  forward(rows: number[][], chunk: number, withEntropy: boolean): ForwardResult {
+    const T = Math.max(...rows.map((r) => r.length)) - 1;
+    if (T < 1) throw new Error('a sequence needs at least two tokens');
+    const pad = (r: number[], from: number) => {
+      const out = r.slice(from, from + T);
+      while (out.length < T) out.push(0);
+      return out;
+    };
+    const inputs = rows.map((r) => pad(r, 0));
+    const targets = rows.flatMap((r) => pad(r, 1));
+    const hidden = this.model.hidden(inputs);
+    const N = rows.length * T;
+    const V = this.lm.config.vocabSize;
+    const parts: tf.Tensor1D[] = [];
+    const entropy = withEntropy ? new Float32Array(N) : null;
+    for (let start = 0; start < N; start += chunk) {
+      const size = Math.min(chunk, N - start);
+      const logits = this.model.lmHead.forward(tf.slice(hidden, [start, 0], [size, -1]));
+      const logSoftmax = tf.logSoftmax(logits);
+      const oneHot = tf.oneHot(tf.tensor1d(targets.slice(start, start + size), 'int32'), V);
+      parts.push(tf.sum(tf.mul(logSoftmax, oneHot), 1) as tf.Tensor1D);
+      if (entropy) {
+        const h = tf.tidy(() => tf.neg(tf.sum(tf.mul(tf.exp(logSoftmax), logSoftmax), 1)));
+        entropy.set(h.dataSync() as Float32Array, start);
+        h.dispose();
+      }
+    }
+    const flat = parts.length === 1 ? parts[0] : tf.concat(parts);
+    return { logprobs: tf.reshape(flat, [rows.length, T]), entropy };
+  }
+
+  /** Log-probs [rows * (T-1)] of the current policy, as numbers (no gradient). */
+  private logprobValues(rows: number[][], chunk: number): Float32Array {
+    return tf.tidy(() => this.forward(rows, chunk, false).logprobs.dataSync() as Float32Array);
+  }
+
+  /** Runs fn with the model under another policy: `adapter`, or the base model when null. */
+  private withPolicy<T>(adapter: { spec: LoraSpec; tensors: AdapterTensors } | null, fn: () => T): T {
+    this.attachment.detach();
+    const other = adapter ? LoraAttachment.attach(this.model, adapter.spec, adapter.tensors) : null;
+    try {
+      return fn();
+    } finally {
+      other?.dispose();
+      this.attachment.reattach();
+    }
+  }
+
+  /**
+   * One optimizer step on the gradients of lossOf, summed over micro-batches of rows when
+   * `lengths` is given (each micro-batch's loss is already normalised by the whole batch).
+   */
+  private gradientStep(learningRate: number, lossOf: (rows: number[]) => tf.Scalar, lengths?: number[]): { gradNorm: number } {
+    const vars = this.attachment.variables();
+    const micro = lengths ? microBatches(lengths, this.microBatchTokens) : [[]];
+    let sums: tf.Tensor[] | null = null;
+    for (const rows of micro) {
+      const { value, grads } = tf.variableGrads(() => tf.tidy(() => lossOf(rows)), vars);
+      value.dispose();
+      const list = vars.map((v) => grads[v.name]);
+      if (sums === null) sums = list;
+      else {
+        const previous: tf.Tensor[] = sums;
+        sums = previous.map((s, i) => tf.add(s, list[i]));
+        previous.forEach((t) => t.dispose());
+        list.forEach((t) => t.dispose());
+      }
+    }
+    const gradNorm = this.optimizer.apply(vars, sums as tf.Tensor[], learningRate);
+    (sums as tf.Tensor[]).forEach((t) => t.dispose());
+    return { gradNorm };
+  }
+}
+
+/** Row indices grouped so that rows x longest row stays within `budget` tokens. */
+function microBatches(lengths: number[], budget: number): number[][] {
+  const out: number[][] = [];
+  let current: number[] = [];
+  let longest = 0;
+  lengths.forEach((length, i) => {
+    if (current.length > 0 && Math.max(longest, length) * (current.length + 1) > budget) {
+      out.push(current);
+      current = [];
+      longest = 0;
+    }
+    current.push(i);
+    longest = Math.max(longest, length);
+  });
+  if (current.length > 0) out.push(current);
+  return out;
+}

@@ -1,0 +1,176 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { ChatMessage } from '../../src/chat-template';
+import { LoadedModel, loadModel } from '../../src/loader';
+import { applyAdapter } from '../../src/lora/lora-layer';
+import { DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights, readPeftAdapter, writePeftAdapter } from '../../src/lora/peft';
+import { generate } from '../../src/generate';
+import { AdamW } from '../../src/training/adamw';
+import { buildSftSequence } from '../../src/training/sequences';
+import { LoraTrainer, StepMetrics } from '../../src/training/trainer';
+import { makeTiny, maxAbsDiff, rowsOf, tempDir, useBackend } from '../helpers';
+
+const CONVERSATIONS = [
+  { messages: [{ role: 'user', content: 'capital of France?' }, { role: 'assistant', content: 'Paris' }] },
+  { messages: [{ role: 'user', content: 'two plus two' }, { role: 'assistant', content: 'four' }] },
+  { messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'colour of the sky' }, { role: 'assistant', content: 'blue' }] },
+  {
+    messages: [
+      { role: 'user', content: 'weather in Oslo' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function' as const, function: { name: 'weather', arguments: '{"city":"Oslo"}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'rain' },
+      { role: 'assistant', content: 'rain' },
+    ] as ChatMessage[],
+    tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object' } } }],
+  },
+];
+
+describe('LoRA training (wasm, tiny model)', () => {
+  let lm: LoadedModel;
+
+  beforeAll(async () => {
+    await useBackend('wasm');
+    lm = await loadModel(makeTiny('train'));
+  });
+  afterAll(() => lm.dispose());
+
+  function logits(tokens: number[]): Float32Array[] {
+    const t = lm.model.forward([tokens]);
+    const rows = rowsOf(t);
+    t.dispose();
+    return rows;
+  }
+
+  it('masks exactly the assistant turns, tool calls included', () => {
+    const seq = buildSftSequence(lm, CONVERSATIONS[3]);
+    const trained = lm.tokenizer.decode(seq.tokens.filter((_, i) => seq.mask[i] === 1), { skipSpecialTokens: false });
+    expect(trained).toContain('<tool_call>');
+    expect(trained).toContain('"Oslo"');
+    expect(trained).toContain('rain<|im_end|>');
+    expect(trained).not.toContain('weather in Oslo');
+    expect(trained).not.toContain('<|im_start|>tool');
+    const untrained = lm.tokenizer.decode(seq.tokens.filter((_, i) => seq.mask[i] === 0), { skipSpecialTokens: false });
+    expect(untrained).toContain('<|im_start|>assistant\n');
+  });
+
+  it('LoRA parameter gradients match central finite differences', () => {
+    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
+    const init = initLoraWeights(lm.config, spec, 11);
+    // Non-zero B so that A's gradients are not trivially zero.
+    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.sin(3 * i + name.length)));
+    const trainer = new LoraTrainer(lm, spec, init);
+    try {
+      const tokens = buildSftSequence(lm, CONVERSATIONS[0]).tokens;
+      const loss = () => tf.tidy(() => tf.neg(tf.mean(trainer.forward([tokens], 64, false).logprobs)) as tf.Scalar);
+      const vars = trainer.attachment.variables();
+      const { value, grads } = tf.variableGrads(loss, vars);
+      value.dispose();
+      // q_proj A of layer 0, k_proj B of layer 1, down_proj A and B of the last layer...
+      const picks = [0, 3, 5, 9, vars.length - 2, vars.length - 1];
+      let checked = 0;
+      for (const vi of picks) {
+        const v = vars[vi];
+        const g = grads[v.name].dataSync();
+        const data = v.dataSync().slice();
+        // The element with the largest gradient, and one other.
+        let best = 0;
+        g.forEach((x, i) => (Math.abs(x) > Math.abs(g[best]) ? (best = i) : 0));
+        for (const i of [best, Math.floor(data.length / 3)]) {
+          const eps = 1e-2;
+          const at = (delta: number) => {
+            const d = data.slice();
+            d[i] += delta;
+            v.assign(tf.tensor(d, v.shape));
+            const l = loss();
+            const out = l.dataSync()[0];
+            l.dispose();
+            return out;
+          };
+          const numeric = (at(eps) - at(-eps)) / (2 * eps);
+          v.assign(tf.tensor(data, v.shape));
+          expect(Math.abs(numeric - g[i])).toBeLessThan(2e-3 + 0.05 * Math.abs(g[i]));
+          if (Math.abs(g[i]) > 1e-3) checked++;
+        }
+      }
+      expect(checked).toBeGreaterThanOrEqual(4);
+      Object.values(grads).forEach((t) => t.dispose());
+    } finally {
+      trainer.dispose();
+    }
+  });
+
+  it('AdamW matches a hand-computed step (bias correction, weight decay, clipping)', () => {
+    const p = tf.variable(tf.tensor1d([1, -2]));
+    const opt = new AdamW({ beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 1 });
+    const g = tf.tensor1d([3, 4]);
+    const norm = opt.apply([p], [g], 0.01);
+    expect(norm).toBeCloseTo(5, 5);
+    // Clipped to norm 1: g' = [0.6, 0.8]; first step: m_hat = g', v_hat = g'^2, update = sign(g') = 1.
+    const expected = [1 * (1 - 0.001) - 0.01, -2 * (1 - 0.001) - 0.01];
+    expect(maxAbsDiff(p.dataSync(), expected)).toBeLessThan(1e-5);
+    opt.dispose();
+    p.dispose();
+    g.dispose();
+  });
+
+  it('SFT drives the loss down by 90% and the model then answers as trained, greedily', async () => {
+    // A large alpha/r: the tiny model's hidden states are dominated by one shared direction,
+    // so the adapter needs large deltas to move them (found by a small sweep).
+    const trainer = new LoraTrainer(lm, { r: 8, alpha: 64, targetModules: DEFAULT_LORA_SPEC.targetModules }, undefined, { seed: 1 });
+    try {
+      const before = trainer.sftLoss(CONVERSATIONS);
+      const seen: StepMetrics[] = [];
+      for (let epoch = 0; epoch < 45; epoch++) {
+        await trainer.trainSft(CONVERSATIONS, { batchSize: 4, learningRate: 5e-3 }, (m) => {
+          seen.push(m);
+        });
+      }
+      const after = trainer.sftLoss(CONVERSATIONS);
+      expect(after).toBeLessThan(0.1 * before);
+      expect(Object.keys(seen[0]).sort()).toEqual(['grad_norm', 'learning_rate', 'loss', 'num_tokens', 'num_trainable_tokens', 'tokens_per_second']);
+      expect(seen[0].num_trainable_tokens).toBeGreaterThan(10);
+
+      const prompt = lm.tokenizer.encode(lm.chatTemplate!.render([{ role: 'user', content: 'capital of France?' }], { addGenerationPrompt: true }));
+      const out = await generate(lm, prompt, { temperature: 0, maxTokens: 8 });
+      expect(out.text).toBe('Paris');
+
+      // The adapter written in PEFT layout reloads to identical logits.
+      const dir = tempDir('sft-adapter');
+      await writePeftAdapter(dir, { baseModel: lm.dir, spec: trainer.spec, tensors: trainer.exportAdapter() });
+      const trained = logits(prompt);
+      trainer.dispose();
+      const base = logits(prompt);
+      expect(maxAbsDiff(base[base.length - 1], trained[trained.length - 1])).toBeGreaterThan(1e-2);
+      const served = applyAdapter(lm, await readPeftAdapter(dir, lm.config));
+      const reloaded = logits(prompt);
+      reloaded.forEach((row, t) => expect(maxAbsDiff(row, trained[t])).toBeLessThan(1e-4));
+      expect((await generate(lm, prompt, { temperature: 0, maxTokens: 8 })).text).toBe('Paris');
+      served.detach();
+      logits(prompt).forEach((row, t) => expect(maxAbsDiff(row, base[t])).toBe(0));
+      served.dispose();
+    } finally {
+      trainer.dispose();
+    }
+  }, 180_000);
+
+  it('uses one learning rate per batch and stops between steps when aborted', async () => {
+    const trainer = new LoraTrainer(lm, { r: 2, alpha: 4, targetModules: ['q_proj'] });
+    try {
+      const rates: number[] = [];
+      await trainer.trainSft(CONVERSATIONS, { batchSize: 2, learningRate: [1e-3, 2e-3] }, (m) => {
+        rates.push(m.learning_rate);
+      });
+      expect(rates).toEqual([1e-3, 2e-3]);
+      expect(() => trainer.planSft(CONVERSATIONS, { batchSize: 1, learningRate: [1e-3] })).toThrow(/1 values for 4 batches/);
+      const controller = new AbortController();
+      let steps = 0;
+      const run = trainer.trainSft(CONVERSATIONS, { batchSize: 1, learningRate: 1e-3 }, () => {
+        steps++;
+        controller.abort();
+      }, controller.signal);
+      await expect(run).rejects.toThrow(/cancelled/);
+      expect(steps).toBe(1);
+    } finally {
+      trainer.dispose();
+    }
+  });
+});

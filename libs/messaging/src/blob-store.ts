@@ -1,0 +1,75 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { BlobRef, ErrorCode, ServiceError } from '@trainyard/contracts';
+import { NatsConnection, nanos, ObjectStore, StorageType } from 'nats';
+import { createHash, randomUUID } from 'node:crypto';
+import { MESSAGING_OPTIONS, MessagingOptions, NATS_CONNECTION } from './nats.tokens';
+
+/** How long a parked blob may wait for its reader before JetStream drops it. */
+export const BLOB_TTL_MS = 15 * 60_000;
+
+/**
+ * Hands payloads larger than a NATS message (1 MB by default) from one process to
+ * another through a JetStream object store: the sender parks the bytes and sends a small
+ * BlobRef; the receiver takes them (read, verify, delete). The bucket's TTL cleans up
+ * after a receiver that never came.
+ */
+@Injectable()
+export class BlobStore {
+  readonly bucket: string;
+  private store?: Promise<ObjectStore>;
+
+  constructor(
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(MESSAGING_OPTIONS) options: Pick<MessagingOptions, 'streamPrefix'>,
+  ) {
+    this.bucket = options.streamPrefix ? `${options.streamPrefix.toUpperCase()}_BLOBS` : 'BLOBS';
+  }
+
+  async put(data: Uint8Array): Promise<BlobRef> {
+    const name = randomUUID();
+    await (await this.open()).putBlob({ name }, data);
+    return { bucket: this.bucket, name, size: data.byteLength, sha256: sha256(data) };
+  }
+
+  async putJson(value: unknown): Promise<BlobRef> {
+    return this.put(Buffer.from(JSON.stringify(value), 'utf8'));
+  }
+
+  /** Reads a blob once and deletes it; fails if it is gone or not what the sender parked. */
+  async take(ref: BlobRef): Promise<Buffer> {
+    if (ref.bucket !== this.bucket) {
+      throw new ServiceError(ErrorCode.Internal, `Blob ${ref.name} is in bucket ${ref.bucket}, not ${this.bucket}`);
+    }
+    const store = await this.open();
+    const data = await store.getBlob(ref.name);
+    await store.delete(ref.name).catch(() => undefined);
+    if (!data) {
+      throw new ServiceError(ErrorCode.InvalidRequest, `The uploaded payload ${ref.name} expired before it was read; send it again`);
+    }
+    if (data.byteLength !== ref.size || sha256(data) !== ref.sha256) {
+      throw new ServiceError(ErrorCode.Internal, `Blob ${ref.name} does not match its size or digest`);
+    }
+    return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  async takeJson(ref: BlobRef): Promise<unknown> {
+    const text = (await this.take(ref)).toString('utf8');
+    return JSON.parse(text);
+  }
+
+  /** Creates the bucket on first use (idempotent across replicas); a failure is retried next time. */
+  private open(): Promise<ObjectStore> {
+    this.store ??= this.nc
+      .jetstream()
+      .views.os(this.bucket, { ttl: nanos(BLOB_TTL_MS), storage: StorageType.File })
+      .catch((err) => {
+        this.store = undefined;
+        throw err;
+      });
+    return this.store;
+  }
+}
+
+export function sha256(data: Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}

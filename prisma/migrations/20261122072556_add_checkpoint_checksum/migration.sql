@@ -1,0 +1,3 @@
+-- AlterTable
+ALTER TABLE "checkpoints" ADD COLUMN     "adapter_sha256" TEXT NOT NULL;
+
