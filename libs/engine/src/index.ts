@@ -25,3 +25,5 @@ export * from './training/sequences';
 export * from './training/rl-loss';
 export * from './training/experimental-config';
 export * from './training/trainer';
+export * from './grammar';
+export * from './tools';

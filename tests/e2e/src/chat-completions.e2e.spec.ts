@@ -8,11 +8,13 @@ describe('chat completions with the official openai client', () => {
   let stack: Stack;
   let client: OpenAI;
   let model: string;
+  let key: string;
 
   beforeAll(async () => {
     stack = await Stack.start({ env: { MAX_CHOICES: '4', MAX_COMPLETION_TOKENS: '256' } });
     model = stack.addTinyModel();
-    client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: (await stack.createKey('acme')).key, maxRetries: 0 });
+    key = (await stack.createKey('acme')).key;
+    client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });
   }, 120_000);
 
   afterAll(() => stack?.stop(), 60_000);
@@ -121,7 +123,7 @@ describe('chat completions with the official openai client', () => {
   it('accepts the trailing-slash alias of the route', async () => {
     const res = await stack.fetch('/v1/chat/completions/', {
       method: 'POST',
-      key: client.apiKey,
+      key,
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, extra_body_field: 1 }),
     });

@@ -44,7 +44,10 @@ export class ChatCompletionsService {
     let finished = false;
     const cancel = () => {
       subscription.unsubscribe();
-      if (!finished) this.nc.publish(Subjects.inference.cancel.name, cancellations.encode({ completion_id: completionId }));
+      if (finished) return;
+      finished = true;
+      this.logger.log(`${completionId}: the client went away; cancelling`);
+      this.nc.publish(Subjects.inference.cancel.name, cancellations.encode({ completion_id: completionId }));
     };
     res.on('close', cancel);
     try {
@@ -64,7 +67,6 @@ export class ChatCompletionsService {
       finished = true;
     } catch (err) {
       cancel();
-      finished = true;
       if (!res.headersSent) throw err;
       // Mid-stream: the status line is gone, so the error travels as a last event.
       const error = err instanceof ServiceError ? err : new ServiceError(ErrorCode.Internal, 'Internal server error');

@@ -9,6 +9,8 @@ import { ModelCache } from '../models/model-cache';
 import { renderPrompt, RunningCompletion } from './completion';
 
 const events = JSONCodec<InferenceEvent>();
+/** Longer than any completion stays worth starting (the chat service's deadline). */
+const CANCEL_MEMORY_MS = 15 * 60_000;
 
 /**
  * Continuous batching: every running sequence of a base model advances one token per
@@ -26,6 +28,9 @@ export class InferenceScheduler implements OnModuleDestroy {
   private turn: Promise<unknown> = Promise.resolve();
   private looping = false;
   private slotWaiters: (() => void)[] = [];
+  private stopping = false;
+  /** Completions cancelled while still queued, by when they were cancelled: never start them. */
+  private readonly cancelledEarly = new Map<string, number>();
 
   constructor(
     @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
@@ -44,14 +49,21 @@ export class InferenceScheduler implements OnModuleDestroy {
     return this.config.MAX_BATCH_SEQUENCES - this.pending.size;
   }
 
-  /** Resolves once a slot is free (immediately if one is). */
+  /** Resolves once a slot is free (immediately if one is), or when the worker is stopping. */
   whenSlotFree(): Promise<void> {
-    if (this.freeSlots > 0) return Promise.resolve();
+    if (this.freeSlots > 0 || this.stopping) return Promise.resolve();
     return new Promise((resolve) => this.slotWaiters.push(resolve));
+  }
+
+  /** Releases anyone waiting for a slot: the worker is shutting down. */
+  stopAdmitting(): void {
+    this.stopping = true;
+    for (const wake of this.slotWaiters.splice(0)) wake();
   }
 
   /** Prefills a new completion into the batch of its model and starts decoding it. */
   async admit(item: InferenceWorkItem): Promise<void> {
+    if (this.cancelledEarly.delete(item.completion_id)) return;
     const emit = (event: InferenceEvent) => this.nc.publish(item.reply_subject, events.encode(event));
     let lm: LoadedModel;
     try {
@@ -87,9 +99,23 @@ export class InferenceScheduler implements OnModuleDestroy {
   /** The client went away: stop generating for it at the next step boundary. */
   cancel(completionId: string): void {
     const completion = this.running.get(completionId);
-    if (!completion) return;
+    if (!completion) {
+      this.rememberEarlyCancel(completionId);
+      return;
+    }
+    this.logger.log(`cancelling ${completionId}: its client went away`);
     completion.abandon();
     void this.exclusive(async () => this.retireFinished());
+  }
+
+  private rememberEarlyCancel(completionId: string): void {
+    const now = Date.now();
+    this.cancelledEarly.set(completionId, now);
+    // Every worker hears every cancel; forget those old enough that their work has expired.
+    for (const [id, at] of this.cancelledEarly) {
+      if (now - at < CANCEL_MEMORY_MS) break;
+      this.cancelledEarly.delete(id);
+    }
   }
 
   private prompt(lm: LoadedModel, item: InferenceWorkItem): number[] {

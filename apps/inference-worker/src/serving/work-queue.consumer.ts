@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { CancelCompletion, InferenceWorkItem, resolveWorkQueue, Subjects, WorkQueues } from '@trainyard/contracts';
 import { NATS_CONNECTION } from '@trainyard/messaging';
 import { JSONCodec, NatsConnection, Subscription } from 'nats';
@@ -15,7 +15,7 @@ const cancellations = JSONCodec<CancelCompletion>();
  * cannot be replayed elsewhere, so a worker that dies mid-way makes its clients fail fast.
  */
 @Injectable()
-export class WorkQueueConsumer implements OnApplicationBootstrap, OnApplicationShutdown {
+export class WorkQueueConsumer implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(WorkQueueConsumer.name);
   private stopping = false;
   private cancelSubscription?: Subscription;
@@ -36,9 +36,11 @@ export class WorkQueueConsumer implements OnApplicationBootstrap, OnApplicationS
     this.consuming = this.consume();
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Stops pulling before the scheduler winds down its running completions. */
+  async onModuleDestroy(): Promise<void> {
     this.stopping = true;
     this.cancelSubscription?.unsubscribe();
+    this.scheduler.stopAdmitting();
     await this.consuming;
   }
 
@@ -49,6 +51,7 @@ export class WorkQueueConsumer implements OnApplicationBootstrap, OnApplicationS
         const consumer = await this.nc.jetstream().consumers.get(spec.stream, spec.consumer);
         while (!this.stopping) {
           await this.scheduler.whenSlotFree();
+          if (this.stopping) return;
           const message = await consumer.next({ expires: 1_000 });
           if (!message) continue;
           message.ack();

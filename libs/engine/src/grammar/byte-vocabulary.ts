@@ -24,6 +24,7 @@ export class ByteVocabulary {
   private readonly bytesById = new Map<number, Uint8Array>();
   private readonly charToByte: Map<string, number>;
   private readonly utf8 = new TextDecoder('utf-8', { fatal: true });
+  private readonly walkTokens = new Map<string, number[]>();
 
   constructor(private readonly tokenizer: TextTokenizer) {
     const byteChars = bytesToUnicode();
@@ -52,6 +53,18 @@ export class ByteVocabulary {
    * which matches bytes, not tokenizations.
    */
   tokensFor(bytes: number[]): number[] {
+    // Closing walks repeat ("}, "]}...) and encoding costs more than the grammar walk.
+    const key = String.fromCharCode(...bytes);
+    let ids = this.walkTokens.get(key);
+    if (!ids) {
+      if (this.walkTokens.size >= 4096) this.walkTokens.clear();
+      ids = this.encodeBytes(bytes);
+      this.walkTokens.set(key, ids);
+    }
+    return ids;
+  }
+
+  private encodeBytes(bytes: number[]): number[] {
     let text: string | null = null;
     try {
       text = this.utf8.decode(Uint8Array.from(bytes));

@@ -60,8 +60,12 @@ export class JsonGrammarCompiler {
     const { api } = loadXgrammar();
     const info = await api.TokenizerInfo.createTokenizerInfo(vocab.encoded, 'BYTE_LEVEL', false, vocab.size, eosTokenIds);
     const compiler = await api.GrammarCompiler.createGrammarCompiler(info);
-    const sample = await api.GrammarMatcher.createGrammarMatcher(await compiler.compileJSONSchema(ANY_OBJECT, ANY_WHITESPACE, ONE_LINE, undefined, false));
-    return new JsonGrammarCompiler(compiler, matcherFactory(sample), vocab, eosTokenIds);
+    const anyObject = await compiler.compileJSONSchema(ANY_OBJECT, ANY_WHITESPACE, ONE_LINE, undefined, false);
+    const sample = await api.GrammarMatcher.createGrammarMatcher(anyObject);
+    const makeMatcher = matcherFactory(sample);
+    sample.dispose();
+    anyObject.dispose();
+    return new JsonGrammarCompiler(compiler, makeMatcher, vocab, eosTokenIds);
   }
 
   /** null for plain text. Throws GrammarError for a schema that cannot be compiled. */

@@ -7,7 +7,7 @@ import { AdamW, AdamWOptions, REFERENCE_ADAMW } from './adamw';
 import { AUTO_SFT_BATCH_SIZE, RLTrainingConfig, SftTrainingConfig } from './experimental-config';
 import { ensureTrainingGradients } from './gradients';
 import { groupAdvantages, rlPolicyLoss } from './rl-loss';
-import { RLSequence, RLTrajectoryGroup, SftConversation, buildRlSequence, buildSftSequence } from './sequences';
+import { RLSequence, RLTrajectoryGroup, SftConversation, TokenSequence, buildRlSequence, buildSftSequence } from './sequences';
 
 /** Metrics of one gradient step: numbers only (the client calls float() on each). */
 export type StepMetrics = Record<string, number>;
@@ -152,6 +152,25 @@ export class LoraTrainer {
       await onStep?.(metrics, step + 1, numSequences);
     }
     return all;
+  }
+
+  /**
+   * One SFT gradient step on already tokenized sequences (benchmarks, custom data
+   * pipelines); returns the loss and the gradient norm.
+   */
+  sftStepOnTokens(sequences: TokenSequence[], learningRate: number): { loss: number; gradNorm: number } {
+    const trainable = sequences.reduce((s, q) => s + q.mask.slice(1).reduce((a, b) => a + b, 0), 0);
+    let loss = 0;
+    const { gradNorm } = this.gradientStep(learningRate, (rows) => {
+      const { logprobs } = this.forward(rows.map((i) => sequences[i].tokens), 1024, false);
+      const [R, T] = logprobs.shape;
+      const mask = new Float32Array(R * T);
+      rows.forEach((i, r) => sequences[i].mask.slice(1).forEach((m, t) => (mask[r * T + t] = m)));
+      const l = tf.div(tf.neg(tf.sum(tf.mul(logprobs, tf.tensor2d(mask, [R, T])))), Math.max(trainable, 1)) as tf.Scalar;
+      loss += l.dataSync()[0];
+      return l;
+    }, sequences.map((q) => q.tokens.length));
+    return { loss, gradNorm };
   }
 
   /** Mean cross-entropy of the assistant tokens of `conversations` (no training). */

@@ -1,4 +1,4 @@
-import { makeModel } from '@trainyard/engine';
+import { makeModel, MakeModelOptions } from '@trainyard/engine';
 import { createTestDatabase, freePort, startNatsServer, TestNatsServer, waitFor } from '@trainyard/testing';
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -145,8 +145,8 @@ export class Stack {
   }
 
   /** Makes the engine's tiny model (real tokenizer, random weights) a base model of this stack. */
-  addTinyModel(id = 'trainyard/tiny-chat', seed = 1): string {
-    makeModel({ preset: 'tiny', out: join(this.modelsDir, id), seed });
+  addTinyModel(id = 'trainyard/tiny-chat', seed = 1, overrides: MakeModelOptions['overrides'] = {}): string {
+    makeModel({ preset: 'tiny', out: join(this.modelsDir, id), seed, overrides });
     return id;
   }
 

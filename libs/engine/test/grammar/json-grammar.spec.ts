@@ -1,0 +1,189 @@
+import Ajv from 'ajv';
+import { GenerationParams, generate } from '../../src/generate';
+import { CompiledGrammar, GrammarError, JsonGrammarCompiler, ResponseFormat } from '../../src/grammar';
+import { ByteVocabulary } from '../../src/grammar/byte-vocabulary';
+import { LoadedModel, loadModel } from '../../src/loader';
+import { makeTiny, useBackend } from '../helpers';
+
+/** Schemas the model must satisfy; each names its required keys so a cut-off shows. */
+const SCHEMAS: Record<string, Record<string, unknown>> = {
+  person: {
+    type: 'object',
+    properties: { name: { type: 'string' }, age: { type: 'integer', minimum: 0 }, tags: { type: 'array', items: { type: 'string' } } },
+    required: ['name', 'age'],
+    additionalProperties: false,
+  },
+  nested: {
+    type: 'object',
+    properties: {
+      ok: { type: 'boolean' },
+      point: { type: 'object', properties: { x: { type: 'number' }, y: { type: 'number' } }, required: ['x', 'y'] },
+      color: { enum: ['red', 'green', 'blue'] },
+    },
+    required: ['ok', 'point', 'color'],
+  },
+  list: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] }, minItems: 1 },
+};
+const ajv = new Ajv({ strict: false });
+const schemaFormat = (name: string): ResponseFormat => ({ type: 'json_schema', json_schema: { name, schema: SCHEMAS[name], strict: true } });
+const PROMPTS = ['Give me a JSON object.', 'Describe a person.', 'Where is the point?', 'List the ids.'];
+
+describe('JSON grammar', () => {
+  let lm: LoadedModel;
+  let compiler: JsonGrammarCompiler;
+
+  beforeAll(async () => {
+    await useBackend('wasm');
+    lm = await loadModel(makeTiny('grammar'));
+    compiler = await JsonGrammarCompiler.create(lm.tokenizer, lm.eosTokenIds);
+  });
+  afterAll(() => lm.dispose());
+
+  const promptIds = (text: string) =>
+    lm.tokenizer.encode((lm.chatTemplate as NonNullable<LoadedModel['chatTemplate']>).render([{ role: 'user', content: text }]));
+
+  /** Generates with the grammar's mask, as the inference worker would, and checks the matcher agrees. */
+  async function generateJson(grammar: CompiledGrammar, prompt: string, params: GenerationParams & { maxTokens: number }) {
+    const matcher = grammar.newMatcher(params.maxTokens);
+    try {
+      const logitsProcessor = matcher.logitsProcessor();
+      const bias = params.logitsProcessor;
+      const result = await generate(lm, promptIds(prompt), {
+        ...params,
+        logitsProcessor: (logits, generated) => {
+          bias?.(logits, generated);
+          logitsProcessor(logits, generated);
+        },
+      });
+      matcher.catchUp(result.tokenIds);
+      return { ...result, complete: matcher.isComplete() };
+    } finally {
+      matcher.dispose();
+    }
+  }
+
+  it('hands xgrammar the byte-level vocabulary in id order, special tokens blanked', () => {
+    const vocab = new ByteVocabulary(lm.tokenizer);
+    expect(vocab.size).toBe(lm.tokenizer.vocabSize);
+    for (const special of ['<|endoftext|>', '<|im_start|>', '<|im_end|>']) expect(vocab.encoded[lm.tokenizer.tokenToId(special) as number]).toBe('');
+    expect([...vocab.byteTokenIds].every((id) => id >= 0)).toBe(true);
+    const word = lm.tokenizer.encode(' temperature')[0];
+    expect(vocab.encoded[word]).toBe(lm.tokenizer.idToToken(word));
+    expect(Buffer.from(vocab.bytes(word)).toString('utf8')).toBe(lm.tokenizer.decode([word]));
+  });
+
+  it('returns no grammar for text', async () => {
+    expect(await compiler.compile({ type: 'text' })).toBeNull();
+  });
+
+  it('starts with an object and keeps special tokens and end-of-sequence out of it', async () => {
+    const grammar = (await compiler.compile({ type: 'json_object' })) as CompiledGrammar;
+    const matcher = grammar.newMatcher(100);
+    const allowed = (logits: Float32Array) => [...logits.keys()].filter((id) => logits[id] > -Infinity);
+    const vocab = new ByteVocabulary(lm.tokenizer);
+
+    const first = allowed(matcher.mask(new Float32Array(lm.tokenizer.vocabSize), 100));
+    expect(first.length).toBeGreaterThan(0);
+    for (const id of first) expect(String.fromCharCode(vocab.bytes(id)[0])).toBe('{');
+
+    for (const id of lm.tokenizer.encode('{"na')) matcher.accept(id);
+    const inString = allowed(matcher.mask(new Float32Array(lm.tokenizer.vocabSize), 100));
+    expect(inString).toContain(lm.tokenizer.encode('me')[0]);
+    for (const special of [0, 1, 2]) expect(inString).not.toContain(special);
+    expect(matcher.isComplete()).toBe(false);
+
+    for (const id of lm.tokenizer.encode('me": 1}')) matcher.accept(id);
+    expect(matcher.isComplete()).toBe(true);
+    expect(allowed(matcher.mask(new Float32Array(lm.tokenizer.vocabSize), 100))).toEqual(lm.eosTokenIds);
+    matcher.dispose();
+  });
+
+  it('samples JSON objects that always parse (temperature 1, prompts x seeds)', async () => {
+    const grammar = (await compiler.compile({ type: 'json_object' })) as CompiledGrammar;
+    for (const prompt of PROMPTS) {
+      for (let seed = 0; seed < 4; seed++) {
+        const out = await generateJson(grammar, prompt, { maxTokens: 48, temperature: 1, seed });
+        expect(out.complete).toBe(true);
+        const value = JSON.parse(out.text);
+        expect(typeof value === 'object' && value !== null && !Array.isArray(value)).toBe(true);
+      }
+    }
+  });
+
+  it.each(Object.keys(SCHEMAS))('samples output valid against the %s schema', async (name) => {
+    const grammar = (await compiler.compile(schemaFormat(name))) as CompiledGrammar;
+    const validate = ajv.compile(SCHEMAS[name]);
+    for (let seed = 0; seed < 6; seed++) {
+      const out = await generateJson(grammar, PROMPTS[seed % PROMPTS.length], { maxTokens: 64, temperature: 1, seed });
+      const value = JSON.parse(out.text);
+      expect({ text: out.text, valid: validate(value) }).toEqual({ text: out.text, valid: true });
+    }
+  });
+
+  // Below the smallest document's length nothing can fit; from there on the output must parse.
+  it.each([
+    ['json_object', '{}', [5, 8, 12]],
+    ['list', '[{"id": 0}]', [0, 3, 8]],
+    ['person', '{"name": "", "age": 0}', [0, 2, 6]],
+    ['nested', '{"ok": true, "point": {"x": 0, "y": 0}, "color": "blue"}', [0, 4]],
+  ] as [string, string, number[]][])('closes %s in time when max_tokens runs out', async (name, smallest, budgets) => {
+    const format: ResponseFormat = name === 'json_object' ? { type: 'json_object' } : schemaFormat(name);
+    const grammar = (await compiler.compile(format)) as CompiledGrammar;
+    const floor = name === 'json_object' ? 0 : lm.tokenizer.encode(smallest).length;
+    for (const extra of budgets) {
+      const maxTokens = floor + extra;
+      for (let seed = 0; seed < 4; seed++) {
+        const out = await generateJson(grammar, 'Answer in JSON.', { maxTokens, temperature: 1, seed });
+        expect(out.tokens.length).toBeLessThanOrEqual(maxTokens);
+        expect(out.complete).toBe(true);
+        const value = JSON.parse(out.text);
+        if (format.type === 'json_schema') expect(ajv.validate(SCHEMAS[name], value)).toBe(true);
+      }
+    }
+  });
+
+  it('still reports a cut as finish_reason length', async () => {
+    const grammar = (await compiler.compile({ type: 'json_object' })) as CompiledGrammar;
+    const outs = await Promise.all([0, 1, 2, 3].map((seed) => generateJson(grammar, 'Answer in JSON.', { maxTokens: 5, temperature: 1, seed })));
+    // The budget, not the model, ended these; closing early is what kept them parseable.
+    expect(outs.filter((o) => o.finishReason === 'length').length).toBeGreaterThan(0);
+    for (const out of outs) JSON.parse(out.text);
+  });
+
+  it('does not let a model that loves whitespace run away', async () => {
+    const grammar = (await compiler.compile({ type: 'json_object' })) as CompiledGrammar;
+    const vocab = new ByteVocabulary(lm.tokenizer);
+    const white = new Set([0x20, 0x0a, 0x0d, 0x09]);
+    const whitespaceTokens = [...Array(vocab.size).keys()].filter((id) => [...vocab.bytes(id)].some((b) => white.has(b)));
+    const loveWhitespace = (logits: Float32Array) => {
+      for (const id of whitespaceTokens) logits[id] += 10;
+    };
+    for (let seed = 0; seed < 4; seed++) {
+      const out = await generateJson(grammar, 'Answer in JSON.', { maxTokens: 40, temperature: 1, seed, logitsProcessor: loveWhitespace });
+      expect(out.tokens.length).toBeLessThanOrEqual(40);
+      JSON.parse(out.text);
+      // Outside strings only the separators' single space may appear.
+      const structure = out.text.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+      expect(structure).not.toMatch(/^\s|\s$|\s\s|[\n\r\t]|[^,:]\s/);
+    }
+  });
+
+  it('rejects schemas it cannot compile with a GrammarError naming the problem', async () => {
+    const compile = (schema: unknown) => compiler.compile({ type: 'json_schema', json_schema: { name: 'bad', schema: schema as Record<string, unknown> } });
+    await expect(compile({ type: 'integr' })).rejects.toThrow(GrammarError);
+    await expect(compile({ type: 'integr' })).rejects.toThrow(/integr/);
+    await expect(compile({ type: 'object', properties: { a: { $ref: '#/$defs/missing' } } })).rejects.toThrow(/missing/);
+    await expect(compile(['not', 'an', 'object'])).rejects.toThrow(/must be a JSON object/);
+    await expect(compiler.compile({ type: 'xml' } as unknown as ResponseFormat)).rejects.toThrow(GrammarError);
+  });
+
+  it('keeps working after many rejected schemas', async () => {
+    // xgrammar aborts its wasm on a bad schema; a dozen aborts in one instance used to crash it.
+    for (let i = 0; i < 25; i++) {
+      await expect(compiler.compile({ type: 'json_schema', json_schema: { name: 'bad', schema: { type: `nope${i}` } } })).rejects.toThrow(GrammarError);
+    }
+    const grammar = (await compiler.compile(schemaFormat('person'))) as CompiledGrammar;
+    const out = await generateJson(grammar, 'Describe a person.', { maxTokens: 32, temperature: 1, seed: 3 });
+    expect(ajv.validate(SCHEMAS.person, JSON.parse(out.text))).toBe(true);
+  });
+});
