@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import type { BackendInfo } from '@trainyard/engine';
 import { ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
 import { InferenceWorkerConfig } from './config/inference-worker.config';
+import { AdapterCache } from './models/adapter-cache';
 import { ModelCache } from './models/model-cache';
 import { InferenceScheduler } from './serving/inference-scheduler';
 import { WorkQueueConsumer } from './serving/work-queue.consumer';
@@ -22,7 +23,7 @@ export class InferenceWorkerModule {
           started_at: new Date().toISOString(),
         }),
       ],
-      providers: [{ provide: InferenceWorkerConfig, useValue: config }, ModelCache, InferenceScheduler, WorkQueueConsumer],
+      providers: [{ provide: InferenceWorkerConfig, useValue: config }, ModelCache, AdapterCache, InferenceScheduler, WorkQueueConsumer],
     };
   }
 }

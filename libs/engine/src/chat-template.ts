@@ -43,6 +43,11 @@ export class ChatTemplate {
   }
 
   /** True when the template reads the `tools` variable, i.e. can describe tools to the model. */
+  /** The template text (all named templates), e.g. to tell which tool-call format it uses. */
+  get source(): string {
+    return this.sources.join('\n');
+  }
+
   get supportsTools(): boolean {
     return this.templates.has('tool_use') || this.sources.some((s) => /\btools\b/.test(s));
   }

@@ -131,6 +131,93 @@ describe('chat completions with the official openai client', () => {
     expect(((await res.json()) as { object: string }).object).toBe('chat.completion');
   });
 
+  describe('JSON mode', () => {
+    const prompts = ['Describe a cat.', 'List three numbers.'];
+
+    it('always answers with text that parses as JSON, over many prompts and seeds', async () => {
+      for (const content of prompts) {
+        for (let seed = 0; seed < 6; seed++) {
+          const data = await ask({ messages: [{ role: 'user', content }], seed, max_tokens: 40, response_format: { type: 'json_object' } });
+          const text = data.choices[0].message.content ?? '';
+          expect(() => JSON.parse(text)).not.toThrow();
+          expect(typeof JSON.parse(text)).toBe('object');
+        }
+      }
+    });
+
+    it('matches a json_schema', async () => {
+      const schema = {
+        type: 'object',
+        properties: { name: { type: 'string' }, age: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } } },
+        required: ['name', 'age'],
+        additionalProperties: false,
+      };
+      for (let seed = 0; seed < 4; seed++) {
+        const data = await ask({
+          seed,
+          max_tokens: 60,
+          response_format: { type: 'json_schema', json_schema: { name: 'person', schema, strict: true } },
+        });
+        const value = JSON.parse(data.choices[0].message.content ?? '');
+        expect(typeof value.name).toBe('string');
+        expect(Number.isInteger(value.age)).toBe(true);
+        expect(Object.keys(value).every((k) => ['name', 'age', 'tags'].includes(k))).toBe(true);
+      }
+    });
+
+    it('still parses when max_tokens cuts it short, and reports "length"', async () => {
+      let cut = 0;
+      for (let seed = 0; seed < 6; seed++) {
+        const data = await ask({ seed, max_tokens: 6, temperature: 1, response_format: { type: 'json_object' } });
+        expect(() => JSON.parse(data.choices[0].message.content ?? '')).not.toThrow();
+        if (data.choices[0].finish_reason === 'length') cut++;
+      }
+      expect(cut).toBeGreaterThan(0);
+    });
+
+    it('refuses a schema that cannot be compiled with 400 naming response_format', async () => {
+      const error = await ask({
+        response_format: { type: 'json_schema', json_schema: { name: 'bad', schema: { type: 'integr' } } },
+      }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((error as InstanceType<typeof OpenAI.APIError>).param).toBe('response_format');
+    });
+  });
+
+  it('accepts a conversation with tools, tool calls and tool results', async () => {
+    const data = await ask({
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+      messages: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: '{"temp": 3}' },
+      ],
+    });
+    expect(['stop', 'length', 'tool_calls']).toContain(data.choices[0].finish_reason);
+    if (data.choices[0].finish_reason === 'tool_calls') expect(data.choices[0].message.tool_calls?.length).toBeGreaterThan(0);
+    else expect(typeof data.choices[0].message.content).toBe('string');
+  });
+
+  it('serves a trainable model by name at its step 0, with logprobs and token ids by default', async () => {
+    const created = await stack.fetch('/v1/preview/models', {
+      method: 'POST',
+      key,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ entity: null, project: 'chat-e2e', name: 'agent', base_model: model, return_existing: true }),
+    });
+    expect(created.status).toBe(200);
+    for (const name of ['wandb-artifact:///acme/chat-e2e/agent', 'acme/chat-e2e/agent:step0']) {
+      const { data, response } = await ask({ model: name, max_tokens: 8 }).withResponse();
+      expect(response.headers.get('x-trainyard-checkpoint-step')).toBe('0');
+      const raw = data as unknown as { checkpoint_step: number; prompt_token_ids: number[]; choices: { token_ids: number[] }[] };
+      expect(raw.checkpoint_step).toBe(0);
+      const entries = data.choices[0].logprobs?.content ?? [];
+      expect(entries.length).toBe(data.usage?.completion_tokens);
+      expect(raw.choices[0].token_ids).toEqual(entries.map((e) => (e as unknown as { token_id: number }).token_id));
+      expect(raw.prompt_token_ids.length).toBe(data.usage?.prompt_tokens);
+    }
+  });
+
   describe('bad requests, in the OpenAI error envelope', () => {
     it('answers an unknown model with 404 model_not_found', async () => {
       const error = await ask({ model: 'no/such-model' }).catch((e: unknown) => e);

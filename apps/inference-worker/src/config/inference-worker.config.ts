@@ -17,4 +17,10 @@ export class InferenceWorkerConfig extends WorkerConfig {
   @IsInt()
   @Min(1)
   MAX_LOADED_MODELS = 2;
+
+  /** LoRA adapters kept loaded (small: a few MB each for small models). */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  MAX_LOADED_ADAPTERS = 16;
 }

@@ -1,23 +1,38 @@
 import type { InferenceEvent, InferenceWorkItem, TokenInfo, ToolCallOutput } from '@trainyard/contracts';
-import { ChatMessage, GenerationStep, LoadedModel, SampledToken, SequenceGenerator } from '@trainyard/engine';
+import {
+  ChatMessage,
+  CompiledGrammar,
+  GenerationStep,
+  GrammarMatcher,
+  LoadedModel,
+  parseToolCalls,
+  SampledToken,
+  SequenceGenerator,
+  ToolCallFormat,
+} from '@trainyard/engine';
 
 /**
  * One chat completion on this worker: its rendered prompt and one SequenceGenerator per
- * choice (n). It turns each sampled token into the events the gateway assembles into the
- * OpenAI response, in order: prompt, deltas, one finish per choice, done.
+ * choice (n), each with its own JSON grammar matcher in JSON mode. It turns each sampled
+ * token into the events the gateway assembles into the OpenAI response, in order: prompt,
+ * deltas, one finish per choice, done.
  */
 export class RunningCompletion {
   readonly generators: SequenceGenerator[];
   cancelled = false;
   private finished = 0;
+  private readonly matchers: GrammarMatcher[];
 
   constructor(
     readonly item: InferenceWorkItem,
     readonly lm: LoadedModel,
     readonly promptIds: number[],
     private readonly emit: (event: InferenceEvent) => void,
+    grammar: CompiledGrammar | null,
+    private readonly toolFormat: ToolCallFormat,
   ) {
     const { params } = item;
+    this.matchers = grammar ? Array.from({ length: params.n }, () => grammar.newMatcher(params.max_tokens)) : [];
     this.generators = Array.from(
       { length: params.n },
       (_, i) =>
@@ -31,6 +46,8 @@ export class RunningCompletion {
             topLogprobs: params.logprobs ? params.top_logprobs : 0,
             maxTokens: params.max_tokens,
             stop: params.stop,
+            // JSON mode: only tokens that keep the text valid JSON, closing in time.
+            logitsProcessor: this.matchers[i]?.logitsProcessor(),
           },
           lm.eosTokenIds,
         ),
@@ -63,6 +80,11 @@ export class RunningCompletion {
   /** Ends every unfinished choice (client gone or worker stopping) without further events. */
   abandon(): void {
     this.cancelled = true;
+    this.release();
+  }
+
+  private release(): void {
+    for (const matcher of this.matchers.splice(0)) matcher.dispose();
   }
 
   fail(error: InferenceEvent & { type: 'error' }): void {
@@ -88,13 +110,17 @@ export class RunningCompletion {
     });
     this.finished++;
     if (this.done) {
+      this.release();
       const completionTokens = this.generators.reduce((sum, g) => sum + g.tokens.length, 0);
       this.emit({ type: 'done', usage: { prompt_tokens: this.promptIds.length, completion_tokens: completionTokens } });
     }
   }
 
+  /** With tools offered, calls in the model's own format become tool_calls. */
   private splitToolCalls(text: string): { content: string | null; toolCalls: ToolCallOutput[] | null } {
-    return { content: text, toolCalls: null };
+    if (!this.item.params.tools || this.toolFormat === 'none') return { content: text, toolCalls: null };
+    const { content, toolCalls } = parseToolCalls(text, this.toolFormat);
+    return toolCalls.length > 0 ? { content, toolCalls } : { content: text, toolCalls: null };
   }
 
   private tokenInfo(token: SampledToken): TokenInfo {

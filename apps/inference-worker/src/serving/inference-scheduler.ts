@@ -1,10 +1,20 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { ErrorCode, InferenceEvent, InferenceWorkItem, ServiceError } from '@trainyard/contracts';
-import { DecodeBatch, LoadedModel } from '@trainyard/engine';
+import {
+  CompiledGrammar,
+  DecodeBatch,
+  detectToolCallFormat,
+  GrammarError,
+  JsonGrammarCompiler,
+  LlamaModel,
+  LoadedModel,
+  LoraAttachment,
+} from '@trainyard/engine';
 import { NATS_CONNECTION } from '@trainyard/messaging';
 import { WorkerLoad } from '@trainyard/runtime';
 import { JSONCodec, NatsConnection } from 'nats';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
+import { AdapterCache } from '../models/adapter-cache';
 import { ModelCache } from '../models/model-cache';
 import { renderPrompt, RunningCompletion } from './completion';
 
@@ -12,17 +22,29 @@ const events = JSONCodec<InferenceEvent>();
 /** Longer than any completion stays worth starting (the chat service's deadline). */
 const CANCEL_MEMORY_MS = 15 * 60_000;
 
+/** Sequences decoding together: one base model with one adapter (or none). */
+interface Batch {
+  key: string;
+  decode: DecodeBatch<string>;
+  model: LlamaModel;
+  adapter: LoraAttachment | null;
+}
+
 /**
- * Continuous batching: every running sequence of a base model advances one token per
- * forward step, together; new completions are admitted and finished ones retired between
- * steps. All batch operations take turns through one lock, because a prefill must never
- * interleave with a step of the same batch.
+ * Continuous batching: every running sequence of a base model and adapter advances one
+ * token per forward step, together; new completions are admitted and finished ones
+ * retired between steps. All batch operations take turns through one lock, because a
+ * prefill must never interleave with a step, and the adapter attached to a shared base
+ * model must be the one of the batch being stepped.
  */
 @Injectable()
 export class InferenceScheduler implements OnModuleDestroy {
   private readonly logger = new Logger(InferenceScheduler.name);
   private readonly running = new Map<string, RunningCompletion>();
-  private readonly batches = new Map<string, DecodeBatch<string>>();
+  private readonly batches = new Map<string, Batch>();
+  /** The adapter currently attached to each loaded base model (null: none). */
+  private readonly attached = new Map<LlamaModel, LoraAttachment | null>();
+  private readonly grammars = new WeakMap<LoadedModel, Promise<JsonGrammarCompiler>>();
   /** The token each live sequence feeds into the next step. */
   private readonly pending = new Map<string, number>();
   private turn: Promise<unknown> = Promise.resolve();
@@ -36,6 +58,7 @@ export class InferenceScheduler implements OnModuleDestroy {
     @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     private readonly models: ModelCache,
+    private readonly adapters: AdapterCache,
     private readonly load: WorkerLoad,
   ) {
     load.slots = config.MAX_BATCH_SEQUENCES;
@@ -66,29 +89,43 @@ export class InferenceScheduler implements OnModuleDestroy {
     if (this.cancelledEarly.delete(item.completion_id)) return;
     const emit = (event: InferenceEvent) => this.nc.publish(item.reply_subject, events.encode(event));
     let lm: LoadedModel;
+    let adapter: LoraAttachment | null = null;
     try {
       lm = await this.models.acquire(item.base_model_dir);
+      if (item.adapter) adapter = await this.adapters.acquire(lm, item.adapter);
     } catch (err) {
-      this.models.release(item.base_model_dir);
-      this.logger.error(`cannot load ${item.base_model_dir}: ${(err as Error).message}`);
-      emit(errorEvent(ErrorCode.Unavailable, `Model ${item.base_model} could not be loaded on this worker`));
+      this.release(item);
+      this.logger.error(`cannot load weights for ${item.completion_id}: ${(err as Error).message}`);
+      emit(errorEvent(ErrorCode.Unavailable, `The weights of ${item.params.model} could not be loaded on this worker`));
+      return;
+    }
+    let grammar: CompiledGrammar | null;
+    try {
+      grammar = await this.grammarFor(lm).then((compiler) => compiler.compile(item.params.response_format));
+    } catch (err) {
+      this.release(item);
+      const invalid = err instanceof GrammarError;
+      if (!invalid) this.logger.error(`grammar failed: ${(err as Error).stack}`);
+      emit(errorEvent(invalid ? ErrorCode.InvalidRequest : ErrorCode.Internal, invalid ? (err as Error).message : 'JSON mode failed', 'response_format'));
       return;
     }
     await this.exclusive(async () => {
       let completion: RunningCompletion;
       try {
-        completion = new RunningCompletion(item, lm, this.prompt(lm, item), emit);
+        const toolFormat = lm.chatTemplate ? detectToolCallFormat(lm.chatTemplate.source) : 'none';
+        completion = new RunningCompletion(item, lm, this.prompt(lm, item), emit, grammar, toolFormat);
       } catch (err) {
-        this.models.release(item.base_model_dir);
+        this.release(item);
         emit(errorEvent(err instanceof ServiceError ? err.code : ErrorCode.InvalidRequest, (err as Error).message));
         return;
       }
       this.running.set(completion.id, completion);
-      const batch = this.batchFor(item.base_model_dir, lm);
+      const batch = this.batchFor(item, lm, adapter);
+      this.useWeights(batch);
       for (let i = 0; i < item.params.n; i++) {
         const key = completion.sequenceKey(i);
-        const next = completion.advance(i, await batch.join(key, completion.promptIds));
-        if (next === null) batch.leave(key);
+        const next = completion.advance(i, await batch.decode.join(key, completion.promptIds));
+        if (next === null) batch.decode.leave(key);
         else this.pending.set(key, next);
       }
       this.retireFinished();
@@ -132,13 +169,38 @@ export class InferenceScheduler implements OnModuleDestroy {
     return prompt;
   }
 
-  private batchFor(dir: string, lm: LoadedModel): DecodeBatch<string> {
-    let batch = this.batches.get(dir);
+  private batchFor(item: InferenceWorkItem, lm: LoadedModel, adapter: LoraAttachment | null): Batch {
+    const key = batchKey(item);
+    let batch = this.batches.get(key);
     if (!batch) {
-      batch = new DecodeBatch<string>(lm.model);
-      this.batches.set(dir, batch);
+      batch = { key, decode: new DecodeBatch<string>(lm.model), model: lm.model, adapter };
+      this.batches.set(key, batch);
     }
     return batch;
+  }
+
+  /** Attaches the batch's adapter to its base model (detaching another batch's) before it runs. */
+  private useWeights(batch: Batch): void {
+    const current = this.attached.get(batch.model) ?? null;
+    if (current === batch.adapter) return;
+    current?.detach();
+    batch.adapter?.reattach();
+    this.attached.set(batch.model, batch.adapter);
+  }
+
+  private grammarFor(lm: LoadedModel): Promise<JsonGrammarCompiler> {
+    let compiler = this.grammars.get(lm);
+    if (!compiler) {
+      compiler = JsonGrammarCompiler.create(lm.tokenizer, lm.eosTokenIds);
+      this.grammars.set(lm, compiler);
+    }
+    return compiler;
+  }
+
+  /** Lets go of the weights a completion held. */
+  private release(item: InferenceWorkItem): void {
+    this.models.release(item.base_model_dir);
+    if (item.adapter) this.adapters.release(item.adapter);
   }
 
   private startLoop(): void {
@@ -160,12 +222,13 @@ export class InferenceScheduler implements OnModuleDestroy {
     }
   }
 
-  private async step(batch: DecodeBatch<string>): Promise<void> {
-    if (batch.size === 0) return;
-    const feed = new Map(batch.ids.map((key) => [key, this.pending.get(key) as number]));
+  private async step(batch: Batch): Promise<void> {
+    if (batch.decode.size === 0) return;
+    this.useWeights(batch);
+    const feed = new Map(batch.decode.ids.map((key) => [key, this.pending.get(key) as number]));
     let logits: Map<string, Float32Array>;
     try {
-      logits = await batch.step(feed);
+      logits = await batch.decode.step(feed);
     } catch (err) {
       this.failBatch(batch, err as Error);
       return;
@@ -175,7 +238,7 @@ export class InferenceScheduler implements OnModuleDestroy {
       if (!completion || completion.cancelled) continue;
       const next = completion.advance(index, values);
       if (next === null) {
-        batch.leave(key);
+        batch.decode.leave(key);
         this.pending.delete(key);
       } else {
         this.pending.set(key, next);
@@ -188,22 +251,28 @@ export class InferenceScheduler implements OnModuleDestroy {
   private retireFinished(): void {
     for (const completion of [...this.running.values()]) {
       if (!completion.done && !completion.cancelled) continue;
-      const batch = this.batches.get(completion.item.base_model_dir);
+      const batch = this.batches.get(batchKey(completion.item));
       for (let i = 0; i < completion.generators.length; i++) {
         const key = completion.sequenceKey(i);
-        if (batch?.has(key)) batch.leave(key);
+        if (batch?.decode.has(key)) batch.decode.leave(key);
         this.pending.delete(key);
       }
       this.running.delete(completion.id);
-      this.models.release(completion.item.base_model_dir);
+      this.release(completion.item);
+    }
+    // An empty batch holds a KV cache and pins its adapter: drop it.
+    for (const [key, batch] of this.batches) {
+      if (batch.decode.size > 0) continue;
+      batch.decode.dispose();
+      this.batches.delete(key);
     }
     this.load.active = this.pending.size;
     while (this.freeSlots > 0 && this.slotWaiters.length > 0) this.slotWaiters.shift()?.();
   }
 
-  private failBatch(batch: DecodeBatch<string>, err: Error): void {
+  private failBatch(batch: Batch, err: Error): void {
     this.logger.error(`decode step failed: ${err.stack ?? err.message}`);
-    for (const key of [...batch.ids]) {
+    for (const key of [...batch.decode.ids]) {
       const { completion } = this.locate(key);
       if (completion && !completion.cancelled) {
         completion.fail(errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker'));
@@ -230,11 +299,15 @@ export class InferenceScheduler implements OnModuleDestroy {
       completion.abandon();
     }
     this.retireFinished();
-    for (const batch of this.batches.values()) batch.dispose();
+    for (const batch of this.batches.values()) batch.decode.dispose();
     this.batches.clear();
   }
 }
 
-function errorEvent(code: ErrorCode, message: string): InferenceEvent & { type: 'error' } {
-  return { type: 'error', error: { code, message } };
+function errorEvent(code: ErrorCode, message: string, param?: string): InferenceEvent & { type: 'error' } {
+  return { type: 'error', error: { code, message, details: param ? { param } : {} } };
+}
+
+function batchKey(item: InferenceWorkItem): string {
+  return item.adapter ? `${item.base_model_dir}|${AdapterCache.key(item.adapter)}` : item.base_model_dir;
 }

@@ -1,0 +1,62 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { InferenceWorkItem } from '@trainyard/contracts';
+import { applyAdapter, LoadedModel, LoraAttachment, readPeftAdapter } from '@trainyard/engine';
+import { InferenceWorkerConfig } from '../config/inference-worker.config';
+
+export type Adapter = NonNullable<InferenceWorkItem['adapter']>;
+
+/**
+ * LoRA adapters loaded from the artifact store, keyed by path and checksum: a new
+ * checkpoint has a new path, and rewritten files a new checksum, so a cached adapter is
+ * never stale. Each one is kept detached; the scheduler attaches the one a batch needs
+ * before stepping it. The least recently used unheld adapter goes beyond the limit.
+ */
+@Injectable()
+export class AdapterCache {
+  private readonly logger = new Logger(AdapterCache.name);
+  private readonly adapters = new Map<string, Promise<LoraAttachment>>();
+  private readonly holders = new Map<string, number>();
+
+  constructor(@Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig) {}
+
+  static key(adapter: Adapter): string {
+    return `${adapter.path}@${adapter.sha256 ?? ''}`;
+  }
+
+  acquire(lm: LoadedModel, adapter: Adapter): Promise<LoraAttachment> {
+    const key = AdapterCache.key(adapter);
+    this.holders.set(key, (this.holders.get(key) ?? 0) + 1);
+    let loaded = this.adapters.get(key);
+    if (loaded) {
+      this.adapters.delete(key);
+    } else {
+      this.logger.log(`loading adapter ${adapter.path} (step ${adapter.step})`);
+      loaded = readPeftAdapter(adapter.path, lm.config).then((files) => {
+        const attachment = applyAdapter(lm, files);
+        attachment.detach();
+        return attachment;
+      });
+      loaded.catch(() => this.adapters.delete(key));
+    }
+    this.adapters.set(key, loaded);
+    this.evict();
+    return loaded;
+  }
+
+  release(adapter: Adapter): void {
+    const key = AdapterCache.key(adapter);
+    const count = (this.holders.get(key) ?? 1) - 1;
+    if (count > 0) this.holders.set(key, count);
+    else this.holders.delete(key);
+  }
+
+  private evict(): void {
+    for (const key of this.adapters.keys()) {
+      if (this.adapters.size <= this.config.MAX_LOADED_ADAPTERS) return;
+      if ((this.holders.get(key) ?? 0) > 0) continue;
+      const adapter = this.adapters.get(key);
+      this.adapters.delete(key);
+      adapter?.then((a) => a.dispose(), () => undefined);
+    }
+  }
+}
