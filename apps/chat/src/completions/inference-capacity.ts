@@ -9,13 +9,15 @@ const announcements = JSONCodec<WorkerAnnouncement>();
 /**
  * Admission control before anything is queued: no inference worker at all is 503; every
  * worker full and the queue at its bound is 429 with Retry-After, instead of a queue that
- * grows without limit. Workers are polled in the background, so admission costs no
- * round trip.
+ * grows without limit. Workers and the queue depth are polled in the background, so
+ * admission costs no round trip (and may lag the truth by one poll interval).
  */
 @Injectable()
 export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(InferenceCapacity.name);
   private workers: WorkerAnnouncement[] = [];
+  /** Completions waiting in the inference queue, as of the last poll. */
+  private queued = 0;
   private polledOnce?: Promise<void>;
   private timer?: NodeJS.Timeout;
 
@@ -40,9 +42,8 @@ export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
       throw new ServiceError(ErrorCode.Unavailable, 'No inference worker is running', { retryAfterSeconds: 5 });
     }
     const free = ready.reduce((sum, w) => sum + Math.max(0, w.capacity.slots - w.capacity.active), 0);
-    const queued = await workQueueDepth(this.nc, WorkQueues.inference, this.config.JETSTREAM_PREFIX);
-    if (queued >= free + this.config.MAX_QUEUED_COMPLETIONS) {
-      throw new ServiceError(ErrorCode.RateLimited, `All inference workers are busy (${queued} completions waiting)`, {
+    if (this.queued >= free + this.config.MAX_QUEUED_COMPLETIONS) {
+      throw new ServiceError(ErrorCode.RateLimited, `All inference workers are busy (${this.queued} completions waiting)`, {
         retryAfterSeconds: 1,
       });
     }
@@ -56,11 +57,13 @@ export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
         jitter: 100,
         maxWait: Math.max(200, this.config.WORKER_POLL_MS - 100),
       });
+      const depth = workQueueDepth(this.nc, WorkQueues.inference, this.config.JETSTREAM_PREFIX);
       for await (const reply of replies) {
         const announcement = announcements.decode(reply.data);
         if (announcement.kind === 'inference') found.push(announcement);
       }
       this.workers = found;
+      this.queued = await depth;
     } catch (err) {
       this.logger.warn(`could not poll inference workers: ${(err as Error).message}`);
       this.workers = [];
