@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # npm start: installs what is missing, brings up PostgreSQL and NATS (or uses DATABASE_URL
-# and NATS_URL), applies migrations, builds, makes the embedded default model and a
-# development API key if they do not exist yet, and runs every app until Ctrl-C.
+# and NATS_URL), applies migrations, builds, makes a development API key if none exists
+# yet, and runs every app until Ctrl-C (the registry writes the embedded default model,
+# var/models/trainyard/tiny-chat, on its first start).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 ensure_node_modules
@@ -11,12 +12,6 @@ generate_prisma_client
 node scripts/db.mjs create-db
 node scripts/db.mjs migrate
 build_apps
-
-DEFAULT_MODEL=var/models/trainyard/tiny-chat
-if [ ! -f "$DEFAULT_MODEL/config.json" ]; then
-  say "making the embedded default model ($DEFAULT_MODEL)"
-  npx tsx libs/engine/src/cli/make-model.ts --preset tiny --out "$DEFAULT_MODEL" >/dev/null
-fi
 
 mkdir -p var
 if [ ! -s var/dev-api-key ]; then
