@@ -1,18 +1,3 @@
-const { NxAppWebpackPlugin } = require('@nx/webpack/app-plugin');
-const { join } = require('node:path');
+const { appWebpackConfig } = require('../../tools/webpack/app-webpack.config');
 
-module.exports = {
-  output: { path: join(__dirname, '../../dist/apps/chat'), clean: true },
-  plugins: [
-    new NxAppWebpackPlugin({
-      target: 'node',
-      compiler: 'tsc',
-      main: './src/main.ts',
-      tsConfig: './tsconfig.app.json',
-      optimization: false,
-      outputHashing: 'none',
-      sourceMap: true,
-      generatePackageJson: true,
-    }),
-  ],
-};
+module.exports = appWebpackConfig(__dirname);

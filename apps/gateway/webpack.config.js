@@ -1,19 +1,6 @@
-const { NxAppWebpackPlugin } = require('@nx/webpack/app-plugin');
-const { join } = require('node:path');
+const { appWebpackConfig } = require('../../tools/webpack/app-webpack.config');
 
-module.exports = {
-  output: { path: join(__dirname, '../../dist/apps/gateway'), clean: true },
-  plugins: [
-    new NxAppWebpackPlugin({
-      target: 'node',
-      compiler: 'tsc',
-      main: './src/main.ts',
-      additionalEntryPoints: [{ entryName: 'keys', entryPath: './src/cli/keys.ts' }],
-      tsConfig: './tsconfig.app.json',
-      optimization: false,
-      outputHashing: 'none',
-      sourceMap: true,
-      generatePackageJson: true,
-    }),
-  ],
-};
+// The key command (dist/apps/gateway/keys.js) ships beside the gateway that owns the keys.
+module.exports = appWebpackConfig(__dirname, {
+  additionalEntryPoints: [{ entryName: 'keys', entryPath: './src/cli/keys.ts' }],
+});
