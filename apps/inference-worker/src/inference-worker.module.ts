@@ -15,13 +15,16 @@ export class InferenceWorkerModule {
       module: InferenceWorkerModule,
       imports: [
         ServiceRuntimeModule.forRoot({ name: 'inference-worker', config, workQueues: ['inference'] }),
-        WorkerPresenceModule.forRoot({
-          kind: 'inference',
-          instance: config.INSTANCE_ID,
-          backend: backend.name,
-          gpu: backend.gpu,
-          started_at: new Date().toISOString(),
-        }),
+        WorkerPresenceModule.forRoot(
+          {
+            kind: 'inference',
+            instance: config.INSTANCE_ID,
+            backend: backend.name,
+            gpu: backend.gpu,
+            started_at: new Date().toISOString(),
+          },
+          { requireGpu: config.REQUIRE_GPU },
+        ),
       ],
       providers: [{ provide: InferenceWorkerConfig, useValue: config }, ModelCache, AdapterCache, InferenceScheduler, WorkQueueConsumer],
     };

@@ -1,10 +1,11 @@
-import { DynamicModule, Inject, Injectable, Module, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { DynamicModule, Inject, Injectable, Logger, Module, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Subjects, WorkerAnnouncement } from '@trainyard/contracts';
 import { NATS_CONNECTION } from '@trainyard/messaging';
 import { JSONCodec, NatsConnection, Subscription } from 'nats';
 import { ReadinessService } from './health/readiness.service';
 
 const ANNOUNCEMENT = Symbol('ANNOUNCEMENT');
+const PRESENCE_OPTIONS = Symbol('PRESENCE_OPTIONS');
 const codec = JSONCodec<WorkerAnnouncement>();
 
 /** The worker's live load, updated by whatever does its work; reported in every ping reply. */
@@ -25,11 +26,20 @@ class WorkerPresence implements OnModuleInit, OnModuleDestroy {
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(ANNOUNCEMENT) private readonly announcement: StaticAnnouncement,
+    @Inject(PRESENCE_OPTIONS) private readonly options: WorkerPresenceOptions,
     private readonly readiness: ReadinessService,
     private readonly load: WorkerLoad,
   ) {}
 
   onModuleInit(): void {
+    const { backend, gpu } = this.announcement;
+    new Logger(`${this.announcement.kind}-worker`).log(`compute backend: ${backend}, gpu: ${gpu}`);
+    this.readiness.register('compute', async () => {
+      if (this.options.requireGpu && !gpu) {
+        throw new Error(`REQUIRE_GPU is set but the ${backend} backend has no GPU (is CUDA 11.x with cuDNN 8 visible?)`);
+      }
+      return { backend, gpu };
+    });
     this.subscription = this.nc.subscribe(Subjects.workers.ping.name, {
       callback: async (err, msg) => {
         if (err) return;
@@ -47,13 +57,23 @@ class WorkerPresence implements OnModuleInit, OnModuleDestroy {
 
 type StaticAnnouncement = Omit<WorkerAnnouncement, 'ready' | 'capacity'>;
 
+export interface WorkerPresenceOptions {
+  /** Readiness fails (probe "compute") unless the backend runs on a GPU. */
+  requireGpu?: boolean;
+}
+
 @Module({})
 export class WorkerPresenceModule {
-  static forRoot(announcement: StaticAnnouncement): DynamicModule {
+  static forRoot(announcement: StaticAnnouncement, options: WorkerPresenceOptions = {}): DynamicModule {
     return {
       module: WorkerPresenceModule,
       global: true,
-      providers: [{ provide: ANNOUNCEMENT, useValue: announcement }, WorkerLoad, WorkerPresence],
+      providers: [
+        { provide: ANNOUNCEMENT, useValue: announcement },
+        { provide: PRESENCE_OPTIONS, useValue: options },
+        WorkerLoad,
+        WorkerPresence,
+      ],
       exports: [WorkerLoad],
     };
   }

@@ -7,7 +7,9 @@ import { parse } from 'yaml';
 
 interface Service {
   image?: string;
-  build?: unknown;
+  build?: string | { context: string; target?: string; dockerfile?: string };
+  volumes?: string[];
+  deploy?: { resources?: { reservations?: { devices?: { driver: string; capabilities: string[] }[] } } };
   command?: string[];
   environment?: Record<string, string>;
   healthcheck?: { test: string[] };
@@ -19,6 +21,10 @@ const ROOT = join(__dirname, '../../..');
 const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
   services: Record<string, Service>;
 };
+const gpuOverride = parse(readFileSync(join(ROOT, 'docker-compose.gpu.yml'), 'utf8'), { merge: true }) as {
+  services: Record<string, Service>;
+};
+const WORKERS = ['inference-worker', 'training-worker'];
 const stack = JSON.parse(readFileSync(join(ROOT, 'scripts/stack.json'), 'utf8')) as {
   apps: { name: string; port: number; database: boolean }[];
 };
@@ -29,9 +35,9 @@ describe('docker-compose.yml', () => {
     expect(Object.keys(compose.services).sort()).toEqual([...infrastructure, ...stack.apps.map((a) => a.name)].sort());
   });
 
-  it.each(stack.apps.map((a) => [a.name, a] as const))('starts %s from the shared image with its own port and a readiness healthcheck', (name, app) => {
+  it.each(stack.apps.map((a) => [a.name, a] as const))('starts %s from its image with its own port and a readiness healthcheck', (name, app) => {
     const service = compose.services[name];
-    expect(service.image).toBe('trainyard:dev');
+    expect(service.image).toBe(WORKERS.includes(name) ? 'trainyard-cpu-worker:dev' : 'trainyard:dev');
     expect(service.environment?.['APP']).toBe(name);
     expect(service.environment?.['HTTP_PORT']).toBe(String(app.port));
     expect(service.environment?.['NATS_URL']).toBe('nats://nats:4222');
@@ -64,5 +70,35 @@ describe('docker-compose.yml', () => {
       .filter(([, s]) => s.ports?.length)
       .map(([name]) => name);
     expect(published).toEqual(['gateway']);
+  });
+
+  it('builds the services from the default target and the workers from the wasm target', () => {
+    for (const app of stack.apps) {
+      const build = compose.services[app.name].build;
+      if (WORKERS.includes(app.name)) {
+        expect(build).toEqual({ context: '.', target: 'cpu-worker' });
+        expect(compose.services[app.name].environment?.['COMPUTE_BACKEND']).toBe('wasm');
+      } else {
+        expect(build).toBe('.');
+      }
+    }
+  });
+
+  it('shares models and artifacts between the registry and the workers at the same paths, as in k8s', () => {
+    for (const name of ['model-registry', ...WORKERS]) {
+      const service = compose.services[name];
+      expect(service.volumes).toEqual(['models:/app/var/models', 'artifacts:/app/var/artifacts']);
+      expect(service.environment).toMatchObject({ MODELS_DIR: '/app/var/models', ARTIFACT_ROOT: '/app/var/artifacts' });
+    }
+  });
+
+  it('has a GPU override that runs both workers from the GPU image, requiring a GPU', () => {
+    expect(Object.keys(gpuOverride.services).sort()).toEqual(WORKERS);
+    for (const name of WORKERS) {
+      const service = gpuOverride.services[name];
+      expect(service.build).toEqual({ context: '.', dockerfile: 'docker/gpu-worker.Dockerfile' });
+      expect(service.environment).toEqual({ COMPUTE_BACKEND: 'tensorflow', REQUIRE_GPU: 'true' });
+      expect(service.deploy?.resources?.reservations?.devices?.[0]).toMatchObject({ driver: 'nvidia', capabilities: ['gpu'] });
+    }
   });
 });

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { Transform, Type } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 import { hostname } from 'node:os';
 
 const splitList = ({ value }: { value: unknown }) =>
@@ -49,4 +49,12 @@ export class WorkerConfig extends BaseServiceConfig {
   /** tfjs backend: auto picks tensorflow (GPU) when it loads and sees a GPU, else wasm, else cpu. */
   @IsIn(['auto', 'tensorflow', 'wasm', 'cpu'])
   COMPUTE_BACKEND: 'auto' | 'tensorflow' | 'wasm' | 'cpu' = 'auto';
+
+  /**
+   * Set in the GPU image: tfjs-node-gpu silently runs on the CPU when CUDA or cuDNN is
+   * missing, so a worker meant for a GPU reports not-ready instead of serving slowly.
+   */
+  @Transform(({ value }) => (typeof value === 'string' ? ['true', '1', 'yes'].includes(value.trim().toLowerCase()) : value))
+  @IsBoolean()
+  REQUIRE_GPU = false;
 }

@@ -42,4 +42,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig(W, { COMPUTE_BACKEND: 'cuda' })).toThrow(/COMPUTE_BACKEND/);
     expect(loadConfig(W, { COMPUTE_BACKEND: 'wasm' }).COMPUTE_BACKEND).toBe('wasm');
   });
+
+  it('reads REQUIRE_GPU as a boolean, "false" included', () => {
+    class W extends WorkerConfig {
+      override HTTP_PORT = 1;
+    }
+    expect(loadConfig(W, {}).REQUIRE_GPU).toBe(false);
+    expect(loadConfig(W, { REQUIRE_GPU: 'true' }).REQUIRE_GPU).toBe(true);
+    expect(loadConfig(W, { REQUIRE_GPU: 'false' }).REQUIRE_GPU).toBe(false);
+  });
 });

@@ -1,0 +1,285 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { K8sObject, render, ROOT, schemaProblem } from './support/kubernetes';
+
+// No cluster runs on the build machines: every overlay is rendered with `kubectl kustomize`,
+// each object is validated against the Kubernetes schemas (vendored by kubernetes-models),
+// and the deployment's invariants are asserted on the rendered objects.
+
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: { name: string; key: string }; configMapKeyRef?: unknown; fieldRef?: unknown };
+}
+interface Probe {
+  httpGet?: { path: string; port: string | number };
+  exec?: { command: string[] };
+}
+interface Container {
+  name: string;
+  image: string;
+  args?: string[];
+  env?: EnvVar[];
+  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+  ports?: { name?: string; containerPort: number }[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> };
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+interface PodSpec {
+  containers: Container[];
+  initContainers?: Container[];
+  volumes?: { name: string; persistentVolumeClaim?: { claimName: string } }[];
+  nodeSelector?: Record<string, string>;
+  tolerations?: { key?: string; operator?: string; effect?: string }[];
+}
+interface PodTemplate {
+  metadata: { labels: Record<string, string> };
+  spec: PodSpec;
+}
+type Selector = { matchLabels?: Record<string, string> };
+
+const stack = JSON.parse(readFileSync(join(ROOT, 'scripts/stack.json'), 'utf8')) as {
+  apps: { name: string; port: number; database: boolean }[];
+};
+const appDirs = readdirSync(join(ROOT, 'apps'), { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name)
+  .sort();
+const WORKERS = ['inference-worker', 'training-worker'];
+const SHARED_STORAGE_APPS = ['model-registry', ...WORKERS];
+
+const overlays = { dev: render('k8s/overlays/dev'), production: render('k8s/overlays/production') };
+const OVERLAYS = Object.keys(overlays) as (keyof typeof overlays)[];
+
+const ofKind = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind);
+const find = (objects: K8sObject[], kind: string, name: string) => {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found) throw new Error(`no ${kind} ${name}`);
+  return found;
+};
+const template = (o: K8sObject) => (o.spec as { template: PodTemplate }).template;
+const containersOf = (o: K8sObject) => [...template(o).spec.containers, ...(template(o).spec.initContainers ?? [])];
+const env = (c: Container, name: string) => c.env?.find((e) => e.name === name);
+const selects = (selector: Selector | undefined, labels: Record<string, string>) =>
+  Object.entries(selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+
+describe('k8s/', () => {
+  it('knows every app of apps/ (scripts/stack.json lists exactly them)', () => {
+    expect(stack.apps.map((a) => a.name).sort()).toEqual(appDirs);
+  });
+
+  it('renders the base on its own', () => {
+    expect(render('k8s/base').length).toBeGreaterThan(0);
+  });
+
+  describe.each(OVERLAYS)('overlay %s', (overlay) => {
+    const objects = overlays[overlay];
+    const deployments = ofKind(objects, 'Deployment');
+    const workloads = [...deployments, ...ofKind(objects, 'StatefulSet')];
+
+    it('renders only objects valid against the Kubernetes schemas', () => {
+      const problems = objects
+        .map((o) => [`${o.kind}/${o.metadata.name}`, schemaProblem(o)] as const)
+        .filter(([, problem]) => problem !== undefined);
+      expect(problems).toEqual([]);
+    });
+
+    it('puts everything in the trainyard namespace, labelled as part of trainyard', () => {
+      for (const o of objects.filter((o) => o.kind !== 'Namespace')) {
+        expect([`${o.kind}/${o.metadata.name}`, o.metadata.namespace]).toEqual([`${o.kind}/${o.metadata.name}`, 'trainyard']);
+        expect(o.metadata.labels?.['app.kubernetes.io/part-of']).toBe('trainyard');
+      }
+    });
+
+    it.each(stack.apps.map((a) => [a.name, a] as const))('deploys %s with its Service on its port', (name, app) => {
+      const deployment = find(objects, 'Deployment', name);
+      const [container] = template(deployment).spec.containers;
+      expect(env(container, 'APP')?.value).toBe(name);
+      expect(env(container, 'HTTP_PORT')?.value).toBe(String(app.port));
+      expect(container.args).toEqual(['node', `dist/apps/${name}/main.js`]);
+      expect(container.ports).toEqual([{ name: 'http', containerPort: app.port }]);
+      expect(container.envFrom).toContainEqual({ configMapRef: { name: expect.stringMatching(/^trainyard-config-/) } });
+      const service = find(objects, 'Service', name);
+      expect((service.spec as { ports: { port: number }[] }).ports[0].port).toBe(app.port);
+      expect(selects(service.spec?.['selector'] ? { matchLabels: service.spec['selector'] as Record<string, string> } : undefined, template(deployment).metadata.labels)).toBe(true);
+    });
+
+    it('gives every workload container liveness and readiness probes, requests and limits', () => {
+      for (const workload of workloads) {
+        for (const c of template(workload).spec.containers) {
+          const where = `${workload.kind}/${workload.metadata.name}/${c.name}`;
+          expect([where, Boolean(c.livenessProbe), Boolean(c.readinessProbe)]).toEqual([where, true, true]);
+          for (const resource of ['cpu', 'memory']) {
+            expect([where, resource, c.resources?.requests?.[resource] !== undefined, c.resources?.limits?.[resource] !== undefined]).toEqual([where, resource, true, true]);
+          }
+        }
+        for (const c of template(workload).spec.initContainers ?? []) {
+          expect([c.name, c.resources?.requests, c.resources?.limits]).toEqual([c.name, expect.any(Object), expect.any(Object)]);
+        }
+      }
+    });
+
+    it('probes each app on its own health endpoints', () => {
+      for (const app of stack.apps) {
+        const [c] = template(find(objects, 'Deployment', app.name)).spec.containers;
+        expect(c.livenessProbe?.httpGet).toEqual({ path: '/health/live', port: 'http' });
+        expect(c.readinessProbe?.httpGet).toEqual({ path: '/health/ready', port: 'http' });
+      }
+    });
+
+    it('runs the migration Job with the committed migrations and the database Secret', () => {
+      const job = find(objects, 'Job', 'trainyard-migrate');
+      const [c] = template(job).spec.containers;
+      expect(c.args).toEqual(['node', 'scripts/db.mjs', 'migrate']);
+      expect(env(c, 'DATABASE_URL')?.valueFrom?.secretKeyRef).toEqual({ name: 'trainyard-database', key: 'DATABASE_URL' });
+      expect(job.metadata.labels?.['trainyard.dev/stage']).toBe('migrate');
+      // deploy.sh applies the infrastructure, then this Job, then the rest; the apps are neither.
+      for (const d of deployments) expect(d.metadata.labels?.['trainyard.dev/stage']).toBeUndefined();
+    });
+
+    it('inlines no secret: no Secret objects, secret-looking variables only from Secrets', () => {
+      expect(ofKind(objects, 'Secret')).toEqual([]);
+      const secretish = /(DATABASE_URL|PASSWORD|SECRET|TOKEN|API_KEY)$/;
+      for (const workload of [...workloads, ...ofKind(objects, 'Job')]) {
+        for (const c of containersOf(workload)) {
+          for (const e of (c.env ?? []).filter((e) => secretish.test(e.name))) {
+            expect([c.name, e.name, e.value, e.valueFrom?.secretKeyRef?.name]).toEqual([c.name, e.name, undefined, expect.any(String)]);
+          }
+        }
+      }
+      for (const cm of ofKind(objects, 'ConfigMap')) {
+        for (const [key, value] of Object.entries(cm.data ?? {})) {
+          expect([cm.metadata.name, key, secretish.test(key), /postgres(ql)?:\/\/[^@\s]+@/.test(value)]).toEqual([cm.metadata.name, key, false, false]);
+        }
+      }
+    });
+
+    it('gives DATABASE_URL to the apps that use PostgreSQL, and to no other', () => {
+      for (const app of stack.apps) {
+        const [c] = template(find(objects, 'Deployment', app.name)).spec.containers;
+        expect([app.name, env(c, 'DATABASE_URL') !== undefined]).toEqual([app.name, app.database]);
+      }
+    });
+
+    it('shares the models and artifact volumes between the registry and the workers, at the same paths', () => {
+      for (const name of SHARED_STORAGE_APPS) {
+        const spec = template(find(objects, 'Deployment', name)).spec;
+        const [c] = spec.containers;
+        const claim = (volume: string) => spec.volumes?.find((v) => v.name === volume)?.persistentVolumeClaim?.claimName;
+        const mounts = Object.fromEntries((c.volumeMounts ?? []).map((m) => [claim(m.name), m.mountPath]));
+        expect(mounts).toMatchObject({ 'trainyard-models': '/app/var/models', 'trainyard-artifacts': '/app/var/artifacts' });
+      }
+      const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
+      expect(config?.data).toMatchObject({ MODELS_DIR: '/app/var/models', ARTIFACT_ROOT: '/app/var/artifacts', NATS_URL: 'nats://nats:4222' });
+      for (const name of ['trainyard-models', 'trainyard-artifacts']) expect(find(objects, 'PersistentVolumeClaim', name)).toBeDefined();
+    });
+
+    it('runs NATS with JetStream on a persistent volume', () => {
+      const nats = find(objects, 'StatefulSet', 'nats');
+      expect((nats.spec as { volumeClaimTemplates: unknown[] }).volumeClaimTemplates).toHaveLength(1);
+      expect(find(objects, 'ConfigMap', 'nats-config').data?.['nats.conf']).toMatch(/jetstream\s*\{[^}]*store_dir:\s*\/data/);
+    });
+
+    it('autoscales the gateway, chat and the inference workers', () => {
+      const targets = ofKind(objects, 'HorizontalPodAutoscaler').map((h) => (h.spec as { scaleTargetRef: { kind: string; name: string } }).scaleTargetRef);
+      expect(targets.map((t) => `${t.kind}/${t.name}`).sort()).toEqual(['Deployment/chat', 'Deployment/gateway', 'Deployment/inference-worker']);
+    });
+
+    it('covers every app with a PodDisruptionBudget', () => {
+      for (const app of stack.apps) {
+        const labels = template(find(objects, 'Deployment', app.name)).metadata.labels;
+        const pdbs = ofKind(objects, 'PodDisruptionBudget').filter((p) => selects((p.spec as { selector: Selector }).selector, labels));
+        expect([app.name, pdbs.length]).toEqual([app.name, 1]);
+      }
+    });
+
+    it('routes the ingress to the gateway, keeping SSE streams open and large bodies allowed', () => {
+      const [ingress, ...others] = ofKind(objects, 'Ingress');
+      expect(others).toEqual([]);
+      const backends = JSON.stringify(ingress.spec?.['rules']);
+      expect(backends).toContain('"service":{"name":"gateway","port":{"name":"http"}}');
+      const a = ingress.metadata.annotations ?? {};
+      expect(a['nginx.ingress.kubernetes.io/proxy-buffering']).toBe('off');
+      expect(Number(a['nginx.ingress.kubernetes.io/proxy-read-timeout'])).toBeGreaterThanOrEqual(3600);
+      expect(Number(a['nginx.ingress.kubernetes.io/proxy-send-timeout'])).toBeGreaterThanOrEqual(3600);
+      expect(a['nginx.ingress.kubernetes.io/proxy-body-size']).toBe('100m');
+    });
+
+    it('lets outside traffic reach only the gateway, and only database users reach PostgreSQL', () => {
+      const policies = ofKind(objects, 'NetworkPolicy');
+      type Rule = { from?: unknown[] };
+      type Policy = { podSelector: Selector; policyTypes: string[]; ingress?: Rule[] };
+      const deny = policies.find((p) => Object.keys((p.spec as Policy).podSelector).length === 0 && !(p.spec as Policy).ingress);
+      expect(deny?.spec?.['policyTypes']).toEqual(['Ingress']);
+      // A rule without "from" admits anyone: only the gateway may have one.
+      const open = policies.filter((p) => (p.spec as Policy).ingress?.some((r) => !r.from));
+      expect(open.map((p) => (p.spec as Policy).podSelector.matchLabels?.['app.kubernetes.io/name'])).toEqual(['gateway']);
+
+      const dbLabelled = [...deployments, ...ofKind(objects, 'Job')]
+        .filter((w) => template(w).metadata.labels['trainyard.dev/database'] === 'true')
+        .map((w) => template(w).metadata.labels['app.kubernetes.io/name'])
+        .sort();
+      expect(dbLabelled).toEqual([...stack.apps.filter((a) => a.database).map((a) => a.name), 'migrate'].sort());
+
+      const egress = find(objects, 'NetworkPolicy', 'no-database-egress');
+      expect(JSON.stringify(egress.spec)).not.toContain('5432');
+      expect(JSON.stringify(egress.spec?.['podSelector'])).toContain('"values":["chat","inference-worker","training-worker"]');
+    });
+  });
+
+  describe('dev', () => {
+    const objects = overlays.dev;
+
+    it('runs PostgreSQL in the cluster, reachable only from pods labelled for the database', () => {
+      const postgres = find(objects, 'StatefulSet', 'postgres');
+      const [c] = template(postgres).spec.containers;
+      expect(env(c, 'POSTGRES_PASSWORD')?.valueFrom?.secretKeyRef).toEqual({ name: 'trainyard-postgres', key: 'POSTGRES_PASSWORD' });
+      const policy = find(objects, 'NetworkPolicy', 'postgres-from-owners').spec as { ingress: { from: { podSelector: Selector }[] }[] };
+      expect(policy.ingress).toHaveLength(1);
+      expect(policy.ingress[0].from).toEqual([{ podSelector: { matchLabels: { 'trainyard.dev/database': 'true', 'app.kubernetes.io/part-of': 'trainyard' } } }]);
+    });
+
+    it('runs the workers on wasm, without GPUs', () => {
+      for (const name of WORKERS) {
+        const [c] = template(find(objects, 'Deployment', name)).spec.containers;
+        expect(c.image).toBe('trainyard-cpu-worker:dev');
+        expect(env(c, 'COMPUTE_BACKEND')?.value).toBe('wasm');
+        expect(c.resources?.limits?.['nvidia.com/gpu']).toBeUndefined();
+      }
+    });
+  });
+
+  describe('production', () => {
+    const objects = overlays.production;
+
+    it('runs the workers from the GPU image, each requesting a GPU on the GPU node pool', () => {
+      for (const name of WORKERS) {
+        const spec = template(find(objects, 'Deployment', name)).spec;
+        const [c] = spec.containers;
+        expect(c.image).toMatch(/trainyard-gpu-worker:/);
+        expect(c.resources?.requests?.['nvidia.com/gpu']).toBe(1);
+        expect(c.resources?.limits?.['nvidia.com/gpu']).toBe(1);
+        expect(env(c, 'COMPUTE_BACKEND')?.value).toBe('tensorflow');
+        expect(env(c, 'REQUIRE_GPU')?.value).toBe('true');
+        expect(spec.nodeSelector).toEqual({ 'trainyard.dev/gpu': 'true' });
+        expect(spec.tolerations).toContainEqual({ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' });
+      }
+    });
+
+    it('uses an external PostgreSQL, ReadWriteMany volumes, TLS and bare stream names', () => {
+      expect(ofKind(objects, 'StatefulSet').map((s) => s.metadata.name)).toEqual(['nats']);
+      for (const pvc of ofKind(objects, 'PersistentVolumeClaim')) expect(pvc.spec?.['accessModes']).toEqual(['ReadWriteMany']);
+      expect(find(objects, 'Ingress', 'gateway').spec?.['tls']).toHaveLength(1);
+      const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
+      expect(config?.data?.['JETSTREAM_PREFIX']).toBe('');
+    });
+
+    it('pulls every Trainyard image from a registry with a pinned tag', () => {
+      for (const w of ofKind(objects, 'Deployment')) {
+        for (const c of containersOf(w)) expect(c.image).toMatch(/^[a-z0-9.-]+\/.+:[\w.-]+$/);
+      }
+    });
+  });
+});
