@@ -8,6 +8,7 @@ import { FilesModule } from './files/files.module';
 import { ApiHealthController } from './health/api-health.controller';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { RegistryModule } from './registry/registry.module';
+import { TrainingModule } from './training/training.module';
 
 /** HTTP edge: authentication, validation, OpenAI and preview shapes; NATS client only. */
 @Module({})
@@ -21,6 +22,7 @@ export class GatewayModule {
         AuthModule,
         IdempotencyModule,
         RegistryModule,
+        TrainingModule,
         FilesModule.forRoot(config),
         ChatModule.forRoot(config),
       ],

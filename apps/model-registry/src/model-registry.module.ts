@@ -10,6 +10,8 @@ import { LocalArtifactStore } from './artifacts/local-artifact-store';
 import { BaseModelsController } from './base-models/base-models.controller';
 import { BaseModelsService } from './base-models/base-models.service';
 import { EmbeddedBaseModel } from './base-models/embedded-base-model';
+import { CheckpointRecorderController } from './checkpoints/checkpoint-recorder.controller';
+import { CheckpointRecorderService } from './checkpoints/checkpoint-recorder.service';
 import { CheckpointRepository } from './checkpoints/checkpoint.repository';
 import { CheckpointsController } from './checkpoints/checkpoints.controller';
 import { CheckpointsService } from './checkpoints/checkpoints.service';
@@ -43,6 +45,7 @@ export class ModelRegistryModule {
         MetricsLogController,
         ModelResolverController,
         FilesController,
+        CheckpointRecorderController,
       ],
       providers: [
         { provide: RegistryConfig, useValue: config },
@@ -56,6 +59,7 @@ export class ModelRegistryModule {
         ModelsService,
         CheckpointRepository,
         CheckpointsService,
+        CheckpointRecorderService,
         TrajectoryLogRepository,
         MetricsLogService,
         ModelResolverService,

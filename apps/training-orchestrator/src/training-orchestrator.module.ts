@@ -1,8 +1,16 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { Subjects } from '@trainyard/contracts';
 import { DbModule } from '@trainyard/db';
+import { BlobStore } from '@trainyard/messaging';
 import { ServiceRuntimeModule } from '@trainyard/runtime';
 import { OrchestratorConfig } from './config/orchestrator.config';
+import { TrainingDataSource } from './data/training-data.source';
+import { JobQueue } from './jobs/job-queue';
+import { TrainingJobRepository } from './jobs/training-job.repository';
+import { TrainingJobsController } from './jobs/training-jobs.controller';
+import { TrainingJobsService } from './jobs/training-jobs.service';
+import { AbandonedJobsWatcher } from './work/abandoned-jobs.watcher';
+import { JobLifecycleService } from './work/job-lifecycle.service';
 
 /** Training jobs, their states and events; feeds the training queue. */
 @Module({})
@@ -19,7 +27,17 @@ export class TrainingOrchestratorModule {
         }),
         DbModule.forRoot(config.DATABASE_URL),
       ],
-      providers: [{ provide: OrchestratorConfig, useValue: config }],
+      controllers: [TrainingJobsController],
+      providers: [
+        { provide: OrchestratorConfig, useValue: config },
+        BlobStore,
+        TrainingJobRepository,
+        JobQueue,
+        TrainingDataSource,
+        TrainingJobsService,
+        JobLifecycleService,
+        AbandonedJobsWatcher,
+      ],
     };
   }
 }

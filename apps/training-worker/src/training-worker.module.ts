@@ -1,7 +1,10 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { BackendInfo } from '@trainyard/engine';
+import { BlobStore } from '@trainyard/messaging';
 import { ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
 import { TrainingWorkerConfig } from './config/training-worker.config';
+import { JobRunner } from './training/job-runner';
+import { TrainingQueueConsumer } from './training/training-queue.consumer';
 
 /** Consumes training jobs with TensorFlow.js, writes checkpoints and reports events. */
 @Module({})
@@ -11,15 +14,18 @@ export class TrainingWorkerModule {
       module: TrainingWorkerModule,
       imports: [
         ServiceRuntimeModule.forRoot({ name: 'training-worker', config, workQueues: ['training'] }),
-        WorkerPresenceModule.forRoot({
-          kind: 'training',
-          instance: config.INSTANCE_ID,
-          backend: backend.name,
-          gpu: backend.gpu,
-          started_at: new Date().toISOString(),
-        }),
+        WorkerPresenceModule.forRoot(
+          {
+            kind: 'training',
+            instance: config.INSTANCE_ID,
+            backend: backend.name,
+            gpu: backend.gpu,
+            started_at: new Date().toISOString(),
+          },
+          { requireGpu: config.REQUIRE_GPU },
+        ),
       ],
-      providers: [{ provide: TrainingWorkerConfig, useValue: config }],
+      providers: [{ provide: TrainingWorkerConfig, useValue: config }, BlobStore, JobRunner, TrainingQueueConsumer],
     };
   }
 }

@@ -8,6 +8,8 @@ export * from './registry/files.messages';
 export * from './registry/metrics-log.messages';
 export * from './registry/models.messages';
 export * from './registry/resolve-model.messages';
+export * from './registry/record-checkpoint.messages';
 export * from './health/health.messages';
 export * from './streams';
 export * from './subjects';
+export * from './training/training-jobs.messages';

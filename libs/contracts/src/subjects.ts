@@ -27,6 +27,23 @@ import type {
   ModelRecord,
 } from './registry/models.messages';
 import type { ResolveModelReply, ResolveModelRequest } from './registry/resolve-model.messages';
+import type { GetModelRequest, RecordCheckpointRequest } from './registry/record-checkpoint.messages';
+import type {
+  CancelTrainingJob,
+  ClaimJobReply,
+  ClaimJobRequest,
+  CompleteJobRequest,
+  CreateJobReply,
+  CreateRlJobRequest,
+  CreateSftJobRequest,
+  JobEventsAppended,
+  JobProgress,
+  JobProgressReply,
+  JobRequest,
+  ListJobEventsRequest,
+  TrainingEventRecord,
+  TrainingJobRecord,
+} from './training/training-jobs.messages';
 
 /**
  * A request/reply subject together with the types of its request and reply, so both sides
@@ -85,9 +102,27 @@ export const Subjects = {
     /** The file's bytes, parked as a blob for the caller to take. */
     getFileContent: rpc<FileRequest, FileContentReply>('registry.file.content.v1'),
     deleteFile: rpc<FileRequest, DeleteFileReply>('registry.file.delete.v1'),
+    getModel: rpc<GetModelRequest, ModelRecord>('registry.model.get.v1'),
+    /** A training job's new checkpoint, step = newest + 1, exactly once per job. */
+    recordCheckpoint: rpc<RecordCheckpointRequest, CheckpointRecord>('registry.checkpoint.record.v1'),
   },
   training: {
     healthCheck: rpc<Empty, ServiceHealthReport>('training.health.check.v1'),
+    createRlJob: rpc<CreateRlJobRequest, CreateJobReply>('training.job.create.v1'),
+    createSftJob: rpc<CreateSftJobRequest, CreateJobReply>('training.sft-job.create.v1'),
+    getJob: rpc<JobRequest, TrainingJobRecord>('training.job.get.v1'),
+    listEvents: rpc<ListJobEventsRequest, Page<TrainingEventRecord>>('training.job.events.list.v1'),
+    cancelJob: rpc<JobRequest, TrainingJobRecord>('training.job.cancel.v1'),
+    /** Worker to orchestrator: may this worker run the job it pulled? */
+    claimJob: rpc<ClaimJobRequest, ClaimJobReply>('training.job.claim.v1'),
+    /** Worker to orchestrator: training_started and gradient_step, stored once each. */
+    reportProgress: rpc<JobProgress, JobProgressReply>('training.job.progress.v1'),
+    /** Worker to orchestrator: the outcome; idempotent. */
+    completeJob: rpc<CompleteJobRequest, TrainingJobRecord>('training.job.complete.v1'),
+    /** Every training worker listens; the one running the job aborts it. */
+    cancelRequested: event<CancelTrainingJob>('training.job.cancel-requested.v1'),
+    /** `${name}.${job_id}`: an event of that job was stored. */
+    eventsAppended: event<JobEventsAppended>('training.job.events.v1'),
   },
   health: {
     healthCheck: rpc<Empty, ServiceHealthReport>('health.health.check.v1'),

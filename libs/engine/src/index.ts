@@ -27,3 +27,4 @@ export * from './training/experimental-config';
 export * from './training/trainer';
 export * from './grammar';
 export * from './tools';
+export * from './training/art-trajectories';

@@ -9,6 +9,8 @@ import {
   writePeftAdapter,
 } from '@trainyard/engine';
 import type { InstalledBaseModel } from '../base-models/base-models.service';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ARTIFACT_STORE, artifactKeys, ArtifactStore } from './artifact-store';
 
 /** Where a checkpoint's adapter was stored, as its row records it. */
@@ -38,6 +40,21 @@ export class AdapterFiles {
     );
     const weights = files.find((f) => f.name === ADAPTER_WEIGHTS_FILE);
     if (!weights) throw new Error(`Adapter ${adapterPath} was written without ${ADAPTER_WEIGHTS_FILE}`);
+    return { adapterPath, adapterSha256: weights.sha256 };
+  }
+
+  /**
+   * A trained adapter's files, stored under the checkpoint's key. A directory left there by an
+   * earlier attempt that died before its row was written is replaced (no row refers to it).
+   */
+  async writeTrained(modelId: string, checkpointId: string, files: { name: string; data: Uint8Array }[]): Promise<StoredAdapter> {
+    const adapterPath = artifactKeys.adapter(modelId, checkpointId);
+    await this.store.remove(adapterPath);
+    const stored = await this.store.putDirectory(adapterPath, async (dir) => {
+      for (const file of files) await writeFile(join(dir, file.name), file.data);
+    });
+    const weights = stored.find((f) => f.name === ADAPTER_WEIGHTS_FILE);
+    if (!weights) throw ServiceError.invalid(`The adapter has no ${ADAPTER_WEIGHTS_FILE}`);
     return { adapterPath, adapterSha256: weights.sha256 };
   }
 

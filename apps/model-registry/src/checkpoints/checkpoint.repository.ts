@@ -46,6 +46,20 @@ export class CheckpointRepository {
   }
 
   /**
+   * A training job's checkpoint at the model's next step (never reused), with the job's id as
+   * its own: under the model's row lock, a second request for the same job finds the first.
+   */
+  async createNext(modelId: string, id: string, adapter: { adapterPath: string; adapterSha256: string }, metrics: Record<string, number>): Promise<CheckpointRow> {
+    return this.prisma.$transaction(async (tx) => {
+      await tx.$queryRaw`SELECT id FROM models WHERE id = ${modelId}::uuid FOR UPDATE`;
+      const existing = await tx.checkpoint.findFirst({ where: { id, modelId } });
+      if (existing) return existing;
+      const model = await tx.model.update({ where: { id: modelId }, data: { lastStep: { increment: 1 } } });
+      return tx.checkpoint.create({ data: { id, modelId, step: model.lastStep, metrics, ...adapter } });
+    });
+  }
+
+  /**
    * Deletes the given steps unless that would leave the model with none. The model row is
    * locked for the check and the delete, so two concurrent deletes cannot each leave the
    * other's last checkpoint and together empty the model.

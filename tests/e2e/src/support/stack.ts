@@ -108,6 +108,17 @@ export class Stack {
     return exited;
   }
 
+  /** SIGKILL: the process dies mid-work, as in a crash or an OOM kill. */
+  async killApp(name: AppName): Promise<void> {
+    const child = this.processes.get(name);
+    if (!child) return;
+    this.processes.delete(name);
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
   async stop(): Promise<void> {
     await Promise.all([...this.processes.keys()].map((name) => this.stopApp(name)));
     await this.dropDatabase();

@@ -1,0 +1,136 @@
+import { Injectable } from '@nestjs/common';
+import { Prisma, PrismaService } from '@trainyard/db';
+import type { TrainingEventType, TrainingJobStatus, TrainingJobType } from '@trainyard/contracts';
+import { decodePayload, encodePayload } from './payload-codec';
+
+export interface JobRow {
+  id: string;
+  entityId: string;
+  modelId: string;
+  type: TrainingJobType;
+  status: TrainingJobStatus;
+  payload: unknown;
+  experimentalConfig: unknown;
+  errorMessage: string | null;
+  checkpointStep: number | null;
+  cancelRequested: boolean;
+  createdAt: Date;
+  trainingStart: Date | null;
+  trainingEnd: Date | null;
+}
+
+export interface EventRow {
+  id: string;
+  seq: bigint;
+  jobId: string;
+  type: string;
+  data: unknown;
+  createdAt: Date;
+}
+
+export interface NewJob {
+  entityId: string;
+  modelId: string;
+  type: TrainingJobType;
+  payload: unknown;
+  experimentalConfig: unknown;
+}
+
+const TERMINAL: TrainingJobStatus[] = ['succeeded', 'failed', 'cancelled'];
+
+/** Training jobs and their events. Every state change is a conditional update, so racing writers cannot both win. */
+@Injectable()
+export class TrainingJobRepository {
+  constructor(private readonly prisma: PrismaService) {}
+
+  create(job: NewJob): Promise<JobRow> {
+    return this.prisma.trainingJob.create({
+      data: {
+        entityId: job.entityId,
+        modelId: job.modelId,
+        type: job.type,
+        payload: encodePayload(job.payload) as unknown as Prisma.InputJsonValue,
+        experimentalConfig: (job.experimentalConfig ?? Prisma.JsonNull) as Prisma.InputJsonValue,
+      },
+    });
+  }
+
+  async find(id: string): Promise<JobRow | null> {
+    const row = await this.prisma.trainingJob.findUnique({ where: { id } });
+    return row && { ...row, payload: decodePayload(row.payload) };
+  }
+
+  /** The job without its (large) payload. */
+  findSummary(id: string): Promise<Omit<JobRow, 'payload'> | null> {
+    return this.prisma.trainingJob.findUnique({ where: { id }, omit: { payload: true } });
+  }
+
+  /** The oldest unfinished job of a model: the only one of that model that may be queued for a worker. */
+  head(modelId: string): Promise<Omit<JobRow, 'payload'> | null> {
+    return this.prisma.trainingJob.findFirst({
+      where: { modelId, status: { in: ['queued', 'running'] } },
+      orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+      omit: { payload: true },
+    });
+  }
+
+  /** Models with jobs still to run: their heads are (re)published at start. */
+  async modelsWithQueuedJobs(): Promise<string[]> {
+    const rows = await this.prisma.trainingJob.findMany({ where: { status: 'queued' }, distinct: ['modelId'], select: { modelId: true } });
+    return rows.map((r) => r.modelId);
+  }
+
+  /** queued -> running; or running -> running again when a worker died and JetStream redelivered. */
+  async claim(id: string, allowRestart: boolean): Promise<boolean> {
+    const { count } = await this.prisma.trainingJob.updateMany({
+      where: { id, cancelRequested: false, status: allowRestart ? { in: ['queued', 'running'] } : 'queued' },
+      data: { status: 'running', trainingStart: new Date() },
+    });
+    return count === 1;
+  }
+
+  /** Moves an unfinished job to a final state; false if it already was final. */
+  async finish(
+    id: string,
+    status: TrainingJobStatus,
+    fields: { errorMessage?: string; checkpointStep?: number } = {},
+    onlyFrom?: TrainingJobStatus,
+  ): Promise<boolean> {
+    const { count } = await this.prisma.trainingJob.updateMany({
+      where: { id, status: onlyFrom ?? { notIn: TERMINAL } },
+      data: { status, trainingEnd: new Date(), errorMessage: withoutNul(fields.errorMessage) ?? null, checkpointStep: fields.checkpointStep ?? null },
+    });
+    return count === 1;
+  }
+
+  async requestCancel(id: string): Promise<void> {
+    await this.prisma.trainingJob.updateMany({ where: { id, status: { notIn: TERMINAL } }, data: { cancelRequested: true } });
+  }
+
+  /** Stores an event once per dedupe key: a redelivered report adds nothing. */
+  async appendEvent(jobId: string, type: TrainingEventType, data: Record<string, unknown>, dedupeKey: string): Promise<boolean> {
+    const rows = await this.prisma.$executeRaw`
+      INSERT INTO job_events (id, job_id, type, data, dedupe_key)
+      VALUES (gen_random_uuid(), ${jobId}::uuid, ${type}, ${withoutNul(JSON.stringify(data))}::jsonb, ${dedupeKey})
+      ON CONFLICT (job_id, dedupe_key) DO NOTHING`;
+    return rows === 1;
+  }
+
+  findEvent(jobId: string, eventId: string): Promise<EventRow | null> {
+    return this.prisma.jobEvent.findFirst({ where: { id: eventId, jobId } });
+  }
+
+  /** Oldest first, strictly after `afterSeq`; one extra row tells whether more follow. */
+  events(jobId: string, limit: number, afterSeq?: bigint): Promise<EventRow[]> {
+    return this.prisma.jobEvent.findMany({
+      where: { jobId, ...(afterSeq === undefined ? {} : { seq: { gt: afterSeq } }) },
+      orderBy: { seq: 'asc' },
+      take: limit + 1,
+    });
+  }
+}
+
+/** jsonb and text columns refuse NUL; an error message may quote sampled text that has one. */
+function withoutNul<T extends string | undefined>(text: T): T {
+  return (text === undefined ? text : text.split(String.fromCharCode(0)).join('').split('\\u0000').join('')) as T;
+}

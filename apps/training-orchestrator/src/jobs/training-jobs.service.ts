@@ -1,0 +1,160 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  CallerScope,
+  CreateJobReply,
+  CreateRlJobRequest,
+  CreateSftJobRequest,
+  JobRequest,
+  ListJobEventsRequest,
+  ModelRecord,
+  Page,
+  ServiceError,
+  Subjects,
+  TrainingEventRecord,
+  TrainingEventType,
+  TrainingJobRecord,
+  TERMINAL_JOB_STATUSES,
+} from '@trainyard/contracts';
+import { BlobStore, NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import { mapArtTrajectoryGroups, parseSftJsonl, validateExperimentalConfig, validateSftConfig } from '@trainyard/engine/wire';
+import { JSONCodec, NatsConnection } from 'nats';
+import { TrainingDataSource } from '../data/training-data.source';
+import { issueAt, pathToLoc } from './issues';
+import { JobQueue } from './job-queue';
+import { toEventRecord, toJobRecord } from './job-record';
+import { JobRow, TrainingJobRepository } from './training-job.repository';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const appended = JSONCodec<{ job_id: string }>();
+
+/** What a job stores for its worker, beside the model identity. */
+export interface JobPayload {
+  model_name: string;
+  entity_name: string;
+  groups?: unknown;
+  conversations?: unknown;
+  experimental_config: Record<string, unknown> | null;
+  config?: Record<string, unknown> | null;
+}
+
+/** Creation (everything validated before a job exists), reads and cancellation of training jobs. */
+@Injectable()
+export class TrainingJobsService {
+  constructor(
+    private readonly jobs: TrainingJobRepository,
+    private readonly queue: JobQueue,
+    private readonly rpc: RpcClient,
+    private readonly blobs: BlobStore,
+    private readonly data: TrainingDataSource,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+  ) {}
+
+  async createRl(request: CreateRlJobRequest): Promise<CreateJobReply> {
+    const model = await this.ownedModel(request, request.model_id);
+    const raw = await this.blobs.takeJson(request.trajectory_groups);
+    const { errors } = validateExperimentalConfig(request.experimental_config);
+    const { groups, issues } = mapArtTrajectoryGroups(raw);
+    const problems = [
+      ...errors.map((e) => issueAt(['body', 'experimental_config', e.key], `experimental_config.${e.key} ${e.message}`)),
+      ...issues.map((i) => issueAt(pathToLoc(i.path), `${i.path} ${i.message}`)),
+    ];
+    if (problems.length > 0) throw ServiceError.validation(problems);
+    return this.store(request, model, 'rl', { model_name: modelName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config });
+  }
+
+  async createSft(request: CreateSftJobRequest): Promise<CreateJobReply> {
+    const model = await this.ownedModel(request, request.model_id);
+    const problems = validateSftConfig(request.config).errors.map((e) =>
+      issueAt(['body', 'config', e.key], `config.${e.key} ${e.message}`),
+    );
+    for (const key of Object.keys(request.experimental_config ?? {})) {
+      problems.push(issueAt(['body', 'experimental_config', key], `experimental_config.${key} is not supported for SFT jobs (use config)`));
+    }
+    if (problems.length > 0) throw ServiceError.validation(problems);
+    const text = await this.data.read(request, request.training_data_url);
+    const { conversations, issues } = parseSftJsonl(text);
+    if (issues.length > 0) {
+      throw ServiceError.validation(
+        issues.slice(0, 20).map((i) => issueAt(['body', 'training_data_url'], `training data ${i.path} ${i.message}`)),
+      );
+    }
+    return this.store(request, model, 'sft', { model_name: modelName(model), entity_name: request.entity_name, conversations, config: request.config, experimental_config: null });
+  }
+
+  async get(request: JobRequest): Promise<TrainingJobRecord> {
+    return toJobRecord(await this.owned(request));
+  }
+
+  async listEvents(request: ListJobEventsRequest): Promise<Page<TrainingEventRecord>> {
+    const job = await this.owned(request);
+    let afterSeq: bigint | undefined;
+    if (request.after !== undefined) {
+      const after = UUID.test(request.after) ? await this.jobs.findEvent(job.id, request.after) : null;
+      if (!after) throw ServiceError.invalid(`after: ${request.after} is not an event of training job ${job.id}`, 'after');
+      afterSeq = after.seq;
+    }
+    const rows = await this.jobs.events(job.id, request.limit, afterSeq);
+    const data = rows.slice(0, request.limit).map(toEventRecord);
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > request.limit };
+  }
+
+  /**
+   * A queued job is cancelled at once; a running one is flagged, and its worker stops
+   * between steps and reports it (no checkpoint). Cancelling a cancelled job is a no-op.
+   */
+  async cancel(request: JobRequest): Promise<TrainingJobRecord> {
+    const job = await this.owned(request);
+    if (job.status === 'succeeded' || job.status === 'failed') {
+      throw ServiceError.conflict(`Training job ${job.id} already ${job.status}; it cannot be cancelled`);
+    }
+    if (job.status !== 'cancelled') {
+      await this.jobs.requestCancel(job.id);
+      if (await this.jobs.finish(job.id, 'cancelled', { errorMessage: CANCELLED }, 'queued')) {
+        await this.recordFinalEvent(job.id, 'cancelled', CANCELLED);
+        await this.queue.advance(job.modelId);
+      } else {
+        this.nc.publish(Subjects.training.cancelRequested.name, JSONCodec().encode({ job_id: job.id }));
+      }
+    }
+    return toJobRecord((await this.jobs.findSummary(job.id)) as JobRow);
+  }
+
+  /** Appends an event once per dedupe key and wakes whoever streams this job's events. */
+  async appendEvent(jobId: string, type: TrainingEventType, data: Record<string, unknown>, dedupeKey: string): Promise<void> {
+    if (await this.jobs.appendEvent(jobId, type, data, dedupeKey)) {
+      this.nc.publish(`${Subjects.training.eventsAppended.name}.${jobId}`, appended.encode({ job_id: jobId }));
+    }
+  }
+
+  /** The one final event of a job: training_ended on success, training_failed otherwise. */
+  async recordFinalEvent(jobId: string, status: string, errorMessage: string | null): Promise<void> {
+    if (status === 'succeeded') await this.appendEvent(jobId, 'training_ended', {}, 'final');
+    else await this.appendEvent(jobId, 'training_failed', { error_message: errorMessage ?? `training job ${status}` }, 'final');
+  }
+
+  private async store(scope: CallerScope, model: ModelRecord, type: 'rl' | 'sft', payload: JobPayload): Promise<CreateJobReply> {
+    const job = await this.jobs.create({ entityId: scope.entity_id, modelId: model.id, type, payload, experimentalConfig: payload.experimental_config });
+    await this.queue.advance(model.id);
+    return { id: job.id };
+  }
+
+  private ownedModel(scope: CallerScope, modelId: string): Promise<ModelRecord> {
+    return this.rpc.request(Subjects.registry.getModel, { entity_id: scope.entity_id, entity_name: scope.entity_name, model_id: modelId });
+  }
+
+  private async owned(request: JobRequest): Promise<Omit<JobRow, 'payload'>> {
+    const job = UUID.test(request.job_id) ? await this.jobs.findSummary(request.job_id) : null;
+    if (!job || job.entityId !== request.entity_id) throw ServiceError.notFound(`Training job ${request.job_id} not found`);
+    return job;
+  }
+}
+
+export const CANCELLED = 'Training job was cancelled';
+
+export function isTerminal(status: string): boolean {
+  return (TERMINAL_JOB_STATUSES as readonly string[]).includes(status);
+}
+
+function modelName(model: ModelRecord): string {
+  return `wandb-artifact:///${model.entity}/${model.project}/${model.name}`;
+}

@@ -1,0 +1,65 @@
+import { Test, TestingModule } from '@nestjs/testing';
+import { DbModule, PrismaService } from '@trainyard/db';
+import { ProcessHealthModule } from '@trainyard/runtime';
+import { createTestDatabase } from '@trainyard/testing';
+import { TrainingJobRepository } from '../src/jobs/training-job.repository';
+
+describe('training jobs against real Postgres', () => {
+  let db: { url: string; drop(): Promise<void> };
+  let moduleRef: TestingModule;
+  let jobs: TrainingJobRepository;
+  let entityId: string;
+  let modelId: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    moduleRef = await Test.createTestingModule({ imports: [ProcessHealthModule, DbModule.forRoot(db.url)], providers: [TrainingJobRepository] }).compile();
+    jobs = moduleRef.get(TrainingJobRepository);
+    const prisma = moduleRef.get(PrismaService);
+    entityId = (await prisma.entity.create({ data: { name: 'acme' } })).id;
+    modelId = (await prisma.model.create({ data: { entityId, project: 'p', name: 'm', baseModel: 'b' } })).id;
+  });
+
+  afterAll(async () => {
+    await moduleRef?.close();
+    await db?.drop();
+  });
+
+  const create = (payload: unknown = { model_name: 'x', text: 'nul \u0000 inside' }) =>
+    jobs.create({ entityId, modelId, type: 'rl', payload, experimentalConfig: null });
+
+  it('stores a payload jsonb could not hold, and reads it back', async () => {
+    const job = await create();
+    expect((await jobs.find(job.id))?.payload).toEqual({ model_name: 'x', text: 'nul \u0000 inside' });
+  });
+
+  it('lets one claim win; restarts a running job only on redelivery', async () => {
+    const job = await create();
+    const claims = await Promise.all([jobs.claim(job.id, false), jobs.claim(job.id, false), jobs.claim(job.id, false)]);
+    expect(claims.filter(Boolean)).toHaveLength(1);
+    expect(await jobs.claim(job.id, false)).toBe(false);
+    expect(await jobs.claim(job.id, true)).toBe(true);
+    expect(await jobs.finish(job.id, 'succeeded', { checkpointStep: 1 })).toBe(true);
+    expect(await jobs.claim(job.id, true)).toBe(false);
+    expect(await jobs.finish(job.id, 'failed')).toBe(false);
+  });
+
+  it('keeps each job in line behind its model head', async () => {
+    const first = await jobs.head(modelId);
+    expect(first?.status).toBe('queued');
+    const later = await create();
+    expect((await jobs.head(modelId))?.id).not.toBe(later.id);
+  });
+
+  it('stores an event once per dedupe key, oldest first', async () => {
+    const job = await create();
+    expect(await jobs.appendEvent(job.id, 'training_started', { num_sequences: 2 }, 'started')).toBe(true);
+    expect(await jobs.appendEvent(job.id, 'training_started', { num_sequences: 2 }, 'started')).toBe(false);
+    for (const step of [1, 2, 1, 2]) await jobs.appendEvent(job.id, 'gradient_step', { loss: step }, `step:${step}`);
+    await jobs.appendEvent(job.id, 'training_ended', {}, 'final');
+    const events = await jobs.events(job.id, 100);
+    expect(events.map((e) => e.type)).toEqual(['training_started', 'gradient_step', 'gradient_step', 'training_ended']);
+    const after = await jobs.events(job.id, 1, events[1].seq);
+    expect(after.map((e) => e.type)).toEqual(['gradient_step', 'training_ended']);
+  });
+});

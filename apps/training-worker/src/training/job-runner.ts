@@ -1,0 +1,147 @@
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { ClaimedJob, ServiceError, Subjects } from '@trainyard/contracts';
+import {
+  ADAPTER_CONFIG_FILE,
+  ADAPTER_WEIGHTS_FILE,
+  LoadedModel,
+  loadModel,
+  LoraTrainer,
+  OnStep,
+  PeftAdapter,
+  readPeftAdapter,
+  RLTrajectoryGroup,
+  SftConversation,
+  validateExperimentalConfig,
+  validateSftConfig,
+  writePeftAdapter,
+} from '@trainyard/engine';
+import { BlobStore, RpcClient } from '@trainyard/messaging';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** What the orchestrator stored for the job (see the orchestrator's JobPayload). */
+interface JobPayload {
+  groups?: RLTrajectoryGroup[];
+  conversations?: SftConversation[];
+  experimental_config: Record<string, unknown> | null;
+  config?: Record<string, unknown> | null;
+}
+
+/** Why a job stopped early: a user's cancel, or this worker shutting down (the job is redelivered). */
+export class JobInterrupted extends Error {
+  constructor(readonly reason: 'cancelled' | 'shutdown') {
+    super(`training ${reason}`);
+  }
+}
+
+/**
+ * Trains one claimed job: the base model plus the model's newest adapter, RL or SFT, each
+ * gradient step reported as it happens; then the new adapter is recorded by the registry
+ * (exactly once per job) and its step returned.
+ */
+@Injectable()
+export class JobRunner implements OnModuleDestroy {
+  private readonly logger = new Logger(JobRunner.name);
+  /** The last base model loaded: consecutive jobs of one model skip the load. */
+  private loaded?: LoadedModel;
+
+  constructor(
+    private readonly rpc: RpcClient,
+    private readonly blobs: BlobStore,
+  ) {}
+
+  onModuleDestroy(): void {
+    this.loaded?.dispose();
+    this.loaded = undefined;
+  }
+
+  async run(job: ClaimedJob, signal: AbortSignal, onCancelRequested: () => void): Promise<number> {
+    const payload = (await this.blobs.takeJson(job.payload)) as JobPayload;
+    const scope = { entity_id: job.entity_id, entity_name: job.entity_name };
+    const source = await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: job.model_name });
+    if (!source.adapter_path) throw new Error(`${job.model_name} resolved to no adapter`);
+    const lm = await this.model(source.base_model_dir);
+    const current = await readPeftAdapter(source.adapter_path, lm.config);
+    const trainer = new LoraTrainer(lm, current.spec, current.tensors);
+    try {
+      const report = async (kind: 'started', num_sequences: number) => {
+        const reply = await this.rpc.request(Subjects.training.reportProgress, { job_id: job.job_id, kind, num_sequences });
+        if (reply.cancel_requested) onCancelRequested();
+      };
+      const onStep: OnStep = async (metrics, step) => {
+        const reply = await this.rpc.request(Subjects.training.reportProgress, { job_id: job.job_id, kind: 'step', step, metrics });
+        if (reply.cancel_requested) onCancelRequested();
+      };
+      if (job.type === 'rl') {
+        const { config, errors } = validateExperimentalConfig(payload.experimental_config);
+        if (errors.length > 0) throw new Error(errors.map((e) => `${e.key} ${e.message}`).join('; '));
+        const plan = trainer.planRl(payload.groups ?? [], config);
+        await report('started', plan.numSequences);
+        const referenceAdapter = await this.klReference(job, scope, config, source.step ?? 0, lm);
+        await trainer.trainRl(plan, config, onStep, signal, { referenceAdapter });
+      } else {
+        const { config, errors } = validateSftConfig(payload.config);
+        if (errors.length > 0) throw new Error(errors.map((e) => `${e.key} ${e.message}`).join('; '));
+        const conversations = payload.conversations ?? [];
+        await report('started', trainer.planSft(conversations, config).numSequences);
+        await trainer.trainSft(conversations, config, onStep, signal);
+      }
+      if (signal.aborted) throw signal.reason;
+      return await this.record(job, scope, { baseModel: source.base_model, spec: current.spec, tensors: trainer.exportAdapter() });
+    } finally {
+      trainer.dispose();
+    }
+  }
+
+  /** The KL penalty's reference adapter, when experimental_config names one. */
+  private async klReference(
+    job: ClaimedJob,
+    scope: { entity_id: string; entity_name: string },
+    config: ReturnType<typeof validateExperimentalConfig>['config'],
+    step: number,
+    lm: LoadedModel,
+  ): Promise<{ spec: PeftAdapter['spec']; tensors: PeftAdapter['tensors'] } | undefined> {
+    let path: string | null = config.klRefAdapterPath;
+    const refStep = config.klPenaltyReferenceStep ?? (config.klPenaltyStepLag !== null ? Math.max(0, step - config.klPenaltyStepLag) : null);
+    if (refStep !== null) {
+      path = (await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: `${job.model_name}:step${refStep}` })).adapter_path;
+    }
+    if (!path) return undefined;
+    const adapter = await readPeftAdapter(path, lm.config);
+    return { spec: adapter.spec, tensors: adapter.tensors };
+  }
+
+  private async record(job: ClaimedJob, scope: { entity_id: string; entity_name: string }, adapter: PeftAdapter): Promise<number> {
+    const dir = await mkdtemp(join(tmpdir(), 'trainyard-adapter-'));
+    try {
+      await writePeftAdapter(dir, adapter);
+      const files = [];
+      for (const name of [ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE]) {
+        files.push({ name, content: await this.blobs.put(await readFile(join(dir, name))) });
+      }
+      const checkpoint = await this.rpc.request(
+        Subjects.registry.recordCheckpoint,
+        { ...scope, model_id: job.model_id, job_id: job.job_id, files, metrics: {} },
+        { timeoutMs: 60_000 },
+      );
+      this.logger.log(`job ${job.job_id}: checkpoint step ${checkpoint.step} recorded`);
+      return checkpoint.step;
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  private async model(dir: string): Promise<LoadedModel> {
+    if (this.loaded?.dir === dir) return this.loaded;
+    this.loaded?.dispose();
+    this.loaded = undefined;
+    this.loaded = await loadModel(dir);
+    return this.loaded;
+  }
+}
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof ServiceError) return err.message;
+  return err instanceof Error ? err.message : String(err);
+}

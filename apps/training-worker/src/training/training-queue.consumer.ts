@@ -1,0 +1,132 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { CancelTrainingJob, ClaimedJob, CompleteJobRequest, resolveWorkQueue, Subjects, TrainingWorkItem, WorkQueues } from '@trainyard/contracts';
+import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import { JsMsg, JSONCodec, NatsConnection, Subscription } from 'nats';
+import { TrainingWorkerConfig } from '../config/training-worker.config';
+import { errorMessage, JobInterrupted, JobRunner } from './job-runner';
+
+const items = JSONCodec<TrainingWorkItem>();
+const cancellations = JSONCodec<CancelTrainingJob>();
+/** Tells JetStream the job is still being worked on, well within the queue's ack wait. */
+const HEARTBEAT_MS = 5_000;
+
+/**
+ * Pulls one training job at a time from the durable work queue. The message stays
+ * unacknowledged while the job runs (kept alive by heartbeats), so if this process dies
+ * JetStream redelivers it and another worker restarts the job; it is acknowledged only once
+ * the outcome is stored by the orchestrator.
+ */
+@Injectable()
+export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(TrainingQueueConsumer.name);
+  private stopping = false;
+  private consuming?: Promise<void>;
+  private cancelSubscription?: Subscription;
+  private current?: { jobId: string; abort: AbortController };
+
+  constructor(
+    @Inject(TrainingWorkerConfig) private readonly config: TrainingWorkerConfig,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly rpc: RpcClient,
+    private readonly runner: JobRunner,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.cancelSubscription = this.nc.subscribe(Subjects.training.cancelRequested.name, {
+      callback: (err, msg) => {
+        if (!err) this.cancel(cancellations.decode(msg.data).job_id);
+      },
+    });
+    this.consuming = this.consume();
+  }
+
+  /** Stops the running job without reporting it: its message goes back to the queue for another worker. */
+  async onModuleDestroy(): Promise<void> {
+    this.stopping = true;
+    this.cancelSubscription?.unsubscribe();
+    this.current?.abort.abort(new JobInterrupted('shutdown'));
+    await this.consuming;
+  }
+
+  private cancel(jobId: string): void {
+    if (this.current?.jobId === jobId && !this.current.abort.signal.aborted) {
+      this.logger.log(`job ${jobId}: cancel requested`);
+      this.current.abort.abort(new JobInterrupted('cancelled'));
+    }
+  }
+
+  private async consume(): Promise<void> {
+    const spec = resolveWorkQueue(WorkQueues.training, this.config.JETSTREAM_PREFIX);
+    while (!this.stopping) {
+      try {
+        const consumer = await this.nc.jetstream().consumers.get(spec.stream, spec.consumer);
+        while (!this.stopping) {
+          const message = await consumer.next({ expires: 1_000 });
+          if (message) await this.handle(message);
+        }
+      } catch (err) {
+        if (this.stopping) return;
+        this.logger.warn(`training queue unavailable (${(err as Error).message}); retrying`);
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+    }
+  }
+
+  private async handle(message: JsMsg): Promise<void> {
+    const { job_id } = items.decode(message.data);
+    const heartbeat = setInterval(() => message.working(), HEARTBEAT_MS);
+    try {
+      const claim = await this.rpc.request(Subjects.training.claimJob, {
+        job_id,
+        worker: this.config.INSTANCE_ID,
+        redelivered: message.redelivered,
+      });
+      if (claim.action === 'skip') {
+        this.logger.log(`job ${job_id}: skipped (${claim.reason})`);
+        message.ack();
+        return;
+      }
+      const outcome = await this.train(claim.job);
+      if (!outcome) {
+        message.nak();
+        return;
+      }
+      await this.rpc.request(Subjects.training.completeJob, outcome);
+      message.ack();
+    } catch (err) {
+      // The orchestrator or registry could not be reached: try the job again later, backing off.
+      this.logger.error(`job ${job_id}: ${errorMessage(err)}; it will be redelivered`);
+      message.nak(Math.min(60_000, 5_000 * 2 ** (message.info.redeliveryCount - 1)));
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  /** The job's outcome, or undefined when this worker is shutting down and the job must run elsewhere. */
+  private async train(job: ClaimedJob): Promise<CompleteJobRequest | undefined> {
+    const abort = new AbortController();
+    this.current = { jobId: job.job_id, abort };
+    const started = Date.now();
+    try {
+      const step = await this.runner.run(job, abort.signal, () => this.cancel(job.job_id));
+      this.logger.log(`job ${job.job_id}: succeeded in ${Date.now() - started} ms`);
+      return { job_id: job.job_id, outcome: 'succeeded', checkpoint_step: step };
+    } catch (err) {
+      const reason = abort.signal.reason;
+      if (reason instanceof JobInterrupted) {
+        return reason.reason === 'cancelled' ? { job_id: job.job_id, outcome: 'cancelled' } : undefined;
+      }
+      if (isInfrastructure(err)) throw err;
+      this.logger.warn(`job ${job.job_id}: failed: ${errorMessage(err)}`);
+      return { job_id: job.job_id, outcome: 'failed', error_message: errorMessage(err) };
+    } finally {
+      this.current = undefined;
+    }
+  }
+}
+
+/** NATS timeouts and missing services are retried; anything else is the job's own failure. */
+function isInfrastructure(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  return code === 'timeout' || code === 'unavailable';
+}

@@ -1,0 +1,121 @@
+import type { BlobRef } from '../registry/blob-ref';
+import type { CallerScope } from '../registry/models.messages';
+
+export type TrainingJobType = 'rl' | 'sft';
+export type TrainingJobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+
+export const TERMINAL_JOB_STATUSES: readonly TrainingJobStatus[] = ['succeeded', 'failed', 'cancelled'];
+
+/** GET /v1/preview/training-jobs/{id} (api.md, our decision). */
+export interface TrainingJobRecord {
+  id: string;
+  object: 'training_job';
+  type: TrainingJobType;
+  model_id: string;
+  status: TrainingJobStatus;
+  /** ISO 8601. */
+  created_at: string;
+  training_start: string | null;
+  training_end: string | null;
+  error_message: string | null;
+  checkpoint_step: number | null;
+}
+
+export type TrainingEventType = 'training_started' | 'gradient_step' | 'training_ended' | 'training_failed';
+
+export const TERMINAL_EVENT_TYPES: readonly TrainingEventType[] = ['training_ended', 'training_failed'];
+
+export interface TrainingEventRecord {
+  id: string;
+  type: TrainingEventType;
+  data: Record<string, unknown>;
+  /** ISO 8601. */
+  created_at: string;
+}
+
+/** POST /v1/preview/training-jobs: the groups travel as a blob (they run to megabytes). */
+export interface CreateRlJobRequest extends CallerScope {
+  model_id: string;
+  trajectory_groups: BlobRef;
+  experimental_config: Record<string, unknown> | null;
+}
+
+/** POST /v1/preview/sft-training-jobs. */
+export interface CreateSftJobRequest extends CallerScope {
+  model_id: string;
+  /** An uploaded file id (/v1/files) or an http(s) URL. */
+  training_data_url: string;
+  config: Record<string, unknown> | null;
+  experimental_config: Record<string, unknown> | null;
+}
+
+export interface CreateJobReply {
+  id: string;
+}
+
+export interface JobRequest extends CallerScope {
+  job_id: string;
+}
+
+export interface ListJobEventsRequest extends CallerScope {
+  job_id: string;
+  /** Id of the last event already seen. */
+  after?: string;
+  limit: number;
+}
+
+/** Published (no reply) on `${TRAINING_EVENTS_PREFIX}.${job_id}` after each event is stored: a wake-up for SSE relays. */
+export interface JobEventsAppended {
+  job_id: string;
+}
+
+// ---------------------------------------------------------------- work queue and worker
+
+/** The work-queue message: only the id. The job itself is claimed from the orchestrator. */
+export interface TrainingWorkItem {
+  job_id: string;
+}
+
+export interface ClaimJobRequest {
+  job_id: string;
+  /** Worker instance, for logs. */
+  worker: string;
+  /** True when JetStream redelivers (the previous holder died): a running job is then restarted. */
+  redelivered: boolean;
+}
+
+/** What a worker needs to train a job. */
+export interface ClaimedJob {
+  job_id: string;
+  type: TrainingJobType;
+  model_id: string;
+  entity_id: string;
+  entity_name: string;
+  /** `wandb-artifact:///{entity}/{project}/{name}`: resolves to the base model and the newest adapter. */
+  model_name: string;
+  /** RL: { groups: RLTrajectoryGroup[], experimental_config }; SFT: { conversations, config }; parked as a blob. */
+  payload: BlobRef;
+}
+
+export type ClaimJobReply =
+  | { action: 'run'; job: ClaimedJob }
+  /** Finished, cancelled, or already held by a live worker: acknowledge the message and drop it. */
+  | { action: 'skip'; reason: string };
+
+export type JobProgress =
+  | { job_id: string; kind: 'started'; num_sequences: number }
+  | { job_id: string; kind: 'step'; step: number; metrics: Record<string, number> };
+
+export interface JobProgressReply {
+  cancel_requested: boolean;
+}
+
+export type CompleteJobRequest =
+  | { job_id: string; outcome: 'succeeded'; checkpoint_step: number }
+  | { job_id: string; outcome: 'failed'; error_message: string }
+  | { job_id: string; outcome: 'cancelled' };
+
+/** Every training worker listens; the one running the job aborts it between steps. */
+export interface CancelTrainingJob {
+  job_id: string;
+}
