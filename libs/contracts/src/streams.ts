@@ -10,11 +10,14 @@ export interface WorkQueueSpec {
   subject: string;
   /** Durable consumer the workers share. */
   consumer: string;
+  /** How long a worker may hold a message without acking or saying it is still working. */
+  ackWaitMs?: number;
 }
 
 export const WorkQueues = {
   inference: { stream: 'INFERENCE_WORK', subject: 'work.inference.v1', consumer: 'inference-workers' },
-  training: { stream: 'TRAINING_WORK', subject: 'work.training.v1', consumer: 'training-workers' },
+  // Training workers heartbeat every few seconds: a crashed one's job is redelivered soon.
+  training: { stream: 'TRAINING_WORK', subject: 'work.training.v1', consumer: 'training-workers', ackWaitMs: 20_000 },
 } as const satisfies Record<string, WorkQueueSpec>;
 
 export type WorkQueueName = keyof typeof WorkQueues;
@@ -22,9 +25,5 @@ export type WorkQueueName = keyof typeof WorkQueues;
 /** The concrete stream name and subject for a deployment's prefix ('' in production). */
 export function resolveWorkQueue(spec: WorkQueueSpec, prefix: string): WorkQueueSpec {
   if (!prefix) return spec;
-  return {
-    stream: `${prefix.toUpperCase()}_${spec.stream}`,
-    subject: `${prefix.toLowerCase()}.${spec.subject}`,
-    consumer: spec.consumer,
-  };
+  return { ...spec, stream: `${prefix.toUpperCase()}_${spec.stream}`, subject: `${prefix.toLowerCase()}.${spec.subject}` };
 }

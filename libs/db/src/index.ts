@@ -1,3 +1,4 @@
 export * from './db.module';
+export * from './packed-json';
 export * from './prisma.service';
 export * from './generated/prisma/client';

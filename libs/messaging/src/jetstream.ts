@@ -21,7 +21,7 @@ export async function ensureWorkQueue(
   settings: Partial<WorkQueueSettings> = {},
 ): Promise<WorkQueueSpec> {
   const spec = resolveWorkQueue(base, prefix);
-  const { ackWaitMs, maxDeliver } = { ...DEFAULT_SETTINGS, ...settings };
+  const { ackWaitMs, maxDeliver } = { ...DEFAULT_SETTINGS, ...(spec.ackWaitMs ? { ackWaitMs: spec.ackWaitMs } : {}), ...settings };
   const jsm = await nc.jetstreamManager();
   const stream = {
     name: spec.stream,
@@ -43,7 +43,15 @@ export async function ensureWorkQueue(
     ack_wait: ackWaitMs * 1_000_000,
     max_deliver: maxDeliver,
   };
-  await addIgnoringRace(() => jsm.consumers.add(spec.stream, consumer));
+  const existing = await jsm.consumers.info(spec.stream, spec.consumer).catch((err) => {
+    if (isNotFound(err)) return null;
+    throw err;
+  });
+  if (!existing) await addIgnoringRace(() => jsm.consumers.add(spec.stream, consumer));
+  else if (existing.config.ack_wait !== consumer.ack_wait || existing.config.max_deliver !== consumer.max_deliver) {
+    // A deployment that changed its settings: bring the durable consumer along.
+    await jsm.consumers.update(spec.stream, spec.consumer, { ack_wait: consumer.ack_wait, max_deliver: consumer.max_deliver });
+  }
   return spec;
 }
 

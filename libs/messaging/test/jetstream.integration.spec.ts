@@ -30,6 +30,14 @@ describe('work queues on a real JetStream', () => {
     expect(consumers.map((c) => c.name)).toEqual(['training-workers']);
   });
 
+  it('takes the ack wait of the queue spec, and updates an existing consumer to it', async () => {
+    const jsm = await nc.jetstreamManager();
+    const spec = await ensureWorkQueue(nc, WorkQueues.training, 'acks', { ackWaitMs: 90_000 });
+    expect((await jsm.consumers.info(spec.stream, spec.consumer)).config.ack_wait).toBe(90_000 * 1_000_000);
+    await ensureWorkQueue(nc, WorkQueues.training, 'acks');
+    expect((await jsm.consumers.info(spec.stream, spec.consumer)).config.ack_wait).toBe((WorkQueues.training.ackWaitMs as number) * 1_000_000);
+  });
+
   it('counts pending work and removes it once a worker acknowledges it', async () => {
     const spec = await ensureWorkQueue(nc, WorkQueues.inference, 'itest');
     const js = nc.jetstream();

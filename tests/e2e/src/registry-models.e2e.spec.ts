@@ -158,6 +158,14 @@ describe('model registry, end to end over HTTP', () => {
       expect(metrics['train/reward']).toBe(2);
     });
 
+    it('logs sampled text that PostgreSQL jsonb could not hold as is (a NUL character)', async () => {
+      const groups = [{ trajectories: [{ reward: 3, messages_and_choices: [{ role: 'assistant', content: 'a\u0000b' }] }] }];
+      const res = await call('POST', `/v1/preview/models/${model.id}/log`, acme, { split: 'nul', trajectory_groups: groups });
+      expect(res.status).toBe(200);
+      const newest = await checkpoints(acme, model.id, '?limit=1&order=desc');
+      expect(newest.body.data[0].metrics['nul/reward']).toBe(3);
+    });
+
     it('pages checkpoints in both orders, with has_more right on every page and an empty page past the end', async () => {
       // Training adds checkpoints; here the registry's own store is seeded through the database.
       const steps = await seedCheckpoints(stack, model.id, [1, 2, 3, 4]);

@@ -37,7 +37,12 @@ export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
 
   async admit(): Promise<void> {
     await this.polledOnce;
-    const ready = this.workers.filter((w) => w.ready);
+    let ready = this.workers.filter((w) => w.ready);
+    // A worker may have come up since the last poll (a fresh stack): look again before refusing.
+    if (ready.length === 0) {
+      await this.poll();
+      ready = this.workers.filter((w) => w.ready);
+    }
     if (ready.length === 0) {
       throw new ServiceError(ErrorCode.Unavailable, 'No inference worker is running', { retryAfterSeconds: 5 });
     }

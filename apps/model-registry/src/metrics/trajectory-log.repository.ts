@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { PrismaService } from '@trainyard/db';
+import { packJson, PrismaService } from '@trainyard/db';
 
 @Injectable()
 export class TrajectoryLogRepository {
@@ -18,7 +18,7 @@ export class TrajectoryLogRepository {
   ): Promise<void> {
     await this.prisma.$transaction([
       this.prisma.trajectoryLog.create({
-        data: { modelId: checkpoint.modelId, step: checkpoint.step, split, groups: groups as object },
+        data: { modelId: checkpoint.modelId, step: checkpoint.step, split, groups: packJson(groups) as object },
       }),
       this.prisma.$executeRaw`UPDATE checkpoints SET metrics = metrics || ${JSON.stringify(metrics)}::jsonb WHERE id = ${checkpoint.id}::uuid`,
     ]);

@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { Prisma, PrismaService } from '@trainyard/db';
+import { Prisma, PrismaService, unpackJson, packJson } from '@trainyard/db';
 import type { TrainingEventType, TrainingJobStatus, TrainingJobType } from '@trainyard/contracts';
-import { decodePayload, encodePayload } from './payload-codec';
 
 export interface JobRow {
   id: string;
@@ -49,7 +48,7 @@ export class TrainingJobRepository {
         entityId: job.entityId,
         modelId: job.modelId,
         type: job.type,
-        payload: encodePayload(job.payload) as unknown as Prisma.InputJsonValue,
+        payload: packJson(job.payload) as unknown as Prisma.InputJsonValue,
         experimentalConfig: (job.experimentalConfig ?? Prisma.JsonNull) as Prisma.InputJsonValue,
       },
     });
@@ -57,7 +56,7 @@ export class TrainingJobRepository {
 
   async find(id: string): Promise<JobRow | null> {
     const row = await this.prisma.trainingJob.findUnique({ where: { id } });
-    return row && { ...row, payload: decodePayload(row.payload) };
+    return row && { ...row, payload: unpackJson(row.payload) };
   }
 
   /** The job without its (large) payload. */

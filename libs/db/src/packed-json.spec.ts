@@ -1,14 +1,14 @@
-import { decodePayload, encodePayload } from './payload-codec';
+import { unpackJson, packJson } from './packed-json';
 
-describe('job payload codec', () => {
+describe('packed JSON columns', () => {
   it('round-trips values jsonb would refuse (NUL characters)', () => {
     const payload = { groups: [{ trajectories: [{ messagesAndChoices: [{ role: 'user', content: 'a\u0000b' }] }] }] };
-    const stored = encodePayload(payload);
+    const stored = packJson(payload);
     expect(JSON.stringify(stored)).not.toContain('\\u0000');
-    expect(decodePayload(stored)).toEqual(payload);
+    expect(unpackJson(stored)).toEqual(payload);
   });
 
   it('passes through a payload stored without the envelope', () => {
-    expect(decodePayload({ model_name: 'x' })).toEqual({ model_name: 'x' });
+    expect(unpackJson({ model_name: 'x' })).toEqual({ model_name: 'x' });
   });
 });
