@@ -14,8 +14,10 @@ ARG NODE_IMAGE=node:20.20-bookworm-slim
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-# tfjs-node-gpu (optional) is left out: only the GPU image has the CUDA libraries it needs.
-RUN npm ci --omit=optional --no-audit --no-fund
+# `npm install`, not `npm ci`: the lockfile (npm 11) lists only linux-x64's optional binaries,
+# which `npm ci` refuses; the versions are still the locked ones. Optional dependencies stay
+# in: Nx and esbuild (tsx) need their platform binaries to build.
+RUN npm install --no-audit --no-fund
 
 # ---- build every app with Nx, and the embedded default model ---------------------------------
 FROM deps AS build
@@ -29,7 +31,7 @@ RUN PRISMA_SCHEMA_ENGINE_BINARY="$(command -v node)" npx prisma generate \
 FROM ${NODE_IMAGE} AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
+RUN npm install --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 
 # ---- what every runtime image shares --------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime

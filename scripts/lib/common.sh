@@ -31,11 +31,14 @@ apt_install() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
-# Installs node modules when they are missing or older than the lockfile.
+# Installs node modules when they are missing or older than the lockfile. `npm install`
+# rather than `npm ci`: npm 11.19 writes lockfiles that list only this platform's optional
+# binaries (@swc/core-*, sass-embedded-*), and `npm ci` then refuses them as out of sync.
+# The versions installed are still the locked ones.
 ensure_node_modules() {
   if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    say "installing node modules (npm ci)"
-    npm ci --no-audit --no-fund --loglevel=error
+    say "installing node modules"
+    npm install --no-audit --no-fund --loglevel=error
   fi
 }
 
