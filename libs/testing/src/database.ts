@@ -41,10 +41,20 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
   };
 }
 
+/** Test files run in parallel workers: one makes the template while the others wait. */
+const TEMPLATE_LOCK = 7_316_001;
+
 async function ensureTemplate(): Promise<void> {
-  const exists = await admin(async (db) => (await db.query('SELECT 1 FROM pg_database WHERE datname = $1', [TEMPLATE])).rowCount);
-  if (exists) return;
-  const url = withDatabase(testServerUrl(), TEMPLATE);
-  execFileSync(process.execPath, [join(ROOT, 'scripts/db.mjs'), 'create-db', url], { stdio: 'inherit' });
-  execFileSync(process.execPath, [join(ROOT, 'scripts/db.mjs'), 'migrate', url], { stdio: 'ignore' });
+  await admin(async (db) => {
+    await db.query('SELECT pg_advisory_lock($1)', [TEMPLATE_LOCK]);
+    try {
+      const exists = (await db.query('SELECT 1 FROM pg_database WHERE datname = $1', [TEMPLATE])).rowCount;
+      if (exists) return;
+      const url = withDatabase(testServerUrl(), TEMPLATE);
+      execFileSync(process.execPath, [join(ROOT, 'scripts/db.mjs'), 'create-db', url], { stdio: 'inherit' });
+      execFileSync(process.execPath, [join(ROOT, 'scripts/db.mjs'), 'migrate', url], { stdio: 'ignore' });
+    } finally {
+      await db.query('SELECT pg_advisory_unlock($1)', [TEMPLATE_LOCK]);
+    }
+  });
 }
