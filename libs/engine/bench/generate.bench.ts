@@ -113,7 +113,13 @@ included in the decode figures; prefill is one ${PREFILL_TOKENS}-token prompt (b
 ${rows}
 
 The machine is shared with other build and test jobs: figures move a lot between runs
-(see the run log below when present), so compare runs made on an idle machine.
+(see the optimisation log at the end when present), so compare runs made close together.
+
+Where a batch-8 decode step goes (CPU profile of the decode loop, prompts of 24-80 tokens,
+about 140 ms per step under moderate load): XNNPACK's GEMM for the weight matMuls 48 %, the
+batched attention matMuls (tfjs-wasm runs batched matMuls as a scalar loop, about 1.4 GMAC/s)
+28 %, the KV-cache concat (a JS copy loop in tfjs-wasm) 3.5 %, greedy sampling in JS 4 %,
+garbage collection 3 %, the rest tfjs dispatch.
 
 ## What mattered
 
@@ -131,6 +137,16 @@ The machine is shared with other build and test jobs: figures move a lot between
   row: K and V are never tiled.
 - One KV cache for the whole batch: rows grow by one column per step together; padding from
   joins is masked, and the cache is compacted when padding exceeds a quarter of its width.
+- Peak memory: one tf.tidy per decoder block. Without it every intermediate of all 30 layers
+  lived until the end of the forward pass (about 12 MB per layer for a 128-token prompt), and
+  the wasm heap, which never shrinks, grew from 1.19 GB after the first join to 1.39 GB after
+  eight (prompts of 24-80 tokens). With it the heap stays at 1.13 GB: the weights (0.51 GB)
+  plus XNNPACK's packed copy of them, made on first use. See the optimisation log for the
+  before/after peak RSS.
+- Loading: each HF weight is transposed straight into its columns of the fused [in, out]
+  buffer (no stacked [out, in] copy in between).
+- Prefill attends one KV head at a time with plain 2-D matMuls (XNNPACK) instead of one batched
+  matMul (scalar loop); decoding keeps the batched form (24 tiny groups at batch 8).
 
 ## What did not help
 
@@ -139,9 +155,25 @@ The machine is shared with other build and test jobs: figures move a lot between
   which Node's Worker rejects), so wasm stays on one of the two cores.
 - Transposed or batched matMuls for the projections (see above): XNNPACK's fast path only
   covers plain 2-D matMuls against a constant weight.
+- Computing y^T = W x^T (HF layout as the left operand, the 8 activation rows packed as the
+  "weight") to fill XNNPACK's row tiles at batch 8: not faster than x W^T in a micro-benchmark
+  (run under load, so only a coarse comparison).
+- Faster decode attention from another operand layout: q k^T, q (k^T), k q^T, p v, p (v^T)^T
+  all took the same time (0.41-0.45 ms for 24 groups x 3 queries x 128 keys); every batched
+  matMul runs the same scalar loop. Not tried, by estimate: per-group 2-D matMuls (as in
+  prefill) would add about 100 dispatches per layer at batch 8, and one block-diagonal 2-D
+  matMul does 24x the work.
+- Not tried: a preallocated or tiled KV cache. The per-step concat it would remove is 3.5 % of
+  a decode step at these lengths (profile above), while attending over two pieces costs extra
+  dispatches; it would matter for much longer sequences.
+- Building the one-hot targets as float32 directly, to skip a cast of [63, 49152]:
+  \`tf.oneHot(..., 'float32')\` on wasm returns the int32 bit patterns (1.4e-45), not 1.0.
 `;
+  // Keep the sections other benchmarks write (Training, and whatever follows it).
+  const previous = fs.existsSync(DOC) ? fs.readFileSync(DOC, 'utf8') : '';
+  const at = previous.indexOf('\n## Training\n');
   fs.mkdirSync(path.dirname(DOC), { recursive: true });
-  fs.writeFileSync(DOC, doc);
+  fs.writeFileSync(DOC, at >= 0 ? doc + previous.slice(at) : doc);
   console.log(`wrote ${DOC}`);
 }
 

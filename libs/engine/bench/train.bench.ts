@@ -144,10 +144,17 @@ frozen weights (the base weights get no weight gradients); LoRA and attention FL
 out, so the ratio slightly understates the work. The peak is the best of plain 2-D matMuls
 ([64|256, 576] x [576, 1536|960], 512^3) timed here just before.
 
-What the step relies on: every projection a plain 2-D matMul; frozen projections keep a
-[out, in] copy so their backward is dy W, again a plain matMul (FrozenLinear.enableBackward);
-LoRA A and B held transposed ([in, r], [r, out]) for the same reason; log-probabilities in
-chunks against the lm_head; no weight gradients for the base model.
+What the step relies on: every projection a plain 2-D matMul; the frozen projections'
+backward reuses the one stored [in, out] weight, dx = (W^T dy^T)^T, a plain 2-D matMul plus two
+transposes of activations (FrozenLinear.enableBackward; no second [out, in] copy of the weights,
+nor XNNPACK's packed copy of it); with LoRA adapters, projection and adapters share one
+custom gradient written out by hand, so tfjs saves (and on wasm copies) only the projection's
+input for the backward pass; the registered BatchMatMul gradient transposes its 2-D operands
+explicitly so the remaining 2-D gradients stay on XNNPACK's fast path; attention
+over the 64 positions one KV head at a time with 2-D matMuls; AdamW as a JS loop over the
+2.4 M LoRA numbers instead of ~16 tfjs ops per parameter; LoRA A and B held transposed
+([in, r], [r, out]); log-probabilities in chunks against the lm_head; no weight gradients for
+the base model.
 `;
   let doc = fs.existsSync(DOC) ? fs.readFileSync(DOC, 'utf8') : '# Engine benchmarks\n';
   const at = doc.indexOf('\n## Training\n');

@@ -81,16 +81,18 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint): LlamaMo
   /** Several HF linears [out_i, in] stacked along out, stored transposed [in, sum out]. */
   const linear = (prefix: string, parts: LinearPart[], inFeatures: number, bias: boolean) => {
     const out = parts.reduce((s, p) => s + p.outFeatures, 0);
-    const stacked = new Float32Array(out * inFeatures);
+    // Each part is transposed straight into its columns of the final [in, out] buffer: one
+    // tensor-sized read buffer at a time, no stacked [out, in] copy.
+    const transposed = new Float32Array(out * inFeatures);
     const biases = bias ? new Float32Array(out) : null;
     let row = 0;
     for (const p of parts) {
       const name = prefix ? `${prefix}.${p.name}` : p.name;
-      stacked.set(checkpoint.read(`${name}.weight`, [p.outFeatures, inFeatures]).data, row * inFeatures);
+      transposeInto(checkpoint.read(`${name}.weight`, [p.outFeatures, inFeatures]).data, p.outFeatures, inFeatures, transposed, out, row);
       if (biases) biases.set(checkpoint.read(`${name}.bias`, [p.outFeatures]).data, row);
       row += p.outFeatures;
     }
-    const weightT = tf.tensor2d(transpose2d(stacked, out, inFeatures), [inFeatures, out]);
+    const weightT = tf.tensor2d(transposed, [inFeatures, out]);
     const l = new FrozenLinear(parts, inFeatures, weightT, biases ? tf.tensor1d(biases) : null);
     linears.push(l);
     return l;
@@ -146,5 +148,25 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint): LlamaMo
     for (const t of created) t.dispose();
     for (const l of linears) l.dispose();
     throw err;
+  }
+}
+
+/**
+ * Writes the transpose of `values` ([rows, cols]) into `out`, a row-major matrix of `outCols`
+ * columns, from column `colOffset` on: out[c][colOffset + r] = values[r][c]. Puts several HF
+ * [out_i, in] weights side by side in one [in, sum out] buffer without a stacked copy.
+ */
+function transposeInto(values: Float32Array, rows: number, cols: number, out: Float32Array, outCols: number, colOffset: number): void {
+  const block = 64;
+  for (let r0 = 0; r0 < rows; r0 += block) {
+    for (let c0 = 0; c0 < cols; c0 += block) {
+      const rEnd = Math.min(r0 + block, rows);
+      const cEnd = Math.min(c0 + block, cols);
+      for (let r = r0; r < rEnd; r++) {
+        const src = r * cols;
+        const dst = colOffset + r;
+        for (let c = c0; c < cEnd; c++) out[c * outCols + dst] = values[src + c];
+      }
+    }
   }
 }

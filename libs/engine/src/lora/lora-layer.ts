@@ -13,6 +13,12 @@ import { AdapterTensors, LORA_TARGETS, LoraSpec, LoraTarget, loraTargetShape, lo
  * into B^T, one multiply fewer per projection per decoded token.
  */
 export class LoraLayer implements LinearAdapter {
+  /**
+   * Tells FrozenLinear that forward(x) is exactly (x aT) bT, times scaleFactor when set, so
+   * that during training it can give projection and adapter one fused gradient.
+   */
+  readonly lowRank = true;
+
   constructor(
     readonly target: LoraTarget,
     readonly layer: number,
@@ -23,6 +29,11 @@ export class LoraLayer implements LinearAdapter {
     /** alpha / r, or null when it is already folded into bT. */
     private readonly scale: tf.Scalar | null,
   ) {}
+
+  /** alpha / r as a scalar tensor, or null when it is folded into bT. */
+  get scaleFactor(): tf.Scalar | null {
+    return this.scale;
+  }
 
   forward(x: tf.Tensor2D): tf.Tensor2D {
     const delta = tf.matMul(tf.matMul(x, this.aT), this.bT) as tf.Tensor2D;

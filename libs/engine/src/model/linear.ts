@@ -8,6 +8,18 @@ export interface LinearAdapter {
   forward(x: tf.Tensor2D): tf.Tensor2D;
 }
 
+/** An adapter whose forward(x) is (x aT) bT, times scaleFactor when set (LoraLayer). */
+interface LowRankAdapter extends LinearAdapter {
+  readonly lowRank: true;
+  readonly aT: tf.Tensor2D;
+  readonly bT: tf.Tensor2D;
+  readonly scaleFactor: tf.Scalar | null;
+}
+
+function isLowRank(adapter: LinearAdapter): adapter is LowRankAdapter {
+  return (adapter as Partial<LowRankAdapter>).lowRank === true;
+}
+
 export interface LinearPart {
   /** HF module name, e.g. "q_proj"; adapters are attached by it. */
   name: string;
@@ -19,14 +31,17 @@ export interface LinearPart {
  * (q|k|v, gate|up) so one 2-D matMul replaces three: per-op dispatch dominates on wasm.
  *
  * The weight is stored transposed, [in, out], because matMul with transposeB leaves
- * XNNPACK's fast path. For training, enableBackward() keeps the HF-layout copy [out, in] and
- * the backward pass becomes dx = dy W, again a plain 2-D matMul. Adapters are added per part,
- * so LoRA on q, k, v works on the fused projection without unfusing it.
+ * XNNPACK's fast path. For training, enableBackward() gives the projection a custom gradient
+ * that reuses the same copy: dx = dy W = (W^T dy^T)^T, a plain 2-D matMul with the stored
+ * [in, out] weight as the left operand and dy^T (small: [out, tokens]) as the right one, plus
+ * two cheap transposes of activations. No second [out, in] copy of the weights (nor its
+ * XNNPACK-packed twin) is kept. Adapters are added per part, so LoRA on q, k, v works on the
+ * fused projection without unfusing it.
  */
 export class FrozenLinear {
   readonly outFeatures: number;
   private readonly adapters = new Map<string, LinearAdapter>();
-  private weight: tf.Tensor2D | null = null;
+  private backward = false;
 
   constructor(
     readonly parts: LinearPart[],
@@ -42,10 +57,10 @@ export class FrozenLinear {
   }
 
   forward(x: tf.Tensor2D): tf.Tensor2D {
-    const y = this.weight ? this.projectWithFastGrad(x) : this.project(x);
+    if (this.backward && this.adapters.size > 0 && [...this.adapters.values()].every(isLowRank)) return this.forwardWithFusedGrad(x);
+    const y = this.backward ? this.projectWithFastGrad(x) : this.project(x);
     if (this.adapters.size === 0) return y;
-    const deltas = this.parts.map((p) => this.adapters.get(p.name)?.forward(x) ?? tf.zeros([x.shape[0], p.outFeatures]));
-    return tf.add(y, deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1));
+    return this.addAdapters(x, y);
   }
 
   setAdapter(partName: string, adapter: LinearAdapter | null): void {
@@ -54,14 +69,13 @@ export class FrozenLinear {
     else this.adapters.delete(partName);
   }
 
-  /** Keeps a [out, in] copy so gradients w.r.t. the input avoid a transposed matMul. */
+  /** Gives the projection a gradient w.r.t. its input that avoids a transposed matMul. */
   enableBackward(): void {
-    if (!this.weight) this.weight = tf.keep(tf.transpose(this.weightT));
+    this.backward = true;
   }
 
   disableBackward(): void {
-    this.weight?.dispose();
-    this.weight = null;
+    this.backward = false;
   }
 
   dispose(): void {
@@ -74,11 +88,62 @@ export class FrozenLinear {
     return (this.bias ? tf.fused.matMul({ a: x, b: this.weightT, bias: this.bias }) : tf.matMul(x, this.weightT)) as tf.Tensor2D;
   }
 
+  private addAdapters(x: tf.Tensor2D, y: tf.Tensor2D): tf.Tensor2D {
+    const deltas = this.parts.map((p) => this.adapters.get(p.name)?.forward(x) ?? tf.zeros([x.shape[0], p.outFeatures]));
+    return tf.add(y, deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1));
+  }
+
+  /**
+   * Training with LoRA adapters: projection and adapters as one custom gradient. The value is
+   * computed exactly as without it; the backward pass is written out by hand. Inside a custom
+   * gradient tfjs records nothing on its tape, so none of the ~10 intermediate tensors per
+   * projection is copied for the backward pass (the wasm backend copies every saved tensor),
+   * and only x is kept.
+   */
+  private forwardWithFusedGrad(x: tf.Tensor2D): tf.Tensor2D {
+    const weightT = this.weightT;
+    const adapters = this.parts.map((p) => this.adapters.get(p.name) as LowRankAdapter | undefined);
+    const factors = adapters.flatMap((a) => (a ? [a.aT, a.bT] : []));
+    const sizes = this.parts.map((p) => p.outFeatures);
+    const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+      const input = args[0] as tf.Tensor2D;
+      const save = args[args.length - 1] as tf.GradSaveFunc;
+      save([input]);
+      return {
+        value: this.addAdapters(input, this.project(input)),
+        gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
+          tf.tidy(() => {
+            const g = dy as tf.Tensor2D;
+            const xs = saved[0] as tf.Tensor2D;
+            // dx through the frozen weight: (W^T dy^T)^T, a plain 2-D matMul.
+            let dx = tf.transpose(tf.matMul(weightT, tf.transpose(g))) as tf.Tensor2D;
+            const xT = tf.transpose(xs) as tf.Tensor2D;
+            const gs = sizes.length === 1 ? [g] : (tf.split(g, sizes, 1) as tf.Tensor2D[]);
+            const grads: tf.Tensor[] = [];
+            adapters.forEach((a, i) => {
+              if (!a) return;
+              // delta = s (x aT) bT: with gs = s dy_part, dbT = h^T gs, dh = gs bT^T, daT = x^T dh.
+              const gScaled = a.scaleFactor ? (tf.mul(gs[i], a.scaleFactor) as tf.Tensor2D) : gs[i];
+              const h = tf.matMul(xs, a.aT);
+              const dbT = tf.matMul(tf.transpose(h) as tf.Tensor2D, gScaled);
+              const dh = tf.matMul(gScaled, tf.transpose(a.bT) as tf.Tensor2D);
+              const daT = tf.matMul(xT, dh);
+              dx = tf.add(dx, tf.matMul(dh, tf.transpose(a.aT) as tf.Tensor2D));
+              grads.push(daT, dbT);
+            });
+            return [dx, ...grads];
+          }),
+      };
+    });
+    return f(x, ...factors) as tf.Tensor2D;
+  }
+
   private projectWithFastGrad(x: tf.Tensor2D): tf.Tensor2D {
-    const weight = this.weight as tf.Tensor2D;
+    const weightT = this.weightT;
     const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => ({
       value: this.project(args[0] as tf.Tensor2D),
-      gradFunc: (dy: tf.Tensor | tf.Tensor[]) => tf.matMul(dy as tf.Tensor2D, weight),
+      // dx = dy W = (W^T dy^T)^T: plain 2-D matMul against the one stored [in, out] copy.
+      gradFunc: (dy: tf.Tensor | tf.Tensor[]) => tf.tidy(() => tf.transpose(tf.matMul(weightT, tf.transpose(dy as tf.Tensor2D)))),
     }));
     return f(x) as tf.Tensor2D;
   }

@@ -67,20 +67,52 @@ export class Attention {
 
     // Grouped-query attention without tiling K and V: the G query heads that share a KV head
     // become G*T query rows of one [B*KV] batch, so each KV head is read once.
-    const q =
+    const q: tf.Tensor3D =
       T === 1
         ? tf.reshape(qFlat, [B * KV, G, D])
         : tf.reshape(tf.transpose(tf.reshape(qFlat, [B, T, KV, G, D]), [0, 2, 3, 1, 4]), [B * KV, G * T, D]);
-    const scores = tf.matMul(q, tf.reshape(k, [B * KV, S, D]), false, true);
-    const masked = tf.add(tf.reshape(scores, [B, H, T, S]), ctx.mask);
-    const probs = tf.reshape(tf.softmax(masked), [B * KV, G * T, S]);
-    const heads = tf.matMul(probs, tf.reshape(v, [B * KV, S, D]));
+    const attend = attendsPerGroup(B * KV, T) ? attendPerGroup : attendBatched;
+    const heads = attend(q, k, v, ctx.mask, [B, H, T, S]);
     const merged: tf.Tensor2D =
       T === 1
         ? tf.reshape(heads, [N, H * D])
         : tf.reshape(tf.transpose(tf.reshape(heads, [B, KV, G, T, D]), [0, 3, 1, 2, 4]), [N, H * D]);
     return this.o.forward(merged);
   }
+}
+
+/**
+ * Prefill and training (several new tokens, few rows x KV heads) attend one KV head at a time
+ * with 2-D matMuls: batched matMuls run a scalar loop on wasm (0.5-1.5 GMAC/s measured here),
+ * while plain 2-D ones take XNNPACK's fast path, and so do their gradients (training/gradients).
+ * Decoding (one token per row, many small groups) stays batched: the split/concat dispatches
+ * would cost more than they save.
+ */
+function attendsPerGroup(groups: number, T: number): boolean {
+  return T >= 2 && (groups <= 8 || T >= 16);
+}
+
+/** q [B*KV, G*T, D], k and v [B, KV, S, D] -> heads [B*KV, G*T, D]. */
+function attendBatched(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, [B, H, T, S]: number[]): tf.Tensor3D {
+  const [groups, rows, D] = q.shape;
+  const scores = tf.matMul(q, tf.reshape(k, [groups, S, D]), false, true);
+  const masked = tf.add(tf.reshape(scores, [B, H, T, S]), mask);
+  const probs = tf.reshape(tf.softmax(masked), [groups, rows, S]);
+  return tf.matMul(probs, tf.reshape(v, [groups, S, D]));
+}
+
+/** Same as attendBatched, one plain 2-D matMul per group (row x KV head). */
+function attendPerGroup(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, [B, H, T, S]: number[]): tf.Tensor3D {
+  const [groups, rows, D] = q.shape;
+  const qs = groups === 1 ? [tf.reshape(q, [rows, D])] : tf.split(tf.reshape(q, [groups * rows, D]), groups, 0);
+  const ks = groups === 1 ? [tf.reshape(k, [S, D])] : tf.split(tf.reshape(k, [groups * S, D]), groups, 0);
+  const vs = groups === 1 ? [tf.reshape(v, [S, D])] : tf.split(tf.reshape(v, [groups * S, D]), groups, 0);
+  const parts = qs.map((qi, i) => tf.matMul(qi as tf.Tensor2D, tf.transpose(ks[i]) as tf.Tensor2D));
+  const scores = parts.length === 1 ? parts[0] : tf.concat(parts, 0);
+  const probs = tf.reshape(tf.softmax(tf.add(tf.reshape(scores, [B, H, T, S]), mask)), [groups * rows, S]);
+  const ps = groups === 1 ? [probs] : tf.split(probs, groups, 0);
+  const heads = ps.map((pi, i) => tf.matMul(pi as tf.Tensor2D, vs[i] as tf.Tensor2D));
+  return tf.reshape(heads.length === 1 ? heads[0] : tf.concat(heads, 0), [groups, rows, D]);
 }
 
 /** [B, T, KV, D] -> [B, KV, T, D]; a free reshape when T is 1. */
@@ -184,7 +216,14 @@ export class LlamaModel {
     const ctx: StepContext = { batch: B, seqLen: T, cos, sin, mask: step.mask, cache };
 
     let x = this.embed(tokens.flat());
-    for (const block of this.blocks) x = block.forward(x, ctx);
+    // One scope per block: a block's intermediates (about 12 MB per layer for a 128-token
+    // prompt on a 135M model) are freed as soon as it is done instead of at the end of the
+    // whole forward pass, which bounds the wasm heap's high-water mark. Under a gradient tape
+    // this is safe too: tfjs keeps its own clones of what the backward pass needs.
+    for (const block of this.blocks) {
+      const input = x;
+      x = tf.tidy(() => block.forward(input, ctx));
+    }
     cache?.endStep(T);
     if (options.lastOnly && T > 1) {
       x = tf.gather(x, tf.tensor1d(range(B).map((b) => b * T + T - 1), 'int32'));

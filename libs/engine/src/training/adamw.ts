@@ -24,8 +24,14 @@ export const REFERENCE_ADAMW: Required<AdamWOptions> = { beta1: 0.9, beta2: 0.99
  */
 export class AdamW {
   readonly options: Required<AdamWOptions>;
-  private readonly m = new Map<tf.Variable, tf.Variable>();
-  private readonly v = new Map<tf.Variable, tf.Variable>();
+  /**
+   * First and second moments per parameter, in JS memory. The update is a handful of
+   * elementwise operations per parameter; as tfjs ops that is ~16 kernel dispatches per
+   * parameter (6,700 for a 7-target LoRA on 30 layers, about 0.14 s per step on wasm), while a
+   * JS loop over the same 2.4 M numbers takes a few milliseconds.
+   */
+  private readonly m = new Map<tf.Variable, Float32Array>();
+  private readonly v = new Map<tf.Variable, Float32Array>();
   private t = 0;
 
   constructor(options: AdamWOptions = {}) {
@@ -49,37 +55,48 @@ export class AdamW {
   apply(params: tf.Variable[], grads: tf.Tensor[], learningRate: number): number {
     if (params.length !== grads.length) throw new Error(`${params.length} parameters, ${grads.length} gradients`);
     const { beta1, beta2, eps, weightDecay, maxGradNorm } = this.options;
-    const norm = globalNorm(grads);
+    params.forEach((p, i) => {
+      if (!tf.util.arraysEqual(p.shape, grads[i].shape)) throw new Error(`gradient ${i} has shape [${grads[i].shape}], parameter [${p.shape}]`);
+    });
+    const g = grads.map((t) => t.dataSync() as Float32Array);
+    let squares = 0;
+    for (const values of g) for (let j = 0; j < values.length; j++) squares += values[j] * values[j];
+    const norm = Math.sqrt(squares);
     // torch: clip_coef = max_norm / (total_norm + 1e-6), applied only when below 1.
     const clip = maxGradNorm && norm > maxGradNorm ? maxGradNorm / (norm + 1e-6) : 1;
     this.t += 1;
     const correction1 = 1 - Math.pow(beta1, this.t);
     const correction2 = 1 - Math.pow(beta2, this.t);
+    const decay = weightDecay ? 1 - learningRate * weightDecay : 1;
     tf.tidy(() => {
       params.forEach((p, i) => {
-        const g = clip === 1 ? grads[i] : tf.mul(grads[i], clip);
+        const gi = g[i];
         const m = this.slot(this.m, p);
         const v = this.slot(this.v, p);
-        m.assign(tf.add(tf.mul(m, beta1), tf.mul(g, 1 - beta1)));
-        v.assign(tf.add(tf.mul(v, beta2), tf.mul(tf.square(g), 1 - beta2)));
-        const update = tf.div(tf.div(m, correction1), tf.add(tf.sqrt(tf.div(v, correction2)), eps));
-        const decayed = weightDecay ? tf.mul(p, 1 - learningRate * weightDecay) : p;
-        p.assign(tf.sub(decayed, tf.mul(update, learningRate)));
+        const current = p.dataSync() as Float32Array;
+        const next = new Float32Array(current.length);
+        for (let j = 0; j < next.length; j++) {
+          const grad = gi[j] * clip;
+          m[j] = beta1 * m[j] + (1 - beta1) * grad;
+          v[j] = beta2 * v[j] + (1 - beta2) * grad * grad;
+          const update = m[j] / correction1 / (Math.sqrt(v[j] / correction2) + eps);
+          next[j] = current[j] * decay - learningRate * update;
+        }
+        p.assign(tf.tensor(next, p.shape, 'float32'));
       });
     });
     return norm;
   }
 
   dispose(): void {
-    for (const s of [...this.m.values(), ...this.v.values()]) s.dispose();
     this.m.clear();
     this.v.clear();
   }
 
-  private slot(slots: Map<tf.Variable, tf.Variable>, p: tf.Variable): tf.Variable {
+  private slot(slots: Map<tf.Variable, Float32Array>, p: tf.Variable): Float32Array {
     let s = slots.get(p);
     if (!s) {
-      s = tf.variable(tf.zerosLike(p), false);
+      s = new Float32Array(p.size);
       slots.set(p, s);
     }
     return s;

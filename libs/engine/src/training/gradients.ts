@@ -31,6 +31,19 @@ function binary(saved: Saved): { a: tf.Tensor; b: tf.Tensor; out: number[] } {
   return { a, b, out: tf.backend_util.assertAndGetBroadcastShape(a.shape, b.shape) };
 }
 
+/** Rank 2, or higher with every batch dimension 1. */
+function isSingleMatrix(x: tf.Tensor): boolean {
+  return x.shape.slice(0, -2).every((n) => n === 1);
+}
+
+/** Swaps the last two axes. */
+function swapLastTwo(x: tf.Tensor): tf.Tensor {
+  const perm = x.shape.map((_, i) => i);
+  perm[perm.length - 2] = perm.length - 1;
+  perm[perm.length - 1] = perm.length - 2;
+  return tf.transpose(x, perm);
+}
+
 const configs: tf.GradConfig[] = [
   {
     kernelName: tf.Add,
@@ -213,6 +226,16 @@ const configs: tf.GradConfig[] = [
       const [a, b] = saved;
       const d = dy as tf.Tensor;
       const { transposeA, transposeB } = attrs as unknown as { transposeA: boolean; transposeB: boolean };
+      if (isSingleMatrix(a) && isSingleMatrix(b)) {
+        // XNNPACK's fast path (wasm) only takes untransposed matMuls with one matrix per side:
+        // transpose the operands explicitly (cheap, they are activations or LoRA factors) so
+        // that every product below stays on it (a transposed matMul is 10-20x slower there).
+        const t = swapLastTwo;
+        if (!transposeA && !transposeB) return { a: () => tf.matMul(d, t(b)), b: () => tf.matMul(t(a), d) };
+        if (!transposeA && transposeB) return { a: () => tf.matMul(d, b), b: () => tf.matMul(t(d), a) };
+        if (transposeA && !transposeB) return { a: () => tf.matMul(b, t(d)), b: () => tf.matMul(a, d) };
+        return { a: () => tf.matMul(t(b), t(d)), b: () => tf.matMul(t(d), t(a)) };
+      }
       if (!transposeA && !transposeB) return { a: () => tf.matMul(d, b, false, true), b: () => tf.matMul(a, d, true, false) };
       if (!transposeA && transposeB) return { a: () => tf.matMul(d, b, false, false), b: () => tf.matMul(d, a, true, false) };
       if (transposeA && !transposeB) return { a: () => tf.matMul(b, d, false, true), b: () => tf.matMul(a, d, false, false) };
