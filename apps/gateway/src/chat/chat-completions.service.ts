@@ -17,6 +17,7 @@ import type { Caller } from '../auth/caller';
 import { GatewayConfig } from '../config/gateway.config';
 import { CompletionAssembler } from './completion-assembler';
 import { ChatCompletionRequest, ChatMessageDto } from './dto/chat-completion.request';
+import { openEventStream } from '../http/event-stream';
 
 const events = JSONCodec<InferenceEvent>();
 const cancellations = JSONCodec<CancelCompletion>();
@@ -87,12 +88,7 @@ export class ChatCompletionsService {
   }
 
   private async stream(subscription: Subscription, assembler: CompletionAssembler, res: Response, includeUsage: boolean): Promise<void> {
-    res.status(200);
-    res.setHeader('content-type', 'text/event-stream; charset=utf-8');
-    res.setHeader('cache-control', 'no-cache');
-    res.setHeader('connection', 'keep-alive');
-    res.setHeader('x-accel-buffering', 'no');
-    res.flushHeaders();
+    openEventStream(res);
     for await (const event of this.events(subscription)) {
       for (const chunk of assembler.apply(event)) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
       if (assembler.done) {

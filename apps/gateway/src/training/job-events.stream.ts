@@ -3,6 +3,7 @@ import { CallerScope, Page, Subjects, TERMINAL_EVENT_TYPES, TrainingEventRecord 
 import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
 import type { Response } from 'express';
 import type { NatsConnection } from 'nats';
+import { openEventStream } from '../http/event-stream';
 
 /** Without a wake-up (a missed NATS message), look again this often anyway. */
 const POLL_MS = 2_000;
@@ -25,12 +26,7 @@ export class JobEventsStream {
 
   /** `first` was fetched before the response was committed, so that a 404 is still a plain 404. */
   async relay(scope: CallerScope, jobId: string, after: string | undefined, first: Page<TrainingEventRecord>, res: Response): Promise<void> {
-    res.status(200);
-    res.setHeader('content-type', 'text/event-stream; charset=utf-8');
-    res.setHeader('cache-control', 'no-cache');
-    res.setHeader('connection', 'keep-alive');
-    res.setHeader('x-accel-buffering', 'no');
-    res.flushHeaders();
+    openEventStream(res);
 
     let closed = false;
     let wake: (() => void) | undefined;

@@ -1,15 +1,4 @@
-import { Type } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { PageQuery } from '../../http/page.query';
 
-/** GET /v1/preview/training-jobs/{id}/events?after&limit */
-export class ListJobEventsQuery {
-  @IsOptional()
-  @IsString()
-  after?: string;
-
-  @Type(() => Number)
-  @IsInt()
-  @Min(1)
-  @Max(100)
-  limit = 20;
-}
+/** GET /v1/preview/training-jobs/{id}/events?after&limit (oldest first). */
+export class ListJobEventsQuery extends PageQuery {}
