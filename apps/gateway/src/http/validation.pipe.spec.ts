@@ -32,6 +32,13 @@ describe('validation pipe', () => {
     ]);
   });
 
+  it('says when the problem is in the query string', async () => {
+    const error: ServiceError = await pipe
+      .transform({ items: [] }, { type: 'query', metatype: Body })
+      .catch((e: ServiceError) => e);
+    expect(error.details.issues?.[0].loc).toEqual(['query', 'name']);
+  });
+
   it('strips unknown fields instead of rejecting them (SDKs send extras)', async () => {
     const value = await validate({ name: 'a', items: [], extra_body: { x: 1 } });
     expect(value).toEqual(Object.assign(new Body(), { name: 'a', items: [] }));

@@ -1,13 +1,26 @@
-import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
 import { ServiceError, ValidationIssue } from '@trainyard/contracts';
 
 /**
  * One global pipe for every request DTO. Unknown fields are stripped rather than
  * rejected (OpenAI SDKs send extra_body keys); every problem is reported as a
- * FastAPI-style `detail` entry whose `loc` names the field.
+ * FastAPI-style `detail` entry whose `loc` names where it is: body, query or path.
  */
+class LocatedValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    try {
+      return await super.transform(value, metadata);
+    } catch (err) {
+      // The exception factory cannot see where the value came from; this can.
+      if (!(err instanceof ServiceError) || !err.details.issues) throw err;
+      const place = metadata.type === 'param' ? 'path' : metadata.type === 'custom' ? 'body' : metadata.type;
+      throw ServiceError.validation(err.details.issues.map((issue) => ({ ...issue, loc: [place, ...issue.loc.slice(1)] })));
+    }
+  }
+}
+
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new LocatedValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: false,
     transform: true,
