@@ -1,6 +1,7 @@
 export * from './chat/chat-completion.messages';
 export * from './errors';
 export * from './headers';
+export * from './ids';
 export * from './registry/base-models.messages';
 export * from './registry/blob-ref';
 export * from './registry/checkpoints.messages';

@@ -4,6 +4,7 @@ import {
   CreateJobReply,
   CreateRlJobRequest,
   CreateSftJobRequest,
+  isUuid,
   JobRequest,
   ListJobEventsRequest,
   ModelRecord,
@@ -24,7 +25,6 @@ import { JobQueue } from './job-queue';
 import { toEventRecord, toJobRecord } from './job-record';
 import { JobRow, TrainingJobRepository } from './training-job.repository';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const appended = JSONCodec<{ job_id: string }>();
 
 /** What a job stores for its worker, beside the model identity. */
@@ -89,7 +89,7 @@ export class TrainingJobsService {
     const job = await this.owned(request);
     let afterSeq: bigint | undefined;
     if (request.after !== undefined) {
-      const after = UUID.test(request.after) ? await this.jobs.findEvent(job.id, request.after) : null;
+      const after = isUuid(request.after) ? await this.jobs.findEvent(job.id, request.after) : null;
       if (!after) throw ServiceError.invalid(`after: ${request.after} is not an event of training job ${job.id}`, 'after');
       afterSeq = after.seq;
     }
@@ -143,7 +143,7 @@ export class TrainingJobsService {
   }
 
   private async owned(request: JobRequest): Promise<Omit<JobRow, 'payload'>> {
-    const job = UUID.test(request.job_id) ? await this.jobs.findSummary(request.job_id) : null;
+    const job = isUuid(request.job_id) ? await this.jobs.findSummary(request.job_id) : null;
     if (!job || job.entityId !== request.entity_id) throw ServiceError.notFound(`Training job ${request.job_id} not found`);
     return job;
   }
