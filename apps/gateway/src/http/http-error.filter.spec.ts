@@ -64,6 +64,11 @@ describe('HttpErrorFilter', () => {
     });
   });
 
+  it("uses OpenAI's own code names where it has them", () => {
+    const res = run(new ServiceError(ErrorCode.Unauthorized, 'Unknown API key'), '/v1/models');
+    expect((res.body as { error: { code: string; type: string } }).error).toMatchObject({ code: 'invalid_api_key', type: 'authentication_error' });
+  });
+
   it('names the field of the first validation issue as OpenAI param', () => {
     const error = ServiceError.validation([{ loc: ['body', 'temperature'], msg: 'must not be greater than 2', type: 'max' }]);
     const res = run(error, '/v1/chat/completions');

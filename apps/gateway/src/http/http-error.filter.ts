@@ -52,6 +52,12 @@ function detailEnvelope(error: ServiceError) {
   return { detail: error.code === ErrorCode.ValidationFailed && error.details.issues ? error.details.issues : error.message };
 }
 
+/** Where OpenAI has its own name for a code, SDK users expect that one. */
+const OPENAI_CODES: Partial<Record<ErrorCode, string>> = {
+  [ErrorCode.Unauthorized]: 'invalid_api_key',
+  [ErrorCode.RateLimited]: 'rate_limit_exceeded',
+};
+
 function openAiEnvelope(error: ServiceError, status: number) {
   const firstIssue = error.details.issues?.[0];
   return {
@@ -59,7 +65,7 @@ function openAiEnvelope(error: ServiceError, status: number) {
       message: error.message,
       type: openAiErrorType(status),
       param: error.details.param ?? (firstIssue ? firstIssue.loc.slice(1).join('.') : null),
-      code: error.code === ErrorCode.ModelNotFound ? 'model_not_found' : error.code,
+      code: OPENAI_CODES[error.code] ?? error.code,
     },
   };
 }
