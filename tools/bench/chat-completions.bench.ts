@@ -10,11 +10,11 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Stack } from '../../tests/e2e/src/support/stack';
+import { median, runBenchmark } from './bench-support';
 
 const { values } = parseArgs({ options: { preset: { type: 'string', default: 'smollm2-135m' }, tokens: { type: 'string', default: '64' } } });
 const preset = values.preset as 'smollm2-135m' | 'tiny';
 const TOKENS = Number(values.tokens);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function streamOnce(client: OpenAI, model: string, extra: Record<string, unknown> = {}) {
   const started = performance.now();
@@ -100,10 +100,4 @@ ${TOKENS}-token greedy completions streamed with the official openai client over
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runBenchmark(main);

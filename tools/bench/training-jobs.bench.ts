@@ -12,6 +12,7 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Stack } from '../../tests/e2e/src/support/stack';
+import { median, runBenchmark } from './bench-support';
 
 const { values } = parseArgs({ options: { preset: { type: 'string', default: 'tiny' }, packed: { type: 'string' } } });
 const preset = values.preset as 'smollm2-135m' | 'tiny';
@@ -23,7 +24,6 @@ const packed = values.packed !== undefined ? Number(values.packed) : preset === 
 const PROMPTS = ['Name a fruit.', 'Say a colour.', 'Give me an animal.', 'Pick a number.'];
 const GROUP_SIZE = 4;
 const ROLLOUT_TOKENS = 16;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (ms: number) => (ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(0)} ms`);
 
 interface Followed {
@@ -41,17 +41,7 @@ async function main() {
     const key = (await stack.createKey('bench')).key;
     const client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0, timeout: 600_000 });
 
-    const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-      const res = await stack.fetch(path, {
-        method,
-        key,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${text}`);
-      return JSON.parse(text) as T;
-    };
+    const api = <T>(method: string, path: string, body?: unknown): Promise<T> => stack.json<T>(method, path, key, body);
 
     // Chat admits work once it has seen an inference worker; this also loads the base model there.
     for (let attempt = 0; ; attempt++) {
@@ -190,10 +180,4 @@ idle worker after a warm-up job.
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runBenchmark(main);

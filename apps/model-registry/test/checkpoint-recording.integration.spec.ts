@@ -1,57 +1,26 @@
-import { Test, TestingModule } from '@nestjs/testing';
-import { DbModule, PrismaService } from '@trainyard/db';
-import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE, makeModel } from '@trainyard/engine';
-import { ProcessHealthModule } from '@trainyard/runtime';
-import { createTestDatabase } from '@trainyard/testing';
+import { TestingModule } from '@nestjs/testing';
+import { PrismaService } from '@trainyard/db';
+import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '@trainyard/engine';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AdapterFiles } from '../src/artifacts/adapter-files';
-import { ARTIFACT_STORE } from '../src/artifacts/artifact-store';
 import { LocalArtifactStore } from '../src/artifacts/local-artifact-store';
-import { BaseModelsService } from '../src/base-models/base-models.service';
 import { CheckpointRepository } from '../src/checkpoints/checkpoint.repository';
-import { RegistryConfig } from '../src/config/registry.config';
-import { ModelRepository } from '../src/models/model.repository';
 import { ModelsService } from '../src/models/models.service';
-
-const BASE = 'trainyard/tiny-chat';
+import { BASE, RegistryFixture, startRegistryFixture } from './support/registry-fixture';
 
 describe('recording a training job checkpoint, against real Postgres and a real disk', () => {
-  let db: { url: string; drop(): Promise<void> };
+  let fixture: RegistryFixture;
   let moduleRef: TestingModule;
-  let root: string;
-  let modelsDir: string;
   let store: LocalArtifactStore;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    root = mkdtempSync(join(tmpdir(), 'registry-artifacts-'));
-    modelsDir = mkdtempSync(join(tmpdir(), 'registry-models-'));
-    makeModel({ preset: 'tiny', out: join(modelsDir, BASE), seed: 0 });
-    store = new LocalArtifactStore(root);
-    const config = Object.assign(new RegistryConfig(), { DATABASE_URL: db.url, MODELS_DIR: modelsDir, ARTIFACT_ROOT: root });
-    moduleRef = await Test.createTestingModule({
-      imports: [ProcessHealthModule, DbModule.forRoot(db.url)],
-      providers: [
-        { provide: RegistryConfig, useValue: config },
-        { provide: ARTIFACT_STORE, useValue: store },
-        BaseModelsService,
-        AdapterFiles,
-        ModelRepository,
-        ModelsService,
-        CheckpointRepository,
-      ],
-    }).compile();
+    fixture = await startRegistryFixture();
+    ({ moduleRef, store } = fixture);
   });
 
-  afterAll(async () => {
-    await moduleRef?.close();
-    await db?.drop();
-    rmSync(root, { recursive: true, force: true });
-    rmSync(modelsDir, { recursive: true, force: true });
-  });
+  afterAll(() => fixture?.close());
 
   it('gives a job exactly one checkpoint at the next step, however often and concurrently it is recorded', async () => {
     const prisma = moduleRef.get(PrismaService);

@@ -1,28 +1,19 @@
-import { Test, TestingModule } from '@nestjs/testing';
+import { TestingModule } from '@nestjs/testing';
 import { ErrorCode, ServiceError } from '@trainyard/contracts';
-import { DbModule, PrismaService } from '@trainyard/db';
-import { makeModel } from '@trainyard/engine';
-import { ProcessHealthModule } from '@trainyard/runtime';
-import { createTestDatabase } from '@trainyard/testing';
+import { PrismaService } from '@trainyard/db';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AdapterFiles } from '../src/artifacts/adapter-files';
-import { ARTIFACT_STORE } from '../src/artifacts/artifact-store';
 import { ArtifactSweeper } from '../src/artifacts/artifact-sweeper';
 import { LocalArtifactStore } from '../src/artifacts/local-artifact-store';
 import { BaseModelsService } from '../src/base-models/base-models.service';
-import { CheckpointRepository } from '../src/checkpoints/checkpoint.repository';
 import { CheckpointsService } from '../src/checkpoints/checkpoints.service';
-import { RegistryConfig } from '../src/config/registry.config';
-import { ModelRepository } from '../src/models/model.repository';
 import { ModelsService } from '../src/models/models.service';
-
-const BASE = 'trainyard/tiny-chat';
+import { BASE, RegistryFixture, startRegistryFixture } from './support/registry-fixture';
 
 describe('registry storage against real Postgres and a real disk', () => {
-  let db: { url: string; drop(): Promise<void> };
+  let fixture: RegistryFixture;
   let moduleRef: TestingModule;
   let root: string;
   let modelsDir: string;
@@ -33,38 +24,15 @@ describe('registry storage against real Postgres and a real disk', () => {
   let entityId: string;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    root = mkdtempSync(join(tmpdir(), 'registry-artifacts-'));
-    modelsDir = mkdtempSync(join(tmpdir(), 'registry-models-'));
-    makeModel({ preset: 'tiny', out: join(modelsDir, BASE), seed: 0 });
-    store = new LocalArtifactStore(root);
-    const config = Object.assign(new RegistryConfig(), { DATABASE_URL: db.url, MODELS_DIR: modelsDir, ARTIFACT_ROOT: root });
-    moduleRef = await Test.createTestingModule({
-      imports: [ProcessHealthModule, DbModule.forRoot(db.url)],
-      providers: [
-        { provide: RegistryConfig, useValue: config },
-        { provide: ARTIFACT_STORE, useValue: store },
-        BaseModelsService,
-        AdapterFiles,
-        ArtifactSweeper,
-        ModelRepository,
-        ModelsService,
-        CheckpointRepository,
-        CheckpointsService,
-      ],
-    }).compile();
+    fixture = await startRegistryFixture([ArtifactSweeper, CheckpointsService]);
+    ({ moduleRef, root, modelsDir, store } = fixture);
     models = moduleRef.get(ModelsService);
     checkpoints = moduleRef.get(CheckpointsService);
     prisma = moduleRef.get(PrismaService);
     entityId = (await prisma.entity.create({ data: { name: 'acme' } })).id;
   });
 
-  afterAll(async () => {
-    await moduleRef?.close();
-    await db?.drop();
-    rmSync(root, { recursive: true, force: true });
-    rmSync(modelsDir, { recursive: true, force: true });
-  });
+  afterAll(() => fixture?.close());
 
   const create = (name: string, returnExisting = true) =>
     models.create({ entity_id: entityId, entity_name: 'acme', entity: null, project: 'p', name, base_model: BASE, return_existing: returnExisting });

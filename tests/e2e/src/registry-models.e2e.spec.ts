@@ -4,13 +4,9 @@ import { cpSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, JSONCodec, NatsConnection } from 'nats';
 import OpenAI from 'openai';
-import { Stack } from './support/stack';
+import { JsonReply, Stack } from './support/stack';
 
-interface Reply<T = Record<string, unknown>> {
-  status: number;
-  body: T;
-  headers: Headers;
-}
+type Reply<T = Record<string, unknown>> = JsonReply<T>;
 
 interface ModelReply {
   id: string;
@@ -37,21 +33,8 @@ describe('model registry, end to end over HTTP', () => {
 
   afterAll(() => stack?.stop(), 60_000);
 
-  async function call<T = Record<string, unknown>>(
-    method: string,
-    path: string,
-    key: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-  ): Promise<Reply<T>> {
-    const res = await stack.fetch(path, {
-      method,
-      key,
-      headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as T, headers: res.headers };
-  }
+  const call = <T = Record<string, unknown>>(method: string, path: string, key: string, body?: unknown, headers: Record<string, string> = {}) =>
+    stack.call<T>(method, path, { key, body, headers });
 
   const createModel = (key: string, fields: Record<string, unknown>, headers?: Record<string, string>) =>
     call<ModelReply>('POST', '/v1/preview/models', key, { entity: null, base_model: BASE, return_existing: true, ...fields }, headers);

@@ -42,31 +42,11 @@ describe('RL jobs raise the reward of fresh rollouts', () => {
     stack.addTinyModel(BASE);
     key = (await stack.createKey('acme')).key;
     client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });
-    // Chat admits work once it has seen an inference worker: wait for that before rollouts.
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await client.chat.completions.create({ model: BASE, messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
-        break;
-      } catch (err) {
-        if (attempt >= 60) throw err;
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    }
   }, 120_000);
 
   afterAll(() => stack?.stop(), 60_000);
 
-  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const res = await stack.fetch(path, {
-      method,
-      key,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${text}`);
-    return JSON.parse(text) as T;
-  }
+  const call = <T>(method: string, path: string, body?: unknown): Promise<T> => stack.json<T>(method, path, key, body);
 
   async function waitForEnd(jobId: string): Promise<TrainingEventRecord[]> {
     const events: TrainingEventRecord[] = [];

@@ -6,16 +6,13 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
-import { Stack } from './support/stack';
+import { JsonReply, Stack } from './support/stack';
 
 // Training jobs through the whole stack, driven the way OpenPipe ART's client drives them:
 // rollouts with the official openai client, RL and SFT jobs, events polled every second,
 // the new checkpoint served at once. Tiny model on wasm, few small groups.
 
-interface Reply<T = Record<string, unknown>> {
-  status: number;
-  body: T;
-}
+type Reply<T = Record<string, unknown>> = JsonReply<T>;
 
 interface Trajectory {
   messages_and_choices: unknown[];
@@ -39,29 +36,12 @@ describe('training jobs, end to end', () => {
     key = (await stack.createKey('acme')).key;
     otherKey = (await stack.createKey('globex')).key;
     client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });
-    // Chat admits work once it has seen an inference worker: wait for that before rollouts.
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await client.chat.completions.create({ model: BASE, messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
-        break;
-      } catch (err) {
-        if (attempt >= 60) throw err;
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    }
   }, 120_000);
 
   afterAll(() => stack?.stop(), 60_000);
 
-  async function call<T = Record<string, unknown>>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, as = key): Promise<Reply<T>> {
-    const res = await stack.fetch(path, {
-      method,
-      key: as,
-      headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as T };
-  }
+  const call = <T = Record<string, unknown>>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, as = key): Promise<Reply<T>> =>
+    stack.call<T>(method, path, { key: as, body, headers });
 
   const newestStep = async (modelId = model.id) =>
     (await call<Page<CheckpointRecord>>('GET', `/v1/preview/models/${modelId}/checkpoints?limit=1&order=desc`)).body.data[0].step;

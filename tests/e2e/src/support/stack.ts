@@ -181,4 +181,32 @@ export class Stack {
     if (init.key) headers.set('authorization', `Bearer ${init.key}`);
     return fetch(`${this.baseUrl}${path}`, { ...init, headers });
   }
+
+  /** A JSON request as a client makes it; the reply's status, parsed body and headers. */
+  async call<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    { key, body, headers = {} }: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
+  ): Promise<JsonReply<T>> {
+    const res = await this.fetch(path, {
+      method,
+      key,
+      headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as T, headers: res.headers };
+  }
+
+  /** Like call(), for requests that must succeed: the body, or an error naming the status. */
+  async json<T>(method: string, path: string, key: string, body?: unknown): Promise<T> {
+    const reply = await this.call<T>(method, path, { key, body });
+    if (reply.status >= 400) throw new Error(`${method} ${path}: HTTP ${reply.status} ${JSON.stringify(reply.body)}`);
+    return reply.body;
+  }
+}
+
+export interface JsonReply<T> {
+  status: number;
+  body: T;
+  headers: Headers;
 }
