@@ -4,9 +4,7 @@ import { cpSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, JSONCodec, NatsConnection } from 'nats';
 import OpenAI from 'openai';
-import { JsonReply, Stack } from './support/stack';
-
-type Reply<T = Record<string, unknown>> = JsonReply<T>;
+import { Stack } from './support/stack';
 
 interface ModelReply {
   id: string;
