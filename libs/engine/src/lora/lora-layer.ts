@@ -130,6 +130,13 @@ export class LoraAttachment {
     return this.layers.flatMap((l) => [l.aT as tf.Variable, l.bT as tf.Variable]);
   }
 
+  /** The trainable variables of each block, by layer (activation checkpointing needs them per block). */
+  variablesByLayer(): tf.Variable[][] {
+    const out: tf.Variable[][] = Array.from({ length: this.model.config.numLayers }, () => []);
+    if (this.trainable) for (const l of this.layers) out[l.layer].push(l.aT as tf.Variable, l.bT as tf.Variable);
+    return out;
+  }
+
   /** The adapter in PEFT names and layouts ([r, in] and [out, r]), alpha/r unfolded. */
   exportTensors(): AdapterTensors {
     const out: AdapterTensors = new Map();

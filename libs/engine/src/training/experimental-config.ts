@@ -14,6 +14,11 @@ export interface RLTrainingConfig extends RLLossOptions {
   /** Reference for the KL penalty: null is the base model; otherwise the caller must pass the adapter. */
   klPenaltyReferenceStep: number | null;
   klPenaltyStepLag: number | null;
+  /**
+   * kl_ref_adapter_path: despite its name, a checkpoint of one of the caller's own models
+   * (`wandb-artifact:///{entity}/{project}/{name}:step{N}`), resolved through the registry with
+   * the caller's scope; never read as a filesystem path.
+   */
   klRefAdapterPath: string | null;
   /** Token budget of one gradient step (rows x padded length). */
   packedSequenceLength: number;

@@ -4,6 +4,7 @@ import { LoraAttachment } from '../lora/lora-layer';
 import { AdapterTensors, DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights } from '../lora/peft';
 import type { LlamaModel } from '../model/llama';
 import { AdamW, AdamWOptions, REFERENCE_ADAMW } from './adamw';
+import { NextTokenLoss, checkpointedGradients, headLogprobs, nextTokenLogprobValues, nextTokenRows } from './checkpointing';
 import { AUTO_SFT_BATCH_SIZE, RLTrainingConfig, SftTrainingConfig } from './experimental-config';
 import { ensureTrainingGradients } from './gradients';
 import { groupAdvantages, rlPolicyLoss } from './rl-loss';
@@ -128,20 +129,11 @@ export class LoraTrainer {
       const batch = sequences.slice(step * batchSize, (step + 1) * batchSize);
       const learningRate = Array.isArray(config.learningRate) ? config.learningRate[step] : config.learningRate;
       const trainable = batch.reduce((s, q) => s + q.mask.slice(1).reduce((a, b) => a + b, 0), 0);
-      let lossSum = 0;
-      const { gradNorm } = this.gradientStep(learningRate, (rows) => {
-        const { logprobs } = this.forward(rows.map((i) => batch[i].tokens), 1024, false);
-        const [R, T] = logprobs.shape;
-        const mask = new Float32Array(R * T);
-        rows.forEach((i, r) => batch[i].mask.slice(1).forEach((m, t) => (mask[r * T + t] = m)));
-        const loss = tf.div(tf.neg(tf.sum(tf.mul(logprobs, tf.tensor2d(mask, [R, T])))), Math.max(trainable, 1)) as tf.Scalar;
-        lossSum += loss.dataSync()[0];
-        return loss;
-      }, batch.map((q) => q.tokens.length));
+      const { loss, gradNorm } = this.sftGradientStep(batch, trainable, learningRate);
       const seconds = (performance.now() - start) / 1000;
       const numTokens = batch.reduce((s, q) => s + q.tokens.length, 0);
       const metrics: StepMetrics = {
-        loss: lossSum,
+        loss,
         num_tokens: numTokens,
         num_trainable_tokens: trainable,
         tokens_per_second: numTokens / seconds,
@@ -160,17 +152,29 @@ export class LoraTrainer {
    */
   sftStepOnTokens(sequences: TokenSequence[], learningRate: number): { loss: number; gradNorm: number } {
     const trainable = sequences.reduce((s, q) => s + q.mask.slice(1).reduce((a, b) => a + b, 0), 0);
-    let loss = 0;
-    const { gradNorm } = this.gradientStep(learningRate, (rows) => {
-      const { logprobs } = this.forward(rows.map((i) => sequences[i].tokens), 1024, false);
-      const [R, T] = logprobs.shape;
-      const mask = new Float32Array(R * T);
-      rows.forEach((i, r) => sequences[i].mask.slice(1).forEach((m, t) => (mask[r * T + t] = m)));
-      const l = tf.div(tf.neg(tf.sum(tf.mul(logprobs, tf.tensor2d(mask, [R, T])))), Math.max(trainable, 1)) as tf.Scalar;
-      loss += l.dataSync()[0];
-      return l;
-    }, sequences.map((q) => q.tokens.length));
-    return { loss, gradNorm };
+    return this.sftGradientStep(sequences, trainable, learningRate);
+  }
+
+  /**
+   * One optimizer step of SFT on `batch`, in micro-batches of at most microBatchTokens
+   * (rows x padded length): each micro-batch's cross-entropy is normalised by the trainable
+   * tokens of the whole batch, so the summed gradients are those of the batch's mean loss.
+   */
+  private sftGradientStep(batch: TokenSequence[], trainable: number, learningRate: number): { loss: number; gradNorm: number } {
+    const micro = microBatches(batch.map((q) => q.tokens.length), this.microBatchTokens);
+    return this.gradientStep(
+      learningRate,
+      micro.map((rows) => ({
+        sequences: rows.map((i) => batch[i].tokens),
+        withEntropy: false,
+        loss: (logprobs) => {
+          const [R, T] = logprobs.shape;
+          const mask = new Float32Array(R * T);
+          rows.forEach((i, r) => batch[i].mask.slice(1).forEach((m, t) => (mask[r * T + t] = m)));
+          return tf.div(tf.neg(tf.sum(tf.mul(logprobs, tf.tensor2d(mask, [R, T])))), Math.max(trainable, 1)) as tf.Scalar;
+        },
+      })),
+    );
   }
 
   /** Mean cross-entropy of the assistant tokens of `conversations` (no training). */
@@ -179,12 +183,10 @@ export class LoraTrainer {
     let count = 0;
     for (const c of conversations) {
       const q = buildSftSequence(this.lm, c);
-      tf.tidy(() => {
-        const lp = this.forward([q.tokens], 1024, false).logprobs.dataSync();
-        q.mask.slice(1).forEach((m, t) => {
-          sum -= m * lp[t];
-          count += m;
-        });
+      const lp = nextTokenLogprobValues(this.model, nextTokenRows([q.tokens]), HEAD_CHUNK).logprobs;
+      q.mask.slice(1).forEach((m, t) => {
+        sum -= m * lp[t];
+        count += m;
       });
     }
     return sum / Math.max(count, 1);
@@ -315,8 +317,7 @@ export class LoraTrainer {
       });
       const old = precalculated ? precalculated[k] : sampling;
       const metrics: Partial<StepMetrics> = {};
-      const { gradNorm } = this.gradientStep(plan.learningRate, () => {
-        const { logprobs, entropy } = this.forward(rowsOf(step), chunk, true);
+      const { gradNorm } = this.gradientStep(plan.learningRate, [{ sequences: rowsOf(step), withEntropy: true, chunk, loss: (logprobs, entropy) => {
         const r = rlPolicyLoss(
           {
             logprobs,
@@ -337,7 +338,7 @@ export class LoraTrainer {
         if (r.klDiv !== null) metrics.kl_div = r.klDiv;
         if (r.klPolicyRef !== null) metrics.kl_policy_ref = r.klPolicyRef;
         return r.loss;
-      });
+      } }]);
       const seconds = (performance.now() - start) / 1000;
       const stepMetrics: StepMetrics = {
         ...(metrics as StepMetrics),
@@ -361,43 +362,29 @@ export class LoraTrainer {
 
   /**
    * Rows (right-padded to equal length) through the model: log p(tokens[t+1] | tokens[..t])
-   * as [rows, T-1], and optionally the policy entropy at each position (values only).
-   * The lm_head runs on chunks of positions so [T, vocab] logits never exist at once.
+   * as [rows, T-1], and optionally the policy entropy at each position (values only). This is
+   * the plain taped forward pass (every intermediate kept for the backward pass); training
+   * steps use checkpointedGradients, which computes the same gradients in bounded memory.
    */
   forward(rows: number[][], chunk: number, withEntropy: boolean): ForwardResult {
-    const T = Math.max(...rows.map((r) => r.length)) - 1;
-    if (T < 1) throw new Error('a sequence needs at least two tokens');
-    const pad = (r: number[], from: number) => {
-      const out = r.slice(from, from + T);
-      while (out.length < T) out.push(0);
-      return out;
-    };
-    const inputs = rows.map((r) => pad(r, 0));
-    const targets = rows.flatMap((r) => pad(r, 1));
-    const hidden = this.model.hidden(inputs);
-    const N = rows.length * T;
-    const V = this.lm.config.vocabSize;
+    const batch = nextTokenRows(rows);
+    const hidden = this.model.hidden(batch.inputs);
+    const N = batch.rows * batch.length;
     const parts: tf.Tensor1D[] = [];
     const entropy = withEntropy ? new Float32Array(N) : null;
     for (let start = 0; start < N; start += chunk) {
       const size = Math.min(chunk, N - start);
-      const logits = this.model.lmHead.forward(tf.slice(hidden, [start, 0], [size, -1]));
-      const logSoftmax = tf.logSoftmax(logits);
-      const oneHot = tf.oneHot(tf.tensor1d(targets.slice(start, start + size), 'int32'), V);
-      parts.push(tf.sum(tf.mul(logSoftmax, oneHot), 1) as tf.Tensor1D);
-      if (entropy) {
-        const h = tf.tidy(() => tf.neg(tf.sum(tf.mul(tf.exp(logSoftmax), logSoftmax), 1)));
-        entropy.set(h.dataSync() as Float32Array, start);
-        h.dispose();
-      }
+      const head = headLogprobs(this.model, tf.slice(hidden, [start, 0], [size, -1]), batch.targets.slice(start, start + size), withEntropy);
+      parts.push(head.logprobs);
+      if (entropy && head.entropy) entropy.set(head.entropy.dataSync() as Float32Array, start);
     }
     const flat = parts.length === 1 ? parts[0] : tf.concat(parts);
-    return { logprobs: tf.reshape(flat, [rows.length, T]), entropy };
+    return { logprobs: tf.reshape(flat, [batch.rows, batch.length]), entropy };
   }
 
   /** Log-probs [rows * (T-1)] of the current policy, as numbers (no gradient). */
   private logprobValues(rows: number[][], chunk: number): Float32Array {
-    return tf.tidy(() => this.forward(rows, chunk, false).logprobs.dataSync() as Float32Array);
+    return nextTokenLogprobValues(this.model, nextTokenRows(rows), chunk).logprobs;
   }
 
   /** Runs fn with the model under another policy: `adapter`, or the base model when null. */
@@ -413,29 +400,48 @@ export class LoraTrainer {
   }
 
   /**
-   * One optimizer step on the gradients of lossOf, summed over micro-batches of rows when
-   * `lengths` is given (each micro-batch's loss is already normalised by the whole batch).
+   * One optimizer step on the gradients of the micro-batches' losses, summed (each loss is
+   * already normalised by the whole batch). Returns the summed loss and the gradient norm.
    */
-  private gradientStep(learningRate: number, lossOf: (rows: number[]) => tf.Scalar, lengths?: number[]): { gradNorm: number } {
+  private gradientStep(learningRate: number, micro: MicroBatch[]): { loss: number; gradNorm: number } {
     const vars = this.attachment.variables();
-    const micro = lengths ? microBatches(lengths, this.microBatchTokens) : [[]];
-    let sums: tf.Tensor[] | null = null;
-    for (const rows of micro) {
-      const { value, grads } = tf.variableGrads(() => tf.tidy(() => lossOf(rows)), vars);
-      value.dispose();
-      const list = vars.map((v) => grads[v.name]);
-      if (sums === null) sums = list;
-      else {
-        const previous: tf.Tensor[] = sums;
-        sums = previous.map((s, i) => tf.add(s, list[i]));
-        previous.forEach((t) => t.dispose());
-        list.forEach((t) => t.dispose());
+    const byLayer = this.attachment.variablesByLayer();
+    const sums = new Map<string, tf.Tensor>();
+    let loss = 0;
+    try {
+      for (const batch of micro) {
+        const { value, grads } = checkpointedGradients(this.model, nextTokenRows(batch.sequences), byLayer, batch.loss, {
+          chunk: batch.chunk ?? HEAD_CHUNK,
+          withEntropy: batch.withEntropy,
+        });
+        loss += value;
+        for (const [name, grad] of grads) {
+          const previous = sums.get(name);
+          sums.set(name, previous ? tf.add(previous, grad) : grad);
+          if (previous) {
+            previous.dispose();
+            grad.dispose();
+          }
+        }
       }
+      const gradNorm = this.optimizer.apply(vars, vars.map((v) => sums.get(v.name) as tf.Tensor), learningRate);
+      return { loss, gradNorm };
+    } finally {
+      sums.forEach((t) => t.dispose());
     }
-    const gradNorm = this.optimizer.apply(vars, sums as tf.Tensor[], learningRate);
-    (sums as tf.Tensor[]).forEach((t) => t.dispose());
-    return { gradNorm };
   }
+}
+
+/** Positions per lm_head chunk where the config does not say (capped by vocabulary size in checkpointing). */
+const HEAD_CHUNK = 1024;
+
+/** Token rows whose loss is computed in one pass, and that loss. */
+interface MicroBatch {
+  sequences: number[][];
+  loss: NextTokenLoss;
+  withEntropy: boolean;
+  /** Positions per lm_head chunk; default HEAD_CHUNK. */
+  chunk?: number;
 }
 
 /** Row indices grouped so that rows x longest row stays within `budget` tokens. */

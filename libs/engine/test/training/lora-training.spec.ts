@@ -5,6 +5,7 @@ import { applyAdapter } from '../../src/lora/lora-layer';
 import { DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights, readPeftAdapter, writePeftAdapter } from '../../src/lora/peft';
 import { generate } from '../../src/generate';
 import { AdamW } from '../../src/training/adamw';
+import { checkpointedGradients, nextTokenRows } from '../../src/training/checkpointing';
 import { buildSftSequence } from '../../src/training/sequences';
 import { LoraTrainer, StepMetrics } from '../../src/training/trainer';
 import { makeTiny, maxAbsDiff, rowsOf, tempDir, useBackend } from '../helpers';
@@ -93,6 +94,73 @@ describe('LoRA training (wasm, tiny model)', () => {
       }
       expect(checked).toBeGreaterThanOrEqual(4);
       Object.values(grads).forEach((t) => t.dispose());
+    } finally {
+      trainer.dispose();
+    }
+  });
+
+  it('activation checkpointing gives the gradients of the plain taped pass, over tiled attention too', () => {
+    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
+    const init = initLoraWeights(lm.config, spec, 5);
+    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.cos(5 * i + name.length)));
+    const trainer = new LoraTrainer(lm, spec, init);
+    try {
+      const short = buildSftSequence(lm, CONVERSATIONS[0]).tokens;
+      // 1500 tokens: 2 heads x 1500 x 1500 scores, more than one attention tile.
+      const long = Array.from({ length: 1500 }, (_, i) => 3 + ((i * 53) % 400));
+      const rows = [short, long];
+      const T = long.length - 1;
+      // Weights on the short row and on the long row's last positions: a loss small enough for
+      // finite differences in float32, whose gradient still flows through every key of the long row.
+      const w = new Float32Array(2 * T);
+      for (let t = 0; t < short.length - 1; t++) w[t] = 0.5 + 0.5 * Math.sin(t);
+      for (let t = T - 8; t < T; t++) w[T + t] = 1;
+      const weights = tf.tensor2d(w, [2, T]);
+      const lossOf = (lp: tf.Tensor2D) => tf.neg(tf.sum(tf.mul(lp, weights))) as tf.Scalar;
+      const vars = trainer.attachment.variables();
+      const taped = tf.variableGrads(() => tf.tidy(() => lossOf(trainer.forward(rows, 256, false).logprobs)), vars);
+      const checkpointed = checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossOf, { chunk: 256, withEntropy: false });
+      expect(Math.abs(checkpointed.value - taped.value.dataSync()[0])).toBeLessThan(1e-3 * Math.abs(checkpointed.value));
+      expect(checkpointed.grads.size).toBe(vars.length);
+      let largest = 0;
+      for (const v of vars) {
+        const want = taped.grads[v.name].dataSync();
+        const got = (checkpointed.grads.get(v.name) as tf.Tensor).dataSync();
+        const scale = Math.max(...Array.from(want, Math.abs));
+        largest = Math.max(largest, scale);
+        expect(maxAbsDiff(got, want)).toBeLessThan(1e-3 * scale + 1e-6);
+      }
+      expect(largest).toBeGreaterThan(1e-3);
+      // Both passes share the tiled attention's hand-written gradient: check it against central
+      // finite differences too, on the largest gradient element of the q, k and v adapters.
+      for (const target of ['q_proj', 'k_proj', 'v_proj']) {
+        let v = vars[0];
+        let best = -1;
+        let bestValue = 0;
+        for (const layer of trainer.attachment.layers.filter((l) => l.target === target)) {
+          for (const c of [layer.aT, layer.bT] as tf.Variable[]) {
+            (checkpointed.grads.get(c.name) as tf.Tensor).dataSync().forEach((x, i) => {
+              if (Math.abs(x) > Math.abs(bestValue)) [v, best, bestValue] = [c, i, x];
+            });
+          }
+        }
+        const data = v.dataSync().slice();
+        const at = (delta: number) => {
+          const d = data.slice();
+          d[best] += delta;
+          v.assign(tf.tensor(d, v.shape));
+          return tf.tidy(() => lossOf(trainer.forward(rows, 256, false).logprobs).dataSync()[0]);
+        };
+        const eps = 1e-2;
+        const numeric = (at(eps) - at(-eps)) / (2 * eps);
+        v.assign(tf.tensor(data, v.shape));
+        expect(Math.abs(bestValue)).toBeGreaterThan(1e-2);
+        expect(Math.abs(numeric - bestValue)).toBeLessThan(0.05 * Math.abs(bestValue));
+      }
+      taped.value.dispose();
+      Object.values(taped.grads).forEach((t) => t.dispose());
+      checkpointed.grads.forEach((t) => t.dispose());
+      weights.dispose();
     } finally {
       trainer.dispose();
     }

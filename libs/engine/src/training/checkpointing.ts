@@ -1,0 +1,173 @@
+import * as tf from '@tensorflow/tfjs-core';
+import type { LlamaModel } from '../model/llama';
+
+/**
+ * Most logits the lm_head makes at once, in floats (32 MB). With a 49k vocabulary that is
+ * about 170 positions; [tokens, vocab] logits of a whole training step never exist at once.
+ */
+const MAX_LOGITS_PER_CHUNK = 1 << 23;
+
+/** Rows of token ids right-padded to one length T, as next-token inputs and targets. */
+export interface NextTokenRows {
+  /** [rows][T]: tokens 0..T-1 of each row. */
+  inputs: number[][];
+  /** rows * T, row-major: the token after each input (0 past a row's end). */
+  targets: number[];
+  rows: number;
+  length: number;
+}
+
+export function nextTokenRows(sequences: number[][]): NextTokenRows {
+  const T = Math.max(...sequences.map((r) => r.length)) - 1;
+  if (T < 1) throw new Error('a sequence needs at least two tokens');
+  const pad = (r: number[], from: number) => {
+    const out = r.slice(from, from + T);
+    while (out.length < T) out.push(0);
+    return out;
+  };
+  return { inputs: sequences.map((r) => pad(r, 0)), targets: sequences.flatMap((r) => pad(r, 1)), rows: sequences.length, length: T };
+}
+
+/** Positions per lm_head chunk: at most `requested`, and few enough that chunk x vocab stays bounded. */
+export function headChunkSize(requested: number, vocabSize: number): number {
+  return Math.max(1, Math.min(requested, Math.floor(MAX_LOGITS_PER_CHUNK / vocabSize)));
+}
+
+/**
+ * log p(target) for each row of `hidden` [n, hidden] (the final-normed states), differentiable
+ * w.r.t. hidden, and with `withEntropy` the entropy of each position's distribution.
+ */
+export function headLogprobs(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], withEntropy: boolean): { logprobs: tf.Tensor1D; entropy: tf.Tensor1D | null } {
+  const logSoftmax = tf.logSoftmax(model.lmHead.forward(hidden));
+  const oneHot = tf.oneHot(tf.tensor1d(targets, 'int32'), model.config.vocabSize);
+  const logprobs = tf.sum(tf.mul(logSoftmax, oneHot), 1) as tf.Tensor1D;
+  const entropy = withEntropy ? (tf.neg(tf.sum(tf.mul(tf.exp(logSoftmax), logSoftmax), 1)) as tf.Tensor1D) : null;
+  return { logprobs, entropy };
+}
+
+/** Next-token log-probs (and entropies) of final-normed `hidden` [rows * T, C] as numbers, head in chunks. */
+function headValues(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], chunk: number, withEntropy: boolean): { logprobs: Float32Array; entropy: Float32Array | null } {
+  const N = targets.length;
+  const logprobs = new Float32Array(N);
+  const entropy = withEntropy ? new Float32Array(N) : null;
+  const size = headChunkSize(chunk, model.config.vocabSize);
+  for (let start = 0; start < N; start += size) {
+    const n = Math.min(size, N - start);
+    tf.tidy(() => {
+      const part = headLogprobs(model, tf.slice(hidden, [start, 0], [n, -1]), targets.slice(start, start + n), withEntropy);
+      logprobs.set(part.logprobs.dataSync() as Float32Array, start);
+      if (entropy && part.entropy) entropy.set(part.entropy.dataSync() as Float32Array, start);
+    });
+  }
+  return { logprobs, entropy };
+}
+
+/** Next-token log-probs [rows * T] (and entropies) as numbers: no tape, one block at a time. */
+export function nextTokenLogprobValues(model: LlamaModel, rows: NextTokenRows, chunk: number, withEntropy = false): { logprobs: Float32Array; entropy: Float32Array | null } {
+  const hidden = tf.tidy(() => model.hidden(rows.inputs));
+  try {
+    return headValues(model, hidden, rows.targets, chunk, withEntropy);
+  } finally {
+    hidden.dispose();
+  }
+}
+
+/** A loss over next-token log-probs [rows, T]; entropy values come along when asked for. */
+export type NextTokenLoss = (logprobs: tf.Tensor2D, entropy: Float32Array | null) => tf.Scalar;
+
+export interface CheckpointedResult {
+  value: number;
+  /** By variable name, like tf.variableGrads; the caller disposes them. */
+  grads: Map<string, tf.Tensor>;
+}
+
+/**
+ * The value of loss(log p(targets)) and its gradients w.r.t. each block's trainable variables,
+ * by activation checkpointing (Chen et al., 2016, "Training Deep Nets with Sublinear Memory
+ * Cost"):
+ *
+ * 1. forward through the blocks without a gradient tape, keeping only each block's input;
+ * 2. the lm_head in chunks of positions, as values; then the loss and d loss / d log-probs;
+ * 3. back through the head chunk by chunk (each chunk's logits recomputed) and the final norm;
+ * 4. back through the blocks from the last: each is run again under a tape, and its
+ *    vector-Jacobian product gives the gradient for its input and for its variables.
+ *
+ * Memory then grows with layers x tokens x hidden plus one block's intermediates, instead of
+ * every intermediate of every layer (which, copied by the wasm backend for the tape, ran a
+ * 135M model out of memory at a few hundred tokens). The price is a second forward pass.
+ */
+export function checkpointedGradients(
+  model: LlamaModel,
+  rows: NextTokenRows,
+  blockVariables: tf.Variable[][],
+  loss: NextTokenLoss,
+  options: { chunk: number; withEntropy: boolean },
+): CheckpointedResult {
+  const { rows: R, length: T, targets } = rows;
+  const ctx = model.passContext(R, T);
+  const kept: tf.Tensor[] = [];
+  try {
+    // 1. Forward, keeping the input of every block.
+    const inputs: tf.Tensor2D[] = [];
+    let x = model.embed(rows.inputs.flat());
+    kept.push(x);
+    for (const block of model.blocks) {
+      inputs.push(x);
+      const input = x;
+      x = tf.tidy(() => block.forward(input, ctx));
+      kept.push(x);
+    }
+    const last = x;
+
+    // 2. Log-probs as values, the loss and its gradient w.r.t. them.
+    const normed = tf.tidy(() => model.finalNorm.forward(last));
+    kept.push(normed);
+    const head = headValues(model, normed, targets, options.chunk, options.withEntropy);
+    const { value, dLogprobs } = tf.tidy(() => {
+      const result = tf.valueAndGrad((lp: tf.Tensor) => loss(lp as tf.Tensor2D, head.entropy))(tf.tensor2d(head.logprobs, [R, T]));
+      return { value: result.value, dLogprobs: tf.reshape(result.grad, [R * T]) as tf.Tensor1D };
+    });
+    const lossValue = value.dataSync()[0];
+    value.dispose();
+    kept.push(dLogprobs);
+
+    // 3. Back through the head, a chunk of positions at a time, then the final norm.
+    const size = headChunkSize(options.chunk, model.config.vocabSize);
+    const parts: tf.Tensor2D[] = [];
+    for (let start = 0; start < R * T; start += size) {
+      const n = Math.min(size, R * T - start);
+      parts.push(
+        tf.tidy(() =>
+          tf.grad((h: tf.Tensor) => headLogprobs(model, h as tf.Tensor2D, targets.slice(start, start + n), false).logprobs)(
+            tf.slice(normed, [start, 0], [n, -1]),
+            tf.slice(dLogprobs, [start], [n]),
+          ),
+        ) as tf.Tensor2D,
+      );
+    }
+    let dx = tf.tidy(() => {
+      const dNormed = parts.length === 1 ? parts[0] : tf.concat(parts);
+      return tf.grad((h: tf.Tensor) => model.finalNorm.forward(h as tf.Tensor2D))(last, dNormed) as tf.Tensor2D;
+    });
+    parts.forEach((p) => p.dispose());
+
+    // 4. Back through the blocks, recomputing each one under a tape.
+    const grads = new Map<string, tf.Tensor>();
+    for (let layer = model.blocks.length - 1; layer >= 0; layer--) {
+      const block = model.blocks[layer];
+      const variables = blockVariables[layer] ?? [];
+      const dy = dx;
+      const [dInput, ...dVariables] = tf.tidy(() =>
+        tf.grads((input: tf.Tensor) => block.forward(input as tf.Tensor2D, ctx))([inputs[layer], ...variables], dy),
+      );
+      dy.dispose();
+      dx = dInput as tf.Tensor2D;
+      variables.forEach((v, i) => grads.set(v.name, dVariables[i]));
+    }
+    dx.dispose();
+    return { value: lossValue, grads };
+  } finally {
+    kept.forEach((t) => t.dispose());
+    [ctx.cos, ctx.sin, ctx.mask].forEach((t) => t.dispose());
+  }
+}
