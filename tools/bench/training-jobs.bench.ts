@@ -16,11 +16,9 @@ import { median, runBenchmark } from './bench-support';
 
 const { values } = parseArgs({ options: { preset: { type: 'string', default: 'tiny' }, packed: { type: 'string' } } });
 const preset = values.preset as 'smollm2-135m' | 'tiny';
-// experimental_config.packed_sequence_length: the service's default (2048 tokens a step) for
-// tiny; 1 (one trajectory a step) for smollm2-135m, whose packed step of 4 trajectories
-// aborted the training worker's wasm module on 2026-11-22 ("Aborted()", presumably out of
-// wasm memory: the engine benchmark's single 64-token step already peaks near 2 GB RSS).
-const packed = values.packed !== undefined ? Number(values.packed) : preset === 'tiny' ? null : 1;
+// experimental_config.packed_sequence_length: the service's default (2048 tokens a step)
+// unless --packed says otherwise.
+const packed = values.packed !== undefined ? Number(values.packed) : null;
 const PROMPTS = ['Name a fruit.', 'Say a colour.', 'Give me an animal.', 'Pick a number.'];
 const GROUP_SIZE = 4;
 const ROLLOUT_TOKENS = 16;

@@ -19,6 +19,7 @@ export * from './maker/make-model';
 export { CHAT_TEMPLATE, SPECIAL_TOKENS } from './maker/tokenizer-files';
 export * from './lora/peft';
 export * from './lora/lora-layer';
+export * from './lora/lora-router';
 export * from './training/gradients';
 export * from './training/adamw';
 export * from './training/sequences';

@@ -97,6 +97,7 @@ describe('training jobs, end to end', () => {
   }
 
   /** Groups for a long job: the same rollouts many times, each history its own gradient step. */
+  const lp0 = (c: OpenAI.ChatCompletion) => (c.choices[0].logprobs?.content ?? []).map((e) => e.logprob);
   const longGroups = (copies: number) =>
     Array.from({ length: copies }, (_, g) => ({ trajectories: rollouts.map((t, i) => ({ ...t, reward: (i + g) % 3 })) }));
 
@@ -139,6 +140,24 @@ describe('training jobs, end to end', () => {
       .create({ model: `${modelName}:step1`, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 })
       .withResponse();
     expect(response.headers.get('x-trainyard-checkpoint-step')).toBe('1');
+
+    // Step 1, step 0 and the base model share one batch on the worker, each row with its own
+    // adapter: every answer is the one it gets alone.
+    const targets = [`${modelName}:step1`, `${modelName}:step0`, BASE];
+    const seeded = (name: string) =>
+      client.chat.completions.create({ model: name, messages: [{ role: 'user', content: 'Name a colour.' }], max_tokens: 12, seed: 5, temperature: 1, logprobs: true });
+    const aloneAnswers = [];
+    for (const name of targets) aloneAnswers.push(await seeded(name));
+    const together = await Promise.all([...targets, ...targets].map(seeded));
+    together.forEach((answer, i) => {
+      const want = aloneAnswers[i % targets.length];
+      expect(answer.choices[0].message.content).toBe(want.choices[0].message.content);
+      expect(lp0(answer)).toHaveLength(lp0(want).length);
+      lp0(answer).forEach((value, t) => expect(Math.abs(value - lp0(want)[t])).toBeLessThan(1e-3));
+    });
+    // The trained step answers differently from the base model, so the check above can fail.
+    expect(lp0(aloneAnswers[2]).length).toBeGreaterThan(0);
+    expect(lp0(aloneAnswers[0])).not.toEqual(lp0(aloneAnswers[2]));
 
     const deleted = await call<{ deleted_count: number }>('DELETE', `/v1/preview/models/${model.id}/checkpoints`, { steps: [0] });
     expect(deleted.body.deleted_count).toBe(1);

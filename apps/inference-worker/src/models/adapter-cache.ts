@@ -8,8 +8,8 @@ export type Adapter = NonNullable<InferenceWorkItem['adapter']>;
 /**
  * LoRA adapters loaded from the artifact store, keyed by path and checksum: a new
  * checkpoint has a new path, and rewritten files a new checksum, so a cached adapter is
- * never stale. Each one is kept detached; the scheduler attaches the one a batch needs
- * before stepping it. The least recently used unheld adapter goes beyond the limit.
+ * never stale. Each one is kept detached; the scheduler's LoraRouter hooks in, row by row,
+ * those a forward pass needs. The least recently used unheld adapter goes beyond the limit.
  */
 @Injectable()
 export class AdapterCache {

@@ -1,5 +1,12 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { ErrorCode, InferenceEvent, InferenceWorkItem, ServiceError } from '@trainyard/contracts';
+import {
+  COMPLETION_LIVENESS_PREFIX,
+  ErrorCode,
+  InferenceEvent,
+  InferenceEventMessage,
+  InferenceWorkItem,
+  ServiceError,
+} from '@trainyard/contracts';
 import {
   CompiledGrammar,
   DecodeBatch,
@@ -9,41 +16,45 @@ import {
   LlamaModel,
   LoadedModel,
   LoraAttachment,
+  LoraRouter,
 } from '@trainyard/engine';
 import { NATS_CONNECTION } from '@trainyard/messaging';
-import { WorkerLoad } from '@trainyard/runtime';
-import { JSONCodec, NatsConnection } from 'nats';
+import { GracefulShutdown, onAbort, WorkerLoad } from '@trainyard/runtime';
+import { JSONCodec, NatsConnection, Subscription } from 'nats';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
 import { AdapterCache } from '../models/adapter-cache';
 import { ModelCache } from '../models/model-cache';
 import { renderPrompt, RunningCompletion } from './completion';
 
-const events = JSONCodec<InferenceEvent>();
+const events = JSONCodec<InferenceEventMessage>();
 /** Longer than any completion stays worth starting (the chat service's deadline). */
 const CANCEL_MEMORY_MS = 15 * 60_000;
 
-/** Sequences decoding together: one base model with one adapter (or none). */
+/**
+ * Sequences decoding together: every sequence of one base model, each with its own LoRA
+ * adapter (a checkpoint) or none; the router gives each row of a step its adapter.
+ */
 interface Batch {
   key: string;
   decode: DecodeBatch<string>;
   model: LlamaModel;
-  adapter: LoraAttachment | null;
+  router: LoraRouter;
+  /** The adapter of each sequence in the batch (null: the base model). */
+  adapters: Map<string, LoraAttachment | null>;
 }
 
 /**
- * Continuous batching: every running sequence of a base model and adapter advances one
- * token per forward step, together; new completions are admitted and finished ones
- * retired between steps. All batch operations take turns through one lock, because a
- * prefill must never interleave with a step, and the adapter attached to a shared base
- * model must be the one of the batch being stepped.
+ * Continuous batching: every running sequence of a base model, whatever checkpoint it asked
+ * for, advances one token per forward step, together; new completions are admitted and
+ * finished ones retired between steps. All batch operations take turns through one lock,
+ * because a prefill must never interleave with a step, and the adapters routed to the rows
+ * of a shared base model must be those of the pass being run.
  */
 @Injectable()
 export class InferenceScheduler implements OnModuleDestroy {
   private readonly logger = new Logger(InferenceScheduler.name);
   private readonly running = new Map<string, RunningCompletion>();
   private readonly batches = new Map<string, Batch>();
-  /** The adapter currently attached to each loaded base model (null: none). */
-  private readonly attached = new Map<LlamaModel, LoraAttachment | null>();
   private readonly grammars = new WeakMap<LoadedModel, Promise<JsonGrammarCompiler>>();
   /** The token each live sequence feeds into the next step. */
   private readonly pending = new Map<string, number>();
@@ -53,6 +64,10 @@ export class InferenceScheduler implements OnModuleDestroy {
   private stopping = false;
   /** Completions cancelled while still queued, by when they were cancelled: never start them. */
   private readonly cancelledEarly = new Map<string, number>();
+  /** Each admitted completion holds off shutdown until it is retired. */
+  private readonly holds = new Map<string, () => void>();
+  /** The liveness subscription of each completion this worker holds, from acceptance to release. */
+  private readonly liveness = new Map<string, Subscription>();
 
   constructor(
     @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
@@ -60,8 +75,11 @@ export class InferenceScheduler implements OnModuleDestroy {
     private readonly models: ModelCache,
     private readonly adapters: AdapterCache,
     private readonly load: WorkerLoad,
+    private readonly shutdown: GracefulShutdown,
   ) {
     load.slots = config.MAX_BATCH_SEQUENCES;
+    // Shutdown lets running completions finish for SHUTDOWN_DRAIN_MS, then they fail clearly.
+    onAbort(shutdown.expired, () => void this.exclusive(async () => this.failRunning()));
   }
 
   get activeSequences(): number {
@@ -87,7 +105,18 @@ export class InferenceScheduler implements OnModuleDestroy {
   /** Prefills a new completion into the batch of its model and starts decoding it. */
   async admit(item: InferenceWorkItem): Promise<void> {
     if (this.cancelledEarly.delete(item.completion_id)) return;
-    const emit = (event: InferenceEvent) => this.nc.publish(item.reply_subject, events.encode(event));
+    // Redelivered while this worker still has it (a stall longer than the ack wait): run it once.
+    if (this.liveness.has(item.completion_id)) return;
+    this.holds.set(item.completion_id, this.shutdown.hold());
+    let seq = 0;
+    const emit = (event: InferenceEvent) => this.nc.publish(item.reply_subject, events.encode({ ...event, seq: seq++ }));
+    // Subscribed before the first event goes out, so that from then on the gateway can tell
+    // a completion that is slow from one whose worker is gone (no responders).
+    this.liveness.set(
+      item.completion_id,
+      this.nc.subscribe(`${COMPLETION_LIVENESS_PREFIX}.${item.completion_id}`, { callback: (err, msg) => err || msg.respond() }),
+    );
+    emit({ type: 'accepted' });
     let lm: LoadedModel;
     let adapter: LoraAttachment | null = null;
     try {
@@ -116,17 +145,30 @@ export class InferenceScheduler implements OnModuleDestroy {
         completion = new RunningCompletion(item, lm, this.prompt(lm, item), emit, grammar, toolFormat);
       } catch (err) {
         this.release(item);
-        emit(errorEvent(err instanceof ServiceError ? err.code : ErrorCode.InvalidRequest, (err as Error).message));
+        // Anything but our own coded errors comes from rendering the prompt: the messages (or
+        // tools) are ones this model's chat template cannot take.
+        emit(
+          err instanceof ServiceError
+            ? errorEvent(err.code, err.message, err.details.param)
+            : errorEvent(
+                ErrorCode.InvalidRequest,
+                `The chat template of ${item.base_model} cannot render these messages${item.params.tools ? ' and tools' : ''}: ${(err as Error).message}`,
+                'messages',
+              ),
+        );
         return;
       }
       this.running.set(completion.id, completion);
-      const batch = this.batchFor(item, lm, adapter);
-      this.useWeights(batch);
+      const batch = this.batchFor(item, lm);
+      batch.router.route([adapter]);
       for (let i = 0; i < item.params.n; i++) {
         const key = completion.sequenceKey(i);
         const next = completion.advance(i, await batch.decode.join(key, completion.promptIds));
         if (next === null) batch.decode.leave(key);
-        else this.pending.set(key, next);
+        else {
+          this.pending.set(key, next);
+          batch.adapters.set(key, adapter);
+        }
       }
       this.retireFinished();
     });
@@ -169,23 +211,14 @@ export class InferenceScheduler implements OnModuleDestroy {
     return prompt;
   }
 
-  private batchFor(item: InferenceWorkItem, lm: LoadedModel, adapter: LoraAttachment | null): Batch {
-    const key = batchKey(item);
+  private batchFor(item: InferenceWorkItem, lm: LoadedModel): Batch {
+    const key = item.base_model_dir;
     let batch = this.batches.get(key);
     if (!batch) {
-      batch = { key, decode: new DecodeBatch<string>(lm.model), model: lm.model, adapter };
+      batch = { key, decode: new DecodeBatch<string>(lm.model), model: lm.model, router: new LoraRouter(lm.model), adapters: new Map() };
       this.batches.set(key, batch);
     }
     return batch;
-  }
-
-  /** Attaches the batch's adapter to its base model (detaching another batch's) before it runs. */
-  private useWeights(batch: Batch): void {
-    const current = this.attached.get(batch.model) ?? null;
-    if (current === batch.adapter) return;
-    current?.detach();
-    batch.adapter?.reattach();
-    this.attached.set(batch.model, batch.adapter);
   }
 
   private grammarFor(lm: LoadedModel): Promise<JsonGrammarCompiler> {
@@ -197,10 +230,14 @@ export class InferenceScheduler implements OnModuleDestroy {
     return compiler;
   }
 
-  /** Lets go of the weights a completion held. */
+  /** Lets go of the weights a completion held, of its hold on shutdown, and stops answering for it. */
   private release(item: InferenceWorkItem): void {
     this.models.release(item.base_model_dir);
     if (item.adapter) this.adapters.release(item.adapter);
+    this.holds.get(item.completion_id)?.();
+    this.holds.delete(item.completion_id);
+    this.liveness.get(item.completion_id)?.unsubscribe();
+    this.liveness.delete(item.completion_id);
   }
 
   private startLoop(): void {
@@ -224,7 +261,7 @@ export class InferenceScheduler implements OnModuleDestroy {
 
   private async step(batch: Batch): Promise<void> {
     if (batch.decode.size === 0) return;
-    this.useWeights(batch);
+    batch.router.route(batch.decode.ids.map((key) => batch.adapters.get(key) ?? null));
     const feed = new Map(batch.decode.ids.map((key) => [key, this.pending.get(key) as number]));
     let logits: Map<string, Float32Array>;
     try {
@@ -238,7 +275,7 @@ export class InferenceScheduler implements OnModuleDestroy {
       if (!completion || completion.cancelled) continue;
       const next = completion.advance(index, values);
       if (next === null) {
-        batch.decode.leave(key);
+        this.leave(batch, key);
         this.pending.delete(key);
       } else {
         this.pending.set(key, next);
@@ -251,23 +288,33 @@ export class InferenceScheduler implements OnModuleDestroy {
   private retireFinished(): void {
     for (const completion of [...this.running.values()]) {
       if (!completion.done && !completion.cancelled) continue;
-      const batch = this.batches.get(batchKey(completion.item));
+      const batch = this.batches.get(completion.item.base_model_dir);
       for (let i = 0; i < completion.generators.length; i++) {
         const key = completion.sequenceKey(i);
-        if (batch?.decode.has(key)) batch.decode.leave(key);
+        if (batch?.decode.has(key)) this.leave(batch, key);
         this.pending.delete(key);
       }
       this.running.delete(completion.id);
       this.release(completion.item);
     }
-    // An empty batch holds a KV cache and pins its adapter: drop it.
+    // An empty batch holds a KV cache and its adapters' stacked factors: drop it.
     for (const [key, batch] of this.batches) {
       if (batch.decode.size > 0) continue;
-      batch.decode.dispose();
+      this.disposeBatch(batch);
       this.batches.delete(key);
     }
     this.load.active = this.pending.size;
     while (this.freeSlots > 0 && this.slotWaiters.length > 0) this.slotWaiters.shift()?.();
+  }
+
+  private leave(batch: Batch, key: string): void {
+    batch.decode.leave(key);
+    batch.adapters.delete(key);
+  }
+
+  private disposeBatch(batch: Batch): void {
+    batch.router.dispose();
+    batch.decode.dispose();
   }
 
   private failBatch(batch: Batch, err: Error): void {
@@ -293,21 +340,22 @@ export class InferenceScheduler implements OnModuleDestroy {
     return result;
   }
 
-  onModuleDestroy(): void {
+  /** Ends every running completion with an error its client sees. */
+  private failRunning(): void {
     for (const completion of this.running.values()) {
-      completion.fail(errorEvent(ErrorCode.Unavailable, 'The inference worker is shutting down'));
+      completion.fail(errorEvent(ErrorCode.Unavailable, 'The inference worker is shutting down; retry the request'));
       completion.abandon();
     }
     this.retireFinished();
-    for (const batch of this.batches.values()) batch.decode.dispose();
+  }
+
+  onModuleDestroy(): void {
+    this.failRunning();
+    for (const batch of this.batches.values()) this.disposeBatch(batch);
     this.batches.clear();
   }
 }
 
 function errorEvent(code: ErrorCode, message: string, param?: string): InferenceEvent & { type: 'error' } {
   return { type: 'error', error: { code, message, details: param ? { param } : {} } };
-}
-
-function batchKey(item: InferenceWorkItem): string {
-  return item.adapter ? `${item.base_model_dir}|${AdapterCache.key(item.adapter)}` : item.base_model_dir;
 }

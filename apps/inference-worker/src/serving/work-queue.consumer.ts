@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { CancelCompletion, InferenceWorkItem, resolveWorkQueue, Subjects, WorkQueues } from '@trainyard/contracts';
 import { NATS_CONNECTION } from '@trainyard/messaging';
+import { GracefulShutdown, onAbort } from '@trainyard/runtime';
 import { JSONCodec, NatsConnection, Subscription } from 'nats';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
 import { InferenceScheduler } from './inference-scheduler';
@@ -13,6 +14,7 @@ const cancellations = JSONCodec<CancelCompletion>();
  * so work waits in the queue (where the chat service can see it) rather than on a busy
  * worker. A message is acknowledged on admission: a completion that has begun streaming
  * cannot be replayed elsewhere, so a worker that dies mid-way makes its clients fail fast.
+ * On SIGTERM it stops pulling at once; a message that arrives as it stops goes back to the queue.
  */
 @Injectable()
 export class WorkQueueConsumer implements OnApplicationBootstrap, OnModuleDestroy {
@@ -25,6 +27,7 @@ export class WorkQueueConsumer implements OnApplicationBootstrap, OnModuleDestro
     @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     private readonly scheduler: InferenceScheduler,
+    private readonly shutdown: GracefulShutdown,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -33,15 +36,21 @@ export class WorkQueueConsumer implements OnApplicationBootstrap, OnModuleDestro
         if (!err) this.scheduler.cancel(cancellations.decode(msg.data).completion_id);
       },
     });
-    this.consuming = this.consume();
+    this.consuming = this.shutdown.track(this.consume());
+    onAbort(this.shutdown.stopping, () => this.stopPulling());
   }
 
   /** Stops pulling before the scheduler winds down its running completions. */
   async onModuleDestroy(): Promise<void> {
-    this.stopping = true;
+    this.stopPulling();
     this.cancelSubscription?.unsubscribe();
-    this.scheduler.stopAdmitting();
     await this.consuming;
+  }
+
+  /** Running completions go on (and can still be cancelled by their clients); no new one is taken. */
+  private stopPulling(): void {
+    this.stopping = true;
+    this.scheduler.stopAdmitting();
   }
 
   private async consume(): Promise<void> {
@@ -54,6 +63,10 @@ export class WorkQueueConsumer implements OnApplicationBootstrap, OnModuleDestro
           if (this.stopping) return;
           const message = await consumer.next({ expires: 1_000 });
           if (!message) continue;
+          if (this.stopping) {
+            message.nak();
+            return;
+          }
           message.ack();
           const item = items.decode(message.data);
           if (item.deadline < Date.now()) {

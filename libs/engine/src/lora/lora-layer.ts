@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { LoadedModel } from '../loader';
 import type { LlamaModel } from '../model/llama';
-import { LinearAdapter } from '../model/linear';
+import { FrozenLinear, LinearAdapter } from '../model/linear';
 import { AdapterTensors, LORA_TARGETS, LoraSpec, LoraTarget, loraTargetShape, loraTensorName, validateLoraSpec } from './peft';
 
 /**
@@ -41,8 +41,8 @@ export class LoraLayer implements LinearAdapter {
   }
 }
 
-/** Where each target lives in the engine's fused projections. */
-function linearFor(model: LlamaModel, layer: number, target: LoraTarget) {
+/** The engine projection (fused where HF has separate ones) that holds `target` of `layer`. */
+export function linearFor(model: LlamaModel, layer: number, target: LoraTarget): FrozenLinear {
   const block = model.blocks[layer];
   switch (target) {
     case 'q_proj':
