@@ -146,7 +146,7 @@ describe('training jobs, end to end', () => {
     const targets = [`${modelName}:step1`, `${modelName}:step0`, BASE];
     const seeded = (name: string) =>
       client.chat.completions.create({ model: name, messages: [{ role: 'user', content: 'Name a colour.' }], max_tokens: 12, seed: 5, temperature: 1, logprobs: true });
-    const aloneAnswers = [];
+    const aloneAnswers: OpenAI.ChatCompletion[] = [];
     for (const name of targets) aloneAnswers.push(await seeded(name));
     const together = await Promise.all([...targets, ...targets].map(seeded));
     together.forEach((answer, i) => {
