@@ -57,6 +57,12 @@ export class JsonGrammarMatcher implements GrammarMatcher {
   private readonly eosIds: Set<number>;
   /** Closing cost of the empty text: the smallest document the grammar allows. */
   private readonly minimalDocument: number;
+  /**
+   * An upper bound on the closing cost now: the last walk's length plus, for each token
+   * accepted since, the most a token can raise it. While the bound leaves room for any token,
+   * no walk is needed (null: walk next time).
+   */
+  private costBound: number | null = null;
 
   constructor(
     private readonly matcher: XgGrammarMatcher,
@@ -76,7 +82,11 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     for (let id = 0; id < logits.length; id++) {
       if (id >= this.vocab.size || (bitmask[id >>> 5] & (1 << (id & 31))) === 0) logits[id] = -Infinity;
     }
+    // Far from the end of the budget even the bound on the cost leaves room for any token:
+    // the walk would change nothing (the same test as below, with cost <= bound).
+    if (this.costBound !== null && GROWTH_PER_BYTE * this.vocab.longestToken <= remainingTokens - 1 - this.costBound - this.minimalDocument) return logits;
     const walk = this.closingWalk();
+    this.costBound = walk?.length ?? null;
     if (walk === null) return logits; // no byte tokens to close with: the grammar mask alone
     const spare = remainingTokens - 1 - walk.length - this.minimalDocument;
 
@@ -97,6 +107,7 @@ export class JsonGrammarMatcher implements GrammarMatcher {
   accept(tokenId: number): void {
     if (!this.matcher.acceptToken(tokenId)) throw new Error(`token ${tokenId} does not continue the grammar`);
     this.acceptedTokens++;
+    if (this.costBound !== null) this.costBound += GROWTH_PER_BYTE * this.vocab.byteLengths[tokenId] + this.minimalDocument;
     if (!this.eosIds.has(tokenId)) this.lexer.feedAll(this.vocab.bytes(tokenId));
   }
 

@@ -121,9 +121,11 @@ describe('JSON grammar', () => {
   });
 
   // Below the smallest document's length nothing can fit; from there on the output must parse.
+  // The largest budgets start far enough from the end that the closing walk is skipped (on a
+  // bound of its cost) for the first tokens, and must still close in time later.
   it.each([
-    ['json_object', '{}', [5, 8, 12]],
-    ['list', '[{"id": 0}]', [0, 3, 8]],
+    ['json_object', '{}', [5, 8, 12, 160]],
+    ['list', '[{"id": 0}]', [0, 3, 8, 160]],
     ['person', '{"name": "", "age": 0}', [0, 2, 6]],
     ['nested', '{"ok": true, "point": {"x": 0, "y": 0}, "color": "blue"}', [0, 4]],
   ] as [string, string, number[]][])('closes %s in time when max_tokens runs out', async (name, smallest, budgets) => {
@@ -148,6 +150,25 @@ describe('JSON grammar', () => {
     // The budget, not the model, ended these; closing early is what kept them parseable.
     expect(outs.filter((o) => o.finishReason === 'length').length).toBeGreaterThan(0);
     for (const out of outs) JSON.parse(out.text);
+  });
+
+  it('closes in time a model that would write one string forever, from far and near the end', async () => {
+    const grammar = (await compiler.compile({ type: 'json_object' })) as CompiledGrammar;
+    const vocab = new ByteVocabulary(lm.tokenizer);
+    const letters = [...Array(vocab.size).keys()].filter((id) => vocab.bytes(id).length > 0 && [...vocab.bytes(id)].every((b) => b >= 0x61 && b <= 0x7a));
+    const quote = vocab.byteTokenIds[0x22];
+    // Open a key, then never close it: only the budget can end this text.
+    const endlessString = (logits: Float32Array) => {
+      logits[quote] += 20;
+      for (const id of letters) logits[id] += 40;
+    };
+    for (const maxTokens of [24, 160]) {
+      const out = await generateJson(grammar, 'Answer in JSON.', { maxTokens, temperature: 0, logitsProcessor: endlessString });
+      expect(out.tokens.length).toBeLessThanOrEqual(maxTokens);
+      expect(out.finishReason).toBe('length');
+      expect(out.complete).toBe(true);
+      expect(Object.keys(JSON.parse(out.text))[0].length).toBeGreaterThan(maxTokens / 4);
+    }
   });
 
   it('does not let a model that loves whitespace run away', async () => {
