@@ -6,7 +6,8 @@
 #   docker build --target cpu-worker -t trainyard-cpu-worker .  inference/training worker on wasm
 #
 # The process to run is chosen with APP (gateway, chat, model-registry, training-orchestrator,
-# health, inference-worker, training-worker); its health endpoints are on HTTP_PORT.
+# health, inference-worker, training-worker); its health endpoints are on HTTP_PORT. The web
+# console is built with the rest (dist/apps/console) and served by the gateway under /console.
 
 ARG NODE_IMAGE=node:20.20-bookworm-slim
 

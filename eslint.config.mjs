@@ -14,6 +14,8 @@ function boundaries(forTests = []) {
       { sourceTag: 'type:db', onlyDependOnLibsWithTags: libs('type:runtime', 'type:messaging', 'type:contracts') },
       { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts'] },
       { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:testing', 'type:engine'] },
+      // The web console runs in the browser: of ours, only the contracts' types.
+      { sourceTag: 'type:web', onlyDependOnLibsWithTags: libs('type:contracts') },
       { sourceTag: 'db:none', notDependOnLibsWithTags: ['type:db'] },
       { sourceTag: 'engine:none', notDependOnLibsWithTags: ['type:engine'] },
     ],
@@ -21,7 +23,8 @@ function boundaries(forTests = []) {
 }
 
 // Module boundaries make the architecture's arrows real: apps never import apps (no lib
-// tag allows type:app); contracts and engine import nothing of ours; apps tagged db:none
+// tag allows type:app); the web console (type:web) only the contracts; contracts and engine
+// import nothing of ours; apps tagged db:none
 // (they own no tables) cannot import the db lib, and apps tagged engine:none cannot load
 // tfjs; only tests may use the test harness.
 export default [
@@ -29,7 +32,7 @@ export default [
   ...nx.configs['flat/typescript'],
   { ignores: ['**/dist', '**/node_modules', '**/generated', '**/webpack.config.js', '**/jest.config.ts', 'tmp', 'var'] },
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     rules: {
       '@nx/enforce-module-boundaries': ['error', boundaries()],
       '@typescript-eslint/no-explicit-any': 'error',

@@ -26,6 +26,7 @@ cat <<BANNER
 
   Trainyard is starting.
     base URL:  http://127.0.0.1:$PORT/v1
+    console:   http://127.0.0.1:$PORT/console/   (sign in with the key below)
     API key:   $(cat var/dev-api-key)   (kept in var/dev-api-key)
     check:     curl http://127.0.0.1:$PORT/v1/system-check
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# npm test: installs what is missing, makes sure PostgreSQL and nats-server are there (tests
-# start their own nats-servers and make their own databases), then runs every check and
-# every test. The last line is "N passed, N failed" over all tests that ran.
+# npm test: installs what is missing, makes sure PostgreSQL, nats-server and Chromium (for the
+# console's browser tests) are there (tests start their own nats-servers and make their own
+# databases), then runs every check and every test. The last line is "N passed, N failed"
+# over all tests that ran.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 RESULTS=tmp/jest-results.json
@@ -27,6 +28,7 @@ check() {
 
 ensure_node_modules
 ensure_nats_binary
+ensure_chromium
 ensure_postgres postgres
 export TEST_DATABASE_URL="$DATABASE_URL"
 generate_prisma_client
@@ -40,6 +42,7 @@ node scripts/db.mjs migrate "$template_url" >/dev/null
 check "schema.prisma agrees with prisma/migrations" node scripts/db.mjs check
 check "lint (module boundaries included)" npx nx run-many -t lint --outputStyle=static
 check "typecheck" npx tsc -p tsconfig.typecheck.json
+check "npm audit: no high or critical advisory in production dependencies" node scripts/audit-prod.mjs
 check "build" build_apps
 
 say "tests"

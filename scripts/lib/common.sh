@@ -88,6 +88,13 @@ ensure_nats_binary() {
   export PATH="$PATH:/usr/sbin"
 }
 
+# Headless Chromium for the console's browser tests (playwright-core drives it; a test tool's
+# own browser download does not work offline). Debian's package, installed once.
+CHROMIUM=/usr/bin/chromium
+ensure_chromium() {
+  [ -x "$CHROMIUM" ] || apt_install chromium
+}
+
 # Prisma Client is generated, never committed. `generate` needs no engine, but the CLI
 # insists on finding one: any existing file satisfies it (scoped to this command only).
 generate_prisma_client() {

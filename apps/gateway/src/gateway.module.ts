@@ -4,9 +4,11 @@ import { ServiceRuntimeModule } from '@trainyard/runtime';
 import { AuthModule } from './auth/auth.module';
 import { ChatModule } from './chat/chat.module';
 import { GatewayConfig } from './config/gateway.config';
+import { ConsoleModule } from './console/console.module';
 import { FilesModule } from './files/files.module';
 import { ApiHealthController } from './health/api-health.controller';
 import { IdempotencyModule } from './idempotency/idempotency.module';
+import { LimitsModule } from './limits/limits.module';
 import { RegistryModule } from './registry/registry.module';
 import { TrainingModule } from './training/training.module';
 
@@ -19,12 +21,14 @@ export class GatewayModule {
       imports: [
         ServiceRuntimeModule.forRoot({ name: 'gateway', config }),
         DbModule.forRoot(config.DATABASE_URL),
-        AuthModule,
+        AuthModule.forRoot(config),
+        LimitsModule.forRoot(config),
         IdempotencyModule,
         RegistryModule,
         TrainingModule,
         FilesModule.forRoot(config),
         ChatModule.forRoot(config),
+        ConsoleModule.forRoot(config),
       ],
       controllers: [ApiHealthController],
       providers: [{ provide: GatewayConfig, useValue: config }],

@@ -62,4 +62,31 @@ describe('training jobs against real Postgres', () => {
     const after = await jobs.events(job.id, 1, events[1].seq);
     expect(after.map((e) => e.type)).toEqual(['gradient_step', 'training_ended']);
   });
+
+  it("lists an entity's jobs newest first, page by page, never another entity's", async () => {
+    const prisma = moduleRef.get(PrismaService);
+    const other = (await prisma.entity.create({ data: { name: 'globex' } })).id;
+    const otherModel = (await prisma.model.create({ data: { entityId: other, project: 'p', name: 'm', baseModel: 'b' } })).id;
+    await jobs.create({ entityId: other, modelId: otherModel, type: 'rl', payload: {}, experimentalConfig: null });
+    // Same created_at for several jobs: the id breaks the tie, so pages neither skip nor repeat.
+    const sameTime = new Date();
+    for (let i = 0; i < 3; i++) {
+      const job = await create();
+      await prisma.trainingJob.update({ where: { id: job.id }, data: { createdAt: sameTime } });
+    }
+    const all = await prisma.trainingJob.findMany({ where: { entityId }, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], select: { id: true } });
+
+    const seen: string[] = [];
+    let after: { createdAt: Date; id: string } | undefined;
+    for (;;) {
+      const rows = await jobs.listForEntity(entityId, { limit: 2, after });
+      const page = rows.slice(0, 2);
+      seen.push(...page.map((r) => r.id));
+      if (rows.length <= 2) break;
+      after = { createdAt: page[1].createdAt, id: page[1].id };
+    }
+    expect(seen).toEqual(all.map((j) => j.id));
+    expect(await jobs.listForEntity(entityId, { limit: 100, modelId: otherModel })).toEqual([]);
+    expect((await jobs.listForEntity(other, { limit: 100 })).map((r) => r.modelId)).toEqual([otherModel]);
+  });
 });

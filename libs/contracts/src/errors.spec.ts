@@ -1,4 +1,4 @@
-import { ErrorCode, isErrorCode, ServiceError } from './errors';
+import { ErrorCode, isErrorCode, MAX_REPORTED_ISSUES, ServiceError } from './errors';
 
 describe('ServiceError', () => {
   it('survives the wire: toWire then fromWire gives the same code, message and details', () => {
@@ -27,7 +27,16 @@ describe('ServiceError', () => {
     expect(error.details.issues).toHaveLength(2);
   });
 
-  it('knows exactly the declared codes', () => {
+  it('reports at most MAX_REPORTED_ISSUES issues, each of a bounded size, and counts the rest', () => {
+    const issues = Array.from({ length: 10_000 }, (_, i) => ({ loc: ['body', 'items', i, 'k'.repeat(5_000)], msg: 'x'.repeat(100_000), type: 'dict_type' }));
+    const error = ServiceError.validation(issues);
+    expect(error.details.issues).toHaveLength(MAX_REPORTED_ISSUES);
+    expect(error.message).toMatch(new RegExp(`; and ${10_000 - MAX_REPORTED_ISSUES} more problems$`));
+    expect(JSON.stringify(error.toWire()).length).toBeLessThan(200_000);
+    expect(error.details.issues?.[0].loc.slice(0, 3)).toEqual(['body', 'items', 0]);
+  });
+
+    it('knows exactly the declared codes', () => {
     expect(isErrorCode('timeout')).toBe(true);
     expect(isErrorCode('Timeout')).toBe(false);
     expect(isErrorCode(504)).toBe(false);

@@ -48,6 +48,18 @@ export interface WireError {
   details?: ServiceErrorDetails;
 }
 
+/** Validation problems reported per error; the rest are counted. */
+export const MAX_REPORTED_ISSUES = 50;
+const MAX_ISSUE_TEXT = 500;
+
+function clip(text: string): string {
+  return text.length > MAX_ISSUE_TEXT ? `${text.slice(0, MAX_ISSUE_TEXT)}...` : text;
+}
+
+function boundedIssue(issue: ValidationIssue): ValidationIssue {
+  return { loc: issue.loc.map((part) => (typeof part === 'string' ? clip(part) : part)), msg: clip(issue.msg), type: issue.type };
+}
+
 export class ServiceError extends Error {
   constructor(
     readonly code: ErrorCode,
@@ -81,8 +93,15 @@ export class ServiceError extends Error {
     return new ServiceError(ErrorCode.InvalidRequest, message, param ? { param } : {});
   }
 
+  /**
+   * Every problem of a request, up to MAX_REPORTED_ISSUES of them, each cut to a readable
+   * length: a hostile body can have a million bad items or a megabyte key, and the error must
+   * still fit in one NATS message and one screen.
+   */
   static validation(issues: ValidationIssue[]): ServiceError {
-    const summary = issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; ');
-    return new ServiceError(ErrorCode.ValidationFailed, summary, { issues });
+    const reported = issues.slice(0, MAX_REPORTED_ISSUES).map(boundedIssue);
+    const more = issues.length - reported.length;
+    const summary = reported.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; ') + (more > 0 ? `; and ${more} more problems` : '');
+    return new ServiceError(ErrorCode.ValidationFailed, summary, { issues: reported });
   }
 }

@@ -15,7 +15,9 @@ export interface WorkQueueSpec {
 }
 
 export const WorkQueues = {
-  inference: { stream: 'INFERENCE_WORK', subject: 'work.inference.v1', consumer: 'inference-workers' },
+  // Workers ack a completion the moment they take it: a message only goes unacked when it
+  // reached a worker that died before reading it, and it should go to another one soon.
+  inference: { stream: 'INFERENCE_WORK', subject: 'work.inference.v1', consumer: 'inference-workers', ackWaitMs: 10_000 },
   // Training workers heartbeat every few seconds: a crashed one's job is redelivered soon.
   training: { stream: 'TRAINING_WORK', subject: 'work.training.v1', consumer: 'training-workers', ackWaitMs: 20_000 },
 } as const satisfies Record<string, WorkQueueSpec>;

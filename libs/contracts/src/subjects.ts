@@ -41,6 +41,7 @@ import type {
   JobProgressReply,
   JobRequest,
   ListJobEventsRequest,
+  ListTrainingJobsRequest,
   TrainingEventRecord,
   TrainingJobRecord,
 } from './training/training-jobs.messages';
@@ -74,6 +75,12 @@ function event<T>(name: string): EventSubject<T> {
 
 /** Streams of one completion's InferenceEvents: `${prefix}.${completion_id}`. */
 export const COMPLETION_EVENTS_PREFIX = 'chat.completion.events.v1';
+
+/**
+ * `${prefix}.${completion_id}`: answered (with an empty reply) by the worker generating that
+ * completion, for as long as it does. No responders there means nobody is generating it.
+ */
+export const COMPLETION_LIVENESS_PREFIX = 'inference.completion.alive.v1';
 
 /**
  * Every subject in the system, owner first and versioned. Services subscribe in a queue
@@ -111,6 +118,7 @@ export const Subjects = {
     createRlJob: rpc<CreateRlJobRequest, CreateJobReply>('training.job.create.v1'),
     createSftJob: rpc<CreateSftJobRequest, CreateJobReply>('training.sft-job.create.v1'),
     getJob: rpc<JobRequest, TrainingJobRecord>('training.job.get.v1'),
+    listJobs: rpc<ListTrainingJobsRequest, Page<TrainingJobRecord>>('training.jobs.list.v1'),
     listEvents: rpc<ListJobEventsRequest, Page<TrainingEventRecord>>('training.job.events.list.v1'),
     cancelJob: rpc<JobRequest, TrainingJobRecord>('training.job.cancel.v1'),
     /** Worker to orchestrator: may this worker run the job it pulled? */

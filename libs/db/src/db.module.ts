@@ -1,5 +1,7 @@
 import { DynamicModule, Global, Injectable, Module, OnModuleInit } from '@nestjs/common';
+import { APP_INTERCEPTOR } from '@nestjs/core';
 import { ReadinessService } from '@trainyard/runtime';
+import { DatabaseErrorsInterceptor } from './database-errors';
 import { DATABASE_URL, PrismaService } from './prisma.service';
 
 @Injectable()
@@ -21,7 +23,12 @@ export class DbModule {
   static forRoot(databaseUrl: string): DynamicModule {
     return {
       module: DbModule,
-      providers: [{ provide: DATABASE_URL, useValue: databaseUrl }, PrismaService, DatabaseReadiness],
+      providers: [
+        { provide: DATABASE_URL, useValue: databaseUrl },
+        PrismaService,
+        DatabaseReadiness,
+        { provide: APP_INTERCEPTOR, useClass: DatabaseErrorsInterceptor },
+      ],
       exports: [PrismaService],
     };
   }

@@ -1,3 +1,4 @@
+export * from './database-errors';
 export * from './db.module';
 export * from './packed-json';
 export * from './prisma.service';

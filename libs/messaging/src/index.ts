@@ -7,3 +7,4 @@ export * from './rpc-errors';
 export * from './rpc-exception.filter';
 export * from './rpc.client';
 export * from './blob-store';
+export * from './bounded-reply.serializer';

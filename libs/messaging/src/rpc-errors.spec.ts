@@ -27,7 +27,13 @@ describe('toServiceError', () => {
     },
   );
 
-  it('treats anything else as internal', () => {
+  it('turns a request too large for NATS into payload_too_large (413), not a 500', () => {
+    const error = toServiceError(Object.assign(new Error('MAX_PAYLOAD_EXCEEDED'), { code: 'MAX_PAYLOAD_EXCEEDED' }), subject, 100);
+    expect(error.code).toBe(ErrorCode.PayloadTooLarge);
+    expect(error.message).toMatch(/too large to pass on to the registry service/);
+  });
+
+    it('treats anything else as internal', () => {
     expect(toServiceError({ status: 'error', message: 'Internal server error' }, subject, 100).code).toBe(ErrorCode.Internal);
   });
 });

@@ -13,6 +13,9 @@ export function toServiceError(err: unknown, subject: string, timeoutMs: number)
     return new ServiceError(ErrorCode.Timeout, `No reply from ${serviceOf(subject)} within ${timeoutMs} ms`);
   }
   const message = describe(err);
+  if (/MAX_PAYLOAD_EXCEEDED/.test(message)) {
+    return new ServiceError(ErrorCode.PayloadTooLarge, `The request is too large to pass on to ${serviceOf(subject)} (over the message bus limit)`);
+  }
   if (/no responders|no subscribers|empty response/i.test(message)) {
     return new ServiceError(ErrorCode.Unavailable, `${serviceOf(subject)} is not running (no responders on ${subject})`, {
       retryAfterSeconds: 1,

@@ -3,6 +3,7 @@ import { BaseExceptionFilter } from '@nestjs/core';
 import { RpcException } from '@nestjs/microservices';
 import { ErrorCode, ServiceError, WireError } from '@trainyard/contracts';
 import { Observable, throwError } from 'rxjs';
+import { currentRequestId } from './request-context';
 
 /**
  * Service side of the error contract: a ServiceError crosses the wire as its coded JSON;
@@ -22,7 +23,10 @@ export class RpcErrorFilter extends BaseExceptionFilter {
   private toWire(exception: unknown, host: ArgumentsHost): WireError {
     if (exception instanceof ServiceError) return exception.toWire();
     const subject = host.getType() === 'rpc' ? host.switchToRpc().getContext()?.getSubject?.() : undefined;
-    this.logger.error(`Unhandled error on ${subject ?? 'unknown subject'}`, (exception as Error)?.stack ?? String(exception));
+    this.logger.error(
+      `Unhandled error on ${subject ?? 'unknown subject'} request_id=${currentRequestId() ?? '-'}`,
+      (exception as Error)?.stack ?? String(exception),
+    );
     return new ServiceError(ErrorCode.Internal, 'Internal error').toWire();
   }
 }

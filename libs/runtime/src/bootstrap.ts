@@ -1,8 +1,11 @@
 import { DynamicModule, INestApplication, Logger, LogLevel } from '@nestjs/common';
 import { HttpAdapterHost, NestFactory } from '@nestjs/core';
-import { MicroserviceOptions, Transport } from '@nestjs/microservices';
-import { RECONNECT_FOREVER, RequestIdInterceptor, RpcErrorFilter } from '@trainyard/messaging';
+import { MicroserviceOptions } from '@nestjs/microservices';
+import { BoundedReplySerializer, RECONNECT_FOREVER, RequestIdInterceptor, RpcErrorFilter } from '@trainyard/messaging';
 import type { BaseServiceConfig } from './config/base-service.config';
+import { DrainingNatsServer } from './shutdown/draining-nats.server';
+import { GracefulShutdown } from './shutdown/graceful-shutdown';
+import { HttpDrain } from './shutdown/http-drain';
 
 const LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
 
@@ -22,23 +25,22 @@ export interface BootstrapOptions {
 /**
  * Starts one process: HTTP for its health probes (and the gateway's API), plus, for
  * services, a NATS microservice in the service's queue group so replicas share requests.
- * SIGTERM and SIGINT drain NATS and close HTTP before the process exits.
+ * SIGTERM and SIGINT shut it down gracefully (see shutDown).
  */
 export async function bootstrap(module: DynamicModule, options: BootstrapOptions): Promise<INestApplication> {
   const { name, config, queue } = options;
   const app = await NestFactory.create(module, { logger: logLevels(config.LOG_LEVEL) });
-  exitCleanlyOnSignals(app, name);
+  const shutdown = app.get(GracefulShutdown, { strict: false });
+  const parts: ShutdownParts = { app, shutdown, http: new HttpDrain(app.getHttpServer(), shutdown) };
+  exitCleanlyOnSignals(parts, name, config);
   await options.configure?.(app);
   if (queue) {
     app.useGlobalFilters(new RpcErrorFilter(app.get(HttpAdapterHost).httpAdapter));
     app.useGlobalInterceptors(new RequestIdInterceptor());
-    app.connectMicroservice<MicroserviceOptions>(
-      {
-        transport: Transport.NATS,
-        options: { servers: config.NATS_URL, queue, name: `${name}-server`, ...RECONNECT_FOREVER },
-      },
-      { inheritAppConfig: true },
-    );
+    // Replies too large for NATS become coded errors instead of an exception that ends the process.
+    const serializer = new BoundedReplySerializer();
+    parts.nats = new DrainingNatsServer({ servers: config.NATS_URL, queue, name: `${name}-server`, serializer, ...RECONNECT_FOREVER }, shutdown);
+    app.connectMicroservice<MicroserviceOptions>({ strategy: parts.nats }, { inheritAppConfig: true });
     await app.startAllMicroservices();
   }
   await app.listen(config.HTTP_PORT, config.HTTP_HOST);
@@ -46,28 +48,69 @@ export async function bootstrap(module: DynamicModule, options: BootstrapOptions
   return app;
 }
 
+interface ShutdownParts {
+  app: INestApplication;
+  shutdown: GracefulShutdown;
+  http: HttpDrain;
+  nats?: DrainingNatsServer;
+}
+
+/** After the drain time, how long failed or handed-back work gets to say so before connections are cut. */
+const GIVE_UP_GRACE_MS = 1_000;
+
 /**
- * SIGTERM (Kubernetes, compose) and SIGINT (Ctrl-C) close the app, running every
- * shutdown hook (NATS drained, HTTP closed, database disconnected), then exit 0. Nest's
- * own enableShutdownHooks would re-raise the signal instead, hiding whether it went well.
+ * SIGTERM (Kubernetes, compose) and SIGINT (Ctrl-C) shut the process down within
+ * SHUTDOWN_TIMEOUT_MS and exit 0; Nest's own enableShutdownHooks would re-raise the signal
+ * instead, hiding whether it went well. A second signal, or a shutdown that overruns, exits 1.
  */
-function exitCleanlyOnSignals(app: INestApplication, name: string): void {
+function exitCleanlyOnSignals(parts: ShutdownParts, name: string, config: BaseServiceConfig): void {
   const logger = new Logger(name);
   let closing = false;
-  const shutdown = (signal: NodeJS.Signals) => {
-    if (closing) return;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (closing) {
+      logger.warn(`${signal} again: exiting without finishing the shutdown`);
+      process.exit(1);
+    }
     closing = true;
-    logger.log(`${signal}: shutting down`);
-    app.close().then(
+    shutDown(parts, config, logger, signal).then(
       () => process.exit(0),
       (err: Error) => {
-        logger.error(`Shutdown failed: ${err.message}`);
+        logger.error(`Shutdown failed: ${err.stack ?? err.message}`);
         process.exit(1);
       },
     );
   };
-  process.once('SIGTERM', shutdown);
-  process.once('SIGINT', shutdown);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+/**
+ * 1. Take no more work: the HTTP listener closes, NATS subscriptions drain, readiness fails,
+ *    and `stopping` tells workers to stop pulling (training jobs are handed back unacknowledged).
+ * 2. Let what is held finish, for up to SHUTDOWN_DRAIN_MS.
+ * 3. Past that, `expired` tells holders to fail what they still hold clearly; connections are cut.
+ * 4. Close the app (module hooks, NATS drained, database disconnected).
+ * Whatever hangs is cut short by a forced exit 1 at SHUTDOWN_TIMEOUT_MS.
+ */
+async function shutDown({ app, shutdown, http, nats }: ShutdownParts, config: BaseServiceConfig, logger: Logger, signal: NodeJS.Signals): Promise<void> {
+  const started = Date.now();
+  logger.log(`${signal}: shutting down (drain ${config.SHUTDOWN_DRAIN_MS} ms, bound ${config.SHUTDOWN_TIMEOUT_MS} ms)`);
+  setTimeout(() => {
+    logger.error(`${signal}: not shut down after ${config.SHUTDOWN_TIMEOUT_MS} ms; exiting anyway`);
+    process.exit(1);
+  }, config.SHUTDOWN_TIMEOUT_MS);
+
+  http.stopAccepting();
+  shutdown.begin();
+  await nats?.stopIntake();
+  if (!(await shutdown.idle(Math.max(0, config.SHUTDOWN_DRAIN_MS - (Date.now() - started))))) {
+    logger.warn(`${shutdown.held} requests or jobs still in progress after ${config.SHUTDOWN_DRAIN_MS} ms: failing or handing them back`);
+    shutdown.giveUp();
+    await shutdown.idle(GIVE_UP_GRACE_MS);
+  }
+  http.closeAll();
+  await app.close();
+  logger.log(`shut down in ${Date.now() - started} ms`);
 }
 
 /** Runs `start`, printing a config or start-up error plainly and exiting non-zero. */

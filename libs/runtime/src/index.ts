@@ -7,3 +7,4 @@ export * from './health/public.decorator';
 export * from './health/readiness.service';
 export * from './service-runtime.module';
 export * from './worker-presence.module';
+export * from './shutdown/graceful-shutdown';

@@ -12,6 +12,7 @@ import type { NatsConnection } from 'nats';
 import type { BaseServiceConfig } from './config/base-service.config';
 import { ProcessHealthModule } from './health/health.module';
 import { ReadinessService } from './health/readiness.service';
+import { GracefulShutdown } from './shutdown/graceful-shutdown';
 
 export const SERVICE_IDENTITY = Symbol('SERVICE_IDENTITY');
 
@@ -32,7 +33,8 @@ export interface ServiceRuntimeOptions {
 /**
  * What every process of the system has: NATS (RPC client and raw connection), its
  * /health/live and /health/ready, a readiness probe for NATS and for each work queue it
- * uses, and, for services, an answer to the health service's check.
+ * uses, for services an answer to the health service's check, and the graceful-shutdown
+ * signals that whatever holds work listens to.
  */
 @Module({})
 export class ServiceRuntimeModule {
@@ -57,8 +59,9 @@ export class ServiceRuntimeModule {
         { provide: WORK_QUEUES, useValue: options.workQueues ?? [] },
         { provide: STREAM_PREFIX, useValue: config.JETSTREAM_PREFIX },
         MessagingReadiness,
+        GracefulShutdown,
       ],
-      exports: [MessagingModule, ProcessHealthModule, SERVICE_IDENTITY],
+      exports: [MessagingModule, ProcessHealthModule, SERVICE_IDENTITY, GracefulShutdown],
     };
   }
 }

@@ -1,3 +1,4 @@
 export * from './database';
 export * from './nats-server';
+export * from './postgres-server';
 export * from './wait';

@@ -12,6 +12,10 @@ export interface TestNatsServer {
   stop(): Promise<void>;
   /** Starts it again on the same port and store, as after a crash. */
   restart(): Promise<void>;
+  /** SIGKILL: the server dies at once, keeping its JetStream store for start(). */
+  kill(): Promise<void>;
+  /** Starts it again (after kill) on the same port and store; a no-op while it runs. */
+  start(): Promise<void>;
 }
 
 export async function startNatsServer(): Promise<TestNatsServer> {
@@ -25,10 +29,11 @@ export async function startNatsServer(): Promise<TestNatsServer> {
     child = spawn(binary, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: 'ignore' });
     await waitFor(() => portAnswers(port), { what: `nats-server on port ${port}`, timeoutMs: 10_000 });
   };
-  const stop = async () => {
-    if (!child || child.exitCode !== null) return;
+  const running = () => child !== undefined && child.exitCode === null && child.signalCode === null;
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    if (!child || !running()) return;
     const exited = new Promise((resolve) => child?.once('exit', resolve));
-    child.kill('SIGTERM');
+    child.kill(signal);
     await exited;
   };
   await launch();
@@ -42,6 +47,10 @@ export async function startNatsServer(): Promise<TestNatsServer> {
     restart: async () => {
       await stop();
       await launch();
+    },
+    kill: () => stop('SIGKILL'),
+    start: async () => {
+      if (!running()) await launch();
     },
   };
 }

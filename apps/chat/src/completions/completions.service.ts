@@ -1,7 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import {
+  ErrorCode,
   InferenceWorkItem,
   resolveWorkQueue,
+  ServiceError,
   StartCompletionReply,
   StartCompletionRequest,
   Subjects,
@@ -52,7 +54,11 @@ export class CompletionsService {
     };
     const queue = resolveWorkQueue(WorkQueues.inference, this.config.JETSTREAM_PREFIX);
     // The completion id as message id: a retried start inside the dedupe window is queued once.
-    await this.nc.jetstream().publish(queue.subject, workItems.encode(item), { msgID: request.completion_id });
+    try {
+      await this.nc.jetstream().publish(queue.subject, workItems.encode(item), { msgID: request.completion_id });
+    } catch (err) {
+      throw new ServiceError(ErrorCode.Unavailable, `The inference queue is unavailable: ${(err as Error).message}`, { retryAfterSeconds: 1 });
+    }
     return {
       model: request.params.model,
       base_model: resolved.base_model,

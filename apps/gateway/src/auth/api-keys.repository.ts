@@ -61,6 +61,13 @@ export class ApiKeysRepository {
     return targets.map(toStoredKey);
   }
 
+  /** Revokes the key if it is the entity's; an already revoked key stays as it was. Null if not the entity's. */
+  async revokeOwned(entityId: string, id: string): Promise<StoredKey | null> {
+    await this.prisma.apiKey.updateMany({ where: { id, entityId, revokedAt: null }, data: { revokedAt: new Date() } });
+    const row = await this.prisma.apiKey.findFirst({ where: { id, entityId }, include: withEntity });
+    return row && toStoredKey(row);
+  }
+
   async touch(id: string, at: Date): Promise<void> {
     await this.prisma.apiKey.update({ where: { id }, data: { lastUsedAt: at } });
   }

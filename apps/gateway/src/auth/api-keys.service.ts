@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { ErrorCode, ServiceError } from '@trainyard/contracts';
+import { ErrorCode, isUuid, ServiceError } from '@trainyard/contracts';
 import { generateSecret, hashSecret } from './api-key.secret';
 import { ApiKeysRepository, StoredKey } from './api-keys.repository';
 import type { Caller } from './caller';
@@ -28,17 +28,30 @@ export class ApiKeysService {
     return this.keys.revoke(idOrPrefix);
   }
 
-  /**
-   * Looks the key up by its hash, so the comparison happens inside an index lookup on a
-   * digest and never on the secret itself. Revocation takes effect on the next request.
-   */
+  /** Revokes one of the entity's own keys; another entity's key id is not found, as is an unknown one. */
+  async revokeOwned(entityId: string, id: string): Promise<StoredKey> {
+    const key = isUuid(id) ? await this.keys.revokeOwned(entityId, id) : null;
+    if (!key) throw ServiceError.notFound(`API key ${id} not found`);
+    return key;
+  }
+
+  /** The caller an `Authorization: Bearer <key>` header stands for. */
   async authenticate(authorization: string | undefined): Promise<Caller> {
     if (!authorization) {
       throw unauthorized('Missing API key: send "Authorization: Bearer <key>"');
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match) throw unauthorized('Malformed Authorization header: expected "Bearer <key>"');
-    const key = await this.keys.findByHash(hashSecret(match[1]));
+    return this.verify(match[1]);
+  }
+
+  /**
+   * The caller a key secret stands for (the console signs in with one). Looks the key up by
+   * its hash, so the comparison happens inside an index lookup on a digest and never on the
+   * secret itself. Revocation takes effect on the next request.
+   */
+  async verify(secret: string): Promise<Caller> {
+    const key = await this.keys.findByHash(hashSecret(secret));
     if (!key) throw unauthorized('Unknown API key');
     if (key.revokedAt) throw unauthorized(`API key ${key.prefix}... was revoked`);
     this.touch(key);

@@ -1,11 +1,31 @@
-import { Module } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import { GatewayConfig } from '../config/gateway.config';
 import { ApiKeyGuard } from './api-key.guard';
 import { ApiKeysRepository } from './api-keys.repository';
 import { ApiKeysService } from './api-keys.service';
+import { ConsoleSessionsRepository } from './console-sessions.repository';
+import { ConsoleSessionsService } from './console-sessions.service';
 
-@Module({
-  providers: [ApiKeysRepository, ApiKeysService, { provide: APP_GUARD, useClass: ApiKeyGuard }],
-  exports: [ApiKeysService],
-})
-export class AuthModule {}
+/**
+ * Who is calling: API keys, the console's sessions, and the global guard that checks either.
+ * Global, as the guard is: the console's routes use the same services.
+ */
+@Module({})
+export class AuthModule {
+  static forRoot(config: GatewayConfig): DynamicModule {
+    return {
+      module: AuthModule,
+      global: true,
+      providers: [
+        { provide: GatewayConfig, useValue: config },
+        ApiKeysRepository,
+        ApiKeysService,
+        ConsoleSessionsRepository,
+        ConsoleSessionsService,
+        { provide: APP_GUARD, useClass: ApiKeyGuard },
+      ],
+      exports: [ApiKeysService, ConsoleSessionsService, GatewayConfig],
+    };
+  }
+}

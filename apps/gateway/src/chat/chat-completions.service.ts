@@ -10,32 +10,45 @@ import {
   Subjects,
 } from '@trainyard/contracts';
 import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import { GracefulShutdown, onAbort } from '@trainyard/runtime';
 import type { Response } from 'express';
 import { JSONCodec, NatsConnection, Subscription } from 'nats';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/caller';
 import { GatewayConfig } from '../config/gateway.config';
 import { CompletionAssembler } from './completion-assembler';
+import { CompletionEventsReader } from './completion-events.reader';
 import { ChatCompletionRequest, ChatMessageDto } from './dto/chat-completion.request';
 import { openEventStream } from '../http/event-stream';
 
-const events = JSONCodec<InferenceEvent>();
 const cancellations = JSONCodec<CancelCompletion>();
 
 /**
  * The HTTP half of a chat completion: listen on the completion's event subject, ask the
  * chat service to schedule it, then relay the worker's events as one response or as
- * Server-Sent Events. A client that goes away cancels the generation.
+ * Server-Sent Events. A client that goes away cancels the generation. On shutdown, a
+ * completion still running when the drain time is over ends with a 503 (or a last error
+ * event, mid-stream) that says to retry, and its generation is cancelled.
  */
 @Injectable()
 export class ChatCompletionsService {
   private readonly logger = new Logger(ChatCompletionsService.name);
+  /** Rejects once the shutdown's drain time is over; every completion still waiting on its worker races it. */
+  private readonly drainOver: Promise<never>;
 
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     private readonly rpc: RpcClient,
-  ) {}
+    shutdown: GracefulShutdown,
+  ) {
+    this.drainOver = new Promise<never>((_, reject) =>
+      onAbort(shutdown.expired, () =>
+        reject(new ServiceError(ErrorCode.Unavailable, 'The server is shutting down; retry the request', { retryAfterSeconds: 1 })),
+      ),
+    );
+    this.drainOver.catch(() => undefined);
+  }
 
   async create(caller: Caller, body: ChatCompletionRequest, res: Response): Promise<void> {
     const params = this.normalize(body);
@@ -100,27 +113,18 @@ export class ChatCompletionsService {
     }
   }
 
-  /** The worker's events in order; an `error` event or a silent worker ends it with a ServiceError. */
+  /** The worker's events in order; an `error` event, a silent, gone or lossy worker ends it with a ServiceError. */
   private async *events(subscription: Subscription): AsyncGenerator<InferenceEvent> {
-    const iterator = subscription[Symbol.asyncIterator]();
-    const idle = this.config.COMPLETION_IDLE_TIMEOUT_MS;
+    const reader = new CompletionEventsReader(this.nc, subscription, {
+      idleTimeoutMs: this.config.COMPLETION_IDLE_TIMEOUT_MS,
+      probeAfterMs: this.config.COMPLETION_PROBE_AFTER_MS,
+    });
     while (true) {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new ServiceError(ErrorCode.Timeout, `The inference worker sent nothing for ${idle} ms`)),
-          idle,
-        );
-      });
-      try {
-        const next = await Promise.race([iterator.next(), timeout]);
-        if (next.done) return;
-        const event = events.decode(next.value.data);
-        if (event.type === 'error') throw ServiceError.fromWire(event.error) ?? new ServiceError(ErrorCode.Internal, 'Generation failed');
-        yield event;
-      } finally {
-        clearTimeout(timer);
-      }
+      const next = await Promise.race([reader.next(), this.drainOver]);
+      if (next.done) return;
+      const event = next.value;
+      if (event.type === 'error') throw ServiceError.fromWire(event.error) ?? new ServiceError(ErrorCode.Internal, 'Generation failed');
+      yield event;
     }
   }
 

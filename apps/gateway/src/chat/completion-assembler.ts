@@ -48,6 +48,7 @@ export class CompletionAssembler {
       case 'done':
         this.usage = { ...event.usage, total_tokens: event.usage.prompt_tokens + event.usage.completion_tokens };
         return [];
+      case 'accepted':
       case 'error':
         return [];
     }

@@ -1,6 +1,9 @@
 import { Type } from 'class-transformer';
 import { BaseServiceConfig, DATABASE_URL_PATTERN } from '@trainyard/runtime';
-import { IsInt, Matches, Max, Min } from 'class-validator';
+import { IsIn, IsInt, IsString, Matches, Max, Min } from 'class-validator';
+
+/** The Secure flag of the console's session cookie (CONSOLE_COOKIE_SECURE). */
+export type CookieSecurity = 'auto' | 'always' | 'never';
 
 export class GatewayConfig extends BaseServiceConfig {
   override HTTP_PORT = 8080;
@@ -56,4 +59,76 @@ export class GatewayConfig extends BaseServiceConfig {
   @IsInt()
   @Min(100)
   COMPLETION_IDLE_TIMEOUT_MS = 60_000;
+
+  /**
+   * After this long without an event, the gateway asks whether the worker that took the
+   * completion still holds it: if it is gone, the completion fails at once with 503.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(50)
+  COMPLETION_PROBE_AFTER_MS = 2_000;
+
+  /** The built web console (dist/apps/console), served under /console; relative to the working directory. */
+  @IsString()
+  CONSOLE_DIR = 'dist/apps/console';
+
+  /** How long a console sign-in lasts, from the moment of signing in. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(60)
+  @Max(30 * 24 * 3600)
+  CONSOLE_SESSION_TTL_SECONDS = 12 * 3600;
+
+  /**
+   * The Secure flag of the console's session cookie. `auto` sets it when the request came over
+   * https, directly or through a proxy that says so in X-Forwarded-Proto.
+   */
+  @IsIn(['auto', 'always', 'never'])
+  CONSOLE_COOKIE_SECURE: CookieSecurity = 'auto';
+
+  /**
+   * Requests one API key may make per KEY_RATE_LIMIT_WINDOW_MS, as a token bucket (bursts up
+   * to this many, refilled evenly over the window); past it, 429 with Retry-After. 0: no limit.
+   * Counted per gateway replica.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  KEY_RATE_LIMIT_REQUESTS = 3_000;
+
+  @Type(() => Number)
+  @IsInt()
+  @Min(1_000)
+  KEY_RATE_LIMIT_WINDOW_MS = 60_000;
+
+  /** Requests one API key may have in progress at once (streams included); past it, 429. 0: no limit. Per replica. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  KEY_CONCURRENCY_LIMIT = 32;
+
+  /** Requests in progress on this replica, all keys together (health probes aside); past it, 429 before any work. 0: no limit. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  MAX_IN_FLIGHT_REQUESTS = 256;
+
+  /** A client must send a request's headers within this time (slow-header clients hold no socket for long). */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1_000)
+  HTTP_HEADERS_TIMEOUT_MS = 20_000;
+
+  /** A client must send a whole request (body included) within this time. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1_000)
+  HTTP_REQUEST_TIMEOUT_MS = 300_000;
+
+  /** An idle keep-alive connection is closed after this time. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(100)
+  HTTP_KEEP_ALIVE_TIMEOUT_MS = 5_000;
 }

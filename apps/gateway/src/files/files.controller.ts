@@ -21,6 +21,7 @@ import { IdempotencyInterceptor } from '../idempotency/idempotency.interceptor';
 import { scopeOf } from '../registry/caller-scope';
 import { ListFilesQuery } from './dto/list-files.query';
 import { UploadFileRequest } from './dto/upload-file.request';
+import { attachmentDisposition, isAcceptableFilename } from './filenames';
 import { UploadLimitInterceptor } from './upload-limit.interceptor';
 
 /** The part of multer's file object this controller uses (multer's own types are not installed). */
@@ -49,6 +50,11 @@ export class FilesController {
     if (!file) {
       throw ServiceError.validation([{ loc: ['body', 'file'], msg: 'file is required (a multipart part named "file")', type: 'missing' }]);
     }
+    if (!isAcceptableFilename(file.originalname)) {
+      throw ServiceError.validation([
+        { loc: ['body', 'file', 'filename'], msg: 'the filename must be 1 to 255 characters, none of them control characters', type: 'filename' },
+      ]);
+    }
     const content = await this.blobs.put(file.buffer);
     return this.rpc.request(Subjects.registry.createFile, {
       ...scopeOf(caller),
@@ -76,7 +82,7 @@ export class FilesController {
   ): Promise<StreamableFile> {
     const { file, content } = await this.rpc.request(Subjects.registry.getFileContent, { ...scopeOf(caller), file_id: fileId });
     const bytes = await this.blobs.take(content);
-    res.setHeader('content-disposition', `attachment; filename="${file.filename.replace(/["\\\r\n]/g, '_')}"`);
+    res.setHeader('content-disposition', attachmentDisposition(file.filename));
     return new StreamableFile(bytes, { type: 'application/octet-stream', length: bytes.length });
   }
 

@@ -17,6 +17,8 @@ export function fromBodyParser(err: unknown): ServiceError | undefined {
       return new ServiceError(ErrorCode.PayloadTooLarge, `Request body is larger than the limit of ${limit} bytes`);
     case 'entity.parse.failed':
       return ServiceError.validation([{ loc: ['body'], msg: `Malformed JSON: ${message}`, type: 'json_invalid' }]);
+    case 'entity.too.deep':
+      return ServiceError.validation([{ loc: ['body'], msg: message ?? 'JSON is nested too deeply', type: 'json_too_deep' }]);
     case 'encoding.unsupported':
     case 'charset.unsupported':
     case 'request.aborted':

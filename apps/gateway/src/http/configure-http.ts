@@ -1,17 +1,31 @@
 import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import cookieParser from 'cookie-parser';
 import type { GatewayConfig } from '../config/gateway.config';
+import { inFlightLimit } from '../limits/in-flight-limit';
+import { applyServerTimeouts } from '../limits/server-timeouts';
+import { serveConsole } from '../console/console-assets';
 import { translateBodyParserErrors } from './body-parser-errors';
+import { answerClientErrorsWithJson } from './client-error';
 import { HttpErrorFilter } from './http-error.filter';
+import { refuseDeepJson, refuseReservedKeys } from './json-guards';
 import { requestId } from './request-id.middleware';
+import { requestLog } from './request-log.middleware';
 import { createValidationPipe } from './validation.pipe';
 
 /** Everything the gateway's HTTP edge does before and after a controller runs. */
 export function configureHttp(nest: INestApplication, config: GatewayConfig): void {
   const app = nest as NestExpressApplication;
   app.use(requestId);
-  app.useBodyParser('json', { limit: config.MAX_BODY_BYTES });
+  app.use(requestLog);
+  answerClientErrorsWithJson(app.getHttpServer());
+  app.use(inFlightLimit(config.MAX_IN_FLIGHT_REQUESTS));
+  applyServerTimeouts(app.getHttpServer(), config);
+  app.use(cookieParser());
+  serveConsole(app, config);
+  app.useBodyParser('json', { limit: config.MAX_BODY_BYTES, verify: refuseDeepJson });
   app.useBodyParser('urlencoded', { limit: config.MAX_BODY_BYTES, extended: false });
+  app.use(refuseReservedKeys);
   app.use(translateBodyParserErrors);
   app.useGlobalPipes(createValidationPipe());
   app.useGlobalFilters(new HttpErrorFilter());

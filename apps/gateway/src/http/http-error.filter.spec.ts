@@ -96,7 +96,21 @@ describe('HttpErrorFilter', () => {
     expect(res.body).toEqual({ detail: 'No route for POST /v1/nope' });
   });
 
-  it('never leaks the message of an unexpected error', () => {
+  it('answers a client error raised by Express middleware (http-errors, 4xx, exposed) with its own message', () => {
+    const error = Object.assign(new Error('request aborted'), { status: 400, expose: true, type: 'request.aborted' });
+    const res = run(error, '/v1/preview/models');
+    expect(res.statusCode).toBe(400);
+    expect(res.body).toEqual({ detail: 'request aborted' });
+    const unsupported = Object.assign(new Error('unsupported content encoding "br"'), { status: 415, expose: true });
+    expect(run(unsupported, '/v1/chat/completions').statusCode).toBe(400);
+  });
+
+  it('keeps unexposed and server-side errors a 500', () => {
+    expect(run(Object.assign(new Error('db password wrong'), { status: 400, expose: false }), '/v1/preview/models').statusCode).toBe(500);
+    expect(run(Object.assign(new Error('boom'), { status: 503, expose: true }), '/v1/preview/models').statusCode).toBe(500);
+  });
+
+    it('never leaks the message of an unexpected error', () => {
     const res = run(new TypeError('secret internals'), '/v1/preview/models');
     expect(res.statusCode).toBe(500);
     expect(res.body).toEqual({ detail: 'Internal server error' });

@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import { ErrorCode, ServiceError } from '@trainyard/contracts';
+import { ErrorCode, REQUEST_ID_HEADER, ServiceError } from '@trainyard/contracts';
+import { databaseUnavailable } from '@trainyard/db';
 import type { Request, Response } from 'express';
 import { HTTP_STATUS_BY_CODE, openAiErrorType, shouldRetry } from './error-status';
 import { isOpenAiRoute } from './route-family';
@@ -20,7 +21,11 @@ export class HttpErrorFilter implements ExceptionFilter {
     const error = this.toServiceError(exception, req);
     const status = HTTP_STATUS_BY_CODE[error.code];
     if (status >= 500) {
-      this.logger.error(`${req.method} ${req.originalUrl} -> ${status}: ${error.message}`, (exception as Error)?.stack);
+      // The path without its query string (which may hold what a client should not have put there), and the request id to find the rest.
+      this.logger.error(
+        `${req.method} ${req.path} -> ${status}: ${error.message} request_id=${String(req.headers?.[REQUEST_ID_HEADER] ?? '-')}`,
+        (exception as Error)?.stack,
+      );
     }
     if (res.headersSent) {
       res.end();
@@ -33,14 +38,30 @@ export class HttpErrorFilter implements ExceptionFilter {
 
   private toServiceError(exception: unknown, req: Request): ServiceError {
     if (exception instanceof ServiceError) return exception;
+    // Handlers' database errors are coded on the way out (DbModule); a guard's arrive here raw.
+    const outage = databaseUnavailable(exception);
+    if (outage) return outage;
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       if (status === 404) return ServiceError.notFound(`No route for ${req.method} ${req.path}`);
-      const code = codeForStatus(status);
+      const code = codeForStatus(status) ?? (status >= 400 && status < 500 ? ErrorCode.InvalidRequest : undefined);
       if (code) return new ServiceError(code, exception.message);
     }
+    const refused = requestRefusal(exception);
+    if (refused) return refused;
     return new ServiceError(ErrorCode.Internal, 'Internal server error');
   }
+}
+
+/**
+ * An error an Express middleware raised about the request itself (http-errors with a 4xx
+ * status and `expose` set, as body-parser and the router make them): its message is written
+ * for the client. Anything else stays a 500, its message kept in the log.
+ */
+function requestRefusal(exception: unknown): ServiceError | undefined {
+  const { status, expose, message } = (exception ?? {}) as { status?: unknown; expose?: unknown; message?: unknown };
+  if (!(exception instanceof Error) || expose !== true || typeof status !== 'number' || status < 400 || status > 499) return undefined;
+  return new ServiceError(codeForStatus(status) ?? ErrorCode.InvalidRequest, typeof message === 'string' && message ? message : 'Bad request');
 }
 
 function codeForStatus(status: number): ErrorCode | undefined {

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { DeleteModelReply, ModelRecord, Subjects } from '@trainyard/contracts';
 import { RpcClient } from '@trainyard/messaging';
 import { Caller, CallerParam } from '../auth/caller';
@@ -17,6 +17,13 @@ export class ModelsController {
   async create(@CallerParam() caller: Caller, @Body() body: CreateModelRequest): Promise<Omit<ModelRecord, 'created'>> {
     const { created: _, ...model } = await this.rpc.request(Subjects.registry.createModel, { ...scopeOf(caller), ...body });
     return model;
+  }
+
+  /** Our addition: the caller's trainable models, oldest first (the console lists them). */
+  @Get()
+  async list(@CallerParam() caller: Caller): Promise<{ object: 'list'; data: ModelRecord[] }> {
+    const { models } = await this.rpc.request(Subjects.registry.listModels, scopeOf(caller));
+    return { object: 'list', data: models };
   }
 
   @Delete(':model_id')

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CallerScope, Page, Subjects, TERMINAL_EVENT_TYPES, TrainingEventRecord } from '@trainyard/contracts';
 import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import { GracefulShutdown, onAbort } from '@trainyard/runtime';
 import type { Response } from 'express';
 import type { NatsConnection } from 'nats';
 import { openEventStream } from '../http/event-stream';
@@ -13,28 +14,39 @@ const KEEPALIVE_MS = 15_000;
  * The Server-Sent Events form of GET .../events: every stored event, oldest first, from the
  * cursor on (Last-Event-ID or ?after), pushed as the orchestrator stores them, until the
  * job's final event. The database stays the source of truth: a NATS notice only says "look
- * now", so an event can be late but never lost or repeated.
+ * now", so an event can be late but never lost or repeated. On shutdown every stream ends at
+ * once, after the events already written: the client resumes from Last-Event-ID elsewhere.
  */
 @Injectable()
 export class JobEventsStream {
   private readonly logger = new Logger(JobEventsStream.name);
+  /** How to end each open stream early. */
+  private readonly open = new Set<() => void>();
 
   constructor(
     private readonly rpc: RpcClient,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
-  ) {}
+    private readonly shutdown: GracefulShutdown,
+  ) {
+    onAbort(shutdown.stopping, () => {
+      for (const end of this.open) end();
+    });
+  }
 
   /** `first` was fetched before the response was committed, so that a 404 is still a plain 404. */
   async relay(scope: CallerScope, jobId: string, after: string | undefined, first: Page<TrainingEventRecord>, res: Response): Promise<void> {
     openEventStream(res);
 
-    let closed = false;
+    // The client went away, or the server is shutting down: either way, stop here.
+    let closed = this.shutdown.stopping.aborted;
     let wake: (() => void) | undefined;
     const notices = this.nc.subscribe(`${Subjects.training.eventsAppended.name}.${jobId}`, { callback: () => wake?.() });
-    res.on('close', () => {
+    const end = () => {
       closed = true;
       wake?.();
-    });
+    };
+    res.on('close', end);
+    this.open.add(end);
     const keepalive = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
     try {
       let page = first;
@@ -63,6 +75,7 @@ export class JobEventsStream {
       this.logger.warn(`event stream of job ${jobId} ended: ${(err as Error).message}`);
       if (!closed) res.write(`event: error\ndata: ${JSON.stringify({ error: { message: (err as Error).message } })}\n\n`);
     } finally {
+      this.open.delete(end);
       clearInterval(keepalive);
       notices.unsubscribe();
       res.end();

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { CreateJobReply, Subjects, TrainingJobRecord } from '@trainyard/contracts';
+import { CreateJobReply, Page, Subjects, TrainingJobRecord } from '@trainyard/contracts';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
 import type { Response } from 'express';
 import { Caller, CallerParam } from '../auth/caller';
@@ -7,6 +7,7 @@ import { Idempotent } from '../idempotency/idempotent.decorator';
 import { scopeOf } from '../registry/caller-scope';
 import { CreateSftTrainingJobRequest, CreateTrainingJobRequest } from './dto/create-training-job.request';
 import { ListJobEventsQuery } from './dto/list-job-events.query';
+import { ListTrainingJobsQuery } from './dto/list-training-jobs.query';
 import { JobEventsStream } from './job-events.stream';
 
 /** Creating an SFT job may fetch and check its whole dataset before answering. */
@@ -48,6 +49,12 @@ export class TrainingJobsController {
       },
       { timeoutMs: SFT_CREATE_TIMEOUT_MS },
     );
+  }
+
+  /** Our addition: the caller's jobs, newest first, optionally of one model. */
+  @Get('training-jobs')
+  list(@CallerParam() caller: Caller, @Query() query: ListTrainingJobsQuery): Promise<Page<TrainingJobRecord>> {
+    return this.rpc.request(Subjects.training.listJobs, { ...scopeOf(caller), model_id: query.model_id, after: query.after, limit: query.limit });
   }
 
   @Get('training-jobs/:job_id')

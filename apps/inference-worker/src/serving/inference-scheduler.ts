@@ -202,7 +202,7 @@ export class InferenceScheduler implements OnModuleDestroy {
     const window = lm.config.maxPositionEmbeddings;
     if (prompt.length + 1 > window) {
       throw ServiceError.invalid(
-        `The prompt is ${prompt.length} tokens long; ${item.base_model} has a context window of ${window} tokens`,
+        `The prompt${item.params.tools ? ' (messages and tools)' : ''} is ${prompt.length} tokens long; ${item.base_model} has a context window of ${window} tokens`,
         'messages',
       );
     }

@@ -59,7 +59,12 @@ describe('computeTrajectoryMetrics', () => {
     expect(error.message).toContain('must be a finite number, got "high"');
   });
 
-  it('prefixes every metric with its split', () => {
+  it('refuses metric names PostgreSQL cannot store (NUL, half a surrogate pair)', () => {
+    const error = failure([{ trajectories: [{ reward: 1, metrics: { 'a\u0000b': 1, '\ud800': 2, 'fine 😀': 3 } }] }]);
+    expect(error.details.issues?.map((i) => i.loc.at(-1))).toEqual(['a\u0000b', '\ud800']);
+  });
+
+    it('prefixes every metric with its split', () => {
     expect(prefixMetrics('val', { reward: 1, exception_rate: 0 })).toEqual({ 'val/reward': 1, 'val/exception_rate': 0 });
   });
 });

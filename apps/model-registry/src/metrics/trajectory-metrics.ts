@@ -9,7 +9,7 @@ import { ServiceError, ValidationIssue } from '@trainyard/contracts';
  *
  * Groups are read leniently (unknown keys are ignored, `reward` defaults to 0) but a value
  * that would poison an average is refused: rewards and metrics must be finite numbers
- * (booleans count as 0 and 1).
+ * (booleans count as 0 and 1), and metric names text that PostgreSQL can store.
  */
 export function computeTrajectoryMetrics(groups: unknown): Record<string, number> {
   const issues: ValidationIssue[] = [];
@@ -51,6 +51,10 @@ export function computeTrajectoryMetrics(groups: unknown): Record<string, number
         return;
       }
       for (const [key, value] of Object.entries(metrics)) {
+        if (!storableName(key)) {
+          issues.push({ loc: at(g, 'trajectories', t, 'metrics', key), msg: 'metric names must not contain NUL characters or unpaired surrogates', type: 'string_type' });
+          continue;
+        }
         const number = typeof value === 'boolean' ? Number(value) : value;
         if (typeof number !== 'number' || !Number.isFinite(number)) {
           issues.push({ loc: at(g, 'trajectories', t, 'metrics', key), msg: `must be a finite number or a boolean, got ${JSON.stringify(value)}`, type: 'finite_number' });
@@ -84,6 +88,11 @@ function populationStdDev(values: number[]): number {
 
 function mean(values: number[]): number {
   return values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+/** Metric names become keys of a jsonb column, which refuses NUL and half a surrogate pair. */
+function storableName(key: string): boolean {
+  return !key.includes('\u0000') && !/\p{Cs}/u.test(key);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

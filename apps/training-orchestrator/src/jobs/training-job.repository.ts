@@ -64,6 +64,27 @@ export class TrainingJobRepository {
     return this.prisma.trainingJob.findUnique({ where: { id }, omit: { payload: true } });
   }
 
+  /**
+   * An entity's jobs, newest first (ties broken by id, so the order is total), strictly
+   * after `after` in that order; one extra row tells whether more follow.
+   */
+  listForEntity(
+    entityId: string,
+    options: { modelId?: string; limit: number; after?: { createdAt: Date; id: string } },
+  ): Promise<Omit<JobRow, 'payload'>[]> {
+    const { modelId, limit, after } = options;
+    return this.prisma.trainingJob.findMany({
+      where: {
+        entityId,
+        ...(modelId ? { modelId } : {}),
+        ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
+      },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      take: limit + 1,
+      omit: { payload: true },
+    });
+  }
+
   /** The oldest unfinished job of a model: the only one of that model that may be queued for a worker. */
   head(modelId: string): Promise<Omit<JobRow, 'payload'> | null> {
     return this.prisma.trainingJob.findFirst({

@@ -11,6 +11,7 @@ import {
   JobProgressReply,
   JobRequest,
   ListJobEventsRequest,
+  ListTrainingJobsRequest,
   Page,
   Subjects,
   TrainingEventRecord,
@@ -39,6 +40,11 @@ export class TrainingJobsController {
   @MessagePattern(Subjects.training.getJob.name)
   get(@Payload() request: JobRequest): Promise<TrainingJobRecord> {
     return this.jobs.get(request);
+  }
+
+  @MessagePattern(Subjects.training.listJobs.name)
+  list(@Payload() request: ListTrainingJobsRequest): Promise<Page<TrainingJobRecord>> {
+    return this.jobs.list(request);
   }
 
   @MessagePattern(Subjects.training.listEvents.name)

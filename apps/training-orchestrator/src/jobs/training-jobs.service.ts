@@ -1,12 +1,14 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   CallerScope,
   CreateJobReply,
   CreateRlJobRequest,
   CreateSftJobRequest,
+  ErrorCode,
   isUuid,
   JobRequest,
   ListJobEventsRequest,
+  ListTrainingJobsRequest,
   ModelRecord,
   Page,
   ServiceError,
@@ -40,6 +42,8 @@ export interface JobPayload {
 /** Creation (everything validated before a job exists), reads and cancellation of training jobs. */
 @Injectable()
 export class TrainingJobsService {
+  private readonly logger = new Logger(TrainingJobsService.name);
+
   constructor(
     private readonly jobs: TrainingJobRepository,
     private readonly queue: JobQueue,
@@ -52,13 +56,14 @@ export class TrainingJobsService {
   async createRl(request: CreateRlJobRequest): Promise<CreateJobReply> {
     const model = await this.ownedModel(request, request.model_id);
     const raw = await this.blobs.takeJson(request.trajectory_groups);
-    const { errors } = validateExperimentalConfig(request.experimental_config);
+    const { config, errors } = validateExperimentalConfig(request.experimental_config);
     const { groups, issues } = mapArtTrajectoryGroups(raw);
     const problems = [
       ...errors.map((e) => issueAt(['body', 'experimental_config', e.key], `experimental_config.${e.key} ${e.message}`)),
       ...issues.map((i) => issueAt(pathToLoc(i.path), `${i.path} ${i.message}`)),
     ];
     if (problems.length > 0) throw ServiceError.validation(problems);
+    if (config.klRefAdapterPath !== null) await this.checkKlReference(request, config.klRefAdapterPath);
     return this.store(request, model, 'rl', { model_name: modelName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config });
   }
 
@@ -83,6 +88,21 @@ export class TrainingJobsService {
 
   async get(request: JobRequest): Promise<TrainingJobRecord> {
     return toJobRecord(await this.owned(request));
+  }
+
+  async list(request: ListTrainingJobsRequest): Promise<Page<TrainingJobRecord>> {
+    let after: { createdAt: Date; id: string } | undefined;
+    if (request.after !== undefined) {
+      const job = isUuid(request.after) ? await this.jobs.findSummary(request.after) : null;
+      if (!job || job.entityId !== request.entity_id) throw ServiceError.invalid(`after: ${request.after} is not one of your training jobs`, 'after');
+      after = { createdAt: job.createdAt, id: job.id };
+    }
+    // Another entity's model, or no model at all, simply has no jobs of this caller.
+    const modelId = request.model_id;
+    if (modelId !== undefined && !isUuid(modelId)) return emptyPage();
+    const rows = await this.jobs.listForEntity(request.entity_id, { modelId, limit: request.limit, after });
+    const data = rows.slice(0, request.limit).map(toJobRecord);
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > request.limit };
   }
 
   async listEvents(request: ListJobEventsRequest): Promise<Page<TrainingEventRecord>> {
@@ -134,8 +154,33 @@ export class TrainingJobsService {
 
   private async store(scope: CallerScope, model: ModelRecord, type: 'rl' | 'sft', payload: JobPayload): Promise<CreateJobReply> {
     const job = await this.jobs.create({ entityId: scope.entity_id, modelId: model.id, type, payload, experimentalConfig: payload.experimental_config });
-    await this.queue.advance(model.id);
+    // The job is stored, so it is accepted: a failed publish is retried by the queue, and a
+    // 503 here would only make the client create it a second time.
+    await this.queue.advance(model.id).catch((err: Error) => this.logger.warn(`job ${job.id} stored; queueing it later: ${err.message}`));
     return { id: job.id };
+  }
+
+  /**
+   * kl_ref_adapter_path names a checkpoint of one of the caller's models, resolved by the
+   * registry as a chat model name is. It is never taken as a path: a worker reading any path
+   * a caller gives would read other entities' adapters, or any file on its disk.
+   */
+  private async checkKlReference(scope: CallerScope, reference: string): Promise<void> {
+    const resolved = await this.rpc
+      .request(Subjects.registry.resolveModel, { entity_id: scope.entity_id, entity_name: scope.entity_name, model: reference })
+      .catch((err: unknown) => {
+        if (err instanceof ServiceError && err.code === ErrorCode.ModelNotFound) return null;
+        throw err;
+      });
+    if (resolved?.adapter_path) return;
+    const shown = reference.length > 200 ? `${reference.slice(0, 200)}...` : reference;
+    throw ServiceError.validation([
+      issueAt(
+        ['body', 'experimental_config', 'kl_ref_adapter_path'],
+        `experimental_config.kl_ref_adapter_path must name a checkpoint of one of your models ` +
+          `(wandb-artifact:///{entity}/{project}/{name}:step{N}); ${JSON.stringify(shown)} is not one`,
+      ),
+    ]);
   }
 
   private ownedModel(scope: CallerScope, modelId: string): Promise<ModelRecord> {
@@ -153,6 +198,10 @@ export const CANCELLED = 'Training job was cancelled';
 
 export function isTerminal(status: string): boolean {
   return (TERMINAL_JOB_STATUSES as readonly string[]).includes(status);
+}
+
+function emptyPage<T>(): Page<T> {
+  return { object: 'list', data: [], first_id: null, last_id: null, has_more: false };
 }
 
 function modelName(model: ModelRecord): string {

@@ -102,11 +102,12 @@ export class JobRunner implements OnModuleDestroy {
     step: number,
     lm: LoadedModel,
   ): Promise<{ spec: PeftAdapter['spec']; tensors: PeftAdapter['tensors'] } | undefined> {
-    let path: string | null = config.klRefAdapterPath;
     const refStep = config.klPenaltyReferenceStep ?? (config.klPenaltyStepLag !== null ? Math.max(0, step - config.klPenaltyStepLag) : null);
-    if (refStep !== null) {
-      path = (await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: `${job.model_name}:step${refStep}` })).adapter_path;
-    }
+    // kl_ref_adapter_path names one of the caller's checkpoints; resolved with the job's own
+    // scope, it can never point at another entity's adapter or at any other file.
+    const reference = refStep !== null ? `${job.model_name}:step${refStep}` : config.klRefAdapterPath;
+    if (reference === null) return undefined;
+    const path = (await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: reference })).adapter_path;
     if (!path) return undefined;
     const adapter = await readPeftAdapter(path, lm.config);
     return { spec: adapter.spec, tensors: adapter.tensors };

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { CancelTrainingJob, ClaimedJob, CompleteJobRequest, resolveWorkQueue, Subjects, TrainingWorkItem, WorkQueues } from '@trainyard/contracts';
 import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import { GracefulShutdown, onAbort } from '@trainyard/runtime';
 import { JsMsg, JSONCodec, NatsConnection, Subscription } from 'nats';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
 import { errorMessage, JobInterrupted, JobRunner } from './job-runner';
@@ -14,7 +15,8 @@ const HEARTBEAT_MS = 5_000;
  * Pulls one training job at a time from the durable work queue. The message stays
  * unacknowledged while the job runs (kept alive by heartbeats), so if this process dies
  * JetStream redelivers it and another worker restarts the job; it is acknowledged only once
- * the outcome is stored by the orchestrator.
+ * the outcome is stored by the orchestrator. On SIGTERM the running job stops at its next
+ * step and its message is handed back (nak, never ack), so a worker redoes it from its start.
  */
 @Injectable()
 export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDestroy {
@@ -29,6 +31,7 @@ export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDe
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     private readonly rpc: RpcClient,
     private readonly runner: JobRunner,
+    private readonly shutdown: GracefulShutdown,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -37,15 +40,20 @@ export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDe
         if (!err) this.cancel(cancellations.decode(msg.data).job_id);
       },
     });
-    this.consuming = this.consume();
+    this.consuming = this.shutdown.track(this.consume());
+    onAbort(this.shutdown.stopping, () => this.handBack());
   }
 
-  /** Stops the running job without reporting it: its message goes back to the queue for another worker. */
   async onModuleDestroy(): Promise<void> {
-    this.stopping = true;
+    this.handBack();
     this.cancelSubscription?.unsubscribe();
-    this.current?.abort.abort(new JobInterrupted('shutdown'));
     await this.consuming;
+  }
+
+  /** Stops pulling, and stops the running job without reporting it: its message goes back to the queue for another worker. */
+  private handBack(): void {
+    this.stopping = true;
+    this.current?.abort.abort(new JobInterrupted('shutdown'));
   }
 
   private cancel(jobId: string): void {
@@ -73,6 +81,10 @@ export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDe
   }
 
   private async handle(message: JsMsg): Promise<void> {
+    if (this.stopping) {
+      message.nak();
+      return;
+    }
     const { job_id } = items.decode(message.data);
     const heartbeat = setInterval(() => message.working(), HEARTBEAT_MS);
     try {
@@ -104,6 +116,8 @@ export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDe
 
   /** The job's outcome, or undefined when this worker is shutting down and the job must run elsewhere. */
   private async train(job: ClaimedJob): Promise<CompleteJobRequest | undefined> {
+    // Shutdown began while the job was being claimed.
+    if (this.stopping) return undefined;
     const abort = new AbortController();
     this.current = { jobId: job.job_id, abort };
     const started = Date.now();

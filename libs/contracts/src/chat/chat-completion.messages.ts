@@ -85,6 +85,8 @@ export interface TokenInfo {
 
 /** inference worker -> gateway, on the completion's reply subject, in order. */
 export type InferenceEvent =
+  /** The worker took the completion off the queue: from now on it answers the completion's liveness subject. */
+  | { type: 'accepted' }
   | { type: 'prompt'; prompt_tokens: number; prompt_token_ids: number[] }
   | { type: 'delta'; index: number; text: string; tokens: TokenInfo[] }
   | {
@@ -98,6 +100,12 @@ export type InferenceEvent =
     }
   | { type: 'done'; usage: { prompt_tokens: number; completion_tokens: number } }
   | { type: 'error'; error: WireError };
+
+/**
+ * An InferenceEvent as it travels: numbered from 0 by the worker, so that the gateway notices
+ * an event lost in transit (a message bus restart) instead of returning a torn answer.
+ */
+export type InferenceEventMessage = InferenceEvent & { seq: number };
 
 /** Anyone -> inference workers (no queue group: the one holding it stops it). */
 export interface CancelCompletion {

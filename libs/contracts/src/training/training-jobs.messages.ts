@@ -57,6 +57,15 @@ export interface JobRequest extends CallerScope {
   job_id: string;
 }
 
+/** GET /v1/preview/training-jobs (our addition): the caller's jobs, newest first. */
+export interface ListTrainingJobsRequest extends CallerScope {
+  /** Only this model's jobs. */
+  model_id?: string;
+  /** Id of the last job already seen. */
+  after?: string;
+  limit: number;
+}
+
 export interface ListJobEventsRequest extends CallerScope {
   job_id: string;
   /** Id of the last event already seen. */

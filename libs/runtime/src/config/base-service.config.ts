@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { Transform, Type } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, registerDecorator, ValidationArguments } from 'class-validator';
 import { hostname } from 'node:os';
 
 const splitList = ({ value }: { value: unknown }) =>
@@ -36,10 +36,41 @@ export class BaseServiceConfig {
   @Matches(/^[a-z0-9_]*$/i, { message: 'must be letters, digits or underscores' })
   JETSTREAM_PREFIX = '';
 
+  /**
+   * On SIGTERM, how long work in progress (HTTP and NATS requests, completions being
+   * generated) may take to finish; past it, what is left is failed clearly or handed back.
+   */
+  @IsInt()
+  @Min(0)
+  @LessThan('SHUTDOWN_TIMEOUT_MS')
+  @Type(() => Number)
+  SHUTDOWN_DRAIN_MS = 20_000;
+
+  /** Hard bound on a shutdown: a process still running this long after SIGTERM exits with code 1. */
+  @IsInt()
+  @Min(1_000)
+  @Type(() => Number)
+  SHUTDOWN_TIMEOUT_MS = 25_000;
+
   /** Name of this replica in health reports. */
   @IsOptional()
   @IsString()
   INSTANCE_ID = `${hostname()}-${process.pid}`;
+}
+
+/** The value must be below that of another setting of the same config. */
+function LessThan(other: string): PropertyDecorator {
+  return (target, propertyName) =>
+    registerDecorator({
+      name: 'lessThan',
+      target: target.constructor,
+      propertyName: String(propertyName),
+      constraints: [other],
+      options: { message: `must be less than ${other}` },
+      validator: {
+        validate: (value: unknown, args: ValidationArguments) => typeof value === 'number' && value < Number((args.object as Record<string, unknown>)[other]),
+      },
+    });
 }
 
 export const DATABASE_URL_PATTERN = /^postgres(ql)?:\/\/[^\s]+$/;

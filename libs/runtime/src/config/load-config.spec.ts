@@ -51,4 +51,11 @@ describe('loadConfig', () => {
     expect(loadConfig(W, { REQUIRE_GPU: 'true' }).REQUIRE_GPU).toBe(true);
     expect(loadConfig(W, { REQUIRE_GPU: 'false' }).REQUIRE_GPU).toBe(false);
   });
+
+  it('wants the shutdown drain to end before the hard bound', () => {
+    const config = loadConfig(TestConfig, {});
+    expect(config.SHUTDOWN_DRAIN_MS).toBeLessThan(config.SHUTDOWN_TIMEOUT_MS);
+    expect(loadConfig(TestConfig, { SHUTDOWN_DRAIN_MS: '1000', SHUTDOWN_TIMEOUT_MS: '5000' }).SHUTDOWN_DRAIN_MS).toBe(1000);
+    expect(() => loadConfig(TestConfig, { SHUTDOWN_DRAIN_MS: '5000', SHUTDOWN_TIMEOUT_MS: '5000' })).toThrow(/SHUTDOWN_DRAIN_MS: must be less than SHUTDOWN_TIMEOUT_MS/);
+  });
 });

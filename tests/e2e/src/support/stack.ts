@@ -28,6 +28,7 @@ export type AppName =
 export class Stack {
   readonly baseUrl: string;
   private readonly processes = new Map<AppName, ChildProcess>();
+  private readonly replicas: ChildProcess[] = [];
 
   private constructor(
     readonly nats: TestNatsServer,
@@ -42,14 +43,18 @@ export class Stack {
     this.baseUrl = `http://127.0.0.1:${ports.get('gateway')}`;
   }
 
-  static async start(options: { env?: Record<string, string> } = {}): Promise<Stack> {
+  /**
+   * `database`: a migrated database to use instead of a fresh one on the shared server (a
+   * test that crashes PostgreSQL brings its own private server); it is not dropped at stop.
+   */
+  static async start(options: { env?: Record<string, string>; database?: { url: string } } = {}): Promise<Stack> {
     for (const app of STACK.apps) {
       if (!existsSync(join(ROOT, 'dist/apps', app.name, 'main.js'))) {
         throw new Error(`dist/apps/${app.name}/main.js is missing: build first (npm test does, or npx nx run-many -t build)`);
       }
     }
     const nats = await startNatsServer();
-    const db = await createTestDatabase();
+    const db = options.database ? { url: options.database.url, drop: async () => undefined } : await createTestDatabase();
     const modelsDir = mkdtempSync(join(tmpdir(), 'trainyard-models-'));
     const artifactsDir = mkdtempSync(join(tmpdir(), 'trainyard-artifacts-'));
     const ports = new Map<AppName, number>();
@@ -70,31 +75,60 @@ export class Stack {
       ...options.env,
     };
     const stack = new Stack(nats, db.url, db.drop, modelsDir, artifactsDir, ports, env, logDir);
-    await Promise.all(STACK.apps.map((app) => stack.startApp(app.name)));
+    try {
+      await Promise.all(STACK.apps.map((app) => stack.startApp(app.name)));
+    } catch (err) {
+      // The caller gets no stack to stop: stop what did start, or it outlives the test run.
+      await stack.stop().catch(() => undefined);
+      throw err;
+    }
     return stack;
   }
 
   async startApp(name: AppName): Promise<void> {
+    this.processes.set(name, await this.launch(name, this.ports.get(name) as number, name));
+  }
+
+  /**
+   * Another process of an app beside the first (e.g. a second inference worker, one per
+   * core): same configuration, its own port and log. Stopped with the stack.
+   */
+  async startReplica(name: AppName): Promise<void> {
+    this.replicas.push(await this.launch(name, await freePort(), `${name}-${this.replicas.length + 2}`));
+  }
+
+  private async launch(name: AppName, port: number, logName: string): Promise<ChildProcess> {
     const app = STACK.apps.find((a) => a.name === name);
     if (!app) throw new Error(`unknown app ${name}`);
-    const port = this.ports.get(name) as number;
     const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', ...this.env, HTTP_PORT: String(port) };
     if (app.database) env['DATABASE_URL'] = this.databaseUrl;
     const child = spawn(process.execPath, [join(ROOT, 'dist/apps', name, 'main.js')], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const log = createWriteStream(join(this.logDir, `${name}.log`), { flags: 'a' });
+    const log = createWriteStream(join(this.logDir, `${logName}.log`), { flags: 'a' });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
-    this.processes.set(name, child);
-    await waitFor(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode}; see ${this.logDir}/${name}.log`);
-        return (await fetch(`http://127.0.0.1:${port}/health/ready`)).ok;
-      },
-      { what: `${name} to be ready`, timeoutMs: 30_000, intervalMs: 200 },
-    );
+    try {
+      await waitFor(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`${logName} exited with code ${child.exitCode}; see ${this.logDir}/${logName}.log`);
+          return (await fetch(`http://127.0.0.1:${port}/health/ready`)).ok;
+        },
+        { what: `${logName} to be ready`, timeoutMs: 30_000, intervalMs: 200 },
+      );
+    } catch (err) {
+      // Never leave a process that did not come up running behind the test.
+      child.kill('SIGKILL');
+      throw err;
+    }
+    return child;
+  }
+
+  /** The process id of a running app: a test tells by it that an app was not restarted. */
+  pid(name: AppName): number | undefined {
+    const child = this.processes.get(name);
+    return child && child.exitCode === null && child.signalCode === null ? child.pid : undefined;
   }
 
   /** SIGTERM, as Kubernetes would, and wait for the process to go. */
@@ -119,8 +153,25 @@ export class Stack {
     await exited;
   }
 
+  /** The apps of this stack whose process has ended (crashed, or was stopped) since it started. */
+  exitedApps(): AppName[] {
+    return [...this.processes].filter(([, child]) => child.exitCode !== null || child.signalCode !== null).map(([name]) => name);
+  }
+
+  /** Everything an app has written to stdout and stderr so far (its file under logDir). */
+  readLog(name: AppName): string {
+    const path = join(this.logDir, `${name}.log`);
+    return existsSync(path) ? readFileSync(path, 'utf8') : '';
+  }
+
   async stop(): Promise<void> {
-    await Promise.all([...this.processes.keys()].map((name) => this.stopApp(name)));
+    const replicasGone = this.replicas.splice(0).map((child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGTERM');
+      return exited;
+    });
+    await Promise.all([...replicasGone, ...[...this.processes.keys()].map((name) => this.stopApp(name))]);
     await this.dropDatabase();
     await this.nats.stop();
     rmSync(this.modelsDir, { recursive: true, force: true });

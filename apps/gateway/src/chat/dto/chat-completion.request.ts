@@ -12,6 +12,7 @@ import {
   IsOptional,
   IsString,
   Max,
+  MaxLength,
   Min,
   ValidateIf,
   ValidateNested,
@@ -33,6 +34,7 @@ export class ToolCallDto {
   @Equals('function')
   type!: 'function';
 
+  @IsObject()
   @ValidateNested()
   @Type(() => ToolCallFunctionDto)
   function!: ToolCallFunctionDto;
@@ -51,6 +53,7 @@ export class ChatMessageDto {
 
   @IsOptional()
   @IsArray()
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => ToolCallDto)
   tool_calls?: ToolCallDto[];
@@ -79,6 +82,7 @@ export class ResponseFormatDto {
   type!: 'text' | 'json_object' | 'json_schema';
 
   @ValidateIf((o: ResponseFormatDto) => o.type === 'json_schema')
+  @IsObject()
   @ValidateNested()
   @Type(() => JsonSchemaDto)
   json_schema?: JsonSchemaDto;
@@ -92,12 +96,15 @@ export class StreamOptionsDto {
 
 /** POST /v1/chat/completions. Unknown fields (extra_body and the like) are dropped, not refused. */
 export class ChatCompletionRequest {
+  /** Longer than any name that can resolve (base model ids, wandb-artifact:/// names of 128-character segments). */
   @IsString()
   @IsNotEmpty()
+  @MaxLength(1024)
   model!: string;
 
   @IsArray()
   @ArrayMinSize(1)
+  @IsObject({ each: true })
   @ValidateNested({ each: true })
   @Type(() => ChatMessageDto)
   messages!: ChatMessageDto[];
@@ -133,8 +140,11 @@ export class ChatCompletionRequest {
   @IsStopSequences()
   stop?: string | string[] | null;
 
+  /** Any integer JSON can carry exactly; 1e308 is an integer to JavaScript but seeds nothing. */
   @IsOptional()
   @IsInt()
+  @Min(Number.MIN_SAFE_INTEGER)
+  @Max(Number.MAX_SAFE_INTEGER)
   seed?: number;
 
   @IsOptional()
@@ -148,6 +158,7 @@ export class ChatCompletionRequest {
   top_logprobs?: number;
 
   @IsOptional()
+  @IsObject()
   @ValidateNested()
   @Type(() => ResponseFormatDto)
   response_format?: ResponseFormatDto;
@@ -157,6 +168,7 @@ export class ChatCompletionRequest {
   stream?: boolean;
 
   @IsOptional()
+  @IsObject()
   @ValidateNested()
   @Type(() => StreamOptionsDto)
   stream_options?: StreamOptionsDto;

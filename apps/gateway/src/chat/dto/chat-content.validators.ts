@@ -1,18 +1,22 @@
-import { ValidateBy, ValidationOptions } from 'class-validator';
+import { ValidateBy, ValidationArguments, ValidationOptions } from 'class-validator';
 
-/** OpenAI message content: a string, null, or text parts; other part types are refused by name. */
+/**
+ * OpenAI message content: a string or text parts (other part types are refused by name); only
+ * an assistant message may leave it out or null (it may carry tool calls instead). A prompt
+ * message without content would only fail later, in the model's chat template.
+ */
 export function IsChatContent(options?: ValidationOptions): PropertyDecorator {
   return ValidateBy(
     {
       name: 'isChatContent',
       validator: {
-        validate: (value: unknown) =>
-          value === null ||
-          value === undefined ||
+        validate: (value: unknown, args?: ValidationArguments) =>
+          ((value === null || value === undefined) && (args?.object as { role?: unknown } | undefined)?.role === 'assistant') ||
           typeof value === 'string' ||
           (Array.isArray(value) &&
             value.every((part) => typeof part === 'object' && part !== null && part.type === 'text' && typeof part.text === 'string')),
-        defaultMessage: () => 'content must be a string, null, or an array of {"type": "text", "text": string} parts (only text is supported)',
+        defaultMessage: () =>
+          'content must be a string or an array of {"type": "text", "text": string} parts (only text is supported); only an assistant message may have none',
       },
     },
     options,

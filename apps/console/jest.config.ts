@@ -1,0 +1,5 @@
+export default {
+  displayName: 'console',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

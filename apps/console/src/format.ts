@@ -1,0 +1,24 @@
+import type { ModelRecord } from './api/types';
+
+export function formatDate(iso: string | null | undefined): string {
+  return iso ? new Date(iso).toLocaleString() : '—';
+}
+
+export function formatNumber(value: number): string {
+  if (Number.isInteger(value)) return String(value);
+  const abs = Math.abs(value);
+  return abs !== 0 && (abs < 1e-3 || abs >= 1e6) ? value.toExponential(3) : String(Number(value.toPrecision(4)));
+}
+
+export function modelLabel(model: Pick<ModelRecord, 'project' | 'name'>): string {
+  return `${model.project}/${model.name}`;
+}
+
+/** The name chat completions accept: it follows the newest checkpoint; `:step{N}` pins one. */
+export function servingName(model: Pick<ModelRecord, 'entity' | 'project' | 'name'>, step?: number): string {
+  return `wandb-artifact:///${model.entity}/${model.project}/${model.name}${step === undefined ? '' : `:step${step}`}`;
+}
+
+export function shortId(id: string): string {
+  return id.slice(0, 8);
+}

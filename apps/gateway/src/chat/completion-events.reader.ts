@@ -1,0 +1,105 @@
+import {
+  COMPLETION_EVENTS_PREFIX,
+  COMPLETION_LIVENESS_PREFIX,
+  ErrorCode,
+  InferenceEvent,
+  InferenceEventMessage,
+  ServiceError,
+} from '@trainyard/contracts';
+import { ErrorCode as NatsErrorCode, JSONCodec, Msg, NatsConnection, NatsError, Subscription } from 'nats';
+
+const messages = JSONCodec<InferenceEventMessage>();
+
+export interface CompletionEventsOptions {
+  /** Silence after which the completion fails with 504, whatever the cause. */
+  idleTimeoutMs: number;
+  /** Silence after which the worker holding the completion is asked whether it still is. */
+  probeAfterMs: number;
+}
+
+/**
+ * Reads one completion's events off its subscription, in order, and turns the ways a
+ * completion can be lost into clear errors instead of a wait: its worker died after taking
+ * it (the liveness subject has no responders: 503), an event went missing in transit (a gap
+ * in the numbering: 503), or nothing came for the idle timeout (504). Silence alone proves
+ * nothing (a long prefill, a bus reconnecting), so only those proofs end it early.
+ */
+export class CompletionEventsReader {
+  private readonly iterator: AsyncIterator<Msg>;
+  private readonly completionId: string;
+  private accepted = false;
+  private expectedSeq = 0;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    subscription: Subscription,
+    private readonly options: CompletionEventsOptions,
+  ) {
+    this.iterator = subscription[Symbol.asyncIterator]();
+    this.completionId = subscription.getSubject().slice(COMPLETION_EVENTS_PREFIX.length + 1);
+  }
+
+  /** The next event for the response (bookkeeping events are consumed here); done when the subscription ends. */
+  async next(): Promise<IteratorResult<InferenceEvent, undefined>> {
+    for (;;) {
+      const received = await this.receive();
+      if (received.done) return { done: true, value: undefined };
+      const { seq, ...event } = messages.decode(received.value.data);
+      // Workers older than the numbering send none and answer no probes: nothing to check then.
+      if (typeof seq === 'number') {
+        if (seq !== this.expectedSeq) {
+          throw new ServiceError(
+            ErrorCode.Unavailable,
+            `Part of the completion was lost in transit (event ${this.expectedSeq} never arrived); retry the request`,
+            { retryAfterSeconds: 1 },
+          );
+        }
+        this.expectedSeq++;
+        this.accepted = true;
+      }
+      if (event.type === 'accepted') continue;
+      return { done: false, value: event as InferenceEvent };
+    }
+  }
+
+  /** Waits for the next message, probing the worker at every `probeAfterMs` of silence once it took the completion. */
+  private async receive(): Promise<IteratorResult<Msg>> {
+    const next = this.iterator.next();
+    const silentSince = Date.now();
+    for (;;) {
+      const silent = Date.now() - silentSince;
+      if (silent >= this.options.idleTimeoutMs) {
+        throw new ServiceError(ErrorCode.Timeout, `The inference worker sent nothing for ${this.options.idleTimeoutMs} ms`);
+      }
+      const received = await within(next, Math.min(this.options.probeAfterMs, this.options.idleTimeoutMs - silent));
+      if (received) return received;
+      if (this.accepted) await this.probe();
+    }
+  }
+
+  private async probe(): Promise<void> {
+    try {
+      await this.nc.request(`${COMPLETION_LIVENESS_PREFIX}.${this.completionId}`, undefined, { timeout: this.options.probeAfterMs });
+    } catch (err) {
+      if (err instanceof NatsError && err.code === NatsErrorCode.NoResponders) {
+        throw new ServiceError(
+          ErrorCode.Unavailable,
+          'The inference worker generating this completion stopped before it finished; retry the request',
+          { retryAfterSeconds: 1 },
+        );
+      }
+      // A slow answer or a reconnecting bus: keep waiting, within the idle timeout.
+    }
+  }
+}
+
+/** The promise's value if it settles within `ms`, else undefined (the promise stays usable). */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+  try {
+    return await Promise.race([promise, elapsed]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

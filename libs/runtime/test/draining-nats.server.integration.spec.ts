@@ -1,0 +1,71 @@
+import { Controller, INestApplication, Module } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import { ErrorCode, RpcSubject, ServiceError } from '@trainyard/contracts';
+import { MessagingModule, RequestIdInterceptor, RpcClient, RpcErrorFilter } from '@trainyard/messaging';
+import { startNatsServer, TestNatsServer } from '@trainyard/testing';
+import { ReadinessService } from '../src/health/readiness.service';
+import { DrainingNatsServer } from '../src/shutdown/draining-nats.server';
+import { GracefulShutdown } from '../src/shutdown/graceful-shutdown';
+
+const slow: RpcSubject<{ ms: number }, { done: true }> = { name: 'test.drain.slow.v1' };
+
+@Controller()
+class SlowController {
+  @MessagePattern(slow.name)
+  async slow(@Payload() data: { ms: number }) {
+    await new Promise((resolve) => setTimeout(resolve, data.ms));
+    return { done: true };
+  }
+}
+
+@Module({ controllers: [SlowController] })
+class SlowModule {}
+
+describe('DrainingNatsServer against a real nats-server', () => {
+  let nats: TestNatsServer;
+  let shutdown: GracefulShutdown;
+  let server: DrainingNatsServer;
+  let rpc: RpcClient;
+  const closers: (() => Promise<void>)[] = [];
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    shutdown = new GracefulShutdown(new ReadinessService());
+    server = new DrainingNatsServer({ servers: [nats.url], queue: 'test-drain' }, shutdown);
+    const service = (await Test.createTestingModule({ imports: [SlowModule] }).compile()).createNestMicroservice({ strategy: server });
+    service.useGlobalFilters(new RpcErrorFilter());
+    // As in the apps: with an interceptor, the handler runs only once Nest subscribes to its reply.
+    service.useGlobalInterceptors(new RequestIdInterceptor());
+    await service.listen();
+    closers.push(() => service.close());
+
+    const client: INestApplication = (
+      await Test.createTestingModule({
+        imports: [MessagingModule.forRoot({ servers: [nats.url], connectionName: 'test', rpcTimeoutMs: 5_000, streamPrefix: '' })],
+      }).compile()
+    ).createNestApplication();
+    await client.init();
+    rpc = client.get(RpcClient);
+    closers.push(() => client.close());
+  });
+
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+    await nats.stop();
+  });
+
+  it('answers the requests it holds after it stops taking new ones, which find nobody', async () => {
+    const held = rpc.request(slow, { ms: 500 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(shutdown.held).toBe(1);
+
+    await server.stopIntake();
+    const refused = await rpc.request(slow, { ms: 0 }).catch((err: ServiceError) => err);
+    expect(refused).toBeInstanceOf(ServiceError);
+    expect((refused as ServiceError).code).toBe(ErrorCode.Unavailable);
+
+    expect(await held).toEqual({ done: true });
+    expect(await shutdown.idle(5_000)).toBe(true);
+  });
+});

@@ -1,0 +1,53 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BASE_MODEL, describeFault, FaultContext, isCleanFailure, isSuccess, runFault, SFT_LINES, uploadSftData } from './support/faults';
+import { Stack } from './support/stack';
+
+// Faults, part 1: the GPU workers are SIGKILLed while chat traffic flows and an SFT job
+// trains on the tiny model, then started again. See docs/reliability.md, "Faults".
+
+describe('faults: workers killed during chat traffic and training', () => {
+  let stack: Stack;
+  let ctx: FaultContext;
+  const summary: Record<string, string> = {};
+
+  beforeAll(async () => {
+    stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '2000' } });
+    stack.addTinyModel(BASE_MODEL);
+    const { key } = await stack.createKey('acme');
+    ctx = { stack, key, fileId: await uploadSftData(stack, key, SFT_LINES) };
+  }, 120_000);
+
+  afterAll(async () => {
+    if (stack) writeFileSync(join(stack.logDir, 'faults-summary.json'), JSON.stringify(summary, null, 2));
+    await stack?.stop();
+  }, 60_000);
+
+  it('inference worker: its in-flight completions fail with 503/504, training goes on, service comes back', async () => {
+    const report = await runFault(ctx, {
+      name: 'inference-killed',
+      restarts: ['inference-worker'],
+      kill: () => stack.killApp('inference-worker'),
+      restart: () => stack.startApp('inference-worker'),
+    });
+    summary['inference-worker'] = describeFault(report);
+    // What the worker was generating fails, as a 503/504 (mid-stream: a last error event).
+    expect(isCleanFailure(report.long.stream)).toBe(true);
+    expect(isCleanFailure(report.long.plain)).toBe(true);
+    expect(report.job.status).toBe('succeeded');
+  }, 420_000);
+
+  it('training worker: the job is redelivered and succeeds once, chat never notices', async () => {
+    const report = await runFault(ctx, {
+      name: 'training-killed',
+      restarts: ['training-worker'],
+      kill: () => stack.killApp('training-worker'),
+      restart: () => stack.startApp('training-worker'),
+    });
+    summary['training-worker'] = describeFault(report);
+    expect([...report.inFlight, ...report.whileDown, ...report.after].every(isSuccess)).toBe(true);
+    expect(report.job.status).toBe('succeeded');
+    // It succeeded by being run again from the start on the restarted worker.
+    expect(Date.parse(report.job.training_start as string)).toBeGreaterThan(report.killedAt);
+  }, 420_000);
+});
