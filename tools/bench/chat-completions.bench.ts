@@ -76,15 +76,15 @@ async function main() {
     const plainDecodeRate = median(single.map(decodeRate));
 
     // Overhead: a one-token request through the stack against the same work done by the
-    // engine in this process (prompt rendering, prefill, one sample).
+    // engine in this process (chat template, tokenizing, prefill, one sample).
     await selectBackend('wasm');
     const lm = await loadModel(join(stack.modelsDir, id));
-    const prompt = lm.tokenizer.encode(lm.chatTemplate?.render([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true }) ?? 'hi');
+    const render = () => lm.tokenizer.encode(lm.chatTemplate?.render([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true }) ?? 'hi');
     const direct: number[] = [];
     const through: number[] = [];
     for (let i = 0; i < 30; i++) {
       let t = performance.now();
-      await generate(lm, prompt, { maxTokens: 1, temperature: 0 });
+      await generate(lm, render(), { maxTokens: 1, temperature: 0 });
       direct.push(performance.now() - t);
       t = performance.now();
       await client.chat.completions.create({ model: id, messages: [{ role: 'user', content: 'hi' }], max_tokens: 1, temperature: 0 });
