@@ -43,8 +43,10 @@ type Selector = { matchLabels?: Record<string, string> };
 const stack = JSON.parse(readFileSync(join(ROOT, 'scripts/stack.json'), 'utf8')) as {
   apps: { name: string; port: number; database: boolean }[];
 };
+/** Every app that runs as a process (tag type:app); the console (type:web) is static files the gateway serves. */
 const appDirs = readdirSync(join(ROOT, 'apps'), { withFileTypes: true })
   .filter((d) => d.isDirectory())
+  .filter((d) => (JSON.parse(readFileSync(join(ROOT, 'apps', d.name, 'project.json'), 'utf8')) as { tags?: string[] }).tags?.includes('type:app'))
   .map((d) => d.name)
   .sort();
 const WORKERS = ['inference-worker', 'training-worker'];
