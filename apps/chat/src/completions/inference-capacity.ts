@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { ErrorCode, ServiceError, Subjects, WorkerAnnouncement, WorkQueues } from '@trainyard/contracts';
 import { NATS_CONNECTION, workQueueDepth } from '@trainyard/messaging';
-import { JSONCodec, NatsConnection, RequestStrategy } from 'nats';
+import { ErrorCode as NatsErrorCode, JSONCodec, NatsConnection, NatsError, RequestStrategy } from 'nats';
 import { ChatConfig } from '../config/chat.config';
 
 const announcements = JSONCodec<WorkerAnnouncement>();
@@ -10,12 +10,15 @@ const announcements = JSONCodec<WorkerAnnouncement>();
  * Admission control before anything is queued: no inference worker at all is 503; every
  * worker full and the queue at its bound is 429 with Retry-After, instead of a queue that
  * grows without limit. Workers and the queue depth are polled in the background, so
- * admission costs no round trip (and may lag the truth by one poll interval).
+ * admission costs no round trip (and may lag the truth by one poll interval). A worker that
+ * misses polls (busy in a long forward pass on a loaded machine) keeps its last answer until
+ * WORKER_STALE_MS has passed without one.
  */
 @Injectable()
 export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(InferenceCapacity.name);
-  private workers: WorkerAnnouncement[] = [];
+  /** Every worker seen within WORKER_STALE_MS, by instance: its last answer and when it came. */
+  private readonly seen = new Map<string, { announcement: WorkerAnnouncement; at: number }>();
   /** Completions waiting in the inference queue, as of the last poll. */
   private queued = 0;
   private polledOnce?: Promise<void>;
@@ -37,11 +40,11 @@ export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
 
   async admit(): Promise<void> {
     await this.polledOnce;
-    let ready = this.workers.filter((w) => w.ready);
+    let ready = this.readyWorkers();
     // A worker may have come up since the last poll (a fresh stack): look again before refusing.
     if (ready.length === 0) {
       await this.poll();
-      ready = this.workers.filter((w) => w.ready);
+      ready = this.readyWorkers();
     }
     if (ready.length === 0) {
       throw new ServiceError(ErrorCode.Unavailable, 'No inference worker is running', { retryAfterSeconds: 5 });
@@ -54,9 +57,14 @@ export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
     }
   }
 
+  private readyWorkers(): WorkerAnnouncement[] {
+    return [...this.seen.values()].map((w) => w.announcement).filter((w) => w.ready);
+  }
+
   private async poll(): Promise<void> {
+    const now = Date.now();
+    for (const [instance, { at }] of this.seen) if (now - at > this.config.WORKER_STALE_MS) this.seen.delete(instance);
     try {
-      const found: WorkerAnnouncement[] = [];
       const replies = await this.nc.requestMany(Subjects.workers.ping.name, undefined, {
         strategy: RequestStrategy.JitterTimer,
         jitter: 100,
@@ -65,13 +73,14 @@ export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
       const depth = workQueueDepth(this.nc, WorkQueues.inference, this.config.JETSTREAM_PREFIX);
       for await (const reply of replies) {
         const announcement = announcements.decode(reply.data);
-        if (announcement.kind === 'inference') found.push(announcement);
+        if (announcement.kind === 'inference') this.seen.set(announcement.instance, { announcement, at: Date.now() });
       }
-      this.workers = found;
       this.queued = await depth;
     } catch (err) {
+      // No responders: no worker is subscribed at all, so none is running. No answer in time:
+      // each worker is forgotten only once it has been silent for WORKER_STALE_MS.
+      if ((err as NatsError).code === NatsErrorCode.NoResponders) this.seen.clear();
       this.logger.warn(`could not poll inference workers: ${(err as Error).message}`);
-      this.workers = [];
     }
   }
 }

@@ -22,4 +22,14 @@ export class ChatConfig extends BaseServiceConfig {
   @IsInt()
   @Min(100)
   WORKER_POLL_MS = 1_000;
+
+  /**
+   * How long a worker that stops answering polls still counts as present. A worker deep in a
+   * long forward pass answers late; one that died is caught sooner by its completions'
+   * liveness probes, and is forgotten after this.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1_000)
+  WORKER_STALE_MS = 15_000;
 }
