@@ -71,6 +71,9 @@ export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
         maxWait: Math.max(200, this.config.WORKER_POLL_MS - 100),
       });
       const depth = workQueueDepth(this.nc, WorkQueues.inference, this.config.JETSTREAM_PREFIX);
+      // Handled even when reading the replies throws first (the connection closing at shutdown):
+      // an unhandled rejection would end the process with exit code 1.
+      depth.catch(() => undefined);
       for await (const reply of replies) {
         const announcement = announcements.decode(reply.data);
         if (announcement.kind === 'inference') this.seen.set(announcement.instance, { announcement, at: Date.now() });
