@@ -96,7 +96,7 @@ async function main() {
     console.log(`## Chat completions through the stack (${preset})
 
 Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts --preset ${preset}${WORKERS > 1 ? ` --workers ${WORKERS}` : ''}\` on ${new Date().toISOString().slice(0, 10)}:
-${cpu}, ${cpus().length} cores, Node ${process.version}, wasm backend, ${WORKERS === 1 ? 'one inference worker' : `${WORKERS} inference workers`} (MAX_BATCH_SEQUENCES 8 each),
+${cpu}, ${cpus().length} cores, Node ${process.version}, wasm backend, ${WORKERS === 1 ? 'one inference worker (MAX_BATCH_SEQUENCES 8)' : `${WORKERS} inference workers (MAX_BATCH_SEQUENCES 8 each)`},
 ${TOKENS}-token greedy completions streamed with the official openai client over loopback.
 
 | figure | measured | target |
