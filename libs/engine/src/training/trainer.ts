@@ -317,7 +317,7 @@ export class LoraTrainer {
       });
       const old = precalculated ? precalculated[k] : sampling;
       const metrics: Partial<StepMetrics> = {};
-      const { gradNorm } = this.gradientStep(plan.learningRate, [{ sequences: rowsOf(step), withEntropy: true, chunk, loss: (logprobs, entropy) => {
+      const loss: NextTokenLoss = (logprobs, entropy) => {
         const r = rlPolicyLoss(
           {
             logprobs,
@@ -338,7 +338,8 @@ export class LoraTrainer {
         if (r.klDiv !== null) metrics.kl_div = r.klDiv;
         if (r.klPolicyRef !== null) metrics.kl_policy_ref = r.klPolicyRef;
         return r.loss;
-      } }]);
+      };
+      const { gradNorm } = this.gradientStep(plan.learningRate, [{ sequences: rowsOf(step), withEntropy: true, chunk, loss }]);
       const seconds = (performance.now() - start) / 1000;
       const stepMetrics: StepMetrics = {
         ...(metrics as StepMetrics),
