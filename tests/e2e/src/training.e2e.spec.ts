@@ -134,6 +134,12 @@ describe('training jobs, end to end', () => {
 
     // The moment training_ended is seen, the new step is listed and served.
     expect(await newestStep()).toBe(start + 1);
+    // The new checkpoint carries the job's metrics: each gradient-step metric's mean.
+    const newest = (await call<Page<CheckpointRecord>>('GET', `/v1/preview/models/${model.id}/checkpoints?limit=1&order=desc`)).body.data[0];
+    const meanOf = (name: string) => steps.reduce((sum, e) => sum + (e.data[name] as number), 0) / steps.length;
+    expect(newest.metrics['training/loss']).toBeCloseTo(meanOf('loss'), 5);
+    expect(newest.metrics['training/reward']).toBeCloseTo(meanOf('reward'), 5);
+    expect(typeof newest.metrics['training/grad_norm']).toBe('number');
     const record = await call<TrainingJobRecord>('GET', `/v1/preview/training-jobs/${job.body.id}`);
     expect(record.body).toMatchObject({ id: job.body.id, object: 'training_job', type: 'rl', model_id: model.id, status: 'succeeded', checkpoint_step: 1, error_message: null });
     const { response } = await client.chat.completions

@@ -11,6 +11,7 @@ import {
   readPeftAdapter,
   RLTrajectoryGroup,
   SftConversation,
+  StepMetrics,
   validateExperimentalConfig,
   validateSftConfig,
   writePeftAdapter,
@@ -69,7 +70,9 @@ export class JobRunner implements OnModuleDestroy {
         const reply = await this.rpc.request(Subjects.training.reportProgress, { job_id: job.job_id, kind, num_sequences });
         if (reply.cancel_requested) onCancelRequested();
       };
+      const steps: StepMetrics[] = [];
       const onStep: OnStep = async (metrics, step) => {
+        steps.push(metrics);
         const reply = await this.rpc.request(Subjects.training.reportProgress, { job_id: job.job_id, kind: 'step', step, metrics });
         if (reply.cancel_requested) onCancelRequested();
       };
@@ -88,7 +91,8 @@ export class JobRunner implements OnModuleDestroy {
         await trainer.trainSft(conversations, config, onStep, signal);
       }
       if (signal.aborted) throw signal.reason;
-      return await this.record(job, scope, { baseModel: source.base_model, spec: current.spec, tensors: trainer.exportAdapter() });
+      const adapter = { baseModel: source.base_model, spec: current.spec, tensors: trainer.exportAdapter() };
+      return await this.record(job, scope, adapter, checkpointMetrics(steps));
     } finally {
       trainer.dispose();
     }
@@ -113,7 +117,7 @@ export class JobRunner implements OnModuleDestroy {
     return { spec: adapter.spec, tensors: adapter.tensors };
   }
 
-  private async record(job: ClaimedJob, scope: { entity_id: string; entity_name: string }, adapter: PeftAdapter): Promise<number> {
+  private async record(job: ClaimedJob, scope: { entity_id: string; entity_name: string }, adapter: PeftAdapter, metrics: Record<string, number>): Promise<number> {
     const dir = await mkdtemp(join(tmpdir(), 'trainyard-adapter-'));
     try {
       await writePeftAdapter(dir, adapter);
@@ -123,7 +127,7 @@ export class JobRunner implements OnModuleDestroy {
       }
       const checkpoint = await this.rpc.request(
         Subjects.registry.recordCheckpoint,
-        { ...scope, model_id: job.model_id, job_id: job.job_id, files, metrics: {} },
+        { ...scope, model_id: job.model_id, job_id: job.job_id, files, metrics },
         { timeoutMs: 60_000 },
       );
       this.logger.log(`job ${job.job_id}: checkpoint step ${checkpoint.step} recorded`);
@@ -145,4 +149,23 @@ export class JobRunner implements OnModuleDestroy {
 export function errorMessage(err: unknown): string {
   if (err instanceof ServiceError) return err.message;
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * What the new checkpoint carries from the job that made it: the mean over its gradient steps
+ * of each step metric, as "training/<name>" (the client's own POST .../log metrics are
+ * "<split>/<name>", e.g. "train/reward", and are added to the same map later).
+ */
+export function checkpointMetrics(steps: StepMetrics[]): Record<string, number> {
+  const sums = new Map<string, { sum: number; count: number }>();
+  for (const metrics of steps) {
+    for (const [name, value] of Object.entries(metrics)) {
+      if (!Number.isFinite(value)) continue;
+      const entry = sums.get(name) ?? { sum: 0, count: 0 };
+      entry.sum += value;
+      entry.count++;
+      sums.set(name, entry);
+    }
+  }
+  return Object.fromEntries([...sums].map(([name, { sum, count }]) => [`training/${name}`, sum / count]));
 }
