@@ -1,7 +1,5 @@
 import { startPostgresServer, TestPostgresServer } from '@trainyard/testing';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { BASE_MODEL, describeFault, FaultContext, isCleanFailure, runFault, SFT_LINES, uploadSftData } from './support/faults';
+import { describeFault, FaultContext, isCleanFailure, runFault, startFaultStack, writeFaultSummary } from './support/faults';
 import { Stack } from './support/stack';
 
 // Faults, part 3: the message bus and the database. This file's stack has its own
@@ -17,14 +15,12 @@ describe('faults: NATS and PostgreSQL killed during chat traffic and training', 
 
   beforeAll(async () => {
     postgres = await startPostgresServer();
-    stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '2000' }, database: { url: postgres.url } });
-    stack.addTinyModel(BASE_MODEL);
-    const { key } = await stack.createKey('acme');
-    ctx = { stack, key, fileId: await uploadSftData(stack, key, SFT_LINES) };
+    ctx = await startFaultStack({ url: postgres.url });
+    stack = ctx.stack;
   }, 180_000);
 
   afterAll(async () => {
-    if (stack) writeFileSync(join(stack.logDir, 'faults-summary.json'), JSON.stringify(summary, null, 2));
+    writeFaultSummary(stack, summary);
     await stack?.stop();
     await postgres?.stop();
   }, 60_000);

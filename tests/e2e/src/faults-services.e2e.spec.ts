@@ -1,17 +1,4 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import {
-  BASE_MODEL,
-  describeFault,
-  FaultContext,
-  isCleanFailure,
-  isSuccess,
-  runFault,
-  SFT_LINES,
-  sleep,
-  uploadSftData,
-  waitForSteps,
-} from './support/faults';
+import { describeFault, FaultContext, isCleanFailure, isSuccess, runFault, SFT_LINES, sleep, startFaultStack, waitForSteps, writeFaultSummary } from './support/faults';
 import { Stack } from './support/stack';
 
 // Faults, part 2: the chat service and the model registry are SIGKILLed while chat traffic
@@ -24,14 +11,12 @@ describe('faults: services killed during chat traffic and training', () => {
   const summary: Record<string, string> = {};
 
   beforeAll(async () => {
-    stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '2000' } });
-    stack.addTinyModel(BASE_MODEL);
-    const { key } = await stack.createKey('acme');
-    ctx = { stack, key, fileId: await uploadSftData(stack, key, SFT_LINES) };
+    ctx = await startFaultStack();
+    stack = ctx.stack;
   }, 120_000);
 
   afterAll(async () => {
-    if (stack) writeFileSync(join(stack.logDir, 'faults-summary.json'), JSON.stringify(summary, null, 2));
+    writeFaultSummary(stack, summary);
     await stack?.stop();
   }, 60_000);
 

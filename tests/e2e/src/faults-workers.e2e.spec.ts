@@ -1,6 +1,4 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { BASE_MODEL, describeFault, FaultContext, isCleanFailure, isSuccess, runFault, SFT_LINES, uploadSftData } from './support/faults';
+import { describeFault, FaultContext, isCleanFailure, isSuccess, runFault, startFaultStack, writeFaultSummary } from './support/faults';
 import { Stack } from './support/stack';
 
 // Faults, part 1: the GPU workers are SIGKILLed while chat traffic flows and an SFT job
@@ -12,14 +10,12 @@ describe('faults: workers killed during chat traffic and training', () => {
   const summary: Record<string, string> = {};
 
   beforeAll(async () => {
-    stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '2000' } });
-    stack.addTinyModel(BASE_MODEL);
-    const { key } = await stack.createKey('acme');
-    ctx = { stack, key, fileId: await uploadSftData(stack, key, SFT_LINES) };
+    ctx = await startFaultStack();
+    stack = ctx.stack;
   }, 120_000);
 
   afterAll(async () => {
-    if (stack) writeFileSync(join(stack.logDir, 'faults-summary.json'), JSON.stringify(summary, null, 2));
+    writeFaultSummary(stack, summary);
     await stack?.stop();
   }, 60_000);
 

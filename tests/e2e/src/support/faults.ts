@@ -1,7 +1,7 @@
 import { CheckpointRecord, Page, Subjects, TrainingEventRecord, TrainingJobRecord, WorkerAnnouncement } from '@trainyard/contracts';
 import { waitFor } from '@trainyard/testing';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, JSONCodec } from 'nats';
 import { AppName, Stack } from './stack';
@@ -467,6 +467,22 @@ export interface FaultContext {
   key: string;
   /** The uploaded SFT dataset every job trains on. */
   fileId: string;
+}
+
+/**
+ * The stack of one fault spec: every app (on `database` when given, e.g. a private PostgreSQL
+ * server), the tiny model, a key and the SFT data every job trains on.
+ */
+export async function startFaultStack(database?: { url: string }): Promise<FaultContext> {
+  const stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '2000' }, database });
+  stack.addTinyModel(BASE_MODEL);
+  const { key } = await stack.createKey('acme');
+  return { stack, key, fileId: await uploadSftData(stack, key, SFT_LINES) };
+}
+
+/** Writes what each fault did (describeFault) next to the stack's logs. */
+export function writeFaultSummary(stack: Stack | undefined, summary: Record<string, string>): void {
+  if (stack) writeFileSync(join(stack.logDir, 'faults-summary.json'), JSON.stringify(summary, null, 2));
 }
 
 export interface Fault {
