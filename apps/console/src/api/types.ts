@@ -2,6 +2,9 @@
 // the backend is bundled), plus the few of the console's own routes.
 export type {
   CheckpointRecord,
+  ConsoleKeyView,
+  ConsoleSessionView,
+  CreatedConsoleKeyView,
   DeleteCheckpointsReply,
   ModelRecord,
   Page,
@@ -9,23 +12,6 @@ export type {
   TrainingJobRecord,
   TrainingJobStatus,
 } from '@trainyard/contracts';
-
-export interface ConsoleSession {
-  entity: string;
-  /** The key this session signed in with: revoking it signs the console out. */
-  key_id: string;
-  csrf_token: string;
-  expires_at: string;
-}
-
-export interface ConsoleKey {
-  id: string;
-  name: string;
-  prefix: string;
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
 
 export interface List<T> {
   object: 'list';

@@ -1,7 +1,7 @@
 import { Alert, Badge, Button, Code, CopyButton, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { FormEvent, useState } from 'react';
 import { consoleApi } from '../api/client';
-import type { ConsoleKey, List } from '../api/types';
+import type { ConsoleKeyView, CreatedConsoleKeyView, List } from '../api/types';
 import { ConfirmButton } from '../components/confirm-button';
 import { formatDate } from '../format';
 import { useSession } from '../session/session';
@@ -11,7 +11,7 @@ import { useLoad } from '../use-load';
 export function KeysPage() {
   const { state } = useSession();
   const sessionKeyId = state.status === 'signed-in' ? state.keyId : undefined;
-  const keys = useLoad(() => consoleApi<List<ConsoleKey>>('GET', 'keys'), []);
+  const keys = useLoad(() => consoleApi<List<ConsoleKeyView>>('GET', 'keys'), []);
   const [name, setName] = useState('');
   const [created, setCreated] = useState<{ name: string; secret: string }>();
   const [error, setError] = useState<string>();
@@ -22,7 +22,7 @@ export function KeysPage() {
     setBusy(true);
     setError(undefined);
     try {
-      const key = await consoleApi<ConsoleKey & { key: string }>('POST', 'keys', { name });
+      const key = await consoleApi<CreatedConsoleKeyView>('POST', 'keys', { name });
       setCreated({ name: key.name, secret: key.key });
       setName('');
       keys.reload();
@@ -33,7 +33,7 @@ export function KeysPage() {
     }
   };
 
-  const revoke = async (key: ConsoleKey) => {
+  const revoke = async (key: ConsoleKeyView) => {
     await consoleApi('DELETE', `keys/${key.id}`);
     keys.reload();
   };

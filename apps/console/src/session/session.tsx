@@ -1,6 +1,6 @@
 import { createContext, ReactNode, useCallback, useContext, useEffect, useMemo, useState } from 'react';
 import { ApiError, consoleApi, onSessionLost, setCsrfToken } from '../api/client';
-import type { ConsoleSession } from '../api/types';
+import type { ConsoleSessionView } from '../api/types';
 
 export type SessionState =
   | { status: 'loading' }
@@ -19,7 +19,7 @@ const SessionContext = createContext<SessionContextValue | null>(null);
 export function SessionProvider({ children }: { children: ReactNode }) {
   const [state, setState] = useState<SessionState>({ status: 'loading' });
 
-  const adopt = useCallback((session: ConsoleSession) => {
+  const adopt = useCallback((session: ConsoleSessionView) => {
     setCsrfToken(session.csrf_token);
     setState({ status: 'signed-in', entity: session.entity, keyId: session.key_id, expiresAt: session.expires_at });
   }, []);
@@ -31,7 +31,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
 
   useEffect(() => {
     onSessionLost(() => end('Your session has ended: sign in again.'));
-    consoleApi<ConsoleSession>('GET', 'session').then(adopt, (err: unknown) =>
+    consoleApi<ConsoleSessionView>('GET', 'session').then(adopt, (err: unknown) =>
       end(err instanceof ApiError && err.status === 401 ? undefined : `The service did not answer: ${(err as Error).message}`),
     );
   }, [adopt, end]);
@@ -39,7 +39,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   const value = useMemo<SessionContextValue>(
     () => ({
       state,
-      signIn: async (key) => adopt(await consoleApi<ConsoleSession>('POST', 'session', { key })),
+      signIn: async (key) => adopt(await consoleApi<ConsoleSessionView>('POST', 'session', { key })),
       signOut: async () => {
         await consoleApi('DELETE', 'session').catch(() => undefined);
         end();

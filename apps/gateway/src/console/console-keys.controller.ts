@@ -1,8 +1,9 @@
 import { Body, Controller, Delete, Get, Header, HttpCode, Param, Post } from '@nestjs/common';
+import type { ConsoleKeyView, CreatedConsoleKeyView } from '@trainyard/contracts';
 import { ApiKeysService } from '../auth/api-keys.service';
 import { Caller, CallerParam } from '../auth/caller';
 import { ConsoleSessionOnly } from '../auth/console-session-only.decorator';
-import { ConsoleKeyView, toKeyView } from './console.views';
+import { toKeyView } from './console.views';
 import { CreateKeyRequest } from './dto/create-key.request';
 
 /** Account settings: the signed-in entity's API keys. */
@@ -20,7 +21,7 @@ export class ConsoleKeysController {
   @Post()
   @HttpCode(200)
   @Header('cache-control', 'no-store')
-  async create(@CallerParam() caller: Caller, @Body() body: CreateKeyRequest): Promise<ConsoleKeyView & { key: string }> {
+  async create(@CallerParam() caller: Caller, @Body() body: CreateKeyRequest): Promise<CreatedConsoleKeyView> {
     const { key, secret } = await this.keys.create(caller.entityName, body.name);
     return { ...toKeyView(key), key: secret };
   }

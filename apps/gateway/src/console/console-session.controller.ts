@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, Header, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
-import { ServiceError } from '@trainyard/contracts';
+import { ConsoleSessionView, ServiceError } from '@trainyard/contracts';
 import { Public } from '@trainyard/runtime';
 import type { Request, Response } from 'express';
 import { Caller, CallerParam } from '../auth/caller';
@@ -7,7 +7,7 @@ import { ConsoleSessionOnly } from '../auth/console-session-only.decorator';
 import { baseCookieOptions, cameOverHttps, CookieContext, SESSION_COOKIE, sessionCookieOptions, sessionTokenOf } from '../auth/console-session.token';
 import { ConsoleSessionsService } from '../auth/console-sessions.service';
 import { GatewayConfig } from '../config/gateway.config';
-import { ConsoleSessionView, toSessionView } from './console.views';
+import { toSessionView } from './console.views';
 import { SignInRequest } from './dto/sign-in.request';
 
 /** Sign-in, the current session, sign-out. The session token only ever travels in the cookie. */
