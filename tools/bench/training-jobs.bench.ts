@@ -11,6 +11,7 @@ import OpenAI from 'openai';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { sseBlocks } from '../../tests/e2e/src/support/sse';
 import { Stack } from '../../tests/e2e/src/support/stack';
 import { median, runBenchmark } from './bench-support';
 
@@ -96,29 +97,16 @@ async function main() {
       const res = await stack.fetch(`/v1/preview/training-jobs/${id}/events`, { key, headers: { accept: 'text/event-stream' } });
       if (!res.ok || !res.body) throw new Error(`events stream: HTTP ${res.status}`);
       const followed: Followed = { at: {}, numSequences: 0, gradientSteps: 0 };
-      const decoder = new TextDecoder();
-      let buffer = '';
-      const reader = res.body.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        buffer += decoder.decode(value, { stream: true });
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const type = /^event: (.+)$/m.exec(block)?.[1];
-          if (!type) continue;
-          followed.at[type] ??= performance.now() - started;
-          const data = JSON.parse(/^data: (.+)$/m.exec(block)?.[1] ?? '{}') as Record<string, unknown>;
-          if (type === 'training_started') followed.numSequences = Number((data['data'] as Record<string, unknown> | undefined)?.['num_sequences'] ?? data['num_sequences'] ?? 0);
-          if (type === 'gradient_step') followed.gradientSteps++;
-          if (type === 'training_failed' || type === 'error') throw new Error(`job ${id} failed: ${JSON.stringify(data)}`);
-          if (type === 'training_ended') {
-            await reader.cancel();
-            return followed;
-          }
-        }
+      for await (const block of sseBlocks(res.body)) {
+        const type = /^event: (.+)$/m.exec(block)?.[1];
+        if (!type) continue;
+        followed.at[type] ??= performance.now() - started;
+        const data = JSON.parse(/^data: (.+)$/m.exec(block)?.[1] ?? '{}') as Record<string, unknown>;
+        if (type === 'training_started') followed.numSequences = Number((data['data'] as Record<string, unknown> | undefined)?.['num_sequences'] ?? data['num_sequences'] ?? 0);
+        if (type === 'gradient_step') followed.gradientSteps++;
+        if (type === 'training_failed' || type === 'error') throw new Error(`job ${id} failed: ${JSON.stringify(data)}`);
+        // Leaving the loop cancels the stream.
+        if (type === 'training_ended') return followed;
       }
       throw new Error(`job ${id}: the event stream closed before training_ended`);
     };

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, JSONCodec } from 'nats';
+import { sseBlocks } from './sse';
 import { AppName, Stack } from './stack';
 
 // What the fault tests share: chat traffic that records how every request ended, training
@@ -91,28 +92,18 @@ export function chatRequest(stack: Stack, key: string, options: ChatRequestOptio
 }
 
 async function readStream(res: Response, outcome: ChatOutcome, markStarted: () => void): Promise<void> {
-  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
   let finished = false;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const line = buffer.slice(0, end).trim();
-      buffer = buffer.slice(end + 2);
-      if (!line.startsWith('data: ')) continue;
-      const data = line.slice('data: '.length);
-      if (data === '[DONE]') {
-        finished = true;
-        continue;
-      }
-      const event = JSON.parse(data) as { error?: OpenAiError; choices?: { delta?: { content?: string } }[] };
-      if (event.error) outcome.error = event.error;
-      else if (event.choices?.[0]?.delta?.content) markStarted();
+  for await (const block of sseBlocks(res.body as ReadableStream<Uint8Array>)) {
+    const line = block.trim();
+    if (!line.startsWith('data: ')) continue;
+    const data = line.slice('data: '.length);
+    if (data === '[DONE]') {
+      finished = true;
+      continue;
     }
+    const event = JSON.parse(data) as { error?: OpenAiError; choices?: { delta?: { content?: string } }[] };
+    if (event.error) outcome.error = event.error;
+    else if (event.choices?.[0]?.delta?.content) markStarted();
   }
   if (!finished && !outcome.error) outcome.broken = 'the stream ended without [DONE] or an error';
 }
@@ -355,22 +346,11 @@ export async function followJobEvents(stack: Stack, key: string, jobId: string, 
         signal: AbortSignal.any([stop, AbortSignal.timeout(REQUEST_BOUND_MS)]),
       });
       if (res.status === 200 && res.body) {
-        const reader = res.body.getReader();
-        const decoder = new TextDecoder();
-        let buffer = '';
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buffer += decoder.decode(value, { stream: true });
-          let end: number;
-          while ((end = buffer.indexOf('\n\n')) >= 0) {
-            const block = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            const id = /^id: (.+)$/m.exec(block)?.[1];
-            const type = /^event: (.+)$/m.exec(block)?.[1];
-            if (id && type !== 'error') ids.push(id);
-            if (type === 'training_ended' || type === 'training_failed') return ids;
-          }
+        for await (const block of sseBlocks(res.body)) {
+          const id = /^id: (.+)$/m.exec(block)?.[1];
+          const type = /^event: (.+)$/m.exec(block)?.[1];
+          if (id && type !== 'error') ids.push(id);
+          if (type === 'training_ended' || type === 'training_failed') return ids;
         }
       } else {
         await res.body?.cancel();
