@@ -13,7 +13,6 @@ import {
   detectToolCallFormat,
   GrammarError,
   JsonGrammarCompiler,
-  LlamaModel,
   LoadedModel,
   LoraAttachment,
   LoraRouter,
@@ -35,9 +34,7 @@ const CANCEL_MEMORY_MS = 15 * 60_000;
  * adapter (a checkpoint) or none; the router gives each row of a step its adapter.
  */
 interface Batch {
-  key: string;
   decode: DecodeBatch<string>;
-  model: LlamaModel;
   router: LoraRouter;
   /** The adapter of each sequence in the batch (null: the base model). */
   adapters: Map<string, LoraAttachment | null>;
@@ -215,7 +212,7 @@ export class InferenceScheduler implements OnModuleDestroy {
     const key = item.base_model_dir;
     let batch = this.batches.get(key);
     if (!batch) {
-      batch = { key, decode: new DecodeBatch<string>(lm.model), model: lm.model, router: new LoraRouter(lm.model), adapters: new Map() };
+      batch = { decode: new DecodeBatch<string>(lm.model), router: new LoraRouter(lm.model), adapters: new Map() };
       this.batches.set(key, batch);
     }
     return batch;

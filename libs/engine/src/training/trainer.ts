@@ -405,8 +405,8 @@ export class LoraTrainer {
    * already normalised by the whole batch). Returns the summed loss and the gradient norm.
    */
   private gradientStep(learningRate: number, micro: MicroBatch[]): { loss: number; gradNorm: number } {
-    const vars = this.attachment.variables();
     const byLayer = this.attachment.variablesByLayer();
+    const vars = byLayer.flat();
     const sums = new Map<string, tf.Tensor>();
     let loss = 0;
     try {
