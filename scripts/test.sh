@@ -42,6 +42,7 @@ node scripts/db.mjs migrate "$template_url" >/dev/null
 check "schema.prisma agrees with prisma/migrations" node scripts/db.mjs check
 check "lint (module boundaries included)" npx nx run-many -t lint --outputStyle=static
 check "typecheck" npx tsc -p tsconfig.typecheck.json
+check "engine kernels are what their AssemblyScript sources compile to" node scripts/build-kernels.mjs --check
 check "npm audit: no high or critical advisory in production dependencies" node scripts/audit-prod.mjs
 check "build" build_apps
 

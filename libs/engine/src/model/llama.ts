@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
+import { decodeAttention } from '../kernels/decode-attention';
 import { FrozenLinear } from './linear';
 import { KVCache, MASKED } from './kv-cache';
 import { Rope } from './rope';
@@ -71,8 +72,9 @@ export class Attention {
       T === 1
         ? tf.reshape(qFlat, [B * KV, G, D])
         : tf.reshape(tf.transpose(tf.reshape(qFlat, [B, T, KV, G, D]), [0, 2, 3, 1, 4]), [B * KV, G * T, D]);
-    const attend = attendsPerGroup(B * KV, T) ? attendPerGroup : attendBatched;
-    const heads = attend(q, k, v, ctx.mask, [B, H, T, S]);
+    const heads =
+      (T === 1 && ctx.cache ? decodeAttention(q, k, v, ctx.mask) : null) ??
+      (attendsPerGroup(B * KV, T) ? attendPerGroup : attendBatched)(q, k, v, ctx.mask, [B, H, T, S]);
     const merged: tf.Tensor2D =
       T === 1
         ? tf.reshape(heads, [N, H * D])
@@ -85,8 +87,9 @@ export class Attention {
  * Prefill and training (several new tokens, few rows x KV heads) attend one KV head at a time
  * with 2-D matMuls: batched matMuls run a scalar loop on wasm (0.5-1.5 GMAC/s measured here),
  * while plain 2-D ones take XNNPACK's fast path, and so do their gradients (training/gradients).
- * Decoding (one token per row, many small groups) stays batched: the split/concat dispatches
- * would cost more than they save.
+ * Decoding (one token per row, many small groups) runs the fused kernel of
+ * kernels/decode-attention on wasm, and stays batched elsewhere: per-group splits and
+ * concats would cost more dispatches than they save.
  */
 function attendsPerGroup(groups: number, T: number): boolean {
   return T >= 2 && (groups <= 8 || T >= 16);

@@ -1,0 +1,100 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { DECODE_ATTENTION_WASM } from './decode-attention.wasm';
+
+/**
+ * Attention for a decoding step as one WebAssembly SIMD kernel on tfjs-wasm (source:
+ * libs/engine/kernels/decode-attention.ts). tfjs-wasm runs batched matMuls, which decoding
+ * attention is made of (many small [G, D] x [D, S] products, one per sequence and KV head),
+ * as a scalar loop; this kernel computes softmax(q k^T + mask) v for all of them in one
+ * call, about five times faster (docs/benchmarks.md), and fuses the mask and the softmax.
+ *
+ * It is registered as a tfjs kernel for the wasm backend and runs on tfjs's own memory: the
+ * module imports the backend's WebAssembly.Memory and is given the heap offsets of the
+ * input tensors and of a fresh output tensor. Those two facts (the emscripten module's
+ * `asm.memory` and the backend's `dataIdMap` offsets) are tfjs-wasm internals, kept to this
+ * file; where they are missing, decodeAttention returns null and the caller uses tfjs ops.
+ */
+const KERNEL_NAME = 'TrainyardDecodeAttention';
+
+type KernelFunction = (
+  q: number,
+  k: number,
+  v: number,
+  mask: number,
+  out: number,
+  groups: number,
+  G: number,
+  S: number,
+  D: number,
+  kvHeads: number,
+) => void;
+
+/** The parts of tfjs-wasm's BackendWasm this kernel uses. */
+interface WasmBackendInternals {
+  wasm?: { asm?: { memory?: unknown } };
+  dataIdMap: { get(dataId: object): { memoryOffset: number } | undefined };
+  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+}
+
+const instances = new WeakMap<object, KernelFunction | null>();
+
+/** The kernel instantiated on this backend's memory, or null when the backend does not expose it. */
+function kernelFor(backend: object): KernelFunction | null {
+  if (!instances.has(backend)) {
+    const memory = (backend as WasmBackendInternals).wasm?.asm?.memory;
+    instances.set(
+      backend,
+      memory instanceof WebAssembly.Memory
+        ? (new WebAssembly.Instance(new WebAssembly.Module(DECODE_ATTENTION_WASM), { env: { memory } }).exports
+            .decodeAttention as KernelFunction)
+        : null,
+    );
+  }
+  return instances.get(backend) ?? null;
+}
+
+tf.registerKernel({
+  kernelName: KERNEL_NAME,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { q, k, v, mask } = inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>;
+    const { kvHeads } = attrs as unknown as { kvHeads: number };
+    const wasm = backend as unknown as WasmBackendInternals;
+    const kernel = kernelFor(backend) as KernelFunction;
+    const [groups, G, D] = q.shape;
+    const S = k.shape[2];
+    const out = wasm.makeOutput([groups, G, D], 'float32');
+    const at = (t: tf.TensorInfo) => (wasm.dataIdMap.get(t.dataId) as { memoryOffset: number }).memoryOffset;
+    kernel(at(q), at(k), at(v), at(mask), at(out), groups, G, S, D, kvHeads);
+    return out;
+  },
+});
+
+/** True when decodeAttention runs the kernel on the current backend. */
+export function decodeAttentionKernelAvailable(): boolean {
+  return tf.getBackend() === 'wasm' && kernelFor(tf.backend()) !== null;
+}
+
+/**
+ * softmax(q k^T + mask) v for one decoding step, in the grouped-query layout of model/llama.ts:
+ * q [B*KV, G, D] (already scaled by 1/sqrt(D)), k and v [B, KV, S, D], mask [B, 1, 1, S]
+ * additive (0 or KVCache's MASKED) -> [B*KV, G, D]. Null where the kernel does not apply
+ * (another backend, D not a multiple of 4, not float32, a mask not per sequence): compute it
+ * with tfjs ops then.
+ * No gradient: decoding only.
+ */
+export function decodeAttention(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D): tf.Tensor3D | null {
+  const [B, KV, S, D] = k.shape;
+  if (!decodeAttentionKernelAvailable() || D % 4 !== 0) return null;
+  if ([q, k, v, mask].some((t) => t.dtype !== 'float32')) return null;
+  if (q.shape[0] !== B * KV || q.shape[2] !== D || !sameShape(v.shape, k.shape)) {
+    throw new Error(`decodeAttention: shapes q ${q.shape}, k ${k.shape} and v ${v.shape} do not fit together`);
+  }
+  // One mask row per sequence; a mask broadcast over the batch is left to tfjs.
+  if (!sameShape(mask.shape, [B, 1, 1, S])) return null;
+  return tf.engine().runKernel(KERNEL_NAME, { q, k, v, mask }, { kvHeads: KV }) as tf.Tensor3D;
+}
+
+function sameShape(a: number[], b: number[]): boolean {
+  return a.length === b.length && a.every((n, i) => n === b[i]);
+}

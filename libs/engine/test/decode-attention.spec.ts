@@ -1,0 +1,79 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { decodeAttention, decodeAttentionKernelAvailable } from '../src/kernels/decode-attention';
+import { MASKED } from '../src/model/kv-cache';
+import { maxAbsDiff, useBackend } from './helpers';
+
+/** softmax(q k^T + mask) v with plain tfjs ops, as model/llama.ts computed it before the kernel. */
+function reference(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D): tf.Tensor3D {
+  const [B, KV, S, D] = k.shape;
+  const [groups, G] = q.shape;
+  return tf.tidy(() => {
+    const scores = tf.matMul(q, tf.reshape(k, [groups, S, D]), false, true);
+    const probs = tf.softmax(tf.add(tf.reshape(scores, [B, KV * G, 1, S]), mask));
+    return tf.matMul(tf.reshape(probs, [groups, G, S]), tf.reshape(v, [groups, S, D]));
+  });
+}
+
+/** A [B, 1, 1, S] mask hiding a pseudo-random third of each row's columns, never its last one. */
+function paddingMask(B: number, S: number, seed: number): tf.Tensor4D {
+  const data = new Float32Array(B * S);
+  for (let b = 0; b < B; b++) for (let s = 0; s < S - 1; s++) if ((b * 31 + s * 17 + seed) % 3 === 0) data[b * S + s] = MASKED;
+  return tf.tensor4d(data, [B, 1, 1, S]);
+}
+
+describe('decode attention kernel (wasm)', () => {
+  beforeAll(() => useBackend('wasm'));
+
+  it('is active on the wasm backend', () => {
+    expect(decodeAttentionKernelAvailable()).toBe(true);
+  });
+
+  it.each([
+    // B, KV, G, S, D: SmolLM2-135M's grouping (3 KV heads of 3 queries, D 64), one KV head, one query per head, a single column, long rows.
+    [8, 3, 3, 100, 64],
+    [1, 1, 4, 17, 8],
+    [3, 2, 1, 5, 4],
+    [2, 3, 3, 1, 64],
+    [4, 1, 2, 700, 32],
+  ])('matches softmax(q k^T + mask) v for B %i, KV %i, G %i, S %i, D %i', (B, KV, G, S, D) => {
+    tf.tidy(() => {
+      // Scores spread over several units, so the online softmax rescales often; the sums run
+      // in another order than tfjs's, so they agree to float32 rounding, not bit for bit.
+      const q = tf.mul(tf.randomNormal([B * KV, G, D], 0, 1, 'float32', 1), 2) as tf.Tensor3D;
+      const k = tf.randomNormal([B, KV, S, D], 0, 1, 'float32', 2) as tf.Tensor4D;
+      const v = tf.randomNormal([B, KV, S, D], 0, 1, 'float32', 3) as tf.Tensor4D;
+      const mask = paddingMask(B, S, S);
+      const fused = decodeAttention(q, k, v, mask);
+      expect(fused).not.toBeNull();
+      expect(fused!.shape).toEqual([B * KV, G, D]);
+      expect(maxAbsDiff(fused!.dataSync(), reference(q, k, v, mask).dataSync())).toBeLessThan(5e-5);
+    });
+  });
+
+  it('ignores what masked columns hold', () => {
+    tf.tidy(() => {
+      const [B, KV, G, S, D] = [2, 1, 2, 6, 8];
+      const q = tf.randomNormal([B * KV, G, D], 0, 1, 'float32', 4) as tf.Tensor3D;
+      const k = tf.randomNormal([B, KV, S, D], 0, 1, 'float32', 5) as tf.Tensor4D;
+      const v = tf.randomNormal([B, KV, S, D], 0, 1, 'float32', 6) as tf.Tensor4D;
+      const mask = paddingMask(B, S, 1);
+      const hidden = tf.equal(tf.reshape(mask, [B, 1, S, 1]), MASKED);
+      const garbage = tf.fill([B, KV, S, D], 1e4);
+      const before = decodeAttention(q, k, v, mask)!.dataSync();
+      const after = decodeAttention(q, tf.where(hidden, garbage, k), tf.where(hidden, garbage, v), mask)!.dataSync();
+      expect(maxAbsDiff(before, after)).toBe(0);
+    });
+  });
+
+  it('leaves shapes it does not cover to tfjs ops, and refuses shapes that do not fit', () => {
+    tf.tidy(() => {
+      const q = tf.zeros([2, 1, 6]) as tf.Tensor3D;
+      const k = tf.zeros([2, 1, 3, 6]) as tf.Tensor4D;
+      expect(decodeAttention(q, k, k, tf.zeros([2, 1, 1, 3]))).toBeNull(); // D not a multiple of 4
+      const q8 = tf.zeros([2, 1, 8]) as tf.Tensor3D;
+      const k8 = tf.zeros([2, 1, 3, 8]) as tf.Tensor4D;
+      expect(decodeAttention(q8, k8, k8, tf.zeros([1, 1, 1, 3]))).toBeNull(); // mask broadcast over the batch
+      expect(() => decodeAttention(tf.zeros([3, 1, 8]) as tf.Tensor3D, k8, k8, tf.zeros([2, 1, 1, 3]))).toThrow(/do not fit/);
+    });
+  });
+});
