@@ -60,7 +60,7 @@ describe('decode attention kernel (wasm)', () => {
       const hidden = tf.equal(tf.reshape(mask, [B, 1, S, 1]), MASKED);
       const garbage = tf.fill([B, KV, S, D], 1e4);
       const before = decodeAttention(q, k, v, mask)!.dataSync();
-      const after = decodeAttention(q, tf.where(hidden, garbage, k), tf.where(hidden, garbage, v), mask)!.dataSync();
+      const after = decodeAttention(q, tf.where(hidden, garbage, k) as tf.Tensor4D, tf.where(hidden, garbage, v) as tf.Tensor4D, mask)!.dataSync();
       expect(maxAbsDiff(before, after)).toBe(0);
     });
   });

@@ -16,6 +16,13 @@ import { DECODE_ATTENTION_WASM } from './decode-attention.wasm';
  */
 const KERNEL_NAME = 'TrainyardDecodeAttention';
 
+/** The part of the WebAssembly JS API used here (the project's TypeScript lib is es2022, without the DOM's declarations). */
+declare const WebAssembly: {
+  Memory: new (...args: never[]) => object;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
+};
+
 type KernelFunction = (
   q: number,
   k: number,
