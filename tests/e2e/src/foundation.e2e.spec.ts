@@ -93,6 +93,112 @@ describe('the stack, end to end over HTTP', () => {
       expect((await stack.fetch('/v1/preview/base-models', { key })).status).toBe(200);
     });
 
+    describe('with verified keys served from memory', () => {
+      const base = '/v1/preview/base-models';
+      const detail = async (res: Response) => ((await res.json()) as { detail: string }).detail;
+      /** Used more than once, so that the gateway has it in memory when the change comes. */
+      async function usedKey(entity: string): Promise<{ key: string; id: string }> {
+        const created = await stack.createKey(entity);
+        for (let i = 0; i < 3; i++) expect((await stack.fetch(base, { key: created.key })).status).toBe(200);
+        return created;
+      }
+      /**
+       * A change made by another process reaches the gateway as a PostgreSQL notification: the
+       * first answer after it, asked for until 2 s have passed (the cache's TTL is 60 s, so
+       * only the notification can bring it). The request sent the instant the change commits
+       * can still be ahead of the notification (docs/reliability.md, the key cache).
+       */
+      async function firstAnswerAfterChange(key: string, accepts: (res: Response) => boolean = (res) => res.status === 200): Promise<Response> {
+        const deadline = Date.now() + 2_000;
+        for (;;) {
+          const res = await stack.fetch(base, { key });
+          if (!accepts(res) || Date.now() > deadline) return res;
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+      }
+
+      it('does serve them from memory: a revocation the database does not announce goes unnoticed', async () => {
+        // Proves the cache is in the path, so that the tests below show that its invalidation works.
+        const created = await usedKey('cache-proof');
+        await stack.withDatabase(async (db) => {
+          await db.query('ALTER TABLE api_keys DISABLE TRIGGER api_keys_changes_notify_update');
+          try {
+            await db.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [created.id]);
+          } finally {
+            await db.query('ALTER TABLE api_keys ENABLE TRIGGER api_keys_changes_notify_update');
+          }
+        });
+        for (let i = 0; i < 3; i++) expect((await stack.fetch(base, { key: created.key })).status).toBe(200);
+        // Any announced change to the row (here its name) drops it, and the revocation shows.
+        await stack.withDatabase((db) => db.query("UPDATE api_keys SET name = 'renamed' WHERE id = $1", [created.id]));
+        const res = await firstAnswerAfterChange(created.key);
+        expect(res.status).toBe(401);
+        expect(await detail(res)).toMatch(/was revoked$/);
+      });
+
+      it('refuses one on the very next request after the key command revokes it from another process', async () => {
+        const created = await usedKey('cache-cli');
+        const other = await usedKey('cache-cli');
+        const revoked = await stack.keys('revoke', created.key.slice(0, 10));
+        expect(revoked.stdout).toContain(`Revoked ${created.id}`);
+        const res = await stack.fetch(base, { key: created.key });
+        expect(res.status).toBe(401);
+        expect(await detail(res)).toMatch(/was revoked$/);
+        expect((await stack.fetch(base, { key: other.key })).status).toBe(200);
+      });
+
+      it('refuses one on the very next request after the console revokes it', async () => {
+        const signInKey = await usedKey('cache-console');
+        const doomed = await usedKey('cache-console');
+        const signIn = await stack.fetch('/console/api/session', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ key: signInKey.key }),
+        });
+        expect(signIn.status).toBe(200);
+        const cookie = (signIn.headers.getSetCookie().find((c) => c.startsWith('trainyard_console=')) as string).split(';')[0];
+        const csrf = ((await signIn.json()) as { csrf_token: string }).csrf_token;
+
+        const revoke = await stack.fetch(`/console/api/keys/${doomed.id}`, { method: 'DELETE', headers: { cookie, 'x-csrf-token': csrf } });
+        expect(revoke.status).toBe(200);
+        const res = await stack.fetch(base, { key: doomed.key });
+        expect(res.status).toBe(401);
+        expect(await detail(res)).toMatch(/was revoked$/);
+        expect((await stack.fetch(base, { key: signInKey.key })).status).toBe(200);
+      });
+
+      it('refuses one as soon as its row is revoked in SQL: the trigger tells, not the gateway', async () => {
+        const created = await usedKey('cache-sql');
+        await stack.withDatabase((db) => db.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [created.id]));
+        const res = await firstAnswerAfterChange(created.key);
+        expect(res.status).toBe(401);
+        expect(await detail(res)).toMatch(/was revoked$/);
+      });
+
+      it('refuses one as soon as its entity is deleted in SQL', async () => {
+        const created = await usedKey('cache-deleted');
+        await stack.withDatabase((db) => db.query("DELETE FROM entities WHERE name = 'cache-deleted'"));
+        const res = await firstAnswerAfterChange(created.key);
+        expect(res.status).toBe(401);
+        expect(await detail(res)).toBe('Unknown API key');
+      });
+
+      it('acts for the new name as soon as its entity is renamed in SQL', async () => {
+        const created = await usedKey('cache-old-name');
+        await stack.withDatabase((db) => db.query("UPDATE entities SET name = 'cache-new-name' WHERE name = 'cache-old-name'"));
+        const createElsewhere = () =>
+          stack.call<{ detail: string }>('POST', '/v1/preview/models', {
+            key: created.key,
+            body: { entity: 'someone-else', project: 'p', name: 'm', base_model: 'acme-org/tiny-chat' },
+          });
+        const deadline = Date.now() + 2_000;
+        let res = await createElsewhere();
+        while (res.body.detail.includes('"cache-old-name"') && Date.now() < deadline) res = await createElsewhere();
+        expect(res.status).toBe(403);
+        expect(res.body.detail).toContain('belongs to entity "cache-new-name"');
+      });
+    });
+
     it('lists keys by prefix and never prints a secret again', async () => {
       const { stdout } = await stack.keys('list', '--entity', 'acme');
       expect(stdout).toContain(key.slice(0, 10));

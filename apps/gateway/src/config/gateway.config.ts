@@ -108,6 +108,25 @@ export class GatewayConfig extends BaseServiceConfig {
   @Min(0)
   KEY_CONCURRENCY_LIMIT = 32;
 
+  /**
+   * How long a verified API key may be served from this replica's memory before the database
+   * is asked again. Only a backstop: a key revoked, deleted or changed anywhere is dropped from
+   * every replica's memory at once (PostgreSQL notifies them), and while that notification
+   * channel is down every request asks the database. 0 turns the cache off.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(3_600_000)
+  API_KEY_CACHE_TTL_MS = 60_000;
+
+  /** Verified API keys one replica keeps in memory; the least recently used go first. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  API_KEY_CACHE_MAX_ENTRIES = 10_000;
+
   /** Requests in progress on this replica, all keys together (health probes aside); past it, 429 before any work. 0: no limit. */
   @Type(() => Number)
   @IsInt()
