@@ -4,6 +4,7 @@ import { ServiceRuntimeModule } from '@trainyard/runtime';
 import { CompletionsController } from './completions/completions.controller';
 import { CompletionsService } from './completions/completions.service';
 import { InferenceCapacity } from './completions/inference-capacity';
+import { ModelResolutions } from './completions/model-resolutions';
 import { ChatConfig } from './config/chat.config';
 
 /** Chat completions: resolves the model, schedules on inference workers, relays the result. */
@@ -21,7 +22,7 @@ export class ChatModule {
         }),
       ],
       controllers: [CompletionsController],
-      providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity],
+      providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity, ModelResolutions],
     };
   }
 }

@@ -25,6 +25,7 @@ import { TrajectoryLogRepository } from './metrics/trajectory-log.repository';
 import { ModelRepository } from './models/model.repository';
 import { ModelsController } from './models/models.controller';
 import { ModelsService } from './models/models.service';
+import { ModelChangesPublisher } from './resolve/model-changes.publisher';
 import { ModelResolverController } from './resolve/model-resolver.controller';
 import { ModelResolverService } from './resolve/model-resolver.service';
 
@@ -63,6 +64,7 @@ export class ModelRegistryModule {
         TrajectoryLogRepository,
         MetricsLogService,
         ModelResolverService,
+        ModelChangesPublisher,
         FileRepository,
         FilesService,
       ],

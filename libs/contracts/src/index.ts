@@ -9,6 +9,7 @@ export * from './registry/checkpoints.messages';
 export * from './registry/files.messages';
 export * from './registry/metrics-log.messages';
 export * from './registry/models.messages';
+export * from './registry/models-changed.messages';
 export * from './registry/resolve-model.messages';
 export * from './registry/record-checkpoint.messages';
 export * from './health/health.messages';

@@ -26,6 +26,7 @@ import type {
   ListModelsRequest,
   ModelRecord,
 } from './registry/models.messages';
+import type { ModelsChanged } from './registry/models-changed.messages';
 import type { ResolveModelReply, ResolveModelRequest } from './registry/resolve-model.messages';
 import type { GetModelRequest, RecordCheckpointRequest } from './registry/record-checkpoint.messages';
 import type {
@@ -112,6 +113,11 @@ export const Subjects = {
     getModel: rpc<GetModelRequest, ModelRecord>('registry.model.get.v1'),
     /** A training job's new checkpoint, step = newest + 1, exactly once per job. */
     recordCheckpoint: rpc<RecordCheckpointRequest, CheckpointRecord>('registry.checkpoint.record.v1'),
+    /**
+     * A model's resolutions may have changed; published and flushed before the change is
+     * acknowledged. Subscribed without a queue group: every chat replica must see every one.
+     */
+    modelsChanged: event<ModelsChanged>('registry.models.changed.v1'),
   },
   training: {
     healthCheck: rpc<Empty, ServiceHealthReport>('training.health.check.v1'),

@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import { startSftJob, uploadSftData, waitForJobEnd } from './support/faults';
 import { Stack } from './support/stack';
 
 // Chat completions through the whole stack (gateway, chat, registry, inference worker on
@@ -11,7 +12,9 @@ describe('chat completions with the official openai client', () => {
   let key: string;
 
   beforeAll(async () => {
-    stack = await Stack.start({ env: { MAX_CHOICES: '4', MAX_COMPLETION_TOKENS: '256' } });
+    // Chat caches model resolutions; a TTL longer than the file runs means only the registry's
+    // change announcements can make it serve a new checkpoint (the tests of that can fail).
+    stack = await Stack.start({ env: { MAX_CHOICES: '4', MAX_COMPLETION_TOKENS: '256', MODEL_RESOLUTION_CACHE_TTL_MS: '3600000' } });
     model = stack.addTinyModel();
     key = (await stack.createKey('acme')).key;
     client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });
@@ -217,6 +220,33 @@ describe('chat completions with the official openai client', () => {
       expect(raw.prompt_token_ids.length).toBe(data.usage?.prompt_tokens);
     }
   });
+
+  it('follows a new checkpoint from the very next request after it is recorded, for a name without a step', async () => {
+    const created = await stack.json<{ id: string; entity: string; project: string; name: string }>('POST', '/v1/preview/models', key, {
+      entity: null,
+      project: 'chat-e2e',
+      name: 'follows',
+      base_model: model,
+      return_existing: true,
+    });
+    const name = `wandb-artifact:///${created.entity}/${created.project}/${created.name}`;
+    const served = async (as: string) => {
+      const { data, response } = await ask({ model: as, max_tokens: 2 }).withResponse();
+      return { header: response.headers.get('x-trainyard-checkpoint-step'), field: (data as unknown as { checkpoint_step: number | null }).checkpoint_step };
+    };
+    // Served twice: the second time from chat's cache.
+    expect(await served(name)).toEqual({ header: '0', field: 0 });
+    expect(await served(name)).toEqual({ header: '0', field: 0 });
+    expect(await served(`${name}:latest`)).toEqual({ header: '0', field: 0 });
+
+    // A one-step SFT job: the training worker records step 1 through the registry.
+    const job = await startSftJob(stack, key, { id: created.id, name }, await uploadSftData(stack, key, 1));
+    expect(await waitForJobEnd(stack, key, job)).toMatchObject({ status: 'succeeded', checkpoint_step: 1 });
+
+    expect(await served(name)).toEqual({ header: '1', field: 1 });
+    expect(await served(`${name}:latest`)).toEqual({ header: '1', field: 1 });
+    expect(await served(`${name}:step0`)).toEqual({ header: '0', field: 0 });
+  }, 180_000);
 
   describe('bad requests, in the OpenAI error envelope', () => {
     it('answers an unknown model with 404 model_not_found', async () => {

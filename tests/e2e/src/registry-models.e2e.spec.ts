@@ -24,7 +24,9 @@ describe('model registry, end to end over HTTP', () => {
 
   beforeAll(async () => {
     // The registry writes its embedded default base model itself: a real model to register against.
-    stack = await Stack.start({ env: { EMBEDDED_BASE_MODEL: BASE } });
+    // Chat caches model resolutions; with a TTL longer than the file runs, only the registry's
+    // change announcements can make it stop serving what was deleted.
+    stack = await Stack.start({ env: { EMBEDDED_BASE_MODEL: BASE, MODEL_RESOLUTION_CACHE_TTL_MS: '3600000' } });
     acme = (await stack.createKey('acme')).key;
     globex = (await stack.createKey('globex')).key;
   }, 120_000);
@@ -215,6 +217,57 @@ describe('model registry, end to end over HTTP', () => {
       const recreated = await createModel(acme, { project: 'agents', name: 'lifecycle', return_existing: false });
       expect(recreated.status).toBe(200);
       expect(recreated.body.id).not.toBe(model.id);
+    });
+  });
+
+  describe('served through chat completions, every change at once', () => {
+    const chat = () => new OpenAI({ apiKey: acme, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
+    /** The step that served it (header and field), or the error code. */
+    const served = async (model: string) => {
+      try {
+        const { data, response } = await chat()
+          .chat.completions.create({ model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 })
+          .withResponse();
+        const field = (data as unknown as { checkpoint_step: number | null }).checkpoint_step;
+        return { step: response.headers.get('x-trainyard-checkpoint-step'), field };
+      } catch (err) {
+        if (!(err instanceof OpenAI.APIError)) throw err;
+        return { status: err.status, code: err.code };
+      }
+    };
+
+    it('stops serving a deleted checkpoint by its step, and a name without a step falls back to the newest left', async () => {
+      const model = (await createModel(acme, { project: 'serving', name: 'pruned' })).body;
+      const name = `wandb-artifact:///acme/serving/pruned`;
+      // Step 1 added behind the registry's back, before chat has seen the model at all.
+      expect(await seedCheckpoints(stack, model.id, [1])).toEqual([0, 1]);
+      for (let i = 0; i < 2; i++) {
+        expect(await served(`${name}:step1`)).toEqual({ step: '1', field: 1 });
+        expect(await served(name)).toEqual({ step: '1', field: 1 });
+      }
+
+      const deleted = await call('DELETE', `/v1/preview/models/${model.id}/checkpoints`, acme, { steps: [1] });
+      expect(deleted.body).toEqual({ deleted_count: 1, not_found_steps: [] });
+      expect(await served(`${name}:step1`)).toEqual({ status: 404, code: 'model_not_found' });
+      expect(await served(name)).toEqual({ step: '0', field: 0 });
+    });
+
+    it('stops serving a deleted model at once, and serves a new model under its name at once', async () => {
+      const model = (await createModel(acme, { project: 'serving', name: 'dropped' })).body;
+      const name = `wandb-artifact:///acme/serving/dropped`;
+      for (let i = 0; i < 2; i++) {
+        expect(await served(name)).toEqual({ step: '0', field: 0 });
+        expect(await served(`acme/serving/dropped:step0`)).toEqual({ step: '0', field: 0 });
+      }
+
+      expect((await call('DELETE', `/v1/preview/models/${model.id}`, acme)).status).toBe(200);
+      expect(await served(name)).toEqual({ status: 404, code: 'model_not_found' });
+      expect(await served(`acme/serving/dropped:step0`)).toEqual({ status: 404, code: 'model_not_found' });
+
+      // "Not found" is never remembered: the name serves again as soon as a model has it.
+      const again = (await createModel(acme, { project: 'serving', name: 'dropped' })).body;
+      expect(again.id).not.toBe(model.id);
+      expect(await served(name)).toEqual({ step: '0', field: 0 });
     });
   });
 

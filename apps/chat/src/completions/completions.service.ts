@@ -6,31 +6,32 @@ import {
   ServiceError,
   StartCompletionReply,
   StartCompletionRequest,
-  Subjects,
   WorkQueues,
 } from '@trainyard/contracts';
-import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import { NATS_CONNECTION } from '@trainyard/messaging';
 import { JSONCodec, NatsConnection } from 'nats';
 import { ChatConfig } from '../config/chat.config';
 import { InferenceCapacity } from './inference-capacity';
+import { ModelResolutions } from './model-resolutions';
 
 const workItems = JSONCodec<InferenceWorkItem>();
 
 /**
  * Policy lives here, not on the workers: which weights serve the name (through the
- * registry, per entity), whether there is room, and what the worker is told to do.
+ * registry, per entity, cached until it changes), whether there is room, and what the
+ * worker is told to do.
  */
 @Injectable()
 export class CompletionsService {
   constructor(
     @Inject(ChatConfig) private readonly config: ChatConfig,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
-    private readonly rpc: RpcClient,
+    private readonly resolutions: ModelResolutions,
     private readonly capacity: InferenceCapacity,
   ) {}
 
   async start(request: StartCompletionRequest): Promise<StartCompletionReply> {
-    const resolved = await this.rpc.request(Subjects.registry.resolveModel, {
+    const resolved = await this.resolutions.resolve({
       entity_id: request.entity_id,
       entity_name: request.entity_name,
       model: request.params.model,

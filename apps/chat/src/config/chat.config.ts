@@ -32,4 +32,20 @@ export class ChatConfig extends BaseServiceConfig {
   @IsInt()
   @Min(1_000)
   WORKER_STALE_MS = 15_000;
+
+  /** Model-name resolutions chat keeps; past it, the least recently used is dropped. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  MODEL_RESOLUTION_CACHE_SIZE = 10_000;
+
+  /**
+   * Longest a resolution is served from chat's cache. Only a backstop: the registry announces
+   * every change before acknowledging it, and the cache drops the model's names at once.
+   * 0 turns the cache off (every completion asks the registry).
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  MODEL_RESOLUTION_CACHE_TTL_MS = 30_000;
 }

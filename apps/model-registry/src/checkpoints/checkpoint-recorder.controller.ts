@@ -3,6 +3,7 @@ import { MessagePattern, Payload } from '@nestjs/microservices';
 import { CheckpointRecord, GetModelRequest, ModelRecord, RecordCheckpointRequest, Subjects } from '@trainyard/contracts';
 import { toModelRecord } from '../models/model-record';
 import { ModelsService } from '../models/models.service';
+import { AnnouncesModelChange } from '../resolve/announce-model-change.interceptor';
 import { CheckpointRecorderService } from './checkpoint-recorder.service';
 
 /** What training needs from the registry: a model by id (ownership checked) and recording a job's checkpoint. */
@@ -19,6 +20,7 @@ export class CheckpointRecorderController {
   }
 
   @MessagePattern(Subjects.registry.recordCheckpoint.name)
+  @AnnouncesModelChange()
   record(@Payload() request: RecordCheckpointRequest): Promise<CheckpointRecord> {
     return this.recorder.record(request);
   }

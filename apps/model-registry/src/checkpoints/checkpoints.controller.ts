@@ -8,6 +8,7 @@ import {
   Page,
   Subjects,
 } from '@trainyard/contracts';
+import { AnnouncesModelChange } from '../resolve/announce-model-change.interceptor';
 import { CheckpointsService } from './checkpoints.service';
 
 @Controller()
@@ -20,6 +21,7 @@ export class CheckpointsController {
   }
 
   @MessagePattern(Subjects.registry.deleteCheckpoints.name)
+  @AnnouncesModelChange()
   delete(@Payload() request: DeleteCheckpointsRequest): Promise<DeleteCheckpointsReply> {
     return this.checkpoints.delete(request);
   }

@@ -9,6 +9,7 @@ import {
   ModelRecord,
   Subjects,
 } from '@trainyard/contracts';
+import { AnnouncesModelChange } from '../resolve/announce-model-change.interceptor';
 import { ModelsService } from './models.service';
 
 @Controller()
@@ -21,6 +22,7 @@ export class ModelsController {
   }
 
   @MessagePattern(Subjects.registry.deleteModel.name)
+  @AnnouncesModelChange()
   delete(@Payload() request: DeleteModelRequest): Promise<DeleteModelReply> {
     return this.models.delete(request.entity_id, request.model_id);
   }

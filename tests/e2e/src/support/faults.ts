@@ -485,6 +485,8 @@ export interface FaultReport {
   long: { stream: ChatOutcome; plain: ChatOutcome };
   /** Requests sent while the part was down (a probe sent after the kill included). */
   whileDown: ChatOutcome[];
+  /** A request sent while the part was down for a name chat had never resolved (its cache cannot answer it). */
+  unresolvedProbe: ChatOutcome;
   /** Requests sent once the part was back (after the first answer that followed its restart). */
   after: ChatOutcome[];
   job: TrainingJobRecord;
@@ -528,6 +530,7 @@ export async function runFault({ stack, key, fileId }: FaultContext, fault: Faul
     // A request sent once the part is surely gone, whatever the traffic's clients are waiting for.
     await sleep(1_000);
     probes.push(chatRequest(stack, key, { model: model.name, maxTokens: 16 }));
+    probes.push(chatRequest(stack, key, { model: `${model.name}:step0`, maxTokens: 16 }));
     await (fault.whileDown ? fault.whileDown(jobId) : sleep(2_000));
     const restartedAt = Date.now();
     await fault.restart();
@@ -536,8 +539,8 @@ export async function runFault({ stack, key, fileId }: FaultContext, fault: Faul
     await waitFor(() => traffic.since(backAt).some(isSuccess), { what: 'the traffic to be answered again', timeoutMs: 60_000 });
     const outcomes = await traffic.stop();
     const [stream, plain] = await Promise.all(long.map((l) => l.done));
-    const [probe] = await Promise.all(probes.map((p) => p.done));
-    expectSettled([...outcomes, stream, plain, probe]);
+    const [probe, unresolvedProbe] = await Promise.all(probes.map((p) => p.done));
+    expectSettled([...outcomes, stream, plain, probe, unresolvedProbe]);
     const after = outcomes.filter((o) => o.startedAt >= backAt);
     expect(after.filter((o) => !isSuccess(o))).toEqual([]);
 
@@ -557,6 +560,7 @@ export async function runFault({ stack, key, fileId }: FaultContext, fault: Faul
       inFlight,
       long: { stream, plain },
       whileDown: [probe, ...outcomes.filter((o) => o.startedAt >= killedAt && o.startedAt < restartedAt)],
+      unresolvedProbe,
       after,
       job,
     };

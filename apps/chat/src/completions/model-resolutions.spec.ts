@@ -1,0 +1,291 @@
+import { ErrorCode, ModelsChanged, ResolveModelReply, ResolveModelRequest, ServiceError, Subjects } from '@trainyard/contracts';
+import type { RpcClient } from '@trainyard/messaging';
+import { Events, JSONCodec, Msg, NatsConnection, Status } from 'nats';
+import { ChatConfig } from '../config/chat.config';
+import { FENCE_TIMEOUT_MS, ModelResolutions } from './model-resolutions';
+
+const announcements = JSONCodec<ModelsChanged>();
+
+function trained(modelId: string, step: number): ResolveModelReply {
+  return { base_model: 'base', base_model_dir: '/models/base', model_id: modelId, step, adapter_path: `/a/${modelId}/${step}`, adapter_sha256: 'f'.repeat(64) };
+}
+
+/**
+ * The connection the announcements arrive on: its subscription callback, its status events
+ * and its flushes are the test's to drive. `autoFlush` off: each flush waits to be answered.
+ */
+class FakeConnection {
+  callback?: (err: Error | null, msg: Msg) => void;
+  subscribed?: string;
+  queue?: string;
+  autoFlush = true;
+  readonly flushes: { resolve: () => void; reject: (err: Error) => void }[] = [];
+  private readonly statuses: Status[] = [];
+  private wake?: () => void;
+
+  subscribe(subject: string, options: { queue?: string; callback: (err: Error | null, msg: Msg) => void }) {
+    this.subscribed = subject;
+    this.queue = options.queue;
+    this.callback = options.callback;
+    return { unsubscribe: () => undefined, isClosed: () => false };
+  }
+
+  flush(): Promise<void> {
+    if (this.autoFlush) return Promise.resolve();
+    return new Promise((resolve, reject) => this.flushes.push({ resolve, reject }));
+  }
+
+  answerFlushes(): void {
+    for (const f of this.flushes.splice(0)) f.resolve();
+  }
+
+  status(): AsyncIterable<Status> {
+    const feed = this.statuses;
+    const wait = () => new Promise<void>((resolve) => (this.wake = resolve));
+    return {
+      async *[Symbol.asyncIterator]() {
+        for (;;) {
+          while (feed.length) yield feed.shift() as Status;
+          await wait();
+        }
+      },
+    };
+  }
+
+  report(type: Events): void {
+    this.statuses.push({ type, data: 'nats://127.0.0.1:4222' });
+    this.wake?.();
+  }
+
+  announce(change: ModelsChanged | string): void {
+    const data = typeof change === 'string' ? new TextEncoder().encode(change) : announcements.encode(change);
+    this.callback?.(null, { data } as Msg);
+  }
+}
+
+/** The registry behind the rpc client: names it knows, and how often it was asked. */
+class FakeRegistry {
+  readonly names = new Map<string, ResolveModelReply>();
+  asked = 0;
+  /** When set, answers wait for it. */
+  gate?: Promise<void>;
+
+  readonly client = {
+    request: async (subject: { name: string }, request: ResolveModelRequest) => {
+      expect(subject.name).toBe(Subjects.registry.resolveModel.name);
+      this.asked++;
+      const reply = this.names.get(`${request.entity_name}:${request.model}`);
+      await this.gate;
+      if (!reply) throw new ServiceError(ErrorCode.ModelNotFound, `The model \`${request.model}\` does not exist`);
+      return reply;
+    },
+  } as unknown as RpcClient;
+}
+
+const acme = (model: string): ResolveModelRequest => ({ entity_id: 'e-acme', entity_name: 'acme', model });
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('ModelResolutions', () => {
+  let nc: FakeConnection;
+  let registry: FakeRegistry;
+  let resolutions: ModelResolutions;
+
+  function start(config: Partial<ChatConfig> = {}): ModelResolutions {
+    resolutions = new ModelResolutions(Object.assign(new ChatConfig(), config), nc as unknown as NatsConnection, registry.client);
+    resolutions.onApplicationBootstrap();
+    return resolutions;
+  }
+
+  beforeEach(() => {
+    nc = new FakeConnection();
+    registry = new FakeRegistry();
+    registry.names.set('acme:acme/p/x', trained('m1', 3));
+    registry.names.set('acme:acme/p/x:step2', trained('m1', 2));
+    registry.names.set('acme:acme/p/y', trained('m2', 1));
+  });
+
+  afterEach(() => resolutions?.onModuleDestroy());
+
+  it('subscribes to the announcements without a queue group, and serves a name again from the cache', async () => {
+    start();
+    await settle();
+    expect(nc.subscribed).toBe(Subjects.registry.modelsChanged.name);
+    expect(nc.queue).toBeUndefined();
+    expect(await resolutions.resolve(acme('acme/p/x'))).toEqual(trained('m1', 3));
+    expect(await resolutions.resolve(acme('acme/p/x'))).toEqual(trained('m1', 3));
+    expect(registry.asked).toBe(1);
+  });
+
+  it('drops every name of a model when its change is announced, and asks the registry again', async () => {
+    start();
+    await settle();
+    await resolutions.resolve(acme('acme/p/x'));
+    await resolutions.resolve(acme('acme/p/x:step2'));
+    await resolutions.resolve(acme('acme/p/y'));
+    expect(registry.asked).toBe(3);
+
+    registry.names.set('acme:acme/p/x', trained('m1', 4)); // a new checkpoint...
+    registry.names.delete('acme:acme/p/x:step2'); // ...and an old one deleted
+    nc.announce({ entity_id: 'e-acme', model_id: 'm1' });
+
+    expect(await resolutions.resolve(acme('acme/p/x'))).toEqual(trained('m1', 4));
+    await expect(resolutions.resolve(acme('acme/p/x:step2'))).rejects.toMatchObject({ code: ErrorCode.ModelNotFound });
+    expect(await resolutions.resolve(acme('acme/p/y'))).toEqual(trained('m2', 1)); // another model: still cached
+    expect(registry.asked).toBe(5);
+  });
+
+  it('never caches "not found": a model created later resolves at once', async () => {
+    start();
+    await settle();
+    await expect(resolutions.resolve(acme('acme/p/new'))).rejects.toMatchObject({ code: ErrorCode.ModelNotFound });
+    registry.names.set('acme:acme/p/new', trained('m3', 0));
+    expect(await resolutions.resolve(acme('acme/p/new'))).toEqual(trained('m3', 0));
+  });
+
+  it('keeps callers apart: another entity naming a cached model is asked about, not served', async () => {
+    start();
+    await settle();
+    await resolutions.resolve(acme('acme/p/x'));
+    const globex = { entity_id: 'e-globex', entity_name: 'globex', model: 'acme/p/x' };
+    await expect(resolutions.resolve(globex)).rejects.toMatchObject({ code: ErrorCode.ModelNotFound });
+  });
+
+  it('serves a hit only after a flush of its own connection, and not if an announcement came in before that flush was answered', async () => {
+    start();
+    await settle();
+    await resolutions.resolve(acme('acme/p/x'));
+    nc.autoFlush = false;
+
+    const first = resolutions.resolve(acme('acme/p/x'));
+    await settle();
+    expect(nc.flushes).toHaveLength(1); // the hit waits for its fence
+    // The change was acknowledged before this request was sent; its announcement is read before the PONG.
+    registry.names.set('acme:acme/p/x', trained('m1', 4));
+    nc.announce({ entity_id: 'e-acme', model_id: 'm1' });
+    nc.answerFlushes();
+    expect(await first).toEqual(trained('m1', 4));
+    expect(registry.asked).toBe(2);
+  });
+
+  it('does not store an answer if an announcement arrived while it was being asked for', async () => {
+    start();
+    await settle();
+    let open: () => void = () => undefined;
+    registry.gate = new Promise((resolve) => (open = resolve));
+    const inFlight = resolutions.resolve(acme('acme/p/x'));
+    await settle();
+    nc.announce({ entity_id: 'e-acme', model_id: 'm1' }); // the registry may have answered before this change
+    open();
+    expect(await inFlight).toEqual(trained('m1', 3));
+    registry.gate = undefined;
+    registry.names.set('acme:acme/p/x', trained('m1', 4));
+    expect(await resolutions.resolve(acme('acme/p/x'))).toEqual(trained('m1', 4));
+  });
+
+  it('is bypassed until the NATS server has confirmed its subscription', async () => {
+    nc.autoFlush = false;
+    start();
+    await settle();
+    nc.flushes.splice(0); // the confirming flush is not answered yet
+    nc.autoFlush = true;
+    await resolutions.resolve(acme('acme/p/x'));
+    await resolutions.resolve(acme('acme/p/x'));
+    expect(registry.asked).toBe(2);
+  });
+
+  it('empties and bypasses itself while disconnected, and until its subscription is confirmed after the reconnect', async () => {
+    start();
+    await settle();
+    await resolutions.resolve(acme('acme/p/x'));
+    expect(registry.asked).toBe(1);
+
+    nc.report(Events.Disconnect);
+    await settle();
+    // Announcements published now are lost: the model changes and this replica cannot know.
+    registry.names.set('acme:acme/p/x', trained('m1', 4));
+    expect(await resolutions.resolve(acme('acme/p/x'))).toEqual(trained('m1', 4));
+    expect(await resolutions.resolve(acme('acme/p/x'))).toEqual(trained('m1', 4));
+    expect(registry.asked).toBe(3);
+
+    nc.autoFlush = false;
+    nc.report(Events.Reconnect);
+    await settle();
+    expect(nc.flushes).toHaveLength(1); // confirming the resubscription
+    await resolutionThroughRegistry(acme('acme/p/x'));
+    expect(registry.asked).toBe(4);
+    nc.answerFlushes();
+    nc.autoFlush = true;
+    await settle();
+    await resolutions.resolve(acme('acme/p/x'));
+    await resolutions.resolve(acme('acme/p/x'));
+    expect(registry.asked).toBe(5);
+  });
+
+  it('asks the registry when a fence fails or takes too long, and caches again once a flush is answered', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+    try {
+      start();
+      await settle();
+      await resolutions.resolve(acme('acme/p/x'));
+      nc.autoFlush = false;
+      const slow = resolutions.resolve(acme('acme/p/x'));
+      await settle();
+      jest.advanceTimersByTime(FENCE_TIMEOUT_MS);
+      expect(await slow).toEqual(trained('m1', 3));
+      expect(registry.asked).toBe(2);
+
+      nc.answerFlushes(); // the late fence, and the flush that confirms the subscription again
+      nc.autoFlush = true;
+      await settle();
+      await resolutions.resolve(acme('acme/p/x'));
+      await resolutions.resolve(acme('acme/p/x'));
+      expect(registry.asked).toBe(3);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('gives up a fence at once when the connection drops, and asks the registry', async () => {
+    start();
+    await settle();
+    await resolutions.resolve(acme('acme/p/x'));
+    nc.autoFlush = false;
+    const hit = resolutions.resolve(acme('acme/p/x'));
+    await settle();
+    expect(nc.flushes).toHaveLength(1);
+    registry.names.set('acme:acme/p/x', trained('m1', 4)); // announced while disconnected: lost
+    let answered: ResolveModelReply | undefined;
+    void hit.then((reply) => (answered = reply));
+    nc.report(Events.Disconnect);
+    await settle();
+    expect(answered).toEqual(trained('m1', 4)); // well before FENCE_TIMEOUT_MS, the flush still unanswered
+    expect(registry.asked).toBe(2);
+  });
+
+  it('drops everything on an announcement it cannot read', async () => {
+    start();
+    await settle();
+    await resolutions.resolve(acme('acme/p/x'));
+    await resolutions.resolve(acme('acme/p/y'));
+    nc.announce('not json');
+    await resolutions.resolve(acme('acme/p/x'));
+    await resolutions.resolve(acme('acme/p/y'));
+    expect(registry.asked).toBe(4);
+  });
+
+  it('is off with MODEL_RESOLUTION_CACHE_TTL_MS=0: every completion asks the registry', async () => {
+    start({ MODEL_RESOLUTION_CACHE_TTL_MS: 0 });
+    await settle();
+    expect(nc.subscribed).toBeUndefined();
+    await resolutions.resolve(acme('acme/p/x'));
+    await resolutions.resolve(acme('acme/p/x'));
+    expect(registry.asked).toBe(2);
+  });
+
+  /** Resolves while the test holds flushes back: must not wait for one. */
+  async function resolutionThroughRegistry(request: ResolveModelRequest): Promise<void> {
+    const pending = nc.flushes.length;
+    await resolutions.resolve(request);
+    expect(nc.flushes).toHaveLength(pending);
+  }
+});

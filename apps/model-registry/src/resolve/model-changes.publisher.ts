@@ -1,0 +1,49 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ErrorCode, ModelsChanged, ServiceError, Subjects } from '@trainyard/contracts';
+import { NATS_CONNECTION } from '@trainyard/messaging';
+import { JSONCodec, NatsConnection } from 'nats';
+import { RegistryConfig } from '../config/registry.config';
+
+const changes = JSONCodec<ModelsChanged>();
+
+/**
+ * Tells every chat replica that a model's resolutions may have changed, so that none serves
+ * a checkpoint from its cache that is no longer the answer.
+ *
+ * Ordering: the announcement is published on this process's raw connection and flushed (a
+ * PING answered after the PUB) before the change is acknowledged, so by the time anyone
+ * learns of the change, the NATS server has already queued the announcement for every
+ * subscriber. Any request that follows from the acknowledgement reaches the server later, and
+ * a chat replica confirms on its own connection that it has read everything queued for it
+ * before it serves from its cache (apps/chat model-resolutions.ts). That holds on one NATS
+ * server; across a cluster the announcement still has a route hop to travel.
+ */
+@Injectable()
+export class ModelChangesPublisher {
+  constructor(
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    @Inject(RegistryConfig) private readonly config: RegistryConfig,
+  ) {}
+
+  /** Resolves once the NATS server has the announcement; fails with `unavailable` otherwise. */
+  async announce(change: ModelsChanged): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      this.nc.publish(Subjects.registry.modelsChanged.name, changes.encode({ entity_id: change.entity_id, model_id: change.model_id }));
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer from the NATS server within ${this.config.RPC_TIMEOUT_MS} ms`)), this.config.RPC_TIMEOUT_MS);
+      });
+      await Promise.race([this.nc.flush(), late]);
+    } catch (err) {
+      // The change is saved, but a cache may still serve the old answer: it must not be acknowledged.
+      // Retrying the request is safe (every changing request is idempotent) and announces again.
+      throw new ServiceError(
+        ErrorCode.Unavailable,
+        `The change to model ${change.model_id} was saved but could not be announced to the chat service (${(err as Error).message}); retry the request`,
+        { retryAfterSeconds: 1 },
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
