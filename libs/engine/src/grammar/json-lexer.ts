@@ -101,7 +101,10 @@ export class JsonLexer {
       case 'key':
         return this.escaped ? [code('n')] : [QUOTE];
       case 'number':
-        return [...this.closer(), code('0')];
+        // Inside a container a comma ends the number too, when the closer is refused (an
+        // array still short of its minItems): without it the matcher would scan its
+        // fallback bytes for one on every item of such an array.
+        return this.top() ? [...this.closer(), code(','), code('0')] : [code('0')];
       case 'literal':
         return []; // the rest of true/false/null is forced
     }
