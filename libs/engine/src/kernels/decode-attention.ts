@@ -6,7 +6,7 @@ import { DECODE_ATTENTION_WASM } from './decode-attention.wasm';
  * libs/engine/kernels/decode-attention.ts). tfjs-wasm runs batched matMuls, which decoding
  * attention is made of (many small [G, D] x [D, S] products, one per sequence and KV head),
  * as a scalar loop; this kernel computes softmax(q k^T + mask) v for all of them in one
- * call, about five times faster (docs/benchmarks.md), and fuses the mask and the softmax.
+ * call, 3-4 times faster per layer (docs/benchmarks.md), and fuses the mask and the softmax.
  *
  * It is registered as a tfjs kernel for the wasm backend and runs on tfjs's own memory: the
  * module imports the backend's WebAssembly.Memory and is given the heap offsets of the

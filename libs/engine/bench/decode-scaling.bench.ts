@@ -1,0 +1,86 @@
+/**
+ * How decoding throughput grows with the batch, and with a second process on the second core
+ * (what `npm start` does, one inference worker per core): SmolLM2-135M-shaped model, wasm,
+ * greedy sampling included. It bounds what N concurrent streams can get on this machine,
+ * before prefill, scheduling and the rest of the stack take their share.
+ *
+ *   npx tsx libs/engine/bench/decode-scaling.bench.ts
+ *
+ * Uses the model generate.bench.ts makes under var/models/. Every figure comes from fresh
+ * processes (one per concurrent batch), started together. Prints a markdown table.
+ */
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { selectBackend } from '../src/backend';
+import { DecodeBatch } from '../src/decode-batch';
+import { loadModel } from '../src/loader';
+import { createRng, sampleToken } from '../src/sampling';
+
+const MODEL_DIR = path.resolve(__dirname, '../../../var/models/bench-smollm2-135m');
+const STEPS = 40;
+/** [processes, batch per process] */
+const CASES: [number, number][] = [
+  [1, 1],
+  [1, 2],
+  [1, 4],
+  [1, 8],
+  [2, 1],
+  [2, 4],
+];
+
+/** Decode tokens/s of one batch of `size` sequences, in this process. */
+async function decodeRate(size: number): Promise<number> {
+  await selectBackend('wasm');
+  const lm = await loadModel(MODEL_DIR);
+  const rng = createRng(size);
+  const V = lm.config.vocabSize;
+  const prompt = (n: number) => Array.from({ length: n }, () => 3 + Math.floor(rng.next() * (V - 3)));
+  const greedy = (logits: Float32Array) => sampleToken(logits, { temperature: 0 }, rng).id;
+  const batch = new DecodeBatch<number>(lm.model);
+  const next = new Map<number, number>();
+  for (let i = 0; i < size; i++) next.set(i, greedy(await batch.join(i, prompt(24 + 8 * i))));
+  const step = async () => {
+    const logits = await batch.step(next);
+    for (const [i, l] of logits) next.set(i, greedy(l));
+  };
+  await step(); // XNNPACK packs the weights on first use
+  const t0 = performance.now();
+  for (let s = 0; s < STEPS; s++) await step();
+  return (size * STEPS * 1000) / (performance.now() - t0);
+}
+
+/** This script again in a child process, decoding a batch of `size`; its tokens/s. */
+function child(size: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [...process.execArgv, __filename], {
+      env: { ...process.env, DECODE_BATCH: String(size) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    proc.stdout.on('data', (chunk: Buffer) => (out += chunk));
+    proc.on('exit', (code) => (code === 0 ? resolve(Number(out.trim().split('\n').pop())) : reject(new Error(`child exited with ${code}`))));
+  });
+}
+
+async function main(): Promise<void> {
+  const size = process.env['DECODE_BATCH'];
+  if (size) {
+    console.log(await decodeRate(Number(size)));
+    return;
+  }
+  if (!fs.existsSync(path.join(MODEL_DIR, 'model.safetensors'))) throw new Error(`no model at ${MODEL_DIR}: run generate.bench.ts first`);
+  let single = 0;
+  console.log('| processes x batch | tokens/s (each) | aggregate tokens/s | vs one stream |\n|---|---|---|---|');
+  for (const [processes, batch] of CASES) {
+    const rates = await Promise.all(Array.from({ length: processes }, () => child(batch)));
+    const total = rates.reduce((a, b) => a + b, 0);
+    if (processes === 1 && batch === 1) single = total;
+    console.log(`| ${processes} x ${batch} | ${rates.map((r) => r.toFixed(1)).join(', ')} | ${total.toFixed(1)} | ${(total / single).toFixed(2)}x |`);
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
