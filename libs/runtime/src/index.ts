@@ -8,3 +8,4 @@ export * from './health/readiness.service';
 export * from './service-runtime.module';
 export * from './worker-presence.module';
 export * from './shutdown/graceful-shutdown';
+export * from './time/deadlines';

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
+import { settledWithin } from '@trainyard/runtime';
 import { Client } from 'pg';
 import { GatewayConfig } from '../config/gateway.config';
 import { ApiKeyCache } from './api-key-cache';
@@ -168,13 +169,5 @@ export class ApiKeyChangesListener implements OnApplicationBootstrap, OnModuleDe
 
 /** end() can wait forever on a socket that is already gone. */
 async function closeWithin(connection: ListenerConnection, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    connection.end().catch(() => undefined),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-      timer.unref();
-    }),
-  ]);
-  clearTimeout(timer);
+  await settledWithin(connection.end().catch(() => undefined), ms);
 }

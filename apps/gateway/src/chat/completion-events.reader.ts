@@ -6,6 +6,7 @@ import {
   InferenceEventMessage,
   ServiceError,
 } from '@trainyard/contracts';
+import { settledWithin } from '@trainyard/runtime';
 import { ErrorCode as NatsErrorCode, JSONCodec, Msg, NatsConnection, NatsError, Subscription } from 'nats';
 
 const messages = JSONCodec<InferenceEventMessage>();
@@ -71,7 +72,7 @@ export class CompletionEventsReader {
       if (silent >= this.options.idleTimeoutMs) {
         throw new ServiceError(ErrorCode.Timeout, `The inference worker sent nothing for ${this.options.idleTimeoutMs} ms`);
       }
-      const received = await within(next, Math.min(this.options.probeAfterMs, this.options.idleTimeoutMs - silent));
+      const received = await settledWithin(next, Math.min(this.options.probeAfterMs, this.options.idleTimeoutMs - silent));
       if (received) return received;
       if (this.accepted) await this.probe();
     }
@@ -90,16 +91,5 @@ export class CompletionEventsReader {
       }
       // A slow answer or a reconnecting bus: keep waiting, within the idle timeout.
     }
-  }
-}
-
-/** The promise's value if it settles within `ms`, else undefined (the promise stays usable). */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const elapsed = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
-  try {
-    return await Promise.race([promise, elapsed]);
-  } finally {
-    clearTimeout(timer);
   }
 }

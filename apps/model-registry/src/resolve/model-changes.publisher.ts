@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ErrorCode, ModelsChanged, ServiceError, Subjects } from '@trainyard/contracts';
 import { NATS_CONNECTION } from '@trainyard/messaging';
+import { withDeadline } from '@trainyard/runtime';
 import { JSONCodec, NatsConnection } from 'nats';
 import { RegistryConfig } from '../config/registry.config';
 
@@ -27,13 +28,9 @@ export class ModelChangesPublisher {
 
   /** Resolves once the NATS server has the announcement; fails with `unavailable` otherwise. */
   async announce(change: ModelsChanged): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
     try {
       this.nc.publish(Subjects.registry.modelsChanged.name, changes.encode({ entity_id: change.entity_id, model_id: change.model_id }));
-      const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer from the NATS server within ${this.config.RPC_TIMEOUT_MS} ms`)), this.config.RPC_TIMEOUT_MS);
-      });
-      await Promise.race([this.nc.flush(), late]);
+      await withDeadline(this.nc.flush(), this.config.RPC_TIMEOUT_MS, `no answer from the NATS server within ${this.config.RPC_TIMEOUT_MS} ms`);
     } catch (err) {
       // The change is saved, but a cache may still serve the old answer: it must not be acknowledged.
       // Retrying the request is safe (every changing request is idempotent) and announces again.
@@ -42,8 +39,6 @@ export class ModelChangesPublisher {
         `The change to model ${change.model_id} was saved but could not be announced to the chat service (${(err as Error).message}); retry the request`,
         { retryAfterSeconds: 1 },
       );
-    } finally {
-      clearTimeout(timer);
     }
   }
 }

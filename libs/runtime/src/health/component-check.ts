@@ -1,4 +1,5 @@
 import type { ComponentCheck } from '@trainyard/contracts';
+import { withDeadline } from '../time/deadlines';
 
 /**
  * Runs one probe with a deadline and reports it in the system-check shape. A probe
@@ -9,17 +10,11 @@ export async function checkComponent(
   timeoutMs: number,
 ): Promise<ComponentCheck> {
   const started = performance.now();
-  let timer: NodeJS.Timeout | undefined;
   try {
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    });
-    const extra = (await Promise.race([probe(), deadline])) ?? {};
+    const extra = (await withDeadline(probe(), timeoutMs, `no answer within ${timeoutMs} ms`)) ?? {};
     return { ok: true, latency_ms: elapsed(started), error: null, ...extra };
   } catch (err) {
     return { ok: false, latency_ms: elapsed(started), error: err instanceof Error ? err.message : String(err) };
-  } finally {
-    clearTimeout(timer);
   }
 }
 
