@@ -1,4 +1,5 @@
 export * from './bootstrap';
+export * from './cache/expiring-lru';
 export * from './config/base-service.config';
 export * from './config/load-config';
 export * from './health/component-check';

@@ -1,9 +1,5 @@
 import type { ResolveModelReply, ResolveModelRequest } from '@trainyard/contracts';
-
-interface Entry {
-  reply: ResolveModelReply;
-  expiresAt: number;
-}
+import { ExpiringLru } from '@trainyard/runtime';
 
 /**
  * What a model name resolved to for a caller. The entity's name is part of it because the
@@ -19,51 +15,33 @@ export function resolutionKey(request: ResolveModelRequest): string {
  * to it (`x`, `x:latest`, `x:step3`, with or without the scheme) at once.
  */
 export class ResolutionCache {
-  /** In use order: the first key is the least recently used. */
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: ExpiringLru<ResolveModelReply>;
   private readonly keysByModel = new Map<string, Set<string>>();
 
-  constructor(
-    private readonly maxEntries: number,
-    private readonly ttlMs: number,
-    private readonly now: () => number = Date.now,
-  ) {}
+  constructor(maxEntries: number, ttlMs: number, now: () => number = Date.now) {
+    this.entries = new ExpiringLru({ maxEntries, ttlMs, now, onDelete: (key, reply) => this.unindex(key, reply) });
+  }
 
   get size(): number {
     return this.entries.size;
   }
 
   get(key: string): ResolveModelReply | undefined {
-    const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    if (this.now() >= entry.expiresAt) {
-      this.delete(key, entry);
-      return undefined;
-    }
-    this.entries.delete(key);
-    this.entries.set(key, entry);
-    return entry.reply;
+    return this.entries.get(key);
   }
 
   set(key: string, reply: ResolveModelReply): void {
-    const previous = this.entries.get(key);
-    if (previous) this.delete(key, previous);
-    this.entries.set(key, { reply, expiresAt: this.now() + this.ttlMs });
+    this.entries.set(key, reply);
     if (reply.model_id !== null) {
       const keys = this.keysByModel.get(reply.model_id) ?? new Set<string>();
       keys.add(key);
       this.keysByModel.set(reply.model_id, keys);
-    }
-    for (const [oldest, entry] of this.entries) {
-      if (this.entries.size <= this.maxEntries) break;
-      this.delete(oldest, entry);
     }
   }
 
   /** Drops every name that resolved to this model. */
   evictModel(modelId: string): void {
     for (const key of this.keysByModel.get(modelId) ?? []) this.entries.delete(key);
-    this.keysByModel.delete(modelId);
   }
 
   clear(): void {
@@ -71,12 +49,10 @@ export class ResolutionCache {
     this.keysByModel.clear();
   }
 
-  private delete(key: string, entry: Entry): void {
-    this.entries.delete(key);
-    const modelId = entry.reply.model_id;
-    if (modelId === null) return;
-    const keys = this.keysByModel.get(modelId);
+  private unindex(key: string, reply: ResolveModelReply): void {
+    if (reply.model_id === null) return;
+    const keys = this.keysByModel.get(reply.model_id);
     keys?.delete(key);
-    if (keys?.size === 0) this.keysByModel.delete(modelId);
+    if (keys?.size === 0) this.keysByModel.delete(reply.model_id);
   }
 }

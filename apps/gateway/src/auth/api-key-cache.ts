@@ -1,3 +1,4 @@
+import { ExpiringLru } from '@trainyard/runtime';
 import type { Caller } from './caller';
 
 /** A key that verified OK: who it stands for, and when its use was last written. */
@@ -28,13 +29,12 @@ export interface ApiKeyCacheOptions {
  * every eviction, clear or disable invalidates.
  */
 export class ApiKeyCache {
-  private readonly entries = new Map<string, CachedKey & { expiresAt: number }>();
-  private readonly now: () => number;
+  private readonly entries: ExpiringLru<CachedKey>;
   private enabled = false;
   private generation = 0;
 
   constructor(private readonly options: ApiKeyCacheOptions) {
-    this.now = options.now ?? Date.now;
+    this.entries = new ExpiringLru(options);
   }
 
   /** Off by configuration (a TTL of 0): nothing should listen for it. */
@@ -63,13 +63,7 @@ export class ApiKeyCache {
   }
 
   get(hash: string): CachedKey | undefined {
-    if (!this.enabled) return undefined;
-    const entry = this.entries.get(hash);
-    if (!entry) return undefined;
-    this.entries.delete(hash);
-    if (entry.expiresAt <= this.now()) return undefined;
-    this.entries.set(hash, entry); // most recently used last
-    return entry;
+    return this.enabled ? this.entries.get(hash) : undefined;
   }
 
   /** Take before reading the database; undefined while disabled (what is read then is not stored). */
@@ -80,11 +74,7 @@ export class ApiKeyCache {
   /** Stores a verified key if nothing was evicted since the ticket was taken; says whether it did. */
   set(hash: string, key: CachedKey, ticket: number | undefined): boolean {
     if (!this.enabled || ticket !== this.generation) return false;
-    this.entries.delete(hash);
-    this.entries.set(hash, { caller: key.caller, lastUsedAt: key.lastUsedAt, expiresAt: this.now() + this.options.ttlMs });
-    while (this.entries.size > this.options.maxEntries) {
-      this.entries.delete(this.entries.keys().next().value as string);
-    }
+    this.entries.set(hash, { caller: key.caller, lastUsedAt: key.lastUsedAt });
     return true;
   }
 
@@ -96,7 +86,7 @@ export class ApiKeyCache {
   /** By key id, for revocations that know the key but not its hash. Rare: a scan is fine. */
   evictApiKey(apiKeyId: string): void {
     this.generation++;
-    for (const [hash, entry] of this.entries) {
+    for (const [hash, entry] of [...this.entries]) {
       if (entry.caller.apiKeyId === apiKeyId) this.entries.delete(hash);
     }
   }
