@@ -1,0 +1,66 @@
+/**
+ * What JSON mode costs per token in the engine alone: 64 greedy tokens with and without the
+ * constrained decoder, on a model made by the model maker (tiny by default, whose decode
+ * step is short enough for the grammar's own work to show). The schema asks for an array of
+ * at least 16 integers, so that a random-weights model keeps writing JSON to the end of the
+ * budget, where the decoder works at closing the text in time (as in
+ * tools/bench/chat-completions.bench.ts); every output is checked to parse.
+ *
+ *   npx tsx libs/engine/bench/json-mode.bench.ts [tiny|smollm2-135m]
+ *
+ * Prints a markdown table row: plain and JSON ms per token (medians of alternating runs).
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { selectBackend } from '../src/backend';
+import { generate } from '../src/generate';
+import { JsonGrammarCompiler } from '../src/grammar';
+import { loadModel } from '../src/loader';
+import { makeModel } from '../src/maker/make-model';
+
+const TOKENS = 64;
+const RUNS = 5;
+
+async function main(): Promise<void> {
+  const preset = (process.argv[2] ?? 'tiny') as 'tiny' | 'smollm2-135m';
+  await selectBackend('wasm');
+  const dir = path.join(os.tmpdir(), `trainyard-json-bench-${preset}`);
+  if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset, out: dir, seed: 1 });
+  const lm = await loadModel(dir);
+  const compiler = await JsonGrammarCompiler.create(lm.tokenizer, lm.eosTokenIds);
+  const format = {
+    type: 'json_schema' as const,
+    json_schema: { name: 'long', schema: { type: 'object', properties: { items: { type: 'array', items: { type: 'integer' }, minItems: TOKENS / 4 } }, required: ['items'] } },
+  };
+  const template = lm.chatTemplate;
+  if (!template) throw new Error(`${dir} has no chat template`);
+  const prompt = lm.tokenizer.encode(template.render([{ role: 'user', content: 'Tell me a long story about a train yard.' }], { addGenerationPrompt: true }));
+
+  const msPerToken = async (json: boolean): Promise<number> => {
+    const grammar = json ? await compiler.compile(format) : null;
+    const matcher = grammar?.newMatcher(TOKENS);
+    const started = performance.now();
+    const result = await generate(lm, prompt, { maxTokens: TOKENS, temperature: 0, logitsProcessor: matcher?.logitsProcessor() });
+    const ms = performance.now() - started;
+    matcher?.dispose();
+    if (json) JSON.parse(result.text); // what JSON mode promises, even cut short by the budget
+    return ms / result.tokens.length;
+  };
+  await msPerToken(true); // compile and warm up
+  const plain: number[] = [];
+  const json: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    plain.push(await msPerToken(false));
+    json.push(await msPerToken(true));
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  console.log(`| model | plain, ms per token | JSON mode, ms per token | JSON's own cost per token |\n|---|---|---|---|`);
+  console.log(`| ${preset} | ${median(plain).toFixed(2)} | ${median(json).toFixed(2)} | ${(median(json) - median(plain)).toFixed(2)} ms |`);
+  lm.dispose();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
