@@ -1,3 +1,3 @@
-export { GrammarError, JsonGrammarCompiler } from './json-grammar';
+export { GrammarBudgetError, GrammarError, JsonGrammarCompiler } from './json-grammar';
 export type { CompiledGrammar, ResponseFormat } from './json-grammar';
 export type { GrammarMatcher } from './json-matcher';

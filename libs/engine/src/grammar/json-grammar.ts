@@ -10,16 +10,36 @@ export type ResponseFormat =
   | { type: 'json_object' }
   | { type: 'json_schema'; json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null } };
 
-/** A response_format that cannot be compiled; the message names the problem (HTTP 400 at the edge). */
+/**
+ * A response_format that cannot be honoured (HTTP 400 at the edge): the message names the
+ * problem, `param` the request field at fault.
+ */
 export class GrammarError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly param = 'response_format',
+  ) {
     super(message);
     this.name = 'GrammarError';
   }
 }
 
+/** A token budget too small for even the smallest document the grammar allows. */
+export class GrammarBudgetError extends GrammarError {
+  constructor(
+    readonly minTokens: number,
+    readonly maxTokens: number,
+  ) {
+    super(`response_format needs at least ${minTokens} tokens for its smallest document, but max_tokens is ${maxTokens}`, 'max_tokens');
+    this.name = 'GrammarBudgetError';
+  }
+}
+
 export interface CompiledGrammar {
-  /** A matcher for one sequence that will be given at most maxTokens tokens. */
+  /**
+   * A matcher for one sequence that will be given at most maxTokens tokens. Throws
+   * GrammarBudgetError when its smallest document needs more: the output could not parse.
+   */
   newMatcher(maxTokens: number): GrammarMatcher;
 }
 
@@ -96,7 +116,12 @@ export class JsonGrammarCompiler {
   }
 
   private newMatcher(grammar: XgCompiledGrammar, maxTokens: number): GrammarMatcher {
-    return new JsonGrammarMatcher(this.makeMatcher(grammar), this.vocab, this.eosTokenIds, maxTokens);
+    const matcher = new JsonGrammarMatcher(this.makeMatcher(grammar), this.vocab, this.eosTokenIds, maxTokens);
+    if (matcher.minimalDocument > maxTokens) {
+      matcher.dispose();
+      throw new GrammarBudgetError(matcher.minimalDocument, maxTokens);
+    }
+    return matcher;
   }
 
   private evict(): void {

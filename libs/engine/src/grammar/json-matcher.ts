@@ -55,8 +55,12 @@ export class JsonGrammarMatcher implements GrammarMatcher {
   private acceptedTokens = 0;
   private readonly eos: number;
   private readonly eosIds: Set<number>;
-  /** Closing cost of the empty text: the smallest document the grammar allows. */
-  private readonly minimalDocument: number;
+  /**
+   * Closing cost of the empty text, in tokens: the smallest document the grammar allows (0 if
+   * the walk finds none). The invariant needs it to fit in maxTokens; end-of-sequence does not
+   * count, since a budget that runs out ends the text as well.
+   */
+  readonly minimalDocument: number;
   /**
    * An upper bound on the closing cost now: the last walk's length plus, for each token
    * accepted since, the most a token can raise it. While the bound leaves room for any token,

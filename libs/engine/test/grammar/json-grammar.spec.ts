@@ -1,6 +1,6 @@
 import Ajv from 'ajv';
 import { GenerationParams, generate } from '../../src/generate';
-import { CompiledGrammar, GrammarError, JsonGrammarCompiler, ResponseFormat } from '../../src/grammar';
+import { CompiledGrammar, GrammarBudgetError, GrammarError, JsonGrammarCompiler, ResponseFormat } from '../../src/grammar';
 import { ByteVocabulary } from '../../src/grammar/byte-vocabulary';
 import { LoadedModel, loadModel } from '../../src/loader';
 import { makeTiny, useBackend } from '../helpers';
@@ -187,6 +187,54 @@ describe('JSON grammar', () => {
       const structure = out.text.replace(/"(?:[^"\\]|\\.)*"/g, '""');
       expect(structure).not.toMatch(/^\s|\s$|\s\s|[\n\r\t]|[^,:]\s/);
     }
+  });
+
+  describe('a max_tokens too small for the smallest document', () => {
+    /** An object whose "items" must hold at least minItems integers; its smallest document is all zeros. */
+    const itemsSchema = (minItems: number) => ({
+      type: 'object',
+      properties: { items: { type: 'array', items: { type: 'integer' }, minItems } },
+      required: ['items'],
+    });
+    const itemsFormat = (minItems: number): ResponseFormat => ({ type: 'json_schema', json_schema: { name: 'items', schema: itemsSchema(minItems), strict: true } });
+    const smallestItems = (minItems: number) => `{"items": [${Array(minItems).fill('0').join(', ')}]}`;
+    /** The error newMatcher throws for this budget (no tokens at all by default: every grammar needs some). */
+    const refusal = (grammar: CompiledGrammar, maxTokens = 0): GrammarBudgetError => {
+      try {
+        grammar.newMatcher(maxTokens).dispose();
+      } catch (err) {
+        if (err instanceof GrammarBudgetError) return err;
+        throw err;
+      }
+      throw new Error(`a budget of ${maxTokens} tokens was accepted`);
+    };
+
+    it('is measured in tokens of the smallest document, which grows with minItems', async () => {
+      const anyObject = (await compiler.compile({ type: 'json_object' })) as CompiledGrammar;
+      expect(refusal(anyObject).minTokens).toBe(lm.tokenizer.encode('{}').length);
+      expect(refusal(anyObject).minTokens).toBeLessThanOrEqual(2);
+      let previous = 0;
+      for (const minItems of [0, 1, 8, 64]) {
+        const needed = refusal((await compiler.compile(itemsFormat(minItems))) as CompiledGrammar).minTokens;
+        expect(needed).toBe(lm.tokenizer.encode(smallestItems(minItems)).length);
+        expect(needed).toBeGreaterThan(previous);
+        previous = needed;
+      }
+    });
+
+    it('is refused one token short with a GrammarBudgetError naming max_tokens; the exact minimum parses', async () => {
+      const grammar = (await compiler.compile(itemsFormat(8))) as CompiledGrammar;
+      const needed = refusal(grammar).minTokens;
+      const short = refusal(grammar, needed - 1);
+      expect(short).toBeInstanceOf(GrammarError);
+      expect(short).toMatchObject({ param: 'max_tokens', minTokens: needed, maxTokens: needed - 1 });
+      expect(short.message).toBe(`response_format needs at least ${needed} tokens for its smallest document, but max_tokens is ${needed - 1}`);
+      for (let seed = 0; seed < 3; seed++) {
+        const out = await generateJson(grammar, 'List some numbers.', { maxTokens: needed, temperature: 1, seed });
+        expect(out.tokens.length).toBeLessThanOrEqual(needed);
+        expect(ajv.validate(itemsSchema(8), JSON.parse(out.text))).toBe(true);
+      }
+    });
   });
 
   it('rejects schemas it cannot compile with a GrammarError naming the problem', async () => {
