@@ -1,9 +1,17 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { KVCache } from './model/kv-cache';
 import type { LlamaModel } from './model/llama';
+import type { PromptCache } from './prompt-cache';
 
 /** Prompts longer than this are prefilled in pieces, bounding the [T, T] attention scores. */
 const PREFILL_CHUNK = 256;
+
+/** Where join() looks for an already prefilled beginning of a prompt, and keeps the prompt. */
+export interface PromptReuse {
+  cache: PromptCache;
+  /** What else the keys and values depend on besides the model, e.g. the LoRA adapter: prompts are only shared within one namespace. */
+  namespace: string;
+}
 
 /**
  * Sequences decoding together: the unit continuous batching is built on. Each sequence joins
@@ -15,6 +23,8 @@ export class DecodeBatch<Id = string> {
   private readonly cache: KVCache;
   /** Row of the cache for each member, in cache order. */
   private members: Id[] = [];
+  /** Per member, the tokens of its prompt that were reused instead of prefilled. */
+  private readonly reused = new Map<Id, number>();
 
   constructor(readonly model: LlamaModel) {
     this.cache = model.newCache();
@@ -37,23 +47,36 @@ export class DecodeBatch<Id = string> {
     return this.cache.lengths()[this.row(id)];
   }
 
-  /** Prefills `prompt` and adds the sequence; returns the logits for its first new token. */
-  async join(id: Id, prompt: number[]): Promise<Float32Array> {
+  /**
+   * Prefills `prompt` and adds the sequence; returns the logits for its first new token.
+   * With `reuse`, the longest beginning of the prompt that its cache holds is not prefilled
+   * again, and the prompt is kept there for the next one.
+   */
+  async join(id: Id, prompt: number[], reuse?: PromptReuse): Promise<Float32Array> {
     if (this.has(id)) throw new Error(`sequence ${String(id)} is already in the batch`);
     if (prompt.length === 0) throw new Error('empty prompt');
-    const own = this.model.newCache();
-    own.addEmptyRow();
+    const hit = reuse?.cache.lookup(this.model, reuse.namespace, prompt) ?? null;
+    let own = hit?.cache;
+    if (!own) {
+      own = this.model.newCache();
+      own.addEmptyRow();
+    }
     try {
-      let logits: tf.Tensor2D | null = null;
-      for (let start = 0; start < prompt.length; start += PREFILL_CHUNK) {
-        logits?.dispose();
-        logits = this.model.forward([prompt.slice(start, start + PREFILL_CHUNK)], { cache: own, lastOnly: true });
+      let values = hit?.logits ?? null;
+      if (!values) {
+        let logits: tf.Tensor2D | null = null;
+        for (let start = hit?.length ?? 0; start < prompt.length; start += PREFILL_CHUNK) {
+          logits?.dispose();
+          logits = this.model.forward([prompt.slice(start, start + PREFILL_CHUNK)], { cache: own, lastOnly: true });
+        }
+        values = (await (logits as tf.Tensor2D).data()) as Float32Array;
+        (logits as tf.Tensor2D).dispose();
+        reuse?.cache.store(this.model, reuse.namespace, prompt, own, values);
       }
-      const values = await (logits as tf.Tensor2D).data();
-      (logits as tf.Tensor2D).dispose();
       this.cache.merge(own);
       this.members.push(id);
-      return values as Float32Array;
+      this.reused.set(id, hit?.length ?? 0);
+      return values;
     } finally {
       own.dispose();
     }
@@ -74,15 +97,22 @@ export class DecodeBatch<Id = string> {
     return new Map(this.members.map((id, row) => [id, values.slice(row * V, (row + 1) * V)]));
   }
 
+  /** How many tokens of a member's prompt were reused from the prompt cache (not prefilled). */
+  reusedTokens(id: Id): number {
+    return this.reused.get(id) ?? 0;
+  }
+
   leave(id: Id): void {
     const row = this.row(id);
     this.cache.removeRow(row);
     this.members.splice(row, 1);
+    this.reused.delete(id);
   }
 
   dispose(): void {
     this.cache.dispose();
     this.members = [];
+    this.reused.clear();
   }
 
   private row(id: Id): number {

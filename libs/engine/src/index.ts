@@ -12,6 +12,7 @@ export * from './model/rope';
 export * from './model/llama';
 export * from './model/logprobs';
 export * from './decode-batch';
+export * from './prompt-cache';
 export * from './sampling';
 export * from './random';
 export * from './generate';

@@ -114,6 +114,34 @@ export class KVCache {
     this.compactIfSparse();
   }
 
+  /**
+   * A new one-row cache holding the first `length` tokens of this one-row cache, e.g. a
+   * cached prompt's shared beginning. Only a cache that was prefilled alone has columns that
+   * are its positions, in order (no padding): that is the only kind this accepts. The tensors
+   * are shared, not copied, when the whole row is taken.
+   */
+  prefix(length: number): KVCache {
+    if (this.rows !== 1 || this.positions[0] !== this.columns) throw new Error('prefix() needs a one-row cache without padding');
+    if (!(length >= 1 && length <= this.columns)) throw new Error(`prefix of ${length} tokens out of [1, ${this.columns}]`);
+    const out = new KVCache(this.numLayers);
+    const take = (x: tf.Tensor4D | null) => {
+      if (!x) throw new Error('cache layer missing');
+      return length === this.columns ? tf.clone(x) : tf.slice(x, [0, 0, 0, 0], [1, -1, length, -1]);
+    };
+    for (let l = 0; l < this.numLayers; l++) out.replace(l, take(this.keys[l]), take(this.values[l]));
+    out.valid = [new Uint8Array(length).fill(1)];
+    out.positions = [length];
+    out.columns = length;
+    return out;
+  }
+
+  /** Bytes held by the keys and values of every layer. */
+  get bytes(): number {
+    let n = 0;
+    for (let l = 0; l < this.numLayers; l++) n += (this.keys[l]?.size ?? 0) + (this.values[l]?.size ?? 0);
+    return n * 4;
+  }
+
   /** Drops a row; the rows after it move up by one. */
   removeRow(row: number): void {
     if (row < 0 || row >= this.rows) throw new Error(`no row ${row}`);
