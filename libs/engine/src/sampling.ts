@@ -38,8 +38,6 @@ export interface SampledToken {
    * log-softmax of the processed logits.
    */
   logprob: number;
-  /** Log-probability under the model itself (temperature 1, no filtering, no processor). */
-  modelLogprob: number;
   /** The most likely alternatives under the same distribution as `logprob`, best first. */
   topLogprobs: TokenLogprob[];
 }
@@ -55,8 +53,6 @@ export function sampleToken(
   generated: readonly number[] = [],
 ): SampledToken {
   const V = logits.length;
-  const modelLse = logSumExp(logits, 1);
-  const raw = logits;
   const processed = params.logitsProcessor ? Float32Array.from(logits) : logits;
   params.logitsProcessor?.(processed, generated);
 
@@ -65,12 +61,11 @@ export function sampleToken(
 
   if (temperature <= 0) {
     const id = argmax(processed);
-    const lse = processed === raw ? modelLse : logSumExp(processed, 1);
+    const lse = logSumExp(processed, 1);
     if (!Number.isFinite(lse)) throw new Error('every token is masked');
     return {
       id,
       logprob: processed[id] - lse,
-      modelLogprob: raw[id] - modelLse,
       topLogprobs: topN(processed, nTop).map((i) => ({ id: i, logprob: processed[i] - lse })),
     };
   }
@@ -104,7 +99,6 @@ export function sampleToken(
   return {
     id,
     logprob: Math.log(probs[id]) - logTotal,
-    modelLogprob: raw[id] - modelLse,
     topLogprobs: topN(probs, nTop)
       .filter((i) => probs[i] > 0)
       .map((i) => ({ id: i, logprob: Math.log(probs[i]) - logTotal })),
