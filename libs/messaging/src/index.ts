@@ -1,6 +1,7 @@
 export * from './jetstream';
 export * from './messaging.module';
 export * from './nats.tokens';
+export * from './request-connection';
 export * from './request-context';
 export * from './request-id.interceptor';
 export * from './rpc-errors';

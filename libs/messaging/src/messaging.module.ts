@@ -2,12 +2,14 @@ import { DynamicModule, Global, Inject, Logger, Module, OnApplicationShutdown } 
 import { ClientProxy, ClientProxyFactory, Transport } from '@nestjs/microservices';
 import { connect, NatsConnection } from 'nats';
 import { MESSAGING_OPTIONS, MessagingOptions, NATS_CLIENT, NATS_CONNECTION } from './nats.tokens';
+import { RequestConnection } from './request-connection';
 import { RpcClient } from './rpc.client';
 
 /**
  * NATS for one app: the Nest client proxy behind RpcClient (request/reply) and a raw
  * nats.js connection for JetStream and scatter-gather. Both reconnect forever by
- * themselves, so a restarted nats-server is picked up without restarting the app.
+ * themselves, so a restarted nats-server is picked up without restarting the app. For
+ * services, RequestConnection gives access to the connection their requests arrive on.
  */
 @Global()
 @Module({})
@@ -37,8 +39,9 @@ export class MessagingModule implements OnApplicationShutdown {
           useFactory: () => connect({ servers: options.servers, name: options.connectionName, ...RECONNECT_FOREVER }),
         },
         RpcClient,
+        RequestConnection,
       ],
-      exports: [MESSAGING_OPTIONS, NATS_CLIENT, NATS_CONNECTION, RpcClient],
+      exports: [MESSAGING_OPTIONS, NATS_CLIENT, NATS_CONNECTION, RpcClient, RequestConnection],
     };
   }
 

@@ -1,7 +1,7 @@
 import { DynamicModule, INestApplication, Logger, LogLevel } from '@nestjs/common';
 import { HttpAdapterHost, NestFactory } from '@nestjs/core';
 import { MicroserviceOptions } from '@nestjs/microservices';
-import { BoundedReplySerializer, RECONNECT_FOREVER, RequestIdInterceptor, RpcErrorFilter } from '@trainyard/messaging';
+import { BoundedReplySerializer, RECONNECT_FOREVER, RequestConnection, RequestIdInterceptor, RpcErrorFilter } from '@trainyard/messaging';
 import type { BaseServiceConfig } from './config/base-service.config';
 import { DrainingNatsServer } from './shutdown/draining-nats.server';
 import { GracefulShutdown } from './shutdown/graceful-shutdown';
@@ -39,7 +39,8 @@ export async function bootstrap(module: DynamicModule, options: BootstrapOptions
     app.useGlobalInterceptors(new RequestIdInterceptor());
     // Replies too large for NATS become coded errors instead of an exception that ends the process.
     const serializer = new BoundedReplySerializer();
-    parts.nats = new DrainingNatsServer({ servers: config.NATS_URL, queue, name: `${name}-server`, serializer, ...RECONNECT_FOREVER }, shutdown);
+    const requests = app.get(RequestConnection, { strict: false });
+    parts.nats = new DrainingNatsServer({ servers: config.NATS_URL, queue, name: `${name}-server`, serializer, ...RECONNECT_FOREVER }, shutdown, requests);
     app.connectMicroservice<MicroserviceOptions>({ strategy: parts.nats }, { inheritAppConfig: true });
     await app.startAllMicroservices();
   }

@@ -1,8 +1,8 @@
 import { ErrorCode, ModelsChanged, ResolveModelReply, ResolveModelRequest, ServiceError, Subjects } from '@trainyard/contracts';
-import type { RpcClient } from '@trainyard/messaging';
+import { RequestConnection, RpcClient } from '@trainyard/messaging';
 import { Events, JSONCodec, Msg, NatsConnection, Status } from 'nats';
 import { ChatConfig } from '../config/chat.config';
-import { FENCE_TIMEOUT_MS, ModelResolutions } from './model-resolutions';
+import { ModelResolutions } from './model-resolutions';
 
 const announcements = JSONCodec<ModelsChanged>();
 
@@ -11,8 +11,9 @@ function trained(modelId: string, step: number): ResolveModelReply {
 }
 
 /**
- * The connection the announcements arrive on: its subscription callback, its status events
- * and its flushes are the test's to drive. `autoFlush` off: each flush waits to be answered.
+ * The connection the requests and the announcements arrive on: its subscription callback, its
+ * status events and its flushes are the test's to drive. `autoFlush` off: each flush waits to
+ * be answered.
  */
 class FakeConnection {
   callback?: (err: Error | null, msg: Msg) => void;
@@ -22,6 +23,10 @@ class FakeConnection {
   readonly flushes: { resolve: () => void; reject: (err: Error) => void }[] = [];
   private readonly statuses: Status[] = [];
   private wake?: () => void;
+
+  isClosed(): boolean {
+    return false;
+  }
 
   subscribe(subject: string, options: { queue?: string; callback: (err: Error | null, msg: Msg) => void }) {
     this.subscribed = subject;
@@ -90,10 +95,13 @@ describe('ModelResolutions', () => {
   let registry: FakeRegistry;
   let resolutions: ModelResolutions;
 
-  function start(config: Partial<ChatConfig> = {}): ModelResolutions {
-    resolutions = new ModelResolutions(Object.assign(new ChatConfig(), config), nc as unknown as NatsConnection, registry.client);
+  /** `connected` false: the NATS server of the service has not connected yet. */
+  function start(config: Partial<ChatConfig> = {}, connected = true): RequestConnection {
+    const requests = new RequestConnection();
+    if (connected) requests.attach(nc as unknown as NatsConnection);
+    resolutions = new ModelResolutions(Object.assign(new ChatConfig(), config), requests, registry.client);
     resolutions.onApplicationBootstrap();
-    return resolutions;
+    return requests;
   }
 
   beforeEach(() => {
@@ -150,21 +158,35 @@ describe('ModelResolutions', () => {
     await expect(resolutions.resolve(globex)).rejects.toMatchObject({ code: ErrorCode.ModelNotFound });
   });
 
-  it('serves a hit only after a flush of its own connection, and not if an announcement came in before that flush was answered', async () => {
+  it('serves a hit without a round trip to the NATS server, and never once the announcement of its change was read', async () => {
     start();
     await settle();
     await resolutions.resolve(acme('acme/p/x'));
     nc.autoFlush = false;
-
-    const first = resolutions.resolve(acme('acme/p/x'));
-    await settle();
-    expect(nc.flushes).toHaveLength(1); // the hit waits for its fence
-    // The change was acknowledged before this request was sent; its announcement is read before the PONG.
+    expect(await resolutions.resolve(acme('acme/p/x'))).toEqual(trained('m1', 3));
+    expect(nc.flushes).toHaveLength(0);
+    expect(registry.asked).toBe(1);
+    // Read on the connection the requests come in on: the eviction is done when the callback returns.
     registry.names.set('acme:acme/p/x', trained('m1', 4));
     nc.announce({ entity_id: 'e-acme', model_id: 'm1' });
-    nc.answerFlushes();
-    expect(await first).toEqual(trained('m1', 4));
+    const next = resolutions.resolve(acme('acme/p/x'));
+    expect(registry.asked).toBe(2); // asked at once, before anything else could run
+    expect(await next).toEqual(trained('m1', 4));
+  });
+
+  it('subscribes once the NATS server of the service is connected, and asks the registry until then', async () => {
+    const requests = start({}, false);
+    await settle();
+    expect(nc.subscribed).toBeUndefined();
+    await resolutions.resolve(acme('acme/p/x'));
+    await resolutions.resolve(acme('acme/p/x'));
     expect(registry.asked).toBe(2);
+    requests.attach(nc as unknown as NatsConnection);
+    await settle();
+    expect(nc.subscribed).toBe(Subjects.registry.modelsChanged.name);
+    await resolutions.resolve(acme('acme/p/x'));
+    await resolutions.resolve(acme('acme/p/x'));
+    expect(registry.asked).toBe(3);
   });
 
   it('does not store an answer if an announcement arrived while it was being asked for', async () => {
@@ -219,47 +241,6 @@ describe('ModelResolutions', () => {
     await resolutions.resolve(acme('acme/p/x'));
     await resolutions.resolve(acme('acme/p/x'));
     expect(registry.asked).toBe(5);
-  });
-
-  it('asks the registry when a fence fails or takes too long, and caches again once a flush is answered', async () => {
-    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
-    try {
-      start();
-      await settle();
-      await resolutions.resolve(acme('acme/p/x'));
-      nc.autoFlush = false;
-      const slow = resolutions.resolve(acme('acme/p/x'));
-      await settle();
-      jest.advanceTimersByTime(FENCE_TIMEOUT_MS);
-      expect(await slow).toEqual(trained('m1', 3));
-      expect(registry.asked).toBe(2);
-
-      nc.answerFlushes(); // the late fence, and the flush that confirms the subscription again
-      nc.autoFlush = true;
-      await settle();
-      await resolutions.resolve(acme('acme/p/x'));
-      await resolutions.resolve(acme('acme/p/x'));
-      expect(registry.asked).toBe(3);
-    } finally {
-      jest.useRealTimers();
-    }
-  });
-
-  it('gives up a fence at once when the connection drops, and asks the registry', async () => {
-    start();
-    await settle();
-    await resolutions.resolve(acme('acme/p/x'));
-    nc.autoFlush = false;
-    const hit = resolutions.resolve(acme('acme/p/x'));
-    await settle();
-    expect(nc.flushes).toHaveLength(1);
-    registry.names.set('acme:acme/p/x', trained('m1', 4)); // announced while disconnected: lost
-    let answered: ResolveModelReply | undefined;
-    void hit.then((reply) => (answered = reply));
-    nc.report(Events.Disconnect);
-    await settle();
-    expect(answered).toEqual(trained('m1', 4)); // well before FENCE_TIMEOUT_MS, the flush still unanswered
-    expect(registry.asked).toBe(2);
   });
 
   it('drops everything on an announcement it cannot read', async () => {

@@ -15,9 +15,9 @@ const changes = JSONCodec<ModelsChanged>();
  * PING answered after the PUB) before the change is acknowledged, so by the time anyone
  * learns of the change, the NATS server has already queued the announcement for every
  * subscriber. Any request that follows from the acknowledgement reaches the server later, and
- * a chat replica confirms on its own connection that it has read everything queued for it
- * before it serves from its cache (apps/chat model-resolutions.ts). That holds on one NATS
- * server; across a cluster the announcement still has a route hop to travel.
+ * a chat replica reads the announcements on the connection its requests arrive on, so it has
+ * read the announcement before that request (apps/chat model-resolutions.ts). That holds on
+ * one NATS server; across a cluster the announcement still has a route hop to travel.
  */
 @Injectable()
 export class ModelChangesPublisher {

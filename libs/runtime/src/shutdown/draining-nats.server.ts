@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { NatsContext, NatsOptions, ServerNats } from '@nestjs/microservices';
+import type { RequestConnection } from '@trainyard/messaging';
 import type { NatsConnection, Subscription } from 'nats';
 import type { GracefulShutdown } from './graceful-shutdown';
 
@@ -25,12 +26,15 @@ export class DrainingNatsServer extends ServerNats {
   constructor(
     private readonly natsOptions: Required<NatsOptions>['options'],
     private readonly shutdown: GracefulShutdown,
+    /** Handed the connection before any handler is subscribed, for those that must read on it. */
+    private readonly requests?: RequestConnection,
   ) {
     super(natsOptions);
   }
 
   /** As ServerNats.bindEvents, keeping the subscriptions so that they can be drained. */
   override bindEvents(client: NatsConnection): void {
+    this.requests?.attach(client);
     const defaultQueue = this.getOptionsProp(this.natsOptions, 'queue');
     for (const [channel, handler] of this.messageHandlers) {
       const queue = (handler.extras?.['queue'] as string | undefined) ?? defaultQueue;

@@ -1,0 +1,72 @@
+import { Controller, INestMicroservice, Module } from '@nestjs/common';
+import { MessagePattern } from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import { RpcSubject } from '@trainyard/contracts';
+import { MessagingModule, RequestConnection, RequestIdInterceptor, RpcClient } from '@trainyard/messaging';
+import { startNatsServer, TestNatsServer } from '@trainyard/testing';
+import { connect, NatsConnection } from 'nats';
+import { ReadinessService } from '../src/health/readiness.service';
+import { DrainingNatsServer } from '../src/shutdown/draining-nats.server';
+import { GracefulShutdown } from '../src/shutdown/graceful-shutdown';
+
+const ANNOUNCEMENTS = 'test.order.announced.v1';
+const count: RpcSubject<Record<string, never>, { seen: number }> = { name: 'test.order.count.v1' };
+
+/** What the announcement callback has counted, as the request handler reads it. */
+const state = { seen: 0 };
+
+@Controller()
+class CountController {
+  @MessagePattern(count.name)
+  count(): { seen: number } {
+    return { seen: state.seen };
+  }
+}
+
+@Module({ controllers: [CountController] })
+class CountModule {}
+
+describe('RequestConnection against a real nats-server', () => {
+  let nats: TestNatsServer;
+  let service: INestMicroservice;
+  let announcer: NatsConnection;
+  let rpc: RpcClient;
+  const closers: (() => Promise<void>)[] = [];
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    const requests = new RequestConnection();
+    requests.whenConnected((nc) => nc.subscribe(ANNOUNCEMENTS, { callback: () => state.seen++ }));
+    const server = new DrainingNatsServer({ servers: [nats.url], queue: 'test-order' }, new GracefulShutdown(new ReadinessService()), requests);
+    service = (await Test.createTestingModule({ imports: [CountModule] }).compile()).createNestMicroservice({ strategy: server });
+    // As in the apps: with an interceptor, the handler runs some hops after the message is read.
+    service.useGlobalInterceptors(new RequestIdInterceptor());
+    await service.listen();
+    closers.push(() => service.close());
+
+    announcer = await connect({ servers: nats.url });
+    closers.push(() => announcer.close());
+    const client = (
+      await Test.createTestingModule({
+        imports: [MessagingModule.forRoot({ servers: [nats.url], connectionName: 'test', rpcTimeoutMs: 5_000, streamPrefix: '' })],
+      }).compile()
+    ).createNestApplication();
+    await client.init();
+    rpc = client.get(RpcClient);
+    closers.push(() => client.close());
+  });
+
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+    await nats.stop();
+  });
+
+  it('runs the callbacks subscribed on it before the handler of any request sent after their message was flushed', async () => {
+    for (let i = 1; i <= 50; i++) {
+      // Another connection announces and has the server take it, as the registry does before it acknowledges.
+      announcer.publish(ANNOUNCEMENTS);
+      await announcer.flush();
+      expect(await rpc.request(count, {})).toEqual({ seen: i });
+    }
+  });
+});
