@@ -33,22 +33,12 @@ const cancellations = JSONCodec<CancelCompletion>();
 @Injectable()
 export class ChatCompletionsService {
   private readonly logger = new Logger(ChatCompletionsService.name);
-  /** Rejects once the shutdown's drain time is over; every completion still waiting on its worker races it. */
-  private readonly drainOver: Promise<never>;
-
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     private readonly rpc: RpcClient,
-    shutdown: GracefulShutdown,
-  ) {
-    this.drainOver = new Promise<never>((_, reject) =>
-      onAbort(shutdown.expired, () =>
-        reject(new ServiceError(ErrorCode.Unavailable, 'The server is shutting down; retry the request', { retryAfterSeconds: 1 })),
-      ),
-    );
-    this.drainOver.catch(() => undefined);
-  }
+    private readonly shutdown: GracefulShutdown,
+  ) {}
 
   async create(caller: Caller, body: ChatCompletionRequest, res: Response): Promise<void> {
     const params = this.normalize(body);
@@ -119,13 +109,34 @@ export class ChatCompletionsService {
       idleTimeoutMs: this.config.COMPLETION_IDLE_TIMEOUT_MS,
       probeAfterMs: this.config.COMPLETION_PROBE_AFTER_MS,
     });
-    while (true) {
-      const next = await Promise.race([reader.next(), this.drainOver]);
-      if (next.done) return;
-      const event = next.value;
-      if (event.type === 'error') throw ServiceError.fromWire(event.error) ?? new ServiceError(ErrorCode.Internal, 'Generation failed');
-      yield event;
+    const drain = this.drainOver();
+    try {
+      while (true) {
+        const next = await Promise.race([reader.next(), drain.over]);
+        if (next.done) return;
+        const event = next.value;
+        if (event.type === 'error') throw ServiceError.fromWire(event.error) ?? new ServiceError(ErrorCode.Internal, 'Generation failed');
+        yield event;
+      }
+    } finally {
+      drain.forget();
     }
+  }
+
+  /**
+   * Rejects once the shutdown's drain time is over, for one completion to race its events
+   * against. One per completion, let go when it ends: every race leaves a reaction on a promise
+   * that never settles, holding the event that won it, for as long as that promise lives.
+   */
+  private drainOver(): { over: Promise<never>; forget: () => void } {
+    const expired = this.shutdown.expired;
+    let fail = (): void => undefined;
+    const over = new Promise<never>((_, reject) => {
+      fail = () => reject(new ServiceError(ErrorCode.Unavailable, 'The server is shutting down; retry the request', { retryAfterSeconds: 1 }));
+    });
+    over.catch(() => undefined);
+    onAbort(expired, fail);
+    return { over, forget: () => expired.removeEventListener('abort', fail) };
   }
 
   /** Defaults and the configured limits; a limit broken is a 400 naming the field. */
