@@ -9,6 +9,8 @@
 // Prints a markdown section for docs/benchmarks.md. Loopback only, bounded in count and time.
 import { loadModel, makeModel, selectBackend, generate } from '@trainyard/engine';
 import OpenAI from 'openai';
+import { createServer, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
 import { availableParallelism, cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -51,6 +53,28 @@ async function streamOnce(client: OpenAI, model: string, extra: Record<string, u
     if (chunk.usage) tokens = chunk.usage.completion_tokens;
   }
   return { ms: performance.now() - started, ttft: firstToken, tokens, text };
+}
+
+/**
+ * A trivial local server that answers every request with the same valid one-token completion:
+ * the openai client's own cost per call (building the request, HTTP over loopback, parsing the
+ * answer) with no gateway behind it.
+ */
+async function startFixedCompletionServer(model: string): Promise<Server> {
+  const body = JSON.stringify({
+    id: 'chatcmpl-floor',
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [{ index: 0, message: { role: 'assistant', content: 'a', refusal: null }, logprobs: null, finish_reason: 'length' }],
+    usage: { prompt_tokens: 10, completion_tokens: 1, total_tokens: 11 },
+  });
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
 }
 
 async function main() {
@@ -116,23 +140,35 @@ async function main() {
     // lets the client see those closes before it sends again (else it may write to a closed socket).
     await generate(lm, render(), { maxTokens: 1, temperature: 0 });
     await new Promise((resolve) => setTimeout(resolve, 200));
+    // The client's floor: the same call against a local server that answers at once, measured
+    // in the same alternation, so that the overhead can also be read without the client's cost.
+    const floorServer = await startFixedCompletionServer(id);
+    const floorClient = new OpenAI({ baseURL: `http://127.0.0.1:${(floorServer.address() as AddressInfo).port}/v1`, apiKey: 'floor', maxRetries: 0 });
+    const oneToken = { model: id, messages: [{ role: 'user' as const, content: 'hi' }], max_tokens: 1, temperature: 0 };
+    await floorClient.chat.completions.create(oneToken);
     const direct: number[] = [];
     const failures: string[] = [];
     const through: number[] = [];
+    const clientFloor: number[] = [];
     for (let i = 0; i < 30; i++) {
       let t = performance.now();
       await generate(lm, render(), { maxTokens: 1, temperature: 0 });
       direct.push(performance.now() - t);
       t = performance.now();
       try {
-        await client.chat.completions.create({ model: id, messages: [{ role: 'user', content: 'hi' }], max_tokens: 1, temperature: 0 });
+        await client.chat.completions.create(oneToken);
         through.push(performance.now() - t);
       } catch (err) {
         // Counted and shown with the figures rather than ending the run.
         failures.push(`request ${i + 1}: ${(err as Error).message} (${String((err as { cause?: { cause?: unknown } }).cause?.cause ?? '')})`);
       }
+      t = performance.now();
+      await floorClient.chat.completions.create(oneToken);
+      clientFloor.push(performance.now() - t);
     }
+    await new Promise((resolve) => floorServer.close(resolve));
     lm.dispose();
+    const overhead = median(through) - median(direct);
 
     const cpu = cpus()[0]?.model ?? 'unknown';
     console.log(`## Chat completions through the stack (${preset})
@@ -150,7 +186,9 @@ ${TOKENS}-token greedy completions streamed with the official openai client over
 | decode after the first token, JSON mode (json_schema, array of at least ${TOKENS / 4} integers) | ${jsonRate.toFixed(1)} tokens/s (${(jsonCost * 100).toFixed(1)}% slower: median of 4 alternating pairs) | ≤ 15% slower |
 | one-token request through the stack (median of ${through.length}${failures.length ? `; ${failures.length} failed: ${failures[0]}` : ''}) | ${median(through).toFixed(1)} ms | |
 | same work in-process (median of 30) | ${median(direct).toFixed(1)} ms | |
-| gateway + NATS + scheduling overhead (difference of medians) | ${(median(through) - median(direct)).toFixed(1)} ms | < 5 ms |
+| the openai client's own floor: the same call to a local server answering at once (median of 30) | ${median(clientFloor).toFixed(1)} ms | |
+| gateway + NATS + scheduling overhead (difference of medians) | ${overhead.toFixed(1)} ms | < 5 ms |
+| the same overhead less the client's floor | ${(overhead - median(clientFloor)).toFixed(1)} ms | |
 `);
   } finally {
     await stack.stop();
