@@ -93,6 +93,29 @@ describe('chat completions with the official openai client', () => {
     expect(new Set(data.choices.map((c) => c.message.content)).size).toBeGreaterThan(1);
   });
 
+  it('reuses the prompts it has prefilled, and says how many tokens it reused', async () => {
+    const cached = (data: OpenAI.Chat.ChatCompletion) => data.usage?.prompt_tokens_details?.cached_tokens;
+    const content = `Prompt reuse, run ${Date.now()}: tell me about trains.`;
+    const first = await ask({ messages: [{ role: 'user', content }] });
+    const prompt = first.usage?.prompt_tokens ?? 0;
+    // Other prompts share the chat template's beginning at most.
+    expect(cached(first)).toBeLessThan(prompt);
+    const again = await ask({ messages: [{ role: 'user', content }] });
+    expect(again.usage?.prompt_tokens).toBe(prompt);
+    expect(cached(again)).toBe(prompt);
+    expect(again.choices[0].message.content).toBe(first.choices[0].message.content);
+    // The conversation's next turn begins with the whole first prompt.
+    const next = await ask({
+      messages: [
+        { role: 'user', content },
+        { role: 'assistant', content: first.choices[0].message.content ?? '' },
+        { role: 'user', content: 'And then?' },
+      ],
+    });
+    expect(cached(next)).toBeGreaterThanOrEqual(prompt - 1);
+    expect(cached(next)).toBeLessThan(next.usage?.prompt_tokens ?? 0);
+  });
+
   it('stops before a stop sequence and says so', async () => {
     const free = (await ask({ max_tokens: 32 })).choices[0].message.content ?? '';
     expect(free.length).toBeGreaterThan(4);
@@ -184,6 +207,21 @@ describe('chat completions with the official openai client', () => {
       }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
       expect((error as InstanceType<typeof OpenAI.APIError>).param).toBe('response_format');
+    });
+
+    it('refuses with 400 naming max_tokens a schema whose smallest document does not fit, and fills one that just fits', async () => {
+      const schema = { type: 'object', properties: { items: { type: 'array', items: { type: 'integer' }, minItems: 8 } }, required: ['items'] };
+      const response_format = { type: 'json_schema', json_schema: { name: 'numbers', schema, strict: true } } as const;
+      const error = await ask({ max_tokens: 16, response_format }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      const { param, type, message } = error as InstanceType<typeof OpenAI.APIError>;
+      expect({ param, type }).toEqual({ param: 'max_tokens', type: 'invalid_request_error' });
+      const needed = Number(/response_format needs at least (\d+) tokens for its smallest document, but max_tokens is 16$/.exec(message)?.[1]);
+      expect(needed).toBeGreaterThan(16);
+
+      const data = await ask({ max_tokens: needed, response_format });
+      expect(data.usage?.completion_tokens).toBeLessThanOrEqual(needed);
+      expect(JSON.parse(data.choices[0].message.content ?? '').items.length).toBeGreaterThanOrEqual(8);
     });
   });
 

@@ -39,6 +39,15 @@ describe('CompletionAssembler', () => {
     });
   });
 
+  it("reports the worker's reused prompt tokens as usage.prompt_tokens_details.cached_tokens", () => {
+    const assembler = new CompletionAssembler('chatcmpl-4', started, { n: 1, returnTokenIds: false });
+    assembler.apply({ type: 'done', usage: { prompt_tokens: 5, completion_tokens: 2, cached_tokens: 4 } });
+    expect(assembler.usageChunk()['usage']).toEqual({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7, prompt_tokens_details: { cached_tokens: 4 } });
+    const older = new CompletionAssembler('chatcmpl-5', started, { n: 1, returnTokenIds: false });
+    older.apply({ type: 'done', usage: { prompt_tokens: 5, completion_tokens: 2 } });
+    expect(older.usageChunk()['usage']).toEqual({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 });
+  });
+
   it('streams a role chunk per choice, content deltas, and a finish chunk', () => {
     const assembler = new CompletionAssembler('chatcmpl-2', { ...started, logprobs: false }, { n: 2, returnTokenIds: false });
     const first = assembler.apply({ type: 'prompt', prompt_tokens: 1, prompt_token_ids: [] });

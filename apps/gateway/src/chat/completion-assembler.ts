@@ -8,7 +8,12 @@ import type { InferenceEvent, StartCompletionReply, TokenInfo, ToolCallOutput } 
 export class CompletionAssembler {
   readonly created = Math.floor(Date.now() / 1000);
   private promptTokenIds: number[] = [];
-  private usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null = null;
+  private usage: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    total_tokens: number;
+    prompt_tokens_details?: { cached_tokens: number };
+  } | null = null;
   private readonly choices = new Map<number, ChoiceState>();
 
   constructor(
@@ -45,9 +50,16 @@ export class CompletionAssembler {
         else if (choice.withheld && event.content) delta['content'] = event.content;
         return [this.chunk(event.index, delta, event.finish_reason, null)];
       }
-      case 'done':
-        this.usage = { ...event.usage, total_tokens: event.usage.prompt_tokens + event.usage.completion_tokens };
+      case 'done': {
+        const { prompt_tokens, completion_tokens, cached_tokens } = event.usage;
+        this.usage = {
+          prompt_tokens,
+          completion_tokens,
+          total_tokens: prompt_tokens + completion_tokens,
+          ...(cached_tokens === undefined ? {} : { prompt_tokens_details: { cached_tokens } }),
+        };
         return [];
+      }
       case 'accepted':
       case 'error':
         return [];

@@ -23,4 +23,14 @@ export class InferenceWorkerConfig extends WorkerConfig {
   @IsInt()
   @Min(1)
   MAX_LOADED_ADAPTERS = 16;
+
+  /**
+   * Memory for the keys and values of recently prefilled prompts (MiB), so that a prompt
+   * sharing its beginning with one of them (n > 1, an RL group, a conversation's next turn)
+   * is prefilled only from where they differ. 0 turns prompt reuse off.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  PROMPT_CACHE_MB = 256;
 }

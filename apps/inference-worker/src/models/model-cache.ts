@@ -11,6 +11,7 @@ export class ModelCache implements OnModuleDestroy {
   private readonly logger = new Logger(ModelCache.name);
   private readonly models = new Map<string, Promise<LoadedModel>>();
   private readonly holders = new Map<string, number>();
+  private readonly unloadListeners: ((model: LoadedModel) => void)[] = [];
 
   constructor(@Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig) {}
 
@@ -30,6 +31,11 @@ export class ModelCache implements OnModuleDestroy {
     return model;
   }
 
+  /** Calls `listener` with each model just before it is unloaded (to drop what was kept for it). */
+  onUnload(listener: (model: LoadedModel) => void): void {
+    this.unloadListeners.push(listener);
+  }
+
   /** Unloads the least recently used models beyond the limit, never the one just asked for. */
   private evict(keep: string): void {
     for (const dir of this.models.keys()) {
@@ -37,7 +43,7 @@ export class ModelCache implements OnModuleDestroy {
       if (dir === keep || (this.holders.get(dir) ?? 0) > 0) continue;
       const model = this.models.get(dir);
       this.models.delete(dir);
-      model?.then((m) => m.dispose(), () => undefined);
+      model?.then((m) => this.unload(m), () => undefined);
     }
   }
 
@@ -48,7 +54,12 @@ export class ModelCache implements OnModuleDestroy {
   }
 
   async onModuleDestroy(): Promise<void> {
-    for (const model of this.models.values()) await model.then((m) => m.dispose(), () => undefined);
+    for (const model of this.models.values()) await model.then((m) => this.unload(m), () => undefined);
     this.models.clear();
+  }
+
+  private unload(model: LoadedModel): void {
+    for (const listener of this.unloadListeners) listener(model);
+    model.dispose();
   }
 }

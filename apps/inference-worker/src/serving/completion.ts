@@ -20,6 +20,8 @@ import {
 export class RunningCompletion {
   readonly generators: SequenceGenerator[];
   cancelled = false;
+  /** Prompt tokens reused from the worker's prompt cache rather than prefilled (reported in usage). */
+  cachedTokens = 0;
   private finished = 0;
   private readonly matchers: GrammarMatcher[];
 
@@ -112,7 +114,7 @@ export class RunningCompletion {
     if (this.done) {
       this.release();
       const completionTokens = this.generators.reduce((sum, g) => sum + g.tokens.length, 0);
-      this.emit({ type: 'done', usage: { prompt_tokens: this.promptIds.length, completion_tokens: completionTokens } });
+      this.emit({ type: 'done', usage: { prompt_tokens: this.promptIds.length, completion_tokens: completionTokens, cached_tokens: this.cachedTokens } });
     }
   }
 

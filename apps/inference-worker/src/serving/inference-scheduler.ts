@@ -16,6 +16,7 @@ import {
   LoadedModel,
   LoraAttachment,
   LoraRouter,
+  PromptCache,
 } from '@trainyard/engine';
 import { NATS_CONNECTION } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort, WorkerLoad } from '@trainyard/runtime';
@@ -65,6 +66,8 @@ export class InferenceScheduler implements OnModuleDestroy {
   private readonly holds = new Map<string, () => void>();
   /** The liveness subscription of each completion this worker holds, from acceptance to release. */
   private readonly liveness = new Map<string, Subscription>();
+  /** Prefilled prompts of every loaded model, for the next prompt that begins the same way. */
+  private readonly prompts: PromptCache | null;
 
   constructor(
     @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
@@ -75,6 +78,8 @@ export class InferenceScheduler implements OnModuleDestroy {
     private readonly shutdown: GracefulShutdown,
   ) {
     load.slots = config.MAX_BATCH_SEQUENCES;
+    this.prompts = config.PROMPT_CACHE_MB > 0 ? new PromptCache(config.PROMPT_CACHE_MB * 2 ** 20) : null;
+    models.onUnload((lm) => this.prompts?.clear(lm.model));
     // Shutdown lets running completions finish for SHUTDOWN_DRAIN_MS, then they fail clearly.
     onAbort(shutdown.expired, () => void this.exclusive(async () => this.failRunning()));
   }
@@ -142,25 +147,33 @@ export class InferenceScheduler implements OnModuleDestroy {
         completion = new RunningCompletion(item, lm, this.prompt(lm, item), emit, grammar, toolFormat);
       } catch (err) {
         this.release(item);
-        // Anything but our own coded errors comes from rendering the prompt: the messages (or
-        // tools) are ones this model's chat template cannot take.
+        // Coded errors say what is wrong (a GrammarError here: max_tokens too small for the
+        // JSON grammar). Anything else comes from rendering the prompt: the messages (or tools)
+        // are ones this model's chat template cannot take.
         emit(
           err instanceof ServiceError
             ? errorEvent(err.code, err.message, err.details.param)
-            : errorEvent(
-                ErrorCode.InvalidRequest,
-                `The chat template of ${item.base_model} cannot render these messages${item.params.tools ? ' and tools' : ''}: ${(err as Error).message}`,
-                'messages',
-              ),
+            : err instanceof GrammarError
+              ? errorEvent(ErrorCode.InvalidRequest, err.message, err.param)
+              : errorEvent(
+                  ErrorCode.InvalidRequest,
+                  `The chat template of ${item.base_model} cannot render these messages${item.params.tools ? ' and tools' : ''}: ${(err as Error).message}`,
+                  'messages',
+                ),
         );
         return;
       }
       this.running.set(completion.id, completion);
       const batch = this.batchFor(item, lm);
       batch.router.route([adapter]);
+      // A prompt's keys and values depend on the adapter it was prefilled with.
+      const reuse = this.prompts ? { cache: this.prompts, namespace: item.adapter ? AdapterCache.key(item.adapter) : '' } : undefined;
       for (let i = 0; i < item.params.n; i++) {
         const key = completion.sequenceKey(i);
-        const next = completion.advance(i, await batch.decode.join(key, completion.promptIds));
+        const logits = await batch.decode.join(key, completion.promptIds, reuse);
+        // The prompt is counted once, like prompt_tokens: what its first choice did not prefill.
+        if (i === 0) completion.cachedTokens = batch.decode.reusedTokens(key);
+        const next = completion.advance(i, logits);
         if (next === null) batch.decode.leave(key);
         else {
           this.pending.set(key, next);
@@ -350,6 +363,7 @@ export class InferenceScheduler implements OnModuleDestroy {
     this.failRunning();
     for (const batch of this.batches.values()) this.disposeBatch(batch);
     this.batches.clear();
+    this.prompts?.clear();
   }
 }
 

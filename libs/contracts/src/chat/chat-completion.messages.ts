@@ -98,7 +98,11 @@ export type InferenceEvent =
       tool_calls: ToolCallOutput[] | null;
       completion_token_ids: number[];
     }
-  | { type: 'done'; usage: { prompt_tokens: number; completion_tokens: number } }
+  | {
+      type: 'done';
+      /** cached_tokens: prompt tokens whose keys and values were reused, not prefilled (absent from older workers). */
+      usage: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
+    }
   | { type: 'error'; error: WireError };
 
 /**
