@@ -223,6 +223,21 @@ describe('chat completions with the official openai client', () => {
       expect(data.usage?.completion_tokens).toBeLessThanOrEqual(needed);
       expect(JSON.parse(data.choices[0].message.content ?? '').items.length).toBeGreaterThanOrEqual(8);
     });
+
+    it('gives a streamed request refused by the worker its own status too, not an error inside a 200 stream', async () => {
+      const schema = { type: 'object', properties: { items: { type: 'array', items: { type: 'integer' }, minItems: 8 } }, required: ['items'] };
+      const error = await client.chat.completions
+        .create({
+          model,
+          messages: [{ role: 'user', content: 'Numbers.' }],
+          max_tokens: 16,
+          stream: true,
+          response_format: { type: 'json_schema', json_schema: { name: 'numbers', schema } },
+        })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((error as InstanceType<typeof OpenAI.APIError>).param).toBe('max_tokens');
+    });
   });
 
   it('accepts a conversation with tools, tool calls and tool results', async () => {

@@ -19,7 +19,9 @@ import { GatewayConfig } from '../config/gateway.config';
 import { CompletionAssembler } from './completion-assembler';
 import { CompletionEventsReader } from './completion-events.reader';
 import { ChatCompletionRequest, ChatMessageDto } from './dto/chat-completion.request';
+import { HTTP_STATUS_BY_CODE } from '../http/error-status';
 import { openEventStream } from '../http/event-stream';
+import { openAiEnvelope } from '../http/http-error.filter';
 
 const cancellations = JSONCodec<CancelCompletion>();
 
@@ -74,7 +76,7 @@ export class ChatCompletionsService {
       if (!res.headersSent) throw err;
       // Mid-stream: the status line is gone, so the error travels as a last event.
       const error = err instanceof ServiceError ? err : new ServiceError(ErrorCode.Internal, 'Internal server error');
-      res.write(`data: ${JSON.stringify({ error: { message: error.message, type: 'server_error', code: error.code } })}\n\n`);
+      res.write(`data: ${JSON.stringify(openAiEnvelope(error, HTTP_STATUS_BY_CODE[error.code]))}\n\n`);
       res.end();
     } finally {
       res.off('close', cancel);
@@ -90,11 +92,18 @@ export class ChatCompletionsService {
     throw new ServiceError(ErrorCode.Unavailable, 'The completion ended without a result');
   }
 
+  /**
+   * The stream opens with the first chunk (the worker's prompt event): what is refused before
+   * that (the prompt does not fit, JSON mode's budget, a template that cannot render these
+   * messages) is still answered with its own status, as for a request that is not streamed.
+   */
   private async stream(subscription: Subscription, assembler: CompletionAssembler, res: Response, includeUsage: boolean): Promise<void> {
-    openEventStream(res);
     for await (const event of this.events(subscription)) {
-      for (const chunk of assembler.apply(event)) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      const chunks = assembler.apply(event);
+      if (chunks.length > 0 && !res.headersSent) openEventStream(res);
+      for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
       if (assembler.done) {
+        if (!res.headersSent) openEventStream(res);
         if (includeUsage) res.write(`data: ${JSON.stringify(assembler.usageChunk())}\n\n`);
         res.write('data: [DONE]\n\n');
         res.end();

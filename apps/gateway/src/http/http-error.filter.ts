@@ -79,7 +79,8 @@ const OPENAI_CODES: Partial<Record<ErrorCode, string>> = {
   [ErrorCode.RateLimited]: 'rate_limit_exceeded',
 };
 
-function openAiEnvelope(error: ServiceError, status: number) {
+/** The OpenAI error body for a coded error answered with `status`. */
+export function openAiEnvelope(error: ServiceError, status: number) {
   const firstIssue = error.details.issues?.[0];
   return {
     error: {
