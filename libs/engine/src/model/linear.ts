@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { PackedWeights, packWeights, packedMatMul } from '../kernels/matmul';
 
 /**
  * A trainable delta added to a frozen projection's output, e.g. LoRA: (alpha/r) * B(A(x)).
@@ -37,11 +38,21 @@ export interface LinearPart {
  * two cheap transposes of activations. No second [out, in] copy of the weights (nor its
  * XNNPACK-packed twin) is kept. Adapters are added per part, so LoRA on q, k, v works on the
  * fused projection without unfusing it.
+ *
+ * Inference (no backward, no gradient being recorded) runs the packed-weight WebAssembly
+ * kernel of kernels/matmul.ts on wasm: as fast as XNNPACK or faster, decoding and prefill alike.
+ * The weight is packed into the kernel's panel layout on first use and the copy kept until
+ * dispose(). It takes the place of the packed copy XNNPACK makes and keeps on the first
+ * tf.matMul of a weight, which an inference-only process now never calls: memory stays the
+ * weights plus one packed copy, as before. A process that both infers and trains (backward
+ * enabled: tf.matMul, XNNPACK) holds both copies.
  */
 export class FrozenLinear {
   readonly outFeatures: number;
   private readonly adapters = new Map<string, LinearAdapter>();
   private backward = false;
+  /** The weight in the matmul kernel's layout; undefined until first tried, null where the kernel does not apply. */
+  private packed: PackedWeights | null | undefined = undefined;
 
   constructor(
     readonly parts: LinearPart[],
@@ -58,7 +69,7 @@ export class FrozenLinear {
 
   forward(x: tf.Tensor2D): tf.Tensor2D {
     if (this.backward && this.adapters.size > 0 && [...this.adapters.values()].every(isLowRank)) return this.forwardWithFusedGrad(x);
-    const y = this.backward ? this.projectWithFastGrad(x) : this.project(x);
+    const y = this.backward ? this.projectWithFastGrad(x) : this.infer(x);
     if (this.adapters.size === 0) return y;
     return this.addAdapters(x, y);
   }
@@ -81,7 +92,15 @@ export class FrozenLinear {
   dispose(): void {
     this.weightT.dispose();
     this.bias?.dispose();
+    this.packed?.dispose();
+    this.packed = undefined;
     this.disableBackward();
+  }
+
+  /** project(x) without a gradient: the packed kernel where it applies (see the class comment). */
+  private infer(x: tf.Tensor2D): tf.Tensor2D {
+    if (this.packed === undefined) this.packed = packWeights(this.weightT);
+    return (this.packed && packedMatMul(x, this.packed, this.bias)) ?? this.project(x);
   }
 
   private project(x: tf.Tensor2D): tf.Tensor2D {

@@ -1,0 +1,80 @@
+/**
+ * The decoding projections of a whole SmolLM2-135M-shaped model, one call per matrix: 30
+ * layers x (qkv 576x960, o 576x576, gate|up 576x3072, down 1536x576) and the lm_head
+ * 576x49152, all distinct, so that the weights stream from memory as in the real model
+ * (540 MB; together they are far larger than any cache). tf.matMul (XNNPACK) against the
+ * packed-weight WebAssembly kernel (src/kernels/matmul.ts), on the wasm backend, for M rows.
+ *
+ *   npx tsx libs/engine/bench/matmul.bench.ts
+ *   MS=1,4,8 ROUNDS=15 npx tsx libs/engine/bench/matmul.bench.ts
+ *
+ * MS: row counts, decoding (1-8) and prefill (16 and more; 64 takes about a second per
+ * pass). The two run in alternation, round after round; each figure is the median over the
+ * rounds of one pass over all the matrices. Prints a markdown table.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { selectBackend } from '../src/backend';
+import { PackedWeights, packWeights, packedMatMul } from '../src/kernels/matmul';
+
+const LAYERS = 30;
+const LAYER: [number, number][] = [
+  [576, 960],
+  [576, 576],
+  [576, 3072],
+  [1536, 576],
+];
+const SHAPES: [number, number][] = [...Array.from({ length: LAYERS }, () => LAYER).flat(), [576, 49152]];
+
+const list = (name: string, fallback: string) => (process.env[name] ?? fallback).split(',').map(Number);
+const MS = list('MS', '1,2,4,8,16,64');
+const ROUNDS = Number(process.env['ROUNDS'] ?? 7);
+
+interface Matrix {
+  K: number;
+  weightT: tf.Tensor2D;
+  packed: PackedWeights;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+function timed(run: () => void): number {
+  const t0 = performance.now();
+  run();
+  return performance.now() - t0;
+}
+
+async function main(): Promise<void> {
+  await selectBackend('wasm');
+  const matrices: Matrix[] = SHAPES.map(([K, N], i) => {
+    const weightT = tf.randomUniform([K, N], -0.05, 0.05, 'float32', i) as tf.Tensor2D;
+    const packed = packWeights(weightT);
+    if (!packed) throw new Error('the matmul kernel is not available on this backend');
+    return { K, weightT, packed };
+  });
+  const flops = (M: number) => SHAPES.reduce((s, [K, N]) => s + 2 * M * K * N, 0);
+  console.log('| M | tf.matMul | kernel | speed-up |\n|---|---|---|---|');
+  for (const M of MS) {
+    const xs = new Map([576, 1536].map((K) => [K, tf.randomNormal([M, K], 0, 1, 'float32', K) as tf.Tensor2D]));
+    const x = (m: Matrix) => xs.get(m.K) as tf.Tensor2D;
+    const variants: (() => void)[] = [
+      () => matrices.forEach((m) => tf.matMul(x(m), m.weightT).dispose()),
+      () => matrices.forEach((m) => (packedMatMul(x(m), m.packed) as tf.Tensor).dispose()),
+    ];
+    variants.forEach((run) => run()); // warm-up: XNNPACK packs each weight on its first use
+    const times: number[][] = variants.map(() => []);
+    for (let round = 0; round < ROUNDS; round++) variants.forEach((run, i) => times[i].push(timed(run)));
+    const [tfjs, kernel] = times.map(median);
+    const cell = (ms: number) => `${ms.toFixed(1)} ms (${(flops(M) / ms / 1e6).toFixed(1)} GFLOP/s)`;
+    console.log(`| ${M} | ${cell(tfjs)} | ${cell(kernel)} | ${(tfjs / kernel).toFixed(2)}x |`);
+    tf.dispose([...xs.values()]);
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

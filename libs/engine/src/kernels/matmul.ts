@@ -1,0 +1,142 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { MATMUL_WASM } from './matmul.wasm';
+
+/**
+ * The model's projections, x [M, K] W [K, N] (+ bias), as one WebAssembly SIMD kernel on
+ * tfjs-wasm (source, with the why of its layout: libs/engine/kernels/matmul.ts). Against
+ * XNNPACK's matMul on a whole SmolLM2-135M set of weights (bench/matmul.bench.ts, a busy
+ * 2-core machine): 1.3-1.6x faster for 2 rows, even to 1.1x for 1, 4 and 8 (1 row is bound
+ * by memory bandwidth either way), 1.15x for 16 and 1.3-1.4x for 64 and 256 rows (prefill).
+ * There is no crossover, so inference uses it for every row count; an inference process
+ * then never has XNNPACK pack the weights a second time (see FrozenLinear).
+ *
+ * W is first rearranged into panels of 8 columns (packWeights), once, into a tensor of the
+ * same size in tfjs-wasm's heap. Like the decode-attention kernel, both steps are tfjs
+ * kernels for the wasm backend that run on tfjs's own memory (the module imports the
+ * backend's WebAssembly.Memory and is given the heap offsets of the tensors); those
+ * tfjs-wasm internals are kept to this file, and where they are missing every function
+ * here returns null so the caller uses tfjs ops.
+ */
+const MATMUL_KERNEL = 'TrainyardPackedMatMul';
+const PACK_KERNEL = 'TrainyardPackPanels';
+
+/** Columns per panel of the packed layout. */
+const PANEL = 8;
+
+/** The part of the WebAssembly JS API used here (the project's TypeScript lib is es2022, without the DOM's declarations). */
+declare const WebAssembly: {
+  Memory: new (...args: never[]) => object;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
+};
+
+interface Kernels {
+  pack(w: number, packed: number, K: number, N: number): void;
+  matmul(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number): void;
+}
+
+/** The parts of tfjs-wasm's BackendWasm these kernels use. */
+interface WasmBackendInternals {
+  wasm?: { asm?: { memory?: unknown } };
+  dataIdMap: { get(dataId: object): { memoryOffset: number } | undefined };
+  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+}
+
+const instances = new WeakMap<object, Kernels | null>();
+
+/** The kernels instantiated on this backend's memory, or null when the backend does not expose it. */
+function kernelsFor(backend: object): Kernels | null {
+  if (!instances.has(backend)) {
+    const memory = (backend as WasmBackendInternals).wasm?.asm?.memory;
+    instances.set(
+      backend,
+      memory instanceof WebAssembly.Memory
+        ? (new WebAssembly.Instance(new WebAssembly.Module(MATMUL_WASM), { env: { memory } }).exports as unknown as Kernels)
+        : null,
+    );
+  }
+  return instances.get(backend) ?? null;
+}
+
+function offsetOf(backend: WasmBackendInternals, t: tf.TensorInfo): number {
+  return (backend.dataIdMap.get(t.dataId) as { memoryOffset: number }).memoryOffset;
+}
+
+tf.registerKernel({
+  kernelName: PACK_KERNEL,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend }) => {
+    const { w } = inputs as Record<'w', tf.TensorInfo>;
+    const wasm = backend as unknown as WasmBackendInternals;
+    const [K, N] = w.shape;
+    const packed = wasm.makeOutput([N / PANEL, K, PANEL], 'float32');
+    (kernelsFor(backend) as Kernels).pack(offsetOf(wasm, w), offsetOf(wasm, packed), K, N);
+    return packed;
+  },
+});
+
+tf.registerKernel({
+  kernelName: MATMUL_KERNEL,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend }) => {
+    const { x, packed, bias } = inputs as Record<'x' | 'packed', tf.TensorInfo> & { bias?: tf.TensorInfo };
+    const wasm = backend as unknown as WasmBackendInternals;
+    const [M, K] = x.shape;
+    const N = packed.shape[0] * PANEL;
+    const out = wasm.makeOutput([M, N], 'float32');
+    const kernels = kernelsFor(backend) as Kernels;
+    kernels.matmul(offsetOf(wasm, x), offsetOf(wasm, packed), bias ? offsetOf(wasm, bias) : 0, offsetOf(wasm, out), M, K, N);
+    return out;
+  },
+});
+
+/** True when packWeights and packedMatMul run the kernels on the current backend. */
+export function matMulKernelAvailable(): boolean {
+  return tf.getBackend() === 'wasm' && kernelsFor(tf.backend()) !== null;
+}
+
+/**
+ * A [K, N] weight rearranged for packedMatMul: panels [N/8, K, 8], panels[p][k][j] = W[k][8p + j].
+ * As large as the weight itself; dispose it with the weight.
+ */
+export class PackedWeights {
+  constructor(readonly panels: tf.Tensor3D) {}
+
+  get inFeatures(): number {
+    return this.panels.shape[1];
+  }
+
+  get outFeatures(): number {
+    return this.panels.shape[0] * PANEL;
+  }
+
+  dispose(): void {
+    this.panels.dispose();
+  }
+}
+
+/**
+ * weightT [K, N] packed for packedMatMul, or null where the kernel does not apply (another
+ * backend, not float32, N not a multiple of 8: such weights keep using tf.matMul). The result
+ * is kept out of any enclosing tf.tidy: it lives until disposed.
+ */
+export function packWeights(weightT: tf.Tensor2D): PackedWeights | null {
+  if (!matMulKernelAvailable() || weightT.dtype !== 'float32' || weightT.shape[1] % PANEL !== 0) return null;
+  return new PackedWeights(tf.keep(tf.engine().runKernel(PACK_KERNEL, { w: weightT }) as tf.Tensor3D));
+}
+
+/**
+ * x [M, K] W [K, N] (+ bias [N]) from W packed by packWeights, or null where tf.matMul should
+ * run instead: another backend, not float32, or while a gradient is being recorded (the
+ * kernel has none).
+ */
+export function packedMatMul(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Tensor1D | null = null): tf.Tensor2D | null {
+  const [M, K] = x.shape;
+  if (M === 0 || !matMulKernelAvailable() || tf.engine().isTapeOn()) return null;
+  if (x.dtype !== 'float32' || (bias && bias.dtype !== 'float32')) return null;
+  if (K !== packed.inFeatures || (bias && bias.shape[0] !== packed.outFeatures)) {
+    throw new Error(`packedMatMul: x [${x.shape}], weight [${packed.inFeatures}, ${packed.outFeatures}] and bias [${bias?.shape ?? ''}] do not fit together`);
+  }
+  const inputs: tf.NamedTensorMap = bias ? { x, packed: packed.panels, bias } : { x, packed: packed.panels };
+  return tf.engine().runKernel(MATMUL_KERNEL, inputs) as tf.Tensor2D;
+}

@@ -1,0 +1,133 @@
+import * as tf from '@tensorflow/tfjs-core';
+import * as matmul from '../src/kernels/matmul';
+import { matMulKernelAvailable, packWeights, packedMatMul } from '../src/kernels/matmul';
+import { loadModel } from '../src/loader';
+import { ensureTrainingGradients } from '../src/training/gradients';
+import { makeTiny, maxAbsDiff, useBackend } from './helpers';
+
+/** The kernel's result; fails the test where the kernel declines. */
+function kernelProduct(x: tf.Tensor2D, w: tf.Tensor2D, bias: tf.Tensor1D | null): tf.Tensor2D {
+  const packed = packWeights(w);
+  if (!packed) throw new Error('packWeights declined a weight it should cover');
+  const out = packedMatMul(x, packed, bias);
+  packed.dispose();
+  if (!out) throw new Error('packedMatMul declined shapes it should cover');
+  return out;
+}
+
+describe('packed matMul kernel (wasm)', () => {
+  beforeAll(() => useBackend('wasm'));
+
+  it('is active on the wasm backend', () => {
+    expect(matMulKernelAvailable()).toBe(true);
+  });
+
+  it('packs W [K, N] into panels of 8 columns', () => {
+    tf.tidy(() => {
+      const [K, N] = [3, 16];
+      const w = tf.tensor2d(Float32Array.from({ length: K * N }, (_, i) => i), [K, N]);
+      const packed = packWeights(w);
+      expect(packed?.panels.shape).toEqual([2, K, 8]);
+      // Element [p][k][j] holds W[k][8p + j], whose value here is its index k * N + 8p + j.
+      const expected = Array.from({ length: N * K }, (_, i) => {
+        const [p, k, j] = [Math.floor(i / (8 * K)), Math.floor(i / 8) % K, i % 8];
+        return k * N + 8 * p + j;
+      });
+      expect(Array.from(packed?.panels.dataSync() ?? [])).toEqual(expected);
+      packed?.dispose();
+    });
+  });
+
+  // Rows: every remainder of the 4-row tile (1, 2, 3 left over), and a prefill; K: 1, not
+  // multiples of 4 (the kernel steps one k at a time, so none is special), SmolLM2's 576 and 1536.
+  const rows = [1, 2, 3, 4, 5, 6, 7, 8, 9, 33];
+  const depths = [1, 7, 64, 131, 383, 576, 1536];
+  it.each(rows.flatMap((M) => depths.map((K, i) => [M, K, 8 * (1 + ((M + i) % 5)), (M + i) % 2 === 0] as const)))(
+    'matches tf.matMul for M %i, K %i, N %i, bias %s',
+    (M, K, N, withBias) => {
+      tf.tidy(() => {
+        const x = tf.randomNormal([M, K], 0, 1, 'float32', M * 1000 + K) as tf.Tensor2D;
+        const w = tf.randomNormal([K, N], 0, 1, 'float32', K) as tf.Tensor2D;
+        const bias = withBias ? (tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D) : null;
+        const ours = kernelProduct(x, w, bias);
+        const ref = bias ? tf.add(tf.matMul(x, w), bias) : tf.matMul(x, w);
+        expect(ours.shape).toEqual([M, N]);
+        // Sums of K products of unit normals, in another order than XNNPACK's: equal to
+        // float32 rounding, relative to their size (sqrt K).
+        expect(maxAbsDiff(ours.dataSync(), ref.dataSync())).toBeLessThan(2e-6 * K + 1e-5);
+      });
+    },
+  );
+
+  it('declines what it does not cover: N not a multiple of 8, gradients, other dtypes', () => {
+    tf.tidy(() => {
+      expect(packWeights(tf.zeros([4, 12]) as tf.Tensor2D)).toBeNull();
+      expect(packWeights(tf.zeros([4, 16], 'int32') as tf.Tensor2D)).toBeNull();
+      const packed = packWeights(tf.ones([4, 16]) as tf.Tensor2D);
+      if (!packed) throw new Error('packWeights declined');
+      expect(packedMatMul(tf.ones([2, 4], 'int32') as tf.Tensor2D, packed)).toBeNull();
+      ensureTrainingGradients();
+      const dx = tf.grad((x: tf.Tensor) => {
+        expect(packedMatMul(x as tf.Tensor2D, packed)).toBeNull();
+        return tf.sum(x);
+      })(tf.ones([2, 4]));
+      expect(dx.shape).toEqual([2, 4]);
+      expect(() => packedMatMul(tf.ones([2, 5]) as tf.Tensor2D, packed)).toThrow(/do not fit/);
+      expect(() => packedMatMul(tf.ones([2, 4]) as tf.Tensor2D, packed, tf.zeros([8]) as tf.Tensor1D)).toThrow(/do not fit/);
+      packed.dispose();
+    });
+  });
+
+  it('falls back to tfjs on the cpu backend', async () => {
+    await useBackend('cpu');
+    try {
+      expect(matMulKernelAvailable()).toBe(false);
+      const w = tf.ones([4, 16]) as tf.Tensor2D;
+      expect(packWeights(w)).toBeNull();
+      w.dispose();
+    } finally {
+      await useBackend('wasm');
+    }
+  });
+
+  it.each([
+    ['llama', { modelType: 'llama' as const }],
+    ['qwen2 (q/k/v biases), tied embeddings', { modelType: 'qwen2' as const, tieWordEmbeddings: true }],
+  ])('gives a %s model the logits it has with tf.matMul', async (_, overrides) => {
+    const lm = await loadModel(makeTiny('matmul', { overrides, initStd: 0.2 }));
+    const used = jest.spyOn(matmul, 'packedMatMul');
+    try {
+      // 3 rows of 4 tokens: 12 rows per projection.
+      const tokens = [
+        [1, 17, 300, 42],
+        [1, 99, 2, 7],
+        [1, 401, 5, 260],
+      ];
+      const withKernel = lm.model.forward(tokens);
+      expect(used.mock.results.some((r) => r.value !== null)).toBe(true);
+      // With the training gradient enabled, every projection runs tf.matMul / tf.fused.matMul.
+      const linears = [...lm.model.linears().map((l) => l.linear), lm.model.lmHead];
+      linears.forEach((l) => l.enableBackward());
+      const withoutKernel = lm.model.forward(tokens);
+      linears.forEach((l) => l.disableBackward());
+      expect(maxAbsDiff(withKernel.dataSync(), withoutKernel.dataSync())).toBeLessThan(1e-4);
+      tf.dispose([withKernel, withoutKernel]);
+    } finally {
+      used.mockRestore();
+      lm.dispose();
+    }
+  });
+
+  it('packs each projection once, on first use, and frees the copies with the model', async () => {
+    const baseline = tf.memory().numTensors;
+    const lm = await loadModel(makeTiny('matmul-free'));
+    const loaded = tf.memory().numTensors;
+    lm.model.forward([[1, 2, 3]]).dispose();
+    const packed = tf.memory().numTensors - loaded;
+    expect(packed).toBe(lm.model.linears().length + 1); // and the lm_head
+    lm.model.forward([[4, 5]]).dispose();
+    expect(tf.memory().numTensors - loaded).toBe(packed);
+    lm.dispose();
+    expect(tf.memory().numTensors).toBe(baseline);
+  });
+});
