@@ -1,4 +1,6 @@
+import { resolveWorkQueue, WorkQueues } from '@trainyard/contracts';
 import { waitFor } from '@trainyard/testing';
+import { connect } from 'nats';
 import OpenAI from 'openai';
 import { Stack } from './support/stack';
 
@@ -71,6 +73,25 @@ describe('chat completions under load', () => {
     );
     expect(error.status).toBe(503);
     expect(error.message).toMatch(/No inference worker/);
+    await stack.startApp('inference-worker');
+    await waitFor(() => short().catch(() => undefined), { what: 'service again', timeoutMs: 15_000, intervalMs: 300 });
+  });
+
+  it('answers 503 at once when the inference queue refuses the work item', async () => {
+    const nc = await connect({ servers: stack.nats.url });
+    try {
+      const jsm = await nc.jetstreamManager();
+      await jsm.streams.delete(resolveWorkQueue(WorkQueues.inference, stack.jetstreamPrefix).stream);
+      // Within the client's 1.5 s: a clear 503, not a wait for a worker that never gets it.
+      const error = await short().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.InternalServerError);
+      expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
+      expect((error as Error).message).toMatch(/inference queue is unavailable/);
+    } finally {
+      await nc.close();
+    }
+    // A starting worker makes the queue again.
+    await stack.stopApp('inference-worker');
     await stack.startApp('inference-worker');
     await waitFor(() => short().catch(() => undefined), { what: 'service again', timeoutMs: 15_000, intervalMs: 300 });
   });

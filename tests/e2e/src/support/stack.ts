@@ -85,6 +85,11 @@ export class Stack {
     return stack;
   }
 
+  /** The prefix of this stack's JetStream streams and consumers. */
+  get jetstreamPrefix(): string {
+    return this.env['JETSTREAM_PREFIX'];
+  }
+
   async startApp(name: AppName): Promise<void> {
     this.processes.set(name, await this.launch(name, this.ports.get(name) as number, name));
   }
