@@ -1,6 +1,6 @@
 import type { TextTokenizer } from '../tokenizer';
 import { ByteVocabulary } from './byte-vocabulary';
-import { GrammarMatcher, JsonGrammarMatcher } from './json-matcher';
+import { GrammarMatcher, JsonGrammarMatcher, MAX_CLOSING_BYTES } from './json-matcher';
 import { SchemaProbe } from './schema-probe';
 import { XgCompiledGrammar, XgGrammarCompiler, XgGrammarMatcher, loadXgrammar, matcherFactory } from './xgrammar-loader';
 
@@ -117,6 +117,12 @@ export class JsonGrammarCompiler {
 
   private newMatcher(grammar: XgCompiledGrammar, maxTokens: number): GrammarMatcher {
     const matcher = new JsonGrammarMatcher(this.makeMatcher(grammar), this.vocab, this.eosTokenIds, maxTokens);
+    if (matcher.tooLongToClose) {
+      matcher.dispose();
+      throw new GrammarError(
+        `response_format's smallest document is longer than ${MAX_CLOSING_BYTES} bytes: more than JSON mode can promise to close within max_tokens`,
+      );
+    }
     if (matcher.minimalDocument > maxTokens) {
       matcher.dispose();
       throw new GrammarBudgetError(matcher.minimalDocument, maxTokens);

@@ -46,7 +46,8 @@ export interface GrammarMatcher {
  */
 const GROWTH_PER_BYTE = 6; // `,` in an object commits to ` "": 0`
 const MAX_TRIALS = 12;
-const MAX_CLOSING_BYTES = 1024;
+/** The longest closing walk; a grammar whose smallest document is longer cannot be promised to close. */
+export const MAX_CLOSING_BYTES = 1024;
 /** Bytes tried when the lexer's preferences are refused: printable ASCII, then the rest. */
 const FALLBACK_BYTES = [...range(0x20, 0x7e), ...range(0x80, 0xff), ...range(0x00, 0x1f), 0x7f];
 
@@ -61,6 +62,10 @@ export class JsonGrammarMatcher implements GrammarMatcher {
    * count, since a budget that runs out ends the text as well.
    */
   readonly minimalDocument: number;
+  /** The smallest document is longer than MAX_CLOSING_BYTES: closing in time cannot be promised. */
+  readonly tooLongToClose: boolean;
+  /** Whether the last closing walk gave up at MAX_CLOSING_BYTES. */
+  private walkTooLong = false;
   /**
    * An upper bound on the closing cost now: the last walk's length plus, for each token
    * accepted since, the most a token can raise it. While the bound leaves room for any token,
@@ -77,7 +82,9 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     if (eosTokenIds.length === 0) throw new Error('a JSON grammar needs an end-of-sequence token');
     this.eos = eosTokenIds[0];
     this.eosIds = new Set(eosTokenIds);
-    this.minimalDocument = this.closingWalk()?.length ?? 0;
+    const minimal = this.closingWalk();
+    this.minimalDocument = minimal?.length ?? 0;
+    this.tooLongToClose = minimal === null && this.walkTooLong;
   }
 
   mask(logits: Float32Array, remainingTokens: number): Float32Array {
@@ -147,9 +154,13 @@ export class JsonGrammarMatcher implements GrammarMatcher {
   /** Tokens of a quick completion from the current state (see the comment above); null if none is found. */
   private closingWalk(lexer = this.lexer.clone()): number[] | null {
     const bytes: number[] = [];
+    this.walkTooLong = false;
     try {
       while (!this.canEnd()) {
-        if (bytes.length >= MAX_CLOSING_BYTES) return null;
+        if (bytes.length >= MAX_CLOSING_BYTES) {
+          this.walkTooLong = true;
+          return null;
+        }
         const byte = this.acceptFirst(lexer.closingPreferences());
         if (byte < 0) return null;
         bytes.push(byte);

@@ -235,6 +235,16 @@ describe('JSON grammar', () => {
         expect(ajv.validate(itemsSchema(8), JSON.parse(out.text))).toBe(true);
       }
     });
+
+    it('refuses, naming response_format, a schema whose smallest document is longer than a closing walk may be', async () => {
+      // "0, " per item: 400 items are about 1200 bytes, past MAX_CLOSING_BYTES; 300 are within it.
+      const tooLong = (await compiler.compile(itemsFormat(400))) as CompiledGrammar;
+      expect(() => tooLong.newMatcher(4096)).toThrow(GrammarError);
+      expect(() => tooLong.newMatcher(4096)).toThrow(/smallest document is longer than 1024 bytes/);
+      expect(() => tooLong.newMatcher(4096)).not.toThrow(GrammarBudgetError);
+      const within = (await compiler.compile(itemsFormat(300))) as CompiledGrammar;
+      within.newMatcher(4096).dispose();
+    });
   });
 
   it('rejects schemas it cannot compile with a GrammarError naming the problem', async () => {
