@@ -8,7 +8,8 @@
  *
  *   npx tsx libs/engine/bench/json-mode.bench.ts [tiny|smollm2-135m]
  *
- * Prints a markdown table row: plain and JSON ms per token (medians of alternating runs).
+ * Prints a markdown table: plain and JSON ms per token (medians of alternating runs), with and
+ * without logprobs (without them, a drawn token the grammar allows needs no mask).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -37,26 +38,36 @@ async function main(): Promise<void> {
   if (!template) throw new Error(`${dir} has no chat template`);
   const prompt = lm.tokenizer.encode(template.render([{ role: 'user', content: 'Tell me a long story about a train yard.' }], { addGenerationPrompt: true }));
 
-  const msPerToken = async (json: boolean): Promise<number> => {
+  // As the inference worker runs a request: with logprobs (every JSON step masks the
+  // vocabulary), or without (a drawn token the grammar allows is kept as it is).
+  const msPerToken = async (json: boolean, logprobs: boolean): Promise<number> => {
     const grammar = json ? await compiler.compile(format) : null;
     const matcher = grammar?.newMatcher(TOKENS);
     const started = performance.now();
-    const result = await generate(lm, prompt, { maxTokens: TOKENS, temperature: 0, logitsProcessor: matcher?.logitsProcessor() });
+    const result = await generate(lm, prompt, {
+      maxTokens: TOKENS,
+      temperature: 0,
+      logprobs,
+      logitsProcessor: matcher?.logitsProcessor(),
+      quickCheck: matcher?.quickCheck(),
+    });
     const ms = performance.now() - started;
     matcher?.dispose();
     if (json) JSON.parse(result.text); // what JSON mode promises, even cut short by the budget
     return ms / result.tokens.length;
   };
-  await msPerToken(true); // compile and warm up
-  const plain: number[] = [];
-  const json: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    plain.push(await msPerToken(false));
-    json.push(await msPerToken(true));
-  }
+  await msPerToken(true, true); // compile and warm up
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  console.log(`| model | plain, ms per token | JSON mode, ms per token | JSON's own cost per token |\n|---|---|---|---|`);
-  console.log(`| ${preset} | ${median(plain).toFixed(2)} | ${median(json).toFixed(2)} | ${(median(json) - median(plain)).toFixed(2)} ms |`);
+  console.log(`| model | logprobs | plain, ms per token | JSON mode, ms per token | JSON's own cost per token |\n|---|---|---|---|---|`);
+  for (const logprobs of [true, false]) {
+    const plain: number[] = [];
+    const json: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      plain.push(await msPerToken(false, logprobs));
+      json.push(await msPerToken(true, logprobs));
+    }
+    console.log(`| ${preset} | ${logprobs ? 'yes' : 'no'} | ${median(plain).toFixed(2)} | ${median(json).toFixed(2)} | ${(median(json) - median(plain)).toFixed(2)} ms |`);
+  }
   lm.dispose();
 }
 

@@ -11,6 +11,13 @@ import { SeededRandom } from './random';
  */
 export type LogitsProcessor = (logits: Float32Array, generated: readonly number[]) => void;
 
+/**
+ * Whether the logits processor would leave `id` allowed, when that can be told without
+ * processing the whole vocabulary; false when it is not allowed or cannot be told cheaply.
+ * Receives the tokens generated so far, as the processor does.
+ */
+export type QuickCheck = (id: number, generated: readonly number[]) => boolean;
+
 export interface SamplingParams {
   /** 0 is greedy. Default 1. */
   temperature?: number;
@@ -20,9 +27,25 @@ export interface SamplingParams {
   topK?: number;
   /** Same seed, same backend, same logits: same tokens. */
   seed?: number;
+  /**
+   * Whether SampledToken.logprob is wanted. Default true. Without it, the sampler skips the
+   * work it needs (a log-sum-exp over the vocabulary), logprob is NaN and no alternatives
+   * are reported, and a logits processor with a quickCheck is often not run at all.
+   */
+  logprobs?: boolean;
   /** How many alternatives to report with each token. Default 0. */
   topLogprobs?: number;
   logitsProcessor?: LogitsProcessor;
+  /**
+   * A cheap test of one token against the logits processor (JSON mode's grammar, away from
+   * the end of its budget). Without logprobs, the token is first drawn from the logits as
+   * they are, and kept if the check allows it; only otherwise is the processor run and the
+   * token drawn again from what it leaves. The result has the processor's distribution: with
+   * p the distribution before it and A the tokens it allows, x in A comes out with probability
+   * p(x) + (1 - p(A)) p(x) / p(A) = p(x) / p(A). Its logprob would need p(A), hence only
+   * without logprobs.
+   */
+  quickCheck?: QuickCheck;
 }
 
 export interface TokenLogprob {
@@ -35,7 +58,7 @@ export interface SampledToken {
   /**
    * Log-probability under the distribution the token was drawn from: after the logits
    * processor, temperature, top-k and top-p. For greedy decoding (a point mass) it is the
-   * log-softmax of the processed logits.
+   * log-softmax of the processed logits. NaN when params.logprobs is false.
    */
   logprob: number;
   /** The most likely alternatives under the same distribution as `logprob`, best first. */
@@ -52,35 +75,56 @@ export function sampleToken(
   rng: SeededRandom,
   generated: readonly number[] = [],
 ): SampledToken {
-  const V = logits.length;
+  const wantLogprobs = params.logprobs ?? true;
+  if (!wantLogprobs && params.logitsProcessor && params.quickCheck) {
+    const id = draw(logits, params, rng).id;
+    if (params.quickCheck(id, generated)) return { id, logprob: NaN, topLogprobs: [] };
+  }
   const processed = params.logitsProcessor ? Float32Array.from(logits) : logits;
   params.logitsProcessor?.(processed, generated);
-
-  const temperature = params.temperature ?? 1;
+  const { id, probs, total } = draw(processed, params, rng);
+  if (!wantLogprobs) return { id, logprob: NaN, topLogprobs: [] };
   const nTop = Math.max(0, params.topLogprobs ?? 0);
 
-  if (temperature <= 0) {
-    const id = argmax(processed);
+  if (!probs) {
     const lse = logSumExp(processed, 1);
-    if (!Number.isFinite(lse)) throw new Error('every token is masked');
     return {
       id,
       logprob: processed[id] - lse,
       topLogprobs: topN(processed, nTop).map((i) => ({ id: i, logprob: processed[i] - lse })),
     };
   }
+  const logTotal = Math.log(total);
+  return {
+    id,
+    logprob: Math.log(probs[id]) - logTotal,
+    topLogprobs: topN(probs, nTop)
+      .filter((i) => probs[i] > 0)
+      .map((i) => ({ id: i, logprob: Math.log(probs[i]) - logTotal })),
+  };
+}
+
+/**
+ * One token from the logits under temperature, top-k and top-p: the argmax when greedy (no
+ * probabilities then), else a draw, with the probabilities it was drawn from (unnormalised,
+ * filtered ones zeroed) and their total.
+ */
+function draw(logits: Float32Array, params: SamplingParams, rng: SeededRandom): { id: number; probs: Float64Array | null; total: number } {
+  const V = logits.length;
+  const temperature = params.temperature ?? 1;
+  if (temperature <= 0) {
+    const id = argmax(logits);
+    if (logits[id] === -Infinity) throw new Error('every token is masked');
+    return { id, probs: null, total: 0 };
+  }
 
   // Work in probabilities of the tempered distribution, zeroing what the filters remove.
-  const scaled = new Float32Array(V);
   let max = -Infinity;
-  for (let i = 0; i < V; i++) {
-    scaled[i] = processed[i] / temperature;
-    if (scaled[i] > max) max = scaled[i];
-  }
+  for (let i = 0; i < V; i++) if (logits[i] > max) max = logits[i];
   if (max === -Infinity) throw new Error('every token is masked');
   const probs = new Float64Array(V);
   let total = 0;
-  for (let i = 0; i < V; i++) total += probs[i] = Math.exp(scaled[i] - max);
+  for (let i = 0; i < V; i++) total += probs[i] = Math.exp((logits[i] - max) / temperature);
 
   const topK = params.topK ?? 0;
   if (topK > 0 && topK < V) total = keepTopK(probs, topK);
@@ -95,14 +139,7 @@ export function sampleToken(
     u -= probs[i];
     if (u < 0) break;
   }
-  const logTotal = Math.log(total);
-  return {
-    id,
-    logprob: Math.log(probs[id]) - logTotal,
-    topLogprobs: topN(probs, nTop)
-      .filter((i) => probs[i] > 0)
-      .map((i) => ({ id: i, logprob: Math.log(probs[i]) - logTotal })),
-  };
+  return { id, probs, total };
 }
 
 /** Zeroes all but the k largest (ties at the boundary broken by lower id); returns the new total. */

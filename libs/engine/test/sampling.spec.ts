@@ -63,6 +63,45 @@ describe('sampleToken', () => {
     expect([...seen].sort()).toEqual([0, 3, 6]);
   });
 
+  it('without logprobs, keeps a drawn token the quick check allows, else draws from what the processor leaves, in the processor\'s distribution', () => {
+    const rng = new SeededRandom(11);
+    const allowed = new Set([0, 3, 6]);
+    const onlyAllowed = (l: Float32Array) => l.forEach((_, i) => !allowed.has(i) && (l[i] = -Infinity));
+    let processed = 0;
+    const params = {
+      temperature: 1,
+      logprobs: false,
+      logitsProcessor: (l: Float32Array) => {
+        processed++;
+        onlyAllowed(l);
+      },
+      quickCheck: (id: number) => allowed.has(id),
+    };
+    const counts = new Array(logits.length).fill(0);
+    const N = 20000;
+    for (let i = 0; i < N; i++) {
+      const t = sampleToken(logits, params, rng);
+      counts[t.id]++;
+      expect(Number.isNaN(t.logprob)).toBe(true);
+    }
+    const p = softmax(logits);
+    const mass = p[0] + p[3] + p[6];
+    counts.forEach((c, i) => expect(Math.abs(c / N - (allowed.has(i) ? p[i] / mass : 0))).toBeLessThan(0.015));
+    // The processor ran only for the draws the check refused: about (1 - p(A)) of them.
+    expect(processed / N).toBeGreaterThan(1 - mass - 0.03);
+    expect(processed / N).toBeLessThan(1 - mass + 0.03);
+  });
+
+  it('without logprobs, skips their work and reports NaN; with them, runs the processor whatever the quick check says', () => {
+    const rng = new SeededRandom(2);
+    expect(Number.isNaN(sampleToken(logits, { temperature: 0, logprobs: false }, rng).logprob)).toBe(true);
+    let processed = 0;
+    const t = sampleToken(logits, { temperature: 0, topLogprobs: 2, logitsProcessor: () => processed++, quickCheck: () => true }, rng);
+    expect(processed).toBe(1);
+    expect(t.logprob).toBeCloseTo(Math.log(softmax(logits)[3]), 5);
+    expect(t.topLogprobs).toHaveLength(2);
+  });
+
   it('applies the logits processor hook before sampling', () => {
     const rng = new SeededRandom(3);
     const onlyEven = (l: Float32Array) => l.forEach((_, i) => i % 2 && (l[i] = -Infinity));

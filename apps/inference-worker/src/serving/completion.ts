@@ -48,8 +48,11 @@ export class RunningCompletion {
             topLogprobs: params.logprobs ? params.top_logprobs : 0,
             maxTokens: params.max_tokens,
             stop: params.stop,
+            // Without logprobs, the sampler can skip work for them, and JSON mode's full mask when the drawn token passes.
+            logprobs: params.logprobs,
             // JSON mode: only tokens that keep the text valid JSON, closing in time.
             logitsProcessor: this.matchers[i]?.logitsProcessor(),
+            quickCheck: this.matchers[i]?.quickCheck(),
           },
           lm.eosTokenIds,
         ),

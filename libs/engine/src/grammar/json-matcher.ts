@@ -1,4 +1,4 @@
-import type { LogitsProcessor } from '../sampling';
+import type { LogitsProcessor, QuickCheck } from '../sampling';
 import type { ByteVocabulary } from './byte-vocabulary';
 import { JsonLexer } from './json-lexer';
 import { XgGrammarMatcher, nextTokenBitmask } from './xgrammar-loader';
@@ -17,6 +17,8 @@ export interface GrammarMatcher {
   catchUp(generated: readonly number[]): void;
   /** sampleToken's hook: catches up with the generated tokens, then masks with what is left of maxTokens. */
   logitsProcessor(): LogitsProcessor;
+  /** sampleToken's quick check: whether mask() would allow one token, where that is cheap to tell. */
+  quickCheck(): QuickCheck;
   dispose(): void;
 }
 
@@ -93,9 +95,8 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     for (let id = 0; id < logits.length; id++) {
       if (id >= this.vocab.size || (bitmask[id >>> 5] & (1 << (id & 31))) === 0) logits[id] = -Infinity;
     }
-    // Far from the end of the budget even the bound on the cost leaves room for any token:
-    // the walk would change nothing (the same test as below, with cost <= bound).
-    if (this.costBound !== null && GROWTH_PER_BYTE * this.vocab.longestToken <= remainingTokens - 1 - this.costBound - this.minimalDocument) return logits;
+    // Far from the end of the budget the walk would change nothing (the same test as below, with cost <= bound).
+    if (this.farFromEnd(remainingTokens)) return logits;
     const walk = this.closingWalk();
     this.costBound = walk?.length ?? null;
     if (walk === null) return logits; // no byte tokens to close with: the grammar mask alone
@@ -137,8 +138,33 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     };
   }
 
+  quickCheck(): QuickCheck {
+    return (id, generated) => {
+      this.catchUp(generated);
+      return this.allowsFarFromEnd(id, this.maxTokens - generated.length);
+    };
+  }
+
   dispose(): void {
     this.matcher.dispose();
+  }
+
+  /**
+   * Whether mask() would allow `id`, by trying that one token instead of masking the
+   * vocabulary: only far from the end of the budget, where every token the grammar accepts
+   * leaves room to close (mask's own test for skipping its walk). Nearer the end: false.
+   */
+  private allowsFarFromEnd(id: number, remainingTokens: number): boolean {
+    if (this.matcher.isTerminated()) return id === this.eos;
+    if (!this.farFromEnd(remainingTokens) || id >= this.vocab.size) return false;
+    if (!this.matcher.acceptToken(id)) return false;
+    this.matcher.rollBack(1);
+    return true;
+  }
+
+  /** Even the bound on the closing cost leaves room for any token: no walk can change the mask. */
+  private farFromEnd(remainingTokens: number): boolean {
+    return this.costBound !== null && GROWTH_PER_BYTE * this.vocab.longestToken <= remainingTokens - 1 - this.costBound - this.minimalDocument;
   }
 
   /** Closing cost after a token, by trying it; Infinity when the text cannot be closed after it. */

@@ -120,6 +120,93 @@ describe('JSON grammar', () => {
     }
   });
 
+  describe('without logprobs: a drawn token the grammar allows is kept without masking the vocabulary', () => {
+    /** JSON generation as the inference worker runs it without logprobs; counts the full masks. */
+    async function generateQuick(grammar: CompiledGrammar, prompt: string, params: GenerationParams & { maxTokens: number }) {
+      const matcher = grammar.newMatcher(params.maxTokens);
+      try {
+        const mask = matcher.logitsProcessor();
+        let masks = 0;
+        const result = await generate(lm, promptIds(prompt), {
+          ...params,
+          logprobs: false,
+          quickCheck: matcher.quickCheck(),
+          logitsProcessor: (logits, generated) => {
+            masks++;
+            mask(logits, generated);
+          },
+        });
+        return { ...result, masks };
+      } finally {
+        matcher.dispose();
+      }
+    }
+
+    /** What the quick check says of every token of the vocabulary after `prefix`, next to what the mask allows. */
+    function bothViews(grammar: CompiledGrammar, maxTokens: number, prefix: number[]) {
+      const matcher = grammar.newMatcher(maxTokens);
+      try {
+        // As in generation: the mask ran for the first token (the check relies on its bound).
+        matcher.mask(new Float32Array(lm.config.vocabSize), maxTokens);
+        matcher.catchUp(prefix);
+        const quick = matcher.quickCheck();
+        const vouched = Array.from({ length: lm.config.vocabSize }, (_, id) => quick(id, prefix));
+        const allowed = Array.from(matcher.mask(new Float32Array(lm.config.vocabSize), maxTokens - prefix.length), (v) => v !== -Infinity);
+        return { vouched, allowed };
+      } finally {
+        matcher.dispose();
+      }
+    }
+
+    it.each(Object.keys(SCHEMAS))('vouches for exactly the tokens the mask allows far from the end, and for none near it (%s)', async (name) => {
+      const grammar = (await compiler.compile(schemaFormat(name))) as CompiledGrammar;
+      const text = (await generateJson(grammar, PROMPTS[0], { maxTokens: 160, temperature: 1, seed: 5 })).tokenIds;
+      let far = 0;
+      for (const k of [1, 2, 4, 8, 16]) {
+        // A budget large against this schema's smallest document, so the start is far from the end.
+        const { vouched, allowed } = bothViews(grammar, 1024, text.slice(0, Math.min(k, text.length - 1)));
+        vouched.forEach((ok, id) => ok && expect(allowed[id]).toBe(true));
+        // Far enough from the end it vouches for the whole set at once; else for nothing.
+        if (vouched.some(Boolean)) {
+          expect(vouched).toEqual(allowed);
+          far++;
+        }
+      }
+      expect(far).toBeGreaterThan(0);
+      let minimal = 0;
+      try {
+        grammar.newMatcher(0).dispose();
+      } catch (err) {
+        minimal = (err as GrammarBudgetError).minTokens;
+      }
+      const near = bothViews(grammar, minimal + 2, text.slice(0, 1));
+      expect(near.vouched.some(Boolean)).toBe(false);
+      expect(near.allowed.some(Boolean)).toBe(true);
+    });
+
+    it.each(Object.keys(SCHEMAS))('greedy: the same tokens as with every mask (%s)', async (name) => {
+      const grammar = (await compiler.compile(schemaFormat(name))) as CompiledGrammar;
+      for (const maxTokens of [160, 48]) {
+        for (const prompt of PROMPTS) {
+          const full = await generateJson(grammar, prompt, { maxTokens, temperature: 0 });
+          const quick = await generateQuick(grammar, prompt, { maxTokens, temperature: 0 });
+          expect(quick.tokenIds).toEqual(full.tokenIds);
+        }
+      }
+    });
+
+    it.each(Object.keys(SCHEMAS))('sampled: output valid against the %s schema', async (name) => {
+      const grammar = (await compiler.compile(schemaFormat(name))) as CompiledGrammar;
+      const validate = ajv.compile(SCHEMAS[name]);
+      for (let seed = 0; seed < 6; seed++) {
+        const out = await generateQuick(grammar, PROMPTS[seed % PROMPTS.length], { maxTokens: 64, temperature: 1, seed });
+        const value = JSON.parse(out.text);
+        expect({ text: out.text, valid: validate(value) }).toEqual({ text: out.text, valid: true });
+        expect(out.tokens.every((t) => Number.isNaN(t.logprob))).toBe(true);
+      }
+    });
+  });
+
   // Below the smallest document's length nothing can fit; from there on the output must parse.
   // The largest budgets start far enough from the end that the closing walk is skipped (on a
   // bound of its cost) for the first tokens, and must still close in time later.
