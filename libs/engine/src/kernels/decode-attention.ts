@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { DECODE_ATTENTION_WASM } from './decode-attention.wasm';
+import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
 /**
  * Attention for a decoding step as one WebAssembly SIMD kernel on tfjs-wasm (source:
@@ -10,18 +11,10 @@ import { DECODE_ATTENTION_WASM } from './decode-attention.wasm';
  *
  * It is registered as a tfjs kernel for the wasm backend and runs on tfjs's own memory: the
  * module imports the backend's WebAssembly.Memory and is given the heap offsets of the
- * input tensors and of a fresh output tensor. Those two facts (the emscripten module's
- * `asm.memory` and the backend's `dataIdMap` offsets) are tfjs-wasm internals, kept to this
- * file; where they are missing, decodeAttention returns null and the caller uses tfjs ops.
+ * input tensors and of a fresh output tensor (wasm-heap.ts); where tfjs-wasm does not expose
+ * them, decodeAttention returns null and the caller uses tfjs ops.
  */
 const KERNEL_NAME = 'TrainyardDecodeAttention';
-
-/** The part of the WebAssembly JS API used here (the project's TypeScript lib is es2022, without the DOM's declarations). */
-declare const WebAssembly: {
-  Memory: new (...args: never[]) => object;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
-};
 
 type KernelFunction = (
   q: number,
@@ -36,28 +29,9 @@ type KernelFunction = (
   kvHeads: number,
 ) => void;
 
-/** The parts of tfjs-wasm's BackendWasm this kernel uses. */
-interface WasmBackendInternals {
-  wasm?: { asm?: { memory?: unknown } };
-  dataIdMap: { get(dataId: object): { memoryOffset: number } | undefined };
-  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
-}
-
-const instances = new WeakMap<object, KernelFunction | null>();
-
 /** The kernel instantiated on this backend's memory, or null when the backend does not expose it. */
 function kernelFor(backend: object): KernelFunction | null {
-  if (!instances.has(backend)) {
-    const memory = (backend as WasmBackendInternals).wasm?.asm?.memory;
-    instances.set(
-      backend,
-      memory instanceof WebAssembly.Memory
-        ? (new WebAssembly.Instance(new WebAssembly.Module(DECODE_ATTENTION_WASM), { env: { memory } }).exports
-            .decodeAttention as KernelFunction)
-        : null,
-    );
-  }
-  return instances.get(backend) ?? null;
+  return (instantiateOnHeap(DECODE_ATTENTION_WASM, backend)?.['decodeAttention'] as KernelFunction | undefined) ?? null;
 }
 
 tf.registerKernel({
@@ -71,7 +45,7 @@ tf.registerKernel({
     const [groups, G, D] = q.shape;
     const S = k.shape[2];
     const out = wasm.makeOutput([groups, G, D], 'float32');
-    const at = (t: tf.TensorInfo) => (wasm.dataIdMap.get(t.dataId) as { memoryOffset: number }).memoryOffset;
+    const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
     kernel(at(q), at(k), at(v), at(mask), at(out), groups, G, S, D, kvHeads);
     return out;
   },

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { MATMUL_WASM } from './matmul.wasm';
+import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
 /**
  * The model's projections, x [M, K] W [K, N] (+ bias), as one WebAssembly SIMD kernel on
@@ -13,9 +14,9 @@ import { MATMUL_WASM } from './matmul.wasm';
  * W is first rearranged into panels of 8 columns (packWeights), once, into a tensor of the
  * same size in tfjs-wasm's heap. Like the decode-attention kernel, both steps are tfjs
  * kernels for the wasm backend that run on tfjs's own memory (the module imports the
- * backend's WebAssembly.Memory and is given the heap offsets of the tensors); those
- * tfjs-wasm internals are kept to this file, and where they are missing every function
- * here returns null so the caller uses tfjs ops.
+ * backend's WebAssembly.Memory and is given the heap offsets of the tensors: wasm-heap.ts);
+ * where tfjs-wasm does not expose them every function here returns null so the caller uses
+ * tfjs ops.
  */
 const MATMUL_KERNEL = 'TrainyardPackedMatMul';
 const PACK_KERNEL = 'TrainyardPackPanels';
@@ -23,43 +24,14 @@ const PACK_KERNEL = 'TrainyardPackPanels';
 /** Columns per panel of the packed layout. */
 const PANEL = 8;
 
-/** The part of the WebAssembly JS API used here (the project's TypeScript lib is es2022, without the DOM's declarations). */
-declare const WebAssembly: {
-  Memory: new (...args: never[]) => object;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
-};
-
 interface Kernels {
   pack(w: number, packed: number, K: number, N: number): void;
   matmul(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number): void;
 }
 
-/** The parts of tfjs-wasm's BackendWasm these kernels use. */
-interface WasmBackendInternals {
-  wasm?: { asm?: { memory?: unknown } };
-  dataIdMap: { get(dataId: object): { memoryOffset: number } | undefined };
-  makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
-}
-
-const instances = new WeakMap<object, Kernels | null>();
-
 /** The kernels instantiated on this backend's memory, or null when the backend does not expose it. */
 function kernelsFor(backend: object): Kernels | null {
-  if (!instances.has(backend)) {
-    const memory = (backend as WasmBackendInternals).wasm?.asm?.memory;
-    instances.set(
-      backend,
-      memory instanceof WebAssembly.Memory
-        ? (new WebAssembly.Instance(new WebAssembly.Module(MATMUL_WASM), { env: { memory } }).exports as unknown as Kernels)
-        : null,
-    );
-  }
-  return instances.get(backend) ?? null;
-}
-
-function offsetOf(backend: WasmBackendInternals, t: tf.TensorInfo): number {
-  return (backend.dataIdMap.get(t.dataId) as { memoryOffset: number }).memoryOffset;
+  return instantiateOnHeap(MATMUL_WASM, backend) as Kernels | null;
 }
 
 tf.registerKernel({
@@ -70,7 +42,7 @@ tf.registerKernel({
     const wasm = backend as unknown as WasmBackendInternals;
     const [K, N] = w.shape;
     const packed = wasm.makeOutput([N / PANEL, K, PANEL], 'float32');
-    (kernelsFor(backend) as Kernels).pack(offsetOf(wasm, w), offsetOf(wasm, packed), K, N);
+    (kernelsFor(backend) as Kernels).pack(heapOffset(wasm, w), heapOffset(wasm, packed), K, N);
     return packed;
   },
 });
@@ -85,7 +57,7 @@ tf.registerKernel({
     const N = packed.shape[0] * PANEL;
     const out = wasm.makeOutput([M, N], 'float32');
     const kernels = kernelsFor(backend) as Kernels;
-    kernels.matmul(offsetOf(wasm, x), offsetOf(wasm, packed), bias ? offsetOf(wasm, bias) : 0, offsetOf(wasm, out), M, K, N);
+    kernels.matmul(heapOffset(wasm, x), heapOffset(wasm, packed), bias ? heapOffset(wasm, bias) : 0, heapOffset(wasm, out), M, K, N);
     return out;
   },
 });
