@@ -43,7 +43,7 @@ export interface SamplingParams {
    * token drawn again from what it leaves. The result has the processor's distribution: with
    * p the distribution before it and A the tokens it allows, x in A comes out with probability
    * p(x) + (1 - p(A)) p(x) / p(A) = p(x) / p(A). Its logprob would need p(A), hence only
-   * without logprobs.
+   * without logprobs; and not with top-k or top-p when sampling, whose cut depends on A.
    */
   quickCheck?: QuickCheck;
 }
@@ -76,7 +76,7 @@ export function sampleToken(
   generated: readonly number[] = [],
 ): SampledToken {
   const wantLogprobs = params.logprobs ?? true;
-  if (!wantLogprobs && params.logitsProcessor && params.quickCheck) {
+  if (!wantLogprobs && params.logitsProcessor && params.quickCheck && !truncates(params)) {
     const id = draw(logits, params, rng).id;
     if (params.quickCheck(id, generated)) return { id, logprob: NaN, topLogprobs: [] };
   }
@@ -102,6 +102,16 @@ export function sampleToken(
       .filter((i) => probs[i] > 0)
       .map((i) => ({ id: i, logprob: Math.log(probs[i]) - logTotal })),
   };
+}
+
+/**
+ * Whether top-k or top-p cut the distribution (when sampling): which tokens they keep depends
+ * on which the processor allows, so a draw before the processor is not one from after it.
+ */
+function truncates(params: SamplingParams): boolean {
+  if ((params.temperature ?? 1) <= 0) return false;
+  const topK = params.topK ?? 0;
+  return topK > 0 || (params.topP ?? 1) < 1;
 }
 
 /**

@@ -92,6 +92,18 @@ describe('sampleToken', () => {
     expect(processed / N).toBeLessThan(1 - mass + 0.03);
   });
 
+  it('runs the processor whatever the quick check says under top_k or top_p, whose cut depends on what it allows', () => {
+    const rng = new SeededRandom(4);
+    for (const cut of [{ topK: 2 }, { topP: 0.5 }]) {
+      let processed = 0;
+      for (let i = 0; i < 20; i++) sampleToken(logits, { temperature: 1, logprobs: false, ...cut, logitsProcessor: () => processed++, quickCheck: () => true }, rng);
+      expect(processed).toBe(20);
+    }
+    let greedy = 0;
+    sampleToken(logits, { temperature: 0, topK: 2, logprobs: false, logitsProcessor: () => greedy++, quickCheck: () => true }, rng);
+    expect(greedy).toBe(0);
+  });
+
   it('without logprobs, skips their work and reports NaN; with them, runs the processor whatever the quick check says', () => {
     const rng = new SeededRandom(2);
     expect(Number.isNaN(sampleToken(logits, { temperature: 0, logprobs: false }, rng).logprob)).toBe(true);
