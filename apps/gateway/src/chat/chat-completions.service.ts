@@ -98,14 +98,15 @@ export class ChatCompletionsService {
    * messages) is still answered with its own status, as for a request that is not streamed.
    */
   private async stream(subscription: Subscription, assembler: CompletionAssembler, res: Response, includeUsage: boolean): Promise<void> {
+    const send = (data: string) => {
+      if (!res.headersSent) openEventStream(res);
+      res.write(`data: ${data}\n\n`);
+    };
     for await (const event of this.events(subscription)) {
-      const chunks = assembler.apply(event);
-      if (chunks.length > 0 && !res.headersSent) openEventStream(res);
-      for (const chunk of chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      for (const chunk of assembler.apply(event)) send(JSON.stringify(chunk));
       if (assembler.done) {
-        if (!res.headersSent) openEventStream(res);
-        if (includeUsage) res.write(`data: ${JSON.stringify(assembler.usageChunk())}\n\n`);
-        res.write('data: [DONE]\n\n');
+        if (includeUsage) send(JSON.stringify(assembler.usageChunk()));
+        send('[DONE]');
         res.end();
         return;
       }

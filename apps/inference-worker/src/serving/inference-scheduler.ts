@@ -135,9 +135,11 @@ export class InferenceScheduler implements OnModuleDestroy {
       grammar = await this.grammarFor(lm).then((compiler) => compiler.compile(item.params.response_format));
     } catch (err) {
       this.release(item);
-      const invalid = err instanceof GrammarError;
-      if (!invalid) this.logger.error(`grammar failed: ${(err as Error).stack}`);
-      emit(errorEvent(invalid ? ErrorCode.InvalidRequest : ErrorCode.Internal, invalid ? (err as Error).message : 'JSON mode failed', 'response_format'));
+      if (err instanceof GrammarError) emit(errorEvent(ErrorCode.InvalidRequest, err.message, err.param));
+      else {
+        this.logger.error(`grammar failed: ${(err as Error).stack}`);
+        emit(errorEvent(ErrorCode.Internal, 'JSON mode failed', 'response_format'));
+      }
       return;
     }
     await this.exclusive(async () => {
