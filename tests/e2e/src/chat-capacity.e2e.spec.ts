@@ -79,9 +79,13 @@ describe('chat completions under load', () => {
 
   it('answers 503 at once when the inference queue refuses the work item', async () => {
     const nc = await connect({ servers: stack.nats.url });
+    const jsm = await nc.jetstreamManager();
+    const stream = resolveWorkQueue(WorkQueues.inference, stack.jetstreamPrefix).stream;
+    const { config } = await jsm.streams.info(stream);
     try {
-      const jsm = await nc.jetstreamManager();
-      await jsm.streams.delete(resolveWorkQueue(WorkQueues.inference, stack.jetstreamPrefix).stream);
+      // Work items larger than the stream takes: refused, while the stream and the worker stay
+      // healthy (deleting the stream made the worker unready too, a 503 of another kind).
+      await jsm.streams.update(stream, { ...config, max_msg_size: 16 });
       // Within the client's 1.5 s: a clear 503, not a wait for a worker that never gets it.
       // (Chat's view of the worker's load lags by WORKER_POLL_MS: a 429 first is retried.)
       const error = await waitFor(
@@ -98,11 +102,9 @@ describe('chat completions under load', () => {
       expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
       expect((error as Error).message).toMatch(/inference queue is unavailable/);
     } finally {
+      await jsm.streams.update(stream, config);
       await nc.close();
     }
-    // A starting worker makes the queue again.
-    await stack.stopApp('inference-worker');
-    await stack.startApp('inference-worker');
     await waitFor(() => short().catch(() => undefined), { what: 'service again', timeoutMs: 15_000, intervalMs: 300 });
   });
 });
