@@ -74,7 +74,11 @@ function event<T>(name: string): EventSubject<T> {
   return { name };
 }
 
-/** Streams of one completion's InferenceEvents: `${prefix}.${completion_id}`. */
+/**
+ * Streams of one completion's InferenceEvents: `${prefix}.${gateway}.${completion_id}`, where
+ * `gateway` names the gateway process relaying it (one subscription per gateway for all of
+ * them). Workers publish to the work item's reply_subject as given, never build it.
+ */
 export const COMPLETION_EVENTS_PREFIX = 'chat.completion.events.v1';
 
 /**

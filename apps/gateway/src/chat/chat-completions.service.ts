@@ -3,7 +3,6 @@ import {
   CancelCompletion,
   ChatCompletionParams,
   ChatMessageInput,
-  COMPLETION_EVENTS_PREFIX,
   ErrorCode,
   InferenceEvent,
   ServiceError,
@@ -12,11 +11,12 @@ import {
 import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort } from '@trainyard/runtime';
 import type { Response } from 'express';
-import { JSONCodec, NatsConnection, Subscription } from 'nats';
+import { JSONCodec, NatsConnection } from 'nats';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/caller';
 import { GatewayConfig } from '../config/gateway.config';
 import { CompletionAssembler } from './completion-assembler';
+import { CompletionEventsHub, CompletionInbox } from './completion-events.hub';
 import { CompletionEventsReader } from './completion-events.reader';
 import { ChatCompletionRequest, ChatMessageDto } from './dto/chat-completion.request';
 import { HTTP_STATUS_BY_CODE } from '../http/error-status';
@@ -26,7 +26,7 @@ import { openAiEnvelope } from '../http/http-error.filter';
 const cancellations = JSONCodec<CancelCompletion>();
 
 /**
- * The HTTP half of a chat completion: listen on the completion's event subject, ask the
+ * The HTTP half of a chat completion: open the completion's inbox on the events hub, ask the
  * chat service to schedule it, then relay the worker's events as one response or as
  * Server-Sent Events. A client that goes away cancels the generation. On shutdown, a
  * completion still running when the drain time is over ends with a 503 (or a last error
@@ -40,16 +40,17 @@ export class ChatCompletionsService {
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     private readonly rpc: RpcClient,
     private readonly shutdown: GracefulShutdown,
+    private readonly hub: CompletionEventsHub,
   ) {}
 
   async create(caller: Caller, body: ChatCompletionRequest, res: Response): Promise<void> {
     const params = this.normalize(body);
     const completionId = `chatcmpl-${randomUUID()}`;
-    // Subscribe first: the worker may answer before the start request returns.
-    const subscription = this.nc.subscribe(`${COMPLETION_EVENTS_PREFIX}.${completionId}`);
+    // Open first: the worker may answer before the start request returns.
+    const inbox = this.hub.open(completionId);
     let finished = false;
     const cancel = () => {
-      subscription.unsubscribe();
+      inbox.close();
       if (finished) return;
       finished = true;
       this.logger.log(`${completionId}: the client went away; cancelling`);
@@ -63,13 +64,13 @@ export class ChatCompletionsService {
         entity_name: caller.entityName,
         logprobs_requested: body.logprobs ?? null,
         params,
-        reply_subject: subscription.getSubject(),
+        reply_subject: inbox.subject,
       });
       const assembler = new CompletionAssembler(completionId, started, { n: params.n, returnTokenIds: params.return_token_ids || started.logprobs });
       if (params.tools) assembler.withholdText();
       res.setHeader('x-trainyard-checkpoint-step', started.checkpoint_step === null ? 'base' : String(started.checkpoint_step));
-      if (body.stream) await this.stream(subscription, assembler, res, body.stream_options?.include_usage === true);
-      else res.status(200).json(await this.collect(subscription, assembler));
+      if (body.stream) await this.stream(inbox, assembler, res, body.stream_options?.include_usage === true);
+      else res.status(200).json(await this.collect(inbox, assembler));
       finished = true;
     } catch (err) {
       cancel();
@@ -80,12 +81,12 @@ export class ChatCompletionsService {
       res.end();
     } finally {
       res.off('close', cancel);
-      subscription.unsubscribe();
+      inbox.close();
     }
   }
 
-  private async collect(subscription: Subscription, assembler: CompletionAssembler): Promise<Record<string, unknown>> {
-    for await (const event of this.events(subscription)) {
+  private async collect(inbox: CompletionInbox, assembler: CompletionAssembler): Promise<Record<string, unknown>> {
+    for await (const event of this.events(inbox)) {
       assembler.apply(event);
       if (assembler.done) return assembler.response();
     }
@@ -97,12 +98,12 @@ export class ChatCompletionsService {
    * that (the prompt does not fit, JSON mode's budget, a template that cannot render these
    * messages) is still answered with its own status, as for a request that is not streamed.
    */
-  private async stream(subscription: Subscription, assembler: CompletionAssembler, res: Response, includeUsage: boolean): Promise<void> {
+  private async stream(inbox: CompletionInbox, assembler: CompletionAssembler, res: Response, includeUsage: boolean): Promise<void> {
     const send = (data: string) => {
       if (!res.headersSent) openEventStream(res);
       res.write(`data: ${data}\n\n`);
     };
-    for await (const event of this.events(subscription)) {
+    for await (const event of this.events(inbox)) {
       for (const chunk of assembler.apply(event)) send(JSON.stringify(chunk));
       if (assembler.done) {
         if (includeUsage) send(JSON.stringify(assembler.usageChunk()));
@@ -114,8 +115,8 @@ export class ChatCompletionsService {
   }
 
   /** The worker's events in order; an `error` event, a silent, gone or lossy worker ends it with a ServiceError. */
-  private async *events(subscription: Subscription): AsyncGenerator<InferenceEvent> {
-    const reader = new CompletionEventsReader(this.nc, subscription, {
+  private async *events(inbox: CompletionInbox): AsyncGenerator<InferenceEvent> {
+    const reader = new CompletionEventsReader(this.nc, inbox, {
       idleTimeoutMs: this.config.COMPLETION_IDLE_TIMEOUT_MS,
       probeAfterMs: this.config.COMPLETION_PROBE_AFTER_MS,
     });

@@ -1,27 +1,15 @@
-import { COMPLETION_EVENTS_PREFIX, ErrorCode, InferenceEventMessage, ServiceError } from '@trainyard/contracts';
-import { ErrorCode as NatsErrorCode, JSONCodec, Msg, NatsConnection, NatsError, Subscription } from 'nats';
+import { ErrorCode, InferenceEventMessage, ServiceError } from '@trainyard/contracts';
+import { ErrorCode as NatsErrorCode, JSONCodec, NatsConnection, NatsError } from 'nats';
+import { CompletionInbox } from './completion-events.hub';
 import { CompletionEventsReader } from './completion-events.reader';
 
 const codec = JSONCodec<InferenceEventMessage>();
 
-/** A subscription whose messages the test pushes. */
-function fakeSubscription(completionId: string) {
-  const queue: Msg[] = [];
-  let wake: (() => void) | undefined;
-  const subscription = {
-    getSubject: () => `${COMPLETION_EVENTS_PREFIX}.${completionId}`,
-    async *[Symbol.asyncIterator]() {
-      for (;;) {
-        while (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-        yield queue.shift() as Msg;
-      }
-    },
-  } as unknown as Subscription;
-  const push = (event: InferenceEventMessage) => {
-    queue.push({ data: codec.encode(event) } as Msg);
-    wake?.();
-  };
-  return { subscription, push };
+/** A completion's inbox whose events the test pushes, as the hub does. */
+function inboxOf(completionId: string) {
+  const inbox = new CompletionInbox(completionId, `events.${completionId}`);
+  const push = (event: InferenceEventMessage) => inbox.push(codec.encode(event));
+  return { inbox, push };
 }
 
 function fakeConnection(probe: () => Promise<unknown>) {
@@ -44,8 +32,8 @@ async function failure(promise: Promise<unknown>): Promise<ServiceError> {
 
 describe('CompletionEventsReader', () => {
   it('passes the events on in order, keeping the acceptance to itself', async () => {
-    const { subscription, push } = fakeSubscription('c1');
-    const reader = new CompletionEventsReader(fakeConnection(answered).nc, subscription, options);
+    const { inbox, push } = inboxOf('c1');
+    const reader = new CompletionEventsReader(fakeConnection(answered).nc, inbox, options);
     push({ seq: 0, type: 'accepted' });
     push({ seq: 1, type: 'prompt', prompt_tokens: 2, prompt_token_ids: [] });
     push({ seq: 2, type: 'done', usage: { prompt_tokens: 2, completion_tokens: 0 } });
@@ -54,9 +42,9 @@ describe('CompletionEventsReader', () => {
   });
 
   it('fails with 503 as soon as the worker that took the completion is gone', async () => {
-    const { subscription, push } = fakeSubscription('c2');
+    const { inbox, push } = inboxOf('c2');
     const { nc, request } = fakeConnection(noResponders);
-    const reader = new CompletionEventsReader(nc, subscription, options);
+    const reader = new CompletionEventsReader(nc, inbox, options);
     push({ seq: 0, type: 'accepted' });
     const error = await failure(reader.next());
     expect(error.code).toBe(ErrorCode.Unavailable);
@@ -65,9 +53,9 @@ describe('CompletionEventsReader', () => {
   });
 
   it('keeps waiting while the worker answers for a slow completion', async () => {
-    const { subscription, push } = fakeSubscription('c3');
+    const { inbox, push } = inboxOf('c3');
     const { nc, request } = fakeConnection(answered);
-    const reader = new CompletionEventsReader(nc, subscription, options);
+    const reader = new CompletionEventsReader(nc, inbox, options);
     push({ seq: 0, type: 'accepted' });
     const next = reader.next();
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -77,17 +65,17 @@ describe('CompletionEventsReader', () => {
   });
 
   it('does not probe before a worker took the completion (it may still be queued)', async () => {
-    const { subscription } = fakeSubscription('c4');
+    const { inbox } = inboxOf('c4');
     const { nc, request } = fakeConnection(noResponders);
-    const reader = new CompletionEventsReader(nc, subscription, { idleTimeoutMs: 300, probeAfterMs: 50 });
+    const reader = new CompletionEventsReader(nc, inbox, { idleTimeoutMs: 300, probeAfterMs: 50 });
     const error = await failure(reader.next());
     expect(error.code).toBe(ErrorCode.Timeout);
     expect(request).not.toHaveBeenCalled();
   });
 
   it('fails with 503 when an event went missing in transit', async () => {
-    const { subscription, push } = fakeSubscription('c5');
-    const reader = new CompletionEventsReader(fakeConnection(answered).nc, subscription, options);
+    const { inbox, push } = inboxOf('c5');
+    const reader = new CompletionEventsReader(fakeConnection(answered).nc, inbox, options);
     push({ seq: 0, type: 'accepted' });
     push({ seq: 1, type: 'prompt', prompt_tokens: 1, prompt_token_ids: [] });
     push({ seq: 3, type: 'done', usage: { prompt_tokens: 1, completion_tokens: 1 } });
@@ -95,5 +83,38 @@ describe('CompletionEventsReader', () => {
     const error = await failure(reader.next());
     expect(error.code).toBe(ErrorCode.Unavailable);
     expect(error.message).toMatch(/event 2 never arrived/);
+  });
+});
+
+describe('CompletionInbox', () => {
+  it('hands events over in order, to a reader already waiting or later', async () => {
+    const { inbox, push } = inboxOf('i1');
+    const waiting = inbox.next();
+    push({ seq: 0, type: 'accepted' });
+    push({ seq: 1, type: 'prompt', prompt_tokens: 1, prompt_token_ids: [] });
+    push({ seq: 2, type: 'done', usage: { prompt_tokens: 1, completion_tokens: 0 } });
+    const seqs = [];
+    for (const next of [await waiting, await inbox.next(), await inbox.next()]) seqs.push(codec.decode(next.value as Uint8Array).seq);
+    expect(seqs).toEqual([0, 1, 2]);
+  });
+
+  it('ends a waiting reader when closed, drops what was not read and ignores what comes after', async () => {
+    let closed = 0;
+    const inbox = new CompletionInbox('i2', 'events.i2', () => closed++);
+    const waiting = inbox.next();
+    inbox.close();
+    expect(await waiting).toEqual({ done: true, value: undefined });
+    inbox.push(codec.encode({ seq: 0, type: 'accepted' }));
+    expect(await inbox.next()).toEqual({ done: true, value: undefined });
+    inbox.close();
+    expect(closed).toBe(1);
+  });
+
+  it('ends the reader: the completion has no result', async () => {
+    const { inbox, push } = inboxOf('i3');
+    const reader = new CompletionEventsReader(fakeConnection(answered).nc, inbox, options);
+    push({ seq: 0, type: 'accepted' });
+    inbox.close();
+    expect(await reader.next()).toEqual({ done: true, value: undefined });
   });
 });

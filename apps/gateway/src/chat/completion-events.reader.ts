@@ -1,13 +1,7 @@
-import {
-  COMPLETION_EVENTS_PREFIX,
-  COMPLETION_LIVENESS_PREFIX,
-  ErrorCode,
-  InferenceEvent,
-  InferenceEventMessage,
-  ServiceError,
-} from '@trainyard/contracts';
+import { COMPLETION_LIVENESS_PREFIX, ErrorCode, InferenceEvent, InferenceEventMessage, ServiceError } from '@trainyard/contracts';
 import { settledWithin } from '@trainyard/runtime';
-import { ErrorCode as NatsErrorCode, JSONCodec, Msg, NatsConnection, NatsError, Subscription } from 'nats';
+import { ErrorCode as NatsErrorCode, JSONCodec, NatsConnection, NatsError } from 'nats';
+import type { CompletionInbox } from './completion-events.hub';
 
 const messages = JSONCodec<InferenceEventMessage>();
 
@@ -19,33 +13,28 @@ export interface CompletionEventsOptions {
 }
 
 /**
- * Reads one completion's events off its subscription, in order, and turns the ways a
+ * Reads one completion's events off its inbox, in order, and turns the ways a
  * completion can be lost into clear errors instead of a wait: its worker died after taking
  * it (the liveness subject has no responders: 503), an event went missing in transit (a gap
  * in the numbering: 503), or nothing came for the idle timeout (504). Silence alone proves
  * nothing (a long prefill, a bus reconnecting), so only those proofs end it early.
  */
 export class CompletionEventsReader {
-  private readonly iterator: AsyncIterator<Msg>;
-  private readonly completionId: string;
   private accepted = false;
   private expectedSeq = 0;
 
   constructor(
     private readonly nc: NatsConnection,
-    subscription: Subscription,
+    private readonly inbox: CompletionInbox,
     private readonly options: CompletionEventsOptions,
-  ) {
-    this.iterator = subscription[Symbol.asyncIterator]();
-    this.completionId = subscription.getSubject().slice(COMPLETION_EVENTS_PREFIX.length + 1);
-  }
+  ) {}
 
-  /** The next event for the response (bookkeeping events are consumed here); done when the subscription ends. */
+  /** The next event for the response (bookkeeping events are consumed here); done when the inbox is closed. */
   async next(): Promise<IteratorResult<InferenceEvent, undefined>> {
     for (;;) {
       const received = await this.receive();
       if (received.done) return { done: true, value: undefined };
-      const { seq, ...event } = messages.decode(received.value.data);
+      const { seq, ...event } = messages.decode(received.value);
       // Workers older than the numbering send none and answer no probes: nothing to check then.
       if (typeof seq === 'number') {
         if (seq !== this.expectedSeq) {
@@ -64,8 +53,8 @@ export class CompletionEventsReader {
   }
 
   /** Waits for the next message, probing the worker at every `probeAfterMs` of silence once it took the completion. */
-  private async receive(): Promise<IteratorResult<Msg>> {
-    const next = this.iterator.next();
+  private async receive(): Promise<IteratorResult<Uint8Array, undefined>> {
+    const next = this.inbox.next();
     const silentSince = Date.now();
     for (;;) {
       const silent = Date.now() - silentSince;
@@ -80,7 +69,7 @@ export class CompletionEventsReader {
 
   private async probe(): Promise<void> {
     try {
-      await this.nc.request(`${COMPLETION_LIVENESS_PREFIX}.${this.completionId}`, undefined, { timeout: this.options.probeAfterMs });
+      await this.nc.request(`${COMPLETION_LIVENESS_PREFIX}.${this.inbox.completionId}`, undefined, { timeout: this.options.probeAfterMs });
     } catch (err) {
       if (err instanceof NatsError && err.code === NatsErrorCode.NoResponders) {
         throw new ServiceError(

@@ -170,17 +170,24 @@ export class InferenceScheduler implements OnModuleDestroy {
       batch.router.route([adapter]);
       // A prompt's keys and values depend on the adapter it was prefilled with.
       const reuse = this.prompts ? { cache: this.prompts, namespace: item.adapter ? AdapterCache.key(item.adapter) : '' } : undefined;
-      for (let i = 0; i < item.params.n; i++) {
-        const key = completion.sequenceKey(i);
-        const logits = await batch.decode.join(key, completion.promptIds, reuse);
-        // The prompt is counted once, like prompt_tokens: what its first choice did not prefill.
-        if (i === 0) completion.cachedTokens = batch.decode.reusedTokens(key);
-        const next = completion.advance(i, logits);
-        if (next === null) batch.decode.leave(key);
-        else {
-          this.pending.set(key, next);
-          batch.adapters.set(key, adapter);
+      try {
+        for (let i = 0; i < item.params.n; i++) {
+          const key = completion.sequenceKey(i);
+          const logits = await batch.decode.join(key, completion.promptIds, reuse);
+          // The prompt is counted once, like prompt_tokens: what its first choice did not prefill.
+          if (i === 0) completion.cachedTokens = batch.decode.reusedTokens(key);
+          const next = completion.advance(i, logits);
+          if (next === null) batch.decode.leave(key);
+          else {
+            this.pending.set(key, next);
+            batch.adapters.set(key, adapter);
+          }
         }
+      } catch (err) {
+        // The prefill failed (out of memory, say): this completion ends with an error, the batch goes on.
+        this.logger.error(`prefill failed for ${completion.id}: ${(err as Error).stack ?? (err as Error).message}`);
+        completion.fail(errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker'));
+        completion.abandon();
       }
       this.retireFinished();
     });
