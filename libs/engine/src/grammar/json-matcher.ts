@@ -66,8 +66,6 @@ export class JsonGrammarMatcher implements GrammarMatcher {
   readonly minimalDocument: number;
   /** The smallest document is longer than MAX_CLOSING_BYTES: closing in time cannot be promised. */
   readonly tooLongToClose: boolean;
-  /** Whether the last closing walk gave up at MAX_CLOSING_BYTES. */
-  private walkTooLong = false;
   /**
    * An upper bound on the closing cost now: the last walk's length plus, for each token
    * accepted since, the most a token can raise it. While the bound leaves room for any token,
@@ -85,8 +83,8 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     this.eos = eosTokenIds[0];
     this.eosIds = new Set(eosTokenIds);
     const minimal = this.closingWalk();
-    this.minimalDocument = minimal?.length ?? 0;
-    this.tooLongToClose = minimal === null && this.walkTooLong;
+    this.minimalDocument = minimal.tokens?.length ?? 0;
+    this.tooLongToClose = minimal.tokens === null && minimal.reason === 'too long';
   }
 
   mask(logits: Float32Array, remainingTokens: number): Float32Array {
@@ -97,7 +95,7 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     }
     // Far from the end of the budget the walk would change nothing (the same test as below, with cost <= bound).
     if (this.farFromEnd(remainingTokens)) return logits;
-    const walk = this.closingWalk();
+    const walk = this.closingWalk().tokens;
     this.costBound = walk?.length ?? null;
     if (walk === null) return logits; // no byte tokens to close with: the grammar mask alone
     const spare = remainingTokens - 1 - walk.length - this.minimalDocument;
@@ -172,30 +170,26 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     if (!this.matcher.acceptToken(id)) return Infinity;
     const lexer = this.lexer.clone();
     lexer.feedAll(this.vocab.bytes(id));
-    const walk = this.closingWalk(lexer);
+    const walk = this.closingWalk(lexer).tokens;
     this.matcher.rollBack(1);
     return walk?.length ?? Infinity;
   }
 
-  /** Tokens of a quick completion from the current state (see the comment above); null if none is found. */
-  private closingWalk(lexer = this.lexer.clone()): number[] | null {
+  /** Tokens of a quick completion from the current state (see the comment above), or why none was found. */
+  private closingWalk(lexer = this.lexer.clone()): ClosingWalk {
     const bytes: number[] = [];
-    this.walkTooLong = false;
     try {
       while (!this.canEnd()) {
-        if (bytes.length >= MAX_CLOSING_BYTES) {
-          this.walkTooLong = true;
-          return null;
-        }
+        if (bytes.length >= MAX_CLOSING_BYTES) return { tokens: null, reason: 'too long' };
         const byte = this.acceptFirst(lexer.closingPreferences());
-        if (byte < 0) return null;
+        if (byte < 0) return { tokens: null, reason: 'no byte token fits' };
         bytes.push(byte);
         lexer.feed(byte);
       }
     } finally {
       if (bytes.length > 0) this.matcher.rollBack(bytes.length);
     }
-    return this.vocab.tokensFor(bytes);
+    return { tokens: this.vocab.tokensFor(bytes) };
   }
 
   /** Accepts the first of the preferred (then of all) bytes the grammar allows; returns it, or -1. */
@@ -215,6 +209,9 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     return true;
   }
 }
+
+/** A closing walk's outcome: the tokens that end the text, or why the walk found none. */
+type ClosingWalk = { tokens: number[] } | { tokens: null; reason: 'too long' | 'no byte token fits' };
 
 function onlyToken(logits: Float32Array, id: number): Float32Array {
   const keep = logits[id];
