@@ -1,12 +1,12 @@
-import { Controller, INestApplication, Module } from '@nestjs/common';
+import { Controller, Module } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { Test } from '@nestjs/testing';
 import { ErrorCode, RpcSubject, ServiceError } from '@trainyard/contracts';
-import { MessagingModule, RequestIdInterceptor, RpcClient, RpcErrorFilter } from '@trainyard/messaging';
+import { RpcClient } from '@trainyard/messaging';
 import { startNatsServer, TestNatsServer } from '@trainyard/testing';
 import { ReadinessService } from '../src/health/readiness.service';
 import { DrainingNatsServer } from '../src/shutdown/draining-nats.server';
 import { GracefulShutdown } from '../src/shutdown/graceful-shutdown';
+import { startRpcClient, startService } from './nats-services';
 
 const slow: RpcSubject<{ ms: number }, { done: true }> = { name: 'test.drain.slow.v1' };
 
@@ -33,21 +33,12 @@ describe('DrainingNatsServer against a real nats-server', () => {
     nats = await startNatsServer();
     shutdown = new GracefulShutdown(new ReadinessService());
     server = new DrainingNatsServer({ servers: [nats.url], queue: 'test-drain' }, shutdown);
-    const service = (await Test.createTestingModule({ imports: [SlowModule] }).compile()).createNestMicroservice({ strategy: server });
-    service.useGlobalFilters(new RpcErrorFilter());
-    // As in the apps: with an interceptor, the handler runs only once Nest subscribes to its reply.
-    service.useGlobalInterceptors(new RequestIdInterceptor());
-    await service.listen();
+    const service = await startService(SlowModule, server);
     closers.push(() => service.close());
 
-    const client: INestApplication = (
-      await Test.createTestingModule({
-        imports: [MessagingModule.forRoot({ servers: [nats.url], connectionName: 'test', rpcTimeoutMs: 5_000, streamPrefix: '' })],
-      }).compile()
-    ).createNestApplication();
-    await client.init();
-    rpc = client.get(RpcClient);
-    closers.push(() => client.close());
+    const client = await startRpcClient(nats.url);
+    rpc = client.rpc;
+    closers.push(client.close);
   });
 
   afterAll(async () => {

@@ -1,13 +1,13 @@
-import { Controller, INestMicroservice, Module } from '@nestjs/common';
+import { Controller, Module } from '@nestjs/common';
 import { MessagePattern } from '@nestjs/microservices';
-import { Test } from '@nestjs/testing';
 import { RpcSubject } from '@trainyard/contracts';
-import { MessagingModule, RequestConnection, RequestIdInterceptor, RpcClient } from '@trainyard/messaging';
+import { RequestConnection, RpcClient } from '@trainyard/messaging';
 import { startNatsServer, TestNatsServer } from '@trainyard/testing';
 import { connect, NatsConnection } from 'nats';
 import { ReadinessService } from '../src/health/readiness.service';
 import { DrainingNatsServer } from '../src/shutdown/draining-nats.server';
 import { GracefulShutdown } from '../src/shutdown/graceful-shutdown';
+import { startRpcClient, startService } from './nats-services';
 
 const ANNOUNCEMENTS = 'test.order.announced.v1';
 const count: RpcSubject<Record<string, never>, { seen: number }> = { name: 'test.order.count.v1' };
@@ -28,7 +28,6 @@ class CountModule {}
 
 describe('RequestConnection against a real nats-server', () => {
   let nats: TestNatsServer;
-  let service: INestMicroservice;
   let announcer: NatsConnection;
   let rpc: RpcClient;
   const closers: (() => Promise<void>)[] = [];
@@ -38,22 +37,14 @@ describe('RequestConnection against a real nats-server', () => {
     const requests = new RequestConnection();
     requests.whenConnected((nc) => nc.subscribe(ANNOUNCEMENTS, { callback: () => state.seen++ }));
     const server = new DrainingNatsServer({ servers: [nats.url], queue: 'test-order' }, new GracefulShutdown(new ReadinessService()), requests);
-    service = (await Test.createTestingModule({ imports: [CountModule] }).compile()).createNestMicroservice({ strategy: server });
-    // As in the apps: with an interceptor, the handler runs some hops after the message is read.
-    service.useGlobalInterceptors(new RequestIdInterceptor());
-    await service.listen();
+    const service = await startService(CountModule, server);
     closers.push(() => service.close());
 
     announcer = await connect({ servers: nats.url });
     closers.push(() => announcer.close());
-    const client = (
-      await Test.createTestingModule({
-        imports: [MessagingModule.forRoot({ servers: [nats.url], connectionName: 'test', rpcTimeoutMs: 5_000, streamPrefix: '' })],
-      }).compile()
-    ).createNestApplication();
-    await client.init();
-    rpc = client.get(RpcClient);
-    closers.push(() => client.close());
+    const client = await startRpcClient(nats.url);
+    rpc = client.rpc;
+    closers.push(client.close);
   });
 
   afterAll(async () => {
