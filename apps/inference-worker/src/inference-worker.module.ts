@@ -5,6 +5,7 @@ import { InferenceWorkerConfig } from './config/inference-worker.config';
 import { AdapterCache } from './models/adapter-cache';
 import { ModelCache } from './models/model-cache';
 import { InferenceScheduler } from './serving/inference-scheduler';
+import { PeerLoads } from './serving/peer-loads';
 import { WorkQueueConsumer } from './serving/work-queue.consumer';
 
 /** Loads base models and adapters with TensorFlow.js, batches and decodes. */
@@ -26,7 +27,7 @@ export class InferenceWorkerModule {
           { requireGpu: config.REQUIRE_GPU },
         ),
       ],
-      providers: [{ provide: InferenceWorkerConfig, useValue: config }, ModelCache, AdapterCache, InferenceScheduler, WorkQueueConsumer],
+      providers: [{ provide: InferenceWorkerConfig, useValue: config }, ModelCache, AdapterCache, InferenceScheduler, PeerLoads, WorkQueueConsumer],
     };
   }
 }

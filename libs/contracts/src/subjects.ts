@@ -1,4 +1,4 @@
-import type { CancelCompletion, StartCompletionReply, StartCompletionRequest } from './chat/chat-completion.messages';
+import type { CancelCompletion, InferenceWorkerLoad, StartCompletionReply, StartCompletionRequest } from './chat/chat-completion.messages';
 import type { ServiceHealthReport, SystemCheckReport, WorkerAnnouncement } from './health/health.messages';
 import type { ListBaseModelsReply } from './registry/base-models.messages';
 import type {
@@ -149,6 +149,8 @@ export const Subjects = {
   inference: {
     /** Every inference worker listens; the one running the completion stops it. */
     cancel: event<CancelCompletion>('inference.completion.cancel.v1'),
+    /** Every inference worker announces its load here and listens to the others'. */
+    workerLoad: event<InferenceWorkerLoad>('inference.worker.load.v1'),
   },
   workers: {
     /** Scatter-gather, no queue group: every worker answers with its announcement. */

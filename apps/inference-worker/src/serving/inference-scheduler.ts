@@ -56,6 +56,9 @@ export class InferenceScheduler implements OnModuleDestroy {
   private readonly grammars = new WeakMap<LoadedModel, Promise<JsonGrammarCompiler>>();
   /** The token each live sequence feeds into the next step. */
   private readonly pending = new Map<string, number>();
+  /** Sequences of completions taken from the queue and not decoding yet (loading weights, waiting for the lock, prefilling). */
+  private admitting = 0;
+  private readonly heldListeners: (() => void)[] = [];
   private turn: Promise<unknown> = Promise.resolve();
   private looping = false;
   private slotWaiters: (() => void)[] = [];
@@ -84,12 +87,18 @@ export class InferenceScheduler implements OnModuleDestroy {
     onAbort(shutdown.expired, () => void this.exclusive(async () => this.failRunning()));
   }
 
-  get activeSequences(): number {
-    return this.pending.size;
+  /** Sequences this worker holds: decoding, or taken from the queue and on their way in. */
+  get heldSequences(): number {
+    return this.pending.size + this.admitting;
   }
 
   get freeSlots(): number {
-    return this.config.MAX_BATCH_SEQUENCES - this.pending.size;
+    return this.config.MAX_BATCH_SEQUENCES - this.heldSequences;
+  }
+
+  /** Calls `listener` whenever heldSequences may have changed. */
+  onHeldChange(listener: () => void): void {
+    this.heldListeners.push(listener);
   }
 
   /** Resolves once a slot is free (immediately if one is), or when the worker is stopping. */
@@ -109,6 +118,17 @@ export class InferenceScheduler implements OnModuleDestroy {
     if (this.cancelledEarly.delete(item.completion_id)) return;
     // Redelivered while this worker still has it (a stall longer than the ack wait): run it once.
     if (this.liveness.has(item.completion_id)) return;
+    this.admitting += item.params.n;
+    this.heldChanged();
+    try {
+      await this.start(item);
+    } finally {
+      this.admitting -= item.params.n;
+      this.heldChanged();
+    }
+  }
+
+  private async start(item: InferenceWorkItem): Promise<void> {
     this.holds.set(item.completion_id, this.shutdown.hold());
     let seq = 0;
     const emit = (event: InferenceEvent) => this.nc.publish(item.reply_subject, events.encode({ ...event, seq: seq++ }));
@@ -322,7 +342,12 @@ export class InferenceScheduler implements OnModuleDestroy {
       this.disposeBatch(batch);
       this.batches.delete(key);
     }
-    this.load.active = this.pending.size;
+    this.heldChanged();
+  }
+
+  private heldChanged(): void {
+    this.load.active = this.heldSequences;
+    for (const listener of this.heldListeners) listener();
     while (this.freeSlots > 0 && this.slotWaiters.length > 0) this.slotWaiters.shift()?.();
   }
 

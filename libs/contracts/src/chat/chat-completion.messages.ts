@@ -115,3 +115,16 @@ export type InferenceEventMessage = InferenceEvent & { seq: number };
 export interface CancelCompletion {
   completion_id: string;
 }
+
+/**
+ * An inference worker's load as it tells its peers: sent whenever it changes, and every
+ * second, so that a burst of completions is shared out instead of going to whichever worker
+ * asks the queue first.
+ */
+export interface InferenceWorkerLoad {
+  instance: string;
+  /** Sequences it holds: decoding, or taken from the queue and being admitted. */
+  held: number;
+  /** Whether it has a request for work outstanding at the queue (the next completion goes to the longest waiting). */
+  asking: boolean;
+}
