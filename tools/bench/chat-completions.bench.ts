@@ -111,7 +111,7 @@ async function main() {
     // alternation, round by round, and each ratio is the median of the rounds' ratios.
     // Two workloads: one prompt for every stream (as an RL group's samples: after the first,
     // the workers reuse its prefill), and a new prompt for every stream (each is prefilled).
-    const ROUNDS = 3;
+    const ROUNDS = 5;
     const single = [];
     const singleNew = [];
     const concurrentRates: number[] = [];
