@@ -149,7 +149,7 @@ export const Subjects = {
   inference: {
     /** Every inference worker listens; the one running the completion stops it. */
     cancel: event<CancelCompletion>('inference.completion.cancel.v1'),
-    /** Every inference worker announces its load here and listens to the others'. */
+    /** `${name}.${stream}`: every inference worker of that work queue announces its load there and listens to the others'. */
     workerLoad: event<InferenceWorkerLoad>('inference.worker.load.v1'),
   },
   workers: {

@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { InferenceWorkerLoad, Subjects } from '@trainyard/contracts';
+import { InferenceWorkerLoad, resolveWorkQueue, Subjects, WorkQueues } from '@trainyard/contracts';
 import { NATS_CONNECTION } from '@trainyard/messaging';
 import { JSONCodec, NatsConnection, Subscription } from 'nats';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
@@ -37,14 +37,16 @@ export class LoadBoard {
 }
 
 /**
- * Shares inference workers' loads over NATS (`inference.worker.load.v1`, no queue group): each
- * announces its own whenever it changes and every LOAD_HEARTBEAT_MS, and hears everyone
- * else's. Plain publishes, nothing awaited: a lost announcement only costs balance until the
- * next one.
+ * Shares inference workers' loads over NATS (`inference.worker.load.v1.<queue's stream>`, no
+ * queue group): each announces its own whenever it changes and every LOAD_HEARTBEAT_MS, and
+ * hears those of the workers of its own queue only (deployments sharing a nats-server through
+ * JETSTREAM_PREFIX never wait for each other). Plain publishes, nothing awaited: a lost
+ * announcement only costs balance until the next one.
  */
 @Injectable()
 export class PeerLoads implements OnModuleInit, OnModuleDestroy {
   private readonly board: LoadBoard;
+  private readonly subject: string;
   private last?: InferenceWorkerLoad;
   private subscription?: Subscription;
   private heartbeat?: NodeJS.Timeout;
@@ -55,10 +57,11 @@ export class PeerLoads implements OnModuleInit, OnModuleDestroy {
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
   ) {
     this.board = new LoadBoard(config.INSTANCE_ID);
+    this.subject = `${Subjects.inference.workerLoad.name}.${resolveWorkQueue(WorkQueues.inference, config.JETSTREAM_PREFIX).stream}`;
   }
 
   onModuleInit(): void {
-    this.subscription = this.nc.subscribe(Subjects.inference.workerLoad.name, {
+    this.subscription = this.nc.subscribe(this.subject, {
       callback: (err, msg) => {
         if (err) return;
         this.board.record(loads.decode(msg.data), Date.now());
@@ -100,6 +103,6 @@ export class PeerLoads implements OnModuleInit, OnModuleDestroy {
   }
 
   private publish(load: InferenceWorkerLoad): void {
-    if (!this.nc.isClosed()) this.nc.publish(Subjects.inference.workerLoad.name, loads.encode(load));
+    if (!this.nc.isClosed()) this.nc.publish(this.subject, loads.encode(load));
   }
 }
