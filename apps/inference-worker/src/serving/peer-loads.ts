@@ -50,7 +50,7 @@ export class PeerLoads implements OnModuleInit, OnModuleDestroy {
   private last?: InferenceWorkerLoad;
   private subscription?: Subscription;
   private heartbeat?: NodeJS.Timeout;
-  private waiters: (() => void)[] = [];
+  private readonly waiters = new Set<() => void>();
 
   constructor(
     @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
@@ -65,7 +65,7 @@ export class PeerLoads implements OnModuleInit, OnModuleDestroy {
       callback: (err, msg) => {
         if (err) return;
         this.board.record(loads.decode(msg.data), Date.now());
-        for (const wake of this.waiters.splice(0)) wake();
+        this.wakeWaiters();
       },
     });
     this.heartbeat = setInterval(() => this.last && this.publish(this.last), LOAD_HEARTBEAT_MS);
@@ -73,7 +73,7 @@ export class PeerLoads implements OnModuleInit, OnModuleDestroy {
 
   onModuleDestroy(): void {
     clearInterval(this.heartbeat);
-    for (const wake of this.waiters.splice(0)) wake();
+    this.wakeWaiters();
     if (!this.nc.isClosed()) {
       // Gone: peers stop deferring to it at once rather than after PEER_FORGOTTEN_AFTER_MS.
       this.publish({ instance: this.config.INSTANCE_ID, held: this.last?.held ?? 0, asking: false });
@@ -94,12 +94,18 @@ export class PeerLoads implements OnModuleInit, OnModuleDestroy {
   /** Resolves at the next announcement heard from a peer, or after a heartbeat's time (a silent peer may have gone). */
   nextChange(): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, LOAD_HEARTBEAT_MS);
-      this.waiters.push(() => {
+      const wake = () => {
         clearTimeout(timer);
+        this.waiters.delete(wake);
         resolve();
-      });
+      };
+      const timer = setTimeout(wake, LOAD_HEARTBEAT_MS);
+      this.waiters.add(wake);
     });
+  }
+
+  private wakeWaiters(): void {
+    for (const wake of [...this.waiters]) wake();
   }
 
   private publish(load: InferenceWorkerLoad): void {
