@@ -70,9 +70,9 @@ export function matmul(x: usize, packed: usize, bias: usize, out: usize, M: i32,
     const bias0 = bias ? v128.load(bias + column) : f32x4.splat(0);
     const bias1 = bias ? v128.load(bias + column, 16) : f32x4.splat(0);
     let r = 0;
-    for (; r + 4 <= M; r += 4) tile4(x + <usize>r * xRow, panel, out + <usize>r * outRow + column, K, xRow, outRow, bias0, bias1);
+    for (; r + 4 <= M; r += 4) tile4(x + <usize>r * xRow, panel, out + <usize>r * outRow + column, xRow, outRow, bias0, bias1);
     if (r + 2 <= M) {
-      tile2(x + <usize>r * xRow, panel, out + <usize>r * outRow + column, K, xRow, outRow, bias0, bias1);
+      tile2(x + <usize>r * xRow, panel, out + <usize>r * outRow + column, xRow, outRow, bias0, bias1);
       r += 2;
     }
     if (r < M) tile1(x + <usize>r * xRow, panel, out + <usize>r * outRow + column, K, bias0, bias1);
@@ -81,9 +81,9 @@ export function matmul(x: usize, packed: usize, bias: usize, out: usize, M: i32,
 
 /**
  * out[0..4][0..8] = bias + x[0..4][0..K] panel[0..K][0..8]: the 4 x 8 register tile.
- * x rows are xRow bytes apart, out rows outRow bytes apart; panel rows are 32 bytes.
+ * x rows are xRow (4 K) bytes apart, out rows outRow bytes apart; panel rows are 32 bytes.
  */
-@inline function tile4(x: usize, panel: usize, out: usize, K: i32, xRow: usize, outRow: usize, bias0: v128, bias1: v128): void {
+@inline function tile4(x: usize, panel: usize, out: usize, xRow: usize, outRow: usize, bias0: v128, bias1: v128): void {
   let a0 = bias0, a1 = bias1;
   let b0 = bias0, b1 = bias1;
   let c0 = bias0, c1 = bias1;
@@ -116,7 +116,7 @@ export function matmul(x: usize, packed: usize, bias: usize, out: usize, M: i32,
 }
 
 /** tile4 for 2 rows. */
-@inline function tile2(x: usize, panel: usize, out: usize, K: i32, xRow: usize, outRow: usize, bias0: v128, bias1: v128): void {
+@inline function tile2(x: usize, panel: usize, out: usize, xRow: usize, outRow: usize, bias0: v128, bias1: v128): void {
   let a0 = bias0, a1 = bias1;
   let b0 = bias0, b1 = bias1;
   let w = panel;
