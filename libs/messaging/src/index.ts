@@ -9,3 +9,4 @@ export * from './rpc-exception.filter';
 export * from './rpc.client';
 export * from './blob-store';
 export * from './bounded-reply.serializer';
+export * from './muxed-inbox.client';

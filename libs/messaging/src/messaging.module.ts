@@ -1,15 +1,17 @@
 import { DynamicModule, Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
-import { ClientProxy, ClientProxyFactory, Transport } from '@nestjs/microservices';
+import { ClientProxy } from '@nestjs/microservices';
 import { connect, NatsConnection } from 'nats';
+import { MuxedInboxClientNats } from './muxed-inbox.client';
 import { MESSAGING_OPTIONS, MessagingOptions, NATS_CLIENT, NATS_CONNECTION } from './nats.tokens';
 import { RequestConnection } from './request-connection';
 import { RpcClient } from './rpc.client';
 
 /**
- * NATS for one app: the Nest client proxy behind RpcClient (request/reply) and a raw
- * nats.js connection for JetStream and scatter-gather. Both reconnect forever by
- * themselves, so a restarted nats-server is picked up without restarting the app. For
- * services, RequestConnection gives access to the connection their requests arrive on.
+ * NATS for one app: the Nest client proxy behind RpcClient (request/reply, with one reply
+ * subscription for all requests: MuxedInboxClientNats) and a raw nats.js connection for
+ * JetStream and scatter-gather. Both reconnect forever by themselves, so a restarted
+ * nats-server is picked up without restarting the app. For services, RequestConnection gives
+ * access to the connection their requests arrive on.
  */
 @Global()
 @Module({})
@@ -28,11 +30,7 @@ export class MessagingModule implements OnApplicationShutdown {
         { provide: MESSAGING_OPTIONS, useValue: options },
         {
           provide: NATS_CLIENT,
-          useFactory: () =>
-            ClientProxyFactory.create({
-              transport: Transport.NATS,
-              options: { servers: options.servers, name: `${options.connectionName}-rpc`, ...RECONNECT_FOREVER },
-            }),
+          useFactory: () => new MuxedInboxClientNats({ servers: options.servers, name: `${options.connectionName}-rpc`, ...RECONNECT_FOREVER }),
         },
         {
           provide: NATS_CONNECTION,

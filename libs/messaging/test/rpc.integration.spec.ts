@@ -3,7 +3,9 @@ import { Test } from '@nestjs/testing';
 import { Ctx, MessagePattern, NatsContext, Payload, Transport } from '@nestjs/microservices';
 import { ErrorCode, REQUEST_ID_HEADER, RpcSubject, ServiceError } from '@trainyard/contracts';
 import { startNatsServer, TestNatsServer } from '@trainyard/testing';
-import { MessagingModule, RpcClient, RpcErrorFilter, runWithRequestId } from '../src';
+import { NatsConnection } from 'nats';
+import { firstValueFrom } from 'rxjs';
+import { MessagingModule, MuxedInboxClientNats, RpcClient, RpcErrorFilter, runWithRequestId } from '../src';
 
 const echo: RpcSubject<{ text: string }, { text: string; requestId: string | null; replica: string }> = { name: 'test.echo.v1' };
 const fail: RpcSubject<{ coded: boolean }, never> = { name: 'test.fail.v1' };
@@ -81,6 +83,32 @@ describe('RpcClient against a real nats-server', () => {
   it('shares requests between replicas of one queue group', async () => {
     const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => rpc.request(echo, { text: String(i) })));
     expect(new Set(replies.map((r) => r.replica))).toEqual(new Set(['a', 'b']));
+  });
+
+  it('hands each of many concurrent replies to the request it answers', async () => {
+    const texts = Array.from({ length: 100 }, (_, i) => `request ${i}`);
+    const replies = await Promise.all(texts.map((text) => rpc.request(echo, { text })));
+    expect(replies.map((r) => r.text)).toEqual(texts);
+  });
+
+  it('drops a reply that comes after its request timed out, and later requests get their own', async () => {
+    const late = await rpc.request(slow, { ms: 300 }, { timeoutMs: 50 }).catch((e: ServiceError) => e);
+    expect((late as ServiceError).code).toBe(ErrorCode.Timeout);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await expect(rpc.request(echo, { text: 'after' })).resolves.toMatchObject({ text: 'after' });
+  });
+
+  it('subscribes once for the replies of all its requests', async () => {
+    const client = new MuxedInboxClientNats({ servers: [nats.url] });
+    await client.connect();
+    try {
+      const subscribe = jest.spyOn(client.unwrap<NatsConnection>(), 'subscribe');
+      for (let i = 0; i < 5; i++) await firstValueFrom(client.send(echo.name, { text: String(i) }));
+      await Promise.all(Array.from({ length: 5 }, (_, i) => firstValueFrom(client.send(echo.name, { text: String(i) }))));
+      expect(subscribe).toHaveBeenCalledTimes(1);
+    } finally {
+      await client.close();
+    }
   });
 
   it('carries a coded ServiceError across the wire', async () => {
