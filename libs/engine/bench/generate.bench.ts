@@ -7,13 +7,13 @@
  * aggregate decode at batch 8, and peak RSS, and rewrites docs/benchmarks.md with the
  * figures next to their targets. ENGINE_BACKEND=wasm|cpu|tensorflow|auto picks the backend.
  */
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { BackendPreference, selectBackend } from '../src/backend';
 import { DecodeBatch } from '../src/decode-batch';
 import { loadModel } from '../src/loader';
-import { makeModel } from '../src/maker/make-model';
 import { createRng, sampleToken } from '../src/sampling';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -26,8 +26,10 @@ const BATCH = 8;
 async function main(): Promise<void> {
   const backend = await selectBackend((process.env['ENGINE_BACKEND'] as BackendPreference | undefined) ?? 'wasm');
   if (!fs.existsSync(path.join(MODEL_DIR, 'model.safetensors'))) {
+    // In a process of its own: the maker's buffers would otherwise count in this one's peak RSS.
     console.log(`making ${MODEL_DIR}`);
-    makeModel({ preset: 'smollm2-135m', out: MODEL_DIR, seed: 0 });
+    const cli = path.join(ROOT, 'libs/engine/src/cli/make-model.ts');
+    execFileSync(process.execPath, [...process.execArgv, cli, '--preset', 'smollm2-135m', '--out', MODEL_DIR, '--seed', '0'], { stdio: 'inherit' });
   }
   const loadStart = performance.now();
   const lm = await loadModel(MODEL_DIR);
