@@ -197,19 +197,21 @@ async function main() {
     const cold = { direct: [] as number[], through: [] as number[] };
     // All three paths are first run WARMUP times unmeasured: a server is measured in its steady
     // state, with its code compiled by V8's optimizing tier. Until this point the stack has
-    // served streamed requests only, and its non-streamed path, the floor server and the
-    // in-process copy have run once; their first few hundred calls run slower code.
+    // served streamed requests only: its non-streamed path and the in-process copy have run
+    // once, the floor server not at all, and their first few hundred calls run slower code.
     for (let i = 0; i < WARMUP + OVERHEAD_SAMPLES; i++) {
       const measured = i >= WARMUP;
       let t = performance.now();
       await directOnce();
-      if (measured) direct.push(performance.now() - t);
-      if (i < 30) cold.direct.push(performance.now() - t);
+      const directMs = performance.now() - t;
+      if (measured) direct.push(directMs);
+      if (i < 30) cold.direct.push(directMs);
       t = performance.now();
       try {
         await client.chat.completions.create(oneToken);
-        if (measured) through.push(performance.now() - t);
-        if (i < 30) cold.through.push(performance.now() - t);
+        const throughMs = performance.now() - t;
+        if (measured) through.push(throughMs);
+        if (i < 30) cold.through.push(throughMs);
       } catch (err) {
         // Counted and shown with the figures rather than ending the run.
         failures.push(`request ${i + 1}: ${(err as Error).message} (${String((err as { cause?: { cause?: unknown } }).cause?.cause ?? '')})`);

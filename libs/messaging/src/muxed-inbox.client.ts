@@ -22,10 +22,10 @@ export class MuxedInboxClientNats extends ClientNats {
   private nextToken = 0;
 
   protected override publish(partialPacket: ReadPacket, callback: (packet: WritePacket) => unknown): () => void {
+    const token = (this.nextToken++).toString(36);
     try {
       const packet = this.assignPacketId(partialPacket);
       const serialized = this.serializer.serialize(packet);
-      const token = (this.nextToken++).toString(36);
       this.waiting.set(token, { handle: this.createSubscriptionHandler(packet, callback), settle: callback });
       (this.natsClient as NatsConnection).publish(this.normalizePattern(partialPacket.pattern), serialized.data, {
         reply: `${this.replyPrefix()}.${token}`,
@@ -33,6 +33,7 @@ export class MuxedInboxClientNats extends ClientNats {
       });
       return () => this.waiting.delete(token);
     } catch (err) {
+      this.waiting.delete(token);
       callback({ err });
       return () => undefined;
     }
@@ -59,8 +60,10 @@ export class MuxedInboxClientNats extends ClientNats {
     }
   }
 
+  /** Requests still waiting are left to their timeouts, as with Nest's own client. */
   override async close(): Promise<void> {
     this.replies = undefined;
+    this.waiting.clear();
     await super.close();
   }
 }
