@@ -10,3 +10,4 @@ export * from './rpc.client';
 export * from './blob-store';
 export * from './bounded-reply.serializer';
 export * from './muxed-inbox.client';
+export * from './token-routed.subscription';

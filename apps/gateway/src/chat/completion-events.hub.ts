@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { COMPLETION_EVENTS_PREFIX } from '@trainyard/contracts';
-import { NATS_CONNECTION } from '@trainyard/messaging';
-import { NatsConnection, Subscription } from 'nats';
+import { NATS_CONNECTION, TokenRoutedSubscription } from '@trainyard/messaging';
+import { NatsConnection } from 'nats';
 import { randomUUID } from 'node:crypto';
 
 /**
@@ -50,51 +50,51 @@ export class CompletionInbox implements AsyncIterator<Uint8Array, undefined> {
 
 /**
  * One NATS subscription per gateway process for the events of every completion it relays,
- * `${COMPLETION_EVENTS_PREFIX}.<this process>.*`, made (and confirmed by a flush) before the
- * gateway takes requests; each message goes to the inbox of the completion its subject's last
- * token names, and is dropped when that completion is no longer open. Against a subscription
- * per completion: nothing to subscribe and unsubscribe for each request, and no window in which
- * a worker could publish before nats-server knows the subscription (the request to chat that
- * leads to those events travels on another connection).
+ * `${COMPLETION_EVENTS_PREFIX}.<this process>.*` (a TokenRoutedSubscription), made and
+ * confirmed by a flush before the gateway takes requests; each message goes to the inbox of
+ * the completion its subject's last token names, and is dropped when that completion is no
+ * longer open. Against a subscription per completion: nothing to subscribe and unsubscribe for
+ * each request, and no window in which a worker could publish before nats-server knows the
+ * subscription (the request to chat that leads to those events travels on another connection).
  */
 @Injectable()
 export class CompletionEventsHub implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(CompletionEventsHub.name);
-  private readonly prefix = `${COMPLETION_EVENTS_PREFIX}.${randomUUID()}`;
-  private readonly inboxes = new Map<string, CompletionInbox>();
-  private subscription?: Subscription;
+  private events?: TokenRoutedSubscription;
 
   constructor(@Inject(NATS_CONNECTION) private readonly nc: NatsConnection) {}
 
   async onModuleInit(): Promise<void> {
-    this.subscription = this.nc.subscribe(`${this.prefix}.*`, {
-      callback: (err, msg) => {
-        if (err) {
-          // The subscription is gone (a permissions error, say): every open completion ends, and says so.
-          this.logger.error(`completion events subscription failed: ${err.message}`);
-          for (const inbox of [...this.inboxes.values()]) inbox.close();
-          return;
-        }
-        this.inboxes.get(msg.subject.slice(this.prefix.length + 1))?.push(msg.data);
-      },
-    });
+    this.events = new TokenRoutedSubscription(this.nc, `${COMPLETION_EVENTS_PREFIX}.${randomUUID()}`);
     await this.nc.flush();
   }
 
   onModuleDestroy(): void {
-    for (const inbox of [...this.inboxes.values()]) inbox.close();
-    if (!this.nc.isClosed()) this.subscription?.unsubscribe();
+    this.events?.close();
   }
 
   /** Starts collecting a completion's events; close the inbox when done with it. */
   open(completionId: string): CompletionInbox {
-    const inbox = new CompletionInbox(completionId, `${this.prefix}.${completionId}`, () => this.inboxes.delete(completionId));
-    this.inboxes.set(completionId, inbox);
+    const events = this.started();
+    const inbox: CompletionInbox = new CompletionInbox(completionId, events.subject(completionId), () => stopRouting());
+    const stopRouting = events.add(completionId, {
+      message: (msg) => inbox.push(msg.data),
+      ended: (err) => {
+        // The subscription is gone (a permissions error, say): the completion ends, and says so.
+        if (err) this.logger.error(`completion events subscription failed, ending ${completionId}: ${err.message}`);
+        inbox.close();
+      },
+    });
     return inbox;
   }
 
   /** Completions whose events are being collected (for tests and metrics). */
   get openCount(): number {
-    return this.inboxes.size;
+    return this.events?.size ?? 0;
+  }
+
+  private started(): TokenRoutedSubscription {
+    if (!this.events) throw new Error('CompletionEventsHub used before onModuleInit');
+    return this.events;
   }
 }
