@@ -5,6 +5,7 @@
  * before prefill, scheduling and the rest of the stack take their share.
  *
  *   npx tsx libs/engine/bench/decode-scaling.bench.ts
+ *   WEIGHTS=bf16 npx tsx libs/engine/bench/decode-scaling.bench.ts
  *
  * Uses the model generate.bench.ts makes under var/models/. Every figure comes from fresh
  * processes (one per concurrent batch), started together. Prints a markdown table.
@@ -17,7 +18,8 @@ import { DecodeBatch } from '../src/decode-batch';
 import { loadModel } from '../src/loader';
 import { createRng, sampleToken } from '../src/sampling';
 
-const MODEL_DIR = path.resolve(__dirname, '../../../var/models/bench-smollm2-135m');
+/** WEIGHTS=bf16: the bf16 model (generate.bench.ts with WEIGHTS=bf16 makes it); default f32. */
+const MODEL_DIR = path.resolve(__dirname, '../../../var/models', process.env['WEIGHTS'] === 'bf16' ? 'bench-smollm2-135m-bf16' : 'bench-smollm2-135m');
 const STEPS = 40;
 /** [processes, batch per process] */
 const CASES: [number, number][] = [
@@ -69,7 +71,7 @@ async function main(): Promise<void> {
     console.log(await decodeRate(Number(size)));
     return;
   }
-  if (!fs.existsSync(path.join(MODEL_DIR, 'model.safetensors'))) throw new Error(`no model at ${MODEL_DIR}: run generate.bench.ts first`);
+  if (!fs.existsSync(path.join(MODEL_DIR, 'model.safetensors'))) throw new Error(`no model at ${MODEL_DIR}: run generate.bench.ts (with the same WEIGHTS) first`);
   let single = 0;
   console.log('| processes x batch | tokens/s (each) | aggregate tokens/s | vs one stream |\n|---|---|---|---|');
   for (const [processes, batch] of CASES) {

@@ -3,17 +3,20 @@
  * layers x (qkv 576x960, o 576x576, gate|up 576x3072, down 1536x576) and the lm_head
  * 576x49152, all distinct, so that the weights stream from memory as in the real model
  * (540 MB; together they are far larger than any cache). tf.matMul (XNNPACK) against the
- * packed-weight WebAssembly kernel (src/kernels/matmul.ts), on the wasm backend, for M rows.
+ * packed-weight WebAssembly kernel (src/kernels/matmul.ts) with f32 panels and with bf16
+ * panels (the weights are rounded to bf16 first, so all three multiply the same values),
+ * on the wasm backend, for M rows.
  *
  *   npx tsx libs/engine/bench/matmul.bench.ts
  *   MS=1,4,8 ROUNDS=15 npx tsx libs/engine/bench/matmul.bench.ts
  *
  * MS: row counts, decoding (1-8) and prefill (16 and more; 64 takes about a second per
- * pass). The two run in alternation, round after round; each figure is the median over the
+ * pass). The three run in alternation, round after round; each figure is the median over the
  * rounds of one pass over all the matrices. Prints a markdown table.
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
+import { bf16ToF32, f32ToBf16 } from '../src/dtype';
 import { PackedWeights, packWeights, packedMatMul } from '../src/kernels/matmul';
 
 const LAYERS = 30;
@@ -33,6 +36,7 @@ interface Matrix {
   K: number;
   weightT: tf.Tensor2D;
   packed: PackedWeights;
+  halves: PackedWeights;
 }
 
 function median(values: number[]): number {
@@ -50,26 +54,29 @@ function timed(run: () => void): number {
 async function main(): Promise<void> {
   await selectBackend('wasm');
   const matrices: Matrix[] = SHAPES.map(([K, N], i) => {
-    const weightT = tf.randomUniform([K, N], -0.05, 0.05, 'float32', i) as tf.Tensor2D;
-    const packed = packWeights(weightT);
-    if (!packed) throw new Error('the matmul kernel is not available on this backend');
-    return { K, weightT, packed };
+    const uniform = tf.randomUniform([K, N], -0.05, 0.05, 'float32', i);
+    const weightT = tf.tensor2d(bf16ToF32(f32ToBf16(uniform.dataSync() as Float32Array)), [K, N]);
+    uniform.dispose();
+    const [packed, halves] = [packWeights(weightT, 'f32'), packWeights(weightT)];
+    if (!packed || !halves?.bf16) throw new Error('the matmul kernel is not available on this backend');
+    return { K, weightT, packed, halves };
   });
   const flops = (M: number) => SHAPES.reduce((s, [K, N]) => s + 2 * M * K * N, 0);
-  console.log('| M | tf.matMul | kernel | speed-up |\n|---|---|---|---|');
+  console.log('| M | tf.matMul | kernel, f32 panels | speed-up | kernel, bf16 panels | speed-up |\n|---|---|---|---|---|---|');
   for (const M of MS) {
     const xs = new Map([576, 1536].map((K) => [K, tf.randomNormal([M, K], 0, 1, 'float32', K) as tf.Tensor2D]));
     const x = (m: Matrix) => xs.get(m.K) as tf.Tensor2D;
     const variants: (() => void)[] = [
       () => matrices.forEach((m) => tf.matMul(x(m), m.weightT).dispose()),
       () => matrices.forEach((m) => (packedMatMul(x(m), m.packed) as tf.Tensor).dispose()),
+      () => matrices.forEach((m) => (packedMatMul(x(m), m.halves) as tf.Tensor).dispose()),
     ];
     variants.forEach((run) => run()); // warm-up: XNNPACK packs each weight on its first use
     const times: number[][] = variants.map(() => []);
     for (let round = 0; round < ROUNDS; round++) variants.forEach((run, i) => times[i].push(timed(run)));
-    const [tfjs, kernel] = times.map(median);
+    const [tfjs, kernel, halves] = times.map(median);
     const cell = (ms: number) => `${ms.toFixed(1)} ms (${(flops(M) / ms / 1e6).toFixed(1)} GFLOP/s)`;
-    console.log(`| ${M} | ${cell(tfjs)} | ${cell(kernel)} | ${(tfjs / kernel).toFixed(2)}x |`);
+    console.log(`| ${M} | ${cell(tfjs)} | ${cell(kernel)} | ${(tfjs / kernel).toFixed(2)}x | ${cell(halves)} | ${(tfjs / halves).toFixed(2)}x |`);
     tf.dispose([...xs.values()]);
   }
 }

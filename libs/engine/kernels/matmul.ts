@@ -13,43 +13,92 @@
 //
 //      packed[p][k][j] = W[k][8p + j]      p < N/8, k < K, j < 8
 //
-//    A panel is one contiguous run of K * 8 floats, read front to back: every step along
-//    k loads the next 32 bytes. Read straight from the row-major W, the same 8 columns sit
+//    A panel is one contiguous run of K * 8 weights, read front to back: every step along
+//    k loads the next 8 weights. Read straight from the row-major W, the same 8 columns sit
 //    N floats apart at each k, a new cache line (and every 1024 steps a new page) per step.
+//
+//    Weights come in one of two formats. f32: the 8 weights of a step are 32 bytes.
+//    bf16: when every weight of W is exactly a bfloat16 (the top 16 bits of an f32, the
+//    rest zero: true of every checkpoint stored in bf16, as SmolLM2, Llama and Qwen ship),
+//    each weight keeps only its top half and a step is 16 bytes, four 32-bit lanes that
+//    each hold two weights: lane j = W[k][8p + j] >> 16 | W[k][8p + 4 + j] & 0xffff0000.
+//    The kernel widens them back with one shift (columns 0-3) and one mask (columns 4-7),
+//    which gives exactly the f32 values: the products and sums, and so the result, are the
+//    same bits as with f32 panels. Half the bytes stream from memory, which is what bounds
+//    decoding: one row takes about half the time, and the weights half the memory.
 //
 // 2. Register tile. The inner loop keeps a 4 x 8 block of out in 8 SIMD registers (4 rows,
 //    two f32x4 halves of the panel's 8 columns). Per k it loads the panel's 8 weights once
-//    (2 vectors), broadcasts x[r][k] for each of the 4 rows (4 splat loads) and does 8
-//    vector multiply-adds: each weight loaded feeds 4 rows. 8 accumulators + 2 weights + 1
-//    broadcast fit the 16 SIMD registers of x86-64 without spills (an 8 x 8 tile would need
-//    16 accumulators). An 8 x 4 tile over 4-column panels, and a dot-product form over
-//    [N, K] weights (horizontal sums at the end of each column) were both measured much
-//    slower with V8's code. Leftover rows (M not a multiple of 4) use a 2 x 8 and a 1 x 8
-//    tile.
+//    (2 vectors, or 1 widened into 2), broadcasts x[r][k] for each of the 4 rows (4 splat
+//    loads) and does 8 vector multiply-adds: each weight loaded feeds 4 rows. 8 accumulators
+//    + 2 weights + 1 broadcast (+ the bf16 mask) fit the 16 SIMD registers of x86-64 without
+//    spills (an 8 x 8 tile would need 16 accumulators). An 8 x 4 tile over 4-column panels,
+//    and a dot-product form over [N, K] weights (horizontal sums at the end of each column)
+//    were both measured much slower with V8's code. Leftover rows (M not a multiple of 4)
+//    use a 2 x 8 and a 1 x 8 tile.
 //
 // 3. No K blocking. Each tile runs down the whole panel, K steps, with its accumulators in
 //    registers, starting from the bias (or zero) and storing once at the end. Cutting K into
-//    blocks that stay in the 32 KB L1 (so that the second 4-row tile of 8 rows rereads the
-//    panel from L1, not L2) was measured with blocks of 96-512 steps, on SmolLM2-135M's
-//    matrices (K 576 and 1536) and on 8192 x 2048 ones, for 1-64 rows: never faster than
-//    the whole K, by up to 8% slower (each block loads and stores the accumulators again).
-//    The rereads come from L2 as fast as the multiply-adds consume them.
+//    blocks that stay in the 32 KB L1 was measured with blocks of 96-512 steps, on
+//    SmolLM2-135M's matrices (K 576 and 1536) and on 8192 x 2048 ones, for 1-64 rows: never
+//    faster than the whole K, by up to 8% slower (each block loads and stores the
+//    accumulators again).
 //
-// Loop order: panels outermost, so each panel streams from memory once per call, while the
+// 4. Panel groups. More than 4 rows take several row tiles per panel. Panels are taken in
+//    groups of about GROUP_BYTES (which stay in L2): the first row tile runs over the whole
+//    group, streaming it from memory front to back as one run, and the next row tiles
+//    reread it from L2. Rereading each panel right after its first pass (groups of one
+//    panel) breaks the stream at every panel: on a whole SmolLM2-135M, 8 rows took 53 ms
+//    that way against 43-44 ms with groups of 128-512 KB, and 16 rows 100 against 85-86 ms
+//    (bf16; 4 rows, one tile, 22.7 ms either way).
+//
 // x rows (M * K floats: a few KB when decoding) stay in cache across all panels.
 
+/** Bytes of panels one group holds (section 4): half of a common 512 KB L2. */
+const GROUP_BYTES: i32 = 256 << 10;
+
+/** The bf16 weights of a 32-bit lane's top half (section 1). */
+const HIGH: i32 = 0xffff0000;
+
 /**
- * Rearranges w [K, N] (row-major) into panels of 8 columns, packed [N/8, K, 8] as above.
- * N must be a multiple of 8. Reads w sequentially, row by row.
+ * 1 when every float of w[0..count) is exactly a bfloat16 (its low 16 bits are zero), else 0:
+ * whether pack() may use the bf16 format without changing a single weight.
  */
-export function pack(w: usize, packed: usize, K: i32, N: i32): void {
-  const panelBytes = (<usize>K) << 5;
+export function isBf16(w: usize, count: i32): i32 {
+  let low = i32x4.splat(0);
+  const end = w + ((<usize>count) << 2);
+  let p = w;
+  for (; p + 16 <= end; p += 16) low = v128.or(low, v128.load(p));
+  let tail: u32 = 0;
+  for (; p < end; p += 4) tail |= load<u32>(p);
+  return v128.any_true(v128.andnot(low, i32x4.splat(HIGH))) || (tail & 0xffff) != 0 ? 0 : 1;
+}
+
+/**
+ * Rearranges w [K, N] (row-major) into panels of 8 columns as above, f32 or (bf16 != 0,
+ * only where isBf16 holds) bf16. N must be a multiple of 8. Reads w sequentially, row by row.
+ */
+export function pack(w: usize, packed: usize, K: i32, N: i32, bf16: i32): void {
+  if (bf16) packAs(w, packed, K, N, true);
+  else packAs(w, packed, K, N, false);
+}
+
+@inline function packAs(w: usize, packed: usize, K: i32, N: i32, bf16: bool): void {
+  const step: usize = bf16 ? 16 : 32;
+  const panelBytes = (<usize>K) * step;
+  const high = i32x4.splat(HIGH);
   let src = w;
   for (let k = 0; k < K; k++) {
-    let dst = packed + ((<usize>k) << 5);
+    let dst = packed + (<usize>k) * step;
     for (let p = 0; p < N >> 3; p++) {
-      v128.store(dst, v128.load(src));
-      v128.store(dst, v128.load(src, 16), 16);
+      const lo = v128.load(src);
+      const hi = v128.load(src, 16);
+      if (bf16) {
+        v128.store(dst, v128.or(i32x4.shr_u(lo, 16), v128.and(hi, high)));
+      } else {
+        v128.store(dst, lo);
+        v128.store(dst, hi, 16);
+      }
       src += 32;
       dst += panelBytes;
     }
@@ -57,41 +106,69 @@ export function pack(w: usize, packed: usize, K: i32, N: i32): void {
 }
 
 /**
- * out [M, N] = x [M, K] packed + bias, with packed from pack() (N a multiple of 8) and bias
- * [N] or 0 for none. Any K, any M >= 1.
+ * out [M, N] = x [M, K] packed + bias, with packed from pack() (N a multiple of 8, bf16 as
+ * it was packed) and bias [N] or 0 for none. Any K, any M >= 1.
  */
-export function matmul(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32): void {
+export function matmul(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: i32): void {
+  if (bf16) matmulAs(x, packed, bias, out, M, K, N, true);
+  else matmulAs(x, packed, bias, out, M, K, N, false);
+}
+
+/** matmul with the weight format fixed at compile time: each format gets its own copy of the loops. */
+@inline function matmulAs(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: bool): void {
   const xRow = (<usize>K) << 2;
   const outRow = (<usize>N) << 2;
-  for (let p = 0; p < N >> 3; p++) {
-    const panel = packed + <usize>p * (xRow << 3);
-    const column = (<usize>p) << 5;
-    // The 8 columns' bias: every row's accumulators start from it.
-    const bias0 = bias ? v128.load(bias + column) : f32x4.splat(0);
-    const bias1 = bias ? v128.load(bias + column, 16) : f32x4.splat(0);
+  const panelBytes = (<usize>K) * (bf16 ? 16 : 32);
+  const panels = N >> 3;
+  const group = max<i32>(1, GROUP_BYTES / <i32>panelBytes);
+  for (let first = 0; first < panels; first += group) {
+    const last = min<i32>(panels, first + group);
     let r = 0;
-    for (; r + 4 <= M; r += 4) tile4(x + <usize>r * xRow, panel, out + <usize>r * outRow + column, xRow, outRow, bias0, bias1);
+    for (; r + 4 <= M; r += 4) {
+      for (let p = first; p < last; p++) tile4(x + <usize>r * xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, outRow, bf16);
+    }
     if (r + 2 <= M) {
-      tile2(x + <usize>r * xRow, panel, out + <usize>r * outRow + column, xRow, outRow, bias0, bias1);
+      for (let p = first; p < last; p++) tile2(x + <usize>r * xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, outRow, bf16);
       r += 2;
     }
-    if (r < M) tile1(x + <usize>r * xRow, panel, out + <usize>r * outRow + column, K, bias0, bias1);
+    if (r < M) {
+      for (let p = first; p < last; p++) tile1(x + <usize>r * xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16);
+    }
   }
+}
+
+/** The 8 columns' weights at panel step w: columns 0-3, then 4-7 (section 1). */
+@inline function weights0(w: usize, bf16: bool): v128 {
+  return bf16 ? i32x4.shl(v128.load(w), 16) : v128.load(w);
+}
+
+@inline function weights1(w: usize, bf16: bool): v128 {
+  return bf16 ? v128.and(v128.load(w), i32x4.splat(HIGH)) : v128.load(w, 16);
+}
+
+/** The first 4 of the 8 columns' bias, or zero: every row's accumulators start from it. */
+@inline function bias0(bias: usize, hasBias: bool): v128 {
+  return hasBias ? v128.load(bias) : f32x4.splat(0);
+}
+
+@inline function bias1(bias: usize, hasBias: bool): v128 {
+  return hasBias ? v128.load(bias, 16) : f32x4.splat(0);
 }
 
 /**
  * out[0..4][0..8] = bias + x[0..4][0..K] panel[0..K][0..8]: the 4 x 8 register tile.
- * x rows are xRow (4 K) bytes apart, out rows outRow bytes apart; panel rows are 32 bytes.
+ * x rows are xRow (4 K) bytes apart, out rows outRow bytes apart.
  */
-@inline function tile4(x: usize, panel: usize, out: usize, xRow: usize, outRow: usize, bias0: v128, bias1: v128): void {
-  let a0 = bias0, a1 = bias1;
-  let b0 = bias0, b1 = bias1;
-  let c0 = bias0, c1 = bias1;
-  let d0 = bias0, d1 = bias1;
+@inline function tile4(x: usize, panel: usize, out: usize, bias: usize, hasBias: bool, xRow: usize, outRow: usize, bf16: bool): void {
+  let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
+  let b0 = a0, b1 = a1;
+  let c0 = a0, c1 = a1;
+  let d0 = a0, d1 = a1;
+  const step: usize = bf16 ? 16 : 32;
   let w = panel;
-  for (let xk = x, end = x + xRow; xk < end; xk += 4, w += 32) {
-    const w0 = v128.load(w);
-    const w1 = v128.load(w, 16);
+  for (let xk = x, end = x + xRow; xk < end; xk += 4, w += step) {
+    const w0 = weights0(w, bf16);
+    const w1 = weights1(w, bf16);
     let s = v128.load32_splat(xk);
     a0 = f32x4.add(a0, f32x4.mul(s, w0));
     a1 = f32x4.add(a1, f32x4.mul(s, w1));
@@ -116,13 +193,14 @@ export function matmul(x: usize, packed: usize, bias: usize, out: usize, M: i32,
 }
 
 /** tile4 for 2 rows. */
-@inline function tile2(x: usize, panel: usize, out: usize, xRow: usize, outRow: usize, bias0: v128, bias1: v128): void {
-  let a0 = bias0, a1 = bias1;
-  let b0 = bias0, b1 = bias1;
+@inline function tile2(x: usize, panel: usize, out: usize, bias: usize, hasBias: bool, xRow: usize, outRow: usize, bf16: bool): void {
+  let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
+  let b0 = a0, b1 = a1;
+  const step: usize = bf16 ? 16 : 32;
   let w = panel;
-  for (let xk = x, end = x + xRow; xk < end; xk += 4, w += 32) {
-    const w0 = v128.load(w);
-    const w1 = v128.load(w, 16);
+  for (let xk = x, end = x + xRow; xk < end; xk += 4, w += step) {
+    const w0 = weights0(w, bf16);
+    const w1 = weights1(w, bf16);
     let s = v128.load32_splat(xk);
     a0 = f32x4.add(a0, f32x4.mul(s, w0));
     a1 = f32x4.add(a1, f32x4.mul(s, w1));
@@ -137,13 +215,14 @@ export function matmul(x: usize, packed: usize, bias: usize, out: usize, M: i32,
 }
 
 /** tile4 for 1 row. */
-@inline function tile1(x: usize, panel: usize, out: usize, K: i32, bias0: v128, bias1: v128): void {
-  let a0 = bias0, a1 = bias1;
+@inline function tile1(x: usize, panel: usize, out: usize, bias: usize, hasBias: bool, xRow: usize, bf16: bool): void {
+  let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
+  const step: usize = bf16 ? 16 : 32;
   let w = panel;
-  for (let xk = x, end = x + ((<usize>K) << 2); xk < end; xk += 4, w += 32) {
+  for (let xk = x, end = x + xRow; xk < end; xk += 4, w += step) {
     const s = v128.load32_splat(xk);
-    a0 = f32x4.add(a0, f32x4.mul(s, v128.load(w)));
-    a1 = f32x4.add(a1, f32x4.mul(s, v128.load(w, 16)));
+    a0 = f32x4.add(a0, f32x4.mul(s, weights0(w, bf16)));
+    a1 = f32x4.add(a1, f32x4.mul(s, weights1(w, bf16)));
   }
   v128.store(out, a0);
   v128.store(out, a1, 16);

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import * as matmul from '../src/kernels/matmul';
-import { matMulKernelAvailable, packWeights, packedMatMul } from '../src/kernels/matmul';
+import { bf16ToF32, f32ToBf16 } from '../src/dtype';
+import { matMulKernelAvailable, PackedWeights, packWeights, packedMatMul } from '../src/kernels/matmul';
 import { loadModel } from '../src/loader';
 import { ensureTrainingGradients } from '../src/training/gradients';
 import { makeTiny, maxAbsDiff, useBackend } from './helpers';
@@ -22,18 +23,42 @@ describe('packed matMul kernel (wasm)', () => {
     expect(matMulKernelAvailable()).toBe(true);
   });
 
+  // W[k][n] = its index k * N + n, plus a fraction below bf16's precision (f32 panels) or not (bf16).
+  const indexWeights = (K: number, N: number, fraction: number) => tf.tensor2d(Float32Array.from({ length: K * N }, (_, i) => i + fraction), [K, N]);
+  /** W's index of packed element i, for panels [N/8, K, lanes]. */
+  const panelIndex = (i: number, K: number, N: number, lanes: number) => {
+    const [p, k, j] = [Math.floor(i / (lanes * K)), Math.floor(i / lanes) % K, i % lanes];
+    return k * N + 8 * p + j;
+  };
+
   it('packs W [K, N] into panels of 8 columns', () => {
     tf.tidy(() => {
       const [K, N] = [3, 16];
-      const w = tf.tensor2d(Float32Array.from({ length: K * N }, (_, i) => i), [K, N]);
-      const packed = packWeights(w);
+      const packed = packWeights(indexWeights(K, N, 1 / 4096));
+      expect(packed?.bf16).toBe(false);
       expect(packed?.panels.shape).toEqual([2, K, 8]);
-      // Element [p][k][j] holds W[k][8p + j], whose value here is its index k * N + 8p + j.
-      const expected = Array.from({ length: N * K }, (_, i) => {
-        const [p, k, j] = [Math.floor(i / (8 * K)), Math.floor(i / 8) % K, i % 8];
-        return k * N + 8 * p + j;
-      });
+      // Element [p][k][j] holds W[k][8p + j].
+      const expected = Array.from({ length: N * K }, (_, i) => panelIndex(i, K, N, 8) + 1 / 4096);
       expect(Array.from(packed?.panels.dataSync() ?? [])).toEqual(expected);
+      packed?.dispose();
+    });
+  });
+
+  it('packs weights that are all exactly bf16 as bf16 panels: half the size, two weights per float', () => {
+    tf.tidy(() => {
+      const [K, N] = [3, 16];
+      // Integers below 256 and halves of them are exact in bf16's 8 significant bits.
+      const packed = packWeights(indexWeights(K, N, 0.5));
+      expect(packed?.bf16).toBe(true);
+      expect(packed?.panels.shape).toEqual([2, K, 4]);
+      const bits = new Uint32Array((packed?.panels.dataSync() as Float32Array).buffer);
+      const bf16 = (value: number) => new Uint32Array(Float32Array.of(value).buffer)[0] >>> 16;
+      // Lane [p][k][j] holds W[k][8p + j] in its low half and W[k][8p + 4 + j] in its high half.
+      const expected = Array.from({ length: bits.length }, (_, i) => {
+        const n = panelIndex(i, K, N, 4);
+        return (bf16(n + 0.5) | (bf16(n + 4 + 0.5) << 16)) >>> 0;
+      });
+      expect(Array.from(bits)).toEqual(expected);
       packed?.dispose();
     });
   });
@@ -55,6 +80,28 @@ describe('packed matMul kernel (wasm)', () => {
         // Sums of K products of unit normals, in another order than XNNPACK's: equal to
         // float32 rounding, relative to their size (sqrt K).
         expect(maxAbsDiff(ours.dataSync(), ref.dataSync())).toBeLessThan(2e-6 * K + 1e-5);
+      });
+    },
+  );
+
+  // bf16 weights (the normals rounded to bf16) give exactly the products of f32 panels of
+  // the same weights: the kernel widens each weight back to the f32 it was.
+  it.each(rows.map((M, i) => [M, depths[i % depths.length], 8 * (1 + (M % 5)), M % 2 === 0] as const))(
+    'bf16 panels give the same bits as f32 panels for M %i, K %i, N %i, bias %s',
+    (M, K, N, withBias) => {
+      tf.tidy(() => {
+        const x = tf.randomNormal([M, K], 0, 1, 'float32', M * 1000 + K) as tf.Tensor2D;
+        const normals = tf.randomNormal([K, N], 0, 1, 'float32', K).dataSync() as Float32Array;
+        const w = tf.tensor2d(bf16ToF32(f32ToBf16(normals)), [K, N]);
+        const bias = withBias ? (tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D) : null;
+        const [halves, floats] = [packWeights(w), packWeights(w, 'f32')];
+        expect([halves?.bf16, floats?.bf16]).toEqual([true, false]);
+        const a = packedMatMul(x, halves as PackedWeights, bias) as tf.Tensor2D;
+        const b = packedMatMul(x, floats as PackedWeights, bias) as tf.Tensor2D;
+        expect(Array.from(a.dataSync())).toEqual(Array.from(b.dataSync()));
+        expect(maxAbsDiff(a.dataSync(), (bias ? tf.add(tf.matMul(x, w), bias) : tf.matMul(x, w)).dataSync())).toBeLessThan(2e-6 * K + 1e-5);
+        halves?.dispose();
+        floats?.dispose();
       });
     },
   );
