@@ -21,6 +21,8 @@ import { createRng, sampleToken } from '../src/sampling';
 /** WEIGHTS=bf16: the bf16 model (generate.bench.ts with WEIGHTS=bf16 makes it); default f32. */
 const MODEL_DIR = path.resolve(__dirname, '../../../var/models', process.env['WEIGHTS'] === 'bf16' ? 'bench-smollm2-135m-bf16' : 'bench-smollm2-135m');
 const STEPS = 40;
+/** Time every process of a case is given to load its model and warm up before all start measuring. */
+const SETUP_MS = Number(process.env['SETUP_MS'] ?? 15_000);
 /** [processes, batch per process] */
 const CASES: [number, number][] = [
   [1, 1],
@@ -47,16 +49,19 @@ async function decodeRate(size: number): Promise<number> {
     for (const [i, l] of logits) next.set(i, greedy(l));
   };
   await step(); // XNNPACK packs the weights on first use
+  // Processes of one case start measuring together, each after its own set-up.
+  const startAt = Number(process.env['START_AT'] ?? 0);
+  if (Date.now() < startAt) await new Promise((resolve) => setTimeout(resolve, startAt - Date.now()));
   const t0 = performance.now();
   for (let s = 0; s < STEPS; s++) await step();
   return (size * STEPS * 1000) / (performance.now() - t0);
 }
 
 /** This script again in a child process, decoding a batch of `size`; its tokens/s. */
-function child(size: number): Promise<number> {
+function child(size: number, startAt: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [...process.execArgv, __filename], {
-      env: { ...process.env, DECODE_BATCH: String(size) },
+      env: { ...process.env, DECODE_BATCH: String(size), START_AT: String(startAt) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
@@ -75,7 +80,8 @@ async function main(): Promise<void> {
   let single = 0;
   console.log('| processes x batch | tokens/s (each) | aggregate tokens/s | vs one stream |\n|---|---|---|---|');
   for (const [processes, batch] of CASES) {
-    const rates = await Promise.all(Array.from({ length: processes }, () => child(batch)));
+    const startAt = Date.now() + SETUP_MS;
+    const rates = await Promise.all(Array.from({ length: processes }, () => child(batch, startAt)));
     const total = rates.reduce((a, b) => a + b, 0);
     if (processes === 1 && batch === 1) single = total;
     console.log(`| ${processes} x ${batch} | ${rates.map((r) => r.toFixed(1)).join(', ')} | ${total.toFixed(1)} | ${(total / single).toFixed(2)}x |`);
