@@ -1,9 +1,11 @@
 // Chat completions through the whole stack (gateway, NATS, chat, registry, inference
 // worker on wasm), measured with the official openai client on this machine.
 //
-//   npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts [--preset smollm2-135m|tiny] [--workers N]
+//   npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts [--preset smollm2-135m|tiny] [--workers N] [--dtype F32|BF16]
 //
 // --workers: inference worker processes (default: one per core, as `npm start` runs them).
+// --dtype: how the model's weights are stored (default F32; SmolLM2 itself ships BF16, which
+// the workers' matmul kernel then reads as bf16, with the same results in half the bytes).
 // WARMUP=N: unmeasured calls of each path before the overhead figure is taken (default 300).
 // BENCH_LOG_LEVEL=log keeps the stack's request logs (under tmp/e2e-logs) for a look afterwards.
 //
@@ -24,12 +26,15 @@ const { values } = parseArgs({
     tokens: { type: 'string', default: '64' },
     // As `npm start` runs them (scripts/run-all.mjs): one per core.
     workers: { type: 'string', default: String(availableParallelism()) },
+    dtype: { type: 'string', default: 'F32' },
   },
 });
 const preset = values.preset as 'smollm2-135m' | 'tiny';
 const TOKENS = Number(values.tokens);
 // Inference worker processes: wasm runs one thread, so one worker per core uses the machine.
 const WORKERS = Number(values.workers);
+const DTYPE = values.dtype as 'F32' | 'BF16';
+if (DTYPE !== 'F32' && DTYPE !== 'BF16') throw new Error(`--dtype ${DTYPE}: F32 or BF16`);
 const JSON_PAIRS = 8;
 // The overhead figure: calls of each path run unmeasured first, then measured.
 const WARMUP = Number(process.env.WARMUP ?? 300);
@@ -102,7 +107,7 @@ async function main() {
   try {
     for (let w = 1; w < WORKERS; w++) await stack.startReplica('inference-worker');
     const id = `bench/${preset}`;
-    makeModel({ preset, out: join(stack.modelsDir, id), seed: 1 });
+    makeModel({ preset, out: join(stack.modelsDir, id), seed: 1, dtype: DTYPE });
     // The in-process copy for the overhead figure.
     await selectBackend('wasm');
     const lm = await loadModel(join(stack.modelsDir, id));
@@ -225,10 +230,10 @@ async function main() {
     const overhead = median(through) - median(direct);
 
     const cpu = cpus()[0]?.model ?? 'unknown';
-    console.log(`## Chat completions through the stack (${preset})
+    console.log(`## Chat completions through the stack (${preset}${DTYPE === 'BF16' ? ', bf16 weights' : ''})
 
-Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts --preset ${preset} --workers ${WORKERS}\` on ${new Date().toISOString().slice(0, 10)}:
-${cpu}, ${cpus().length} cores, Node ${process.version}, wasm backend, ${WORKERS === 1 ? 'one inference worker (MAX_BATCH_SEQUENCES 8)' : `${WORKERS} inference workers (MAX_BATCH_SEQUENCES 8 each)`},
+Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts --preset ${preset} --workers ${WORKERS}${DTYPE === 'BF16' ? ' --dtype BF16' : ''}\` on ${new Date().toISOString().slice(0, 10)}:
+${cpu}, ${cpus().length} cores, Node ${process.version}, wasm backend, ${WORKERS === 1 ? 'one inference worker (MAX_BATCH_SEQUENCES 8)' : `${WORKERS} inference workers (MAX_BATCH_SEQUENCES 8 each)`}, weights stored ${DTYPE === 'BF16' ? 'in bf16' : 'in f32'},
 ${TOKENS}-token greedy completions streamed with the official openai client over loopback.
 
 | figure | measured | target |

@@ -24,7 +24,17 @@ export interface LoadedModel {
   dispose(): void;
 }
 
-export async function loadModel(dir: string): Promise<LoadedModel> {
+export interface LoadOptions {
+  /**
+   * The process will only run inference with this model: each projection is packed for the
+   * matmul kernel as it is read and its [in, out] copy freed at once (FrozenLinear's
+   * releaseForInference), so the weights are held once, in half the bytes when the checkpoint
+   * is bf16, and never twice at any moment. Training or gradients through it then throw.
+   */
+  inferenceOnly?: boolean;
+}
+
+export async function loadModel(dir: string, options: LoadOptions = {}): Promise<LoadedModel> {
   const config = parseModelConfig(readJson(dir, 'config.json'), path.join(dir, 'config.json'));
   const tokenizerConfig = readJson(dir, 'tokenizer_config.json');
   const tokenizer = new TextTokenizer(readJson(dir, 'tokenizer.json'), tokenizerConfig);
@@ -40,7 +50,7 @@ export async function loadModel(dir: string): Promise<LoadedModel> {
   const checkpoint = new Checkpoint(dir);
   let model: LlamaModel;
   try {
-    model = buildModel(config, checkpoint);
+    model = buildModel(config, checkpoint, options);
   } finally {
     checkpoint.close();
   }
@@ -68,7 +78,7 @@ function readJson(dir: string, name: string): Record<string, unknown> {
 }
 
 /** Reads every tensor the config calls for, checking shapes, into a LlamaModel. */
-export function buildModel(config: ModelConfig, checkpoint: Checkpoint): LlamaModel {
+export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options: LoadOptions = {}): LlamaModel {
   const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: KV, headDim: D, vocabSize: V } = config;
   const created: tf.Tensor[] = [];
   const linears: FrozenLinear[] = [];
@@ -95,6 +105,8 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint): LlamaMo
     const weightT = tf.tensor2d(transposed, [inFeatures, out]);
     const l = new FrozenLinear(parts, inFeatures, weightT, biases ? tf.tensor1d(biases) : null);
     linears.push(l);
+    // Before the next weight is read, so that its [in, out] copy reuses this one's space.
+    if (options.inferenceOnly) l.releaseForInference();
     return l;
   };
 
@@ -140,6 +152,8 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint): LlamaMo
     if (config.tieWordEmbeddings) {
       const weightT = tf.tensor2d(transpose2d(embedding, V, C), [C, V]);
       lmHead = new FrozenLinear([{ name: 'lm_head', outFeatures: V }], C, weightT);
+      linears.push(lmHead);
+      if (options.inferenceOnly) lmHead.releaseForInference();
     } else {
       lmHead = linear('', [{ name: 'lm_head', outFeatures: V }], C, false);
     }

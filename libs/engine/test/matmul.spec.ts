@@ -165,6 +165,42 @@ describe('packed matMul kernel (wasm)', () => {
     }
   });
 
+  it.each([
+    ['f32', 'F32' as const, 1],
+    ['bf16', 'BF16' as const, 0.5],
+  ])('loads %s weights for inference only: each projection packed once and its [in, out] copy freed, same logits', async (_, dtype, packedSize) => {
+    const dir = makeTiny(`matmul-inference-only-${dtype}`, { initStd: 0.2, dtype });
+    const tokens = [
+      [1, 17, 300, 42],
+      [1, 99, 2, 7],
+    ];
+    const full = await loadModel(dir);
+    const fullBytes = tf.memory().numBytes;
+    const expected = full.model.forward(tokens);
+    const reference = expected.dataSync().slice();
+    expected.dispose();
+    const projections = [...full.model.linears().map((l) => l.linear), full.model.lmHead];
+    const weightBytes = projections.reduce((s, l) => s + l.weightT.size * 4, 0);
+    full.dispose();
+
+    const before = tf.memory().numBytes;
+    const lean = await loadModel(dir, { inferenceOnly: true });
+    const linears = [...lean.model.linears().map((l) => l.linear), lean.model.lmHead];
+    expect(linears.every((l) => l.released)).toBe(true);
+    // Loaded, the full model holds the [in, out] weights only (packing waits for first use);
+    // the lean one holds the packed copies instead: as large for f32 weights, half for bf16.
+    expect(tf.memory().numBytes - before).toBe(fullBytes - before - weightBytes * (1 - packedSize));
+    const logits = lean.model.forward(tokens);
+    expect(Array.from(logits.dataSync())).toEqual(Array.from(reference));
+    logits.dispose();
+    // After a forward pass, a full model holds both copies; the lean one still holds one.
+    expect(tf.memory().numBytes - before).toBeLessThan(fullBytes - before + weightBytes / 2);
+    expect(() => linears[0].enableBackward()).toThrow(/q_proj\|k_proj\|v_proj: its weight was released for inference/);
+    expect(() => linears[0].weightT).toThrow(/released for inference/);
+    lean.dispose();
+    expect(tf.memory().numBytes).toBe(before);
+  });
+
   it('packs each projection once, on first use, and frees the copies with the model', async () => {
     const baseline = tf.memory().numTensors;
     const lm = await loadModel(makeTiny('matmul-free'));

@@ -23,7 +23,7 @@ export class ModelCache implements OnModuleDestroy {
       this.models.delete(dir);
     } else {
       this.logger.log(`loading ${dir}`);
-      model = loadModel(dir);
+      model = loadModel(dir, { inferenceOnly: true });
       model.catch(() => this.models.delete(dir));
     }
     this.models.set(dir, model);

@@ -45,7 +45,9 @@ export interface LinearPart {
  * dispose(). It takes the place of the packed copy XNNPACK makes and keeps on the first
  * tf.matMul of a weight, which an inference-only process now never calls: memory stays the
  * weights plus one packed copy, as before. A process that both infers and trains (backward
- * enabled: tf.matMul, XNNPACK) holds both copies.
+ * enabled: tf.matMul, XNNPACK) holds both copies. A process that only infers releases the
+ * [in, out] copy as soon as the packed one exists (releaseForInference, loadModel's
+ * inferenceOnly) and holds the weights once.
  */
 export class FrozenLinear {
   readonly outFeatures: number;
@@ -53,18 +55,44 @@ export class FrozenLinear {
   private backward = false;
   /** The weight in the matmul kernel's layout; undefined until first tried, null where the kernel does not apply. */
   private packed: PackedWeights | null | undefined = undefined;
+  /** [in, out]; null once released for inference. */
+  private weight: tf.Tensor2D | null;
 
   constructor(
     readonly parts: LinearPart[],
     readonly inFeatures: number,
     /** [in, out] */
-    readonly weightT: tf.Tensor2D,
+    weightT: tf.Tensor2D,
     readonly bias: tf.Tensor1D | null = null,
   ) {
     this.outFeatures = parts.reduce((s, p) => s + p.outFeatures, 0);
     if (weightT.shape[0] !== inFeatures || weightT.shape[1] !== this.outFeatures) {
       throw new Error(`weight [${weightT.shape}] does not match [${inFeatures}, ${this.outFeatures}]`);
     }
+    this.weight = weightT;
+  }
+
+  /** The weight, [in, out]. Throws once released for inference. */
+  get weightT(): tf.Tensor2D {
+    return this.requireWeight();
+  }
+
+  /**
+   * Inference only from now on: packs the weight for the matmul kernel now and frees the
+   * [in, out] copy, so that the process holds the weights once (in half the bytes for a bf16
+   * checkpoint) instead of twice. Where the kernel does not apply (another backend), the
+   * weight stays as it is. Afterwards gradients through this projection throw.
+   */
+  releaseForInference(): void {
+    if (this.packed === undefined) this.packed = packWeights(this.weightT);
+    if (!this.packed || !this.weight) return;
+    this.weight.dispose();
+    this.weight = null;
+  }
+
+  /** Whether releaseForInference() freed the [in, out] copy. */
+  get released(): boolean {
+    return this.weight === null;
   }
 
   forward(x: tf.Tensor2D): tf.Tensor2D {
@@ -82,6 +110,7 @@ export class FrozenLinear {
 
   /** Gives the projection a gradient w.r.t. its input that avoids a transposed matMul. */
   enableBackward(): void {
+    this.requireWeight();
     this.backward = true;
   }
 
@@ -90,11 +119,20 @@ export class FrozenLinear {
   }
 
   dispose(): void {
-    this.weightT.dispose();
+    this.weight?.dispose();
+    this.weight = null;
     this.bias?.dispose();
     this.packed?.dispose();
     this.packed = undefined;
     this.disableBackward();
+  }
+
+  private requireWeight(): tf.Tensor2D {
+    if (!this.weight) {
+      const name = this.parts.map((p) => p.name).join('|');
+      throw new Error(`${name}: its weight was released for inference (only the packed copy is kept); load the model without inferenceOnly to train through it`);
+    }
+    return this.weight;
   }
 
   /** project(x) without a gradient: the packed kernel where it applies (see the class comment). */
