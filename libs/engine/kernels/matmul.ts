@@ -25,7 +25,8 @@
 //    The kernel widens them back with one shift (columns 0-3) and one mask (columns 4-7),
 //    which gives exactly the f32 values: the products and sums, and so the result, are the
 //    same bits as with f32 panels. Half the bytes stream from memory, which is what bounds
-//    decoding: one row takes about half the time, and the weights half the memory.
+//    decoding one row: it took 13 ms against 19 ms on a whole SmolLM2-135M, and the
+//    weights take half the memory.
 //
 // 2. Register tile. The inner loop keeps a 4 x 8 block of out in 8 SIMD registers (4 rows,
 //    two f32x4 halves of the panel's 8 columns). Per k it loads the panel's 8 weights once
@@ -52,7 +53,8 @@
 //    that way against 43-44 ms with groups of 128-512 KB, and 16 rows 100 against 85-86 ms
 //    (bf16; 4 rows, one tile, 22.7 ms either way).
 //
-// x rows (M * K floats: a few KB when decoding) stay in cache across all panels.
+// Loop order: panel groups outermost, so each panel streams from memory once per call, while
+// the x rows (M * K floats: a few KB when decoding) stay in cache across all panels.
 
 /** Bytes of panels one group holds (section 4): half of a common 512 KB L2. */
 const GROUP_BYTES: i32 = 256 << 10;

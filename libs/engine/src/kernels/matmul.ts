@@ -14,11 +14,11 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
  * W is first rearranged into panels of 8 columns (packWeights), once, into a tensor in
  * tfjs-wasm's heap: as large as W, or half as large when every weight of W is exactly a
  * bfloat16 (a checkpoint stored in bf16), which the kernel then reads as such, with the same
- * result to the bit and about half the time for one row (see the source's section 1). Like the decode-attention kernel, both steps are tfjs
- * kernels for the wasm backend that run on tfjs's own memory (the module imports the
- * backend's WebAssembly.Memory and is given the heap offsets of the tensors: wasm-heap.ts);
- * where tfjs-wasm does not expose them every function here returns null so the caller uses
- * tfjs ops.
+ * result to the bit and about two thirds of the time for one row (see the source's section
+ * 1). Like the decode-attention kernel, both steps are tfjs kernels for the wasm backend
+ * that run on tfjs's own memory (the module imports the backend's WebAssembly.Memory and
+ * is given the heap offsets of the tensors: wasm-heap.ts); where tfjs-wasm does not expose
+ * them every function here returns null so the caller uses tfjs ops.
  */
 const MATMUL_KERNEL = 'TrainyardPackedMatMul';
 const PACK_KERNEL = 'TrainyardPackPanels';
