@@ -86,6 +86,12 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
     created.push(t);
     return t;
   };
+  /** A projection the model will own; with inferenceOnly, packed and its [in, out] copy freed before the next weight is read, so that the next copy reuses this one's space. */
+  const frozen = (l: FrozenLinear) => {
+    linears.push(l);
+    if (options.inferenceOnly) l.releaseForInference();
+    return l;
+  };
   const vector = (name: string, size: number) => track(tf.tensor1d(checkpoint.read(name, [size]).data));
 
   /** Several HF linears [out_i, in] stacked along out, stored transposed [in, sum out]. */
@@ -103,11 +109,7 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
       row += p.outFeatures;
     }
     const weightT = tf.tensor2d(transposed, [inFeatures, out]);
-    const l = new FrozenLinear(parts, inFeatures, weightT, biases ? tf.tensor1d(biases) : null);
-    linears.push(l);
-    // Before the next weight is read, so that its [in, out] copy reuses this one's space.
-    if (options.inferenceOnly) l.releaseForInference();
-    return l;
+    return frozen(new FrozenLinear(parts, inFeatures, weightT, biases ? tf.tensor1d(biases) : null));
   };
 
   try {
@@ -151,9 +153,7 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
     let lmHead: FrozenLinear;
     if (config.tieWordEmbeddings) {
       const weightT = tf.tensor2d(transpose2d(embedding, V, C), [C, V]);
-      lmHead = new FrozenLinear([{ name: 'lm_head', outFeatures: V }], C, weightT);
-      linears.push(lmHead);
-      if (options.inferenceOnly) lmHead.releaseForInference();
+      lmHead = frozen(new FrozenLinear([{ name: 'lm_head', outFeatures: V }], C, weightT));
     } else {
       lmHead = linear('', [{ name: 'lm_head', outFeatures: V }], C, false);
     }

@@ -83,11 +83,12 @@ export function matMulKernelAvailable(): boolean {
  * the same weights, two per float (the kernel source's section 1). Dispose it with the weight.
  */
 export class PackedWeights {
-  constructor(
-    readonly panels: tf.Tensor3D,
-    /** Whether the panels hold the weights as bfloat16 (every weight was exactly one). */
-    readonly bf16: boolean,
-  ) {}
+  constructor(readonly panels: tf.Tensor3D) {}
+
+  /** Whether the panels hold the weights as bfloat16 (every weight was exactly one): 4 floats per step, not 8. */
+  get bf16(): boolean {
+    return this.panels.shape[2] === PANEL / 2;
+  }
 
   get inFeatures(): number {
     return this.panels.shape[1];
@@ -114,7 +115,7 @@ export function packWeights(weightT: tf.Tensor2D, format: 'auto' | 'f32' = 'auto
   const wasm = tf.backend() as unknown as WasmBackendInternals;
   const bf16 = format === 'auto' && (kernelsFor(wasm) as Kernels).isBf16(heapOffset(wasm, weightT), weightT.size) === 1;
   const attrs: PanelFormat = { bf16 };
-  return new PackedWeights(tf.keep(tf.engine().runKernel(PACK_KERNEL, { w: weightT }, attrs) as tf.Tensor3D), bf16);
+  return new PackedWeights(tf.keep(tf.engine().runKernel(PACK_KERNEL, { w: weightT }, attrs) as tf.Tensor3D));
 }
 
 /**

@@ -84,8 +84,7 @@ export class FrozenLinear {
    * weight stays as it is. Afterwards gradients through this projection throw.
    */
   releaseForInference(): void {
-    if (this.packed === undefined) this.packed = packWeights(this.weightT);
-    if (!this.packed || !this.weight) return;
+    if (!this.packedWeights() || !this.weight) return;
     this.weight.dispose();
     this.weight = null;
   }
@@ -137,8 +136,14 @@ export class FrozenLinear {
 
   /** project(x) without a gradient: the packed kernel where it applies (see the class comment). */
   private infer(x: tf.Tensor2D): tf.Tensor2D {
+    const packed = this.packedWeights();
+    return (packed && packedMatMul(x, packed, this.bias)) ?? this.project(x);
+  }
+
+  /** The weight in the kernel's layout, packed on first call; null where the kernel does not apply. */
+  private packedWeights(): PackedWeights | null {
     if (this.packed === undefined) this.packed = packWeights(this.weightT);
-    return (this.packed && packedMatMul(x, this.packed, this.bias)) ?? this.project(x);
+    return this.packed;
   }
 
   private project(x: tf.Tensor2D): tf.Tensor2D {
