@@ -14,26 +14,30 @@ const HIDDEN: f32 = -1e8;
  * Attention for one decoding step: one new query token per sequence, against every cached
  * key and value of that sequence. Grouped-query layout, as in model/llama.ts:
  *
- *   q     [groups, G, D]   the G query heads that share one KV head (already scaled by 1/sqrt(D))
- *   k, v  [groups, S, D]   that KV head's cached keys and values (S columns)
- *   mask  [B, S]          additive mask per sequence (0: attend, MASKED: padding)
- *   out   [groups, G, D]
+ *   q       [groups, G, D]   the G query heads that share one KV head (already scaled by 1/sqrt(D))
+ *   k, v    [groups, S, D]   that KV head's cached keys and values (S columns)
+ *   mask    [B, S]           additive mask per sequence (0: attend, MASKED: padding)
+ *   weights [groups, G, S]   scratch: the scores, then the softmax weights
+ *   out     [groups, G, D]
  *
  * with groups = B * kvHeads (group g belongs to sequence g / kvHeads). D must be a
  * multiple of 4 (one f32x4 lane group per 4 dimensions).
  *
- * Each query row is one pass over the columns with an online softmax (Milakov and
- * Gimelshein, 2018): keep the running maximum m of the scores, the running sum l of
- * exp(score - m), and the output accumulated with the same weights; when a larger score
- * arrives, rescale l and the accumulator by exp(old m - new m). At the end divide by l.
- * The result equals softmax(q k^T + mask) v, without storing the scores. Masked columns
- * are skipped: their weight, exp(-1e9 + ...), is exactly 0 in float32 anyway.
+ * The textbook softmax in three passes over the columns, each a tight loop:
+ *   1. scores: s_j = q . k_j + mask_j for the G heads at once (each key is read once per
+ *      group), with four accumulators so that the additions do not wait on each other;
+ *   2. weights: p_j = exp(s_j - max_j s_j), four at a time, and their sum l;
+ *   3. output: out = (sum_j p_j v_j) / l, sixteen dimensions at a time held in registers.
+ * Masked columns get weight 0: their score is -Infinity, and exp of it is 0. Compared with
+ * one pass and an online softmax, nothing is rescaled as the maximum grows, and no
+ * accumulator goes through memory at every column.
  */
 export function decodeAttention(
   q: usize,
   k: usize,
   v: usize,
   mask: usize,
+  weights: usize,
   out: usize,
   groups: i32,
   G: i32,
@@ -42,53 +46,128 @@ export function decodeAttention(
   kvHeads: i32,
 ): void {
   const rowBytes = (<usize>D) << 2;
+  const columnsBytes = (<usize>S) << 2;
   for (let g = 0; g < groups; g++) {
     const maskRow = mask + (((<usize>(g / kvHeads)) * <usize>S) << 2);
     const keys = k + <usize>g * <usize>S * rowBytes;
     const values = v + <usize>g * <usize>S * rowBytes;
+    const queries = q + <usize>(g * G) * rowBytes;
+    const groupWeights = weights + <usize>(g * G) * columnsBytes;
+    scores(queries, keys, maskRow, groupWeights, G, S, rowBytes);
     for (let i = 0; i < G; i++) {
-      const query = q + <usize>(g * G + i) * rowBytes;
+      const row = groupWeights + <usize>i * columnsBytes;
       const acc = out + <usize>(g * G + i) * rowBytes;
-      fill(acc, rowBytes, 0);
-      let m: f32 = -Infinity;
-      let l: f32 = 0;
-      for (let s = 0; s < S; s++) {
-        const bias = load<f32>(maskRow + ((<usize>s) << 2));
-        if (bias < HIDDEN) continue;
-        const score = dot(query, keys + <usize>s * rowBytes, rowBytes) + bias;
-        if (score > m) {
-          const rescale = expf(m - score);
-          l *= rescale;
-          scale(acc, rowBytes, rescale);
-          m = score;
-        }
-        const p = expf(score - m);
-        l += p;
-        addScaled(acc, values + <usize>s * rowBytes, rowBytes, p);
-      }
+      const m = maxOf(row, S);
       // Every column masked (never so in decoding: a row always sees its newest token): zeros.
-      if (l > 0) scale(acc, rowBytes, 1 / l);
+      if (m == -Infinity) {
+        fill(acc, rowBytes, 0);
+        continue;
+      }
+      const l = softmaxWeights(row, S, m);
+      weightedSum(acc, values, row, S, rowBytes, 1 / l);
     }
   }
 }
 
-/** sum_d a[d] * b[d] over `bytes` bytes of float32. */
-function dot(a: usize, b: usize, bytes: usize): f32 {
+/** Pass 1: weights[i][s] = q_i . k_s + mask_s for the G heads, -Infinity where masked. */
+function scores(queries: usize, keys: usize, maskRow: usize, weights: usize, G: i32, S: i32, rowBytes: usize): void {
+  const columnsBytes = (<usize>S) << 2;
+  for (let s = 0; s < S; s++) {
+    const at = (<usize>s) << 2;
+    const bias = load<f32>(maskRow + at);
+    const key = keys + <usize>s * rowBytes;
+    for (let i = 0; i < G; i++) {
+      const score: f32 = bias < HIDDEN ? <f32>-Infinity : dot(queries + <usize>i * rowBytes, key, rowBytes) + bias;
+      store<f32>(weights + <usize>i * columnsBytes + at, score);
+    }
+  }
+}
+
+/** Pass 2: p_s = exp(s_s - m) in place; returns their sum. */
+function softmaxWeights(row: usize, S: i32, m: f32): f32 {
+  const mm = f32x4.splat(m);
   let sum = f32x4.splat(0);
-  for (let d: usize = 0; d < bytes; d += 16) sum = f32x4.add(sum, f32x4.mul(v128.load(a + d), v128.load(b + d)));
-  return f32x4.extract_lane(sum, 0) + f32x4.extract_lane(sum, 1) + f32x4.extract_lane(sum, 2) + f32x4.extract_lane(sum, 3);
+  const bytes = (<usize>S) << 2;
+  let at: usize = 0;
+  for (; at + 16 <= bytes; at += 16) {
+    const p = expf4(f32x4.sub(v128.load(row + at), mm));
+    v128.store(row + at, p);
+    sum = f32x4.add(sum, p);
+  }
+  let l = horizontalSum(sum);
+  for (; at < bytes; at += 4) {
+    const p = expf(load<f32>(row + at) - m);
+    store<f32>(row + at, p);
+    l += p;
+  }
+  return l;
 }
 
-/** acc += p * x */
-function addScaled(acc: usize, x: usize, bytes: usize, p: f32): void {
-  const pp = f32x4.splat(p);
-  for (let d: usize = 0; d < bytes; d += 16) v128.store(acc + d, f32x4.add(v128.load(acc + d), f32x4.mul(pp, v128.load(x + d))));
-}
-
-/** x *= c */
-function scale(x: usize, bytes: usize, c: f32): void {
+/** Pass 3: acc = c * sum_s p_s v_s, sixteen dimensions (four registers) at a time where D allows. */
+function weightedSum(acc: usize, values: usize, row: usize, S: i32, rowBytes: usize, c: f32): void {
   const cc = f32x4.splat(c);
-  for (let d: usize = 0; d < bytes; d += 16) v128.store(x + d, f32x4.mul(v128.load(x + d), cc));
+  let d: usize = 0;
+  for (; d + 64 <= rowBytes; d += 64) {
+    let a0 = f32x4.splat(0);
+    let a1 = f32x4.splat(0);
+    let a2 = f32x4.splat(0);
+    let a3 = f32x4.splat(0);
+    let value = values + d;
+    for (let s = 0; s < S; s++, value += rowBytes) {
+      const p = load<f32>(row + ((<usize>s) << 2));
+      if (p == 0) continue;
+      const pp = f32x4.splat(p);
+      a0 = f32x4.add(a0, f32x4.mul(pp, v128.load(value)));
+      a1 = f32x4.add(a1, f32x4.mul(pp, v128.load(value + 16)));
+      a2 = f32x4.add(a2, f32x4.mul(pp, v128.load(value + 32)));
+      a3 = f32x4.add(a3, f32x4.mul(pp, v128.load(value + 48)));
+    }
+    v128.store(acc + d, f32x4.mul(a0, cc));
+    v128.store(acc + d + 16, f32x4.mul(a1, cc));
+    v128.store(acc + d + 32, f32x4.mul(a2, cc));
+    v128.store(acc + d + 48, f32x4.mul(a3, cc));
+  }
+  for (; d < rowBytes; d += 16) {
+    let a = f32x4.splat(0);
+    let value = values + d;
+    for (let s = 0; s < S; s++, value += rowBytes) {
+      const p = load<f32>(row + ((<usize>s) << 2));
+      if (p != 0) a = f32x4.add(a, f32x4.mul(f32x4.splat(p), v128.load(value)));
+    }
+    v128.store(acc + d, f32x4.mul(a, cc));
+  }
+}
+
+/** sum_d a[d] * b[d] over `bytes` bytes of float32, with four independent accumulators. */
+function dot(a: usize, b: usize, bytes: usize): f32 {
+  let s0 = f32x4.splat(0);
+  let s1 = f32x4.splat(0);
+  let s2 = f32x4.splat(0);
+  let s3 = f32x4.splat(0);
+  let d: usize = 0;
+  for (; d + 64 <= bytes; d += 64) {
+    s0 = f32x4.add(s0, f32x4.mul(v128.load(a + d), v128.load(b + d)));
+    s1 = f32x4.add(s1, f32x4.mul(v128.load(a + d + 16), v128.load(b + d + 16)));
+    s2 = f32x4.add(s2, f32x4.mul(v128.load(a + d + 32), v128.load(b + d + 32)));
+    s3 = f32x4.add(s3, f32x4.mul(v128.load(a + d + 48), v128.load(b + d + 48)));
+  }
+  for (; d < bytes; d += 16) s0 = f32x4.add(s0, f32x4.mul(v128.load(a + d), v128.load(b + d)));
+  return horizontalSum(f32x4.add(f32x4.add(s0, s1), f32x4.add(s2, s3)));
+}
+
+function horizontalSum(x: v128): f32 {
+  return f32x4.extract_lane(x, 0) + f32x4.extract_lane(x, 1) + f32x4.extract_lane(x, 2) + f32x4.extract_lane(x, 3);
+}
+
+/** The largest of S floats (-Infinity for none but -Infinity). */
+function maxOf(row: usize, S: i32): f32 {
+  const bytes = (<usize>S) << 2;
+  let mm = f32x4.splat(<f32>-Infinity);
+  let at: usize = 0;
+  for (; at + 16 <= bytes; at += 16) mm = f32x4.max(mm, v128.load(row + at));
+  let m = max(max(f32x4.extract_lane(mm, 0), f32x4.extract_lane(mm, 1)), max(f32x4.extract_lane(mm, 2), f32x4.extract_lane(mm, 3)));
+  for (; at < bytes; at += 4) m = max(m, load<f32>(row + at));
+  return m;
 }
 
 function fill(x: usize, bytes: usize, c: f32): void {
@@ -113,4 +192,20 @@ function expf(x: f32): f32 {
   p = p * r + <f32>1.6666665459e-1;
   p = p * r + <f32>5.0000001201e-1;
   return (p * r * r + r + 1) * reinterpret<f32>((<i32>n + 127) << 23);
+}
+
+/** expf for four lanes at once: the same operations in the same order, so the same bits per lane. */
+function expf4(x: v128): v128 {
+  const n = f32x4.nearest(f32x4.mul(x, f32x4.splat(<f32>1.44269504088896341)));
+  const r = f32x4.add(f32x4.sub(x, f32x4.mul(n, f32x4.splat(<f32>0.693359375))), f32x4.mul(n, f32x4.splat(<f32>2.12194440e-4)));
+  let p = f32x4.splat(<f32>1.9875691500e-4);
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(<f32>1.3981999507e-3));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(<f32>8.3334519073e-3));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(<f32>4.1665795894e-2));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(<f32>1.6666665459e-1));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(<f32>5.0000001201e-1));
+  const twoToN = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+  const e = f32x4.mul(f32x4.add(f32x4.add(f32x4.mul(f32x4.mul(p, r), r), r), f32x4.splat(1)), twoToN);
+  // 0 below -87 (and for -Infinity, a masked column), as expf.
+  return v128.andnot(e, f32x4.lt(x, f32x4.splat(<f32>-87)));
 }

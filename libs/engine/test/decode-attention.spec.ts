@@ -42,6 +42,8 @@ describe('decode attention kernel (wasm)', () => {
     [3, 2, 1, 5, 4],
     [2, 3, 3, 1, 64],
     [4, 1, 2, 700, 32],
+    // D 72: sixteen dimensions at a time, then the last eight four at a time.
+    [2, 2, 3, 33, 72],
   ])('matches softmax(q k^T + mask) v for B %i, KV %i, G %i, S %i, D %i', (B, KV, G, S, D) => {
     tf.tidy(() => {
       // Scores spread over several units, so the online softmax rescales often; the sums run
@@ -69,6 +71,31 @@ describe('decode attention kernel (wasm)', () => {
       const after = fusedAttention(q, tf.where(hidden, garbage, k) as tf.Tensor4D, tf.where(hidden, garbage, v) as tf.Tensor4D, mask).dataSync();
       expect(maxAbsDiff(before, after)).toBe(0);
     });
+  });
+
+  it('gives zeros for a row whose every column is masked, and the other rows as usual', () => {
+    tf.tidy(() => {
+      const [B, KV, G, S, D] = [2, 2, 3, 9, 16];
+      const q = tf.randomNormal([B * KV, G, D], 0, 1, 'float32', 7) as tf.Tensor3D;
+      const k = tf.randomNormal([B, KV, S, D], 0, 1, 'float32', 8) as tf.Tensor4D;
+      const v = tf.randomNormal([B, KV, S, D], 0, 1, 'float32', 9) as tf.Tensor4D;
+      const mask = tf.concat([tf.fill([1, 1, 1, S], MASKED), paddingMask(1, S, 2)]) as tf.Tensor4D;
+      const fused = fusedAttention(q, k, v, mask).dataSync();
+      const half = KV * G * D;
+      expect(Array.from(fused.subarray(0, half)).every((x) => x === 0)).toBe(true);
+      expect(maxAbsDiff(fused.subarray(half), reference(q, k, v, mask).dataSync().subarray(half))).toBeLessThan(5e-5);
+    });
+  });
+
+  it('leaves nothing behind on the heap but its result', () => {
+    const q = tf.randomNormal([6, 3, 64]) as tf.Tensor3D;
+    const k = tf.randomNormal([2, 3, 40, 64]) as tf.Tensor4D;
+    const mask = paddingMask(2, 40, 0);
+    // The backend's own count of what it holds: the kernel's scratch is on it, though no tensor.
+    const before = tf.backend().numDataIds();
+    const out = fusedAttention(q, k, k, mask);
+    expect(tf.backend().numDataIds()).toBe(before + 1);
+    tf.dispose([q, k, mask, out]);
   });
 
   it('leaves shapes it does not cover to tfjs ops, and refuses shapes that do not fit', () => {

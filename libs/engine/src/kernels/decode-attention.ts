@@ -7,7 +7,7 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
  * libs/engine/kernels/decode-attention.ts). tfjs-wasm runs batched matMuls, which decoding
  * attention is made of (many small [G, D] x [D, S] products, one per sequence and KV head),
  * as a scalar loop; this kernel computes softmax(q k^T + mask) v for all of them in one
- * call, 3-4 times faster per layer (docs/benchmarks.md), and fuses the mask and the softmax.
+ * call, several times faster per layer (docs/benchmarks.md), and fuses the mask and the softmax.
  *
  * It is registered as a tfjs kernel for the wasm backend and runs on tfjs's own memory: the
  * module imports the backend's WebAssembly.Memory and is given the heap offsets of the
@@ -21,6 +21,7 @@ type KernelFunction = (
   k: number,
   v: number,
   mask: number,
+  weights: number,
   out: number,
   groups: number,
   G: number,
@@ -45,8 +46,14 @@ tf.registerKernel({
     const [groups, G, D] = q.shape;
     const S = k.shape[2];
     const out = wasm.makeOutput([groups, G, D], 'float32');
+    // The kernel's scratch: every head's scores, then its softmax weights.
+    const weights = wasm.makeOutput([groups, G, S], 'float32');
     const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
-    kernel(at(q), at(k), at(v), at(mask), at(out), groups, G, S, D, kvHeads);
+    try {
+      kernel(at(q), at(k), at(v), at(mask), at(weights), at(out), groups, G, S, D, kvHeads);
+    } finally {
+      wasm.disposeData(weights.dataId);
+    }
     return out;
   },
 });

@@ -20,6 +20,7 @@ export interface WasmBackendInternals {
   wasm?: { asm?: { memory?: unknown } };
   dataIdMap: { get(dataId: object): { memoryOffset: number } | undefined };
   makeOutput(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+  disposeData(dataId: object): boolean;
 }
 
 const instances = new WeakMap<Uint8Array, WeakMap<object, Record<string, unknown> | null>>();
