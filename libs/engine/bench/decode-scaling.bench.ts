@@ -6,6 +6,7 @@
  *
  *   npx tsx libs/engine/bench/decode-scaling.bench.ts
  *   WEIGHTS=bf16 npx tsx libs/engine/bench/decode-scaling.bench.ts
+ *   PROMPT_TOKENS=1000 npx tsx libs/engine/bench/decode-scaling.bench.ts   (long contexts)
  *
  * Uses the model generate.bench.ts makes under var/models/. Every figure comes from fresh
  * processes (one per concurrent batch), started together. Prints a markdown table.
@@ -21,6 +22,8 @@ import { createRng, sampleToken } from '../src/sampling';
 /** WEIGHTS=bf16: the bf16 model (generate.bench.ts with WEIGHTS=bf16 makes it); default f32. */
 const MODEL_DIR = path.resolve(__dirname, '../../../var/models', process.env['WEIGHTS'] === 'bf16' ? 'bench-smollm2-135m-bf16' : 'bench-smollm2-135m');
 const STEPS = 40;
+/** PROMPT_TOKENS: the first sequence's prompt length (default 24); each next one's is 8 tokens longer. */
+const PROMPT_TOKENS = Number(process.env['PROMPT_TOKENS'] ?? 24);
 /** Time every process of a case is given to load its model and warm up before all start measuring. */
 const SETUP_MS = Number(process.env['SETUP_MS'] ?? 15_000);
 /** [processes, batch per process] */
@@ -43,7 +46,7 @@ async function decodeRate(size: number): Promise<number> {
   const greedy = (logits: Float32Array) => sampleToken(logits, { temperature: 0 }, rng).id;
   const batch = new DecodeBatch<number>(lm.model);
   const next = new Map<number, number>();
-  for (let i = 0; i < size; i++) next.set(i, greedy(await batch.join(i, prompt(24 + 8 * i))));
+  for (let i = 0; i < size; i++) next.set(i, greedy(await batch.join(i, prompt(PROMPT_TOKENS + 8 * i))));
   const step = async () => {
     const logits = await batch.step(next);
     for (const [i, l] of logits) next.set(i, greedy(l));
