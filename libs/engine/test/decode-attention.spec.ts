@@ -21,6 +21,15 @@ function fusedAttention(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf
   return out;
 }
 
+/** Random q [B*KV, G, D] (times qScale), k and v [B, KV, S, D], from seeds seed, seed + 1 and seed + 2. */
+function randomInputs([B, KV, G, S, D]: number[], seed: number, qScale = 1): { q: tf.Tensor3D; k: tf.Tensor4D; v: tf.Tensor4D } {
+  return {
+    q: tf.mul(tf.randomNormal([B * KV, G, D], 0, 1, 'float32', seed), qScale) as tf.Tensor3D,
+    k: tf.randomNormal([B, KV, S, D], 0, 1, 'float32', seed + 1) as tf.Tensor4D,
+    v: tf.randomNormal([B, KV, S, D], 0, 1, 'float32', seed + 2) as tf.Tensor4D,
+  };
+}
+
 /** A [B, 1, 1, S] mask hiding a pseudo-random third of each row's columns, never its last one. */
 function paddingMask(B: number, S: number, seed: number): tf.Tensor4D {
   const data = new Float32Array(B * S);
@@ -46,11 +55,9 @@ describe('decode attention kernel (wasm)', () => {
     [2, 2, 3, 33, 72],
   ])('matches softmax(q k^T + mask) v for B %i, KV %i, G %i, S %i, D %i', (B, KV, G, S, D) => {
     tf.tidy(() => {
-      // Scores spread over several units, so the online softmax rescales often; the sums run
+      // Scores spread over several units, so the weights span orders of magnitude; the sums run
       // in another order than tfjs's, so they agree to float32 rounding, not bit for bit.
-      const q = tf.mul(tf.randomNormal([B * KV, G, D], 0, 1, 'float32', 1), 2) as tf.Tensor3D;
-      const k = tf.randomNormal([B, KV, S, D], 0, 1, 'float32', 2) as tf.Tensor4D;
-      const v = tf.randomNormal([B, KV, S, D], 0, 1, 'float32', 3) as tf.Tensor4D;
+      const { q, k, v } = randomInputs([B, KV, G, S, D], 1, 2);
       const mask = paddingMask(B, S, S);
       const fused = fusedAttention(q, k, v, mask);
       expect(fused.shape).toEqual([B * KV, G, D]);
@@ -61,9 +68,7 @@ describe('decode attention kernel (wasm)', () => {
   it('ignores what masked columns hold', () => {
     tf.tidy(() => {
       const [B, KV, G, S, D] = [2, 1, 2, 6, 8];
-      const q = tf.randomNormal([B * KV, G, D], 0, 1, 'float32', 4) as tf.Tensor3D;
-      const k = tf.randomNormal([B, KV, S, D], 0, 1, 'float32', 5) as tf.Tensor4D;
-      const v = tf.randomNormal([B, KV, S, D], 0, 1, 'float32', 6) as tf.Tensor4D;
+      const { q, k, v } = randomInputs([B, KV, G, S, D], 4);
       const mask = paddingMask(B, S, 1);
       const hidden = tf.equal(tf.reshape(mask, [B, 1, S, 1]), MASKED);
       const garbage = tf.fill([B, KV, S, D], 1e4);
@@ -76,9 +81,7 @@ describe('decode attention kernel (wasm)', () => {
   it('gives zeros for a row whose every column is masked, and the other rows as usual', () => {
     tf.tidy(() => {
       const [B, KV, G, S, D] = [2, 2, 3, 9, 16];
-      const q = tf.randomNormal([B * KV, G, D], 0, 1, 'float32', 7) as tf.Tensor3D;
-      const k = tf.randomNormal([B, KV, S, D], 0, 1, 'float32', 8) as tf.Tensor4D;
-      const v = tf.randomNormal([B, KV, S, D], 0, 1, 'float32', 9) as tf.Tensor4D;
+      const { q, k, v } = randomInputs([B, KV, G, S, D], 7);
       const mask = tf.concat([tf.fill([1, 1, 1, S], MASKED), paddingMask(1, S, 2)]) as tf.Tensor4D;
       const fused = fusedAttention(q, k, v, mask).dataSync();
       const half = KV * G * D;
