@@ -1,8 +1,11 @@
+import { exponentials } from './kernels/softmax';
 import { SeededRandom } from './random';
 
 /**
- * Turning one position's logits into a token. Pure JS on a Float32Array, separate from the
- * model: the decode loop owns the model, the sampler owns randomness and filtering.
+ * Turning one position's logits into a token, on a Float32Array, separate from the model:
+ * the decode loop owns the model, the sampler owns randomness and filtering. The
+ * exponentials over the vocabulary are computed by a small WebAssembly kernel
+ * (kernels/softmax.ts); the rest is plain JavaScript.
  */
 
 /**
@@ -116,11 +119,10 @@ function truncates(params: SamplingParams): boolean {
 
 /**
  * One token from the logits under temperature, top-k and top-p: the argmax when greedy (no
- * probabilities then), else a draw, with the probabilities it was drawn from (unnormalised,
- * filtered ones zeroed) and their total.
+ * probabilities then), else a draw, with the weights it was drawn from (unnormalised, filtered
+ * ones zeroed; a view that the next draw overwrites) and their total.
  */
-function draw(logits: Float32Array, params: SamplingParams, rng: SeededRandom): { id: number; probs: Float64Array | null; total: number } {
-  const V = logits.length;
+function draw(logits: Float32Array, params: SamplingParams, rng: SeededRandom): { id: number; probs: Float32Array | null; total: number } {
   const temperature = params.temperature ?? 1;
   if (temperature <= 0) {
     const id = argmax(logits);
@@ -128,14 +130,11 @@ function draw(logits: Float32Array, params: SamplingParams, rng: SeededRandom): 
     return { id, probs: null, total: 0 };
   }
 
-  // Work in probabilities of the tempered distribution, zeroing what the filters remove.
-  let max = -Infinity;
-  for (let i = 0; i < V; i++) if (logits[i] > max) max = logits[i];
+  // Work in weights of the tempered distribution, exp((logit - max) / T), zeroing what the filters remove.
+  const { values: probs, max, sum } = exponentials(logits, temperature);
   if (max === -Infinity) throw new Error('every token is masked');
-  const probs = new Float64Array(V);
-  let total = 0;
-  for (let i = 0; i < V; i++) total += probs[i] = Math.exp((logits[i] - max) / temperature);
-
+  let total = sum;
+  const V = probs.length;
   const topK = params.topK ?? 0;
   if (topK > 0 && topK < V) total = keepTopK(probs, topK);
   const topP = params.topP ?? 1;
@@ -153,7 +152,7 @@ function draw(logits: Float32Array, params: SamplingParams, rng: SeededRandom): 
 }
 
 /** Zeroes all but the k largest (ties at the boundary broken by lower id); returns the new total. */
-function keepTopK(probs: Float64Array, k: number): number {
+function keepTopK(probs: Float32Array, k: number): number {
   const order = topN(probs, k);
   const keep = new Uint8Array(probs.length);
   for (const i of order) keep[i] = 1;
@@ -166,32 +165,53 @@ function keepTopK(probs: Float64Array, k: number): number {
 }
 
 /**
- * Keeps the smallest set of most likely tokens whose mass reaches p. Tokens below
- * (1 - p) / V together hold less than 1 - p, so they are always cut: only the rest is sorted.
+ * Bucket of a weight for the nucleus: the top 16 bits of its float32 (sign, exponent and 7
+ * bits of mantissa), which order non-negative floats as their values do. Weights are at most
+ * 1 (exp of a logit minus the largest), whose key is 0x3f80.
  */
-function keepNucleus(probs: Float64Array, total: number, p: number): number {
-  const floor = ((1 - p) * total) / probs.length;
-  const candidates: number[] = [];
-  for (let i = 0; i < probs.length; i++) if (probs[i] >= floor && probs[i] > 0) candidates.push(i);
-  candidates.sort((a, b) => probs[b] - probs[a] || a - b);
-  const keep = new Uint8Array(probs.length);
-  let mass = 0;
-  for (const i of candidates) {
-    keep[i] = 1;
-    mass += probs[i];
-    if (mass >= p * total) break;
+const NUCLEUS_KEYS = 0x3f81;
+const bucketMass = new Float64Array(NUCLEUS_KEYS);
+
+/**
+ * Keeps the smallest set of most likely tokens whose mass reaches p (among equal weights,
+ * lower ids first); zeroes the rest and returns the mass kept. Without sorting the
+ * vocabulary: the weights' mass is summed per bucket of nearly equal weights (above), the
+ * buckets are taken from the top while they stay short of p, and only the tokens of the
+ * bucket where p is reached are sorted. One pass to bucket, one to cut: at a 49152-token
+ * vocabulary a sort of every token above a floor took 2-4 ms per row.
+ */
+function keepNucleus(probs: Float32Array, total: number, p: number): number {
+  const keys = new Uint32Array(probs.buffer, probs.byteOffset, probs.length);
+  bucketMass.fill(0);
+  for (let i = 0; i < probs.length; i++) bucketMass[keys[i] >>> 16] += probs[i];
+  const target = p * total;
+  let kept = 0;
+  let boundary = NUCLEUS_KEYS - 1;
+  for (; boundary > 0 && kept + bucketMass[boundary] < target; boundary--) kept += bucketMass[boundary];
+  const ties: number[] = [];
+  for (let i = 0; i < probs.length; i++) {
+    const key = keys[i] >>> 16;
+    if (key > boundary || probs[i] === 0) continue;
+    if (key === boundary) ties.push(i);
+    else probs[i] = 0;
   }
-  for (let i = 0; i < probs.length; i++) if (!keep[i]) probs[i] = 0;
-  return mass;
+  ties.sort((a, b) => probs[b] - probs[a] || a - b);
+  for (const i of ties) {
+    if (kept >= target) probs[i] = 0;
+    else kept += probs[i];
+  }
+  return kept;
 }
 
 /** Indices of the n largest values, largest first, lower index first among equals. */
 export function topN(values: ArrayLike<number>, n: number): number[] {
   if (n <= 0) return [];
   const best: number[] = [];
+  // The smallest value kept so far once n are kept: most values fall below it and cost one comparison.
+  let floor = -Infinity;
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
-    if (best.length === n && !(v > values[best[n - 1]])) continue;
+    if (best.length === n && !(v > floor)) continue;
     let j = Math.min(best.length, n - 1);
     if (best.length < n) best.push(i);
     while (j > 0 && v > values[best[j - 1]]) {
@@ -199,6 +219,7 @@ export function topN(values: ArrayLike<number>, n: number): number[] {
       j--;
     }
     best[j] = i;
+    if (best.length === n) floor = values[best[n - 1]];
   }
   return best;
 }
@@ -209,11 +230,7 @@ export function argmax(values: ArrayLike<number>): number {
   return best;
 }
 
-function logSumExp(values: ArrayLike<number>, temperature: number): number {
-  let max = -Infinity;
-  for (let i = 0; i < values.length; i++) if (values[i] > max) max = values[i];
-  if (max === -Infinity) return -Infinity;
-  let sum = 0;
-  for (let i = 0; i < values.length; i++) sum += Math.exp((values[i] - max) / temperature);
-  return max / temperature + Math.log(sum);
+function logSumExp(values: Float32Array, temperature: number): number {
+  const { max, sum } = exponentials(values, temperature);
+  return max === -Infinity ? -Infinity : max / temperature + Math.log(sum);
 }

@@ -126,6 +126,64 @@ describe('sampleToken', () => {
   });
 });
 
+describe('sampleToken at a real vocabulary size', () => {
+  const V = 49152;
+  const source = new SeededRandom(21);
+  const logits = Float32Array.from({ length: V }, () => 3 * source.normal());
+
+  /** The nucleus by definition: weights sorted (ties by lower id), kept until their mass reaches p. */
+  function referenceNucleus(x: Float32Array, temperature: number, p: number): { kept: Set<number>; mass: number; weights: number[] } {
+    const m = x.reduce((a, v) => Math.max(a, v), -Infinity);
+    const weights = Array.from(x, (v) => Math.exp((v - m) / temperature));
+    const total = weights.reduce((a, w) => a + w, 0);
+    const order = weights.map((_, i) => i).sort((a, b) => weights[b] - weights[a] || a - b);
+    const kept = new Set<number>();
+    let mass = 0;
+    for (const i of order) {
+      kept.add(i);
+      mass += weights[i];
+      if (mass >= p * total) break;
+    }
+    return { kept, mass, weights };
+  }
+
+  it('reports logprobs equal to a float64 log-softmax, greedy and sampled', () => {
+    const m = logits.reduce((a, v) => Math.max(a, v), -Infinity);
+    for (const temperature of [0, 1, 0.6]) {
+      const t = temperature || 1;
+      const lse = m / t + Math.log(Array.from(logits, (v) => Math.exp((v - m) / t)).reduce((a, b) => a + b, 0));
+      const rng = new SeededRandom(temperature * 10);
+      for (let i = 0; i < 20; i++) {
+        const token = sampleToken(logits, { temperature, topLogprobs: 3 }, rng);
+        expect(Math.abs(token.logprob - (logits[token.id] / t - lse))).toBeLessThan(1e-5);
+        for (const alt of token.topLogprobs) expect(Math.abs(alt.logprob - (logits[alt.id] / t - lse))).toBeLessThan(1e-5);
+      }
+    }
+  });
+
+  it.each([0.5, 0.9, 0.95])('top_p %d keeps exactly the nucleus: draws stay in it, and logprobs are renormalised over it', (p) => {
+    const { kept, mass, weights } = referenceNucleus(logits, 1, p);
+    const rng = new SeededRandom(5);
+    for (let i = 0; i < 500; i++) {
+      const token = sampleToken(logits, { temperature: 1, topP: p }, rng);
+      expect(kept.has(token.id)).toBe(true);
+      expect(Math.abs(token.logprob - Math.log(weights[token.id] / mass))).toBeLessThan(1e-5);
+    }
+  });
+
+  it('top_p among equal weights keeps the lower ids: the smallest set reaching p', () => {
+    const flat = new Float32Array(1000).fill(0.25);
+    const rng = new SeededRandom(8);
+    let highest = 0;
+    for (let i = 0; i < 2000; i++) {
+      const token = sampleToken(flat, { temperature: 1, topP: 0.3 }, rng);
+      highest = Math.max(highest, token.id);
+      expect(token.logprob).toBeCloseTo(Math.log(1 / 300), 5);
+    }
+    expect(highest).toBe(299);
+  });
+});
+
 describe('generation', () => {
   let lm: LoadedModel;
   let prompt: number[];

@@ -8,9 +8,15 @@ import type * as tf from '@tensorflow/tfjs-core';
  * instantiateOnHeap gives null and the callers fall back to tfjs ops.
  */
 
-/** The part of the WebAssembly JS API used here (the project's TypeScript lib is es2022, without the DOM's declarations). */
+/** A WebAssembly.Memory: its bytes, and growing it by 64 KB pages (which detaches the old buffer). */
+export interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+
+/** The part of the WebAssembly JS API used by the kernels (the project's TypeScript lib is es2022, without the DOM's declarations). */
 declare const WebAssembly: {
-  Memory: new (...args: never[]) => object;
+  Memory: new (descriptor: { initial: number }) => WasmMemory;
   Module: new (bytes: Uint8Array) => object;
   Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
 };
@@ -45,4 +51,10 @@ export function instantiateOnHeap(bytes: Uint8Array, backend: object): Record<st
 /** Where a tensor's data starts in the wasm backend's heap. */
 export function heapOffset(backend: WasmBackendInternals, tensor: tf.TensorInfo): number {
   return (backend.dataIdMap.get(tensor.dataId) as { memoryOffset: number }).memoryOffset;
+}
+
+/** The exports of the kernel module `bytes` instantiated on `memory`, a memory of its own (not a backend's heap). */
+export function instantiateOnOwnMemory(bytes: Uint8Array, pages: number): { exports: Record<string, unknown>; memory: WasmMemory } {
+  const memory = new WebAssembly.Memory({ initial: pages });
+  return { exports: new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } }).exports, memory };
 }
