@@ -126,6 +126,10 @@ async function main() {
     const concurrentRates: number[] = [];
     const scaling: number[] = [];
     const scalingNew: number[] = [];
+    // As ART samples its rollouts: temperature 1, with the logprobs that RL training needs.
+    const rollout = { temperature: 1, logprobs: true };
+    const rolloutSingle: number[] = [];
+    const rolloutConcurrent: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       const one = await streamOnce(client, id);
       single.push(one);
@@ -140,6 +144,12 @@ async function main() {
       started = performance.now();
       const runsNew = await Promise.all(Array.from({ length: 8 }, () => streamOnce(client, id, newQuestion())));
       scalingNew.push(tokensPerSecond(runsNew, performance.now() - started) / tokensPerSecond([oneNew], oneNew.ms));
+
+      const oneRollout = await streamOnce(client, id, rollout);
+      rolloutSingle.push(tokensPerSecond([oneRollout], oneRollout.ms));
+      started = performance.now();
+      const rollouts = await Promise.all(Array.from({ length: 8 }, () => streamOnce(client, id, rollout)));
+      rolloutConcurrent.push(tokensPerSecond(rollouts, performance.now() - started));
     }
     const singleRate = median(single.map((r) => tokensPerSecond([r], r.ms)));
     const ttft = median(single.map((r) => r.ttft));
@@ -241,6 +251,7 @@ ${TOKENS}-token greedy completions streamed with the official openai client over
 | single-stream decode, one prompt (reused after its first prefill) | ${singleRate.toFixed(1)} tokens/s | |
 | aggregate decode, 8 concurrent streams of that prompt | ${concurrentRate.toFixed(1)} tokens/s (${median(scaling).toFixed(2)}x single: median of ${ROUNDS} rounds, ${scaling.map((x) => x.toFixed(2)).join(', ')}) | ≥ 4x single |
 | 8 concurrent streams of 8 new prompts, against one new prompt | ${median(scalingNew).toFixed(2)}x (median of ${ROUNDS} rounds, ${scalingNew.map((x) => x.toFixed(2)).join(', ')}) | |
+| sampled as ART's rollouts (temperature 1, logprobs): one stream / 8 concurrent streams (medians of ${ROUNDS} rounds) | ${median(rolloutSingle).toFixed(1)} / ${median(rolloutConcurrent).toFixed(1)} tokens/s | |
 | time to first token, concurrency 1, a new prompt (median of ${ROUNDS}; ${templateReuse} of its tokens, the chat template's beginning, reused) | ${ttftNew.toFixed(0)} ms | reported |
 | time to first token, concurrency 1, a prompt seen before (median of ${ROUNDS}) | ${ttft.toFixed(0)} ms | |
 | decode after the first token, plain | ${plainDecodeRate.toFixed(1)} tokens/s | |

@@ -118,17 +118,19 @@ export class InferenceScheduler implements OnModuleDestroy {
     if (this.cancelledEarly.delete(item.completion_id)) return;
     // Redelivered while this worker still has it (a stall longer than the ack wait): run it once.
     if (this.liveness.has(item.completion_id)) return;
-    this.admitting += item.params.n;
+    // Its sequences count as admitting until each one decodes (or is done): never both at once.
+    const admission = { admitting: item.params.n };
+    this.admitting += admission.admitting;
     this.heldChanged();
     try {
-      await this.start(item);
+      await this.start(item, admission);
     } finally {
-      this.admitting -= item.params.n;
+      this.admitting -= admission.admitting;
       this.heldChanged();
     }
   }
 
-  private async start(item: InferenceWorkItem): Promise<void> {
+  private async start(item: InferenceWorkItem, admission: { admitting: number }): Promise<void> {
     this.holds.set(item.completion_id, this.shutdown.hold());
     let seq = 0;
     const emit = (event: InferenceEvent) => this.nc.publish(item.reply_subject, events.encode({ ...event, seq: seq++ }));
@@ -202,6 +204,8 @@ export class InferenceScheduler implements OnModuleDestroy {
             this.pending.set(key, next);
             batch.adapters.set(key, adapter);
           }
+          admission.admitting--;
+          this.admitting--;
         }
       } catch (err) {
         // The prefill failed (out of memory, say): this completion ends with an error, the batch goes on.
