@@ -110,7 +110,7 @@ async function main() {
     makeModel({ preset, out: join(stack.modelsDir, id), seed: 1, dtype: DTYPE });
     // The in-process copy for the overhead figure.
     await selectBackend('wasm');
-    const lm = await loadModel(join(stack.modelsDir, id));
+    const lm = await loadModel(join(stack.modelsDir, id), { inferenceOnly: true });
     const client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: (await stack.createKey('bench')).key, maxRetries: 0, timeout: 600_000 });
     // Load the model on every worker: concurrent requests reach all of them, since a worker
     // takes no more work while it loads. A cold worker would slow the single-stream figure.

@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   await selectBackend('wasm');
   const dir = path.join(os.tmpdir(), `trainyard-json-bench-${preset}`);
   if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset, out: dir, seed: 1 });
-  const lm = await loadModel(dir);
+  const lm = await loadModel(dir, { inferenceOnly: true });
   const compiler = await JsonGrammarCompiler.create(lm.tokenizer, lm.eosTokenIds);
   const format = {
     type: 'json_schema' as const,

@@ -7,6 +7,7 @@ export * from './tokenizer';
 export * from './chat-template';
 export * from './loader';
 export * from './model/linear';
+export { ReadAhead, readAheadInUse, setReadAhead } from './kernels/matmul';
 export * from './model/kv-cache';
 export * from './model/rope';
 export * from './model/llama';

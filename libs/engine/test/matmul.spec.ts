@@ -106,6 +106,62 @@ describe('packed matMul kernel (wasm)', () => {
     },
   );
 
+  // Read-ahead (the source's section 5) only reads the panels before the tiles run: the
+  // products must be the same bits. N spans several read-ahead groups and ends in a short
+  // one (64 KB: 32 panels of K 64 in f32, 3 of K 576), so every group boundary is crossed.
+  it.each(
+    [1, 2, 3, 4, 5, 8, 9].flatMap((M) =>
+      [
+        [64, 8 * 70],
+        [576, 8 * 7],
+      ].map(([K, N]) => [M, K, N, M % 2 === 1] as const),
+    ),
+  )('reads panels ahead with the same result, to the bit, for M %i, K %i, N %i, bf16 %s', (M, K, N, bf16) => {
+    const before = matmul.readAheadInUse();
+    try {
+      tf.tidy(() => {
+        const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
+        const normals = tf.randomNormal([K, N], 0, 1, 'float32', K).dataSync() as Float32Array;
+        const w = tf.tensor2d(bf16 ? bf16ToF32(f32ToBf16(normals)) : normals, [K, N]);
+        const bias = tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D;
+        const packed = packWeights(w) as PackedWeights;
+        expect(packed.bf16).toBe(bf16);
+        const product = (ahead: boolean) => {
+          matmul.setReadAhead({ oneRow: ahead, rows: ahead });
+          return Array.from((packedMatMul(x, packed, bias) as tf.Tensor2D).dataSync());
+        };
+        const streamed = product(false);
+        expect(product(true)).toEqual(streamed);
+        expect(maxAbsDiff(Float32Array.from(streamed), tf.add(tf.matMul(x, w), bias).dataSync())).toBeLessThan(2e-6 * K + 1e-5);
+        packed.dispose();
+      });
+    } finally {
+      matmul.setReadAhead(before);
+    }
+  });
+
+  it('tunes read-ahead once per process, on weights too large for any cache only', () => {
+    const before = matmul.readAheadInUse();
+    const panels = (K: number, N: number) => tf.tidy(() => packWeights(tf.ones([K, N]) as tf.Tensor2D, 'f32') as PackedWeights);
+    const small = panels(576, 576);
+    const large = panels(2048, 8192); // 64 MB: the least that is timed
+
+    try {
+      expect(matmul.tuneReadAhead([small])).toBeNull();
+      const choice = matmul.tuneReadAhead([small, large]);
+      expect(choice).toEqual({ oneRow: expect.any(Boolean), rows: expect.any(Boolean) });
+      expect(matmul.readAheadInUse()).toEqual(choice);
+      // Tuned: a second model does not time it again, and the choice stays.
+      matmul.setReadAhead({ oneRow: !choice?.oneRow, rows: !choice?.rows });
+      expect(matmul.tuneReadAhead([small, large])).toBeNull();
+      expect(matmul.readAheadInUse()).toEqual({ oneRow: !choice?.oneRow, rows: !choice?.rows });
+    } finally {
+      small.dispose();
+      large.dispose();
+      matmul.setReadAhead(before);
+    }
+  });
+
   it('declines what it does not cover: N not a multiple of 8, gradients, other dtypes', () => {
     tf.tidy(() => {
       expect(packWeights(tf.zeros([4, 12]) as tf.Tensor2D)).toBeNull();

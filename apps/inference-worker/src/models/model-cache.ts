@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { LoadedModel, loadModel } from '@trainyard/engine';
+import { LoadedModel, loadModel, ReadAhead, readAheadInUse } from '@trainyard/engine';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
 
 /**
@@ -24,7 +24,10 @@ export class ModelCache implements OnModuleDestroy {
     } else {
       this.logger.log(`loading ${dir}`);
       model = loadModel(dir, { inferenceOnly: true });
-      model.catch(() => this.models.delete(dir));
+      model.then(
+        () => this.logger.log(`loaded ${dir}; matmul read-ahead ${describe(readAheadInUse())}`),
+        () => this.models.delete(dir),
+      );
     }
     this.models.set(dir, model);
     this.evict(dir);
@@ -62,4 +65,10 @@ export class ModelCache implements OnModuleDestroy {
     for (const listener of this.unloadListeners) listener(model);
     model.dispose();
   }
+}
+
+/** The engine's matmul read-ahead choice (tuned on the first large model loaded), for the log. */
+function describe(choice: ReadAhead): string {
+  const onOff = (on: boolean) => (on ? 'on' : 'off');
+  return `${onOff(choice.oneRow)} for one sequence, ${onOff(choice.rows)} for batches`;
 }

@@ -19,6 +19,10 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
  * that run on tfjs's own memory (the module imports the backend's WebAssembly.Memory and
  * is given the heap offsets of the tensors: wasm-heap.ts); where tfjs-wasm does not expose
  * them every function here returns null so the caller uses tfjs ops.
+ *
+ * The kernel can read each group of panels in a pass of its own before multiplying it
+ * (read-ahead: the source's section 5). Which is faster depends on the machine, not on the
+ * result, which is the same to the bit: tuneReadAhead measures both on a model's weights.
  */
 const MATMUL_KERNEL = 'TrainyardPackedMatMul';
 const PACK_KERNEL = 'TrainyardPackPanels';
@@ -29,13 +33,27 @@ const PANEL = 8;
 interface Kernels {
   isBf16(w: number, count: number): number;
   pack(w: number, packed: number, K: number, N: number, bf16: number): void;
-  matmul(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, bf16: number): void;
+  matmul(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, bf16: number, readAhead: number): void;
 }
 
 /** The kernels' attribute: whether the panels hold bf16 weights (two per float32 of the tensor). */
 interface PanelFormat extends tf.NamedAttrMap {
   bf16: boolean;
 }
+
+interface MatMulAttrs extends PanelFormat {
+  readAhead: boolean;
+}
+
+/** Whether the kernel reads each group of panels ahead (section 5 of its source): for one row, and for more. */
+export interface ReadAhead {
+  oneRow: boolean;
+  rows: boolean;
+}
+
+/** Until tuned: streaming, as the kernel was first measured on (AMD Zen 4, where it is faster). */
+let readAhead: ReadAhead = { oneRow: false, rows: false };
+let tuned = false;
 
 /** The kernels instantiated on this backend's memory, or null when the backend does not expose it. */
 function kernelsFor(backend: object): Kernels | null {
@@ -61,13 +79,14 @@ tf.registerKernel({
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { x, packed, bias } = inputs as Record<'x' | 'packed', tf.TensorInfo> & { bias?: tf.TensorInfo };
-    const { bf16 } = attrs as PanelFormat;
+    const { bf16, readAhead } = attrs as MatMulAttrs;
     const wasm = backend as unknown as WasmBackendInternals;
     const [M, K] = x.shape;
     const N = packed.shape[0] * PANEL;
     const out = wasm.makeOutput([M, N], 'float32');
     const kernels = kernelsFor(backend) as Kernels;
-    kernels.matmul(heapOffset(wasm, x), heapOffset(wasm, packed), bias ? heapOffset(wasm, bias) : 0, heapOffset(wasm, out), M, K, N, bf16 ? 1 : 0);
+    const biasOffset = bias ? heapOffset(wasm, bias) : 0;
+    kernels.matmul(heapOffset(wasm, x), heapOffset(wasm, packed), biasOffset, heapOffset(wasm, out), M, K, N, bf16 ? 1 : 0, readAhead ? 1 : 0);
     return out;
   },
 });
@@ -131,6 +150,66 @@ export function packedMatMul(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Ten
     throw new Error(`packedMatMul: x [${x.shape}], weight [${packed.inFeatures}, ${packed.outFeatures}] and bias [${bias?.shape ?? ''}] do not fit together`);
   }
   const inputs: tf.NamedTensorMap = bias ? { x, packed: packed.panels, bias } : { x, packed: packed.panels };
-  const attrs: PanelFormat = { bf16: packed.bf16 };
+  const attrs: MatMulAttrs = { bf16: packed.bf16, readAhead: M === 1 ? readAhead.oneRow : readAhead.rows };
   return tf.engine().runKernel(MATMUL_KERNEL, inputs, attrs) as tf.Tensor2D;
+}
+
+/** Whether packedMatMul reads panels ahead, for one row and for more: as set or tuned, else not. */
+export function readAheadInUse(): ReadAhead {
+  return { ...readAhead };
+}
+
+/** Sets whether packedMatMul reads panels ahead (tests and benchmarks; tuneReadAhead chooses by measuring). */
+export function setReadAhead(choice: ReadAhead): void {
+  readAhead = { ...choice };
+}
+
+/** Weights smaller than this fit in some machine's caches: timing them says nothing about streaming. */
+const TUNE_MIN_BYTES = 64 << 20;
+/** Timing stops adding weights past this, to bound the time it takes on large models. */
+const TUNE_MAX_BYTES = 256 << 20;
+/** Passes per row count and setting, alternating; the fastest of each counts. */
+const TUNE_ROUNDS = 3;
+
+/**
+ * Times packedMatMul over `weights` (a model's projections, in order, up to TUNE_MAX_BYTES)
+ * with and without read-ahead, for 1 row and for 4 (a decode batch), and sets whichever is
+ * faster for each: about 12 passes, a second on SmolLM2-135M on a slow machine. Does nothing
+ * and returns null when already tuned in this process (the choice belongs to the machine),
+ * where the kernel does not run, or when the weights are too small to stream from memory.
+ */
+export function tuneReadAhead(weights: PackedWeights[]): ReadAhead | null {
+  if (tuned || !matMulKernelAvailable()) return null;
+  const timed: PackedWeights[] = [];
+  let bytes = 0;
+  for (const w of weights) {
+    if (bytes >= TUNE_MAX_BYTES) break;
+    timed.push(w);
+    bytes += w.panels.size * 4;
+  }
+  if (bytes < TUNE_MIN_BYTES) return null;
+  const fastest = (rows: number): boolean => {
+    const inputs = new Map<number, tf.Tensor2D>();
+    for (const w of timed) if (!inputs.has(w.inFeatures)) inputs.set(w.inFeatures, tf.ones([rows, w.inFeatures]));
+    const best = { ahead: Infinity, streamed: Infinity };
+    try {
+      for (let round = 0; round < TUNE_ROUNDS; round++) {
+        for (const ahead of [false, true]) {
+          setReadAhead({ oneRow: ahead, rows: ahead });
+          const start = performance.now();
+          for (const w of timed) (packedMatMul(inputs.get(w.inFeatures) as tf.Tensor2D, w) as tf.Tensor2D).dispose();
+          const ms = performance.now() - start;
+          if (ahead) best.ahead = Math.min(best.ahead, ms);
+          else best.streamed = Math.min(best.streamed, ms);
+        }
+      }
+    } finally {
+      for (const x of inputs.values()) x.dispose();
+    }
+    return best.ahead < best.streamed;
+  };
+  const choice: ReadAhead = { oneRow: fastest(1), rows: fastest(4) };
+  setReadAhead(choice);
+  tuned = true;
+  return choice;
 }

@@ -140,8 +140,8 @@ export class FrozenLinear {
     return (packed && packedMatMul(x, packed, this.bias)) ?? this.project(x);
   }
 
-  /** The weight in the kernel's layout, packed on first call; null where the kernel does not apply. */
-  private packedWeights(): PackedWeights | null {
+  /** The weight in the matmul kernel's layout, packed on first call; null where the kernel does not apply. */
+  packedWeights(): PackedWeights | null {
     if (this.packed === undefined) this.packed = packWeights(this.weightT);
     return this.packed;
   }

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
 import { decodeAttention } from '../kernels/decode-attention';
+import type { PackedWeights } from '../kernels/matmul';
 import { FrozenLinear } from './linear';
 import { KVCache, MASKED } from './kv-cache';
 import { Rope } from './rope';
@@ -354,6 +355,11 @@ export class LlamaModel {
       { name: `model.layers.${i}.mlp.gate_up`, layer: i, linear: b.mlp.gateUp },
       { name: `model.layers.${i}.mlp.down_proj`, layer: i, linear: b.mlp.down },
     ]);
+  }
+
+  /** Every projection's weight in the matmul kernel's layout, in the order a forward pass uses them (none where the kernel does not apply). */
+  packedWeights(): PackedWeights[] {
+    return [...this.linears().map((l) => l.linear), this.lmHead].flatMap((l) => l.packedWeights() ?? []);
   }
 
   dispose(): void {
