@@ -1,16 +1,17 @@
 // Chat completions through the whole stack (gateway, NATS, chat, registry, inference
 // worker on wasm), measured with the official openai client on this machine.
 //
-//   npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts [--preset smollm2-135m|tiny] [--workers N] [--dtype F32|BF16]
+//   npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts [--preset smollm2-135m|tiny] [--workers N] [--dtype F32|BF16] [--read-ahead auto|on|off]
 //
 // --workers: inference worker processes (default: one per core, as `npm start` runs them).
 // --dtype: how the model's weights are stored (default F32; SmolLM2 itself ships BF16, which
 // the workers' matmul kernel then reads as bf16, with the same results in half the bytes).
+// --read-ahead: the workers' MATMUL_READ_AHEAD (default auto: timed on the model at load).
 // WARMUP=N: unmeasured calls of each path before the overhead figure is taken (default 300).
 // BENCH_LOG_LEVEL=log keeps the stack's request logs (under tmp/e2e-logs) for a look afterwards.
 //
 // Prints a markdown section for docs/benchmarks.md. Loopback only, bounded in count and time.
-import { DecodeBatch, loadModel, makeModel, PromptCache, selectBackend, SequenceGenerator } from '@trainyard/engine';
+import { DecodeBatch, loadModel, makeModel, PromptCache, readAheadInUse, selectBackend, SequenceGenerator } from '@trainyard/engine';
 import OpenAI from 'openai';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
@@ -27,6 +28,7 @@ const { values } = parseArgs({
     // As `npm start` runs them (scripts/run-all.mjs): one per core.
     workers: { type: 'string', default: String(availableParallelism()) },
     dtype: { type: 'string', default: 'F32' },
+    'read-ahead': { type: 'string', default: 'auto' },
   },
 });
 const preset = values.preset as 'smollm2-135m' | 'tiny';
@@ -35,6 +37,8 @@ const TOKENS = Number(values.tokens);
 const WORKERS = Number(values.workers);
 const DTYPE = values.dtype as 'F32' | 'BF16';
 if (DTYPE !== 'F32' && DTYPE !== 'BF16') throw new Error(`--dtype ${DTYPE}: F32 or BF16`);
+const READ_AHEAD = values['read-ahead'] as 'auto' | 'on' | 'off';
+if (!['auto', 'on', 'off'].includes(READ_AHEAD)) throw new Error(`--read-ahead ${READ_AHEAD}: auto, on or off`);
 const JSON_PAIRS = 8;
 // The overhead figure: calls of each path run unmeasured first, then measured.
 const WARMUP = Number(process.env.WARMUP ?? 300);
@@ -103,14 +107,14 @@ async function startFixedCompletionServer(model: string): Promise<Server> {
 }
 
 async function main() {
-  const stack = await Stack.start({ env: { MAX_BATCH_SEQUENCES: '8', MAX_COMPLETION_TOKENS: '4096', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' } });
+  const stack = await Stack.start({ env: { MAX_BATCH_SEQUENCES: '8', MAX_COMPLETION_TOKENS: '4096', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn', MATMUL_READ_AHEAD: READ_AHEAD } });
   try {
     for (let w = 1; w < WORKERS; w++) await stack.startReplica('inference-worker');
     const id = `bench/${preset}`;
     makeModel({ preset, out: join(stack.modelsDir, id), seed: 1, dtype: DTYPE });
     // The in-process copy for the overhead figure.
     await selectBackend('wasm');
-    const lm = await loadModel(join(stack.modelsDir, id), { inferenceOnly: true });
+    const lm = await loadModel(join(stack.modelsDir, id), { inferenceOnly: true, readAhead: READ_AHEAD });
     const client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: (await stack.createKey('bench')).key, maxRetries: 0, timeout: 600_000 });
     // Load the model on every worker: concurrent requests reach all of them, since a worker
     // takes no more work while it loads. A cold worker would slow the single-stream figure.
@@ -240,10 +244,12 @@ async function main() {
     const overhead = median(through) - median(direct);
 
     const cpu = cpus()[0]?.model ?? 'unknown';
+    const readAhead = readAheadInUse();
     console.log(`## Chat completions through the stack (${preset}${DTYPE === 'BF16' ? ', bf16 weights' : ''})
 
-Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts --preset ${preset} --workers ${WORKERS}${DTYPE === 'BF16' ? ' --dtype BF16' : ''}\` on ${new Date().toISOString().slice(0, 10)}:
+Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts --preset ${preset} --workers ${WORKERS}${DTYPE === 'BF16' ? ' --dtype BF16' : ''}${READ_AHEAD === 'auto' ? '' : ` --read-ahead ${READ_AHEAD}`}\` on ${new Date().toISOString().slice(0, 10)}:
 ${cpu}, ${cpus().length} cores, Node ${process.version}, wasm backend, ${WORKERS === 1 ? 'one inference worker (MAX_BATCH_SEQUENCES 8)' : `${WORKERS} inference workers (MAX_BATCH_SEQUENCES 8 each)`}, weights stored ${DTYPE === 'BF16' ? 'in bf16' : 'in f32'},
+matmul read-ahead ${READ_AHEAD === 'auto' ? `auto (this process chose ${readAhead.oneRow ? 'on' : 'off'} for one row, ${readAhead.rows ? 'on' : 'off'} for more)` : READ_AHEAD},
 ${TOKENS}-token greedy completions streamed with the official openai client over loopback.
 
 | figure | measured | target |

@@ -62,9 +62,10 @@
 //    nothing but touch each of its cache lines, which keeps many misses in flight, and the
 //    tiles then run over it from L2: 18 GFLOP/s there for 4 rows, 25 against 19 for 8, and
 //    1 row as fast as streamed. Where the core streams well while it multiplies (AMD Zen 4:
-//    27 against 33 GFLOP/s from cache, for 4 rows), the extra pass can only cost time. The
-//    products are the same either way; the engine measures both on the model's own weights
-//    when it loads one for inference and uses the faster (src/kernels/matmul.ts).
+//    27 against 33 GFLOP/s from cache, for 4 rows; read-ahead not measured there), the extra
+//    pass has little to win and its own time to lose. The products are the same either way;
+//    the engine times both on the model's own weights when it loads one for inference and
+//    uses the faster (src/kernels/matmul.ts).
 //
 // Loop order: panel groups outermost, so each panel streams from memory once per call, while
 // the x rows (M * K floats: a few KB when decoding) stay in cache across all panels.

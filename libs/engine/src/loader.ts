@@ -5,7 +5,7 @@ import { ChatTemplate } from './chat-template';
 import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig } from './config';
 import { transpose2d } from './dtype';
 import { ModelLoadError } from './errors';
-import { tuneReadAhead } from './kernels/matmul';
+import { setReadAhead, tuneReadAhead } from './kernels/matmul';
 import { FrozenLinear, LinearPart } from './model/linear';
 import { Attention, Block, LlamaModel, MLP, RMSNorm } from './model/llama';
 import { Rope } from './model/rope';
@@ -31,10 +31,15 @@ export interface LoadOptions {
    * matmul kernel as it is read and its [in, out] copy freed at once (FrozenLinear's
    * releaseForInference), so the weights are held once, in half the bytes when the checkpoint
    * is bf16, and never twice at any moment. Training or gradients through it then throw.
-   * The first such model of the process large enough to stream from memory also times the
-   * kernel with and without read-ahead on its weights, and keeps the faster (tuneReadAhead).
    */
   inferenceOnly?: boolean;
+  /**
+   * With inferenceOnly, whether the matmul kernel reads each group of weights ahead of
+   * multiplying it (kernels/matmul.ts, section 5), for the whole process: 'on', 'off', or
+   * 'auto' (the default), where the first model of the process large enough to stream from
+   * memory times the kernel both ways on its weights and the faster is kept (tuneReadAhead).
+   */
+  readAhead?: 'auto' | 'on' | 'off';
 }
 
 export async function loadModel(dir: string, options: LoadOptions = {}): Promise<LoadedModel> {
@@ -57,7 +62,11 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
   } finally {
     checkpoint.close();
   }
-  if (options.inferenceOnly) tuneReadAhead(model.packedWeights());
+  if (options.inferenceOnly) {
+    const readAhead = options.readAhead ?? 'auto';
+    if (readAhead === 'auto') tuneReadAhead(model.packedWeights());
+    else setReadAhead({ oneRow: readAhead === 'on', rows: readAhead === 'on' });
+  }
 
   const eosToken = tokenizer.specialToken('eos_token');
   const eosFromTokenizer = eosToken ? tokenizer.tokenToId(eosToken) : undefined;

@@ -142,7 +142,12 @@ describe('packed matMul kernel (wasm)', () => {
 
   it('tunes read-ahead once per process, on weights too large for any cache only', () => {
     const before = matmul.readAheadInUse();
-    const panels = (K: number, N: number) => tf.tidy(() => packWeights(tf.ones([K, N]) as tf.Tensor2D, 'f32') as PackedWeights);
+    const panels = (K: number, N: number) => {
+      const w = tf.ones([K, N]) as tf.Tensor2D;
+      const packed = packWeights(w, 'f32') as PackedWeights;
+      w.dispose();
+      return packed;
+    };
     const small = panels(576, 576);
     const large = panels(2048, 8192); // 64 MB: the least that is timed
 
@@ -158,6 +163,21 @@ describe('packed matMul kernel (wasm)', () => {
     } finally {
       small.dispose();
       large.dispose();
+      matmul.setReadAhead(before);
+    }
+  });
+
+  it.each(['on', 'off'] as const)('sets read-ahead %s for the process when a model is loaded for inference with it', async (setting) => {
+    const before = matmul.readAheadInUse();
+    const dir = makeTiny('matmul-read-ahead');
+    try {
+      for (const start of [true, false]) {
+        matmul.setReadAhead({ oneRow: start, rows: start });
+        const lm = await loadModel(dir, { inferenceOnly: true, readAhead: setting });
+        expect(matmul.readAheadInUse()).toEqual({ oneRow: setting === 'on', rows: setting === 'on' });
+        lm.dispose();
+      }
+    } finally {
       matmul.setReadAhead(before);
     }
   });

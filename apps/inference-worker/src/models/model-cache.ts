@@ -23,7 +23,7 @@ export class ModelCache implements OnModuleDestroy {
       this.models.delete(dir);
     } else {
       this.logger.log(`loading ${dir}`);
-      model = loadModel(dir, { inferenceOnly: true });
+      model = loadModel(dir, { inferenceOnly: true, readAhead: this.config.MATMUL_READ_AHEAD });
       model.then(
         () => this.logger.log(`loaded ${dir}; matmul read-ahead ${describe(readAheadInUse())}`),
         () => this.models.delete(dir),

@@ -174,7 +174,7 @@ const TUNE_ROUNDS = 3;
 /**
  * Times packedMatMul over `weights` (a model's projections, in order, up to TUNE_MAX_BYTES)
  * with and without read-ahead, for 1 row and for 4 (a decode batch), and sets whichever is
- * faster for each: about 12 passes, a second on SmolLM2-135M on a slow machine. Does nothing
+ * faster for each: 12 passes, 0.7 s on SmolLM2-135M on a slow machine. Does nothing
  * and returns null when already tuned in this process (the choice belongs to the machine),
  * where the kernel does not run, or when the weights are too small to stream from memory.
  */

@@ -1,0 +1,14 @@
+import { ConfigError, loadConfig } from '@trainyard/runtime';
+import { InferenceWorkerConfig } from './inference-worker.config';
+
+describe('InferenceWorkerConfig', () => {
+  it('lets the engine choose read-ahead unless told', () => {
+    expect(loadConfig(InferenceWorkerConfig, {}).MATMUL_READ_AHEAD).toBe('auto');
+    expect(loadConfig(InferenceWorkerConfig, { MATMUL_READ_AHEAD: 'off' }).MATMUL_READ_AHEAD).toBe('off');
+  });
+
+  it('refuses a read-ahead setting other than auto, on or off, naming it', () => {
+    expect(() => loadConfig(InferenceWorkerConfig, { MATMUL_READ_AHEAD: 'yes' })).toThrow(ConfigError);
+    expect(() => loadConfig(InferenceWorkerConfig, { MATMUL_READ_AHEAD: 'yes' })).toThrow(/MATMUL_READ_AHEAD.*"yes"/s);
+  });
+});
