@@ -36,7 +36,11 @@
 //    spills (an 8 x 8 tile would need 16 accumulators). An 8 x 4 tile over 4-column panels,
 //    and a dot-product form over [N, K] weights (horizontal sums at the end of each column)
 //    were both measured much slower with V8's code. Leftover rows (M not a multiple of 4)
-//    use a 2 x 8 and a 1 x 8 tile.
+//    use a 2 x 8 and a 1 x 8 tile. A single row (decoding one sequence) takes four panels
+//    at once, a 1 x 32 tile with 8 accumulators over four streams of weights: on an Intel
+//    Xeon it read 7.0 against 5.6 GFLOP/s (1 x 8) from memory, and one stream decoded 19.4
+//    against 16.7 tokens/s. Each output is still summed in the same order, k by k from the
+//    bias, as in every other tile: a sequence gets the same bits alone as in a batch.
 //
 // 3. No K blocking. Each tile runs down the whole panel, K steps, with its accumulators in
 //    registers, starting from the bias (or zero) and storing once at the end. Cutting K into
@@ -158,7 +162,9 @@ export function matmul(x: usize, packed: usize, bias: usize, out: usize, M: i32,
       r += 2;
     }
     if (r < M) {
-      for (let p = first; p < last; p++) tile1(x + <usize>r * xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16);
+      let p = first;
+      for (; p + 4 <= last; p += 4) tile1Wide(x + <usize>r * xRow, packed + <usize>p * panelBytes, panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16);
+      for (; p < last; p++) tile1(x + <usize>r * xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16);
     }
   }
 }
@@ -260,6 +266,35 @@ function touch(from: usize, bytes: usize, sink: usize): void {
   v128.store(out + outRow, b1, 16);
 }
 
+/** tile1 over 4 panels side by side (panelBytes apart): out[0][0..32], the single row's tile (section 2). */
+@inline function tile1Wide(x: usize, panel: usize, panelBytes: usize, out: usize, bias: usize, hasBias: bool, xRow: usize, bf16: bool): void {
+  let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
+  let b0 = bias0(bias + 32, hasBias), b1 = bias1(bias + 32, hasBias);
+  let c0 = bias0(bias + 64, hasBias), c1 = bias1(bias + 64, hasBias);
+  let d0 = bias0(bias + 96, hasBias), d1 = bias1(bias + 96, hasBias);
+  const step = stepBytes(bf16);
+  let w = panel;
+  for (let xk = x, end = x + xRow; xk < end; xk += 4, w += step) {
+    const s = v128.load32_splat(xk);
+    a0 = f32x4.add(a0, f32x4.mul(s, weights0(w, bf16)));
+    a1 = f32x4.add(a1, f32x4.mul(s, weights1(w, bf16)));
+    b0 = f32x4.add(b0, f32x4.mul(s, weights0(w + panelBytes, bf16)));
+    b1 = f32x4.add(b1, f32x4.mul(s, weights1(w + panelBytes, bf16)));
+    c0 = f32x4.add(c0, f32x4.mul(s, weights0(w + 2 * panelBytes, bf16)));
+    c1 = f32x4.add(c1, f32x4.mul(s, weights1(w + 2 * panelBytes, bf16)));
+    d0 = f32x4.add(d0, f32x4.mul(s, weights0(w + 3 * panelBytes, bf16)));
+    d1 = f32x4.add(d1, f32x4.mul(s, weights1(w + 3 * panelBytes, bf16)));
+  }
+  v128.store(out, a0);
+  v128.store(out, a1, 16);
+  v128.store(out, b0, 32);
+  v128.store(out, b1, 48);
+  v128.store(out, c0, 64);
+  v128.store(out, c1, 80);
+  v128.store(out, d0, 96);
+  v128.store(out, d1, 112);
+}
+
 /** tile4 for 1 row. */
 @inline function tile1(x: usize, panel: usize, out: usize, bias: usize, hasBias: bool, xRow: usize, bf16: bool): void {
   let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
@@ -273,3 +308,4 @@ function touch(from: usize, bytes: usize, sink: usize): void {
   v128.store(out, a0);
   v128.store(out, a1, 16);
 }
+

@@ -106,6 +106,25 @@ describe('packed matMul kernel (wasm)', () => {
     },
   );
 
+  // Every tile sums each output in the same order, so a row's product does not depend on the
+  // rows beside it: a sequence decodes to the same bits alone (1 x 32 and 1 x 8 tiles) as in
+  // a batch (4 x 8, 2 x 8). 9 panels: two 1 x 32 tiles and a 1 x 8 one for a row alone.
+  it.each([false, true])('gives each row the same bits alone as in a batch of 7 (bf16 %s)', (bf16) => {
+    tf.tidy(() => {
+      const [M, K, N] = [7, 131, 8 * 9];
+      const x = tf.randomNormal([M, K], 0, 1, 'float32', 7) as tf.Tensor2D;
+      const normals = tf.randomNormal([K, N], 0, 1, 'float32', 8).dataSync() as Float32Array;
+      const packed = packWeights(tf.tensor2d(bf16 ? bf16ToF32(f32ToBf16(normals)) : normals, [K, N])) as PackedWeights;
+      const bias = tf.randomNormal([N], 0, 1, 'float32', 9) as tf.Tensor1D;
+      const batch = (packedMatMul(x, packed, bias) as tf.Tensor2D).arraySync();
+      for (let r = 0; r < M; r++) {
+        const alone = (packedMatMul(tf.slice(x, [r, 0], [1, K]), packed, bias) as tf.Tensor2D).arraySync()[0];
+        expect(alone).toEqual(batch[r]);
+      }
+      packed.dispose();
+    });
+  });
+
   // Read-ahead (the source's section 5) only reads the panels before the tiles run: the
   // products must be the same bits. N spans several read-ahead groups and ends in a short
   // one (64 KB: 32 panels of K 64 in f32, 3 of K 576), so every group boundary is crossed.
