@@ -65,7 +65,8 @@
 //    readAhead, each group (of READ_AHEAD_GROUP_BYTES) is first read by a loop that does
 //    nothing but touch each of its cache lines, which keeps many misses in flight, and the
 //    tiles then run over it from L2: 18 GFLOP/s there for 4 rows, 25 against 19 for 8, and
-//    1 row as fast as streamed. Where the core streams well while it multiplies (AMD Zen 4:
+//    1 row as fast as streamed by a 1 x 8 tile (the 1 x 32 tile of section 2, streamed, is
+//    faster than either). Where the core streams well while it multiplies (AMD Zen 4:
 //    27 against 33 GFLOP/s from cache, for 4 rows; read-ahead not measured there), the extra
 //    pass has little to win and its own time to lose. The products are the same either way;
 //    the engine times both on the model's own weights when it loads one for inference and
@@ -308,4 +309,3 @@ function touch(from: usize, bytes: usize, sink: usize): void {
   v128.store(out, a0);
   v128.store(out, a1, 16);
 }
-

@@ -51,7 +51,7 @@ export interface ReadAhead {
   rows: boolean;
 }
 
-/** Until tuned: streaming, as the kernel was first measured on (AMD Zen 4, where it is faster). */
+/** Until tuned or set: streamed, the kernel's only way before read-ahead. */
 let readAhead: ReadAhead = { oneRow: false, rows: false };
 let tuned = false;
 
