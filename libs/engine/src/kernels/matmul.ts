@@ -159,7 +159,7 @@ export function readAheadInUse(): ReadAhead {
   return { ...readAhead };
 }
 
-/** Sets whether packedMatMul reads panels ahead (tests and benchmarks; tuneReadAhead chooses by measuring). */
+/** Sets whether packedMatMul reads panels ahead: loadModel's readAhead 'on' or 'off', and tests (tuneReadAhead chooses by measuring). */
 export function setReadAhead(choice: ReadAhead): void {
   readAhead = { ...choice };
 }
