@@ -1,17 +1,18 @@
 // Chat completions through the whole stack (gateway, NATS, chat, registry, inference
 // worker on wasm), measured with the official openai client on this machine.
 //
-//   npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts [--preset smollm2-135m|tiny] [--workers N] [--dtype F32|BF16] [--read-ahead auto|on|off]
+//   npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts [--preset smollm2-135m|tiny] [--workers N] [--dtype F32|BF16] [--read-ahead auto|on|off] [--one-row-tile auto|narrow|wide]
 //
 // --workers: inference worker processes (default: one per core, as `npm start` runs them).
 // --dtype: how the model's weights are stored (default F32; SmolLM2 itself ships BF16, which
 // the workers' matmul kernel then reads as bf16, with the same results in half the bytes).
-// --read-ahead: the workers' MATMUL_READ_AHEAD (default auto: timed on the model at load).
+// --read-ahead, --one-row-tile: the workers' MATMUL_READ_AHEAD and MATMUL_ONE_ROW_TILE (default
+// auto: timed on the model at load).
 // WARMUP=N: unmeasured calls of each path before the overhead figure is taken (default 300).
 // BENCH_LOG_LEVEL=log keeps the stack's request logs (under tmp/e2e-logs) for a look afterwards.
 //
 // Prints a markdown section for docs/benchmarks.md. Loopback only, bounded in count and time.
-import { DecodeBatch, loadModel, makeModel, PromptCache, readAheadInUse, selectBackend, SequenceGenerator } from '@trainyard/engine';
+import { DecodeBatch, loadModel, makeModel, matMulPlan, PromptCache, selectBackend, SequenceGenerator } from '@trainyard/engine';
 import OpenAI from 'openai';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
@@ -29,6 +30,7 @@ const { values } = parseArgs({
     workers: { type: 'string', default: String(availableParallelism()) },
     dtype: { type: 'string', default: 'F32' },
     'read-ahead': { type: 'string', default: 'auto' },
+    'one-row-tile': { type: 'string', default: 'auto' },
   },
 });
 const preset = values.preset as 'smollm2-135m' | 'tiny';
@@ -39,6 +41,8 @@ const DTYPE = values.dtype as 'F32' | 'BF16';
 if (DTYPE !== 'F32' && DTYPE !== 'BF16') throw new Error(`--dtype ${DTYPE}: F32 or BF16`);
 const READ_AHEAD = values['read-ahead'] as 'auto' | 'on' | 'off';
 if (!['auto', 'on', 'off'].includes(READ_AHEAD)) throw new Error(`--read-ahead ${READ_AHEAD}: auto, on or off`);
+const ONE_ROW_TILE = values['one-row-tile'] as 'auto' | 'narrow' | 'wide';
+if (!['auto', 'narrow', 'wide'].includes(ONE_ROW_TILE)) throw new Error(`--one-row-tile ${ONE_ROW_TILE}: auto, narrow or wide`);
 const JSON_PAIRS = 8;
 // The overhead figure: calls of each path run unmeasured first, then measured.
 const WARMUP = Number(process.env.WARMUP ?? 300);
@@ -107,14 +111,14 @@ async function startFixedCompletionServer(model: string): Promise<Server> {
 }
 
 async function main() {
-  const stack = await Stack.start({ env: { MAX_BATCH_SEQUENCES: '8', MAX_COMPLETION_TOKENS: '4096', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn', MATMUL_READ_AHEAD: READ_AHEAD } });
+  const stack = await Stack.start({ env: { MAX_BATCH_SEQUENCES: '8', MAX_COMPLETION_TOKENS: '4096', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn', MATMUL_READ_AHEAD: READ_AHEAD, MATMUL_ONE_ROW_TILE: ONE_ROW_TILE } });
   try {
     for (let w = 1; w < WORKERS; w++) await stack.startReplica('inference-worker');
     const id = `bench/${preset}`;
     makeModel({ preset, out: join(stack.modelsDir, id), seed: 1, dtype: DTYPE });
     // The in-process copy for the overhead figure.
     await selectBackend('wasm');
-    const lm = await loadModel(join(stack.modelsDir, id), { inferenceOnly: true, readAhead: READ_AHEAD });
+    const lm = await loadModel(join(stack.modelsDir, id), { inferenceOnly: true, readAhead: READ_AHEAD, oneRowTile: ONE_ROW_TILE });
     const client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: (await stack.createKey('bench')).key, maxRetries: 0, timeout: 600_000 });
     // Load the model on every worker: concurrent requests reach all of them, since a worker
     // takes no more work while it loads. A cold worker would slow the single-stream figure.
@@ -244,12 +248,12 @@ async function main() {
     const overhead = median(through) - median(direct);
 
     const cpu = cpus()[0]?.model ?? 'unknown';
-    const readAhead = readAheadInUse();
+    const plan = matMulPlan();
     console.log(`## Chat completions through the stack (${preset}${DTYPE === 'BF16' ? ', bf16 weights' : ''})
 
-Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts --preset ${preset} --workers ${WORKERS}${DTYPE === 'BF16' ? ' --dtype BF16' : ''}${READ_AHEAD === 'auto' ? '' : ` --read-ahead ${READ_AHEAD}`}\` on ${new Date().toISOString().slice(0, 10)}:
+Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts --preset ${preset} --workers ${WORKERS}${DTYPE === 'BF16' ? ' --dtype BF16' : ''}${READ_AHEAD === 'auto' ? '' : ` --read-ahead ${READ_AHEAD}`}${ONE_ROW_TILE === 'auto' ? '' : ` --one-row-tile ${ONE_ROW_TILE}`}\` on ${new Date().toISOString().slice(0, 10)}:
 ${cpu}, ${cpus().length} cores, Node ${process.version}, wasm backend, ${WORKERS === 1 ? 'one inference worker (MAX_BATCH_SEQUENCES 8)' : `${WORKERS} inference workers (MAX_BATCH_SEQUENCES 8 each)`}, weights stored ${DTYPE === 'BF16' ? 'in bf16' : 'in f32'},
-matmul read-ahead ${READ_AHEAD === 'auto' ? `auto (this process chose ${readAhead.oneRow ? 'on' : 'off'} for one row, ${readAhead.rows ? 'on' : 'off'} for more)` : READ_AHEAD},
+matmul plan (as the bench's own process chose it): one row ${plan.oneRowTile} tile, read-ahead ${plan.oneRowReadAhead ? 'on' : 'off'}; more rows read-ahead ${plan.rowsReadAhead ? 'on' : 'off'},
 ${TOKENS}-token greedy completions streamed with the official openai client over loopback.
 
 | figure | measured | target |

@@ -36,11 +36,14 @@
 //    spills (an 8 x 8 tile would need 16 accumulators). An 8 x 4 tile over 4-column panels,
 //    and a dot-product form over [N, K] weights (horizontal sums at the end of each column)
 //    were both measured much slower with V8's code. Leftover rows (M not a multiple of 4)
-//    use a 2 x 8 and a 1 x 8 tile. A single row (decoding one sequence) takes four panels
-//    at once, a 1 x 32 tile with 8 accumulators over four streams of weights: on an Intel
-//    Xeon it read 7.0 against 5.6 GFLOP/s (1 x 8) from memory, and one stream decoded 19.4
-//    against 16.7 tokens/s. Each output is still summed in the same order, k by k from the
-//    bias, as in every other tile: a sequence gets the same bits alone as in a batch.
+//    use a 2 x 8 and a 1 x 8 tile. A single row (decoding one sequence) can take four panels
+//    at once (oneRowWide), a 1 x 32 tile with 8 accumulators over four streams of weights:
+//    on an Intel Xeon it read 7.0 against 5.6 GFLOP/s (1 x 8) from memory, and one stream
+//    decoded 19.4 against 16.7 tokens/s; on AMD Zen 4 it was slower, 7.5 against 9.5
+//    GFLOP/s over a whole SmolLM2-135M. The engine times
+//    both on the model's weights (src/kernels/matmul.ts). Each output is still summed in the
+//    same order, k by k from the bias, as in every other tile: a sequence gets the same bits
+//    alone as in a batch.
 //
 // 3. No K blocking. Each tile runs down the whole panel, K steps, with its accumulators in
 //    registers, starting from the bias (or zero) and storing once at the end. Cutting K into
@@ -67,8 +70,9 @@
 //    tiles then run over it from L2: 18 GFLOP/s there for 4 rows, 25 against 19 for 8, and
 //    1 row as fast as streamed by a 1 x 8 tile (the 1 x 32 tile of section 2, streamed, is
 //    faster than either). Where the core streams well while it multiplies (AMD Zen 4:
-//    27 against 33 GFLOP/s from cache, for 4 rows; read-ahead not measured there), the extra
-//    pass has little to win and its own time to lose. The products are the same either way;
+//    27 against 33 GFLOP/s from cache, for 4 rows), the extra pass loses: over a whole
+//    SmolLM2-135M there, 4 rows ran at 15.4 GFLOP/s with it against 20.4 without, 1 row at
+//    4.7 against 9.5. The products are the same either way;
 //    the engine times both on the model's own weights when it loads one for inference and
 //    uses the faster (src/kernels/matmul.ts).
 //
@@ -135,15 +139,16 @@ export function pack(w: usize, packed: usize, K: i32, N: i32, bf16: i32): void {
 /**
  * out [M, N] = x [M, K] packed + bias, with packed from pack() (N a multiple of 8, bf16 as
  * it was packed) and bias [N] or 0 for none. Any K, any M >= 1. readAhead != 0: each group
- * of panels is read once before it is multiplied (section 5); the result is the same.
+ * of panels is read once before it is multiplied (section 5). oneRowWide != 0: a single row
+ * takes four panels at once (section 2). The result is the same bits either way.
  */
-export function matmul(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: i32, readAhead: i32): void {
-  if (bf16) matmulAs(x, packed, bias, out, M, K, N, true, readAhead != 0);
-  else matmulAs(x, packed, bias, out, M, K, N, false, readAhead != 0);
+export function matmul(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: i32, readAhead: i32, oneRowWide: i32): void {
+  if (bf16) matmulAs(x, packed, bias, out, M, K, N, true, readAhead != 0, oneRowWide != 0);
+  else matmulAs(x, packed, bias, out, M, K, N, false, readAhead != 0, oneRowWide != 0);
 }
 
 /** matmul with the weight format fixed at compile time: each format gets its own copy of the loops. */
-@inline function matmulAs(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: bool, readAhead: bool): void {
+@inline function matmulAs(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: bool, readAhead: bool, oneRowWide: bool): void {
   const xRow = (<usize>K) << 2;
   const outRow = (<usize>N) << 2;
   const panelBytes = (<usize>K) * stepBytes(bf16);
@@ -164,7 +169,7 @@ export function matmul(x: usize, packed: usize, bias: usize, out: usize, M: i32,
     }
     if (r < M) {
       let p = first;
-      for (; p + 4 <= last; p += 4) tile1Wide(x + <usize>r * xRow, packed + <usize>p * panelBytes, panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16);
+      if (oneRowWide) for (; p + 4 <= last; p += 4) tile1Wide(x + <usize>r * xRow, packed + <usize>p * panelBytes, panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16);
       for (; p < last; p++) tile1(x + <usize>r * xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16);
     }
   }

@@ -5,7 +5,7 @@ import { ChatTemplate } from './chat-template';
 import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig } from './config';
 import { transpose2d } from './dtype';
 import { ModelLoadError } from './errors';
-import { setReadAhead, tuneReadAhead } from './kernels/matmul';
+import { MatMulPlan, matMulPlan, setMatMulPlan, tuneMatMul } from './kernels/matmul';
 import { FrozenLinear, LinearPart } from './model/linear';
 import { Attention, Block, LlamaModel, MLP, RMSNorm } from './model/llama';
 import { Rope } from './model/rope';
@@ -37,9 +37,11 @@ export interface LoadOptions {
    * With inferenceOnly, whether the matmul kernel reads each group of weights ahead of
    * multiplying it (kernels/matmul.ts, section 5), for the whole process: 'on', 'off', or
    * 'auto' (the default), where the first model of the process large enough to stream from
-   * memory times the kernel both ways on its weights and the faster is kept (tuneReadAhead).
+   * memory times the kernel both ways on its weights and the faster is kept (tuneMatMul).
    */
   readAhead?: 'auto' | 'on' | 'off';
+  /** With inferenceOnly, how the matmul kernel runs a single row (section 2): 'narrow', 'wide', or 'auto' (the default), chosen as readAhead is. */
+  oneRowTile?: 'auto' | 'narrow' | 'wide';
 }
 
 export async function loadModel(dir: string, options: LoadOptions = {}): Promise<LoadedModel> {
@@ -62,11 +64,7 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
   } finally {
     checkpoint.close();
   }
-  if (options.inferenceOnly) {
-    const readAhead = options.readAhead ?? 'auto';
-    if (readAhead === 'auto') tuneReadAhead(model.packedWeights());
-    else setReadAhead({ oneRow: readAhead === 'on', rows: readAhead === 'on' });
-  }
+  if (options.inferenceOnly) planMatMul(model, options);
 
   const eosToken = tokenizer.specialToken('eos_token');
   const eosFromTokenizer = eosToken ? tokenizer.tokenToId(eosToken) : undefined;
@@ -196,4 +194,15 @@ function transposeInto(values: Float32Array, rows: number, cols: number, out: Fl
       }
     }
   }
+}
+
+/** Fixes the matmul plan's settings that `options` fix, and has the kernel time the rest on the model's weights. */
+function planMatMul(model: LlamaModel, options: LoadOptions): void {
+  const fixed: Partial<MatMulPlan> = {};
+  const readAhead = options.readAhead ?? 'auto';
+  if (readAhead !== 'auto') fixed.oneRowReadAhead = fixed.rowsReadAhead = readAhead === 'on';
+  const oneRowTile = options.oneRowTile ?? 'auto';
+  if (oneRowTile !== 'auto') fixed.oneRowTile = oneRowTile;
+  setMatMulPlan({ ...matMulPlan(), ...fixed });
+  if (readAhead === 'auto' || oneRowTile === 'auto') tuneMatMul(model.packedWeights(), fixed);
 }

@@ -108,26 +108,34 @@ describe('packed matMul kernel (wasm)', () => {
 
   // Every tile sums each output in the same order, so a row's product does not depend on the
   // rows beside it: a sequence decodes to the same bits alone (1 x 32 and 1 x 8 tiles) as in
-  // a batch (4 x 8, 2 x 8). 9 panels: two 1 x 32 tiles and a 1 x 8 one for a row alone.
-  it.each([false, true])('gives each row the same bits alone as in a batch of 7 (bf16 %s)', (bf16) => {
-    tf.tidy(() => {
-      const [M, K, N] = [7, 131, 8 * 9];
-      const x = tf.randomNormal([M, K], 0, 1, 'float32', 7) as tf.Tensor2D;
-      const normals = tf.randomNormal([K, N], 0, 1, 'float32', 8).dataSync() as Float32Array;
-      const packed = packWeights(tf.tensor2d(bf16 ? bf16ToF32(f32ToBf16(normals)) : normals, [K, N])) as PackedWeights;
-      const bias = tf.randomNormal([N], 0, 1, 'float32', 9) as tf.Tensor1D;
-      const batch = (packedMatMul(x, packed, bias) as tf.Tensor2D).arraySync();
-      for (let r = 0; r < M; r++) {
-        const alone = (packedMatMul(tf.slice(x, [r, 0], [1, K]), packed, bias) as tf.Tensor2D).arraySync()[0];
-        expect(alone).toEqual(batch[r]);
-      }
-      packed.dispose();
-    });
+  // a batch (4 x 8, 2 x 8). 9 panels: alone, two 1 x 32 tiles and a 1 x 8 one ('wide'), or
+  // nine 1 x 8 tiles ('narrow').
+  it.each([false, true].flatMap((bf16) => (['narrow', 'wide'] as const).map((tile) => [bf16, tile] as const)))('gives each row the same bits alone as in a batch of 7 (bf16 %s, %s one-row tile)', (bf16, tile) => {
+    const before = matmul.matMulPlan();
+    matmul.setMatMulPlan({ ...before, oneRowTile: tile });
+    try {
+      tf.tidy(() => {
+        const [M, K, N] = [7, 131, 8 * 9];
+        const x = tf.randomNormal([M, K], 0, 1, 'float32', 7) as tf.Tensor2D;
+        const normals = tf.randomNormal([K, N], 0, 1, 'float32', 8).dataSync() as Float32Array;
+        const packed = packWeights(tf.tensor2d(bf16 ? bf16ToF32(f32ToBf16(normals)) : normals, [K, N])) as PackedWeights;
+        const bias = tf.randomNormal([N], 0, 1, 'float32', 9) as tf.Tensor1D;
+        const batch = (packedMatMul(x, packed, bias) as tf.Tensor2D).arraySync();
+        for (let r = 0; r < M; r++) {
+          const alone = (packedMatMul(tf.slice(x, [r, 0], [1, K]), packed, bias) as tf.Tensor2D).arraySync()[0];
+          expect(alone).toEqual(batch[r]);
+        }
+        packed.dispose();
+      });
+    } finally {
+      matmul.setMatMulPlan(before);
+    }
   });
 
-  // Read-ahead (the source's section 5) only reads the panels before the tiles run: the
-  // products must be the same bits. N spans several read-ahead groups and ends in a short
-  // one (64 KB: 32 panels of K 64 in f32, 3 of K 576), so every group boundary is crossed.
+  // Read-ahead (the source's section 5) only reads the panels before the tiles run, and the
+  // one-row tiles only change how many panels a row takes at once: every plan must give the
+  // same bits. N spans several read-ahead groups and ends in a short one (64 KB: 32 panels of
+  // K 64 in f32, 3 of K 576), so every group boundary is crossed.
   it.each(
     [1, 2, 3, 4, 5, 8, 9].flatMap((M) =>
       [
@@ -135,8 +143,8 @@ describe('packed matMul kernel (wasm)', () => {
         [576, 8 * 7],
       ].map(([K, N]) => [M, K, N, M % 2 === 1] as const),
     ),
-  )('reads panels ahead with the same result, to the bit, for M %i, K %i, N %i, bf16 %s', (M, K, N, bf16) => {
-    const before = matmul.readAheadInUse();
+  )('gives the same result, to the bit, under every matmul plan, for M %i, K %i, N %i, bf16 %s', (M, K, N, bf16) => {
+    const before = matmul.matMulPlan();
     try {
       tf.tidy(() => {
         const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
@@ -145,22 +153,24 @@ describe('packed matMul kernel (wasm)', () => {
         const bias = tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D;
         const packed = packWeights(w) as PackedWeights;
         expect(packed.bf16).toBe(bf16);
-        const product = (ahead: boolean) => {
-          matmul.setReadAhead({ oneRow: ahead, rows: ahead });
+        const product = (plan: matmul.MatMulPlan) => {
+          matmul.setMatMulPlan(plan);
           return Array.from((packedMatMul(x, packed, bias) as tf.Tensor2D).dataSync());
         };
-        const streamed = product(false);
-        expect(product(true)).toEqual(streamed);
+        const streamed = product({ oneRowTile: 'narrow', oneRowReadAhead: false, rowsReadAhead: false });
+        for (const oneRowTile of ['narrow', 'wide'] as const) {
+          for (const ahead of [false, true]) expect(product({ oneRowTile, oneRowReadAhead: ahead, rowsReadAhead: ahead })).toEqual(streamed);
+        }
         expect(maxAbsDiff(Float32Array.from(streamed), tf.add(tf.matMul(x, w), bias).dataSync())).toBeLessThan(2e-6 * K + 1e-5);
         packed.dispose();
       });
     } finally {
-      matmul.setReadAhead(before);
+      matmul.setMatMulPlan(before);
     }
   });
 
-  it('tunes read-ahead once per process, on weights too large for any cache only', () => {
-    const before = matmul.readAheadInUse();
+  it('tunes the plan once per process, on weights too large for any cache only, keeping what is fixed', () => {
+    const before = matmul.matMulPlan();
     const panels = (K: number, N: number) => {
       const w = tf.ones([K, N]) as tf.Tensor2D;
       const packed = packWeights(w, 'f32') as PackedWeights;
@@ -171,33 +181,38 @@ describe('packed matMul kernel (wasm)', () => {
     const large = panels(2048, 8192); // 64 MB: the least that is timed
 
     try {
-      expect(matmul.tuneReadAhead([small])).toBeNull();
-      const choice = matmul.tuneReadAhead([small, large]);
-      expect(choice).toEqual({ oneRow: expect.any(Boolean), rows: expect.any(Boolean) });
-      expect(matmul.readAheadInUse()).toEqual(choice);
+      expect(matmul.tuneMatMul([small])).toBeNull();
+      const fixed = { oneRowTile: 'narrow', rowsReadAhead: true } as const;
+      const choice = matmul.tuneMatMul([small, large], fixed);
+      expect(choice).toEqual({ ...fixed, oneRowReadAhead: expect.any(Boolean) });
+      expect(matmul.matMulPlan()).toEqual(choice);
       // Tuned: a second model does not time it again, and the choice stays.
-      matmul.setReadAhead({ oneRow: !choice?.oneRow, rows: !choice?.rows });
-      expect(matmul.tuneReadAhead([small, large])).toBeNull();
-      expect(matmul.readAheadInUse()).toEqual({ oneRow: !choice?.oneRow, rows: !choice?.rows });
+      const other: matmul.MatMulPlan = { oneRowTile: 'wide', oneRowReadAhead: !choice?.oneRowReadAhead, rowsReadAhead: false };
+      matmul.setMatMulPlan(other);
+      expect(matmul.tuneMatMul([small, large])).toBeNull();
+      expect(matmul.matMulPlan()).toEqual(other);
     } finally {
       small.dispose();
       large.dispose();
-      matmul.setReadAhead(before);
+      matmul.setMatMulPlan(before);
     }
   });
 
-  it.each(['on', 'off'] as const)('sets read-ahead %s for the process when a model is loaded for inference with it', async (setting) => {
-    const before = matmul.readAheadInUse();
-    const dir = makeTiny('matmul-read-ahead');
+  it.each([
+    ['on', 'narrow'],
+    ['off', 'wide'],
+  ] as const)('fixes read-ahead %s and the %s one-row tile for the process when a model is loaded for inference with them', async (readAhead, oneRowTile) => {
+    const before = matmul.matMulPlan();
+    const dir = makeTiny('matmul-plan');
     try {
       for (const start of [true, false]) {
-        matmul.setReadAhead({ oneRow: start, rows: start });
-        const lm = await loadModel(dir, { inferenceOnly: true, readAhead: setting });
-        expect(matmul.readAheadInUse()).toEqual({ oneRow: setting === 'on', rows: setting === 'on' });
+        matmul.setMatMulPlan({ oneRowTile: start ? 'narrow' : 'wide', oneRowReadAhead: start, rowsReadAhead: start });
+        const lm = await loadModel(dir, { inferenceOnly: true, readAhead, oneRowTile });
+        expect(matmul.matMulPlan()).toEqual({ oneRowTile, oneRowReadAhead: readAhead === 'on', rowsReadAhead: readAhead === 'on' });
         lm.dispose();
       }
     } finally {
-      matmul.setReadAhead(before);
+      matmul.setMatMulPlan(before);
     }
   });
 

@@ -11,4 +11,10 @@ describe('InferenceWorkerConfig', () => {
     expect(() => loadConfig(InferenceWorkerConfig, { MATMUL_READ_AHEAD: 'yes' })).toThrow(ConfigError);
     expect(() => loadConfig(InferenceWorkerConfig, { MATMUL_READ_AHEAD: 'yes' })).toThrow(/MATMUL_READ_AHEAD.*"yes"/s);
   });
+
+  it('lets the engine choose the one-row tile unless told, and refuses any other value, naming it', () => {
+    expect(loadConfig(InferenceWorkerConfig, {}).MATMUL_ONE_ROW_TILE).toBe('auto');
+    expect(loadConfig(InferenceWorkerConfig, { MATMUL_ONE_ROW_TILE: 'narrow' }).MATMUL_ONE_ROW_TILE).toBe('narrow');
+    expect(() => loadConfig(InferenceWorkerConfig, { MATMUL_ONE_ROW_TILE: 'wider' })).toThrow(/MATMUL_ONE_ROW_TILE.*"wider"/s);
+  });
 });

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { LoadedModel, loadModel, ReadAhead, readAheadInUse } from '@trainyard/engine';
+import { LoadedModel, loadModel, MatMulPlan, matMulPlan } from '@trainyard/engine';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
 
 /**
@@ -23,9 +23,9 @@ export class ModelCache implements OnModuleDestroy {
       this.models.delete(dir);
     } else {
       this.logger.log(`loading ${dir}`);
-      model = loadModel(dir, { inferenceOnly: true, readAhead: this.config.MATMUL_READ_AHEAD });
+      model = loadModel(dir, { inferenceOnly: true, readAhead: this.config.MATMUL_READ_AHEAD, oneRowTile: this.config.MATMUL_ONE_ROW_TILE });
       model.then(
-        () => this.logger.log(`loaded ${dir}; matmul read-ahead ${describe(readAheadInUse())}`),
+        () => this.logger.log(`loaded ${dir}; matmul ${describe(matMulPlan())}`),
         () => this.models.delete(dir),
       );
     }
@@ -67,8 +67,8 @@ export class ModelCache implements OnModuleDestroy {
   }
 }
 
-/** The engine's matmul read-ahead choice (tuned on the first large model loaded), for the log. */
-function describe(choice: ReadAhead): string {
+/** The engine's matmul plan (tuned on the first large model loaded), for the log. */
+function describe(plan: MatMulPlan): string {
   const onOff = (on: boolean) => (on ? 'on' : 'off');
-  return `${onOff(choice.oneRow)} for one sequence, ${onOff(choice.rows)} for batches`;
+  return `one sequence: ${plan.oneRowTile} tile, read-ahead ${onOff(plan.oneRowReadAhead)}; batches: read-ahead ${onOff(plan.rowsReadAhead)}`;
 }

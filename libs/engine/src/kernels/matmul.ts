@@ -21,8 +21,9 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
  * them every function here returns null so the caller uses tfjs ops.
  *
  * The kernel can read each group of panels in a pass of its own before multiplying it
- * (read-ahead: the source's section 5). Which is faster depends on the machine, not on the
- * result, which is the same to the bit: tuneReadAhead measures both on a model's weights.
+ * (read-ahead: the source's section 5), and can run a single row down one panel at a time or
+ * four (section 2). Which is faster depends on the machine, not on the result, which is the
+ * same to the bit: tuneMatMul measures them on a model's weights (MatMulPlan).
  */
 const MATMUL_KERNEL = 'TrainyardPackedMatMul';
 const PACK_KERNEL = 'TrainyardPackPanels';
@@ -33,7 +34,7 @@ const PANEL = 8;
 interface Kernels {
   isBf16(w: number, count: number): number;
   pack(w: number, packed: number, K: number, N: number, bf16: number): void;
-  matmul(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, bf16: number, readAhead: number): void;
+  matmul(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, bf16: number, readAhead: number, oneRowWide: number): void;
 }
 
 /** The kernels' attribute: whether the panels hold bf16 weights (two per float32 of the tensor). */
@@ -43,16 +44,30 @@ interface PanelFormat extends tf.NamedAttrMap {
 
 interface MatMulAttrs extends PanelFormat {
   readAhead: boolean;
+  oneRowWide: boolean;
 }
 
-/** Whether the kernel reads each group of panels ahead (section 5 of its source): for one row, and for more. */
-export interface ReadAhead {
-  oneRow: boolean;
-  rows: boolean;
+/** How a single row runs (the kernel source's section 2): one panel at a time (1 x 8 tiles), or four (1 x 32). */
+export type OneRowTile = 'narrow' | 'wide';
+
+/**
+ * How packedMatMul runs, for the whole process. Every plan gives the same products to the
+ * bit; which is fastest depends on the machine's memory system, so tuneMatMul times them.
+ */
+export interface MatMulPlan {
+  /** One row: decoding one sequence. */
+  oneRowTile: OneRowTile;
+  /** Whether each group of panels is read before it is multiplied (section 5), for one row. */
+  oneRowReadAhead: boolean;
+  /** The same for two rows and more: a decode batch, a prefill. */
+  rowsReadAhead: boolean;
 }
 
-/** Until tuned or set: streamed, the kernel's only way before read-ahead. */
-let readAhead: ReadAhead = { oneRow: false, rows: false };
+/**
+ * Until tuned or set: streamed, and four panels at a time for one row, the faster in cache
+ * (8 accumulators against 2), where the small models that are never tuned live.
+ */
+let plan: MatMulPlan = { oneRowTile: 'wide', oneRowReadAhead: false, rowsReadAhead: false };
 let tuned = false;
 
 /** The kernels instantiated on this backend's memory, or null when the backend does not expose it. */
@@ -79,14 +94,14 @@ tf.registerKernel({
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { x, packed, bias } = inputs as Record<'x' | 'packed', tf.TensorInfo> & { bias?: tf.TensorInfo };
-    const { bf16, readAhead } = attrs as MatMulAttrs;
+    const { bf16, readAhead, oneRowWide } = attrs as MatMulAttrs;
     const wasm = backend as unknown as WasmBackendInternals;
     const [M, K] = x.shape;
     const N = packed.shape[0] * PANEL;
     const out = wasm.makeOutput([M, N], 'float32');
     const kernels = kernelsFor(backend) as Kernels;
     const biasOffset = bias ? heapOffset(wasm, bias) : 0;
-    kernels.matmul(heapOffset(wasm, x), heapOffset(wasm, packed), biasOffset, heapOffset(wasm, out), M, K, N, bf16 ? 1 : 0, readAhead ? 1 : 0);
+    kernels.matmul(heapOffset(wasm, x), heapOffset(wasm, packed), biasOffset, heapOffset(wasm, out), M, K, N, bf16 ? 1 : 0, readAhead ? 1 : 0, oneRowWide ? 1 : 0);
     return out;
   },
 });
@@ -150,35 +165,40 @@ export function packedMatMul(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Ten
     throw new Error(`packedMatMul: x [${x.shape}], weight [${packed.inFeatures}, ${packed.outFeatures}] and bias [${bias?.shape ?? ''}] do not fit together`);
   }
   const inputs: tf.NamedTensorMap = bias ? { x, packed: packed.panels, bias } : { x, packed: packed.panels };
-  const attrs: MatMulAttrs = { bf16: packed.bf16, readAhead: M === 1 ? readAhead.oneRow : readAhead.rows };
+  const attrs: MatMulAttrs = {
+    bf16: packed.bf16,
+    readAhead: M === 1 ? plan.oneRowReadAhead : plan.rowsReadAhead,
+    oneRowWide: plan.oneRowTile === 'wide',
+  };
   return tf.engine().runKernel(MATMUL_KERNEL, inputs, attrs) as tf.Tensor2D;
 }
 
-/** Whether packedMatMul reads panels ahead, for one row and for more: as set or tuned, else not. */
-export function readAheadInUse(): ReadAhead {
-  return { ...readAhead };
+/** How packedMatMul runs now: as set or tuned, else the default. */
+export function matMulPlan(): MatMulPlan {
+  return { ...plan };
 }
 
-/** Sets whether packedMatMul reads panels ahead: loadModel's readAhead 'on' or 'off', and tests (tuneReadAhead chooses by measuring). */
-export function setReadAhead(choice: ReadAhead): void {
-  readAhead = { ...choice };
+/** Sets how packedMatMul runs: loadModel's fixed settings, and tests (tuneMatMul chooses by measuring). */
+export function setMatMulPlan(choice: MatMulPlan): void {
+  plan = { ...choice };
 }
 
 /** Weights smaller than this fit in some machine's caches: timing them says nothing about streaming. */
 const TUNE_MIN_BYTES = 64 << 20;
 /** Timing stops adding weights past this, to bound the time it takes on large models. */
 const TUNE_MAX_BYTES = 256 << 20;
-/** Passes per row count and setting, alternating; the fastest of each counts. */
+/** Passes per row count and candidate plan, alternating; the fastest of each counts. */
 const TUNE_ROUNDS = 3;
 
 /**
  * Times packedMatMul over `weights` (a model's projections, in order, up to TUNE_MAX_BYTES)
- * with and without read-ahead, for 1 row and for 4 (a decode batch), and sets whichever is
- * faster for each: 12 passes, 0.7 s on SmolLM2-135M on a slow machine. Does nothing
- * and returns null when already tuned in this process (the choice belongs to the machine),
- * where the kernel does not run, or when the weights are too small to stream from memory.
+ * under each plan that `fixed` leaves open, for 1 row (the one-row tile and read-ahead: up to
+ * 4 candidates) and then for 4, a decode batch (read-ahead or not), and sets the fastest: up
+ * to 18 passes, 0.4 s on SmolLM2-135M on an AMD Zen 4 here. Does nothing and returns null
+ * when already tuned in this process (the choice belongs to the machine), where the kernel
+ * does not run, or when the weights are too small to stream from memory.
  */
-export function tuneReadAhead(weights: PackedWeights[]): ReadAhead | null {
+export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> = {}): MatMulPlan | null {
   if (tuned || !matMulKernelAvailable()) return null;
   const timed: PackedWeights[] = [];
   let bytes = 0;
@@ -188,28 +208,40 @@ export function tuneReadAhead(weights: PackedWeights[]): ReadAhead | null {
     bytes += w.panels.size * 4;
   }
   if (bytes < TUNE_MIN_BYTES) return null;
-  const fastest = (rows: number): boolean => {
-    const inputs = new Map<number, tf.Tensor2D>();
-    for (const w of timed) if (!inputs.has(w.inFeatures)) inputs.set(w.inFeatures, tf.ones([rows, w.inFeatures]));
-    const best = { ahead: Infinity, streamed: Infinity };
-    try {
-      for (let round = 0; round < TUNE_ROUNDS; round++) {
-        for (const ahead of [false, true]) {
-          setReadAhead({ oneRow: ahead, rows: ahead });
-          const start = performance.now();
-          for (const w of timed) (packedMatMul(inputs.get(w.inFeatures) as tf.Tensor2D, w) as tf.Tensor2D).dispose();
-          const ms = performance.now() - start;
-          if (ahead) best.ahead = Math.min(best.ahead, ms);
-          else best.streamed = Math.min(best.streamed, ms);
-        }
-      }
-    } finally {
-      for (const x of inputs.values()) x.dispose();
-    }
-    return best.ahead < best.streamed;
-  };
-  const choice: ReadAhead = { oneRow: fastest(1), rows: fastest(4) };
-  setReadAhead(choice);
+  const open = <T>(value: T | undefined, all: T[]): T[] => (value === undefined ? all : [value]);
+  const tiles = open<OneRowTile>(fixed.oneRowTile, ['narrow', 'wide']);
+  const oneRow = fastest(
+    timed,
+    1,
+    tiles.flatMap((oneRowTile) => open(fixed.oneRowReadAhead, [false, true]).map((oneRowReadAhead) => ({ ...plan, oneRowTile, oneRowReadAhead }))),
+  );
+  const choice = fastest(
+    timed,
+    4,
+    open(fixed.rowsReadAhead, [false, true]).map((rowsReadAhead) => ({ ...oneRow, rowsReadAhead })),
+  );
+  setMatMulPlan(choice);
   tuned = true;
   return choice;
+}
+
+/** The candidate under which packedMatMul of `rows` rows over all of `weights` is fastest (best of TUNE_ROUNDS). */
+function fastest(weights: PackedWeights[], rows: number, candidates: MatMulPlan[]): MatMulPlan {
+  if (candidates.length === 1) return candidates[0];
+  const inputs = new Map<number, tf.Tensor2D>();
+  for (const w of weights) if (!inputs.has(w.inFeatures)) inputs.set(w.inFeatures, tf.ones([rows, w.inFeatures]));
+  const best = candidates.map(() => Infinity);
+  try {
+    for (let round = 0; round < TUNE_ROUNDS; round++) {
+      candidates.forEach((candidate, i) => {
+        setMatMulPlan(candidate);
+        const start = performance.now();
+        for (const w of weights) (packedMatMul(inputs.get(w.inFeatures) as tf.Tensor2D, w) as tf.Tensor2D).dispose();
+        best[i] = Math.min(best[i], performance.now() - start);
+      });
+    }
+  } finally {
+    for (const x of inputs.values()) x.dispose();
+  }
+  return candidates[best.indexOf(Math.min(...best))];
 }
