@@ -137,17 +137,25 @@ export function pack(w: usize, packed: usize, K: i32, N: i32, bf16: i32): void {
 }
 
 /**
- * out [M, N] = x [M, K] packed + bias, with packed from pack() (N a multiple of 8, bf16 as
- * it was packed) and bias [N] or 0 for none. Any K, any M >= 1. readAhead != 0: each group
- * of panels is read once before it is multiplied (section 5). oneRowWide != 0: a single row
- * takes four panels at once (section 2). The result is the same bits either way.
+ * out [M, N] = x [M, K] packed + bias, with packed from pack() with f32 panels (N a multiple
+ * of 8) and bias [N] or 0 for none. Any K, any M >= 1. readAhead != 0: each group of panels
+ * is read once before it is multiplied (section 5). oneRowWide != 0: a single row takes four
+ * panels at once (section 2). The result is the same bits either way.
+ *
+ * One export per weight format, each with its own copy of the loops, and not one export that
+ * branches on the format: Binaryen then folded the two copies back into one whose inner
+ * loops tested the format at every step, and V8 kept that flag on the stack (section 6).
  */
-export function matmul(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: i32, readAhead: i32, oneRowWide: i32): void {
-  if (bf16) matmulAs(x, packed, bias, out, M, K, N, true, readAhead != 0, oneRowWide != 0);
-  else matmulAs(x, packed, bias, out, M, K, N, false, readAhead != 0, oneRowWide != 0);
+export function matmulF32(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32): void {
+  matmulAs(x, packed, bias, out, M, K, N, false, readAhead != 0, oneRowWide != 0);
 }
 
-/** matmul with the weight format fixed at compile time: each format gets its own copy of the loops. */
+/** matmulF32 for bf16 panels (section 1). */
+export function matmulBf16(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32): void {
+  matmulAs(x, packed, bias, out, M, K, N, true, readAhead != 0, oneRowWide != 0);
+}
+
+/** matmul with the weight format fixed at compile time. */
 @inline function matmulAs(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: bool, readAhead: bool, oneRowWide: bool): void {
   const xRow = (<usize>K) << 2;
   const outRow = (<usize>N) << 2;

@@ -34,7 +34,8 @@ const PANEL = 8;
 interface Kernels {
   isBf16(w: number, count: number): number;
   pack(w: number, packed: number, K: number, N: number, bf16: number): void;
-  matmul(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, bf16: number, readAhead: number, oneRowWide: number): void;
+  matmulF32(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number): void;
+  matmulBf16(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number): void;
 }
 
 /** The kernels' attribute: whether the panels hold bf16 weights (two per float32 of the tensor). */
@@ -101,7 +102,8 @@ tf.registerKernel({
     const out = wasm.makeOutput([M, N], 'float32');
     const kernels = kernelsFor(backend) as Kernels;
     const biasOffset = bias ? heapOffset(wasm, bias) : 0;
-    kernels.matmul(heapOffset(wasm, x), heapOffset(wasm, packed), biasOffset, heapOffset(wasm, out), M, K, N, bf16 ? 1 : 0, readAhead ? 1 : 0, oneRowWide ? 1 : 0);
+    const matmul = bf16 ? kernels.matmulBf16 : kernels.matmulF32;
+    matmul(heapOffset(wasm, x), heapOffset(wasm, packed), biasOffset, heapOffset(wasm, out), M, K, N, readAhead ? 1 : 0, oneRowWide ? 1 : 0);
     return out;
   },
 });
