@@ -36,14 +36,15 @@
 //    spills (an 8 x 8 tile would need 16 accumulators). An 8 x 4 tile over 4-column panels,
 //    and a dot-product form over [N, K] weights (horizontal sums at the end of each column)
 //    were both measured much slower with V8's code. Leftover rows (M not a multiple of 4)
-//    use a 2 x 8 and a 1 x 8 tile. A single row (decoding one sequence) can take four panels
-//    at once (oneRowWide), a 1 x 32 tile with 8 accumulators over four streams of weights:
-//    on an Intel Xeon it read 7.0 against 5.6 GFLOP/s (1 x 8) from memory, and one stream
+//    take a 3 x 8 tile (on AMD Zen 4, 3 rows ran at 36 GFLOP/s in cache with it, against 24
+//    as a 2 x 8 and a 1 x 8 pass; 34 against 42 ms streamed over a whole SmolLM2-135M), or a
+//    2 x 8 and a 1 x 8 one. A single row (decoding one sequence) can take four panels at
+//    once (oneRowWide), a 1 x 32 tile with 8 accumulators over four streams of weights: on
+//    an Intel Xeon it read 7.0 against 5.6 GFLOP/s (1 x 8) from memory, and one stream
 //    decoded 19.4 against 16.7 tokens/s; on AMD Zen 4 it was slower, 7.5 against 9.5
-//    GFLOP/s over a whole SmolLM2-135M. The engine times
-//    both on the model's weights (src/kernels/matmul.ts). Each output is still summed in the
-//    same order, k by k from the bias, as in every other tile: a sequence gets the same bits
-//    alone as in a batch.
+//    GFLOP/s over a whole SmolLM2-135M. The engine times both on the model's weights
+//    (src/kernels/matmul.ts). Each output is still summed in the same order, k by k from
+//    the bias, as in every other tile: a sequence gets the same bits alone as in a batch.
 //
 // 3. No K blocking. Each tile runs down the whole panel, K steps, with its accumulators in
 //    registers, starting from the bias (or zero) and storing once at the end. Cutting K into
@@ -178,7 +179,10 @@ export function matmulBf16(x: usize, packed: usize, bias: usize, out: usize, M: 
     for (; r + 4 <= M; r += 4) {
       for (let p = first; p < last; p++) tile4(x + <usize>r * xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, outRow, bf16);
     }
-    if (r + 2 <= M) {
+    if (r + 3 == M) {
+      for (let p = first; p < last; p++) tile3(x + <usize>r * xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, outRow, bf16);
+      r += 3;
+    } else if (r + 2 <= M) {
       for (let p = first; p < last; p++) tile2(x + <usize>r * xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, outRow, bf16);
       r += 2;
     }
@@ -263,6 +267,33 @@ function touch(from: usize, bytes: usize, sink: usize): void {
   v128.store(out + 2 * outRow, c1, 16);
   v128.store(out + 3 * outRow, d0);
   v128.store(out + 3 * outRow, d1, 16);
+}
+
+/** tile4 for 3 rows. */
+@inline function tile3(x: usize, panel: usize, out: usize, bias: usize, hasBias: bool, xRow: usize, outRow: usize, bf16: bool): void {
+  let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
+  let b0 = a0, b1 = a1, c0 = a0, c1 = a1;
+  const step = stepBytes(bf16);
+  let w = panel;
+  for (let xk = x, end = x + xRow; xk < end; xk += 4, w += step) {
+    const w0 = weights0(w, bf16);
+    const w1 = weights1(w, bf16);
+    let s = v128.load32_splat(xk);
+    a0 = f32x4.add(a0, f32x4.mul(s, w0));
+    a1 = f32x4.add(a1, f32x4.mul(s, w1));
+    s = v128.load32_splat(xk + xRow);
+    b0 = f32x4.add(b0, f32x4.mul(s, w0));
+    b1 = f32x4.add(b1, f32x4.mul(s, w1));
+    s = v128.load32_splat(xk + 2 * xRow);
+    c0 = f32x4.add(c0, f32x4.mul(s, w0));
+    c1 = f32x4.add(c1, f32x4.mul(s, w1));
+  }
+  v128.store(out, a0);
+  v128.store(out, a1, 16);
+  v128.store(out + outRow, b0);
+  v128.store(out + outRow, b1, 16);
+  v128.store(out + 2 * outRow, c0);
+  v128.store(out + 2 * outRow, c1, 16);
 }
 
 /** tile4 for 2 rows. */
