@@ -137,7 +137,7 @@ describe('packed matMul kernel (wasm)', () => {
   // same bits. N spans several read-ahead groups and ends in a short one (64 KB: 32 panels of
   // K 64 in f32, 3 of K 576), so every group boundary is crossed.
   it.each(
-    [1, 2, 3, 4, 5, 8, 9].flatMap((M) =>
+    [1, 2, 3, 4, 5, 6, 7, 8, 9].flatMap((M) =>
       [
         [64, 8 * 70],
         [576, 8 * 7],

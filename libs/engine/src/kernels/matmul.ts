@@ -34,8 +34,8 @@ const PANEL = 8;
 interface Kernels {
   isBf16(w: number, count: number): number;
   pack(w: number, packed: number, K: number, N: number, bf16: number): void;
-  matmulF32(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number): void;
-  matmulBf16(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number): void;
+  matmulF32(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number): void;
+  matmulBf16(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number): void;
 }
 
 /** The kernels' attribute: whether the panels hold bf16 weights (two per float32 of the tensor). */
@@ -103,7 +103,13 @@ tf.registerKernel({
     const kernels = kernelsFor(backend) as Kernels;
     const biasOffset = bias ? heapOffset(wasm, bias) : 0;
     const matmul = bf16 ? kernels.matmulBf16 : kernels.matmulF32;
-    matmul(heapOffset(wasm, x), heapOffset(wasm, packed), biasOffset, heapOffset(wasm, out), M, K, N, readAhead ? 1 : 0, oneRowWide ? 1 : 0);
+    // Scratch for x's rows interleaved as the row tiles read them (the source's section 7).
+    const xt = M >= 2 ? wasm.makeOutput([M, K], 'float32') : null;
+    try {
+      matmul(heapOffset(wasm, x), heapOffset(wasm, packed), biasOffset, heapOffset(wasm, out), M, K, N, readAhead ? 1 : 0, oneRowWide ? 1 : 0, xt ? heapOffset(wasm, xt) : 0);
+    } finally {
+      if (xt) wasm.disposeData(xt.dataId);
+    }
     return out;
   },
 });
