@@ -216,6 +216,18 @@ describe('packed matMul kernel (wasm)', () => {
     }
   });
 
+  it('frees the scratch copy of x that tiles of 2-4 rows read (section 7): nothing is left on the backend', () => {
+    const backend = tf.backend() as unknown as { numDataIds(): number };
+    tf.tidy(() => {
+      const packed = packWeights(tf.randomNormal([64, 16], 0, 1, 'float32', 1) as tf.Tensor2D) as PackedWeights;
+      const x = tf.randomNormal([7, 64], 0, 1, 'float32', 2) as tf.Tensor2D;
+      const before = backend.numDataIds();
+      for (let i = 0; i < 3; i++) (packedMatMul(x, packed) as tf.Tensor2D).dispose();
+      expect(backend.numDataIds()).toBe(before);
+      packed.dispose();
+    });
+  });
+
   it('declines what it does not cover: N not a multiple of 8, gradients, other dtypes', () => {
     tf.tidy(() => {
       expect(packWeights(tf.zeros([4, 12]) as tf.Tensor2D)).toBeNull();
