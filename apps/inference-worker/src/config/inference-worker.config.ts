@@ -38,8 +38,8 @@ export class InferenceWorkerConfig extends WorkerConfig {
    * Whether the matmul kernel reads each group of weights into cache before multiplying it:
    * faster on machines whose cores stream memory slowly while they compute (an Intel Xeon
    * here), a cost where they stream well. 'auto' times both on the first large model loaded
-   * (with MATMUL_ONE_ROW_TILE, 0.4 s for SmolLM2-135M on an AMD Zen 4 here) and keeps the faster; 'on' or
-   * 'off' skips the timing.
+   * (with MATMUL_ONE_ROW_TILE, 0.4 s for SmolLM2-135M on an AMD Zen 4 here) and keeps the
+   * faster; 'on' or 'off' skips the timing.
    */
   @IsIn(['auto', 'on', 'off'])
   MATMUL_READ_AHEAD: 'auto' | 'on' | 'off' = 'auto';
