@@ -12,7 +12,20 @@
 // BENCH_LOG_LEVEL=log keeps the stack's request logs (under tmp/e2e-logs) for a look afterwards.
 //
 // Prints a markdown section for docs/benchmarks.md. Loopback only, bounded in count and time.
-import { DecodeBatch, loadModel, makeModel, matMulPlan, PromptCache, selectBackend, SequenceGenerator } from '@trainyard/engine';
+import {
+  DecodeBatch,
+  describeMatMulPlan,
+  loadModel,
+  makeModel,
+  matMulPlan,
+  ONE_ROW_TILE_SETTINGS,
+  OneRowTileSetting,
+  PromptCache,
+  READ_AHEAD_SETTINGS,
+  ReadAheadSetting,
+  selectBackend,
+  SequenceGenerator,
+} from '@trainyard/engine';
 import OpenAI from 'openai';
 import { createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
@@ -39,10 +52,10 @@ const TOKENS = Number(values.tokens);
 const WORKERS = Number(values.workers);
 const DTYPE = values.dtype as 'F32' | 'BF16';
 if (DTYPE !== 'F32' && DTYPE !== 'BF16') throw new Error(`--dtype ${DTYPE}: F32 or BF16`);
-const READ_AHEAD = values['read-ahead'] as 'auto' | 'on' | 'off';
-if (!['auto', 'on', 'off'].includes(READ_AHEAD)) throw new Error(`--read-ahead ${READ_AHEAD}: auto, on or off`);
-const ONE_ROW_TILE = values['one-row-tile'] as 'auto' | 'narrow' | 'wide';
-if (!['auto', 'narrow', 'wide'].includes(ONE_ROW_TILE)) throw new Error(`--one-row-tile ${ONE_ROW_TILE}: auto, narrow or wide`);
+const READ_AHEAD = values['read-ahead'] as ReadAheadSetting;
+if (!READ_AHEAD_SETTINGS.includes(READ_AHEAD)) throw new Error(`--read-ahead ${READ_AHEAD}: one of ${READ_AHEAD_SETTINGS.join(', ')}`);
+const ONE_ROW_TILE = values['one-row-tile'] as OneRowTileSetting;
+if (!ONE_ROW_TILE_SETTINGS.includes(ONE_ROW_TILE)) throw new Error(`--one-row-tile ${ONE_ROW_TILE}: one of ${ONE_ROW_TILE_SETTINGS.join(', ')}`);
 const JSON_PAIRS = 8;
 // The overhead figure: calls of each path run unmeasured first, then measured.
 const WARMUP = Number(process.env.WARMUP ?? 300);
@@ -248,12 +261,11 @@ async function main() {
     const overhead = median(through) - median(direct);
 
     const cpu = cpus()[0]?.model ?? 'unknown';
-    const plan = matMulPlan();
     console.log(`## Chat completions through the stack (${preset}${DTYPE === 'BF16' ? ', bf16 weights' : ''})
 
 Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts --preset ${preset} --workers ${WORKERS}${DTYPE === 'BF16' ? ' --dtype BF16' : ''}${READ_AHEAD === 'auto' ? '' : ` --read-ahead ${READ_AHEAD}`}${ONE_ROW_TILE === 'auto' ? '' : ` --one-row-tile ${ONE_ROW_TILE}`}\` on ${new Date().toISOString().slice(0, 10)}:
 ${cpu}, ${cpus().length} cores, Node ${process.version}, wasm backend, ${WORKERS === 1 ? 'one inference worker (MAX_BATCH_SEQUENCES 8)' : `${WORKERS} inference workers (MAX_BATCH_SEQUENCES 8 each)`}, weights stored ${DTYPE === 'BF16' ? 'in bf16' : 'in f32'},
-matmul plan (as the bench's own process chose it): one row ${plan.oneRowTile} tile, read-ahead ${plan.oneRowReadAhead ? 'on' : 'off'}; more rows read-ahead ${plan.rowsReadAhead ? 'on' : 'off'},
+matmul plan (as the bench's own process chose it): ${describeMatMulPlan(matMulPlan())},
 ${TOKENS}-token greedy completions streamed with the official openai client over loopback.
 
 | figure | measured | target |

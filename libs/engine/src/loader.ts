@@ -25,6 +25,14 @@ export interface LoadedModel {
   dispose(): void;
 }
 
+/** loadModel's readAhead values, and the inference worker's MATMUL_READ_AHEAD. */
+export const READ_AHEAD_SETTINGS = ['auto', 'on', 'off'] as const;
+export type ReadAheadSetting = (typeof READ_AHEAD_SETTINGS)[number];
+
+/** loadModel's oneRowTile values, and the inference worker's MATMUL_ONE_ROW_TILE. */
+export const ONE_ROW_TILE_SETTINGS = ['auto', 'narrow', 'wide'] as const;
+export type OneRowTileSetting = (typeof ONE_ROW_TILE_SETTINGS)[number];
+
 export interface LoadOptions {
   /**
    * The process will only run inference with this model: each projection is packed for the
@@ -39,9 +47,9 @@ export interface LoadOptions {
    * 'auto' (the default), where the first model of the process large enough to stream from
    * memory times the kernel both ways on its weights and the faster is kept (tuneMatMul).
    */
-  readAhead?: 'auto' | 'on' | 'off';
+  readAhead?: ReadAheadSetting;
   /** With inferenceOnly, how the matmul kernel runs a single row (section 2): 'narrow', 'wide', or 'auto' (the default), chosen as readAhead is. */
-  oneRowTile?: 'auto' | 'narrow' | 'wide';
+  oneRowTile?: OneRowTileSetting;
 }
 
 export async function loadModel(dir: string, options: LoadOptions = {}): Promise<LoadedModel> {

@@ -216,6 +216,12 @@ describe('packed matMul kernel (wasm)', () => {
     }
   });
 
+  it('describes a plan in words for the logs', () => {
+    expect(matmul.describeMatMulPlan({ oneRowTile: 'narrow', oneRowReadAhead: false, rowsReadAhead: true })).toBe(
+      'one sequence: narrow tile, read-ahead off; batches: read-ahead on',
+    );
+  });
+
   it('frees the scratch copy of x that tiles of 2-4 rows read (section 7): nothing is left on the backend', () => {
     const backend = tf.backend() as unknown as { numDataIds(): number };
     tf.tidy(() => {

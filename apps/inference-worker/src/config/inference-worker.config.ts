@@ -1,3 +1,4 @@
+import { ONE_ROW_TILE_SETTINGS, OneRowTileSetting, READ_AHEAD_SETTINGS, ReadAheadSetting } from '@trainyard/engine';
 import { WorkerConfig } from '@trainyard/runtime';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, Max, Min } from 'class-validator';
@@ -41,14 +42,14 @@ export class InferenceWorkerConfig extends WorkerConfig {
    * (with MATMUL_ONE_ROW_TILE, 0.4 s for SmolLM2-135M on an AMD Zen 4 here) and keeps the
    * faster; 'on' or 'off' skips the timing.
    */
-  @IsIn(['auto', 'on', 'off'])
-  MATMUL_READ_AHEAD: 'auto' | 'on' | 'off' = 'auto';
+  @IsIn(READ_AHEAD_SETTINGS)
+  MATMUL_READ_AHEAD: ReadAheadSetting = 'auto';
 
   /**
    * How the matmul kernel runs one sequence's decode step: down one panel of weights at a
    * time ('narrow': faster on AMD Zen 4 here) or four ('wide': faster on an Intel Xeon here).
    * 'auto' times both with MATMUL_READ_AHEAD's timing; 'narrow' or 'wide' skips it.
    */
-  @IsIn(['auto', 'narrow', 'wide'])
-  MATMUL_ONE_ROW_TILE: 'auto' | 'narrow' | 'wide' = 'auto';
+  @IsIn(ONE_ROW_TILE_SETTINGS)
+  MATMUL_ONE_ROW_TILE: OneRowTileSetting = 'auto';
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { LoadedModel, loadModel, MatMulPlan, matMulPlan } from '@trainyard/engine';
+import { describeMatMulPlan, LoadedModel, loadModel, matMulPlan } from '@trainyard/engine';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
 
 /**
@@ -25,7 +25,7 @@ export class ModelCache implements OnModuleDestroy {
       this.logger.log(`loading ${dir}`);
       model = loadModel(dir, { inferenceOnly: true, readAhead: this.config.MATMUL_READ_AHEAD, oneRowTile: this.config.MATMUL_ONE_ROW_TILE });
       model.then(
-        () => this.logger.log(`loaded ${dir}; matmul ${describe(matMulPlan())}`),
+        () => this.logger.log(`loaded ${dir}; matmul ${describeMatMulPlan(matMulPlan())}`),
         () => this.models.delete(dir),
       );
     }
@@ -65,10 +65,4 @@ export class ModelCache implements OnModuleDestroy {
     for (const listener of this.unloadListeners) listener(model);
     model.dispose();
   }
-}
-
-/** The engine's matmul plan (tuned on the first large model loaded), for the log. */
-function describe(plan: MatMulPlan): string {
-  const onOff = (on: boolean) => (on ? 'on' : 'off');
-  return `one sequence: ${plan.oneRowTile} tile, read-ahead ${onOff(plan.oneRowReadAhead)}; batches: read-ahead ${onOff(plan.rowsReadAhead)}`;
 }

@@ -188,6 +188,12 @@ export function matMulPlan(): MatMulPlan {
   return { ...plan };
 }
 
+/** The plan in words, for logs and benchmark reports. */
+export function describeMatMulPlan(choice: MatMulPlan): string {
+  const onOff = (on: boolean) => (on ? 'on' : 'off');
+  return `one sequence: ${choice.oneRowTile} tile, read-ahead ${onOff(choice.oneRowReadAhead)}; batches: read-ahead ${onOff(choice.rowsReadAhead)}`;
+}
+
 /** Sets how packedMatMul runs: loadModel's fixed settings, and tests (tuneMatMul chooses by measuring). */
 export function setMatMulPlan(choice: MatMulPlan): void {
   plan = { ...choice };
