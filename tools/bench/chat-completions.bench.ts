@@ -1,13 +1,15 @@
 // Chat completions through the whole stack (gateway, NATS, chat, registry, inference
 // worker on wasm), measured with the official openai client on this machine.
 //
-//   npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts [--preset smollm2-135m|tiny] [--workers N] [--dtype F32|BF16] [--read-ahead auto|on|off] [--one-row-tile auto|narrow|wide]
+//   npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts [--preset smollm2-135m|tiny] [--workers N] [--dtype F32|BF16] [--read-ahead auto|on|off] [--one-row-tile auto|narrow|wide] [--matmul-threads N]
 //
 // --workers: inference worker processes (default: one per core, as `npm start` runs them).
 // --dtype: how the model's weights are stored (default F32; SmolLM2 itself ships BF16, which
 // the workers' matmul kernel then reads as bf16, with the same results in half the bytes).
 // --read-ahead, --one-row-tile: the workers' MATMUL_READ_AHEAD and MATMUL_ONE_ROW_TILE (default
 // auto: timed on the model at load).
+// --matmul-threads: the workers' MATMUL_THREADS (default 1); with --workers 1 and the machine's
+// core count, one worker divides every projection between all cores.
 // WARMUP=N: unmeasured calls of each path before the overhead figure is taken (default 300).
 // BENCH_LOG_LEVEL=log keeps the stack's request logs (under tmp/e2e-logs) for a look afterwards.
 //
@@ -44,6 +46,7 @@ const { values } = parseArgs({
     dtype: { type: 'string', default: 'F32' },
     'read-ahead': { type: 'string', default: 'auto' },
     'one-row-tile': { type: 'string', default: 'auto' },
+    'matmul-threads': { type: 'string', default: '1' },
   },
 });
 const preset = values.preset as 'smollm2-135m' | 'tiny';
@@ -56,6 +59,8 @@ const READ_AHEAD = values['read-ahead'] as ReadAheadSetting;
 if (!READ_AHEAD_SETTINGS.includes(READ_AHEAD)) throw new Error(`--read-ahead ${READ_AHEAD}: one of ${READ_AHEAD_SETTINGS.join(', ')}`);
 const ONE_ROW_TILE = values['one-row-tile'] as OneRowTileSetting;
 if (!ONE_ROW_TILE_SETTINGS.includes(ONE_ROW_TILE)) throw new Error(`--one-row-tile ${ONE_ROW_TILE}: one of ${ONE_ROW_TILE_SETTINGS.join(', ')}`);
+const MATMUL_THREADS = Number(values['matmul-threads']);
+if (!Number.isInteger(MATMUL_THREADS) || MATMUL_THREADS < 1) throw new Error(`--matmul-threads ${values['matmul-threads']}: a whole number of at least 1`);
 const JSON_PAIRS = 8;
 // The overhead figure: calls of each path run unmeasured first, then measured.
 const WARMUP = Number(process.env.WARMUP ?? 300);
@@ -124,14 +129,14 @@ async function startFixedCompletionServer(model: string): Promise<Server> {
 }
 
 async function main() {
-  const stack = await Stack.start({ env: { MAX_BATCH_SEQUENCES: '8', MAX_COMPLETION_TOKENS: '4096', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn', MATMUL_READ_AHEAD: READ_AHEAD, MATMUL_ONE_ROW_TILE: ONE_ROW_TILE } });
+  const stack = await Stack.start({ env: { MAX_BATCH_SEQUENCES: '8', MAX_COMPLETION_TOKENS: '4096', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn', MATMUL_READ_AHEAD: READ_AHEAD, MATMUL_ONE_ROW_TILE: ONE_ROW_TILE, MATMUL_THREADS: String(MATMUL_THREADS) } });
   try {
     for (let w = 1; w < WORKERS; w++) await stack.startReplica('inference-worker');
     const id = `bench/${preset}`;
     makeModel({ preset, out: join(stack.modelsDir, id), seed: 1, dtype: DTYPE });
     // The in-process copy for the overhead figure.
     await selectBackend('wasm');
-    const lm = await loadModel(join(stack.modelsDir, id), { inferenceOnly: true, readAhead: READ_AHEAD, oneRowTile: ONE_ROW_TILE });
+    const lm = await loadModel(join(stack.modelsDir, id), { inferenceOnly: true, readAhead: READ_AHEAD, oneRowTile: ONE_ROW_TILE, matmulThreads: MATMUL_THREADS });
     const client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: (await stack.createKey('bench')).key, maxRetries: 0, timeout: 600_000 });
     // Load the model on every worker: concurrent requests reach all of them, since a worker
     // takes no more work while it loads. A cold worker would slow the single-stream figure.
@@ -263,8 +268,8 @@ async function main() {
     const cpu = cpus()[0]?.model ?? 'unknown';
     console.log(`## Chat completions through the stack (${preset}${DTYPE === 'BF16' ? ', bf16 weights' : ''})
 
-Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts --preset ${preset} --workers ${WORKERS}${DTYPE === 'BF16' ? ' --dtype BF16' : ''}${READ_AHEAD === 'auto' ? '' : ` --read-ahead ${READ_AHEAD}`}${ONE_ROW_TILE === 'auto' ? '' : ` --one-row-tile ${ONE_ROW_TILE}`}\` on ${new Date().toISOString().slice(0, 10)}:
-${cpu}, ${cpus().length} cores, Node ${process.version}, wasm backend, ${WORKERS === 1 ? 'one inference worker (MAX_BATCH_SEQUENCES 8)' : `${WORKERS} inference workers (MAX_BATCH_SEQUENCES 8 each)`}, weights stored ${DTYPE === 'BF16' ? 'in bf16' : 'in f32'},
+Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts --preset ${preset} --workers ${WORKERS}${DTYPE === 'BF16' ? ' --dtype BF16' : ''}${READ_AHEAD === 'auto' ? '' : ` --read-ahead ${READ_AHEAD}`}${ONE_ROW_TILE === 'auto' ? '' : ` --one-row-tile ${ONE_ROW_TILE}`}${MATMUL_THREADS === 1 ? '' : ` --matmul-threads ${MATMUL_THREADS}`}\` on ${new Date().toISOString().slice(0, 10)}:
+${cpu}, ${cpus().length} cores, Node ${process.version}, wasm backend, ${WORKERS === 1 ? 'one inference worker (MAX_BATCH_SEQUENCES 8)' : `${WORKERS} inference workers (MAX_BATCH_SEQUENCES 8 each)`}${MATMUL_THREADS === 1 ? '' : `, the matmul on ${MATMUL_THREADS} threads per worker`}, weights stored ${DTYPE === 'BF16' ? 'in bf16' : 'in f32'},
 matmul plan (as the bench's own process chose it): ${describeMatMulPlan(matMulPlan())},
 ${TOKENS}-token greedy completions streamed with the official openai client over loopback.
 

@@ -26,6 +26,8 @@ const STEPS = 40;
 const PROMPT_TOKENS = Number(process.env['PROMPT_TOKENS'] ?? 24);
 /** Time every process of a case is given to load its model and warm up before all start measuring. */
 const SETUP_MS = Number(process.env['SETUP_MS'] ?? 15_000);
+/** MATMUL_THREADS: threads each process divides its products between (default 1). */
+const MATMUL_THREADS = Number(process.env['MATMUL_THREADS'] ?? 1);
 /** [processes, batch per process] */
 const CASES: [number, number][] = [
   [1, 1],
@@ -40,7 +42,7 @@ const CASES: [number, number][] = [
 async function decodeRate(size: number): Promise<number> {
   await selectBackend('wasm');
   // As the inference workers load it: weights packed for the kernel, read-ahead tuned.
-  const lm = await loadModel(MODEL_DIR, { inferenceOnly: true });
+  const lm = await loadModel(MODEL_DIR, { inferenceOnly: true, matmulThreads: MATMUL_THREADS });
   const rng = createRng(size);
   const V = lm.config.vocabSize;
   const prompt = (n: number) => Array.from({ length: n }, () => 3 + Math.floor(rng.next() * (V - 3)));

@@ -155,39 +155,53 @@ export function pack(w: usize, packed: usize, K: i32, N: i32, bf16: i32): void {
 }
 
 /**
- * out [M, N] = x [M, K] packed + bias, with packed from pack() with f32 panels (N a multiple
- * of 8) and bias [N] or 0 for none. Any K, any M >= 1. xt: M * K floats of scratch when
- * M >= 2 (section 7). readAhead != 0: each group of panels is read once before it is
- * multiplied (section 5). oneRowWide != 0: a single row takes four panels at once (section
- * 2). The result is the same bits either way.
+ * x's rows [0, M) of x [M, K] interleaved into xt (as large as x) as the row tiles read them
+ * (section 7): what matmulF32 and matmulBf16 read for tiles of 2-4 rows. Run once per
+ * product, before them (a single row reads x itself and needs none).
+ */
+export function interleaveRows(x: usize, xt: usize, M: i32, K: i32): void {
+  let r = 0;
+  for (; r + 4 <= M; r += 4) interleave(x, xt, r, 4, K);
+  const rest = restTile(M - r);
+  if (rest) interleave(x, xt, r, rest, K);
+}
+
+/**
+ * Panels [panelFrom, panelTo) of out [M, N] = x [M, K] packed + bias, with packed from pack()
+ * with f32 panels (N a multiple of 8) and bias [N] or 0 for none: the columns 8 panelFrom to
+ * 8 panelTo of every row. Any K, any M >= 1. xt: x interleaved by interleaveRows when M >= 2
+ * (section 7). readAhead != 0: each group of panels is read once before it is multiplied
+ * (section 5). oneRowWide != 0: a single row takes four panels at once (section 2). The
+ * result is the same bits either way, and however the panels are divided between calls: each
+ * output is one tile's sum, so threads can each take a range of panels (src/kernels/matmul-threads.ts).
  *
  * One export per weight format, each with its own copy of the loops, and not one export that
  * branches on the format: Binaryen then folded the two copies back into one whose inner
  * loops tested the format at every step, and V8 kept that flag on the stack (section 6).
  */
-export function matmulF32(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32, xt: usize): void {
-  matmulAs(x, packed, bias, out, M, K, N, false, readAhead != 0, oneRowWide != 0, xt);
+export function matmulF32(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32, xt: usize, panelFrom: i32, panelTo: i32): void {
+  matmulAs(x, packed, bias, out, M, K, N, false, readAhead != 0, oneRowWide != 0, xt, panelFrom, panelTo);
 }
 
 /** matmulF32 for bf16 panels (section 1). */
-export function matmulBf16(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32, xt: usize): void {
-  matmulAs(x, packed, bias, out, M, K, N, true, readAhead != 0, oneRowWide != 0, xt);
+export function matmulBf16(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32, xt: usize, panelFrom: i32, panelTo: i32): void {
+  matmulAs(x, packed, bias, out, M, K, N, true, readAhead != 0, oneRowWide != 0, xt, panelFrom, panelTo);
+}
+
+/** The tile that takes the rows left after the 4-row tiles: 3, 2, or none (a single row or none left). */
+@inline function restTile(left: i32): i32 {
+  return left == 3 ? 3 : left >= 2 ? 2 : 0;
 }
 
 /** matmul with the weight format fixed at compile time. */
-@inline function matmulAs(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: bool, readAhead: bool, oneRowWide: bool, xt: usize): void {
+@inline function matmulAs(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: bool, readAhead: bool, oneRowWide: bool, xt: usize, panelFrom: i32, panelTo: i32): void {
   const xRow = (<usize>K) << 2;
   const outRow = (<usize>N) << 2;
   const panelBytes = (<usize>K) * stepBytes(bf16);
-  const panels = N >> 3;
   const group = max<i32>(1, (readAhead ? READ_AHEAD_GROUP_BYTES : GROUP_BYTES) / <i32>panelBytes);
-  // x's rows as the tiles of 2-4 rows read them (section 7); a row alone reads x itself.
-  let tiled = 0;
-  for (; tiled + 4 <= M; tiled += 4) interleave(x, xt, tiled, 4, K);
-  const restTile = M - tiled == 3 ? 3 : M - tiled >= 2 ? 2 : 0;
-  if (restTile) interleave(x, xt, tiled, restTile, K);
-  for (let first = 0; first < panels; first += group) {
-    const last = min<i32>(panels, first + group);
+  const rest = restTile(M & 3);
+  for (let first = panelFrom; first < panelTo; first += group) {
+    const last = min<i32>(panelTo, first + group);
     // The first row tile's output block is a place to leave the read-ahead's (meaningless)
     // value, so that no compiler drops its loads; the tile overwrites it.
     if (readAhead) touch(packed + <usize>first * panelBytes, <usize>(last - first) * panelBytes, out + ((<usize>first) << 5));
@@ -195,10 +209,10 @@ export function matmulBf16(x: usize, packed: usize, bias: usize, out: usize, M: 
     for (; r + 4 <= M; r += 4) {
       for (let p = first; p < last; p++) tile4(xt + <usize>r * xRow, xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, outRow, bf16);
     }
-    if (restTile == 3) {
+    if (rest == 3) {
       for (let p = first; p < last; p++) tile3(xt + <usize>r * xRow, xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, outRow, bf16);
       r += 3;
-    } else if (restTile == 2) {
+    } else if (rest == 2) {
       for (let p = first; p < last; p++) tile2(xt + <usize>r * xRow, xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, outRow, bf16);
       r += 2;
     }

@@ -5,7 +5,7 @@ import { ChatTemplate } from './chat-template';
 import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig } from './config';
 import { transpose2d } from './dtype';
 import { ModelLoadError } from './errors';
-import { MatMulPlan, matMulPlan, setMatMulPlan, tuneMatMul } from './kernels/matmul';
+import { MatMulPlan, matMulPlan, setMatMulPlan, startMatMulThreads, tuneMatMul } from './kernels/matmul';
 import { FrozenLinear, LinearPart } from './model/linear';
 import { Attention, Block, LlamaModel, MLP, RMSNorm } from './model/llama';
 import { Rope } from './model/rope';
@@ -50,6 +50,12 @@ export interface LoadOptions {
   readAhead?: ReadAheadSetting;
   /** With inferenceOnly, how the matmul kernel runs a single row (section 2): 'narrow', 'wide', or 'auto' (the default), chosen as readAhead is. */
   oneRowTile?: OneRowTileSetting;
+  /**
+   * With inferenceOnly, how many threads every projection is divided between, for the whole
+   * process (kernels/matmul-threads.ts): the weights are then kept once in a memory they
+   * share. Default 1. A process that decodes on all of a machine's cores sets their number.
+   */
+  matmulThreads?: number;
 }
 
 export async function loadModel(dir: string, options: LoadOptions = {}): Promise<LoadedModel> {
@@ -65,6 +71,7 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
     ? new ChatTemplate(template, { bos_token: tokenizer.specialToken('bos_token'), eos_token: tokenizer.specialToken('eos_token') })
     : null;
 
+  if (options.inferenceOnly) startMatMulThreads(options.matmulThreads ?? 1);
   const checkpoint = new Checkpoint(dir);
   let model: LlamaModel;
   try {

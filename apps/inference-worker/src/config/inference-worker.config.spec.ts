@@ -17,4 +17,11 @@ describe('InferenceWorkerConfig', () => {
     expect(loadConfig(InferenceWorkerConfig, { MATMUL_ONE_ROW_TILE: 'narrow' }).MATMUL_ONE_ROW_TILE).toBe('narrow');
     expect(() => loadConfig(InferenceWorkerConfig, { MATMUL_ONE_ROW_TILE: 'wider' })).toThrow(/MATMUL_ONE_ROW_TILE.*"wider"/s);
   });
+
+  it('runs the matmul on one thread unless told, and refuses a thread count that is not a whole number from 1 to 64', () => {
+    expect(loadConfig(InferenceWorkerConfig, {}).MATMUL_THREADS).toBe(1);
+    expect(loadConfig(InferenceWorkerConfig, { MATMUL_THREADS: '2' }).MATMUL_THREADS).toBe(2);
+    expect(() => loadConfig(InferenceWorkerConfig, { MATMUL_THREADS: '0' })).toThrow(/MATMUL_THREADS/);
+    expect(() => loadConfig(InferenceWorkerConfig, { MATMUL_THREADS: 'all' })).toThrow(/MATMUL_THREADS/);
+  });
 });

@@ -52,4 +52,17 @@ export class InferenceWorkerConfig extends WorkerConfig {
    */
   @IsIn(ONE_ROW_TILE_SETTINGS)
   MATMUL_ONE_ROW_TILE: OneRowTileSetting = 'auto';
+
+  /**
+   * Threads every projection is divided between, over one copy of the weights. 1 (the
+   * default) suits one worker per core, as `npm start` runs them: the most streams per
+   * machine. A single worker with MATMUL_THREADS set to the machine's cores decodes each
+   * stream faster (one stream 18.9 -> 24.6 tokens/s on a 2-core Intel Xeon here) and 8
+   * streams at about the same total (docs/benchmarks.md, "Eighth session").
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  MATMUL_THREADS = 1;
 }

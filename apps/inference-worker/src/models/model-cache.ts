@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { describeMatMulPlan, LoadedModel, loadModel, matMulPlan } from '@trainyard/engine';
+import { describeMatMulPlan, LoadedModel, loadModel, matMulPlan, matMulThreads } from '@trainyard/engine';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
 
 /**
@@ -23,9 +23,10 @@ export class ModelCache implements OnModuleDestroy {
       this.models.delete(dir);
     } else {
       this.logger.log(`loading ${dir}`);
-      model = loadModel(dir, { inferenceOnly: true, readAhead: this.config.MATMUL_READ_AHEAD, oneRowTile: this.config.MATMUL_ONE_ROW_TILE });
+      const { MATMUL_READ_AHEAD: readAhead, MATMUL_ONE_ROW_TILE: oneRowTile, MATMUL_THREADS: matmulThreads } = this.config;
+      model = loadModel(dir, { inferenceOnly: true, readAhead, oneRowTile, matmulThreads });
       model.then(
-        () => this.logger.log(`loaded ${dir}; matmul ${describeMatMulPlan(matMulPlan())}`),
+        () => this.logger.log(`loaded ${dir}; matmul ${describeMatMulPlan(matMulPlan())}, on ${matMulThreads()} thread${matMulThreads() === 1 ? '' : 's'}`),
         () => this.models.delete(dir),
       );
     }

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { MatMulThreads } from './matmul-threads';
 import { MATMUL_WASM } from './matmul.wasm';
-import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
 /**
  * The model's projections, x [M, K] W [K, N] (+ bias), as one WebAssembly SIMD kernel on
@@ -24,8 +25,13 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
  * (read-ahead: the source's section 5), and can run a single row down one panel at a time or
  * four (section 2). Which is faster depends on the machine, not on the result, which is the
  * same to the bit: tuneMatMul measures them on a model's weights (MatMulPlan).
+ *
+ * With startMatMulThreads(n), weights packed from then on are kept outside tfjs's heap, once,
+ * in a memory that n threads share, and every product is divided between the threads
+ * (matmul-threads.ts): the same bits again.
  */
 const MATMUL_KERNEL = 'TrainyardPackedMatMul';
+const THREADED_MATMUL_KERNEL = 'TrainyardThreadedMatMul';
 const PACK_KERNEL = 'TrainyardPackPanels';
 
 /** Columns per panel of the packed layout. */
@@ -34,9 +40,12 @@ const PANEL = 8;
 interface Kernels {
   isBf16(w: number, count: number): number;
   pack(w: number, packed: number, K: number, N: number, bf16: number): void;
-  matmulF32(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number): void;
-  matmulBf16(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number): void;
+  interleaveRows(x: number, xt: number, M: number, K: number): void;
+  matmulF32: Matmul;
+  matmulBf16: Matmul;
 }
+
+type Matmul = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
 
 /** The kernels' attribute: whether the panels hold bf16 weights (two per float32 of the tensor). */
 interface PanelFormat extends tf.NamedAttrMap {
@@ -46,6 +55,12 @@ interface PanelFormat extends tf.NamedAttrMap {
 interface MatMulAttrs extends PanelFormat {
   readAhead: boolean;
   oneRowWide: boolean;
+}
+
+interface ThreadedMatMulAttrs extends MatMulAttrs {
+  /** Where the panels are in the threads' memory. */
+  offset: number;
+  N: number;
 }
 
 /** How a single row runs (the kernel source's section 2): one panel at a time (1 x 8 tiles), or four (1 x 32). */
@@ -72,6 +87,8 @@ export interface MatMulPlan {
  */
 let plan: MatMulPlan = { oneRowTile: 'wide', oneRowReadAhead: false, rowsReadAhead: false };
 let tuned = false;
+/** The threads products are divided between (startMatMulThreads), or null: one thread, weights in tfjs's heap. */
+let threads: MatMulThreads | null = null;
 
 /** The kernels instantiated on this backend's memory, or null when the backend does not expose it. */
 function kernelsFor(backend: object): Kernels | null {
@@ -108,10 +125,36 @@ tf.registerKernel({
     // Scratch for x's rows interleaved as the row tiles read them (the source's section 7).
     const xt = M >= 2 ? wasm.makeOutput([M, K], 'float32') : null;
     try {
-      matmul(heapOffset(wasm, x), heapOffset(wasm, packed), biasOffset, heapOffset(wasm, out), M, K, N, readAhead ? 1 : 0, oneRowWide ? 1 : 0, xt ? heapOffset(wasm, xt) : 0);
+      if (xt) kernels.interleaveRows(heapOffset(wasm, x), heapOffset(wasm, xt), M, K);
+      matmul(heapOffset(wasm, x), heapOffset(wasm, packed), biasOffset, heapOffset(wasm, out), M, K, N, readAhead ? 1 : 0, oneRowWide ? 1 : 0, xt ? heapOffset(wasm, xt) : 0, 0, N / PANEL);
     } finally {
       if (xt) wasm.disposeData(xt.dataId);
     }
+    return out;
+  },
+});
+
+tf.registerKernel({
+  kernelName: THREADED_MATMUL_KERNEL,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { x, bias } = inputs as Record<'x', tf.TensorInfo> & { bias?: tf.TensorInfo };
+    const { bf16, readAhead, oneRowWide, offset, N } = attrs as ThreadedMatMulAttrs;
+    const wasm = backend as unknown as WasmBackendInternals;
+    const [M, K] = x.shape;
+    const out = wasm.makeOutput([M, N], 'float32');
+    (threads as MatMulThreads).run({
+      x: heapView(wasm, x),
+      packed: offset,
+      bias: bias ? heapView(wasm, bias) : null,
+      out: heapView(wasm, out),
+      M,
+      K,
+      N,
+      bf16,
+      readAhead,
+      oneRowWide,
+    });
     return out;
   },
 });
@@ -124,26 +167,48 @@ export function matMulKernelAvailable(): boolean {
 /**
  * A [K, N] weight rearranged for packedMatMul: panels [N/8, K, 8], panels[p][k][j] = W[k][8p + j],
  * as large as the weight itself; or, bf16, [N/8, K, 4] float32 holding the top halves of
- * the same weights, two per float (the kernel source's section 1). Dispose it with the weight.
+ * the same weights, two per float (the kernel source's section 1). They are a tensor in
+ * tfjs's heap, or, packed while matmul threads run, a block of the threads' shared memory.
+ * Dispose it with the weight.
  */
 export class PackedWeights {
-  constructor(readonly panels: tf.Tensor3D) {}
+  private constructor(
+    readonly inFeatures: number,
+    readonly outFeatures: number,
+    /** Whether the panels hold the weights as bfloat16 (every weight was exactly one): 4 floats per step, not 8. */
+    readonly bf16: boolean,
+    /** The panels in tfjs's heap; null when they are in the threads' memory. */
+    readonly panels: tf.Tensor3D | null,
+    private readonly shared: { threads: MatMulThreads; offset: number } | null,
+  ) {}
 
-  /** Whether the panels hold the weights as bfloat16 (every weight was exactly one): 4 floats per step, not 8. */
-  get bf16(): boolean {
-    return this.panels.shape[2] === PANEL / 2;
+  static inHeap(panels: tf.Tensor3D): PackedWeights {
+    const [blocks, K, step] = panels.shape;
+    return new PackedWeights(K, blocks * PANEL, step === PANEL / 2, panels, null);
   }
 
-  get inFeatures(): number {
-    return this.panels.shape[1];
+  /** The panels copied into the threads' memory (and the tensor disposed). */
+  static inThreads(panels: tf.Tensor3D, owner: MatMulThreads): PackedWeights {
+    const [blocks, K, step] = panels.shape;
+    const view = heapView(tf.backend() as unknown as WasmBackendInternals, panels);
+    const offset = owner.store(new Uint8Array(view.buffer, view.byteOffset, view.byteLength));
+    panels.dispose();
+    return new PackedWeights(K, blocks * PANEL, step === PANEL / 2, null, { threads: owner, offset });
   }
 
-  get outFeatures(): number {
-    return this.panels.shape[0] * PANEL;
+  /** Bytes the panels take. */
+  get bytes(): number {
+    return this.inFeatures * this.outFeatures * (this.bf16 ? 2 : 4);
+  }
+
+  /** Where the panels are in the threads' memory, and which threads; null when in tfjs's heap. */
+  get threaded(): { threads: MatMulThreads; offset: number } | null {
+    return this.shared;
   }
 
   dispose(): void {
-    this.panels.dispose();
+    this.panels?.dispose();
+    this.shared?.threads.release(this.shared.offset, this.bytes);
   }
 }
 
@@ -159,7 +224,8 @@ export function packWeights(weightT: tf.Tensor2D, format: 'auto' | 'f32' = 'auto
   const wasm = tf.backend() as unknown as WasmBackendInternals;
   const bf16 = format === 'auto' && (kernelsFor(wasm) as Kernels).isBf16(heapOffset(wasm, weightT), weightT.size) === 1;
   const attrs: PanelFormat = { bf16 };
-  return new PackedWeights(tf.keep(tf.engine().runKernel(PACK_KERNEL, { w: weightT }, attrs) as tf.Tensor3D));
+  const panels = tf.keep(tf.engine().runKernel(PACK_KERNEL, { w: weightT }, attrs) as tf.Tensor3D);
+  return threads ? PackedWeights.inThreads(panels, threads) : PackedWeights.inHeap(panels);
 }
 
 /**
@@ -174,13 +240,44 @@ export function packedMatMul(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Ten
   if (K !== packed.inFeatures || (bias && bias.shape[0] !== packed.outFeatures)) {
     throw new Error(`packedMatMul: x [${x.shape}], weight [${packed.inFeatures}, ${packed.outFeatures}] and bias [${bias?.shape ?? ''}] do not fit together`);
   }
-  const inputs: tf.NamedTensorMap = bias ? { x, packed: packed.panels, bias } : { x, packed: packed.panels };
   const attrs: MatMulAttrs = {
     bf16: packed.bf16,
     readAhead: M === 1 ? plan.oneRowReadAhead : plan.rowsReadAhead,
     oneRowWide: plan.oneRowTile === 'wide',
   };
+  const shared = packed.threaded;
+  if (shared) {
+    if (shared.threads !== threads) throw new Error('packedMatMul: these weights were packed for matmul threads that have been stopped');
+    const threadedAttrs: ThreadedMatMulAttrs = { ...attrs, offset: shared.offset, N: packed.outFeatures };
+    return tf.engine().runKernel(THREADED_MATMUL_KERNEL, bias ? { x, bias } : { x }, threadedAttrs) as tf.Tensor2D;
+  }
+  const inputs: tf.NamedTensorMap = bias ? { x, packed: packed.panels as tf.Tensor3D, bias } : { x, packed: packed.panels as tf.Tensor3D };
   return tf.engine().runKernel(MATMUL_KERNEL, inputs, attrs) as tf.Tensor2D;
+}
+
+/**
+ * From now on, weights that packWeights packs are kept once in a memory that `count` threads
+ * share (this one and count - 1 helpers), and every product over them is divided between the
+ * threads (matmul-threads.ts): for a process that decodes on every core of a machine. Weights
+ * packed before stay where they are, on one thread. Nothing changes when the kernel does not
+ * run here (another backend) or count is 1; a second call with the same count does nothing.
+ */
+export function startMatMulThreads(count: number): void {
+  if (count === 1 || !matMulKernelAvailable() || threads?.threads === count) return;
+  if (threads) throw new Error(`matmul threads: already running ${threads.threads}, not ${count}`);
+  threads = new MatMulThreads(count);
+}
+
+/** Threads that products are divided between: 1 unless startMatMulThreads started more. */
+export function matMulThreads(): number {
+  return threads?.threads ?? 1;
+}
+
+/** Stops the matmul threads: weights packed for them can no longer be multiplied (for tests and shutdown). */
+export async function stopMatMulThreads(): Promise<void> {
+  const stopping = threads;
+  threads = null;
+  await stopping?.close();
 }
 
 /** How packedMatMul runs now: as set or tuned, else the default. */
@@ -221,7 +318,7 @@ export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> 
   for (const w of weights) {
     if (bytes >= TUNE_MAX_BYTES) break;
     timed.push(w);
-    bytes += w.panels.size * 4;
+    bytes += w.bytes;
   }
   if (bytes < TUNE_MIN_BYTES) return null;
   const open = <T>(value: T | undefined, all: T[]): T[] => (value === undefined ? all : [value]);

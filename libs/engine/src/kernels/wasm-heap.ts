@@ -53,6 +53,13 @@ export function heapOffset(backend: WasmBackendInternals, tensor: tf.TensorInfo)
   return (backend.dataIdMap.get(tensor.dataId) as { memoryOffset: number }).memoryOffset;
 }
 
+/** A tensor's float32 data where it is in the wasm backend's heap (valid until the heap next grows). */
+export function heapView(backend: WasmBackendInternals, tensor: tf.TensorInfo): Float32Array {
+  const memory = backend.wasm?.asm?.memory as WasmMemory;
+  const size = tensor.shape.reduce((a, b) => a * b, 1);
+  return new Float32Array(memory.buffer, heapOffset(backend, tensor), size);
+}
+
 /** The exports of the kernel module `bytes` instantiated on `memory`, a memory of its own (not a backend's heap). */
 export function instantiateOnOwnMemory(bytes: Uint8Array, pages: number): { exports: Record<string, unknown>; memory: WasmMemory } {
   const memory = new WebAssembly.Memory({ initial: pages });

@@ -1,0 +1,304 @@
+import { Worker } from 'node:worker_threads';
+import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
+
+/**
+ * The matmul kernel on several threads, over one copy of the weights.
+ *
+ * Decoding is bound by reading the weights: every step reads all of them once, whatever the
+ * batch. Two worker processes of one thread each read them twice per step of 4 + 4 sequences
+ * and share the machine's memory bandwidth; one process that splits every product between
+ * its cores reads them once for all 8 (docs/benchmarks.md, "Eighth session").
+ *
+ * tfjs-wasm's heap is not shared between threads, so the packed weights live here, in a
+ * shared WebAssembly.Memory of the engine's own (the Arena below), and every thread
+ * instantiates the same kernel module (the kernel source compiled for a shared memory:
+ * matmul-shared.wasm.ts) on it. A product is divided by panels of 8 output columns: each
+ * thread takes one contiguous range of them. Every output is one tile's sum over k in the
+ * same order whichever thread computes it, so the result is the same bits as on one thread.
+ *
+ * One product, from the calling thread (run):
+ *   1. copy x (and the bias) from tfjs's heap into this memory and interleave x's rows once;
+ *   2. publish the call in the control block and wake the helpers;
+ *   3. compute the first range of panels itself, then wait for the helpers' ranges;
+ *   4. copy out back into tfjs's heap.
+ * The copies are small next to the weights (x and out are a few rows). Helpers spin on the
+ * control block between products: a decode step makes about 200 of them, tens of
+ * microseconds apart, and a futex wake-up each time would cost more than a small product.
+ * After SPIN_MS without a product they sleep in Atomics.wait until the next one.
+ */
+
+/** How long a helper spins for the next product before it sleeps (it then wakes on the next one, later). */
+const SPIN_MS = 2;
+
+/** Slots of the control block, an Int32Array over a SharedArrayBuffer (the helpers' script gets the same object). */
+const SLOT = {
+  /** Count of products published so far: helpers wait for it to change. */
+  Generation: 0,
+  /** Helpers done with the current product. */
+  Done: 1,
+  /** 1 once a helper failed: the product's result is not to be trusted. */
+  Failed: 2,
+  /** 1 when the helpers are to exit. */
+  Stop: 3,
+  /** The product's arguments, in matmulF32's order from x to xt (then Format: 1 for bf16 panels). */
+  X: 4,
+  Format: 14,
+  /** Helper i's panel range is [Ranges + 2i, Ranges + 2i + 1). */
+  Ranges: 15,
+} as const;
+
+/**
+ * The helpers' code, run by worker_threads as a script (eval), so that it is the same file
+ * under tsx, ts-jest and the apps' webpack bundles. It only runs the kernel's exports on the
+ * ranges it is given; everything else happens on the calling thread.
+ */
+const HELPER_SOURCE = `
+const { workerData } = require('node:worker_threads');
+const { memory, module, control, index, spinMs, slots } = workerData;
+const kernels = new WebAssembly.Instance(module, { env: { memory } }).exports;
+const ctl = new Int32Array(control);
+let seen = 0;
+for (;;) {
+  let since = performance.now();
+  while (Atomics.load(ctl, slots.Generation) === seen) {
+    if (performance.now() - since > spinMs) {
+      Atomics.wait(ctl, slots.Generation, seen);
+      since = performance.now();
+    }
+  }
+  seen = Atomics.load(ctl, slots.Generation);
+  if (Atomics.load(ctl, slots.Stop) === 1) break;
+  try {
+    const matmul = ctl[slots.Format] === 1 ? kernels.matmulBf16 : kernels.matmulF32;
+    const range = slots.Ranges + 2 * index;
+    const a = slots.X;
+    matmul(ctl[a], ctl[a + 1], ctl[a + 2], ctl[a + 3], ctl[a + 4], ctl[a + 5], ctl[a + 6], ctl[a + 7], ctl[a + 8], ctl[a + 9], ctl[range], ctl[range + 1]);
+  } catch (err) {
+    Atomics.store(ctl, slots.Failed, 1);
+  }
+  Atomics.add(ctl, slots.Done, 1);
+  Atomics.notify(ctl, slots.Done);
+}
+`;
+
+/** The part of the WebAssembly JS API used here (the project's TypeScript lib is es2022, without the DOM's declarations). */
+export interface SharedMemory {
+  readonly buffer: SharedArrayBuffer;
+  grow(pages: number): number;
+}
+declare const WebAssembly: {
+  Memory: new (descriptor: { initial: number; maximum: number; shared: true }) => SharedMemory;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
+};
+
+type Matmul = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
+
+interface SharedKernels {
+  interleaveRows(x: number, xt: number, M: number, K: number): void;
+  matmulF32: Matmul;
+  matmulBf16: Matmul;
+}
+
+const PAGE = 64 << 10;
+/** 4 GB: all that a 32-bit WebAssembly memory addresses. */
+const MAX_PAGES = 65536;
+/** Blocks start on cache lines, so that no two threads write one line of out, and panels stream from a line's start. */
+const ALIGN = 64;
+
+/** A shared WebAssembly memory of one page that can grow to `maxPages`. */
+export function sharedMemory(maxPages = MAX_PAGES): SharedMemory {
+  return new WebAssembly.Memory({ initial: 1, maximum: maxPages, shared: true });
+}
+
+/**
+ * First-fit allocation of a shared memory's bytes, growing it when nothing free is large
+ * enough. Offset 0 is never given out: the kernel reads a bias at 0 as none.
+ */
+export class Arena {
+  /** Free blocks, by offset, none adjacent to another. */
+  private readonly free: { offset: number; bytes: number }[] = [];
+  private end = ALIGN;
+
+  constructor(private readonly memory: SharedMemory) {}
+
+  allocate(size: number): number {
+    const bytes = Math.ceil(size / ALIGN) * ALIGN;
+    const i = this.free.findIndex((block) => block.bytes >= bytes);
+    if (i >= 0) {
+      const block = this.free[i];
+      const offset = block.offset;
+      if (block.bytes === bytes) this.free.splice(i, 1);
+      else Object.assign(block, { offset: offset + bytes, bytes: block.bytes - bytes });
+      return offset;
+    }
+    const offset = this.end;
+    const needed = Math.ceil((offset + bytes) / PAGE) - this.memory.buffer.byteLength / PAGE;
+    if (offset + bytes > MAX_PAGES * PAGE) throw new RangeError(`matmul threads: ${bytes} more bytes of weights do not fit in a 4 GB memory`);
+    if (needed > 0) this.memory.grow(needed);
+    this.end = offset + bytes;
+    return offset;
+  }
+
+  release(offset: number, size: number): void {
+    const bytes = Math.ceil(size / ALIGN) * ALIGN;
+    let i = this.free.findIndex((block) => block.offset > offset);
+    if (i < 0) i = this.free.length;
+    this.free.splice(i, 0, { offset, bytes });
+    // Merge with the next block, then with the previous one, then give the tail back to `end`.
+    const merge = (j: number) => {
+      const [a, b] = [this.free[j], this.free[j + 1]];
+      if (a && b && a.offset + a.bytes === b.offset) {
+        a.bytes += b.bytes;
+        this.free.splice(j + 1, 1);
+      }
+    };
+    merge(i);
+    if (i > 0) merge(i - 1);
+    const last = this.free[this.free.length - 1];
+    if (last && last.offset + last.bytes === this.end) {
+      this.end = last.offset;
+      this.free.pop();
+    }
+  }
+
+  /** Bytes given out and not released. */
+  get used(): number {
+    return this.end - ALIGN - this.free.reduce((sum, block) => sum + block.bytes, 0);
+  }
+}
+
+/** One product's operands, as offsets into the threads' memory except where they are tfjs-heap views. */
+export interface ThreadedProduct {
+  /** x [M, K], in tfjs's heap. */
+  x: Float32Array;
+  /** The packed weights, in the threads' memory (MatMulThreads.store). */
+  packed: number;
+  /** bias [N] in tfjs's heap, or null. */
+  bias: Float32Array | null;
+  /** out [M, N], in tfjs's heap: written. */
+  out: Float32Array;
+  M: number;
+  K: number;
+  N: number;
+  bf16: boolean;
+  readAhead: boolean;
+  oneRowWide: boolean;
+}
+
+/** The calling thread's own work should be worth waking the helpers: below this many multiply-adds a product runs on one thread. */
+const MIN_SPLIT_MACS = 1 << 16;
+
+/** The calling thread plus helper threads running the matmul kernel over weights stored once, in a shared memory. */
+export class MatMulThreads {
+  private readonly memory = sharedMemory();
+  private readonly arena = new Arena(this.memory);
+  private readonly kernels: SharedKernels;
+  private readonly control = new Int32Array(new SharedArrayBuffer(4 * (SLOT.Ranges + 2 * 64)));
+  private readonly helpers: Worker[] = [];
+  /** x, xt, bias and out of the current product: one block, reallocated larger when a product needs it. */
+  private scratch = { offset: 0, bytes: 0 };
+  private generation = 0;
+  private closed = false;
+
+  /** `threads` in all (the caller's and threads - 1 helpers), at least 2. */
+  constructor(readonly threads: number) {
+    if (!Number.isInteger(threads) || threads < 2 || threads > 64) throw new RangeError(`matmul threads: ${threads} is not a whole number from 2 to 64`);
+    const module = new WebAssembly.Module(MATMUL_SHARED_WASM);
+    this.kernels = new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports as unknown as SharedKernels;
+    for (let index = 0; index < threads - 1; index++) {
+      const helper = new Worker(HELPER_SOURCE, {
+        eval: true,
+        workerData: { memory: this.memory, module, control: this.control.buffer, index, spinMs: SPIN_MS, slots: SLOT },
+      });
+      // Helpers never keep the process alive, and a process exiting stops them.
+      helper.unref();
+      this.helpers.push(helper);
+    }
+  }
+
+  /** Copies packed weights (bytes of tfjs's heap) into the shared memory once; returns their offset there. */
+  store(panels: Uint8Array): number {
+    const offset = this.arena.allocate(panels.byteLength);
+    new Uint8Array(this.memory.buffer, offset, panels.byteLength).set(panels);
+    return offset;
+  }
+
+  /** Frees weights that store() placed at `offset`. */
+  release(offset: number, bytes: number): void {
+    this.arena.release(offset, bytes);
+  }
+
+  /** Bytes of weights (and scratch) held in the shared memory. */
+  get bytesHeld(): number {
+    return this.arena.used;
+  }
+
+  /** out = x packed + bias, divided by panels between the threads (see the file's comment). */
+  run(p: ThreadedProduct): void {
+    if (this.closed) throw new Error('matmul threads: closed');
+    const { M, K, N } = p;
+    const xBytes = 4 * M * K;
+    const outBytes = 4 * M * N;
+    const region = this.scratchFor(2 * xBytes + 4 * N + outBytes);
+    const [x, xt, bias, out] = [region, region + xBytes, region + 2 * xBytes, region + 2 * xBytes + 4 * N];
+    const heap = this.memory.buffer;
+    new Float32Array(heap, x, M * K).set(p.x);
+    if (p.bias) new Float32Array(heap, bias, N).set(p.bias);
+    if (M >= 2) this.kernels.interleaveRows(x, xt, M, K);
+    const panels = N / 8;
+    const shares = M * K * N < MIN_SPLIT_MACS * this.threads ? 1 : Math.min(this.threads, panels);
+    // Contiguous ranges of panels, as even as whole panels allow: the caller takes the first.
+    const bound = (i: number) => Math.round((i * panels) / shares);
+    const args = [x, p.packed, p.bias ? bias : 0, out, M, K, N, p.readAhead ? 1 : 0, p.oneRowWide ? 1 : 0, xt] as const;
+    const matmul = p.bf16 ? this.kernels.matmulBf16 : this.kernels.matmulF32;
+    if (shares > 1) {
+      const ctl = this.control;
+      ctl.set(args, SLOT.X);
+      ctl[SLOT.Format] = p.bf16 ? 1 : 0;
+      for (let helper = 0; helper < this.helpers.length; helper++) {
+        const share = helper + 1;
+        ctl[SLOT.Ranges + 2 * helper] = share < shares ? bound(share) : 0;
+        ctl[SLOT.Ranges + 2 * helper + 1] = share < shares ? bound(share + 1) : 0;
+      }
+      Atomics.store(ctl, SLOT.Done, 0);
+      Atomics.store(ctl, SLOT.Generation, ++this.generation);
+      Atomics.notify(ctl, SLOT.Generation);
+    }
+    matmul(...args, 0, bound(1));
+    if (shares > 1) this.awaitHelpers();
+    p.out.set(new Float32Array(heap, out, M * N));
+  }
+
+  /** Stops the helper threads. The weights stored here are gone with this object. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    Atomics.store(this.control, SLOT.Stop, 1);
+    Atomics.store(this.control, SLOT.Generation, ++this.generation);
+    Atomics.notify(this.control, SLOT.Generation);
+    await Promise.all(this.helpers.map((helper) => new Promise((resolve) => helper.once('exit', resolve))));
+  }
+
+  /** Spins until every helper is done with the current product (they were woken together), then checks none failed. */
+  private awaitHelpers(): void {
+    const ctl = this.control;
+    const helpers = this.helpers.length;
+    const since = performance.now();
+    let done = Atomics.load(ctl, SLOT.Done);
+    while (done < helpers) {
+      // A helper takes about as long as the caller's own share; past a millisecond, sleep between looks.
+      if (performance.now() - since > 1) Atomics.wait(ctl, SLOT.Done, done, 1);
+      done = Atomics.load(ctl, SLOT.Done);
+    }
+    if (Atomics.load(ctl, SLOT.Failed) === 1) throw new Error('matmul threads: a helper thread failed; the product is lost');
+  }
+
+  private scratchFor(bytes: number): number {
+    if (this.scratch.bytes < bytes) {
+      if (this.scratch.bytes > 0) this.arena.release(this.scratch.offset, this.scratch.bytes);
+      this.scratch = { offset: this.arena.allocate(bytes), bytes };
+    }
+    return this.scratch.offset;
+  }
+}

@@ -1,0 +1,123 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { bf16ToF32, f32ToBf16 } from '../src/dtype';
+import * as matmul from '../src/kernels/matmul';
+import { PackedWeights, packWeights, packedMatMul, startMatMulThreads, stopMatMulThreads } from '../src/kernels/matmul';
+import { Arena, sharedMemory } from '../src/kernels/matmul-threads';
+import { loadModel } from '../src/loader';
+import { generateBatch } from '../src/generate';
+import { makeTiny, useBackend } from './helpers';
+
+describe('matmul threads: one copy of the weights, every product divided between threads', () => {
+  beforeAll(() => useBackend('wasm'));
+  afterEach(() => stopMatMulThreads());
+
+  const weights = (K: number, N: number, bf16: boolean, seed: number) => {
+    const normals = tf.randomNormal([K, N], 0, 1, 'float32', seed).dataSync() as Float32Array;
+    return tf.tensor2d(bf16 ? bf16ToF32(f32ToBf16(normals)) : normals, [K, N]);
+  };
+
+  // Rows: one, every remainder of the 4-row tile, a prefill. N: panels that two and three
+  // threads cannot divide evenly. Small products (M 1, K 64) run on one thread: covered too.
+  const cases = [1, 2, 3, 4, 5, 7, 8, 9, 33].flatMap((M) =>
+    [
+      [64, 8 * 13],
+      [576, 8 * 61],
+    ].map(([K, N], i) => [M, K, N, (M + i) % 2 === 0] as const),
+  );
+  it.each(cases)('gives the bits of one thread, for M %i, K %i, N %i, bf16 %s, on 2 and 3 threads, under every plan', async (M, K, N, bf16) => {
+    const before = matmul.matMulPlan();
+    const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
+    const bias = tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D;
+    const w = weights(K, N, bf16, K);
+    const alone = packWeights(w) as PackedWeights;
+    expect(alone.threaded).toBeNull();
+    try {
+      for (const count of [2, 3]) {
+        startMatMulThreads(count);
+        const shared = packWeights(w) as PackedWeights;
+        expect(shared.threaded).not.toBeNull();
+        expect(shared.panels).toBeNull();
+        expect(shared.bf16).toBe(bf16);
+        for (const oneRowTile of ['narrow', 'wide'] as const) {
+          for (const ahead of [false, true]) {
+            matmul.setMatMulPlan({ oneRowTile, oneRowReadAhead: ahead, rowsReadAhead: ahead });
+            for (const b of [bias, null]) {
+              const one = packedMatMul(x, alone, b) as tf.Tensor2D;
+              const many = packedMatMul(x, shared, b) as tf.Tensor2D;
+              expect(many.shape).toEqual([M, N]);
+              expect(Array.from(many.dataSync())).toEqual(Array.from(one.dataSync()));
+              one.dispose();
+              many.dispose();
+            }
+          }
+        }
+        shared.dispose();
+        await stopMatMulThreads();
+      }
+    } finally {
+      matmul.setMatMulPlan(before);
+      tf.dispose([x, bias, w]);
+      alone.dispose();
+    }
+  });
+
+  it('refuses weights whose threads were stopped, and packs into tfjs again once stopped', async () => {
+    startMatMulThreads(2);
+    expect(matmul.matMulThreads()).toBe(2);
+    expect(() => startMatMulThreads(3)).toThrow(/already running 2, not 3/);
+    const w = weights(64, 64, false, 1);
+    const shared = packWeights(w) as PackedWeights;
+    await stopMatMulThreads();
+    expect(matmul.matMulThreads()).toBe(1);
+    expect(() => packedMatMul(tf.ones([1, 64]) as tf.Tensor2D, shared)).toThrow(/threads that have been stopped/);
+    const alone = packWeights(w) as PackedWeights;
+    expect(alone.threaded).toBeNull();
+    tf.dispose([w]);
+    alone.dispose();
+  });
+
+  it('decodes a model to the same tokens with its weights on 2 threads as on one', async () => {
+    const dir = makeTiny('matmul-threads', { preset: 'tiny' });
+    const run = async (threads: number) => {
+      const lm = await loadModel(dir, { inferenceOnly: true, matmulThreads: threads });
+      try {
+        expect(lm.model.packedWeights().every((p) => (p.threaded !== null) === threads > 1)).toBe(true);
+        const results = await generateBatch(lm, [[1, 2, 3, 4, 5], [6, 7], [8, 9, 10]], { maxTokens: 12, temperature: 0, ignoreEos: true });
+        return results.map((r) => r.tokenIds);
+      } finally {
+        lm.dispose();
+      }
+    };
+    const one = await run(1);
+    expect(await run(2)).toEqual(one);
+  });
+});
+
+describe('Arena: the shared memory allocator', () => {
+  const memory = () => sharedMemory(1024);
+
+  it('never gives out offset 0 (a bias at 0 is none), aligns blocks to cache lines, and grows the memory', () => {
+    const m = memory();
+    const arena = new Arena(m);
+    const a = arena.allocate(10);
+    const b = arena.allocate(100 << 10);
+    expect(a).toBeGreaterThan(0);
+    expect([a % 64, b % 64]).toEqual([0, 0]);
+    expect(b).toBeGreaterThanOrEqual(a + 64);
+    expect(m.buffer.byteLength).toBeGreaterThanOrEqual(b + (100 << 10));
+    expect(arena.used).toBe(64 + (100 << 10));
+  });
+
+  it('reuses released blocks, first fit, and merges neighbours', () => {
+    const arena = new Arena(memory());
+    const [a, b, c] = [arena.allocate(640), arena.allocate(640), arena.allocate(640)];
+    arena.allocate(64);
+    arena.release(a, 640);
+    arena.release(b, 640);
+    // a and b merged: a block of 1280 fits where they were.
+    expect(arena.allocate(1280)).toBe(a);
+    arena.release(c, 640);
+    expect(arena.allocate(64)).toBe(c);
+    expect(arena.used).toBe(1280 + 64 + 64);
+  });
+});
