@@ -57,8 +57,8 @@ export class InferenceWorkerConfig extends WorkerConfig {
    * Threads every projection is divided between, over one copy of the weights. 1 (the
    * default) suits one worker per core, as `npm start` runs them: the most streams per
    * machine. A single worker with MATMUL_THREADS set to the machine's cores decodes each
-   * stream faster (one stream 18.9 -> 24.6 tokens/s on a 2-core Intel Xeon here) and 8
-   * streams at about the same total (docs/benchmarks.md, "Eighth session").
+   * stream faster (one stream 18.9 -> 29.0 tokens/s through the stack on a 2-core Intel Xeon
+   * here) and 8 streams at about the same total (docs/deploy.md, "Inference workers and threads").
    */
   @Type(() => Number)
   @IsInt()

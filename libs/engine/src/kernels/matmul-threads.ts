@@ -4,10 +4,11 @@ import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
 /**
  * The matmul kernel on several threads, over one copy of the weights.
  *
- * Decoding is bound by reading the weights: every step reads all of them once, whatever the
- * batch. Two worker processes of one thread each read them twice per step of 4 + 4 sequences
- * and share the machine's memory bandwidth; one process that splits every product between
- * its cores reads them once for all 8 (docs/benchmarks.md, "Eighth session").
+ * Decoding one sequence is bound by reading the weights, all of them every step, and one core
+ * reads memory at only part of what the machine can. A process that divides every product
+ * between its cores decodes a stream faster (18.9 -> 29.0 tokens/s through the stack on a
+ * 2-core Intel Xeon here), prefills faster, and holds the weights once instead of once per
+ * worker process (docs/benchmarks.md, "Eighth session").
  *
  * tfjs-wasm's heap is not shared between threads, so the packed weights live here, in a
  * shared WebAssembly.Memory of the engine's own (the Arena below), and every thread
@@ -22,9 +23,9 @@ import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
  *   3. compute the first range of panels itself, then wait for the helpers' ranges;
  *   4. copy out back into tfjs's heap.
  * The copies are small next to the weights (x and out are a few rows). Helpers spin on the
- * control block between products: a decode step makes about 200 of them, tens of
- * microseconds apart, and a futex wake-up each time would cost more than a small product.
- * After SPIN_MS without a product they sleep in Atomics.wait until the next one.
+ * control block between products: a decode step of SmolLM2-135M makes 121 of them, a
+ * fraction of a millisecond apart, and waking a sleeping thread for each would add its
+ * latency to every one. After SPIN_MS without a product they sleep in Atomics.wait.
  */
 
 /** How long a helper spins for the next product before it sleeps (it then wakes on the next one, later). */
@@ -73,7 +74,7 @@ for (;;) {
     const range = slots.Ranges + 2 * index;
     const a = slots.X;
     matmul(ctl[a], ctl[a + 1], ctl[a + 2], ctl[a + 3], ctl[a + 4], ctl[a + 5], ctl[a + 6], ctl[a + 7], ctl[a + 8], ctl[a + 9], ctl[range], ctl[range + 1]);
-  } catch (err) {
+  } catch {
     Atomics.store(ctl, slots.Failed, 1);
   }
   Atomics.add(ctl, slots.Done, 1);
@@ -92,18 +93,19 @@ declare const WebAssembly: {
   Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
 };
 
-type Matmul = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
+/** matmulF32 and matmulBf16 of the kernel (libs/engine/kernels/matmul.ts). */
+export type MatmulExport = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
 
 interface SharedKernels {
   interleaveRows(x: number, xt: number, M: number, K: number): void;
-  matmulF32: Matmul;
-  matmulBf16: Matmul;
+  matmulF32: MatmulExport;
+  matmulBf16: MatmulExport;
 }
 
 const PAGE = 64 << 10;
 /** 4 GB: all that a 32-bit WebAssembly memory addresses. */
 const MAX_PAGES = 65536;
-/** Blocks start on cache lines, so that no two threads write one line of out, and panels stream from a line's start. */
+/** Blocks start on cache lines: panels stream from a line's start. */
 const ALIGN = 64;
 
 /** A shared WebAssembly memory of one page that can grow to `maxPages`. */
@@ -186,6 +188,9 @@ export interface ThreadedProduct {
   oneRowWide: boolean;
 }
 
+/** A helper that has not finished its share by then is taken for dead (its thread cannot report it while this one waits). */
+const HELPER_TIMEOUT_MS = 60_000;
+
 /** The calling thread's own work should be worth waking the helpers: below this many multiply-adds a product runs on one thread. */
 const MIN_SPLIT_MACS = 1 << 16;
 
@@ -199,7 +204,8 @@ export class MatMulThreads {
   /** x, xt, bias and out of the current product: one block, reallocated larger when a product needs it. */
   private scratch = { offset: 0, bytes: 0 };
   private generation = 0;
-  private closed = false;
+  /** 'failed' once a helper failed: products can no longer be trusted, and run() throws. */
+  private state: 'running' | 'failed' | 'stopped' = 'running';
 
   /** `threads` in all (the caller's and threads - 1 helpers), at least 2. */
   constructor(readonly threads: number) {
@@ -229,14 +235,9 @@ export class MatMulThreads {
     this.arena.release(offset, bytes);
   }
 
-  /** Bytes of weights (and scratch) held in the shared memory. */
-  get bytesHeld(): number {
-    return this.arena.used;
-  }
-
   /** out = x packed + bias, divided by panels between the threads (see the file's comment). */
   run(p: ThreadedProduct): void {
-    if (this.closed) throw new Error('matmul threads: closed');
+    if (this.state !== 'running') throw new Error(`matmul threads: ${this.state === 'stopped' ? 'stopped' : 'a helper thread failed before'}`);
     const { M, K, N } = p;
     const xBytes = 4 * M * K;
     const outBytes = 4 * M * N;
@@ -272,8 +273,8 @@ export class MatMulThreads {
 
   /** Stops the helper threads. The weights stored here are gone with this object. */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+    if (this.state === 'stopped') return;
+    this.state = 'stopped';
     Atomics.store(this.control, SLOT.Stop, 1);
     Atomics.store(this.control, SLOT.Generation, ++this.generation);
     Atomics.notify(this.control, SLOT.Generation);
@@ -288,10 +289,18 @@ export class MatMulThreads {
     let done = Atomics.load(ctl, SLOT.Done);
     while (done < helpers) {
       // A helper takes about as long as the caller's own share; past a millisecond, sleep between looks.
-      if (performance.now() - since > 1) Atomics.wait(ctl, SLOT.Done, done, 1);
+      const waited = performance.now() - since;
+      if (waited > HELPER_TIMEOUT_MS) throw this.failed(`matmul threads: a helper thread did not finish its share in ${HELPER_TIMEOUT_MS / 1000} s`);
+      if (waited > 1) Atomics.wait(ctl, SLOT.Done, done, 1);
       done = Atomics.load(ctl, SLOT.Done);
     }
-    if (Atomics.load(ctl, SLOT.Failed) === 1) throw new Error('matmul threads: a helper thread failed; the product is lost');
+    if (Atomics.load(ctl, SLOT.Failed) === 1) throw this.failed('matmul threads: a helper thread failed; the product is lost');
+  }
+
+  /** After a helper failed, no product can be trusted: every later run() throws. */
+  private failed(message: string): Error {
+    this.state = 'failed';
+    return new Error(message);
   }
 
   private scratchFor(bytes: number): number {

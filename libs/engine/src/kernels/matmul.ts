@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { MatMulThreads } from './matmul-threads';
+import { MatMulThreads, MatmulExport } from './matmul-threads';
 import { MATMUL_WASM } from './matmul.wasm';
 import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
@@ -41,11 +41,9 @@ interface Kernels {
   isBf16(w: number, count: number): number;
   pack(w: number, packed: number, K: number, N: number, bf16: number): void;
   interleaveRows(x: number, xt: number, M: number, K: number): void;
-  matmulF32: Matmul;
-  matmulBf16: Matmul;
+  matmulF32: MatmulExport;
+  matmulBf16: MatmulExport;
 }
-
-type Matmul = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
 
 /** The kernels' attribute: whether the panels hold bf16 weights (two per float32 of the tensor). */
 interface PanelFormat extends tf.NamedAttrMap {
