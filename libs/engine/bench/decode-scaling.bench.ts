@@ -7,6 +7,7 @@
  *   npx tsx libs/engine/bench/decode-scaling.bench.ts
  *   WEIGHTS=bf16 npx tsx libs/engine/bench/decode-scaling.bench.ts
  *   PROMPT_TOKENS=1000 npx tsx libs/engine/bench/decode-scaling.bench.ts   (long contexts)
+ *   MATMUL_THREADS=2 DECODE_BATCH=8 npx tsx libs/engine/bench/decode-scaling.bench.ts   (one process, one batch, the matmul on 2 threads)
  *
  * Uses the model generate.bench.ts makes under var/models/. Every figure comes from fresh
  * processes (one per concurrent batch), started together. Prints a markdown table.

@@ -94,9 +94,10 @@ declare const WebAssembly: {
 };
 
 /** matmulF32 and matmulBf16 of the kernel (libs/engine/kernels/matmul.ts). */
-export type MatmulExport = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
+type MatmulExport = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
 
-interface SharedKernels {
+/** The kernel's exports that multiply: what both its builds, on tfjs's heap and on a shared memory, are called for. */
+export interface MatmulKernels {
   interleaveRows(x: number, xt: number, M: number, K: number): void;
   matmulF32: MatmulExport;
   matmulBf16: MatmulExport;
@@ -198,7 +199,7 @@ const MIN_SPLIT_MACS = 1 << 16;
 export class MatMulThreads {
   private readonly memory = sharedMemory();
   private readonly arena = new Arena(this.memory);
-  private readonly kernels: SharedKernels;
+  private readonly kernels: MatmulKernels;
   private readonly control = new Int32Array(new SharedArrayBuffer(4 * (SLOT.Ranges + 2 * 64)));
   private readonly helpers: Worker[] = [];
   /** x, xt, bias and out of the current product: one block, reallocated larger when a product needs it. */
@@ -211,7 +212,7 @@ export class MatMulThreads {
   constructor(readonly threads: number) {
     if (!Number.isInteger(threads) || threads < 2 || threads > 64) throw new RangeError(`matmul threads: ${threads} is not a whole number from 2 to 64`);
     const module = new WebAssembly.Module(MATMUL_SHARED_WASM);
-    this.kernels = new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports as unknown as SharedKernels;
+    this.kernels = new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports as unknown as MatmulKernels;
     for (let index = 0; index < threads - 1; index++) {
       const helper = new Worker(HELPER_SOURCE, {
         eval: true,

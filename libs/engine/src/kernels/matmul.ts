@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { MatMulThreads, MatmulExport } from './matmul-threads';
+import { MatmulKernels, MatMulThreads } from './matmul-threads';
 import { MATMUL_WASM } from './matmul.wasm';
 import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
@@ -37,12 +37,9 @@ const PACK_KERNEL = 'TrainyardPackPanels';
 /** Columns per panel of the packed layout. */
 const PANEL = 8;
 
-interface Kernels {
+interface Kernels extends MatmulKernels {
   isBf16(w: number, count: number): number;
   pack(w: number, packed: number, K: number, N: number, bf16: number): void;
-  interleaveRows(x: number, xt: number, M: number, K: number): void;
-  matmulF32: MatmulExport;
-  matmulBf16: MatmulExport;
 }
 
 /** The kernels' attribute: whether the panels hold bf16 weights (two per float32 of the tensor). */
@@ -177,7 +174,8 @@ export class PackedWeights {
     readonly bf16: boolean,
     /** The panels in tfjs's heap; null when they are in the threads' memory. */
     readonly panels: tf.Tensor3D | null,
-    private readonly shared: { threads: MatMulThreads; offset: number } | null,
+    /** Where the panels are in the threads' memory, and which threads; null when in tfjs's heap. */
+    readonly threaded: { threads: MatMulThreads; offset: number } | null,
   ) {}
 
   static inHeap(panels: tf.Tensor3D): PackedWeights {
@@ -199,14 +197,9 @@ export class PackedWeights {
     return this.inFeatures * this.outFeatures * (this.bf16 ? 2 : 4);
   }
 
-  /** Where the panels are in the threads' memory, and which threads; null when in tfjs's heap. */
-  get threaded(): { threads: MatMulThreads; offset: number } | null {
-    return this.shared;
-  }
-
   dispose(): void {
     this.panels?.dispose();
-    this.shared?.threads.release(this.shared.offset, this.bytes);
+    this.threaded?.threads.release(this.threaded.offset, this.bytes);
   }
 }
 
