@@ -5,6 +5,7 @@ import { CompletionsController } from './completions/completions.controller';
 import { CompletionsService } from './completions/completions.service';
 import { InferenceCapacity } from './completions/inference-capacity';
 import { ModelResolutions } from './completions/model-resolutions';
+import { SchemaValidation } from './completions/schema-validation';
 import { ChatConfig } from './config/chat.config';
 
 /** Chat completions: resolves the model, schedules on inference workers, relays the result. */
@@ -22,7 +23,7 @@ export class ChatModule {
         }),
       ],
       controllers: [CompletionsController],
-      providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity, ModelResolutions],
+      providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity, ModelResolutions, SchemaValidation],
     };
   }
 }

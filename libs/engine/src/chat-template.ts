@@ -15,7 +15,7 @@ export interface ChatMessage {
 }
 
 /** An OpenAI-style tool definition: { type: 'function', function: { name, description, parameters } }. */
-export type ToolDefinition = Record<string, unknown>;
+export type ToolDefinition = object;
 
 export interface RenderOptions {
   tools?: ToolDefinition[];

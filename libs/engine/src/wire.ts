@@ -1,8 +1,10 @@
 /**
- * The engine's pure, tensor-free part: validation of training requests as they arrive on the
- * wire. Services that must not load TensorFlow.js (the training orchestrator) import this
- * entry point, `@trainyard/engine/wire`, never `@trainyard/engine` itself.
+ * The engine's pure, tensor-free part: validation of requests as they arrive on the wire
+ * (training requests; JSON schemas for constrained decoding). Services that must not load
+ * TensorFlow.js (the training orchestrator, the chat service) import this entry point,
+ * `@trainyard/engine/wire`, never `@trainyard/engine` itself.
  */
+export { JsonSchemaChecker } from './grammar/schema-check';
 export * from './training/experimental-config';
 export * from './training/art-trajectories';
 export type { RLTrajectory, RLTrajectoryGroup, RLChoice, RLHistory, SftConversation } from './training/sequences';

@@ -13,6 +13,7 @@ import { JSONCodec, NatsConnection } from 'nats';
 import { ChatConfig } from '../config/chat.config';
 import { InferenceCapacity } from './inference-capacity';
 import { ModelResolutions } from './model-resolutions';
+import { SchemaValidation } from './schema-validation';
 
 const workItems = JSONCodec<InferenceWorkItem>();
 
@@ -28,9 +29,11 @@ export class CompletionsService {
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     private readonly resolutions: ModelResolutions,
     private readonly capacity: InferenceCapacity,
+    private readonly schemas: SchemaValidation,
   ) {}
 
   async start(request: StartCompletionRequest): Promise<StartCompletionReply> {
+    await this.schemas.check(request.params);
     const resolved = await this.resolutions.resolve({
       entity_id: request.entity_id,
       entity_name: request.entity_name,

@@ -4,9 +4,11 @@ import {
   ChatCompletionParams,
   ChatMessageInput,
   ErrorCode,
+  FunctionTool,
   InferenceEvent,
   ServiceError,
   Subjects,
+  ToolChoice,
 } from '@trainyard/contracts';
 import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort } from '@trainyard/runtime';
@@ -67,7 +69,6 @@ export class ChatCompletionsService {
         reply_subject: inbox.subject,
       });
       const assembler = new CompletionAssembler(completionId, started, { n: params.n, returnTokenIds: params.return_token_ids || started.logprobs });
-      if (params.tools) assembler.withholdText();
       res.setHeader('x-trainyard-checkpoint-step', started.checkpoint_step === null ? 'base' : String(started.checkpoint_step));
       if (body.stream) await this.stream(inbox, assembler, res, body.stream_options?.include_usage === true);
       else res.status(200).json(await this.collect(inbox, assembler));
@@ -163,7 +164,7 @@ export class ChatCompletionsService {
     if (body.response_format?.type === 'json_schema' && !body.response_format.json_schema) {
       throw ServiceError.invalid('response_format.json_schema is required when type is "json_schema"', 'response_format');
     }
-    const tools = body.tools?.length && body.tool_choice !== 'none' ? body.tools : null;
+    const toolChoice = this.toolChoice(body);
     return {
       model: body.model,
       messages: body.messages.map(toMessage),
@@ -178,10 +179,31 @@ export class ChatCompletionsService {
       response_format: body.response_format?.type === 'json_schema'
         ? { type: 'json_schema', json_schema: { ...(body.response_format.json_schema as { name: string }) } }
         : { type: body.response_format?.type === 'json_object' ? 'json_object' : 'text' },
-      tools,
-      tool_choice: body.tool_choice ?? null,
+      tools: toolChoice === 'none' ? null : (body.tools as FunctionTool[]),
+      tool_choice: toolChoice === 'none' ? 'auto' : toolChoice,
+      parallel_tool_calls: body.parallel_tool_calls ?? true,
       return_token_ids: body.return_token_ids === true,
     };
+  }
+
+  /**
+   * tool_choice with OpenAI's default ("auto" with tools, "none" without), once it is known to
+   * fit the tools: a named function must be one of them, and function names must differ.
+   */
+  private toolChoice(body: ChatCompletionRequest): ToolChoice | 'none' {
+    const tools = body.tools ?? [];
+    const choice = body.tool_choice ?? (tools.length > 0 ? 'auto' : 'none');
+    if (choice === 'none') return 'none';
+    if (tools.length === 0) throw ServiceError.invalid(`tool_choice ${JSON.stringify(choice)} needs tools`, 'tool_choice');
+    const names = new Set<string>();
+    tools.forEach((tool, i) => {
+      if (names.has(tool.function.name)) throw ServiceError.invalid(`tools[${i}].function.name ${JSON.stringify(tool.function.name)} is declared twice`, `tools[${i}].function.name`);
+      names.add(tool.function.name);
+    });
+    if (typeof choice === 'object' && !names.has(choice.function.name)) {
+      throw ServiceError.invalid(`tool_choice names the function ${JSON.stringify(choice.function.name)}, which is not in tools`, 'tool_choice');
+    }
+    return choice;
   }
 }
 

@@ -62,13 +62,24 @@ describe('CompletionAssembler', () => {
     expect((assembler.response() as { choices: { logprobs: unknown }[] }).choices[0].logprobs).toBeNull();
   });
 
-  it('sends held-back text or tool calls with the finish when tools were offered', () => {
+  it('streams tool calls as OpenAI does: id, type and name first, then argument pieces; logprobs for every token', () => {
     const assembler = new CompletionAssembler('chatcmpl-3', started, { n: 1, returnTokenIds: false });
-    assembler.withholdText();
-    const call = { id: 'call_1', type: 'function' as const, function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } };
-    const [finish] = assembler.apply({ type: 'finish', index: 0, finish_reason: 'tool_calls', content: null, tool_calls: [call], completion_token_ids: [] });
-    expect((finish as { choices: { delta: unknown }[] }).choices[0].delta).toEqual({ tool_calls: [{ index: 0, ...call }] });
-    const message = (assembler.response() as { choices: { message: unknown }[] }).choices[0].message;
-    expect(message).toEqual({ role: 'assistant', content: null, tool_calls: [call] });
+    const choiceOf = (chunks: Record<string, unknown>[]) => (chunks[0] as { choices: { delta: unknown; logprobs: { content: unknown[] } | null }[] }).choices[0];
+    // A token of markup alone: an empty delta that still carries the token's logprob.
+    const markup = choiceOf(assembler.apply({ type: 'delta', index: 0, text: '', tokens: [token(3, '<tool_call>', -0.1)] }));
+    expect(markup.delta).toEqual({});
+    expect(markup.logprobs?.content).toHaveLength(1);
+    const opened = choiceOf(assembler.apply({ type: 'delta', index: 0, text: '', tokens: [], tool_call: { index: 0, id: 'call_1', name: 'get_weather', arguments: '' } }));
+    expect(opened.delta).toEqual({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }] });
+    const piece = choiceOf(assembler.apply({ type: 'delta', index: 0, text: '', tokens: [token(4, '{"city', -0.2)], tool_call: { index: 0, arguments: '{"city' } }));
+    expect(piece.delta).toEqual({ tool_calls: [{ index: 0, function: { arguments: '{"city' } }] });
+    const call = { id: 'call_1', type: 'function' as const, function: { name: 'get_weather', arguments: '{"city": "Oslo"}' } };
+    const [finish] = assembler.apply({ type: 'finish', index: 0, finish_reason: 'tool_calls', content: null, tool_calls: [call], completion_token_ids: [3, 4] });
+    // Already streamed: the last chunk only ends the choice.
+    expect((finish as { choices: { delta: unknown; finish_reason: unknown }[] }).choices[0]).toMatchObject({ delta: {}, finish_reason: 'tool_calls' });
+    assembler.apply({ type: 'done', usage: { prompt_tokens: 1, completion_tokens: 2 } });
+    const choice = (assembler.response() as { choices: { message: unknown; logprobs: { content: unknown[] } }[] }).choices[0];
+    expect(choice.message).toEqual({ role: 'assistant', content: null, tool_calls: [call] });
+    expect(choice.logprobs.content).toHaveLength(2);
   });
 });

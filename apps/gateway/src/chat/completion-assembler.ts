@@ -36,7 +36,7 @@ export class CompletionAssembler {
         const choice = this.choice(event.index);
         choice.content += event.text;
         choice.tokens.push(...event.tokens);
-        return [this.chunk(event.index, { content: event.text }, null, this.logprobs(event.tokens))];
+        return [this.chunk(event.index, this.delta(event), null, this.logprobs(event.tokens))];
       }
       case 'finish': {
         const choice = this.choice(event.index);
@@ -44,11 +44,8 @@ export class CompletionAssembler {
         choice.content = event.content ?? '';
         choice.toolCalls = event.tool_calls;
         choice.completionTokenIds = event.completion_token_ids;
-        const delta: Record<string, unknown> = {};
-        // With tools the text was held back until it was known not to be a tool call.
-        if (event.tool_calls) delta['tool_calls'] = event.tool_calls.map((call, index) => ({ index, ...call }));
-        else if (choice.withheld && event.content) delta['content'] = event.content;
-        return [this.chunk(event.index, delta, event.finish_reason, null)];
+        // Text and tool calls were streamed as they were generated: the last chunk only ends the choice.
+        return [this.chunk(event.index, {}, event.finish_reason, null)];
       }
       case 'done': {
         const { prompt_tokens, completion_tokens, cached_tokens } = event.usage;
@@ -64,11 +61,6 @@ export class CompletionAssembler {
       case 'error':
         return [];
     }
-  }
-
-  /** Marks choices whose text arrives only with their finish (tool calls possible). */
-  withholdText(): void {
-    for (let index = 0; index < this.options.n; index++) this.choice(index).withheld = true;
   }
 
   usageChunk(): Record<string, unknown> {
@@ -95,6 +87,18 @@ export class CompletionAssembler {
       usage: this.usage,
       ...(this.options.returnTokenIds ? { prompt_token_ids: this.promptTokenIds } : {}),
     };
+  }
+
+  /**
+   * A delta in OpenAI's shape: text as `content`; a tool call as `tool_calls`, whose first
+   * piece carries id, type and name with empty arguments, and whose later pieces only argument
+   * text; a token of call markup alone as an empty delta (its logprobs still go with it).
+   */
+  private delta(event: InferenceEvent & { type: 'delta' }): Record<string, unknown> {
+    const call = event.tool_call;
+    if (!call) return event.text || event.tokens.length === 0 ? { content: event.text } : {};
+    const fn = call.name === undefined ? { arguments: call.arguments } : { name: call.name, arguments: call.arguments };
+    return { tool_calls: [{ index: call.index, ...(call.id === undefined ? {} : { id: call.id, type: 'function' }), function: fn }] };
   }
 
   private chunk(index: number, delta: Record<string, unknown>, finishReason: string | null, logprobs: unknown[] | null) {
@@ -130,7 +134,7 @@ export class CompletionAssembler {
   private choice(index: number): ChoiceState {
     let choice = this.choices.get(index);
     if (!choice) {
-      choice = { content: '', tokens: [], finishReason: null, toolCalls: null, completionTokenIds: [], withheld: false };
+      choice = { content: '', tokens: [], finishReason: null, toolCalls: null, completionTokenIds: [] };
       this.choices.set(index, choice);
     }
     return choice;
@@ -143,5 +147,4 @@ interface ChoiceState {
   finishReason: string | null;
   toolCalls: ToolCallOutput[] | null;
   completionTokenIds: number[];
-  withheld: boolean;
 }

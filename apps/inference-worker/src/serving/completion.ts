@@ -1,21 +1,23 @@
-import type { InferenceEvent, InferenceWorkItem, TokenInfo, ToolCallOutput } from '@trainyard/contracts';
+import type { InferenceEvent, InferenceWorkItem, TokenInfo } from '@trainyard/contracts';
 import {
   ChatMessage,
   CompiledGrammar,
   GenerationStep,
   GrammarMatcher,
   LoadedModel,
-  parseToolCalls,
+  ReplyPart,
   SampledToken,
   SequenceGenerator,
-  ToolCallFormat,
+  ToolCallStream,
+  ToolCallSyntax,
 } from '@trainyard/engine';
 
 /**
  * One chat completion on this worker: its rendered prompt and one SequenceGenerator per
- * choice (n), each with its own JSON grammar matcher in JSON mode. It turns each sampled
- * token into the events the gateway assembles into the OpenAI response, in order: prompt,
- * deltas, one finish per choice, done.
+ * choice (n), each with its own grammar matcher in JSON mode or with tools, and with tools
+ * its own ToolCallStream. It turns each sampled token into the events the gateway assembles
+ * into the OpenAI response, in order: prompt, deltas (message text and tool-call pieces),
+ * one finish per choice, done.
  */
 export class RunningCompletion {
   readonly generators: SequenceGenerator[];
@@ -24,6 +26,8 @@ export class RunningCompletion {
   cachedTokens = 0;
   private finished = 0;
   private readonly matchers: GrammarMatcher[];
+  /** With tools: each choice's reply split into text and calls as it is generated. */
+  private readonly toolStreams: ToolCallStream[];
 
   constructor(
     readonly item: InferenceWorkItem,
@@ -31,10 +35,11 @@ export class RunningCompletion {
     readonly promptIds: number[],
     private readonly emit: (event: InferenceEvent) => void,
     grammar: CompiledGrammar | null,
-    private readonly toolFormat: ToolCallFormat,
+    toolSyntax: ToolCallSyntax | null,
   ) {
     const { params } = item;
     this.matchers = grammar ? Array.from({ length: params.n }, () => grammar.newMatcher(params.max_tokens)) : [];
+    this.toolStreams = toolSyntax ? Array.from({ length: params.n }, () => new ToolCallStream(toolSyntax)) : [];
     this.generators = Array.from(
       { length: params.n },
       (_, i) =>
@@ -50,7 +55,7 @@ export class RunningCompletion {
             stop: params.stop,
             // Without logprobs, the sampler can skip work for them, and JSON mode's full mask when the drawn token passes.
             logprobs: params.logprobs,
-            // JSON mode: only tokens that keep the text valid JSON, closing in time.
+            // JSON mode and tools: only tokens that keep the text valid, closing in time.
             logitsProcessor: this.matchers[i]?.logitsProcessor(),
             quickCheck: this.matchers[i]?.quickCheck(),
           },
@@ -96,21 +101,31 @@ export class RunningCompletion {
     this.emit(error);
   }
 
+  /** The step's token (with logprobs) and the text or tool-call pieces it completed; the token goes with the first. */
   private emitDelta(index: number, step: GenerationStep): void {
-    // With tools, the text may turn out to be a tool call: it is sent whole with the finish.
-    if (this.item.params.tools) return;
     const tokens = this.item.params.logprobs ? [this.tokenInfo(step.token)] : [];
-    if (step.delta || tokens.length) this.emit({ type: 'delta', index, text: step.delta, tokens });
+    const stream = this.toolStreams[index];
+    const parts: ReplyPart[] = stream ? stream.push(step.delta) : step.delta ? [{ kind: 'text', text: step.delta }] : [];
+    if (stream && step.finished) parts.push(...stream.end());
+    if (parts.length === 0 && tokens.length > 0) this.emit({ type: 'delta', index, text: '', tokens });
+    parts.forEach((part, i) => {
+      const event = { type: 'delta' as const, index, text: '', tokens: i === 0 ? tokens : [] };
+      if (part.kind === 'text') this.emit({ ...event, text: part.text });
+      else if (part.kind === 'call') this.emit({ ...event, tool_call: { index: part.index, id: part.id, name: part.name, arguments: '' } });
+      else this.emit({ ...event, tool_call: { index: part.index, arguments: part.text } });
+    });
   }
 
   private finish(index: number, generator: SequenceGenerator): void {
-    const { content, toolCalls } = this.splitToolCalls(generator.text);
+    const stream = this.toolStreams[index];
+    const { content, toolCalls } = stream ? stream.result() : { content: generator.text, toolCalls: [] };
     this.emit({
       type: 'finish',
       index,
-      finish_reason: toolCalls ? 'tool_calls' : (generator.finishReason ?? 'stop'),
+      // A reply with calls asks for their results, however it ended (the grammar closed them in time).
+      finish_reason: toolCalls.length > 0 ? 'tool_calls' : (generator.finishReason ?? 'stop'),
       content,
-      tool_calls: toolCalls,
+      tool_calls: toolCalls.length > 0 ? toolCalls : null,
       completion_token_ids: generator.tokenIds,
     });
     this.finished++;
@@ -119,13 +134,6 @@ export class RunningCompletion {
       const completionTokens = this.generators.reduce((sum, g) => sum + g.tokens.length, 0);
       this.emit({ type: 'done', usage: { prompt_tokens: this.promptIds.length, completion_tokens: completionTokens, cached_tokens: this.cachedTokens } });
     }
-  }
-
-  /** With tools offered, calls in the model's own format become tool_calls. */
-  private splitToolCalls(text: string): { content: string | null; toolCalls: ToolCallOutput[] | null } {
-    if (!this.item.params.tools || this.toolFormat === 'none') return { content: text, toolCalls: null };
-    const { content, toolCalls } = parseToolCalls(text, this.toolFormat);
-    return toolCalls.length > 0 ? { content, toolCalls } : { content: text, toolCalls: null };
   }
 
   private tokenInfo(token: SampledToken): TokenInfo {

@@ -17,6 +17,8 @@ import {
   LoraAttachment,
   LoraRouter,
   PromptCache,
+  toolCallSyntax,
+  ToolCallSyntax,
 } from '@trainyard/engine';
 import { NATS_CONNECTION } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort, WorkerLoad } from '@trainyard/runtime';
@@ -152,23 +154,23 @@ export class InferenceScheduler implements OnModuleDestroy {
       emit(errorEvent(ErrorCode.Unavailable, `The weights of ${item.params.model} could not be loaded on this worker`));
       return;
     }
+    const toolSyntax = this.toolSyntax(lm, item);
     let grammar: CompiledGrammar | null;
     try {
-      grammar = await this.grammarFor(lm).then((compiler) => compiler.compile(item.params.response_format));
+      grammar = await this.compileGrammar(lm, item, toolSyntax);
     } catch (err) {
       this.release(item);
       if (err instanceof GrammarError) emit(errorEvent(ErrorCode.InvalidRequest, err.message, err.param));
       else {
         this.logger.error(`grammar failed: ${(err as Error).stack}`);
-        emit(errorEvent(ErrorCode.Internal, 'JSON mode failed', 'response_format'));
+        emit(errorEvent(ErrorCode.Internal, 'Constrained decoding failed', toolSyntax ? 'tools' : 'response_format'));
       }
       return;
     }
     await this.exclusive(async () => {
       let completion: RunningCompletion;
       try {
-        const toolFormat = lm.chatTemplate ? detectToolCallFormat(lm.chatTemplate.source) : 'none';
-        completion = new RunningCompletion(item, lm, this.prompt(lm, item), emit, grammar, toolFormat);
+        completion = new RunningCompletion(item, lm, this.prompt(lm, item), emit, grammar, toolSyntax);
       } catch (err) {
         this.release(item);
         // Coded errors say what is wrong (a GrammarError here: max_tokens too small for the
@@ -262,6 +264,29 @@ export class InferenceScheduler implements OnModuleDestroy {
       this.batches.set(key, batch);
     }
     return batch;
+  }
+
+  /**
+   * The tool-call syntax of the model's template when the reply may hold calls: tools given
+   * (tool_choice "none" reaches no worker with tools), unless "auto" meets a JSON
+   * response_format, whose grammar then decides the reply alone.
+   */
+  private toolSyntax(lm: LoadedModel, item: InferenceWorkItem): ToolCallSyntax | null {
+    const { tools, tool_choice, response_format } = item.params;
+    if (!tools || (tool_choice === 'auto' && response_format.type !== 'text')) return null;
+    return toolCallSyntax(lm.chatTemplate ? detectToolCallFormat(lm.chatTemplate.source) : 'none');
+  }
+
+  private async compileGrammar(lm: LoadedModel, item: InferenceWorkItem, toolSyntax: ToolCallSyntax | null): Promise<CompiledGrammar | null> {
+    const compiler = await this.grammarFor(lm);
+    const { params } = item;
+    if (!toolSyntax || !params.tools) return compiler.compile(params.response_format);
+    return compiler.compileToolCalls({
+      syntax: toolSyntax,
+      tools: params.tools.map((tool) => ({ name: tool.function.name, parameters: tool.function.parameters })),
+      choice: typeof params.tool_choice === 'object' ? { name: params.tool_choice.function.name } : params.tool_choice,
+      parallel: params.parallel_tool_calls,
+    });
   }
 
   private grammarFor(lm: LoadedModel): Promise<JsonGrammarCompiler> {

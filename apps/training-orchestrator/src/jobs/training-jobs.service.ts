@@ -57,7 +57,8 @@ export class TrainingJobsService {
     const model = await this.ownedModel(request, request.model_id);
     const raw = await this.blobs.takeJson(request.trajectory_groups);
     const { config, errors } = validateExperimentalConfig(request.experimental_config);
-    const { groups, issues } = mapArtTrajectoryGroups(raw);
+    const requireLogprobs = !config.allowTrainingWithoutLogprobs && !config.precalculateLogprobs;
+    const { groups, issues } = mapArtTrajectoryGroups(raw, undefined, { requireLogprobs });
     const problems = [
       ...errors.map((e) => issueAt(['body', 'experimental_config', e.key], `experimental_config.${e.key} ${e.message}`)),
       ...issues.map((i) => issueAt(pathToLoc(i.path), `${i.path} ${i.message}`)),

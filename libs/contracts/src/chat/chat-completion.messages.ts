@@ -15,6 +15,23 @@ export interface ToolCallOutput {
   function: { name: string; arguments: string };
 }
 
+/** A function the model may call; `parameters` is the JSON schema of its arguments object. */
+export interface FunctionTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
+}
+
+/** `none` never reaches a worker: the gateway drops the tools instead. */
+export type ToolChoice = 'auto' | 'required' | { type: 'function'; function: { name: string } };
+
+/** A piece of a streamed tool call: its first piece names it, the others add argument text. */
+export interface ToolCallDelta {
+  index: number;
+  id?: string;
+  name?: string;
+  arguments: string;
+}
+
 export type ResponseFormatInput =
   | { type: 'text' }
   | { type: 'json_object' }
@@ -35,8 +52,11 @@ export interface ChatCompletionParams {
   logprobs: boolean;
   top_logprobs: number;
   response_format: ResponseFormatInput;
-  tools: Record<string, unknown>[] | null;
-  tool_choice: unknown;
+  /** null: no tools, or tool_choice "none". */
+  tools: FunctionTool[] | null;
+  tool_choice: ToolChoice;
+  /** More than one call in a reply (OpenAI's default: true). */
+  parallel_tool_calls: boolean;
   return_token_ids: boolean;
 }
 
@@ -88,7 +108,12 @@ export type InferenceEvent =
   /** The worker took the completion off the queue: from now on it answers the completion's liveness subject. */
   | { type: 'accepted' }
   | { type: 'prompt'; prompt_tokens: number; prompt_token_ids: number[] }
-  | { type: 'delta'; index: number; text: string; tokens: TokenInfo[] }
+  /**
+   * Newly generated text of choice `index`, with the tokens sampled for it (when logprobs are
+   * reported). With tools, a delta carries either message text or a piece of a tool call; a
+   * token of markup alone (a call's tags) comes as a delta with neither.
+   */
+  | { type: 'delta'; index: number; text: string; tokens: TokenInfo[]; tool_call?: ToolCallDelta }
   | {
       type: 'finish';
       index: number;

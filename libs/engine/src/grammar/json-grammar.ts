@@ -1,8 +1,10 @@
 import type { TextTokenizer } from '../tokenizer';
+import { callOpening, ToolCallSyntax } from '../tools/tool-call-syntax';
 import { ByteVocabulary } from './byte-vocabulary';
-import { GrammarMatcher, JsonGrammarMatcher, MAX_CLOSING_BYTES } from './json-matcher';
-import { SchemaProbe } from './schema-probe';
-import { XgCompiledGrammar, XgGrammarCompiler, XgGrammarMatcher, loadXgrammar, matcherFactory } from './xgrammar-loader';
+import { GrammarMatcher, GrammarTrigger, JsonGrammarMatcher, MatcherOptions, MAX_CLOSING_BYTES } from './json-matcher';
+import { ANY_WHITESPACE, ONE_LINE, SchemaProbe } from './schema-probe';
+import { ToolCallLexer } from './tool-call-lexer';
+import { Xgrammar, XgCompiledGrammar, XgGrammarCompiler, XgGrammarMatcher, loadXgrammar, matcherFactory } from './xgrammar-loader';
 
 /** OpenAI's response_format. */
 export type ResponseFormat =
@@ -24,15 +26,37 @@ export class GrammarError extends Error {
   }
 }
 
-/** A token budget too small for even the smallest document the grammar allows. */
+/** A token budget too small for even the smallest output the grammar allows. */
 export class GrammarBudgetError extends GrammarError {
   constructor(
     readonly minTokens: number,
     readonly maxTokens: number,
+    /** What asked for the grammar: `response_format`, or `tool_choice` for a required tool call. */
+    subject = 'response_format',
   ) {
-    super(`response_format needs at least ${minTokens} tokens for its smallest document, but max_tokens is ${maxTokens}`, 'max_tokens');
+    super(`${subject} needs at least ${minTokens} tokens for its smallest document, but max_tokens is ${maxTokens}`, 'max_tokens');
     this.name = 'GrammarBudgetError';
   }
+}
+
+/** A function the model may call: its name and the JSON schema of its arguments object. */
+export interface ToolSpec {
+  name: string;
+  /** Absent: a function without parameters (an empty object). */
+  parameters?: Record<string, unknown>;
+}
+
+/** What a reply with tools may be. */
+export interface ToolCallRequest {
+  syntax: ToolCallSyntax;
+  tools: ToolSpec[];
+  /**
+   * `auto`: text, tool calls or both; `required`: one call or more and nothing else;
+   * `{ name }`: calls of that function only.
+   */
+  choice: 'auto' | 'required' | { name: string };
+  /** More than one call in a reply (where the syntax has room for several). */
+  parallel: boolean;
 }
 
 export interface CompiledGrammar {
@@ -43,31 +67,30 @@ export interface CompiledGrammar {
   newMatcher(maxTokens: number): GrammarMatcher;
 }
 
-/**
- * How JSON is written: one line, the separators ", " and ": " and no other whitespace outside
- * strings. Free whitespace is where constrained models loop (newline after newline until
- * max_tokens), and the fixed form costs nothing to JSON.parse.
- */
-const ANY_WHITESPACE = false;
-const ONE_LINE = -1;
 /** json_object is "any object": a schema without properties, extra properties allowed. */
 const ANY_OBJECT = '{"type": "object"}';
+/** A function without parameters takes an empty object. */
+const NO_PARAMETERS = { type: 'object', properties: {} };
 /** Compiled grammars kept per compiler; the least recently used goes first. */
 const CACHE_SIZE = 64;
 /** Shared by every compiler: checking a schema does not depend on the vocabulary. */
 const schemaProbe = new SchemaProbe();
 
 /**
- * Compiles response formats into token-level JSON grammars (XGrammar) for one tokenizer.
- * One per loaded model; it caches compiled grammars by schema text.
+ * Compiles response formats and tool calls into token-level grammars (XGrammar) for one
+ * tokenizer. One per loaded model; it caches compiled grammars by their definition.
  *
  * json_schema grammars run in xgrammar's strict mode: properties and items the schema does
- * not name are not generated (the output stays valid against the schema either way).
+ * not name are not generated (the output stays valid against the schema either way). So do
+ * tool arguments, whether or not the function says `strict`.
  */
 export class JsonGrammarCompiler {
   private readonly cache = new Map<string, Promise<XgCompiledGrammar>>();
+  /** Tokens holding a trigger's last byte, per trigger. */
+  private readonly triggerTokens = new Map<string, Set<number>>();
 
   private constructor(
+    private readonly api: Xgrammar,
     private readonly compiler: XgGrammarCompiler,
     private readonly makeMatcher: (grammar: XgCompiledGrammar) => XgGrammarMatcher,
     private readonly vocab: ByteVocabulary,
@@ -85,25 +108,98 @@ export class JsonGrammarCompiler {
     const makeMatcher = matcherFactory(sample);
     sample.dispose();
     anyObject.dispose();
-    return new JsonGrammarCompiler(compiler, makeMatcher, vocab, eosTokenIds);
+    return new JsonGrammarCompiler(api, compiler, makeMatcher, vocab, eosTokenIds);
   }
 
   /** null for plain text. Throws GrammarError for a schema that cannot be compiled. */
   async compile(format: ResponseFormat): Promise<CompiledGrammar | null> {
     const request = schemaOf(format);
     if (!request) return null;
-    const key = `${request.strict}\n${request.schema}`;
+    const grammar = await this.cached(`${request.strict}\n${request.schema}`, () => this.compileSchema(request.schema, request.strict));
+    return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens, 'response_format') };
+  }
+
+  /**
+   * A grammar for a reply with tools, as an xgrammar structural tag: each call is written in
+   * the syntax's own markup with the function's name, then its arguments under the
+   * function's schema (one line, as JSON mode writes), then the closing markup. `auto`
+   * leaves text free until the syntax's trigger, and constrains the call it opens. Throws
+   * GrammarError, naming `tools[i].function.parameters`, for a schema that cannot be compiled.
+   */
+  async compileToolCalls(request: ToolCallRequest): Promise<CompiledGrammar> {
+    const schemas = await Promise.all(request.tools.map((tool, i) => this.checkedSchema(tool, i)));
+    const named = typeof request.choice === 'object' ? request.choice.name : null;
+    const used = request.tools.map((tool, i) => ({ name: tool.name, schema: schemas[i] })).filter((tool) => named === null || tool.name === named);
+    if (used.length === 0) throw new GrammarError(`tool_choice names ${JSON.stringify(named)}, which is not in tools`, 'tool_choice');
+    const { syntax } = request;
+    const stopAfterFirst = !(request.parallel && syntax.parallel);
+    const key = `tools\n${syntax.format}\n${String(request.choice === 'auto')}\n${stopAfterFirst}\n${JSON.stringify(used)}`;
+    const grammar = await this.cached(key, async () => {
+      const tags = await Promise.all(
+        used.map(async (tool) => ({
+          type: 'tag',
+          begin: callOpening(syntax, tool.name),
+          content: { type: 'grammar', grammar: await this.ebnf(tool.schema) },
+          end: syntax.end,
+        })),
+      );
+      const format =
+        request.choice === 'auto'
+          ? { type: 'triggered_tags', triggers: [syntax.trigger], tags, at_least_one: false, stop_after_first: stopAfterFirst }
+          : { type: 'tags_with_separator', tags, separator: syntax.separator, at_least_one: true, stop_after_first: stopAfterFirst };
+      return this.compiler.compileStructuralTag({ type: 'structural_tag', format });
+    });
+    const trigger = this.trigger(syntax.trigger, request.choice === 'auto');
+    return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens, 'tool_choice', { lexer: new ToolCallLexer(syntax), trigger }) };
+  }
+
+  private cached(key: string, compile: () => Promise<XgCompiledGrammar>): Promise<XgCompiledGrammar> {
     let compiled = this.cache.get(key);
     if (compiled) {
       this.cache.delete(key); // re-inserted below as the most recently used
     } else {
-      compiled = this.compileSchema(request.schema, request.strict);
+      compiled = compile();
       compiled.catch(() => this.cache.delete(key));
     }
     this.cache.set(key, compiled);
     this.evict();
-    const grammar = await compiled;
-    return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens) };
+    return compiled;
+  }
+
+  /** A tool's parameters schema as text, once xgrammar has been seen to take it. */
+  private async checkedSchema(tool: ToolSpec, index: number): Promise<string> {
+    const param = `tools[${index}].function.parameters`;
+    const schema = tool.parameters ?? NO_PARAMETERS;
+    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new GrammarError(`${param} must be a JSON schema object`, param);
+    const text = JSON.stringify(schema);
+    try {
+      await schemaProbe.check(text, true, ANY_WHITESPACE, ONE_LINE);
+    } catch (err) {
+      throw new GrammarError(`${param} cannot be compiled: ${(err as Error).message}`, param);
+    }
+    return text;
+  }
+
+  /** A checked schema as xgrammar EBNF, written as JSON mode writes JSON. */
+  private async ebnf(schema: string): Promise<string> {
+    const grammar = await this.api.Grammar.fromJSONSchema(schema, ANY_WHITESPACE, ONE_LINE, undefined, true);
+    try {
+      return grammar.toString();
+    } finally {
+      grammar.dispose();
+    }
+  }
+
+  private trigger(text: string, freeTextEnds: boolean): GrammarTrigger {
+    const bytes = Buffer.from(text, 'utf8');
+    let tokens = this.triggerTokens.get(text);
+    if (!tokens) {
+      const last = bytes[bytes.length - 1];
+      tokens = new Set<number>();
+      for (let id = 0; id < this.vocab.size; id++) if (this.vocab.bytes(id).includes(last)) tokens.add(id);
+      this.triggerTokens.set(text, tokens);
+    }
+    return { bytes, tokens, freeTextEnds };
   }
 
   private async compileSchema(schema: string, strict: boolean): Promise<XgCompiledGrammar> {
@@ -115,17 +211,18 @@ export class JsonGrammarCompiler {
     return this.compiler.compileJSONSchema(schema, ANY_WHITESPACE, ONE_LINE, undefined, strict);
   }
 
-  private newMatcher(grammar: XgCompiledGrammar, maxTokens: number): GrammarMatcher {
-    const matcher = new JsonGrammarMatcher(this.makeMatcher(grammar), this.vocab, this.eosTokenIds, maxTokens);
+  private newMatcher(grammar: XgCompiledGrammar, maxTokens: number, subject: string, options?: MatcherOptions): GrammarMatcher {
+    const matcher = new JsonGrammarMatcher(this.makeMatcher(grammar), this.vocab, this.eosTokenIds, maxTokens, options);
     if (matcher.tooLongToClose) {
       matcher.dispose();
       throw new GrammarError(
-        `response_format's smallest document is longer than ${MAX_CLOSING_BYTES} bytes: more than JSON mode can promise to close within max_tokens`,
+        `${subject}'s smallest document is longer than ${MAX_CLOSING_BYTES} bytes: more than constrained decoding can promise to close within max_tokens`,
+        subject,
       );
     }
     if (matcher.minimalDocument > maxTokens) {
       matcher.dispose();
-      throw new GrammarBudgetError(matcher.minimalDocument, maxTokens);
+      throw new GrammarBudgetError(matcher.minimalDocument, maxTokens, subject);
     }
     return matcher;
   }

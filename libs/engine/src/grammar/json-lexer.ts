@@ -30,6 +30,11 @@ export class JsonLexer {
     return copy;
   }
 
+  /** A whole value has been read: nothing is open and nothing is in progress. */
+  get complete(): boolean {
+    return this.expecting === 'end' && this.scalar === 'none';
+  }
+
   feedAll(bytes: Uint8Array): void {
     for (const b of bytes) this.feed(b);
   }

@@ -53,8 +53,42 @@ export const MAX_CLOSING_BYTES = 1024;
 /** Bytes tried when the lexer's preferences are refused: printable ASCII, then the rest. */
 const FALLBACK_BYTES = [...range(0x20, 0x7e), ...range(0x80, 0xff), ...range(0x00, 0x1f), 0x7f];
 
+/** What the closing walk asks of the text so far: which bytes close it soonest. */
+export interface ClosingLexer {
+  clone(): ClosingLexer;
+  feed(byte: number): void;
+  feedAll(bytes: Uint8Array): void;
+  closingPreferences(): number[];
+}
+
+/**
+ * A trigger: text that, written anywhere in free text, opens a structure (a tool call) that
+ * must then be finished. Its cost is not bounded by the bytes of the token that completes
+ * it, so such tokens (those holding the trigger's last byte) carry the cost of the smallest
+ * structure it opens on top.
+ */
+export interface GrammarTrigger {
+  bytes: Uint8Array;
+  /** Every token holding the trigger's last byte. */
+  tokens: Set<number>;
+  /**
+   * Free text may end anywhere (tool_choice "auto"): while the closing walk is empty, only
+   * tokens that complete the trigger can raise the cost.
+   */
+  freeTextEnds: boolean;
+}
+
+export interface MatcherOptions {
+  /** How the closing walk reads the text; JSON by default. */
+  lexer?: ClosingLexer;
+  trigger?: GrammarTrigger;
+}
+
 export class JsonGrammarMatcher implements GrammarMatcher {
-  private readonly lexer = new JsonLexer();
+  private readonly lexer: ClosingLexer;
+  private readonly trigger: GrammarTrigger | null;
+  /** Closing cost right after the trigger: the smallest structure it opens (0 without a trigger). */
+  private readonly triggerCost: number;
   private acceptedTokens = 0;
   private readonly eos: number;
   private readonly eosIds: Set<number>;
@@ -78,13 +112,17 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     private readonly vocab: ByteVocabulary,
     eosTokenIds: number[],
     private readonly maxTokens: number,
+    options: MatcherOptions = {},
   ) {
     if (eosTokenIds.length === 0) throw new Error('a JSON grammar needs an end-of-sequence token');
     this.eos = eosTokenIds[0];
     this.eosIds = new Set(eosTokenIds);
+    this.lexer = options.lexer ?? new JsonLexer();
+    this.trigger = options.trigger ?? null;
     const minimal = this.closingWalk();
     this.minimalDocument = minimal.tokens?.length ?? 0;
     this.tooLongToClose = minimal.tokens === null && minimal.reason === 'too long';
+    this.triggerCost = this.trigger ? this.costAfterBytes(this.trigger.bytes) : 0;
   }
 
   mask(logits: Float32Array, remainingTokens: number): Float32Array {
@@ -100,11 +138,13 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     if (walk === null) return logits; // no byte tokens to close with: the grammar mask alone
     const spare = remainingTokens - 1 - walk.length - this.minimalDocument;
 
-    if (GROWTH_PER_BYTE * this.vocab.longestToken <= spare) return logits;
+    if (GROWTH_PER_BYTE * this.vocab.longestToken + this.triggerCost <= spare) return logits;
+    const onlyTriggers = walk.length === 0 && this.trigger?.freeTextEnds === true;
     const toTry: number[] = [];
     for (let id = 0; id < logits.length; id++) {
       if (logits[id] === -Infinity || this.eosIds.has(id)) continue;
-      if (GROWTH_PER_BYTE * this.vocab.byteLengths[id] > spare) toTry.push(id);
+      if (onlyTriggers && !this.trigger?.tokens.has(id)) continue;
+      if (this.growth(id) > spare) toTry.push(id);
     }
     if (toTry.length === 0) return logits;
     toTry.sort((a, b) => logits[b] - logits[a]);
@@ -117,7 +157,7 @@ export class JsonGrammarMatcher implements GrammarMatcher {
   accept(tokenId: number): void {
     if (!this.matcher.acceptToken(tokenId)) throw new Error(`token ${tokenId} does not continue the grammar`);
     this.acceptedTokens++;
-    if (this.costBound !== null) this.costBound += GROWTH_PER_BYTE * this.vocab.byteLengths[tokenId] + this.minimalDocument;
+    if (this.costBound !== null) this.costBound += this.growth(tokenId) + this.minimalDocument;
     if (!this.eosIds.has(tokenId)) this.lexer.feedAll(this.vocab.bytes(tokenId));
   }
 
@@ -162,7 +202,32 @@ export class JsonGrammarMatcher implements GrammarMatcher {
 
   /** Even the bound on the closing cost leaves room for any token: no walk can change the mask. */
   private farFromEnd(remainingTokens: number): boolean {
-    return this.costBound !== null && GROWTH_PER_BYTE * this.vocab.longestToken <= remainingTokens - 1 - this.costBound - this.minimalDocument;
+    return (
+      this.costBound !== null &&
+      GROWTH_PER_BYTE * this.vocab.longestToken + this.triggerCost <= remainingTokens - 1 - this.costBound - this.minimalDocument
+    );
+  }
+
+  /** The most a token can raise the closing cost by, besides the smallest document. */
+  private growth(id: number): number {
+    return GROWTH_PER_BYTE * this.vocab.byteLengths[id] + (this.trigger?.tokens.has(id) ? this.triggerCost : 0);
+  }
+
+  /** Closing cost after these bytes (as byte tokens) from the start; 0 when the grammar refuses them. */
+  private costAfterBytes(bytes: Uint8Array): number {
+    const lexer = this.lexer.clone();
+    let accepted = 0;
+    try {
+      for (const byte of bytes) {
+        const id = this.vocab.byteTokenIds[byte];
+        if (id < 0 || !this.matcher.acceptToken(id)) return 0;
+        accepted++;
+        lexer.feed(byte);
+      }
+      return this.closingWalk(lexer).tokens?.length ?? 0;
+    } finally {
+      if (accepted > 0) this.matcher.rollBack(accepted);
+    }
   }
 
   /** Closing cost after a token, by trying it; Infinity when the text cannot be closed after it. */
@@ -175,12 +240,22 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     return walk?.length ?? Infinity;
   }
 
-  /** Tokens of a quick completion from the current state (see the comment above), or why none was found. */
+  /**
+   * Tokens of a quick completion from the current state (see the comment above), or why none
+   * was found. Text the grammar forces (a required key, a tool call's closing tag) is taken
+   * whole, as xgrammar's jump-forward string, before the lexer is asked for a preference.
+   */
   private closingWalk(lexer = this.lexer.clone()): ClosingWalk {
     const bytes: number[] = [];
     try {
       while (!this.canEnd()) {
         if (bytes.length >= MAX_CLOSING_BYTES) return { tokens: null, reason: 'too long' };
+        const forced = this.acceptForced();
+        if (forced.length > 0) {
+          bytes.push(...forced);
+          lexer.feedAll(forced);
+          continue;
+        }
         const byte = this.acceptFirst(lexer.closingPreferences());
         if (byte < 0) return { tokens: null, reason: 'no byte token fits' };
         bytes.push(byte);
@@ -190,6 +265,19 @@ export class JsonGrammarMatcher implements GrammarMatcher {
       if (bytes.length > 0) this.matcher.rollBack(bytes.length);
     }
     return { tokens: this.vocab.tokensFor(bytes) };
+  }
+
+  /** Accepts, byte by byte, the text the grammar allows next and nothing else; returns those bytes. */
+  private acceptForced(): Uint8Array {
+    const forced = Buffer.from(this.matcher.findJumpForwardString(), 'utf8');
+    for (let i = 0; i < forced.length; i++) {
+      const id = this.vocab.byteTokenIds[forced[i]];
+      if (id < 0 || !this.matcher.acceptToken(id)) {
+        if (i > 0) this.matcher.rollBack(i);
+        return new Uint8Array(0);
+      }
+    }
+    return forced;
   }
 
   /** Accepts the first of the preferred (then of all) bytes the grammar allows; returns it, or -1. */

@@ -1,6 +1,14 @@
 import { XgrammarCopy, isWasmAbort, loadXgrammar } from './xgrammar-loader';
 
 /**
+ * How JSON is written: one line, the separators ", " and ": " and no other whitespace outside
+ * strings. Free whitespace is where constrained models loop (newline after newline until
+ * max_tokens), and the fixed form costs nothing to JSON.parse.
+ */
+export const ANY_WHITESPACE = false;
+export const ONE_LINE = -1;
+
+/**
  * Tries a JSON schema in a disposable copy of xgrammar before the real compiler sees it.
  * xgrammar rejects a schema by aborting its wasm, and an aborted instance is not safe to use
  * again (see xgrammar-loader), so the copy that aborted is dropped and the next check loads a

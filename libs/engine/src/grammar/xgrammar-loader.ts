@@ -36,8 +36,14 @@ export interface Xgrammar {
   GrammarCompiler: { createGrammarCompiler(info: XgTokenizerInfo, cacheEnabled?: boolean): Promise<XgGrammarCompiler> };
   GrammarMatcher: { createGrammarMatcher(compiled: XgCompiledGrammar): Promise<XgGrammarMatcher> };
   Grammar: {
-    fromJSONSchema(schema: string, anyWhitespace: boolean, indent: number, separators: undefined, strictMode: boolean): Promise<{ dispose(): void }>;
+    fromJSONSchema(schema: string, anyWhitespace: boolean, indent: number, separators: undefined, strictMode: boolean): Promise<XgGrammar>;
   };
+}
+
+export interface XgGrammar {
+  /** The grammar in xgrammar's EBNF. */
+  toString(): string;
+  dispose(): void;
 }
 
 export interface XgTokenizerInfo {
@@ -46,6 +52,8 @@ export interface XgTokenizerInfo {
 
 export interface XgGrammarCompiler {
   compileJSONSchema(schema: string, anyWhitespace: boolean, indent: number, separators: undefined, strictMode: boolean): Promise<XgCompiledGrammar>;
+  /** A structural tag (lib/structural_tag.d.ts): free text, tags with grammars inside, triggers. */
+  compileStructuralTag(structuralTag: { type: 'structural_tag'; format: Record<string, unknown> }): Promise<XgCompiledGrammar>;
   dispose(): void;
 }
 
@@ -56,6 +64,8 @@ export interface XgCompiledGrammar {
 export interface XgGrammarMatcher {
   acceptToken(tokenId: number): boolean;
   isTerminated(): boolean;
+  /** The text the grammar forces from here (empty when the next byte is a choice). */
+  findJumpForwardString(): string;
   rollBack(numTokens: number): void;
   dispose(): void;
 }

@@ -1,2 +1,4 @@
-export { detectToolCallFormat, newToolCallId, parseToolCalls } from './tool-calls';
-export type { ParsedReply, ParsedToolCall, ToolCallFormat } from './tool-calls';
+export { newToolCallId, ToolCallStream } from './tool-call-stream';
+export type { ParsedToolCall, ReplyPart } from './tool-call-stream';
+export { callOpening, detectToolCallFormat, toolCallSyntax } from './tool-call-syntax';
+export type { ToolCallFormat, ToolCallSyntax } from './tool-call-syntax';

@@ -11,13 +11,25 @@ type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
+export interface MapOptions {
+  /**
+   * Every Choice must carry the sampling logprob of each of its tokens: the trainer needs
+   * them unless experimental_config allows training without them or recomputes them.
+   */
+  requireLogprobs?: boolean;
+}
+
 /**
  * ART's trajectory groups (api.md, as its client sends them) to the trainer's RLTrajectoryGroups.
  * A Choice (recognised by its `message` key) keeps the exact token ids the chat completion
  * sampled: the choice's `token_ids`, else the `token_id` of each `logprobs.content` entry.
  * Its text is never re-tokenized. Unknown keys are ignored; every problem names its path.
  */
-export function mapArtTrajectoryGroups(raw: unknown, root = 'trajectory_groups'): { groups: RLTrajectoryGroup[]; issues: WireIssue[] } {
+export function mapArtTrajectoryGroups(
+  raw: unknown,
+  root = 'trajectory_groups',
+  options: MapOptions = {},
+): { groups: RLTrajectoryGroup[]; issues: WireIssue[] } {
   const issues: WireIssue[] = [];
   const groups: RLTrajectoryGroup[] = [];
   if (!Array.isArray(raw)) return { groups, issues: [{ path: root, message: 'must be a list of trajectory groups' }] };
@@ -29,7 +41,7 @@ export function mapArtTrajectoryGroups(raw: unknown, root = 'trajectory_groups')
     }
     const trajectories: RLTrajectory[] = [];
     group['trajectories'].forEach((t, i) => {
-      const trajectory = mapTrajectory(t, `${at}.trajectories[${i}]`, issues);
+      const trajectory = mapTrajectory(t, `${at}.trajectories[${i}]`, issues, options);
       if (trajectory) trajectories.push(trajectory);
     });
     groups.push({ trajectories });
@@ -37,14 +49,14 @@ export function mapArtTrajectoryGroups(raw: unknown, root = 'trajectory_groups')
   return { groups, issues };
 }
 
-function mapTrajectory(raw: unknown, at: string, issues: WireIssue[]): RLTrajectory | null {
+function mapTrajectory(raw: unknown, at: string, issues: WireIssue[], options: MapOptions): RLTrajectory | null {
   if (!isObj(raw)) {
     issues.push({ path: at, message: 'must be an object' });
     return null;
   }
   const reward = raw['reward'] ?? 0;
   if (typeof reward !== 'number' || !Number.isFinite(reward)) issues.push({ path: `${at}.reward`, message: 'must be a finite number' });
-  const history = mapHistory(raw, at, issues);
+  const history = mapHistory(raw, at, issues, options);
   const trajectory: RLTrajectory = { ...history, reward: typeof reward === 'number' ? reward : 0 };
   const extra = raw['additional_histories'];
   if (extra !== undefined && extra !== null) {
@@ -52,7 +64,7 @@ function mapTrajectory(raw: unknown, at: string, issues: WireIssue[]): RLTraject
     else {
       trajectory.additionalHistories = extra.map((h, k) => {
         const hat = `${at}.additional_histories[${k}]`;
-        if (isObj(h)) return mapHistory(h, hat, issues);
+        if (isObj(h)) return mapHistory(h, hat, issues, options);
         issues.push({ path: hat, message: 'must be an object' });
         return { messagesAndChoices: [] };
       });
@@ -61,13 +73,13 @@ function mapTrajectory(raw: unknown, at: string, issues: WireIssue[]): RLTraject
   return trajectory;
 }
 
-function mapHistory(raw: Obj, at: string, issues: WireIssue[]): RLHistory {
+function mapHistory(raw: Obj, at: string, issues: WireIssue[], options: MapOptions): RLHistory {
   const items = raw['messages_and_choices'] ?? [];
   const history: RLHistory = { messagesAndChoices: [] };
   if (!Array.isArray(items)) issues.push({ path: `${at}.messages_and_choices`, message: 'must be a list' });
   else {
     items.forEach((item, i) => {
-      const mapped = mapItem(item, `${at}.messages_and_choices[${i}]`, issues);
+      const mapped = mapItem(item, `${at}.messages_and_choices[${i}]`, issues, options);
       if (mapped) history.messagesAndChoices.push(mapped);
     });
   }
@@ -79,15 +91,15 @@ function mapHistory(raw: Obj, at: string, issues: WireIssue[]): RLHistory {
   return history;
 }
 
-function mapItem(raw: unknown, at: string, issues: WireIssue[]): RLHistoryItem | null {
+function mapItem(raw: unknown, at: string, issues: WireIssue[], options: MapOptions): RLHistoryItem | null {
   if (!isObj(raw)) {
     issues.push({ path: at, message: 'must be a chat message or a Choice object' });
     return null;
   }
-  return 'message' in raw ? mapChoice(raw, at, issues) : mapMessage(raw, at, issues);
+  return 'message' in raw ? mapChoice(raw, at, issues, options) : mapMessage(raw, at, issues);
 }
 
-function mapChoice(raw: Obj, at: string, issues: WireIssue[]): RLChoice | null {
+function mapChoice(raw: Obj, at: string, issues: WireIssue[], options: MapOptions): RLChoice | null {
   const message = mapMessage(raw['message'], `${at}.message`, issues);
   if (!message) return null;
   const logprobs = raw['logprobs'];
@@ -122,6 +134,15 @@ function mapChoice(raw: Obj, at: string, issues: WireIssue[]): RLChoice | null {
       return entry['token_id'] === undefined || entry['token_id'] === id ? (entry['logprob'] as number) : null;
     });
     if (sampled.every((l) => l === null)) sampled = null;
+  }
+  const missing = sampled === null ? 0 : sampled.indexOf(null);
+  if (options.requireLogprobs && missing >= 0) {
+    issues.push({
+      path: sampled === null ? `${at}.logprobs` : `${at}.logprobs.content[${missing}]`,
+      message:
+        'has no sampling logprob: request the completion with logprobs: true, or set experimental_config.allow_training_without_logprobs or precalculate_logprobs',
+    });
+    return null;
   }
   return { choice: { tokenIds: ids, logprobs: sampled, message: { ...message, role: 'assistant' } } };
 }

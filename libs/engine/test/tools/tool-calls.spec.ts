@@ -1,6 +1,6 @@
 import { ChatTemplate } from '../../src/chat-template';
 import { CHAT_TEMPLATE } from '../../src/maker/tokenizer-files';
-import { detectToolCallFormat, parseToolCalls } from '../../src/tools';
+import { detectToolCallFormat, ReplyPart, ToolCallStream, toolCallSyntax } from '../../src/tools';
 import qwen from '../fixtures/qwen2.5-0.5b-instruct.tokenizer_config.json';
 import smollm from '../fixtures/smollm2-135m-instruct.tokenizer_config.json';
 
@@ -9,7 +9,17 @@ const LLAMA3_TEMPLATE_EXCERPT = `{{- 'Given the following functions, please resp
 {{- 'Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.' }}
 {%- if builtin_tools is defined %}{{- "Environment: ipython\\n" }}{%- endif %}`;
 
-const calls = (text: string, format = 'hermes' as const) => parseToolCalls(text, format);
+/** Streams `pieces` through a ToolCallStream; returns the parts as streamed and the whole message. */
+function stream(pieces: string[], format: 'hermes' | 'llama3-json' = 'hermes') {
+  const parser = new ToolCallStream(toolCallSyntax(format));
+  const parts: ReplyPart[] = [];
+  for (const piece of pieces) parts.push(...parser.push(piece));
+  parts.push(...parser.end());
+  return { parts, ...parser.result() };
+}
+
+/** The same text cut into single characters, and into pieces of three. */
+const cuts = (text: string) => [[...text], text.match(/[\s\S]{1,3}/g) ?? []];
 
 describe('detectToolCallFormat', () => {
   it('recognises hermes templates by <tool_call>', () => {
@@ -23,47 +33,60 @@ describe('detectToolCallFormat', () => {
   });
 });
 
-describe('parseToolCalls, hermes', () => {
-  it('parses one call, arguments as a JSON string, with an OpenAI-style id', () => {
-    const out = calls('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n</tool_call>');
-    expect(out.content).toBeNull();
-    expect(out.toolCalls).toHaveLength(1);
-    expect(out.toolCalls[0]).toMatchObject({ type: 'function', function: { name: 'get_weather' } });
-    expect(JSON.parse(out.toolCalls[0].function.arguments)).toEqual({ city: 'Paris', days: 2 });
-    expect(out.toolCalls[0].id).toMatch(/^call_[A-Za-z0-9]{24}$/);
-  });
 
-  it('parses several calls with distinct ids and keeps the text before them', () => {
-    const out = calls(
-      'Let me check both.\n<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>\n<tool_call>\n{"name": "b", "arguments": {"x": [1, "}"]}}\n</tool_call>',
-    );
-    expect(out.content).toBe('Let me check both.');
-    expect(out.toolCalls.map((c) => c.function.name)).toEqual(['a', 'b']);
-    expect(JSON.parse(out.toolCalls[1].function.arguments)).toEqual({ x: [1, '}'] });
-    expect(new Set(out.toolCalls.map((c) => c.id)).size).toBe(2);
-  });
+describe('ToolCallStream, hermes', () => {
+  const TWO_CALLS =
+    'Let me check both.\n<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>\n<tool_call>\n{"name": "b", "arguments": {"x": [1, "}"]}}\n</tool_call>';
 
-  it('accepts a call whose closing tag was cut off, and arguments given as a string', () => {
-    const out = calls('<tool_call>\n{"name": "f", "arguments": "{\\"q\\": 1}"}');
-    expect(out.toolCalls.map((c) => [c.function.name, c.function.arguments])).toEqual([['f', '{"q":1}']]);
-  });
-
-  it('leaves malformed calls in the content', () => {
-    for (const text of [
-      'Just an answer.',
-      '<tool_call>\n{"name": "f", "arguments": {"q": 1}\n</tool_call>',
-      '<tool_call>\n{"arguments": {}}\n</tool_call>',
-      '<tool_call>\n{"name": "f", "arguments": [1, 2]}\n</tool_call>',
-      '<tool_call>\nnot json\n</tool_call>',
-    ]) {
-      expect(calls(text)).toEqual({ content: text, toolCalls: [] });
+  it('splits text and calls, however the text is cut, with distinct OpenAI-style ids', () => {
+    for (const pieces of cuts(TWO_CALLS)) {
+      const out = stream(pieces);
+      expect(out.content).toBe('Let me check both.');
+      expect(out.toolCalls.map((c) => [c.function.name, JSON.parse(c.function.arguments)])).toEqual([
+        ['a', {}],
+        ['b', { x: [1, '}'] }],
+      ]);
+      expect(out.toolCalls.every((c) => /^call_[A-Za-z0-9]{24}$/.test(c.id))).toBe(true);
+      expect(new Set(out.toolCalls.map((c) => c.id)).size).toBe(2);
+      // Streamed: the text, then each call's opening piece, then its arguments; nothing of the markup.
+      const text = out.parts.filter((p) => p.kind === 'text').map((p) => (p as { text: string }).text).join('');
+      expect(text).toBe('Let me check both.');
+      const opened = out.parts.filter((p) => p.kind === 'call');
+      expect(opened.map((p) => p.kind === 'call' && [p.index, p.name, p.id])).toEqual(out.toolCalls.map((c, i) => [i, c.function.name, c.id]));
+      for (const [i, call] of out.toolCalls.entries()) {
+        const args = out.parts.filter((p) => p.kind === 'arguments' && p.index === i).map((p) => (p as { text: string }).text);
+        expect(args.join('')).toBe(call.function.arguments);
+      }
     }
   });
 
-  it('keeps a broken block in the content next to a good one', () => {
-    const out = calls('<tool_call>{oops}</tool_call><tool_call>{"name": "ok", "arguments": {}}</tool_call>');
-    expect(out.toolCalls.map((c) => c.function.name)).toEqual(['ok']);
-    expect(out.content).toBe('<tool_call>{oops}</tool_call>');
+  it('gives back a reply without calls exactly, including text that only looked like the start of one', () => {
+    for (const text of ['Just an answer.', 'a <tool_ and more', 'ends with <tool_c', 'spaces  \n\n', 'x < y']) {
+      for (const pieces of cuts(text)) {
+        const out = stream(pieces);
+        expect(out.content).toBe(text);
+        expect(out.toolCalls).toEqual([]);
+        expect(out.parts.map((p) => (p as { text: string }).text).join('')).toBe(text);
+      }
+    }
+  });
+
+  it('holds back what may open a call until it is known, and drops the whitespace before a call', () => {
+    const parser = new ToolCallStream(toolCallSyntax('hermes'));
+    expect(parser.push('Hi <tool')).toEqual([{ kind: 'text', text: 'Hi' }]);
+    const parts = parser.push('_call>\n{"name": "f", "arguments": {"q": 1');
+    expect(parts).toEqual([
+      { kind: 'call', index: 0, id: expect.stringMatching(/^call_/), name: 'f' },
+      { kind: 'arguments', index: 0, text: '{"q": 1' },
+    ]);
+    expect(parser.push('}}\n</tool_call>')).toEqual([{ kind: 'arguments', index: 0, text: '}' }]);
+    expect(parser.result()).toEqual({ content: 'Hi', toolCalls: [{ id: expect.any(String), type: 'function', function: { name: 'f', arguments: '{"q": 1}' } }] });
+  });
+
+  it('leaves out a call cut off before its arguments closed', () => {
+    const out = stream(['<tool_call>\n{"name": "f", "arguments": {"q": ']);
+    expect(out.toolCalls).toEqual([]);
+    expect(out.content).toBe('');
   });
 
   it('reads back what the chat template renders for an assistant turn with tool calls', () => {
@@ -75,7 +98,7 @@ describe('parseToolCalls, hermes', () => {
       addGenerationPrompt: false,
     });
     const reply = rendered.split('<|im_start|>assistant\n')[1].replace(/<\|im_end\|>\n$/, '');
-    const out = calls(reply);
+    const out = stream([reply]);
     expect(out.content).toBe('Searching.');
     expect(out.toolCalls.map((c) => ({ name: c.function.name, args: JSON.parse(c.function.arguments) }))).toEqual([
       { name: 'search', args: { query: 'tfjs wasm', limit: 3 } },
@@ -84,39 +107,18 @@ describe('parseToolCalls, hermes', () => {
   });
 });
 
-describe('parseToolCalls, llama3-json', () => {
-  const llama = (text: string) => parseToolCalls(text, 'llama3-json');
-
+describe('ToolCallStream, llama3-json', () => {
   it('parses a reply that is one call with parameters', () => {
-    const out = llama('{"name": "get_weather", "parameters": {"city": "Oslo"}}');
-    expect(out.content).toBeNull();
-    expect(out.toolCalls.map((c) => [c.function.name, JSON.parse(c.function.arguments)])).toEqual([['get_weather', { city: 'Oslo' }]]);
-  });
-
-  it('parses <|python_tag|> and several calls separated by semicolons', () => {
-    const out = llama('<|python_tag|>{"name": "a", "parameters": {"s": "x; {y}"}}; {"name": "b", "arguments": {"n": 2}}');
-    expect(out.toolCalls.map((c) => [c.function.name, JSON.parse(c.function.arguments)])).toEqual([
-      ['a', { s: 'x; {y}' }],
-      ['b', { n: 2 }],
-    ]);
-  });
-
-  it('treats prose, text around JSON and malformed JSON as content', () => {
-    for (const text of [
-      'The weather is fine.',
-      'Here: {"name": "a", "parameters": {}}',
-      '{"name": "a", "parameters": {}} and then some',
-      '{"name": "a", "parameters": {',
-      '{"title": "not a call"}',
-    ]) {
-      expect(llama(text)).toEqual({ content: text, toolCalls: [] });
+    for (const pieces of cuts('{"name": "get_weather", "parameters": {"city": "Oslo; {x}"}}')) {
+      const out = stream(pieces, 'llama3-json');
+      expect(out.content).toBeNull();
+      expect(out.toolCalls.map((c) => [c.function.name, JSON.parse(c.function.arguments)])).toEqual([['get_weather', { city: 'Oslo; {x}' }]]);
     }
   });
-});
 
-describe('parseToolCalls, none', () => {
-  it('returns the text as content', () => {
-    const text = '<tool_call>{"name": "a", "arguments": {}}</tool_call>';
-    expect(parseToolCalls(text, 'none')).toEqual({ content: text, toolCalls: [] });
+  it('treats prose and other JSON as content', () => {
+    for (const text of ['The weather is fine.', '{"title": "not a call"}']) {
+      expect(stream([text], 'llama3-json')).toMatchObject({ content: text, toolCalls: [] });
+    }
   });
 });

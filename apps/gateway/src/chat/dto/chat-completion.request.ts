@@ -11,6 +11,7 @@ import {
   IsObject,
   IsOptional,
   IsString,
+  Matches,
   Max,
   MaxLength,
   Min,
@@ -86,6 +87,37 @@ export class ResponseFormatDto {
   @ValidateNested()
   @Type(() => JsonSchemaDto)
   json_schema?: JsonSchemaDto;
+}
+
+/** OpenAI's rule for function names. */
+const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+export class FunctionDefinitionDto {
+  @Matches(FUNCTION_NAME, { message: 'name must be 1 to 64 letters, digits, underscores or dashes' })
+  name!: string;
+
+  @IsOptional()
+  @IsString()
+  description?: string;
+
+  /** The JSON schema of the arguments object; compiled into the decoding grammar by the chat service. */
+  @IsOptional()
+  @IsObject()
+  parameters?: Record<string, unknown>;
+
+  @IsOptional()
+  @IsBoolean()
+  strict?: boolean | null;
+}
+
+export class FunctionToolDto {
+  @Equals('function')
+  type!: 'function';
+
+  @IsObject()
+  @ValidateNested()
+  @Type(() => FunctionDefinitionDto)
+  function!: FunctionDefinitionDto;
 }
 
 export class StreamOptionsDto {
@@ -176,11 +208,17 @@ export class ChatCompletionRequest {
   @IsOptional()
   @IsArray()
   @IsObject({ each: true })
-  tools?: Record<string, unknown>[];
+  @ValidateNested({ each: true })
+  @Type(() => FunctionToolDto)
+  tools?: FunctionToolDto[];
 
   @IsOptional()
   @IsToolChoice()
-  tool_choice?: unknown;
+  tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } } | null;
+
+  @IsOptional()
+  @IsBoolean()
+  parallel_tool_calls?: boolean;
 
   @IsOptional()
   @IsString()
