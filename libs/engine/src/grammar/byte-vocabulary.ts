@@ -11,7 +11,10 @@ import type { TextTokenizer } from '../tokenizer';
  *   never allowed; without this "<|im_start|>" would decode to its literal characters and be
  *   allowed inside a JSON string;
  * - added tokens stored as raw text (not in the byte alphabet, e.g. containing a space) are
- *   re-encoded into the byte alphabet so they decode to what the tokenizer would print.
+ *   re-encoded into the byte alphabet so they decode to what the tokenizer would print;
+ * - tokens holding a byte that never occurs in UTF-8 (C0, C1, F5-FF) become "" too: xgrammar
+ *   takes C1 A0 for a character, which would put U+FFFD into the text in its place and break
+ *   a schema's maxLength.
  */
 export class ByteVocabulary {
   /** Strings for TokenizerInfo.createTokenizerInfo(encoded, 'BYTE_LEVEL', ...), by id. */
@@ -31,13 +34,14 @@ export class ByteVocabulary {
     this.charToByte = new Map(byteChars.map((ch, b) => [ch, b]));
     this.encoded = tokenizer.vocabulary().map((token, id) => {
       if (tokenizer.isSpecial(id)) return '';
-      if ([...token].every((ch) => this.charToByte.has(ch))) return token;
-      return Array.from(Buffer.from(token, 'utf8'), (b) => byteChars[b]).join('');
+      const encoded = [...token].every((ch) => this.charToByte.has(ch)) ? token : Array.from(Buffer.from(token, 'utf8'), (b) => byteChars[b]).join('');
+      return [...encoded].some((ch) => neverInUtf8(this.charToByte.get(ch) as number)) ? '' : encoded;
     });
     this.byteLengths = Uint16Array.from(this.encoded, (token) => [...token].length);
     this.longestToken = this.byteLengths.reduce((a, b) => Math.max(a, b), 0);
     this.byteTokenIds = new Int32Array(256).fill(-1);
     for (let b = 0; b < 256; b++) {
+      if (neverInUtf8(b)) continue;
       const id = tokenizer.tokenToId(byteChars[b]);
       if (id !== undefined && this.encoded[id] === byteChars[b]) this.byteTokenIds[b] = id;
     }
@@ -84,4 +88,8 @@ export class ByteVocabulary {
     }
     return bytes;
   }
+}
+
+function neverInUtf8(byte: number): boolean {
+  return byte === 0xc0 || byte === 0xc1 || byte >= 0xf5;
 }

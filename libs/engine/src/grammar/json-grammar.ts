@@ -139,7 +139,7 @@ export class JsonGrammarCompiler {
         used.map(async (tool) => ({
           type: 'tag',
           begin: callOpening(syntax, tool.name),
-          content: { type: 'grammar', grammar: await this.ebnf(tool.schema) },
+          content: { type: 'grammar', grammar: await this.ebnf(tool.schema, true) },
           end: syntax.end,
         })),
       );
@@ -181,10 +181,10 @@ export class JsonGrammarCompiler {
   }
 
   /** A checked schema as xgrammar EBNF, written as JSON mode writes JSON. */
-  private async ebnf(schema: string): Promise<string> {
-    const grammar = await this.api.Grammar.fromJSONSchema(schema, ANY_WHITESPACE, ONE_LINE, undefined, true);
+  private async ebnf(schema: string, strict: boolean): Promise<string> {
+    const grammar = await this.api.Grammar.fromJSONSchema(schema, ANY_WHITESPACE, ONE_LINE, undefined, strict);
     try {
-      return grammar.toString();
+      return withoutRawControlCharacters(grammar.toString());
     } finally {
       grammar.dispose();
     }
@@ -208,8 +208,9 @@ export class JsonGrammarCompiler {
     } catch (err) {
       throw new GrammarError(`response_format.json_schema.schema cannot be compiled: ${(err as Error).message}`);
     }
-    return this.compiler.compileJSONSchema(schema, ANY_WHITESPACE, ONE_LINE, undefined, strict);
+    return this.compiler.compileGrammar(await this.ebnf(schema, strict));
   }
+
 
   private newMatcher(grammar: XgCompiledGrammar, maxTokens: number, subject: string, options?: MatcherOptions): GrammarMatcher {
     const matcher = new JsonGrammarMatcher(this.makeMatcher(grammar), this.vocab, this.eosTokenIds, maxTokens, options);
@@ -235,6 +236,18 @@ export class JsonGrammarCompiler {
       compiled.then((g) => g.dispose()).catch(() => undefined);
     }
   }
+}
+
+/**
+ * xgrammar's rule for a character of a string with a maxLength, `[^\"\\\r\n]` in its EBNF,
+ * lets the control characters U+0000-U+001F through, which JSON only allows escaped: such output would
+ * not parse. They get the class every other string rule of xgrammar has.
+ */
+const LENGTH_LIMITED_CHAR = '[^\\"\\\\\\r\\n]';
+const JSON_STRING_CHAR = '[^\\0-\\x1f\\"\\\\\\r\\n]';
+
+function withoutRawControlCharacters(ebnf: string): string {
+  return ebnf.split(LENGTH_LIMITED_CHAR).join(JSON_STRING_CHAR);
 }
 
 /** The schema text to compile and whether it is strict, or null for text; rejects malformed formats. */

@@ -52,6 +52,8 @@ export interface XgTokenizerInfo {
 
 export interface XgGrammarCompiler {
   compileJSONSchema(schema: string, anyWhitespace: boolean, indent: number, separators: undefined, strictMode: boolean): Promise<XgCompiledGrammar>;
+  /** A grammar in xgrammar's EBNF, rooted at `root`. */
+  compileGrammar(ebnf: string): Promise<XgCompiledGrammar>;
   /** A structural tag (lib/structural_tag.d.ts): free text, tags with grammars inside, triggers. */
   compileStructuralTag(structuralTag: { type: 'structural_tag'; format: Record<string, unknown> }): Promise<XgCompiledGrammar>;
   dispose(): void;

@@ -2,6 +2,7 @@ import Ajv from 'ajv';
 import { GenerationParams, generate } from '../../src/generate';
 import { CompiledGrammar, GrammarBudgetError, GrammarError, JsonGrammarCompiler, ResponseFormat } from '../../src/grammar';
 import { ByteVocabulary } from '../../src/grammar/byte-vocabulary';
+import { bytesToUnicode } from '../../src/maker/bpe';
 import { LoadedModel, loadModel } from '../../src/loader';
 import { makeTiny, useBackend } from '../helpers';
 
@@ -66,7 +67,11 @@ describe('JSON grammar', () => {
     const vocab = new ByteVocabulary(lm.tokenizer);
     expect(vocab.size).toBe(lm.tokenizer.vocabSize);
     for (const special of ['<|endoftext|>', '<|im_start|>', '<|im_end|>']) expect(vocab.encoded[lm.tokenizer.tokenToId(special) as number]).toBe('');
-    expect([...vocab.byteTokenIds].every((id) => id >= 0)).toBe(true);
+    // Every byte that can occur in UTF-8 text has its token; C0, C1 and F5-FF are never allowed.
+    const neverInUtf8 = (b: number) => b === 0xc0 || b === 0xc1 || b >= 0xf5;
+    expect([...vocab.byteTokenIds].map((id, b) => id >= 0 || neverInUtf8(b))).toEqual(new Array(256).fill(true));
+    expect(vocab.encoded[vocab.byteTokenIds[0xc2]]).not.toBe('');
+    expect(vocab.encoded[lm.tokenizer.tokenToId(bytesToUnicode()[0xc1]) as number]).toBe('');
     const word = lm.tokenizer.encode(' temperature')[0];
     expect(vocab.encoded[word]).toBe(lm.tokenizer.idToToken(word));
     expect(Buffer.from(vocab.bytes(word)).toString('utf8')).toBe(lm.tokenizer.decode([word]));
@@ -117,6 +122,25 @@ describe('JSON grammar', () => {
       const out = await generateJson(grammar, PROMPTS[seed % PROMPTS.length], { maxTokens: 64, temperature: 1, seed });
       const value = JSON.parse(out.text);
       expect({ text: out.text, valid: validate(value) }).toEqual({ text: out.text, valid: true });
+    }
+  });
+
+  it('keeps raw control characters out of strings with a maxLength, which JSON forbids unescaped', async () => {
+    const schema = { type: 'object', properties: { s: { type: 'string', maxLength: 12 } }, required: ['s'] };
+    const grammar = (await compiler.compile({ type: 'json_schema', json_schema: { name: 'short', schema, strict: true } })) as CompiledGrammar;
+    for (let seed = 0; seed < 12; seed++) {
+      const matcher = grammar.newMatcher(40);
+      // Without logprobs a drawn token is only checked against the grammar, not masked.
+      const out = await generate(lm, promptIds(PROMPTS[seed % PROMPTS.length]), {
+        maxTokens: 40,
+        temperature: 1,
+        seed,
+        logprobs: false,
+        logitsProcessor: matcher.logitsProcessor(),
+        quickCheck: matcher.quickCheck(),
+      });
+      matcher.dispose();
+      expect([...JSON.parse(out.text).s].length).toBeLessThanOrEqual(12); // code points, as JSON Schema counts
     }
   });
 
