@@ -160,6 +160,12 @@ describe('OutboundFetch', () => {
     expect(await refusal(fetcher([], resolve).fetch(new URL('http://nowhere.test/'), { maxBytes: 100 }))).toMatch(/did not resolve/);
     handler = (_, res) => res.writeHead(200).write('partial');
     expect(await refusal(fetcher(['a.test'], resolve, 300).fetch(new URL(`http://a.test:${port}/`), { maxBytes: 100 }))).toMatch(/timed out/);
+    const silentDns = () => new Promise<LookupAddress[]>(() => undefined);
+    expect(await refusal(fetcher([], silentDns, 300).fetch(new URL('http://slow.test/'), { maxBytes: 100 }))).toMatch(/timed out/);
+    // A caller's own signal (several fetches under one deadline) ends it too.
+    const deadline = new AbortController();
+    deadline.abort();
+    expect(await refusal(fetcher(['a.test'], resolve).fetch(new URL(`http://a.test:${port}/`), { maxBytes: 100, signal: deadline.signal }))).toMatch(/timed out/);
   });
 
   it('stops reading past the size limit', async () => {

@@ -125,6 +125,8 @@ export interface OutboundRequest {
   headers?: Record<string, string>;
   body?: string;
   maxBytes: number;
+  /** Ends the fetch early (several fetches sharing one deadline), besides the fetcher's own time limit. */
+  signal?: AbortSignal;
 }
 
 export interface OutboundResponse {
@@ -162,7 +164,8 @@ export class OutboundFetch {
   }
 
   async fetch(url: URL, request: OutboundRequest): Promise<OutboundResponse> {
-    const signal = AbortSignal.timeout(this.options.timeoutMs);
+    const timeout = AbortSignal.timeout(this.options.timeoutMs);
+    const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
     let current = url;
     let method = request.method ?? 'GET';
     let body = request.body;
@@ -207,9 +210,9 @@ export class OutboundFetch {
       addresses = [{ address: host, family: isIP(host) }];
     } else {
       try {
-        addresses = await this.resolve(host);
+        addresses = await untilAborted(this.resolve(host), signal);
       } catch (err) {
-        throw new OutboundFetchError(`${host} did not resolve: ${(err as Error).message}`);
+        throw new OutboundFetchError(signal.aborted ? 'timed out' : `${host} did not resolve: ${(err as Error).message}`);
       }
       if (addresses.length === 0) throw new OutboundFetchError(`${host} resolved to no address`);
     }
@@ -233,10 +236,21 @@ export class OutboundFetch {
         },
       });
       req.once('response', resolve);
-      req.once('error', (err) => reject(new OutboundFetchError(signal.aborted ? 'timed out' : `${url.origin}: ${err.message}`)));
+      // `on`: a request can fail more than once (an abort, then the socket), after the response too.
+      req.on('error', (err) => reject(new OutboundFetchError(signal.aborted ? 'timed out' : `${url.origin}: ${err.message}`)));
       req.end(body);
     });
   }
+}
+
+/** DNS lookups cannot be cancelled; the caller stops waiting for one when the signal fires. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 function withoutCredentials(headers: Record<string, string>): Record<string, string> {

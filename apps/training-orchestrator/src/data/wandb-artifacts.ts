@@ -80,9 +80,11 @@ export class WandbArtifacts {
     return this.config.WANDB_API_KEY !== '';
   }
 
+  /** All requests of one download share one deadline, SFT_DATA_FETCH_TIMEOUT_MS. */
   async download(ref: WandbArtifactRef, maxBytes: number): Promise<Buffer> {
+    const signal = AbortSignal.timeout(this.config.SFT_DATA_FETCH_TIMEOUT_MS);
     const shown = `${ref.entity}/${ref.project}/${ref.name}:${ref.version}`;
-    const found = await this.graphql<MembershipData>(ARTIFACT_MEMBERSHIP_BY_NAME, { entity: ref.entity, project: ref.project, name: `${ref.name}:${ref.version}` });
+    const found = await this.graphql<MembershipData>(ARTIFACT_MEMBERSHIP_BY_NAME, { entity: ref.entity, project: ref.project, name: `${ref.name}:${ref.version}` }, signal);
     const membership = found.project?.artifactCollectionMembership;
     if (!membership?.artifact?.id) {
       throw ServiceError.invalid(`training_data_url: W&B artifact ${shown} was not found with this service's W&B credentials`, 'training_data_url');
@@ -91,23 +93,23 @@ export class WandbArtifacts {
       throw ServiceError.invalid(`training_data_url: W&B artifact ${shown} is ${membership.artifact.state}, not yet committed`, 'training_data_url');
     }
 
-    const manifestUrl = (await this.graphql<ManifestData>(FETCH_ARTIFACT_MANIFEST, { id: membership.artifact.id })).artifact?.currentManifest?.file?.directUrl;
+    const manifestUrl = (await this.graphql<ManifestData>(FETCH_ARTIFACT_MANIFEST, { id: membership.artifact.id }, signal)).artifact?.currentManifest?.file?.directUrl;
     if (!manifestUrl) throw new OutboundFetchError(`W&B gave no manifest for ${shown}`);
-    const manifest = parseManifest((await this.outbound.fetch(toUrl(manifestUrl), { maxBytes: METADATA_MAX_BYTES })).body);
+    const manifest = parseManifest((await this.outbound.fetch(toUrl(manifestUrl), { maxBytes: METADATA_MAX_BYTES, signal })).body);
     const [path, entry] = dataFile(manifest, shown);
     if (entry.size !== undefined && entry.size > maxBytes) {
       throw new ServiceError(ErrorCode.PayloadTooLarge, `training_data_url ${shown} is larger than the ${maxBytes} byte limit`, { param: 'training_data_url' });
     }
 
     const collection = membership.artifactCollection?.name ?? ref.name;
-    const directUrl = await this.fileUrl(ref, collection, `v${membership.versionIndex}`, path);
-    const body = (await this.outbound.fetch(toUrl(directUrl), { maxBytes })).body;
+    const directUrl = await this.fileUrl(ref, collection, `v${membership.versionIndex}`, path, signal);
+    const body = (await this.outbound.fetch(toUrl(directUrl), { maxBytes, signal })).body;
     if (entry.size !== undefined && body.byteLength !== entry.size) throw new OutboundFetchError(`${shown}/${path}: ${body.byteLength} bytes, the manifest says ${entry.size}`);
     if (createHash('md5').update(body).digest('base64') !== entry.digest) throw new OutboundFetchError(`${shown}/${path}: MD5 differs from the manifest's digest`);
     return body;
   }
 
-  private async fileUrl(ref: WandbArtifactRef, collection: string, alias: string, path: string): Promise<string> {
+  private async fileUrl(ref: WandbArtifactRef, collection: string, alias: string, path: string, signal: AbortSignal): Promise<string> {
     let cursor: string | null = null;
     for (;;) {
       const data: FilesData = await this.graphql<FilesData>(GET_ARTIFACT_MEMBERSHIP_FILE_URLS, {
@@ -117,7 +119,7 @@ export class WandbArtifacts {
         alias,
         cursor,
         perPage: FILES_PER_PAGE,
-      });
+      }, signal);
       const files = data.project?.artifactCollection?.artifactMembership?.files;
       if (!files) throw new OutboundFetchError(`W&B listed no files for ${ref.entity}/${ref.project}/${collection}:${alias}`);
       const node = files.edges.map((e) => e.node).find((n) => n?.name === path);
@@ -128,7 +130,7 @@ export class WandbArtifacts {
   }
 
   /** POST {WANDB_BASE_URL}/graphql with the API key as HTTP Basic password, as the SDK authenticates. */
-  private async graphql<T>(query: string, variables: Record<string, unknown>): Promise<T> {
+  private async graphql<T>(query: string, variables: Record<string, unknown>, signal: AbortSignal): Promise<T> {
     const url = new URL('graphql', this.config.WANDB_BASE_URL.endsWith('/') ? this.config.WANDB_BASE_URL : `${this.config.WANDB_BASE_URL}/`);
     const res = await this.outbound.fetch(url, {
       method: 'POST',
@@ -138,6 +140,7 @@ export class WandbArtifacts {
       },
       body: JSON.stringify({ query, variables }),
       maxBytes: METADATA_MAX_BYTES,
+      signal,
     });
     let reply: { data?: T; errors?: { message?: string }[] };
     try {
