@@ -1,5 +1,5 @@
 import { Transform, Type } from 'class-transformer';
-import { BaseServiceConfig, DATABASE_URL_PATTERN } from '@trainyard/runtime';
+import { BaseServiceConfig, DATABASE_URL_PATTERN, splitList } from '@trainyard/runtime';
 import { IsInt, IsString, Matches, Min, registerDecorator } from 'class-validator';
 import { allowEntryProblem } from '../data/outbound-fetch';
 
@@ -27,7 +27,7 @@ export class OrchestratorConfig extends BaseServiceConfig {
    * reach although they are internal. Everything else internal (loopback, private,
    * link-local and metadata, CGNAT, unique-local IPv6) is refused.
    */
-  @Transform(({ value }) => (typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : value))
+  @Transform(splitList)
   @IsAllowList()
   SFT_DATA_ALLOWED_HOSTS: string[] = [];
 
