@@ -112,14 +112,11 @@ export class WandbArtifacts {
   private async fileUrl(ref: WandbArtifactRef, collection: string, alias: string, path: string, signal: AbortSignal): Promise<string> {
     let cursor: string | null = null;
     for (;;) {
-      const data: FilesData = await this.graphql<FilesData>(GET_ARTIFACT_MEMBERSHIP_FILE_URLS, {
-        entity: ref.entity,
-        project: ref.project,
-        collection,
-        alias,
-        cursor,
-        perPage: FILES_PER_PAGE,
-      }, signal);
+      const data: FilesData = await this.graphql<FilesData>(
+        GET_ARTIFACT_MEMBERSHIP_FILE_URLS,
+        { entity: ref.entity, project: ref.project, collection, alias, cursor, perPage: FILES_PER_PAGE },
+        signal,
+      );
       const files = data.project?.artifactCollection?.artifactMembership?.files;
       if (!files) throw new OutboundFetchError(`W&B listed no files for ${ref.entity}/${ref.project}/${collection}:${alias}`);
       const node = files.edges.map((e) => e.node).find((n) => n?.name === path);
