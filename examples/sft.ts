@@ -24,7 +24,8 @@ async function main(): Promise<void> {
   console.log(`uploaded ${file.id} (${file.bytes} bytes)`);
 
   const model = await getOrCreateModel(config, 'examples', 'one-word');
-  // training_data_url also takes an http(s) URL the service can reach.
+  // training_data_url also takes an http(s) URL at a public address (or a host in the service's
+  // SFT_DATA_ALLOWED_HOSTS) and, with the service's W&B key set, a wandb-artifact:/// reference.
   const job = await api<{ id: string }>(config, 'POST', '/preview/sft-training-jobs', {
     model_id: model.id,
     training_data_url: file.id,

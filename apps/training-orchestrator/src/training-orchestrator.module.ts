@@ -4,7 +4,9 @@ import { DbModule } from '@trainyard/db';
 import { BlobStore } from '@trainyard/messaging';
 import { ServiceRuntimeModule } from '@trainyard/runtime';
 import { OrchestratorConfig } from './config/orchestrator.config';
+import { AllowList, OutboundFetch } from './data/outbound-fetch';
 import { TrainingDataSource } from './data/training-data.source';
+import { WandbArtifacts } from './data/wandb-artifacts';
 import { JobQueue } from './jobs/job-queue';
 import { TrainingJobRepository } from './jobs/training-job.repository';
 import { TrainingJobsController } from './jobs/training-jobs.controller';
@@ -33,6 +35,11 @@ export class TrainingOrchestratorModule {
         BlobStore,
         TrainingJobRepository,
         JobQueue,
+        {
+          provide: OutboundFetch,
+          useValue: new OutboundFetch({ allowList: new AllowList(config.SFT_DATA_ALLOWED_HOSTS), timeoutMs: config.SFT_DATA_FETCH_TIMEOUT_MS }),
+        },
+        WandbArtifacts,
         TrainingDataSource,
         TrainingJobsService,
         JobLifecycleService,

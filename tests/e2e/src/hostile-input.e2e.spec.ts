@@ -1,5 +1,5 @@
 import type { CheckpointRecord, Page, TrainingEventRecord, TrainingJobRecord } from '@trainyard/contracts';
-import { mapArtTrajectoryGroups, validateExperimentalConfig, validateSftConfig } from '@trainyard/engine/wire';
+import { mapArtTrajectoryGroups, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/engine/wire';
 import { waitFor } from '@trainyard/testing';
 import fc from 'fast-check';
 import { writeFileSync } from 'node:fs';
@@ -684,7 +684,7 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
               extra: fc.dictionary(fc.constantFrom('batch_size', 'learning_rate', 'metric_logging', 'epochs'), fc.oneof(hostileValue, fc.array(hostileNumber, { maxLength: 3 })), { minKeys: 1, maxKeys: 2 }),
             },
             experimental_config: {
-              oracle: (v) => (nullish(v) || (isObject(v) && Object.keys(v).length === 0) ? 'changes-data' : 'invalid'),
+              oracle: (v) => (validateSftExperimentalConfig(v).errors.length === 0 ? 'changes-data' : 'invalid'),
               extra: fc.dictionary(hostileString, hostileValue, { minKeys: 1, maxKeys: 2 }),
             },
           },

@@ -31,7 +31,8 @@ describe('training jobs, end to end', () => {
   let rollouts: Trajectory[];
 
   beforeAll(async () => {
-    stack = await Stack.start({ env: { MAX_CHOICES: '4', MAX_COMPLETION_TOKENS: '64' } });
+    // The SFT data server of these tests listens on loopback, which only the allow list opens.
+    stack = await Stack.start({ env: { MAX_CHOICES: '4', MAX_COMPLETION_TOKENS: '64', SFT_DATA_ALLOWED_HOSTS: '127.0.0.1' } });
     stack.addTinyModel(BASE);
     key = (await stack.createKey('acme')).key;
     otherKey = (await stack.createKey('globex')).key;
@@ -248,9 +249,9 @@ describe('training jobs, end to end', () => {
     const foreign = await rl({}, otherKey);
     expect(foreign.status).toBe(404);
 
-    const badKey = await rl({ experimental_config: { learning_rate: 1e-5, warmup_steps: 3 } });
-    expect(badKey.status).toBe(422);
-    expect(JSON.stringify(badKey.body.detail)).toContain('warmup_steps');
+    const unimplemented = await rl({ experimental_config: { learning_rate: 1e-5, plot_tensors: true } });
+    expect(unimplemented.status).toBe(422);
+    expect(JSON.stringify(unimplemented.body.detail)).toContain('plot_tensors');
 
     const noTokens = await rl({ trajectory_groups: [{ trajectories: [{ messages_and_choices: [{ index: 0, message: { role: 'assistant', content: 'x' }, finish_reason: 'stop' }], reward: 1 }] }] });
     expect(noTokens.status).toBe(422);
@@ -268,6 +269,11 @@ describe('training jobs, end to end', () => {
     const unreachable = await call<{ detail: string }>('POST', '/v1/preview/sft-training-jobs', { model_id: model.id, training_data_url: 'http://127.0.0.1:9/data.jsonl' });
     expect(unreachable.status).toBe(400);
     expect(unreachable.body.detail).toContain('http://127.0.0.1:9/data.jsonl');
+
+    // This stack has no W&B credentials: a W&B artifact is a 400 that says what to configure.
+    const artifact = await call<{ detail: string }>('POST', '/v1/preview/sft-training-jobs', { model_id: model.id, training_data_url: `wandb-artifact:///${model.entity}/${model.project}/data:v0` });
+    expect(artifact.status).toBe(400);
+    expect(artifact.body.detail).toMatch(/WANDB_API_KEY/);
 
     const missing = await call('GET', `/v1/preview/training-jobs/${randomUUID()}`);
     expect(missing.status).toBe(404);

@@ -43,7 +43,7 @@ export class TrainingJobsController {
       {
         ...scopeOf(caller),
         model_id: body.model_id,
-        training_data_url: body.training_data_url,
+        training_data_url: body.dataUrl,
         config: body.config,
         experimental_config: body.experimental_config,
       },

@@ -1,36 +1,46 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { CallerScope, ErrorCode, ServiceError, Subjects } from '@trainyard/contracts';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
 import { OrchestratorConfig } from '../config/orchestrator.config';
+import { OutboundFetch, OutboundFetchError, OutboundTooLarge } from './outbound-fetch';
+import { parseWandbArtifactUrl, WandbArtifacts } from './wandb-artifacts';
 
 const FILE_ID = /^file-[A-Za-z0-9]+$/;
 
 /**
  * The bytes behind an SFT job's training_data_url: an uploaded file id (`file-...`, also as
- * `file://file-...` or `openai://file-...`) read from the registry, or an http(s) URL fetched
- * with a size limit and a timeout.
+ * `file://file-...` or `openai://file-...`) read from the registry, a
+ * `wandb-artifact:///{entity}/{project}/{name}:{version}` downloaded from W&B, or an
+ * http(s) URL. Whatever is fetched from the network goes through the outbound guard, with
+ * a size limit and a time limit; a refused or failed fetch is one message that says
+ * nothing about the target (the reason goes to the log).
  */
 @Injectable()
 export class TrainingDataSource {
+  private readonly logger = new Logger(TrainingDataSource.name);
+
   constructor(
     private readonly rpc: RpcClient,
     private readonly blobs: BlobStore,
     private readonly config: OrchestratorConfig,
+    private readonly outbound: OutboundFetch,
+    private readonly wandb: WandbArtifacts,
   ) {}
 
   async read(scope: CallerScope, reference: string): Promise<string> {
     const fileId = reference.replace(/^(file|openai):\/\//, '');
     if (FILE_ID.test(fileId)) return this.readFile(scope, fileId);
+    if (reference.startsWith('wandb-artifact:')) return this.readArtifact(reference);
     let url: URL;
     try {
       url = new URL(reference);
     } catch {
-      throw invalid(`training_data_url "${reference}" is neither an uploaded file id (file-...) nor an http(s) URL`);
+      throw invalid(`training_data_url ${shown(reference)} is neither an uploaded file id (file-...), a wandb-artifact:/// reference nor an http(s) URL`);
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      throw invalid(`training_data_url "${reference}": only uploaded file ids and http(s) URLs are supported`);
+      throw invalid(`training_data_url ${shown(reference)}: only uploaded file ids, wandb-artifact:/// references and http(s) URLs are supported`);
     }
-    return this.fetchUrl(url);
+    return this.guarded(reference, async () => (await this.outbound.fetch(url, { maxBytes: this.config.SFT_DATA_MAX_BYTES })).body);
   }
 
   private async readFile(scope: CallerScope, fileId: string): Promise<string> {
@@ -39,32 +49,35 @@ export class TrainingDataSource {
     return (await this.blobs.take(content)).toString('utf8');
   }
 
-  private async fetchUrl(url: URL): Promise<string> {
-    const limit = this.config.SFT_DATA_MAX_BYTES;
-    let res: Response;
-    try {
-      res = await fetch(url, { signal: AbortSignal.timeout(this.config.SFT_DATA_FETCH_TIMEOUT_MS), redirect: 'follow' });
-    } catch (err) {
-      const why = (err as Error).name === 'TimeoutError' ? 'timed out' : ((err as Error & { cause?: Error }).cause?.message ?? (err as Error).message);
-      throw invalid(`training_data_url ${url.href} could not be fetched: ${why}`);
+  private readArtifact(reference: string): Promise<string> {
+    const ref = parseWandbArtifactUrl(reference);
+    if (!ref) throw invalid(`training_data_url ${shown(reference)} is not of the form wandb-artifact:///{entity}/{project}/{name}:{version}`);
+    if (!this.wandb.configured) {
+      throw invalid(
+        'training_data_url is a W&B artifact, but this service has no W&B credentials: set WANDB_API_KEY (and WANDB_BASE_URL for a ' +
+          'W&B Server) on the training orchestrator, or upload the JSONL with POST /v1/files and pass its file id',
+      );
     }
-    if (!res.ok) throw invalid(`training_data_url ${url.href} answered HTTP ${res.status}`);
-    if (Number(res.headers.get('content-length') ?? 0) > limit) throw tooLarge(url.href, limit);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const reader = res.body?.getReader();
-    while (reader) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > limit) {
-        await reader.cancel();
-        throw tooLarge(url.href, limit);
-      }
-      chunks.push(Buffer.from(value));
-    }
-    return Buffer.concat(chunks).toString('utf8');
+    return this.guarded(reference, () => this.wandb.download(ref, this.config.SFT_DATA_MAX_BYTES));
   }
+
+  private async guarded(reference: string, fetch: () => Promise<Buffer>): Promise<string> {
+    try {
+      return (await fetch()).toString('utf8');
+    } catch (err) {
+      if (err instanceof OutboundTooLarge) throw tooLarge(shown(reference), err.limit);
+      if (!(err instanceof OutboundFetchError)) throw err;
+      this.logger.warn(`training data ${shown(reference)} not fetched: ${err.reason}`);
+      throw invalid(
+        `training_data_url ${shown(reference)} could not be fetched. Only http(s) URLs at public addresses, or at hosts the operator ` +
+          `allows (SFT_DATA_ALLOWED_HOSTS), that answer 2xx with the data within ${this.config.SFT_DATA_FETCH_TIMEOUT_MS} ms are fetched`,
+      );
+    }
+  }
+}
+
+function shown(reference: string): string {
+  return reference.length > 200 ? `${reference.slice(0, 200)}...` : reference;
 }
 
 function invalid(message: string): ServiceError {

@@ -10,6 +10,7 @@ export interface JobRow {
   status: TrainingJobStatus;
   payload: unknown;
   experimentalConfig: unknown;
+  ignoredConfigKeys: string[] | null;
   errorMessage: string | null;
   checkpointStep: number | null;
   cancelRequested: boolean;
@@ -33,6 +34,7 @@ export interface NewJob {
   type: TrainingJobType;
   payload: unknown;
   experimentalConfig: unknown;
+  ignoredConfigKeys?: string[];
 }
 
 const TERMINAL: TrainingJobStatus[] = ['succeeded', 'failed', 'cancelled'];
@@ -50,6 +52,7 @@ export class TrainingJobRepository {
         type: job.type,
         payload: packJson(job.payload) as unknown as Prisma.InputJsonValue,
         experimentalConfig: (job.experimentalConfig ?? Prisma.JsonNull) as Prisma.InputJsonValue,
+        ignoredConfigKeys: job.ignoredConfigKeys ?? [],
       },
     });
   }

@@ -19,7 +19,7 @@ import {
   TERMINAL_JOB_STATUSES,
 } from '@trainyard/contracts';
 import { BlobStore, NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
-import { mapArtTrajectoryGroups, parseSftJsonl, validateExperimentalConfig, validateSftConfig } from '@trainyard/engine/wire';
+import { mapArtTrajectoryGroups, parseSftJsonl, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/engine/wire';
 import { JSONCodec, NatsConnection } from 'nats';
 import { TrainingDataSource } from '../data/training-data.source';
 import { issueAt, pathToLoc } from './issues';
@@ -56,7 +56,7 @@ export class TrainingJobsService {
   async createRl(request: CreateRlJobRequest): Promise<CreateJobReply> {
     const model = await this.ownedModel(request, request.model_id);
     const raw = await this.blobs.takeJson(request.trajectory_groups);
-    const { config, errors } = validateExperimentalConfig(request.experimental_config);
+    const { config, errors, ignored } = validateExperimentalConfig(request.experimental_config);
     const requireLogprobs = !config.allowTrainingWithoutLogprobs && !config.precalculateLogprobs;
     const { groups, issues } = mapArtTrajectoryGroups(raw, undefined, { requireLogprobs });
     const problems = [
@@ -65,17 +65,18 @@ export class TrainingJobsService {
     ];
     if (problems.length > 0) throw ServiceError.validation(problems);
     if (config.klRefAdapterPath !== null) await this.checkKlReference(request, config.klRefAdapterPath);
-    return this.store(request, model, 'rl', { model_name: modelName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config });
+    const payload = { model_name: modelName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config };
+    return this.store(request, model, 'rl', payload, ignored.map((key) => `experimental_config.${key}`));
   }
 
   async createSft(request: CreateSftJobRequest): Promise<CreateJobReply> {
     const model = await this.ownedModel(request, request.model_id);
-    const problems = validateSftConfig(request.config).errors.map((e) =>
-      issueAt(['body', 'config', e.key], `config.${e.key} ${e.message}`),
-    );
-    for (const key of Object.keys(request.experimental_config ?? {})) {
-      problems.push(issueAt(['body', 'experimental_config', key], `experimental_config.${key} is not supported for SFT jobs (use config)`));
-    }
+    const config = validateSftConfig(request.config);
+    const experimental = validateSftExperimentalConfig(request.experimental_config);
+    const problems = [
+      ...config.errors.map((e) => issueAt(['body', 'config', e.key], `config.${e.key} ${e.message}`)),
+      ...experimental.errors.map((e) => issueAt(['body', 'experimental_config', e.key], `experimental_config.${e.key} ${e.message}`)),
+    ];
     if (problems.length > 0) throw ServiceError.validation(problems);
     const text = await this.data.read(request, request.training_data_url);
     const { conversations, issues } = parseSftJsonl(text);
@@ -84,7 +85,9 @@ export class TrainingJobsService {
         issues.slice(0, 20).map((i) => issueAt(['body', 'training_data_url'], `training data ${i.path} ${i.message}`)),
       );
     }
-    return this.store(request, model, 'sft', { model_name: modelName(model), entity_name: request.entity_name, conversations, config: request.config, experimental_config: null });
+    const payload = { model_name: modelName(model), entity_name: request.entity_name, conversations, config: request.config, experimental_config: null };
+    const ignored = [...config.ignored.map((key) => `config.${key}`), ...experimental.ignored.map((key) => `experimental_config.${key}`)];
+    return this.store(request, model, 'sft', payload, ignored);
   }
 
   async get(request: JobRequest): Promise<TrainingJobRecord> {
@@ -153,8 +156,9 @@ export class TrainingJobsService {
     else await this.appendEvent(jobId, 'training_failed', { error_message: errorMessage ?? `training job ${status}` }, 'final');
   }
 
-  private async store(scope: CallerScope, model: ModelRecord, type: 'rl' | 'sft', payload: JobPayload): Promise<CreateJobReply> {
-    const job = await this.jobs.create({ entityId: scope.entity_id, modelId: model.id, type, payload, experimentalConfig: payload.experimental_config });
+  private async store(scope: CallerScope, model: ModelRecord, type: 'rl' | 'sft', payload: JobPayload, ignoredConfigKeys: string[]): Promise<CreateJobReply> {
+    const job = await this.jobs.create({ entityId: scope.entity_id, modelId: model.id, type, payload, experimentalConfig: payload.experimental_config, ignoredConfigKeys });
+    if (ignoredConfigKeys.length > 0) this.logger.log(`job ${job.id}: accepted, ignoring ${ignoredConfigKeys.join(', ')}`);
     // The job is stored, so it is accepted: a failed publish is retried by the queue, and a
     // 503 here would only make the client create it a second time.
     await this.queue.advance(model.id).catch((err: Error) => this.logger.warn(`job ${job.id} stored; queueing it later: ${err.message}`));

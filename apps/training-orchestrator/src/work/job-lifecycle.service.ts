@@ -61,7 +61,9 @@ export class JobLifecycleService {
     if (!job) throw ServiceError.notFound(`Training job ${report.job_id} not found`);
     if (!isTerminal(job.status)) {
       if (report.kind === 'started') {
-        await this.service.appendEvent(job.id, 'training_started', { num_sequences: report.num_sequences }, 'started');
+        const ignored = job.ignoredConfigKeys ?? [];
+        const data = { num_sequences: report.num_sequences, ...(ignored.length > 0 ? { ignored_config_keys: ignored } : {}) };
+        await this.service.appendEvent(job.id, 'training_started', data, 'started');
       } else {
         await this.service.appendEvent(job.id, 'gradient_step', numeric(report.metrics), `step:${report.step}`);
       }

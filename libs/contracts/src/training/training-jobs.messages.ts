@@ -19,6 +19,11 @@ export interface TrainingJobRecord {
   training_end: string | null;
   error_message: string | null;
   checkpoint_step: number | null;
+  /**
+   * Keys of the request's config and experimental_config this service does not know:
+   * accepted, not applied, named with their object ("config.x", "experimental_config.y").
+   */
+  ignored_config_keys: string[];
 }
 
 export type TrainingEventType = 'training_started' | 'gradient_step' | 'training_ended' | 'training_failed';
@@ -43,7 +48,7 @@ export interface CreateRlJobRequest extends CallerScope {
 /** POST /v1/preview/sft-training-jobs. */
 export interface CreateSftJobRequest extends CallerScope {
   model_id: string;
-  /** An uploaded file id (/v1/files) or an http(s) URL. */
+  /** An uploaded file id (/v1/files), an http(s) URL or a `wandb-artifact:///` reference. */
   training_data_url: string;
   config: Record<string, unknown> | null;
   experimental_config: Record<string, unknown> | null;

@@ -2,8 +2,10 @@ import type { ImportanceSamplingLevel, RLLossOptions } from './rl-loss';
 
 /**
  * experimental_config of an RL training job (api.md), validated once before the job is
- * queued. Every key is either implemented (and mapped below) or rejected naming the key:
- * nothing is silently ignored. null means "default" for every key.
+ * queued. A known key is either implemented (and mapped below) or rejected naming the key;
+ * a key this service does not know (a newer client's) is accepted and returned in
+ * `ignored`, so the job record and its training_started event can show it. null means
+ * "default" for every key.
  */
 export interface RLTrainingConfig extends RLLossOptions {
   learningRate: number;
@@ -68,16 +70,14 @@ const UNIMPLEMENTED: Record<string, string> = {
   plot_tensors: 'is not implemented: there is no tensor plotting here (only false is accepted)',
 };
 
-export function validateExperimentalConfig(raw: unknown): { config: RLTrainingConfig; errors: ConfigError[] } {
+export function validateExperimentalConfig(raw: unknown): { config: RLTrainingConfig; errors: ConfigError[]; ignored: string[] } {
   const errors: ConfigError[] = [];
   const obj = raw === null || raw === undefined ? {} : raw;
   if (typeof obj !== 'object' || Array.isArray(obj)) {
     errors.push({ key: 'experimental_config', message: 'must be an object or null' });
   }
   const o = (typeof obj === 'object' && !Array.isArray(obj) ? obj : {}) as Record<string, unknown>;
-  for (const key of Object.keys(o)) {
-    if (!(RL_CONFIG_KEYS as readonly string[]).includes(key)) errors.push({ key, message: 'is not a known experimental_config key' });
-  }
+  const ignored = unknownKeys(o, RL_CONFIG_KEYS);
   const present = (key: string) => o[key] !== null && o[key] !== undefined;
   const num = (key: string, fallback: number, check?: (v: number) => string | null): number => {
     if (!present(key)) return fallback;
@@ -166,25 +166,38 @@ export function validateExperimentalConfig(raw: unknown): { config: RLTrainingCo
     logprobCalculationChunkSize: num('logprob_calculation_chunk_size', 1024, positiveInt),
     numTrajectoriesLearningRateMultiplierPower: num('num_trajectories_learning_rate_multiplier_power', 0),
   };
-  return { config, errors };
+  return { config, errors, ignored };
 }
 
-/** The SFT job's `config` (api.md): batch_size and learning_rate, one per batch when a list. */
+/** Keys of `o` outside `known`, in the order they came. */
+function unknownKeys(o: Record<string, unknown>, known: readonly string[]): string[] {
+  return Object.keys(o).filter((key) => !known.includes(key));
+}
+
+/** Which assistant turns of an SFT conversation carry loss. */
+export type SftAssistantTurns = 'all' | 'last';
+
+/** The SFT job's `config` (api.md): batch_size, learning_rate (one per batch when a list) and assistant_turns. */
 export interface SftTrainingConfig {
   batchSize: number | 'auto';
   learningRate: number | number[];
+  assistantTurns: SftAssistantTurns;
 }
+
+export const SFT_CONFIG_KEYS = ['batch_size', 'learning_rate', 'metric_logging', 'assistant_turns'] as const;
 
 /** Conversations per batch when batch_size is "auto" or null. */
 export const AUTO_SFT_BATCH_SIZE = 8;
 
-export function validateSftConfig(raw: unknown): { config: SftTrainingConfig; errors: ConfigError[] } {
+/**
+ * The SFT `config`, by the same policy as experimental_config: known keys are implemented
+ * or rejected naming the key, unknown keys are accepted and returned in `ignored`.
+ */
+export function validateSftConfig(raw: unknown): { config: SftTrainingConfig; errors: ConfigError[]; ignored: string[] } {
   const errors: ConfigError[] = [];
   const o = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
   if (raw !== null && raw !== undefined && (typeof raw !== 'object' || Array.isArray(raw))) errors.push({ key: 'config', message: 'must be an object or null' });
-  for (const key of Object.keys(o)) {
-    if (!['batch_size', 'learning_rate', 'metric_logging'].includes(key)) errors.push({ key, message: 'is not a known SFT config key' });
-  }
+  const ignored = unknownKeys(o, SFT_CONFIG_KEYS);
   let batchSize: number | 'auto' = 'auto';
   const bs = o['batch_size'];
   if (bs !== null && bs !== undefined && bs !== 'auto') {
@@ -199,5 +212,27 @@ export function validateSftConfig(raw: unknown): { config: SftTrainingConfig; er
     else if (Array.isArray(lr) && lr.length > 0 && lr.every(ok)) learningRate = lr as number[];
     else errors.push({ key: 'learning_rate', message: 'must be a positive number or a non-empty list of them (one per batch)' });
   }
-  return { config: { batchSize, learningRate }, errors };
+  let assistantTurns: SftAssistantTurns = 'all';
+  const turns = o['assistant_turns'];
+  if (turns !== null && turns !== undefined) {
+    if (turns === 'all' || turns === 'last') assistantTurns = turns;
+    else errors.push({ key: 'assistant_turns', message: 'must be "all", "last" or null' });
+  }
+  return { config: { batchSize, learningRate, assistantTurns }, errors, ignored };
+}
+
+/**
+ * experimental_config of an SFT job. No experimental key changes SFT here, so every key is
+ * ignored (and listed), except the keys of `config`: one of those sent here is a mistake
+ * that would silently change nothing, so it is rejected pointing at `config`.
+ */
+export function validateSftExperimentalConfig(raw: unknown): { errors: ConfigError[]; ignored: string[] } {
+  if (raw === null || raw === undefined) return { errors: [], ignored: [] };
+  if (typeof raw !== 'object' || Array.isArray(raw)) return { errors: [{ key: 'experimental_config', message: 'must be an object or null' }], ignored: [] };
+  const keys = Object.keys(raw);
+  const misplaced = keys.filter((key) => (SFT_CONFIG_KEYS as readonly string[]).includes(key));
+  return {
+    errors: misplaced.map((key) => ({ key, message: 'is an SFT config key: send it in config' })),
+    ignored: keys.filter((key) => !misplaced.includes(key)),
+  };
 }

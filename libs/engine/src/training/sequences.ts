@@ -77,10 +77,14 @@ function templateOf(lm: Tokenizing): ChatTemplate {
   return lm.chatTemplate;
 }
 
-/** Token sequence of an SFT conversation; mask 1 on every assistant turn. */
-export function buildSftSequence(lm: Tokenizing, conversation: SftConversation): TokenSequence {
+/**
+ * Token sequence of an SFT conversation; mask 1 on every assistant turn, or with
+ * `assistantTurns` "last" on the last one only (the earlier ones stay as context, mask 0).
+ */
+export function buildSftSequence(lm: Tokenizing, conversation: SftConversation, assistantTurns: 'all' | 'last' = 'all'): TokenSequence {
   const template = templateOf(lm);
   const { messages, tools } = conversation;
+  const last = messages.map((m) => m.role).lastIndexOf('assistant');
   const tokens: number[] = [];
   const mask: number[] = [];
   const push = (text: string, m: number) => {
@@ -98,7 +102,7 @@ export function buildSftSequence(lm: Tokenizing, conversation: SftConversation):
       throw new Error(`messages[${i}]: the chat template does not render this conversation incrementally, so the assistant turn cannot be located`);
     }
     push(prompt.slice(done.length), 0);
-    push(through.slice(prompt.length), 1);
+    push(through.slice(prompt.length), assistantTurns === 'all' || i === last ? 1 : 0);
     done = through;
   });
   if (!mask.includes(1)) throw new Error('the conversation has no assistant message to train on');

@@ -117,7 +117,7 @@ export class LoraTrainer {
     const { numSequences, batchSize } = this.planSft(conversations, config);
     const sequences = conversations.map((c, i) => {
       try {
-        return buildSftSequence(this.lm, c);
+        return buildSftSequence(this.lm, c, config.assistantTurns);
       } catch (err) {
         throw new Error(`conversation ${i}: ${(err as Error).message}`);
       }

@@ -53,6 +53,19 @@ describe('LoRA training (wasm, tiny model)', () => {
     expect(untrained).toContain('<|im_start|>assistant\n');
   });
 
+  it('with assistant_turns "last", trains only the last assistant turn and keeps the earlier ones as context', () => {
+    const all = buildSftSequence(lm, CONVERSATIONS[3], 'all');
+    const last = buildSftSequence(lm, CONVERSATIONS[3], 'last');
+    expect(last.tokens).toEqual(all.tokens);
+    const trained = lm.tokenizer.decode(last.tokens.filter((_, i) => last.mask[i] === 1), { skipSpecialTokens: false });
+    expect(trained).toBe('rain<|im_end|>\n');
+    const context = lm.tokenizer.decode(last.tokens.filter((_, i) => last.mask[i] === 0), { skipSpecialTokens: false });
+    expect(context).toContain('<tool_call>');
+    expect(last.mask.filter((m) => m === 1).length).toBeLessThan(all.mask.filter((m) => m === 1).length);
+    // One assistant turn: both settings train the same tokens.
+    expect(buildSftSequence(lm, CONVERSATIONS[0], 'last')).toEqual(buildSftSequence(lm, CONVERSATIONS[0], 'all'));
+  });
+
   it('LoRA parameter gradients match central finite differences', () => {
     const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
     const init = initLoraWeights(lm.config, spec, 11);
@@ -188,7 +201,7 @@ describe('LoRA training (wasm, tiny model)', () => {
       const before = trainer.sftLoss(CONVERSATIONS);
       const seen: StepMetrics[] = [];
       for (let epoch = 0; epoch < 45; epoch++) {
-        await trainer.trainSft(CONVERSATIONS, { batchSize: 4, learningRate: 5e-3 }, (m) => {
+        await trainer.trainSft(CONVERSATIONS, { batchSize: 4, learningRate: 5e-3, assistantTurns: 'all' }, (m) => {
           seen.push(m);
         });
       }
@@ -224,14 +237,14 @@ describe('LoRA training (wasm, tiny model)', () => {
     const trainer = new LoraTrainer(lm, { r: 2, alpha: 4, targetModules: ['q_proj'] });
     try {
       const rates: number[] = [];
-      await trainer.trainSft(CONVERSATIONS, { batchSize: 2, learningRate: [1e-3, 2e-3] }, (m) => {
+      await trainer.trainSft(CONVERSATIONS, { batchSize: 2, learningRate: [1e-3, 2e-3], assistantTurns: 'all' }, (m) => {
         rates.push(m.learning_rate);
       });
       expect(rates).toEqual([1e-3, 2e-3]);
-      expect(() => trainer.planSft(CONVERSATIONS, { batchSize: 1, learningRate: [1e-3] })).toThrow(/1 values for 4 batches/);
+      expect(() => trainer.planSft(CONVERSATIONS, { batchSize: 1, learningRate: [1e-3], assistantTurns: 'all' })).toThrow(/1 values for 4 batches/);
       const controller = new AbortController();
       let steps = 0;
-      const run = trainer.trainSft(CONVERSATIONS, { batchSize: 1, learningRate: 1e-3 }, () => {
+      const run = trainer.trainSft(CONVERSATIONS, { batchSize: 1, learningRate: 1e-3, assistantTurns: 'all' }, () => {
         steps++;
         controller.abort();
       }, controller.signal);

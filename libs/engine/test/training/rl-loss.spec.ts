@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { RLTrainingConfig, validateExperimentalConfig } from '../../src/training/experimental-config';
+import { RLTrainingConfig, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '../../src/training/experimental-config';
 import { ensureTrainingGradients } from '../../src/training/gradients';
 import { RLLossInputs, groupAdvantages, rlPolicyLoss } from '../../src/training/rl-loss';
 import { useBackend } from '../helpers';
@@ -146,8 +146,8 @@ describe('validateExperimentalConfig', () => {
     expect(validateExperimentalConfig({ normalize_advantages: false }).config.scaleRewards).toBe(false);
   });
 
-  it('rejects unknown keys, unimplemented options and bad values, naming the key', () => {
-    const { errors } = validateExperimentalConfig({
+  it('rejects unimplemented options and bad values naming the key, and lists unknown keys as ignored', () => {
+    const { errors, ignored } = validateExperimentalConfig({
       not_a_key: 1,
       plot_tensors: true,
       scale_learning_rate_by_reward_std_dev: true,
@@ -155,7 +155,37 @@ describe('validateExperimentalConfig', () => {
       advantage_balance: 2,
       epsilon: 'x',
     });
-    expect(errors.map((e) => e.key).sort()).toEqual(['advantage_balance', 'epsilon', 'loss_fn', 'not_a_key', 'plot_tensors', 'scale_learning_rate_by_reward_std_dev']);
-    expect(validateExperimentalConfig({ plot_tensors: false, scale_learning_rate_by_reward_std_dev: null }).errors).toEqual([]);
+    expect(errors.map((e) => e.key).sort()).toEqual(['advantage_balance', 'epsilon', 'loss_fn', 'plot_tensors', 'scale_learning_rate_by_reward_std_dev']);
+    expect(ignored).toEqual(['not_a_key']);
+    expect(validateExperimentalConfig({ plot_tensors: false, scale_learning_rate_by_reward_std_dev: null })).toMatchObject({ errors: [], ignored: [] });
+  });
+});
+
+describe('validateSftConfig', () => {
+  it('defaults assistant_turns to "all", accepts "last", and rejects anything else naming it', () => {
+    expect(validateSftConfig(null)).toMatchObject({ config: { batchSize: 'auto', learningRate: 5e-5, assistantTurns: 'all' }, errors: [], ignored: [] });
+    expect(validateSftConfig({ assistant_turns: 'last' }).config.assistantTurns).toBe('last');
+    expect(validateSftConfig({ assistant_turns: null }).config.assistantTurns).toBe('all');
+    for (const bad of ['first', 'LAST', 1, true, ['last']]) {
+      expect(validateSftConfig({ assistant_turns: bad }).errors).toEqual([{ key: 'assistant_turns', message: expect.stringContaining('"last"') }]);
+    }
+  });
+
+  it('accepts keys it does not know and lists them; known keys are still checked', () => {
+    const { errors, ignored } = validateSftConfig({ batch_size: 0, learning_rate: 1e-4, epochs: 3, warmup_ratio: 0.1, metric_logging: { enabled: true } });
+    expect(errors.map((e) => e.key)).toEqual(['batch_size']);
+    expect(ignored).toEqual(['epochs', 'warmup_ratio']);
+  });
+});
+
+describe('validateSftExperimentalConfig', () => {
+  it('ignores every key but those of config, which it sends back to config', () => {
+    expect(validateSftExperimentalConfig(null)).toEqual({ errors: [], ignored: [] });
+    expect(validateSftExperimentalConfig({ future_knob: 1, packing: true })).toEqual({ errors: [], ignored: ['future_knob', 'packing'] });
+    expect(validateSftExperimentalConfig({ learning_rate: 1e-4, future_knob: 1 })).toEqual({
+      errors: [{ key: 'learning_rate', message: expect.stringContaining('config') }],
+      ignored: ['future_knob'],
+    });
+    expect(validateSftExperimentalConfig([1]).errors[0].key).toBe('experimental_config');
   });
 });

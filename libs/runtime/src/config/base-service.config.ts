@@ -3,7 +3,8 @@ import { Transform, Type } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, registerDecorator, ValidationArguments } from 'class-validator';
 import { hostname } from 'node:os';
 
-const splitList = ({ value }: { value: unknown }) =>
+/** For `@Transform`: a comma-separated setting as a list of its trimmed, non-empty entries. */
+export const splitList = ({ value }: { value: unknown }) =>
   typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : value;
 
 /** Settings every process shares. Apps extend this with their own. */
