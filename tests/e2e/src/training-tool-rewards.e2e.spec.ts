@@ -1,0 +1,158 @@
+import type { Page, TrainingEventRecord } from '@trainyard/contracts';
+import OpenAI from 'openai';
+import { Stack } from './support/stack';
+
+// RL on tool-using rollouts through the HTTP API: rollouts are forced tool calls (tool_choice
+// "required") among two functions, taken with the openai client as ART takes them (logprobs,
+// token ids); the reward is whether the right function was called with the right argument.
+// On the embedded random-weight model that starts at about one in four, and a few RL jobs
+// on the calls' own sampled tokens and logprobs raise it. No timing assertions: only the
+// rewards the test itself measured.
+
+const BASE = 'trainyard/tiny-chat';
+const TOOLS: OpenAI.Chat.ChatCompletionTool[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'], additionalProperties: false },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'get_time',
+      parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'], additionalProperties: false },
+    },
+  },
+];
+const PROMPTS = ['What is the weather in Paris?', 'Paris weather, please.', 'Will it rain in Paris?', 'Forecast for Paris?'];
+const GROUP = 8;
+const MAX_JOBS = 5;
+const LEARNING_RATE = 1e-2;
+
+const reward = (choice: OpenAI.Chat.ChatCompletion.Choice): number => {
+  const call = choice.message.tool_calls?.[0] as OpenAI.Chat.ChatCompletionMessageFunctionToolCall | undefined;
+  if (!call || call.function.name !== 'get_weather') return 0;
+  return (JSON.parse(call.function.arguments) as { city?: string }).city === 'Paris' ? 1 : 0;
+};
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+describe('RL jobs on tool-using rollouts raise the reward of fresh rollouts', () => {
+  let stack: Stack;
+  let key: string;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '64', MAX_BATCH_SEQUENCES: '16' } });
+    stack.addTinyModel(BASE);
+    key = (await stack.createKey('acme')).key;
+    client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });
+  }, 120_000);
+
+  afterAll(() => stack?.stop(), 60_000);
+
+  const call = <T>(method: string, path: string, body?: unknown): Promise<T> => stack.json<T>(method, path, key, body);
+
+  async function waitForEnd(jobId: string): Promise<TrainingEventRecord[]> {
+    const events: TrainingEventRecord[] = [];
+    for (const deadline = Date.now() + 120_000; Date.now() < deadline; ) {
+      const after = events.at(-1)?.id;
+      const page = await call<Page<TrainingEventRecord>>('GET', `/v1/preview/training-jobs/${jobId}/events${after ? `?after=${after}` : ''}`);
+      events.push(...page.data);
+      if (events.some((e) => e.type === 'training_ended' || e.type === 'training_failed')) return events;
+      if (!page.has_more) await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`job ${jobId} did not end in time; events: ${JSON.stringify(events)}`);
+  }
+
+  /** Groups of fresh rollouts from one step: each a forced call, its Choice as the openai client returned it. */
+  async function rollouts(model: string, round: number) {
+    return Promise.all(
+      PROMPTS.map(async (prompt, p) => {
+        const messages = [{ role: 'user' as const, content: prompt }];
+        const trajectories = await Promise.all(
+          Array.from({ length: GROUP }, async (_, i) => {
+            const completion = await client.chat.completions.create({
+              model,
+              messages,
+              tools: TOOLS,
+              tool_choice: 'required',
+              parallel_tool_calls: false,
+              max_tokens: 64,
+              temperature: 1,
+              seed: round * 1000 + p * 100 + i,
+            });
+            const choice = completion.choices[0];
+            // Trainable models report every token's logprob, the call's markup and arguments included.
+            expect(choice.logprobs?.content).toHaveLength(completion.usage?.completion_tokens ?? -1);
+            return { messages_and_choices: [...messages, choice], tools: TOOLS, reward: reward(choice) };
+          }),
+        );
+        return { trajectories };
+      }),
+    );
+  }
+
+  it('over a few RL jobs, the mean reward of fresh tool-call rollouts rises clearly above its start', async () => {
+    const model = await call<{ id: string; entity: string; project: string; name: string }>('POST', '/v1/preview/models', {
+      entity: null,
+      project: 'toy',
+      name: 'paris-weather-calls',
+      base_model: BASE,
+      return_existing: true,
+    });
+    const name = `wandb-artifact:///${model.entity}/${model.project}/${model.name}`;
+
+    const rewards: number[] = [];
+    let groups = await rollouts(`${name}:step0`, 0);
+    rewards.push(mean(groups.flatMap((g) => g.trajectories.map((t) => t.reward))));
+    for (let job = 1; job <= MAX_JOBS && rewards.at(-1)! < 0.9; job++) {
+      const { id } = await call<{ id: string }>('POST', '/v1/preview/training-jobs', {
+        model_id: model.id,
+        trajectory_groups: groups,
+        experimental_config: { learning_rate: LEARNING_RATE },
+      });
+      const events = await waitForEnd(id);
+      expect(events.at(-1)?.type).toBe('training_ended');
+      groups = await rollouts(`${name}:step${job}`, job);
+      rewards.push(mean(groups.flatMap((g) => g.trajectories.map((t) => t.reward))));
+    }
+    console.log(`mean reward per round: ${rewards.map((r) => r.toFixed(3)).join(', ')}`);
+
+    expect(rewards[0]).toBeLessThan(0.6);
+    expect(rewards.at(-1)! - rewards[0]).toBeGreaterThanOrEqual(0.25);
+  }, 300_000);
+
+  it('refuses at creation, naming the path, a Choice without sampling logprobs', async () => {
+    const model = await call<{ id: string; entity: string; project: string; name: string }>('POST', '/v1/preview/models', {
+      entity: null,
+      project: 'toy',
+      name: 'no-logprobs',
+      base_model: BASE,
+      return_existing: true,
+    });
+    const completion = await client.chat.completions.create({
+      model: `wandb-artifact:///${model.entity}/${model.project}/${model.name}`,
+      messages: [{ role: 'user', content: PROMPTS[0] }],
+      tools: TOOLS,
+      tool_choice: 'required',
+      max_tokens: 64,
+      logprobs: false,
+      // @ts-expect-error ART's extension, sent as an extra body field
+      return_token_ids: true,
+    });
+    const choice = completion.choices[0];
+    expect(choice.logprobs).toBeNull();
+    const trajectory = (r: number) => ({ messages_and_choices: [{ role: 'user', content: PROMPTS[0] }, choice], reward: r });
+    const res = await fetch(`${stack.baseUrl}/v1/preview/training-jobs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model_id: model.id, trajectory_groups: [{ trajectories: [trajectory(1), trajectory(0)] }] }),
+    });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { detail: { loc: (string | number)[]; msg: string }[] };
+    expect(body.detail[0].loc).toEqual(['body', 'trajectory_groups', 0, 'trajectories', 0, 'messages_and_choices', 1, 'logprobs']);
+    expect(body.detail[0].msg).toMatch(/no sampling logprob/);
+  });
+});
