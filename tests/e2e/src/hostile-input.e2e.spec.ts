@@ -794,7 +794,9 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       await fc.assert(
         fc.asyncProperty(route(), malformed, async (r, body) => {
           const answer = await attempt(`${r.method} ${r.path.replace(/[0-9a-f-]{36}/g, '{id}')} malformed JSON`, { ...r, key: acme, headers: JSON_TYPE, body }, 'refuse');
-          if (body.trim() !== '' && answer.status !== 422) throw new Error(`expected 422 for malformed JSON ${JSON.stringify(body.slice(0, 60))}, got ${answer.status}`);
+          // OpenAI's routes answer an invalid body with 400, as OpenAI does; the others with FastAPI's 422.
+          const expected = /^\/v1\/(chat|files)/.test(r.path) ? 400 : 422;
+          if (body.trim() !== '' && answer.status !== expected) throw new Error(`expected ${expected} for malformed JSON ${JSON.stringify(body.slice(0, 60))}, got ${answer.status}`);
         }),
         settings(100),
       );
