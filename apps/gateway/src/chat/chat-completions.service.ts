@@ -19,6 +19,7 @@ import { CompletionAssembler } from './completion-assembler';
 import { CompletionEventsHub, CompletionInbox } from './completion-events.hub';
 import { CompletionEventsReader } from './completion-events.reader';
 import { ChatCompletionRequest, ChatMessageDto } from './dto/chat-completion.request';
+import { unmatchedToolResult } from './tool-results';
 import { HTTP_STATUS_BY_CODE } from '../http/error-status';
 import { openEventStream } from '../http/event-stream';
 import { openAiEnvelope } from '../http/http-error.filter';
@@ -164,9 +165,17 @@ export class ChatCompletionsService {
       throw ServiceError.invalid('response_format.json_schema is required when type is "json_schema"', 'response_format');
     }
     const tools = body.tools?.length && body.tool_choice !== 'none' ? body.tools : null;
+    const messages = body.messages.map(toMessage);
+    const orphan = unmatchedToolResult(messages);
+    if (orphan !== undefined) {
+      throw ServiceError.invalid(
+        `messages.${orphan}: a tool message must answer a tool call of an earlier assistant message by its tool_call_id`,
+        `messages.${orphan}.tool_call_id`,
+      );
+    }
     return {
       model: body.model,
-      messages: body.messages.map(toMessage),
+      messages,
       temperature: body.temperature ?? 1,
       top_p: body.top_p ?? 1,
       max_tokens: maxTokens,
