@@ -88,7 +88,14 @@ export type InferenceEvent =
   /** The worker took the completion off the queue: from now on it answers the completion's liveness subject. */
   | { type: 'accepted' }
   | { type: 'prompt'; prompt_tokens: number; prompt_token_ids: number[] }
-  | { type: 'delta'; index: number; text: string; tokens: TokenInfo[] }
+  | {
+      type: 'delta';
+      index: number;
+      text: string;
+      tokens: TokenInfo[];
+      /** A streamed tool-call fragment: the first of a call carries id and name with arguments '', later ones argument text. */
+      tool_call?: { index: number; id?: string; name?: string; arguments: string };
+    }
   | {
       type: 'finish';
       index: number;
