@@ -238,6 +238,16 @@ describe('the Responses API with the official openai client and the AI SDK', () 
       expect(error?.param).toBe(param);
     });
 
+    it('names max_output_tokens, not chat\'s max_tokens, when a schema\'s smallest document does not fit', async () => {
+      const schema = { type: 'object', properties: { items: { type: 'array', items: { type: 'integer' }, minItems: 8 } }, required: ['items'] };
+      const error = await failure(
+        client.responses.create({ model, input: 'Numbers.', max_output_tokens: 16, text: { format: { type: 'json_schema', name: 'numbers', schema, strict: true } } }),
+      );
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error?.param).toBe('max_output_tokens');
+      expect(error?.message).toMatch(/text\.format needs at least \d+ tokens for its smallest document, but max_output_tokens is 16$/);
+    });
+
     it('answers an unknown model with 404 model_not_found', async () => {
       const error = await failure(client.responses.create({ model: 'no/such-model', input: 'Hi' }));
       expect(error).toBeInstanceOf(OpenAI.NotFoundError);

@@ -36,7 +36,7 @@ export class ResponsesService {
         else res.status(200).json(await this.collect(events, assembler));
       });
     } catch (err) {
-      if (!res.headersSent || !assembler) throw err;
+      if (!res.headersSent || !assembler) throw inResponsesTerms(err);
       // Mid-stream: the status line is gone, so the error travels as a last event.
       const error = err instanceof ServiceError ? err : new ServiceError(ErrorCode.Internal, 'Internal server error');
       const { message, code, param } = openAiEnvelope(error, httpStatus(error.code, true)).error;
@@ -67,6 +67,18 @@ export class ResponsesService {
     }
     throw new ServiceError(ErrorCode.Unavailable, 'The completion ended without a result');
   }
+}
+
+/** Fields the chat machinery names in its refusals, by the names a Responses client sent them under. */
+const RESPONSES_FIELDS: Record<string, string> = { max_tokens: 'max_output_tokens', response_format: 'text.format', messages: 'input' };
+
+/** A refusal from the chat machinery (the worker's JSON-mode budget, a schema it cannot compile) in the Responses request's terms. */
+function inResponsesTerms(err: unknown): unknown {
+  const param = err instanceof ServiceError ? err.details.param : undefined;
+  const renamed = param === undefined ? undefined : RESPONSES_FIELDS[param.split('.')[0]];
+  if (!(err instanceof ServiceError) || !renamed) return err;
+  const message = err.message.replace(/\b(max_tokens|response_format)\b/g, (field) => RESPONSES_FIELDS[field]);
+  return new ServiceError(err.code, message, { ...err.details, param: renamed });
 }
 
 /** One Server-Sent Event as the Responses API writes them: the event's type, then its JSON. */
