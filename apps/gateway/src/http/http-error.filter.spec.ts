@@ -73,6 +73,8 @@ describe('HttpErrorFilter', () => {
         },
       });
     }
+    const many = ServiceError.validation(Array.from({ length: 52 }, (_, i) => ({ loc: ['body', 'stop', i], msg: 'must be a string', type: 'isString' })));
+    expect((run(many, '/v1/chat/completions').body as { error: { message: string } }).error.message).toMatch(/^stop\.0: must be a string; .*; and 2 more problems$/);
     const malformed = run(fromBodyParser({ type: 'entity.parse.failed', message: 'Unexpected token' }), '/v1/chat/completions');
     expect(malformed.statusCode).toBe(400);
     expect((malformed.body as { error: { param: unknown; message: string } }).error).toMatchObject({ param: null, message: 'Malformed JSON: Unexpected token' });

@@ -88,7 +88,8 @@ const OPENAI_CODES: Partial<Record<ErrorCode, string>> = {
 export function openAiEnvelope(error: ServiceError, status: number) {
   const issues = error.details.issues ?? [];
   const params = issues.map((issue) => issue.loc.slice(1).join('.') || null);
-  const message = issues.length ? issues.map((issue, i) => (params[i] ? `${params[i]}: ${issue.msg}` : issue.msg)).join('; ') : error.message;
+  const unreported = /; and \d+ more problems$/.exec(error.message)?.[0] ?? '';
+  const message = issues.length ? issues.map((issue, i) => (params[i] ? `${params[i]}: ${issue.msg}` : issue.msg)).join('; ') + unreported : error.message;
   return {
     error: {
       message,
