@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/caller';
 import { GatewayConfig } from '../config/gateway.config';
 import { CompletionAssembler } from './completion-assembler';
-import { CompletionRunner } from './completion-runner';
+import { CompletionRunner, foldEvents } from './completion-runner';
 import { ChatCompletionRequest, ChatMessageDto } from './dto/chat-completion.request';
 import { unmatchedToolResult } from './tool-results';
 import { HTTP_STATUS_BY_CODE } from '../http/error-status';
@@ -32,8 +32,9 @@ export class ChatCompletionsService {
         const assembler = new CompletionAssembler(completionId, started, { n: params.n, returnTokenIds: params.return_token_ids || started.logprobs });
         if (params.tools) assembler.withholdText();
         res.setHeader('x-trainyard-checkpoint-step', started.checkpoint_step === null ? 'base' : String(started.checkpoint_step));
-        if (body.stream) await this.stream(events, assembler, res, body.stream_options?.include_usage === true);
-        else res.status(200).json(await this.collect(events, assembler));
+        if (body.stream) return this.stream(events, assembler, res, body.stream_options?.include_usage === true);
+        await foldEvents(events, assembler);
+        res.status(200).json(assembler.response());
       });
     } catch (err) {
       if (!res.headersSent) throw err;
@@ -42,14 +43,6 @@ export class ChatCompletionsService {
       res.write(`data: ${JSON.stringify(openAiEnvelope(error, HTTP_STATUS_BY_CODE[error.code]))}\n\n`);
       res.end();
     }
-  }
-
-  private async collect(events: AsyncIterable<InferenceEvent>, assembler: CompletionAssembler): Promise<Record<string, unknown>> {
-    for await (const event of events) {
-      assembler.apply(event);
-      if (assembler.done) return assembler.response();
-    }
-    throw new ServiceError(ErrorCode.Unavailable, 'The completion ended without a result');
   }
 
   /**
@@ -62,15 +55,10 @@ export class ChatCompletionsService {
       if (!res.headersSent) openEventStream(res);
       res.write(`data: ${data}\n\n`);
     };
-    for await (const event of events) {
-      for (const chunk of assembler.apply(event)) send(JSON.stringify(chunk));
-      if (assembler.done) {
-        if (includeUsage) send(JSON.stringify(assembler.usageChunk()));
-        send('[DONE]');
-        res.end();
-        return;
-      }
-    }
+    await foldEvents(events, assembler, (chunk) => send(JSON.stringify(chunk)));
+    if (includeUsage) send(JSON.stringify(assembler.usageChunk()));
+    send('[DONE]');
+    res.end();
   }
 
   /** Defaults and the configured limits; a limit broken is a 400 naming the field. */

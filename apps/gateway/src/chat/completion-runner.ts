@@ -19,6 +19,24 @@ import { CompletionEventsReader } from './completion-events.reader';
 
 const cancellations = JSONCodec<CancelCompletion>();
 
+/** What folds a completion's events into an answer: the pieces to stream that each event makes, and whether the last event has come. */
+export interface EventFold<T> {
+  apply(event: InferenceEvent): T[];
+  readonly done: boolean;
+}
+
+/**
+ * Feeds the events to `fold`, handing each piece it makes to `emit`, until it is done. Events
+ * that end before it is done (the hub lost its subscription) are a 503, not a torn answer.
+ */
+export async function foldEvents<T>(events: AsyncIterable<InferenceEvent>, fold: EventFold<T>, emit: (piece: T) => void = () => undefined): Promise<void> {
+  for await (const event of events) {
+    for (const piece of fold.apply(event)) emit(piece);
+    if (fold.done) return;
+  }
+  throw new ServiceError(ErrorCode.Unavailable, 'The completion ended without a result');
+}
+
 export interface CompletionStart {
   completionId: string;
   caller: Caller;

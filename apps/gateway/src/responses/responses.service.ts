@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ErrorCode, InferenceEvent, ServiceError } from '@trainyard/contracts';
 import type { Response } from 'express';
 import type { Caller } from '../auth/caller';
-import { CompletionRunner } from '../chat/completion-runner';
+import { CompletionRunner, foldEvents } from '../chat/completion-runner';
 import { GatewayConfig } from '../config/gateway.config';
 import { httpStatus } from '../http/error-status';
 import { openEventStream } from '../http/event-stream';
@@ -32,8 +32,9 @@ export class ResponsesService {
         assembler = new ResponseAssembler(id, started, echoOf(body));
         if (params.tools) assembler.withholdText();
         res.setHeader('x-trainyard-checkpoint-step', started.checkpoint_step === null ? 'base' : String(started.checkpoint_step));
-        if (body.stream) await this.stream(events, assembler, res);
-        else res.status(200).json(await this.collect(events, assembler));
+        if (body.stream) return this.stream(events, assembler, res);
+        await foldEvents(events, assembler);
+        res.status(200).json(assembler.response());
       });
     } catch (err) {
       if (!res.headersSent || !assembler) throw inResponsesTerms(err);
@@ -45,27 +46,13 @@ export class ResponsesService {
     }
   }
 
-  private async collect(events: AsyncIterable<InferenceEvent>, assembler: ResponseAssembler): Promise<Record<string, unknown>> {
-    for await (const event of events) {
-      assembler.apply(event);
-      if (assembler.done) return assembler.response();
-    }
-    throw new ServiceError(ErrorCode.Unavailable, 'The completion ended without a result');
-  }
-
   /**
    * The stream opens with the worker's prompt event (response.created): what is refused before
    * that is still answered with its own status, as for a request that is not streamed.
    */
   private async stream(events: AsyncIterable<InferenceEvent>, assembler: ResponseAssembler, res: Response): Promise<void> {
-    for await (const event of events) {
-      for (const out of assembler.apply(event)) send(res, out);
-      if (assembler.done) {
-        res.end();
-        return;
-      }
-    }
-    throw new ServiceError(ErrorCode.Unavailable, 'The completion ended without a result');
+    await foldEvents(events, assembler, (event) => send(res, event));
+    res.end();
   }
 }
 
