@@ -83,6 +83,7 @@ describe('toChatParams', () => {
     [{ tools: [{ type: 'web_search' }] }, 'tools.0.type'],
     [{ tools: [{ type: 'function', name: 'f', parameters: 'x' }] }, 'tools.0.parameters'],
     [{ tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function', name: 'g' } }, 'tool_choice'],
+    [{ tool_choice: 'required' }, 'tool_choice'],
   ] as [Partial<CreateResponseRequest>, string][])('refuses %j with 400 naming %s', (body, param) => {
     const error = refusal(body);
     expect(error.code).toBe('invalid_request');

@@ -33,6 +33,7 @@ export function toChatParams(body: CreateResponseRequest, limits: ResponseLimits
   const messages = toMessages(body);
   const tools = (body.tools ?? []).map(toChatTool);
   const choice = body.tool_choice ?? null;
+  if (choice === 'required' && tools.length === 0) throw ServiceError.invalid('tool_choice "required" needs at least one function in tools', 'tool_choice');
   if (typeof choice === 'object' && choice !== null && !tools.some((tool) => tool.function.name === choice.name)) {
     throw ServiceError.invalid(`tool_choice names the function "${choice.name}", which is not among tools`, 'tool_choice');
   }
