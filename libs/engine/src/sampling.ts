@@ -24,7 +24,7 @@ export type QuickCheck = (id: number, generated: readonly number[]) => boolean;
 export interface SamplingParams {
   /** 0 is greedy. Default 1. */
   temperature?: number;
-  /** Nucleus: the smallest set of tokens holding this much probability. Default 1 (off). */
+  /** Nucleus: the smallest set of tokens holding this much probability. Default 1 (off); 0 is greedy, as OpenAI and vLLM read it. */
   topP?: number;
   /** Only the k most likely tokens. Default 0 (off). */
   topK?: number;
@@ -112,7 +112,7 @@ export function sampleToken(
  * on which the processor allows, so a draw before the processor is not one from after it.
  */
 function truncates(params: SamplingParams): boolean {
-  if ((params.temperature ?? 1) <= 0) return false;
+  if (isGreedy(params)) return false;
   const topK = params.topK ?? 0;
   return topK > 0 || (params.topP ?? 1) < 1;
 }
@@ -124,7 +124,7 @@ function truncates(params: SamplingParams): boolean {
  */
 function draw(logits: Float32Array, params: SamplingParams, rng: SeededRandom): { id: number; probs: Float32Array | null; total: number } {
   const temperature = params.temperature ?? 1;
-  if (temperature <= 0) {
+  if (isGreedy(params)) {
     const id = argmax(logits);
     if (logits[id] === -Infinity) throw new Error('every token is masked');
     return { id, probs: null, total: 0 };
@@ -149,6 +149,11 @@ function draw(logits: Float32Array, params: SamplingParams, rng: SeededRandom): 
     if (u < 0) break;
   }
   return { id, probs, total };
+}
+
+/** Temperature 0, or a nucleus of no mass (the most likely token alone). */
+function isGreedy(params: SamplingParams): boolean {
+  return (params.temperature ?? 1) <= 0 || (params.topP ?? 1) <= 0;
 }
 
 /** Zeroes all but the k largest (ties at the boundary broken by lower id); returns the new total. */

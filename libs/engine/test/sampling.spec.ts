@@ -63,6 +63,17 @@ describe('sampleToken', () => {
     expect([...seen].sort()).toEqual([0, 3, 6]);
   });
 
+  it('top_p 0 is greedy, as OpenAI and vLLM read it, whatever the temperature', () => {
+    const rng = new SeededRandom(5);
+    for (const temperature of [0.7, 1, 2]) {
+      for (const logprobs of [true, false]) {
+        const t = sampleToken(logits, { temperature, topP: 0, logprobs, topLogprobs: 2 }, rng);
+        expect(t.id).toBe(3);
+        if (logprobs) expect(t.logprob).toBeCloseTo(Math.log(softmax(logits)[3]), 5);
+      }
+    }
+  });
+
   it('without logprobs, keeps a drawn token the quick check allows, else draws from what the processor leaves, in the processor\'s distribution', () => {
     const rng = new SeededRandom(11);
     const allowed = new Set([0, 3, 6]);

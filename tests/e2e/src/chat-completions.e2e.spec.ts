@@ -310,7 +310,7 @@ describe('chat completions with the official openai client', () => {
 
     it('names a field that fails validation', async () => {
       const error = await ask({ temperature: 5 }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(OpenAI.UnprocessableEntityError);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
       expect((error as InstanceType<typeof OpenAI.APIError>).param).toBe('temperature');
     });
 

@@ -207,10 +207,13 @@ describe('the stack, end to end over HTTP', () => {
   });
 
   describe('HTTP edge', () => {
-    it('answers an unknown route with a JSON 404 naming it', async () => {
+    it('answers an unknown route with a JSON 404 naming it, in the envelope of its family', async () => {
       const res = await stack.fetch('/v1/no-such-thing', { key });
       expect(res.status).toBe(404);
-      expect(await res.json()).toEqual({ detail: 'No route for GET /v1/no-such-thing' });
+      expect(await res.json()).toEqual({ error: { message: 'No route for GET /v1/no-such-thing', type: 'not_found_error', param: null, code: 'not_found' } });
+      const preview = await stack.fetch('/v1/preview/no-such-thing', { key });
+      expect(preview.status).toBe(404);
+      expect(await preview.json()).toEqual({ detail: 'No route for GET /v1/preview/no-such-thing' });
     });
 
     it('puts an x-request-id on every response, keeping a sane one the caller sent', async () => {

@@ -524,6 +524,62 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       );
     });
 
+    it('POST /v1/responses', async () => {
+      const nullableBool = (v: unknown) => verdictOf(nullish(v) || typeof v === 'boolean');
+      const itemLike = fc.oneof(
+        fc.record({ role: fc.oneof(fc.constantFrom('user', 'assistant', 'system', 'developer', 'tool'), hostileValue), content: fc.oneof(fc.constant('hi'), hostileValue, hostileString) }, { requiredKeys: ['role'] }),
+        fc.record({ type: fc.constantFrom('function_call', 'function_call_output', 'item_reference', 'reasoning', 'message'), call_id: fc.oneof(fc.constant('c1'), hostileValue), name: hostileValue, arguments: hostileValue, output: hostileValue }),
+      );
+      await fuzzFields(
+        {
+          route: '/v1/responses',
+          method: 'POST',
+          path: () => '/v1/responses',
+          base: () => ({ model: BASE, input: 'hi', max_output_tokens: 2 }),
+          fields: {
+            model: { oracle: (v) => verdictOf(v === BASE), extra: fc.constantFrom('wandb-artifact:///globex/fuzz/theirs', `${BASE}/../../etc`, '..') },
+            // A valid input may still be more than the context window, or more than the chat template takes.
+            input: {
+              oracle: (v) => ((typeof v === 'string' && v !== '') || (Array.isArray(v) && v.length > 0 && v.every(isObject)) ? 'either' : 'invalid'),
+              names: /input|context window|chat template/i,
+              extra: fc.array(itemLike, { minLength: 0, maxLength: 3 }),
+            },
+            instructions: { oracle: (v) => (nullish(v) ? 'valid' : typeof v === 'string' ? 'either' : 'invalid'), names: /instructions|context window|chat template/i },
+            max_output_tokens: { oracle: (v) => verdictOf(nullish(v) || (isInt(v) && v >= 1 && v <= MAX_COMPLETION_TOKENS)) },
+            temperature: { oracle: (v) => verdictOf(nullish(v) || between(v, 0, 2)) },
+            top_p: { oracle: (v) => verdictOf(nullish(v) || between(v, 0, 1)) },
+            text: {
+              oracle: (v) => {
+                if (nullish(v) || (isObject(v) && nullish(v['format']))) return 'valid';
+                const format = isObject(v) ? v['format'] : undefined;
+                if (!isObject(format)) return 'invalid';
+                if (format['type'] === 'text' || format['type'] === 'json_object') return 'either';
+                // Whether a schema can be decoded is the worker's to say.
+                if (format['type'] === 'json_schema' && typeof format['name'] === 'string' && format['name'] !== '' && isObject(format['schema'])) return 'either';
+                return 'invalid';
+              },
+              extra: fc.record({ format: fc.oneof(hostileValue, fc.record({ type: fc.oneof(fc.constantFrom('text', 'json_object', 'json_schema'), hostileValue), name: hostileValue, schema: hostileValue })) }),
+            },
+            tools: {
+              oracle: (v) => (nullish(v) ? 'valid' : Array.isArray(v) && v.every(isObject) ? 'either' : 'invalid'),
+              names: /tools|chat template/i,
+              extra: fc.array(fc.oneof(hostileValue, fc.record({ type: fc.oneof(fc.constant('function'), hostileValue), name: hostileValue, parameters: hostileValue })), { maxLength: 3 }),
+            },
+            tool_choice: {
+              oracle: (v) =>
+                nullish(v) || ['none', 'auto', 'required'].includes(v as string) || (isObject(v) && v['type'] === 'function' && typeof v['name'] === 'string') ? 'either' : 'invalid',
+              extra: fc.record({ type: fc.oneof(fc.constant('function'), hostileValue), name: hostileValue }),
+            },
+            parallel_tool_calls: { oracle: nullableBool },
+            stream: { oracle: nullableBool },
+            previous_response_id: { oracle: (v) => verdictOf(nullish(v)) },
+            user: { oracle: (v) => verdictOf(nullish(v) || typeof v === 'string') },
+          },
+        },
+        200,
+      );
+    });
+
     it('POST /v1/preview/models (get-or-create of an existing model)', async () => {
       const segment = (existing: string) => (v: unknown): Oracle =>
         v === existing ? 'valid' : typeof v === 'string' && NAME_SEGMENT.test(v) ? 'changes-data' : 'invalid';
@@ -738,6 +794,7 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       { method: 'POST', path: '/v1/chat/completions' },
       { method: 'POST', path: '/v1/chat/completions/' },
       { method: 'POST', path: '/v1/chat/completions/x%00y' },
+      { method: 'POST', path: '/v1/responses' },
       { method: 'POST', path: '/v1/preview/models' },
       { method: 'DELETE', path: `/v1/preview/models/${ids.model}/checkpoints` },
       { method: 'POST', path: `/v1/preview/models/${ids.model}/log` },
@@ -794,7 +851,9 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       await fc.assert(
         fc.asyncProperty(route(), malformed, async (r, body) => {
           const answer = await attempt(`${r.method} ${r.path.replace(/[0-9a-f-]{36}/g, '{id}')} malformed JSON`, { ...r, key: acme, headers: JSON_TYPE, body }, 'refuse');
-          if (body.trim() !== '' && answer.status !== 422) throw new Error(`expected 422 for malformed JSON ${JSON.stringify(body.slice(0, 60))}, got ${answer.status}`);
+          // OpenAI's routes answer an invalid body with 400, as OpenAI does; the others with FastAPI's 422.
+          const expected = /^\/v1\/(chat|responses|files)/.test(r.path) ? 400 : 422;
+          if (body.trim() !== '' && answer.status !== expected) throw new Error(`expected ${expected} for malformed JSON ${JSON.stringify(body.slice(0, 60))}, got ${answer.status}`);
         }),
         settings(100),
       );
@@ -889,6 +948,7 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       ['DELETE', (id) => `/v1/preview/models/${id}/checkpoints`, { steps: [0] }],
       ['DELETE', (id) => `/v1/preview/models/${id}`],
       ['POST', (id) => `/v1/preview/models/${id}/log`, { split: 'fuzz', trajectory_groups: [{ trajectories: [{ reward: 1 }] }] }],
+      ['GET', (id) => `/v1/models/${id}`],
       ['GET', (id) => `/v1/files/${id}`],
       ['GET', (id) => `/v1/files/${id}/content`],
       ['DELETE', (id) => `/v1/files/${id}`],

@@ -72,16 +72,17 @@ describe('files, end to end through the official openai client', () => {
     expect(storedFiles()).toHaveLength(before);
   });
 
-  it('refuses another purpose and a request without a file with 422 naming the field', async () => {
+  it('refuses another purpose and a request without a file with 400 naming the field', async () => {
     const wrongPurpose = await acme.files
       .create({ file: await toFile(Buffer.from('x'), 'a.jsonl'), purpose: 'assistants' })
       .catch((e: InstanceType<typeof OpenAI.APIError>) => e);
-    expect(wrongPurpose).toMatchObject({ status: 422, error: { param: 'purpose' } });
+    expect(wrongPurpose).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(wrongPurpose).toMatchObject({ status: 400, error: { param: 'purpose' } });
 
     const form = new FormData();
     form.set('purpose', 'fine-tune');
     const res = await stack.fetch('/v1/files', { method: 'POST', body: form, key: acmeKey });
-    expect(res.status).toBe(422);
+    expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: { param: 'file', message: expect.stringContaining('file is required') } });
   });
 

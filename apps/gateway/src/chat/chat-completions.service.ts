@@ -1,97 +1,47 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
-import {
-  CancelCompletion,
-  ChatCompletionParams,
-  ChatMessageInput,
-  ErrorCode,
-  FunctionTool,
-  InferenceEvent,
-  ServiceError,
-  Subjects,
-  ToolChoice,
-} from '@trainyard/contracts';
-import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
-import { GracefulShutdown, onAbort } from '@trainyard/runtime';
+import { Inject, Injectable } from '@nestjs/common';
+import { ChatCompletionParams, ChatMessageInput, ErrorCode, FunctionTool, InferenceEvent, ServiceError, ToolChoice } from '@trainyard/contracts';
 import type { Response } from 'express';
-import { JSONCodec, NatsConnection } from 'nats';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/caller';
 import { GatewayConfig } from '../config/gateway.config';
 import { CompletionAssembler } from './completion-assembler';
-import { CompletionEventsHub, CompletionInbox } from './completion-events.hub';
-import { CompletionEventsReader } from './completion-events.reader';
+import { CompletionRunner, foldEvents } from './completion-runner';
 import { ChatCompletionRequest, ChatMessageDto } from './dto/chat-completion.request';
+import { unmatchedToolResult } from './tool-results';
 import { HTTP_STATUS_BY_CODE } from '../http/error-status';
 import { openEventStream } from '../http/event-stream';
 import { openAiEnvelope } from '../http/http-error.filter';
 
-const cancellations = JSONCodec<CancelCompletion>();
-
 /**
- * The HTTP half of a chat completion: open the completion's inbox on the events hub, ask the
- * chat service to schedule it, then relay the worker's events as one response or as
- * Server-Sent Events. A client that goes away cancels the generation. On shutdown, a
- * completion still running when the drain time is over ends with a 503 (or a last error
- * event, mid-stream) that says to retry, and its generation is cancelled.
+ * The HTTP half of a chat completion: run it on the chat machinery (CompletionRunner: a
+ * client that goes away cancels it, shutdown ends it with a 503 to retry), and relay the
+ * worker's events as one response or as Server-Sent Events.
  */
 @Injectable()
 export class ChatCompletionsService {
-  private readonly logger = new Logger(ChatCompletionsService.name);
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
-    private readonly rpc: RpcClient,
-    private readonly shutdown: GracefulShutdown,
-    private readonly hub: CompletionEventsHub,
+    private readonly runner: CompletionRunner,
   ) {}
 
   async create(caller: Caller, body: ChatCompletionRequest, res: Response): Promise<void> {
     const params = this.normalize(body);
     const completionId = `chatcmpl-${randomUUID()}`;
-    // Open first: the worker may answer before the start request returns.
-    const inbox = this.hub.open(completionId);
-    let finished = false;
-    const cancel = () => {
-      inbox.close();
-      if (finished) return;
-      finished = true;
-      this.logger.log(`${completionId}: the client went away; cancelling`);
-      this.nc.publish(Subjects.inference.cancel.name, cancellations.encode({ completion_id: completionId }));
-    };
-    res.on('close', cancel);
     try {
-      const started = await this.rpc.request(Subjects.chat.startCompletion, {
-        completion_id: completionId,
-        entity_id: caller.entityId,
-        entity_name: caller.entityName,
-        logprobs_requested: body.logprobs ?? null,
-        params,
-        reply_subject: inbox.subject,
+      await this.runner.run({ completionId, caller, params, logprobsRequested: body.logprobs ?? null }, res, async (started, events) => {
+        const assembler = new CompletionAssembler(completionId, started, { n: params.n, returnTokenIds: params.return_token_ids || started.logprobs });
+        res.setHeader('x-trainyard-checkpoint-step', started.checkpoint_step === null ? 'base' : String(started.checkpoint_step));
+        if (body.stream) return this.stream(events, assembler, res, body.stream_options?.include_usage === true);
+        await foldEvents(events, assembler);
+        res.status(200).json(assembler.response());
       });
-      const assembler = new CompletionAssembler(completionId, started, { n: params.n, returnTokenIds: params.return_token_ids || started.logprobs });
-      res.setHeader('x-trainyard-checkpoint-step', started.checkpoint_step === null ? 'base' : String(started.checkpoint_step));
-      if (body.stream) await this.stream(inbox, assembler, res, body.stream_options?.include_usage === true);
-      else res.status(200).json(await this.collect(inbox, assembler));
-      finished = true;
     } catch (err) {
-      cancel();
       if (!res.headersSent) throw err;
       // Mid-stream: the status line is gone, so the error travels as a last event.
       const error = err instanceof ServiceError ? err : new ServiceError(ErrorCode.Internal, 'Internal server error');
       res.write(`data: ${JSON.stringify(openAiEnvelope(error, HTTP_STATUS_BY_CODE[error.code]))}\n\n`);
       res.end();
-    } finally {
-      res.off('close', cancel);
-      inbox.close();
     }
-  }
-
-  private async collect(inbox: CompletionInbox, assembler: CompletionAssembler): Promise<Record<string, unknown>> {
-    for await (const event of this.events(inbox)) {
-      assembler.apply(event);
-      if (assembler.done) return assembler.response();
-    }
-    throw new ServiceError(ErrorCode.Unavailable, 'The completion ended without a result');
   }
 
   /**
@@ -99,56 +49,15 @@ export class ChatCompletionsService {
    * that (the prompt does not fit, JSON mode's budget, a template that cannot render these
    * messages) is still answered with its own status, as for a request that is not streamed.
    */
-  private async stream(inbox: CompletionInbox, assembler: CompletionAssembler, res: Response, includeUsage: boolean): Promise<void> {
+  private async stream(events: AsyncIterable<InferenceEvent>, assembler: CompletionAssembler, res: Response, includeUsage: boolean): Promise<void> {
     const send = (data: string) => {
       if (!res.headersSent) openEventStream(res);
       res.write(`data: ${data}\n\n`);
     };
-    for await (const event of this.events(inbox)) {
-      for (const chunk of assembler.apply(event)) send(JSON.stringify(chunk));
-      if (assembler.done) {
-        if (includeUsage) send(JSON.stringify(assembler.usageChunk()));
-        send('[DONE]');
-        res.end();
-        return;
-      }
-    }
-  }
-
-  /** The worker's events in order; an `error` event, a silent, gone or lossy worker ends it with a ServiceError. */
-  private async *events(inbox: CompletionInbox): AsyncGenerator<InferenceEvent> {
-    const reader = new CompletionEventsReader(this.nc, inbox, {
-      idleTimeoutMs: this.config.COMPLETION_IDLE_TIMEOUT_MS,
-      probeAfterMs: this.config.COMPLETION_PROBE_AFTER_MS,
-    });
-    const drain = this.drainOver();
-    try {
-      while (true) {
-        const next = await Promise.race([reader.next(), drain.over]);
-        if (next.done) return;
-        const event = next.value;
-        if (event.type === 'error') throw ServiceError.fromWire(event.error) ?? new ServiceError(ErrorCode.Internal, 'Generation failed');
-        yield event;
-      }
-    } finally {
-      drain.forget();
-    }
-  }
-
-  /**
-   * Rejects once the shutdown's drain time is over, for one completion to race its events
-   * against. One per completion, let go when it ends: every race leaves a reaction on a promise
-   * that never settles, holding the event that won it, for as long as that promise lives.
-   */
-  private drainOver(): { over: Promise<never>; forget: () => void } {
-    const expired = this.shutdown.expired;
-    let fail = (): void => undefined;
-    const over = new Promise<never>((_, reject) => {
-      fail = () => reject(new ServiceError(ErrorCode.Unavailable, 'The server is shutting down; retry the request', { retryAfterSeconds: 1 }));
-    });
-    over.catch(() => undefined);
-    onAbort(expired, fail);
-    return { over, forget: () => expired.removeEventListener('abort', fail) };
+    await foldEvents(events, assembler, (chunk) => send(JSON.stringify(chunk)));
+    if (includeUsage) send(JSON.stringify(assembler.usageChunk()));
+    send('[DONE]');
+    res.end();
   }
 
   /** Defaults and the configured limits; a limit broken is a 400 naming the field. */
@@ -165,9 +74,17 @@ export class ChatCompletionsService {
       throw ServiceError.invalid('response_format.json_schema is required when type is "json_schema"', 'response_format');
     }
     const toolChoice = this.toolChoice(body);
+    const messages = body.messages.map(toMessage);
+    const orphan = unmatchedToolResult(messages);
+    if (orphan !== undefined) {
+      throw ServiceError.invalid(
+        `messages.${orphan}: a tool message must answer a tool call of an earlier assistant message by its tool_call_id`,
+        `messages.${orphan}.tool_call_id`,
+      );
+    }
     return {
       model: body.model,
-      messages: body.messages.map(toMessage),
+      messages,
       temperature: body.temperature ?? 1,
       top_p: body.top_p ?? 1,
       max_tokens: maxTokens,

@@ -16,6 +16,15 @@ export class GatewayConfig extends BaseServiceConfig {
   @Matches(/^(\/[A-Za-z0-9._~-]+)*$/, { message: 'must be empty or a path like /api/training (no trailing slash)' })
   API_PREFIX = '';
 
+  /**
+   * Origins whose browser scripts may call the API (CORS): a comma-separated list such as
+   * `https://app.example.com,http://localhost:5173`, or `*` for any. Empty: none.
+   */
+  @Matches(/^(\*|https?:\/\/[^\s,/]+(,https?:\/\/[^\s,/]+)*)?$/, {
+    message: 'must be empty, * or a comma-separated list of origins like https://app.example.com (scheme, host, optional port)',
+  })
+  CORS_ORIGINS = '';
+
   /** Largest request body accepted; trajectory groups can be large. */
   @IsInt()
   @Min(1024)

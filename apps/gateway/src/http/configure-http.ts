@@ -7,6 +7,7 @@ import { applyServerTimeouts } from '../limits/server-timeouts';
 import { serveConsole } from '../console/console-assets';
 import { translateBodyParserErrors } from './body-parser-errors';
 import { answerClientErrorsWithJson } from './client-error';
+import { cors } from './cors';
 import { HttpErrorFilter } from './http-error.filter';
 import { refuseDeepJson, refuseReservedKeys } from './json-guards';
 import { requestId } from './request-id.middleware';
@@ -18,6 +19,7 @@ export function configureHttp(nest: INestApplication, config: GatewayConfig): vo
   const app = nest as NestExpressApplication;
   app.use(requestId);
   app.use(requestLog);
+  app.use(cors(config.CORS_ORIGINS));
   answerClientErrorsWithJson(app.getHttpServer());
   app.use(inFlightLimit(config.MAX_IN_FLIGHT_REQUESTS));
   applyServerTimeouts(app.getHttpServer(), config);

@@ -45,7 +45,39 @@ describe('HttpErrorFilter', () => {
   it('answers preview routes with {detail: message}', () => {
     const res = run(ServiceError.conflict('Model "a" already exists'), '/v1/preview/models');
     expect(res.body).toEqual({ detail: 'Model "a" already exists' });
-    expect(res.headers['x-should-retry']).toBe('true');
+  });
+
+  it('says x-should-retry: true only where the same request can succeed later', () => {
+    const retry = (error: ServiceError) => run(error, '/v1/chat/completions').headers['x-should-retry'];
+    expect(retry(ServiceError.conflict('Model "a" already exists'))).toBe('false');
+    expect(retry(new ServiceError(ErrorCode.Conflict, 'still being processed', { retryAfterSeconds: 1 }))).toBe('true');
+    expect(retry(new ServiceError(ErrorCode.Internal, 'Internal server error'))).toBe('false');
+    expect(retry(ServiceError.invalid('bad', 'top_p'))).toBe('false');
+    for (const code of [ErrorCode.RateLimited, ErrorCode.Unavailable, ErrorCode.Timeout]) expect(retry(new ServiceError(code, 'x'))).toBe('true');
+  });
+
+  it('answers an invalid body on OpenAI routes with 400, one sentence per problem, naming the first field', () => {
+    const error = ServiceError.validation([
+      { loc: ['body', 'temperature'], msg: 'temperature must be a number', type: 'isNumber' },
+      { loc: ['body', 'messages', 0, 'role'], msg: 'role must be one of ...', type: 'isIn' },
+    ]);
+    for (const path of ['/v1/chat/completions', '/api/training/v1/responses', '/v1/files']) {
+      const res = run(error, path);
+      expect(res.statusCode).toBe(400);
+      expect(res.body).toEqual({
+        error: {
+          message: 'temperature: temperature must be a number; messages.0.role: role must be one of ...',
+          type: 'invalid_request_error',
+          param: 'temperature',
+          code: 'validation_failed',
+        },
+      });
+    }
+    const many = ServiceError.validation(Array.from({ length: 52 }, (_, i) => ({ loc: ['body', 'stop', i], msg: 'must be a string', type: 'isString' })));
+    expect((run(many, '/v1/chat/completions').body as { error: { message: string } }).error.message).toMatch(/^stop\.0: must be a string; .*; and 2 more problems$/);
+    const malformed = run(fromBodyParser({ type: 'entity.parse.failed', message: 'Unexpected token' }), '/v1/chat/completions');
+    expect(malformed.statusCode).toBe(400);
+    expect((malformed.body as { error: { param: unknown; message: string } }).error).toMatchObject({ param: null, message: 'Malformed JSON: Unexpected token' });
   });
 
   it('answers validation errors with the FastAPI detail list', () => {
@@ -90,10 +122,14 @@ describe('HttpErrorFilter', () => {
     expect(fromBodyParser(new Error('not from the parser'))).toBeUndefined();
   });
 
-  it('answers an unknown route with a JSON 404 naming it', () => {
-    const res = run(new NotFoundException(), '/v1/nope');
-    expect(res.statusCode).toBe(404);
-    expect(res.body).toEqual({ detail: 'No route for POST /v1/nope' });
+  it('answers an unknown route under /v1 in the OpenAI envelope, under /v1/preview in {detail}', () => {
+    for (const path of ['/v1/nope', '/v1/completions', '/api/training/v1/embeddings']) {
+      const res = run(new NotFoundException(), path);
+      expect(res.statusCode).toBe(404);
+      expect(res.body).toEqual({ error: { message: `No route for POST ${path}`, type: 'not_found_error', param: null, code: 'not_found' } });
+    }
+    expect(run(new NotFoundException(), '/v1/preview/nope').body).toEqual({ detail: 'No route for POST /v1/preview/nope' });
+    expect(run(new NotFoundException(), '/console/api/nope').body).toEqual({ detail: 'No route for POST /console/api/nope' });
   });
 
   it('answers a client error raised by Express middleware (http-errors, 4xx, exposed) with its own message', () => {

@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import { ErrorCode, REQUEST_ID_HEADER, ServiceError } from '@trainyard/contracts';
 import { databaseUnavailable } from '@trainyard/db';
 import type { Request, Response } from 'express';
-import { HTTP_STATUS_BY_CODE, openAiErrorType, shouldRetry } from './error-status';
+import { HTTP_STATUS_BY_CODE, httpStatus, openAiErrorType, shouldRetry } from './error-status';
 import { isOpenAiRoute } from './route-family';
 
 /**
@@ -19,7 +19,8 @@ export class HttpErrorFilter implements ExceptionFilter {
     const req = http.getRequest<Request>();
     const res = http.getResponse<Response>();
     const error = this.toServiceError(exception, req);
-    const status = HTTP_STATUS_BY_CODE[error.code];
+    const openAi = isOpenAiRoute(req.path);
+    const status = httpStatus(error.code, openAi);
     if (status >= 500) {
       // The path without its query string (which may hold what a client should not have put there), and the request id to find the rest.
       this.logger.error(
@@ -31,9 +32,9 @@ export class HttpErrorFilter implements ExceptionFilter {
       res.end();
       return;
     }
-    res.setHeader('x-should-retry', String(shouldRetry(status)));
+    res.setHeader('x-should-retry', String(shouldRetry(error, status)));
     if (error.details.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.details.retryAfterSeconds));
-    res.status(status).json(isOpenAiRoute(req.path) ? openAiEnvelope(error, status) : detailEnvelope(error));
+    res.status(status).json(openAi ? openAiEnvelope(error, status) : detailEnvelope(error));
   }
 
   private toServiceError(exception: unknown, req: Request): ServiceError {
@@ -79,14 +80,21 @@ const OPENAI_CODES: Partial<Record<ErrorCode, string>> = {
   [ErrorCode.RateLimited]: 'rate_limit_exceeded',
 };
 
-/** The OpenAI error body for a coded error answered with `status`. */
+/**
+ * The OpenAI error body for a coded error answered with `status`. For an invalid body, `param`
+ * names the field of the first problem (null when the body as a whole is the problem) and the
+ * message has one sentence per problem, each naming its field.
+ */
 export function openAiEnvelope(error: ServiceError, status: number) {
-  const firstIssue = error.details.issues?.[0];
+  const issues = error.details.issues ?? [];
+  const params = issues.map((issue) => issue.loc.slice(1).join('.') || null);
+  const unreported = /; and \d+ more problems$/.exec(error.message)?.[0] ?? '';
+  const message = issues.length ? issues.map((issue, i) => (params[i] ? `${params[i]}: ${issue.msg}` : issue.msg)).join('; ') + unreported : error.message;
   return {
     error: {
-      message: error.message,
+      message,
       type: openAiErrorType(status),
-      param: error.details.param ?? (firstIssue ? firstIssue.loc.slice(1).join('.') : null),
+      param: error.details.param ?? params[0] ?? null,
       code: OPENAI_CODES[error.code] ?? error.code,
     },
   };

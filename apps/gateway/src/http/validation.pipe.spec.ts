@@ -1,6 +1,6 @@
 import { ErrorCode, ServiceError } from '@trainyard/contracts';
 import { Type } from 'class-transformer';
-import { IsInt, IsString, Min, ValidateNested } from 'class-validator';
+import { IsArray, IsInt, IsNumber, IsString, Max, Min, ValidateNested } from 'class-validator';
 import { createValidationPipe } from './validation.pipe';
 
 class Inner {
@@ -18,6 +18,18 @@ class Body {
   items!: Inner[];
 }
 
+class Ranged {
+  @IsNumber()
+  @Min(0)
+  @Max(2)
+  temperature!: number;
+
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => Inner)
+  items!: Inner[];
+}
+
 describe('validation pipe', () => {
   const pipe = createValidationPipe();
   const validate = (value: unknown) => pipe.transform(value, { type: 'body', metatype: Body });
@@ -29,6 +41,16 @@ describe('validation pipe', () => {
     expect(error.details.issues).toEqual([
       { loc: ['body', 'name'], msg: 'name must be a string', type: 'isString' },
       { loc: ['body', 'items', 1, 'step'], msg: 'step must not be less than 0', type: 'min' },
+    ]);
+  });
+
+  it('reports one problem per field: what it is before its bounds', async () => {
+    const error: ServiceError = await pipe
+      .transform({ temperature: 'hot', items: 'none' }, { type: 'body', metatype: Ranged })
+      .catch((e: ServiceError) => e);
+    expect(error.details.issues).toEqual([
+      { loc: ['body', 'temperature'], msg: 'temperature must be a number conforming to the specified constraints', type: 'isNumber' },
+      { loc: ['body', 'items'], msg: 'items must be an array', type: 'isArray' },
     ]);
   });
 

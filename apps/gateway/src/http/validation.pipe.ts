@@ -28,10 +28,25 @@ export function createValidationPipe(): ValidationPipe {
   });
 }
 
+/**
+ * One issue per field that fails: the first of its decorators (as written, top down) that
+ * fails, which is what the field is ("must be a number") before its bounds ("must not be
+ * greater than 2"), so that a string sent for a number is one problem, not three.
+ */
 export function toIssues(errors: ValidationError[], parent: (string | number)[]): ValidationIssue[] {
   return errors.flatMap((error) => {
     const loc = [...parent, /^\d+$/.test(error.property) ? Number(error.property) : error.property];
-    const own = Object.entries(error.constraints ?? {}).map(([type, msg]) => ({ loc, msg, type }));
-    return [...own, ...toIssues(error.children ?? [], loc)];
+    const own = firstWritten(error.constraints ?? {});
+    return [...(own ? [{ loc, msg: own[1], type: own[0] }] : []), ...toIssues(error.children ?? [], loc)];
   });
+}
+
+/**
+ * class-validator lists a field's failed constraints in the order its decorators apply, bottom
+ * up, with nested validation (whose children are reported on their own) last.
+ */
+function firstWritten(constraints: Record<string, string>): [string, string] | undefined {
+  const entries = Object.entries(constraints);
+  const own = entries.filter(([type]) => type !== 'nestedValidation');
+  return (own.length ? own : entries).at(-1);
 }

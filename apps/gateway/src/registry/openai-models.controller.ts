@@ -1,5 +1,5 @@
-import { Controller, Get } from '@nestjs/common';
-import { Subjects } from '@trainyard/contracts';
+import { Controller, Get, Param } from '@nestjs/common';
+import { ErrorCode, ServiceError, Subjects } from '@trainyard/contracts';
 import { RpcClient } from '@trainyard/messaging';
 import { Caller, CallerParam } from '../auth/caller';
 import { scopeOf } from './caller-scope';
@@ -11,7 +11,10 @@ interface OpenAiModel {
   owned_by: string;
 }
 
-/** OpenAI's model list, for SDK models.list(): base models, then the caller's trainable models. */
+/**
+ * OpenAI's model list, for SDK models.list(): base models, then the caller's trainable models;
+ * and one model, for models.retrieve(), by any name chat completions accept.
+ */
 @Controller('v1/models')
 export class OpenAiModelsController {
   constructor(private readonly rpc: RpcClient) {}
@@ -32,5 +35,24 @@ export class OpenAiModelsController {
         })),
       ],
     };
+  }
+
+  /**
+   * Model names hold slashes (`trainyard/tiny-chat`, `wandb-artifact:///e/p/n:step3`), sent raw
+   * or percent-encoded (the SDK encodes them): the id is every segment after /v1/models, each
+   * decoded, joined again. A name chat completions would not serve is a 404 model_not_found.
+   */
+  @Get('*id')
+  async retrieve(@CallerParam() caller: Caller, @Param('id') segments: string[]): Promise<OpenAiModel> {
+    const id = segments.join('/');
+    const scope = scopeOf(caller);
+    const resolved = await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: id });
+    const { base_models, models } = await this.rpc.request(Subjects.registry.listModels, scope);
+    const model = models.find((m) => m.id === resolved.model_id);
+    if (model) return { id, object: 'model', created: model.created, owned_by: model.entity };
+    const base = base_models.find((m) => m.id === resolved.base_model);
+    if (resolved.model_id === null && base) return { id, object: 'model', created: base.created, owned_by: 'trainyard' };
+    // Resolved, then gone before it could be listed (deleted in between).
+    throw new ServiceError(ErrorCode.ModelNotFound, `The model \`${id}\` does not exist or you do not have access to it`, { param: 'model' });
   }
 }

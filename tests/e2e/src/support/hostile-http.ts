@@ -114,7 +114,8 @@ export function multipart(parts: Part[], boundary = `----hostile${Math.random().
   return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
-const OPENAI_ROUTE = /\/v1\/(chat\/completions|models|files)(\/|$|\?)/;
+/** Every path under /v1 but the preview (training) and health routes, unknown ones included. */
+const OPENAI_ROUTE = /^\/v1(\/(?!(preview|health|system-check)([/?]|$))|\?|$)/;
 
 /** What an answer should be: refused (4xx naming the problem), accepted (2xx), or either. */
 export type Verdict = 'refuse' | 'accept' | 'either';
@@ -128,7 +129,7 @@ function unexpected(why: string, req: { method: string; path: string }, answer: 
 
 /**
  * The error of a refused request, in the envelope of its route family: OpenAI's
- * `{error: {message, type, param, code}}` for chat, models and files, `{detail}` (a message,
+ * `{error: {message, type, param, code}}` under /v1 (chat, models, files, unknown routes), `{detail}` (a message,
  * or FastAPI's list of `{loc, msg, type}`) for the rest. Returns message, param and locations
  * as one text, to check that the answer names the problem.
  */

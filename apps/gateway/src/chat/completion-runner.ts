@@ -1,0 +1,141 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  CancelCompletion,
+  ChatCompletionParams,
+  ErrorCode,
+  InferenceEvent,
+  ServiceError,
+  StartCompletionReply,
+  Subjects,
+} from '@trainyard/contracts';
+import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import { GracefulShutdown, onAbort } from '@trainyard/runtime';
+import type { Response } from 'express';
+import { JSONCodec, NatsConnection } from 'nats';
+import type { Caller } from '../auth/caller';
+import { GatewayConfig } from '../config/gateway.config';
+import { CompletionEventsHub, CompletionInbox } from './completion-events.hub';
+import { CompletionEventsReader } from './completion-events.reader';
+
+const cancellations = JSONCodec<CancelCompletion>();
+
+/** What folds a completion's events into an answer: the pieces to stream that each event makes, and whether the last event has come. */
+export interface EventFold<T> {
+  apply(event: InferenceEvent): T[];
+  readonly done: boolean;
+}
+
+/**
+ * Feeds the events to `fold`, handing each piece it makes to `emit`, until it is done. Events
+ * that end before it is done (the hub lost its subscription) are a 503, not a torn answer.
+ */
+export async function foldEvents<T>(events: AsyncIterable<InferenceEvent>, fold: EventFold<T>, emit: (piece: T) => void = () => undefined): Promise<void> {
+  for await (const event of events) {
+    for (const piece of fold.apply(event)) emit(piece);
+    if (fold.done) return;
+  }
+  throw new ServiceError(ErrorCode.Unavailable, 'The completion ended without a result');
+}
+
+export interface CompletionStart {
+  completionId: string;
+  caller: Caller;
+  params: ChatCompletionParams;
+  /** Whether the caller asked for logprobs (true/false) or left it to the model's default (null). */
+  logprobsRequested: boolean | null;
+}
+
+/**
+ * One completion on the chat machinery, for an HTTP answer of any shape: opens its inbox on
+ * the events hub, asks the chat service to schedule it, and hands the worker's events over in
+ * order. A client that goes away cancels the generation, and so does an error. On shutdown, a
+ * completion still running when the drain time is over fails with a 503 that says to retry.
+ */
+@Injectable()
+export class CompletionRunner {
+  private readonly logger = new Logger(CompletionRunner.name);
+  constructor(
+    @Inject(GatewayConfig) private readonly config: GatewayConfig,
+    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly rpc: RpcClient,
+    private readonly shutdown: GracefulShutdown,
+    private readonly hub: CompletionEventsHub,
+  ) {}
+
+  /**
+   * Runs `consume` over the completion's events; rejects with a ServiceError when the start is
+   * refused, the worker fails, or `consume` throws (the generation cancelled then).
+   */
+  async run(
+    start: CompletionStart,
+    res: Response,
+    consume: (started: StartCompletionReply, events: AsyncGenerator<InferenceEvent>) => Promise<void>,
+  ): Promise<void> {
+    const { completionId } = start;
+    // Open first: the worker may answer before the start request returns.
+    const inbox = this.hub.open(completionId);
+    let finished = false;
+    const cancel = () => {
+      inbox.close();
+      if (finished) return;
+      finished = true;
+      this.logger.log(`${completionId}: the client went away; cancelling`);
+      this.nc.publish(Subjects.inference.cancel.name, cancellations.encode({ completion_id: completionId }));
+    };
+    res.on('close', cancel);
+    try {
+      const started = await this.rpc.request(Subjects.chat.startCompletion, {
+        completion_id: completionId,
+        entity_id: start.caller.entityId,
+        entity_name: start.caller.entityName,
+        logprobs_requested: start.logprobsRequested,
+        params: start.params,
+        reply_subject: inbox.subject,
+      });
+      await consume(started, this.events(inbox));
+      finished = true;
+    } catch (err) {
+      cancel();
+      throw err;
+    } finally {
+      res.off('close', cancel);
+      inbox.close();
+    }
+  }
+
+  /** The worker's events in order; an `error` event, a silent, gone or lossy worker ends it with a ServiceError. */
+  private async *events(inbox: CompletionInbox): AsyncGenerator<InferenceEvent> {
+    const reader = new CompletionEventsReader(this.nc, inbox, {
+      idleTimeoutMs: this.config.COMPLETION_IDLE_TIMEOUT_MS,
+      probeAfterMs: this.config.COMPLETION_PROBE_AFTER_MS,
+    });
+    const drain = this.drainOver();
+    try {
+      while (true) {
+        const next = await Promise.race([reader.next(), drain.over]);
+        if (next.done) return;
+        const event = next.value;
+        if (event.type === 'error') throw ServiceError.fromWire(event.error) ?? new ServiceError(ErrorCode.Internal, 'Generation failed');
+        yield event;
+      }
+    } finally {
+      drain.forget();
+    }
+  }
+
+  /**
+   * Rejects once the shutdown's drain time is over, for one completion to race its events
+   * against. One per completion, let go when it ends: every race leaves a reaction on a promise
+   * that never settles, holding the event that won it, for as long as that promise lives.
+   */
+  private drainOver(): { over: Promise<never>; forget: () => void } {
+    const expired = this.shutdown.expired;
+    let fail = (): void => undefined;
+    const over = new Promise<never>((_, reject) => {
+      fail = () => reject(new ServiceError(ErrorCode.Unavailable, 'The server is shutting down; retry the request', { retryAfterSeconds: 1 }));
+    });
+    over.catch(() => undefined);
+    onAbort(expired, fail);
+    return { over, forget: () => expired.removeEventListener('abort', fail) };
+  }
+}

@@ -1,0 +1,156 @@
+import { Type } from 'class-transformer';
+import {
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsNumber,
+  IsObject,
+  IsOptional,
+  IsString,
+  Max,
+  MaxLength,
+  Min,
+  ValidateBy,
+  ValidateIf,
+  ValidateNested,
+  ValidationOptions,
+} from 'class-validator';
+
+export class TextFormatDto {
+  @IsIn(['text', 'json_object', 'json_schema'])
+  type!: 'text' | 'json_object' | 'json_schema';
+
+  @ValidateIf((o: TextFormatDto) => o.type === 'json_schema')
+  @IsString()
+  @IsNotEmpty()
+  name?: string;
+
+  @ValidateIf((o: TextFormatDto) => o.type === 'json_schema')
+  @IsObject()
+  schema?: Record<string, unknown>;
+
+  @IsOptional()
+  @IsBoolean()
+  strict?: boolean | null;
+
+  @IsOptional()
+  @IsString()
+  description?: string;
+}
+
+export class TextConfigDto {
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => TextFormatDto)
+  format?: TextFormatDto;
+}
+
+/**
+ * POST /v1/responses. The items of `input` and `tools` are checked one by one where they are
+ * turned into a chat request (ResponseRequestMapper), which names the item that is wrong.
+ * Unknown fields (store, metadata, include, extra_body and the like) are dropped, not refused.
+ */
+export class CreateResponseRequest {
+  /** As for chat completions: longer than any name that can resolve. */
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(1024)
+  model!: string;
+
+  @IsResponseInput()
+  input!: string | Record<string, unknown>[];
+
+  @IsOptional()
+  @IsString()
+  instructions?: string | null;
+
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  max_output_tokens?: number | null;
+
+  @IsOptional()
+  @IsNumber()
+  @Min(0)
+  @Max(2)
+  temperature?: number | null;
+
+  @IsOptional()
+  @IsNumber()
+  @Min(0)
+  @Max(1)
+  top_p?: number | null;
+
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => TextConfigDto)
+  text?: TextConfigDto;
+
+  @IsOptional()
+  @IsArray()
+  @IsObject({ each: true })
+  tools?: Record<string, unknown>[];
+
+  @IsOptional()
+  @IsResponsesToolChoice()
+  tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; name: string };
+
+  @IsOptional()
+  @IsBoolean()
+  parallel_tool_calls?: boolean | null;
+
+  @IsOptional()
+  @IsBoolean()
+  stream?: boolean | null;
+
+  /** Stateless: refused with 400 when given (see ResponseRequestMapper). */
+  @IsOptional()
+  @IsString()
+  previous_response_id?: string | null;
+
+  @IsOptional()
+  conversation?: unknown;
+
+  @IsOptional()
+  @IsString()
+  user?: string;
+}
+
+/** `input`: a non-empty string, or a non-empty list of item objects. */
+function IsResponseInput(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isResponseInput',
+      validator: {
+        validate: (value: unknown) =>
+          (typeof value === 'string' && value.length > 0) ||
+          (Array.isArray(value) && value.length > 0 && value.every((item) => typeof item === 'object' && item !== null && !Array.isArray(item))),
+        defaultMessage: () => 'input must be a non-empty string or a non-empty array of input items',
+      },
+    },
+    options,
+  );
+}
+
+/** Responses' `tool_choice`: "none", "auto", "required" or {type: "function", name}. */
+function IsResponsesToolChoice(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isResponsesToolChoice',
+      validator: {
+        validate: (value: unknown) =>
+          ['none', 'auto', 'required'].includes(value as string) ||
+          (typeof value === 'object' &&
+            value !== null &&
+            (value as { type?: unknown }).type === 'function' &&
+            typeof (value as { name?: unknown }).name === 'string'),
+        defaultMessage: () => 'tool_choice must be "none", "auto", "required" or {"type": "function", "name": ...}',
+      },
+    },
+    options,
+  );
+}

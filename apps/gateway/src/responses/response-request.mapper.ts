@@ -1,0 +1,149 @@
+import { ChatCompletionParams, ChatMessageInput, FunctionTool, ResponseFormatInput, ServiceError, ToolCallOutput, ToolChoice } from '@trainyard/contracts';
+import type { CreateResponseRequest } from './dto/create-response.request';
+
+export interface ResponseLimits {
+  defaultMaxTokens: number;
+  maxCompletionTokens: number;
+}
+
+type Item = Record<string, unknown>;
+
+const MESSAGE_ROLES = ['user', 'system', 'developer', 'assistant'] as const;
+type MessageRole = (typeof MESSAGE_ROLES)[number];
+
+/**
+ * A Responses request as the chat start request the chat completions path sends: instructions
+ * and input items become chat messages (function calls join the assistant message before
+ * them, their outputs become tool messages), `text.format` the response_format, and the flat
+ * function tools the chat form. What cannot be served statelessly, or is not a function or a
+ * text, is a 400 naming where it is.
+ */
+export function toChatParams(body: CreateResponseRequest, limits: ResponseLimits): ChatCompletionParams {
+  if (body.previous_response_id != null) {
+    throw ServiceError.invalid('previous_response_id is not supported: responses are not stored; send the conversation as input items', 'previous_response_id');
+  }
+  if (body.conversation != null) {
+    throw ServiceError.invalid('conversation is not supported: responses are not stored; send the conversation as input items', 'conversation');
+  }
+  // A default past the deployment's limit is the limit: only what the client asked for is refused.
+  const maxTokens = body.max_output_tokens ?? Math.min(limits.defaultMaxTokens, limits.maxCompletionTokens);
+  if (maxTokens > limits.maxCompletionTokens) {
+    throw ServiceError.invalid(`max_output_tokens is ${maxTokens}; this deployment allows at most ${limits.maxCompletionTokens}`, 'max_output_tokens');
+  }
+  const messages = toMessages(body);
+  const tools = (body.tools ?? []).map(toChatTool);
+  const choice = body.tool_choice ?? (tools.length > 0 ? 'auto' : 'none');
+  if (choice !== 'none' && tools.length === 0) throw ServiceError.invalid(`tool_choice ${JSON.stringify(choice)} needs at least one function in tools`, 'tool_choice');
+  if (typeof choice === 'object' && !tools.some((tool) => tool.function.name === choice.name)) {
+    throw ServiceError.invalid(`tool_choice names the function "${choice.name}", which is not among tools`, 'tool_choice');
+  }
+  const duplicate = tools.findIndex((tool, i) => tools.findIndex((other) => other.function.name === tool.function.name) !== i);
+  if (duplicate >= 0) throw ServiceError.invalid(`the function name ${JSON.stringify(tools[duplicate].function.name)} is declared twice`, `tools.${duplicate}.name`);
+  const toolChoice: ToolChoice = choice === 'none' ? 'auto' : typeof choice === 'object' ? { type: 'function', function: { name: choice.name } } : choice;
+  return {
+    model: body.model,
+    messages,
+    temperature: body.temperature ?? 1,
+    top_p: body.top_p ?? 1,
+    max_tokens: maxTokens,
+    n: 1,
+    stop: [],
+    seed: null,
+    logprobs: false,
+    top_logprobs: 0,
+    response_format: toResponseFormat(body),
+    tools: choice === 'none' ? null : tools,
+    tool_choice: toolChoice,
+    parallel_tool_calls: body.parallel_tool_calls ?? true,
+    return_token_ids: false,
+  };
+}
+
+function toMessages(body: CreateResponseRequest): ChatMessageInput[] {
+  const messages: ChatMessageInput[] = body.instructions ? [{ role: 'system', content: body.instructions }] : [];
+  if (typeof body.input === 'string') return [...messages, { role: 'user', content: body.input }];
+  const calls = new Set<string>();
+  for (const [index, item] of body.input.entries()) {
+    const at = `input.${index}`;
+    const type = item['type'] ?? 'message';
+    if (type === 'message') messages.push(toMessage(item, at));
+    else if (type === 'function_call') {
+      const call = toCall(item, at);
+      calls.add(call.id);
+      addCall(messages, call);
+    } else if (type === 'function_call_output') {
+      const callId = text(item, 'call_id', at);
+      if (!calls.has(callId)) throw ServiceError.invalid(`call_id ${JSON.stringify(callId.slice(0, 100))} answers no earlier function_call item`, `${at}.call_id`);
+      messages.push({ role: 'tool', tool_call_id: callId, content: outputText(item, at) });
+    } else if (type === 'item_reference') throw ServiceError.invalid('item_reference is not supported: responses are not stored; send the items themselves', `${at}.type`);
+    else throw ServiceError.invalid(`input items of type ${JSON.stringify(type)} are not supported (message, function_call and function_call_output are)`, `${at}.type`);
+  }
+  return messages;
+}
+
+function toMessage(item: Item, at: string): ChatMessageInput {
+  const role = item['role'];
+  if (!MESSAGE_ROLES.includes(role as MessageRole)) throw ServiceError.invalid(`role must be one of ${MESSAGE_ROLES.join(', ')}`, `${at}.role`);
+  const content = item['content'];
+  if (typeof content === 'string') return { role: role as MessageRole, content };
+  if (!Array.isArray(content)) throw ServiceError.invalid('content must be a string or an array of text parts', `${at}.content`);
+  const parts = content.map((part: unknown, i) => {
+    const { type, text } = (part ?? {}) as { type?: unknown; text?: unknown };
+    if ((type === 'input_text' || type === 'output_text') && typeof text === 'string') return text;
+    throw ServiceError.invalid('only text content parts (input_text, output_text) are supported', `${at}.content.${i}`);
+  });
+  return { role: role as MessageRole, content: parts.join('') };
+}
+
+function toCall(item: Item, at: string): ToolCallOutput {
+  return { id: text(item, 'call_id', at), type: 'function', function: { name: text(item, 'name', at), arguments: text(item, 'arguments', at) } };
+}
+
+/** A function call joins the assistant message right before it, or starts one. */
+function addCall(messages: ChatMessageInput[], call: ToolCallOutput): void {
+  const last = messages.at(-1);
+  if (last?.role === 'assistant') last.tool_calls = [...(last.tool_calls ?? []), call];
+  else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+}
+
+function outputText(item: Item, at: string): string {
+  const output = item['output'];
+  if (typeof output === 'string') return output;
+  if (Array.isArray(output) && output.every((part) => part?.type === 'input_text' && typeof part.text === 'string')) {
+    return output.map((part: { text: string }) => part.text).join('');
+  }
+  throw ServiceError.invalid('output must be a string or an array of input_text parts', `${at}.output`);
+}
+
+function text(item: Item, field: string, at: string): string {
+  const value = item[field];
+  if (typeof value !== 'string') throw ServiceError.invalid(`${field} must be a string`, `${at}.${field}`);
+  return value;
+}
+
+function toChatTool(tool: Item, index: number): FunctionTool {
+  const at = `tools.${index}`;
+  if (tool['type'] !== 'function') {
+    throw ServiceError.invalid(`tools of type ${JSON.stringify(tool['type'])} are not supported (function tools are)`, `${at}.type`);
+  }
+  const name = text(tool, 'name', at);
+  const { parameters, strict, description } = tool;
+  if (parameters != null && (typeof parameters !== 'object' || Array.isArray(parameters))) throw ServiceError.invalid('parameters must be a JSON schema object', `${at}.parameters`);
+  return {
+    type: 'function',
+    function: {
+      name,
+      ...(typeof description === 'string' ? { description } : {}),
+      ...(parameters != null ? { parameters: parameters as Record<string, unknown> } : {}),
+      ...(typeof strict === 'boolean' ? { strict } : {}),
+    },
+  };
+}
+
+function toResponseFormat(body: CreateResponseRequest): ResponseFormatInput {
+  const format = body.text?.format;
+  if (format?.type === 'json_schema') {
+    return { type: 'json_schema', json_schema: { name: format.name as string, schema: format.schema, strict: format.strict ?? null } };
+  }
+  return { type: format?.type === 'json_object' ? 'json_object' : 'text' };
+}

@@ -1,0 +1,92 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { ErrorCode, InferenceEvent, ServiceError } from '@trainyard/contracts';
+import type { Response } from 'express';
+import type { Caller } from '../auth/caller';
+import { CompletionRunner, foldEvents } from '../chat/completion-runner';
+import { GatewayConfig } from '../config/gateway.config';
+import { httpStatus } from '../http/error-status';
+import { openEventStream } from '../http/event-stream';
+import { openAiEnvelope } from '../http/http-error.filter';
+import { CreateResponseRequest } from './dto/create-response.request';
+import { newId, ResponseAssembler, ResponseEcho, ResponseStreamEvent } from './response-assembler';
+import { toChatParams } from './response-request.mapper';
+
+/**
+ * POST /v1/responses over the chat machinery: the request becomes the same start request as a
+ * chat completion's, and the worker's events are folded into the Responses API's shapes, as
+ * one `response` object or as its `response.*` Server-Sent Events. Stateless: nothing is stored.
+ */
+@Injectable()
+export class ResponsesService {
+  constructor(
+    @Inject(GatewayConfig) private readonly config: GatewayConfig,
+    private readonly runner: CompletionRunner,
+  ) {}
+
+  async create(caller: Caller, body: CreateResponseRequest, res: Response): Promise<void> {
+    const params = toChatParams(body, { defaultMaxTokens: this.config.DEFAULT_MAX_TOKENS, maxCompletionTokens: this.config.MAX_COMPLETION_TOKENS });
+    const id = newId('resp');
+    let assembler: ResponseAssembler | undefined;
+    try {
+      await this.runner.run({ completionId: id, caller, params, logprobsRequested: false }, res, async (started, events) => {
+        assembler = new ResponseAssembler(id, started, echoOf(body));
+        res.setHeader('x-trainyard-checkpoint-step', started.checkpoint_step === null ? 'base' : String(started.checkpoint_step));
+        if (body.stream) return this.stream(events, assembler, res);
+        await foldEvents(events, assembler);
+        res.status(200).json(assembler.response());
+      });
+    } catch (err) {
+      if (!res.headersSent || !assembler) throw inResponsesTerms(err);
+      // Mid-stream: the status line is gone, so the error travels as a last event.
+      const error = err instanceof ServiceError ? err : new ServiceError(ErrorCode.Internal, 'Internal server error');
+      const { message, code, param } = openAiEnvelope(error, httpStatus(error.code, true)).error;
+      send(res, assembler.errorEvent({ message, code, param }));
+      res.end();
+    }
+  }
+
+  /**
+   * The stream opens with the worker's prompt event (response.created): what is refused before
+   * that is still answered with its own status, as for a request that is not streamed.
+   */
+  private async stream(events: AsyncIterable<InferenceEvent>, assembler: ResponseAssembler, res: Response): Promise<void> {
+    await foldEvents(events, assembler, (event) => send(res, event));
+    res.end();
+  }
+}
+
+/** Fields the chat machinery names in its refusals, by the names a Responses client sent them under. */
+const RESPONSES_FIELDS: Record<string, string> = { max_tokens: 'max_output_tokens', response_format: 'text.format', messages: 'input' };
+
+/** Chat names a function's field `tools[i].function.f`; Responses tools are flat: `tools.i.f`. */
+const flatToolFields = (text: string) => text.replace(/\btools\[(\d+)\]\.function\.(\w+)/g, 'tools.$1.$2');
+
+/** A refusal from the chat machinery (the worker's JSON-mode budget, a schema it cannot compile) in the Responses request's terms. */
+function inResponsesTerms(err: unknown): unknown {
+  const param = err instanceof ServiceError ? err.details.param : undefined;
+  if (!(err instanceof ServiceError) || param === undefined) return err;
+  const renamed = flatToolFields(param) !== param ? flatToolFields(param) : RESPONSES_FIELDS[param.split('.')[0]];
+  if (!renamed) return err;
+  const message = flatToolFields(err.message.replace(/\b(max_tokens|response_format)\b/g, (field) => RESPONSES_FIELDS[field]));
+  return new ServiceError(err.code, message, { ...err.details, param: renamed });
+}
+
+/** One Server-Sent Event as the Responses API writes them: the event's type, then its JSON. */
+function send(res: Response, event: ResponseStreamEvent): void {
+  if (!res.headersSent) openEventStream(res);
+  res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+}
+
+function echoOf(body: CreateResponseRequest): ResponseEcho {
+  return {
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    temperature: body.temperature ?? 1,
+    top_p: body.top_p ?? 1,
+    text: { format: body.text?.format ? { ...body.text.format } : { type: 'text' } },
+    tools: body.tools ?? [],
+    tool_choice: body.tool_choice ?? 'auto',
+    parallel_tool_calls: body.parallel_tool_calls ?? true,
+    user: body.user ?? null,
+  };
+}
