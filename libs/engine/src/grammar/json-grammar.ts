@@ -87,7 +87,7 @@ const schemaProbe = new SchemaProbe();
 export class JsonGrammarCompiler {
   private readonly cache = new Map<string, Promise<XgCompiledGrammar>>();
   /** Tokens holding a trigger's last byte, per trigger. */
-  private readonly triggerTokens = new Map<string, Set<number>>();
+  private readonly triggerTokens = new Map<string, Uint8Array>();
 
   private constructor(
     private readonly api: Xgrammar,
@@ -195,8 +195,8 @@ export class JsonGrammarCompiler {
     let tokens = this.triggerTokens.get(text);
     if (!tokens) {
       const last = bytes[bytes.length - 1];
-      tokens = new Set<number>();
-      for (let id = 0; id < this.vocab.size; id++) if (this.vocab.bytes(id).includes(last)) tokens.add(id);
+      tokens = new Uint8Array(this.vocab.size);
+      for (let id = 0; id < this.vocab.size; id++) if (this.vocab.bytes(id).includes(last)) tokens[id] = 1;
       this.triggerTokens.set(text, tokens);
     }
     return { bytes, tokens, freeTextEnds };

@@ -69,8 +69,8 @@ export interface ClosingLexer {
  */
 export interface GrammarTrigger {
   bytes: Uint8Array;
-  /** Every token holding the trigger's last byte. */
-  tokens: Set<number>;
+  /** 1 for every token holding the trigger's last byte, by id (read for the whole vocabulary at every masked step). */
+  tokens: Uint8Array;
   /**
    * Free text may end anywhere (tool_choice "auto"): while the closing walk is empty, only
    * tokens that complete the trigger can raise the cost.
@@ -143,7 +143,7 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     const toTry: number[] = [];
     for (let id = 0; id < logits.length; id++) {
       if (logits[id] === -Infinity || this.eosIds.has(id)) continue;
-      if (onlyTriggers && !this.trigger?.tokens.has(id)) continue;
+      if (onlyTriggers && this.trigger?.tokens[id] !== 1) continue;
       if (this.growth(id) > spare) toTry.push(id);
     }
     if (toTry.length === 0) return logits;
@@ -210,7 +210,7 @@ export class JsonGrammarMatcher implements GrammarMatcher {
 
   /** The most a token can raise the closing cost by, besides the smallest document. */
   private growth(id: number): number {
-    return GROWTH_PER_BYTE * this.vocab.byteLengths[id] + (this.trigger?.tokens.has(id) ? this.triggerCost : 0);
+    return GROWTH_PER_BYTE * this.vocab.byteLengths[id] + (this.trigger?.tokens[id] === 1 ? this.triggerCost : 0);
   }
 
   /** Closing cost after these bytes (as byte tokens) from the start; 0 when the grammar refuses them. */
