@@ -33,12 +33,14 @@ export class RunningCompletion {
     readonly item: InferenceWorkItem,
     readonly lm: LoadedModel,
     readonly promptIds: number[],
+    /** Tokens each choice may generate: max_tokens, or less where the context window ends first. */
+    maxTokens: number,
     private readonly emit: (event: InferenceEvent) => void,
     grammar: CompiledGrammar | null,
     toolSyntax: ToolCallSyntax | null,
   ) {
     const { params } = item;
-    this.matchers = grammar ? Array.from({ length: params.n }, () => grammar.newMatcher(params.max_tokens)) : [];
+    this.matchers = grammar ? Array.from({ length: params.n }, () => grammar.newMatcher(maxTokens)) : [];
     this.toolStreams = toolSyntax ? Array.from({ length: params.n }, () => new ToolCallStream(toolSyntax)) : [];
     this.generators = Array.from(
       { length: params.n },
@@ -51,7 +53,7 @@ export class RunningCompletion {
             // Each choice gets its own stream of randomness, reproducible from the seed.
             seed: params.seed === null ? undefined : params.seed + i,
             topLogprobs: params.logprobs ? params.top_logprobs : 0,
-            maxTokens: params.max_tokens,
+            maxTokens,
             stop: params.stop,
             // Without logprobs, the sampler can skip work for them, and JSON mode's full mask when the drawn token passes.
             logprobs: params.logprobs,

@@ -132,32 +132,62 @@ export class InferenceScheduler implements OnModuleDestroy {
     }
   }
 
+  /** Takes a completion from the queue to its first tokens: accept, load, compile, render, prefill. */
   private async start(item: InferenceWorkItem, admission: { admitting: number }): Promise<void> {
+    const emit = this.accept(item);
+    const weights = await this.loadWeights(item, emit);
+    if (!weights) return;
+    const toolSyntax = this.toolSyntax(weights.lm, item);
+    const grammar = await this.prepareGrammar(weights.lm, item, toolSyntax, emit);
+    if (grammar === undefined) return;
+    await this.exclusive(async () => {
+      const completion = this.open(item, weights.lm, grammar, toolSyntax, emit);
+      if (completion) await this.prefill(completion, weights.adapter, admission);
+      this.retireFinished();
+    });
+    this.startLoop();
+  }
+
+  /**
+   * Holds off shutdown for the completion and starts answering its liveness subject, before the
+   * first event goes out: from then on the gateway can tell a completion that is slow from one
+   * whose worker is gone (no responders). Returns how the completion's events are sent.
+   */
+  private accept(item: InferenceWorkItem): (event: InferenceEvent) => void {
     this.holds.set(item.completion_id, this.shutdown.hold());
     let seq = 0;
     const emit = (event: InferenceEvent) => this.nc.publish(item.reply_subject, events.encode({ ...event, seq: seq++ }));
-    // Subscribed before the first event goes out, so that from then on the gateway can tell
-    // a completion that is slow from one whose worker is gone (no responders).
     this.liveness.set(
       item.completion_id,
       this.nc.subscribe(`${COMPLETION_LIVENESS_PREFIX}.${item.completion_id}`, { callback: (err, msg) => err || msg.respond() }),
     );
     emit({ type: 'accepted' });
-    let lm: LoadedModel;
-    let adapter: LoraAttachment | null = null;
+    return emit;
+  }
+
+  /** The base model and the checkpoint's adapter, or null once the failure has been told. */
+  private async loadWeights(item: InferenceWorkItem, emit: Emit): Promise<{ lm: LoadedModel; adapter: LoraAttachment | null } | null> {
     try {
-      lm = await this.models.acquire(item.base_model_dir);
-      if (item.adapter) adapter = await this.adapters.acquire(lm, item.adapter);
+      const lm = await this.models.acquire(item.base_model_dir);
+      const adapter = item.adapter ? await this.adapters.acquire(lm, item.adapter) : null;
+      return { lm, adapter };
     } catch (err) {
       this.release(item);
       this.logger.error(`cannot load weights for ${item.completion_id}: ${(err as Error).message}`);
       emit(errorEvent(ErrorCode.Unavailable, `The weights of ${item.params.model} could not be loaded on this worker`));
-      return;
+      return null;
     }
-    const toolSyntax = this.toolSyntax(lm, item);
-    let grammar: CompiledGrammar | null;
+  }
+
+  /** The compiled grammar (null: free text), or undefined once the failure has been told. */
+  private async prepareGrammar(
+    lm: LoadedModel,
+    item: InferenceWorkItem,
+    toolSyntax: ToolCallSyntax | null,
+    emit: Emit,
+  ): Promise<CompiledGrammar | null | undefined> {
     try {
-      grammar = await this.compileGrammar(lm, item, toolSyntax);
+      return await this.compileGrammar(lm, item, toolSyntax);
     } catch (err) {
       this.release(item);
       if (err instanceof GrammarError) emit(errorEvent(ErrorCode.InvalidRequest, err.message, err.param));
@@ -165,59 +195,65 @@ export class InferenceScheduler implements OnModuleDestroy {
         this.logger.error(`grammar failed: ${(err as Error).stack}`);
         emit(errorEvent(ErrorCode.Internal, 'Constrained decoding failed', toolSyntax ? 'tools' : 'response_format'));
       }
-      return;
+      return undefined;
     }
-    await this.exclusive(async () => {
-      let completion: RunningCompletion;
-      try {
-        completion = new RunningCompletion(item, lm, this.prompt(lm, item), emit, grammar, toolSyntax);
-      } catch (err) {
-        this.release(item);
-        // Coded errors say what is wrong (a GrammarError here: max_tokens too small for the
-        // JSON grammar). Anything else comes from rendering the prompt: the messages (or tools)
-        // are ones this model's chat template cannot take.
-        emit(
-          err instanceof ServiceError
-            ? errorEvent(err.code, err.message, err.details.param)
-            : err instanceof GrammarError
-              ? errorEvent(ErrorCode.InvalidRequest, err.message, err.param)
-              : errorEvent(
-                  ErrorCode.InvalidRequest,
-                  `The chat template of ${item.base_model} cannot render these messages${item.params.tools ? ' and tools' : ''}: ${(err as Error).message}`,
-                  'messages',
-                ),
-        );
-        return;
-      }
+  }
+
+  /** The running completion with its rendered prompt, or null once the refusal has been told. */
+  private open(item: InferenceWorkItem, lm: LoadedModel, grammar: CompiledGrammar | null, toolSyntax: ToolCallSyntax | null, emit: Emit): RunningCompletion | null {
+    try {
+      const { promptIds, maxTokens } = this.prompt(lm, item);
+      const completion = new RunningCompletion(item, lm, promptIds, maxTokens, emit, grammar, toolSyntax);
       this.running.set(completion.id, completion);
-      const batch = this.batchFor(item, lm);
-      batch.router.route([adapter]);
-      // A prompt's keys and values depend on the adapter it was prefilled with.
-      const reuse = this.prompts ? { cache: this.prompts, namespace: item.adapter ? AdapterCache.key(item.adapter) : '' } : undefined;
-      try {
-        for (let i = 0; i < item.params.n; i++) {
-          const key = completion.sequenceKey(i);
-          const logits = await batch.decode.join(key, completion.promptIds, reuse);
-          // The prompt is counted once, like prompt_tokens: what its first choice did not prefill.
-          if (i === 0) completion.cachedTokens = batch.decode.reusedTokens(key);
-          const next = completion.advance(i, logits);
-          if (next === null) batch.decode.leave(key);
-          else {
-            this.pending.set(key, next);
-            batch.adapters.set(key, adapter);
-          }
-          admission.admitting--;
-          this.admitting--;
+      return completion;
+    } catch (err) {
+      this.release(item);
+      // Coded errors say what is wrong (a GrammarError here: max_tokens too small for the
+      // grammar). Anything else comes from rendering the prompt: the messages (or tools) are
+      // ones this model's chat template cannot take.
+      emit(
+        err instanceof ServiceError
+          ? errorEvent(err.code, err.message, err.details.param)
+          : err instanceof GrammarError
+            ? errorEvent(ErrorCode.InvalidRequest, err.message, err.param)
+            : errorEvent(
+                ErrorCode.InvalidRequest,
+                `The chat template of ${item.base_model} cannot render these messages${item.params.tools ? ' and tools' : ''}: ${(err as Error).message}`,
+                'messages',
+              ),
+      );
+      return null;
+    }
+  }
+
+  /** Prefills each choice into the batch of its base model and samples its first token. */
+  private async prefill(completion: RunningCompletion, adapter: LoraAttachment | null, admission: { admitting: number }): Promise<void> {
+    const { item } = completion;
+    const batch = this.batchFor(item, completion.lm);
+    batch.router.route([adapter]);
+    // A prompt's keys and values depend on the adapter it was prefilled with.
+    const reuse = this.prompts ? { cache: this.prompts, namespace: item.adapter ? AdapterCache.key(item.adapter) : '' } : undefined;
+    try {
+      for (let i = 0; i < item.params.n; i++) {
+        const key = completion.sequenceKey(i);
+        const logits = await batch.decode.join(key, completion.promptIds, reuse);
+        // The prompt is counted once, like prompt_tokens: what its first choice did not prefill.
+        if (i === 0) completion.cachedTokens = batch.decode.reusedTokens(key);
+        const next = completion.advance(i, logits);
+        if (next === null) batch.decode.leave(key);
+        else {
+          this.pending.set(key, next);
+          batch.adapters.set(key, adapter);
         }
-      } catch (err) {
-        // The prefill failed (out of memory, say): this completion ends with an error, the batch goes on.
-        this.logger.error(`prefill failed for ${completion.id}: ${(err as Error).stack ?? (err as Error).message}`);
-        completion.fail(errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker'));
-        completion.abandon();
+        admission.admitting--;
+        this.admitting--;
       }
-      this.retireFinished();
-    });
-    this.startLoop();
+    } catch (err) {
+      // The prefill failed (out of memory, say): this completion ends with an error, the batch goes on.
+      this.logger.error(`prefill failed for ${completion.id}: ${(err as Error).stack ?? (err as Error).message}`);
+      completion.fail(errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker'));
+      completion.abandon();
+    }
   }
 
   /** The client went away: stop generating for it at the next step boundary. */
@@ -242,18 +278,17 @@ export class InferenceScheduler implements OnModuleDestroy {
     }
   }
 
-  private prompt(lm: LoadedModel, item: InferenceWorkItem): number[] {
-    const prompt = renderPrompt(lm, item);
+  /** The rendered prompt, and the tokens it leaves to generate: never past the context window (the choice then ends with "length"). */
+  private prompt(lm: LoadedModel, item: InferenceWorkItem): { promptIds: number[]; maxTokens: number } {
+    const promptIds = renderPrompt(lm, item);
     const window = lm.config.maxPositionEmbeddings;
-    if (prompt.length + 1 > window) {
+    if (promptIds.length + 1 > window) {
       throw ServiceError.invalid(
-        `The prompt${item.params.tools ? ' (messages and tools)' : ''} is ${prompt.length} tokens long; ${item.base_model} has a context window of ${window} tokens`,
+        `The prompt${item.params.tools ? ' (messages and tools)' : ''} is ${promptIds.length} tokens long; ${item.base_model} has a context window of ${window} tokens`,
         'messages',
       );
     }
-    // Never generate past the context window: the choice ends with finish_reason "length".
-    item.params.max_tokens = Math.min(item.params.max_tokens, window - prompt.length);
-    return prompt;
+    return { promptIds, maxTokens: Math.min(item.params.max_tokens, window - promptIds.length) };
   }
 
   private batchFor(item: InferenceWorkItem, lm: LoadedModel): Batch {
@@ -429,6 +464,8 @@ export class InferenceScheduler implements OnModuleDestroy {
     this.prompts?.clear();
   }
 }
+
+type Emit = (event: InferenceEvent) => void;
 
 function errorEvent(code: ErrorCode, message: string, param?: string): InferenceEvent & { type: 'error' } {
   return { type: 'error', error: { code, message, details: param ? { param } : {} } };
