@@ -13,6 +13,7 @@ export function toJobRecord(row: Omit<JobRow, 'payload'>): TrainingJobRecord {
     training_end: row.trainingEnd?.toISOString() ?? null,
     error_message: row.errorMessage,
     checkpoint_step: row.checkpointStep,
+    attempts: row.attempts,
   };
 }
 
