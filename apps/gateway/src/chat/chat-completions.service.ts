@@ -3,6 +3,7 @@ import {
   CancelCompletion,
   ChatCompletionParams,
   ChatMessageInput,
+  CompletionEnded,
   ErrorCode,
   InferenceEvent,
   ServiceError,
@@ -24,11 +25,13 @@ import { openEventStream } from '../http/event-stream';
 import { openAiEnvelope } from '../http/http-error.filter';
 
 const cancellations = JSONCodec<CancelCompletion>();
+const endings = JSONCodec<CompletionEnded>();
 
 /**
  * The HTTP half of a chat completion: open the completion's inbox on the events hub, ask the
  * chat service to schedule it, then relay the worker's events as one response or as
- * Server-Sent Events. A client that goes away cancels the generation. On shutdown, a
+ * Server-Sent Events. A client that goes away cancels the generation. However it ends, chat
+ * is told the completion is over, so that its admission count frees the place. On shutdown, a
  * completion still running when the drain time is over ends with a 503 (or a last error
  * event, mid-stream) that says to retry, and its generation is cancelled.
  */
@@ -82,6 +85,16 @@ export class ChatCompletionsService {
     } finally {
       res.off('close', cancel);
       inbox.close();
+      this.announceEnd(completionId);
+    }
+  }
+
+  private announceEnd(completionId: string): void {
+    try {
+      this.nc.publish(Subjects.chat.completionEnded.name, endings.encode({ completion_id: completionId }));
+    } catch (err) {
+      // The connection is closing: chat releases the admission once no worker holds the completion.
+      this.logger.warn(`${completionId}: could not announce its end: ${(err as Error).message}`);
     }
   }
 
