@@ -1,7 +1,6 @@
-import { WorkQueues } from '@trainyard/contracts';
-import { workQueueDepth } from '@trainyard/messaging';
+import { resolveWorkQueue, WorkQueues } from '@trainyard/contracts';
 import { waitFor } from '@trainyard/testing';
-import { connect, NatsConnection } from 'nats';
+import { connect, JetStreamManager, NatsConnection } from 'nats';
 import { Stack } from './support/stack';
 
 // Chat admission is exact: at 512 concurrent requests (loopback, one API key, the gateway's
@@ -24,6 +23,7 @@ describe('chat admission at 512 concurrent requests', () => {
   let key: string;
   let model: string;
   let nc: NatsConnection;
+  let jsm: JetStreamManager;
 
   beforeAll(async () => {
     stack = await Stack.start({
@@ -41,12 +41,16 @@ describe('chat admission at 512 concurrent requests', () => {
     model = stack.addTinyModel();
     key = (await stack.createKey('acme')).key;
     nc = await connect({ servers: stack.nats.url });
+    jsm = await nc.jetstreamManager();
   }, 120_000);
 
   afterAll(async () => {
     await nc?.close();
     await stack?.stop();
   }, 60_000);
+
+  /** Completions waiting in the inference queue: admitted, and not yet taken by a worker. */
+  const queueDepth = async () => (await jsm.streams.info(resolveWorkQueue(WorkQueues.inference, stack.jetstreamPrefix).stream)).state.messages;
 
   const complete = async (): Promise<Outcome> => {
     const res = await stack.fetch('/v1/chat/completions', {
@@ -67,7 +71,7 @@ describe('chat admission at 512 concurrent requests', () => {
     done.then(finish, finish);
     let deepest = 0;
     while (!over) {
-      deepest = Math.max(deepest, await workQueueDepth(nc, WorkQueues.inference, stack.jetstreamPrefix));
+      deepest = Math.max(deepest, await queueDepth());
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     return deepest;
@@ -90,14 +94,14 @@ describe('chat admission at 512 concurrent requests', () => {
     outcomes.catch(() => undefined);
     try {
       // Every refusal comes back at once; the admitted ones wait in the queue for the worker.
-      await waitFor(async () => (await workQueueDepth(nc, WorkQueues.inference, stack.jetstreamPrefix)) >= SLOTS + MAX_QUEUED, {
+      await waitFor(async () => (await queueDepth()) >= SLOTS + MAX_QUEUED, {
         what: 'the admitted completions to be queued',
         timeoutMs: 60_000,
         intervalMs: 100,
       });
       // Long enough for any excess admission to show in the queue (chat takes well under this per request).
       await new Promise((resolve) => setTimeout(resolve, 3_000));
-      expect(await workQueueDepth(nc, WorkQueues.inference, stack.jetstreamPrefix)).toBe(SLOTS + MAX_QUEUED);
+      expect(await queueDepth()).toBe(SLOTS + MAX_QUEUED);
     } finally {
       process.kill(worker, 'SIGCONT');
     }
@@ -117,7 +121,7 @@ describe('chat admission at 512 concurrent requests', () => {
     // Waiting completions: never more than MAX_QUEUED_COMPLETIONS beyond the worker's slots.
     expect(deepest).toBeLessThanOrEqual(SLOTS + MAX_QUEUED);
     // Every place came back: a burst the size of the bound is admitted whole once the last one ended.
-    await waitFor(async () => (await workQueueDepth(nc, WorkQueues.inference, stack.jetstreamPrefix)) === 0, {
+    await waitFor(async () => (await queueDepth()) === 0, {
       what: 'the queue to empty',
       timeoutMs: 30_000,
     });

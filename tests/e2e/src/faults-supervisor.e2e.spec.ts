@@ -56,7 +56,8 @@ describe('faults under the supervisor of npm start', () => {
   const figures: Record<string, { ready_ms: number; system_check_ok_ms: number; during_restart: string }> = {};
 
   beforeAll(async () => {
-    ctx = await startFaultStack(undefined, { env: { RESTART_LIMIT: String(RESTART_LIMIT) } });
+    // LOG_LEVEL log: every claim, skip and restart of a job is in supervisor.log, to read after a failure.
+    ctx = await startFaultStack(undefined, { env: { RESTART_LIMIT: String(RESTART_LIMIT), LOG_LEVEL: 'log' } });
     stack = ctx.stack;
     supervisor = stack.supervision as Supervisor;
     model = await createModel(stack, ctx.key, 'supervised');
