@@ -384,7 +384,7 @@ export class Supervisor {
     });
   }
 
-  count(text: string): number {
+  private count(text: string): number {
     return this.output.split(text).length - 1;
   }
 
