@@ -5,7 +5,7 @@
 // while the other apps keep serving. An app that keeps exiting soon after each start (a crash
 // loop: RESTART_LIMIT exits in a row, each within STABLE_AFTER_MS of its start) is given up
 // on, loudly; the rest of the stack still serves and /v1/system-check reports it failing.
-// Only Ctrl-C (or SIGTERM) to this process stops every app, gracefully.
+// Only Ctrl-C (SIGINT), SIGTERM or SIGHUP to this process stops every app, gracefully.
 //
 // INFERENCE_WORKERS (default: one per CPU core) inference-worker processes share the
 // inference queue: the wasm backend computes on one thread, so a second process is how a
@@ -60,7 +60,9 @@ function start(unit) {
   const { app, name, label } = unit;
   const env = { ...process.env, HTTP_PORT: String(app.port + portOffset) };
   if (!app.database) delete env.DATABASE_URL;
-  const child = spawn(process.execPath, [join(root, 'dist/apps', app.name, 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Each app in its own process group: Ctrl-C in a terminal signals the foreground group, and the
+  // apps must get one SIGTERM from here, not that SIGINT too (a second signal cuts their shutdown short).
+  const child = spawn(process.execPath, [join(root, 'dist/apps', app.name, 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   unit.child = child;
   unit.startedAt = Date.now();
   say(`${name} started, pid ${child.pid}`);
@@ -117,6 +119,8 @@ function stop(signal) {
 
 process.on('SIGINT', () => stop('SIGINT'));
 process.on('SIGTERM', () => stop('SIGTERM'));
+// The terminal closing: the apps, in their own process groups, would not hear of it otherwise.
+process.on('SIGHUP', () => stop('SIGHUP'));
 [...apps, ...replicas].forEach((app, index) => {
   const name = app.label ?? app.name;
   units.set(name, { app, name, label: `${color(index, name.padEnd(21))}|`, quickExits: 0 });

@@ -26,8 +26,8 @@ import { AppName, Stack, Supervisor } from './support/stack';
 
 // Faults under the supervisor `npm start` runs (scripts/run-all.mjs): each app is SIGKILLed in
 // turn while chat traffic flows and SFT jobs train; the supervisor alone brings it back. Then
-// a crash loop, which it gives up on while the rest keeps serving, and its own SIGTERM, which
-// stops everything. See docs/reliability.md, "What happens when a process dies".
+// a crash loop, which it gives up on while the rest keeps serving, and Ctrl-C, which stops
+// everything. See docs/reliability.md, "What happens when a process dies".
 
 /** The system-check component that reports each app (the gateway is the one answering it). */
 const COMPONENT: Record<Exclude<AppName, 'gateway'>, string> = {
@@ -157,9 +157,12 @@ describe('faults under the supervisor of npm start', () => {
     expect(supervisor.ownPid).toEqual(expect.any(Number));
   }, 120_000);
 
-  it('stops every app on SIGTERM to the supervisor, and only then', async () => {
-    const pids = ALL_APPS.map((app) => stack.pid(app)).filter((pid): pid is number => pid !== undefined);
+  it('stops every app gracefully on Ctrl-C, and only then', async () => {
+    const running = ALL_APPS.filter((app) => stack.pid(app) !== undefined);
+    const pids = running.map((app) => stack.pid(app) as number);
     expect(await supervisor.stop()).toBe(0);
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
+    // Each app got one signal and finished its own shutdown (a second signal would have cut it short, exit 1).
+    for (const app of running) expect(supervisor.log()).toContain(`${app} stopped (code 0)`);
   }, 60_000);
 });

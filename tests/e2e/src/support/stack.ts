@@ -318,7 +318,8 @@ export class Supervisor {
   private constructor(private readonly child: ChildProcess) {}
 
   static start(env: Record<string, string>, logDir: string): Supervisor {
-    const child = spawn(process.execPath, [join(ROOT, 'scripts/run-all.mjs')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // In a process group of its own, as in a terminal, so that stop() can press Ctrl-C.
+    const child = spawn(process.execPath, [join(ROOT, 'scripts/run-all.mjs')], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const supervisor = new Supervisor(child);
     const log = createWriteStream(join(logDir, 'supervisor.log'), { flags: 'a' });
     for (const stream of [child.stdout, child.stderr]) {
@@ -388,11 +389,11 @@ export class Supervisor {
     return this.output.split(text).length - 1;
   }
 
-  /** SIGTERM, as Ctrl-C would; resolves with its exit code once it and every app are gone. */
+  /** Ctrl-C: SIGINT to its whole process group, as a terminal sends it; resolves with its exit code once it and every app are gone. */
   async stop(): Promise<number | null> {
     if (this.exited) return this.child.exitCode;
     const exited = new Promise<number | null>((resolve) => this.child.once('exit', (code) => resolve(code)));
-    this.child.kill('SIGTERM');
+    process.kill(-(this.child.pid as number), 'SIGINT');
     return exited;
   }
 
