@@ -98,8 +98,10 @@ describe('faults under the supervisor of npm start', () => {
       if (app !== 'gateway') {
         // The supervisor waits before starting it again: meanwhile system-check names it, and
         // chat requests are answered or refused cleanly, never left hanging.
+        // Both at once, so that both land before the restart (a queued probe may wait for it).
+        const probing = chatRequest(stack, ctx.key, { model: model.name, maxTokens: 4 }).done;
         const check = await systemCheck();
-        const probe = await chatRequest(stack, ctx.key, { model: model.name, maxTokens: 4 }).done;
+        const probe = await probing;
         duringRestart = `system-check ${check.status} failing [${check.body.failing.join(', ')}]; chat ${probe.status}${probe.retryAfter ? ` Retry-After ${probe.retryAfter}` : ''}`;
         expect(check.status).toBe(503);
         expect(check.body.failing).toContain(COMPONENT[app]);
