@@ -44,6 +44,24 @@ describe('training jobs against real Postgres', () => {
     expect(await jobs.finish(job.id, 'failed')).toBe(false);
   });
 
+  it('counts the attempts of a re-run job and keeps its first start', async () => {
+    const job = await create();
+    expect(job.attempts).toBe(0);
+    expect(await jobs.claim(job.id, false)).toBe(true);
+    const first = await jobs.findSummary(job.id);
+    expect(first?.attempts).toBe(1);
+    expect(first?.trainingStart).toBeInstanceOf(Date);
+    expect(await jobs.claim(job.id, true)).toBe(true);
+    expect(await jobs.claim(job.id, true)).toBe(true);
+    const rerun = await jobs.findSummary(job.id);
+    expect(rerun?.attempts).toBe(3);
+    expect(rerun?.trainingStart).toEqual(first?.trainingStart);
+    // A refused claim is no attempt.
+    await jobs.requestCancel(job.id);
+    expect(await jobs.claim(job.id, true)).toBe(false);
+    expect((await jobs.findSummary(job.id))?.attempts).toBe(3);
+  });
+
   it('keeps each job in line behind its model head', async () => {
     const first = await jobs.head(modelId);
     expect(first?.status).toBe('queued');

@@ -1,4 +1,4 @@
-import type { CancelCompletion, InferenceWorkerLoad, StartCompletionReply, StartCompletionRequest } from './chat/chat-completion.messages';
+import type { CancelCompletion, CompletionEnded, InferenceWorkerLoad, StartCompletionReply, StartCompletionRequest } from './chat/chat-completion.messages';
 import type { ServiceHealthReport, SystemCheckReport, WorkerAnnouncement } from './health/health.messages';
 import type { ListBaseModelsReply } from './registry/base-models.messages';
 import type {
@@ -96,6 +96,8 @@ export const Subjects = {
     healthCheck: rpc<Empty, ServiceHealthReport>('chat.health.check.v1'),
     /** Resolves the model, admits or refuses the request, and queues it for a worker. */
     startCompletion: rpc<StartCompletionRequest, StartCompletionReply>('chat.completion.start.v1'),
+    /** The completion is over for its client: chat releases its admission. */
+    completionEnded: event<CompletionEnded>('chat.completion.ended.v1'),
   },
   registry: {
     healthCheck: rpc<Empty, ServiceHealthReport>('registry.health.check.v1'),

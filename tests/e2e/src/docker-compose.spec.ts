@@ -15,6 +15,7 @@ interface Service {
   healthcheck?: { test: string[] };
   depends_on?: Record<string, { condition: string }>;
   ports?: string[];
+  restart?: string;
 }
 
 const ROOT = join(__dirname, '../../..');
@@ -63,6 +64,11 @@ describe('docker-compose.yml', () => {
     expect(compose.services['nats'].healthcheck).toBeDefined();
     expect(compose.services['postgres'].healthcheck).toBeDefined();
     expect(compose.services['migrate'].command).toEqual(['node', 'scripts/db.mjs', 'migrate']);
+  });
+
+  it('starts every long-running service again when its process dies, and runs the migration once', () => {
+    for (const name of ['nats', 'postgres', ...stack.apps.map((a) => a.name)]) expect([name, compose.services[name].restart]).toEqual([name, 'unless-stopped']);
+    expect(compose.services['migrate'].restart).toBe('no');
   });
 
   it('publishes only the gateway', () => {

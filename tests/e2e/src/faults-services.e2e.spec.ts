@@ -56,6 +56,7 @@ describe('faults: services killed during chat traffic and training', () => {
     expect(isCleanFailure(report.unresolvedProbe)).toBe(true);
     expect(report.job.status).toBe('succeeded');
     // Recording met the outage: the job was run again once the registry was back, and recorded once.
-    expect(Date.parse(report.job.training_start as string)).toBeGreaterThan(report.killedAt);
+    expect(report.job.attempts).toBeGreaterThanOrEqual(2);
+    expect(Date.parse(report.job.training_start as string)).toBeLessThan(report.killedAt);
   }, 420_000);
 });

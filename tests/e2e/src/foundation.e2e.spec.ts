@@ -204,6 +204,16 @@ describe('the stack, end to end over HTTP', () => {
       expect(stdout).toContain(key.slice(0, 10));
       expect(stdout).not.toContain(key);
     });
+
+    it('prints its usage for --help, and names an unknown option without a stack trace', async () => {
+      const help = await stack.keys('--help');
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(/^Usage:\n {2}keys create --entity/);
+      const unknown = await stack.keys('list', '--bogus');
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toMatch(/^Unknown option '--bogus'\n\nUsage:/);
+      expect(unknown.stderr).not.toMatch(/\n\s+at /);
+    });
   });
 
   describe('HTTP edge', () => {

@@ -29,6 +29,7 @@ interface Container {
 }
 interface PodSpec {
   containers: Container[];
+  restartPolicy?: string;
   initContainers?: Container[];
   volumes?: { name: string; persistentVolumeClaim?: { claimName: string } }[];
   nodeSelector?: Record<string, string>;
@@ -120,6 +121,12 @@ describe('k8s/', () => {
         for (const c of template(workload).spec.initContainers ?? []) {
           expect([c.name, c.resources?.requests, c.resources?.limits]).toEqual([c.name, expect.any(Object), expect.any(Object)]);
         }
+      }
+    });
+
+    it('restarts every long-running container that dies (restartPolicy Always, the default)', () => {
+      for (const workload of workloads) {
+        expect([workload.metadata.name, template(workload).spec.restartPolicy ?? 'Always']).toEqual([workload.metadata.name, 'Always']);
       }
     });
 

@@ -98,7 +98,7 @@ describe('per-key and gateway-wide limits', () => {
     await waitFor(async () => (await models(key)).status === 200, { what: 'the key to be served again', timeoutMs: 10_000, intervalMs: 200 });
   }, 60_000);
 
-  it('sheds load past the gateway-wide bound with 429 before any work, never the health probes', async () => {
+  it('sheds load past the gateway-wide bound with 429 before any work, never the health probes or the system check', async () => {
     const streams = [await holdStream(await newKey('cap-a')), await holdStream(await newKey('cap-b'))];
     const key = await newKey('cap-c');
     try {
@@ -109,6 +109,9 @@ describe('per-key and gateway-wide limits', () => {
       // Refused before authentication: even a bad key gets the 429, not a 401.
       expect((await models('not-a-key')).status).toBe(429);
       expect((await stack.fetch('/v1/health')).status).toBe(200);
+      const check = await stack.fetch('/v1/system-check');
+      expect(check.status).toBe(200);
+      expect(((await check.json()) as { status: string }).status).toBe('ok');
     } finally {
       streams[0].abort();
     }

@@ -142,7 +142,7 @@ describe('training jobs, end to end', () => {
     expect(newest.metrics['training/reward']).toBeCloseTo(meanOf('reward'), 5);
     expect(typeof newest.metrics['training/grad_norm']).toBe('number');
     const record = await call<TrainingJobRecord>('GET', `/v1/preview/training-jobs/${job.body.id}`);
-    expect(record.body).toMatchObject({ id: job.body.id, object: 'training_job', type: 'rl', model_id: model.id, status: 'succeeded', checkpoint_step: 1, error_message: null });
+    expect(record.body).toMatchObject({ id: job.body.id, object: 'training_job', type: 'rl', model_id: model.id, status: 'succeeded', checkpoint_step: 1, error_message: null, attempts: 1 });
     const { response } = await client.chat.completions
       .create({ model: `${modelName}:step1`, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 })
       .withResponse();

@@ -39,7 +39,7 @@ export class CompletionsService {
       entity_name: request.entity_name,
       model: request.params.model,
     });
-    await this.capacity.admit();
+    await this.capacity.admit(request.completion_id);
 
     const trainable = resolved.adapter_path !== null;
     // RL needs the sampled tokens and their logprobs, so trainable models report them unless told not to.
@@ -61,6 +61,7 @@ export class CompletionsService {
     try {
       await this.nc.jetstream().publish(queue.subject, workItems.encode(item), { msgID: request.completion_id });
     } catch (err) {
+      this.capacity.release(request.completion_id);
       throw new ServiceError(ErrorCode.Unavailable, `The inference queue is unavailable: ${(err as Error).message}`, { retryAfterSeconds: 1 });
     }
     return {

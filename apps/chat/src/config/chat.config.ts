@@ -5,7 +5,7 @@ import { IsInt, Min } from 'class-validator';
 export class ChatConfig extends BaseServiceConfig {
   override HTTP_PORT = 3101;
 
-  /** Completions allowed to wait in the inference queue beyond what workers can take now; past it, 429. */
+  /** Completions admitted beyond the ready workers' slots, counted exactly as they are admitted and end; past it, 429. */
   @Type(() => Number)
   @IsInt()
   @Min(0)
@@ -17,7 +17,7 @@ export class ChatConfig extends BaseServiceConfig {
   @Min(1_000)
   COMPLETION_DEADLINE_MS = 120_000;
 
-  /** How often the list of inference workers and their load is refreshed. */
+  /** How often the list of inference workers (ready or not, and their slots) is refreshed. */
   @Type(() => Number)
   @IsInt()
   @Min(100)

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   CancelCompletion,
   ChatCompletionParams,
+  CompletionEnded,
   ErrorCode,
   InferenceEvent,
   ServiceError,
@@ -18,6 +19,7 @@ import { CompletionEventsHub, CompletionInbox } from './completion-events.hub';
 import { CompletionEventsReader } from './completion-events.reader';
 
 const cancellations = JSONCodec<CancelCompletion>();
+const endings = JSONCodec<CompletionEnded>();
 
 /** What folds a completion's events into an answer: the pieces to stream that each event makes, and whether the last event has come. */
 export interface EventFold<T> {
@@ -48,8 +50,10 @@ export interface CompletionStart {
 /**
  * One completion on the chat machinery, for an HTTP answer of any shape: opens its inbox on
  * the events hub, asks the chat service to schedule it, and hands the worker's events over in
- * order. A client that goes away cancels the generation, and so does an error. On shutdown, a
- * completion still running when the drain time is over fails with a 503 that says to retry.
+ * order. A client that goes away cancels the generation, and so does an error. However it
+ * ends, chat is told the completion is over, so that its admission count frees the place. On
+ * shutdown, a completion still running when the drain time is over fails with a 503 that says
+ * to retry.
  */
 @Injectable()
 export class CompletionRunner {
@@ -100,6 +104,16 @@ export class CompletionRunner {
     } finally {
       res.off('close', cancel);
       inbox.close();
+      this.announceEnd(completionId);
+    }
+  }
+
+  private announceEnd(completionId: string): void {
+    try {
+      this.nc.publish(Subjects.chat.completionEnded.name, endings.encode({ completion_id: completionId }));
+    } catch (err) {
+      // The connection is closing: chat releases the admission once no worker holds the completion.
+      this.logger.warn(`${completionId}: could not announce its end: ${(err as Error).message}`);
     }
   }
 

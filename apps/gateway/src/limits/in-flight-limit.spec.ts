@@ -28,11 +28,14 @@ describe('inFlightLimit', () => {
     expect(call(handler).error).toBeInstanceOf(ServiceError);
   });
 
-  it('never refuses the health probes', () => {
+  it('never refuses the health probes and the system check', () => {
     const handler = inFlightLimit(1);
     call(handler);
-    for (const path of ['/health/live', '/health/ready', '/v1/health', '/api/training/v1/health']) expect(call(handler, path).error).toBeUndefined();
-    expect(call(handler, '/v1/system-check').error).toBeInstanceOf(ServiceError);
+    for (const path of ['/health/live', '/health/ready', '/v1/health', '/api/training/v1/health', '/v1/system-check', '/api/training/v1/system-check']) {
+      expect(call(handler, path).error).toBeUndefined();
+    }
+    expect(call(handler, '/v1/system-checks').error).toBeInstanceOf(ServiceError);
+    expect(call(handler, '/v1/models').error).toBeInstanceOf(ServiceError);
   });
 
   it('limits nothing at 0', () => {

@@ -1,8 +1,11 @@
 import { ErrorCode, ServiceError } from '@trainyard/contracts';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
-/** Liveness and readiness probes are never refused: shedding them would get a busy gateway restarted. */
-const PROBES = /\/health(\/live|\/ready)?$/;
+/**
+ * Liveness and readiness probes and the system check are never refused: shedding a probe would
+ * get a busy gateway restarted, and the system check is how an operator sees the state under load.
+ */
+const PROBES = /\/(health(\/live|\/ready)?|system-check)$/;
 
 /**
  * The gateway-wide bound on requests in progress, checked before anything else is done for a

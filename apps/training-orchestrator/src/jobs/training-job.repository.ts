@@ -17,6 +17,7 @@ export interface JobRow {
   createdAt: Date;
   trainingStart: Date | null;
   trainingEnd: Date | null;
+  attempts: number;
 }
 
 export interface EventRow {
@@ -103,12 +104,16 @@ export class TrainingJobRepository {
     return rows.map((r) => r.modelId);
   }
 
-  /** queued -> running; or running -> running again when a worker died and JetStream redelivered. */
+  /**
+   * queued -> running; or running -> running again when a worker died and JetStream redelivered.
+   * Counts the attempt; the first start is kept, so training_start says when the job began.
+   */
   async claim(id: string, allowRestart: boolean): Promise<boolean> {
-    const { count } = await this.prisma.trainingJob.updateMany({
-      where: { id, cancelRequested: false, status: allowRestart ? { in: ['queued', 'running'] } : 'queued' },
-      data: { status: 'running', trainingStart: new Date() },
-    });
+    const from = allowRestart ? Prisma.sql`status IN ('queued', 'running')` : Prisma.sql`status = 'queued'`;
+    const count = await this.prisma.$executeRaw`
+      UPDATE training_jobs
+      SET status = 'running', training_start = COALESCE(training_start, now()), attempts = attempts + 1
+      WHERE id = ${id}::uuid AND cancel_requested = false AND ${from}`;
     return count === 1;
   }
 

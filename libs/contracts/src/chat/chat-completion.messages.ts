@@ -136,6 +136,15 @@ export type InferenceEvent =
  */
 export type InferenceEventMessage = InferenceEvent & { seq: number };
 
+/**
+ * gateway -> chat (no queue group: the replica that admitted it releases it): the completion is
+ * over for its client, answered, failed, cancelled or timed out. Sent once per completion the
+ * gateway asked chat to start, whatever the start's own outcome.
+ */
+export interface CompletionEnded {
+  completion_id: string;
+}
+
 /** Anyone -> inference workers (no queue group: the one holding it stops it). */
 export interface CancelCompletion {
   completion_id: string;

@@ -15,6 +15,7 @@ export interface TrainingJobRecord {
   status: TrainingJobStatus;
   /** ISO 8601. */
   created_at: string;
+  /** When a worker first started it; a re-run keeps the first start. */
   training_start: string | null;
   training_end: string | null;
   error_message: string | null;
@@ -24,6 +25,8 @@ export interface TrainingJobRecord {
    * accepted, not applied, named with their object ("config.x", "experimental_config.y").
    */
   ignored_config_keys: string[];
+  /** Times a worker started it: 0 while queued, more than 1 when it was re-run after a worker stopped (our addition). */
+  attempts: number;
 }
 
 export type TrainingEventType = 'training_started' | 'gradient_step' | 'training_ended' | 'training_failed';

@@ -451,10 +451,11 @@ export interface FaultContext {
 
 /**
  * The stack of one fault spec: every app (on `database` when given, e.g. a private PostgreSQL
- * server), the tiny model, a key and the SFT data every job trains on.
+ * server; under the supervisor of `npm start` when `supervised`), the tiny model, a key and the
+ * SFT data every job trains on.
  */
-export async function startFaultStack(database?: { url: string }): Promise<FaultContext> {
-  const stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '2000' }, database });
+export async function startFaultStack(database?: { url: string }, supervised?: { env?: Record<string, string> }): Promise<FaultContext> {
+  const stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '2000' }, database, supervised });
   stack.addTinyModel(BASE_MODEL);
   const { key } = await stack.createKey('acme');
   return { stack, key, fileId: await uploadSftData(stack, key, SFT_LINES) };

@@ -2,13 +2,14 @@ import { makeModel, MakeModelOptions } from '@trainyard/engine';
 import { createTestDatabase, freePort, startNatsServer, TestNatsServer, waitFor } from '@trainyard/testing';
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
 
 const ROOT = join(__dirname, '../../../..');
-const STACK: { apps: { name: AppName; database: boolean }[] } = JSON.parse(
+const STACK: { apps: { name: AppName; database: boolean; port: number }[] } = JSON.parse(
   readFileSync(join(ROOT, 'scripts/stack.json'), 'utf8'),
 );
 
@@ -24,11 +25,14 @@ export type AppName =
 /**
  * The whole system for one test file: its own nats-server, its own database, every app
  * built under dist/ running as a real process on free ports. Logs go to tmp/e2e-logs.
+ * `supervised`: the apps run under scripts/run-all.mjs, the supervisor `npm start` runs, which
+ * starts them again when they die (see Supervisor); otherwise each is a child of the test.
  */
 export class Stack {
   readonly baseUrl: string;
   private readonly processes = new Map<AppName, ChildProcess>();
   private readonly replicas: ChildProcess[] = [];
+  private supervisor?: Supervisor;
 
   private constructor(
     readonly nats: TestNatsServer,
@@ -47,7 +51,7 @@ export class Stack {
    * `database`: a migrated database to use instead of a fresh one on the shared server (a
    * test that crashes PostgreSQL brings its own private server); it is not dropped at stop.
    */
-  static async start(options: { env?: Record<string, string>; database?: { url: string } } = {}): Promise<Stack> {
+  static async start(options: { env?: Record<string, string>; database?: { url: string }; supervised?: { env?: Record<string, string> } } = {}): Promise<Stack> {
     for (const app of STACK.apps) {
       if (!existsSync(join(ROOT, 'dist/apps', app.name, 'main.js'))) {
         throw new Error(`dist/apps/${app.name}/main.js is missing: build first (npm test does, or npx nx run-many -t build)`);
@@ -58,7 +62,8 @@ export class Stack {
     const modelsDir = mkdtempSync(join(tmpdir(), 'trainyard-models-'));
     const artifactsDir = mkdtempSync(join(tmpdir(), 'trainyard-artifacts-'));
     const ports = new Map<AppName, number>();
-    for (const app of STACK.apps) ports.set(app.name, await freePort());
+    const offset = options.supervised ? await freePortOffset() : 0;
+    for (const app of STACK.apps) ports.set(app.name, options.supervised ? app.port + offset : await freePort());
     const id = Math.random().toString(36).slice(2, 8);
     const logDir = join(ROOT, 'tmp/e2e-logs', id);
     mkdirSync(logDir, { recursive: true });
@@ -76,7 +81,12 @@ export class Stack {
     };
     const stack = new Stack(nats, db.url, db.drop, modelsDir, artifactsDir, ports, env, logDir);
     try {
-      await Promise.all(STACK.apps.map((app) => stack.startApp(app.name)));
+      if (options.supervised) {
+        stack.supervisor = Supervisor.start({ ...env, ...options.supervised.env, PATH: process.env['PATH'] ?? '', DATABASE_URL: db.url, PORT_OFFSET: String(offset), INFERENCE_WORKERS: '1' }, logDir);
+        await Promise.all(STACK.apps.map((app) => stack.waitReady(app.name)));
+      } else {
+        await Promise.all(STACK.apps.map((app) => stack.startApp(app.name)));
+      }
     } catch (err) {
       // The caller gets no stack to stop: stop what did start, or it outlives the test run.
       await stack.stop().catch(() => undefined);
@@ -90,8 +100,31 @@ export class Stack {
     return this.env['JETSTREAM_PREFIX'];
   }
 
+  /** Starts the app; under the supervisor, waits for the supervisor to have started it again and for it to be ready. */
   async startApp(name: AppName): Promise<void> {
+    if (this.supervisor) {
+      await this.waitReady(name);
+      return;
+    }
     this.processes.set(name, await this.launch(name, this.ports.get(name) as number, name));
+  }
+
+  /** The stack's supervisor, when it is supervised. */
+  get supervision(): Supervisor | undefined {
+    return this.supervisor;
+  }
+
+  /** Under the supervisor: resolves once the app runs (a new process after a kill) and answers /health/ready. */
+  async waitReady(name: AppName, timeoutMs = 60_000): Promise<void> {
+    const supervisor = this.supervisor as Supervisor;
+    await waitFor(
+      async () => {
+        if (supervisor.exited) throw new Error(`the supervisor exited; see ${this.logDir}/supervisor.log`);
+        if (supervisor.pid(name) === undefined) return false;
+        return (await fetch(`http://127.0.0.1:${this.ports.get(name)}/health/ready`).catch(() => undefined))?.ok ?? false;
+      },
+      { what: `${name} to be ready under the supervisor`, timeoutMs, intervalMs: 100 },
+    );
   }
 
   /**
@@ -132,12 +165,14 @@ export class Stack {
 
   /** The process id of a running app: a test tells by it that an app was not restarted. */
   pid(name: AppName): number | undefined {
+    if (this.supervisor) return this.supervisor.pid(name);
     const child = this.processes.get(name);
     return child && child.exitCode === null && child.signalCode === null ? child.pid : undefined;
   }
 
   /** SIGTERM, as Kubernetes would, and wait for the process to go. */
   async stopApp(name: AppName): Promise<number | null> {
+    if (this.supervisor) throw new Error('a supervised app is stopped by killApp; the supervisor starts it again');
     const child = this.processes.get(name);
     if (!child) return null;
     this.processes.delete(name);
@@ -147,8 +182,9 @@ export class Stack {
     return exited;
   }
 
-  /** SIGKILL: the process dies mid-work, as in a crash or an OOM kill. */
+  /** SIGKILL: the process dies mid-work, as in a crash or an OOM kill. Under the supervisor, resolves once it has seen the exit. */
   async killApp(name: AppName): Promise<void> {
+    if (this.supervisor) return this.supervisor.kill(name);
     const child = this.processes.get(name);
     if (!child) return;
     this.processes.delete(name);
@@ -165,11 +201,13 @@ export class Stack {
 
   /** Everything an app has written to stdout and stderr so far (its file under logDir). */
   readLog(name: AppName): string {
+    if (this.supervisor) return this.supervisor.log(name);
     const path = join(this.logDir, `${name}.log`);
     return existsSync(path) ? readFileSync(path, 'utf8') : '';
   }
 
   async stop(): Promise<void> {
+    await this.supervisor?.stop();
     const replicasGone = this.replicas.splice(0).map((child) => {
       if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -265,4 +303,130 @@ export interface JsonReply<T> {
   status: number;
   body: T;
   headers: Headers;
+}
+
+/**
+ * scripts/run-all.mjs as `npm start` runs it, for one stack. Its output is kept (supervisor.log
+ * under the stack's log directory) and read for the process ids it announces ("<app> started,
+ * pid N") and the exits it sees.
+ */
+export class Supervisor {
+  private readonly pids = new Map<string, number>();
+  private output = '';
+  private readonly watchers = new Set<() => void>();
+
+  private constructor(private readonly child: ChildProcess) {}
+
+  static start(env: Record<string, string>, logDir: string): Supervisor {
+    // In a process group of its own, as in a terminal, so that stop() can press Ctrl-C.
+    const child = spawn(process.execPath, [join(ROOT, 'scripts/run-all.mjs')], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const supervisor = new Supervisor(child);
+    const log = createWriteStream(join(logDir, 'supervisor.log'), { flags: 'a' });
+    for (const stream of [child.stdout, child.stderr]) {
+      stream?.pipe(log);
+      stream?.setEncoding('utf8');
+      let pending = '';
+      stream?.on('data', (chunk: string) => {
+        const lines = (pending + chunk).split('\n');
+        pending = lines.pop() ?? '';
+        supervisor.read(lines);
+      });
+    }
+    child.on('exit', () => supervisor.notify());
+    return supervisor;
+  }
+
+  get exited(): boolean {
+    return this.child.exitCode !== null || this.child.signalCode !== null;
+  }
+
+  /** The process id of the supervisor itself. */
+  get ownPid(): number | undefined {
+    return this.exited ? undefined : this.child.pid;
+  }
+
+  /** The app's current process, while it runs. */
+  pid(name: string): number | undefined {
+    return this.pids.get(name);
+  }
+
+  /** Every line the supervisor printed about the app or itself (its own lines start with "supervisor"). */
+  log(name?: string): string {
+    return this.output
+      .split('\n')
+      .filter((line) => !name || line.startsWith(`${name.padEnd(21)}|`) || (line.startsWith('supervisor') && line.includes(` ${name} `)))
+      .join('\n');
+  }
+
+  /** SIGKILL to the app's process; resolves once the supervisor reported the exit. */
+  async kill(name: string): Promise<void> {
+    const pid = this.pids.get(name);
+    if (pid === undefined) throw new Error(`${name} is not running under the supervisor`);
+    const exits = this.count(`| ${name} exited`);
+    process.kill(pid, 'SIGKILL');
+    await this.until(() => this.count(`| ${name} exited`) > exits, `the supervisor to see ${name} exit`);
+  }
+
+  /** Resolves once `test` holds over the output (checked on each new line), failing after `timeoutMs`. */
+  until(test: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (!test()) return;
+        this.watchers.delete(check);
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.watchers.delete(check);
+        reject(new Error(`timed out waiting for ${what}`));
+      }, timeoutMs);
+      this.watchers.add(check);
+      check();
+    });
+  }
+
+  private count(text: string): number {
+    return this.output.split(text).length - 1;
+  }
+
+  /** Ctrl-C: SIGINT to its whole process group, as a terminal sends it; resolves with its exit code once it and every app are gone. */
+  async stop(): Promise<number | null> {
+    if (this.exited) return this.child.exitCode;
+    const exited = new Promise<number | null>((resolve) => this.child.once('exit', (code) => resolve(code)));
+    process.kill(-(this.child.pid as number), 'SIGINT');
+    return exited;
+  }
+
+  private read(lines: string[]): void {
+    for (const line of lines) {
+      this.output += `${line}\n`;
+      const started = /^supervisor +\| (\S+) started, pid (\d+)$/.exec(line);
+      if (started) this.pids.set(started[1], Number(started[2]));
+      const gone = /^supervisor +\| (\S+) (exited|stopped) /.exec(line);
+      if (gone) this.pids.delete(gone[1]);
+    }
+    this.notify();
+  }
+
+  private notify(): void {
+    for (const watcher of [...this.watchers]) watcher();
+  }
+}
+
+/** An offset that puts every port of scripts/stack.json on a free port (below the ephemeral range). */
+async function freePortOffset(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const offset = 10_000 + 100 * Math.floor(Math.random() * 140);
+    const free = await Promise.all(STACK.apps.map((app) => portFree(app.port + offset)));
+    if (free.every(Boolean)) return offset;
+  }
+  throw new Error('no free block of ports for a supervised stack');
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
 }
