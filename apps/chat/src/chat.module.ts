@@ -6,6 +6,7 @@ import { CompletionsService } from './completions/completions.service';
 import { InferenceCapacity } from './completions/inference-capacity';
 import { ModelResolutions } from './completions/model-resolutions';
 import { SchemaValidation } from './completions/schema-validation';
+import { WorkerSignals } from './completions/worker-signals';
 import { ChatConfig } from './config/chat.config';
 
 /** Chat completions: resolves the model, schedules on inference workers, relays the result. */
@@ -23,7 +24,7 @@ export class ChatModule {
         }),
       ],
       controllers: [CompletionsController],
-      providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity, ModelResolutions, SchemaValidation],
+      providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity, ModelResolutions, SchemaValidation, WorkerSignals],
     };
   }
 }

@@ -1,4 +1,12 @@
-import type { CancelCompletion, CompletionEnded, InferenceWorkerLoad, StartCompletionReply, StartCompletionRequest } from './chat/chat-completion.messages';
+import type {
+  CancelCompletion,
+  CompletionEnded,
+  CompletionLivenessReply,
+  CompletionLivenessRequest,
+  InferenceWorkerLoad,
+  StartCompletionReply,
+  StartCompletionRequest,
+} from './chat/chat-completion.messages';
 import type { ServiceHealthReport, SystemCheckReport, WorkerAnnouncement } from './health/health.messages';
 import type { ListBaseModelsReply } from './registry/base-models.messages';
 import type {
@@ -96,8 +104,10 @@ export const Subjects = {
     healthCheck: rpc<Empty, ServiceHealthReport>('chat.health.check.v1'),
     /** Resolves the model, admits or refuses the request, and queues it for a worker. */
     startCompletion: rpc<StartCompletionRequest, StartCompletionReply>('chat.completion.start.v1'),
-    /** The completion is over for its client: chat releases its admission. */
+    /** The completion is over for its client: chat releases its admission, and stops its generation when asked to. */
     completionEnded: event<CompletionEnded>('chat.completion.ended.v1'),
+    /** Whether a worker still generates the completion: the gateway's probe of a silent completion. */
+    completionLiveness: rpc<CompletionLivenessRequest, CompletionLivenessReply>('chat.completion.liveness.v1'),
   },
   registry: {
     healthCheck: rpc<Empty, ServiceHealthReport>('registry.health.check.v1'),
@@ -149,7 +159,7 @@ export const Subjects = {
     systemCheck: rpc<Empty, SystemCheckReport>('health.system.check.v1'),
   },
   inference: {
-    /** Every inference worker listens; the one running the completion stops it. */
+    /** Chat sends it, every inference worker listens; the one running the completion stops it. */
     cancel: event<CancelCompletion>('inference.completion.cancel.v1'),
     /** `${name}.${stream}`: every inference worker of that work queue announces its load there and listens to the others'. */
     workerLoad: event<InferenceWorkerLoad>('inference.worker.load.v1'),

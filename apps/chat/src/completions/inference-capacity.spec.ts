@@ -2,6 +2,7 @@ import { CompletionEnded, ErrorCode, ServiceError, Subjects, WorkerAnnouncement 
 import { ErrorCode as NatsErrorCode, JSONCodec, Msg, NatsConnection, NatsError } from 'nats';
 import { ChatConfig } from '../config/chat.config';
 import { InferenceCapacity } from './inference-capacity';
+import { WorkerSignals } from './worker-signals';
 
 const codec = JSONCodec<WorkerAnnouncement>();
 const endings = JSONCodec<CompletionEnded>();
@@ -77,7 +78,7 @@ describe('InferenceCapacity', () => {
   });
 
   function start(fake: FakeConnection, overrides: Partial<ChatConfig> = {}): InferenceCapacity {
-    capacity = new InferenceCapacity(config(overrides), fake.nc);
+    capacity = new InferenceCapacity(config(overrides), fake.nc, new WorkerSignals(fake.nc));
     capacity.onModuleInit();
     return capacity;
   }

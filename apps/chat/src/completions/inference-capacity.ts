@@ -1,8 +1,9 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { COMPLETION_LIVENESS_PREFIX, CompletionEnded, ErrorCode, ServiceError, Subjects, WorkerAnnouncement } from '@trainyard/contracts';
+import { CompletionEnded, ErrorCode, ServiceError, Subjects, WorkerAnnouncement } from '@trainyard/contracts';
 import { NATS_CONNECTION } from '@trainyard/messaging';
 import { ErrorCode as NatsErrorCode, JSONCodec, NatsConnection, NatsError, RequestStrategy, Subscription } from 'nats';
 import { ChatConfig } from '../config/chat.config';
+import { WorkerSignals } from './worker-signals';
 
 const announcements = JSONCodec<WorkerAnnouncement>();
 const endings = JSONCodec<CompletionEnded>();
@@ -43,6 +44,7 @@ export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
   constructor(
     @Inject(ChatConfig) private readonly config: ChatConfig,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly workers: WorkerSignals,
   ) {}
 
   onModuleInit(): void {
@@ -127,10 +129,8 @@ export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
   private async releaseIfNobodyHolds(completionId: string): Promise<void> {
     this.probing.add(completionId);
     try {
-      await this.nc.request(`${COMPLETION_LIVENESS_PREFIX}.${completionId}`, undefined, { timeout: LIVENESS_TIMEOUT_MS });
-    } catch (err) {
-      // A timeout may be a worker too busy to answer: asked again at the next poll.
-      if ((err as NatsError).code === NatsErrorCode.NoResponders) {
+      // No answer in time may be a worker too busy to answer: asked again at the next poll.
+      if ((await this.workers.alive(completionId, LIVENESS_TIMEOUT_MS)) === false) {
         this.logger.warn(`${completionId}: admitted ${this.config.COMPLETION_DEADLINE_MS} ms ago, never announced over and held by no worker; released`);
         this.release(completionId);
       }

@@ -1,5 +1,5 @@
 import { ErrorCode, InferenceEventMessage, ServiceError } from '@trainyard/contracts';
-import { ErrorCode as NatsErrorCode, JSONCodec, NatsConnection, NatsError } from 'nats';
+import { JSONCodec } from 'nats';
 import { CompletionInbox } from './completion-events.hub';
 import { CompletionEventsReader } from './completion-events.reader';
 
@@ -12,13 +12,14 @@ function inboxOf(completionId: string) {
   return { inbox, push };
 }
 
-function fakeConnection(probe: () => Promise<unknown>) {
+/** Chat's answers to the reader's liveness probes, counted. */
+function fakeProbe(probe: () => Promise<boolean | null>) {
   const request = jest.fn(probe);
-  return { nc: { request } as unknown as NatsConnection, request };
+  return { probe: request as (completionId: string) => Promise<boolean | null>, request };
 }
 
-const noResponders = () => Promise.reject(NatsError.errorForCode(NatsErrorCode.NoResponders));
-const answered = () => Promise.resolve({});
+const noResponders = () => Promise.resolve(false);
+const answered = () => Promise.resolve(true);
 const options = { idleTimeoutMs: 2_000, probeAfterMs: 50 };
 
 async function failure(promise: Promise<unknown>): Promise<ServiceError> {
@@ -33,7 +34,7 @@ async function failure(promise: Promise<unknown>): Promise<ServiceError> {
 describe('CompletionEventsReader', () => {
   it('passes the events on in order, keeping the acceptance to itself', async () => {
     const { inbox, push } = inboxOf('c1');
-    const reader = new CompletionEventsReader(fakeConnection(answered).nc, inbox, options);
+    const reader = new CompletionEventsReader(fakeProbe(answered).probe, inbox, options);
     push({ seq: 0, type: 'accepted' });
     push({ seq: 1, type: 'prompt', prompt_tokens: 2, prompt_token_ids: [] });
     push({ seq: 2, type: 'done', usage: { prompt_tokens: 2, completion_tokens: 0 } });
@@ -43,19 +44,19 @@ describe('CompletionEventsReader', () => {
 
   it('fails with 503 as soon as the worker that took the completion is gone', async () => {
     const { inbox, push } = inboxOf('c2');
-    const { nc, request } = fakeConnection(noResponders);
-    const reader = new CompletionEventsReader(nc, inbox, options);
+    const { probe, request } = fakeProbe(noResponders);
+    const reader = new CompletionEventsReader(probe, inbox, options);
     push({ seq: 0, type: 'accepted' });
     const error = await failure(reader.next());
     expect(error.code).toBe(ErrorCode.Unavailable);
     expect(error.message).toMatch(/stopped before it finished/);
-    expect(request).toHaveBeenCalledWith('inference.completion.alive.v1.c2', undefined, expect.anything());
+    expect(request).toHaveBeenCalledWith('c2');
   });
 
   it('keeps waiting while the worker answers for a slow completion', async () => {
     const { inbox, push } = inboxOf('c3');
-    const { nc, request } = fakeConnection(answered);
-    const reader = new CompletionEventsReader(nc, inbox, options);
+    const { probe, request } = fakeProbe(answered);
+    const reader = new CompletionEventsReader(probe, inbox, options);
     push({ seq: 0, type: 'accepted' });
     const next = reader.next();
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -66,8 +67,8 @@ describe('CompletionEventsReader', () => {
 
   it('does not probe before a worker took the completion (it may still be queued)', async () => {
     const { inbox } = inboxOf('c4');
-    const { nc, request } = fakeConnection(noResponders);
-    const reader = new CompletionEventsReader(nc, inbox, { idleTimeoutMs: 300, probeAfterMs: 50 });
+    const { probe, request } = fakeProbe(noResponders);
+    const reader = new CompletionEventsReader(probe, inbox, { idleTimeoutMs: 300, probeAfterMs: 50 });
     const error = await failure(reader.next());
     expect(error.code).toBe(ErrorCode.Timeout);
     expect(request).not.toHaveBeenCalled();
@@ -75,7 +76,7 @@ describe('CompletionEventsReader', () => {
 
   it('fails with 503 when an event went missing in transit', async () => {
     const { inbox, push } = inboxOf('c5');
-    const reader = new CompletionEventsReader(fakeConnection(answered).nc, inbox, options);
+    const reader = new CompletionEventsReader(fakeProbe(answered).probe, inbox, options);
     push({ seq: 0, type: 'accepted' });
     push({ seq: 1, type: 'prompt', prompt_tokens: 1, prompt_token_ids: [] });
     push({ seq: 3, type: 'done', usage: { prompt_tokens: 1, completion_tokens: 1 } });
@@ -112,7 +113,7 @@ describe('CompletionInbox', () => {
 
   it('ends the reader: the completion has no result', async () => {
     const { inbox, push } = inboxOf('i3');
-    const reader = new CompletionEventsReader(fakeConnection(answered).nc, inbox, options);
+    const reader = new CompletionEventsReader(fakeProbe(answered).probe, inbox, options);
     push({ seq: 0, type: 'accepted' });
     inbox.close();
     expect(await reader.next()).toEqual({ done: true, value: undefined });

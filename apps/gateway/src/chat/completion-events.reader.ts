@@ -1,7 +1,13 @@
-import { COMPLETION_LIVENESS_PREFIX, ErrorCode, InferenceEvent, InferenceEventMessage, ServiceError } from '@trainyard/contracts';
+import { ErrorCode, InferenceEvent, InferenceEventMessage, ServiceError } from '@trainyard/contracts';
 import { settledWithin } from '@trainyard/runtime';
-import { ErrorCode as NatsErrorCode, JSONCodec, NatsConnection, NatsError } from 'nats';
+import { JSONCodec } from 'nats';
 import type { CompletionInbox } from './completion-events.hub';
+
+/**
+ * Asks whether a worker still generates the completion: true, false (its worker is gone), or
+ * null when that could not be told (no answer in time, chat itself unreachable).
+ */
+export type LivenessProbe = (completionId: string) => Promise<boolean | null>;
 
 const messages = JSONCodec<InferenceEventMessage>();
 
@@ -15,7 +21,7 @@ export interface CompletionEventsOptions {
 /**
  * Reads one completion's events off its inbox, in order, and turns the ways a
  * completion can be lost into clear errors instead of a wait: its worker died after taking
- * it (the liveness subject has no responders: 503), an event went missing in transit (a gap
+ * it (chat finds no worker holding it: 503), an event went missing in transit (a gap
  * in the numbering: 503), or nothing came for the idle timeout (504). Silence alone proves
  * nothing (a long prefill, a bus reconnecting), so only those proofs end it early.
  */
@@ -24,7 +30,7 @@ export class CompletionEventsReader {
   private expectedSeq = 0;
 
   constructor(
-    private readonly nc: NatsConnection,
+    private readonly probeLiveness: LivenessProbe,
     private readonly inbox: CompletionInbox,
     private readonly options: CompletionEventsOptions,
   ) {}
@@ -68,17 +74,12 @@ export class CompletionEventsReader {
   }
 
   private async probe(): Promise<void> {
-    try {
-      await this.nc.request(`${COMPLETION_LIVENESS_PREFIX}.${this.inbox.completionId}`, undefined, { timeout: this.options.probeAfterMs });
-    } catch (err) {
-      if (err instanceof NatsError && err.code === NatsErrorCode.NoResponders) {
-        throw new ServiceError(
-          ErrorCode.Unavailable,
-          'The inference worker generating this completion stopped before it finished; retry the request',
-          { retryAfterSeconds: 1 },
-        );
-      }
-      // A slow answer or a reconnecting bus: keep waiting, within the idle timeout.
+    // Unknown (a slow answer, a reconnecting bus, chat restarting): keep waiting, within the idle timeout.
+    if ((await this.probeLiveness(this.inbox.completionId)) === false) {
+      throw new ServiceError(ErrorCode.Unavailable, 'The inference worker generating this completion stopped before it finished; retry the request', {
+        retryAfterSeconds: 1,
+      });
     }
   }
+
 }

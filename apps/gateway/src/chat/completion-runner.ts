@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
-  CancelCompletion,
   ChatCompletionParams,
   CompletionEnded,
   ErrorCode,
@@ -18,7 +17,6 @@ import { GatewayConfig } from '../config/gateway.config';
 import { CompletionEventsHub, CompletionInbox } from './completion-events.hub';
 import { CompletionEventsReader } from './completion-events.reader';
 
-const cancellations = JSONCodec<CancelCompletion>();
 const endings = JSONCodec<CompletionEnded>();
 
 /** What folds a completion's events into an answer: the pieces to stream that each event makes, and whether the last event has come. */
@@ -79,12 +77,19 @@ export class CompletionRunner {
     // Open first: the worker may answer before the start request returns.
     const inbox = this.hub.open(completionId);
     let finished = false;
+    let announced = false;
+    // Once per completion: chat frees its admission and, for one cut short, stops its generation.
+    const end = (cancel: boolean) => {
+      if (announced) return;
+      announced = true;
+      this.announceEnd(completionId, cancel);
+    };
     const cancel = () => {
       inbox.close();
       if (finished) return;
       finished = true;
       this.logger.log(`${completionId}: the client went away; cancelling`);
-      this.nc.publish(Subjects.inference.cancel.name, cancellations.encode({ completion_id: completionId }));
+      end(true);
     };
     res.on('close', cancel);
     try {
@@ -104,22 +109,33 @@ export class CompletionRunner {
     } finally {
       res.off('close', cancel);
       inbox.close();
-      this.announceEnd(completionId);
+      end(false);
     }
   }
 
-  private announceEnd(completionId: string): void {
+  private announceEnd(completionId: string, cancel: boolean): void {
     try {
-      this.nc.publish(Subjects.chat.completionEnded.name, endings.encode({ completion_id: completionId }));
+      this.nc.publish(Subjects.chat.completionEnded.name, endings.encode({ completion_id: completionId, ...(cancel ? { cancel } : {}) }));
     } catch (err) {
       // The connection is closing: chat releases the admission once no worker holds the completion.
       this.logger.warn(`${completionId}: could not announce its end: ${(err as Error).message}`);
     }
   }
 
+  /** Chat's answer to whether a worker still generates the completion; null when chat could not tell. */
+  private async alive(completionId: string): Promise<boolean | null> {
+    try {
+      // Chat gives the worker a second to answer; the probe itself waits no longer than the silence that prompted it.
+      const timeoutMs = Math.max(2_000, this.config.COMPLETION_PROBE_AFTER_MS);
+      return (await this.rpc.request(Subjects.chat.completionLiveness, { completion_id: completionId }, { timeoutMs })).alive;
+    } catch {
+      return null;
+    }
+  }
+
   /** The worker's events in order; an `error` event, a silent, gone or lossy worker ends it with a ServiceError. */
   private async *events(inbox: CompletionInbox): AsyncGenerator<InferenceEvent> {
-    const reader = new CompletionEventsReader(this.nc, inbox, {
+    const reader = new CompletionEventsReader((completionId) => this.alive(completionId), inbox, {
       idleTimeoutMs: this.config.COMPLETION_IDLE_TIMEOUT_MS,
       probeAfterMs: this.config.COMPLETION_PROBE_AFTER_MS,
     });

@@ -143,9 +143,24 @@ export type InferenceEventMessage = InferenceEvent & { seq: number };
  */
 export interface CompletionEnded {
   completion_id: string;
+  /**
+   * It ended before its worker finished (the client went away, or its answer failed): chat
+   * tells the inference workers to stop generating it.
+   */
+  cancel?: boolean;
 }
 
-/** Anyone -> inference workers (no queue group: the one holding it stops it). */
+/** gateway -> chat: is a worker still generating this completion? */
+export interface CompletionLivenessRequest {
+  completion_id: string;
+}
+
+export interface CompletionLivenessReply {
+  /** true: a worker holds it; false: none does (its worker is gone); null: no answer in time (a busy worker, a reconnecting bus). */
+  alive: boolean | null;
+}
+
+/** chat -> inference workers (no queue group: the one holding it stops it). */
 export interface CancelCompletion {
   completion_id: string;
 }
