@@ -1,5 +1,5 @@
-import type { Page, TrainingEventRecord } from '@trainyard/contracts';
 import OpenAI from 'openai';
+import { trainInRounds } from './support/rl-rounds';
 import { Stack } from './support/stack';
 
 // RL through the HTTP API actually learns: a toy task with a verifiable reward (the one the
@@ -30,7 +30,6 @@ const reward = (choice: Choice) => {
   const id = firstTokenId(choice);
   return id !== undefined && id >= 3 && id % 2 === 0 ? 1 : 0;
 };
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 describe('RL jobs raise the reward of fresh rollouts', () => {
   let stack: Stack;
@@ -47,18 +46,6 @@ describe('RL jobs raise the reward of fresh rollouts', () => {
   afterAll(() => stack?.stop(), 60_000);
 
   const call = <T>(method: string, path: string, body?: unknown): Promise<T> => stack.json<T>(method, path, key, body);
-
-  async function waitForEnd(jobId: string): Promise<TrainingEventRecord[]> {
-    const events: TrainingEventRecord[] = [];
-    for (const deadline = Date.now() + 120_000; Date.now() < deadline; ) {
-      const after = events.at(-1)?.id;
-      const page = await call<Page<TrainingEventRecord>>('GET', `/v1/preview/training-jobs/${jobId}/events${after ? `?after=${after}` : ''}`);
-      events.push(...page.data);
-      if (events.some((e) => e.type === 'training_ended' || e.type === 'training_failed')) return events;
-      if (!page.has_more) await new Promise((r) => setTimeout(r, 100));
-    }
-    throw new Error(`job ${jobId} did not end in time; events: ${JSON.stringify(events)}`);
-  }
 
   /** Groups of fresh rollouts from one step, each Choice exactly as the openai client returned it. */
   async function rollouts(model: string, round: number) {
@@ -94,24 +81,13 @@ describe('RL jobs raise the reward of fresh rollouts', () => {
       base_model: BASE,
       return_existing: true,
     });
-    const name = `wandb-artifact:///${model.entity}/${model.project}/${model.name}`;
-
-    const rewards: number[] = [];
-    let groups = await rollouts(`${name}:step0`, 0);
-    rewards.push(mean(groups.flatMap((g) => g.trajectories.map((t) => t.reward))));
-    for (let job = 1; job <= MAX_JOBS && rewards.at(-1)! < 0.9; job++) {
-      const { id } = await call<{ id: string }>('POST', '/v1/preview/training-jobs', {
-        model_id: model.id,
-        trajectory_groups: groups,
-        experimental_config: { learning_rate: LEARNING_RATE },
-      });
-      const events = await waitForEnd(id);
-      expect(events.at(-1)?.type).toBe('training_ended');
-      groups = await rollouts(`${name}:step${job}`, job);
-      rewards.push(mean(groups.flatMap((g) => g.trajectories.map((t) => t.reward))));
-    }
-    // Seen in the logs of a failing run: the whole curve, not just its ends.
-    console.log(`mean reward per round: ${rewards.map((r) => r.toFixed(3)).join(', ')}`);
+    const rewards = await trainInRounds(stack, key, {
+      model: { id: model.id, name: `wandb-artifact:///${model.entity}/${model.project}/${model.name}` },
+      rollouts,
+      learningRate: LEARNING_RATE,
+      maxJobs: MAX_JOBS,
+      target: 0.9,
+    });
 
     expect(rewards[0]).toBeLessThan(0.8); // the task starts near chance, with room to improve
     expect(rewards.at(-1)! - rewards[0]).toBeGreaterThanOrEqual(0.25);

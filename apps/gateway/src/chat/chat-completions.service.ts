@@ -7,6 +7,7 @@ import { GatewayConfig } from '../config/gateway.config';
 import { CompletionAssembler } from './completion-assembler';
 import { CompletionRunner, foldEvents } from './completion-runner';
 import { ChatCompletionRequest, ChatMessageDto } from './dto/chat-completion.request';
+import { checkToolChoice } from './tool-choice';
 import { unmatchedToolResult } from './tool-results';
 import { HTTP_STATUS_BY_CODE } from '../http/error-status';
 import { openEventStream } from '../http/event-stream';
@@ -103,23 +104,15 @@ export class ChatCompletionsService {
     };
   }
 
-  /**
-   * tool_choice with OpenAI's default ("auto" with tools, "none" without), once it is known to
-   * fit the tools: a named function must be one of them, and function names must differ.
-   */
+  /** tool_choice with OpenAI's default ("auto" with tools, "none" without), once it is known to fit the tools. */
   private toolChoice(body: ChatCompletionRequest): ToolChoice | 'none' {
     const tools = body.tools ?? [];
     const choice = body.tool_choice ?? (tools.length > 0 ? 'auto' : 'none');
-    if (choice === 'none') return 'none';
-    if (tools.length === 0) throw ServiceError.invalid(`tool_choice ${JSON.stringify(choice)} needs tools`, 'tool_choice');
-    const names = new Set<string>();
-    tools.forEach((tool, i) => {
-      if (names.has(tool.function.name)) throw ServiceError.invalid(`tools[${i}].function.name ${JSON.stringify(tool.function.name)} is declared twice`, `tools[${i}].function.name`);
-      names.add(tool.function.name);
-    });
-    if (typeof choice === 'object' && !names.has(choice.function.name)) {
-      throw ServiceError.invalid(`tool_choice names the function ${JSON.stringify(choice.function.name)}, which is not in tools`, 'tool_choice');
-    }
+    checkToolChoice(
+      tools.map((tool) => tool.function.name),
+      typeof choice === 'object' ? { name: choice.function.name } : choice,
+      (i) => `tools[${i}].function.name`,
+    );
     return choice;
   }
 }

@@ -1,4 +1,5 @@
 import { ChatCompletionParams, ChatMessageInput, FunctionTool, ResponseFormatInput, ServiceError, ToolCallOutput, ToolChoice } from '@trainyard/contracts';
+import { checkToolChoice } from '../chat/tool-choice';
 import type { CreateResponseRequest } from './dto/create-response.request';
 
 export interface ResponseLimits {
@@ -33,12 +34,11 @@ export function toChatParams(body: CreateResponseRequest, limits: ResponseLimits
   const messages = toMessages(body);
   const tools = (body.tools ?? []).map(toChatTool);
   const choice = body.tool_choice ?? (tools.length > 0 ? 'auto' : 'none');
-  if (choice !== 'none' && tools.length === 0) throw ServiceError.invalid(`tool_choice ${JSON.stringify(choice)} needs at least one function in tools`, 'tool_choice');
-  if (typeof choice === 'object' && !tools.some((tool) => tool.function.name === choice.name)) {
-    throw ServiceError.invalid(`tool_choice names the function "${choice.name}", which is not among tools`, 'tool_choice');
-  }
-  const duplicate = tools.findIndex((tool, i) => tools.findIndex((other) => other.function.name === tool.function.name) !== i);
-  if (duplicate >= 0) throw ServiceError.invalid(`the function name ${JSON.stringify(tools[duplicate].function.name)} is declared twice`, `tools.${duplicate}.name`);
+  checkToolChoice(
+    tools.map((tool) => tool.function.name),
+    typeof choice === 'object' ? { name: choice.name } : choice,
+    (i) => `tools.${i}.name`,
+  );
   const toolChoice: ToolChoice = choice === 'none' ? 'auto' : typeof choice === 'object' ? { type: 'function', function: { name: choice.name } } : choice;
   return {
     model: body.model,
