@@ -15,10 +15,9 @@ ARG NODE_IMAGE=node:20.20-bookworm-slim
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-# `npm install`, not `npm ci`: the lockfile (npm 11) lists only linux-x64's optional binaries,
-# which `npm ci` refuses; the versions are still the locked ones. Optional dependencies stay
-# in: Nx and esbuild (tsx) need their platform binaries to build.
-RUN npm install --no-audit --no-fund
+# Exactly the locked versions. Optional dependencies stay in: Nx and esbuild (tsx) need their
+# platform binaries to build.
+RUN npm ci --no-audit --no-fund
 
 # ---- build every app with Nx, and the embedded default model ---------------------------------
 FROM deps AS build
@@ -32,7 +31,7 @@ RUN PRISMA_SCHEMA_ENGINE_BINARY="$(command -v node)" npx prisma generate \
 FROM ${NODE_IMAGE} AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 
 # ---- what every runtime image shares --------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime

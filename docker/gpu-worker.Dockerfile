@@ -17,9 +17,8 @@ ARG CUDA_IMAGE=nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# `npm install`, not `npm ci`: the lockfile (npm 11) lists only linux-x64's optional binaries,
-# which `npm ci` refuses. Optional dependencies stay in: Nx and esbuild need them to build.
-RUN npm install --no-audit --no-fund
+# Exactly the locked versions. Optional dependencies stay in: Nx and esbuild need them to build.
+RUN npm ci --no-audit --no-fund
 COPY . .
 RUN PRISMA_SCHEMA_ENGINE_BINARY="$(command -v node)" npx prisma generate \
  && NX_DAEMON=false NX_NO_CLOUD=true npx nx run-many -t build -p inference-worker,training-worker --outputStyle=static \
@@ -33,7 +32,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --omit=dev --omit=optional --no-audit --no-fund
+RUN npm ci --omit=dev --omit=optional --no-audit --no-fund
 # Named explicitly, a failed download fails the build (as an optional dependency npm would
 # quietly drop it). The binding and libtensorflow must both be there afterwards.
 RUN npm install --no-save --omit=dev --no-audit --no-fund --foreground-scripts @tensorflow/tfjs-node-gpu@4.22.0 \

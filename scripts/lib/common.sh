@@ -31,14 +31,14 @@ apt_install() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
-# Installs node modules when they are missing or older than the lockfile. `npm install`
-# rather than `npm ci`: npm 11.19 writes lockfiles that list only this platform's optional
-# binaries (@swc/core-*, sass-embedded-*), and `npm ci` then refuses them as out of sync.
-# The versions installed are still the locked ones.
+# Installs node modules, exactly as the lockfile has them, when they are missing or older than
+# the lockfile. The lockfile lists every platform's optional binaries (@swc/core-*,
+# sass-embedded-*), which `npm ci` requires: package.json's `overrides` holds sass-embedded at
+# the newest version the registry has for every platform.
 ensure_node_modules() {
   if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
     say "installing node modules"
-    npm install --no-audit --no-fund --loglevel=error
+    npm ci --no-audit --no-fund --loglevel=error
   fi
 }
 

@@ -234,7 +234,8 @@ async function main() {
     const failures: string[] = [];
     const through: number[] = [];
     const clientFloor: number[] = [];
-    // The first 30 calls, as the overhead was measured until 2026-11-24, for comparison.
+    // The first 30 calls of each path, before V8 has optimized the stack's code: reported beside
+    // the steady-state figure.
     const cold = { direct: [] as number[], through: [] as number[] };
     // All three paths are first run WARMUP times unmeasured: a server is measured in its steady
     // state, with its code compiled by V8's optimizing tier. Until this point the stack has

@@ -1,6 +1,6 @@
 import { TestingModule } from '@nestjs/testing';
 import { PrismaService } from '@trainyard/db';
-import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '@trainyard/engine';
+import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '@trainyard/engine/files';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

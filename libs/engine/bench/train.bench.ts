@@ -5,8 +5,7 @@
  *
  * LoRA r 8, alpha 16 on all seven projections, one 64-token sequence per step: times full
  * steps (forward, backward, AdamW), then one packed step of 8 x 256 tokens, measures the machine's plain 2-D matMul peak on the same
- * backend, and writes the "Training" section of docs/benchmarks.md (the rest of the file,
- * the inference figures, is kept). ENGINE_BACKEND picks the backend (default wasm).
+ * backend, and rewrites its block of docs/benchmarks.md (the prose around it is kept). ENGINE_BACKEND picks the backend (default wasm).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -17,6 +16,7 @@ import { loadModel } from '../src/loader';
 import { DEFAULT_LORA_SPEC } from '../src/lora/peft';
 import { makeModel } from '../src/maker/make-model';
 import { LoraTrainer } from '../src/training/trainer';
+import { writeDocBlock } from './doc-block';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const MODEL_DIR = path.join(ROOT, 'var/models/bench-smollm2-135m');
@@ -133,12 +133,11 @@ function writeDoc(r: {
   tokensPerSecond: number; peak: number; achieved: number; ratio: number; peakRssMb: number; tensorMb: number;
   longSeconds: number; longPeakRssMb: number;
 }): void {
-  const section = `## Training
-
-Measured by \`npx tsx libs/engine/bench/train.bench.ts\` on ${r.date} (${r.cpu}, ${r.cores} cores, Node ${r.node},
-backend ${r.backend}). Same SmolLM2-135M-shaped model as above; LoRA r 8, alpha 16 on q, k, v, o,
-gate, up, down (all 30 layers); one ${TOKENS}-token sequence per step (48 trainable tokens); a step is
-forward, backward and AdamW (with global-norm clipping). ${STEPS} timed steps after one warm-up step.
+  writeDocBlock(
+    DOC,
+    'train.bench.ts',
+    `Measured by \`npx tsx libs/engine/bench/train.bench.ts\` on ${r.date} (${r.cpu}, ${r.cores} cores, Node
+${r.node}, backend ${r.backend}).
 
 | figure | measured | target | |
 |---|---|---|---|
@@ -153,39 +152,10 @@ forward, backward and AdamW (with global-norm clipping). ${STEPS} timed steps af
 | one packed step of 8 x 256 tokens (the default packing's 2,048) | ${r.longSeconds.toFixed(1)} s (${(2048 / r.longSeconds).toFixed(1)} tokens/s) | | |
 | peak RSS with that step | ${r.longPeakRssMb.toFixed(0)} MB | | |
 
-Step times: ${r.times.map((t) => t.toFixed(2)).join(', ')} s. Achieved FLOP/s counts 4 x tokens x
-(projection + lm_head parameters) per step: the forward pass and the input gradients through the
-frozen weights (the base weights get no weight gradients); LoRA and attention FLOPs are left
-out, so the ratio slightly understates the work. The peak is the best of plain 2-D matMuls
-([64|256, 576] x [576, 1536|960], 512^3) timed here just before.
-
-What the step relies on: activation checkpointing (training/checkpointing.ts: the forward pass
-keeps only each block's input, and the backward pass recomputes one block at a time under a
-tape, so memory grows with layers x tokens x hidden instead of with every intermediate; the
-lm_head taken in vocabulary-bounded chunks both ways), attention in tiles of query rows with a
-gradient that recomputes the probabilities (as FlashAttention's backward does), which together
-keep a 2,048-token step inside wasm's 4 GB heap; every projection a plain 2-D matMul; the frozen projections'
-backward reuses the one stored [in, out] weight, dx = (W^T dy^T)^T, a plain 2-D matMul plus two
-transposes of activations (FrozenLinear.enableBackward; no second [out, in] copy of the weights,
-nor XNNPACK's packed copy of it); with LoRA adapters, projection and adapters share one
-custom gradient written out by hand, so tfjs saves (and on wasm copies) only the projection's
-input for the backward pass; the registered BatchMatMul gradient transposes its 2-D operands
-explicitly so the remaining 2-D gradients stay on XNNPACK's fast path; attention
-over the 64 positions one KV head at a time with 2-D matMuls; AdamW as a JS loop over the
-2.4 M LoRA numbers instead of ~16 tfjs ops per parameter; LoRA A and B held transposed
-([in, r], [r, out]); log-probabilities in chunks against the lm_head; no weight gradients for
-the base model.
-`;
-  let doc = fs.existsSync(DOC) ? fs.readFileSync(DOC, 'utf8') : '# Engine benchmarks\n';
-  const at = doc.indexOf('\n## Training\n');
-  if (at >= 0) {
-    const next = doc.indexOf('\n## ', at + 1 + '## Training'.length);
-    doc = doc.slice(0, at + 1) + section + (next >= 0 ? doc.slice(next) : '');
-  } else {
-    doc = doc.trimEnd() + '\n\n' + section;
-  }
-  fs.writeFileSync(DOC, doc);
-  console.log(`wrote ${DOC}`);
+Step times: ${r.times.map((t) => t.toFixed(2)).join(', ')} s.
+`,
+  );
+  console.log(`wrote the train.bench.ts block of ${DOC}`);
 }
 
 main().catch((err) => {

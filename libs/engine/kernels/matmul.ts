@@ -7,7 +7,7 @@
 // a large weight matrix W that never changes. It is shaped for decoding, few rows M (one
 // per sequence of the decode batch): each weight is used only M times per call, so the work
 // is bounded by streaming W from memory and by how many multiply-adds each loaded weight
-// feeds. (It turned out faster than XNNPACK for prefill's hundreds of rows too.)
+// feeds. It is also faster than XNNPACK for prefill's hundreds of rows.
 //
 // 1. Packing. W is rearranged once, before its first use, into panels of 8 columns:
 //
@@ -25,8 +25,8 @@
 //    The kernel widens them back with one shift (columns 0-3) and one mask (columns 4-7),
 //    which gives exactly the f32 values: the products and sums, and so the result, are the
 //    same bits as with f32 panels. Half the bytes stream from memory, which is what bounds
-//    decoding one row: it took 13 ms against 19 ms on a whole SmolLM2-135M, and the
-//    weights take half the memory.
+//    decoding one row (13 against 19 ms on a whole SmolLM2-135M), and the weights take half
+//    the memory.
 //
 // 2. Register tile. The inner loop keeps a 4 x 8 block of out in 8 SIMD registers (4 rows,
 //    two f32x4 halves of the panel's 8 columns). Per k it loads the panel's 8 weights once
@@ -35,64 +35,55 @@
 //    + 2 weights + 1 broadcast (+ the bf16 mask) fit the 16 SIMD registers of x86-64 without
 //    spills (an 8 x 8 tile would need 16 accumulators). An 8 x 4 tile over 4-column panels,
 //    and a dot-product form over [N, K] weights (horizontal sums at the end of each column)
-//    were both measured much slower with V8's code. Leftover rows (M not a multiple of 4)
-//    take a 3 x 8 tile (on AMD Zen 4, 3 rows ran at 36 GFLOP/s in cache with it, against 24
-//    as a 2 x 8 and a 1 x 8 pass; 34 against 42 ms streamed over a whole SmolLM2-135M), or a
-//    2 x 8 and a 1 x 8 one. A single row (decoding one sequence) can take four panels at
-//    once (oneRowWide), a 1 x 32 tile with 8 accumulators over four streams of weights: on
-//    an Intel Xeon it read 7.0 against 5.6 GFLOP/s (1 x 8) from memory, and one stream
-//    decoded 19.4 against 16.7 tokens/s; on AMD Zen 4 it was slower, 7.5 against 9.5
-//    GFLOP/s over a whole SmolLM2-135M. The engine times both on the model's weights
+//    are both much slower with V8's code. Leftover rows (M not a multiple of 4) take a 3 x 8
+//    tile (3 rows at 36 GFLOP/s in cache, against 24 as a 2 x 8 and a 1 x 8 pass, on AMD
+//    Zen 4), or a 2 x 8 and a 1 x 8 one. A single row (decoding one sequence) can take four
+//    panels at once (oneRowWide), a 1 x 32 tile with 8 accumulators over four streams of
+//    weights: faster from memory on an Intel Xeon (7.0 against 5.6 GFLOP/s for 1 x 8),
+//    slower on AMD Zen 4 (7.5 against 9.5). The engine times both on the model's weights
 //    (src/kernels/matmul.ts). Each output is still summed in the same order, k by k from
 //    the bias, as in every other tile: a sequence gets the same bits alone as in a batch.
 //
 // 3. No K blocking. Each tile runs down the whole panel, K steps, with its accumulators in
 //    registers, starting from the bias (or zero) and storing once at the end. Cutting K into
-//    blocks that stay in the 32 KB L1 was measured with blocks of 96-512 steps, on
-//    SmolLM2-135M's matrices (K 576 and 1536) and on 8192 x 2048 ones, for 1-64 rows: never
-//    faster than the whole K, by up to 8% slower (each block loads and stores the
-//    accumulators again).
+//    blocks that stay in the 32 KB L1 (96-512 steps, on SmolLM2-135M's matrices, K 576 and
+//    1536, and on 8192 x 2048 ones, for 1-64 rows) is never faster than the whole K and up to
+//    8% slower: each block loads and stores the accumulators again.
 //
 // 4. Panel groups. More than 4 rows take several row tiles per panel. Panels are taken in
 //    groups of about GROUP_BYTES (which stay in L2): the first row tile runs over the whole
 //    group, streaming it from memory front to back as one run, and the next row tiles
 //    reread it from L2. Rereading each panel right after its first pass (groups of one
-//    panel) breaks the stream at every panel: on a whole SmolLM2-135M, 8 rows took 53 ms
+//    panel) breaks the stream at every panel: on a whole SmolLM2-135M, 8 rows take 53 ms
 //    that way against 43-44 ms with groups of 128-512 KB, and 16 rows 100 against 85-86 ms
-//    (bf16; 4 rows, one tile, 22.7 ms either way).
+//    (bf16).
 //
 // 5. Read-ahead (optional, per call). On some machines a core streams memory much more
 //    slowly while it multiplies than while it only reads: the out-of-order window, full of
-//    multiply-adds waiting on weights, holds too few cache misses at a time. On an Intel
-//    Xeon (Sapphire Rapids, KVM), 4 rows over 280 MB of distinct 576 x 3072 matrices ran at
-//    12 GFLOP/s streamed, against 32 with the same matrix again and again from cache. With
-//    readAhead, each group (of READ_AHEAD_GROUP_BYTES) is first read by a loop that does
-//    nothing but touch each of its cache lines, which keeps many misses in flight, and the
-//    tiles then run over it from L2: 18 GFLOP/s there for 4 rows, 25 against 19 for 8, and
-//    1 row as fast as streamed by a 1 x 8 tile (the 1 x 32 tile of section 2, streamed, is
-//    faster than either). Where the core streams well while it multiplies (AMD Zen 4:
-//    27 against 33 GFLOP/s from cache, for 4 rows), the extra pass loses: over a whole
-//    SmolLM2-135M there, 4 rows ran at 15.4 GFLOP/s with it against 20.4 without, 1 row at
-//    4.7 against 9.5. The products are the same either way;
-//    the engine times both on the model's own weights when it loads one for inference and
-//    uses the faster (src/kernels/matmul.ts).
+//    multiply-adds waiting on weights, holds too few cache misses at a time (an Intel Xeon,
+//    Sapphire Rapids: 4 rows over 280 MB of distinct 576 x 3072 matrices at 12 GFLOP/s
+//    streamed, against 32 from cache). With readAhead, each group (of
+//    READ_AHEAD_GROUP_BYTES) is first read by a loop that does nothing but touch each of its
+//    cache lines, which keeps many misses in flight, and the tiles then run over it from L2:
+//    18 GFLOP/s there for 4 rows, 25 against 19 for 8. Where the core streams well while it
+//    multiplies (AMD Zen 4), the extra pass loses: 15.4 against 20.4 GFLOP/s for 4 rows.
+//    The products are the same either way; the engine times both on the model's own weights
+//    when it loads one for inference and uses the faster (src/kernels/matmul.ts).
 //
 // 6. One copy of the loops per weight format. The format is a compile-time constant of each
 //    copy (matmulF32, matmulBf16), so the inner loops hold only loads, multiplies and adds.
 //    They must stay separate exports: behind one export that branched on the format,
-//    Binaryen folded the two copies back into one whose inner loops tested the format twice
-//    per k step, and V8 kept the flag on the stack. Separating them took 4 rows in cache
-//    from 28.4 to 41.3 GFLOP/s on AMD Zen 4 (21.6 to 25.4 streamed from memory).
+//    Binaryen folds the two copies back into one whose inner loops test the format twice
+//    per k step, with the flag on V8's stack (4 rows in cache at 28.4 against 41.3 GFLOP/s
+//    on AMD Zen 4).
 //
 // 7. x interleaved for the row tiles. A tile of t rows (2-4) reads its x rows from a copy
 //    made once per call, in scratch memory the caller gives (xt, as large as x), where they
 //    are interleaved k by k: xt[r][k t + i] = x[r + i][k]. The tile's loop then reads x as
 //    one sequential stream, t floats per step at constant offsets, beside the one stream
-//    of weights, instead of t streams K floats apart. On AMD Zen 4 over a whole
-//    SmolLM2-135M, streamed from memory: 4 rows 45-48 -> 32 ms, 3 rows 31-35 -> 27-28, 2
-//    rows 25-26 -> 23; in cache, no change. The same machine also streamed one row more
-//    slowly over two or four panels at once than over one (section 2). A single row reads x
-//    in place: it is already one stream.
+//    of weights, instead of t streams K floats apart (on AMD Zen 4 over a whole
+//    SmolLM2-135M, streamed from memory: 4 rows in 32 ms against 45-48, 3 rows 27-28 against
+//    31-35; in cache, the same). A single row reads x in place: it is already one stream.
 //
 // Loop order: panel groups outermost, so each panel streams from memory once per call, while
 // the x rows (M * K floats: a few KB when decoding) stay in cache across all panels.

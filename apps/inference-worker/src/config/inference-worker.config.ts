@@ -37,17 +37,17 @@ export class InferenceWorkerConfig extends WorkerConfig {
 
   /**
    * Whether the matmul kernel reads each group of weights into cache before multiplying it:
-   * faster on machines whose cores stream memory slowly while they compute (an Intel Xeon
-   * here), a cost where they stream well. 'auto' times both on the first large model loaded
-   * (with MATMUL_ONE_ROW_TILE, 0.4 s for SmolLM2-135M on an AMD Zen 4 here) and keeps the
-   * faster; 'on' or 'off' skips the timing.
+   * faster on machines whose cores stream memory slowly while they compute (an Intel Xeon),
+   * a cost where they stream well. 'auto' times both on the first large model loaded (with
+   * MATMUL_ONE_ROW_TILE, 0.4 s for SmolLM2-135M on an AMD Zen 4) and keeps the faster; 'on'
+   * or 'off' skips the timing.
    */
   @IsIn(READ_AHEAD_SETTINGS)
   MATMUL_READ_AHEAD: ReadAheadSetting = 'auto';
 
   /**
    * How the matmul kernel runs one sequence's decode step: down one panel of weights at a
-   * time ('narrow': faster on AMD Zen 4 here) or four ('wide': faster on an Intel Xeon here).
+   * time ('narrow': faster on AMD Zen 4) or four ('wide': faster on an Intel Xeon).
    * 'auto' times both with MATMUL_READ_AHEAD's timing; 'narrow' or 'wide' skips it.
    */
   @IsIn(ONE_ROW_TILE_SETTINGS)
@@ -57,8 +57,8 @@ export class InferenceWorkerConfig extends WorkerConfig {
    * Threads every projection is divided between, over one copy of the weights. 1 (the
    * default) suits one worker per core, as `npm start` runs them: the most streams per
    * machine. A single worker with MATMUL_THREADS set to the machine's cores decodes each
-   * stream faster (one stream 18.9 -> 29.0 tokens/s through the stack on a 2-core Intel Xeon
-   * here) and 8 streams at about the same total (docs/deploy.md, "Inference workers and threads").
+   * stream faster and 8 streams at about the same total (docs/deploy.md, "Inference workers
+   * and threads").
    */
   @Type(() => Number)
   @IsInt()

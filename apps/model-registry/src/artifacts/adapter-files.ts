@@ -7,7 +7,7 @@ import {
   ModelConfig,
   readModelConfig,
   writePeftAdapter,
-} from '@trainyard/engine';
+} from '@trainyard/engine/files';
 import type { InstalledBaseModel } from '../base-models/base-models.service';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { CheckpointRecord, RecordCheckpointRequest, ServiceError } from '@trainyard/contracts';
-import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '@trainyard/engine';
+import { ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE } from '@trainyard/engine/files';
 import { BlobStore } from '@trainyard/messaging';
 import { AdapterFiles } from '../artifacts/adapter-files';
 import { ModelsService } from '../models/models.service';

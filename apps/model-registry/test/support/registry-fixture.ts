@@ -1,7 +1,7 @@
 import { Provider } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
 import { DbModule } from '@trainyard/db';
-import { makeModel } from '@trainyard/engine';
+import { makeModel } from '@trainyard/engine/files';
 import { ProcessHealthModule } from '@trainyard/runtime';
 import { createTestDatabase } from '@trainyard/testing';
 import { mkdtempSync, rmSync } from 'node:fs';

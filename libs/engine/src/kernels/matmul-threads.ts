@@ -6,9 +6,8 @@ import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
  *
  * Decoding one sequence is bound by reading the weights, all of them every step, and one core
  * reads memory at only part of what the machine can. A process that divides every product
- * between its cores decodes a stream faster (18.9 -> 29.0 tokens/s through the stack on a
- * 2-core Intel Xeon here), prefills faster, and holds the weights once instead of once per
- * worker process (docs/benchmarks.md, "Eighth session").
+ * between its cores decodes a stream faster, prefills faster, and holds the weights once
+ * instead of once per worker process (docs/benchmarks.md, "Matmul on several threads").
  *
  * tfjs-wasm's heap is not shared between threads, so the packed weights live here, in a
  * shared WebAssembly.Memory of the engine's own (the Arena below), and every thread

@@ -5,18 +5,17 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
 
 /**
  * The model's projections, x [M, K] W [K, N] (+ bias), as one WebAssembly SIMD kernel on
- * tfjs-wasm (source, with the why of its layout: libs/engine/kernels/matmul.ts). Against
- * XNNPACK's matMul on a whole SmolLM2-135M set of weights (bench/matmul.bench.ts, a busy
- * 2-core machine): 1.3-1.6x faster for 2 rows, even to 1.1x for 1, 4 and 8 (1 row is bound
- * by memory bandwidth either way), 1.15x for 16 and 1.3-1.4x for 64 and 256 rows (prefill).
- * There is no crossover, so inference uses it for every row count; an inference process
- * then never has XNNPACK pack the weights a second time (see FrozenLinear).
+ * tfjs-wasm (source, with the why of its layout: libs/engine/kernels/matmul.ts). It is at
+ * least as fast as XNNPACK's matMul for every row count, decode and prefill alike
+ * (bench/matmul.bench.ts; docs/benchmarks.md, "Matmul kernel"), so inference uses it for
+ * all of them, and an inference process never has XNNPACK pack the weights a second time
+ * (see FrozenLinear).
  *
  * W is first rearranged into panels of 8 columns (packWeights), once, into a tensor in
  * tfjs-wasm's heap: as large as W, or half as large when every weight of W is exactly a
  * bfloat16 (a checkpoint stored in bf16), which the kernel then reads as such, with the same
- * result to the bit and about two thirds of the time for one row (see the source's section
- * 1). Like the decode-attention kernel, both steps are tfjs kernels for the wasm backend
+ * result to the bit and fewer bytes to stream, which bounds one row (see the source's
+ * section 1). Like the decode-attention kernel, both steps are tfjs kernels for the wasm backend
  * that run on tfjs's own memory (the module imports the backend's WebAssembly.Memory and
  * is given the heap offsets of the tensors: wasm-heap.ts); where tfjs-wasm does not expose
  * them every function here returns null so the caller uses tfjs ops.
@@ -75,10 +74,10 @@ export interface MatMulPlan {
 }
 
 /**
- * Until tuned or set: streamed, and four panels at a time for one row, as before the tile was
- * tuned. Models too small to be tuned run from cache, where the two one-row tiles ran alike
- * on AMD Zen 4 (14.2 against 14.7 ms, narrow against wide, for a 576 x 576 weight again and
- * again, as many multiply-adds as a whole SmolLM2-135M).
+ * Until tuned or set: streamed, and four panels at a time for one row. Models too small to be
+ * tuned run from cache, where the two one-row tiles run alike (14.2 against 14.7 ms, narrow
+ * against wide, on AMD Zen 4 for a 576 x 576 weight again and again, as many multiply-adds as
+ * a whole SmolLM2-135M).
  */
 let plan: MatMulPlan = { oneRowTile: 'wide', oneRowReadAhead: false, rowsReadAhead: false };
 let tuned = false;
@@ -298,7 +297,7 @@ const TUNE_ROUNDS = 3;
  * Times packedMatMul over `weights` (a model's projections, in order, up to TUNE_MAX_BYTES)
  * under each plan that `fixed` leaves open, for 1 row (the one-row tile and read-ahead: up to
  * 4 candidates) and then for 4, a decode batch (read-ahead or not), and sets the fastest: up
- * to 18 passes, 0.4 s on SmolLM2-135M on an AMD Zen 4 here. Does nothing and returns null
+ * to 18 passes, 0.4 s on SmolLM2-135M on an AMD Zen 4. Does nothing and returns null
  * when already tuned in this process (the choice belongs to the machine), where the kernel
  * does not run, or when the weights are too small to stream from memory.
  */

@@ -1,0 +1,128 @@
+import { ComponentCheck, ServiceHealthReport, Subjects, WorkerAnnouncement, WorkQueues } from '@trainyard/contracts';
+import { ensureWorkQueue, RpcClient } from '@trainyard/messaging';
+import { freePort, startNatsServer, TestNatsServer, testServerUrl } from '@trainyard/testing';
+import { connect, JSONCodec, NatsConnection } from 'nats';
+import { HealthConfig } from '../src/config/health.config';
+import { DatabaseProbe } from '../src/database-probe';
+import { summarize, SystemCheckService } from '../src/system-check.service';
+
+const PREFIX = 'healthtest';
+const TIMEOUT_MS = 600;
+
+/** The services' health answers, as RpcClient would return them: per subject, a report or a failure. */
+class FakeRpc {
+  constructor(private readonly answers: Record<string, () => Promise<ServiceHealthReport>>) {}
+
+  request(subject: { name: string }): Promise<ServiceHealthReport> {
+    const answer = this.answers[subject.name];
+    return answer ? answer() : Promise.reject(new Error(`no answer for ${subject.name}`));
+  }
+}
+
+const healthy = (service: string): (() => Promise<ServiceHealthReport>) => async () => ({
+  service,
+  instance: `${service}-1`,
+  ok: true,
+  checks: { database: { ok: true, latency_ms: 1, error: null } },
+});
+
+function announcement(kind: WorkerAnnouncement['kind'], instance: string, ready: boolean): WorkerAnnouncement {
+  return { kind, instance, backend: 'wasm', gpu: false, ready, started_at: '2026-01-01T00:00:00Z', capacity: { slots: 4, active: 0 } };
+}
+
+describe('system check against a real nats-server and PostgreSQL', () => {
+  let nats: TestNatsServer;
+  let nc: NatsConnection;
+  const probes: DatabaseProbe[] = [];
+
+  const config = (databaseUrl = testServerUrl()) =>
+    Object.assign(new HealthConfig(), { DATABASE_URL: databaseUrl, CHECK_TIMEOUT_MS: TIMEOUT_MS, INSTANCE_ID: 'health-1', JETSTREAM_PREFIX: PREFIX });
+
+  function service(answers: Record<string, () => Promise<ServiceHealthReport>>, databaseUrl?: string): SystemCheckService {
+    const c = config(databaseUrl);
+    const probe = new DatabaseProbe(c);
+    probes.push(probe);
+    return new SystemCheckService(c, nc, new FakeRpc(answers) as unknown as RpcClient, probe);
+  }
+
+  const allHealthy = {
+    [Subjects.chat.healthCheck.name]: healthy('chat'),
+    [Subjects.registry.healthCheck.name]: healthy('model-registry'),
+    [Subjects.training.healthCheck.name]: healthy('training-orchestrator'),
+  };
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    nc = await connect({ servers: nats.url });
+    await ensureWorkQueue(nc, WorkQueues.inference, PREFIX);
+    await ensureWorkQueue(nc, WorkQueues.training, PREFIX);
+    const workers = JSONCodec<WorkerAnnouncement>();
+    // Three workers answer every ping: two inference ones (one still loading) and a training one not ready.
+    for (const a of [announcement('inference', 'inf-1', true), announcement('inference', 'inf-2', false), announcement('training', 'train-1', false)]) {
+      nc.subscribe(Subjects.workers.ping.name, { callback: (_err, msg) => msg.respond(workers.encode(a)) });
+    }
+    const js = nc.jetstream();
+    for (let i = 0; i < 3; i++) await js.publish(`${PREFIX}.${WorkQueues.inference.subject}`, new Uint8Array([i]));
+    await nc.flush();
+  });
+
+  afterAll(async () => {
+    for (const probe of probes) await probe.onModuleDestroy();
+    await nc?.close();
+    await nats?.stop();
+  });
+
+  it('reports every component, with what each one says about itself', async () => {
+    const report = await service(allHealthy).run();
+    const c = report.components;
+    expect(Object.keys(c).sort()).toEqual(
+      ['chat', 'database', 'health', 'inference-queue', 'inference-workers', 'model-registry', 'nats', 'training-orchestrator', 'training-queue', 'training-workers'].sort(),
+    );
+    for (const name of ['chat', 'database', 'health', 'nats', 'model-registry', 'training-orchestrator', 'inference-queue', 'training-queue', 'inference-workers']) {
+      expect([name, c[name].ok, c[name].error]).toEqual([name, true, null]);
+    }
+    expect(c['chat']['instance']).toBe('chat-1');
+    expect(c['health']['instance']).toBe('health-1');
+    expect(c['inference-queue']['pending']).toBe(3);
+    expect(c['training-queue']['pending']).toBe(0);
+    // Only ready workers count; every worker that answered is listed.
+    expect(c['inference-workers']).toMatchObject({ count: 1, backend: 'wasm' });
+    expect((c['inference-workers']['workers'] as { instance: string }[]).map((w) => w.instance).sort()).toEqual(['inf-1', 'inf-2']);
+    expect(c['training-workers']).toMatchObject({ ok: false, error: 'no training worker is ready' });
+    expect(report).toMatchObject({ status: 'failing', failing: ['training-workers'] });
+  });
+
+  it('names the failing checks a service reports, and times out a service that does not answer, without hiding the others', async () => {
+    const report = await service({
+      ...allHealthy,
+      [Subjects.registry.healthCheck.name]: async () => ({
+        service: 'model-registry',
+        instance: 'r1',
+        ok: false,
+        checks: { database: { ok: false, latency_ms: 1, error: 'connection refused' }, nats: { ok: true, latency_ms: 1, error: null } },
+      }),
+      [Subjects.training.healthCheck.name]: () => new Promise<ServiceHealthReport>(() => undefined),
+    }).run();
+    expect(report.components['model-registry']).toMatchObject({ ok: false, error: 'database: connection refused' });
+    expect(report.components['training-orchestrator']).toMatchObject({ ok: false, error: `no answer within ${TIMEOUT_MS} ms` });
+    expect(report.components['chat'].ok).toBe(true);
+    expect(report.failing.sort()).toEqual(['model-registry', 'training-orchestrator', 'training-workers']);
+  });
+
+  it('reports a database that does not answer', async () => {
+    const port = await freePort();
+    const report = await service(allHealthy, `postgresql://nobody:nobody@127.0.0.1:${port}/none`).run();
+    expect(report.components['database'].ok).toBe(false);
+    expect(report.failing).toContain('database');
+  });
+});
+
+describe('summarize', () => {
+  const ok: ComponentCheck = { ok: true, latency_ms: 1, error: null };
+  const bad: ComponentCheck = { ok: false, latency_ms: 1, error: 'down' };
+
+  it('is ok only when every component is', () => {
+    expect(summarize({ a: ok, b: ok })).toEqual({ status: 'ok', failing: [], components: { a: ok, b: ok } });
+    expect(summarize({ a: ok, b: bad, c: bad })).toMatchObject({ status: 'failing', failing: ['b', 'c'] });
+  });
+});

@@ -1,0 +1,213 @@
+import { BlobRef, ClaimedJob, ResolveModelReply, Subjects } from '@trainyard/contracts';
+import {
+  ADAPTER_CONFIG_FILE,
+  ADAPTER_WEIGHTS_FILE,
+  DEFAULT_LORA_SPEC,
+  initLoraWeights,
+  makeModel,
+  readModelConfig,
+  readPeftAdapter,
+  selectBackend,
+  writePeftAdapter,
+} from '@trainyard/engine';
+import { BlobStore, RpcClient } from '@trainyard/messaging';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkpointMetrics, JobInterrupted, JobRunner } from './job-runner';
+
+const MODEL = 'wandb-artifact:///acme/proj/agent';
+const SCOPE = { entity_id: 'e1', entity_name: 'acme' };
+
+const CONVERSATIONS = [
+  { messages: [{ role: 'user', content: 'capital of France?' }, { role: 'assistant', content: 'Paris' }] },
+  { messages: [{ role: 'user', content: 'two plus two' }, { role: 'assistant', content: 'four' }] },
+];
+
+/** An RL group of two trajectories with different rewards: one gradient step's worth. */
+const GROUPS = [
+  {
+    trajectories: [0, 1].map((reward) => ({
+      messagesAndChoices: [
+        { role: 'user', content: 'hi' },
+        { choice: { tokenIds: [5 + reward, 7], logprobs: [-1, -1], message: { role: 'assistant', content: 'ok' } } },
+      ],
+      reward,
+    })),
+  },
+];
+
+interface Call {
+  subject: string;
+  payload: Record<string, unknown>;
+}
+
+/** The registry and orchestrator as the runner sees them over RPC: records every call. */
+class FakeRpc {
+  readonly calls: Call[] = [];
+  cancelRequested = false;
+
+  constructor(private readonly resolved: (model: string) => Partial<ResolveModelReply>) {}
+
+  async request(subject: { name: string }, payload: Record<string, unknown>): Promise<unknown> {
+    this.calls.push({ subject: subject.name, payload });
+    switch (subject.name) {
+      case Subjects.registry.resolveModel.name:
+        return { base_model: 'tiny', model_id: 'm1', step: 0, adapter_sha256: null, ...this.resolved(payload['model'] as string) };
+      case Subjects.training.reportProgress.name:
+        return { cancel_requested: this.cancelRequested };
+      case Subjects.registry.recordCheckpoint.name:
+        return { step: 1 };
+      default:
+        throw new Error(`unexpected request on ${subject.name}`);
+    }
+  }
+
+  of(subject: { name: string }): Record<string, unknown>[] {
+    return this.calls.filter((c) => c.subject === subject.name).map((c) => c.payload);
+  }
+}
+
+/** The blob store: the job's payload to take, and the files the runner puts. */
+class FakeBlobs {
+  readonly put_: Map<string, Buffer> = new Map();
+
+  constructor(private readonly payload: unknown) {}
+
+  async takeJson(): Promise<unknown> {
+    return this.payload;
+  }
+
+  async put(data: Uint8Array): Promise<BlobRef> {
+    const name = `blob-${this.put_.size}`;
+    this.put_.set(name, Buffer.from(data));
+    return { bucket: 'BLOBS', name, size: data.byteLength, sha256: 'x' };
+  }
+}
+
+function job(type: 'rl' | 'sft'): ClaimedJob {
+  return { job_id: 'j1', type, model_id: 'm1', ...SCOPE, model_name: MODEL, payload: { bucket: 'BLOBS', name: 'payload', size: 0, sha256: 'x' } };
+}
+
+describe('JobRunner (wasm, tiny model)', () => {
+  let root: string;
+  let baseDir: string;
+  let adapterDir: string;
+
+  beforeAll(async () => {
+    await selectBackend('wasm');
+    root = mkdtempSync(join(tmpdir(), 'training-worker-runner-'));
+    baseDir = join(root, 'tiny');
+    makeModel({ preset: 'tiny', out: baseDir, seed: 0 });
+    adapterDir = await mkdtemp(join(root, 'adapter-'));
+    const config = await readModelConfig(baseDir);
+    await writePeftAdapter(adapterDir, { baseModel: 'tiny', spec: DEFAULT_LORA_SPEC, tensors: initLoraWeights(config, DEFAULT_LORA_SPEC, 1) });
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  function runner(payload: unknown, resolved: (model: string) => Partial<ResolveModelReply> = () => ({ base_model_dir: baseDir, adapter_path: adapterDir })) {
+    const rpc = new FakeRpc(resolved);
+    const blobs = new FakeBlobs(payload);
+    const jobRunner = new JobRunner(rpc as unknown as RpcClient, blobs as unknown as BlobStore);
+    return { rpc, blobs, jobRunner };
+  }
+
+  it('trains an SFT job, reports each step, and records the new adapter as the registry numbers it', async () => {
+    const { rpc, blobs, jobRunner } = runner({ conversations: CONVERSATIONS, config: { batch_size: 1, learning_rate: 1e-2 }, experimental_config: null });
+    const step = await jobRunner.run(job('sft'), new AbortController().signal, () => undefined);
+    jobRunner.onModuleDestroy();
+
+    expect(step).toBe(1);
+    expect(rpc.of(Subjects.registry.resolveModel)).toEqual([{ ...SCOPE, model: MODEL }]);
+    const progress = rpc.of(Subjects.training.reportProgress);
+    expect(progress[0]).toEqual({ job_id: 'j1', kind: 'started', num_sequences: 2 });
+    expect(progress.slice(1).map((p) => [p['kind'], p['step']])).toEqual([
+      ['step', 1],
+      ['step', 2],
+    ]);
+
+    const [record] = rpc.of(Subjects.registry.recordCheckpoint);
+    expect(record).toMatchObject({ ...SCOPE, model_id: 'm1', job_id: 'j1' });
+    const files = record['files'] as { name: string; content: BlobRef }[];
+    expect(files.map((f) => f.name)).toEqual([ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE]);
+    // The metrics are the means of the steps' own, under "training/".
+    const metrics = record['metrics'] as Record<string, number>;
+    const losses = progress.slice(1).map((p) => (p['metrics'] as Record<string, number>)['loss']);
+    expect(metrics['training/loss']).toBeCloseTo((losses[0] + losses[1]) / 2, 6);
+
+    // The files put are a PEFT adapter that differs from the one the job started from.
+    const out = await mkdtemp(join(root, 'recorded-'));
+    for (const f of files) writeFileSync(join(out, f.name), blobs.put_.get(f.content.name) ?? Buffer.alloc(0));
+    const [before, after] = [await readPeftAdapter(adapterDir), await readPeftAdapter(out)];
+    expect(after.baseModel).toBe('tiny');
+    const name = [...before.tensors.keys()].find((n) => n.includes('lora_B')) ?? '';
+    const [b0, b1] = [before.tensors.get(name)?.data ?? [], after.tensors.get(name)?.data ?? []];
+    expect(b1.length).toBe(b0.length);
+    expect(b1.length).toBeGreaterThan(0);
+    expect(Array.from(b1).some((v, i) => v !== b0[i])).toBe(true);
+  });
+
+  it('refuses an invalid SFT config before reporting anything', async () => {
+    const { rpc, jobRunner } = runner({ conversations: CONVERSATIONS, config: { batch_size: 0 }, experimental_config: null });
+    await expect(jobRunner.run(job('sft'), new AbortController().signal, () => undefined)).rejects.toThrow(/batch_size/);
+    jobRunner.onModuleDestroy();
+    expect(rpc.of(Subjects.training.reportProgress)).toEqual([]);
+    expect(rpc.of(Subjects.registry.recordCheckpoint)).toEqual([]);
+  });
+
+  it('refuses an invalid experimental_config of an RL job, naming the key', async () => {
+    const { rpc, jobRunner } = runner({ groups: GROUPS, experimental_config: { kl_penalty_reference_step: -1 } });
+    await expect(jobRunner.run(job('rl'), new AbortController().signal, () => undefined)).rejects.toThrow(/kl_penalty_reference_step/);
+    jobRunner.onModuleDestroy();
+    expect(rpc.of(Subjects.training.reportProgress)).toEqual([]);
+  });
+
+  it("resolves the KL reference step within the job's own scope", async () => {
+    const { rpc, jobRunner } = runner({ groups: GROUPS, experimental_config: { kl_penalty_coef: 0.1, kl_penalty_reference_step: 0 } });
+    await jobRunner.run(job('rl'), new AbortController().signal, () => undefined);
+    jobRunner.onModuleDestroy();
+    expect(rpc.of(Subjects.registry.resolveModel)).toEqual([
+      { ...SCOPE, model: MODEL },
+      { ...SCOPE, model: `${MODEL}:step0` },
+    ]);
+    expect(rpc.of(Subjects.training.reportProgress)[0]).toEqual({ job_id: 'j1', kind: 'started', num_sequences: 1 });
+    expect(rpc.of(Subjects.registry.recordCheckpoint)).toHaveLength(1);
+  });
+
+  it('passes on a cancel the orchestrator asks for in a progress reply', async () => {
+    const { rpc, jobRunner } = runner({ conversations: CONVERSATIONS, config: { batch_size: 1 }, experimental_config: null });
+    rpc.cancelRequested = true;
+    const onCancel = jest.fn();
+    await jobRunner.run(job('sft'), new AbortController().signal, onCancel);
+    jobRunner.onModuleDestroy();
+    expect(onCancel).toHaveBeenCalled();
+  });
+
+  it('records nothing when the job is stopped', async () => {
+    const { rpc, jobRunner } = runner({ conversations: CONVERSATIONS, config: { batch_size: 1 }, experimental_config: null });
+    const abort = new AbortController();
+    abort.abort(new JobInterrupted('cancelled'));
+    await expect(jobRunner.run(job('sft'), abort.signal, () => undefined)).rejects.toThrow();
+    jobRunner.onModuleDestroy();
+    expect(rpc.of(Subjects.registry.recordCheckpoint)).toEqual([]);
+  });
+
+  it('fails a job whose model resolves to no adapter', async () => {
+    const { jobRunner } = runner({ conversations: CONVERSATIONS, config: null, experimental_config: null }, () => ({ base_model_dir: baseDir, adapter_path: null }));
+    await expect(jobRunner.run(job('sft'), new AbortController().signal, () => undefined)).rejects.toThrow(`${MODEL} resolved to no adapter`);
+  });
+});
+
+describe('checkpointMetrics', () => {
+  it('averages each metric over the steps that have it, skipping values that are not finite', () => {
+    expect(checkpointMetrics([{ loss: 2, reward: 1 }, { loss: 4, reward: Number.NaN }, { loss: 3 }])).toEqual({
+      'training/loss': 3,
+      'training/reward': 1,
+    });
+  });
+
+  it('is empty for a job without steps', () => {
+    expect(checkpointMetrics([])).toEqual({});
+  });
+});
