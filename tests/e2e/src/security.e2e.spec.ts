@@ -198,7 +198,7 @@ describe('security', () => {
       const files = (await call('GET', '/v1/files', globex)).json as { data: { id: string }[] };
       expect(files.data.map((f) => f.id)).not.toContain(acmeIds.file);
 
-      const validGroups = [{ trajectories: [0, 1].map((reward) => ({ reward, messages_and_choices: [{ role: 'user', content: 'hi' }, { message: { role: 'assistant', content: 'x' }, token_ids: [5, 6] }] })) }];
+      const validGroups = [{ trajectories: [0, 1].map((reward) => ({ reward, messages_and_choices: [{ role: 'user', content: 'hi' }, { message: { role: 'assistant', content: 'x' }, token_ids: [5, 6], logprobs: { content: [5, 6].map((token_id) => ({ token_id, logprob: -1 })) } }] })) }];
       for (const reference of ['wandb-artifact:///acme/secret-project/crown-jewels:step0', join(stack.artifactsDir, 'adapters', acmeIds.model), '/etc/passwd', '../../../../etc']) {
         const job = await call('POST', '/v1/preview/training-jobs', globex, { model_id: globexModel, trajectory_groups: validGroups, experimental_config: { kl_ref_adapter_path: reference } });
         expect(job.status).toBe(422);
