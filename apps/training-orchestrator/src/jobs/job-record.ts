@@ -14,6 +14,7 @@ export function toJobRecord(row: Omit<JobRow, 'payload'>): TrainingJobRecord {
     error_message: row.errorMessage,
     checkpoint_step: row.checkpointStep,
     ignored_config_keys: row.ignoredConfigKeys ?? [],
+    no_gradient_steps_reason: row.noStepsReason ?? null,
   };
 }
 

@@ -66,7 +66,21 @@ export class TrainingJobsService {
     if (problems.length > 0) throw ServiceError.validation(problems);
     if (config.klRefAdapterPath !== null) await this.checkKlReference(request, config.klRefAdapterPath);
     const payload = { model_name: modelName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config };
-    return this.store(request, model, 'rl', payload, ignored.map((key) => `experimental_config.${key}`));
+    return this.store(request, model, 'rl', payload, ignored.map((key) => `experimental_config.${key}`), raw);
+  }
+
+  /**
+   * The job's groups, as sent, go to the registry's kept trajectories (split "train"), so the
+   * job's page can show what it trained on. The job stands without them: a failure is logged.
+   */
+  private async keepTrajectories(scope: CallerScope, modelId: string, jobId: string, groups: unknown): Promise<void> {
+    try {
+      const blob = await this.blobs.putJson(groups);
+      const caller = { entity_id: scope.entity_id, entity_name: scope.entity_name };
+      await this.rpc.request(Subjects.registry.recordTrajectories, { ...caller, model_id: modelId, job_id: jobId, split: 'train', trajectory_groups: blob });
+    } catch (err) {
+      this.logger.warn(`job ${jobId}: its trajectories were not kept: ${(err as Error).message}`);
+    }
   }
 
   async createSft(request: CreateSftJobRequest): Promise<CreateJobReply> {
@@ -156,9 +170,18 @@ export class TrainingJobsService {
     else await this.appendEvent(jobId, 'training_failed', { error_message: errorMessage ?? `training job ${status}` }, 'final');
   }
 
-  private async store(scope: CallerScope, model: ModelRecord, type: 'rl' | 'sft', payload: JobPayload, ignoredConfigKeys: string[]): Promise<CreateJobReply> {
+  /** Stores the job, keeps its trajectory groups (RL: before it is queued, so they sit at the newest step, the policy that produced them), then queues it. */
+  private async store(
+    scope: CallerScope,
+    model: ModelRecord,
+    type: 'rl' | 'sft',
+    payload: JobPayload,
+    ignoredConfigKeys: string[],
+    trajectoryGroups?: unknown,
+  ): Promise<CreateJobReply> {
     const job = await this.jobs.create({ entityId: scope.entity_id, modelId: model.id, type, payload, experimentalConfig: payload.experimental_config, ignoredConfigKeys });
     if (ignoredConfigKeys.length > 0) this.logger.log(`job ${job.id}: accepted, ignoring ${ignoredConfigKeys.join(', ')}`);
+    if (trajectoryGroups !== undefined) await this.keepTrajectories(scope, model.id, job.id, trajectoryGroups);
     // The job is stored, so it is accepted: a failed publish is retried by the queue, and a
     // 503 here would only make the client create it a second time.
     await this.queue.advance(model.id).catch((err: Error) => this.logger.warn(`job ${job.id} stored; queueing it later: ${err.message}`));

@@ -24,6 +24,11 @@ export interface TrainingJobRecord {
    * accepted, not applied, named with their object ("config.x", "experimental_config.y").
    */
   ignored_config_keys: string[];
+  /**
+   * Why the job made no gradient step (every group's rewards were equal, or nothing was
+   * trainable); null when it made some or has not been planned yet. Also in training_started.
+   */
+  no_gradient_steps_reason: string | null;
 }
 
 export type TrainingEventType = 'training_started' | 'gradient_step' | 'training_ended' | 'training_failed';
@@ -117,7 +122,7 @@ export type ClaimJobReply =
   | { action: 'skip'; reason: string };
 
 export type JobProgress =
-  | { job_id: string; kind: 'started'; num_sequences: number }
+  | { job_id: string; kind: 'started'; num_sequences: number; no_gradient_steps_reason?: string | null }
   | { job_id: string; kind: 'step'; step: number; metrics: Record<string, number> };
 
 export interface JobProgressReply {
