@@ -29,7 +29,7 @@ export class RegistryConfig extends BaseServiceConfig {
   @Type(() => Number)
   TRAJECTORY_RETENTION_COUNT = 10_000;
 
-  /** Per model, the most bytes of trajectory JSON kept; beyond it the oldest go (one larger than this is not kept). */
+  /** Per model, the most bytes of trajectory JSON kept; beyond it the oldest go. One trajectory larger than this is not kept. */
   @IsInt()
   @Min(1)
   @Type(() => Number)

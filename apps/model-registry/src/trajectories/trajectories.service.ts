@@ -37,7 +37,7 @@ export class TrajectoriesService {
 
   /** POST .../log: keeps the groups at the checkpoint's step and merges its metrics into it, together. */
   async keepLogged(checkpoint: { id: string; modelId: string; step: number }, split: string, groups: unknown, metrics: Record<string, number>): Promise<void> {
-    const batch = { modelId: checkpoint.modelId, batchId: randomUUID(), jobId: null, step: checkpoint.step, split, rows: trajectoryRows(groups) };
+    const batch = { modelId: checkpoint.modelId, batchId: randomUUID(), jobId: null, step: checkpoint.step, split, rows: this.keepable(groups) };
     await this.trajectories.store(batch, this.limits, { checkpointId: checkpoint.id, values: metrics });
   }
 
@@ -47,9 +47,14 @@ export class TrajectoriesService {
     const groups = await this.blobs.takeJson(request.trajectory_groups);
     const current = await this.checkpoints.latest(model.id);
     if (!current) throw ServiceError.conflict(`Model ${model.id} has no checkpoint to keep trajectories at`);
-    const batch = { modelId: model.id, batchId: request.job_id, jobId: request.job_id, step: current.step, split: request.split, rows: trajectoryRows(groups) };
+    const batch = { modelId: model.id, batchId: request.job_id, jobId: request.job_id, step: current.step, split: request.split, rows: this.keepable(groups) };
     const stored = await this.trajectories.store(batch, this.limits);
     return { step: current.step, stored };
+  }
+
+  /** A trajectory larger than the byte limit on its own is not kept (it would push out everything else). */
+  private keepable(groups: unknown) {
+    return trajectoryRows(groups).filter((row) => row.bytes <= this.limits.maxBytes);
   }
 
   async list(request: ListTrajectoriesRequest): Promise<Page<TrajectoryRecord>> {

@@ -1,0 +1,38 @@
+import { LineChart } from '@mantine/charts';
+import { Card, Text } from '@mantine/core';
+import { formatNumber } from '../format';
+import { RunChart as RunChartData, seriesKey, smoothRows } from '../runs/run-charts';
+
+const COLORS = ['teal.6', 'orange.6', 'blue.6', 'red.6', 'violet.6', 'lime.7', 'pink.6', 'cyan.7'];
+
+/** One metric of a model's checkpoints against the step, a line per split; hovering shows each value. */
+export function RunChart({ chart, smoothing }: { chart: RunChartData; smoothing: number }) {
+  const rows = smoothRows(chart, smoothing);
+  const drawn = chart.rows.filter((r) => chart.splits.some((s) => r[seriesKey(s)] !== null));
+  return (
+    <Card
+      withBorder
+      padding="md"
+      data-testid={`run-chart-${chart.metric}`}
+      data-points={drawn.length}
+      data-steps={drawn.map((r) => r.step).join(',')}
+      data-splits={chart.splits.join(',')}
+    >
+      <Text fw={600} size="sm" mb="xs" ff="monospace">
+        {chart.metric}
+      </Text>
+      <LineChart
+        h={180}
+        data={rows}
+        dataKey="step"
+        series={chart.splits.map((split, i) => ({ name: seriesKey(split), label: split || chart.metric, color: COLORS[i % COLORS.length] }))}
+        curveType="linear"
+        connectNulls={false}
+        withLegend={chart.splits.length > 1 || chart.splits[0] !== ''}
+        lineProps={{ isAnimationActive: false }}
+        xAxisLabel="step"
+        valueFormatter={formatNumber}
+      />
+    </Card>
+  );
+}
