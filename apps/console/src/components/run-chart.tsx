@@ -17,6 +17,7 @@ export function RunChart({ chart, smoothing }: { chart: RunChartData; smoothing:
       data-points={drawn.length}
       data-steps={drawn.map((r) => r.step).join(',')}
       data-splits={chart.splits.join(',')}
+      data-smoothing={smoothing}
     >
       <Text fw={600} size="sm" mb="xs" ff="monospace">
         {chart.metric}
