@@ -404,7 +404,10 @@ describe('the web console, in a browser', () => {
       await page.getByTestId('chart-smoothing').click();
       expect(Number(await reward.getAttribute('data-smoothing'))).toBeGreaterThan(0);
       await shoot('model-charts');
-      await page.getByTestId('run-charts').screenshot({ path: join(SHOTS, 'run-charts.png') });
+      // The charts alone, from the top of the page, where the console's header does not cover them.
+      await page.evaluate('window.scrollTo(0, 0)');
+      const box = await page.getByTestId('run-charts').boundingBox();
+      if (box) await page.screenshot({ path: join(SHOTS, 'run-charts.png'), fullPage: true, clip: { ...box, height: Math.min(box.height, 1200) } });
     }, 600_000);
 
     it('draws a new checkpoint on the charts without a reload, and a deleted one as a gap', async () => {

@@ -76,6 +76,11 @@ describe('kept trajectories, end to end over HTTP', () => {
     const record = (await call<TrainingJobRecord>('GET', `/v1/preview/training-jobs/${jobId}`, acme)).body;
     expect(record).toMatchObject({ status: 'succeeded', checkpoint_step: 1, no_gradient_steps_reason: expect.stringContaining('No trainable tokens') });
 
+    // The job's groups are handed to the registry beside the job, not before its reply.
+    for (let i = 0; (await list(model.id, `?job_id=${jobId}`)).body.data.length < 2; i++) {
+      if (i > 150) throw new Error("the job's trajectories were never kept");
+      await new Promise((r) => setTimeout(r, 200));
+    }
     expect((await log(model.id, 'val', [{ trajectories: [{ reward: 7 }] }])).status).toBe(200);
 
     const all = (await list(model.id, '?limit=100')).body;

@@ -8,12 +8,13 @@ describe('run charts', () => {
     { step: 3, metrics: { 'train/reward': 0.9 } },
   ];
 
-  it('makes one chart per metric, the splits that share its name on it', () => {
-    const charts = runCharts(checkpoints);
+  it('makes one chart per metric, the splits that share its name on it, reward and loss first', () => {
+    const charts = runCharts([...checkpoints, { step: 4, metrics: { 'train/accuracy': 1 } }]);
     expect(charts.map((c) => [c.metric, c.splits])).toEqual([
-      ['loss', ['training']],
       ['reward', ['train', 'val']],
       ['reward_std_dev', ['']],
+      ['loss', ['training']],
+      ['accuracy', ['train']],
     ]);
   });
 

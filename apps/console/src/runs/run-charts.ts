@@ -5,6 +5,7 @@ import type { CheckpointRecord } from '@trainyard/contracts';
  * x = step. A checkpoint metric "train/reward" is the metric "reward" of the split "train",
  * so "train/reward" and "val/reward" share one chart, one line per split; "training/loss" is
  * the training job's "loss". A name without a "/" is its own metric with one unnamed series.
+ * Reward, reward spread, loss and exception rate come first, the rest by name.
  */
 export interface RunChart {
   metric: string;
@@ -15,6 +16,14 @@ export interface RunChart {
    * row with no values, so its lines break there instead of joining across it.
    */
   rows: ({ step: number } & Record<string, number | null>)[];
+}
+
+/** What RL runs are watched for comes first; every other metric follows by name. */
+const FIRST = ['reward', 'reward_std_dev', 'loss', 'exception_rate'];
+
+function chartOrder(a: string, b: string): number {
+  const rank = (m: string) => (FIRST.includes(m) ? FIRST.indexOf(m) : FIRST.length);
+  return rank(a) - rank(b) || a.localeCompare(b);
 }
 
 export function splitMetricName(name: string): { split: string; metric: string } {
@@ -40,7 +49,7 @@ export function runCharts(checkpoints: Pick<CheckpointRecord, 'step' | 'metrics'
   const byStep = new Map(sorted.map((c) => [c.step, c]));
   const first = sorted[0].step;
   const last = sorted[sorted.length - 1].step;
-  return [...byMetric.keys()].sort().map((metric) => {
+  return [...byMetric.keys()].sort(chartOrder).map((metric) => {
     const splits = [...(byMetric.get(metric) as Set<string>)].sort();
     const rows = [];
     for (let step = first; step <= last; step++) {

@@ -41,11 +41,13 @@ export class TrajectoriesService {
     await this.trajectories.store(batch, this.limits, { checkpointId: checkpoint.id, values: metrics });
   }
 
-  /** A training job's groups, at the model's newest step (the policy that produced them); once per job. */
+  /** A training job's groups, at the model's newest step when the job was created (the policy that produced them); once per job. */
   async record(request: RecordTrajectoriesRequest): Promise<RecordTrajectoriesReply> {
     const model = await this.models.getOwned(request.entity_id, request.model_id);
     const groups = await this.blobs.takeJson(request.trajectory_groups);
-    const current = await this.checkpoints.latest(model.id);
+    const asOf = new Date(request.as_of);
+    if (Number.isNaN(asOf.getTime())) throw ServiceError.invalid(`as_of: ${request.as_of} is not a time`, 'as_of');
+    const current = (await this.checkpoints.latestAt(model.id, asOf)) ?? (await this.checkpoints.latest(model.id));
     if (!current) throw ServiceError.conflict(`Model ${model.id} has no checkpoint to keep trajectories at`);
     const batch = { modelId: model.id, batchId: request.job_id, jobId: request.job_id, step: current.step, split: request.split, rows: this.keepable(groups) };
     const stored = await this.trajectories.store(batch, this.limits);

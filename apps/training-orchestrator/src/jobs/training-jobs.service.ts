@@ -70,17 +70,23 @@ export class TrainingJobsService {
   }
 
   /**
-   * The job's groups, as sent, go to the registry's kept trajectories (split "train"), so the
-   * job's page can show what it trained on. The job stands without them: a failure is logged.
+   * The job's groups, as sent, go to the registry's kept trajectories (split "train", at the
+   * step that was newest when the job was created), so the job's page can show what it trained
+   * on. Not awaited: storing them must not delay the reply, and the job stands without them
+   * (a failure is logged).
    */
-  private async keepTrajectories(scope: CallerScope, modelId: string, jobId: string, groups: unknown): Promise<void> {
-    try {
-      const blob = await this.blobs.putJson(groups);
-      const caller = { entity_id: scope.entity_id, entity_name: scope.entity_name };
-      await this.rpc.request(Subjects.registry.recordTrajectories, { ...caller, model_id: modelId, job_id: jobId, split: 'train', trajectory_groups: blob });
-    } catch (err) {
-      this.logger.warn(`job ${jobId}: its trajectories were not kept: ${(err as Error).message}`);
-    }
+  private keepTrajectories(scope: CallerScope, job: { id: string; modelId: string; createdAt: Date }, groups: unknown): void {
+    const caller = { entity_id: scope.entity_id, entity_name: scope.entity_name };
+    this.blobs
+      .putJson(groups)
+      .then((blob) =>
+        this.rpc.request(
+          Subjects.registry.recordTrajectories,
+          { ...caller, model_id: job.modelId, job_id: job.id, split: 'train', as_of: job.createdAt.toISOString(), trajectory_groups: blob },
+          { timeoutMs: 60_000 },
+        ),
+      )
+      .catch((err: Error) => this.logger.warn(`job ${job.id}: its trajectories were not kept: ${err.message}`));
   }
 
   async createSft(request: CreateSftJobRequest): Promise<CreateJobReply> {
@@ -170,7 +176,7 @@ export class TrainingJobsService {
     else await this.appendEvent(jobId, 'training_failed', { error_message: errorMessage ?? `training job ${status}` }, 'final');
   }
 
-  /** Stores the job, keeps its trajectory groups (RL: before it is queued, so they sit at the newest step, the policy that produced them), then queues it. */
+  /** Stores the job, hands its trajectory groups (RL) to the registry to keep, and queues it. */
   private async store(
     scope: CallerScope,
     model: ModelRecord,
@@ -181,7 +187,7 @@ export class TrainingJobsService {
   ): Promise<CreateJobReply> {
     const job = await this.jobs.create({ entityId: scope.entity_id, modelId: model.id, type, payload, experimentalConfig: payload.experimental_config, ignoredConfigKeys });
     if (ignoredConfigKeys.length > 0) this.logger.log(`job ${job.id}: accepted, ignoring ${ignoredConfigKeys.join(', ')}`);
-    if (trajectoryGroups !== undefined) await this.keepTrajectories(scope, model.id, job.id, trajectoryGroups);
+    if (trajectoryGroups !== undefined) this.keepTrajectories(scope, job, trajectoryGroups);
     // The job is stored, so it is accepted: a failed publish is retried by the queue, and a
     // 503 here would only make the client create it a second time.
     await this.queue.advance(model.id).catch((err: Error) => this.logger.warn(`job ${job.id} stored; queueing it later: ${err.message}`));

@@ -31,11 +31,13 @@ export interface TrajectoryRecord {
   created_at: string;
 }
 
-/** Registry-internal: a training job's groups, kept as split "train" at the model's newest step. */
+/** Registry-internal: a training job's groups, kept as split "train". */
 export interface RecordTrajectoriesRequest extends CallerScope {
   model_id: string;
   job_id: string;
   split: string;
+  /** ISO 8601, when the job was created: they are kept at the model's newest step then, the policy that produced them. */
+  as_of: string;
   /** The JSON array of trajectory groups, as the client sent it. */
   trajectory_groups: BlobRef;
 }
