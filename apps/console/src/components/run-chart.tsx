@@ -3,7 +3,16 @@ import { Card, Text } from '@mantine/core';
 import { formatNumber } from '../format';
 import { RunChart as RunChartData, seriesKey, smoothRows } from '../runs/run-charts';
 
-const COLORS = ['teal.6', 'orange.6', 'blue.6', 'red.6', 'violet.6', 'lime.7', 'pink.6', 'cyan.7'];
+/** A split keeps its colour on every chart. */
+const SPLIT_COLORS: Record<string, string> = { train: 'teal.6', val: 'blue.6', training: 'orange.6', '': 'violet.6' };
+const OTHER_COLORS = ['red.6', 'lime.7', 'pink.6', 'cyan.7', 'grape.6', 'yellow.7'];
+
+function colorOf(split: string): string {
+  if (SPLIT_COLORS[split]) return SPLIT_COLORS[split];
+  let hash = 0;
+  for (const char of split) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
+  return OTHER_COLORS[hash % OTHER_COLORS.length];
+}
 
 /** One metric of a model's checkpoints against the step, a line per split; hovering shows each value. */
 export function RunChart({ chart, smoothing }: { chart: RunChartData; smoothing: number }) {
@@ -26,7 +35,7 @@ export function RunChart({ chart, smoothing }: { chart: RunChartData; smoothing:
         h={180}
         data={rows}
         dataKey="step"
-        series={chart.splits.map((split, i) => ({ name: seriesKey(split), label: split || chart.metric, color: COLORS[i % COLORS.length] }))}
+        series={chart.splits.map((split) => ({ name: seriesKey(split), label: split || chart.metric, color: colorOf(split) }))}
         curveType="linear"
         connectNulls={false}
         withLegend={chart.splits.length > 1 || chart.splits[0] !== ''}
