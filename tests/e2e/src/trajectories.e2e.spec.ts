@@ -136,6 +136,8 @@ describe('kept trajectories, end to end over HTTP', () => {
     expect((await list(model.id, '?split=nope')).body.data).toEqual([]);
     expect((await list(model.id, '?step=-1')).status).toBe(422);
     expect((await list(model.id, '?min_reward=lots')).status).toBe(422);
+    // A split POST .../log would refuse (here a NUL, which PostgreSQL text cannot hold) is refused as a filter too.
+    expect((await list(model.id, '?split=a%00b')).status).toBe(422);
   });
 
   it("is private to the model's entity: another entity's model is a 404", async () => {
