@@ -34,7 +34,7 @@ export TEST_DATABASE_URL="$DATABASE_URL"
 generate_prisma_client
 
 # The template every test database is cloned from is remade from the migrations each run.
-template_url=$(node -e "const u=new URL(process.env.TEST_DATABASE_URL);u.pathname='/trainyard_test_template';console.log(u.toString())")
+template_url=$(node -e "const u=new URL(process.env.TEST_DATABASE_URL);u.pathname='/'+(process.env.TEST_DATABASE_TEMPLATE||'trainyard_test_template');console.log(u.toString())")
 node scripts/db.mjs drop-db "$template_url"
 node scripts/db.mjs create-db "$template_url"
 node scripts/db.mjs migrate "$template_url" >/dev/null

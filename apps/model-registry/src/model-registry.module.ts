@@ -21,15 +21,17 @@ import { FilesController } from './files/files.controller';
 import { FilesService } from './files/files.service';
 import { MetricsLogController } from './metrics/metrics-log.controller';
 import { MetricsLogService } from './metrics/metrics-log.service';
-import { TrajectoryLogRepository } from './metrics/trajectory-log.repository';
 import { ModelRepository } from './models/model.repository';
 import { ModelsController } from './models/models.controller';
 import { ModelsService } from './models/models.service';
 import { ModelChangesPublisher } from './resolve/model-changes.publisher';
 import { ModelResolverController } from './resolve/model-resolver.controller';
 import { ModelResolverService } from './resolve/model-resolver.service';
+import { TrajectoriesController } from './trajectories/trajectories.controller';
+import { TrajectoriesService } from './trajectories/trajectories.service';
+import { TrajectoryRepository } from './trajectories/trajectory.repository';
 
-/** Models, checkpoints, adapters on disk, metrics logs and uploaded files. */
+/** Models, checkpoints, adapters on disk, metrics logs, kept trajectories and uploaded files. */
 @Module({})
 export class ModelRegistryModule {
   static forRoot(config: RegistryConfig): DynamicModule {
@@ -47,6 +49,7 @@ export class ModelRegistryModule {
         ModelResolverController,
         FilesController,
         CheckpointRecorderController,
+        TrajectoriesController,
       ],
       providers: [
         { provide: RegistryConfig, useValue: config },
@@ -61,7 +64,8 @@ export class ModelRegistryModule {
         CheckpointRepository,
         CheckpointsService,
         CheckpointRecorderService,
-        TrajectoryLogRepository,
+        TrajectoryRepository,
+        TrajectoriesService,
         MetricsLogService,
         ModelResolverService,
         ModelChangesPublisher,

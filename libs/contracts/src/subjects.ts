@@ -36,6 +36,7 @@ import type {
 } from './registry/models.messages';
 import type { ModelsChanged } from './registry/models-changed.messages';
 import type { ResolveModelReply, ResolveModelRequest } from './registry/resolve-model.messages';
+import type { ListTrajectoriesRequest, RecordTrajectoriesReply, RecordTrajectoriesRequest, TrajectoryRecord } from './registry/trajectories.messages';
 import type { GetModelRequest, RecordCheckpointRequest } from './registry/record-checkpoint.messages';
 import type {
   CancelTrainingJob,
@@ -118,6 +119,9 @@ export const Subjects = {
     /** Used by chat completions: a model name to the base model and adapter to load. */
     resolveModel: rpc<ResolveModelRequest, ResolveModelReply>('registry.model.resolve.v1'),
     logTrajectories: rpc<LogTrajectoriesRequest, LogTrajectoriesReply>('registry.model.log.v1'),
+    /** A training job's trajectory groups, kept beside the logged ones; repeating it stores nothing twice. */
+    recordTrajectories: rpc<RecordTrajectoriesRequest, RecordTrajectoriesReply>('registry.trajectories.record.v1'),
+    listTrajectories: rpc<ListTrajectoriesRequest, Page<TrajectoryRecord>>('registry.trajectories.list.v1'),
     listCheckpoints: rpc<ListCheckpointsRequest, Page<CheckpointRecord>>('registry.checkpoints.list.v1'),
     deleteCheckpoints: rpc<DeleteCheckpointsRequest, DeleteCheckpointsReply>('registry.checkpoints.delete.v1'),
     createFile: rpc<CreateFileRequest, FileRecord>('registry.file.create.v1'),

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 
 const ROOT = join(__dirname, '../../..');
-const TEMPLATE = 'trainyard_test_template';
+/** The template test databases are cloned from; a tree with its own migrations names its own. */
+const TEMPLATE = process.env['TEST_DATABASE_TEMPLATE'] ?? 'trainyard_test_template';
 
 /** Server the tests may create databases on; `npm test` sets it, a local default otherwise. */
 export function testServerUrl(): string {

@@ -322,6 +322,180 @@ describe('the web console, in a browser', () => {
     await shoot('playground');
   }, 120_000);
 
+  describe('a model trained over several steps', () => {
+    let run: { id: string };
+    let quietJob: string;
+    const toolTrajectory = (reward: number) => ({
+      reward,
+      metrics: { turns: 2 },
+      messages_and_choices: [
+        { role: 'user', content: 'What is the weather in Oslo?' },
+        {
+          index: 0,
+          finish_reason: 'tool_calls',
+          message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_oslo', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] },
+          logprobs: { content: [{ token: '<tool_call>', logprob: -0.5 }] },
+        },
+        { role: 'tool', tool_call_id: 'call_oslo', content: 'Light rain, 7 degrees' },
+      ],
+    });
+    const logStep = async (step: number) => {
+      const train = [{ trajectories: [toolTrajectory(step), { reward: step + 1, metrics: { turns: 1 } }] }];
+      expect((await api('POST', `/v1/preview/models/${run.id}/log`, { split: 'train', trajectory_groups: train })).status).toBe(200);
+      expect((await api('POST', `/v1/preview/models/${run.id}/log`, { split: 'val', trajectory_groups: [{ trajectories: [{ reward: step / 2 }] }] })).status).toBe(200);
+    };
+    /** A job whose groups all have equal rewards: no gradient step, yet a new checkpoint. */
+    const equalRewardsJob = async () => {
+      const job = await api<{ id: string }>('POST', '/v1/preview/training-jobs', { model_id: run.id, trajectory_groups: [{ trajectories: rollouts.map((t) => ({ ...t, reward: 1 })) }] });
+      expect(job.status).toBe(200);
+      expect((await waitForJobEnd(job.body.id)).at(-1)?.type).toBe('training_ended');
+      return job.body.id;
+    };
+    /** Polls an attribute until `condition` holds (the page's CSP forbids string predicates). */
+    async function attributeUntil(testId: string, name: string, condition: (value: string | null) => boolean, timeoutMs = 60_000): Promise<string | null> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const value = await page.getByTestId(testId).getAttribute(name).catch(() => null);
+        if (condition(value)) return value;
+        if (Date.now() > deadline) throw new Error(`${testId} ${name} stayed ${value}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    const chartNames = async () => {
+      const { body } = await api<ListPage<CheckpointRecord>>('GET', `/v1/preview/models/${run.id}/checkpoints?limit=100`);
+      const names = new Set<string>();
+      for (const c of body.data) for (const key of Object.keys(c.metrics)) names.add(key.includes('/') ? key.slice(key.indexOf('/') + 1) : key);
+      return [...names];
+    };
+
+    it('charts every logged metric across the steps, one line per split', async () => {
+      run = (await api<{ id: string }>('POST', '/v1/preview/models', { entity: null, project: 'art', name: 'run', base_model: BASE, return_existing: true })).body;
+      await logStep(0);
+      const trained = await api<{ id: string }>('POST', '/v1/preview/training-jobs', {
+        model_id: run.id,
+        trajectory_groups: [{ trajectories: rollouts.slice(0, 4) }, { trajectories: rollouts.slice(4) }],
+      });
+      expect((await waitForJobEnd(trained.body.id)).at(-1)?.type).toBe('training_ended');
+      await logStep(1);
+      quietJob = await equalRewardsJob();
+      await logStep(2);
+
+      await openSection('Models');
+      await page.locator(`[data-testid="model-row"][data-model-id="${run.id}"]`).getByRole('link', { name: 'art/run' }).click();
+      await page.getByTestId('run-charts').waitFor();
+      const names = await chartNames();
+      expect(names).toEqual(expect.arrayContaining(['reward', 'reward_std_dev', 'exception_rate', 'turns', 'loss', 'grad_norm']));
+      for (const name of names) await page.getByTestId(`run-chart-${name}`).waitFor();
+      expect(await page.locator('[data-testid^="run-chart-"]').count()).toBe(names.length);
+      const reward = page.getByTestId('run-chart-reward');
+      // The client's train/ and val/ rewards and the training job's own mean reward (training/).
+      expect(await reward.getAttribute('data-splits')).toBe('train,training,val');
+      expect(await reward.getAttribute('data-steps')).toBe('0,1,2');
+      expect(await page.getByTestId('run-chart-loss').getAttribute('data-splits')).toBe('training');
+      expect(await page.getByTestId('run-chart-loss').getAttribute('data-steps')).toBe('1');
+      // A line per split, a dot per step it has a value at.
+      expect(await reward.locator('.recharts-line').count()).toBe(3);
+      expect(await reward.locator('.recharts-line-dot').count()).toBe(7);
+      // Hovering shows the values of that step.
+      await reward.locator('.recharts-surface').hover();
+      await reward.locator('.recharts-tooltip-wrapper').filter({ hasText: 'val' }).waitFor();
+      // The smoothing control smooths every chart.
+      expect(await reward.getAttribute('data-smoothing')).toBe('0');
+      await page.getByTestId('chart-smoothing').click();
+      expect(Number(await reward.getAttribute('data-smoothing'))).toBeGreaterThan(0);
+      await shoot('model-charts');
+      // The charts alone, from the top of the page, where the console's header does not cover them.
+      await page.evaluate('window.scrollTo(0, 0)');
+      const box = await page.getByTestId('run-charts').boundingBox();
+      const fourthRow = await page.locator('[data-testid^="run-chart-"]').nth(7).boundingBox();
+      if (box && fourthRow) await page.screenshot({ path: join(SHOTS, 'run-charts.png'), fullPage: true, clip: { ...box, height: fourthRow.y + fourthRow.height - box.y } });
+    }, 600_000);
+
+    it('draws a new checkpoint on the charts without a reload, and a deleted one as a gap', async () => {
+      await page.evaluate('window.__sameDocument = true');
+      await equalRewardsJob();
+      await logStep(3);
+      await attributeUntil('run-chart-reward', 'data-steps', (v) => v === '0,1,2,3');
+      expect(await page.evaluate<boolean>('window.__sameDocument === true')).toBe(true);
+
+      expect((await api('DELETE', `/v1/preview/models/${run.id}/checkpoints`, { steps: [1] })).status).toBe(200);
+      await attributeUntil('run-chart-reward', 'data-steps', (v) => v === '0,2,3');
+      // Step 1 is still on the axis, with no value: each split's line breaks there rather than joining 0 to 2.
+      expect(await page.getByTestId('run-chart-reward').locator('.recharts-line-dot').count()).toBe(6);
+      expect(await page.getByTestId('run-chart-loss').count()).toBe(0);
+    }, 300_000);
+
+    it("shows a logged trajectory's turns, tool call and tool result, filtered by split, step and reward", async () => {
+      const rolloutsPanel = page.getByTestId('rollouts');
+      await page.getByTestId('rollouts-split').click();
+      await page.getByRole('option', { name: 'train', exact: true }).click();
+      await page.getByTestId('rollouts-step').click();
+      await page.getByRole('option', { name: '0', exact: true }).click();
+      const card = rolloutsPanel.getByTestId('trajectory').filter({ hasText: 'What is the weather in Oslo?' });
+      const others = rolloutsPanel.locator('[data-testid="rollout-group"]:not([data-step="0"][data-split="train"])');
+      for (const deadline = Date.now() + 30_000; (await others.count()) > 0 || (await card.count()) !== 1; ) {
+        if (Date.now() > deadline) throw new Error('the rollouts were not filtered to train at step 0');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(await card.getByTestId('tool-call').textContent()).toContain('get_weather({"city":"Oslo"})');
+      expect(await card.locator('[data-testid="trajectory-turn"][data-role="tool"]').textContent()).toContain('Light rain, 7 degrees');
+      expect(await card.getByTestId('trajectory-reward').textContent()).toBe('reward 0');
+      await card.getByTestId('toggle-logprobs').click();
+      expect(await card.getByTestId('trajectory-logprobs').textContent()).toContain('<tool_call>');
+      for (const group of await rolloutsPanel.getByTestId('rollout-group').all()) {
+        expect(await group.getAttribute('data-split')).toBe('train');
+        expect(await group.getAttribute('data-step')).toBe('0');
+      }
+      await shoot('model-rollouts');
+      await card.screenshot({ path: join(SHOTS, 'rollout.png') });
+
+      await page.getByTestId('rollouts-min-reward').fill('1');
+      await card.waitFor({ state: 'detached' });
+      const shown = await rolloutsPanel.getByTestId('trajectory').all();
+      expect(shown.length).toBeGreaterThan(0);
+      for (const t of shown) expect(Number(await t.getAttribute('data-reward'))).toBeGreaterThanOrEqual(1);
+    }, 120_000);
+
+    it('explains a job that made no gradient step, linking to its checkpoint and its rollouts', async () => {
+      const record = (await api<TrainingJobRecord>('GET', `/v1/preview/training-jobs/${quietJob}`)).body;
+      expect(record.no_gradient_steps_reason).toContain('equal rewards');
+      await page.goto(consoleUrl(`jobs/${quietJob}`));
+      const reason = page.getByTestId('job-no-steps');
+      await reason.waitFor();
+      expect(await reason.textContent()).toContain('Every group had equal rewards');
+      expect(await page.getByTestId('job-steps').textContent()).toBe('0 / 0 gradient steps');
+      expect(await page.getByTestId('job-checkpoint').textContent()).toBe(`checkpoint step ${record.checkpoint_step}`);
+      await shoot('job-no-steps');
+
+      await page.getByTestId('job-rollouts').click();
+      await page.getByTestId('rollouts-clear-job').waitFor();
+      const groups = page.getByTestId('rollout-group');
+      await groups.first().waitFor();
+      expect(await page.getByTestId('trajectory').count()).toBe(rollouts.length);
+      for (const group of await groups.all()) expect(await group.textContent()).toContain(`trained by job ${quietJob.slice(0, 8)}`);
+    }, 120_000);
+
+    it('sends one prompt to two checkpoints from the playground, side by side', async () => {
+      await openSection('Playground');
+      await page.getByTestId('playground-compare').check();
+      await page.getByTestId('playground-model').click();
+      await page.getByRole('option', { name: 'art/run step 0', exact: true }).click();
+      await page.getByTestId('playground-model-b').click();
+      await page.getByRole('option', { name: 'art/run step 3', exact: true }).click();
+      await page.getByTestId('playground-message').fill('Say hello.');
+      await page.getByTestId('playground-send').click();
+      await page.getByTestId('comparison').waitFor({ timeout: 60_000 });
+      const a = page.getByTestId('compare-a');
+      const b = page.getByTestId('compare-b');
+      expect(await a.getByTestId('served-step').textContent()).toBe('0');
+      expect(await b.getByTestId('served-step').textContent()).toBe('3');
+      expect(await a.textContent()).toContain('art/run step 0');
+      expect(await b.textContent()).toContain('art/run step 3');
+      for (const side of [a, b]) expect(await side.getByTestId('usage').textContent()).toMatch(/Tokens: \d+ prompt, \d+ completion, \d+ total/);
+      await shoot('playground-compare');
+    }, 120_000);
+  });
+
   it('signs out: the session ends on the server and the sign-in page is back', async () => {
     const [session] = (await browser.context.cookies()).filter((c) => c.name === 'trainyard_console');
     await page.getByTestId('sign-out').click();

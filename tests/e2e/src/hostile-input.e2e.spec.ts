@@ -1062,6 +1062,33 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       );
     });
 
+    it('GET .../trajectories?limit&order&after&step&split&job_id&min_reward&max_reward', async () => {
+      const UUID = /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}|00000000-0000-0000-0000-000000000000|ffffffff-ffff-ffff-ffff-ffffffffffff)$/i;
+      const oracles: Record<string, (decoded: string) => boolean> = {
+        limit: (v) => Number.isInteger(Number(v)) && Number(v) >= 1 && Number(v) <= 100,
+        order: (v) => v === 'asc' || v === 'desc',
+        // No trajectory id is among the values: a checkpoint's or a job's id is no cursor here.
+        after: () => false,
+        step: (v) => Number.isInteger(Number(v)) && Number(v) >= 0 && Number(v) <= 2_147_483_647,
+        split: (v) => /^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$/.test(v),
+        job_id: (v) => UUID.test(v),
+        min_reward: (v) => Number.isFinite(Number(v)),
+        max_reward: (v) => Number.isFinite(Number(v)),
+      };
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(...Object.keys(oracles)),
+          fc.oneof(queryValue, fc.constantFrom(ids.checkpoint, ids.job, ids.theirJob, 'train', 'val', 'asc', '1', '1e10', '2147483648')),
+          async (name, value) => {
+            const decoded = decodeURIComponentSafe(value);
+            const valid = decoded !== undefined && oracles[name](decoded);
+            await attempt(`GET /v1/preview/models/{id}/trajectories ?${name}`, { method: 'GET', path: `/v1/preview/models/${ids.model}/trajectories?${name}=${value}`, key: acme }, valid ? 'accept' : 'refuse', new RegExp(name));
+          },
+        ),
+        settings(60),
+      );
+    });
+
     it('Last-Event-ID of the event stream', async () => {
       await fc.assert(
         fc.asyncProperty(fc.oneof(hostileString, fc.constantFrom(ids.theirEvent, ids.checkpoint)).filter((s) => s.length < 8_000 && /^[\x20-\x7e\x80-\xff]+$/.test(s) && s.trim() !== ''), async (lastEventId) => {

@@ -144,6 +144,7 @@ describe('security', () => {
     /** [route, acme's id on it, a fresh id of the same form, request body]. */
     const routes = (): [string, (id: string) => string, string, string, unknown?][] => [
       ['GET', (id) => `/v1/preview/models/${id}/checkpoints`, acmeIds.model, ghost],
+      ['GET', (id) => `/v1/preview/models/${id}/trajectories`, acmeIds.model, ghost],
       ['DELETE', (id) => `/v1/preview/models/${id}/checkpoints`, acmeIds.model, ghost, { steps: [0] }],
       ['POST', (id) => `/v1/preview/models/${id}/log`, acmeIds.model, ghost, { split: 'train', trajectory_groups: [{ trajectories: [{ reward: 1 }] }] }],
       ['DELETE', (id) => `/v1/preview/models/${id}`, acmeIds.model, ghost],
@@ -155,7 +156,7 @@ describe('security', () => {
       ['POST', (id) => `/v1/preview/training-jobs/${id}/cancel`, acmeIds.job, ghost],
     ];
 
-    it.each([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])('route %i', async (index) => {
+    it.each([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])('route %i', async (index) => {
       const [method, path, theirs, missing, body] = routes()[index];
       const denied = await call(method, path(theirs), globex, body);
       const absent = await call(method, path(missing), globex, body);
@@ -183,6 +184,10 @@ describe('security', () => {
       expect(afterTheirCheckpoint.status).toBe(400);
       const afterTheirEvent = await call('GET', `/v1/preview/training-jobs/${acmeIds.job}/events?after=${acmeIds.event}`, globex);
       expect(afterTheirEvent.status).toBe(404);
+      // Their job's id as a filter on one's own model's trajectories matches nothing of theirs.
+      const theirJobsTrajectories = await call('GET', `/v1/preview/models/${globexModel}/trajectories?job_id=${acmeIds.job}`, globex);
+      expect(theirJobsTrajectories.status).toBe(200);
+      expect((theirJobsTrajectories.json as { data: unknown[] }).data).toEqual([]);
     });
 
     it('another entity\'s model can be neither listed, nor served, nor created into, nor used as a KL reference', async () => {

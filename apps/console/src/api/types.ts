@@ -11,6 +11,7 @@ export type {
   TrainingEventRecord,
   TrainingJobRecord,
   TrainingJobStatus,
+  TrajectoryRecord,
 } from '@trainyard/contracts';
 
 export interface List<T> {

@@ -12,7 +12,7 @@ const TITLES: Record<ChartedMetric, string> = {
 const COLORS: Record<ChartedMetric, string> = { loss: 'red.6', reward: 'teal.6', grad_norm: 'violet.6', learning_rate: 'blue.6' };
 
 /** One gradient-step metric against the step number; it grows as the job's events arrive. */
-export function MetricChart({ metric, points }: { metric: ChartedMetric; points: StepPoint[] }) {
+export function MetricChart({ metric, points, finished = false }: { metric: ChartedMetric; points: StepPoint[]; finished?: boolean }) {
   const data = seriesOf(points, metric);
   return (
     <Card withBorder padding="md" data-testid={`chart-${metric}`} data-points={data.length}>
@@ -26,7 +26,7 @@ export function MetricChart({ metric, points }: { metric: ChartedMetric; points:
       </Text>
       {data.length === 0 ? (
         <Text size="sm" c="dimmed" h={180}>
-          No gradient steps yet.
+          {finished ? 'No gradient steps.' : 'No gradient steps yet.'}
         </Text>
       ) : (
         <LineChart

@@ -27,6 +27,13 @@ describe('job progress from events', () => {
     expect(progress.finished).toBeNull();
   });
 
+  it('keeps the reason a job gives for making no gradient step', () => {
+    const progress = replay([event('training_started', { num_sequences: 0, no_gradient_steps_reason: 'Every group had equal rewards' }), event('training_ended')]);
+    expect(progress.noStepsReason).toBe('Every group had equal rewards');
+    expect(percentDone(progress)).toBe(100);
+    expect(replay([event('training_started', { num_sequences: 2 })]).noStepsReason).toBeNull();
+  });
+
   it('is unchanged by an event seen twice, as a resumed stream may send it', () => {
     const step = event('gradient_step', { loss: 1 });
     const once = replay([event('training_started', { num_sequences: 2 }), step]);

@@ -16,9 +16,11 @@ export interface JobProgress {
   points: StepPoint[];
   finished: 'ended' | 'failed' | null;
   errorMessage: string | null;
+  /** From training_started: why the job will make no gradient step, when it will make none. */
+  noStepsReason: string | null;
 }
 
-export const NO_PROGRESS: JobProgress = { seen: new Set(), numSequences: null, points: [], finished: null, errorMessage: null };
+export const NO_PROGRESS: JobProgress = { seen: new Set(), numSequences: null, points: [], finished: null, errorMessage: null, noStepsReason: null };
 
 export function applyEvent(progress: JobProgress, event: TrainingEventRecord): JobProgress {
   if (progress.seen.has(event.id)) return progress;
@@ -26,7 +28,12 @@ export function applyEvent(progress: JobProgress, event: TrainingEventRecord): J
   switch (event.type) {
     case 'training_started': {
       const n = event.data['num_sequences'];
-      return typeof n === 'number' ? { ...next, numSequences: n } : next;
+      const reason = event.data['no_gradient_steps_reason'];
+      return {
+        ...next,
+        numSequences: typeof n === 'number' ? n : next.numSequences,
+        noStepsReason: typeof reason === 'string' ? reason : next.noStepsReason,
+      };
     }
     case 'gradient_step':
       return { ...next, points: [...progress.points, { ...numericFields(event.data), step: progress.points.length + 1 }] };

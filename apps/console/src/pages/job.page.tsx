@@ -56,6 +56,7 @@ export function JobPage({ id }: { id: string }) {
   const percent = percentDone(progress);
   const model = models.data?.find((m) => m.id === job.model_id);
   const active = job.status === 'queued' || job.status === 'running';
+  const reason = job.no_gradient_steps_reason ?? progress.noStepsReason;
   return (
     <Stack>
       <Group justify="space-between">
@@ -90,8 +91,29 @@ export function JobPage({ id }: { id: string }) {
         <Text size="sm">Created {formatDate(job.created_at)}</Text>
         <Text size="sm">Started {formatDate(job.training_start)}</Text>
         <Text size="sm">Ended {formatDate(job.training_end)}</Text>
-        {job.checkpoint_step !== null && <Text size="sm">Checkpoint step {job.checkpoint_step}</Text>}
+        {job.checkpoint_step !== null && (
+          <Text size="sm">
+            Produced{' '}
+            <Link to={`/models/${job.model_id}?step=${job.checkpoint_step}`} data-testid="job-checkpoint">
+              checkpoint step {job.checkpoint_step}
+            </Link>
+          </Text>
+        )}
+        {job.type === 'rl' && (
+          <Text size="sm">
+            <Link to={`/models/${job.model_id}?job=${job.id}`} data-testid="job-rollouts">
+              Rollouts it trained on
+            </Link>
+          </Text>
+        )}
       </Group>
+
+      {reason && (
+        <Alert color="yellow" title="No gradient steps" data-testid="job-no-steps">
+          {reason}
+          {job.status === 'succeeded' && ' The job still ended with a checkpoint (the adapter unchanged), as every finished job does.'}
+        </Alert>
+      )}
 
       {job.status === 'failed' && (
         <Alert color="red" title="Training failed" data-testid="job-error">
@@ -113,7 +135,7 @@ export function JobPage({ id }: { id: string }) {
 
       <SimpleGrid cols={{ base: 1, md: 2 }}>
         {CHARTED_METRICS.map((metric) => (
-          <MetricChart key={metric} metric={metric} points={progress.points} />
+          <MetricChart key={metric} metric={metric} points={progress.points} finished={!active} />
         ))}
       </SimpleGrid>
     </Stack>

@@ -1,4 +1,4 @@
-import { Alert, Button, Card, Code, Group, Loader, NumberInput, Select, Stack, Switch, Table, Text, Textarea, Title } from '@mantine/core';
+import { Alert, Button, Card, Code, Group, Loader, NumberInput, Select, SimpleGrid, Stack, Switch, Table, Text, Textarea, Title } from '@mantine/core';
 import { FormEvent, useState } from 'react';
 import { api, apiWithHeaders } from '../api/client';
 import type { ChatCompletion, CheckpointRecord, Page } from '../api/types';
@@ -34,46 +34,55 @@ interface Outcome {
   servedStep: string;
 }
 
-/** One chat completion at a time, with its logprobs and the step that served it. */
+type Result = { ok: true; outcome: Outcome } | { ok: false; error: string };
+
+async function complete(model: string, body: Record<string, unknown>): Promise<Outcome> {
+  const { body: completion, headers } = await apiWithHeaders<ChatCompletion>('POST', 'chat/completions', { ...body, model });
+  const step = headers.get('x-trainyard-checkpoint-step') ?? (completion.checkpoint_step == null ? 'base' : String(completion.checkpoint_step));
+  return { completion, servedStep: step };
+}
+
+/**
+ * A chat completion with its logprobs and the step that served it; or, comparing, the same
+ * request to two models or checkpoints at once, side by side.
+ */
 export function PlaygroundPage() {
   const choices = useLoad(loadModelChoices, []);
   const [model, setModel] = useState<string | null>(null);
+  const [modelB, setModelB] = useState<string | null>(null);
+  const [compare, setCompare] = useState(false);
   const [system, setSystem] = useState('');
   const [message, setMessage] = useState('Hello!');
   const [maxTokens, setMaxTokens] = useState<number | string>(32);
   const [temperature, setTemperature] = useState<number | string>(1);
   const [jsonMode, setJsonMode] = useState(false);
-  const [outcome, setOutcome] = useState<Outcome>();
-  const [error, setError] = useState<string>();
+  const [results, setResults] = useState<Result[]>([]);
   const [busy, setBusy] = useState(false);
 
-  const chosen = model ?? choices.data?.[0]?.items[0]?.value ?? null;
+  const allItems = (choices.data ?? []).flatMap((g) => g.items);
+  const chosen = model ?? allItems[0]?.value ?? null;
+  const chosenB = modelB ?? allItems.find((i) => i.value !== chosen)?.value ?? chosen;
+  const labelOf = (value: string | null) => allItems.find((i) => i.value === value)?.label ?? value ?? '';
 
   const send = async (event: FormEvent) => {
     event.preventDefault();
-    if (!chosen) return;
+    if (!chosen || (compare && !chosenB)) return;
     setBusy(true);
-    setError(undefined);
-    try {
-      const { body, headers } = await apiWithHeaders<ChatCompletion>('POST', 'chat/completions', {
-        model: chosen,
-        messages: [...(system.trim() ? [{ role: 'system', content: system }] : []), { role: 'user', content: message }],
-        max_tokens: Number(maxTokens),
-        temperature: Number(temperature),
-        logprobs: true,
-        top_logprobs: 3,
-        ...(jsonMode ? { response_format: { type: 'json_object' } } : {}),
-      });
-      const step = headers.get('x-trainyard-checkpoint-step') ?? (body.checkpoint_step == null ? 'base' : String(body.checkpoint_step));
-      setOutcome({ completion: body, servedStep: step });
-    } catch (err) {
-      setError((err as Error).message);
-    } finally {
-      setBusy(false);
-    }
+    setResults([]);
+    const body = {
+      messages: [...(system.trim() ? [{ role: 'system', content: system }] : []), { role: 'user', content: message }],
+      max_tokens: Number(maxTokens),
+      temperature: Number(temperature),
+      logprobs: true,
+      top_logprobs: 3,
+      ...(jsonMode ? { response_format: { type: 'json_object' } } : {}),
+    };
+    const targets = compare ? [chosen, chosenB as string] : [chosen];
+    const settled = await Promise.allSettled(targets.map((target) => complete(target, body)));
+    setResults(settled.map((s): Result => (s.status === 'fulfilled' ? { ok: true, outcome: s.value } : { ok: false, error: (s.reason as Error).message })));
+    setBusy(false);
   };
 
-  const choice = outcome?.completion.choices[0];
   return (
     <Stack>
       <Title order={2}>Playground</Title>
@@ -81,15 +90,35 @@ export function PlaygroundPage() {
       {!choices.data && choices.loading && <Loader />}
       <form onSubmit={send}>
         <Stack maw={760}>
-          <Select
-            label="Model"
-            data={choices.data ?? []}
-            value={chosen}
-            onChange={setModel}
-            searchable
-            allowDeselect={false}
-            nothingFoundMessage="No such model"
-            data-testid="playground-model"
+          <Group align="flex-end" grow={compare}>
+            <Select
+              label={compare ? 'Model A' : 'Model'}
+              data={choices.data ?? []}
+              value={chosen}
+              onChange={setModel}
+              searchable
+              allowDeselect={false}
+              nothingFoundMessage="No such model"
+              data-testid="playground-model"
+            />
+            {compare && (
+              <Select
+                label="Model B"
+                data={choices.data ?? []}
+                value={chosenB}
+                onChange={setModelB}
+                searchable
+                allowDeselect={false}
+                nothingFoundMessage="No such model"
+                data-testid="playground-model-b"
+              />
+            )}
+          </Group>
+          <Switch
+            label="Compare two models or checkpoints side by side"
+            checked={compare}
+            onChange={(e) => setCompare(e.currentTarget.checked)}
+            data-testid="playground-compare"
           />
           <Textarea label="System prompt" value={system} onChange={(e) => setSystem(e.currentTarget.value)} autosize minRows={1} />
           <Textarea label="Message" value={message} onChange={(e) => setMessage(e.currentTarget.value)} autosize minRows={2} required data-testid="playground-message" />
@@ -103,56 +132,77 @@ export function PlaygroundPage() {
           </Group>
         </Stack>
       </form>
-      {error && (
-        <Alert color="red" data-testid="playground-error">
-          {error}
-        </Alert>
-      )}
 
-      {outcome && choice && (
-        <Card withBorder padding="lg" maw={960}>
-          <Stack>
-            <Group gap="xl">
-              <Text size="sm">
-                Served step{' '}
-                <Code data-testid="served-step">{outcome.servedStep}</Code>
+      {results.length === 1 && <ResultView result={results[0]} />}
+      {results.length === 2 && (
+        <SimpleGrid cols={2} data-testid="comparison">
+          {results.map((result, i) => (
+            <Stack key={i} gap="xs" data-testid={i === 0 ? 'compare-a' : 'compare-b'}>
+              <Text fw={600} size="sm">
+                {i === 0 ? 'A' : 'B'}: {labelOf(i === 0 ? chosen : chosenB)}
               </Text>
-              <Text size="sm" data-testid="usage">
-                Tokens: {outcome.completion.usage.prompt_tokens} prompt, {outcome.completion.usage.completion_tokens} completion,{' '}
-                {outcome.completion.usage.total_tokens} total
-              </Text>
-              <Text size="sm">Finish: {choice.finish_reason}</Text>
-            </Group>
-            <Code block data-testid="completion-content">
-              {choice.message.content ?? ''}
-            </Code>
-            {choice.logprobs?.content && (
-              <Table striped withTableBorder data-testid="logprobs">
-                <Table.Thead>
-                  <Table.Tr>
-                    <Table.Th>Token</Table.Th>
-                    <Table.Th>Logprob</Table.Th>
-                    <Table.Th>Probability</Table.Th>
-                    <Table.Th>Top alternatives</Table.Th>
-                  </Table.Tr>
-                </Table.Thead>
-                <Table.Tbody>
-                  {choice.logprobs.content.map((t, i) => (
-                    <Table.Tr key={i}>
-                      <Table.Td ff="monospace">{JSON.stringify(t.token)}</Table.Td>
-                      <Table.Td>{formatNumber(t.logprob)}</Table.Td>
-                      <Table.Td>{(100 * Math.exp(t.logprob)).toFixed(1)}%</Table.Td>
-                      <Table.Td ff="monospace">
-                        {(t.top_logprobs ?? []).map((a) => `${JSON.stringify(a.token)} ${formatNumber(a.logprob)}`).join(' · ')}
-                      </Table.Td>
-                    </Table.Tr>
-                  ))}
-                </Table.Tbody>
-              </Table>
-            )}
-          </Stack>
-        </Card>
+              <ResultView result={result} />
+            </Stack>
+          ))}
+        </SimpleGrid>
       )}
     </Stack>
+  );
+}
+
+function ResultView({ result }: { result: Result }) {
+  if (!result.ok) {
+    return (
+      <Alert color="red" data-testid="playground-error">
+        {result.error}
+      </Alert>
+    );
+  }
+  const { outcome } = result;
+  const choice = outcome.completion.choices[0];
+  if (!choice) return null;
+  return (
+    <Card withBorder padding="lg" maw={960}>
+      <Stack>
+        <Group gap="xl">
+          <Text size="sm">
+            Served step{' '}
+            <Code data-testid="served-step">{outcome.servedStep}</Code>
+          </Text>
+          <Text size="sm" data-testid="usage">
+            Tokens: {outcome.completion.usage.prompt_tokens} prompt, {outcome.completion.usage.completion_tokens} completion,{' '}
+            {outcome.completion.usage.total_tokens} total
+          </Text>
+          <Text size="sm">Finish: {choice.finish_reason}</Text>
+        </Group>
+        <Code block data-testid="completion-content">
+          {choice.message.content ?? ''}
+        </Code>
+        {choice.logprobs?.content && (
+          <Table striped withTableBorder data-testid="logprobs">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>Token</Table.Th>
+                <Table.Th>Logprob</Table.Th>
+                <Table.Th>Probability</Table.Th>
+                <Table.Th>Top alternatives</Table.Th>
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {choice.logprobs.content.map((t, i) => (
+                <Table.Tr key={i}>
+                  <Table.Td ff="monospace">{JSON.stringify(t.token)}</Table.Td>
+                  <Table.Td>{formatNumber(t.logprob)}</Table.Td>
+                  <Table.Td>{(100 * Math.exp(t.logprob)).toFixed(1)}%</Table.Td>
+                  <Table.Td ff="monospace">
+                    {(t.top_logprobs ?? []).map((a) => `${JSON.stringify(a.token)} ${formatNumber(a.logprob)}`).join(' · ')}
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        )}
+      </Stack>
+    </Card>
   );
 }

@@ -35,6 +35,11 @@ export class CheckpointRepository {
     return this.prisma.checkpoint.findFirst({ where: { modelId }, orderBy: { step: 'desc' } });
   }
 
+  /** The newest checkpoint that existed at `time` (and still does). */
+  async latestAt(modelId: string, time: Date): Promise<CheckpointRow | null> {
+    return this.prisma.checkpoint.findFirst({ where: { modelId, createdAt: { lte: time } }, orderBy: { step: 'desc' } });
+  }
+
   /** One page by step, strictly after `afterStep` in the given order; one extra row tells whether more follow. */
   async page(modelId: string, order: SortOrder, limit: number, afterStep?: number): Promise<CheckpointRow[]> {
     const beyond = afterStep === undefined ? {} : { step: order === 'asc' ? { gt: afterStep } : { lt: afterStep } };

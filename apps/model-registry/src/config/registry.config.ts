@@ -1,5 +1,6 @@
 import { BaseServiceConfig, DATABASE_URL_PATTERN } from '@trainyard/runtime';
-import { IsString, Matches } from 'class-validator';
+import { Type } from 'class-transformer';
+import { IsInt, IsString, Matches, Min } from 'class-validator';
 
 export class RegistryConfig extends BaseServiceConfig {
   override HTTP_PORT = 3102;
@@ -21,4 +22,16 @@ export class RegistryConfig extends BaseServiceConfig {
   /** Root of the local artifact store: adapters and uploaded files live under here. */
   @IsString()
   ARTIFACT_ROOT = 'var/artifacts';
+
+  /** Per model, the most trajectories kept (POST .../log and RL jobs' groups); beyond it the oldest go. */
+  @IsInt()
+  @Min(1)
+  @Type(() => Number)
+  TRAJECTORY_RETENTION_COUNT = 10_000;
+
+  /** Per model, the most bytes of trajectory JSON kept; beyond it the oldest go. One trajectory larger than this is not kept. */
+  @IsInt()
+  @Min(1)
+  @Type(() => Number)
+  TRAJECTORY_RETENTION_BYTES = 256 * 1024 * 1024;
 }

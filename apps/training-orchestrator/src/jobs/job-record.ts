@@ -15,6 +15,7 @@ export function toJobRecord(row: Omit<JobRow, 'payload'>): TrainingJobRecord {
     checkpoint_step: row.checkpointStep,
     ignored_config_keys: row.ignoredConfigKeys ?? [],
     attempts: row.attempts,
+    no_gradient_steps_reason: row.noStepsReason ?? null,
   };
 }
 

@@ -11,6 +11,7 @@ export interface JobRow {
   payload: unknown;
   experimentalConfig: unknown;
   ignoredConfigKeys: string[] | null;
+  noStepsReason: string | null;
   errorMessage: string | null;
   checkpointStep: number | null;
   cancelRequested: boolean;
@@ -129,6 +130,11 @@ export class TrainingJobRepository {
       data: { status, trainingEnd: new Date(), errorMessage: withoutNul(fields.errorMessage) ?? null, checkpointStep: fields.checkpointStep ?? null },
     });
     return count === 1;
+  }
+
+  /** What the worker found when it planned the job: why it will make no gradient step, if it will make none. */
+  async setNoStepsReason(id: string, reason: string | null): Promise<void> {
+    await this.prisma.trainingJob.updateMany({ where: { id, status: { notIn: TERMINAL } }, data: { noStepsReason: reason } });
   }
 
   async requestCancel(id: string): Promise<void> {

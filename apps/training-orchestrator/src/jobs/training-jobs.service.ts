@@ -66,7 +66,27 @@ export class TrainingJobsService {
     if (problems.length > 0) throw ServiceError.validation(problems);
     if (config.klRefAdapterPath !== null) await this.checkKlReference(request, config.klRefAdapterPath);
     const payload = { model_name: modelName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config };
-    return this.store(request, model, 'rl', payload, ignored.map((key) => `experimental_config.${key}`));
+    return this.store(request, model, 'rl', payload, ignored.map((key) => `experimental_config.${key}`), raw);
+  }
+
+  /**
+   * The job's groups, as sent, go to the registry's kept trajectories (split "train", at the
+   * step that was newest when the job was created), so the job's page can show what it trained
+   * on. Not awaited: storing them must not delay the reply, and the job stands without them
+   * (a failure is logged).
+   */
+  private keepTrajectories(scope: CallerScope, job: { id: string; modelId: string; createdAt: Date }, groups: unknown): void {
+    const caller = { entity_id: scope.entity_id, entity_name: scope.entity_name };
+    this.blobs
+      .putJson(groups)
+      .then((blob) =>
+        this.rpc.request(
+          Subjects.registry.recordTrajectories,
+          { ...caller, model_id: job.modelId, job_id: job.id, split: 'train', as_of: job.createdAt.toISOString(), trajectory_groups: blob },
+          { timeoutMs: 60_000 },
+        ),
+      )
+      .catch((err: Error) => this.logger.warn(`job ${job.id}: its trajectories were not kept: ${err.message}`));
   }
 
   async createSft(request: CreateSftJobRequest): Promise<CreateJobReply> {
@@ -156,9 +176,18 @@ export class TrainingJobsService {
     else await this.appendEvent(jobId, 'training_failed', { error_message: errorMessage ?? `training job ${status}` }, 'final');
   }
 
-  private async store(scope: CallerScope, model: ModelRecord, type: 'rl' | 'sft', payload: JobPayload, ignoredConfigKeys: string[]): Promise<CreateJobReply> {
+  /** Stores the job, hands its trajectory groups (RL) to the registry to keep, and queues it. */
+  private async store(
+    scope: CallerScope,
+    model: ModelRecord,
+    type: 'rl' | 'sft',
+    payload: JobPayload,
+    ignoredConfigKeys: string[],
+    trajectoryGroups?: unknown,
+  ): Promise<CreateJobReply> {
     const job = await this.jobs.create({ entityId: scope.entity_id, modelId: model.id, type, payload, experimentalConfig: payload.experimental_config, ignoredConfigKeys });
     if (ignoredConfigKeys.length > 0) this.logger.log(`job ${job.id}: accepted, ignoring ${ignoredConfigKeys.join(', ')}`);
+    if (trajectoryGroups !== undefined) this.keepTrajectories(scope, job, trajectoryGroups);
     // The job is stored, so it is accepted: a failed publish is retried by the queue, and a
     // 503 here would only make the client create it a second time.
     await this.queue.advance(model.id).catch((err: Error) => this.logger.warn(`job ${job.id} stored; queueing it later: ${err.message}`));

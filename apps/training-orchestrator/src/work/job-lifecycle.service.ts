@@ -62,7 +62,13 @@ export class JobLifecycleService {
     if (!isTerminal(job.status)) {
       if (report.kind === 'started') {
         const ignored = job.ignoredConfigKeys ?? [];
-        const data = { num_sequences: report.num_sequences, ...(ignored.length > 0 ? { ignored_config_keys: ignored } : {}) };
+        const reason = report.no_gradient_steps_reason ?? null;
+        await this.jobs.setNoStepsReason(job.id, reason);
+        const data = {
+          num_sequences: report.num_sequences,
+          ...(ignored.length > 0 ? { ignored_config_keys: ignored } : {}),
+          ...(reason !== null ? { no_gradient_steps_reason: reason } : {}),
+        };
         await this.service.appendEvent(job.id, 'training_started', data, 'started');
       } else {
         await this.service.appendEvent(job.id, 'gradient_step', numeric(report.metrics), `step:${report.step}`);

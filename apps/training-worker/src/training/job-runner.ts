@@ -20,6 +20,7 @@ import { BlobStore, RpcClient } from '@trainyard/messaging';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { rlNoStepsReason, sftNoStepsReason } from './no-steps-reason';
 
 /** What the orchestrator stored for the job (see the orchestrator's JobPayload). */
 interface JobPayload {
@@ -66,8 +67,8 @@ export class JobRunner implements OnModuleDestroy {
     const current = await readPeftAdapter(source.adapter_path, lm.config);
     const trainer = new LoraTrainer(lm, current.spec, current.tensors);
     try {
-      const report = async (kind: 'started', num_sequences: number) => {
-        const reply = await this.rpc.request(Subjects.training.reportProgress, { job_id: job.job_id, kind, num_sequences });
+      const report = async (kind: 'started', num_sequences: number, no_gradient_steps_reason: string | null) => {
+        const reply = await this.rpc.request(Subjects.training.reportProgress, { job_id: job.job_id, kind, num_sequences, no_gradient_steps_reason });
         if (reply.cancel_requested) onCancelRequested();
       };
       const steps: StepMetrics[] = [];
@@ -80,14 +81,15 @@ export class JobRunner implements OnModuleDestroy {
         const { config, errors } = validateExperimentalConfig(payload.experimental_config);
         if (errors.length > 0) throw new Error(errors.map((e) => `${e.key} ${e.message}`).join('; '));
         const plan = trainer.planRl(payload.groups ?? [], config);
-        await report('started', plan.numSequences);
+        await report('started', plan.numSequences, rlNoStepsReason(plan));
         const referenceAdapter = await this.klReference(job, scope, config, source.step ?? 0, lm);
         await trainer.trainRl(plan, config, onStep, signal, { referenceAdapter });
       } else {
         const { config, errors } = validateSftConfig(payload.config);
         if (errors.length > 0) throw new Error(errors.map((e) => `${e.key} ${e.message}`).join('; '));
         const conversations = payload.conversations ?? [];
-        await report('started', trainer.planSft(conversations, config).numSequences);
+        const { numSequences } = trainer.planSft(conversations, config);
+        await report('started', numSequences, sftNoStepsReason(numSequences));
         await trainer.trainSft(conversations, config, onStep, signal);
       }
       if (signal.aborted) throw signal.reason;

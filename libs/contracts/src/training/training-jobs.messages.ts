@@ -27,6 +27,11 @@ export interface TrainingJobRecord {
   ignored_config_keys: string[];
   /** Times a worker started it: 0 while queued, more than 1 when it was re-run after a worker stopped (our addition). */
   attempts: number;
+  /**
+   * Why the job made no gradient step (every group's rewards were equal, or nothing was
+   * trainable); null when it made some or has not been planned yet. Also in training_started.
+   */
+  no_gradient_steps_reason: string | null;
 }
 
 export type TrainingEventType = 'training_started' | 'gradient_step' | 'training_ended' | 'training_failed';
@@ -120,7 +125,7 @@ export type ClaimJobReply =
   | { action: 'skip'; reason: string };
 
 export type JobProgress =
-  | { job_id: string; kind: 'started'; num_sequences: number }
+  | { job_id: string; kind: 'started'; num_sequences: number; no_gradient_steps_reason?: string | null }
   | { job_id: string; kind: 'step'; step: number; metrics: Record<string, number> };
 
 export interface JobProgressReply {
