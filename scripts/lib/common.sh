@@ -101,8 +101,10 @@ ensure_chromium() {
 # backports too. Only on Debian bookworm; elsewhere the tests say why they skip.
 BACKPORTS_LIST=/etc/apt/sources.list.d/bookworm-backports.list
 ensure_vulkan() {
-  export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp/xdg-runtime-$(id -u)}"
-  mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+  if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
+    export XDG_RUNTIME_DIR="/tmp/xdg-runtime-$(id -u)"
+    mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+  fi
   if dpkg-query -W -f '${Version}' mesa-vulkan-drivers 2>/dev/null | grep -q '~bpo12' && dpkg-query -W libvulkan1 >/dev/null 2>&1; then
     return
   fi
