@@ -109,7 +109,8 @@ export class LoraAttachment {
           const bT = transposed(get('B', [outFeatures, spec.r]), outFeatures, spec.r);
           if (!trainable) for (let i = 0; i < bT.length; i++) bT[i] *= scaleValue;
           const make = (data: Float32Array, shape: [number, number]) =>
-            trainable ? tf.variable(tf.tensor2d(data, shape), true) : tf.tensor2d(data, shape);
+            // tidy: the variable shares the initial tensor's data, which would otherwise stay counted as a live tensor.
+            trainable ? tf.tidy(() => tf.variable(tf.tensor2d(data, shape), true)) : tf.tensor2d(data, shape);
           const a = make(aT, [inFeatures, spec.r]);
           const b = make(bT, [spec.r, outFeatures]);
           owned.push(a, b);
