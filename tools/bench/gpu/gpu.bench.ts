@@ -19,7 +19,8 @@
  *
  * Options: --smoke (tiny model, short prompts, batches 1, 2 and 4); --backend NAME (default
  * webgpu; wasm or cpu to compare on a CPU); --models DIR (where the model directories are
- * made, default a temporary directory); --no-peer (skip PyTorch).
+ * made, default a temporary directory); --no-peer (skip PyTorch); --python PATH (the
+ * interpreter with torch, default python3).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -59,7 +60,11 @@ interface Figures {
   prefill: number;
   decode: Record<string, number>;
   sft: number;
+  /** The first logits of the prefill prompt's last position: both sides must compute the same model. */
+  logits: number[];
 }
+
+const LOGITS_COMPARED = 16;
 
 const FULL: Plan = { prefillTokens: 512, decodeBatches: [1, 32, 128], decodePrompt: 16, decodeSteps: 8, trainRows: 4, trainTokens: 256, trainSteps: 2 };
 const SMOKE: Plan = { prefillTokens: 32, decodeBatches: [1, 2, 4], decodePrompt: 4, decodeSteps: 2, trainRows: 2, trainTokens: 16, trainSteps: 1 };
@@ -106,19 +111,20 @@ async function seconds(fn: () => Promise<unknown>): Promise<number> {
   return (performance.now() - t0) / 1000;
 }
 
-async function prefill(lm: LoadedModel, plan: Plan): Promise<number> {
+async function prefill(lm: LoadedModel, plan: Plan): Promise<{ rate: number; logits: number[] }> {
   const prompt = tokens(plan.prefillTokens, 1, lm.config.vocabSize);
+  let values = new Float32Array(0);
   const once = async () => {
     const cache = lm.model.newCache();
     cache.addEmptyRow();
     const logits = lm.model.forward([prompt], { cache, lastOnly: true });
-    await logits.data();
+    values = (await logits.data()) as Float32Array;
     logits.dispose();
     cache.dispose();
   };
   await once(); // compiles the shaders of these shapes
   const best = Math.min(await seconds(once), await seconds(once));
-  return plan.prefillTokens / best;
+  return { rate: plan.prefillTokens / best, logits: Array.from(values.slice(0, LOGITS_COMPARED)) };
 }
 
 async function decode(lm: LoadedModel, plan: Plan, size: number): Promise<number> {
@@ -162,7 +168,8 @@ async function sft(lm: LoadedModel, plan: Plan): Promise<number> {
 async function measure(dir: string, plan: Plan): Promise<Figures> {
   const lm = await loadModel(dir);
   try {
-    const figures: Figures = { prefill: await prefill(lm, plan), decode: {}, sft: 0 };
+    const { rate, logits } = await prefill(lm, plan);
+    const figures: Figures = { prefill: rate, decode: {}, sft: 0, logits };
     for (const size of plan.decodeBatches) figures.decode[size] = await decode(lm, plan, size);
     figures.sft = await sft(lm, plan);
     return figures;
@@ -174,9 +181,10 @@ async function measure(dir: string, plan: Plan): Promise<Figures> {
 /** PyTorch eager on the same weights (torch_peer.py), or why it did not run. */
 function peer(dir: string, plan: Plan): Figures | string {
   const script = path.join(__dirname, 'torch_peer.py');
-  const probe = spawnSync('python3', ['-c', 'import torch'], { encoding: 'utf8' });
-  if (probe.status !== 0) return `no PyTorch (python3 -c 'import torch' failed)`;
-  const run = spawnSync('python3', [script, dir, JSON.stringify(plan)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 });
+  const python = option('--python') ?? 'python3';
+  const probe = spawnSync(python, ['-c', 'import torch'], { encoding: 'utf8' });
+  if (probe.status !== 0) return `no PyTorch (${python} -c 'import torch' failed)`;
+  const run = spawnSync(python, [script, dir, JSON.stringify(plan)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 });
   if (run.status !== 0) return `torch_peer.py exited with ${run.status}`;
   return JSON.parse(run.stdout.trim().split('\n').pop() as string) as Figures;
 }
@@ -193,6 +201,7 @@ function table(name: string, plan: Plan, ours: Figures, theirs: Figures | string
   ];
   const lines = [`### ${name}`, '', `| tokens/s | engine (${backend}) | ${peerName} |`, '|---|---|---|', ...rows.map((r) => `| ${r.join(' | ')} |`)];
   if (typeof theirs === 'string') lines.push('', `PyTorch: ${theirs}.`);
+  else lines.push('', `Same model on both sides: the first ${LOGITS_COMPARED} logits of the prompt's last position differ by at most ${Math.max(...ours.logits.map((x, i) => Math.abs(x - theirs.logits[i]))).toExponential(1)}.`);
   return lines.join('\n');
 }
 
