@@ -113,7 +113,7 @@ async function seconds(fn: () => Promise<unknown>): Promise<number> {
 
 async function prefill(lm: LoadedModel, plan: Plan): Promise<{ rate: number; logits: number[] }> {
   const prompt = tokens(plan.prefillTokens, 1, lm.config.vocabSize);
-  let values = new Float32Array(0);
+  let values: Float32Array = new Float32Array(0);
   const once = async () => {
     const cache = lm.model.newCache();
     cache.addEmptyRow();
