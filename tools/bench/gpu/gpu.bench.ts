@@ -26,7 +26,6 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import * as tf from '@tensorflow/tfjs-core';
 import { BackendName, selectBackend } from '../../../libs/engine/src/backend';
 import type { ModelConfig } from '../../../libs/engine/src/config';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
