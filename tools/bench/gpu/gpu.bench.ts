@@ -19,8 +19,9 @@
  *
  * Options: --smoke (tiny model, short prompts, batches 1, 2 and 4); --backend NAME (default
  * webgpu; wasm or cpu to compare on a CPU); --models DIR (where the model directories are
- * made, default a temporary directory); --no-peer (skip PyTorch); --python PATH (the
- * interpreter with torch, default python3).
+ * made, default a temporary directory; a model already there is reused); --no-peer (skip
+ * PyTorch); --python PATH (the interpreter with torch, default python3); --only NAME (one
+ * model: smollm2-135m or qwen2.5-0.5b).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -164,12 +165,21 @@ async function sft(lm: LoadedModel, plan: Plan): Promise<number> {
   }
 }
 
+/** Progress on stderr, so that a run cut short still shows how far it got. */
+const progress = (what: string) => process.stderr.write(`  ${new Date().toISOString().slice(11, 19)} ${what}\n`);
+
 async function measure(dir: string, plan: Plan): Promise<Figures> {
+  progress('loading the model');
   const lm = await loadModel(dir);
   try {
+    progress('prefill');
     const { rate, logits } = await prefill(lm, plan);
     const figures: Figures = { prefill: rate, decode: {}, sft: 0, logits };
-    for (const size of plan.decodeBatches) figures.decode[size] = await decode(lm, plan, size);
+    for (const size of plan.decodeBatches) {
+      progress(`decode, batch ${size}`);
+      figures.decode[size] = await decode(lm, plan, size);
+    }
+    progress('LoRA SFT');
     figures.sft = await sft(lm, plan);
     return figures;
   } finally {
@@ -213,10 +223,15 @@ async function main(): Promise<void> {
   const adapter = backend.adapter ? `${backend.adapter.vendor} ${backend.adapter.architecture} (${backend.adapter.description || backend.adapter.device})${backend.adapter.fallback ? ', fallback adapter' : ''}` : 'none';
   console.log(`backend: ${backend.name}, gpu: ${backend.gpu}, adapter: ${adapter}`);
   console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${new Date().toISOString()}\n`);
-  for (const shape of smoke ? SMOKE_SHAPES : SHAPES) {
+  const only = option('--only');
+  for (const shape of (smoke ? SMOKE_SHAPES : SHAPES).filter((s) => !only || s.name === only)) {
     const dir = path.join(where, shape.name);
-    if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset: shape.preset, out: dir, seed: 0, overrides: shape.overrides });
+    if (!fs.existsSync(path.join(dir, 'model.safetensors'))) {
+      progress(`${shape.name}: making the model (random weights) in ${dir}`);
+      makeModel({ preset: shape.preset, out: dir, seed: 0, overrides: shape.overrides });
+    }
     const ours = await measure(dir, plan);
+    if (!process.argv.includes('--no-peer')) progress('PyTorch eager');
     const theirs = process.argv.includes('--no-peer') ? 'not run (--no-peer)' : peer(dir, plan);
     console.log(table(shape.name, plan, ours, theirs, backend.name) + '\n');
   }
