@@ -12,7 +12,7 @@ import { LoraTrainer, StepMetrics } from '../src/training/trainer';
 import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
 
 /**
- * The engine's generic tfjs path on webgpu (Dawn over Vulkan) gives what it gives on cpu:
+ * The engine's generic tfjs path on webgpu (Dawn over Vulkan) gives what it gives on cpu and wasm:
  * logits, cached and batched decoding with adapters, an SFT and an RL step, the exported
  * adapter. Where no GPU is present, Mesa's lavapipe is the adapter (scripts/lib/common.sh
  * ensure_vulkan installs it): slow, so the model is the tiny preset. In CI (CI=true) a missing
