@@ -35,15 +35,7 @@ export async function selectBackend(preference: BackendPreference = 'auto'): Pro
   const order: BackendName[] = preference === 'auto' ? ['tensorflow', 'webgpu', 'wasm', 'cpu'] : [preference];
   for (const name of order) {
     try {
-      if (name === 'webgpu' && preference === 'auto') {
-        const adapter = await requestAdapterInfo(installNavigatorGpu());
-        if (!adapter) throw new Error('no WebGPU adapter (is a Vulkan driver installed?)');
-        if (adapter.fallback) {
-          notes.push(`webgpu: only a fallback adapter (${adapter.description || adapter.vendor}); using wasm instead`);
-          continue;
-        }
-      }
-      const { gpu, adapter } = await activate(name);
+      const { gpu, adapter } = await activate(name, { gpuOnly: preference === 'auto' });
       if (name === 'tensorflow' && !gpu && preference === 'auto') {
         notes.push('tensorflow: loaded but no GPU device is visible; using wasm instead');
         continue;
@@ -56,7 +48,8 @@ export async function selectBackend(preference: BackendPreference = 'auto'): Pro
   throw new Error(`No TensorFlow.js backend could be initialised (${notes.join('; ')})`);
 }
 
-async function activate(name: BackendName): Promise<Activated> {
+/** Makes `name` the tfjs backend. gpuOnly: refuse a software WebGPU adapter before the backend starts on it. */
+async function activate(name: BackendName, { gpuOnly }: { gpuOnly: boolean }): Promise<Activated> {
   switch (name) {
     case 'tensorflow': {
       // Optional dependency: absent wherever libtensorflow could not be downloaded.
@@ -68,6 +61,7 @@ async function activate(name: BackendName): Promise<Activated> {
     case 'webgpu': {
       const adapter = await requestAdapterInfo(installNavigatorGpu());
       if (!adapter) throw new Error('no WebGPU adapter (is a Vulkan driver installed?)');
+      if (gpuOnly && adapter.fallback) throw new Error(`only a fallback adapter (${adapter.description || adapter.vendor}), not a GPU`);
       // Only after navigator.gpu exists: the package registers its backend on import if it does.
       await import('@tensorflow/tfjs-backend-webgpu');
       await setBackend('webgpu');
