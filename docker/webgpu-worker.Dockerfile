@@ -27,11 +27,14 @@ RUN PRISMA_SCHEMA_ENGINE_BINARY="$(command -v node)" npx prisma generate \
  && npx tsx libs/engine/src/cli/make-model.ts --preset tiny --seed 0 --out /app/var/models/trainyard/tiny-chat
 
 # ---- production dependencies: the webgpu backend and Dawn's binding are among them ------------
+# The webgpu package carries dawn.node for every platform; only this one's is kept.
 FROM ${NODE_IMAGE} AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm install --omit=dev --omit=optional --no-audit --no-fund \
- && test -f node_modules/webgpu/dist/linux-x64/dawn.node \
+ && platform="$(node -p 'process.platform + "-" + process.arch')" \
+ && test -f "node_modules/webgpu/dist/$platform/dawn.node" \
+ && find node_modules/webgpu/dist -mindepth 1 -maxdepth 1 ! -name "$platform" -exec rm -rf {} + \
  && test -f node_modules/@tensorflow/tfjs-backend-webgpu/package.json \
  && npm cache clean --force
 

@@ -85,7 +85,7 @@ describe('docker/webgpu-worker.Dockerfile', () => {
     expect(lastStage(text)[0]).toBe('FROM ${NODE_IMAGE} AS webgpu-worker');
     expect(image).toMatch(/apt-get install -y --no-install-recommends .*\blibvulkan1\b/);
     expect([...stages(text).values()].flat().join('\n')).not.toMatch(/cuda/i);
-    expect(text).toContain('test -f node_modules/webgpu/dist/linux-x64/dawn.node');
+    expect(text).toContain('test -f "node_modules/webgpu/dist/$platform/dawn.node"');
   });
 
   it('asks for the graphics driver capability (the NVIDIA Vulkan driver) and requires a GPU on webgpu', () => {
