@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# npm test: installs what is missing, makes sure PostgreSQL, nats-server and Chromium (for the
-# console's browser tests) are there (tests start their own nats-servers and make their own
-# databases), then runs every check and every test. The last line is "N passed, N failed"
+# npm test: installs what is missing, makes sure PostgreSQL, nats-server, Chromium (for the
+# console's browser tests) and a software Vulkan driver (for the engine's webgpu tests) are
+# there (tests start their own nats-servers and make their own databases), then runs every
+# check and every test. The last line is "N passed, N failed"
 # over all tests that ran.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
@@ -29,6 +30,7 @@ check() {
 ensure_node_modules
 ensure_nats_binary
 ensure_chromium
+ensure_vulkan
 ensure_postgres postgres
 export TEST_DATABASE_URL="$DATABASE_URL"
 generate_prisma_client

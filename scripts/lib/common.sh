@@ -95,6 +95,32 @@ ensure_chromium() {
   [ -x "$CHROMIUM" ] || apt_install chromium
 }
 
+# A software Vulkan driver (Mesa's lavapipe) for the engine's WebGPU tests: Dawn refuses
+# bookworm's Mesa 22.3 ("shaderUniform*ArrayDynamicIndexing required"), Mesa 25 from
+# bookworm-backports works and shows up as a fallback adapter. Its libdrm must come from
+# backports too. Only on Debian bookworm; elsewhere the tests say why they skip.
+BACKPORTS_LIST=/etc/apt/sources.list.d/bookworm-backports.list
+ensure_vulkan() {
+  if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
+    export XDG_RUNTIME_DIR="/tmp/xdg-runtime-$(id -u)"
+    mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+  fi
+  if dpkg-query -W -f '${Version}' mesa-vulkan-drivers 2>/dev/null | grep -q '~bpo12' && dpkg-query -W libvulkan1 >/dev/null 2>&1; then
+    return
+  fi
+  command -v apt-get >/dev/null && grep -qs 'VERSION_CODENAME=bookworm' /etc/os-release \
+    || { say "not Debian bookworm: install a Vulkan driver (Mesa >= 25 lavapipe) yourself for the WebGPU tests"; return; }
+  if ! grep -rqs '^deb .*bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/ \
+    && ! grep -rqs '^Suites:.*bookworm-backports' /etc/apt/sources.list.d/; then
+    say "adding bookworm-backports to apt sources"
+    echo 'deb http://deb.debian.org/debian bookworm-backports main' | as_root tee "$BACKPORTS_LIST" >/dev/null
+  fi
+  say "installing libvulkan1 and Mesa's lavapipe from bookworm-backports"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    -t bookworm-backports mesa-vulkan-drivers libdrm2 libdrm-amdgpu1 libvulkan1 >/dev/null
+}
+
 # Prisma Client is generated, never committed. `generate` needs no engine, but the CLI
 # insists on finding one: any existing file satisfies it (scoped to this command only).
 generate_prisma_client() {

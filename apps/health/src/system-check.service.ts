@@ -90,7 +90,7 @@ export class SystemCheckService {
     return {
       count: ready.length,
       backend: [...new Set(ready.map((w) => w.backend))].join(','),
-      workers: found.map(({ instance, backend, gpu, ready }) => ({ instance, backend, gpu, ready })),
+      workers: found.map(({ instance, backend, gpu, adapter = null, ready }) => ({ instance, backend, gpu, adapter, ready })),
     };
   }
 }

@@ -22,6 +22,7 @@ export class InferenceWorkerModule {
             instance: config.INSTANCE_ID,
             backend: backend.name,
             gpu: backend.gpu,
+            adapter: backend.adapter,
             started_at: new Date().toISOString(),
           },
           { requireGpu: config.REQUIRE_GPU },

@@ -74,12 +74,12 @@ async function main(): Promise<void> {
     const tokens = Array.from({ length: TOKENS }, () => 3 + Math.floor(random() * (V - 3)));
     return { tokens, mask: tokens.map((_, i) => (i < 16 ? 0 : 1)) };
   };
-  trainer.sftStepOnTokens([sequence()], 1e-4); // warm-up: weight packing, kernel setup
+  await trainer.sftStepOnTokens([sequence()], 1e-4); // warm-up: weight packing, kernel setup
   sampleRss();
   const times: number[] = [];
   for (let i = 0; i < STEPS; i++) {
     const t0 = performance.now();
-    trainer.sftStepOnTokens([sequence()], 1e-4);
+    await trainer.sftStepOnTokens([sequence()], 1e-4);
     times.push((performance.now() - t0) / 1000);
     sampleRss();
   }
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     return { tokens, mask: tokens.map((_, i) => (i < 32 ? 0 : 1)) };
   });
   const t0 = performance.now();
-  trainer.sftStepOnTokens(long, 1e-4);
+  await trainer.sftStepOnTokens(long, 1e-4);
   const longSeconds = (performance.now() - t0) / 1000;
   sampleRss();
   trainer.dispose();

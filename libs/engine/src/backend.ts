@@ -1,33 +1,46 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { GpuAdapterInfo, installNavigatorGpu, requestAdapterInfo } from './webgpu';
 
-export type BackendName = 'tensorflow' | 'wasm' | 'cpu';
+export type BackendName = 'tensorflow' | 'webgpu' | 'wasm' | 'cpu';
 export type BackendPreference = BackendName | 'auto';
 
 export interface BackendInfo {
   /** The tfjs backend actually in use. */
   name: BackendName;
-  /** True only when tfjs-node-gpu loaded and TensorFlow reports a GPU device. */
+  /**
+   * True only on a GPU: tfjs-node-gpu with a GPU device TensorFlow reports, or webgpu on an
+   * adapter that is not a software fallback.
+   */
   gpu: boolean;
+  /** webgpu only: the adapter in use. */
+  adapter: GpuAdapterInfo | null;
   /** Why a preferred backend was not used, when one was skipped. */
   notes: string[];
 }
 
+interface Activated {
+  gpu: boolean;
+  adapter: GpuAdapterInfo | null;
+}
+
 /**
  * Picks the fastest backend that works here: tfjs-node-gpu when it loads and sees a GPU,
- * else wasm (one thread, SIMD), else the pure-JS cpu backend. tfjs never falls back on
- * its own when a kernel is missing, so the choice is made once, up front, and reported.
+ * else webgpu (Dawn over Vulkan) on a hardware adapter, else wasm (one thread, SIMD), else
+ * the pure-JS cpu backend. A software adapter (lavapipe) is slower than wasm, so `auto`
+ * passes it over; naming `webgpu` takes it (tests, correctness checks). tfjs never falls back
+ * on its own when a kernel is missing, so the choice is made once, up front, and reported.
  */
 export async function selectBackend(preference: BackendPreference = 'auto'): Promise<BackendInfo> {
   const notes: string[] = [];
-  const order: BackendName[] = preference === 'auto' ? ['tensorflow', 'wasm', 'cpu'] : [preference];
+  const order: BackendName[] = preference === 'auto' ? ['tensorflow', 'webgpu', 'wasm', 'cpu'] : [preference];
   for (const name of order) {
     try {
-      const gpu = await activate(name);
+      const { gpu, adapter } = await activate(name, { gpuOnly: preference === 'auto' });
       if (name === 'tensorflow' && !gpu && preference === 'auto') {
         notes.push('tensorflow: loaded but no GPU device is visible; using wasm instead');
         continue;
       }
-      return { name, gpu, notes };
+      return { name, gpu, adapter, notes };
     } catch (err) {
       notes.push(`${name}: ${(err as Error).message}`);
     }
@@ -35,23 +48,33 @@ export async function selectBackend(preference: BackendPreference = 'auto'): Pro
   throw new Error(`No TensorFlow.js backend could be initialised (${notes.join('; ')})`);
 }
 
-async function activate(name: BackendName): Promise<boolean> {
+/** Makes `name` the tfjs backend. gpuOnly: refuse a software WebGPU adapter before the backend starts on it. */
+async function activate(name: BackendName, { gpuOnly }: { gpuOnly: boolean }): Promise<Activated> {
   switch (name) {
     case 'tensorflow': {
       // Optional dependency: absent wherever libtensorflow could not be downloaded.
       const moduleName = '@tensorflow/tfjs-node-gpu';
       require(moduleName);
       await setBackend('tensorflow');
-      return usesGpuDevice(tf.backend());
+      return { gpu: usesGpuDevice(tf.backend()), adapter: null };
+    }
+    case 'webgpu': {
+      const adapter = await requestAdapterInfo(installNavigatorGpu());
+      if (!adapter) throw new Error('no WebGPU adapter (is a Vulkan driver installed?)');
+      if (gpuOnly && adapter.fallback) throw new Error(`only a fallback adapter (${adapter.description || adapter.vendor}), not a GPU`);
+      // Only after navigator.gpu exists: the package registers its backend on import if it does.
+      await import('@tensorflow/tfjs-backend-webgpu');
+      await setBackend('webgpu');
+      return { gpu: !adapter.fallback, adapter };
     }
     case 'wasm':
       await import('@tensorflow/tfjs-backend-wasm');
       await setBackend('wasm');
-      return false;
+      return { gpu: false, adapter: null };
     case 'cpu':
       await import('@tensorflow/tfjs-backend-cpu');
       await setBackend('cpu');
-      return false;
+      return { gpu: false, adapter: null };
   }
 }
 

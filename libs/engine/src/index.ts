@@ -32,3 +32,4 @@ export * from './training/trainer';
 export * from './grammar';
 export * from './tools';
 export * from './training/art-trajectories';
+export type { GpuAdapterInfo } from './webgpu';

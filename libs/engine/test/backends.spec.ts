@@ -6,7 +6,7 @@ import { makeTiny, maxAbsDiff, rowsOf } from './helpers';
 describe('backends', () => {
   it('reports the backend it chose and skips what cannot load', async () => {
     const info = await selectBackend('auto');
-    expect(['tensorflow', 'wasm', 'cpu']).toContain(info.name);
+    expect(['tensorflow', 'webgpu', 'wasm', 'cpu']).toContain(info.name);
     expect(tf.getBackend()).toBe(info.name);
     if (info.name !== 'tensorflow') expect(info.notes.join(' ')).toMatch(/tensorflow/);
   });

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
@@ -33,4 +34,22 @@ export function rowsOf(t: tf.Tensor2D): Float32Array[] {
   const [rows, cols] = t.shape;
   const data = t.dataSync() as Float32Array;
   return Array.from({ length: rows }, (_, r) => data.slice(r * cols, (r + 1) * cols));
+}
+
+/**
+ * Why webgpu cannot run here, or null when a WebGPU adapter answers. Asked in a child process
+ * so that a test file can decide synchronously whether to run its webgpu suite.
+ */
+export function webgpuUnavailable(): string | null {
+  const script = `
+    const path = require('node:path');
+    const root = path.dirname(require.resolve('webgpu/package.json'));
+    const { create } = require(path.join(root, 'dist', process.platform + '-' + process.arch, 'dawn.node'));
+    create([]).requestAdapter().then((a) => process.stdout.write(a ? 'ok' : 'no adapter'), (e) => process.stdout.write(String(e)));
+  `;
+  const probe = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', cwd: __dirname, timeout: 30_000 });
+  if (probe.stdout === 'ok') return null;
+  // Dawn says why on stderr, e.g. "Warning: Couldn't load Vulkan: libvulkan.so.1: cannot open ...".
+  const why = probe.stderr.split('\n').find((line) => /^(Warning|Error)/.test(line) && !line.includes('artificially reduced'));
+  return [probe.stdout || 'the probe failed', why].filter(Boolean).join(': ');
 }

@@ -1,5 +1,5 @@
 import { DynamicModule, Inject, Injectable, Logger, Module, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { Subjects, WorkerAnnouncement } from '@trainyard/contracts';
+import { GpuAdapterReport, Subjects, WorkerAnnouncement } from '@trainyard/contracts';
 import { NATS_CONNECTION } from '@trainyard/messaging';
 import { JSONCodec, NatsConnection, Subscription } from 'nats';
 import { ReadinessService } from './health/readiness.service';
@@ -32,13 +32,14 @@ class WorkerPresence implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   onModuleInit(): void {
-    const { backend, gpu } = this.announcement;
-    new Logger(`${this.announcement.kind}-worker`).log(`compute backend: ${backend}, gpu: ${gpu}`);
+    const { backend, gpu, adapter = null } = this.announcement;
+    const shown = adapter ? `, adapter: ${describeAdapter(adapter)}` : '';
+    new Logger(`${this.announcement.kind}-worker`).log(`compute backend: ${backend}, gpu: ${gpu}${shown}`);
     this.readiness.register('compute', async () => {
       if (this.options.requireGpu && !gpu) {
-        throw new Error(`REQUIRE_GPU is set but the ${backend} backend has no GPU (is CUDA 11.x with cuDNN 8 visible?)`);
+        throw new Error(`REQUIRE_GPU is set but the ${backend} backend has no GPU (${missingGpuHint(backend, adapter)})`);
       }
-      return { backend, gpu };
+      return { backend, gpu, adapter };
     });
     this.subscription = this.nc.subscribe(Subjects.workers.ping.name, {
       callback: async (err, msg) => {
@@ -56,6 +57,19 @@ class WorkerPresence implements OnModuleInit, OnModuleDestroy {
 }
 
 type StaticAnnouncement = Omit<WorkerAnnouncement, 'ready' | 'capacity'>;
+
+/** "nvidia hopper (NVIDIA H100 80GB HBM3)", "mesa software (llvmpipe ...), fallback adapter". */
+function describeAdapter(adapter: GpuAdapterReport): string {
+  const name = [adapter.vendor, adapter.architecture].filter(Boolean).join(' ') || 'unknown adapter';
+  const detail = adapter.description || adapter.device;
+  return `${name}${detail ? ` (${detail})` : ''}${adapter.fallback ? ', fallback adapter' : ''}`;
+}
+
+function missingGpuHint(backend: string, adapter: GpuAdapterReport | null): string {
+  if (backend === 'webgpu' && adapter) return `its adapter is ${describeAdapter(adapter)}: is the GPU's Vulkan driver visible?`;
+  if (backend === 'tensorflow') return 'is CUDA 11.x with cuDNN 8 visible?';
+  return 'set COMPUTE_BACKEND to tensorflow or webgpu on a GPU machine';
+}
 
 export interface WorkerPresenceOptions {
   /** Readiness fails (probe "compute") unless the backend runs on a GPU. */

@@ -25,6 +25,9 @@ const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { 
 const gpuOverride = parse(readFileSync(join(ROOT, 'docker-compose.gpu.yml'), 'utf8'), { merge: true }) as {
   services: Record<string, Service>;
 };
+const webgpuOverride = parse(readFileSync(join(ROOT, 'docker-compose.webgpu.yml'), 'utf8'), { merge: true }) as {
+  services: Record<string, Service>;
+};
 const WORKERS = ['inference-worker', 'training-worker'];
 const stack = JSON.parse(readFileSync(join(ROOT, 'scripts/stack.json'), 'utf8')) as {
   apps: { name: string; port: number; database: boolean }[];
@@ -105,6 +108,19 @@ describe('docker-compose.yml', () => {
       expect(service.build).toEqual({ context: '.', dockerfile: 'docker/gpu-worker.Dockerfile' });
       expect(service.environment).toEqual({ COMPUTE_BACKEND: 'tensorflow', REQUIRE_GPU: 'true' });
       expect(service.deploy?.resources?.reservations?.devices?.[0]).toMatchObject({ driver: 'nvidia', capabilities: ['gpu'] });
+    }
+  });
+
+  it('has a WebGPU override that runs both workers from the WebGPU image with the graphics capability, requiring a GPU', () => {
+    expect(Object.keys(webgpuOverride.services).sort()).toEqual(WORKERS);
+    for (const name of WORKERS) {
+      const service = webgpuOverride.services[name];
+      expect(service.build).toEqual({ context: '.', dockerfile: 'docker/webgpu-worker.Dockerfile' });
+      expect(service.environment).toEqual({ COMPUTE_BACKEND: 'webgpu', REQUIRE_GPU: 'true' });
+      const device = service.deploy?.resources?.reservations?.devices?.[0];
+      expect(device?.driver).toBe('nvidia');
+      // Docker hands the NVIDIA capabilities listed here to the toolkit in place of the image's own.
+      expect(device?.capabilities).toEqual(expect.arrayContaining(['gpu', 'compute', 'utility', 'graphics']));
     }
   });
 });

@@ -12,6 +12,7 @@ const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 const DOCKERFILES = [
   ['Dockerfile', 'runtime'],
   ['docker/gpu-worker.Dockerfile', 'gpu-worker'],
+  ['docker/webgpu-worker.Dockerfile', 'webgpu-worker'],
 ] as const;
 
 /** Instructions of each stage, by name (continuation lines joined, comments dropped). */
@@ -72,6 +73,25 @@ describe('docker/gpu-worker.Dockerfile', () => {
     expect(text).toContain('npm install --no-save --omit=dev --no-audit --no-fund --foreground-scripts @tensorflow/tfjs-node-gpu@4.22.0');
     const image = lastStage(text).join('\n');
     expect(image).toMatch(/COMPUTE_BACKEND=tensorflow/);
+    expect(image).toMatch(/REQUIRE_GPU=true/);
+  });
+});
+
+describe('docker/webgpu-worker.Dockerfile', () => {
+  const text = read('docker/webgpu-worker.Dockerfile');
+  const image = lastStage(text).join('\n');
+
+  it('runs on Node with the Vulkan loader and no CUDA, and checks that Dawn\'s binding is installed', () => {
+    expect(lastStage(text)[0]).toBe('FROM ${NODE_IMAGE} AS webgpu-worker');
+    expect(image).toMatch(/apt-get install -y --no-install-recommends .*\blibvulkan1\b/);
+    expect([...stages(text).values()].flat().join('\n')).not.toMatch(/cuda/i);
+    expect(text).toContain('test -f "node_modules/webgpu/dist/$platform/dawn.node"');
+  });
+
+  it('asks for the graphics driver capability (the NVIDIA Vulkan driver) and requires a GPU on webgpu', () => {
+    const capabilities = /NVIDIA_DRIVER_CAPABILITIES=(\S+)/.exec(image)?.[1].split(',');
+    expect(capabilities).toEqual(expect.arrayContaining(['compute', 'utility', 'graphics']));
+    expect(image).toMatch(/COMPUTE_BACKEND=webgpu/);
     expect(image).toMatch(/REQUIRE_GPU=true/);
   });
 });

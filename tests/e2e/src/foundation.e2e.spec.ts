@@ -55,6 +55,10 @@ describe('the stack, end to end over HTTP', () => {
       }
       expect(body.components['inference-workers']).toMatchObject({ count: 1, backend: 'wasm' });
       expect(body.components['training-workers']).toMatchObject({ count: 1, backend: 'wasm' });
+      // Each worker as it reported itself; a WebGPU adapter only on webgpu.
+      for (const kind of ['inference-workers', 'training-workers']) {
+        expect(body.components[kind]['workers']).toEqual([expect.objectContaining({ backend: 'wasm', gpu: false, adapter: null, ready: true })]);
+      }
     });
   });
 

@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { K8sObject, render, ROOT, schemaProblem } from './support/kubernetes';
 
 // No cluster runs on the build machines: every overlay is rendered with `kubectl kustomize`,
@@ -54,6 +54,19 @@ const WORKERS = ['inference-worker', 'training-worker'];
 const SHARED_STORAGE_APPS = ['model-registry', ...WORKERS];
 
 const overlays = { dev: render('k8s/overlays/dev'), production: render('k8s/overlays/production') };
+
+/** The base with one component, as an overlay would use it (a scratch kustomization under tmp/). */
+function renderBaseWith(component: string): K8sObject[] {
+  mkdirSync(join(ROOT, 'tmp'), { recursive: true });
+  const dir = mkdtempSync(join(ROOT, 'tmp', 'k8s-'));
+  try {
+    const kustomization = ['apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'resources:', '  - ../../k8s/base', 'components:', `  - ../../k8s/components/${component}`];
+    writeFileSync(join(dir, 'kustomization.yaml'), kustomization.join('\n') + '\n');
+    return render(relative(ROOT, dir));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 const OVERLAYS = Object.keys(overlays) as (keyof typeof overlays)[];
 
 const ofKind = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind);
@@ -288,6 +301,28 @@ describe('k8s/', () => {
     it('pulls every Trainyard image from a registry with a pinned tag', () => {
       for (const w of ofKind(objects, 'Deployment')) {
         for (const c of containersOf(w)) expect(c.image).toMatch(/^[a-z0-9.-]+\/.+:[\w.-]+$/);
+      }
+    });
+  });
+
+  describe('components/webgpu-workers', () => {
+    const objects = renderBaseWith('webgpu-workers');
+
+    it('renders valid objects', () => {
+      expect(objects.map(schemaProblem).filter(Boolean)).toEqual([]);
+    });
+
+    it('runs the workers from the WebGPU image on webgpu, with the graphics capability, each requesting a GPU on the GPU node pool', () => {
+      for (const name of WORKERS) {
+        const spec = template(find(objects, 'Deployment', name)).spec;
+        const [c] = spec.containers;
+        expect(c.image).toBe('trainyard-webgpu-worker');
+        expect(c.resources?.limits?.['nvidia.com/gpu']).toBe(1);
+        expect(env(c, 'COMPUTE_BACKEND')?.value).toBe('webgpu');
+        expect(env(c, 'REQUIRE_GPU')?.value).toBe('true');
+        expect(env(c, 'NVIDIA_DRIVER_CAPABILITIES')?.value?.split(',')).toEqual(expect.arrayContaining(['compute', 'utility', 'graphics']));
+        expect(spec.nodeSelector).toEqual({ 'trainyard.dev/gpu': 'true' });
+        expect(spec.tolerations).toContainEqual({ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' });
       }
     });
   });

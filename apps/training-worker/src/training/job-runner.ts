@@ -93,7 +93,7 @@ export class JobRunner implements OnModuleDestroy {
         await trainer.trainSft(conversations, config, onStep, signal);
       }
       if (signal.aborted) throw signal.reason;
-      const adapter = { baseModel: source.base_model, spec: current.spec, tensors: trainer.exportAdapter() };
+      const adapter = { baseModel: source.base_model, spec: current.spec, tensors: await trainer.exportAdapter() };
       return await this.record(job, scope, adapter, checkpointMetrics(steps));
     } finally {
       trainer.dispose();

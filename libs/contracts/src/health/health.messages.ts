@@ -17,13 +17,24 @@ export interface ServiceHealthReport {
 
 export type WorkerKind = 'inference' | 'training';
 
+/** A WebGPU adapter as its driver describes it. */
+export interface GpuAdapterReport {
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+  fallback: boolean;
+}
+
 /** What a worker says about itself when pinged. */
 export interface WorkerAnnouncement {
   kind: WorkerKind;
   instance: string;
-  /** tfjs backend actually in use: tensorflow, wasm or cpu. */
+  /** tfjs backend actually in use: tensorflow, webgpu, wasm or cpu. */
   backend: string;
   gpu: boolean;
+  /** webgpu only: the adapter in use; a fallback (software) adapter is not a GPU. */
+  adapter?: GpuAdapterReport | null;
   ready: boolean;
   started_at: string;
   /** Sequences it can decode at once, and how many it is decoding now. */

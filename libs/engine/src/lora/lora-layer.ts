@@ -109,7 +109,8 @@ export class LoraAttachment {
           const bT = transposed(get('B', [outFeatures, spec.r]), outFeatures, spec.r);
           if (!trainable) for (let i = 0; i < bT.length; i++) bT[i] *= scaleValue;
           const make = (data: Float32Array, shape: [number, number]) =>
-            trainable ? tf.variable(tf.tensor2d(data, shape), true) : tf.tensor2d(data, shape);
+            // tidy: the variable shares the initial tensor's data, which would otherwise stay counted as a live tensor.
+            trainable ? tf.tidy(() => tf.variable(tf.tensor2d(data, shape), true)) : tf.tensor2d(data, shape);
           const a = make(aT, [inFeatures, spec.r]);
           const b = make(bT, [spec.r, outFeatures]);
           owned.push(a, b);
@@ -138,14 +139,14 @@ export class LoraAttachment {
   }
 
   /** The adapter in PEFT names and layouts ([r, in] and [out, r]), alpha/r unfolded. */
-  exportTensors(): AdapterTensors {
+  async exportTensors(): Promise<AdapterTensors> {
     const out: AdapterTensors = new Map();
     const unscale = this.trainable ? 1 : this.spec.r / this.spec.alpha;
     for (const l of this.layers) {
       const [inF, r] = l.aT.shape;
       const outF = l.bT.shape[1];
-      out.set(loraTensorName(l.layer, l.target, 'A'), { shape: [r, inF], data: transposed(l.aT.dataSync() as Float32Array, inF, r) });
-      const b = transposed(l.bT.dataSync() as Float32Array, r, outF);
+      out.set(loraTensorName(l.layer, l.target, 'A'), { shape: [r, inF], data: transposed((await l.aT.data()) as Float32Array, inF, r) });
+      const b = transposed((await l.bT.data()) as Float32Array, r, outF);
       if (unscale !== 1) for (let i = 0; i < b.length; i++) b[i] *= unscale;
       out.set(loraTensorName(l.layer, l.target, 'B'), { shape: [outF, r], data: b });
     }

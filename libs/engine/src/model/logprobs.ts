@@ -30,10 +30,12 @@ export function targetLogprobs(model: LlamaModel, hidden: tf.Tensor2D, targets: 
  * Log-probabilities of each token of `tokens` given the ones before it (the first token has
  * none): [tokens.length - 1] numbers, what a trainer compares with sampling logprobs.
  */
-export function sequenceLogprobs(model: LlamaModel, tokens: number[], chunk = 64): Float32Array {
+export async function sequenceLogprobs(model: LlamaModel, tokens: number[], chunk = 64): Promise<Float32Array> {
   if (tokens.length < 2) return new Float32Array(0);
-  return tf.tidy(() => {
-    const hidden = model.hidden([tokens.slice(0, -1)]);
-    return targetLogprobs(model, hidden, tokens.slice(1), chunk).dataSync() as Float32Array;
-  });
+  const logprobs = tf.tidy(() => targetLogprobs(model, model.hidden([tokens.slice(0, -1)]), tokens.slice(1), chunk));
+  try {
+    return (await logprobs.data()) as Float32Array;
+  } finally {
+    logprobs.dispose();
+  }
 }

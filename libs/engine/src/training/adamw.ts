@@ -52,13 +52,14 @@ export class AdamW {
    * Applies one update. Returns the global gradient norm before clipping (what torch's
    * clip_grad_norm_ returns and trainers log as grad_norm). Does not dispose `grads`.
    */
-  apply(params: tf.Variable[], grads: tf.Tensor[], learningRate: number): number {
+  async apply(params: tf.Variable[], grads: tf.Tensor[], learningRate: number): Promise<number> {
     if (params.length !== grads.length) throw new Error(`${params.length} parameters, ${grads.length} gradients`);
     const { beta1, beta2, eps, weightDecay, maxGradNorm } = this.options;
     params.forEach((p, i) => {
       if (!tf.util.arraysEqual(p.shape, grads[i].shape)) throw new Error(`gradient ${i} has shape [${grads[i].shape}], parameter [${p.shape}]`);
     });
-    const g = grads.map((t) => t.dataSync() as Float32Array);
+    const g = (await Promise.all(grads.map((t) => t.data()))) as Float32Array[];
+    const values = (await Promise.all(params.map((p) => p.data()))) as Float32Array[];
     let squares = 0;
     for (const values of g) for (let j = 0; j < values.length; j++) squares += values[j] * values[j];
     const norm = Math.sqrt(squares);
@@ -73,7 +74,7 @@ export class AdamW {
         const gi = g[i];
         const m = this.slot(this.m, p);
         const v = this.slot(this.v, p);
-        const current = p.dataSync() as Float32Array;
+        const current = values[i];
         const next = new Float32Array(current.length);
         for (let j = 0; j < next.length; j++) {
           const grad = gi[j] * clip;
@@ -104,10 +105,10 @@ export class AdamW {
 }
 
 /** sqrt(sum of squares of every element of every tensor), read back as a number. */
-export function globalNorm(tensors: tf.Tensor[]): number {
+export async function globalNorm(tensors: tf.Tensor[]): Promise<number> {
   if (tensors.length === 0) return 0;
   const sq = tf.tidy(() => tf.addN(tensors.map((t) => tf.sum(tf.square(t)))));
-  const value = Math.sqrt(sq.dataSync()[0]);
+  const value = Math.sqrt((await sq.data())[0]);
   sq.dispose();
   return value;
 }

@@ -45,35 +45,50 @@ export function headLogprobs(model: LlamaModel, hidden: tf.Tensor2D, targets: nu
   return { logprobs, entropy };
 }
 
+/** Next-token log-probs and, when asked for, entropies, as numbers. */
+export interface NextTokenValues {
+  logprobs: Float32Array;
+  entropy: Float32Array | null;
+}
+
 /** Next-token log-probs (and entropies) of final-normed `hidden` [rows * T, C] as numbers, head in chunks. */
-function headValues(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], chunk: number, withEntropy: boolean): { logprobs: Float32Array; entropy: Float32Array | null } {
+async function headValues(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], chunk: number, withEntropy: boolean): Promise<NextTokenValues> {
   const N = targets.length;
   const logprobs = new Float32Array(N);
   const entropy = withEntropy ? new Float32Array(N) : null;
   const size = headChunkSize(chunk, model.config.vocabSize);
   for (let start = 0; start < N; start += size) {
     const n = Math.min(size, N - start);
-    tf.tidy(() => {
-      const part = headLogprobs(model, tf.slice(hidden, [start, 0], [n, -1]), targets.slice(start, start + n), withEntropy);
-      logprobs.set(part.logprobs.dataSync() as Float32Array, start);
-      if (entropy && part.entropy) entropy.set(part.entropy.dataSync() as Float32Array, start);
+    const part = tf.tidy(() => {
+      const head = headLogprobs(model, tf.slice(hidden, [start, 0], [n, -1]), targets.slice(start, start + n), withEntropy);
+      return head.entropy ? [head.logprobs, head.entropy] : [head.logprobs];
     });
+    try {
+      logprobs.set((await part[0].data()) as Float32Array, start);
+      if (entropy) entropy.set((await part[1].data()) as Float32Array, start);
+    } finally {
+      tf.dispose(part);
+    }
   }
   return { logprobs, entropy };
 }
 
 /** Next-token log-probs [rows * T] (and entropies) as numbers: no tape, one block at a time. */
-export function nextTokenLogprobValues(model: LlamaModel, rows: NextTokenRows, chunk: number, withEntropy = false): { logprobs: Float32Array; entropy: Float32Array | null } {
+export async function nextTokenLogprobValues(model: LlamaModel, rows: NextTokenRows, chunk: number, withEntropy = false): Promise<NextTokenValues> {
   const hidden = tf.tidy(() => model.hidden(rows.inputs));
   try {
-    return headValues(model, hidden, rows.targets, chunk, withEntropy);
+    return await headValues(model, hidden, rows.targets, chunk, withEntropy);
   } finally {
     hidden.dispose();
   }
 }
 
-/** A loss over next-token log-probs [rows, T]; entropy values come along when asked for. */
-export type NextTokenLoss = (logprobs: tf.Tensor2D, entropy: Float32Array | null) => tf.Scalar;
+/**
+ * A loss over next-token log-probs [rows, T]. `values` holds the same log-probs as numbers
+ * (and the entropies when asked for): what a loss needs for masks and metrics, which have no
+ * gradient, without reading the tensor back.
+ */
+export type NextTokenLoss = (logprobs: tf.Tensor2D, values: NextTokenValues) => tf.Scalar;
 
 export interface CheckpointedResult {
   value: number;
@@ -96,13 +111,13 @@ export interface CheckpointedResult {
  * every intermediate of every layer (which, copied by the wasm backend for the tape, ran a
  * 135M model out of memory at a few hundred tokens). The price is a second forward pass.
  */
-export function checkpointedGradients(
+export async function checkpointedGradients(
   model: LlamaModel,
   rows: NextTokenRows,
   blockVariables: tf.Variable[][],
   loss: NextTokenLoss,
   options: { chunk: number; withEntropy: boolean },
-): CheckpointedResult {
+): Promise<CheckpointedResult> {
   const { rows: R, length: T, targets } = rows;
   const ctx = model.passContext(R, T);
   const kept: tf.Tensor[] = [];
@@ -122,12 +137,12 @@ export function checkpointedGradients(
     // 2. Log-probs as values, the loss and its gradient w.r.t. them.
     const normed = tf.tidy(() => model.finalNorm.forward(last));
     kept.push(normed);
-    const head = headValues(model, normed, targets, options.chunk, options.withEntropy);
+    const head = await headValues(model, normed, targets, options.chunk, options.withEntropy);
     const { value, dLogprobs } = tf.tidy(() => {
-      const result = tf.valueAndGrad((lp: tf.Tensor) => loss(lp as tf.Tensor2D, head.entropy))(tf.tensor2d(head.logprobs, [R, T]));
+      const result = tf.valueAndGrad((lp: tf.Tensor) => loss(lp as tf.Tensor2D, head))(tf.tensor2d(head.logprobs, [R, T]));
       return { value: result.value, dLogprobs: tf.reshape(result.grad, [R * T]) as tf.Tensor1D };
     });
-    const lossValue = value.dataSync()[0];
+    const lossValue = (await value.data())[0];
     value.dispose();
     kept.push(dLogprobs);
 

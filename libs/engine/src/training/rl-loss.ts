@@ -20,8 +20,9 @@ import * as tf from '@tensorflow/tfjs-core';
  *   L      = L * stopgrad(min(r_t, truncated_importance_sampling))           when set, with
  *            r_t = exp(l_old - l_original) when the old log-probs were precalculated, else ratio
  *   loss   = sum(L * w * m) / (sum(m) + 1e-6)
- * Comparisons have no gradient in tfjs, so every data-dependent mask is computed from values
- * read back (stopgrad) and applied as a constant multiplier.
+ * Comparisons have no gradient in tfjs, so every data-dependent mask is computed from the
+ * values of l (stopgrad), which the caller passes as numbers, and applied as a constant
+ * multiplier: nothing is read back from the device while the loss is built.
  */
 
 export type ImportanceSamplingLevel = 'token' | 'sequence' | 'average' | 'geometric_average';
@@ -42,6 +43,8 @@ export interface RLLossOptions {
 export interface RLLossInputs {
   /** Current log-probs [rows, T] (differentiable). */
   logprobs: tf.Tensor2D;
+  /** The same log-probs as numbers, row-major. */
+  logprobValues: Float32Array;
   /** Old log-probs; NaN where unknown (then the current value, stop-gradient, is used). */
   oldLogprobs: Float32Array;
   advantages: Float32Array;
@@ -64,8 +67,33 @@ export interface RLLossResult {
   klPolicyRef: number | null;
 }
 
-function detach<T extends tf.Tensor>(t: T): T {
-  return tf.tensor(t.dataSync(), t.shape, 'float32') as T;
+/**
+ * The importance ratio of every token as numbers: the tensor formula of rlPolicyLoss (level,
+ * cap) on values, for the masks and stop-gradient factors that are built from it.
+ */
+function ratioValues(current: Float32Array, old: Float32Array, mask: Float32Array, rows: number, T: number, options: RLLossOptions): Float32Array {
+  const out = new Float32Array(rows * T);
+  for (let r = 0; r < rows; r++) {
+    let diffSum = 0;
+    let maskSum = 0;
+    for (let t = 0; t < T; t++) {
+      const i = r * T + t;
+      diffSum += Math.fround(current[i] - old[i]) * mask[i];
+      maskSum += mask[i];
+    }
+    const sequence = Math.exp(diffSum / (maskSum + 1e-6));
+    for (let t = 0; t < T; t++) {
+      const i = r * T + t;
+      const token = Math.exp(Math.fround(current[i] - old[i]));
+      let ratio = token;
+      if (options.importanceSamplingLevel === 'sequence') ratio = sequence;
+      else if (options.importanceSamplingLevel === 'average') ratio = (token + sequence) / 2;
+      else if (options.importanceSamplingLevel === 'geometric_average') ratio = Math.sqrt(token) * Math.sqrt(sequence);
+      if (options.maxNegativeAdvantageImportanceSamplingWeight !== null) ratio = Math.min(ratio, options.maxNegativeAdvantageImportanceSamplingWeight);
+      out[i] = ratio;
+    }
+  }
+  return out;
 }
 
 export function rlPolicyLoss(inputs: RLLossInputs, options: RLLossOptions): RLLossResult {
@@ -76,7 +104,8 @@ export function rlPolicyLoss(inputs: RLLossInputs, options: RLLossOptions): RLLo
   for (const [name, arr] of Object.entries({ oldLogprobs: inputs.oldLogprobs, advantages: inputs.advantages, mask: inputs.mask, weights: inputs.weights })) {
     if (arr.length !== n) throw new Error(`${name} has ${arr.length} values for [${shape}]`);
   }
-  const current = logprobs.dataSync() as Float32Array;
+  if (inputs.logprobValues.length !== n) throw new Error(`logprobValues has ${inputs.logprobValues.length} values for [${shape}]`);
+  const current = inputs.logprobValues;
   const fill = (src: Float32Array) => src.map((v, i) => (Number.isNaN(v) ? current[i] : v));
   const mask = tf.tensor2d(inputs.mask, shape);
   const maskSum = inputs.mask.reduce((a, b) => a + b, 0);
@@ -97,9 +126,11 @@ export function rlPolicyLoss(inputs: RLLossInputs, options: RLLossOptions): RLLo
   }
   const lo = 1 - options.epsilon;
   const hi = 1 + options.epsilonHigh;
+  const ratios = ratioValues(current, old, inputs.mask, rows, T, options);
   if (options.maskProbRatio) {
-    const values = ratio.dataSync();
-    ratio = tf.mul(ratio, tf.tensor2d(values.map((r) => (r > lo && r < hi ? 1 : 0)), shape));
+    const keep = ratios.map((r) => (r > lo && r < hi ? 1 : 0));
+    ratio = tf.mul(ratio, tf.tensor2d(keep, shape));
+    ratios.forEach((r, i) => (ratios[i] = r * keep[i]));
   }
 
   const advantages = new Float32Array(inputs.advantages);
@@ -125,11 +156,11 @@ export function rlPolicyLoss(inputs: RLLossInputs, options: RLLossOptions): RLLo
   if (options.lossFn === 'ppo') {
     perToken = tf.neg(tf.minimum(tf.mul(ratio, adv), tf.mul(tf.clipByValue(ratio, lo, hi), adv)));
   } else {
-    perToken = tf.neg(tf.mul(tf.mul(tf.clipByValue(detach(ratio), lo, hi), adv), logprobs));
+    perToken = tf.neg(tf.mul(tf.mul(tf.clipByValue(tf.tensor2d(ratios, shape), lo, hi), adv), logprobs));
   }
   if (options.truncatedImportanceSampling !== null) {
     const original = inputs.originalLogprobs ? fill(inputs.originalLogprobs) : null;
-    const r = original ? old.map((v, i) => Math.exp(v - original[i])) : (ratio.dataSync() as Float32Array);
+    const r = original ? old.map((v, i) => Math.exp(v - original[i])) : ratios;
     const cap = options.truncatedImportanceSampling;
     perToken = tf.mul(perToken, tf.tensor2d(r.map((v) => Math.min(v, cap)), shape));
   }

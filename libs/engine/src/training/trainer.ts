@@ -56,7 +56,8 @@ export class TrainingAbortedError extends Error {
 interface ForwardResult {
   /** [rows, T] log p(target) (differentiable). */
   logprobs: tf.Tensor2D;
-  entropy: Float32Array | null;
+  /** [rows, T] entropy of each position's distribution, when asked for. */
+  entropy: tf.Tensor2D | null;
 }
 
 /**
@@ -86,7 +87,7 @@ export class LoraTrainer {
   }
 
   /** The current adapter in PEFT names and layouts, for writePeftAdapter. */
-  exportAdapter(): AdapterTensors {
+  exportAdapter(): Promise<AdapterTensors> {
     return this.attachment.exportTensors();
   }
 
@@ -129,7 +130,7 @@ export class LoraTrainer {
       const batch = sequences.slice(step * batchSize, (step + 1) * batchSize);
       const learningRate = Array.isArray(config.learningRate) ? config.learningRate[step] : config.learningRate;
       const trainable = batch.reduce((s, q) => s + q.mask.slice(1).reduce((a, b) => a + b, 0), 0);
-      const { loss, gradNorm } = this.sftGradientStep(batch, trainable, learningRate);
+      const { loss, gradNorm } = await this.sftGradientStep(batch, trainable, learningRate);
       const seconds = (performance.now() - start) / 1000;
       const numTokens = batch.reduce((s, q) => s + q.tokens.length, 0);
       const metrics: StepMetrics = {
@@ -150,7 +151,7 @@ export class LoraTrainer {
    * One SFT gradient step on already tokenized sequences (benchmarks, custom data
    * pipelines); returns the loss and the gradient norm.
    */
-  sftStepOnTokens(sequences: TokenSequence[], learningRate: number): { loss: number; gradNorm: number } {
+  sftStepOnTokens(sequences: TokenSequence[], learningRate: number): Promise<{ loss: number; gradNorm: number }> {
     const trainable = sequences.reduce((s, q) => s + q.mask.slice(1).reduce((a, b) => a + b, 0), 0);
     return this.sftGradientStep(sequences, trainable, learningRate);
   }
@@ -160,7 +161,7 @@ export class LoraTrainer {
    * (rows x padded length): each micro-batch's cross-entropy is normalised by the trainable
    * tokens of the whole batch, so the summed gradients are those of the batch's mean loss.
    */
-  private sftGradientStep(batch: TokenSequence[], trainable: number, learningRate: number): { loss: number; gradNorm: number } {
+  private sftGradientStep(batch: TokenSequence[], trainable: number, learningRate: number): Promise<{ loss: number; gradNorm: number }> {
     const micro = microBatches(batch.map((q) => q.tokens.length), this.microBatchTokens);
     return this.gradientStep(
       learningRate,
@@ -178,12 +179,12 @@ export class LoraTrainer {
   }
 
   /** Mean cross-entropy of the assistant tokens of `conversations` (no training). */
-  sftLoss(conversations: SftConversation[]): number {
+  async sftLoss(conversations: SftConversation[]): Promise<number> {
     let sum = 0;
     let count = 0;
     for (const c of conversations) {
       const q = buildSftSequence(this.lm, c);
-      const lp = nextTokenLogprobValues(this.model, nextTokenRows([q.tokens]), HEAD_CHUNK).logprobs;
+      const lp = (await nextTokenLogprobValues(this.model, nextTokenRows([q.tokens]), HEAD_CHUNK)).logprobs;
       q.mask.slice(1).forEach((m, t) => {
         sum -= m * lp[t];
         count += m;
@@ -287,8 +288,13 @@ export class LoraTrainer {
 
     // Values computed before any update: the reference policy's and (precalculate_logprobs)
     // the current policy's log-probs for every step.
-    const refLogprobs = config.klPenaltyCoef > 0 ? this.withPolicy(options.referenceAdapter ?? null, () => plan.steps.map((s) => this.logprobValues(rowsOf(s), chunk))) : null;
-    const precalculated = config.precalculateLogprobs ? plan.steps.map((s) => this.logprobValues(rowsOf(s), chunk)) : null;
+    const valuesOfSteps = async () => {
+      const out: Float32Array[] = [];
+      for (const s of plan.steps) out.push(await this.logprobValues(rowsOf(s), chunk));
+      return out;
+    };
+    const refLogprobs = config.klPenaltyCoef > 0 ? await this.withPolicy(options.referenceAdapter ?? null, valuesOfSteps) : null;
+    const precalculated = config.precalculateLogprobs ? await valuesOfSteps() : null;
 
     const all: StepMetrics[] = [];
     for (let k = 0; k < plan.steps.length; k++) {
@@ -317,31 +323,31 @@ export class LoraTrainer {
       });
       const old = precalculated ? precalculated[k] : sampling;
       const metrics: Partial<StepMetrics> = {};
-      const loss: NextTokenLoss = (logprobs, entropy) => {
+      const loss: NextTokenLoss = (logprobs, values) => {
         const r = rlPolicyLoss(
           {
             logprobs,
+            logprobValues: values.logprobs,
             oldLogprobs: old,
             advantages,
             mask,
             weights,
             refLogprobs: refLogprobs ? refLogprobs[k] : null,
             originalLogprobs: precalculated ? sampling : null,
-            entropy,
+            entropy: values.entropy,
           },
           config,
         );
-        const value = r.loss.dataSync()[0];
-        metrics.loss = value;
-        metrics.policy_loss = value;
         if (r.entropy !== null) metrics.entropy = r.entropy;
         if (r.klDiv !== null) metrics.kl_div = r.klDiv;
         if (r.klPolicyRef !== null) metrics.kl_policy_ref = r.klPolicyRef;
         return r.loss;
       };
-      const { gradNorm } = this.gradientStep(plan.learningRate, [{ sequences: rowsOf(step), withEntropy: true, chunk, loss }]);
+      const { loss: value, gradNorm } = await this.gradientStep(plan.learningRate, [{ sequences: rowsOf(step), withEntropy: true, chunk, loss }]);
       const seconds = (performance.now() - start) / 1000;
       const stepMetrics: StepMetrics = {
+        loss: value,
+        policy_loss: value,
         ...(metrics as StepMetrics),
         grad_norm: gradNorm,
         learning_rate: plan.learningRate,
@@ -363,7 +369,7 @@ export class LoraTrainer {
 
   /**
    * Rows (right-padded to equal length) through the model: log p(tokens[t+1] | tokens[..t])
-   * as [rows, T-1], and optionally the policy entropy at each position (values only). This is
+   * as [rows, T-1], and optionally the policy entropy at each position. This is
    * the plain taped forward pass (every intermediate kept for the backward pass); training
    * steps use checkpointedGradients, which computes the same gradients in bounded memory.
    */
@@ -372,28 +378,28 @@ export class LoraTrainer {
     const hidden = this.model.hidden(batch.inputs);
     const N = batch.rows * batch.length;
     const parts: tf.Tensor1D[] = [];
-    const entropy = withEntropy ? new Float32Array(N) : null;
+    const entropies: tf.Tensor1D[] = [];
     for (let start = 0; start < N; start += chunk) {
       const size = Math.min(chunk, N - start);
       const head = headLogprobs(this.model, tf.slice(hidden, [start, 0], [size, -1]), batch.targets.slice(start, start + size), withEntropy);
       parts.push(head.logprobs);
-      if (entropy && head.entropy) entropy.set(head.entropy.dataSync() as Float32Array, start);
+      if (head.entropy) entropies.push(head.entropy);
     }
-    const flat = parts.length === 1 ? parts[0] : tf.concat(parts);
-    return { logprobs: tf.reshape(flat, [batch.rows, batch.length]), entropy };
+    const asRows = (flat: tf.Tensor1D[]) => tf.reshape(flat.length === 1 ? flat[0] : tf.concat(flat), [batch.rows, batch.length]) as tf.Tensor2D;
+    return { logprobs: asRows(parts), entropy: withEntropy ? asRows(entropies) : null };
   }
 
   /** Log-probs [rows * (T-1)] of the current policy, as numbers (no gradient). */
-  private logprobValues(rows: number[][], chunk: number): Float32Array {
-    return nextTokenLogprobValues(this.model, nextTokenRows(rows), chunk).logprobs;
+  private async logprobValues(rows: number[][], chunk: number): Promise<Float32Array> {
+    return (await nextTokenLogprobValues(this.model, nextTokenRows(rows), chunk)).logprobs;
   }
 
   /** Runs fn with the model under another policy: `adapter`, or the base model when null. */
-  private withPolicy<T>(adapter: { spec: LoraSpec; tensors: AdapterTensors } | null, fn: () => T): T {
+  private async withPolicy<T>(adapter: { spec: LoraSpec; tensors: AdapterTensors } | null, fn: () => Promise<T>): Promise<T> {
     this.attachment.detach();
     const other = adapter ? LoraAttachment.attach(this.model, adapter.spec, adapter.tensors) : null;
     try {
-      return fn();
+      return await fn();
     } finally {
       other?.dispose();
       this.attachment.reattach();
@@ -404,14 +410,14 @@ export class LoraTrainer {
    * One optimizer step on the gradients of the micro-batches' losses, summed (each loss is
    * already normalised by the whole batch). Returns the summed loss and the gradient norm.
    */
-  private gradientStep(learningRate: number, micro: MicroBatch[]): { loss: number; gradNorm: number } {
+  private async gradientStep(learningRate: number, micro: MicroBatch[]): Promise<{ loss: number; gradNorm: number }> {
     const byLayer = this.attachment.variablesByLayer();
     const vars = byLayer.flat();
     const sums = new Map<string, tf.Tensor>();
     let loss = 0;
     try {
       for (const batch of micro) {
-        const { value, grads } = checkpointedGradients(this.model, nextTokenRows(batch.sequences), byLayer, batch.loss, {
+        const { value, grads } = await checkpointedGradients(this.model, nextTokenRows(batch.sequences), byLayer, batch.loss, {
           chunk: batch.chunk ?? HEAD_CHUNK,
           withEntropy: batch.withEntropy,
         });
@@ -425,7 +431,7 @@ export class LoraTrainer {
           }
         }
       }
-      const gradNorm = this.optimizer.apply(vars, vars.map((v) => sums.get(v.name) as tf.Tensor), learningRate);
+      const gradNorm = await this.optimizer.apply(vars, vars.map((v) => sums.get(v.name) as tf.Tensor), learningRate);
       return { loss, gradNorm };
     } finally {
       sums.forEach((t) => t.dispose());

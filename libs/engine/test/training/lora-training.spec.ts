@@ -112,7 +112,7 @@ describe('LoRA training (wasm, tiny model)', () => {
     }
   });
 
-  it('activation checkpointing gives the gradients of the plain taped pass, over tiled attention too', () => {
+  it('activation checkpointing gives the gradients of the plain taped pass, over tiled attention too', async () => {
     const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
     const init = initLoraWeights(lm.config, spec, 5);
     for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.cos(5 * i + name.length)));
@@ -132,7 +132,7 @@ describe('LoRA training (wasm, tiny model)', () => {
       const lossOf = (lp: tf.Tensor2D) => tf.neg(tf.sum(tf.mul(lp, weights))) as tf.Scalar;
       const vars = trainer.attachment.variables();
       const taped = tf.variableGrads(() => tf.tidy(() => lossOf(trainer.forward(rows, 256, false).logprobs)), vars);
-      const checkpointed = checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossOf, { chunk: 256, withEntropy: false });
+      const checkpointed = await checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossOf, { chunk: 256, withEntropy: false });
       expect(Math.abs(checkpointed.value - taped.value.dataSync()[0])).toBeLessThan(1e-3 * Math.abs(checkpointed.value));
       expect(checkpointed.grads.size).toBe(vars.length);
       let largest = 0;
@@ -179,11 +179,11 @@ describe('LoRA training (wasm, tiny model)', () => {
     }
   });
 
-  it('AdamW matches a hand-computed step (bias correction, weight decay, clipping)', () => {
+  it('AdamW matches a hand-computed step (bias correction, weight decay, clipping)', async () => {
     const p = tf.variable(tf.tensor1d([1, -2]));
     const opt = new AdamW({ beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 1 });
     const g = tf.tensor1d([3, 4]);
-    const norm = opt.apply([p], [g], 0.01);
+    const norm = await opt.apply([p], [g], 0.01);
     expect(norm).toBeCloseTo(5, 5);
     // Clipped to norm 1: g' = [0.6, 0.8]; first step: m_hat = g', v_hat = g'^2, update = sign(g') = 1.
     const expected = [1 * (1 - 0.001) - 0.01, -2 * (1 - 0.001) - 0.01];
@@ -198,14 +198,14 @@ describe('LoRA training (wasm, tiny model)', () => {
     // so the adapter needs large deltas to move them (found by a small sweep).
     const trainer = new LoraTrainer(lm, { r: 8, alpha: 64, targetModules: DEFAULT_LORA_SPEC.targetModules }, undefined, { seed: 1 });
     try {
-      const before = trainer.sftLoss(CONVERSATIONS);
+      const before = await trainer.sftLoss(CONVERSATIONS);
       const seen: StepMetrics[] = [];
       for (let epoch = 0; epoch < 45; epoch++) {
         await trainer.trainSft(CONVERSATIONS, { batchSize: 4, learningRate: 5e-3, assistantTurns: 'all' }, (m) => {
           seen.push(m);
         });
       }
-      const after = trainer.sftLoss(CONVERSATIONS);
+      const after = await trainer.sftLoss(CONVERSATIONS);
       expect(after).toBeLessThan(0.1 * before);
       expect(Object.keys(seen[0]).sort()).toEqual(['grad_norm', 'learning_rate', 'loss', 'num_tokens', 'num_trainable_tokens', 'tokens_per_second']);
       expect(seen[0].num_trainable_tokens).toBeGreaterThan(10);
@@ -216,7 +216,7 @@ describe('LoRA training (wasm, tiny model)', () => {
 
       // The adapter written in PEFT layout reloads to identical logits.
       const dir = tempDir('sft-adapter');
-      await writePeftAdapter(dir, { baseModel: lm.dir, spec: trainer.spec, tensors: trainer.exportAdapter() });
+      await writePeftAdapter(dir, { baseModel: lm.dir, spec: trainer.spec, tensors: await trainer.exportAdapter() });
       const trained = logits(prompt);
       trainer.dispose();
       const base = logits(prompt);

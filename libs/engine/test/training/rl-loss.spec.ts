@@ -20,7 +20,7 @@ function run(options: Record<string, unknown>, extra: Partial<RLLossInputs> = {}
     const lp = tf.variable(tf.tensor2d(L, [1, 3]));
     const { value, grads } = tf.variableGrads(() => {
       metrics = rlPolicyLoss(
-        { logprobs: lp as unknown as tf.Tensor2D, oldLogprobs: new Float32Array(OLD), advantages: new Float32Array(advantages), mask: new Float32Array([1, 1, 1]), weights: new Float32Array([1, 1, 1]), ...extra },
+        { logprobs: lp as unknown as tf.Tensor2D, logprobValues: new Float32Array(L), oldLogprobs: new Float32Array(OLD), advantages: new Float32Array(advantages), mask: new Float32Array([1, 1, 1]), weights: new Float32Array([1, 1, 1]), ...extra },
         config as RLTrainingConfig,
       );
       return metrics.loss;

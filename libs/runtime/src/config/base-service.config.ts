@@ -78,13 +78,18 @@ export const DATABASE_URL_PATTERN = /^postgres(ql)?:\/\/[^\s]+$/;
 
 /** Settings of the GPU worker apps. */
 export class WorkerConfig extends BaseServiceConfig {
-  /** tfjs backend: auto picks tensorflow (GPU) when it loads and sees a GPU, else wasm, else cpu. */
-  @IsIn(['auto', 'tensorflow', 'wasm', 'cpu'])
-  COMPUTE_BACKEND: 'auto' | 'tensorflow' | 'wasm' | 'cpu' = 'auto';
+  /**
+   * tfjs backend: auto picks tensorflow when it loads and sees a GPU, else webgpu on a
+   * hardware adapter, else wasm, else cpu. webgpu names Dawn over Vulkan and takes whatever
+   * adapter there is, a software one included.
+   */
+  @IsIn(['auto', 'tensorflow', 'webgpu', 'wasm', 'cpu'])
+  COMPUTE_BACKEND: 'auto' | 'tensorflow' | 'webgpu' | 'wasm' | 'cpu' = 'auto';
 
   /**
-   * Set in the GPU image: tfjs-node-gpu silently runs on the CPU when CUDA or cuDNN is
-   * missing, so a worker meant for a GPU reports not-ready instead of serving slowly.
+   * Set in the GPU images: tfjs-node-gpu silently runs on the CPU when CUDA or cuDNN is
+   * missing, and webgpu may find only a software adapter, so a worker meant for a GPU reports
+   * not-ready instead of serving slowly.
    */
   @Transform(({ value }) => (typeof value === 'string' ? ['true', '1', 'yes'].includes(value.trim().toLowerCase()) : value))
   @IsBoolean()

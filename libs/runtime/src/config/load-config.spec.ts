@@ -41,6 +41,7 @@ describe('loadConfig', () => {
     }
     expect(() => loadConfig(W, { COMPUTE_BACKEND: 'cuda' })).toThrow(/COMPUTE_BACKEND/);
     expect(loadConfig(W, { COMPUTE_BACKEND: 'wasm' }).COMPUTE_BACKEND).toBe('wasm');
+    expect(loadConfig(W, { COMPUTE_BACKEND: 'webgpu' }).COMPUTE_BACKEND).toBe('webgpu');
   });
 
   it('reads REQUIRE_GPU as a boolean, "false" included', () => {

@@ -1,0 +1,71 @@
+import { createRequire } from 'node:module';
+import * as path from 'node:path';
+
+/** What the WebGPU adapter says about itself (GPUAdapterInfo, plus whether it is a software fallback). */
+export interface GpuAdapterInfo {
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+  /** A fallback adapter (such as Mesa's lavapipe, Vulkan on the CPU) is never taken for a GPU. */
+  fallback: boolean;
+}
+
+/** The part of the WebGPU API this file uses; the full types live in @webgpu/types. */
+interface GpuAdapter {
+  info?: Partial<Omit<GpuAdapterInfo, 'fallback'>> & { isFallbackAdapter?: boolean };
+  isFallbackAdapter?: boolean;
+}
+interface Gpu {
+  requestAdapter(options?: { powerPreference?: 'low-power' | 'high-performance' }): Promise<GpuAdapter | null>;
+}
+interface DawnBinding {
+  create(flags: string[]): Gpu;
+  globals: Record<string, unknown>;
+}
+
+/**
+ * Puts Dawn's WebGPU implementation (the `webgpu` package's prebuilt dawn.node) on
+ * `globalThis.navigator.gpu`, with the GPU* classes as globals, as a browser has them.
+ * `@tensorflow/tfjs-backend-webgpu` registers its backend only if `navigator.gpu` exists
+ * when it is first imported, so this runs before that import. The `webgpu` package's own
+ * entry is an ES module, which neither jest nor the CommonJS bundles of the apps can load;
+ * the native addon it wraps is loaded here directly.
+ */
+export function installNavigatorGpu(): Gpu {
+  const nav = (globalThis as { navigator?: { gpu?: Gpu } }).navigator;
+  if (nav?.gpu) return nav.gpu;
+  const { create, globals } = dawnBinding();
+  for (const [name, value] of Object.entries(globals)) {
+    if (!(name in globalThis)) Object.defineProperty(globalThis, name, { value, configurable: true, writable: true });
+  }
+  const gpu = create([]);
+  if (nav) Object.defineProperty(nav, 'gpu', { value: gpu, configurable: true });
+  else Object.defineProperty(globalThis, 'navigator', { value: { gpu }, configurable: true, writable: true });
+  return gpu;
+}
+
+function dawnBinding(): DawnBinding {
+  // Node's own require, which a bundler leaves alone: the addon is found in node_modules at run time.
+  const load = createRequire(__filename);
+  const root = path.dirname(load.resolve('webgpu/package.json'));
+  const platform = process.platform === 'darwin' ? 'darwin-universal' : `${process.platform}-${process.arch}`;
+  return load(path.join(root, 'dist', platform, 'dawn.node')) as DawnBinding;
+}
+
+/**
+ * The adapter tfjs's webgpu backend will get: it asks for the high-performance one, as here.
+ * Null when there is none (no Vulkan loader, or no driver for any device).
+ */
+export async function requestAdapterInfo(gpu: Gpu): Promise<GpuAdapterInfo | null> {
+  const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  if (!adapter) return null;
+  const info = adapter.info ?? {};
+  return {
+    vendor: info.vendor ?? '',
+    architecture: info.architecture ?? '',
+    device: info.device ?? '',
+    description: info.description ?? '',
+    fallback: Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter),
+  };
+}

@@ -1,0 +1,270 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { BackendInfo, selectBackend } from '../src/backend';
+import { DecodeBatch } from '../src/decode-batch';
+import { loadModel } from '../src/loader';
+import { LoraAttachment, applyAdapter } from '../src/lora/lora-layer';
+import { LoraRouter } from '../src/lora/lora-router';
+import { AdapterTensors, DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights } from '../src/lora/peft';
+import { checkpointedGradients, nextTokenRows } from '../src/training/checkpointing';
+import { validateExperimentalConfig } from '../src/training/experimental-config';
+import { RLTrajectoryGroup } from '../src/training/sequences';
+import { LoraTrainer, StepMetrics } from '../src/training/trainer';
+import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
+
+/**
+ * The engine's generic tfjs path on webgpu (Dawn over Vulkan) gives what it gives on cpu and wasm:
+ * logits, cached and batched decoding with adapters, an SFT and an RL step, the exported
+ * adapter. Where no GPU is present, Mesa's lavapipe is the adapter (scripts/lib/common.sh
+ * ensure_vulkan installs it): slow, so the model is the tiny preset. In CI (CI=true) a missing
+ * adapter fails these tests instead of skipping them.
+ */
+const unavailable = webgpuUnavailable();
+const inCi = process.env['CI'] === 'true';
+if (unavailable && !inCi) {
+  console.warn(`webgpu tests skipped: ${unavailable} (install a Vulkan driver: scripts/lib/common.sh ensure_vulkan)`);
+}
+const suite = unavailable && !inCi ? describe.skip : describe;
+
+type Compared = 'cpu' | 'wasm' | 'webgpu';
+
+const LR = 1e-2;
+
+const TOKENS = [1, 300, 301, 20, 21, 22, 2, 40];
+const PROMPTS = [
+  [1, 300, 301, 302],
+  [1, 400, 20, 21, 22, 23],
+  [1, 5, 6],
+];
+const SFT = [
+  { messages: [{ role: 'user', content: 'capital of France?' }, { role: 'assistant', content: 'Paris' }] },
+  { messages: [{ role: 'user', content: 'two plus two' }, { role: 'assistant', content: 'four' }] },
+];
+
+/** Everything compared, computed on one backend. */
+interface Outcome {
+  backend: BackendInfo;
+  logits: Float32Array;
+  cachedStep: Float32Array;
+  /** Per step, per sequence: the logits of a decode batch whose rows run under different adapters. */
+  batched: Float32Array[][];
+  /** LoRA gradients of a next-token loss, by variable in layer order, and the loss. */
+  gradients: Float32Array[];
+  gradientLoss: number;
+  sft: StepMetrics;
+  sftAdapter: AdapterTensors;
+  rl: StepMetrics;
+  rlAdapter: AdapterTensors;
+  /** Tensors alive after everything was disposed, minus those alive before. */
+  leaked: number;
+}
+
+/** An adapter with non-zero B (a fresh one is the identity), different for each seed. */
+function servingAdapter(lm: Awaited<ReturnType<typeof loadModel>>, spec: LoraSpec, seed: number): LoraAttachment {
+  const tensors = initLoraWeights(lm.config, spec, seed);
+  for (const [name, t] of tensors) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.2 * Math.sin(seed * 7 + 3 * i)));
+  const a = applyAdapter(lm, { spec, tensors });
+  a.detach();
+  return a;
+}
+
+/** Two trajectories of one prompt with different rewards and sampling log-probs off the policy's. */
+function rlGroups(): RLTrajectoryGroup[] {
+  const trajectory = (tokenIds: number[], logprobs: number[], reward: number) => ({
+    messagesAndChoices: [{ role: 'user', content: 'pick' }, { choice: { tokenIds, logprobs, message: { role: 'assistant', content: 'x' } } }],
+    reward,
+  });
+  return [{ trajectories: [trajectory([40, 42, 44], [-6.1, -6.4, -5.9], 1), trajectory([41, 43, 45], [-6.3, -6.0, -6.2], 0)] }];
+}
+
+async function outcome(name: Compared, dir: string): Promise<Outcome> {
+  const backend = await selectBackend(name);
+  const before = tf.memory().numTensors;
+  const lm = await loadModel(dir);
+  try {
+    const full = lm.model.forward([TOKENS]);
+    const logits = (await full.data()) as Float32Array;
+    full.dispose();
+    const cache = lm.model.newCache();
+    cache.addEmptyRow();
+    lm.model.forward([TOKENS.slice(0, 5)], { cache }).dispose();
+    const step = lm.model.forward([[TOKENS[5]]], { cache });
+    const cachedStep = (await step.data()) as Float32Array;
+    step.dispose();
+    cache.dispose();
+
+    // Continuous batching with a LoRA per row (one without), three decode steps.
+    const first = servingAdapter(lm, DEFAULT_LORA_SPEC, 1);
+    const second = servingAdapter(lm, { r: 4, alpha: 8, targetModules: ['q_proj', 'v_proj', 'down_proj'] }, 2);
+    const router = new LoraRouter(lm.model);
+    const batch = new DecodeBatch<number>(lm.model);
+    const routing = [first, null, second];
+    const batched: Float32Array[][] = [];
+    try {
+      const joined: Float32Array[] = [];
+      for (const [i, prompt] of PROMPTS.entries()) {
+        router.route([routing[i]]);
+        joined.push(await batch.join(i, prompt));
+      }
+      batched.push(joined);
+      router.route(routing);
+      for (let s = 0; s < 3; s++) {
+        const out = await batch.step(new Map(PROMPTS.map((_, i) => [i, 50 + 10 * s + i])));
+        batched.push(PROMPTS.map((_, i) => out.get(i) as Float32Array));
+      }
+    } finally {
+      router.route([]);
+      batch.dispose();
+      router.dispose();
+      first.dispose();
+      second.dispose();
+    }
+
+    // LoRA gradients (activation checkpointing, entropies too) under an adapter with non-zero B.
+    const spec: LoraSpec = { r: 4, alpha: 16, targetModules: DEFAULT_LORA_SPEC.targetModules };
+    const init = initLoraWeights(lm.config, spec, 9);
+    for (const [key, t] of init) if (key.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.cos(5 * i + key.length)));
+    const gradTrainer = new LoraTrainer(lm, spec, init);
+    const gradients: Float32Array[] = [];
+    let gradientLoss: number;
+    try {
+      const variables = gradTrainer.attachment.variablesByLayer();
+      const loss = (lp: tf.Tensor2D) => tf.neg(tf.mean(lp)) as tf.Scalar;
+      const { value, grads } = await checkpointedGradients(lm.model, nextTokenRows([TOKENS, PROMPTS[1]]), variables, loss, { chunk: 64, withEntropy: true });
+      gradientLoss = value;
+      for (const v of variables.flat()) gradients.push((await (grads.get(v.name) as tf.Tensor).data()) as Float32Array);
+      grads.forEach((g) => g.dispose());
+    } finally {
+      gradTrainer.dispose();
+    }
+
+    // One SFT step from a fresh adapter; one RL step from the adapter above, so that the KL
+    // penalty against the base model is not zero.
+    const sftTrainer = new LoraTrainer(lm, spec, undefined, { seed: 5 });
+    let sft: StepMetrics;
+    let sftAdapter: AdapterTensors;
+    try {
+      [sft] = await sftTrainer.trainSft(SFT, { batchSize: 2, learningRate: LR, assistantTurns: 'all' });
+      sftAdapter = await sftTrainer.exportAdapter();
+    } finally {
+      sftTrainer.dispose();
+    }
+    const { config, errors } = validateExperimentalConfig({ loss_fn: 'ppo', learning_rate: LR, kl_penalty_coef: 0.1 });
+    if (errors.length > 0) throw new Error(JSON.stringify(errors));
+    const rlTrainer = new LoraTrainer(lm, spec, init);
+    let rl: StepMetrics;
+    let rlAdapter: AdapterTensors;
+    try {
+      [rl] = await rlTrainer.trainRl(rlGroups(), { ...config, allowTrainingWithoutLogprobs: true });
+      rlAdapter = await rlTrainer.exportAdapter();
+    } finally {
+      rlTrainer.dispose();
+    }
+    lm.dispose();
+    return { backend, logits, cachedStep, batched, gradients, gradientLoss, sft, sftAdapter, rl, rlAdapter, leaked: tf.memory().numTensors - before };
+  } catch (err) {
+    lm.dispose();
+    throw err;
+  }
+}
+
+function adapterDifference(a: AdapterTensors, b: AdapterTensors): number {
+  expect([...a.keys()].sort()).toEqual([...b.keys()].sort());
+  return Math.max(...[...a].map(([name, t]) => maxAbsDiff(t.data, (b.get(name) as { data: Float32Array }).data)));
+}
+
+suite('webgpu gives the results of cpu and wasm (tiny model)', () => {
+  let webgpu: Outcome;
+  /** The references: webgpu is held to the same bounds against each. */
+  let references: Outcome[];
+
+  beforeAll(async () => {
+    const dir = makeTiny('webgpu', { overrides: { modelType: 'qwen2' } });
+    references = [await outcome('cpu', dir), await outcome('wasm', dir)];
+    webgpu = await outcome('webgpu', dir);
+  }, 300_000);
+  afterAll(() => selectBackend('wasm'));
+
+  it('ran on a WebGPU adapter and reports it', () => {
+    expect(webgpu.backend.name).toBe('webgpu');
+    expect(webgpu.backend.adapter?.vendor).toBeTruthy();
+    // A software adapter is never reported as a GPU.
+    expect(webgpu.backend.gpu).toBe(!webgpu.backend.adapter?.fallback);
+  });
+
+  it('gives the same logits, and the same logits from a cached decode step', () => {
+    for (const ref of references) {
+      expect(maxAbsDiff(webgpu.logits, ref.logits)).toBeLessThan(1e-5);
+      expect(maxAbsDiff(webgpu.cachedStep, ref.cachedStep)).toBeLessThan(1e-5);
+    }
+    const V = webgpu.cachedStep.length;
+    expect(maxAbsDiff(webgpu.cachedStep, webgpu.logits.slice(5 * V, 6 * V))).toBeLessThan(1e-5);
+  });
+
+  it('gives every row of a batch decoding under different adapters the logits it gets elsewhere', () => {
+    for (const ref of references) {
+      webgpu.batched.forEach((rows, s) => rows.forEach((row, i) => expect(maxAbsDiff(row, ref.batched[s][i])).toBeLessThan(1e-5)));
+    }
+    // The adapters matter: rows under different adapters differ from the base model's.
+    expect(maxAbsDiff(webgpu.batched[1][0], webgpu.batched[1][1])).toBeGreaterThan(1e-3);
+  });
+
+  it('gives the same LoRA gradients', () => {
+    for (const ref of references) {
+      expect(Math.abs(webgpu.gradientLoss - ref.gradientLoss)).toBeLessThan(1e-5);
+      const scale = Math.max(...ref.gradients.map((g) => Math.max(...Array.from(g, Math.abs))));
+      expect(scale).toBeGreaterThan(1e-3);
+      webgpu.gradients.forEach((g, i) => expect(maxAbsDiff(g, ref.gradients[i])).toBeLessThan(1e-5 * scale));
+    }
+  });
+
+  // AdamW's first step moves every weight by about the learning rate whatever the size of its
+  // gradient, so a gradient within rounding of zero can move differently: the exported adapters
+  // agree to a small fraction of the learning rate, not to float precision.
+  it('takes the same SFT step and exports the same adapter', () => {
+    for (const ref of references) {
+      expect(Math.abs(webgpu.sft['loss'] - ref.sft['loss'])).toBeLessThan(1e-5);
+      expect(Math.abs(webgpu.sft['grad_norm'] - ref.sft['grad_norm'])).toBeLessThan(1e-5);
+      expect(adapterDifference(webgpu.sftAdapter, ref.sftAdapter)).toBeLessThan(1e-2 * LR);
+    }
+  });
+
+  it('takes the same RL step (ppo with a KL penalty) and exports the same adapter', () => {
+    for (const ref of references) {
+      expect(ref.rl['kl_div']).toBeGreaterThan(0);
+      for (const key of ['loss', 'grad_norm', 'entropy', 'kl_div']) expect(Math.abs(webgpu.rl[key] - ref.rl[key])).toBeLessThan(1e-5);
+      expect(adapterDifference(webgpu.rlAdapter, ref.rlAdapter)).toBeLessThan(1e-2 * LR);
+    }
+  });
+
+  it('leaks no tensors', () => {
+    expect([webgpu, ...references].map((o) => o.leaked)).toEqual([0, 0, 0]);
+  });
+
+  if (process.env['WEBGPU_PRINT_DIFFERENCES']) {
+    it('prints the largest differences', () => {
+      const [cpu] = references;
+      const scale = Math.max(...cpu.gradients.map((g) => Math.max(...Array.from(g, Math.abs))));
+      console.log(
+        JSON.stringify({
+          adapter: webgpu.backend.adapter,
+          logits: maxAbsDiff(webgpu.logits, cpu.logits),
+          cachedStep: maxAbsDiff(webgpu.cachedStep, cpu.cachedStep),
+          batched: Math.max(...webgpu.batched.flatMap((rows, s) => rows.map((row, i) => maxAbsDiff(row, cpu.batched[s][i])))),
+          gradientsRelative: Math.max(...webgpu.gradients.map((g, i) => maxAbsDiff(g, cpu.gradients[i]))) / scale,
+          sft: { loss: webgpu.sft['loss'] - cpu.sft['loss'], gradNorm: webgpu.sft['grad_norm'] - cpu.sft['grad_norm'], adapter: adapterDifference(webgpu.sftAdapter, cpu.sftAdapter) },
+          rl: { loss: webgpu.rl['loss'] - cpu.rl['loss'], kl: webgpu.rl['kl_div'] - cpu.rl['kl_div'], adapter: adapterDifference(webgpu.rlAdapter, cpu.rlAdapter) },
+        }),
+      );
+    });
+  }
+
+  it('auto never takes a fallback adapter for a GPU', async () => {
+    const auto = await selectBackend('auto');
+    if (webgpu.backend.adapter?.fallback) {
+      expect(auto.name).not.toBe('webgpu');
+      expect(auto.notes.join(' ')).toMatch(/webgpu: only a fallback adapter/);
+    } else {
+      expect(auto.name).toBe('webgpu');
+    }
+  });
+});
