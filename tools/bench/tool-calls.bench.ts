@@ -1,5 +1,6 @@
 // What a forced tool call costs per generated token through the whole stack, against free
-// decoding of the same number of tokens, with the official openai client on this machine.
+// decoding of the same number of tokens from the same prompt (the tool described, tool_choice
+// "none"), with the official openai client on this machine.
 //
 //   npx tsx --tsconfig tsconfig.base.json tools/bench/tool-calls.bench.ts [--preset smollm2-135m|tiny] [--tokens 64] [--pairs 8]
 //
@@ -63,7 +64,9 @@ async function streamOnce(client: OpenAI, model: string, logprobs: boolean, tool
     logprobs,
     stream: true,
     stream_options: { include_usage: true },
-    ...(tool ? { tools: [TOOL], tool_choice: { type: 'function', function: { name: 'record' } } } : {}),
+    // The same prompt both ways (the template describes the tool); only the call is forced.
+    tools: [TOOL],
+    tool_choice: tool ? { type: 'function', function: { name: 'record' } } : 'none',
   });
   for await (const chunk of stream) {
     if (!first) first = performance.now();

@@ -97,15 +97,15 @@ export class ChatCompletionsService {
       response_format: body.response_format?.type === 'json_schema'
         ? { type: 'json_schema', json_schema: { ...(body.response_format.json_schema as { name: string }) } }
         : { type: body.response_format?.type === 'json_object' ? 'json_object' : 'text' },
-      tools: toolChoice === 'none' ? null : (body.tools as FunctionTool[]),
-      tool_choice: toolChoice === 'none' ? 'auto' : toolChoice,
+      tools: body.tools?.length ? (body.tools as FunctionTool[]) : null,
+      tool_choice: toolChoice,
       parallel_tool_calls: body.parallel_tool_calls ?? true,
       return_token_ids: body.return_token_ids === true,
     };
   }
 
   /** tool_choice with OpenAI's default ("auto" with tools, "none" without), once it is known to fit the tools. */
-  private toolChoice(body: ChatCompletionRequest): ToolChoice | 'none' {
+  private toolChoice(body: ChatCompletionRequest): ToolChoice {
     const tools = body.tools ?? [];
     const choice = body.tool_choice ?? (tools.length > 0 ? 'auto' : 'none');
     checkToolChoice(

@@ -31,7 +31,7 @@ describe('toChatParams', () => {
       top_logprobs: 0,
       response_format: { type: 'text' },
       tools: null,
-      tool_choice: 'auto',
+      tool_choice: 'none',
       parallel_tool_calls: true,
       return_token_ids: false,
     });
@@ -100,13 +100,13 @@ describe('toChatParams', () => {
     });
   });
 
-  it('maps flat function tools and tool_choice to the chat form; none drops the tools', () => {
+  it('maps flat function tools and tool_choice to the chat form; none keeps them described', () => {
     const tools = [{ type: 'function', name: 'weather', description: 'Weather', parameters: { type: 'object' }, strict: true }];
     expect(map({ tools, tool_choice: { type: 'function', name: 'weather' } })).toMatchObject({
       tools: [{ type: 'function', function: { name: 'weather', description: 'Weather', parameters: { type: 'object' }, strict: true } }],
       tool_choice: { type: 'function', function: { name: 'weather' } },
     });
     expect(map({ tools, tool_choice: 'required' }).tool_choice).toBe('required');
-    expect(map({ tools, tool_choice: 'none' }).tools).toBeNull();
+    expect(map({ tools, tool_choice: 'none' })).toMatchObject({ tool_choice: 'none', tools: [{ function: { name: 'weather' } }] });
   });
 });

@@ -39,7 +39,7 @@ export function toChatParams(body: CreateResponseRequest, limits: ResponseLimits
     typeof choice === 'object' ? { name: choice.name } : choice,
     (i) => `tools.${i}.name`,
   );
-  const toolChoice: ToolChoice = choice === 'none' ? 'auto' : typeof choice === 'object' ? { type: 'function', function: { name: choice.name } } : choice;
+  const toolChoice: ToolChoice = typeof choice === 'object' ? { type: 'function', function: { name: choice.name } } : choice;
   return {
     model: body.model,
     messages,
@@ -52,7 +52,7 @@ export function toChatParams(body: CreateResponseRequest, limits: ResponseLimits
     logprobs: false,
     top_logprobs: 0,
     response_format: toResponseFormat(body),
-    tools: choice === 'none' ? null : tools,
+    tools: tools.length > 0 ? tools : null,
     tool_choice: toolChoice,
     parallel_tool_calls: body.parallel_tool_calls ?? true,
     return_token_ids: false,

@@ -303,24 +303,24 @@ export class InferenceScheduler implements OnModuleDestroy {
 
   /**
    * The tool-call syntax of the model's template when the reply may hold calls: tools given
-   * (tool_choice "none" reaches no worker with tools), unless "auto" meets a JSON
-   * response_format, whose grammar then decides the reply alone.
+   * and tool_choice not "none" (the tools are then only described), unless "auto" meets a
+   * JSON response_format, whose grammar then decides the reply alone.
    */
   private toolSyntax(lm: LoadedModel, item: InferenceWorkItem): ToolCallSyntax | null {
     const { tools, tool_choice, response_format } = item.params;
-    if (!tools || (tool_choice === 'auto' && response_format.type !== 'text')) return null;
+    if (!tools || tool_choice === 'none' || (tool_choice === 'auto' && response_format.type !== 'text')) return null;
     return toolCallSyntax(lm.chatTemplate ? detectToolCallFormat(lm.chatTemplate.source) : 'none');
   }
 
   private async compileGrammar(lm: LoadedModel, item: InferenceWorkItem, toolSyntax: ToolCallSyntax | null): Promise<CompiledGrammar | null> {
     const compiler = await this.grammarFor(lm);
-    const { params } = item;
-    if (!toolSyntax || !params.tools) return compiler.compile(params.response_format);
+    const { tools, tool_choice, parallel_tool_calls, response_format } = item.params;
+    if (!toolSyntax || !tools || tool_choice === 'none') return compiler.compile(response_format);
     return compiler.compileToolCalls({
       syntax: toolSyntax,
-      tools: params.tools.map((tool) => ({ name: tool.function.name, parameters: tool.function.parameters })),
-      choice: typeof params.tool_choice === 'object' ? { name: params.tool_choice.function.name } : params.tool_choice,
-      parallel: params.parallel_tool_calls,
+      tools: tools.map((tool) => ({ name: tool.function.name, parameters: tool.function.parameters })),
+      choice: typeof tool_choice === 'object' ? { name: tool_choice.function.name } : tool_choice,
+      parallel: parallel_tool_calls,
     });
   }
 

@@ -21,8 +21,8 @@ export interface FunctionTool {
   function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
 }
 
-/** `none` never reaches a worker: the gateway drops the tools instead. */
-export type ToolChoice = 'auto' | 'required' | { type: 'function'; function: { name: string } };
+/** `none`: the tools are described to the model (its template renders them) but no call is made. */
+export type ToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
 
 /** A piece of a streamed tool call: its first piece names it, the others add argument text. */
 export interface ToolCallDelta {
@@ -52,7 +52,7 @@ export interface ChatCompletionParams {
   logprobs: boolean;
   top_logprobs: number;
   response_format: ResponseFormatInput;
-  /** null: no tools, or tool_choice "none". */
+  /** null: no tools. */
   tools: FunctionTool[] | null;
   tool_choice: ToolChoice;
   /** More than one call in a reply (OpenAI's default: true). */
