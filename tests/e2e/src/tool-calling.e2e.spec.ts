@@ -98,6 +98,17 @@ describe('tool calling with real clients', () => {
       }
     });
 
+    it('"none" describes the tools to the model but makes no call', async () => {
+      const none = await create({ tool_choice: 'none', seed: 13 });
+      const required = await create({ tool_choice: 'required', seed: 13 });
+      expect(none.choices[0].message.tool_calls ?? []).toEqual([]);
+      expect(['stop', 'length']).toContain(none.choices[0].finish_reason);
+      // The same prompt both ways: the template rendered the tools for "none" too.
+      expect(none.usage?.prompt_tokens).toBe(required.usage?.prompt_tokens);
+      const without = await client.chat.completions.create({ model, messages: MESSAGES, max_tokens: 4 });
+      expect(none.usage?.prompt_tokens).toBeGreaterThan(without.usage?.prompt_tokens ?? Infinity);
+    });
+
     it('streams tool calls in OpenAI deltas that the SDK accumulates into the same calls, logprobs included', async () => {
       const stream = client.chat.completions.stream({
         model,
