@@ -1,0 +1,134 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { decodeAttention } from '../kernels/decode-attention';
+
+/**
+ * softmax(q k^T + mask) v for grouped-query attention, by the path that is fastest on the
+ * backend and shape at hand: the model (llama.ts) says what attention is, this file how it is
+ * computed. q is [B*KV, G*T, D] (the G query heads sharing each KV head, T new tokens each),
+ * k and v [B, KV, S, D] (the cache included); the result has q's shape.
+ */
+export function attend(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dims: { B: number; H: number; T: number; S: number; cached: boolean }): tf.Tensor3D {
+  const { B, H, T, S } = dims;
+  return (
+    (T === 1 && dims.cached ? decodeAttention(q, k, v, mask) : null) ??
+    (attendsPerGroup(q.shape[0], T) ? attendPerGroup : attendBatched)(q, k, v, mask, [B, H, T, S])
+  );
+}
+
+/**
+ * Prefill and training (several new tokens, few rows x KV heads) attend one KV head at a time
+ * with 2-D matMuls: batched matMuls run a scalar loop on wasm (0.5-1.5 GMAC/s measured here),
+ * while plain 2-D ones take XNNPACK's fast path, and so do their gradients (training/gradients).
+ * Decoding (one token per row, many small groups) runs the fused kernel of
+ * kernels/decode-attention on wasm, and stays batched elsewhere: per-group splits and
+ * concats would cost more dispatches than they save.
+ */
+function attendsPerGroup(groups: number, T: number): boolean {
+  return T >= 2 && (groups <= 8 || T >= 16);
+}
+
+/** q [B*KV, G*T, D], k and v [B, KV, S, D] -> heads [B*KV, G*T, D]. */
+function attendBatched(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, [B, H, T, S]: number[]): tf.Tensor3D {
+  const [groups, rows, D] = q.shape;
+  const scores = tf.matMul(q, tf.reshape(k, [groups, S, D]), false, true);
+  const masked = tf.add(tf.reshape(scores, [B, H, T, S]), mask);
+  const probs = tf.reshape(tf.softmax(masked), [groups, rows, S]);
+  return tf.matMul(probs, tf.reshape(v, [groups, S, D]));
+}
+
+/** Same as attendBatched, one plain 2-D matMul per group (row x KV head). */
+function attendPerGroup(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, [B, , T, S]: number[]): tf.Tensor3D {
+  const [groups, rows, D] = q.shape;
+  const split = (x: tf.Tensor, n: number) => (groups === 1 ? [tf.reshape(x, [n, D])] : tf.split(tf.reshape(x, [groups * n, D]), groups, 0)) as tf.Tensor2D[];
+  const [qs, ks, vs] = [split(q, rows), split(k, S), split(v, S)];
+  // The mask of each row of the batch (or one for all), [1, T, S]: shared by its KV heads.
+  const masks = Array.from({ length: mask.shape[0] }, (_, b) => tf.reshape(tf.slice(mask, [b, 0, 0, 0], [1, 1, T, S]), [1, T, S]) as tf.Tensor3D);
+  const perRow = groups / B;
+  const heads = qs.map((qi, i) => attendOneHead(qi, ks[i], vs[i], masks[masks.length === 1 ? 0 : Math.floor(i / perRow)], rows / T));
+  return tf.reshape(heads.length === 1 ? heads[0] : tf.concat(heads, 0), [groups, rows, D]);
+}
+
+/** Most attention scores ([query rows, keys] floats) one head computes at once: 16 MB. */
+const ATTENTION_TILE = 1 << 22;
+
+/** A block of query rows of one KV head's G*T rows: head g's tokens t .. t+rows-1, or all rows. */
+interface QueryTile {
+  row: number;
+  rows: number;
+  t: number;
+  whole: boolean;
+}
+
+/** The G*T query rows in one tile when their scores are small, else tiles of one head's tokens. */
+function queryTiles(G: number, T: number, S: number): QueryTile[] {
+  if (G * T * S <= ATTENTION_TILE) return [{ row: 0, rows: G * T, t: 0, whole: true }];
+  const n = Math.max(1, Math.floor(ATTENTION_TILE / S));
+  const tiles: QueryTile[] = [];
+  for (let g = 0; g < G; g++) for (let t = 0; t < T; t += n) tiles.push({ row: g * T + t, rows: Math.min(n, T - t), t, whole: false });
+  return tiles;
+}
+
+/**
+ * softmax(q k^T + mask) v for the G query heads [G*T, D] that share one KV head (k, v [S, D]).
+ *
+ * Long sequences are taken in tiles of query rows, so that [G*T, S] scores never exist at
+ * once, and the gradient keeps only q, k and v and recomputes the probabilities tile by tile,
+ * as FlashAttention's backward pass does: with P = softmax(q k^T + mask) and dO the output's
+ * gradient, dV = P^T dO, dP = dO v^T, dS = P * (dP - rowsum(dP * P)), dq = dS k, dk = dS^T q
+ * (dV and dk summed over tiles). A taped softmax would keep several [G*T, S] tensors per head
+ * and layer instead, which for long training sequences is most of the memory of a step.
+ */
+function attendOneHead(q: tf.Tensor2D, k: tf.Tensor2D, v: tf.Tensor2D, mask: tf.Tensor3D, G: number): tf.Tensor2D {
+  const [rows, S] = [q.shape[0], k.shape[0]];
+  const T = rows / G;
+  const tiles = queryTiles(G, T, S);
+  /** P of one tile, [tile.rows, S], from the tile's queries. */
+  const probabilities = (tile: QueryTile, qTile: tf.Tensor2D, ki: tf.Tensor2D, m: tf.Tensor) => {
+    const scores = tf.matMul(qTile, tf.transpose(ki) as tf.Tensor2D);
+    const masked = tile.whole ? tf.reshape(tf.add(tf.reshape(scores, [G, T, S]), m), [rows, S]) : tf.add(scores, tf.reshape(tf.slice(m, [0, tile.t, 0], [1, tile.rows, S]), [tile.rows, S]));
+    return tf.softmax(masked) as tf.Tensor2D;
+  };
+  const queriesOf = (tile: QueryTile, x: tf.Tensor2D) => (tile.whole ? x : (tf.slice(x, [tile.row, 0], [tile.rows, -1]) as tf.Tensor2D));
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [qi, ki, vi] = args as tf.Tensor2D[];
+    // The mask is saved too: it belongs to the forward pass's scope, gone by the backward pass.
+    (args[3] as tf.GradSaveFunc)([qi, ki, vi, mask]);
+    return {
+      // Each tile in a scope of its own: one tile's probabilities exist at a time.
+      value: tf.tidy(() => {
+        const outs = tiles.map((tile) => tf.tidy(() => tf.matMul(probabilities(tile, queriesOf(tile, qi), ki, mask), vi)));
+        return outs.length === 1 ? outs[0] : tf.concat(outs, 0);
+      }),
+      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => {
+        const [qs, ks, vs, m] = saved as tf.Tensor2D[];
+        const dQ: tf.Tensor2D[] = [];
+        let dK: tf.Tensor2D | null = null;
+        let dV: tf.Tensor2D | null = null;
+        const accumulate = (sum: tf.Tensor2D | null, part: tf.Tensor2D) => {
+          if (!sum) return part;
+          const next = tf.add(sum, part) as tf.Tensor2D;
+          sum.dispose();
+          part.dispose();
+          return next;
+        };
+        for (const tile of tiles) {
+          const [dq, dk, dv] = tf.tidy(() => {
+            const qTile = queriesOf(tile, qs);
+            const dO = queriesOf(tile, dy as tf.Tensor2D);
+            const p = probabilities(tile, qTile, ks, m);
+            const dP = tf.matMul(dO, tf.transpose(vs) as tf.Tensor2D);
+            const dS = tf.mul(p, tf.sub(dP, tf.sum(tf.mul(dP, p), 1, true))) as tf.Tensor2D;
+            return [tf.matMul(dS, ks), tf.matMul(tf.transpose(dS) as tf.Tensor2D, qTile), tf.matMul(tf.transpose(p) as tf.Tensor2D, dO)] as tf.Tensor2D[];
+          });
+          dQ.push(dq);
+          dK = accumulate(dK, dk);
+          dV = accumulate(dV, dv);
+        }
+        const dq = dQ.length === 1 ? dQ[0] : tf.concat(dQ, 0);
+        if (dQ.length > 1) dQ.forEach((t) => t.dispose());
+        return [dq, dK as tf.Tensor2D, dV as tf.Tensor2D];
+      },
+    };
+  });
+  return f(q, k, v) as tf.Tensor2D;
+}
