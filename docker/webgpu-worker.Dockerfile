@@ -18,9 +18,8 @@ ARG NODE_IMAGE=node:20.20-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# `npm install`, not `npm ci`: the lockfile (npm 11) lists only linux-x64's optional binaries,
-# which `npm ci` refuses. Optional dependencies stay in: Nx and esbuild need them to build.
-RUN npm install --no-audit --no-fund
+# Exactly the locked versions. Optional dependencies stay in: Nx and esbuild need them to build.
+RUN npm ci --no-audit --no-fund
 COPY . .
 RUN PRISMA_SCHEMA_ENGINE_BINARY="$(command -v node)" npx prisma generate \
  && NX_DAEMON=false NX_NO_CLOUD=true npx nx run-many -t build -p inference-worker,training-worker --outputStyle=static \
@@ -31,7 +30,7 @@ RUN PRISMA_SCHEMA_ENGINE_BINARY="$(command -v node)" npx prisma generate \
 FROM ${NODE_IMAGE} AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --omit=dev --omit=optional --no-audit --no-fund \
+RUN npm ci --omit=dev --omit=optional --no-audit --no-fund \
  && platform="$(node -p 'process.platform + "-" + process.arch')" \
  && test -f "node_modules/webgpu/dist/$platform/dawn.node" \
  && find node_modules/webgpu/dist -mindepth 1 -maxdepth 1 ! -name "$platform" -exec rm -rf {} + \

@@ -49,6 +49,13 @@ export interface SamplingParams {
    * without logprobs; and not with top-k or top-p when sampling, whose cut depends on A.
    */
   quickCheck?: QuickCheck;
+  /**
+   * Report the model's own logprobs, before the logits processor restricts the choice (under
+   * temperature, without top-k or top-p), as vLLM's raw logprobs are: what an RL trainer
+   * scoring the model's distribution compares them with. Default false: the logprobs of the
+   * distribution the token was drawn from.
+   */
+  modelLogprobs?: boolean;
 }
 
 export interface TokenLogprob {
@@ -60,8 +67,9 @@ export interface SampledToken {
   id: number;
   /**
    * Log-probability under the distribution the token was drawn from: after the logits
-   * processor, temperature, top-k and top-p. For greedy decoding (a point mass) it is the
-   * log-softmax of the processed logits. NaN when params.logprobs is false.
+   * processor, temperature, top-k and top-p (with params.modelLogprobs: the model's, before the
+   * processor). For greedy decoding (a point mass) it is the log-softmax of the processed
+   * logits. NaN when params.logprobs is false.
    */
   logprob: number;
   /** The most likely alternatives under the same distribution as `logprob`, best first. */
@@ -88,6 +96,14 @@ export function sampleToken(
   const { id, probs, total } = draw(processed, params, rng);
   if (!wantLogprobs) return { id, logprob: NaN, topLogprobs: [] };
   const nTop = Math.max(0, params.topLogprobs ?? 0);
+
+  if (params.modelLogprobs && params.logitsProcessor) {
+    // `logits` is untouched: the processor worked on its copy.
+    const temperature = isGreedy(params) ? 1 : (params.temperature ?? 1);
+    const lse = logSumExp(logits, temperature);
+    const logprob = (i: number) => logits[i] / temperature - lse;
+    return { id, logprob: logprob(id), topLogprobs: topN(logits, nTop).map((i) => ({ id: i, logprob: logprob(i) })) };
+  }
 
   if (!probs) {
     const lse = logSumExp(processed, 1);

@@ -125,6 +125,23 @@ describe('sampleToken', () => {
     expect(t.topLogprobs).toHaveLength(2);
   });
 
+  it("with modelLogprobs, reports the model's logprobs before the processor restricts the choice", () => {
+    const onlyEven = (l: Float32Array) => l.forEach((_, i) => i % 2 && (l[i] = -Infinity));
+    for (const temperature of [0, 0.7, 1]) {
+      const t = sampleToken(logits, { temperature, topLogprobs: 3, logitsProcessor: onlyEven, modelLogprobs: true }, new SeededRandom(5));
+      expect(t.id % 2).toBe(0);
+      const model = softmax(logits, temperature === 0 ? 1 : temperature);
+      expect(t.logprob).toBeCloseTo(Math.log(model[t.id]), 5);
+      // Alternatives from the model's distribution too, odd tokens included.
+      const best = [...model.keys()].sort((a, b) => model[b] - model[a]).slice(0, 3);
+      expect(t.topLogprobs.map((x) => x.id)).toEqual(best);
+      // Without it: the restricted distribution's logprob, higher than the model's.
+      const restricted = sampleToken(logits, { temperature, logitsProcessor: onlyEven }, new SeededRandom(5));
+      expect(restricted.id).toBe(t.id);
+      expect(restricted.logprob).toBeGreaterThan(t.logprob);
+    }
+  });
+
   it('applies the logits processor hook before sampling', () => {
     const rng = new SeededRandom(3);
     const onlyEven = (l: Float32Array) => l.forEach((_, i) => i % 2 && (l[i] = -Infinity));

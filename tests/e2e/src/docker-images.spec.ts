@@ -54,7 +54,7 @@ describe('Dockerfile', () => {
 
   it('builds with Nx and ships production dependencies only', () => {
     expect(text).toContain('npx nx run-many -t build');
-    expect(text).toContain('npm install --omit=dev --omit=optional');
+    expect(text).toContain('npm ci --omit=dev --omit=optional');
     expect(text).toMatch(/COPY --from=prod-deps .*\/app\/node_modules/);
   });
 

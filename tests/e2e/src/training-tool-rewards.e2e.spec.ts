@@ -28,7 +28,7 @@ const TOOLS: OpenAI.Chat.ChatCompletionTool[] = [
 ];
 const PROMPTS = ['What is the weather in Paris?', 'Paris weather, please.', 'Will it rain in Paris?', 'Forecast for Paris?'];
 const GROUP = 8;
-const MAX_JOBS = 5;
+const MAX_JOBS = 6;
 const LEARNING_RATE = 1e-2;
 
 const reward = (choice: OpenAI.Chat.ChatCompletion.Choice): number => {
@@ -53,10 +53,13 @@ describe('RL jobs on tool-using rollouts raise the reward of fresh rollouts', ()
 
   const call = <T>(method: string, path: string, body?: unknown): Promise<T> => stack.json<T>(method, path, key, body);
 
-  /** Groups of fresh rollouts from one step: each a forced call, its Choice as the openai client returned it. */
+  /**
+   * Groups of fresh rollouts from one step, a group at a time (a key may have 32 requests in
+   * progress): each a forced call, its Choice as the openai client returned it.
+   */
   async function rollouts(model: string, round: number) {
-    return Promise.all(
-      PROMPTS.map(async (prompt, p) => {
+    const groups = [];
+    for (const [p, prompt] of PROMPTS.entries()) {
         const messages = [{ role: 'user' as const, content: prompt }];
         const trajectories = await Promise.all(
           Array.from({ length: GROUP }, async (_, i) => {
@@ -76,9 +79,9 @@ describe('RL jobs on tool-using rollouts raise the reward of fresh rollouts', ()
             return { messages_and_choices: [...messages, choice], tools: TOOLS, reward: reward(choice) };
           }),
         );
-        return { trajectories };
-      }),
-    );
+        groups.push({ trajectories });
+    }
+    return groups;
   }
 
   it('over a few RL jobs, the mean reward of fresh tool-call rollouts rises clearly above its start', async () => {

@@ -60,6 +60,9 @@ export class RunningCompletion {
             // JSON mode and tools: only tokens that keep the text valid, closing in time.
             logitsProcessor: this.matchers[i]?.logitsProcessor(),
             quickCheck: this.matchers[i]?.quickCheck(),
+            // The model's logprobs, not the grammar-restricted ones: RL compares them with the
+            // model's own (a forced token would otherwise report 0 and never be learned).
+            modelLogprobs: true,
           },
           lm.eosTokenIds,
         ),

@@ -121,7 +121,7 @@ describe('JobRunner (wasm, tiny model)', () => {
     expect(step).toBe(1);
     expect(rpc.of(Subjects.registry.resolveModel)).toEqual([{ ...SCOPE, model: MODEL }]);
     const progress = rpc.of(Subjects.training.reportProgress);
-    expect(progress[0]).toEqual({ job_id: 'j1', kind: 'started', num_sequences: 2 });
+    expect(progress[0]).toEqual({ job_id: 'j1', kind: 'started', num_sequences: 2, no_gradient_steps_reason: null });
     expect(progress.slice(1).map((p) => [p['kind'], p['step']])).toEqual([
       ['step', 1],
       ['step', 2],
@@ -171,7 +171,7 @@ describe('JobRunner (wasm, tiny model)', () => {
       { ...SCOPE, model: MODEL },
       { ...SCOPE, model: `${MODEL}:step0` },
     ]);
-    expect(rpc.of(Subjects.training.reportProgress)[0]).toEqual({ job_id: 'j1', kind: 'started', num_sequences: 1 });
+    expect(rpc.of(Subjects.training.reportProgress)[0]).toEqual({ job_id: 'j1', kind: 'started', num_sequences: 1, no_gradient_steps_reason: null });
     expect(rpc.of(Subjects.registry.recordCheckpoint)).toHaveLength(1);
   });
 
