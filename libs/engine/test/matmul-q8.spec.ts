@@ -1,8 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
 import * as matmul from '../src/kernels/matmul';
 import { PackedWeights, packWeights, packedMatMul, startMatMulThreads, stopMatMulThreads } from '../src/kernels/matmul';
-import { loadModel } from '../src/loader';
-import { makeTiny, useBackend } from './helpers';
+import { LoadedModel, loadModel } from '../src/loader';
+import { applyAdapter } from '../src/lora/lora-layer';
+import { AdapterTensors, DEFAULT_LORA_SPEC, initLoraWeights } from '../src/lora/peft';
+import { makeTiny, maxAbsDiff, useBackend } from './helpers';
 
 /**
  * The q8 arithmetic of the kernel (libs/engine/kernels/matmul.ts, section 8) written out in
@@ -175,5 +177,25 @@ describe('a model loaded with q8 weights', () => {
     expect(maxLogprob).toBeLessThan(0.1);
     f32Model.dispose();
     q8Model.dispose();
+  });
+
+  it('adds a LoRA adapter on top in f32: the q8 projection plus exactly the adapter\'s output', async () => {
+    const dir = makeTiny('q8-lora');
+    const lm: LoadedModel = await loadModel(dir, { inferenceOnly: true, weights: 'q8' });
+    const tensors: AdapterTensors = initLoraWeights(lm.config, DEFAULT_LORA_SPEC, 1);
+    for (const [name, t] of tensors) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.2 * Math.sin(3 * i)));
+    const qkv = lm.model.blocks[0].attention.qkv;
+    const x = tf.randomNormal([3, lm.config.hiddenSize], 0, 1, 'float32', 9) as tf.Tensor2D;
+    const base = qkv.forward(x);
+    const attachment = applyAdapter(lm, { spec: DEFAULT_LORA_SPEC, tensors });
+    const withAdapter = qkv.forward(x);
+    // The adapters' own outputs, in f32, side by side as the fused q|k|v columns.
+    const layers = attachment.layers.filter((l) => l.layer === 0 && ['q_proj', 'k_proj', 'v_proj'].includes(l.target));
+    const delta = tf.concat(layers.map((l) => l.forward(x)), 1);
+    expect(maxAbsDiff(tf.sub(withAdapter, base).dataSync(), delta.dataSync())).toBeLessThan(1e-5);
+    expect(tf.max(tf.abs(delta)).dataSync()[0]).toBeGreaterThan(0.1);
+    attachment.dispose();
+    tf.dispose([x, base, withAdapter, delta]);
+    lm.dispose();
   });
 });
