@@ -107,8 +107,11 @@
 //    accumulators, exact; at the end of each block, its integer sums, as f32, times the
 //    weight scale times the x scale are added to the f32 accumulators that started from the
 //    bias. A single row reads a quarter of the f32 bytes and does half the vector work per
-//    weight. Rows go in pairs (each widened pair of steps feeds two rows) and one; the
-//    one-row tile is always the narrow one (oneRowWide is ignored).
+//    weight. Rows go four at a time, then in a pair, then one: each widened pair of steps
+//    feeds all the tile's rows. The 4-row tile keeps its 8 integer sums in registers and its
+//    f32 sums in out itself, read and written once per block (16 of them would not fit the
+//    16 SIMD registers beside the sums). The one-row tile is always the narrow one
+//    (oneRowWide is ignored).
 //
 // Loop order: panel groups outermost, so each panel streams from memory once per call, while
 // the x rows (M * K floats: a few KB when decoding) stay in cache across all panels.
@@ -502,6 +505,9 @@ export function matmulQ8(x: usize, packed: usize, bias: usize, out: usize, M: i3
     const last = min<i32>(panelTo, first + group);
     if (readAhead != 0) touch(packed + <usize>first * panelBytes, <usize>(last - first) * panelBytes, out + ((<usize>first) << 5));
     let r = 0;
+    for (; r + 4 <= M; r += 4) {
+      for (let p = first; p < last; p++) tileQ8x4(xt + <usize>r * xRow, xRow, K, packed + <usize>p * panelBytes, blocks, out + <usize>r * outRow + ((<usize>p) << 5), outRow, bias + ((<usize>p) << 5), bias != 0);
+    }
     for (; r + 2 <= M; r += 2) {
       for (let p = first; p < last; p++) tileQ8x2(xt + <usize>r * xRow, xRow, K, packed + <usize>p * panelBytes, blocks, out + <usize>r * outRow + ((<usize>p) << 5), outRow, bias + ((<usize>p) << 5), bias != 0);
     }
@@ -582,4 +588,52 @@ export function matmulQ8(x: usize, packed: usize, bias: usize, out: usize, M: i3
   v128.store(out, a1, 16);
   v128.store(out + outRow, b0);
   v128.store(out + outRow, b1, 16);
+}
+
+/** The f32 sums of one row's 8 columns at out, plus one block's integer sums (s0: columns 0-3, s1: 4-7) times their scales. */
+@inline function addBlock(out: usize, s0: v128, s1: v128, w0: v128, w1: v128, d: v128): void {
+  v128.store(out, f32x4.add(v128.load(out), f32x4.mul(f32x4.convert_i32x4_s(s0), f32x4.mul(w0, d))));
+  v128.store(out, f32x4.add(v128.load(out, 16), f32x4.mul(f32x4.convert_i32x4_s(s1), f32x4.mul(w1, d))), 16);
+}
+
+/** tileQ8x2 for four rows, its f32 sums kept in out between blocks (section 8). */
+@inline function tileQ8x4(xq: usize, xRow: usize, K: i32, panel: usize, blocks: i32, out: usize, outRow: usize, bias: usize, hasBias: bool): void {
+  const start0 = bias0(bias, hasBias), start1 = bias1(bias, hasBias);
+  for (let i: usize = 0; i < 4; i++) {
+    v128.store(out + i * outRow, start0);
+    v128.store(out + i * outRow, start1, 16);
+  }
+  const scales = xq + ((<usize>K) << 1);
+  let w = panel;
+  let xs = xq;
+  for (let b = 0; b < blocks; b++) {
+    let a0 = i32x4.splat(0), a1 = i32x4.splat(0), b0 = i32x4.splat(0), b1 = i32x4.splat(0);
+    let c0 = i32x4.splat(0), c1 = i32x4.splat(0), d0 = i32x4.splat(0), d1 = i32x4.splat(0);
+    for (let step: usize = 0; step < 256; step += 16) {
+      const v = v128.load(w + step);
+      const lo = i16x8.extend_low_i8x16_s(v);
+      const hi = i16x8.extend_high_i8x16_s(v);
+      let xk = v128.load32_splat(xs);
+      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(lo, xk));
+      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(hi, xk));
+      xk = v128.load32_splat(xs + xRow);
+      b0 = i32x4.add(b0, i32x4.dot_i16x8_s(lo, xk));
+      b1 = i32x4.add(b1, i32x4.dot_i16x8_s(hi, xk));
+      xk = v128.load32_splat(xs + 2 * xRow);
+      c0 = i32x4.add(c0, i32x4.dot_i16x8_s(lo, xk));
+      c1 = i32x4.add(c1, i32x4.dot_i16x8_s(hi, xk));
+      xk = v128.load32_splat(xs + 3 * xRow);
+      d0 = i32x4.add(d0, i32x4.dot_i16x8_s(lo, xk));
+      d1 = i32x4.add(d1, i32x4.dot_i16x8_s(hi, xk));
+      xs += 4;
+    }
+    const w0 = v128.load(w, 256);
+    const w1 = v128.load(w, 272);
+    const scale = scales + (<usize>b << 2);
+    addBlock(out, a0, a1, w0, w1, v128.load32_splat(scale));
+    addBlock(out + outRow, b0, b1, w0, w1, v128.load32_splat(scale + xRow));
+    addBlock(out + 2 * outRow, c0, c1, w0, w1, v128.load32_splat(scale + 2 * xRow));
+    addBlock(out + 3 * outRow, d0, d1, w0, w1, v128.load32_splat(scale + 3 * xRow));
+    w += Q8_PANEL_BLOCK;
+  }
 }
