@@ -39,6 +39,7 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
 const MATMUL_KERNEL = 'TrainyardPackedMatMul';
 const THREADED_MATMUL_KERNEL = 'TrainyardThreadedMatMul';
 const PACK_KERNEL = 'TrainyardPackPanels';
+const SPLIT_KERNEL = 'TrainyardSplitColumns';
 
 /** Columns per panel of the packed layout. */
 const PANEL = 8;
@@ -53,6 +54,11 @@ interface Kernels extends MatmulKernels {
   isBf16(w: number, count: number): number;
   pack(w: number, packed: number, K: number, N: number, bf16: number): void;
   packQ8(w: number, packed: number, K: number, N: number): void;
+  copyColumns(x: number, out: number, M: number, N: number, from: number, width: number): void;
+}
+
+interface SplitAttrs extends tf.NamedAttrMap {
+  sizes: number[];
 }
 
 /** The kernels' attribute: how the panels hold the weights. */
@@ -174,6 +180,37 @@ tf.registerKernel({
     return out;
   },
 });
+
+tf.registerKernel({
+  kernelName: SPLIT_KERNEL,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { x } = inputs as Record<'x', tf.TensorInfo>;
+    const { sizes } = attrs as SplitAttrs;
+    const wasm = backend as unknown as WasmBackendInternals;
+    const [M, N] = x.shape;
+    const kernels = kernelsFor(backend) as Kernels;
+    let from = 0;
+    return sizes.map((width) => {
+      const out = wasm.makeOutput([M, width], 'float32');
+      kernels.copyColumns(heapOffset(wasm, x), heapOffset(wasm, out), M, N, from, width);
+      from += width;
+      return out;
+    });
+  },
+});
+
+/**
+ * x [M, N] split into column blocks of `sizes` (summing to N), as tf.split(x, sizes, 1) gives
+ * them: the parts of a fused projection's output. On the kernel where it runs and no gradient
+ * is being recorded (it has none), else tf.split.
+ */
+export function splitColumns(x: tf.Tensor2D, sizes: number[]): tf.Tensor2D[] {
+  if (x.dtype !== 'float32' || !matMulKernelAvailable() || tf.engine().isTapeOn()) return tf.split(x, sizes, 1) as tf.Tensor2D[];
+  if (sizes.reduce((a, b) => a + b, 0) !== x.shape[1]) throw new Error(`splitColumns: sizes [${sizes}] do not add up to ${x.shape[1]} columns`);
+  const attrs: SplitAttrs = { sizes };
+  return tf.engine().runKernel(SPLIT_KERNEL, { x }, attrs) as unknown as tf.Tensor2D[];
+}
 
 /** The kernel's export for panels of `format`. */
 function matmulFor(kernels: MatmulKernels, format: PanelFormat): MatmulKernels['matmulF32'] {
