@@ -4,14 +4,15 @@
  * 576x49152, all distinct, so that the weights stream from memory as in the real model
  * (540 MB; together they are far larger than any cache). tf.matMul (XNNPACK) against the
  * packed-weight WebAssembly kernel (src/kernels/matmul.ts) with f32 panels and with bf16
- * panels (the weights are rounded to bf16 first, so all three multiply the same values),
- * on the wasm backend, for M rows.
+ * panels (the weights are rounded to bf16 first, so these three multiply the same values),
+ * and with q8 panels (the same weights quantized to 8 bits: other products, within the
+ * quantization error), on the wasm backend, for M rows.
  *
  *   npx tsx libs/engine/bench/matmul.bench.ts
  *   MS=1,4,8 ROUNDS=15 npx tsx libs/engine/bench/matmul.bench.ts
  *
  * MS: row counts, decoding (1-8) and prefill (16 and more; 64 takes about a second per
- * pass). The three run in alternation, round after round; each figure is the median over the
+ * pass). The four run in alternation, round after round; each figure is the median over the
  * rounds of one pass over all the matrices. Prints a markdown table.
  */
 import * as tf from '@tensorflow/tfjs-core';
@@ -37,6 +38,7 @@ interface Matrix {
   weightT: tf.Tensor2D;
   packed: PackedWeights;
   halves: PackedWeights;
+  q8: PackedWeights;
 }
 
 function median(values: number[]): number {
@@ -57,12 +59,12 @@ async function main(): Promise<void> {
     const uniform = tf.randomUniform([K, N], -0.05, 0.05, 'float32', i);
     const weightT = tf.tensor2d(bf16ToF32(f32ToBf16(uniform.dataSync() as Float32Array)), [K, N]);
     uniform.dispose();
-    const [packed, halves] = [packWeights(weightT, 'f32'), packWeights(weightT)];
-    if (!packed || !halves?.bf16) throw new Error('the matmul kernel is not available on this backend');
-    return { K, weightT, packed, halves };
+    const [packed, halves, q8] = [packWeights(weightT, 'f32'), packWeights(weightT), packWeights(weightT, 'q8')];
+    if (!packed || !halves?.bf16 || q8?.format !== 'q8') throw new Error('the matmul kernel is not available on this backend');
+    return { K, weightT, packed, halves, q8 };
   });
   const flops = (M: number) => SHAPES.reduce((s, [K, N]) => s + 2 * M * K * N, 0);
-  console.log('| M | tf.matMul | kernel, f32 panels | speed-up | kernel, bf16 panels | speed-up |\n|---|---|---|---|---|---|');
+  console.log('| M | tf.matMul | kernel, f32 panels | speed-up | kernel, bf16 panels | speed-up | kernel, q8 panels | speed-up |\n|---|---|---|---|---|---|---|---|');
   for (const M of MS) {
     const xs = new Map([576, 1536].map((K) => [K, tf.randomNormal([M, K], 0, 1, 'float32', K) as tf.Tensor2D]));
     const x = (m: Matrix) => xs.get(m.K) as tf.Tensor2D;
@@ -70,13 +72,14 @@ async function main(): Promise<void> {
       () => matrices.forEach((m) => tf.matMul(x(m), m.weightT).dispose()),
       () => matrices.forEach((m) => (packedMatMul(x(m), m.packed) as tf.Tensor).dispose()),
       () => matrices.forEach((m) => (packedMatMul(x(m), m.halves) as tf.Tensor).dispose()),
+      () => matrices.forEach((m) => (packedMatMul(x(m), m.q8) as tf.Tensor).dispose()),
     ];
     variants.forEach((run) => run()); // warm-up: XNNPACK packs each weight on its first use
     const times: number[][] = variants.map(() => []);
     for (let round = 0; round < ROUNDS; round++) variants.forEach((run, i) => times[i].push(timed(run)));
-    const [tfjs, kernel, halves] = times.map(median);
+    const [tfjs, kernel, halves, q8] = times.map(median);
     const cell = (ms: number) => `${ms.toFixed(1)} ms (${(flops(M) / ms / 1e6).toFixed(1)} GFLOP/s)`;
-    console.log(`| ${M} | ${cell(tfjs)} | ${cell(kernel)} | ${(tfjs / kernel).toFixed(2)}x | ${cell(halves)} | ${(tfjs / halves).toFixed(2)}x |`);
+    console.log(`| ${M} | ${cell(tfjs)} | ${cell(kernel)} | ${(tfjs / kernel).toFixed(2)}x | ${cell(halves)} | ${(tfjs / halves).toFixed(2)}x | ${cell(q8)} | ${(tfjs / q8).toFixed(2)}x |`);
     tf.dispose([...xs.values()]);
   }
 }

@@ -85,6 +85,27 @@
 //    SmolLM2-135M, streamed from memory: 4 rows in 32 ms against 45-48, 3 rows 27-28 against
 //    31-35; in cache, the same). A single row reads x in place: it is already one stream.
 //
+// 8. 8-bit weights (q8: the Q8_0 layout of llama.cpp, for serving). Along k, each column's
+//    weights are cut into blocks of 32 (K a multiple of 32), stored as int8 with one f32
+//    scale per block: d = max |w| / 127, q = round(w / d) (to nearest, ties to even). A panel
+//    block holds the 8 columns' 32 steps as 16 pairs of steps, 16 bytes each, every column's
+//    two weights side by side (bytes 2j and 2j + 1: W[2s][j], W[2s + 1][j]), then the 8
+//    scales: 288 bytes for 256 weights, 1.125 bytes a weight. x's rows are quantized the same
+//    way, per block of 32 along k, once per call (quantizeRows, into the scratch xt), as int16
+//    values (so that a 32-bit splat gives a pair of steps) followed by the row's scales. A
+//    pair of steps is then two 8-byte loads that widen to int16 as they load
+//    (v128.load8x8_s: one instruction each on x86-64, where a 16-byte load widened in two
+//    halves takes three or four; 5 % more in cache on AMD Zen 4) and two
+//    i32x4.dot_i16x8_s (lane j: W[2s][j] x[2s] + W[2s + 1][j] x[2s + 1]) into integer
+//    accumulators, exact; at the end of each block, its integer sums, as f32, times the
+//    weight scale times the x scale are added to the f32 accumulators that started from the
+//    bias. A single row reads a quarter of the f32 bytes and does half the vector work per
+//    weight. Rows go four at a time, then in a pair, then one: each widened pair of steps
+//    feeds all the tile's rows. The 4-row tile keeps its 8 integer sums in registers and its
+//    f32 sums in out itself, read and written once per block (16 of them would not fit the
+//    16 SIMD registers beside the sums). The one-row tile is always the narrow one
+//    (oneRowWide is ignored).
+//
 // Loop order: panel groups outermost, so each panel streams from memory once per call, while
 // the x rows (M * K floats: a few KB when decoding) stay in cache across all panels.
 
@@ -393,4 +414,230 @@ function touch(from: usize, bytes: usize, sink: usize): void {
   }
   v128.store(out, a0);
   v128.store(out, a1, 16);
+}
+
+/** Weights of one q8 block along k (section 8). */
+const Q8_BLOCK: i32 = 32;
+
+/** Bytes of one q8 panel block: 16 pairs of steps of 16 int8 weights, then 8 f32 scales (section 8). */
+const Q8_PANEL_BLOCK: usize = 288;
+
+/**
+ * Rearranges w [K, N] (row-major f32) into q8 panels (section 8): panel p, block b at
+ * packed + (p K/32 + b) 288. K a multiple of 32, N a multiple of 8.
+ */
+export function packQ8(w: usize, packed: usize, K: i32, N: i32): void {
+  const blocks = K / Q8_BLOCK;
+  const row = (<usize>N) << 2;
+  for (let p = 0; p < N >> 3; p++) {
+    for (let b = 0; b < blocks; b++) {
+      const block = packed + (<usize>(p * blocks + b)) * Q8_PANEL_BLOCK;
+      for (let j = 0; j < 8; j++) {
+        const column = w + (<usize>(b * Q8_BLOCK)) * row + ((<usize>(8 * p + j)) << 2);
+        let amax: f32 = 0;
+        for (let k = 0; k < Q8_BLOCK; k++) amax = max<f32>(amax, abs<f32>(load<f32>(column + <usize>k * row)));
+        const d: f32 = amax / 127;
+        const id: f32 = d != 0 ? 1 / d : 0;
+        store<f32>(block + 256 + ((<usize>j) << 2), d);
+        for (let k = 0; k < Q8_BLOCK; k++) {
+          const q = <i32>nearest<f32>(load<f32>(column + <usize>k * row) * id);
+          store<i8>(block + ((<usize>(k >> 1)) << 4) + ((<usize>j) << 1) + <usize>(k & 1), <i8>q);
+        }
+      }
+    }
+  }
+}
+
+/** Bytes of one row of x quantized by quantizeRows: K int16 values, then K/32 f32 scales (section 8). */
+@inline function q8RowBytes(K: i32): usize {
+  return ((<usize>K) << 1) + ((<usize>K) >> 3);
+}
+
+/**
+ * x [M, K] (f32) quantized per block of 32 along k into xq (as large as x suffices): each row
+ * as K int16 values in [-127, 127] and then its K/32 scales (section 8). What matmulQ8 reads;
+ * run once per product, before it.
+ */
+export function quantizeRows(x: usize, xq: usize, M: i32, K: i32): void {
+  const rowBytes = q8RowBytes(K);
+  const blocks = K / Q8_BLOCK;
+  for (let r = 0; r < M; r++) {
+    const from = x + ((<usize>(r * K)) << 2);
+    const values = xq + <usize>r * rowBytes;
+    const scales = values + ((<usize>K) << 1);
+    for (let b = 0; b < blocks; b++) {
+      const src = from + (<usize>b << 7);
+      let m = f32x4.abs(v128.load(src));
+      for (let i: usize = 16; i < 128; i += 16) m = f32x4.max(m, f32x4.abs(v128.load(src + i)));
+      const amax = max<f32>(max<f32>(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), max<f32>(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
+      const d: f32 = amax / 127;
+      const id = f32x4.splat(d != 0 ? 1 / d : 0);
+      store<f32>(scales + (<usize>b << 2), d);
+      const dst = values + (<usize>b << 6);
+      for (let i: usize = 0; i < 4; i++) {
+        const lo = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src + (i << 5)), id)));
+        const hi = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(src + (i << 5) + 16), id)));
+        v128.store(dst + (i << 4), i16x8.narrow_i32x4_s(lo, hi));
+      }
+    }
+  }
+}
+
+/**
+ * matmulF32 for q8 panels (section 8), with xt holding x quantized by quantizeRows (for every
+ * M, one row included); x itself is not read. K a multiple of 32. The result depends only on
+ * the quantized values: the same bits however the panels are divided between calls.
+ */
+export function matmulQ8(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32, xt: usize, panelFrom: i32, panelTo: i32): void {
+  const outRow = (<usize>N) << 2;
+  const xRow = q8RowBytes(K);
+  const blocks = K / Q8_BLOCK;
+  const panelBytes = (<usize>blocks) * Q8_PANEL_BLOCK;
+  const group = max<i32>(1, (readAhead != 0 ? READ_AHEAD_GROUP_BYTES : GROUP_BYTES) / <i32>panelBytes);
+  for (let first = panelFrom; first < panelTo; first += group) {
+    const last = min<i32>(panelTo, first + group);
+    if (readAhead != 0) touch(packed + <usize>first * panelBytes, <usize>(last - first) * panelBytes, out + ((<usize>first) << 5));
+    let r = 0;
+    for (; r + 4 <= M; r += 4) {
+      for (let p = first; p < last; p++) tileQ8x4(xt + <usize>r * xRow, xRow, K, packed + <usize>p * panelBytes, blocks, out + <usize>r * outRow + ((<usize>p) << 5), outRow, bias + ((<usize>p) << 5), bias != 0);
+    }
+    for (; r + 2 <= M; r += 2) {
+      for (let p = first; p < last; p++) tileQ8x2(xt + <usize>r * xRow, xRow, K, packed + <usize>p * panelBytes, blocks, out + <usize>r * outRow + ((<usize>p) << 5), outRow, bias + ((<usize>p) << 5), bias != 0);
+    }
+    if (r < M) {
+      for (let p = first; p < last; p++) tileQ8x1(xt + <usize>r * xRow, K, packed + <usize>p * panelBytes, blocks, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0);
+    }
+  }
+}
+
+/** out[0][0..8] = bias + one quantized row (values at xq, scales K int16 later) times one q8 panel. */
+@inline function tileQ8x1(xq: usize, K: i32, panel: usize, blocks: i32, out: usize, bias: usize, hasBias: bool): void {
+  let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
+  const scales = xq + ((<usize>K) << 1);
+  let w = panel;
+  let xs = xq;
+  for (let b = 0; b < blocks; b++) {
+    let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
+    for (let step: usize = 0; step < 256; step += 64) {
+      const p = w + step;
+      let xk = v128.load32_splat(xs);
+      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(v128.load8x8_s(p), xk));
+      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(v128.load8x8_s(p, 8), xk));
+      xk = v128.load32_splat(xs, 4);
+      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(v128.load8x8_s(p, 16), xk));
+      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(v128.load8x8_s(p, 24), xk));
+      xk = v128.load32_splat(xs, 8);
+      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(v128.load8x8_s(p, 32), xk));
+      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(v128.load8x8_s(p, 40), xk));
+      xk = v128.load32_splat(xs, 12);
+      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(v128.load8x8_s(p, 48), xk));
+      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(v128.load8x8_s(p, 56), xk));
+      xs += 16;
+    }
+    const d = v128.load32_splat(scales + (<usize>b << 2));
+    a0 = f32x4.add(a0, f32x4.mul(f32x4.convert_i32x4_s(s0), f32x4.mul(v128.load(w, 256), d)));
+    a1 = f32x4.add(a1, f32x4.mul(f32x4.convert_i32x4_s(s1), f32x4.mul(v128.load(w, 272), d)));
+    w += Q8_PANEL_BLOCK;
+  }
+  v128.store(out, a0);
+  v128.store(out, a1, 16);
+}
+
+/** tileQ8x1 for two rows (xRow bytes apart in xq, outRow apart in out): each widened pair of steps feeds both. */
+@inline function tileQ8x2(xq: usize, xRow: usize, K: i32, panel: usize, blocks: i32, out: usize, outRow: usize, bias: usize, hasBias: bool): void {
+  let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
+  let b0 = a0, b1 = a1;
+  const scales = xq + ((<usize>K) << 1);
+  let w = panel;
+  let xs = xq;
+  for (let b = 0; b < blocks; b++) {
+    let s0 = i32x4.splat(0), s1 = i32x4.splat(0), t0 = i32x4.splat(0), t1 = i32x4.splat(0);
+    for (let step: usize = 0; step < 256; step += 16) {
+      const lo = v128.load8x8_s(w + step);
+      const hi = v128.load8x8_s(w + step, 8);
+      let xk = v128.load32_splat(xs);
+      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(lo, xk));
+      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(hi, xk));
+      xk = v128.load32_splat(xs + xRow);
+      t0 = i32x4.add(t0, i32x4.dot_i16x8_s(lo, xk));
+      t1 = i32x4.add(t1, i32x4.dot_i16x8_s(hi, xk));
+      xs += 4;
+    }
+    const w0 = v128.load(w, 256);
+    const w1 = v128.load(w, 272);
+    let d = v128.load32_splat(scales + (<usize>b << 2));
+    a0 = f32x4.add(a0, f32x4.mul(f32x4.convert_i32x4_s(s0), f32x4.mul(w0, d)));
+    a1 = f32x4.add(a1, f32x4.mul(f32x4.convert_i32x4_s(s1), f32x4.mul(w1, d)));
+    d = v128.load32_splat(scales + xRow + (<usize>b << 2));
+    b0 = f32x4.add(b0, f32x4.mul(f32x4.convert_i32x4_s(t0), f32x4.mul(w0, d)));
+    b1 = f32x4.add(b1, f32x4.mul(f32x4.convert_i32x4_s(t1), f32x4.mul(w1, d)));
+    w += Q8_PANEL_BLOCK;
+  }
+  v128.store(out, a0);
+  v128.store(out, a1, 16);
+  v128.store(out + outRow, b0);
+  v128.store(out + outRow, b1, 16);
+}
+
+/** The f32 sums of one row's 8 columns at out, plus one block's integer sums (s0: columns 0-3, s1: 4-7) times their scales. */
+@inline function addBlock(out: usize, s0: v128, s1: v128, w0: v128, w1: v128, d: v128): void {
+  v128.store(out, f32x4.add(v128.load(out), f32x4.mul(f32x4.convert_i32x4_s(s0), f32x4.mul(w0, d))));
+  v128.store(out, f32x4.add(v128.load(out, 16), f32x4.mul(f32x4.convert_i32x4_s(s1), f32x4.mul(w1, d))), 16);
+}
+
+/** tileQ8x2 for four rows, its f32 sums kept in out between blocks (section 8). */
+@inline function tileQ8x4(xq: usize, xRow: usize, K: i32, panel: usize, blocks: i32, out: usize, outRow: usize, bias: usize, hasBias: bool): void {
+  const start0 = bias0(bias, hasBias), start1 = bias1(bias, hasBias);
+  for (let i: usize = 0; i < 4; i++) {
+    v128.store(out + i * outRow, start0);
+    v128.store(out + i * outRow, start1, 16);
+  }
+  const scales = xq + ((<usize>K) << 1);
+  let w = panel;
+  let xs = xq;
+  for (let b = 0; b < blocks; b++) {
+    let a0 = i32x4.splat(0), a1 = i32x4.splat(0), b0 = i32x4.splat(0), b1 = i32x4.splat(0);
+    let c0 = i32x4.splat(0), c1 = i32x4.splat(0), d0 = i32x4.splat(0), d1 = i32x4.splat(0);
+    for (let step: usize = 0; step < 256; step += 16) {
+      const lo = v128.load8x8_s(w + step);
+      const hi = v128.load8x8_s(w + step, 8);
+      let xk = v128.load32_splat(xs);
+      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(lo, xk));
+      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(hi, xk));
+      xk = v128.load32_splat(xs + xRow);
+      b0 = i32x4.add(b0, i32x4.dot_i16x8_s(lo, xk));
+      b1 = i32x4.add(b1, i32x4.dot_i16x8_s(hi, xk));
+      xk = v128.load32_splat(xs + 2 * xRow);
+      c0 = i32x4.add(c0, i32x4.dot_i16x8_s(lo, xk));
+      c1 = i32x4.add(c1, i32x4.dot_i16x8_s(hi, xk));
+      xk = v128.load32_splat(xs + 3 * xRow);
+      d0 = i32x4.add(d0, i32x4.dot_i16x8_s(lo, xk));
+      d1 = i32x4.add(d1, i32x4.dot_i16x8_s(hi, xk));
+      xs += 4;
+    }
+    const w0 = v128.load(w, 256);
+    const w1 = v128.load(w, 272);
+    const scale = scales + (<usize>b << 2);
+    addBlock(out, a0, a1, w0, w1, v128.load32_splat(scale));
+    addBlock(out + outRow, b0, b1, w0, w1, v128.load32_splat(scale + xRow));
+    addBlock(out + 2 * outRow, c0, c1, w0, w1, v128.load32_splat(scale + 2 * xRow));
+    addBlock(out + 3 * outRow, d0, d1, w0, w1, v128.load32_splat(scale + 3 * xRow));
+    w += Q8_PANEL_BLOCK;
+  }
+}
+
+/**
+ * Columns [from, from + width) of x [M, N] into out [M, width]: one part of a fused
+ * projection's output (q|k|v, gate|up) as a tensor of its own. tfjs's own split copies
+ * these in JavaScript, about 70 us for a single row of 3072 floats.
+ */
+export function copyColumns(x: usize, out: usize, M: i32, N: i32, from: i32, width: i32): void {
+  const bytes = (<usize>width) << 2;
+  for (let r = 0; r < M; r++) {
+    const src = x + ((<usize>(r * N + from)) << 2);
+    const dst = out + <usize>r * bytes;
+    let i: usize = 0;
+    for (; i + 16 <= bytes; i += 16) v128.store(dst + i, v128.load(src + i));
+    for (; i < bytes; i += 4) store<f32>(dst + i, load<f32>(src + i));
+  }
 }

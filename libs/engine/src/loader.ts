@@ -29,6 +29,10 @@ export interface LoadedModel {
 export const READ_AHEAD_SETTINGS = ['auto', 'on', 'off'] as const;
 export type ReadAheadSetting = (typeof READ_AHEAD_SETTINGS)[number];
 
+/** loadModel's weights values, and the inference worker's WEIGHTS. */
+export const WEIGHTS_SETTINGS = ['checkpoint', 'q8'] as const;
+export type WeightsSetting = (typeof WEIGHTS_SETTINGS)[number];
+
 /** loadModel's oneRowTile values, and the inference worker's MATMUL_ONE_ROW_TILE. */
 export const ONE_ROW_TILE_SETTINGS = ['auto', 'narrow', 'wide'] as const;
 export type OneRowTileSetting = (typeof ONE_ROW_TILE_SETTINGS)[number];
@@ -56,6 +60,15 @@ export interface LoadOptions {
    * share. Default 1. A process that decodes on all of a machine's cores sets their number.
    */
   matmulThreads?: number;
+  /**
+   * With inferenceOnly, how the projections' weights are held: 'checkpoint' (the default) as
+   * the checkpoint stores them (f32, or bf16 when every weight is one), or 'q8', quantized at
+   * load to 8 bits in blocks of 32 with one scale each (the Q8_0 layout; kernels/matmul.ts,
+   * section 8): a quarter of the f32 bytes and faster decoding, at the cost of logits and
+   * logprobs that differ from f32 within the bound docs/benchmarks.md gives. Ignored without
+   * inferenceOnly: training and its logprobs stay on the checkpoint's weights.
+   */
+  weights?: WeightsSetting;
 }
 
 export async function loadModel(dir: string, options: LoadOptions = {}): Promise<LoadedModel> {
@@ -115,7 +128,7 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
   /** A projection the model will own; with inferenceOnly, packed and its [in, out] copy freed before the next weight is read, so that the next copy reuses this one's space. */
   const frozen = (l: FrozenLinear) => {
     linears.push(l);
-    if (options.inferenceOnly) l.releaseForInference();
+    if (options.inferenceOnly) l.releaseForInference(options.weights === 'q8' ? 'q8' : 'auto');
     return l;
   };
   const vector = (name: string, size: number) => track(tf.tensor1d(checkpoint.read(name, [size]).data));

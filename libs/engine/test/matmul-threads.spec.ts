@@ -5,7 +5,8 @@ import { PackedWeights, packWeights, packedMatMul, startMatMulThreads, stopMatMu
 import { Arena, sharedMemory } from '../src/kernels/matmul-threads';
 import { loadModel } from '../src/loader';
 import { generateBatch } from '../src/generate';
-import { makeTiny, useBackend } from './helpers';
+import { makeTiny, maxAbsDiff, rowsOf, useBackend } from './helpers';
+import { referenceForward } from './reference';
 
 describe('matmul threads: one copy of the weights, every product divided between threads', () => {
   beforeAll(() => useBackend('wasm'));
@@ -90,6 +91,27 @@ describe('matmul threads: one copy of the weights, every product divided between
     };
     const one = await run(1);
     expect(await run(2)).toEqual(one);
+  });
+
+  it('prefills a prompt with every projection on the kernel, divided between 2 threads, to the plain-JS reference logits', async () => {
+    const dir = makeTiny('prefill-threads', { overrides: { numLayers: 2 }, initStd: 0.2 });
+    const lm = await loadModel(dir, { inferenceOnly: true, matmulThreads: 2 });
+    try {
+      // Released weights: a projection that left the kernel for tf.matMul would throw.
+      expect(lm.model.linears().every(({ linear }) => linear.released)).toBe(true);
+      expect(lm.model.packedWeights().every((p) => p.threaded !== null)).toBe(true);
+      const tokens = Array.from({ length: 40 }, (_, i) => 3 + ((i * 53) % 500));
+      const cache = lm.model.newCache();
+      cache.addEmptyRow();
+      const logits = lm.model.forward([tokens], { cache });
+      const ours = rowsOf(logits);
+      logits.dispose();
+      cache.dispose();
+      const ref = referenceForward(dir, tokens);
+      ours.forEach((row, t) => expect(maxAbsDiff(row, ref[t])).toBeLessThan(1e-4));
+    } finally {
+      lm.dispose();
+    }
   });
 });
 

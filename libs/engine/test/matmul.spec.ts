@@ -23,6 +23,27 @@ describe('packed matMul kernel (wasm)', () => {
     expect(matMulKernelAvailable()).toBe(true);
   });
 
+  it('splits a fused projection\'s output into column blocks exactly as tf.split does, and falls back to it under a gradient', () => {
+    tf.tidy(() => {
+      for (const [M, sizes] of [
+        [1, [768, 192]],
+        [5, [13, 3, 8]],
+      ] as const) {
+        const N = sizes.reduce((a, b) => a + b, 0);
+        const x = tf.randomNormal([M, N], 0, 1, 'float32', N) as tf.Tensor2D;
+        const ours = matmul.splitColumns(x, [...sizes]);
+        const theirs = tf.split(x, [...sizes], 1);
+        expect(ours.map((t) => t.shape)).toEqual(theirs.map((t) => t.shape));
+        ours.forEach((t, i) => expect(Array.from(t.dataSync())).toEqual(Array.from(theirs[i].dataSync())));
+      }
+      ensureTrainingGradients();
+      const x = tf.randomNormal([3, 16], 0, 1, 'float32', 1) as tf.Tensor2D;
+      const grad = tf.grad((v: tf.Tensor) => tf.sum(tf.mul(matmul.splitColumns(v as tf.Tensor2D, [4, 12])[1], 2)))(x);
+      expect(Array.from(grad.dataSync())).toEqual(Array.from({ length: 48 }, (_, i) => (i % 16 >= 4 ? 2 : 0)));
+      expect(() => matmul.splitColumns(x, [4, 4])).toThrow(/do not add up/);
+    });
+  });
+
   // W[k][n] = its index k * N + n, plus a fraction below bf16's precision (f32 panels) or not (bf16).
   const indexWeights = (K: number, N: number, fraction: number) => tf.tensor2d(Float32Array.from({ length: K * N }, (_, i) => i + fraction), [K, N]);
   /** W's index of packed element i, for panels [N/8, K, lanes]. */

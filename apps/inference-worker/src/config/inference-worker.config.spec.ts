@@ -24,4 +24,10 @@ describe('InferenceWorkerConfig', () => {
     expect(() => loadConfig(InferenceWorkerConfig, { MATMUL_THREADS: '0' })).toThrow(/MATMUL_THREADS/);
     expect(() => loadConfig(InferenceWorkerConfig, { MATMUL_THREADS: 'all' })).toThrow(/MATMUL_THREADS/);
   });
+
+  it('holds weights as the checkpoint stores them unless told q8, and refuses any other value, naming it', () => {
+    expect(loadConfig(InferenceWorkerConfig, {}).WEIGHTS).toBe('checkpoint');
+    expect(loadConfig(InferenceWorkerConfig, { WEIGHTS: 'q8' }).WEIGHTS).toBe('q8');
+    expect(() => loadConfig(InferenceWorkerConfig, { WEIGHTS: 'int8' })).toThrow(/WEIGHTS.*"int8"/s);
+  });
 });

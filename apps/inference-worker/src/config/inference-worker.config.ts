@@ -1,4 +1,4 @@
-import { ONE_ROW_TILE_SETTINGS, OneRowTileSetting, READ_AHEAD_SETTINGS, ReadAheadSetting } from '@trainyard/engine';
+import { ONE_ROW_TILE_SETTINGS, OneRowTileSetting, READ_AHEAD_SETTINGS, ReadAheadSetting, WEIGHTS_SETTINGS, WeightsSetting } from '@trainyard/engine';
 import { WorkerConfig } from '@trainyard/runtime';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, Max, Min } from 'class-validator';
@@ -65,4 +65,14 @@ export class InferenceWorkerConfig extends WorkerConfig {
   @Min(1)
   @Max(64)
   MATMUL_THREADS = 1;
+
+  /**
+   * How the loaded models' weights are held: 'checkpoint' (the default) as the checkpoint
+   * stores them (f32, or bf16), or 'q8', quantized to 8 bits at load (blocks of 32 with one
+   * scale, the Q8_0 layout): a quarter of the f32 memory and faster decoding, but logits and
+   * the logprobs returned to the trainer differ slightly from the f32 model's
+   * (docs/benchmarks.md, "8-bit weights"). Training workers are not affected.
+   */
+  @IsIn(WEIGHTS_SETTINGS)
+  WEIGHTS: WeightsSetting = 'checkpoint';
 }

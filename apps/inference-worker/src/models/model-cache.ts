@@ -23,10 +23,10 @@ export class ModelCache implements OnModuleDestroy {
       this.models.delete(dir);
     } else {
       this.logger.log(`loading ${dir}`);
-      const { MATMUL_READ_AHEAD: readAhead, MATMUL_ONE_ROW_TILE: oneRowTile, MATMUL_THREADS: matmulThreads } = this.config;
-      model = loadModel(dir, { inferenceOnly: true, readAhead, oneRowTile, matmulThreads });
+      const { MATMUL_READ_AHEAD: readAhead, MATMUL_ONE_ROW_TILE: oneRowTile, MATMUL_THREADS: matmulThreads, WEIGHTS: weights } = this.config;
+      model = loadModel(dir, { inferenceOnly: true, readAhead, oneRowTile, matmulThreads, weights });
       model.then(
-        () => this.logger.log(`loaded ${dir}; matmul ${describeMatMulPlan(matMulPlan())}, on ${matMulThreads()} thread${matMulThreads() === 1 ? '' : 's'}`),
+        () => this.logger.log(`loaded ${dir}; weights ${weights}, matmul ${describeMatMulPlan(matMulPlan())}, on ${matMulThreads()} thread${matMulThreads() === 1 ? '' : 's'}`),
         () => this.models.delete(dir),
       );
     }

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import type { PanelFormat } from './matmul';
 import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
 
 /**
@@ -40,7 +41,7 @@ const SLOT = {
   Failed: 2,
   /** 1 when the helpers are to exit. */
   Stop: 3,
-  /** The product's arguments, in matmulF32's order from x to xt (then Format: 1 for bf16 panels). */
+  /** The product's arguments, in matmulF32's order from x to xt (then Format: 0 f32, 1 bf16, 2 q8 panels). */
   X: 4,
   Format: 14,
   /** Helper i's panel range is [Ranges + 2i, Ranges + 2i + 1). */
@@ -69,7 +70,7 @@ for (;;) {
   seen = Atomics.load(ctl, slots.Generation);
   if (Atomics.load(ctl, slots.Stop) === 1) break;
   try {
-    const matmul = ctl[slots.Format] === 1 ? kernels.matmulBf16 : kernels.matmulF32;
+    const matmul = [kernels.matmulF32, kernels.matmulBf16, kernels.matmulQ8][ctl[slots.Format]];
     const range = slots.Ranges + 2 * index;
     const a = slots.X;
     matmul(ctl[a], ctl[a + 1], ctl[a + 2], ctl[a + 3], ctl[a + 4], ctl[a + 5], ctl[a + 6], ctl[a + 7], ctl[a + 8], ctl[a + 9], ctl[range], ctl[range + 1]);
@@ -92,14 +93,16 @@ declare const WebAssembly: {
   Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
 };
 
-/** matmulF32 and matmulBf16 of the kernel (libs/engine/kernels/matmul.ts). */
+/** matmulF32, matmulBf16 and matmulQ8 of the kernel (libs/engine/kernels/matmul.ts). */
 type MatmulExport = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
 
 /** The kernel's exports that multiply: what both its builds, on tfjs's heap and on a shared memory, are called for. */
 export interface MatmulKernels {
   interleaveRows(x: number, xt: number, M: number, K: number): void;
+  quantizeRows(x: number, xq: number, M: number, K: number): void;
   matmulF32: MatmulExport;
   matmulBf16: MatmulExport;
+  matmulQ8: MatmulExport;
 }
 
 const PAGE = 64 << 10;
@@ -183,7 +186,7 @@ export interface ThreadedProduct {
   M: number;
   K: number;
   N: number;
-  bf16: boolean;
+  format: PanelFormat;
   readAhead: boolean;
   oneRowWide: boolean;
 }
@@ -246,17 +249,18 @@ export class MatMulThreads {
     const heap = this.memory.buffer;
     new Float32Array(heap, x, M * K).set(p.x);
     if (p.bias) new Float32Array(heap, bias, N).set(p.bias);
-    if (M >= 2) this.kernels.interleaveRows(x, xt, M, K);
+    if (p.format === 'q8') this.kernels.quantizeRows(x, xt, M, K);
+    else if (M >= 2) this.kernels.interleaveRows(x, xt, M, K);
     const panels = N / 8;
     const shares = M * K * N < MIN_SPLIT_MACS * this.threads ? 1 : Math.min(this.threads, panels);
     // Contiguous ranges of panels, as even as whole panels allow: the caller takes the first.
     const bound = (i: number) => Math.round((i * panels) / shares);
     const args = [x, p.packed, p.bias ? bias : 0, out, M, K, N, p.readAhead ? 1 : 0, p.oneRowWide ? 1 : 0, xt] as const;
-    const matmul = p.bf16 ? this.kernels.matmulBf16 : this.kernels.matmulF32;
+    const matmul = p.format === 'q8' ? this.kernels.matmulQ8 : p.format === 'bf16' ? this.kernels.matmulBf16 : this.kernels.matmulF32;
     if (shares > 1) {
       const ctl = this.control;
       ctl.set(args, SLOT.X);
-      ctl[SLOT.Format] = p.bf16 ? 1 : 0;
+      ctl[SLOT.Format] = p.format === 'q8' ? 2 : p.format === 'bf16' ? 1 : 0;
       for (let helper = 0; helper < this.helpers.length; helper++) {
         const share = helper + 1;
         ctl[SLOT.Ranges + 2 * helper] = share < shares ? bound(share) : 0;

@@ -25,6 +25,12 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
  * four (section 2). Which is faster depends on the machine, not on the result, which is the
  * same to the bit: tuneMatMul measures them on a model's weights (MatMulPlan).
  *
+ * For serving, packWeights can also quantize W to 8 bits (format 'q8': blocks of 32 int8
+ * weights along k with one scale each, the Q8_0 layout; the source's section 8): x is then
+ * quantized the same way per call and the products are integer dot products, about a quarter
+ * of the f32 bytes to stream. Unlike bf16, q8 changes the result (docs/benchmarks.md gives
+ * the bound measured on logits and logprobs); training never uses it.
+ *
  * With startMatMulThreads(n), weights packed from then on are kept outside tfjs's heap, once,
  * in a memory that n threads share, and every product is divided between the threads
  * (matmul-threads.ts): the same bits again.
@@ -32,21 +38,34 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
 const MATMUL_KERNEL = 'TrainyardPackedMatMul';
 const THREADED_MATMUL_KERNEL = 'TrainyardThreadedMatMul';
 const PACK_KERNEL = 'TrainyardPackPanels';
+const SPLIT_KERNEL = 'TrainyardSplitColumns';
 
 /** Columns per panel of the packed layout. */
 const PANEL = 8;
+/** Weights per q8 block along k, and float32s a q8 panel block takes (288 bytes: the source's section 8). */
+const Q8_BLOCK = 32;
+const Q8_BLOCK_FLOATS = 72;
+
+/** How panels hold the weights: f32, bf16 (the same values, half the bytes) or q8 (quantized to 8 bits). */
+export type PanelFormat = 'f32' | 'bf16' | 'q8';
 
 interface Kernels extends MatmulKernels {
   isBf16(w: number, count: number): number;
   pack(w: number, packed: number, K: number, N: number, bf16: number): void;
+  packQ8(w: number, packed: number, K: number, N: number): void;
+  copyColumns(x: number, out: number, M: number, N: number, from: number, width: number): void;
 }
 
-/** The kernels' attribute: whether the panels hold bf16 weights (two per float32 of the tensor). */
-interface PanelFormat extends tf.NamedAttrMap {
-  bf16: boolean;
+interface SplitAttrs extends tf.NamedAttrMap {
+  sizes: number[];
 }
 
-interface MatMulAttrs extends PanelFormat {
+/** The kernels' attribute: how the panels hold the weights. */
+interface PanelAttrs extends tf.NamedAttrMap {
+  format: PanelFormat;
+}
+
+interface MatMulAttrs extends PanelAttrs {
   readAhead: boolean;
   oneRowWide: boolean;
 }
@@ -94,11 +113,18 @@ tf.registerKernel({
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { w } = inputs as Record<'w', tf.TensorInfo>;
-    const { bf16 } = attrs as PanelFormat;
+    const { format } = attrs as PanelAttrs;
     const wasm = backend as unknown as WasmBackendInternals;
     const [K, N] = w.shape;
+    const kernels = kernelsFor(backend) as Kernels;
+    if (format === 'q8') {
+      const packed = wasm.makeOutput([N / PANEL, K / Q8_BLOCK, Q8_BLOCK_FLOATS], 'float32');
+      kernels.packQ8(heapOffset(wasm, w), heapOffset(wasm, packed), K, N);
+      return packed;
+    }
+    const bf16 = format === 'bf16';
     const packed = wasm.makeOutput([N / PANEL, K, bf16 ? PANEL / 2 : PANEL], 'float32');
-    (kernelsFor(backend) as Kernels).pack(heapOffset(wasm, w), heapOffset(wasm, packed), K, N, bf16 ? 1 : 0);
+    kernels.pack(heapOffset(wasm, w), heapOffset(wasm, packed), K, N, bf16 ? 1 : 0);
     return packed;
   },
 });
@@ -108,18 +134,19 @@ tf.registerKernel({
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { x, packed, bias } = inputs as Record<'x' | 'packed', tf.TensorInfo> & { bias?: tf.TensorInfo };
-    const { bf16, readAhead, oneRowWide } = attrs as MatMulAttrs;
+    const { format, readAhead, oneRowWide } = attrs as MatMulAttrs;
     const wasm = backend as unknown as WasmBackendInternals;
     const [M, K] = x.shape;
     const N = packed.shape[0] * PANEL;
     const out = wasm.makeOutput([M, N], 'float32');
     const kernels = kernelsFor(backend) as Kernels;
     const biasOffset = bias ? heapOffset(wasm, bias) : 0;
-    const matmul = bf16 ? kernels.matmulBf16 : kernels.matmulF32;
-    // Scratch for x's rows interleaved as the row tiles read them (the source's section 7).
-    const xt = M >= 2 ? wasm.makeOutput([M, K], 'float32') : null;
+    const matmul = matmulFor(kernels, format);
+    // Scratch for x's rows as the tiles read them: interleaved for row tiles (the source's
+    // section 7), or quantized for q8 panels, one row included (section 8).
+    const xt = M >= 2 || format === 'q8' ? wasm.makeOutput([M, K], 'float32') : null;
     try {
-      if (xt) kernels.interleaveRows(heapOffset(wasm, x), heapOffset(wasm, xt), M, K);
+      if (xt) prepareRows(kernels, format, heapOffset(wasm, x), heapOffset(wasm, xt), M, K);
       matmul(heapOffset(wasm, x), heapOffset(wasm, packed), biasOffset, heapOffset(wasm, out), M, K, N, readAhead ? 1 : 0, oneRowWide ? 1 : 0, xt ? heapOffset(wasm, xt) : 0, 0, N / PANEL);
     } finally {
       if (xt) wasm.disposeData(xt.dataId);
@@ -133,7 +160,7 @@ tf.registerKernel({
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { x, bias } = inputs as Record<'x', tf.TensorInfo> & { bias?: tf.TensorInfo };
-    const { bf16, readAhead, oneRowWide, offset, N } = attrs as ThreadedMatMulAttrs;
+    const { format, readAhead, oneRowWide, offset, N } = attrs as ThreadedMatMulAttrs;
     const wasm = backend as unknown as WasmBackendInternals;
     const [M, K] = x.shape;
     const out = wasm.makeOutput([M, N], 'float32');
@@ -145,13 +172,55 @@ tf.registerKernel({
       M,
       K,
       N,
-      bf16,
+      format,
       readAhead,
       oneRowWide,
     });
     return out;
   },
 });
+
+tf.registerKernel({
+  kernelName: SPLIT_KERNEL,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { x } = inputs as Record<'x', tf.TensorInfo>;
+    const { sizes } = attrs as SplitAttrs;
+    const wasm = backend as unknown as WasmBackendInternals;
+    const [M, N] = x.shape;
+    const kernels = kernelsFor(backend) as Kernels;
+    let from = 0;
+    return sizes.map((width) => {
+      const out = wasm.makeOutput([M, width], 'float32');
+      kernels.copyColumns(heapOffset(wasm, x), heapOffset(wasm, out), M, N, from, width);
+      from += width;
+      return out;
+    });
+  },
+});
+
+/**
+ * x [M, N] split into column blocks of `sizes` (summing to N), as tf.split(x, sizes, 1) gives
+ * them: the parts of a fused projection's output. On the kernel where it runs and no gradient
+ * is being recorded (it has none), else tf.split.
+ */
+export function splitColumns(x: tf.Tensor2D, sizes: number[]): tf.Tensor2D[] {
+  if (x.dtype !== 'float32' || !matMulKernelAvailable() || tf.engine().isTapeOn()) return tf.split(x, sizes, 1) as tf.Tensor2D[];
+  if (sizes.reduce((a, b) => a + b, 0) !== x.shape[1]) throw new Error(`splitColumns: sizes [${sizes}] do not add up to ${x.shape[1]} columns`);
+  const attrs: SplitAttrs = { sizes };
+  return tf.engine().runKernel(SPLIT_KERNEL, { x }, attrs) as unknown as tf.Tensor2D[];
+}
+
+/** The kernel's export for panels of `format`. */
+function matmulFor(kernels: MatmulKernels, format: PanelFormat): MatmulKernels['matmulF32'] {
+  return format === 'q8' ? kernels.matmulQ8 : format === 'bf16' ? kernels.matmulBf16 : kernels.matmulF32;
+}
+
+/** x's rows into the scratch xt as the kernel for `format` reads them: quantized (q8), else interleaved for 2 rows and more. */
+function prepareRows(kernels: MatmulKernels, format: PanelFormat, x: number, xt: number, M: number, K: number): void {
+  if (format === 'q8') kernels.quantizeRows(x, xt, M, K);
+  else if (M >= 2) kernels.interleaveRows(x, xt, M, K);
+}
 
 /** True when packWeights and packedMatMul run the kernels on the current backend. */
 export function matMulKernelAvailable(): boolean {
@@ -161,7 +230,8 @@ export function matMulKernelAvailable(): boolean {
 /**
  * A [K, N] weight rearranged for packedMatMul: panels [N/8, K, 8], panels[p][k][j] = W[k][8p + j],
  * as large as the weight itself; or, bf16, [N/8, K, 4] float32 holding the top halves of
- * the same weights, two per float (the kernel source's section 1). They are a tensor in
+ * the same weights, two per float (the kernel source's section 1); or, q8, [N/8, K/32, 72]
+ * float32 holding blocks of 8-bit weights and their scales (section 8). They are a tensor in
  * tfjs's heap, or, packed while matmul threads run, a block of the threads' shared memory.
  * Dispose it with the weight.
  */
@@ -169,31 +239,36 @@ export class PackedWeights {
   private constructor(
     readonly inFeatures: number,
     readonly outFeatures: number,
-    /** Whether the panels hold the weights as bfloat16 (every weight was exactly one): 4 floats per step, not 8. */
-    readonly bf16: boolean,
+    /** How the panels hold the weights. */
+    readonly format: PanelFormat,
     /** The panels in tfjs's heap; null when they are in the threads' memory. */
     readonly panels: tf.Tensor3D | null,
     /** Where the panels are in the threads' memory, and which threads; null when in tfjs's heap. */
     readonly threaded: { threads: MatMulThreads; offset: number } | null,
   ) {}
 
-  static inHeap(panels: tf.Tensor3D): PackedWeights {
-    const [blocks, K, step] = panels.shape;
-    return new PackedWeights(K, blocks * PANEL, step === PANEL / 2, panels, null);
+  static inHeap(panels: tf.Tensor3D, format: PanelFormat, K: number): PackedWeights {
+    return new PackedWeights(K, panels.shape[0] * PANEL, format, panels, null);
   }
 
   /** The panels copied into the threads' memory (and the tensor disposed). */
-  static inThreads(panels: tf.Tensor3D, owner: MatMulThreads): PackedWeights {
-    const [blocks, K, step] = panels.shape;
+  static inThreads(panels: tf.Tensor3D, format: PanelFormat, K: number, owner: MatMulThreads): PackedWeights {
     const view = heapView(tf.backend() as unknown as WasmBackendInternals, panels);
     const offset = owner.store(new Uint8Array(view.buffer, view.byteOffset, view.byteLength));
+    const N = panels.shape[0] * PANEL;
     panels.dispose();
-    return new PackedWeights(K, blocks * PANEL, step === PANEL / 2, null, { threads: owner, offset });
+    return new PackedWeights(K, N, format, null, { threads: owner, offset });
+  }
+
+  /** Whether the panels hold the weights as bfloat16 (every weight was exactly one): 4 floats per step, not 8. */
+  get bf16(): boolean {
+    return this.format === 'bf16';
   }
 
   /** Bytes the panels take. */
   get bytes(): number {
-    return this.inFeatures * this.outFeatures * (this.bf16 ? 2 : 4);
+    const weights = this.inFeatures * this.outFeatures;
+    return this.format === 'q8' ? (weights / Q8_BLOCK) * Q8_BLOCK_FLOATS * 4 / PANEL : weights * (this.bf16 ? 2 : 4);
   }
 
   dispose(): void {
@@ -202,20 +277,30 @@ export class PackedWeights {
   }
 }
 
+/** packWeights' formats: 'auto' and 'f32' keep the weights' values, 'q8' quantizes them. */
+export type PackFormat = 'auto' | 'f32' | 'q8';
+
 /**
  * weightT [K, N] packed for packedMatMul, or null where the kernel does not apply (another
  * backend, not float32, N not a multiple of 8: such weights keep using tf.matMul). With
  * format 'auto', bf16 panels when every weight is exactly a bfloat16, f32 panels otherwise
- * ('f32': always): either way the products are those of weightT. The result is kept out of
- * any enclosing tf.tidy: it lives until disposed.
+ * ('f32': always): either way the products are those of weightT. 'q8' quantizes the weights
+ * to 8 bits (the source's section 8) where K is a multiple of 32, and packs as 'auto' does
+ * otherwise. The result is kept out of any enclosing tf.tidy: it lives until disposed.
  */
-export function packWeights(weightT: tf.Tensor2D, format: 'auto' | 'f32' = 'auto'): PackedWeights | null {
+export function packWeights(weightT: tf.Tensor2D, format: PackFormat = 'auto'): PackedWeights | null {
   if (!matMulKernelAvailable() || weightT.dtype !== 'float32' || weightT.shape[1] % PANEL !== 0) return null;
   const wasm = tf.backend() as unknown as WasmBackendInternals;
-  const bf16 = format === 'auto' && (kernelsFor(wasm) as Kernels).isBf16(heapOffset(wasm, weightT), weightT.size) === 1;
-  const attrs: PanelFormat = { bf16 };
+  const [K] = weightT.shape;
+  const panelFormat: PanelFormat =
+    format === 'q8' && K % Q8_BLOCK === 0
+      ? 'q8'
+      : format !== 'f32' && (kernelsFor(wasm) as Kernels).isBf16(heapOffset(wasm, weightT), weightT.size) === 1
+        ? 'bf16'
+        : 'f32';
+  const attrs: PanelAttrs = { format: panelFormat };
   const panels = tf.keep(tf.engine().runKernel(PACK_KERNEL, { w: weightT }, attrs) as tf.Tensor3D);
-  return threads ? PackedWeights.inThreads(panels, threads) : PackedWeights.inHeap(panels);
+  return threads ? PackedWeights.inThreads(panels, panelFormat, K, threads) : PackedWeights.inHeap(panels, panelFormat, K);
 }
 
 /**
@@ -231,7 +316,7 @@ export function packedMatMul(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Ten
     throw new Error(`packedMatMul: x [${x.shape}], weight [${packed.inFeatures}, ${packed.outFeatures}] and bias [${bias?.shape ?? ''}] do not fit together`);
   }
   const attrs: MatMulAttrs = {
-    bf16: packed.bf16,
+    format: packed.format,
     readAhead: M === 1 ? plan.oneRowReadAhead : plan.rowsReadAhead,
     oneRowWide: plan.oneRowTile === 'wide',
   };

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { PackedWeights, packWeights, packedMatMul } from '../kernels/matmul';
+import { PackFormat, PackedWeights, packWeights, packedMatMul } from '../kernels/matmul';
 
 /**
  * A trainable delta added to a frozen projection's output, e.g. LoRA: (alpha/r) * B(A(x)).
@@ -47,7 +47,8 @@ export interface LinearPart {
  * weights plus one packed copy, as before. A process that both infers and trains (backward
  * enabled: tf.matMul, XNNPACK) holds both copies. A process that only infers releases the
  * [in, out] copy as soon as the packed one exists (releaseForInference, loadModel's
- * inferenceOnly) and holds the weights once.
+ * inferenceOnly) and holds the weights once; it may have them quantized to 8 bits on the way
+ * (q8, for serving), and adapters are still added on top in f32.
  */
 export class FrozenLinear {
   readonly outFeatures: number;
@@ -55,6 +56,8 @@ export class FrozenLinear {
   private backward = false;
   /** The weight in the matmul kernel's layout; undefined until first tried, null where the kernel does not apply. */
   private packed: PackedWeights | null | undefined = undefined;
+  /** How packedWeights() packs the weight: as it is, unless releaseForInference asked for q8. */
+  private packFormat: PackFormat = 'auto';
   /** [in, out]; null once released for inference. */
   private weight: tf.Tensor2D | null;
 
@@ -80,10 +83,13 @@ export class FrozenLinear {
   /**
    * Inference only from now on: packs the weight for the matmul kernel now and frees the
    * [in, out] copy, so that the process holds the weights once (in half the bytes for a bf16
-   * checkpoint) instead of twice. Where the kernel does not apply (another backend), the
-   * weight stays as it is. Afterwards gradients through this projection throw.
+   * checkpoint) instead of twice. With format 'q8' the packed copy is quantized to 8 bits
+   * (a quarter of the f32 bytes; the outputs change within the bound docs/benchmarks.md
+   * gives). Where the kernel does not apply (another backend), the weight stays as it is.
+   * Afterwards gradients through this projection throw.
    */
-  releaseForInference(): void {
+  releaseForInference(format: PackFormat = 'auto'): void {
+    if (this.packed === undefined) this.packFormat = format;
     if (!this.packedWeights() || !this.weight) return;
     this.weight.dispose();
     this.weight = null;
@@ -142,7 +148,7 @@ export class FrozenLinear {
 
   /** The weight in the matmul kernel's layout, packed on first call; null where the kernel does not apply. */
   packedWeights(): PackedWeights | null {
-    if (this.packed === undefined) this.packed = packWeights(this.weightT);
+    if (this.packed === undefined) this.packed = packWeights(this.weightT, this.packFormat);
     return this.packed;
   }
 

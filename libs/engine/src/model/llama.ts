@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
-import type { PackedWeights } from '../kernels/matmul';
+import { splitColumns, type PackedWeights } from '../kernels/matmul';
 import { attend } from './attention';
 import { FrozenLinear } from './linear';
 import { KVCache, MASKED } from './kv-cache';
@@ -58,9 +58,10 @@ export class Attention {
     const G = this.groups;
     const N = B * T;
 
-    const [qk, vFlat] = tf.split(this.qkv.forward(x), [(H + KV) * D, KV * D], 1);
+    const [qk, vFlat] = splitColumns(this.qkv.forward(x), [(H + KV) * D, KV * D]);
     // q and k heads side by side: one rotation for both (q carries the 1/sqrt(D) scale).
-    const [qFlat, kFlat] = tf.split(this.rope.apply(tf.reshape(qk, [N, H + KV, D]), ctx.cos, ctx.sin), [H, KV], 1);
+    const rotated = tf.reshape(this.rope.apply(tf.reshape(qk, [N, H + KV, D]), ctx.cos, ctx.sin), [N, (H + KV) * D]) as tf.Tensor2D;
+    const [qFlat, kFlat] = splitColumns(rotated, [H * D, KV * D]);
 
     let k = toHeadsFirst(tf.reshape(kFlat, [B, T, KV, D]));
     let v = toHeadsFirst(tf.reshape(vFlat, [B, T, KV, D]));
@@ -97,7 +98,8 @@ export class MLP {
   ) {}
 
   forward(x: tf.Tensor2D): tf.Tensor2D {
-    const [gate, up] = tf.split(this.gateUp.forward(x), 2, 1);
+    const gateUp = this.gateUp.forward(x);
+    const [gate, up] = splitColumns(gateUp, [gateUp.shape[1] / 2, gateUp.shape[1] / 2]);
     return this.down.forward(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up));
   }
 }
