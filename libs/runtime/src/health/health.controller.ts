@@ -9,10 +9,11 @@ import { ReadinessService } from './readiness.service';
 export class ProcessHealthController {
   constructor(private readonly readiness: ReadinessService) {}
 
+  /** With the process id: on a host shared by several processes, a probe can tell which one answered. */
   @Get('live')
   @HttpCode(HttpStatus.OK)
-  live(): { status: 'ok' } {
-    return { status: 'ok' };
+  live(): { status: 'ok'; pid: number } {
+    return { status: 'ok', pid: process.pid };
   }
 
   @Get('ready')

@@ -29,7 +29,6 @@ export type AppName =
  * starts them again when they die (see Supervisor); otherwise each is a child of the test.
  */
 export class Stack {
-  readonly baseUrl: string;
   private readonly processes = new Map<AppName, ChildProcess>();
   private readonly replicas: ChildProcess[] = [];
   private supervisor?: Supervisor;
@@ -44,7 +43,6 @@ export class Stack {
     private readonly env: Record<string, string>,
     readonly logDir: string,
   ) {
-    this.baseUrl = `http://127.0.0.1:${ports.get('gateway')}`;
   }
 
   /**
@@ -95,6 +93,11 @@ export class Stack {
     return stack;
   }
 
+  /** The gateway's address (its port may change when another process took the first one). */
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.ports.get('gateway')}`;
+  }
+
   /** The prefix of this stack's JetStream streams and consumers. */
   get jetstreamPrefix(): string {
     return this.env['JETSTREAM_PREFIX'];
@@ -106,7 +109,17 @@ export class Stack {
       await this.waitReady(name);
       return;
     }
-    this.processes.set(name, await this.launch(name, this.ports.get(name) as number, name));
+    // A port found free can be taken by another stack's process before this app binds it:
+    // the app then exits (EADDRINUSE) and is started again on another port.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.processes.set(name, await this.launch(name, this.ports.get(name) as number, name));
+        return;
+      } catch (err) {
+        if (attempt === 3 || !/exited with code/.test((err as Error).message)) throw err;
+        this.ports.set(name, await freePort());
+      }
+    }
   }
 
   /** The stack's supervisor, when it is supervised. */
@@ -147,18 +160,32 @@ export class Stack {
     const log = createWriteStream(join(this.logDir, `${logName}.log`), { flags: 'a' });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
+    // An exit ends the wait at once (waitFor would keep asking until its timeout).
+    let onExit = (): void => undefined;
+    const exited = new Promise<never>((_, reject) => {
+      onExit = () => reject(new Error(`${logName} exited with code ${child.exitCode}; see ${this.logDir}/${logName}.log`));
+      child.once('exit', onExit);
+    });
+    exited.catch(() => undefined);
     try {
-      await waitFor(
-        async () => {
-          if (child.exitCode !== null) throw new Error(`${logName} exited with code ${child.exitCode}; see ${this.logDir}/${logName}.log`);
-          return (await fetch(`http://127.0.0.1:${port}/health/ready`)).ok;
-        },
-        { what: `${logName} to be ready`, timeoutMs: 30_000, intervalMs: 200 },
-      );
+      await Promise.race([
+        exited,
+        waitFor(
+          async () => {
+            // Only this child counts as ready: another process may answer on a port it could not bind.
+            const live = (await (await fetch(`http://127.0.0.1:${port}/health/live`)).json()) as { pid?: number };
+            if (live.pid !== child.pid) return false;
+            return (await fetch(`http://127.0.0.1:${port}/health/ready`)).ok;
+          },
+          { what: `${logName} to be ready`, timeoutMs: 30_000, intervalMs: 200 },
+        ),
+      ]);
     } catch (err) {
       // Never leave a process that did not come up running behind the test.
       child.kill('SIGKILL');
       throw err;
+    } finally {
+      child.off('exit', onExit);
     }
     return child;
   }
