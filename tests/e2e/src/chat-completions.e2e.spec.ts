@@ -1,3 +1,5 @@
+import { resolveWorkQueue, WorkQueues } from '@trainyard/contracts';
+import { connect } from 'nats';
 import OpenAI from 'openai';
 import { startSftJob, uploadSftData, waitForJobEnd } from './support/faults';
 import { Stack } from './support/stack';
@@ -324,11 +326,36 @@ describe('chat completions with the official openai client', () => {
       expect((error as InstanceType<typeof OpenAI.APIError>).param).toBe(param);
     });
 
-    it('refuses a prompt longer than the context window with 400', async () => {
-      const long = 'word '.repeat(3000);
-      const error = await ask({ messages: [{ role: 'user', content: long }] }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-      expect((error as Error).message).toMatch(/context window/);
-    });
+    it('refuses a prompt longer than the context window with 400 context_length_exceeded, before queueing any work', async () => {
+      const nc = await connect({ servers: stack.nats.url });
+      try {
+        const jsm = await nc.jetstreamManager();
+        // Every completion chat queues is one message more in the inference stream, taken or not.
+        const queued = async () => (await jsm.streams.info(resolveWorkQueue(WorkQueues.inference, stack.jetstreamPrefix).stream)).state.last_seq;
+        await ask(); // the stream exists, and the count below starts from a queued completion
+        const before = await queued();
+        const long = 'word '.repeat(3000);
+        for (const stream of [false, true]) {
+          const error = await client.chat.completions
+            .create({ model, messages: [{ role: 'user', content: long }], max_tokens: 16, stream })
+            .catch((e: unknown) => e);
+          expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+          const apiError = error as InstanceType<typeof OpenAI.APIError>;
+          expect(apiError.status).toBe(400);
+          expect(apiError.code).toBe('context_length_exceeded');
+          expect(apiError.param).toBe('messages');
+          expect(apiError.message).toMatch(/This model's maximum context length is 2048 tokens, but the messages resulted in \d+ tokens/);
+        }
+        expect(await queued()).toBe(before);
+        // A max_tokens past what the window has left is not refused: the reply stops at the window.
+        const fits = await ask({ messages: [{ role: 'user', content: 'word '.repeat(1000) }], max_tokens: 256 });
+        const usage = fits.usage as OpenAI.CompletionUsage;
+        expect(usage.prompt_tokens + 256).toBeGreaterThan(2048);
+        expect(usage.total_tokens).toBeLessThanOrEqual(2048);
+        expect(await queued()).toBe(before + 1);
+      } finally {
+        await nc.close();
+      }
+    }, 60_000);
   });
 });

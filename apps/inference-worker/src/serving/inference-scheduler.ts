@@ -17,6 +17,7 @@ import {
   LoraAttachment,
   LoraRouter,
   PromptCache,
+  PromptError,
   toolCallSyntax,
   ToolCallSyntax,
 } from '@trainyard/engine';
@@ -26,7 +27,7 @@ import { JSONCodec, NatsConnection, Subscription } from 'nats';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
 import { AdapterCache } from '../models/adapter-cache';
 import { ModelCache } from '../models/model-cache';
-import { renderPrompt, RunningCompletion } from './completion';
+import { RunningCompletion } from './completion';
 
 const events = JSONCodec<InferenceEventMessage>();
 /** Longer than any completion stays worth starting (the chat service's deadline). */
@@ -208,20 +209,15 @@ export class InferenceScheduler implements OnModuleDestroy {
       return completion;
     } catch (err) {
       this.release(item);
-      // Coded errors say what is wrong (a GrammarError here: max_tokens too small for the
-      // grammar). Anything else comes from rendering the prompt: the messages (or tools) are
-      // ones this model's chat template cannot take.
-      emit(
-        err instanceof ServiceError
-          ? errorEvent(err.code, err.message, err.details.param)
-          : err instanceof GrammarError
-            ? errorEvent(ErrorCode.InvalidRequest, err.message, err.param)
-            : errorEvent(
-                ErrorCode.InvalidRequest,
-                `The chat template of ${item.base_model} cannot render these messages${item.params.tools ? ' and tools' : ''}: ${(err as Error).message}`,
-                'messages',
-              ),
-      );
+      // The refusals the chat service makes before queueing (a prompt the template cannot
+      // render or the window cannot hold), and a GrammarError: max_tokens too small for the grammar.
+      if (err instanceof ServiceError) emit(errorEvent(err.code, err.message, err.details.param));
+      else if (err instanceof PromptError) emit(errorEvent(ErrorCode.InvalidRequest, err.message, 'messages'));
+      else if (err instanceof GrammarError) emit(errorEvent(ErrorCode.InvalidRequest, err.message, err.param));
+      else {
+        this.logger.error(`cannot open ${item.completion_id}: ${(err as Error).stack}`);
+        emit(errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker'));
+      }
       return null;
     }
   }
@@ -278,17 +274,17 @@ export class InferenceScheduler implements OnModuleDestroy {
     }
   }
 
-  /** The rendered prompt, and the tokens it leaves to generate: never past the context window (the choice then ends with "length"). */
+  /**
+   * The rendered prompt, and the tokens it leaves to generate: never past the context window
+   * (the choice then ends with "length"). The chat service refuses a prompt that does not fit
+   * before queueing it, counting it with the same ChatPrompt; this check is a defence only.
+   */
   private prompt(lm: LoadedModel, item: InferenceWorkItem): { promptIds: number[]; maxTokens: number } {
-    const promptIds = renderPrompt(lm, item);
-    const window = lm.config.maxPositionEmbeddings;
-    if (promptIds.length + 1 > window) {
-      throw ServiceError.invalid(
-        `The prompt${item.params.tools ? ' (messages and tools)' : ''} is ${promptIds.length} tokens long; ${item.base_model} has a context window of ${window} tokens`,
-        'messages',
-      );
-    }
-    return { promptIds, maxTokens: Math.min(item.params.max_tokens, window - promptIds.length) };
+    const { messages, tools, max_tokens } = item.params;
+    const promptIds = lm.prompt.encode(messages, tools);
+    const maxTokens = lm.prompt.room(promptIds.length, max_tokens);
+    if (maxTokens < 1) throw ServiceError.contextLengthExceeded(lm.prompt.contextWindow, promptIds.length, tools !== null);
+    return { promptIds, maxTokens };
   }
 
   private batchFor(item: InferenceWorkItem, lm: LoadedModel): Batch {
