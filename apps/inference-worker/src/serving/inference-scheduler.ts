@@ -28,6 +28,7 @@ import { InferenceWorkerConfig } from '../config/inference-worker.config';
 import { AdapterCache } from '../models/adapter-cache';
 import { ModelCache } from '../models/model-cache';
 import { RunningCompletion } from './completion';
+import { grammarSpec, toolCallRequest } from './engine-inputs';
 
 const events = JSONCodec<InferenceEventMessage>();
 /** Longer than any completion stays worth starting (the chat service's deadline). */
@@ -309,15 +310,12 @@ export class InferenceScheduler implements OnModuleDestroy {
   }
 
   private async compileGrammar(lm: LoadedModel, item: InferenceWorkItem, toolSyntax: ToolCallSyntax | null): Promise<CompiledGrammar | null> {
-    const compiler = await this.grammarFor(lm);
-    const { tools, tool_choice, parallel_tool_calls, response_format } = item.params;
-    if (!toolSyntax || !tools || tool_choice === 'none') return compiler.compile(response_format);
-    return compiler.compileToolCalls({
-      syntax: toolSyntax,
-      tools: tools.map((tool) => ({ name: tool.function.name, parameters: tool.function.parameters })),
-      choice: typeof tool_choice === 'object' ? { name: tool_choice.function.name } : tool_choice,
-      parallel: parallel_tool_calls,
-    });
+    const { tools, tool_choice, response_format } = item.params;
+    if (!toolSyntax || !tools || tool_choice === 'none') {
+      const spec = grammarSpec(response_format);
+      return spec ? (await this.grammarFor(lm)).compile(spec) : null;
+    }
+    return (await this.grammarFor(lm)).compileToolCalls(toolCallRequest(item.params, toolSyntax));
   }
 
   private grammarFor(lm: LoadedModel): Promise<JsonGrammarCompiler> {

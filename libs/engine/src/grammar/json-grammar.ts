@@ -6,14 +6,15 @@ import { ANY_WHITESPACE, ONE_LINE, SchemaProbe } from './schema-probe';
 import { ToolCallLexer } from './tool-call-lexer';
 import { Xgrammar, XgCompiledGrammar, XgGrammarCompiler, XgGrammarMatcher, loadXgrammar, matcherFactory } from './xgrammar-loader';
 
-/** OpenAI's response_format. */
-export type ResponseFormat =
-  | { type: 'text' }
-  | { type: 'json_object' }
-  | { type: 'json_schema'; json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null } };
+/**
+ * What a reply must be, as JSON: any JSON object, or a document valid under a JSON schema.
+ * `strict` compiles the schema in xgrammar's strict mode: properties and items the schema does
+ * not name are not generated (the output is valid against the schema either way).
+ */
+export type GrammarSpec = { kind: 'any_object' } | { kind: 'schema'; schema: Record<string, unknown>; strict: boolean };
 
 /**
- * A response_format that cannot be honoured (HTTP 400 at the edge): the message names the
+ * A grammar that cannot be compiled or honoured (HTTP 400 at the edge): the message names the
  * problem, `param` the request field at fault.
  */
 export class GrammarError extends Error {
@@ -80,9 +81,8 @@ const schemaProbe = new SchemaProbe();
  * Compiles response formats and tool calls into token-level grammars (XGrammar) for one
  * tokenizer. One per loaded model; it caches compiled grammars by their definition.
  *
- * json_schema grammars run in xgrammar's strict mode: properties and items the schema does
- * not name are not generated (the output stays valid against the schema either way). So do
- * tool arguments, whether or not the function says `strict`.
+ * Tool arguments are compiled in xgrammar's strict mode (see GrammarSpec), whether or not the
+ * function says `strict`.
  */
 export class JsonGrammarCompiler {
   private readonly cache = new Map<string, Promise<XgCompiledGrammar>>();
@@ -111,10 +111,9 @@ export class JsonGrammarCompiler {
     return new JsonGrammarCompiler(api, compiler, makeMatcher, vocab, eosTokenIds);
   }
 
-  /** null for plain text. Throws GrammarError for a schema that cannot be compiled. */
-  async compile(format: ResponseFormat): Promise<CompiledGrammar | null> {
-    const request = schemaOf(format);
-    if (!request) return null;
+  /** Throws GrammarError for a schema that cannot be compiled. */
+  async compile(spec: GrammarSpec): Promise<CompiledGrammar> {
+    const request = schemaOf(spec);
     const grammar = await this.cached(`${request.strict}\n${request.schema}`, () => this.compileSchema(request.schema, request.strict));
     return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens, 'response_format') };
   }
@@ -250,22 +249,12 @@ function withoutRawControlCharacters(ebnf: string): string {
   return ebnf.split(LENGTH_LIMITED_CHAR).join(JSON_STRING_CHAR);
 }
 
-/** The schema text to compile and whether it is strict, or null for text; rejects malformed formats. */
-function schemaOf(format: ResponseFormat): { schema: string; strict: boolean } | null {
-  switch (format?.type) {
-    case 'text':
-      return null;
-    case 'json_object':
-      return { schema: ANY_OBJECT, strict: false };
-    case 'json_schema': {
-      const schema = format.json_schema?.schema;
-      if (schema === undefined) return { schema: ANY_OBJECT, strict: false };
-      if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
-        throw new GrammarError('response_format.json_schema.schema must be a JSON object');
-      }
-      return { schema: JSON.stringify(schema), strict: true };
-    }
-    default:
-      throw new GrammarError(`response_format.type must be text, json_object or json_schema, not ${JSON.stringify((format as { type?: unknown } | undefined)?.type)}`);
+/** The schema text to compile and whether it is strict; rejects a schema that is not an object. */
+function schemaOf(spec: GrammarSpec): { schema: string; strict: boolean } {
+  if (spec.kind === 'any_object') return { schema: ANY_OBJECT, strict: false };
+  const { schema } = spec;
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+    throw new GrammarError('response_format.json_schema.schema must be a JSON object');
   }
+  return { schema: JSON.stringify(schema), strict: spec.strict };
 }
