@@ -1,5 +1,5 @@
 import type { ChatCompletionParams, ResponseFormat } from '@trainyard/contracts';
-import type { GrammarSpec, ToolCallRequest, ToolCallSyntax } from '@trainyard/engine';
+import type { GrammarBudgetError, GrammarError, GrammarKind, GrammarSpec, ToolCallRequest, ToolCallSyntax } from '@trainyard/engine';
 
 /**
  * The engine's grammar for an OpenAI response_format: none for text, any object for json_object
@@ -27,4 +27,36 @@ export function toolCallRequest(params: ChatCompletionParams, syntax: ToolCallSy
     choice: typeof tool_choice === 'object' ? { name: tool_choice.function.name } : tool_choice === 'required' ? 'required' : 'auto',
     parallel: parallel_tool_calls,
   };
+}
+
+/** What the request calls the grammar a budget problem is about. */
+const GRAMMAR_FIELD: Record<GrammarKind, string> = { json: 'response_format', tool_calls: 'tool_choice' };
+
+/** A GrammarError in the request's own terms: the message names the field at fault, `param` is that field. */
+export function grammarRefusal(err: GrammarError): { message: string; param: string } {
+  const { fault } = err;
+  switch (fault.kind) {
+    case 'schema':
+      return { message: `response_format.json_schema.schema ${err.message}`, param: 'response_format' };
+    case 'tool_parameters': {
+      const param = `tools[${fault.index}].function.parameters`;
+      return { message: `${param} ${err.message}`, param };
+    }
+    case 'choice':
+      return { message: `tool_choice ${err.message}`, param: 'tool_choice' };
+    case 'unclosable': {
+      const field = GRAMMAR_FIELD[fault.grammar];
+      return {
+        message: `${field}'s smallest document is longer than ${fault.maxBytes} bytes: more than constrained decoding can promise to close within max_tokens`,
+        param: field,
+      };
+    }
+    case 'budget': {
+      const { minTokens, maxTokens } = err as GrammarBudgetError;
+      return {
+        message: `${GRAMMAR_FIELD[fault.grammar]} needs at least ${minTokens} tokens for its smallest document, but max_tokens is ${maxTokens}`,
+        param: 'max_tokens',
+      };
+    }
+  }
 }

@@ -28,7 +28,7 @@ import { InferenceWorkerConfig } from '../config/inference-worker.config';
 import { AdapterCache } from '../models/adapter-cache';
 import { ModelCache } from '../models/model-cache';
 import { RunningCompletion } from './completion';
-import { grammarSpec, toolCallRequest } from './engine-inputs';
+import { grammarRefusal, grammarSpec, toolCallRequest } from './engine-inputs';
 
 const events = JSONCodec<InferenceEventMessage>();
 /** Longer than any completion stays worth starting (the chat service's deadline). */
@@ -192,7 +192,7 @@ export class InferenceScheduler implements OnModuleDestroy {
       return await this.compileGrammar(lm, item, toolSyntax);
     } catch (err) {
       this.release(item);
-      if (err instanceof GrammarError) emit(errorEvent(ErrorCode.InvalidRequest, err.message, err.param));
+      if (err instanceof GrammarError) emit(grammarErrorEvent(err));
       else {
         this.logger.error(`grammar failed: ${(err as Error).stack}`);
         emit(errorEvent(ErrorCode.Internal, 'Constrained decoding failed', toolSyntax ? 'tools' : 'response_format'));
@@ -214,7 +214,7 @@ export class InferenceScheduler implements OnModuleDestroy {
       // render or the window cannot hold), and a GrammarError: max_tokens too small for the grammar.
       if (err instanceof ServiceError) emit(errorEvent(err.code, err.message, err.details.param));
       else if (err instanceof PromptError) emit(errorEvent(ErrorCode.InvalidRequest, err.message, 'messages'));
-      else if (err instanceof GrammarError) emit(errorEvent(ErrorCode.InvalidRequest, err.message, err.param));
+      else if (err instanceof GrammarError) emit(grammarErrorEvent(err));
       else {
         this.logger.error(`cannot open ${item.completion_id}: ${(err as Error).stack}`);
         emit(errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker'));
@@ -463,4 +463,9 @@ type Emit = (event: InferenceEvent) => void;
 
 function errorEvent(code: ErrorCode, message: string, param?: string): InferenceEvent & { type: 'error' } {
   return { type: 'error', error: { code, message, details: param ? { param } : {} } };
+}
+
+function grammarErrorEvent(err: GrammarError): InferenceEvent & { type: 'error' } {
+  const { message, param } = grammarRefusal(err);
+  return errorEvent(ErrorCode.InvalidRequest, message, param);
 }

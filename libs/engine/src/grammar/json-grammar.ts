@@ -13,14 +13,29 @@ import { Xgrammar, XgCompiledGrammar, XgGrammarCompiler, XgGrammarMatcher, loadX
  */
 export type GrammarSpec = { kind: 'any_object' } | { kind: 'schema'; schema: Record<string, unknown>; strict: boolean };
 
+/** Which grammar a budget problem is about: a JSON document (GrammarSpec) or a reply with tool calls. */
+export type GrammarKind = 'json' | 'tool_calls';
+
 /**
- * A grammar that cannot be compiled or honoured (HTTP 400 at the edge): the message names the
- * problem, `param` the request field at fault.
+ * What a GrammarError is about: the GrammarSpec's schema, the parameters schema of the tool at
+ * `index` of ToolCallRequest.tools, the function ToolCallRequest.choice names, or a grammar
+ * whose smallest document is too long to promise (the budget errors below).
+ */
+export type GrammarFault =
+  | { kind: 'schema' }
+  | { kind: 'tool_parameters'; index: number }
+  | { kind: 'choice' }
+  | { kind: 'unclosable'; grammar: GrammarKind; maxBytes: number }
+  | { kind: 'budget'; grammar: GrammarKind };
+
+/**
+ * A grammar that cannot be compiled or honoured: `fault` says which input is at fault, the
+ * message why (the caller names the field of its own request).
  */
 export class GrammarError extends Error {
   constructor(
     message: string,
-    readonly param = 'response_format',
+    readonly fault: GrammarFault,
   ) {
     super(message);
     this.name = 'GrammarError';
@@ -32,10 +47,9 @@ export class GrammarBudgetError extends GrammarError {
   constructor(
     readonly minTokens: number,
     readonly maxTokens: number,
-    /** What asked for the grammar: `response_format`, or `tool_choice` for a required tool call. */
-    subject = 'response_format',
+    grammar: GrammarKind,
   ) {
-    super(`${subject} needs at least ${minTokens} tokens for its smallest document, but max_tokens is ${maxTokens}`, 'max_tokens');
+    super(`the smallest document needs at least ${minTokens} tokens, but the budget is ${maxTokens}`, { kind: 'budget', grammar });
     this.name = 'GrammarBudgetError';
   }
 }
@@ -115,7 +129,7 @@ export class JsonGrammarCompiler {
   async compile(spec: GrammarSpec): Promise<CompiledGrammar> {
     const request = schemaOf(spec);
     const grammar = await this.cached(`${request.strict}\n${request.schema}`, () => this.compileSchema(request.schema, request.strict));
-    return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens, 'response_format') };
+    return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens, 'json') };
   }
 
   /**
@@ -123,13 +137,13 @@ export class JsonGrammarCompiler {
    * the syntax's own markup with the function's name, then its arguments under the
    * function's schema (one line, as JSON mode writes), then the closing markup. `auto`
    * leaves text free until the syntax's trigger, and constrains the call it opens. Throws
-   * GrammarError, naming `tools[i].function.parameters`, for a schema that cannot be compiled.
+   * GrammarError for a parameters schema that cannot be compiled, or a choice of no tool given.
    */
   async compileToolCalls(request: ToolCallRequest): Promise<CompiledGrammar> {
     const schemas = await Promise.all(request.tools.map((tool, i) => this.checkedSchema(tool, i)));
     const named = typeof request.choice === 'object' ? request.choice.name : null;
     const used = request.tools.map((tool, i) => ({ name: tool.name, schema: schemas[i] })).filter((tool) => named === null || tool.name === named);
-    if (used.length === 0) throw new GrammarError(`tool_choice names ${JSON.stringify(named)}, which is not in tools`, 'tool_choice');
+    if (used.length === 0) throw new GrammarError(`names ${JSON.stringify(named)}, which is not among the tools`, { kind: 'choice' });
     const { syntax } = request;
     const stopAfterFirst = !(request.parallel && syntax.parallel);
     const key = `tools\n${syntax.format}\n${String(request.choice === 'auto')}\n${stopAfterFirst}\n${JSON.stringify(used)}`;
@@ -149,7 +163,7 @@ export class JsonGrammarCompiler {
       return this.compiler.compileStructuralTag({ type: 'structural_tag', format });
     });
     const trigger = this.trigger(syntax.trigger, request.choice === 'auto');
-    return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens, 'tool_choice', { lexer: new ToolCallLexer(syntax), trigger }) };
+    return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens, 'tool_calls', { lexer: new ToolCallLexer(syntax), trigger }) };
   }
 
   private cached(key: string, compile: () => Promise<XgCompiledGrammar>): Promise<XgCompiledGrammar> {
@@ -167,14 +181,14 @@ export class JsonGrammarCompiler {
 
   /** A tool's parameters schema as text, once xgrammar has been seen to take it. */
   private async checkedSchema(tool: ToolSpec, index: number): Promise<string> {
-    const param = `tools[${index}].function.parameters`;
+    const fault: GrammarFault = { kind: 'tool_parameters', index };
     const schema = tool.parameters ?? NO_PARAMETERS;
-    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new GrammarError(`${param} must be a JSON schema object`, param);
+    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new GrammarError('must be a JSON schema object', fault);
     const text = JSON.stringify(schema);
     try {
       await schemaProbe.check(text, true, ANY_WHITESPACE, ONE_LINE);
     } catch (err) {
-      throw new GrammarError(`${param} cannot be compiled: ${(err as Error).message}`, param);
+      throw new GrammarError(`cannot be compiled: ${(err as Error).message}`, fault);
     }
     return text;
   }
@@ -205,24 +219,24 @@ export class JsonGrammarCompiler {
     try {
       await schemaProbe.check(schema, strict, ANY_WHITESPACE, ONE_LINE);
     } catch (err) {
-      throw new GrammarError(`response_format.json_schema.schema cannot be compiled: ${(err as Error).message}`);
+      throw new GrammarError(`cannot be compiled: ${(err as Error).message}`, { kind: 'schema' });
     }
     return this.compiler.compileGrammar(await this.ebnf(schema, strict));
   }
 
 
-  private newMatcher(grammar: XgCompiledGrammar, maxTokens: number, subject: string, options?: MatcherOptions): GrammarMatcher {
+  private newMatcher(grammar: XgCompiledGrammar, maxTokens: number, kind: GrammarKind, options?: MatcherOptions): GrammarMatcher {
     const matcher = new JsonGrammarMatcher(this.makeMatcher(grammar), this.vocab, this.eosTokenIds, maxTokens, options);
     if (matcher.tooLongToClose) {
       matcher.dispose();
       throw new GrammarError(
-        `${subject}'s smallest document is longer than ${MAX_CLOSING_BYTES} bytes: more than constrained decoding can promise to close within max_tokens`,
-        subject,
+        `the smallest document is longer than ${MAX_CLOSING_BYTES} bytes: more than constrained decoding can promise to close within the budget`,
+        { kind: 'unclosable', grammar: kind, maxBytes: MAX_CLOSING_BYTES },
       );
     }
     if (matcher.minimalDocument > maxTokens) {
       matcher.dispose();
-      throw new GrammarBudgetError(matcher.minimalDocument, maxTokens, subject);
+      throw new GrammarBudgetError(matcher.minimalDocument, maxTokens, kind);
     }
     return matcher;
   }
@@ -254,7 +268,7 @@ function schemaOf(spec: GrammarSpec): { schema: string; strict: boolean } {
   if (spec.kind === 'any_object') return { schema: ANY_OBJECT, strict: false };
   const { schema } = spec;
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
-    throw new GrammarError('response_format.json_schema.schema must be a JSON object');
+    throw new GrammarError('must be a JSON object', { kind: 'schema' });
   }
   return { schema: JSON.stringify(schema), strict: spec.strict };
 }

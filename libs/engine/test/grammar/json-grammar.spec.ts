@@ -329,13 +329,13 @@ describe('JSON grammar', () => {
       }
     });
 
-    it('is refused one token short with a GrammarBudgetError naming max_tokens; the exact minimum parses', async () => {
+    it('is refused one token short with a GrammarBudgetError on the budget; the exact minimum parses', async () => {
       const grammar = (await compiler.compile(itemsFormat(8)));
       const needed = refusal(grammar).minTokens;
       const short = refusal(grammar, needed - 1);
       expect(short).toBeInstanceOf(GrammarError);
-      expect(short).toMatchObject({ param: 'max_tokens', minTokens: needed, maxTokens: needed - 1 });
-      expect(short.message).toBe(`response_format needs at least ${needed} tokens for its smallest document, but max_tokens is ${needed - 1}`);
+      expect(short).toMatchObject({ fault: { kind: 'budget', grammar: 'json' }, minTokens: needed, maxTokens: needed - 1 });
+      expect(short.message).toBe(`the smallest document needs at least ${needed} tokens, but the budget is ${needed - 1}`);
       for (let seed = 0; seed < 3; seed++) {
         const out = await generateJson(grammar, 'List some numbers.', { maxTokens: needed, temperature: 1, seed });
         expect(out.tokens.length).toBeLessThanOrEqual(needed);
@@ -360,6 +360,7 @@ describe('JSON grammar', () => {
     await expect(compile({ type: 'integr' })).rejects.toThrow(/integr/);
     await expect(compile({ type: 'object', properties: { a: { $ref: '#/$defs/missing' } } })).rejects.toThrow(/missing/);
     await expect(compile(['not', 'an', 'object'])).rejects.toThrow(/must be a JSON object/);
+    await expect(compile({ type: 'integr' })).rejects.toMatchObject({ fault: { kind: 'schema' } });
     await expect(compiler.compile({ kind: 'xml' } as unknown as GrammarSpec)).rejects.toThrow(GrammarError);
   });
 

@@ -162,10 +162,11 @@ describe('tool-call grammars', () => {
     }
   });
 
-  it('refuses a budget too small for one call, naming max_tokens', async () => {
+  it('refuses a budget too small for one call', async () => {
     const grammar = await compiler.compileToolCalls(request({ name: 'get_weather' }));
     expect(() => grammar.newMatcher(4)).toThrow(GrammarBudgetError);
-    expect(() => grammar.newMatcher(4)).toThrow(/^tool_choice needs at least \d+ tokens for its smallest document, but max_tokens is 4$/);
+    expect(() => grammar.newMatcher(4)).toThrow(/^the smallest document needs at least \d+ tokens, but the budget is 4$/);
+    expect(() => grammar.newMatcher(4)).toThrow(expect.objectContaining({ fault: { kind: 'budget', grammar: 'tool_calls' }, maxTokens: 4 }));
     // "auto" may always answer in text.
     (await compiler.compileToolCalls(request('auto'))).newMatcher(1).dispose();
   });
@@ -174,9 +175,9 @@ describe('tool-call grammars', () => {
     const bad = [...TOOLS, { name: 'broken', parameters: { type: 'object', properties: { x: { type: 'no-such-type' } } } }];
     await expect(compiler.compileToolCalls(request('required', { tools: bad }))).rejects.toMatchObject({
       name: 'GrammarError',
-      param: 'tools[3].function.parameters',
+      fault: { kind: 'tool_parameters', index: 3 },
     });
     await expect(compiler.compileToolCalls(request({ name: 'missing' }))).rejects.toThrow(GrammarError);
-    await expect(compiler.compileToolCalls(request({ name: 'missing' }))).rejects.toMatchObject({ param: 'tool_choice' });
+    await expect(compiler.compileToolCalls(request({ name: 'missing' }))).rejects.toMatchObject({ fault: { kind: 'choice' }, message: 'names "missing", which is not among the tools' });
   });
 });
