@@ -284,7 +284,10 @@ export class InferenceScheduler implements OnModuleDestroy {
     const { messages, tools, max_tokens } = item.params;
     const promptIds = lm.prompt.encode(messages, tools);
     const maxTokens = lm.prompt.room(promptIds.length, max_tokens);
-    if (maxTokens < 1) throw ServiceError.contextLengthExceeded(lm.prompt.contextWindow, promptIds.length, tools !== null);
+    if (maxTokens < 1) {
+      this.logger.warn(`${item.completion_id} reached the worker too long for the context window: chat could not count its prompt (can it read ${item.base_model_dir}?)`);
+      throw ServiceError.contextLengthExceeded(lm.prompt.contextWindow, promptIds.length, tools !== null);
+    }
     return { promptIds, maxTokens };
   }
 
