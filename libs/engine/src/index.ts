@@ -9,6 +9,8 @@ export * from './loader';
 export * from './model/linear';
 export { describeMatMulPlan, matMulPlan, matMulThreads, setMatMulPlan } from './kernels/matmul';
 export type { MatMulPlan, OneRowTile } from './kernels/matmul';
+export { fusedKernelsEnabled, setFusedKernels } from './kernels/webgpu-program';
+export type { DrawnToken, RowDraw } from './kernels/sample';
 export * from './model/kv-cache';
 export * from './model/rope';
 export * from './model/llama';
