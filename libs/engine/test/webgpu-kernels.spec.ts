@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import type { ModelConfig } from '../src/config';
-import { DecodeBatch } from '../src/decode-batch';
+import { GenerationParams } from '../src/generate';
 import { drawOnDevice, RowDraw } from '../src/kernels/sample';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel } from '../src/loader';
@@ -12,7 +12,7 @@ import { RMSNorm } from '../src/model/llama';
 import { Rope } from '../src/model/rope';
 import { SeededRandom } from '../src/random';
 import { sampleToken } from '../src/sampling';
-import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
+import { decodeTokens, makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
 
 /**
  * The fused WGSL kernels of the webgpu backend (kernels/rms-norm, rope, decode-attention.webgpu,
@@ -148,45 +148,26 @@ suite('fused webgpu kernels give the generic tfjs results', () => {
     expect(drawn?.[0].id).toBe(10);
   });
 
-  it('decodes a tiny model to the same tokens and logprobs, the next tokens drawn on the GPU or from the logits', async () => {
+  it('decodes a tiny model to the same tokens and logprobs, the next tokens drawn on the GPU or sampled from the logits', async () => {
     const lm = await loadModel(makeTiny('webgpu-kernels'));
-    const decode = async (on: boolean) => {
-      setFusedKernels(on);
-      const batch = new DecodeBatch<number>(lm.model);
-      const prompts = [
-        [1, 300, 301, 302],
-        [1, 5, 6],
-      ];
-      const out: { id: number; logprob: number }[] = [];
-      try {
-        const next = new Map<number, number>();
-        for (const [i, prompt] of prompts.entries()) {
-          await batch.join(i, prompt);
-          next.set(i, 50 + i);
-        }
-        const draws = new Map<number, RowDraw>([
-          [0, { temperature: 0, u: 0 }],
-          [1, { temperature: 1, u: 0.3 }],
-        ]);
-        for (let s = 0; s < 4; s++) {
-          const drawn = await batch.stepDrawn(next, draws);
-          for (const [i, token] of drawn) {
-            out.push(token);
-            next.set(i, token.id);
-          }
-        }
-      } finally {
-        batch.dispose();
-        setFusedKernels(true);
-      }
-      return out;
-    };
+    const prompts = [
+      [1, 300, 301, 302],
+      [1, 5, 6],
+      [1, 400, 20, 21, 22],
+    ];
+    const params: GenerationParams[] = [
+      { temperature: 0, maxTokens: 5, ignoreEos: true },
+      { temperature: 1, seed: 3, maxTokens: 5, ignoreEos: true },
+      { temperature: 0.8, seed: 4, maxTokens: 4, ignoreEos: true },
+    ];
     try {
-      const fused = await decode(true);
-      const generic = await decode(false);
-      expect(fused.map((t) => t.id)).toEqual(generic.map((t) => t.id));
-      fused.forEach((t, i) => expect(Math.abs(t.logprob - generic[i].logprob)).toBeLessThan(1e-5));
+      const drawn = await decodeTokens(lm, prompts, params, { drawn: true });
+      setFusedKernels(false);
+      const sampled = await decodeTokens(lm, prompts, params, { drawn: false });
+      expect(drawn.map((row) => row.map((t) => t.id))).toEqual(sampled.map((row) => row.map((t) => t.id)));
+      drawn.forEach((row, i) => row.forEach((t, j) => expect(Math.abs(t.logprob - sampled[i][j].logprob)).toBeLessThan(1e-5)));
     } finally {
+      setFusedKernels(true);
       lm.dispose();
     }
   }, 60_000);
