@@ -1,11 +1,12 @@
 import 'reflect-metadata';
-import { selectBackend } from '@trainyard/engine';
+import { selectBackend, setFusedKernels } from '@trainyard/engine';
 import { bootstrap, loadConfig, runMain } from '@trainyard/runtime';
 import { InferenceWorkerConfig } from './config/inference-worker.config';
 import { InferenceWorkerModule } from './inference-worker.module';
 
 runMain(async () => {
   const config = loadConfig(InferenceWorkerConfig);
+  setFusedKernels(config.WEBGPU_FUSED_KERNELS === 'on');
   const backend = await selectBackend(config.COMPUTE_BACKEND);
   await bootstrap(InferenceWorkerModule.forRoot(config, backend), { name: 'inference-worker', config });
 });

@@ -1,11 +1,12 @@
 import 'reflect-metadata';
-import { selectBackend } from '@trainyard/engine';
+import { selectBackend, setFusedKernels } from '@trainyard/engine';
 import { bootstrap, loadConfig, runMain } from '@trainyard/runtime';
 import { TrainingWorkerConfig } from './config/training-worker.config';
 import { TrainingWorkerModule } from './training-worker.module';
 
 runMain(async () => {
   const config = loadConfig(TrainingWorkerConfig);
+  setFusedKernels(config.WEBGPU_FUSED_KERNELS === 'on');
   const backend = await selectBackend(config.COMPUTE_BACKEND);
   await bootstrap(TrainingWorkerModule.forRoot(config, backend), { name: 'training-worker', config });
 });

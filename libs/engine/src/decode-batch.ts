@@ -1,7 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { DrawnToken, drawOnDevice, RowDraw } from './kernels/sample';
 import { KVCache } from './model/kv-cache';
 import type { LlamaModel } from './model/llama';
 import type { PromptCache } from './prompt-cache';
+import { SeededRandom } from './random';
+import { sampleToken } from './sampling';
 
 /** Prompts longer than this are prefilled in pieces, bounding the [T, T] attention scores. */
 const PREFILL_CHUNK = 256;
@@ -97,6 +100,29 @@ export class DecodeBatch<Id = string> {
     return new Map(this.members.map((id, row) => [id, values.slice(row * V, (row + 1) * V)]));
   }
 
+  /**
+   * Advances every member by one token and draws each member's next token with its `draws`
+   * entry (temperature, uniform draw; no top-k, top-p or logits processor): on webgpu with the
+   * fused kernels, on the GPU, only ids and logprobs read back (kernels/sample.ts); elsewhere
+   * from the logits, by sampleToken. Same logits and draws, same tokens.
+   */
+  async stepDrawn(next: ReadonlyMap<Id, number>, draws: ReadonlyMap<Id, RowDraw>): Promise<Map<Id, DrawnToken>> {
+    if (this.members.length === 0) return new Map();
+    const missing = this.members.filter((id) => !next.has(id) || !draws.has(id));
+    if (missing.length > 0) throw new Error(`stepDrawn() needs a token and a draw for every member; missing ${missing.map(String).join(', ')}`);
+    const logits = this.model.forward(
+      this.members.map((id) => [next.get(id) as number]),
+      { cache: this.cache, lastOnly: true },
+    );
+    try {
+      const rows = this.members.map((id) => draws.get(id) as RowDraw);
+      const drawn = (await drawOnDevice(logits, rows)) ?? drawOnHost((await logits.data()) as Float32Array, rows);
+      return new Map(this.members.map((id, row) => [id, drawn[row]]));
+    } finally {
+      logits.dispose();
+    }
+  }
+
   /** How many tokens of a member's prompt were reused from the prompt cache (not prefilled). */
   reusedTokens(id: Id): number {
     return this.reused.get(id) ?? 0;
@@ -119,5 +145,25 @@ export class DecodeBatch<Id = string> {
     const row = this.members.indexOf(id);
     if (row < 0) throw new Error(`sequence ${String(id)} is not in the batch`);
     return row;
+  }
+}
+
+/** sampleToken over each row of logits with the row's draw, what drawOnDevice computes on the GPU. */
+function drawOnHost(values: Float32Array, rows: readonly RowDraw[]): DrawnToken[] {
+  const V = values.length / rows.length;
+  return rows.map(({ temperature, u }, row) => {
+    const { id, logprob } = sampleToken(values.subarray(row * V, (row + 1) * V), { temperature }, new FixedDraw(u));
+    return { id, logprob };
+  });
+}
+
+/** A "random" source that returns one given draw: the row's u. */
+class FixedDraw extends SeededRandom {
+  constructor(private readonly u: number) {
+    super(0);
+  }
+
+  override next(): number {
+    return this.u;
   }
 }

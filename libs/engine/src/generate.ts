@@ -1,4 +1,5 @@
 import { DecodeBatch } from './decode-batch';
+import type { DrawnToken, RowDraw } from './kernels/sample';
 import type { LlamaModel } from './model/llama';
 import type { SeededRandom } from './random';
 import { SampledToken, SamplingParams, createRng, sampleToken } from './sampling';
@@ -70,7 +71,36 @@ export class SequenceGenerator {
 
   next(logits: Float32Array): GenerationStep {
     if (this.done) throw new Error('generation already finished');
-    const token = sampleToken(logits, this.params, this.rng, this.tokenIds);
+    return this.take(sampleToken(logits, this.params, this.rng, this.tokenIds));
+  }
+
+  /**
+   * Whether the next token can be drawn without this sequence's logits, from a temperature and
+   * a uniform draw (DecodeBatch.stepDrawn, on the GPU on webgpu): not with top-k, top-p, a
+   * logits processor or top logprobs, which need the whole row.
+   */
+  get drawsWithoutLogits(): boolean {
+    const p = this.params;
+    return !p.logitsProcessor && (p.topK ?? 0) <= 0 && (p.topP ?? 1) >= 1 && (p.topLogprobs ?? 0) <= 0;
+  }
+
+  /**
+   * The next token's draw, taken from this sequence's random source as next() takes it (none
+   * when greedy): give the token drawn with it to accept(). Only where drawsWithoutLogits.
+   */
+  draw(): RowDraw {
+    const temperature = this.params.temperature ?? 1;
+    return temperature <= 0 ? { temperature: 0, u: 0 } : { temperature, u: this.rng.next() };
+  }
+
+  /** Goes on with a token drawn elsewhere with draw()'s draw: what next() does with the logits. */
+  accept(drawn: DrawnToken): GenerationStep {
+    if (this.done) throw new Error('generation already finished');
+    const logprob = (this.params.logprobs ?? true) ? drawn.logprob : NaN;
+    return this.take({ id: drawn.id, logprob, topLogprobs: [] });
+  }
+
+  private take(token: SampledToken): GenerationStep {
     this.tokens.push(token);
 
     if (this.endIds.has(token.id)) {

@@ -10,6 +10,9 @@ export { ChatPrompt, PromptError, readChatPrompt, readTokenizerFiles } from './p
 export * from './model/linear';
 export { describeMatMulPlan, matMulPlan, matMulThreads, setMatMulPlan } from './kernels/matmul';
 export type { MatMulPlan, OneRowTile } from './kernels/matmul';
+export { fusedKernelsEnabled, setFusedKernels } from './kernels/webgpu-program';
+export { drawOnDeviceAvailable } from './kernels/sample';
+export type { DrawnToken, RowDraw } from './kernels/sample';
 export * from './model/kv-cache';
 export * from './model/rope';
 export * from './model/llama';

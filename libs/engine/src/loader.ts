@@ -169,14 +169,14 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
       const down = linear(`${p}.mlp`, [{ name: 'down_proj', outFeatures: C }], I, false);
       blocks.push(
         new Block(
-          new RMSNorm(vector(`${p}.input_layernorm.weight`, C), eps),
+          new RMSNorm(vector(`${p}.input_layernorm.weight`, C), eps, config.rmsNormEps),
           new Attention(config, i, rope, qkv, o),
-          new RMSNorm(vector(`${p}.post_attention_layernorm.weight`, C), eps),
+          new RMSNorm(vector(`${p}.post_attention_layernorm.weight`, C), eps, config.rmsNormEps),
           new MLP(gateUp, down),
         ),
       );
     }
-    const finalNorm = new RMSNorm(vector('model.norm.weight', C), eps);
+    const finalNorm = new RMSNorm(vector('model.norm.weight', C), eps, config.rmsNormEps);
     let lmHead: FrozenLinear;
     if (config.tieWordEmbeddings) {
       const weightT = tf.tensor2d(transpose2d(embedding, V, C), [C, V]);

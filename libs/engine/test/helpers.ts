@@ -4,7 +4,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { BackendName, selectBackend } from '../src/backend';
+import { DecodeBatch } from '../src/decode-batch';
+import { GenerationParams, GenerationStep, SequenceGenerator } from '../src/generate';
+import type { LoadedModel } from '../src/loader';
 import { MakeModelOptions, makeModel } from '../src/maker/make-model';
+import type { SampledToken } from '../src/sampling';
 
 export function tempDir(prefix: string): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), `engine-${prefix}-`));
@@ -52,4 +56,35 @@ export function webgpuUnavailable(): string | null {
   // Dawn says why on stderr, e.g. "Warning: Couldn't load Vulkan: libvulkan.so.1: cannot open ...".
   const why = probe.stderr.split('\n').find((line) => /^(Warning|Error)/.test(line) && !line.includes('artificially reduced'));
   return [probe.stdout || 'the probe failed', why].filter(Boolean).join(': ');
+}
+
+/**
+ * Decodes prompts together with SequenceGenerators and returns each one's tokens: with `drawn`,
+ * each step's tokens are drawn by DecodeBatch.stepDrawn from the generators' draws (what the
+ * inference worker does on webgpu), else sampled by each generator from its logits.
+ */
+export async function decodeTokens(lm: LoadedModel, prompts: number[][], params: GenerationParams[], { drawn }: { drawn: boolean }): Promise<SampledToken[][]> {
+  const batch = new DecodeBatch<number>(lm.model);
+  const generators = prompts.map((_, i) => new SequenceGenerator(lm.tokenizer, params[i], lm.eosTokenIds));
+  try {
+    const pending = new Map<number, number>();
+    const take = (i: number, step: GenerationStep) => {
+      if (step.finished) batch.leave(i);
+      else pending.set(i, step.token.id);
+    };
+    for (const [i, prompt] of prompts.entries()) take(i, generators[i].next(await batch.join(i, prompt)));
+    while (pending.size > 0) {
+      const next = new Map(pending);
+      pending.clear();
+      if (drawn) {
+        const draws = new Map([...next.keys()].map((i) => [i, generators[i].draw()]));
+        for (const [i, token] of await batch.stepDrawn(next, draws)) take(i, generators[i].accept(token));
+      } else {
+        for (const [i, logits] of await batch.step(next)) take(i, generators[i].next(logits));
+      }
+    }
+  } finally {
+    batch.dispose();
+  }
+  return generators.map((g) => g.tokens);
 }

@@ -3,7 +3,7 @@ import { GenerationParams, SequenceGenerator, generate, generateBatch } from '..
 import { LoadedModel, loadModel } from '../src/loader';
 import { SeededRandom } from '../src/random';
 import { sampleToken } from '../src/sampling';
-import { makeTiny, useBackend } from './helpers';
+import { decodeTokens, makeTiny, useBackend } from './helpers';
 
 const logits = Float32Array.from([2, 1, 0.5, 3, -1, 0, 2.5, 1.5]);
 const softmax = (x: Float32Array, t = 1) => {
@@ -244,6 +244,21 @@ describe('generation', () => {
       expect(together[i].tokenIds).toEqual(alone.tokenIds);
       together[i].tokens.forEach((t, j) => expect(t.logprob).toBeCloseTo(alone.tokens[j].logprob, 3));
     }
+  });
+
+  // What the inference worker relies on when it draws tokens on the GPU (webgpu-kernels.spec.ts there).
+  it('draws the tokens it samples from the logits when given the draw instead (DecodeBatch.stepDrawn), greedy and at temperatures', async () => {
+    const prompts = [prompt, prompt.slice(0, 5), [...prompt, 300, 301]];
+    const params: GenerationParams[] = [
+      { temperature: 0, maxTokens: 5, ignoreEos: true },
+      { temperature: 1, seed: 4, maxTokens: 8, ignoreEos: true },
+      { temperature: 0.6, seed: 5, maxTokens: 3, logprobs: false },
+    ];
+    const drawn = await decodeTokens(lm, prompts, params, { drawn: true });
+    const sampled = await decodeTokens(lm, prompts, params, { drawn: false });
+    expect(drawn).toEqual(sampled);
+    expect(drawn.map((t) => t.length)).toEqual([5, 8, expect.any(Number)]);
+    expect(drawn[2].every((t) => Number.isNaN(t.logprob))).toBe(true);
   });
 
   it('ends at end-of-turn by sampling, within a reasonable length', async () => {

@@ -2,9 +2,12 @@
  * GPU throughput of the engine on WebGPU, with PyTorch eager on the same GPU and the same
  * weights as the peer. For a SmolLM2-135M-shaped and a Qwen2.5-0.5B-shaped model (random
  * weights from the model maker, float32) it prints prefill tokens/s (one 512-token prompt),
- * decode tokens/s at batch 1, 32 and 128 (aggregate; greedy, the next tokens chosen in JS as
- * the inference worker does), and LoRA SFT training tokens/s (r 8, alpha 16, all seven
- * projections, AdamW, 4 sequences of 256 tokens per step).
+ * decode tokens/s at batch 1, 32 and 128 (aggregate; greedy, through DecodeBatch.stepDrawn),
+ * and LoRA SFT training tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of
+ * 256 tokens per step). On webgpu the engine is measured twice in the same run: with the
+ * fused WGSL kernels (RMSNorm, RoPE, decode attention, the next token drawn on the GPU) and
+ * without them (WEBGPU_FUSED_KERNELS=off: generic tfjs ops, the logits read back and the
+ * token chosen in JS), the before and after of the kernels.
  *
  * On a GPU machine that has nothing but node (and python3 with torch for the peer), carry the
  * folder that pack.sh writes and run it there:
@@ -21,7 +24,10 @@
  * webgpu; wasm or cpu to compare on a CPU); --models DIR (where the model directories are
  * made, default a temporary directory; a model already there is reused); --no-peer (skip
  * PyTorch); --python PATH (the interpreter with torch, default python3); --only NAME (one
- * model: smollm2-135m or qwen2.5-0.5b).
+ * model: smollm2-135m or qwen2.5-0.5b); --kernels on|off|both (webgpu's fused kernels;
+ * default both, or WEBGPU_FUSED_KERNELS when it is set); --budget SECONDS (default 270: a
+ * model's second engine pass, generic ops, is skipped when the run would take longer with it,
+ * so that the whole run stays under 5 minutes).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -30,6 +36,8 @@ import * as path from 'node:path';
 import { BackendName, selectBackend } from '../../../libs/engine/src/backend';
 import type { ModelConfig } from '../../../libs/engine/src/config';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
+import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
+import { setFusedKernels } from '../../../libs/engine/src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { DEFAULT_LORA_SPEC } from '../../../libs/engine/src/lora/peft';
 import { makeModel, Preset } from '../../../libs/engine/src/maker/make-model';
@@ -133,9 +141,10 @@ async function decode(lm: LoadedModel, plan: Plan, size: number): Promise<number
   try {
     const next = new Map<number, number>();
     for (let i = 0; i < size; i++) next.set(i, argmax(await batch.join(i, tokens(plan.decodePrompt, 10 + i, V))));
+    const greedy = new Map<number, RowDraw>(Array.from({ length: size }, (_, i) => [i, { temperature: 0, u: 0 }]));
     const step = async () => {
-      const logits = await batch.step(next);
-      for (const [i, l] of logits) next.set(i, argmax(l));
+      const drawn = await batch.stepDrawn(next, greedy);
+      for (const [i, token] of drawn) next.set(i, token.id);
     };
     await step();
     await step();
@@ -200,18 +209,42 @@ function peer(dir: string, plan: Plan): Figures | string {
 
 const round = (x: number) => (x >= 100 ? Math.round(x).toString() : x.toPrecision(3));
 
-function table(name: string, plan: Plan, ours: Figures, theirs: Figures | string, backend: string): string {
+/** One engine measurement: a label for its column and its figures. */
+interface Run {
+  label: string;
+  figures: Figures;
+}
+
+function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string): string {
   const peerName = typeof theirs === 'string' ? 'PyTorch eager' : `PyTorch eager (${(theirs as Figures & { device?: string }).device ?? ''})`;
   const cell = (get: (f: Figures) => number) => (typeof theirs === 'string' ? '-' : round(get(theirs)));
+  const row = (what: string, get: (f: Figures) => number) => [what, ...runs.map((r) => round(get(r.figures))), cell(get)];
   const rows = [
-    [`prefill, ${plan.prefillTokens}-token prompt`, round(ours.prefill), cell((f) => f.prefill)],
-    ...plan.decodeBatches.map((b) => [`decode, batch ${b} (aggregate)`, round(ours.decode[b]), cell((f) => f.decode[b])]),
-    [`LoRA SFT, ${plan.trainRows} x ${plan.trainTokens} tokens per step`, round(ours.sft), cell((f) => f.sft)],
+    row(`prefill, ${plan.prefillTokens}-token prompt`, (f) => f.prefill),
+    ...plan.decodeBatches.map((b) => row(`decode, batch ${b} (aggregate)`, (f) => f.decode[b])),
+    row(`LoRA SFT, ${plan.trainRows} x ${plan.trainTokens} tokens per step`, (f) => f.sft),
   ];
-  const lines = [`### ${name}`, '', `| tokens/s | engine (${backend}) | ${peerName} |`, '|---|---|---|', ...rows.map((r) => `| ${r.join(' | ')} |`)];
+  const lines = [
+    `### ${name}`,
+    '',
+    `| tokens/s | ${runs.map((r) => `engine (${r.label})`).join(' | ')} | ${peerName} |`,
+    `|---|${runs.map(() => '---|').join('')}---|`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ];
+  const differs = (a: number[], b: number[]) => Math.max(...a.map((x, i) => Math.abs(x - b[i]))).toExponential(1);
+  const [first] = runs;
   if (typeof theirs === 'string') lines.push('', `PyTorch: ${theirs}.`);
-  else lines.push('', `Same model on both sides: the first ${LOGITS_COMPARED} logits of the prompt's last position differ by at most ${Math.max(...ours.logits.map((x, i) => Math.abs(x - theirs.logits[i]))).toExponential(1)}.`);
+  else lines.push('', `Same model on both sides: the first ${LOGITS_COMPARED} logits of the prompt's last position differ by at most ${differs(first.figures.logits, theirs.logits)}.`);
+  for (const other of runs.slice(1)) lines.push(`${other.label} against ${first.label}: those logits differ by at most ${differs(other.figures.logits, first.figures.logits)}.`);
   return lines.join('\n');
+}
+
+/** Which settings of webgpu's fused kernels to measure, in order. */
+function kernelSettings(backend: BackendName): boolean[] {
+  if (backend !== 'webgpu') return [false];
+  const choice = option('--kernels') ?? process.env['WEBGPU_FUSED_KERNELS'] ?? 'both';
+  if (!['on', 'off', 'both'].includes(choice)) throw new Error(`--kernels ${choice}: on, off or both`);
+  return choice === 'both' ? [true, false] : [choice === 'on'];
 }
 
 async function main(): Promise<void> {
@@ -224,16 +257,34 @@ async function main(): Promise<void> {
   console.log(`backend: ${backend.name}, gpu: ${backend.gpu}, adapter: ${adapter}`);
   console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${new Date().toISOString()}\n`);
   const only = option('--only');
+  const budget = Number(option('--budget') ?? 270);
+  const started = performance.now();
+  const elapsed = () => (performance.now() - started) / 1000;
   for (const shape of (smoke ? SMOKE_SHAPES : SHAPES).filter((s) => !only || s.name === only)) {
     const dir = path.join(where, shape.name);
     if (!fs.existsSync(path.join(dir, 'model.safetensors'))) {
       progress(`${shape.name}: making the model (random weights) in ${dir}`);
       makeModel({ preset: shape.preset, out: dir, seed: 0, overrides: shape.overrides });
     }
-    const ours = await measure(dir, plan);
+    // The first pass, then the peer, then a further pass (generic ops) if it fits in the time
+    // budget, judged by how long the first one took.
+    const [first, ...more] = kernelSettings(backend.name);
+    const label = (fused: boolean) => (backend.name === 'webgpu' ? `webgpu, ${fused ? 'fused kernels' : 'generic ops'}` : backend.name);
+    const pass = async (fused: boolean): Promise<Run> => {
+      setFusedKernels(fused);
+      progress(`engine, ${label(fused)}`);
+      return { label: label(fused), figures: await measure(dir, plan) };
+    };
+    const passStarted = elapsed();
+    const runs: Run[] = [await pass(first)];
+    const passSeconds = elapsed() - passStarted;
     if (!process.argv.includes('--no-peer')) progress('PyTorch eager');
     const theirs = process.argv.includes('--no-peer') ? 'not run (--no-peer)' : peer(dir, plan);
-    console.log(table(shape.name, plan, ours, theirs, backend.name) + '\n');
+    for (const fused of more) {
+      if (elapsed() + passSeconds > budget) console.log(`${label(fused)}: not run, it would take the run past its ${budget} s budget (--budget)`);
+      else runs.push(await pass(fused));
+    }
+    console.log(table(shape.name, plan, runs, theirs) + '\n');
   }
 }
 

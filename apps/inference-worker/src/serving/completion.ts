@@ -1,10 +1,12 @@
 import type { InferenceEvent, InferenceWorkItem, TokenInfo } from '@trainyard/contracts';
 import {
   CompiledGrammar,
+  DrawnToken,
   GenerationStep,
   GrammarMatcher,
   LoadedModel,
   ReplyPart,
+  RowDraw,
   SampledToken,
   SequenceGenerator,
   ToolCallStream,
@@ -85,6 +87,26 @@ export class RunningCompletion {
   advance(index: number, logits: Float32Array): number | null {
     const generator = this.generators[index];
     const step = generator.next(logits);
+    this.emitDelta(index, step);
+    if (!step.finished) return step.token.id;
+    this.finish(index, generator);
+    return null;
+  }
+
+  /** Whether choice `index`'s next token can be drawn on the device, without its logits (SequenceGenerator.drawsWithoutLogits). */
+  drawsWithoutLogits(index: number): boolean {
+    return this.generators[index].drawsWithoutLogits;
+  }
+
+  /** Choice `index`'s draw for its next token; the token drawn with it goes to advanceDrawn. */
+  draw(index: number): RowDraw {
+    return this.generators[index].draw();
+  }
+
+  /** As advance, with the token drawn on the device from draw()'s draw. */
+  advanceDrawn(index: number, token: DrawnToken): number | null {
+    const generator = this.generators[index];
+    const step = generator.accept(token);
     this.emitDelta(index, step);
     if (!step.finished) return step.token.id;
     this.finish(index, generator);

@@ -11,6 +11,8 @@ import {
   CompiledGrammar,
   DecodeBatch,
   detectToolCallFormat,
+  DrawnToken,
+  drawOnDeviceAvailable,
   GrammarError,
   JsonGrammarCompiler,
   LoadedModel,
@@ -18,6 +20,7 @@ import {
   LoraRouter,
   PromptCache,
   PromptError,
+  RowDraw,
   toolCallSyntax,
   ToolCallSyntax,
 } from '@trainyard/engine';
@@ -363,17 +366,18 @@ export class InferenceScheduler implements OnModuleDestroy {
     if (batch.decode.size === 0) return;
     batch.router.route(batch.decode.ids.map((key) => batch.adapters.get(key) ?? null));
     const feed = new Map(batch.decode.ids.map((key) => [key, this.pending.get(key) as number]));
-    let logits: Map<string, Float32Array>;
+    const draws = this.deviceDraws(batch);
+    let outcome: Map<string, Float32Array> | Map<string, DrawnToken>;
     try {
-      logits = await batch.decode.step(feed);
+      outcome = draws ? await batch.decode.stepDrawn(feed, draws) : await batch.decode.step(feed);
     } catch (err) {
       this.failBatch(batch, err as Error);
       return;
     }
-    for (const [key, values] of logits) {
+    for (const [key, value] of outcome) {
       const { completion, index } = this.locate(key);
       if (!completion || completion.cancelled) continue;
-      const next = completion.advance(index, values);
+      const next = value instanceof Float32Array ? completion.advance(index, value) : completion.advanceDrawn(index, value);
       if (next === null) {
         this.leave(batch, key);
         this.pending.delete(key);
@@ -382,6 +386,21 @@ export class InferenceScheduler implements OnModuleDestroy {
       }
     }
     this.retireFinished();
+  }
+
+  /**
+   * Each sequence's draw for its next token when the whole batch can draw on the device (webgpu
+   * with the fused kernels, and no sequence needing its logits for top-k, top-p, a grammar or
+   * top logprobs): only token ids and logprobs are then read back. Null otherwise: the step
+   * reads the logits back and each sequence samples from its own.
+   */
+  private deviceDraws(batch: Batch): Map<string, RowDraw> | null {
+    if (!drawOnDeviceAvailable()) return null;
+    const rows = batch.decode.ids.map((key) => ({ key, ...this.locate(key) }));
+    const live = rows.filter((r) => r.completion && !r.completion.cancelled);
+    if (!live.every((r) => r.completion?.drawsWithoutLogits(r.index))) return null;
+    // A cancelled sequence still in the batch gets a greedy draw; its token is dropped.
+    return new Map(rows.map((r) => [r.key, r.completion && !r.completion.cancelled ? r.completion.draw(r.index) : { temperature: 0, u: 0 }]));
   }
 
   /** Removes finished and cancelled completions, their sequences and their hold on the model. */

@@ -1,6 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { DECODE_ATTENTION_WASM } from './decode-attention.wasm';
+import { DECODE_ATTENTION_KERNEL, MAX_HEAD_DIM } from './decode-attention.webgpu';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+import { fusedKernelsApply } from './webgpu-program';
 
 /**
  * Attention for a decoding step as one WebAssembly SIMD kernel on tfjs-wasm (source:
@@ -12,9 +14,10 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
  * It is registered as a tfjs kernel for the wasm backend and runs on tfjs's own memory: the
  * module imports the backend's WebAssembly.Memory and is given the heap offsets of the
  * input tensors and of a fresh output tensor (wasm-heap.ts); where tfjs-wasm does not expose
- * them, decodeAttention returns null and the caller uses tfjs ops.
+ * them, decodeAttention returns null and the caller uses tfjs ops. On webgpu the same kernel
+ * name runs a WGSL program (decode-attention.webgpu.ts).
  */
-const KERNEL_NAME = 'TrainyardDecodeAttention';
+const KERNEL_NAME = DECODE_ATTENTION_KERNEL;
 
 type KernelFunction = (
   q: number,
@@ -67,13 +70,14 @@ export function decodeAttentionKernelAvailable(): boolean {
  * softmax(q k^T + mask) v for one decoding step, in the grouped-query layout of model/llama.ts:
  * q [B*KV, G, D] (already scaled by 1/sqrt(D)), k and v [B, KV, S, D], mask [B, 1, 1, S]
  * additive (0 or KVCache's MASKED) -> [B*KV, G, D]. Null where the kernel does not apply
- * (another backend, D not a multiple of 4, not float32, a mask not per sequence): compute it
- * with tfjs ops then.
+ * (another backend, fused webgpu kernels off, D not a multiple of 4 on wasm or over
+ * MAX_HEAD_DIM on webgpu, not float32, a mask not per sequence): compute it with tfjs ops then.
  * No gradient: decoding only.
  */
 export function decodeAttention(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D): tf.Tensor3D | null {
   const [B, KV, S, D] = k.shape;
-  if (!decodeAttentionKernelAvailable() || D % 4 !== 0) return null;
+  const wasm = decodeAttentionKernelAvailable() && D % 4 === 0;
+  if (!wasm && !(fusedKernelsApply() && D <= MAX_HEAD_DIM)) return null;
   if ([q, k, v, mask].some((t) => t.dtype !== 'float32')) return null;
   if (q.shape[0] !== B * KV || q.shape[2] !== D || !sameShape(v.shape, k.shape)) {
     throw new Error(`decodeAttention: shapes q ${q.shape}, k ${k.shape} and v ${v.shape} do not fit together`);

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
 import { splitColumns, type PackedWeights } from '../kernels/matmul';
+import { rmsNorm } from '../kernels/rms-norm';
 import { attend } from './attention';
 import { FrozenLinear } from './linear';
 import { KVCache, MASKED } from './kv-cache';
@@ -29,10 +30,14 @@ export interface StepContext {
 export class RMSNorm {
   constructor(
     readonly weight: tf.Tensor1D,
+    /** epsilon as a tensor, shared by the model's norms, and as a number, for the fused kernel. */
     private readonly eps: tf.Scalar,
+    private readonly epsilon: number,
   ) {}
 
   forward(x: tf.Tensor2D): tf.Tensor2D {
+    const fused = rmsNorm(x, this.weight, this.epsilon);
+    if (fused) return fused;
     const meanSquare = tf.mean(tf.square(x), -1, true);
     return tf.mul(tf.mul(x, tf.rsqrt(tf.add(meanSquare, this.eps))), this.weight);
   }

@@ -87,6 +87,13 @@ export class WorkerConfig extends BaseServiceConfig {
   COMPUTE_BACKEND: 'auto' | 'tensorflow' | 'webgpu' | 'wasm' | 'cpu' = 'auto';
 
   /**
+   * On webgpu, the engine's fused WGSL kernels (RMSNorm, RoPE, decode attention, sampling on
+   * the GPU); off runs the generic tfjs ops instead. No effect on other backends.
+   */
+  @IsIn(['on', 'off'])
+  WEBGPU_FUSED_KERNELS: 'on' | 'off' = 'on';
+
+  /**
    * Set in the GPU images: tfjs-node-gpu silently runs on the CPU when CUDA or cuDNN is
    * missing, and webgpu may find only a software adapter, so a worker meant for a GPU reports
    * not-ready instead of serving slowly.

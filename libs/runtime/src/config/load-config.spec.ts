@@ -44,6 +44,15 @@ describe('loadConfig', () => {
     expect(loadConfig(W, { COMPUTE_BACKEND: 'webgpu' }).COMPUTE_BACKEND).toBe('webgpu');
   });
 
+  it('takes WEBGPU_FUSED_KERNELS on (the default) or off, nothing else', () => {
+    class W extends WorkerConfig {
+      override HTTP_PORT = 1;
+    }
+    expect(loadConfig(W, {}).WEBGPU_FUSED_KERNELS).toBe('on');
+    expect(loadConfig(W, { WEBGPU_FUSED_KERNELS: 'off' }).WEBGPU_FUSED_KERNELS).toBe('off');
+    expect(() => loadConfig(W, { WEBGPU_FUSED_KERNELS: 'false' })).toThrow(/WEBGPU_FUSED_KERNELS/);
+  });
+
   it('reads REQUIRE_GPU as a boolean, "false" included', () => {
     class W extends WorkerConfig {
       override HTTP_PORT = 1;
