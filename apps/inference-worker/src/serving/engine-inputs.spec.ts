@@ -27,11 +27,11 @@ describe("the inference worker's mapping to the engine's inputs", () => {
         { name: 'a', parameters: { type: 'object' } },
         { name: 'b', parameters: undefined },
       ],
-      choice: { name: 'b' },
+      calls: { only: 'b' },
       parallel: false,
     });
-    expect(toolCallRequest({ ...params, tool_choice: 'required' }, syntax).choice).toBe('required');
-    expect(toolCallRequest({ ...params, tool_choice: 'auto' }, syntax).choice).toBe('auto');
+    expect(toolCallRequest({ ...params, tool_choice: 'required' }, syntax).calls).toBe('required');
+    expect(toolCallRequest({ ...params, tool_choice: 'auto' }, syntax).calls).toBe('optional');
   });
 
   it('names the request field of each grammar fault', () => {
@@ -43,7 +43,7 @@ describe("the inference worker's mapping to the engine's inputs", () => {
       message: 'tools[2].function.parameters must be a JSON schema object',
       param: 'tools[2].function.parameters',
     });
-    expect(grammarRefusal(new GrammarError('names "x", which is not among the tools', { kind: 'choice' }))).toEqual({
+    expect(grammarRefusal(new GrammarError('names "x", which is not among the tools', { kind: 'unknown_function' }))).toEqual({
       message: 'tool_choice names "x", which is not among the tools',
       param: 'tool_choice',
     });

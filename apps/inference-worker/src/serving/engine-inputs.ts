@@ -24,7 +24,7 @@ export function toolCallRequest(params: ChatCompletionParams, syntax: ToolCallSy
   return {
     syntax,
     tools: (tools ?? []).map((tool) => ({ name: tool.function.name, parameters: tool.function.parameters })),
-    choice: typeof tool_choice === 'object' ? { name: tool_choice.function.name } : tool_choice === 'required' ? 'required' : 'auto',
+    calls: typeof tool_choice === 'object' ? { only: tool_choice.function.name } : tool_choice === 'required' ? 'required' : 'optional',
     parallel: parallel_tool_calls,
   };
 }
@@ -42,7 +42,7 @@ export function grammarRefusal(err: GrammarError): { message: string; param: str
       const param = `tools[${fault.index}].function.parameters`;
       return { message: `${param} ${err.message}`, param };
     }
-    case 'choice':
+    case 'unknown_function':
       return { message: `tool_choice ${err.message}`, param: 'tool_choice' };
     case 'unclosable': {
       const field = GRAMMAR_FIELD[fault.grammar];

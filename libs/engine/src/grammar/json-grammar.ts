@@ -18,13 +18,14 @@ export type GrammarKind = 'json' | 'tool_calls';
 
 /**
  * What a GrammarError is about: the GrammarSpec's schema, the parameters schema of the tool at
- * `index` of ToolCallRequest.tools, the function ToolCallRequest.choice names, or a grammar
+ * `index` of ToolCallRequest.tools, a function ToolCallRequest.calls names that is not among
+ * the tools, or a grammar
  * whose smallest document is too long to promise (the budget errors below).
  */
 export type GrammarFault =
   | { kind: 'schema' }
   | { kind: 'tool_parameters'; index: number }
-  | { kind: 'choice' }
+  | { kind: 'unknown_function' }
   | { kind: 'unclosable'; grammar: GrammarKind; maxBytes: number }
   | { kind: 'budget'; grammar: GrammarKind };
 
@@ -66,10 +67,10 @@ export interface ToolCallRequest {
   syntax: ToolCallSyntax;
   tools: ToolSpec[];
   /**
-   * `auto`: text, tool calls or both; `required`: one call or more and nothing else;
-   * `{ name }`: calls of that function only.
+   * `optional`: text, tool calls or both; `required`: one call or more and nothing else;
+   * `{ only }`: calls of that function only, one or more.
    */
-  choice: 'auto' | 'required' | { name: string };
+  calls: 'optional' | 'required' | { only: string };
   /** More than one call in a reply (where the syntax has room for several). */
   parallel: boolean;
 }
@@ -135,18 +136,19 @@ export class JsonGrammarCompiler {
   /**
    * A grammar for a reply with tools, as an xgrammar structural tag: each call is written in
    * the syntax's own markup with the function's name, then its arguments under the
-   * function's schema (one line, as JSON mode writes), then the closing markup. `auto`
-   * leaves text free until the syntax's trigger, and constrains the call it opens. Throws
-   * GrammarError for a parameters schema that cannot be compiled, or a choice of no tool given.
+   * function's schema (one line, as JSON mode writes), then the closing markup. Optional
+   * calls leave text free until the syntax's trigger, and constrain the call it opens. Throws
+   * GrammarError for a parameters schema that cannot be compiled, or calls of a function that
+   * is not among the tools.
    */
   async compileToolCalls(request: ToolCallRequest): Promise<CompiledGrammar> {
     const schemas = await Promise.all(request.tools.map((tool, i) => this.checkedSchema(tool, i)));
-    const named = typeof request.choice === 'object' ? request.choice.name : null;
+    const named = typeof request.calls === 'object' ? request.calls.only : null;
     const used = request.tools.map((tool, i) => ({ name: tool.name, schema: schemas[i] })).filter((tool) => named === null || tool.name === named);
-    if (used.length === 0) throw new GrammarError(`names ${JSON.stringify(named)}, which is not among the tools`, { kind: 'choice' });
+    if (used.length === 0) throw new GrammarError(`names ${JSON.stringify(named)}, which is not among the tools`, { kind: 'unknown_function' });
     const { syntax } = request;
     const stopAfterFirst = !(request.parallel && syntax.parallel);
-    const key = `tools\n${syntax.format}\n${String(request.choice === 'auto')}\n${stopAfterFirst}\n${JSON.stringify(used)}`;
+    const key = `tools\n${syntax.format}\n${String(request.calls === 'optional')}\n${stopAfterFirst}\n${JSON.stringify(used)}`;
     const grammar = await this.cached(key, async () => {
       const tags = await Promise.all(
         used.map(async (tool) => ({
@@ -157,12 +159,12 @@ export class JsonGrammarCompiler {
         })),
       );
       const format =
-        request.choice === 'auto'
+        request.calls === 'optional'
           ? { type: 'triggered_tags', triggers: [syntax.trigger], tags, at_least_one: false, stop_after_first: stopAfterFirst }
           : { type: 'tags_with_separator', tags, separator: syntax.separator, at_least_one: true, stop_after_first: stopAfterFirst };
       return this.compiler.compileStructuralTag({ type: 'structural_tag', format });
     });
-    const trigger = this.trigger(syntax.trigger, request.choice === 'auto');
+    const trigger = this.trigger(syntax.trigger, request.calls === 'optional');
     return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens, 'tool_calls', { lexer: new ToolCallLexer(syntax), trigger }) };
   }
 
