@@ -14,7 +14,7 @@ function boundaries(forTests = []) {
       { sourceTag: 'type:db', onlyDependOnLibsWithTags: libs('type:runtime', 'type:messaging', 'type:contracts') },
       { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts'] },
       { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:testing', 'type:engine'] },
-      // The web console runs in the browser: of ours, only the contracts' types.
+      // The web console runs in the browser: of ours, only the contracts (framework-free).
       { sourceTag: 'type:web', onlyDependOnLibsWithTags: libs('type:contracts') },
       { sourceTag: 'db:none', notDependOnLibsWithTags: ['type:db'] },
       { sourceTag: 'engine:none', notDependOnLibsWithTags: ['type:engine'] },

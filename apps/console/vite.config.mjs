@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import react from '@vitejs/plugin-react';
 import { defineConfig } from 'vite';
 
@@ -8,6 +9,8 @@ import { defineConfig } from 'vite';
 export default defineConfig(({ command }) => ({
   base: command === 'build' ? './' : '/console/',
   plugins: [react()],
+  // The contracts library is framework-free: the console shares its types and small helpers (servingName).
+  resolve: { alias: { '@trainyard/contracts': fileURLToPath(new URL('../../libs/contracts/src/index.ts', import.meta.url)) } },
   build: {
     outDir: '../../dist/apps/console',
     emptyOutDir: true,

@@ -5,6 +5,7 @@ import { CompletionsController } from './completions/completions.controller';
 import { CompletionsService } from './completions/completions.service';
 import { InferenceCapacity } from './completions/inference-capacity';
 import { ModelResolutions } from './completions/model-resolutions';
+import { PromptValidation } from './completions/prompt-validation';
 import { SchemaValidation } from './completions/schema-validation';
 import { WorkerSignals } from './completions/worker-signals';
 import { ChatConfig } from './config/chat.config';
@@ -24,7 +25,7 @@ export class ChatModule {
         }),
       ],
       controllers: [CompletionsController],
-      providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity, ModelResolutions, SchemaValidation, WorkerSignals],
+      providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity, ModelResolutions, PromptValidation, SchemaValidation, WorkerSignals],
     };
   }
 }

@@ -14,11 +14,6 @@ export function modelLabel(model: Pick<ModelRecord, 'project' | 'name'>): string
   return `${model.project}/${model.name}`;
 }
 
-/** The name chat completions accept: it follows the newest checkpoint; `:step{N}` pins one. */
-export function servingName(model: Pick<ModelRecord, 'entity' | 'project' | 'name'>, step?: number): string {
-  return `wandb-artifact:///${model.entity}/${model.project}/${model.name}${step === undefined ? '' : `:step${step}`}`;
-}
-
 export function shortId(id: string): string {
   return id.slice(0, 8);
 }

@@ -4,6 +4,8 @@
  */
 export const ErrorCode = {
   InvalidRequest: 'invalid_request',
+  /** The prompt leaves no room for a reply in the model's context window (OpenAI's code). */
+  ContextLengthExceeded: 'context_length_exceeded',
   ValidationFailed: 'validation_failed',
   Unauthorized: 'unauthorized',
   Forbidden: 'forbidden',
@@ -91,6 +93,19 @@ export class ServiceError extends Error {
 
   static invalid(message: string, param?: string): ServiceError {
     return new ServiceError(ErrorCode.InvalidRequest, message, param ? { param } : {});
+  }
+
+  /**
+   * A prompt of `promptTokens` tokens, in a model whose context window holds `contextWindow`,
+   * leaves no room for a single token of reply: OpenAI's context_length_exceeded, in its words.
+   */
+  static contextLengthExceeded(contextWindow: number, promptTokens: number, withTools: boolean): ServiceError {
+    return new ServiceError(
+      ErrorCode.ContextLengthExceeded,
+      `This model's maximum context length is ${contextWindow} tokens, but the messages${withTools ? ' and tools' : ''} resulted in ${promptTokens} tokens, ` +
+        'leaving no room for a reply. Please reduce the length of the messages.',
+      { param: 'messages' },
+    );
   }
 
   /**

@@ -11,6 +11,7 @@ export * from './registry/metrics-log.messages';
 export * from './registry/models.messages';
 export * from './registry/models-changed.messages';
 export * from './registry/resolve-model.messages';
+export * from './registry/serving-name';
 export * from './registry/trajectories.messages';
 export * from './registry/record-checkpoint.messages';
 export * from './health/health.messages';

@@ -16,7 +16,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { selectBackend } from '../src/backend';
 import { generate } from '../src/generate';
-import { JsonGrammarCompiler } from '../src/grammar';
+import { GrammarSpec, JsonGrammarCompiler } from '../src/grammar';
 import { loadModel } from '../src/loader';
 import { makeModel } from '../src/maker/make-model';
 
@@ -30,9 +30,10 @@ async function main(): Promise<void> {
   if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset, out: dir, seed: 1 });
   const lm = await loadModel(dir, { inferenceOnly: true });
   const compiler = await JsonGrammarCompiler.create(lm.tokenizer, lm.eosTokenIds);
-  const format = {
-    type: 'json_schema' as const,
-    json_schema: { name: 'long', schema: { type: 'object', properties: { items: { type: 'array', items: { type: 'integer' }, minItems: TOKENS / 4 } }, required: ['items'] } },
+  const spec: GrammarSpec = {
+    kind: 'schema',
+    schema: { type: 'object', properties: { items: { type: 'array', items: { type: 'integer' }, minItems: TOKENS / 4 } }, required: ['items'] },
+    strict: true,
   };
   const template = lm.chatTemplate;
   if (!template) throw new Error(`${dir} has no chat template`);
@@ -41,7 +42,7 @@ async function main(): Promise<void> {
   // As the inference worker runs a request: with logprobs (every JSON step masks the
   // vocabulary), or without (a drawn token the grammar allows is kept as it is).
   const msPerToken = async (json: boolean, logprobs: boolean): Promise<number> => {
-    const grammar = json ? await compiler.compile(format) : null;
+    const grammar = json ? await compiler.compile(spec) : null;
     const matcher = grammar?.newMatcher(TOKENS);
     const started = performance.now();
     const result = await generate(lm, prompt, {

@@ -6,6 +6,7 @@ export * from './safetensors';
 export * from './tokenizer';
 export * from './chat-template';
 export * from './loader';
+export { ChatPrompt, PromptError, readChatPrompt, readTokenizerFiles } from './prompt';
 export * from './model/linear';
 export { describeMatMulPlan, matMulPlan, matMulThreads, setMatMulPlan } from './kernels/matmul';
 export type { MatMulPlan, OneRowTile } from './kernels/matmul';

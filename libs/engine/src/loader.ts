@@ -4,11 +4,11 @@ import * as tf from '@tensorflow/tfjs-core';
 import { ChatTemplate } from './chat-template';
 import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig } from './config';
 import { transpose2d } from './dtype';
-import { ModelLoadError } from './errors';
 import { MatMulPlan, matMulPlan, setMatMulPlan, startMatMulThreads, tuneMatMul } from './kernels/matmul';
 import { FrozenLinear, LinearPart } from './model/linear';
 import { Attention, Block, LlamaModel, MLP, RMSNorm } from './model/llama';
 import { Rope } from './model/rope';
+import { ChatPrompt, readJson, readTokenizerFiles } from './prompt';
 import { Checkpoint } from './safetensors';
 import { TextTokenizer } from './tokenizer';
 
@@ -20,6 +20,8 @@ export interface LoadedModel {
   model: LlamaModel;
   tokenizer: TextTokenizer;
   chatTemplate: ChatTemplate | null;
+  /** Chat messages to prompt tokens, with this model's tokenizer, template and context window. */
+  prompt: ChatPrompt;
   /** Token ids that end generation: generation_config's, else config's, else the tokenizer's eos. */
   eosTokenIds: number[];
   dispose(): void;
@@ -73,16 +75,11 @@ export interface LoadOptions {
 
 export async function loadModel(dir: string, options: LoadOptions = {}): Promise<LoadedModel> {
   const config = parseModelConfig(readJson(dir, 'config.json'), path.join(dir, 'config.json'));
-  const tokenizerConfig = readJson(dir, 'tokenizer_config.json');
-  const tokenizer = new TextTokenizer(readJson(dir, 'tokenizer.json'), tokenizerConfig);
+  const { tokenizer, chatTemplate } = readTokenizerFiles(dir);
   // Optional: plenty of real checkpoints ship without one; config.json then has the eos ids.
   const generationConfig = parseGenerationConfig(
     fs.existsSync(path.join(dir, 'generation_config.json')) ? readJson(dir, 'generation_config.json') : {},
   );
-  const template = tokenizerConfig['chat_template'] as string | { name: string; template: string }[] | undefined;
-  const chatTemplate = template
-    ? new ChatTemplate(template, { bos_token: tokenizer.specialToken('bos_token'), eos_token: tokenizer.specialToken('eos_token') })
-    : null;
 
   if (options.inferenceOnly) startMatMulThreads(options.matmulThreads ?? 1);
   const checkpoint = new Checkpoint(dir);
@@ -103,17 +100,8 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
       ...(eosFromTokenizer !== undefined ? [eosFromTokenizer] : []),
     ]),
   ];
-  return { dir, config, generationConfig, model, tokenizer, chatTemplate, eosTokenIds, dispose: () => model.dispose() };
-}
-
-function readJson(dir: string, name: string): Record<string, unknown> {
-  const file = path.join(dir, name);
-  if (!fs.existsSync(file)) throw new ModelLoadError('missing file', file);
-  try {
-    return JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch (err) {
-    throw new ModelLoadError(`invalid JSON: ${(err as Error).message}`, file);
-  }
+  const prompt = new ChatPrompt(tokenizer, chatTemplate, config.maxPositionEmbeddings);
+  return { dir, config, generationConfig, model, tokenizer, chatTemplate, prompt, eosTokenIds, dispose: () => model.dispose() };
 }
 
 /** Reads every tensor the config calls for, checking shapes, into a LlamaModel. */

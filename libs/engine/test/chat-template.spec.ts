@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChatMessage, ChatTemplate } from '../src/chat-template';
 import { loadModel } from '../src/loader';
+import { PromptError, readChatPrompt } from '../src/prompt';
 import { makeTiny, useBackend } from './helpers';
 
 /** chat_template strings of real model families, copied from their tokenizer_config.json. */
@@ -103,5 +104,42 @@ describe("the model maker's tokenizer and template", () => {
     expect(out).toContain('<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call><|im_end|>\n');
     expect(out.endsWith('<|im_start|>tool\ncold<|im_end|>\n<|im_start|>assistant\n')).toBe(true);
     expect(t.render([{ role: 'user', content: 'x' }])).toBe('<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n');
+  });
+});
+
+describe('ChatPrompt', () => {
+  it('counts a prompt read without the weights exactly as the loaded model does', async () => {
+    await useBackend('cpu');
+    const dir = makeTiny('prompt', { overrides: { maxPositionEmbeddings: 512 } });
+    const lm = await loadModel(dir);
+    const read = readChatPrompt(dir);
+    const messages: ChatMessage[] = [
+      { role: 'developer', content: 'Be terse.' },
+      { role: 'user', content: 'Weather in Oslo?' },
+    ];
+    expect(read.encode(messages, [WEATHER_TOOL])).toEqual(lm.prompt.encode(messages, [WEATHER_TOOL]));
+    expect(read.encode(messages)).toEqual(lm.prompt.encode(messages));
+    expect(read.contextWindow).toBe(512);
+    expect(lm.prompt.contextWindow).toBe(512);
+    // The developer role renders as system, which the templates know.
+    expect(lm.tokenizer.decode(read.encode(messages), { skipSpecialTokens: false })).toContain('<|im_start|>system\nBe terse.<|im_end|>');
+    lm.dispose();
+  });
+
+  it('leaves a reply max_tokens, or what the window has left, or nothing', () => {
+    const prompt = readChatPrompt(makeTiny('room', { overrides: { maxPositionEmbeddings: 100 } }));
+    expect(prompt.room(40, 16)).toBe(16);
+    expect(prompt.room(90, 16)).toBe(10);
+    expect(prompt.room(99, 16)).toBe(1);
+    expect(prompt.room(100, 16)).toBe(0);
+    expect(prompt.room(150, 16)).toBe(0);
+  });
+
+  it('refuses a model without a chat template with a PromptError', () => {
+    const dir = makeTiny('no-template');
+    const file = path.join(dir, 'tokenizer_config.json');
+    const { chat_template: _dropped, ...config } = JSON.parse(fs.readFileSync(file, 'utf8'));
+    fs.writeFileSync(file, JSON.stringify(config));
+    expect(() => readChatPrompt(dir).encode([{ role: 'user', content: 'hi' }])).toThrow(PromptError);
   });
 });

@@ -1,3 +1,5 @@
+import { resolveWorkQueue, WorkQueues } from '@trainyard/contracts';
+import { connect, NatsConnection } from 'nats';
 import OpenAI from 'openai';
 import { startSftJob, uploadSftData, waitForJobEnd } from './support/faults';
 import { Stack } from './support/stack';
@@ -10,6 +12,7 @@ describe('chat completions with the official openai client', () => {
   let client: OpenAI;
   let model: string;
   let key: string;
+  let nc: NatsConnection;
 
   beforeAll(async () => {
     // Chat caches model resolutions; a TTL longer than the file runs means only the registry's
@@ -18,9 +21,19 @@ describe('chat completions with the official openai client', () => {
     model = stack.addTinyModel();
     key = (await stack.createKey('acme')).key;
     client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });
+    nc = await connect({ servers: stack.nats.url });
   }, 120_000);
 
-  afterAll(() => stack?.stop(), 60_000);
+  afterAll(async () => {
+    await nc?.close();
+    await stack?.stop();
+  }, 60_000);
+
+  /** Completions chat has queued so far: every one is a message more in the inference stream, taken or not. */
+  const queued = async () => {
+    const jsm = await nc.jetstreamManager();
+    return (await jsm.streams.info(resolveWorkQueue(WorkQueues.inference, stack.jetstreamPrefix).stream)).state.last_seq;
+  };
 
   const ask = (extra: Partial<OpenAI.Chat.ChatCompletionCreateParamsNonStreaming> = {}) =>
     client.chat.completions.create({
@@ -201,12 +214,15 @@ describe('chat completions with the official openai client', () => {
       expect(cut).toBeGreaterThan(0);
     });
 
-    it('refuses a schema that cannot be compiled with 400 naming response_format', async () => {
+    it('refuses a schema that cannot be compiled with 400 naming response_format, before queueing any work', async () => {
+      await ask(); // the stream exists
+      const before = await queued();
       const error = await ask({
         response_format: { type: 'json_schema', json_schema: { name: 'bad', schema: { type: 'integr' } } },
       }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
       expect((error as InstanceType<typeof OpenAI.APIError>).param).toBe('response_format');
+      expect(await queued()).toBe(before);
     });
 
     it('refuses with 400 naming max_tokens a schema whose smallest document does not fit, and fills one that just fits', async () => {
@@ -324,11 +340,28 @@ describe('chat completions with the official openai client', () => {
       expect((error as InstanceType<typeof OpenAI.APIError>).param).toBe(param);
     });
 
-    it('refuses a prompt longer than the context window with 400', async () => {
+    it('refuses a prompt longer than the context window with 400 context_length_exceeded, before queueing any work', async () => {
+      await ask(); // the stream exists
+      const before = await queued();
       const long = 'word '.repeat(3000);
-      const error = await ask({ messages: [{ role: 'user', content: long }] }).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-      expect((error as Error).message).toMatch(/context window/);
-    });
+      for (const stream of [false, true]) {
+        const error = await client.chat.completions
+          .create({ model, messages: [{ role: 'user', content: long }], max_tokens: 16, stream })
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+        const apiError = error as InstanceType<typeof OpenAI.APIError>;
+        expect(apiError.status).toBe(400);
+        expect(apiError.code).toBe('context_length_exceeded');
+        expect(apiError.param).toBe('messages');
+        expect(apiError.message).toMatch(/This model's maximum context length is 2048 tokens, but the messages resulted in \d+ tokens/);
+      }
+      expect(await queued()).toBe(before);
+      // A max_tokens past what the window has left is not refused: the reply stops at the window.
+      const fits = await ask({ messages: [{ role: 'user', content: 'word '.repeat(1000) }], max_tokens: 256 });
+      const usage = fits.usage as OpenAI.CompletionUsage;
+      expect(usage.prompt_tokens + 256).toBeGreaterThan(2048);
+      expect(usage.total_tokens).toBeLessThanOrEqual(2048);
+      expect(await queued()).toBe(before + 1);
+    }, 60_000);
   });
 });

@@ -99,6 +99,8 @@ describe('docker-compose.yml', () => {
       expect(service.volumes).toEqual(['models:/app/var/models', 'artifacts:/app/var/artifacts']);
       expect(service.environment).toMatchObject({ MODELS_DIR: '/app/var/models', ARTIFACT_ROOT: '/app/var/artifacts' });
     }
+    // Chat reads base models' tokenizers (prompt lengths) at the paths the registry hands out.
+    expect(compose.services['chat'].volumes).toEqual(['models:/app/var/models:ro']);
   });
 
   it('has a GPU override that runs both workers from the GPU image, requiring a GPU', () => {

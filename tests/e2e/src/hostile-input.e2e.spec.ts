@@ -541,10 +541,10 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
             // A valid input may still be more than the context window, or more than the chat template takes.
             input: {
               oracle: (v) => ((typeof v === 'string' && v !== '') || (Array.isArray(v) && v.length > 0 && v.every(isObject)) ? 'either' : 'invalid'),
-              names: /input|context window|chat template/i,
+              names: /input|context length|chat template/i,
               extra: fc.array(itemLike, { minLength: 0, maxLength: 3 }),
             },
-            instructions: { oracle: (v) => (nullish(v) ? 'valid' : typeof v === 'string' ? 'either' : 'invalid'), names: /instructions|context window|chat template/i },
+            instructions: { oracle: (v) => (nullish(v) ? 'valid' : typeof v === 'string' ? 'either' : 'invalid'), names: /instructions|context length|chat template/i },
             max_output_tokens: { oracle: (v) => verdictOf(nullish(v) || (isInt(v) && v >= 1 && v <= MAX_COMPLETION_TOKENS)) },
             temperature: { oracle: (v) => verdictOf(nullish(v) || between(v, 0, 2)) },
             top_p: { oracle: (v) => verdictOf(nullish(v) || between(v, 0, 1)) },

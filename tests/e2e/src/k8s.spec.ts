@@ -25,7 +25,7 @@ interface Container {
   livenessProbe?: Probe;
   readinessProbe?: Probe;
   resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> };
-  volumeMounts?: { name: string; mountPath: string }[];
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
 }
 interface PodSpec {
   containers: Container[];
@@ -196,6 +196,10 @@ describe('k8s/', () => {
       const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
       expect(config?.data).toMatchObject({ MODELS_DIR: '/app/var/models', ARTIFACT_ROOT: '/app/var/artifacts', NATS_URL: 'nats://nats:4222' });
       for (const name of ['trainyard-models', 'trainyard-artifacts']) expect(find(objects, 'PersistentVolumeClaim', name)).toBeDefined();
+      // Chat reads base models' tokenizers (prompt lengths), read-only, at the same path.
+      const chat = template(find(objects, 'Deployment', 'chat')).spec;
+      const models = chat.volumes?.find((v) => v.persistentVolumeClaim?.claimName === 'trainyard-models');
+      expect(chat.containers[0].volumeMounts).toContainEqual({ name: models?.name, mountPath: '/app/var/models', readOnly: true });
     });
 
     it('runs NATS with JetStream on a persistent volume', () => {

@@ -247,6 +247,14 @@ describe('the Responses API with the official openai client and the AI SDK', () 
       expect(error?.message).toMatch(/text\.format needs at least \d+ tokens for its smallest document, but max_output_tokens is 16$/);
     });
 
+    it('refuses an input longer than the context window with 400 context_length_exceeded naming input', async () => {
+      const error = await failure(client.responses.create({ model, input: 'word '.repeat(3000), max_output_tokens: 16 }));
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error?.code).toBe('context_length_exceeded');
+      expect(error?.param).toBe('input');
+      expect(error?.message).toMatch(/This model's maximum context length is 2048 tokens, but the messages resulted in \d+ tokens/);
+    });
+
     it('answers an unknown model with 404 model_not_found', async () => {
       const error = await failure(client.responses.create({ model: 'no/such-model', input: 'Hi' }));
       expect(error).toBeInstanceOf(OpenAI.NotFoundError);

@@ -13,6 +13,7 @@ import { JSONCodec, NatsConnection } from 'nats';
 import { ChatConfig } from '../config/chat.config';
 import { InferenceCapacity } from './inference-capacity';
 import { ModelResolutions } from './model-resolutions';
+import { PromptValidation } from './prompt-validation';
 import { SchemaValidation } from './schema-validation';
 
 const workItems = JSONCodec<InferenceWorkItem>();
@@ -30,6 +31,7 @@ export class CompletionsService {
     private readonly resolutions: ModelResolutions,
     private readonly capacity: InferenceCapacity,
     private readonly schemas: SchemaValidation,
+    private readonly prompts: PromptValidation,
   ) {}
 
   async start(request: StartCompletionRequest): Promise<StartCompletionReply> {
@@ -39,6 +41,7 @@ export class CompletionsService {
       entity_name: request.entity_name,
       model: request.params.model,
     });
+    this.prompts.check(resolved.base_model_dir, request.params);
     await this.capacity.admit(request.completion_id);
 
     const trainable = resolved.adapter_path !== null;

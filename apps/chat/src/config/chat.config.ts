@@ -48,4 +48,14 @@ export class ChatConfig extends BaseServiceConfig {
   @IsInt()
   @Min(0)
   MODEL_RESOLUTION_CACHE_TTL_MS = 30_000;
+
+  /**
+   * Base models whose tokenizer and chat template chat keeps, to count prompts before they
+   * are queued; past it, the least recently used is dropped (and read again when next used).
+   * Each holds its tokenizer in memory: about 36 MiB for a 49152-token vocabulary.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  PROMPT_TOKENIZER_CACHE_SIZE = 4;
 }

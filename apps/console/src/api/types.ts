@@ -1,5 +1,5 @@
-// The console speaks the public API: its shapes are the contracts' (types only: nothing of
-// the backend is bundled), plus the few of the console's own routes.
+// The console speaks the public API: its shapes are the contracts' (the framework-free
+// contracts library; nothing of the backend is bundled), plus the few of the console's own routes.
 export type {
   CheckpointRecord,
   ConsoleKeyView,

@@ -1,4 +1,5 @@
 import { Alert, Code, Group, Loader, SimpleGrid, Slider, Stack, Table, Text, Title } from '@mantine/core';
+import { servingName } from '@trainyard/contracts';
 import { useEffect, useMemo, useState } from 'react';
 import { api } from '../api/client';
 import type { CheckpointRecord, DeleteCheckpointsReply, Page, TrainingJobRecord } from '../api/types';
@@ -7,7 +8,7 @@ import { JobsTable } from '../components/jobs-table';
 import { MetricsList } from '../components/metrics-list';
 import { RolloutFilters, Rollouts } from '../components/rollouts';
 import { RunChart } from '../components/run-chart';
-import { formatDate, modelLabel, servingName } from '../format';
+import { formatDate, modelLabel } from '../format';
 import { runCharts } from '../runs/run-charts';
 import { useLoad } from '../use-load';
 import { loadModels } from './models.page';

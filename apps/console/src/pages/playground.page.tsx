@@ -1,8 +1,9 @@
 import { Alert, Button, Card, Code, Group, Loader, NumberInput, Select, SimpleGrid, Stack, Switch, Table, Text, Textarea, Title } from '@mantine/core';
+import { servingName } from '@trainyard/contracts';
 import { FormEvent, useState } from 'react';
 import { api, apiWithHeaders } from '../api/client';
 import type { ChatCompletion, CheckpointRecord, Page } from '../api/types';
-import { formatNumber, modelLabel, servingName } from '../format';
+import { formatNumber, modelLabel } from '../format';
 import { useLoad } from '../use-load';
 import { loadModels } from './models.page';
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ChatCompletionParams, ChatMessageInput, ErrorCode, FunctionTool, InferenceEvent, ServiceError, ToolChoice } from '@trainyard/contracts';
+import { ChatCompletionParams, ChatMessageInput, ErrorCode, FunctionTool, InferenceEvent, JsonSchemaFormat, ServiceError, ToolChoice } from '@trainyard/contracts';
 import type { Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/caller';
@@ -95,7 +95,7 @@ export class ChatCompletionsService {
       logprobs: body.logprobs === true,
       top_logprobs: body.top_logprobs ?? 0,
       response_format: body.response_format?.type === 'json_schema'
-        ? { type: 'json_schema', json_schema: { ...(body.response_format.json_schema as { name: string }) } }
+        ? { type: 'json_schema', json_schema: { ...(body.response_format.json_schema as JsonSchemaFormat) } }
         : { type: body.response_format?.type === 'json_object' ? 'json_object' : 'text' },
       tools: body.tools?.length ? (body.tools as FunctionTool[]) : null,
       tool_choice: toolChoice,

@@ -3,6 +3,7 @@ import { ErrorCode, ServiceError } from '@trainyard/contracts';
 /** The one table from error code to HTTP status. */
 export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.InvalidRequest]: 400,
+  [ErrorCode.ContextLengthExceeded]: 400,
   [ErrorCode.Unauthorized]: 401,
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.NotFound]: 404,

@@ -1,5 +1,5 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import { ErrorCode, ServiceError, Subjects } from '@trainyard/contracts';
+import { ErrorCode, servingName, ServiceError, Subjects } from '@trainyard/contracts';
 import { RpcClient } from '@trainyard/messaging';
 import { Caller, CallerParam } from '../auth/caller';
 import { scopeOf } from './caller-scope';
@@ -28,7 +28,7 @@ export class OpenAiModelsController {
         ...base_models.map((m): OpenAiModel => ({ id: m.id, object: 'model', created: m.created, owned_by: 'trainyard' })),
         // Listed by the name chat completions accept, which follows the newest checkpoint.
         ...models.map((m): OpenAiModel => ({
-          id: `wandb-artifact:///${m.entity}/${m.project}/${m.name}`,
+          id: servingName(m),
           object: 'model',
           created: m.created,
           owned_by: m.entity,

@@ -1,4 +1,4 @@
-import { ChatCompletionParams, ChatMessageInput, FunctionTool, ResponseFormatInput, ServiceError, ToolCallOutput, ToolChoice } from '@trainyard/contracts';
+import { ChatCompletionParams, ChatMessageInput, FunctionTool, ResponseFormat, ServiceError, ToolCallOutput, ToolChoice } from '@trainyard/contracts';
 import { checkToolChoice } from '../chat/tool-choice';
 import type { CreateResponseRequest } from './dto/create-response.request';
 
@@ -140,7 +140,7 @@ function toChatTool(tool: Item, index: number): FunctionTool {
   };
 }
 
-function toResponseFormat(body: CreateResponseRequest): ResponseFormatInput {
+function toResponseFormat(body: CreateResponseRequest): ResponseFormat {
   const format = body.text?.format;
   if (format?.type === 'json_schema') {
     return { type: 'json_schema', json_schema: { name: format.name as string, schema: format.schema, strict: format.strict ?? null } };

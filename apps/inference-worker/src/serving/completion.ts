@@ -1,6 +1,5 @@
 import type { InferenceEvent, InferenceWorkItem, TokenInfo } from '@trainyard/contracts';
 import {
-  ChatMessage,
   CompiledGrammar,
   DrawnToken,
   GenerationStep,
@@ -174,16 +173,4 @@ export class RunningCompletion {
       top_logprobs: token.topLogprobs.map((t) => ({ ...describe(t.id), logprob: t.logprob })),
     };
   }
-}
-
-/** The prompt as the model's own chat template renders it, ready to generate. */
-export function renderPrompt(lm: LoadedModel, item: InferenceWorkItem): number[] {
-  if (!lm.chatTemplate) throw new Error(`${item.base_model} has no chat template in tokenizer_config.json`);
-  const messages: ChatMessage[] = item.params.messages.map((m) => ({
-    ...m,
-    // Templates know system, not OpenAI's newer developer role, which means the same.
-    role: m.role === 'developer' ? 'system' : m.role,
-  }));
-  const text = lm.chatTemplate.render(messages, { tools: item.params.tools ?? undefined, addGenerationPrompt: true });
-  return lm.tokenizer.encode(text);
 }

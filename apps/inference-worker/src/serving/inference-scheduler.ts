@@ -19,6 +19,7 @@ import {
   LoraAttachment,
   LoraRouter,
   PromptCache,
+  PromptError,
   RowDraw,
   toolCallSyntax,
   ToolCallSyntax,
@@ -29,7 +30,8 @@ import { JSONCodec, NatsConnection, Subscription } from 'nats';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
 import { AdapterCache } from '../models/adapter-cache';
 import { ModelCache } from '../models/model-cache';
-import { renderPrompt, RunningCompletion } from './completion';
+import { RunningCompletion } from './completion';
+import { grammarRefusal, grammarSpec, toolCallRequest } from './engine-inputs';
 
 const events = JSONCodec<InferenceEventMessage>();
 /** Longer than any completion stays worth starting (the chat service's deadline). */
@@ -193,7 +195,7 @@ export class InferenceScheduler implements OnModuleDestroy {
       return await this.compileGrammar(lm, item, toolSyntax);
     } catch (err) {
       this.release(item);
-      if (err instanceof GrammarError) emit(errorEvent(ErrorCode.InvalidRequest, err.message, err.param));
+      if (err instanceof GrammarError) emit(grammarErrorEvent(err));
       else {
         this.logger.error(`grammar failed: ${(err as Error).stack}`);
         emit(errorEvent(ErrorCode.Internal, 'Constrained decoding failed', toolSyntax ? 'tools' : 'response_format'));
@@ -211,20 +213,15 @@ export class InferenceScheduler implements OnModuleDestroy {
       return completion;
     } catch (err) {
       this.release(item);
-      // Coded errors say what is wrong (a GrammarError here: max_tokens too small for the
-      // grammar). Anything else comes from rendering the prompt: the messages (or tools) are
-      // ones this model's chat template cannot take.
-      emit(
-        err instanceof ServiceError
-          ? errorEvent(err.code, err.message, err.details.param)
-          : err instanceof GrammarError
-            ? errorEvent(ErrorCode.InvalidRequest, err.message, err.param)
-            : errorEvent(
-                ErrorCode.InvalidRequest,
-                `The chat template of ${item.base_model} cannot render these messages${item.params.tools ? ' and tools' : ''}: ${(err as Error).message}`,
-                'messages',
-              ),
-      );
+      // The refusals the chat service makes before queueing (a prompt the template cannot
+      // render or the window cannot hold), and a GrammarError: max_tokens too small for the grammar.
+      if (err instanceof ServiceError) emit(errorEvent(err.code, err.message, err.details.param));
+      else if (err instanceof PromptError) emit(errorEvent(ErrorCode.InvalidRequest, err.message, 'messages'));
+      else if (err instanceof GrammarError) emit(grammarErrorEvent(err));
+      else {
+        this.logger.error(`cannot open ${item.completion_id}: ${(err as Error).stack}`);
+        emit(errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker'));
+      }
       return null;
     }
   }
@@ -281,17 +278,20 @@ export class InferenceScheduler implements OnModuleDestroy {
     }
   }
 
-  /** The rendered prompt, and the tokens it leaves to generate: never past the context window (the choice then ends with "length"). */
+  /**
+   * The rendered prompt, and the tokens it leaves to generate: never past the context window
+   * (the choice then ends with "length"). The chat service refuses a prompt that does not fit
+   * before queueing it, counting it with the same ChatPrompt; this check is a defence only.
+   */
   private prompt(lm: LoadedModel, item: InferenceWorkItem): { promptIds: number[]; maxTokens: number } {
-    const promptIds = renderPrompt(lm, item);
-    const window = lm.config.maxPositionEmbeddings;
-    if (promptIds.length + 1 > window) {
-      throw ServiceError.invalid(
-        `The prompt${item.params.tools ? ' (messages and tools)' : ''} is ${promptIds.length} tokens long; ${item.base_model} has a context window of ${window} tokens`,
-        'messages',
-      );
+    const { messages, tools, max_tokens } = item.params;
+    const promptIds = lm.prompt.encode(messages, tools);
+    const maxTokens = lm.prompt.room(promptIds.length, max_tokens);
+    if (maxTokens < 1) {
+      this.logger.warn(`${item.completion_id} reached the worker too long for the context window: chat could not count its prompt (can it read ${item.base_model_dir}?)`);
+      throw ServiceError.contextLengthExceeded(lm.prompt.contextWindow, promptIds.length, tools !== null);
     }
-    return { promptIds, maxTokens: Math.min(item.params.max_tokens, window - promptIds.length) };
+    return { promptIds, maxTokens };
   }
 
   private batchFor(item: InferenceWorkItem, lm: LoadedModel): Batch {
@@ -316,15 +316,12 @@ export class InferenceScheduler implements OnModuleDestroy {
   }
 
   private async compileGrammar(lm: LoadedModel, item: InferenceWorkItem, toolSyntax: ToolCallSyntax | null): Promise<CompiledGrammar | null> {
-    const compiler = await this.grammarFor(lm);
-    const { tools, tool_choice, parallel_tool_calls, response_format } = item.params;
-    if (!toolSyntax || !tools || tool_choice === 'none') return compiler.compile(response_format);
-    return compiler.compileToolCalls({
-      syntax: toolSyntax,
-      tools: tools.map((tool) => ({ name: tool.function.name, parameters: tool.function.parameters })),
-      choice: typeof tool_choice === 'object' ? { name: tool_choice.function.name } : tool_choice,
-      parallel: parallel_tool_calls,
-    });
+    const { tools, tool_choice, response_format } = item.params;
+    if (!toolSyntax || !tools || tool_choice === 'none') {
+      const spec = grammarSpec(response_format);
+      return spec ? (await this.grammarFor(lm)).compile(spec) : null;
+    }
+    return (await this.grammarFor(lm)).compileToolCalls(toolCallRequest(item.params, toolSyntax));
   }
 
   private grammarFor(lm: LoadedModel): Promise<JsonGrammarCompiler> {
@@ -488,4 +485,9 @@ type Emit = (event: InferenceEvent) => void;
 
 function errorEvent(code: ErrorCode, message: string, param?: string): InferenceEvent & { type: 'error' } {
   return { type: 'error', error: { code, message, details: param ? { param } : {} } };
+}
+
+function grammarErrorEvent(err: GrammarError): InferenceEvent & { type: 'error' } {
+  const { message, param } = grammarRefusal(err);
+  return errorEvent(ErrorCode.InvalidRequest, message, param);
 }

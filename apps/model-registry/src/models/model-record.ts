@@ -12,8 +12,3 @@ export function toModelRecord(model: ModelRow): ModelRecord {
     created: Math.floor(model.createdAt.getTime() / 1000),
   };
 }
-
-/** The name chat completions accept for the model's newest checkpoint. */
-export function servingName(model: Pick<ModelRow, 'entityName' | 'project' | 'name'>): string {
-  return `wandb-artifact:///${model.entityName}/${model.project}/${model.name}`;
-}

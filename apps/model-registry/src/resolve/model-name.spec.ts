@@ -1,3 +1,4 @@
+import { servingName } from '@trainyard/contracts';
 import { parseModelName } from './model-name';
 
 describe('parseModelName', () => {
@@ -29,5 +30,11 @@ describe('parseModelName', () => {
     'wandb-artifact:///a/b/c/d',
   ])('refuses %s', (name) => {
     expect(parseModelName(name)).toBeUndefined();
+  });
+
+  it('reads back the serving names the contracts write', () => {
+    const model = { entity: 'acme', project: 'agents', name: 'bot' };
+    expect(parseModelName(servingName(model))).toEqual({ kind: 'trained', ...model, selector: { kind: 'latest' } });
+    expect(parseModelName(servingName(model, 5))).toEqual({ kind: 'trained', ...model, selector: { kind: 'step', step: 5 } });
   });
 });

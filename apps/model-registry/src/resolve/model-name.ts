@@ -1,3 +1,5 @@
+import { SERVING_NAME_SCHEME } from '@trainyard/contracts';
+
 /** Which checkpoint of a trained model a name asks for. */
 export type StepSelector = { kind: 'latest' } | { kind: 'step'; step: number };
 
@@ -5,12 +7,11 @@ export type ParsedModelName =
   | { kind: 'base'; id: string }
   | { kind: 'trained'; entity: string; project: string; name: string; selector: StepSelector };
 
-const ARTIFACT_SCHEME = 'wandb-artifact:///';
 const SEGMENT = /^[^/:\s]+$/;
 const SUFFIX = /^(?<name>[^:]+)(?::(?:(?<latest>latest)|step(?<step>\d+)|v(?<version>\d+)))?$/;
 
 /**
- * Reads the model names chat completions accept:
+ * Reads the model names chat completions accept (contracts' servingName writes the first two):
  *   wandb-artifact:///{entity}/{project}/{name}          newest checkpoint
  *   ...:step{N}, ...:latest, ...:v{K} (version K is step K)
  *   {entity}/{project}/{name}[:step{N}]                   the same, without the scheme
@@ -18,8 +19,8 @@ const SUFFIX = /^(?<name>[^:]+)(?::(?:(?<latest>latest)|step(?<step>\d+)|v(?<ver
  * name that can be neither.
  */
 export function parseModelName(model: string): ParsedModelName | undefined {
-  const artifact = model.startsWith(ARTIFACT_SCHEME);
-  const path = artifact ? model.slice(ARTIFACT_SCHEME.length) : model;
+  const artifact = model.startsWith(SERVING_NAME_SCHEME);
+  const path = artifact ? model.slice(SERVING_NAME_SCHEME.length) : model;
   const segments = path.split('/');
   if (segments.length !== 3) return artifact ? undefined : { kind: 'base', id: model };
 

@@ -12,6 +12,7 @@ import {
   ModelRecord,
   Page,
   ServiceError,
+  servingName,
   Subjects,
   TrainingEventRecord,
   TrainingEventType,
@@ -65,7 +66,7 @@ export class TrainingJobsService {
     ];
     if (problems.length > 0) throw ServiceError.validation(problems);
     if (config.klRefAdapterPath !== null) await this.checkKlReference(request, config.klRefAdapterPath);
-    const payload = { model_name: modelName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config };
+    const payload = { model_name: servingName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config };
     return this.store(request, model, 'rl', payload, ignored.map((key) => `experimental_config.${key}`), raw);
   }
 
@@ -105,7 +106,7 @@ export class TrainingJobsService {
         issues.slice(0, 20).map((i) => issueAt(['body', 'training_data_url'], `training data ${i.path} ${i.message}`)),
       );
     }
-    const payload = { model_name: modelName(model), entity_name: request.entity_name, conversations, config: request.config, experimental_config: null };
+    const payload = { model_name: servingName(model), entity_name: request.entity_name, conversations, config: request.config, experimental_config: null };
     const ignored = [...config.ignored.map((key) => `config.${key}`), ...experimental.ignored.map((key) => `experimental_config.${key}`)];
     return this.store(request, model, 'sft', payload, ignored);
   }
@@ -236,8 +237,4 @@ export function isTerminal(status: string): boolean {
 
 function emptyPage<T>(): Page<T> {
   return { object: 'list', data: [], first_id: null, last_id: null, has_more: false };
-}
-
-function modelName(model: ModelRecord): string {
-  return `wandb-artifact:///${model.entity}/${model.project}/${model.name}`;
 }

@@ -32,10 +32,19 @@ export interface ToolCallDelta {
   arguments: string;
 }
 
-export type ResponseFormatInput =
-  | { type: 'text' }
-  | { type: 'json_object' }
-  | { type: 'json_schema'; json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null } };
+/** OpenAI's response_format types: free text, any JSON object, JSON matching a schema. */
+export const RESPONSE_FORMAT_TYPES = ['text', 'json_object', 'json_schema'] as const;
+
+/** response_format.json_schema (chat) and text.format's schema fields (responses). */
+export interface JsonSchemaFormat {
+  name: string;
+  /** Absent: any JSON object. */
+  schema?: Record<string, unknown>;
+  strict?: boolean | null;
+}
+
+/** OpenAI's response_format, as the gateway validates it and the inference worker reads it. */
+export type ResponseFormat = { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; json_schema: JsonSchemaFormat };
 
 /** The sampling request after the gateway has validated and normalised it. */
 export interface ChatCompletionParams {
@@ -51,7 +60,7 @@ export interface ChatCompletionParams {
   /** Report per-token logprobs; on by default for trainable models (RL needs them). */
   logprobs: boolean;
   top_logprobs: number;
-  response_format: ResponseFormatInput;
+  response_format: ResponseFormat;
   /** null: no tools. */
   tools: FunctionTool[] | null;
   tool_choice: ToolChoice;

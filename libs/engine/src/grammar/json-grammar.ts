@@ -6,20 +6,37 @@ import { ANY_WHITESPACE, ONE_LINE, SchemaProbe } from './schema-probe';
 import { ToolCallLexer } from './tool-call-lexer';
 import { Xgrammar, XgCompiledGrammar, XgGrammarCompiler, XgGrammarMatcher, loadXgrammar, matcherFactory } from './xgrammar-loader';
 
-/** OpenAI's response_format. */
-export type ResponseFormat =
-  | { type: 'text' }
-  | { type: 'json_object' }
-  | { type: 'json_schema'; json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null } };
+/**
+ * What a reply must be, as JSON: any JSON object, or a document valid under a JSON schema.
+ * `strict` compiles the schema in xgrammar's strict mode: properties and items the schema does
+ * not name are not generated (the output is valid against the schema either way).
+ */
+export type GrammarSpec = { kind: 'any_object' } | { kind: 'schema'; schema: Record<string, unknown>; strict: boolean };
+
+/** Which grammar a budget problem is about: a JSON document (GrammarSpec) or a reply with tool calls. */
+export type GrammarKind = 'json' | 'tool_calls';
 
 /**
- * A response_format that cannot be honoured (HTTP 400 at the edge): the message names the
- * problem, `param` the request field at fault.
+ * What a GrammarError is about: the GrammarSpec's schema, the parameters schema of the tool at
+ * `index` of ToolCallRequest.tools, a function ToolCallRequest.calls names that is not among
+ * the tools, or a grammar
+ * whose smallest document is too long to promise (the budget errors below).
+ */
+export type GrammarFault =
+  | { kind: 'schema' }
+  | { kind: 'tool_parameters'; index: number }
+  | { kind: 'unknown_function' }
+  | { kind: 'unclosable'; grammar: GrammarKind; maxBytes: number }
+  | { kind: 'budget'; grammar: GrammarKind };
+
+/**
+ * A grammar that cannot be compiled or honoured: `fault` says which input is at fault, the
+ * message why (the caller names the field of its own request).
  */
 export class GrammarError extends Error {
   constructor(
     message: string,
-    readonly param = 'response_format',
+    readonly fault: GrammarFault,
   ) {
     super(message);
     this.name = 'GrammarError';
@@ -31,10 +48,9 @@ export class GrammarBudgetError extends GrammarError {
   constructor(
     readonly minTokens: number,
     readonly maxTokens: number,
-    /** What asked for the grammar: `response_format`, or `tool_choice` for a required tool call. */
-    subject = 'response_format',
+    grammar: GrammarKind,
   ) {
-    super(`${subject} needs at least ${minTokens} tokens for its smallest document, but max_tokens is ${maxTokens}`, 'max_tokens');
+    super(`the smallest document needs at least ${minTokens} tokens, but the budget is ${maxTokens}`, { kind: 'budget', grammar });
     this.name = 'GrammarBudgetError';
   }
 }
@@ -51,10 +67,10 @@ export interface ToolCallRequest {
   syntax: ToolCallSyntax;
   tools: ToolSpec[];
   /**
-   * `auto`: text, tool calls or both; `required`: one call or more and nothing else;
-   * `{ name }`: calls of that function only.
+   * `optional`: text, tool calls or both; `required`: one call or more and nothing else;
+   * `{ only }`: calls of that function only, one or more.
    */
-  choice: 'auto' | 'required' | { name: string };
+  calls: 'optional' | 'required' | { only: string };
   /** More than one call in a reply (where the syntax has room for several). */
   parallel: boolean;
 }
@@ -80,9 +96,8 @@ const schemaProbe = new SchemaProbe();
  * Compiles response formats and tool calls into token-level grammars (XGrammar) for one
  * tokenizer. One per loaded model; it caches compiled grammars by their definition.
  *
- * json_schema grammars run in xgrammar's strict mode: properties and items the schema does
- * not name are not generated (the output stays valid against the schema either way). So do
- * tool arguments, whether or not the function says `strict`.
+ * Tool arguments are compiled in xgrammar's strict mode (see GrammarSpec), whether or not the
+ * function says `strict`.
  */
 export class JsonGrammarCompiler {
   private readonly cache = new Map<string, Promise<XgCompiledGrammar>>();
@@ -111,29 +126,29 @@ export class JsonGrammarCompiler {
     return new JsonGrammarCompiler(api, compiler, makeMatcher, vocab, eosTokenIds);
   }
 
-  /** null for plain text. Throws GrammarError for a schema that cannot be compiled. */
-  async compile(format: ResponseFormat): Promise<CompiledGrammar | null> {
-    const request = schemaOf(format);
-    if (!request) return null;
+  /** Throws GrammarError for a schema that cannot be compiled. */
+  async compile(spec: GrammarSpec): Promise<CompiledGrammar> {
+    const request = schemaOf(spec);
     const grammar = await this.cached(`${request.strict}\n${request.schema}`, () => this.compileSchema(request.schema, request.strict));
-    return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens, 'response_format') };
+    return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens, 'json') };
   }
 
   /**
    * A grammar for a reply with tools, as an xgrammar structural tag: each call is written in
    * the syntax's own markup with the function's name, then its arguments under the
-   * function's schema (one line, as JSON mode writes), then the closing markup. `auto`
-   * leaves text free until the syntax's trigger, and constrains the call it opens. Throws
-   * GrammarError, naming `tools[i].function.parameters`, for a schema that cannot be compiled.
+   * function's schema (one line, as JSON mode writes), then the closing markup. Optional
+   * calls leave text free until the syntax's trigger, and constrain the call it opens. Throws
+   * GrammarError for a parameters schema that cannot be compiled, or calls of a function that
+   * is not among the tools.
    */
   async compileToolCalls(request: ToolCallRequest): Promise<CompiledGrammar> {
     const schemas = await Promise.all(request.tools.map((tool, i) => this.checkedSchema(tool, i)));
-    const named = typeof request.choice === 'object' ? request.choice.name : null;
+    const named = typeof request.calls === 'object' ? request.calls.only : null;
     const used = request.tools.map((tool, i) => ({ name: tool.name, schema: schemas[i] })).filter((tool) => named === null || tool.name === named);
-    if (used.length === 0) throw new GrammarError(`tool_choice names ${JSON.stringify(named)}, which is not in tools`, 'tool_choice');
+    if (used.length === 0) throw new GrammarError(`names ${JSON.stringify(named)}, which is not among the tools`, { kind: 'unknown_function' });
     const { syntax } = request;
     const stopAfterFirst = !(request.parallel && syntax.parallel);
-    const key = `tools\n${syntax.format}\n${String(request.choice === 'auto')}\n${stopAfterFirst}\n${JSON.stringify(used)}`;
+    const key = `tools\n${syntax.format}\n${String(request.calls === 'optional')}\n${stopAfterFirst}\n${JSON.stringify(used)}`;
     const grammar = await this.cached(key, async () => {
       const tags = await Promise.all(
         used.map(async (tool) => ({
@@ -144,13 +159,13 @@ export class JsonGrammarCompiler {
         })),
       );
       const format =
-        request.choice === 'auto'
+        request.calls === 'optional'
           ? { type: 'triggered_tags', triggers: [syntax.trigger], tags, at_least_one: false, stop_after_first: stopAfterFirst }
           : { type: 'tags_with_separator', tags, separator: syntax.separator, at_least_one: true, stop_after_first: stopAfterFirst };
       return this.compiler.compileStructuralTag({ type: 'structural_tag', format });
     });
-    const trigger = this.trigger(syntax.trigger, request.choice === 'auto');
-    return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens, 'tool_choice', { lexer: new ToolCallLexer(syntax), trigger }) };
+    const trigger = this.trigger(syntax.trigger, request.calls === 'optional');
+    return { newMatcher: (maxTokens) => this.newMatcher(grammar, maxTokens, 'tool_calls', { lexer: new ToolCallLexer(syntax), trigger }) };
   }
 
   private cached(key: string, compile: () => Promise<XgCompiledGrammar>): Promise<XgCompiledGrammar> {
@@ -168,14 +183,14 @@ export class JsonGrammarCompiler {
 
   /** A tool's parameters schema as text, once xgrammar has been seen to take it. */
   private async checkedSchema(tool: ToolSpec, index: number): Promise<string> {
-    const param = `tools[${index}].function.parameters`;
+    const fault: GrammarFault = { kind: 'tool_parameters', index };
     const schema = tool.parameters ?? NO_PARAMETERS;
-    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new GrammarError(`${param} must be a JSON schema object`, param);
+    if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new GrammarError('must be a JSON schema object', fault);
     const text = JSON.stringify(schema);
     try {
       await schemaProbe.check(text, true, ANY_WHITESPACE, ONE_LINE);
     } catch (err) {
-      throw new GrammarError(`${param} cannot be compiled: ${(err as Error).message}`, param);
+      throw new GrammarError(`cannot be compiled: ${(err as Error).message}`, fault);
     }
     return text;
   }
@@ -206,24 +221,24 @@ export class JsonGrammarCompiler {
     try {
       await schemaProbe.check(schema, strict, ANY_WHITESPACE, ONE_LINE);
     } catch (err) {
-      throw new GrammarError(`response_format.json_schema.schema cannot be compiled: ${(err as Error).message}`);
+      throw new GrammarError(`cannot be compiled: ${(err as Error).message}`, { kind: 'schema' });
     }
     return this.compiler.compileGrammar(await this.ebnf(schema, strict));
   }
 
 
-  private newMatcher(grammar: XgCompiledGrammar, maxTokens: number, subject: string, options?: MatcherOptions): GrammarMatcher {
+  private newMatcher(grammar: XgCompiledGrammar, maxTokens: number, kind: GrammarKind, options?: MatcherOptions): GrammarMatcher {
     const matcher = new JsonGrammarMatcher(this.makeMatcher(grammar), this.vocab, this.eosTokenIds, maxTokens, options);
     if (matcher.tooLongToClose) {
       matcher.dispose();
       throw new GrammarError(
-        `${subject}'s smallest document is longer than ${MAX_CLOSING_BYTES} bytes: more than constrained decoding can promise to close within max_tokens`,
-        subject,
+        `the smallest document is longer than ${MAX_CLOSING_BYTES} bytes: more than constrained decoding can promise to close within the budget`,
+        { kind: 'unclosable', grammar: kind, maxBytes: MAX_CLOSING_BYTES },
       );
     }
     if (matcher.minimalDocument > maxTokens) {
       matcher.dispose();
-      throw new GrammarBudgetError(matcher.minimalDocument, maxTokens, subject);
+      throw new GrammarBudgetError(matcher.minimalDocument, maxTokens, kind);
     }
     return matcher;
   }
@@ -250,22 +265,12 @@ function withoutRawControlCharacters(ebnf: string): string {
   return ebnf.split(LENGTH_LIMITED_CHAR).join(JSON_STRING_CHAR);
 }
 
-/** The schema text to compile and whether it is strict, or null for text; rejects malformed formats. */
-function schemaOf(format: ResponseFormat): { schema: string; strict: boolean } | null {
-  switch (format?.type) {
-    case 'text':
-      return null;
-    case 'json_object':
-      return { schema: ANY_OBJECT, strict: false };
-    case 'json_schema': {
-      const schema = format.json_schema?.schema;
-      if (schema === undefined) return { schema: ANY_OBJECT, strict: false };
-      if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
-        throw new GrammarError('response_format.json_schema.schema must be a JSON object');
-      }
-      return { schema: JSON.stringify(schema), strict: true };
-    }
-    default:
-      throw new GrammarError(`response_format.type must be text, json_object or json_schema, not ${JSON.stringify((format as { type?: unknown } | undefined)?.type)}`);
+/** The schema text to compile and whether it is strict; rejects a schema that is not an object. */
+function schemaOf(spec: GrammarSpec): { schema: string; strict: boolean } {
+  if (spec.kind === 'any_object') return { schema: ANY_OBJECT, strict: false };
+  const { schema } = spec;
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+    throw new GrammarError('must be a JSON object', { kind: 'schema' });
   }
+  return { schema: JSON.stringify(schema), strict: spec.strict };
 }

@@ -72,7 +72,7 @@ export interface GrammarTrigger {
   /** 1 for every token holding the trigger's last byte, by id (read for the whole vocabulary at every masked step). */
   tokens: Uint8Array;
   /**
-   * Free text may end anywhere (tool_choice "auto"): while the closing walk is empty, only
+   * Free text may end anywhere (optional tool calls): while the closing walk is empty, only
    * tokens that complete the trigger can raise the cost.
    */
   freeTextEnds: boolean;

@@ -1,6 +1,6 @@
 import Ajv from 'ajv';
 import { GenerationParams, generate } from '../../src/generate';
-import { CompiledGrammar, GrammarBudgetError, GrammarError, JsonGrammarCompiler, ResponseFormat } from '../../src/grammar';
+import { CompiledGrammar, GrammarBudgetError, GrammarError, GrammarSpec, JsonGrammarCompiler } from '../../src/grammar';
 import { ByteVocabulary } from '../../src/grammar/byte-vocabulary';
 import { bytesToUnicode } from '../../src/maker/bpe';
 import { LoadedModel, loadModel } from '../../src/loader';
@@ -26,7 +26,7 @@ const SCHEMAS: Record<string, Record<string, unknown>> = {
   list: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] }, minItems: 1 },
 };
 const ajv = new Ajv({ strict: false });
-const schemaFormat = (name: string): ResponseFormat => ({ type: 'json_schema', json_schema: { name, schema: SCHEMAS[name], strict: true } });
+const schemaFormat = (name: string): GrammarSpec => ({ kind: 'schema', schema: SCHEMAS[name], strict: true });
 const PROMPTS = ['Give me a JSON object.', 'Describe a person.', 'Where is the point?', 'List the ids.'];
 
 describe('JSON grammar', () => {
@@ -77,12 +77,8 @@ describe('JSON grammar', () => {
     expect(Buffer.from(vocab.bytes(word)).toString('utf8')).toBe(lm.tokenizer.decode([word]));
   });
 
-  it('returns no grammar for text', async () => {
-    expect(await compiler.compile({ type: 'text' })).toBeNull();
-  });
-
   it('starts with an object and keeps special tokens and end-of-sequence out of it', async () => {
-    const grammar = (await compiler.compile({ type: 'json_object' })) as CompiledGrammar;
+    const grammar = (await compiler.compile({ kind: 'any_object' }));
     const matcher = grammar.newMatcher(100);
     const allowed = (logits: Float32Array) => [...logits.keys()].filter((id) => logits[id] > -Infinity);
     const vocab = new ByteVocabulary(lm.tokenizer);
@@ -104,7 +100,7 @@ describe('JSON grammar', () => {
   });
 
   it('samples JSON objects that always parse (temperature 1, prompts x seeds)', async () => {
-    const grammar = (await compiler.compile({ type: 'json_object' })) as CompiledGrammar;
+    const grammar = (await compiler.compile({ kind: 'any_object' }));
     for (const prompt of PROMPTS) {
       for (let seed = 0; seed < 4; seed++) {
         const out = await generateJson(grammar, prompt, { maxTokens: 48, temperature: 1, seed });
@@ -116,7 +112,7 @@ describe('JSON grammar', () => {
   });
 
   it.each(Object.keys(SCHEMAS))('samples output valid against the %s schema', async (name) => {
-    const grammar = (await compiler.compile(schemaFormat(name))) as CompiledGrammar;
+    const grammar = (await compiler.compile(schemaFormat(name)));
     const validate = ajv.compile(SCHEMAS[name]);
     for (let seed = 0; seed < 6; seed++) {
       const out = await generateJson(grammar, PROMPTS[seed % PROMPTS.length], { maxTokens: 64, temperature: 1, seed });
@@ -127,7 +123,7 @@ describe('JSON grammar', () => {
 
   it('keeps raw control characters out of strings with a maxLength, which JSON forbids unescaped', async () => {
     const schema = { type: 'object', properties: { s: { type: 'string', maxLength: 12 } }, required: ['s'] };
-    const grammar = (await compiler.compile({ type: 'json_schema', json_schema: { name: 'short', schema, strict: true } })) as CompiledGrammar;
+    const grammar = (await compiler.compile({ kind: 'schema', schema, strict: true }));
     for (let seed = 0; seed < 12; seed++) {
       const matcher = grammar.newMatcher(40);
       // Without logprobs a drawn token is only checked against the grammar, not masked.
@@ -183,7 +179,7 @@ describe('JSON grammar', () => {
     }
 
     it.each(Object.keys(SCHEMAS))('vouches for exactly the tokens the mask allows far from the end, and for none near it (%s)', async (name) => {
-      const grammar = (await compiler.compile(schemaFormat(name))) as CompiledGrammar;
+      const grammar = (await compiler.compile(schemaFormat(name)));
       const text = (await generateJson(grammar, PROMPTS[0], { maxTokens: 160, temperature: 1, seed: 5 })).tokenIds;
       let far = 0;
       for (const k of [1, 2, 4, 8, 16]) {
@@ -209,7 +205,7 @@ describe('JSON grammar', () => {
     });
 
     it.each(Object.keys(SCHEMAS))('greedy: the same tokens as with every mask (%s)', async (name) => {
-      const grammar = (await compiler.compile(schemaFormat(name))) as CompiledGrammar;
+      const grammar = (await compiler.compile(schemaFormat(name)));
       for (const maxTokens of [160, 48]) {
         for (const prompt of PROMPTS) {
           const full = await generateJson(grammar, prompt, { maxTokens, temperature: 0 });
@@ -220,7 +216,7 @@ describe('JSON grammar', () => {
     });
 
     it.each(Object.keys(SCHEMAS))('sampled: output valid against the %s schema', async (name) => {
-      const grammar = (await compiler.compile(schemaFormat(name))) as CompiledGrammar;
+      const grammar = (await compiler.compile(schemaFormat(name)));
       const validate = ajv.compile(SCHEMAS[name]);
       for (let seed = 0; seed < 6; seed++) {
         const out = await generateQuick(grammar, PROMPTS[seed % PROMPTS.length], { maxTokens: 64, temperature: 1, seed });
@@ -240,8 +236,8 @@ describe('JSON grammar', () => {
     ['person', '{"name": "", "age": 0}', [0, 2, 6]],
     ['nested', '{"ok": true, "point": {"x": 0, "y": 0}, "color": "blue"}', [0, 4]],
   ] as [string, string, number[]][])('closes %s in time when max_tokens runs out', async (name, smallest, budgets) => {
-    const format: ResponseFormat = name === 'json_object' ? { type: 'json_object' } : schemaFormat(name);
-    const grammar = (await compiler.compile(format)) as CompiledGrammar;
+    const format: GrammarSpec = name === 'json_object' ? { kind: 'any_object' } : schemaFormat(name);
+    const grammar = (await compiler.compile(format));
     const floor = name === 'json_object' ? 0 : lm.tokenizer.encode(smallest).length;
     for (const extra of budgets) {
       const maxTokens = floor + extra;
@@ -250,13 +246,13 @@ describe('JSON grammar', () => {
         expect(out.tokens.length).toBeLessThanOrEqual(maxTokens);
         expect(out.complete).toBe(true);
         const value = JSON.parse(out.text);
-        if (format.type === 'json_schema') expect(ajv.validate(SCHEMAS[name], value)).toBe(true);
+        if (format.kind === 'schema') expect(ajv.validate(SCHEMAS[name], value)).toBe(true);
       }
     }
   });
 
   it('still reports a cut as finish_reason length', async () => {
-    const grammar = (await compiler.compile({ type: 'json_object' })) as CompiledGrammar;
+    const grammar = (await compiler.compile({ kind: 'any_object' }));
     const outs = await Promise.all([0, 1, 2, 3].map((seed) => generateJson(grammar, 'Answer in JSON.', { maxTokens: 5, temperature: 1, seed })));
     // The budget, not the model, ended these; closing early is what kept them parseable.
     expect(outs.filter((o) => o.finishReason === 'length').length).toBeGreaterThan(0);
@@ -264,7 +260,7 @@ describe('JSON grammar', () => {
   });
 
   it('closes in time a model that would write one string forever, from far and near the end', async () => {
-    const grammar = (await compiler.compile({ type: 'json_object' })) as CompiledGrammar;
+    const grammar = (await compiler.compile({ kind: 'any_object' }));
     const vocab = new ByteVocabulary(lm.tokenizer);
     const letters = [...Array(vocab.size).keys()].filter((id) => vocab.bytes(id).length > 0 && [...vocab.bytes(id)].every((b) => b >= 0x61 && b <= 0x7a));
     const quote = vocab.byteTokenIds[0x22];
@@ -283,7 +279,7 @@ describe('JSON grammar', () => {
   });
 
   it('does not let a model that loves whitespace run away', async () => {
-    const grammar = (await compiler.compile({ type: 'json_object' })) as CompiledGrammar;
+    const grammar = (await compiler.compile({ kind: 'any_object' }));
     const vocab = new ByteVocabulary(lm.tokenizer);
     const white = new Set([0x20, 0x0a, 0x0d, 0x09]);
     const whitespaceTokens = [...Array(vocab.size).keys()].filter((id) => [...vocab.bytes(id)].some((b) => white.has(b)));
@@ -307,7 +303,7 @@ describe('JSON grammar', () => {
       properties: { items: { type: 'array', items: { type: 'integer' }, minItems } },
       required: ['items'],
     });
-    const itemsFormat = (minItems: number): ResponseFormat => ({ type: 'json_schema', json_schema: { name: 'items', schema: itemsSchema(minItems), strict: true } });
+    const itemsFormat = (minItems: number): GrammarSpec => ({ kind: 'schema', schema: itemsSchema(minItems), strict: true });
     const smallestItems = (minItems: number) => `{"items": [${Array(minItems).fill('0').join(', ')}]}`;
     /** The error newMatcher throws for this budget (no tokens at all by default: every grammar needs some). */
     const refusal = (grammar: CompiledGrammar, maxTokens = 0): GrammarBudgetError => {
@@ -321,7 +317,7 @@ describe('JSON grammar', () => {
     };
 
     it('is measured in tokens of the smallest document, which grows with minItems', async () => {
-      const anyObject = (await compiler.compile({ type: 'json_object' })) as CompiledGrammar;
+      const anyObject = (await compiler.compile({ kind: 'any_object' }));
       expect(refusal(anyObject).minTokens).toBe(lm.tokenizer.encode('{}').length);
       expect(refusal(anyObject).minTokens).toBeLessThanOrEqual(2);
       let previous = 0;
@@ -333,13 +329,13 @@ describe('JSON grammar', () => {
       }
     });
 
-    it('is refused one token short with a GrammarBudgetError naming max_tokens; the exact minimum parses', async () => {
-      const grammar = (await compiler.compile(itemsFormat(8))) as CompiledGrammar;
+    it('is refused one token short with a GrammarBudgetError on the budget; the exact minimum parses', async () => {
+      const grammar = (await compiler.compile(itemsFormat(8)));
       const needed = refusal(grammar).minTokens;
       const short = refusal(grammar, needed - 1);
       expect(short).toBeInstanceOf(GrammarError);
-      expect(short).toMatchObject({ param: 'max_tokens', minTokens: needed, maxTokens: needed - 1 });
-      expect(short.message).toBe(`response_format needs at least ${needed} tokens for its smallest document, but max_tokens is ${needed - 1}`);
+      expect(short).toMatchObject({ fault: { kind: 'budget', grammar: 'json' }, minTokens: needed, maxTokens: needed - 1 });
+      expect(short.message).toBe(`the smallest document needs at least ${needed} tokens, but the budget is ${needed - 1}`);
       for (let seed = 0; seed < 3; seed++) {
         const out = await generateJson(grammar, 'List some numbers.', { maxTokens: needed, temperature: 1, seed });
         expect(out.tokens.length).toBeLessThanOrEqual(needed);
@@ -349,30 +345,31 @@ describe('JSON grammar', () => {
 
     it('refuses, naming response_format, a schema whose smallest document is longer than a closing walk may be', async () => {
       // "0, " per item: 400 items are about 1200 bytes, past MAX_CLOSING_BYTES; 300 are within it.
-      const tooLong = (await compiler.compile(itemsFormat(400))) as CompiledGrammar;
+      const tooLong = (await compiler.compile(itemsFormat(400)));
       expect(() => tooLong.newMatcher(4096)).toThrow(GrammarError);
       expect(() => tooLong.newMatcher(4096)).toThrow(/smallest document is longer than 1024 bytes/);
       expect(() => tooLong.newMatcher(4096)).not.toThrow(GrammarBudgetError);
-      const within = (await compiler.compile(itemsFormat(300))) as CompiledGrammar;
+      const within = (await compiler.compile(itemsFormat(300)));
       within.newMatcher(4096).dispose();
     });
   });
 
   it('rejects schemas it cannot compile with a GrammarError naming the problem', async () => {
-    const compile = (schema: unknown) => compiler.compile({ type: 'json_schema', json_schema: { name: 'bad', schema: schema as Record<string, unknown> } });
+    const compile = (schema: unknown) => compiler.compile({ kind: 'schema', schema: schema as Record<string, unknown>, strict: true });
     await expect(compile({ type: 'integr' })).rejects.toThrow(GrammarError);
     await expect(compile({ type: 'integr' })).rejects.toThrow(/integr/);
     await expect(compile({ type: 'object', properties: { a: { $ref: '#/$defs/missing' } } })).rejects.toThrow(/missing/);
     await expect(compile(['not', 'an', 'object'])).rejects.toThrow(/must be a JSON object/);
-    await expect(compiler.compile({ type: 'xml' } as unknown as ResponseFormat)).rejects.toThrow(GrammarError);
+    await expect(compile({ type: 'integr' })).rejects.toMatchObject({ fault: { kind: 'schema' } });
+    await expect(compiler.compile({ kind: 'xml' } as unknown as GrammarSpec)).rejects.toThrow(GrammarError);
   });
 
   it('keeps working after many rejected schemas', async () => {
     // xgrammar aborts its wasm on a bad schema; a dozen aborts in one instance used to crash it.
     for (let i = 0; i < 25; i++) {
-      await expect(compiler.compile({ type: 'json_schema', json_schema: { name: 'bad', schema: { type: `nope${i}` } } })).rejects.toThrow(GrammarError);
+      await expect(compiler.compile({ kind: 'schema', schema: { type: `nope${i}` }, strict: true })).rejects.toThrow(GrammarError);
     }
-    const grammar = (await compiler.compile(schemaFormat('person'))) as CompiledGrammar;
+    const grammar = (await compiler.compile(schemaFormat('person')));
     const out = await generateJson(grammar, 'Describe a person.', { maxTokens: 32, temperature: 1, seed: 3 });
     expect(ajv.validate(SCHEMAS.person, JSON.parse(out.text))).toBe(true);
   });

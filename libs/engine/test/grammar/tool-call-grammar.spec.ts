@@ -38,10 +38,10 @@ describe('tool-call grammars', () => {
   });
   afterAll(() => lm.dispose());
 
-  const request = (choice: ToolCallRequest['choice'], extra: Partial<ToolCallRequest> = {}): ToolCallRequest => ({
+  const request = (calls: ToolCallRequest['calls'], extra: Partial<ToolCallRequest> = {}): ToolCallRequest => ({
     syntax: toolCallSyntax('hermes'),
     tools: TOOLS,
-    choice,
+    calls,
     parallel: true,
     ...extra,
   });
@@ -96,7 +96,7 @@ describe('tool-call grammars', () => {
   });
 
   it('without logprobs (a drawn token is only checked, not masked): arguments still parse and validate', async () => {
-    const grammar = await compiler.compileToolCalls(request({ name: 'get_weather' }));
+    const grammar = await compiler.compileToolCalls(request({ only: 'get_weather' }));
     for (let seed = 0; seed < 12; seed++) {
       const out = await reply(grammar, { maxTokens: 96, temperature: 1, seed, logprobs: false });
       expect(out.toolCalls.length).toBeGreaterThan(0);
@@ -105,7 +105,7 @@ describe('tool-call grammars', () => {
   });
 
   it('a named function: only calls of it, arguments valid', async () => {
-    const grammar = await compiler.compileToolCalls(request({ name: 'get_weather' }));
+    const grammar = await compiler.compileToolCalls(request({ only: 'get_weather' }));
     for (let seed = 0; seed < 4; seed++) {
       const out = await reply(grammar, { maxTokens: 80, temperature: 1, seed });
       expect(out.toolCalls.length).toBeGreaterThan(0);
@@ -122,8 +122,8 @@ describe('tool-call grammars', () => {
     }
   });
 
-  it('"auto": free text, and a call the model starts is finished valid, even near the end of the budget', async () => {
-    const grammar = await compiler.compileToolCalls(request('auto'));
+  it('optional calls: free text, and a call the model starts is finished valid, even near the end of the budget', async () => {
+    const grammar = await compiler.compileToolCalls(request('optional'));
     const plain = await reply(grammar, { maxTokens: 40, temperature: 1, seed: 1 });
     expect(plain.toolCalls).toEqual([]);
     expect(plain.content).toBe(plain.text);
@@ -162,21 +162,22 @@ describe('tool-call grammars', () => {
     }
   });
 
-  it('refuses a budget too small for one call, naming max_tokens', async () => {
-    const grammar = await compiler.compileToolCalls(request({ name: 'get_weather' }));
+  it('refuses a budget too small for one call', async () => {
+    const grammar = await compiler.compileToolCalls(request({ only: 'get_weather' }));
     expect(() => grammar.newMatcher(4)).toThrow(GrammarBudgetError);
-    expect(() => grammar.newMatcher(4)).toThrow(/^tool_choice needs at least \d+ tokens for its smallest document, but max_tokens is 4$/);
-    // "auto" may always answer in text.
-    (await compiler.compileToolCalls(request('auto'))).newMatcher(1).dispose();
+    expect(() => grammar.newMatcher(4)).toThrow(/^the smallest document needs at least \d+ tokens, but the budget is 4$/);
+    expect(() => grammar.newMatcher(4)).toThrow(expect.objectContaining({ fault: { kind: 'budget', grammar: 'tool_calls' }, maxTokens: 4 }));
+    // Optional calls may always answer in text.
+    (await compiler.compileToolCalls(request('optional'))).newMatcher(1).dispose();
   });
 
   it('names the tool whose schema cannot be compiled, and a named function that is not declared', async () => {
     const bad = [...TOOLS, { name: 'broken', parameters: { type: 'object', properties: { x: { type: 'no-such-type' } } } }];
     await expect(compiler.compileToolCalls(request('required', { tools: bad }))).rejects.toMatchObject({
       name: 'GrammarError',
-      param: 'tools[3].function.parameters',
+      fault: { kind: 'tool_parameters', index: 3 },
     });
-    await expect(compiler.compileToolCalls(request({ name: 'missing' }))).rejects.toThrow(GrammarError);
-    await expect(compiler.compileToolCalls(request({ name: 'missing' }))).rejects.toMatchObject({ param: 'tool_choice' });
+    await expect(compiler.compileToolCalls(request({ only: 'missing' }))).rejects.toThrow(GrammarError);
+    await expect(compiler.compileToolCalls(request({ only: 'missing' }))).rejects.toMatchObject({ fault: { kind: 'unknown_function' }, message: 'names "missing", which is not among the tools' });
   });
 });

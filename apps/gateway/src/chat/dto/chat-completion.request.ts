@@ -1,3 +1,4 @@
+import { JsonSchemaFormat, RESPONSE_FORMAT_TYPES, ResponseFormat } from '@trainyard/contracts';
 import { Type } from 'class-transformer';
 import {
   ArrayMinSize,
@@ -64,7 +65,7 @@ export class ChatMessageDto {
   tool_call_id?: string;
 }
 
-export class JsonSchemaDto {
+export class JsonSchemaDto implements JsonSchemaFormat {
   @IsString()
   @IsNotEmpty()
   name!: string;
@@ -78,9 +79,10 @@ export class JsonSchemaDto {
   strict?: boolean | null;
 }
 
+/** The contracts' ResponseFormat, validated. */
 export class ResponseFormatDto {
-  @IsIn(['text', 'json_object', 'json_schema'])
-  type!: 'text' | 'json_object' | 'json_schema';
+  @IsIn(RESPONSE_FORMAT_TYPES)
+  type!: ResponseFormat['type'];
 
   @ValidateIf((o: ResponseFormatDto) => o.type === 'json_schema')
   @IsObject()
