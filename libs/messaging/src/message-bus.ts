@@ -38,7 +38,7 @@ export interface WorkMessage<T> {
 
 /** Pulls a work queue's messages one at a time, for workers that take work only when they have room. */
 export interface WorkQueueReader<T> {
-  /** The next message, or null when none came within `expiresMs`. */
+  /** The next message, or null when none came within `expiresMs` (at least 1 000: JetStream's minimum). */
   next(expiresMs: number): Promise<WorkMessage<T> | null>;
 }
 
@@ -158,7 +158,8 @@ export class MessageBus {
 
   /**
    * Answers `subject`'s requests with `handler`'s reply: every subscriber answers (scatter-gather,
-   * as `gather` asks), unless `queue` names a group. A request with no body reads as `{}`.
+   * as `gather` asks), unless `queue` names a group. A request with no body reads as `{}`; one
+   * that is not JSON, or whose handler fails, gets no answer.
    */
   respond<Req, Res>(subject: RpcSubject<Req, Res>, handler: (request: Req) => Res | Promise<Res>, options: { queue?: string } = {}): EventSubscription {
     const sub = this.nc.subscribe(subject.name, {
@@ -171,7 +172,11 @@ export class MessageBus {
         } catch {
           return;
         }
-        void Promise.resolve(handler(request)).then((reply) => msg.respond(encodeMessage(reply)));
+        // A handler that fails answers nothing: the asker sees it as silence.
+        void Promise.resolve()
+          .then(() => handler(request))
+          .then((reply) => msg.respond(encodeMessage(reply)))
+          .catch(() => undefined);
       },
     });
     return this.guarded(sub);
