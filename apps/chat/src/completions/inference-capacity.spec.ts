@@ -34,7 +34,7 @@ function fakeConnection(answers: () => WorkerAnnouncement[] | Error, alive: (sub
       probed.push(name);
       return alive(name);
     },
-    gather: async <Req, Res>() => {
+    gather: async <_Req, Res>() => {
       const reply = answers();
       if (reply instanceof Error) throw reply;
       return reply as unknown as Res[];
