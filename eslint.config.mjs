@@ -66,3 +66,22 @@ export const frameworkFree = (extra = []) => ({
     'no-restricted-imports': ['error', { patterns: ['@nestjs/*', '@prisma/*', 'nats', ...extra] }],
   },
 });
+
+/**
+ * The imports every app is refused: `nats` (apps reach NATS through libs/messaging's MessageBus
+ * and RpcClient, typed by the contracts' subjects and queues), plus an app's own `extra` paths.
+ */
+export const appImports = (extra = []) => ({
+  files: ['**/*.ts', '**/*.tsx'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        paths: [
+          { name: 'nats', message: 'Use MessageBus or RpcClient from @trainyard/messaging, typed by the subjects and work queues in @trainyard/contracts.' },
+          ...extra,
+        ],
+      },
+    ],
+  },
+});

@@ -1,29 +1,31 @@
+import { EventSubject } from '@trainyard/contracts';
+import { decodeMessage, MessageBus } from '@trainyard/messaging';
 import { startNatsServer, TestNatsServer } from '@trainyard/testing';
-import { connect, NatsConnection, StringCodec } from 'nats';
 import { CompletionEventsHub, CompletionInbox } from '../src/chat/completion-events.hub';
 
-const text = StringCodec();
+/** The hub routes raw messages whatever they hold: plain strings tell them apart here. */
+const texts: EventSubject<string> = { name: 'test.texts' };
 
 async function read(inbox: CompletionInbox, count: number): Promise<string[]> {
   const seen: string[] = [];
   while (seen.length < count) {
     const next = await inbox.next();
     if (next.done) break;
-    seen.push(text.decode(next.value));
+    seen.push(decodeMessage<string>(next.value));
   }
   return seen;
 }
 
 describe('CompletionEventsHub against a real nats-server', () => {
   let nats: TestNatsServer;
-  let gateway: NatsConnection;
-  let worker: NatsConnection;
+  let gateway: MessageBus;
+  let worker: MessageBus;
   let hub: CompletionEventsHub;
 
   beforeAll(async () => {
     nats = await startNatsServer();
-    gateway = await connect({ servers: nats.url });
-    worker = await connect({ servers: nats.url });
+    gateway = await MessageBus.connect({ servers: nats.url });
+    worker = await MessageBus.connect({ servers: nats.url });
     hub = new CompletionEventsHub(gateway);
     await hub.onModuleInit();
   });
@@ -40,8 +42,8 @@ describe('CompletionEventsHub against a real nats-server', () => {
     const b = hub.open('chatcmpl-b');
     expect(a.subject).not.toBe(b.subject);
     for (let i = 0; i < 5; i++) {
-      worker.publish(a.subject, text.encode(`a${i}`));
-      worker.publish(b.subject, text.encode(`b${i}`));
+      worker.publishTo(texts, a.subject, `a${i}`);
+      worker.publishTo(texts, b.subject, `b${i}`);
     }
     expect(await read(a, 5)).toEqual(['a0', 'a1', 'a2', 'a3', 'a4']);
     expect(await read(b, 5)).toEqual(['b0', 'b1', 'b2', 'b3', 'b4']);
@@ -56,8 +58,8 @@ describe('CompletionEventsHub against a real nats-server', () => {
     expect(hub.openCount).toBe(before + 2);
     done.close();
     expect(hub.openCount).toBe(before + 1);
-    worker.publish(done.subject, text.encode('late'));
-    worker.publish(live.subject, text.encode('live'));
+    worker.publishTo(texts, done.subject, 'late');
+    worker.publishTo(texts, live.subject, 'live');
     expect(await read(live, 1)).toEqual(['live']);
     expect(await done.next()).toEqual({ done: true, value: undefined });
     live.close();
@@ -71,8 +73,8 @@ describe('CompletionEventsHub against a real nats-server', () => {
       const mine = hub.open('chatcmpl-same');
       const theirs = other.open('chatcmpl-same');
       expect(mine.subject).not.toBe(theirs.subject);
-      worker.publish(theirs.subject, text.encode('for the other gateway'));
-      worker.publish(mine.subject, text.encode('for this gateway'));
+      worker.publishTo(texts, theirs.subject, 'for the other gateway');
+      worker.publishTo(texts, mine.subject, 'for this gateway');
       expect(await read(mine, 1)).toEqual(['for this gateway']);
       expect(await read(theirs, 1)).toEqual(['for the other gateway']);
       mine.close();

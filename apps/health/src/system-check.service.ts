@@ -11,9 +11,8 @@ import {
   WorkQueueName,
   WorkQueues,
 } from '@trainyard/contracts';
-import { NATS_CONNECTION, RpcClient, workQueueDepth } from '@trainyard/messaging';
+import { MessageBus, RpcClient } from '@trainyard/messaging';
 import { checkComponent } from '@trainyard/runtime';
-import { JSONCodec, NatsConnection, RequestStrategy } from 'nats';
 import { HealthConfig } from './config/health.config';
 import { DatabaseProbe } from './database-probe';
 
@@ -23,8 +22,6 @@ const SERVICES: Record<string, RpcSubject<Empty, ServiceHealthReport>> = {
   'training-orchestrator': Subjects.training.healthCheck,
 };
 
-const announcements = JSONCodec<WorkerAnnouncement>();
-
 /**
  * Asks every component at once, each under its own deadline, so one hung part cannot
  * hide the state of the others. The gateway adds its own `api` entry.
@@ -33,7 +30,7 @@ const announcements = JSONCodec<WorkerAnnouncement>();
 export class SystemCheckService {
   constructor(
     @Inject(HealthConfig) private readonly config: HealthConfig,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly bus: MessageBus,
     private readonly rpc: RpcClient,
     private readonly database: DatabaseProbe,
   ) {}
@@ -42,7 +39,7 @@ export class SystemCheckService {
     const timeout = this.config.CHECK_TIMEOUT_MS;
     const probes: Record<string, () => Promise<Record<string, unknown> | void>> = {
       database: () => this.database.ping(),
-      nats: async () => ({ rtt_ms: await this.nc.rtt() }),
+      nats: async () => ({ rtt_ms: await this.bus.rtt() }),
       health: async () => ({ instance: this.config.INSTANCE_ID }),
       ...Object.fromEntries(
         Object.entries(SERVICES).map(([name, subject]) => [name, () => this.askService(subject, timeout)]),
@@ -68,21 +65,13 @@ export class SystemCheckService {
   }
 
   private async queue(name: WorkQueueName) {
-    return { pending: await workQueueDepth(this.nc, WorkQueues[name], this.config.JETSTREAM_PREFIX) };
+    return { pending: await this.bus.queueDepth(WorkQueues[name]) };
   }
 
   /** Scatter-gather: every worker replica answers; we stop listening shortly after the last one. */
   private async workers(kind: WorkerKind, timeoutMs: number) {
-    const found: WorkerAnnouncement[] = [];
-    const replies = await this.nc.requestMany(Subjects.workers.ping.name, announcements.encode({} as WorkerAnnouncement), {
-      strategy: RequestStrategy.JitterTimer,
-      jitter: 150,
-      maxWait: Math.max(100, timeoutMs - 200),
-    });
-    for await (const reply of replies) {
-      const announcement = announcements.decode(reply.data);
-      if (announcement.kind === kind) found.push(announcement);
-    }
+    const replies = await this.bus.gather(Subjects.workers.ping, {}, { jitterMs: 150, maxWaitMs: Math.max(100, timeoutMs - 200) });
+    const found: WorkerAnnouncement[] = replies.filter((announcement) => announcement.kind === kind);
     const ready = found.filter((w) => w.ready);
     if (ready.length === 0) {
       throw new Error(found.length === 0 ? `no ${kind} worker is running` : `no ${kind} worker is ready`);

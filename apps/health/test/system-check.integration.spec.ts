@@ -1,7 +1,6 @@
-import { ComponentCheck, ServiceHealthReport, Subjects, WorkerAnnouncement, WorkQueues } from '@trainyard/contracts';
-import { ensureWorkQueue, RpcClient } from '@trainyard/messaging';
+import { ComponentCheck, InferenceWorkItem, ServiceHealthReport, Subjects, WorkerAnnouncement, WorkQueues } from '@trainyard/contracts';
+import { MessageBus, RpcClient } from '@trainyard/messaging';
 import { freePort, startNatsServer, TestNatsServer, testServerUrl } from '@trainyard/testing';
-import { connect, JSONCodec, NatsConnection } from 'nats';
 import { HealthConfig } from '../src/config/health.config';
 import { DatabaseProbe } from '../src/database-probe';
 import { summarize, SystemCheckService } from '../src/system-check.service';
@@ -32,7 +31,7 @@ function announcement(kind: WorkerAnnouncement['kind'], instance: string, ready:
 
 describe('system check against a real nats-server and PostgreSQL', () => {
   let nats: TestNatsServer;
-  let nc: NatsConnection;
+  let bus: MessageBus;
   const probes: DatabaseProbe[] = [];
 
   const config = (databaseUrl = testServerUrl()) =>
@@ -42,7 +41,7 @@ describe('system check against a real nats-server and PostgreSQL', () => {
     const c = config(databaseUrl);
     const probe = new DatabaseProbe(c);
     probes.push(probe);
-    return new SystemCheckService(c, nc, new FakeRpc(answers) as unknown as RpcClient, probe);
+    return new SystemCheckService(c, bus, new FakeRpc(answers) as unknown as RpcClient, probe);
   }
 
   const allHealthy = {
@@ -53,22 +52,21 @@ describe('system check against a real nats-server and PostgreSQL', () => {
 
   beforeAll(async () => {
     nats = await startNatsServer();
-    nc = await connect({ servers: nats.url });
-    await ensureWorkQueue(nc, WorkQueues.inference, PREFIX);
-    await ensureWorkQueue(nc, WorkQueues.training, PREFIX);
-    const workers = JSONCodec<WorkerAnnouncement>();
+    bus = await MessageBus.connect({ servers: nats.url, streamPrefix: PREFIX });
+    await bus.ensureWorkQueue(WorkQueues.inference);
+    await bus.ensureWorkQueue(WorkQueues.training);
     // Three workers answer every ping: two inference ones (one still loading) and a training one not ready.
     for (const a of [announcement('inference', 'inf-1', true), announcement('inference', 'inf-2', false), announcement('training', 'train-1', false)]) {
-      nc.subscribe(Subjects.workers.ping.name, { callback: (_err, msg) => msg.respond(workers.encode(a)) });
+      bus.respond(Subjects.workers.ping, () => a);
     }
-    const js = nc.jetstream();
-    for (let i = 0; i < 3; i++) await js.publish(`${PREFIX}.${WorkQueues.inference.subject}`, new Uint8Array([i]));
-    await nc.flush();
+    // Only counted, never read.
+    for (let i = 0; i < 3; i++) await bus.enqueue(WorkQueues.inference, { completion_id: `c${i}` } as InferenceWorkItem);
+    await bus.flush();
   });
 
   afterAll(async () => {
     for (const probe of probes) await probe.onModuleDestroy();
-    await nc?.close();
+    await bus?.close();
     await nats?.stop();
   });
 

@@ -1,11 +1,11 @@
+import { MessageBus } from '@trainyard/messaging';
 import { startNatsServer, TestNatsServer } from '@trainyard/testing';
-import { connect, NatsConnection } from 'nats';
 import { InferenceWorkerConfig } from '../src/config/inference-worker.config';
 import { PeerLoads } from '../src/serving/peer-loads';
 
-function worker(nc: NatsConnection, instance: string, prefix = ''): PeerLoads {
+function worker(bus: MessageBus, instance: string, prefix = ''): PeerLoads {
   const config = Object.assign(new InferenceWorkerConfig(), { INSTANCE_ID: instance, JETSTREAM_PREFIX: prefix });
-  const peers = new PeerLoads(config, nc);
+  const peers = new PeerLoads(config, bus.withStreamPrefix(prefix));
   peers.onModuleInit();
   return peers;
 }
@@ -17,17 +17,17 @@ async function until(peers: PeerLoads, check: () => boolean): Promise<void> {
 
 describe('PeerLoads against a real nats-server', () => {
   let nats: TestNatsServer;
-  let nc: NatsConnection;
+  let bus: MessageBus;
   const started: PeerLoads[] = [];
   const start = (instance: string, prefix?: string) => {
-    const peers = worker(nc, instance, prefix);
+    const peers = worker(bus, instance, prefix);
     started.push(peers);
     return peers;
   };
 
   beforeAll(async () => {
     nats = await startNatsServer();
-    nc = await connect({ servers: nats.url });
+    bus = await MessageBus.connect({ servers: nats.url });
   });
 
   afterEach(() => {
@@ -35,14 +35,14 @@ describe('PeerLoads against a real nats-server', () => {
   });
 
   afterAll(async () => {
-    await nc.close();
+    await bus.close();
     await nats.stop();
   });
 
   it('lets a busier worker see a lighter peer asking for work, and see it stop asking', async () => {
     const busy = start('busy');
     const light = start('light');
-    await nc.flush();
+    await bus.flush();
     busy.announce(4, false);
     light.announce(1, true);
     await until(busy, () => busy.lighterPeerAsking(4));
@@ -55,7 +55,7 @@ describe('PeerLoads against a real nats-server', () => {
     const mine = start('mine', 'blue');
     const sameQueue = start('same-queue', 'blue');
     const otherDeployment = start('other', 'green');
-    await nc.flush();
+    await bus.flush();
     otherDeployment.announce(0, true);
     sameQueue.announce(1, true);
     await until(mine, () => mine.lighterPeerAsking(2));
@@ -66,7 +66,7 @@ describe('PeerLoads against a real nats-server', () => {
   it('is no longer waited for once it stops', async () => {
     const staying = start('staying');
     const leaving = start('leaving');
-    await nc.flush();
+    await bus.flush();
     leaving.announce(0, true);
     await until(staying, () => staying.lighterPeerAsking(3));
     leaving.onModuleDestroy();

@@ -1,11 +1,9 @@
 import { Test, TestingModule } from '@nestjs/testing';
 import { ErrorCode, WorkQueues } from '@trainyard/contracts';
 import { DbModule, PrismaService } from '@trainyard/db';
-import { ensureWorkQueue, NATS_CONNECTION, RECONNECT_FOREVER, workQueueDepth } from '@trainyard/messaging';
+import { MessageBus, RECONNECT_FOREVER } from '@trainyard/messaging';
 import { ProcessHealthModule } from '@trainyard/runtime';
 import { createTestDatabase, startNatsServer, TestNatsServer, waitFor } from '@trainyard/testing';
-import { connect, NatsConnection } from 'nats';
-import { OrchestratorConfig } from '../src/config/orchestrator.config';
 import { JobQueue, REPUBLISH_INTERVAL_MS } from '../src/jobs/job-queue';
 import { TrainingJobRepository } from '../src/jobs/training-job.repository';
 
@@ -14,21 +12,20 @@ const PREFIX = 'jq';
 describe('the training queue when the message bus is down (real Postgres and nats-server)', () => {
   let db: { url: string; drop(): Promise<void> };
   let nats: TestNatsServer;
-  let nc: NatsConnection;
+  let bus: MessageBus;
   let moduleRef: TestingModule;
 
   beforeAll(async () => {
     db = await createTestDatabase();
     nats = await startNatsServer();
-    nc = await connect({ servers: nats.url, ...RECONNECT_FOREVER });
-    await ensureWorkQueue(nc, WorkQueues.training, PREFIX);
+    bus = await MessageBus.connect({ servers: nats.url, ...RECONNECT_FOREVER, streamPrefix: PREFIX });
+    await bus.ensureWorkQueue(WorkQueues.training);
     moduleRef = await Test.createTestingModule({
       imports: [ProcessHealthModule, DbModule.forRoot(db.url)],
       providers: [
         TrainingJobRepository,
         JobQueue,
-        { provide: OrchestratorConfig, useValue: { JETSTREAM_PREFIX: PREFIX } },
-        { provide: NATS_CONNECTION, useValue: nc },
+        { provide: MessageBus, useValue: bus },
       ],
     }).compile();
     await moduleRef.init();
@@ -36,7 +33,7 @@ describe('the training queue when the message bus is down (real Postgres and nat
 
   afterAll(async () => {
     await moduleRef?.close();
-    await nc?.close();
+    await bus?.close();
     await nats?.stop();
     await db?.drop();
   });
@@ -45,7 +42,7 @@ describe('the training queue when the message bus is down (real Postgres and nat
     const prisma = moduleRef.get(PrismaService);
     const entityId = (await prisma.entity.create({ data: { name: 'acme' } })).id;
     const modelId = (await prisma.model.create({ data: { entityId, project: 'p', name: 'm', baseModel: 'b' } })).id;
-    await moduleRef.get(TrainingJobRepository).create({ entityId, modelId, type: 'sft', payload: {}, experimentalConfig: null });
+    await moduleRef.get(TrainingJobRepository).create({ entityId, modelId, type: 'sft', payload: { model_name: 'wandb-artifact:///acme/p/m', entity_name: 'acme', experimental_config: null }, experimentalConfig: null });
 
     await nats.kill();
     const failure = await moduleRef.get(JobQueue).advance(modelId).then(
@@ -55,7 +52,7 @@ describe('the training queue when the message bus is down (real Postgres and nat
     expect(failure?.code).toBe(ErrorCode.Unavailable);
 
     await nats.start();
-    await waitFor(async () => (await workQueueDepth(nc, WorkQueues.training, PREFIX)) === 1, {
+    await waitFor(async () => (await bus.queueDepth(WorkQueues.training)) === 1, {
       what: 'the job to be published after the bus came back',
       timeoutMs: REPUBLISH_INTERVAL_MS * 4,
       intervalMs: 250,

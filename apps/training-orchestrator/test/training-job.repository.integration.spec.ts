@@ -1,4 +1,5 @@
 import { Test, TestingModule } from '@nestjs/testing';
+import type { TrainingJobPayload } from '@trainyard/contracts';
 import { DbModule, PrismaService } from '@trainyard/db';
 import { ProcessHealthModule } from '@trainyard/runtime';
 import { createTestDatabase } from '@trainyard/testing';
@@ -25,12 +26,12 @@ describe('training jobs against real Postgres', () => {
     await db?.drop();
   });
 
-  const create = (payload: unknown = { model_name: 'x', text: 'nul \u0000 inside' }) =>
+  const create = (payload: TrainingJobPayload = { model_name: 'x', entity_name: 'nul \u0000 inside', experimental_config: null }) =>
     jobs.create({ entityId, modelId, type: 'rl', payload, experimentalConfig: null });
 
   it('stores a payload jsonb could not hold, and reads it back', async () => {
     const job = await create();
-    expect((await jobs.find(job.id))?.payload).toEqual({ model_name: 'x', text: 'nul \u0000 inside' });
+    expect((await jobs.find(job.id))?.payload).toEqual({ model_name: 'x', entity_name: 'nul \u0000 inside', experimental_config: null });
   });
 
   it('lets one claim win; restarts a running job only on redelivery', async () => {
@@ -85,7 +86,7 @@ describe('training jobs against real Postgres', () => {
     const prisma = moduleRef.get(PrismaService);
     const other = (await prisma.entity.create({ data: { name: 'globex' } })).id;
     const otherModel = (await prisma.model.create({ data: { entityId: other, project: 'p', name: 'm', baseModel: 'b' } })).id;
-    await jobs.create({ entityId: other, modelId: otherModel, type: 'rl', payload: {}, experimentalConfig: null });
+    await jobs.create({ entityId: other, modelId: otherModel, type: 'rl', payload: { model_name: 'x', entity_name: 'globex', experimental_config: null }, experimentalConfig: null });
     // Same created_at for several jobs: the id breaks the tie, so pages neither skip nor repeat.
     const sameTime = new Date();
     for (let i = 0; i < 3; i++) {

@@ -1,13 +1,10 @@
 import { ClaimedJob, ClaimJobReply, CompleteJobRequest, ErrorCode, ServiceError, Subjects, WorkQueues } from '@trainyard/contracts';
-import { ensureWorkQueue, RpcClient, workQueueDepth } from '@trainyard/messaging';
+import { MessageBus, RpcClient } from '@trainyard/messaging';
 import { GracefulShutdown, ReadinessService } from '@trainyard/runtime';
 import { startNatsServer, TestNatsServer } from '@trainyard/testing';
-import { connect, JSONCodec, NatsConnection } from 'nats';
 import { TrainingWorkerConfig } from '../src/config/training-worker.config';
 import { JobInterrupted, JobRunner } from '../src/training/job-runner';
 import { TrainingQueueConsumer } from '../src/training/training-queue.consumer';
-
-const json = JSONCodec();
 
 /** Resolves once `check` holds, polling (bounded by the test's timeout). */
 async function until(check: () => boolean | Promise<boolean>): Promise<void> {
@@ -59,13 +56,13 @@ const run = (jobId: string): ClaimJobReply => ({
 
 describe('TrainingQueueConsumer against a real nats-server', () => {
   let nats: TestNatsServer;
-  let nc: NatsConnection;
+  let connection: MessageBus;
   let serial = 0;
   const running: TrainingQueueConsumer[] = [];
 
   beforeAll(async () => {
     nats = await startNatsServer();
-    nc = await connect({ servers: nats.url });
+    connection = await MessageBus.connect({ servers: nats.url });
   });
 
   afterEach(async () => {
@@ -73,21 +70,22 @@ describe('TrainingQueueConsumer against a real nats-server', () => {
   });
 
   afterAll(async () => {
-    await nc?.close();
+    await connection?.close();
     await nats?.stop();
   });
 
   /** A consumer on a queue of its own, with one job on it. */
   async function start(rpc: FakeRpc, runner: FakeRunner) {
     const prefix = `tq${++serial}`;
-    await ensureWorkQueue(nc, WorkQueues.training, prefix);
-    await nc.jetstream().publish(`${prefix}.${WorkQueues.training.subject}`, json.encode({ job_id: `job-${serial}` }));
+    const bus = connection.withStreamPrefix(prefix);
+    await bus.ensureWorkQueue(WorkQueues.training);
+    await bus.enqueue(WorkQueues.training, { job_id: `job-${serial}` });
     const config = Object.assign(new TrainingWorkerConfig(), { JETSTREAM_PREFIX: prefix, INSTANCE_ID: 'worker-1' });
     const shutdown = new GracefulShutdown(new ReadinessService());
-    const consumer = new TrainingQueueConsumer(config, nc, rpc as unknown as RpcClient, runner as unknown as JobRunner, shutdown);
+    const consumer = new TrainingQueueConsumer(config, bus, rpc as unknown as RpcClient, runner as unknown as JobRunner, shutdown);
     consumer.onApplicationBootstrap();
     running.push(consumer);
-    const depth = () => workQueueDepth(nc, WorkQueues.training, prefix);
+    const depth = () => bus.queueDepth(WorkQueues.training);
     return { jobId: `job-${serial}`, consumer, shutdown, depth };
   }
 
@@ -135,11 +133,11 @@ describe('TrainingQueueConsumer against a real nats-server', () => {
     const { jobId, depth } = await start(rpc, runner);
     await until(() => runner.started.length === 1);
 
-    nc.publish(Subjects.training.cancelRequested.name, json.encode({ job_id: 'another-job' }));
+    connection.publish(Subjects.training.cancelRequested, { job_id: 'another-job' });
     // The consumer listens on this connection: once flushed, the announcement has reached it.
-    await nc.flush();
+    await connection.flush();
     expect(runner.started[0].signal.aborted).toBe(false);
-    nc.publish(Subjects.training.cancelRequested.name, json.encode({ job_id: jobId }));
+    connection.publish(Subjects.training.cancelRequested, { job_id: jobId });
     await until(async () => (await depth()) === 0);
     const reason = runner.started[0].signal.reason;
     expect(reason).toBeInstanceOf(JobInterrupted);
@@ -168,8 +166,8 @@ describe('TrainingQueueConsumer against a real nats-server', () => {
     const { depth } = await start(rpc, runner);
     await until(() => rpc.completeAttempts === 1);
     // The consumer answers the message on this connection: once flushed, an ack would have emptied the queue.
-    await nc.flush();
-    await nc.flush();
+    await connection.flush();
+    await connection.flush();
     expect(await depth()).toBe(1);
     expect(rpc.outcomes).toEqual([]);
   });

@@ -3,6 +3,7 @@ import type {
   CompletionEnded,
   CompletionLivenessReply,
   CompletionLivenessRequest,
+  InferenceEventMessage,
   InferenceWorkerLoad,
   StartCompletionReply,
   StartCompletionRequest,
@@ -109,6 +110,8 @@ export const Subjects = {
     completionEnded: event<CompletionEnded>('chat.completion.ended.v1'),
     /** Whether a worker still generates the completion: the gateway's probe of a silent completion. */
     completionLiveness: rpc<CompletionLivenessRequest, CompletionLivenessReply>('chat.completion.liveness.v1'),
+    /** `${name}.${gateway}.${completion_id}` (COMPLETION_EVENTS_PREFIX): one completion's events, sent by its worker to the work item's reply_subject. */
+    completionEvents: event<InferenceEventMessage>(COMPLETION_EVENTS_PREFIX),
   },
   registry: {
     healthCheck: rpc<Empty, ServiceHealthReport>('registry.health.check.v1'),
@@ -167,6 +170,8 @@ export const Subjects = {
     cancel: event<CancelCompletion>('inference.completion.cancel.v1'),
     /** `${name}.${stream}`: every inference worker of that work queue announces its load there and listens to the others'. */
     workerLoad: event<InferenceWorkerLoad>('inference.worker.load.v1'),
+    /** `${name}.${completion_id}` (COMPLETION_LIVENESS_PREFIX): answered, empty, by the worker generating the completion. */
+    completionAlive: rpc<Empty, Empty>(COMPLETION_LIVENESS_PREFIX),
   },
   workers: {
     /** Scatter-gather, no queue group: every worker answers with its announcement. */

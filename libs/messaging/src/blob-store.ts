@@ -31,8 +31,9 @@ export class BlobStore {
     return { bucket: this.bucket, name, size: data.byteLength, sha256: sha256(data) };
   }
 
-  async putJson(value: unknown): Promise<BlobRef> {
-    return this.put(Buffer.from(JSON.stringify(value), 'utf8'));
+  async putJson<T>(value: T): Promise<BlobRef<T>> {
+    // The type rides along on the reference only (a phantom field): the bytes are `value`'s.
+    return (await this.put(Buffer.from(JSON.stringify(value), 'utf8'))) as BlobRef<T>;
   }
 
   /** Reads a blob once and deletes it; fails if it is gone or not what the sender parked. */
@@ -52,9 +53,9 @@ export class BlobStore {
     return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   }
 
-  async takeJson(ref: BlobRef): Promise<unknown> {
+  async takeJson<T>(ref: BlobRef<T>): Promise<T> {
     const text = (await this.take(ref)).toString('utf8');
-    return JSON.parse(text);
+    return JSON.parse(text) as T;
   }
 
   /** Creates the bucket on first use (idempotent across replicas); a failure is retried next time. */

@@ -1,4 +1,6 @@
+export * from './codec';
 export * from './jetstream';
+export * from './message-bus';
 export * from './messaging.module';
 export * from './nats.tokens';
 export * from './request-connection';

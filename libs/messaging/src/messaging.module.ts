@@ -1,6 +1,7 @@
 import { DynamicModule, Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ClientProxy } from '@nestjs/microservices';
 import { connect, NatsConnection } from 'nats';
+import { MessageBus } from './message-bus';
 import { MuxedInboxClientNats } from './muxed-inbox.client';
 import { MESSAGING_OPTIONS, MessagingOptions, NATS_CLIENT, NATS_CONNECTION } from './nats.tokens';
 import { RequestConnection } from './request-connection';
@@ -8,8 +9,8 @@ import { RpcClient } from './rpc.client';
 
 /**
  * NATS for one app: the Nest client proxy behind RpcClient (request/reply, with one reply
- * subscription for all requests: MuxedInboxClientNats) and a raw nats.js connection for
- * JetStream and scatter-gather. Both reconnect forever by themselves, so a restarted
+ * subscription for all requests: MuxedInboxClientNats) and a raw nats.js connection, which
+ * apps use through MessageBus (events, work queues, probes, scatter-gather). Both reconnect forever by themselves, so a restarted
  * nats-server is picked up without restarting the app. For services, RequestConnection gives
  * access to the connection their requests arrive on.
  */
@@ -36,10 +37,15 @@ export class MessagingModule implements OnApplicationShutdown {
           provide: NATS_CONNECTION,
           useFactory: () => connect({ servers: options.servers, name: options.connectionName, ...RECONNECT_FOREVER }),
         },
+        {
+          provide: MessageBus,
+          useFactory: (nc: NatsConnection) => new MessageBus(nc, options.streamPrefix),
+          inject: [NATS_CONNECTION],
+        },
         RpcClient,
         RequestConnection,
       ],
-      exports: [MESSAGING_OPTIONS, NATS_CLIENT, NATS_CONNECTION, RpcClient, RequestConnection],
+      exports: [MESSAGING_OPTIONS, NATS_CLIENT, NATS_CONNECTION, MessageBus, RpcClient, RequestConnection],
     };
   }
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { NatsConnection } from 'nats';
+import { MessageBus } from './message-bus';
 
 /**
  * The NATS connection this service's requests arrive on: the Nest microservice server's, not
@@ -19,9 +20,9 @@ export class RequestConnection {
     for (const use of this.waiting.splice(0)) use(nc);
   }
 
-  /** Calls `use` with the connection once the server has it, at once if it already has. */
-  whenConnected(use: (nc: NatsConnection) => void): void {
-    if (this.connection) use(this.connection);
-    else this.waiting.push(use);
+  /** Calls `use` with a bus on the connection once the server has it, at once if it already has. */
+  whenConnected(use: (bus: MessageBus) => void): void {
+    if (this.connection) use(new MessageBus(this.connection));
+    else this.waiting.push((nc) => use(new MessageBus(nc)));
   }
 }

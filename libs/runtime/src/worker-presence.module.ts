@@ -1,12 +1,10 @@
 import { DynamicModule, Inject, Injectable, Logger, Module, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { GpuAdapterReport, Subjects, WorkerAnnouncement } from '@trainyard/contracts';
-import { NATS_CONNECTION } from '@trainyard/messaging';
-import { JSONCodec, NatsConnection, Subscription } from 'nats';
+import { EventSubscription, MessageBus } from '@trainyard/messaging';
 import { ReadinessService } from './health/readiness.service';
 
 const ANNOUNCEMENT = Symbol('ANNOUNCEMENT');
 const PRESENCE_OPTIONS = Symbol('PRESENCE_OPTIONS');
-const codec = JSONCodec<WorkerAnnouncement>();
 
 /** The worker's live load, updated by whatever does its work; reported in every ping reply. */
 @Injectable()
@@ -21,10 +19,10 @@ export class WorkerLoad {
  */
 @Injectable()
 class WorkerPresence implements OnModuleInit, OnModuleDestroy {
-  private subscription?: Subscription;
+  private subscription?: EventSubscription;
 
   constructor(
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly bus: MessageBus,
     @Inject(ANNOUNCEMENT) private readonly announcement: StaticAnnouncement,
     @Inject(PRESENCE_OPTIONS) private readonly options: WorkerPresenceOptions,
     private readonly readiness: ReadinessService,
@@ -41,13 +39,10 @@ class WorkerPresence implements OnModuleInit, OnModuleDestroy {
       }
       return { backend, gpu, adapter };
     });
-    this.subscription = this.nc.subscribe(Subjects.workers.ping.name, {
-      callback: async (err, msg) => {
-        if (err) return;
-        const { ok } = await this.readiness.report(1_000);
-        const capacity = { slots: this.load.slots, active: this.load.active };
-        msg.respond(codec.encode({ ...this.announcement, ready: ok, capacity }));
-      },
+    this.subscription = this.bus.respond(Subjects.workers.ping, async (): Promise<WorkerAnnouncement> => {
+      const { ok } = await this.readiness.report(1_000);
+      const capacity = { slots: this.load.slots, active: this.load.active };
+      return { ...this.announcement, ready: ok, capacity };
     });
   }
 

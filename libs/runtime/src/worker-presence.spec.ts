@@ -1,18 +1,18 @@
 import { Global, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { GpuAdapterReport } from '@trainyard/contracts';
-import { NATS_CONNECTION } from '@trainyard/messaging';
+import { MessageBus } from '@trainyard/messaging';
 import { ReadinessService } from './health/readiness.service';
 import { WorkerPresenceModule } from './worker-presence.module';
 
 const LAVAPIPE: GpuAdapterReport = { vendor: 'mesa', architecture: 'software', device: 'llvmpipe', description: 'llvmpipe: Mesa 25.0.7', fallback: true };
 const H100: GpuAdapterReport = { vendor: 'nvidia', architecture: 'hopper', device: '', description: 'NVIDIA H100 80GB HBM3', fallback: false };
 
-/** NATS is only subscribed to here; the readiness probes are what is checked. */
+/** The bus is only answered on here; the readiness probes are what is checked. */
 @Global()
 @Module({
-  providers: [{ provide: NATS_CONNECTION, useValue: { subscribe: () => ({ unsubscribe: () => undefined }) } }, ReadinessService],
-  exports: [NATS_CONNECTION, ReadinessService],
+  providers: [{ provide: MessageBus, useValue: { respond: () => ({ unsubscribe: () => undefined }) } }, ReadinessService],
+  exports: [MessageBus, ReadinessService],
 })
 class Fakes {}
 

@@ -1,7 +1,7 @@
 import { Controller, Module } from '@nestjs/common';
 import { MessagePattern } from '@nestjs/microservices';
-import { RpcSubject } from '@trainyard/contracts';
-import { RequestConnection, RpcClient } from '@trainyard/messaging';
+import { EventSubject, RpcSubject } from '@trainyard/contracts';
+import { encodeMessage, RequestConnection, RpcClient } from '@trainyard/messaging';
 import { startNatsServer, TestNatsServer } from '@trainyard/testing';
 import { connect, NatsConnection } from 'nats';
 import { ReadinessService } from '../src/health/readiness.service';
@@ -9,7 +9,7 @@ import { DrainingNatsServer } from '../src/shutdown/draining-nats.server';
 import { GracefulShutdown } from '../src/shutdown/graceful-shutdown';
 import { startRpcClient, startService } from './nats-services';
 
-const ANNOUNCEMENTS = 'test.order.announced.v1';
+const ANNOUNCEMENTS: EventSubject<Record<string, never>> = { name: 'test.order.announced.v1' };
 const count: RpcSubject<Record<string, never>, { seen: number }> = { name: 'test.order.count.v1' };
 
 /** What the announcement callback has counted, as the request handler reads it. */
@@ -35,7 +35,7 @@ describe('RequestConnection against a real nats-server', () => {
   beforeAll(async () => {
     nats = await startNatsServer();
     const requests = new RequestConnection();
-    requests.whenConnected((nc) => nc.subscribe(ANNOUNCEMENTS, { callback: () => state.seen++ }));
+    requests.whenConnected((bus) => bus.subscribe(ANNOUNCEMENTS, () => state.seen++));
     const server = new DrainingNatsServer({ servers: [nats.url], queue: 'test-order' }, new GracefulShutdown(new ReadinessService()), requests);
     const service = await startService(CountModule, server);
     closers.push(() => service.close());
@@ -55,7 +55,7 @@ describe('RequestConnection against a real nats-server', () => {
   it('runs the callbacks subscribed on it before the handler of any request sent after their message was flushed', async () => {
     for (let i = 1; i <= 50; i++) {
       // Another connection announces and has the server take it, as the registry does before it acknowledges.
-      announcer.publish(ANNOUNCEMENTS);
+      announcer.publish(ANNOUNCEMENTS.name, encodeMessage({}));
       await announcer.flush();
       expect(await rpc.request(count, {})).toEqual({ seen: i });
     }

@@ -1,22 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import {
-  ErrorCode,
-  InferenceWorkItem,
-  resolveWorkQueue,
-  ServiceError,
-  StartCompletionReply,
-  StartCompletionRequest,
-  WorkQueues,
-} from '@trainyard/contracts';
-import { NATS_CONNECTION } from '@trainyard/messaging';
-import { JSONCodec, NatsConnection } from 'nats';
+import { ErrorCode, InferenceWorkItem, ServiceError, StartCompletionReply, StartCompletionRequest, WorkQueues } from '@trainyard/contracts';
+import { MessageBus } from '@trainyard/messaging';
 import { ChatConfig } from '../config/chat.config';
 import { InferenceCapacity } from './inference-capacity';
 import { ModelResolutions } from './model-resolutions';
 import { PromptValidation } from './prompt-validation';
 import { SchemaValidation } from './schema-validation';
-
-const workItems = JSONCodec<InferenceWorkItem>();
 
 /**
  * Policy lives here, not on the workers: which weights serve the name (through the
@@ -27,7 +16,7 @@ const workItems = JSONCodec<InferenceWorkItem>();
 export class CompletionsService {
   constructor(
     @Inject(ChatConfig) private readonly config: ChatConfig,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly bus: MessageBus,
     private readonly resolutions: ModelResolutions,
     private readonly capacity: InferenceCapacity,
     private readonly schemas: SchemaValidation,
@@ -59,10 +48,9 @@ export class CompletionsService {
       params: { ...request.params, logprobs, return_token_ids: request.params.return_token_ids || logprobs },
       deadline: Date.now() + this.config.COMPLETION_DEADLINE_MS,
     };
-    const queue = resolveWorkQueue(WorkQueues.inference, this.config.JETSTREAM_PREFIX);
     // The completion id as message id: a retried start inside the dedupe window is queued once.
     try {
-      await this.nc.jetstream().publish(queue.subject, workItems.encode(item), { msgID: request.completion_id });
+      await this.bus.enqueue(WorkQueues.inference, item, { id: request.completion_id });
     } catch (err) {
       this.capacity.release(request.completion_id);
       throw new ServiceError(ErrorCode.Unavailable, `The inference queue is unavailable: ${(err as Error).message}`, { retryAfterSeconds: 1 });

@@ -1,18 +1,15 @@
-import { CompletionEnded, ErrorCode, ServiceError, Subjects, WorkerAnnouncement } from '@trainyard/contracts';
-import { ErrorCode as NatsErrorCode, JSONCodec, Msg, NatsConnection, NatsError } from 'nats';
+import { CompletionEnded, ErrorCode, EventSubject, ServiceError, Subjects, WorkerAnnouncement } from '@trainyard/contracts';
+import { MessageBus, NoResponders } from '@trainyard/messaging';
 import { ChatConfig } from '../config/chat.config';
 import { InferenceCapacity } from './inference-capacity';
 import { WorkerSignals } from './worker-signals';
-
-const codec = JSONCodec<WorkerAnnouncement>();
-const endings = JSONCodec<CompletionEnded>();
 
 function worker(instance: string, slots = 4): WorkerAnnouncement {
   return { kind: 'inference', instance, backend: 'wasm', gpu: false, ready: true, started_at: '2026-11-23T00:00:00Z', capacity: { slots, active: 0 } };
 }
 
 interface FakeConnection {
-  nc: NatsConnection;
+  bus: MessageBus;
   /** Delivers a message on the completion-ended subject, as the gateway publishes it. */
   end(completionId: string): void;
   /** Liveness subjects asked, in order. */
@@ -25,28 +22,25 @@ interface FakeConnection {
  * the chat-admission, chat-capacity and fault e2e specs.
  */
 function fakeConnection(answers: () => WorkerAnnouncement[] | Error, alive: (subject: string) => boolean = () => false): FakeConnection {
-  let ended: ((err: NatsError | null, msg: Msg) => void) | undefined;
+  let ended: ((payload: CompletionEnded) => void) | undefined;
   const probed: string[] = [];
-  const nc = {
-    isClosed: () => false,
-    subscribe: (subject: string, options: { callback: typeof ended }) => {
-      if (subject === Subjects.chat.completionEnded.name) ended = options.callback;
+  const bus: Pick<MessageBus, 'subscribe' | 'probe' | 'gather'> = {
+    subscribe: <T>(subject: EventSubject<T>, handler: (payload: T) => void) => {
+      if (subject.name === Subjects.chat.completionEnded.name) ended = handler as unknown as typeof ended;
       return { unsubscribe: () => undefined };
     },
-    request: async (subject: string) => {
-      probed.push(subject);
-      if (!alive(subject)) throw new NatsError('503', NatsErrorCode.NoResponders);
-      return {};
+    probe: async (subject, { suffix }) => {
+      const name = `${subject.name}.${suffix}`;
+      probed.push(name);
+      return alive(name);
     },
-    requestMany: async () => {
+    gather: async <_Req, Res>() => {
       const reply = answers();
       if (reply instanceof Error) throw reply;
-      return (async function* () {
-        for (const a of reply) yield { data: codec.encode(a) };
-      })();
+      return reply as unknown as Res[];
     },
-  } as unknown as NatsConnection;
-  return { nc, probed, end: (id) => ended?.(null, { data: endings.encode({ completion_id: id }) } as Msg) };
+  };
+  return { bus: bus as MessageBus, probed, end: (id) => ended?.({ completion_id: id }) };
 }
 
 function config(overrides: Partial<ChatConfig> = {}): ChatConfig {
@@ -78,7 +72,7 @@ describe('InferenceCapacity', () => {
   });
 
   function start(fake: FakeConnection, overrides: Partial<ChatConfig> = {}): InferenceCapacity {
-    capacity = new InferenceCapacity(config(overrides), fake.nc, new WorkerSignals(fake.nc));
+    capacity = new InferenceCapacity(config(overrides), fake.bus, new WorkerSignals(fake.bus));
     capacity.onModuleInit();
     return capacity;
   }
@@ -88,7 +82,7 @@ describe('InferenceCapacity', () => {
     const capacity = start(fakeConnection(() => answers));
     expect(await refusal(capacity)).toBeNull();
     // Busy in a long forward pass: the poll times out. Still admitted.
-    answers = new NatsError('TIMEOUT', NatsErrorCode.Timeout);
+    answers = new Error('TIMEOUT');
     now += 900;
     await poll(capacity);
     expect(await refusal(capacity)).toBeNull();
@@ -102,7 +96,7 @@ describe('InferenceCapacity', () => {
     let answers: WorkerAnnouncement[] | Error = [worker('a')];
     const capacity = start(fakeConnection(() => answers));
     expect(await refusal(capacity)).toBeNull();
-    answers = new NatsError('503', NatsErrorCode.NoResponders);
+    answers = new NoResponders(Subjects.workers.ping.name);
     await poll(capacity);
     expect(await refusal(capacity)).toBe(ErrorCode.Unavailable);
   });

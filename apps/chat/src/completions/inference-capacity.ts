@@ -1,12 +1,8 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { CompletionEnded, ErrorCode, ServiceError, Subjects, WorkerAnnouncement } from '@trainyard/contracts';
-import { NATS_CONNECTION } from '@trainyard/messaging';
-import { ErrorCode as NatsErrorCode, JSONCodec, NatsConnection, NatsError, RequestStrategy, Subscription } from 'nats';
+import { ErrorCode, ServiceError, Subjects, WorkerAnnouncement } from '@trainyard/contracts';
+import { EventSubscription, MessageBus, NoResponders } from '@trainyard/messaging';
 import { ChatConfig } from '../config/chat.config';
 import { WorkerSignals } from './worker-signals';
-
-const announcements = JSONCodec<WorkerAnnouncement>();
-const endings = JSONCodec<CompletionEnded>();
 
 /** How long the worker holding a completion gets to answer its liveness subject. */
 const LIVENESS_TIMEOUT_MS = 2_000;
@@ -39,32 +35,24 @@ export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
   private readonly probing = new Set<string>();
   private polledOnce?: Promise<void>;
   private timer?: NodeJS.Timeout;
-  private ended?: Subscription;
+  private ended?: EventSubscription;
 
   constructor(
     @Inject(ChatConfig) private readonly config: ChatConfig,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly bus: MessageBus,
     private readonly workers: WorkerSignals,
   ) {}
 
   onModuleInit(): void {
-    this.ended = this.nc.subscribe(Subjects.chat.completionEnded.name, {
-      callback: (err, msg) => {
-        if (err) return;
-        try {
-          this.release(endings.decode(msg.data).completion_id);
-        } catch {
-          // Not a CompletionEnded: nothing to release.
-        }
-      },
-    });
+    // A message that is not a CompletionEnded releases nothing.
+    this.ended = this.bus.subscribe(Subjects.chat.completionEnded, (ended) => this.release(ended?.completion_id));
     this.polledOnce = this.poll();
     this.timer = setInterval(() => void this.poll(), this.config.WORKER_POLL_MS);
   }
 
   onModuleDestroy(): void {
     clearInterval(this.timer);
-    if (!this.nc.isClosed()) this.ended?.unsubscribe();
+    this.ended?.unsubscribe();
   }
 
   /** Admits the completion or throws (503 no worker, 429 full); the same id twice counts once. */
@@ -108,19 +96,14 @@ export class InferenceCapacity implements OnModuleInit, OnModuleDestroy {
       if (now - since > this.config.COMPLETION_DEADLINE_MS && !this.probing.has(id)) void this.releaseIfNobodyHolds(id);
     }
     try {
-      const replies = await this.nc.requestMany(Subjects.workers.ping.name, undefined, {
-        strategy: RequestStrategy.JitterTimer,
-        jitter: 100,
-        maxWait: Math.max(200, this.config.WORKER_POLL_MS - 100),
-      });
-      for await (const reply of replies) {
-        const announcement = announcements.decode(reply.data);
+      const replies = await this.bus.gather(Subjects.workers.ping, {}, { jitterMs: 100, maxWaitMs: Math.max(200, this.config.WORKER_POLL_MS - 100) });
+      for (const announcement of replies) {
         if (announcement.kind === 'inference') this.seen.set(announcement.instance, { announcement, at: Date.now() });
       }
     } catch (err) {
       // No responders: no worker is subscribed at all, so none is running. No answer in time:
       // each worker is forgotten only once it has been silent for WORKER_STALE_MS.
-      if ((err as NatsError).code === NatsErrorCode.NoResponders) this.seen.clear();
+      if (err instanceof NoResponders) this.seen.clear();
       this.logger.warn(`could not poll inference workers: ${(err as Error).message}`);
     }
   }

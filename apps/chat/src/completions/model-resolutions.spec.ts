@@ -1,10 +1,13 @@
 import { ErrorCode, ModelsChanged, ResolveModelReply, ResolveModelRequest, ServiceError, Subjects } from '@trainyard/contracts';
-import { RequestConnection, RpcClient } from '@trainyard/messaging';
-import { Events, JSONCodec, Msg, NatsConnection, Status } from 'nats';
+import { encodeMessage, RequestConnection, RpcClient } from '@trainyard/messaging';
 import { ChatConfig } from '../config/chat.config';
 import { ModelResolutions } from './model-resolutions';
 
-const announcements = JSONCodec<ModelsChanged>();
+/** What the connection's subscription callback and status feed see, as nats.js gives them. */
+type Msg = { data: Uint8Array };
+type Status = { type: 'disconnect' | 'reconnect'; data: string };
+/** The raw connection RequestConnection is given by the service's NATS server. */
+type Connection = Parameters<RequestConnection['attach']>[0];
 
 function trained(modelId: string, step: number): ResolveModelReply {
   return { base_model: 'base', base_model_dir: '/models/base', model_id: modelId, step, adapter_path: `/a/${modelId}/${step}`, adapter_sha256: 'f'.repeat(64) };
@@ -57,13 +60,13 @@ class FakeConnection {
     };
   }
 
-  report(type: Events): void {
+  report(type: Status['type']): void {
     this.statuses.push({ type, data: 'nats://127.0.0.1:4222' });
     this.wake?.();
   }
 
   announce(change: ModelsChanged | string): void {
-    const data = typeof change === 'string' ? new TextEncoder().encode(change) : announcements.encode(change);
+    const data = typeof change === 'string' ? new TextEncoder().encode(change) : encodeMessage(change);
     this.callback?.(null, { data } as Msg);
   }
 }
@@ -98,7 +101,7 @@ describe('ModelResolutions', () => {
   /** `connected` false: the NATS server of the service has not connected yet. */
   function start(config: Partial<ChatConfig> = {}, connected = true): RequestConnection {
     const requests = new RequestConnection();
-    if (connected) requests.attach(nc as unknown as NatsConnection);
+    if (connected) requests.attach(nc as unknown as Connection);
     resolutions = new ModelResolutions(Object.assign(new ChatConfig(), config), requests, registry.client);
     resolutions.onApplicationBootstrap();
     return requests;
@@ -181,7 +184,7 @@ describe('ModelResolutions', () => {
     await resolutions.resolve(acme('acme/p/x'));
     await resolutions.resolve(acme('acme/p/x'));
     expect(registry.asked).toBe(2);
-    requests.attach(nc as unknown as NatsConnection);
+    requests.attach(nc as unknown as Connection);
     await settle();
     expect(nc.subscribed).toBe(Subjects.registry.modelsChanged.name);
     await resolutions.resolve(acme('acme/p/x'));
@@ -221,7 +224,7 @@ describe('ModelResolutions', () => {
     await resolutions.resolve(acme('acme/p/x'));
     expect(registry.asked).toBe(1);
 
-    nc.report(Events.Disconnect);
+    nc.report('disconnect');
     await settle();
     // Announcements published now are lost: the model changes and this replica cannot know.
     registry.names.set('acme:acme/p/x', trained('m1', 4));
@@ -230,7 +233,7 @@ describe('ModelResolutions', () => {
     expect(registry.asked).toBe(3);
 
     nc.autoFlush = false;
-    nc.report(Events.Reconnect);
+    nc.report('reconnect');
     await settle();
     expect(nc.flushes).toHaveLength(1); // confirming the resubscription
     await resolutionThroughRegistry(acme('acme/p/x'));

@@ -1,11 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { ModelsChanged, ResolveModelReply, ResolveModelRequest, Subjects } from '@trainyard/contracts';
-import { RequestConnection, RpcClient } from '@trainyard/messaging';
-import { Events, JSONCodec, NatsConnection, Subscription } from 'nats';
+import { EventSubscription, MessageBus, RequestConnection, RpcClient } from '@trainyard/messaging';
 import { ChatConfig } from '../config/chat.config';
 import { ResolutionCache, resolutionKey } from './resolution-cache';
-
-const changes = JSONCodec<ModelsChanged>();
 
 /**
  * Model names to what serves them, as the registry answers `registry.model.resolve.v1`,
@@ -32,8 +29,7 @@ export class ModelResolutions implements OnApplicationBootstrap, OnModuleDestroy
   private readonly logger = new Logger(ModelResolutions.name);
   private readonly cache: ResolutionCache;
   private readonly enabled: boolean;
-  private nc?: NatsConnection;
-  private subscription?: Subscription;
+  private subscription?: EventSubscription;
   private closed = false;
   /** The subscription is confirmed and the connection has not dropped since: entries may be served and stored. */
   private live = false;
@@ -52,13 +48,13 @@ export class ModelResolutions implements OnApplicationBootstrap, OnModuleDestroy
   }
 
   onApplicationBootstrap(): void {
-    if (this.enabled) this.requests.whenConnected((nc) => this.listen(nc));
+    if (this.enabled) this.requests.whenConnected((bus) => this.listen(bus));
   }
 
   onModuleDestroy(): void {
     this.closed = true;
     this.down();
-    if (this.nc && !this.nc.isClosed()) this.subscription?.unsubscribe();
+    this.subscription?.unsubscribe();
   }
 
   async resolve(request: ResolveModelRequest): Promise<ResolveModelReply> {
@@ -72,61 +68,53 @@ export class ModelResolutions implements OnApplicationBootstrap, OnModuleDestroy
     return reply;
   }
 
-  private listen(nc: NatsConnection): void {
+  private listen(bus: MessageBus): void {
     if (this.closed) return;
-    this.nc = nc;
-    this.subscription = nc.subscribe(Subjects.registry.modelsChanged.name, {
-      // A callback, not an iterator: it runs as the message is parsed, ahead of any request read after it.
-      callback: (err, msg) => {
-        if (err) {
-          this.logger.warn(`Model change announcements stopped (${err.message}); resolving every model through the registry`);
-          this.closed = true;
-          this.down();
-          return;
-        }
-        this.apply(msg.data);
+    // The handler runs as the message is parsed, ahead of any request read after it.
+    this.subscription = bus.subscribe(Subjects.registry.modelsChanged, (change) => this.apply(change), {
+      onError: (err) => {
+        this.logger.warn(`Model change announcements stopped (${err.message}); resolving every model through the registry`);
+        this.closed = true;
+        this.down();
       },
+      // Unreadable: assume it could be about anything.
+      onUndecodable: () => this.apply(undefined),
     });
-    this.watch(nc).catch((err: Error) => {
+    this.watch(bus).catch((err: Error) => {
       this.logger.warn(`Stopped watching the NATS connection (${err.message}); resolving every model through the registry`);
       this.closed = true;
       this.down();
     });
-    void this.confirm(nc);
+    void this.confirm(bus);
   }
 
   private ask(request: ResolveModelRequest): Promise<ResolveModelReply> {
     return this.rpc.request(Subjects.registry.resolveModel, request);
   }
 
-  private apply(data: Uint8Array): void {
+  private apply(change: ModelsChanged | undefined): void {
     this.epoch++;
-    let modelId: unknown;
-    try {
-      modelId = changes.decode(data).model_id;
-    } catch {
-      modelId = undefined;
-    }
+    const modelId: unknown = (change as Partial<ModelsChanged> | null | undefined)?.model_id;
     if (typeof modelId === 'string') this.cache.evictModel(modelId);
     else this.cache.clear(); // unreadable: assume it could be about anything
   }
 
-  private async watch(nc: NatsConnection): Promise<void> {
-    for await (const status of nc.status()) {
-      if (status.type === Events.Disconnect) {
+  private async watch(bus: MessageBus): Promise<void> {
+    for await (const change of bus.connectionChanges()) {
+      if (change === 'disconnect') {
         if (this.live) this.logger.warn('NATS disconnected: resolving every model through the registry until reconnected');
         this.down();
-      } else if (status.type === Events.Reconnect) {
-        void this.confirm(nc);
+      } else {
+        void this.confirm(bus);
       }
     }
   }
 
   /** Turns the cache on once the NATS server has the subscription, unless something happened meanwhile. */
-  private async confirm(nc: NatsConnection): Promise<void> {
+  private async confirm(bus: MessageBus): Promise<void> {
     const attempt = ++this.confirmations;
     try {
-      await nc.flush();
+      await bus.flush();
     } catch {
       return; // the next reconnect confirms again
     }

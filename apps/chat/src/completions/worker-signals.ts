@@ -1,9 +1,6 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { CancelCompletion, COMPLETION_LIVENESS_PREFIX, Subjects } from '@trainyard/contracts';
-import { NATS_CONNECTION } from '@trainyard/messaging';
-import { ErrorCode as NatsErrorCode, JSONCodec, NatsConnection, NatsError } from 'nats';
-
-const cancellations = JSONCodec<CancelCompletion>();
+import { Injectable } from '@nestjs/common';
+import { Subjects } from '@trainyard/contracts';
+import { MessageBus } from '@trainyard/messaging';
 
 /**
  * What chat says to and asks of the inference worker holding a completion: chat schedules
@@ -11,20 +8,15 @@ const cancellations = JSONCodec<CancelCompletion>();
  */
 @Injectable()
 export class WorkerSignals {
-  constructor(@Inject(NATS_CONNECTION) private readonly nc: NatsConnection) {}
+  constructor(private readonly bus: MessageBus) {}
 
   /** Stops the completion's generation at its worker's next step (or before it starts). */
   cancel(completionId: string): void {
-    this.nc.publish(Subjects.inference.cancel.name, cancellations.encode({ completion_id: completionId }));
+    this.bus.publish(Subjects.inference.cancel, { completion_id: completionId });
   }
 
   /** true: a worker holds the completion; false: none does; null: no answer within `timeoutMs`. */
-  async alive(completionId: string, timeoutMs: number): Promise<boolean | null> {
-    try {
-      await this.nc.request(`${COMPLETION_LIVENESS_PREFIX}.${completionId}`, undefined, { timeout: timeoutMs });
-      return true;
-    } catch (err) {
-      return (err as NatsError).code === NatsErrorCode.NoResponders ? false : null;
-    }
+  alive(completionId: string, timeoutMs: number): Promise<boolean | null> {
+    return this.bus.probe(Subjects.inference.completionAlive, { suffix: completionId, timeoutMs });
   }
 }

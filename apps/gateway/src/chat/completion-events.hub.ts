@@ -1,7 +1,6 @@
-import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { COMPLETION_EVENTS_PREFIX } from '@trainyard/contracts';
-import { NATS_CONNECTION, TokenRoutedSubscription } from '@trainyard/messaging';
-import { NatsConnection } from 'nats';
+import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Subjects } from '@trainyard/contracts';
+import { MessageBus, TokenRoutedSubscription } from '@trainyard/messaging';
 import { randomUUID } from 'node:crypto';
 
 /**
@@ -50,7 +49,7 @@ export class CompletionInbox implements AsyncIterator<Uint8Array, undefined> {
 
 /**
  * One NATS subscription per gateway process for the events of every completion it relays,
- * `${COMPLETION_EVENTS_PREFIX}.<this process>.*` (a TokenRoutedSubscription), made and
+ * `${Subjects.chat.completionEvents.name}.<this process>.*` (a TokenRoutedSubscription), made and
  * confirmed by a flush before the gateway takes requests; each message goes to the inbox of
  * the completion its subject's last token names, and is dropped when that completion is no
  * longer open. Against a subscription per completion: nothing to subscribe and unsubscribe for
@@ -62,11 +61,11 @@ export class CompletionEventsHub implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(CompletionEventsHub.name);
   private events?: TokenRoutedSubscription;
 
-  constructor(@Inject(NATS_CONNECTION) private readonly nc: NatsConnection) {}
+  constructor(private readonly bus: MessageBus) {}
 
   async onModuleInit(): Promise<void> {
-    this.events = new TokenRoutedSubscription(this.nc, `${COMPLETION_EVENTS_PREFIX}.${randomUUID()}`);
-    await this.nc.flush();
+    this.events = this.bus.routeByToken(`${Subjects.chat.completionEvents.name}.${randomUUID()}`);
+    await this.bus.flush();
   }
 
   onModuleDestroy(): void {

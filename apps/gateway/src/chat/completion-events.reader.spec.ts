@@ -1,14 +1,12 @@
 import { ErrorCode, InferenceEventMessage, ServiceError } from '@trainyard/contracts';
-import { JSONCodec } from 'nats';
+import { decodeMessage, encodeMessage } from '@trainyard/messaging';
 import { CompletionInbox } from './completion-events.hub';
 import { CompletionEventsReader } from './completion-events.reader';
-
-const codec = JSONCodec<InferenceEventMessage>();
 
 /** A completion's inbox whose events the test pushes, as the hub does. */
 function inboxOf(completionId: string) {
   const inbox = new CompletionInbox(completionId, `events.${completionId}`);
-  const push = (event: InferenceEventMessage) => inbox.push(codec.encode(event));
+  const push = (event: InferenceEventMessage) => inbox.push(encodeMessage(event));
   return { inbox, push };
 }
 
@@ -95,7 +93,7 @@ describe('CompletionInbox', () => {
     push({ seq: 1, type: 'prompt', prompt_tokens: 1, prompt_token_ids: [] });
     push({ seq: 2, type: 'done', usage: { prompt_tokens: 1, completion_tokens: 0 } });
     const seqs = [];
-    for (const next of [await waiting, await inbox.next(), await inbox.next()]) seqs.push(codec.decode(next.value as Uint8Array).seq);
+    for (const next of [await waiting, await inbox.next(), await inbox.next()]) seqs.push(decodeMessage<InferenceEventMessage>(next.value as Uint8Array).seq);
     expect(seqs).toEqual([0, 1, 2]);
   });
 
@@ -105,7 +103,7 @@ describe('CompletionInbox', () => {
     const waiting = inbox.next();
     inbox.close();
     expect(await waiting).toEqual({ done: true, value: undefined });
-    inbox.push(codec.encode({ seq: 0, type: 'accepted' }));
+    inbox.push(encodeMessage<InferenceEventMessage>({ seq: 0, type: 'accepted' }));
     expect(await inbox.next()).toEqual({ done: true, value: undefined });
     inbox.close();
     expect(closed).toBe(1);

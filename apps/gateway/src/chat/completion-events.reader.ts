@@ -1,6 +1,6 @@
 import { ErrorCode, InferenceEvent, InferenceEventMessage, ServiceError } from '@trainyard/contracts';
+import { decodeMessage } from '@trainyard/messaging';
 import { settledWithin } from '@trainyard/runtime';
-import { JSONCodec } from 'nats';
 import type { CompletionInbox } from './completion-events.hub';
 
 /**
@@ -8,8 +8,6 @@ import type { CompletionInbox } from './completion-events.hub';
  * null when that could not be told (no answer in time, chat itself unreachable).
  */
 export type LivenessProbe = (completionId: string) => Promise<boolean | null>;
-
-const messages = JSONCodec<InferenceEventMessage>();
 
 export interface CompletionEventsOptions {
   /** Silence after which the completion fails with 504, whatever the cause. */
@@ -40,7 +38,7 @@ export class CompletionEventsReader {
     for (;;) {
       const received = await this.receive();
       if (received.done) return { done: true, value: undefined };
-      const { seq, ...event } = messages.decode(received.value);
+      const { seq, ...event } = decodeMessage<InferenceEventMessage>(received.value);
       // Workers older than the numbering send none and answer no probes: nothing to check then.
       if (typeof seq === 'number') {
         if (seq !== this.expectedSeq) {

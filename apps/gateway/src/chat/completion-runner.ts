@@ -1,23 +1,19 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   ChatCompletionParams,
-  CompletionEnded,
   ErrorCode,
   InferenceEvent,
   ServiceError,
   StartCompletionReply,
   Subjects,
 } from '@trainyard/contracts';
-import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import { MessageBus, RpcClient } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort } from '@trainyard/runtime';
 import type { Response } from 'express';
-import { JSONCodec, NatsConnection } from 'nats';
 import type { Caller } from '../auth/caller';
 import { GatewayConfig } from '../config/gateway.config';
 import { CompletionEventsHub, CompletionInbox } from './completion-events.hub';
 import { CompletionEventsReader } from './completion-events.reader';
-
-const endings = JSONCodec<CompletionEnded>();
 
 /** What folds a completion's events into an answer: the pieces to stream that each event makes, and whether the last event has come. */
 export interface EventFold<T> {
@@ -58,7 +54,7 @@ export class CompletionRunner {
   private readonly logger = new Logger(CompletionRunner.name);
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly bus: MessageBus,
     private readonly rpc: RpcClient,
     private readonly shutdown: GracefulShutdown,
     private readonly hub: CompletionEventsHub,
@@ -115,7 +111,7 @@ export class CompletionRunner {
 
   private announceEnd(completionId: string, cancel: boolean): void {
     try {
-      this.nc.publish(Subjects.chat.completionEnded.name, endings.encode({ completion_id: completionId, ...(cancel ? { cancel } : {}) }));
+      this.bus.publish(Subjects.chat.completionEnded, { completion_id: completionId, ...(cancel ? { cancel } : {}) });
     } catch (err) {
       // The connection is closing: chat releases the admission once no worker holds the completion.
       this.logger.warn(`${completionId}: could not announce its end: ${(err as Error).message}`);

@@ -1,9 +1,8 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { CallerScope, Page, Subjects, TERMINAL_EVENT_TYPES, TrainingEventRecord } from '@trainyard/contracts';
-import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import { MessageBus, RpcClient } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort } from '@trainyard/runtime';
 import type { Response } from 'express';
-import type { NatsConnection } from 'nats';
 import { openEventStream } from '../http/event-stream';
 
 /** Without a wake-up (a missed NATS message), look again this often anyway. */
@@ -25,7 +24,7 @@ export class JobEventsStream {
 
   constructor(
     private readonly rpc: RpcClient,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly bus: MessageBus,
     private readonly shutdown: GracefulShutdown,
   ) {
     onAbort(shutdown.stopping, () => {
@@ -40,7 +39,7 @@ export class JobEventsStream {
     // The client went away, or the server is shutting down: either way, stop here.
     let closed = this.shutdown.stopping.aborted;
     let wake: (() => void) | undefined;
-    const notices = this.nc.subscribe(`${Subjects.training.eventsAppended.name}.${jobId}`, { callback: () => wake?.() });
+    const notices = this.bus.subscribe(Subjects.training.eventsAppended, () => wake?.(), { suffix: jobId, onError: () => wake?.() });
     const end = () => {
       closed = true;
       wake?.();

@@ -1,12 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import {
-  COMPLETION_LIVENESS_PREFIX,
-  ErrorCode,
-  InferenceEvent,
-  InferenceEventMessage,
-  InferenceWorkItem,
-  ServiceError,
-} from '@trainyard/contracts';
+import { ErrorCode, InferenceEvent, InferenceWorkItem, ServiceError, Subjects } from '@trainyard/contracts';
 import {
   CompiledGrammar,
   DecodeBatch,
@@ -24,16 +17,14 @@ import {
   toolCallSyntax,
   ToolCallSyntax,
 } from '@trainyard/engine';
-import { NATS_CONNECTION } from '@trainyard/messaging';
+import { EventSubscription, MessageBus } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort, WorkerLoad } from '@trainyard/runtime';
-import { JSONCodec, NatsConnection, Subscription } from 'nats';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
 import { AdapterCache } from '../models/adapter-cache';
 import { ModelCache } from '../models/model-cache';
 import { RunningCompletion } from './completion';
 import { grammarRefusal, grammarSpec, toolCallRequest } from './engine-inputs';
 
-const events = JSONCodec<InferenceEventMessage>();
 /** Longer than any completion stays worth starting (the chat service's deadline). */
 const CANCEL_MEMORY_MS = 15 * 60_000;
 
@@ -75,13 +66,13 @@ export class InferenceScheduler implements OnModuleDestroy {
   /** Each admitted completion holds off shutdown until it is retired. */
   private readonly holds = new Map<string, () => void>();
   /** The liveness subscription of each completion this worker holds, from acceptance to release. */
-  private readonly liveness = new Map<string, Subscription>();
+  private readonly liveness = new Map<string, EventSubscription>();
   /** Prefilled prompts of every loaded model, for the next prompt that begins the same way. */
   private readonly prompts: PromptCache | null;
 
   constructor(
     @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly bus: MessageBus,
     private readonly models: ModelCache,
     private readonly adapters: AdapterCache,
     private readonly load: WorkerLoad,
@@ -161,11 +152,8 @@ export class InferenceScheduler implements OnModuleDestroy {
   private accept(item: InferenceWorkItem): (event: InferenceEvent) => void {
     this.holds.set(item.completion_id, this.shutdown.hold());
     let seq = 0;
-    const emit = (event: InferenceEvent) => this.nc.publish(item.reply_subject, events.encode({ ...event, seq: seq++ }));
-    this.liveness.set(
-      item.completion_id,
-      this.nc.subscribe(`${COMPLETION_LIVENESS_PREFIX}.${item.completion_id}`, { callback: (err, msg) => err || msg.respond() }),
-    );
+    const emit = (event: InferenceEvent) => this.bus.publishTo(Subjects.chat.completionEvents, item.reply_subject, { ...event, seq: seq++ });
+    this.liveness.set(item.completion_id, this.bus.answerProbes(Subjects.inference.completionAlive, { suffix: item.completion_id }));
     emit({ type: 'accepted' });
     return emit;
   }

@@ -1,10 +1,7 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { InferenceWorkerLoad, resolveWorkQueue, Subjects, WorkQueues } from '@trainyard/contracts';
-import { NATS_CONNECTION } from '@trainyard/messaging';
-import { JSONCodec, NatsConnection, Subscription } from 'nats';
+import { EventSubscription, MessageBus } from '@trainyard/messaging';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
-
-const loads = JSONCodec<InferenceWorkerLoad>();
 
 /** A worker re-sends its load this often, so that its peers can tell it is still there. */
 export const LOAD_HEARTBEAT_MS = 1_000;
@@ -46,35 +43,34 @@ export class LoadBoard {
 @Injectable()
 export class PeerLoads implements OnModuleInit, OnModuleDestroy {
   private readonly board: LoadBoard;
-  private readonly subject: string;
+  /** The stream of this worker's queue: the peers it hears are those of the same queue. */
+  private readonly stream: string;
   private last?: InferenceWorkerLoad;
-  private subscription?: Subscription;
+  private subscription?: EventSubscription;
   private heartbeat?: NodeJS.Timeout;
   private readonly waiters = new Set<() => void>();
 
   constructor(
     @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly bus: MessageBus,
   ) {
     this.board = new LoadBoard(config.INSTANCE_ID);
-    this.subject = `${Subjects.inference.workerLoad.name}.${resolveWorkQueue(WorkQueues.inference, config.JETSTREAM_PREFIX).stream}`;
+    this.stream = resolveWorkQueue(WorkQueues.inference, bus.streamPrefix).stream;
   }
 
   onModuleInit(): void {
-    this.subscription = this.nc.subscribe(this.subject, {
-      callback: (err, msg) => {
-        if (err) return;
-        this.board.record(loads.decode(msg.data), Date.now());
-        this.wakeWaiters();
-      },
-    });
+    const heard = (load: InferenceWorkerLoad) => {
+      this.board.record(load, Date.now());
+      this.wakeWaiters();
+    };
+    this.subscription = this.bus.subscribe(Subjects.inference.workerLoad, heard, { suffix: this.stream });
     this.heartbeat = setInterval(() => this.last && this.publish(this.last), LOAD_HEARTBEAT_MS);
   }
 
   onModuleDestroy(): void {
     clearInterval(this.heartbeat);
     this.wakeWaiters();
-    if (!this.nc.isClosed()) {
+    if (!this.bus.isClosed()) {
       // Gone: peers stop deferring to it at once rather than after PEER_FORGOTTEN_AFTER_MS.
       this.publish({ instance: this.config.INSTANCE_ID, held: this.last?.held ?? 0, asking: false });
       this.subscription?.unsubscribe();
@@ -109,6 +105,6 @@ export class PeerLoads implements OnModuleInit, OnModuleDestroy {
   }
 
   private publish(load: InferenceWorkerLoad): void {
-    if (!this.nc.isClosed()) this.nc.publish(this.subject, loads.encode(load));
+    if (!this.bus.isClosed()) this.bus.publish(Subjects.inference.workerLoad, load, { suffix: this.stream });
   }
 }

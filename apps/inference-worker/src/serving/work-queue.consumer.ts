@@ -1,14 +1,9 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { CancelCompletion, InferenceWorkItem, resolveWorkQueue, Subjects, WorkQueues } from '@trainyard/contracts';
-import { NATS_CONNECTION } from '@trainyard/messaging';
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { InferenceWorkItem, Subjects, WorkQueues } from '@trainyard/contracts';
+import { EventSubscription, MessageBus, WorkMessage, WorkQueueReader } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort } from '@trainyard/runtime';
-import { Consumer, JsMsg, JSONCodec, NatsConnection, Subscription } from 'nats';
-import { InferenceWorkerConfig } from '../config/inference-worker.config';
 import { InferenceScheduler } from './inference-scheduler';
 import { PeerLoads } from './peer-loads';
-
-const items = JSONCodec<InferenceWorkItem>();
-const cancellations = JSONCodec<CancelCompletion>();
 
 /**
  * Pulls completions from the inference work queue only while this worker has a free slot,
@@ -29,23 +24,18 @@ export class WorkQueueConsumer implements OnApplicationBootstrap, OnModuleDestro
   private stopping = false;
   /** A request for work is outstanding at the queue. */
   private asking = false;
-  private cancelSubscription?: Subscription;
+  private cancelSubscription?: EventSubscription;
   private consuming?: Promise<void>;
 
   constructor(
-    @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly bus: MessageBus,
     private readonly scheduler: InferenceScheduler,
     private readonly shutdown: GracefulShutdown,
     private readonly peers: PeerLoads,
   ) {}
 
   onApplicationBootstrap(): void {
-    this.cancelSubscription = this.nc.subscribe(Subjects.inference.cancel.name, {
-      callback: (err, msg) => {
-        if (!err) this.scheduler.cancel(cancellations.decode(msg.data).completion_id);
-      },
-    });
+    this.cancelSubscription = this.bus.subscribe(Subjects.inference.cancel, (cancel) => this.scheduler.cancel(cancel.completion_id));
     this.scheduler.onHeldChange(() => this.announce());
     this.consuming = this.shutdown.track(this.consume());
     onAbort(this.shutdown.stopping, () => this.stopPulling());
@@ -64,11 +54,11 @@ export class WorkQueueConsumer implements OnApplicationBootstrap, OnModuleDestro
   }
 
   /** One request for work, announced to the peers while it is outstanding. */
-  private async ask(consumer: Consumer): Promise<JsMsg | null> {
+  private async ask(queue: WorkQueueReader<InferenceWorkItem>): Promise<WorkMessage<InferenceWorkItem> | null> {
     this.asking = true;
     this.announce();
     try {
-      return await consumer.next({ expires: 1_000 });
+      return await queue.next(1_000);
     } finally {
       this.asking = false;
       this.announce();
@@ -86,22 +76,21 @@ export class WorkQueueConsumer implements OnApplicationBootstrap, OnModuleDestro
   }
 
   private async consume(): Promise<void> {
-    const spec = resolveWorkQueue(WorkQueues.inference, this.config.JETSTREAM_PREFIX);
     while (!this.stopping) {
       try {
-        const consumer = await this.nc.jetstream().consumers.get(spec.stream, spec.consumer);
+        const queue = await this.bus.consume(WorkQueues.inference);
         while (!this.stopping) {
           await this.scheduler.whenSlotFree();
           await this.waitForTurn();
           if (this.stopping) return;
-          const message = await this.ask(consumer);
+          const message = await this.ask(queue);
           if (!message) continue;
           if (this.stopping) {
             message.nak();
             return;
           }
           message.ack();
-          const item = items.decode(message.data);
+          const item = message.payload;
           if (item.deadline < Date.now()) {
             this.logger.warn(`dropping ${item.completion_id}: its caller stopped waiting`);
             continue;

@@ -1,9 +1,8 @@
 import { INestMicroservice } from '@nestjs/common';
 import { CustomTransportStrategy, NatsContext, Server } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import { ErrorCode, ModelsChanged, ServiceError, Subjects } from '@trainyard/contracts';
-import { NATS_CONNECTION, RpcErrorFilter } from '@trainyard/messaging';
-import { JSONCodec, NatsConnection } from 'nats';
+import { ErrorCode, EventSubject, ServiceError, Subjects } from '@trainyard/contracts';
+import { MessageBus, RpcErrorFilter } from '@trainyard/messaging';
 import { lastValueFrom } from 'rxjs';
 import { CheckpointRecorderController } from '../checkpoints/checkpoint-recorder.controller';
 import { CheckpointRecorderService } from '../checkpoints/checkpoint-recorder.service';
@@ -35,7 +34,6 @@ class InMemoryTransport extends Server implements CustomTransportStrategy {
   }
 }
 
-const codec = JSONCodec<ModelsChanged>();
 const scope = { entity_id: 'e-1', entity_name: 'acme', model_id: 'm-1' };
 
 describe('the registry announces model changes before it replies', () => {
@@ -50,8 +48,8 @@ describe('the registry announces model changes before it replies', () => {
     recorder: { record: jest.fn() },
   };
 
-  const nc = {
-    publish: (subject: string, data: Uint8Array) => log.push(`publish ${subject} ${JSON.stringify(codec.decode(data))}`),
+  const bus: Pick<MessageBus, 'publish' | 'flush'> = {
+    publish: <T>(subject: EventSubject<T>, payload: T) => void log.push(`publish ${subject.name} ${JSON.stringify(payload)}`),
     flush: () =>
       new Promise<void>((resolve, reject) => {
         log.push('flush sent');
@@ -63,7 +61,7 @@ describe('the registry announces model changes before it replies', () => {
           reject,
         });
       }),
-  } as unknown as NatsConnection;
+  };
 
   beforeAll(async () => {
     const moduleRef = await Test.createTestingModule({
@@ -72,7 +70,7 @@ describe('the registry announces model changes before it replies', () => {
         { provide: ModelsService, useValue: services.models },
         { provide: CheckpointsService, useValue: services.checkpoints },
         { provide: CheckpointRecorderService, useValue: services.recorder },
-        { provide: NATS_CONNECTION, useValue: nc },
+        { provide: MessageBus, useValue: bus },
         { provide: RegistryConfig, useValue: Object.assign(new RegistryConfig(), { RPC_TIMEOUT_MS: 200 }) },
         ModelChangesPublisher,
       ],

@@ -1,17 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ErrorCode, ModelsChanged, ServiceError, Subjects } from '@trainyard/contracts';
-import { NATS_CONNECTION } from '@trainyard/messaging';
+import { MessageBus } from '@trainyard/messaging';
 import { withDeadline } from '@trainyard/runtime';
-import { JSONCodec, NatsConnection } from 'nats';
 import { RegistryConfig } from '../config/registry.config';
-
-const changes = JSONCodec<ModelsChanged>();
 
 /**
  * Tells every chat replica that a model's resolutions may have changed, so that none serves
  * a checkpoint from its cache that is no longer the answer.
  *
- * Ordering: the announcement is published on this process's raw connection and flushed (a
+ * Ordering: the announcement is published on this process's MessageBus connection and flushed (a
  * PING answered after the PUB) before the change is acknowledged, so by the time anyone
  * learns of the change, the NATS server has already queued the announcement for every
  * subscriber. Any request that follows from the acknowledgement reaches the server later, and
@@ -22,15 +19,15 @@ const changes = JSONCodec<ModelsChanged>();
 @Injectable()
 export class ModelChangesPublisher {
   constructor(
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly bus: MessageBus,
     @Inject(RegistryConfig) private readonly config: RegistryConfig,
   ) {}
 
   /** Resolves once the NATS server has the announcement; fails with `unavailable` otherwise. */
   async announce(change: ModelsChanged): Promise<void> {
     try {
-      this.nc.publish(Subjects.registry.modelsChanged.name, changes.encode({ entity_id: change.entity_id, model_id: change.model_id }));
-      await withDeadline(this.nc.flush(), this.config.RPC_TIMEOUT_MS, `no answer from the NATS server within ${this.config.RPC_TIMEOUT_MS} ms`);
+      this.bus.publish(Subjects.registry.modelsChanged, { entity_id: change.entity_id, model_id: change.model_id });
+      await withDeadline(this.bus.flush(), this.config.RPC_TIMEOUT_MS, `no answer from the NATS server within ${this.config.RPC_TIMEOUT_MS} ms`);
     } catch (err) {
       // The change is saved, but a cache may still serve the old answer: it must not be acknowledged.
       // Retrying the request is safe (every changing request is idempotent) and announces again.

@@ -1,11 +1,7 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { ErrorCode, resolveWorkQueue, ServiceError, TrainingWorkItem, WorkQueues } from '@trainyard/contracts';
-import { NATS_CONNECTION } from '@trainyard/messaging';
-import { JSONCodec, NatsConnection } from 'nats';
-import { OrchestratorConfig } from '../config/orchestrator.config';
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { ErrorCode, ServiceError, WorkQueues } from '@trainyard/contracts';
+import { MessageBus } from '@trainyard/messaging';
 import { TrainingJobRepository } from './training-job.repository';
-
-const items = JSONCodec<TrainingWorkItem>();
 /** How often a model whose head could not be published is tried again. */
 export const REPUBLISH_INTERVAL_MS = 5_000;
 
@@ -24,8 +20,7 @@ export class JobQueue implements OnApplicationBootstrap, OnModuleDestroy {
   private timer?: NodeJS.Timeout;
 
   constructor(
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
-    private readonly config: OrchestratorConfig,
+    private readonly bus: MessageBus,
     private readonly jobs: TrainingJobRepository,
   ) {}
 
@@ -53,9 +48,8 @@ export class JobQueue implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async publish(jobId: string): Promise<void> {
-    const spec = resolveWorkQueue(WorkQueues.training, this.config.JETSTREAM_PREFIX);
     try {
-      await this.nc.jetstream().publish(spec.subject, items.encode({ job_id: jobId }), { msgID: jobId });
+      await this.bus.enqueue(WorkQueues.training, { job_id: jobId }, { id: jobId });
     } catch (err) {
       throw new ServiceError(ErrorCode.Unavailable, `The training queue is unavailable: ${(err as Error).message}`, { retryAfterSeconds: 5 });
     }

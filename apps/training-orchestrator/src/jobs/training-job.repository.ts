@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Prisma, PrismaService, unpackJson, packJson } from '@trainyard/db';
-import type { TrainingEventType, TrainingJobStatus, TrainingJobType } from '@trainyard/contracts';
+import type { TrainingEventType, TrainingJobPayload, TrainingJobStatus, TrainingJobType } from '@trainyard/contracts';
 
 export interface JobRow {
   id: string;
@@ -8,7 +8,7 @@ export interface JobRow {
   modelId: string;
   type: TrainingJobType;
   status: TrainingJobStatus;
-  payload: unknown;
+  payload: TrainingJobPayload;
   experimentalConfig: unknown;
   ignoredConfigKeys: string[] | null;
   noStepsReason: string | null;
@@ -34,7 +34,7 @@ export interface NewJob {
   entityId: string;
   modelId: string;
   type: TrainingJobType;
-  payload: unknown;
+  payload: TrainingJobPayload;
   experimentalConfig: unknown;
   ignoredConfigKeys?: string[];
 }
@@ -46,7 +46,7 @@ const TERMINAL: TrainingJobStatus[] = ['succeeded', 'failed', 'cancelled'];
 export class TrainingJobRepository {
   constructor(private readonly prisma: PrismaService) {}
 
-  create(job: NewJob): Promise<JobRow> {
+  create(job: NewJob): Promise<Omit<JobRow, 'payload'>> {
     return this.prisma.trainingJob.create({
       data: {
         entityId: job.entityId,
@@ -61,7 +61,8 @@ export class TrainingJobRepository {
 
   async find(id: string): Promise<JobRow | null> {
     const row = await this.prisma.trainingJob.findUnique({ where: { id } });
-    return row && { ...row, payload: unpackJson(row.payload) };
+    // Only create() writes the column, always from a TrainingJobPayload.
+    return row && { ...row, payload: unpackJson(row.payload) as TrainingJobPayload };
   }
 
   /** The job without its (large) payload. */

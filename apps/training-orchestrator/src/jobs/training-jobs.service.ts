@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import {
   CallerScope,
   CreateJobReply,
@@ -16,29 +16,17 @@ import {
   Subjects,
   TrainingEventRecord,
   TrainingEventType,
+  TrainingJobPayload,
   TrainingJobRecord,
   TERMINAL_JOB_STATUSES,
 } from '@trainyard/contracts';
-import { BlobStore, NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import { BlobStore, MessageBus, RpcClient } from '@trainyard/messaging';
 import { mapArtTrajectoryGroups, parseSftJsonl, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/engine/wire';
-import { JSONCodec, NatsConnection } from 'nats';
 import { TrainingDataSource } from '../data/training-data.source';
 import { issueAt, pathToLoc } from './issues';
 import { JobQueue } from './job-queue';
 import { toEventRecord, toJobRecord } from './job-record';
 import { JobRow, TrainingJobRepository } from './training-job.repository';
-
-const appended = JSONCodec<{ job_id: string }>();
-
-/** What a job stores for its worker, beside the model identity. */
-export interface JobPayload {
-  model_name: string;
-  entity_name: string;
-  groups?: unknown;
-  conversations?: unknown;
-  experimental_config: Record<string, unknown> | null;
-  config?: Record<string, unknown> | null;
-}
 
 /** Creation (everything validated before a job exists), reads and cancellation of training jobs. */
 @Injectable()
@@ -51,7 +39,7 @@ export class TrainingJobsService {
     private readonly rpc: RpcClient,
     private readonly blobs: BlobStore,
     private readonly data: TrainingDataSource,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly bus: MessageBus,
   ) {}
 
   async createRl(request: CreateRlJobRequest): Promise<CreateJobReply> {
@@ -66,7 +54,7 @@ export class TrainingJobsService {
     ];
     if (problems.length > 0) throw ServiceError.validation(problems);
     if (config.klRefAdapterPath !== null) await this.checkKlReference(request, config.klRefAdapterPath);
-    const payload = { model_name: servingName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config };
+    const payload: TrainingJobPayload = { model_name: servingName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config };
     return this.store(request, model, 'rl', payload, ignored.map((key) => `experimental_config.${key}`), raw);
   }
 
@@ -106,7 +94,7 @@ export class TrainingJobsService {
         issues.slice(0, 20).map((i) => issueAt(['body', 'training_data_url'], `training data ${i.path} ${i.message}`)),
       );
     }
-    const payload = { model_name: servingName(model), entity_name: request.entity_name, conversations, config: request.config, experimental_config: null };
+    const payload: TrainingJobPayload = { model_name: servingName(model), entity_name: request.entity_name, conversations, config: request.config, experimental_config: null };
     const ignored = [...config.ignored.map((key) => `config.${key}`), ...experimental.ignored.map((key) => `experimental_config.${key}`)];
     return this.store(request, model, 'sft', payload, ignored);
   }
@@ -158,7 +146,7 @@ export class TrainingJobsService {
         await this.recordFinalEvent(job.id, 'cancelled', CANCELLED);
         await this.queue.advance(job.modelId);
       } else {
-        this.nc.publish(Subjects.training.cancelRequested.name, JSONCodec().encode({ job_id: job.id }));
+        this.bus.publish(Subjects.training.cancelRequested, { job_id: job.id });
       }
     }
     return toJobRecord((await this.jobs.findSummary(job.id)) as JobRow);
@@ -167,7 +155,7 @@ export class TrainingJobsService {
   /** Appends an event once per dedupe key and wakes whoever streams this job's events. */
   async appendEvent(jobId: string, type: TrainingEventType, data: Record<string, unknown>, dedupeKey: string): Promise<void> {
     if (await this.jobs.appendEvent(jobId, type, data, dedupeKey)) {
-      this.nc.publish(`${Subjects.training.eventsAppended.name}.${jobId}`, appended.encode({ job_id: jobId }));
+      this.bus.publish(Subjects.training.eventsAppended, { job_id: jobId }, { suffix: jobId });
     }
   }
 
@@ -182,7 +170,7 @@ export class TrainingJobsService {
     scope: CallerScope,
     model: ModelRecord,
     type: 'rl' | 'sft',
-    payload: JobPayload,
+    payload: TrainingJobPayload,
     ignoredConfigKeys: string[],
     trajectoryGroups?: unknown,
   ): Promise<CreateJobReply> {

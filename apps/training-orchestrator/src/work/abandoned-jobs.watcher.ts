@@ -1,18 +1,9 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { QueueGroups, resolveWorkQueue, TrainingWorkItem, WorkQueues } from '@trainyard/contracts';
-import { NATS_CONNECTION } from '@trainyard/messaging';
-import { JSONCodec, NatsConnection, Subscription } from 'nats';
-import { OrchestratorConfig } from '../config/orchestrator.config';
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { QueueGroups, TrainingWorkItem, WorkQueues } from '@trainyard/contracts';
+import { EventSubscription, MessageBus } from '@trainyard/messaging';
 import { JobQueue } from '../jobs/job-queue';
 import { TrainingJobRepository } from '../jobs/training-job.repository';
 import { TrainingJobsService } from '../jobs/training-jobs.service';
-
-interface MaxDeliveriesAdvisory {
-  stream: string;
-  consumer: string;
-  stream_seq: number;
-  deliveries: number;
-}
 
 /**
  * When JetStream gives up on a training message (every delivery ended with the worker dying
@@ -23,26 +14,19 @@ interface MaxDeliveriesAdvisory {
 @Injectable()
 export class AbandonedJobsWatcher implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(AbandonedJobsWatcher.name);
-  private subscription?: Subscription;
+  private subscription?: EventSubscription;
 
   constructor(
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
-    private readonly config: OrchestratorConfig,
+    private readonly bus: MessageBus,
     private readonly jobs: TrainingJobRepository,
     private readonly service: TrainingJobsService,
     private readonly queue: JobQueue,
   ) {}
 
   onApplicationBootstrap(): void {
-    const spec = resolveWorkQueue(WorkQueues.training, this.config.JETSTREAM_PREFIX);
-    const advisories = JSONCodec<MaxDeliveriesAdvisory>();
-    this.subscription = this.nc.subscribe(`$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${spec.stream}.${spec.consumer}`, {
+    this.subscription = this.bus.onGivenUp(WorkQueues.training, (item, deliveries) => this.abandon(item, deliveries), {
       queue: QueueGroups.training,
-      callback: (err, msg) => {
-        if (err) return;
-        const advisory = advisories.decode(msg.data);
-        this.abandon(spec.stream, advisory).catch((e: Error) => this.logger.error(`Could not fail abandoned message ${advisory.stream_seq}: ${e.message}`));
-      },
+      onError: (e, streamSeq) => this.logger.error(`Could not fail abandoned message ${streamSeq}: ${e.message}`),
     });
   }
 
@@ -50,17 +34,14 @@ export class AbandonedJobsWatcher implements OnApplicationBootstrap, OnModuleDes
     this.subscription?.unsubscribe();
   }
 
-  private async abandon(stream: string, advisory: MaxDeliveriesAdvisory): Promise<void> {
-    const jsm = await this.nc.jetstreamManager();
-    const message = await jsm.streams.getMessage(stream, { seq: advisory.stream_seq });
-    const { job_id } = JSONCodec<TrainingWorkItem>().decode(message.data);
-    const reason = `Training gave up after ${advisory.deliveries} attempts: the training worker stopped or could not report each time`;
+  /** The message is removed from the stream once this resolves. */
+  private async abandon({ job_id }: TrainingWorkItem, deliveries: number): Promise<void> {
+    const reason = `Training gave up after ${deliveries} attempts: the training worker stopped or could not report each time`;
     if (await this.jobs.finish(job_id, 'failed', { errorMessage: reason })) {
       this.logger.error(`job ${job_id}: ${reason}`);
       await this.service.recordFinalEvent(job_id, 'failed', reason);
       const job = await this.jobs.findSummary(job_id);
       if (job) await this.queue.advance(job.modelId);
     }
-    await jsm.streams.deleteMessage(stream, advisory.stream_seq).catch(() => undefined);
   }
 }

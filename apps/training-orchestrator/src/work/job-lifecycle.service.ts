@@ -12,7 +12,7 @@ import { BlobStore } from '@trainyard/messaging';
 import { JobQueue } from '../jobs/job-queue';
 import { toJobRecord } from '../jobs/job-record';
 import { TrainingJobRepository } from '../jobs/training-job.repository';
-import { CANCELLED, isTerminal, JobPayload, TrainingJobsService } from '../jobs/training-jobs.service';
+import { CANCELLED, isTerminal, TrainingJobsService } from '../jobs/training-jobs.service';
 
 /**
  * The worker's side of a job: claim, progress, outcome. Every call is safe to repeat, because
@@ -41,7 +41,7 @@ export class JobLifecycleService {
     // A first delivery of a running job is a duplicate message; only a redelivery (the holder died) restarts it.
     if (!(await this.jobs.claim(job.id, request.redelivered))) return { action: 'skip', reason: `job is ${job.status} elsewhere` };
     if (job.status === 'running') this.logger.warn(`Restarting job ${job.id} on ${request.worker}: its previous worker stopped`);
-    const payload = job.payload as JobPayload;
+    const payload = job.payload;
     return {
       action: 'run',
       job: {

@@ -9,8 +9,6 @@ import {
   OnStep,
   PeftAdapter,
   readPeftAdapter,
-  RLTrajectoryGroup,
-  SftConversation,
   StepMetrics,
   validateExperimentalConfig,
   validateSftConfig,
@@ -21,14 +19,6 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rlNoStepsReason, sftNoStepsReason } from './no-steps-reason';
-
-/** What the orchestrator stored for the job (see the orchestrator's JobPayload). */
-interface JobPayload {
-  groups?: RLTrajectoryGroup[];
-  conversations?: SftConversation[];
-  experimental_config: Record<string, unknown> | null;
-  config?: Record<string, unknown> | null;
-}
 
 /** Why a job stopped early: a user's cancel, or this worker shutting down (the job is redelivered). */
 export class JobInterrupted extends Error {
@@ -59,7 +49,7 @@ export class JobRunner implements OnModuleDestroy {
   }
 
   async run(job: ClaimedJob, signal: AbortSignal, onCancelRequested: () => void): Promise<number> {
-    const payload = (await this.blobs.takeJson(job.payload)) as JobPayload;
+    const payload = await this.blobs.takeJson(job.payload);
     const scope = { entity_id: job.entity_id, entity_name: job.entity_name };
     const source = await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: job.model_name });
     if (!source.adapter_path) throw new Error(`${job.model_name} resolved to no adapter`);

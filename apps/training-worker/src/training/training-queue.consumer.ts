@@ -1,13 +1,9 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { CancelTrainingJob, ClaimedJob, CompleteJobRequest, resolveWorkQueue, Subjects, TrainingWorkItem, WorkQueues } from '@trainyard/contracts';
-import { NATS_CONNECTION, RpcClient } from '@trainyard/messaging';
+import { ClaimedJob, CompleteJobRequest, Subjects, TrainingWorkItem, WorkQueues } from '@trainyard/contracts';
+import { EventSubscription, MessageBus, RpcClient, WorkMessage } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort } from '@trainyard/runtime';
-import { JsMsg, JSONCodec, NatsConnection, Subscription } from 'nats';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
 import { errorMessage, JobInterrupted, JobRunner } from './job-runner';
-
-const items = JSONCodec<TrainingWorkItem>();
-const cancellations = JSONCodec<CancelTrainingJob>();
 /** Tells JetStream the job is still being worked on, well within the queue's ack wait. */
 const HEARTBEAT_MS = 5_000;
 
@@ -23,23 +19,19 @@ export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDe
   private readonly logger = new Logger(TrainingQueueConsumer.name);
   private stopping = false;
   private consuming?: Promise<void>;
-  private cancelSubscription?: Subscription;
+  private cancelSubscription?: EventSubscription;
   private current?: { jobId: string; abort: AbortController };
 
   constructor(
     @Inject(TrainingWorkerConfig) private readonly config: TrainingWorkerConfig,
-    @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
+    private readonly bus: MessageBus,
     private readonly rpc: RpcClient,
     private readonly runner: JobRunner,
     private readonly shutdown: GracefulShutdown,
   ) {}
 
   onApplicationBootstrap(): void {
-    this.cancelSubscription = this.nc.subscribe(Subjects.training.cancelRequested.name, {
-      callback: (err, msg) => {
-        if (!err) this.cancel(cancellations.decode(msg.data).job_id);
-      },
-    });
+    this.cancelSubscription = this.bus.subscribe(Subjects.training.cancelRequested, ({ job_id }) => this.cancel(job_id));
     this.consuming = this.shutdown.track(this.consume());
     onAbort(this.shutdown.stopping, () => this.handBack());
   }
@@ -64,12 +56,11 @@ export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDe
   }
 
   private async consume(): Promise<void> {
-    const spec = resolveWorkQueue(WorkQueues.training, this.config.JETSTREAM_PREFIX);
     while (!this.stopping) {
       try {
-        const consumer = await this.nc.jetstream().consumers.get(spec.stream, spec.consumer);
+        const queue = await this.bus.consume(WorkQueues.training);
         while (!this.stopping) {
-          const message = await consumer.next({ expires: 1_000 });
+          const message = await queue.next(1_000);
           if (message) await this.handle(message);
         }
       } catch (err) {
@@ -80,12 +71,12 @@ export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDe
     }
   }
 
-  private async handle(message: JsMsg): Promise<void> {
+  private async handle(message: WorkMessage<TrainingWorkItem>): Promise<void> {
     if (this.stopping) {
       message.nak();
       return;
     }
-    const { job_id } = items.decode(message.data);
+    const { job_id } = message.payload;
     const heartbeat = setInterval(() => message.working(), HEARTBEAT_MS);
     try {
       const claim = await this.rpc.request(Subjects.training.claimJob, {
@@ -108,7 +99,7 @@ export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDe
     } catch (err) {
       // The orchestrator or registry could not be reached: try the job again later, backing off.
       this.logger.error(`job ${job_id}: ${errorMessage(err)}; it will be redelivered`);
-      message.nak(Math.min(60_000, 5_000 * 2 ** (message.info.redeliveryCount - 1)));
+      message.nak(Math.min(60_000, 5_000 * 2 ** (message.redeliveryCount - 1)));
     } finally {
       clearInterval(heartbeat);
     }

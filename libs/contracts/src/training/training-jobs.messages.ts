@@ -86,12 +86,76 @@ export interface ListJobEventsRequest extends CallerScope {
   limit: number;
 }
 
-/** Published (no reply) on `${TRAINING_EVENTS_PREFIX}.${job_id}` after each event is stored: a wake-up for SSE relays. */
+/** Published (no reply) on `${Subjects.training.eventsAppended.name}.${job_id}` after each event is stored: a wake-up for SSE relays. */
 export interface JobEventsAppended {
   job_id: string;
 }
 
 // ---------------------------------------------------------------- work queue and worker
+
+/**
+ * What the orchestrator stores with a job, validated and mapped from the request, and hands
+ * to the worker that claims it. The trajectory and conversation shapes are the engine's
+ * training inputs (RLTrajectoryGroup, SftConversation), declared here structurally: the
+ * orchestrator builds them with the engine's mapping and the worker passes them to the
+ * engine's trainer, so the compiler checks both ends against this one declaration.
+ */
+export interface TrainingJobPayload {
+  /** `wandb-artifact:///{entity}/{project}/{name}`. */
+  model_name: string;
+  entity_name: string;
+  /** RL only. */
+  groups?: TrainingTrajectoryGroup[];
+  /** SFT only. */
+  conversations?: TrainingConversation[];
+  /** RL: as sent (the worker validates it into the trainer's config); SFT: null. */
+  experimental_config: Record<string, unknown> | null;
+  /** SFT: as sent. */
+  config?: Record<string, unknown> | null;
+}
+
+export interface TrainingToolCall {
+  id?: string;
+  type?: 'function';
+  function: { name: string; arguments: string | Record<string, unknown> };
+}
+
+export interface TrainingChatMessage {
+  role: string;
+  content: string | null;
+  tool_calls?: TrainingToolCall[];
+  tool_call_id?: string;
+  name?: string;
+}
+
+/** A sampled assistant turn: its own token ids and sampling logprobs are what RL trains on. */
+export interface TrainingChoice {
+  choice: {
+    tokenIds: number[];
+    logprobs: (number | null)[] | null;
+    message: TrainingChatMessage;
+  };
+}
+
+export interface TrainingHistory {
+  messagesAndChoices: (TrainingChatMessage | TrainingChoice)[];
+  /** OpenAI-style tool definitions. */
+  tools?: object[];
+}
+
+export interface TrainingTrajectory extends TrainingHistory {
+  reward: number;
+  additionalHistories?: TrainingHistory[];
+}
+
+export interface TrainingTrajectoryGroup {
+  trajectories: TrainingTrajectory[];
+}
+
+export interface TrainingConversation {
+  messages: TrainingChatMessage[];
+  tools?: object[];
+}
 
 /** The work-queue message: only the id. The job itself is claimed from the orchestrator. */
 export interface TrainingWorkItem {
@@ -115,8 +179,8 @@ export interface ClaimedJob {
   entity_name: string;
   /** `wandb-artifact:///{entity}/{project}/{name}`: resolves to the base model and the newest adapter. */
   model_name: string;
-  /** RL: { groups: RLTrajectoryGroup[], experimental_config }; SFT: { conversations, config }; parked as a blob. */
-  payload: BlobRef;
+  /** What the job trains on and with, parked as a blob. */
+  payload: BlobRef<TrainingJobPayload>;
 }
 
 export type ClaimJobReply =
