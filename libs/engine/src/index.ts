@@ -7,7 +7,7 @@ export * from './tokenizer';
 export * from './chat-template';
 export * from './loader';
 export * from './model/linear';
-export { describeMatMulPlan, matMulPlan, matMulThreads, setMatMulPlan } from './kernels/matmul';
+export { DEFAULT_MATMUL_PLAN, describeMatMulPlan, matMulThreads } from './kernels/matmul';
 export type { MatMulPlan, OneRowTile } from './kernels/matmul';
 export * from './model/kv-cache';
 export * from './model/rope';

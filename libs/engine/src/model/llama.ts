@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
-import { splitColumns, type PackedWeights } from '../kernels/matmul';
+import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights } from '../kernels/matmul';
 import { attend } from './attention';
 import { FrozenLinear } from './linear';
 import { KVCache, MASKED } from './kv-cache';
@@ -145,6 +145,7 @@ export class LlamaModel {
   private readonly embedding: Float32Array;
   private readonly rope: Rope;
   private readonly extra: tf.Tensor[];
+  private plan: Readonly<MatMulPlan> = DEFAULT_MATMUL_PLAN;
 
   constructor(
     readonly config: ModelConfig,
@@ -242,6 +243,20 @@ export class LlamaModel {
   /** Every projection's weight in the matmul kernel's layout, in the order a forward pass uses them (none where the kernel does not apply). */
   packedWeights(): PackedWeights[] {
     return [...this.linears().map((l) => l.linear), this.lmHead].flatMap((l) => l.packedWeights() ?? []);
+  }
+
+  /**
+   * How the matmul kernel runs over this model's weights (kernels/matmul.ts): the loader
+   * times it on them (tuneMatMul) or fixes it; each model keeps its own, since the fastest
+   * depends on the weights' sizes and format. The same products to the bit under any plan.
+   */
+  get matmulPlan(): Readonly<MatMulPlan> {
+    return this.plan;
+  }
+
+  set matmulPlan(plan: MatMulPlan) {
+    this.plan = Object.freeze({ ...plan });
+    for (const linear of [...this.linears().map((l) => l.linear), this.lmHead]) linear.matmulPlan = this.plan;
   }
 
   dispose(): void {
