@@ -1,6 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
 import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights } from '../kernels/matmul';
+import { rmsNorm } from '../kernels/rms-norm';
+import { swiglu } from '../kernels/swiglu';
 import { attend } from './attention';
 import { FrozenLinear } from './linear';
 import { KVCache, MASKED } from './kv-cache';
@@ -32,7 +34,13 @@ export class RMSNorm {
     private readonly eps: tf.Scalar,
   ) {}
 
+  /** eps as a number, read once, for the inference kernel. */
+  private epsValue: number | null = null;
+
   forward(x: tf.Tensor2D): tf.Tensor2D {
+    // Inference on wasm: one kernel instead of six (kernels/rms-norm.ts).
+    const fused = rmsNorm(x, this.weight, (this.epsValue ??= this.eps.dataSync()[0]));
+    if (fused) return fused;
     const meanSquare = tf.mean(tf.square(x), -1, true);
     return tf.mul(tf.mul(x, tf.rsqrt(tf.add(meanSquare, this.eps))), this.weight);
   }
@@ -99,6 +107,9 @@ export class MLP {
 
   forward(x: tf.Tensor2D): tf.Tensor2D {
     const gateUp = this.gateUp.forward(x);
+    // Inference on wasm: one kernel instead of four (kernels/swiglu.ts).
+    const gated = swiglu(gateUp);
+    if (gated) return this.down.forward(gated);
     const [gate, up] = splitColumns(gateUp, [gateUp.shape[1] / 2, gateUp.shape[1] / 2]);
     return this.down.forward(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up));
   }
