@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { rmsNorm } from '../src/kernels/rms-norm';
+import { rope } from '../src/kernels/rope';
 import { swiglu } from '../src/kernels/swiglu';
 import { ensureTrainingGradients } from '../src/training/gradients';
 import { maxAbsDiff, useBackend } from './helpers';
@@ -17,7 +18,22 @@ function referenceGate(gateUp: tf.Tensor2D): tf.Tensor2D {
   });
 }
 
-describe('RMSNorm and SwiGLU kernels (wasm)', () => {
+/** x * cos + rotate_half(x) * sin as model/rope.ts computes it with tfjs ops: rotate_half as a matMul by a signed permutation. */
+function referenceRope(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor3D {
+  return tf.tidy(() => {
+    const [n, heads, d] = x.shape;
+    const h = d / 2;
+    const r = new Float32Array(d * d);
+    for (let j = 0; j < h; j++) {
+      r[(j + h) * d + j] = -1;
+      r[j * d + (j + h)] = 1;
+    }
+    const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * heads, d]), tf.tensor2d(r, [d, d])), [n, heads, d]);
+    return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
+  });
+}
+
+describe('RMSNorm, SwiGLU and RoPE kernels (wasm)', () => {
   beforeAll(() => useBackend('wasm'));
 
   it.each([
@@ -61,6 +77,23 @@ describe('RMSNorm and SwiGLU kernels (wasm)', () => {
     });
   });
 
+  it.each([
+    [1, 12, 64],
+    [5, 3, 16],
+    [2, 1, 128],
+  ])('rotates %i positions of %i heads of %i as the tfjs ops do, to the bit', (N, heads, D) => {
+    tf.tidy(() => {
+      const x = tf.randomNormal([N, heads, D], 0, 2, 'float32', D) as tf.Tensor3D;
+      const angles = tf.randomUniform([N, heads, D], -40, 40, 'float32', N);
+      const [cos, sin] = [tf.cos(angles), tf.sin(angles)] as tf.Tensor3D[];
+      const out = rope(x, cos, sin) as tf.Tensor3D;
+      expect(out.shape).toEqual([N, heads, D]);
+      expect(Array.from(out.dataSync())).toEqual(Array.from(referenceRope(x, cos, sin).dataSync()));
+      expect(rope(x, tf.slice(cos, [0, 0, 0], [N, heads, D / 2]) as tf.Tensor3D, sin)).toBeNull();
+      expect(rope(tf.ones([N, heads, 12]) as tf.Tensor3D, tf.ones([N, heads, 12]) as tf.Tensor3D, tf.ones([N, heads, 12]) as tf.Tensor3D)).toBeNull();
+    });
+  });
+
   it('gives each row the same bits alone as in a batch', () => {
     tf.tidy(() => {
       const [M, C] = [6, 96];
@@ -84,6 +117,8 @@ describe('RMSNorm and SwiGLU kernels (wasm)', () => {
       tf.grad((t: tf.Tensor) => {
         expect(rmsNorm(t as tf.Tensor2D, weight, 1e-5)).toBeNull();
         expect(swiglu(t as tf.Tensor2D)).toBeNull();
+        const t3 = tf.reshape(t, [2, 1, 8]) as tf.Tensor3D;
+        expect(rope(t3, t3, t3)).toBeNull();
         return tf.sum(t);
       })(x);
       expect(rmsNorm(tf.ones([2, 6]) as tf.Tensor2D, tf.ones([6]) as tf.Tensor1D, 1e-5)).toBeNull();
@@ -95,6 +130,8 @@ describe('RMSNorm and SwiGLU kernels (wasm)', () => {
       tf.tidy(() => {
         expect(rmsNorm(tf.ones([2, 8]) as tf.Tensor2D, tf.ones([8]) as tf.Tensor1D, 1e-5)).toBeNull();
         expect(swiglu(tf.ones([2, 8]) as tf.Tensor2D)).toBeNull();
+        const ones = tf.ones([2, 1, 8]) as tf.Tensor3D;
+        expect(rope(ones, ones, ones)).toBeNull();
       });
     } finally {
       await useBackend('wasm');

@@ -1,0 +1,45 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { ROPE_WASM } from './rope.wasm';
+import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+
+/**
+ * Rotary position embeddings (model/rope.ts) as one WebAssembly SIMD kernel on tfjs-wasm
+ * (source: libs/engine/kernels/rope.ts), where tfjs runs six, with the same bits. A tfjs
+ * kernel for the wasm backend on tfjs's own memory, as the matmul kernel; null where it does
+ * not apply, for the caller to use tfjs ops.
+ */
+const KERNEL_NAME = 'TrainyardRope';
+
+type RopeFunction = (x: number, cos: number, sin: number, out: number, rows: number, D: number) => void;
+
+function kernelFor(backend: object): RopeFunction | null {
+  return (instantiateOnHeap(ROPE_WASM, backend)?.['rope'] as RopeFunction | undefined) ?? null;
+}
+
+tf.registerKernel({
+  kernelName: KERNEL_NAME,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend }) => {
+    const { x, cos, sin } = inputs as Record<'x' | 'cos' | 'sin', tf.TensorInfo>;
+    const wasm = backend as unknown as WasmBackendInternals;
+    const D = x.shape[x.shape.length - 1];
+    const rows = x.shape.reduce((a, b) => a * b, 1) / D;
+    const out = wasm.makeOutput(x.shape, 'float32');
+    (kernelFor(backend) as RopeFunction)(heapOffset(wasm, x), heapOffset(wasm, cos), heapOffset(wasm, sin), heapOffset(wasm, out), rows, D);
+    return out;
+  },
+});
+
+/**
+ * x * cos + rotate_half(x) * sin for x, cos and sin [N, heads, D] (rotate_half(x) = [-x2, x1]
+ * over the last axis), or null where tfjs ops should compute it: another backend, not
+ * float32, D not a multiple of 8, cos or sin of another shape, or while a gradient is being
+ * recorded (the kernel has none).
+ */
+export function rope(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor3D | null {
+  if (tf.getBackend() !== 'wasm' || tf.engine().isTapeOn() || x.shape[2] % 8 !== 0) return null;
+  if ([x, cos, sin].some((t) => t.dtype !== 'float32')) return null;
+  if (![cos, sin].every((t) => t.shape.every((n, i) => n === x.shape[i]))) return null;
+  if (!kernelFor(tf.backend())) return null;
+  return tf.engine().runKernel(KERNEL_NAME, { x, cos, sin }) as tf.Tensor3D;
+}
