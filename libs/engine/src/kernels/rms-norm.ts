@@ -30,15 +30,20 @@ tf.registerKernel({
   },
 });
 
+/** eps scalars' values, read once each. */
+const epsValues = new WeakMap<tf.Scalar, number>();
+
 /**
  * x [M, C] / sqrt(mean(x^2 over C) + eps) * weight [C], or null where tfjs ops should compute
  * it: another backend, not float32, C not a multiple of 4, or while a gradient is being
- * recorded (the kernel has none).
+ * recorded (the kernel has none). eps: a number, or the scalar the model holds (read once).
  */
-export function rmsNorm(x: tf.Tensor2D, weight: tf.Tensor1D, eps: number): tf.Tensor2D | null {
+export function rmsNorm(x: tf.Tensor2D, weight: tf.Tensor1D, eps: number | tf.Scalar): tf.Tensor2D | null {
   const C = x.shape[1];
   if (tf.getBackend() !== 'wasm' || tf.engine().isTapeOn() || C % 4 !== 0 || x.dtype !== 'float32' || weight.dtype !== 'float32') return null;
   if (weight.shape[0] !== C) throw new Error(`rmsNorm: x [${x.shape}] and weight [${weight.shape}] do not fit together`);
   if (!kernelFor(tf.backend())) return null;
-  return tf.engine().runKernel(KERNEL_NAME, { x, weight }, { eps }) as tf.Tensor2D;
+  let value = typeof eps === 'number' ? eps : epsValues.get(eps);
+  if (value === undefined) epsValues.set(eps as tf.Scalar, (value = (eps as tf.Scalar).dataSync()[0]));
+  return tf.engine().runKernel(KERNEL_NAME, { x, weight }, { eps: value }) as tf.Tensor2D;
 }

@@ -34,12 +34,9 @@ export class RMSNorm {
     private readonly eps: tf.Scalar,
   ) {}
 
-  /** eps as a number, read once, for the inference kernel. */
-  private epsValue: number | null = null;
-
   forward(x: tf.Tensor2D): tf.Tensor2D {
     // Inference on wasm: one kernel instead of six (kernels/rms-norm.ts).
-    const fused = rmsNorm(x, this.weight, (this.epsValue ??= this.eps.dataSync()[0]));
+    const fused = rmsNorm(x, this.weight, this.eps);
     if (fused) return fused;
     const meanSquare = tf.mean(tf.square(x), -1, true);
     return tf.mul(tf.mul(x, tf.rsqrt(tf.add(meanSquare, this.eps))), this.weight);
