@@ -19,7 +19,6 @@ import {
   describeMatMulPlan,
   loadModel,
   makeModel,
-  matMulPlan,
   ONE_ROW_TILE_SETTINGS,
   OneRowTileSetting,
   PromptCache,
@@ -137,6 +136,7 @@ async function main() {
     // The in-process copy for the overhead figure.
     await selectBackend('wasm');
     const lm = await loadModel(join(stack.modelsDir, id), { inferenceOnly: true, readAhead: READ_AHEAD, oneRowTile: ONE_ROW_TILE, matmulThreads: MATMUL_THREADS });
+    const plan = describeMatMulPlan(lm.model.matmulPlan);
     const client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: (await stack.createKey('bench')).key, maxRetries: 0, timeout: 600_000 });
     // Load the model on every worker: concurrent requests reach all of them, since a worker
     // takes no more work while it loads. A cold worker would slow the single-stream figure.
@@ -271,7 +271,7 @@ async function main() {
 
 Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts --preset ${preset} --workers ${WORKERS}${DTYPE === 'BF16' ? ' --dtype BF16' : ''}${READ_AHEAD === 'auto' ? '' : ` --read-ahead ${READ_AHEAD}`}${ONE_ROW_TILE === 'auto' ? '' : ` --one-row-tile ${ONE_ROW_TILE}`}${MATMUL_THREADS === 1 ? '' : ` --matmul-threads ${MATMUL_THREADS}`}\` on ${new Date().toISOString().slice(0, 10)}:
 ${cpu}, ${cpus().length} cores, Node ${process.version}, wasm backend, ${WORKERS === 1 ? 'one inference worker (MAX_BATCH_SEQUENCES 8)' : `${WORKERS} inference workers (MAX_BATCH_SEQUENCES 8 each)`}${MATMUL_THREADS === 1 ? '' : `, the matmul on ${MATMUL_THREADS} threads per worker`}, weights stored ${DTYPE === 'BF16' ? 'in bf16' : 'in f32'},
-matmul plan (as the bench's own process chose it): ${describeMatMulPlan(matMulPlan())},
+matmul plan (as the bench's own process chose it): ${plan},
 ${TOKENS}-token greedy completions streamed with the official openai client over loopback.
 
 | figure | measured | target |

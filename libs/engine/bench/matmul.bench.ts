@@ -13,12 +13,18 @@
  *
  * MS: row counts, decoding (1-8) and prefill (16 and more; 64 takes about a second per
  * pass). The four run in alternation, round after round; each figure is the median over the
- * rounds of one pass over all the matrices. Prints a markdown table.
+ * rounds of one pass over all the matrices. Prints a markdown table. With 1 in MS, the same
+ * rounds also time a pass that only reads each format's panels (one load per cache line, no
+ * arithmetic: the kernel's section 5 read-ahead loop), which gives this machine's read
+ * bandwidth and so the memory bound of a one-row product; a second table sets the one-row
+ * kernel against it.
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import { bf16ToF32, f32ToBf16 } from '../src/dtype';
 import { PackedWeights, packWeights, packedMatMul } from '../src/kernels/matmul';
+import { MATMUL_WASM } from '../src/kernels/matmul.wasm';
+import { heapOffset, instantiateOnHeap, WasmBackendInternals } from '../src/kernels/wasm-heap';
 
 const LAYERS = 30;
 const LAYER: [number, number][] = [
@@ -64,6 +70,12 @@ async function main(): Promise<void> {
     return { K, weightT, packed, halves, q8 };
   });
   const flops = (M: number) => SHAPES.reduce((s, [K, N]) => s + 2 * M * K * N, 0);
+  const wasm = tf.backend() as unknown as WasmBackendInternals;
+  const touch = (instantiateOnHeap(MATMUL_WASM, wasm) as Record<string, (from: number, bytes: number, sink: number) => void>)['touch'];
+  const sink = tf.zeros([4]);
+  /** Streams the panels with no arithmetic (their bytes, one load per cache line). */
+  const read = (w: PackedWeights) => touch(heapOffset(wasm, w.panels as tf.Tensor), w.bytes, heapOffset(wasm, sink));
+  const oneRow: string[] = [];
   console.log('| M | tf.matMul | kernel, f32 panels | speed-up | kernel, bf16 panels | speed-up | kernel, q8 panels | speed-up |\n|---|---|---|---|---|---|---|---|');
   for (const M of MS) {
     const xs = new Map([576, 1536].map((K) => [K, tf.randomNormal([M, K], 0, 1, 'float32', K) as tf.Tensor2D]));
@@ -74,14 +86,25 @@ async function main(): Promise<void> {
       () => matrices.forEach((m) => (packedMatMul(x(m), m.halves) as tf.Tensor).dispose()),
       () => matrices.forEach((m) => (packedMatMul(x(m), m.q8) as tf.Tensor).dispose()),
     ];
+    const formats = (['packed', 'halves', 'q8'] as const).map((format) => ({ format, bytes: matrices.reduce((sum, m) => sum + m[format].bytes, 0) }));
+    if (M === 1) for (const { format } of formats) variants.push(() => matrices.forEach((m) => read(m[format])));
     variants.forEach((run) => run()); // warm-up: XNNPACK packs each weight on its first use
     const times: number[][] = variants.map(() => []);
     for (let round = 0; round < ROUNDS; round++) variants.forEach((run, i) => times[i].push(timed(run)));
-    const [tfjs, kernel, halves, q8] = times.map(median);
+    const [tfjs, kernel, halves, q8, ...reads] = times.map(median);
     const cell = (ms: number) => `${ms.toFixed(1)} ms (${(flops(M) / ms / 1e6).toFixed(1)} GFLOP/s)`;
     console.log(`| ${M} | ${cell(tfjs)} | ${cell(kernel)} | ${(tfjs / kernel).toFixed(2)}x | ${cell(halves)} | ${(tfjs / halves).toFixed(2)}x | ${cell(q8)} | ${(tfjs / q8).toFixed(2)}x |`);
+    if (M === 1) {
+      const rows = formats.map(({ format, bytes }, i) => {
+        const ms = [kernel, halves, q8][i];
+        const gbs = (t: number) => `${(bytes / t / 1e6).toFixed(1)} GB/s`;
+        return `| ${format === 'packed' ? 'f32' : format === 'halves' ? 'bf16' : 'q8'} | ${(bytes / 1e6).toFixed(0)} MB | ${reads[i].toFixed(1)} ms (${gbs(reads[i])}) | ${ms.toFixed(1)} ms (${gbs(ms)}) | ${((100 * reads[i]) / ms).toFixed(0)} % |`;
+      });
+      oneRow.push('| panels | bytes | read only | kernel, one row | of the read-only speed |', '|---|---|---|---|---|', ...rows);
+    }
     tf.dispose([...xs.values()]);
   }
+  if (oneRow.length) console.log(`\nOne row against reading the same bytes, medians of the same rounds:\n\n${oneRow.join('\n')}`);
 }
 
 main().catch((err) => {

@@ -14,6 +14,11 @@
  * temperature 1 with the logprobs the server would return, then f32's logprob of the same
  * tokens in the same contexts (one forward over prompt and completion): |Δ logprob| over all
  * sampled tokens, max and mean.
+ *
+ * The memory limit: each round also times a pass that only reads each model's packed weights
+ * (one load per cache line, the matmul kernel's read-ahead loop), what one token must stream at
+ * the least; 1000 ms over its median is the rate at which memory alone would let one sequence
+ * decode, and the table gives each decode rate as a share of it.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -22,6 +27,8 @@ import { selectBackend } from '../src/backend';
 import { DecodeBatch } from '../src/decode-batch';
 import { LoadedModel, loadModel } from '../src/loader';
 import { createRng, sampleToken } from '../src/sampling';
+import { MATMUL_WASM } from '../src/kernels/matmul.wasm';
+import { heapOffset, instantiateOnHeap, WasmBackendInternals } from '../src/kernels/wasm-heap';
 
 const MODELS = path.resolve(__dirname, '../../../var/models');
 const F32_DIR = path.join(MODELS, 'bench-smollm2-135m');
@@ -100,16 +107,35 @@ async function main(): Promise<void> {
     ['bf16', await loadModel(BF16_DIR, { inferenceOnly: true })],
     ['q8', await loadModel(F32_DIR, { inferenceOnly: true, weights: 'q8' })],
   ];
+  const wasm = tf.backend() as unknown as WasmBackendInternals;
+  const touch = (instantiateOnHeap(MATMUL_WASM, wasm) as Record<string, (from: number, bytes: number, sink: number) => void>)['touch'];
+  const sink = tf.zeros([4]);
+  /** Ms to read every packed weight of `lm` once, with no arithmetic. */
+  const readPass = (lm: LoadedModel): number => {
+    const t0 = performance.now();
+    for (const w of lm.model.packedWeights()) touch(heapOffset(wasm, w.panels as tf.Tensor), w.bytes, heapOffset(wasm, sink));
+    return performance.now() - t0;
+  };
+  const bytes = variants.map(([, lm]) => lm.model.packedWeights().reduce((sum, w) => sum + w.bytes, 0));
   for (const [, lm] of variants) await decodeRate(lm, 0); // warm-up
   const rates = variants.map((): number[] => []);
+  const reads = variants.map((): number[] => []);
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, [, lm]] of variants.entries()) rates[i].push(await decodeRate(lm, round + 1));
+    for (const [i, [, lm]] of variants.entries()) {
+      rates[i].push(await decodeRate(lm, round + 1));
+      reads[i].push(readPass(lm));
+    }
   }
-  console.log(`decode, batch 1, one thread (${ROUNDS} rounds, alternating)\n\n| weights | median tokens/s | range |\n|---|---|---|`);
+  console.log(`decode, batch 1, one thread (${ROUNDS} rounds, alternating)\n\n| weights | median tokens/s | range | weights read per token | read-only pass | memory limit | of the limit |\n|---|---|---|---|---|---|---|`);
   variants.forEach(([name], i) => {
     const r = rates[i];
-    console.log(`| ${name} | ${median(r).toFixed(1)} | ${Math.min(...r).toFixed(1)}-${Math.max(...r).toFixed(1)} |`);
+    const read = median(reads[i]);
+    const limit = 1000 / read;
+    console.log(
+      `| ${name} | ${median(r).toFixed(1)} | ${Math.min(...r).toFixed(1)}-${Math.max(...r).toFixed(1)} | ${(bytes[i] / 1e6).toFixed(0)} MB | ${read.toFixed(1)} ms (${(bytes[i] / read / 1e6).toFixed(1)} GB/s) | ${limit.toFixed(1)} tokens/s | ${((100 * median(r)) / limit).toFixed(0)} % |`,
+    );
   });
+  sink.dispose();
 
   const [f32, q8] = [variants[0][1], variants[2][1]];
   const deltas: number[] = [];

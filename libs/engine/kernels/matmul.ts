@@ -249,8 +249,12 @@ function interleave(x: usize, xt: usize, r: i32, t: i32, K: i32): void {
   }
 }
 
-/** Loads one v128 from every cache line of [from, from + bytes) and stores their OR at sink (section 5). */
-function touch(from: usize, bytes: usize, sink: usize): void {
+/**
+ * Loads one v128 from every cache line of [from, from + bytes) and stores their OR at sink
+ * (section 5). Exported too for bench/matmul.bench.ts, which times it over the panels: the
+ * time to stream them with no arithmetic, the memory bound of a one-row product.
+ */
+export function touch(from: usize, bytes: usize, sink: usize): void {
   let seen = i32x4.splat(0);
   const end = from + bytes;
   let p = from;

@@ -8,7 +8,7 @@ export * from './chat-template';
 export * from './loader';
 export { ChatPrompt, PromptError, readChatPrompt, readTokenizerFiles } from './prompt';
 export * from './model/linear';
-export { describeMatMulPlan, matMulPlan, matMulThreads, setMatMulPlan } from './kernels/matmul';
+export { DEFAULT_MATMUL_PLAN, describeMatMulPlan, matMulThreads } from './kernels/matmul';
 export type { MatMulPlan, OneRowTile } from './kernels/matmul';
 export { fusedKernelsEnabled, setFusedKernels } from './kernels/webgpu-program';
 export { drawOnDeviceAvailable } from './kernels/sample';

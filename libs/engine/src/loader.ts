@@ -4,7 +4,8 @@ import * as tf from '@tensorflow/tfjs-core';
 import { ChatTemplate } from './chat-template';
 import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig } from './config';
 import { transpose2d } from './dtype';
-import { MatMulPlan, matMulPlan, setMatMulPlan, startMatMulThreads, tuneMatMul } from './kernels/matmul';
+import { ModelLoadError } from './errors';
+import { MatMulPlan, startMatMulThreads, tuneMatMul } from './kernels/matmul';
 import { FrozenLinear, LinearPart } from './model/linear';
 import { Attention, Block, LlamaModel, MLP, RMSNorm } from './model/llama';
 import { Rope } from './model/rope';
@@ -49,9 +50,10 @@ export interface LoadOptions {
   inferenceOnly?: boolean;
   /**
    * With inferenceOnly, whether the matmul kernel reads each group of weights ahead of
-   * multiplying it (kernels/matmul.ts, section 5), for the whole process: 'on', 'off', or
-   * 'auto' (the default), where the first model of the process large enough to stream from
-   * memory times the kernel both ways on its weights and the faster is kept (tuneMatMul).
+   * multiplying it (kernels/matmul.ts, section 5), for this model (its matmulPlan): 'on',
+   * 'off', or 'auto' (the default), where a model large enough to stream from memory has the
+   * kernel timed both ways on its weights and keeps the faster (tuneMatMul; a model of the
+   * same shapes and format loaded before in the process gives its choice without timing).
    */
   readAhead?: ReadAheadSetting;
   /** With inferenceOnly, how the matmul kernel runs a single row (section 2): 'narrow', 'wide', or 'auto' (the default), chosen as readAhead is. */
@@ -212,13 +214,12 @@ function transposeInto(values: Float32Array, rows: number, cols: number, out: Fl
   }
 }
 
-/** Fixes the matmul plan's settings that `options` fix, and has the kernel time the rest on the model's weights. */
+/** Gives the model its matmul plan: the settings that `options` fix, and the rest timed by the kernel on the model's weights. */
 function planMatMul(model: LlamaModel, options: LoadOptions): void {
   const fixed: Partial<MatMulPlan> = {};
   const readAhead = options.readAhead ?? 'auto';
   if (readAhead !== 'auto') fixed.oneRowReadAhead = fixed.rowsReadAhead = readAhead === 'on';
   const oneRowTile = options.oneRowTile ?? 'auto';
   if (oneRowTile !== 'auto') fixed.oneRowTile = oneRowTile;
-  setMatMulPlan({ ...matMulPlan(), ...fixed });
-  if (readAhead === 'auto' || oneRowTile === 'auto') tuneMatMul(model.packedWeights(), fixed);
+  model.matmulPlan = tuneMatMul(model.packedWeights(), fixed);
 }

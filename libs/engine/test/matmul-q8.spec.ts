@@ -1,5 +1,4 @@
 import * as tf from '@tensorflow/tfjs-core';
-import * as matmul from '../src/kernels/matmul';
 import { PackedWeights, packWeights, packedMatMul, startMatMulThreads, stopMatMulThreads } from '../src/kernels/matmul';
 import { LoadedModel, loadModel } from '../src/loader';
 import { applyAdapter } from '../src/lora/lora-layer';
@@ -87,9 +86,9 @@ describe('packed matMul kernel, q8 panels (wasm)', () => {
       const packed = packWeights(w, 'q8') as PackedWeights;
       expect(packed.format).toBe('q8');
       for (const readAhead of [false, true]) {
-        matmul.setMatMulPlan({ oneRowTile: 'narrow', oneRowReadAhead: readAhead, rowsReadAhead: readAhead });
+        const plan = { oneRowTile: 'narrow', oneRowReadAhead: readAhead, rowsReadAhead: readAhead } as const;
         for (const b of [bias, null]) {
-          const out = packedMatMul(x, packed, b) as tf.Tensor2D;
+          const out = packedMatMul(x, packed, b, plan) as tf.Tensor2D;
           const expected = referenceQ8(x.dataSync() as Float32Array, wValues, b ? (b.dataSync() as Float32Array) : null, M, K, N);
           expect(Array.from(out.dataSync())).toEqual(Array.from(expected));
         }

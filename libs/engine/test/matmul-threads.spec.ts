@@ -26,7 +26,6 @@ describe('matmul threads: one copy of the weights, every product divided between
     ].map(([K, N], i) => [M, K, N, (M + i) % 2 === 0] as const),
   );
   it.each(cases)('gives the bits of one thread, for M %i, K %i, N %i, bf16 %s, on 2 and 3 threads, under every plan', async (M, K, N, bf16) => {
-    const before = matmul.matMulPlan();
     const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
     const bias = tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D;
     const w = weights(K, N, bf16, K);
@@ -41,10 +40,10 @@ describe('matmul threads: one copy of the weights, every product divided between
         expect(shared.bf16).toBe(bf16);
         for (const oneRowTile of ['narrow', 'wide'] as const) {
           for (const ahead of [false, true]) {
-            matmul.setMatMulPlan({ oneRowTile, oneRowReadAhead: ahead, rowsReadAhead: ahead });
+            const plan = { oneRowTile, oneRowReadAhead: ahead, rowsReadAhead: ahead };
             for (const b of [bias, null]) {
-              const one = packedMatMul(x, alone, b) as tf.Tensor2D;
-              const many = packedMatMul(x, shared, b) as tf.Tensor2D;
+              const one = packedMatMul(x, alone, b, plan) as tf.Tensor2D;
+              const many = packedMatMul(x, shared, b, plan) as tf.Tensor2D;
               expect(many.shape).toEqual([M, N]);
               expect(Array.from(many.dataSync())).toEqual(Array.from(one.dataSync()));
               one.dispose();
@@ -56,7 +55,6 @@ describe('matmul threads: one copy of the weights, every product divided between
         await stopMatMulThreads();
       }
     } finally {
-      matmul.setMatMulPlan(before);
       tf.dispose([x, bias, w]);
       alone.dispose();
     }

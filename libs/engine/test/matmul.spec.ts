@@ -132,25 +132,20 @@ describe('packed matMul kernel (wasm)', () => {
   // a batch (4 x 8, 2 x 8). 9 panels: alone, two 1 x 32 tiles and a 1 x 8 one ('wide'), or
   // nine 1 x 8 tiles ('narrow').
   it.each([false, true].flatMap((bf16) => (['narrow', 'wide'] as const).map((tile) => [bf16, tile] as const)))('gives each row the same bits alone as in a batch of 7 (bf16 %s, %s one-row tile)', (bf16, tile) => {
-    const before = matmul.matMulPlan();
-    matmul.setMatMulPlan({ ...before, oneRowTile: tile });
-    try {
-      tf.tidy(() => {
+    const plan = { ...matmul.DEFAULT_MATMUL_PLAN, oneRowTile: tile };
+    tf.tidy(() => {
         const [M, K, N] = [7, 131, 8 * 9];
         const x = tf.randomNormal([M, K], 0, 1, 'float32', 7) as tf.Tensor2D;
         const normals = tf.randomNormal([K, N], 0, 1, 'float32', 8).dataSync() as Float32Array;
         const packed = packWeights(tf.tensor2d(bf16 ? bf16ToF32(f32ToBf16(normals)) : normals, [K, N])) as PackedWeights;
         const bias = tf.randomNormal([N], 0, 1, 'float32', 9) as tf.Tensor1D;
-        const batch = (packedMatMul(x, packed, bias) as tf.Tensor2D).arraySync();
+        const batch = (packedMatMul(x, packed, bias, plan) as tf.Tensor2D).arraySync();
         for (let r = 0; r < M; r++) {
-          const alone = (packedMatMul(tf.slice(x, [r, 0], [1, K]), packed, bias) as tf.Tensor2D).arraySync()[0];
+          const alone = (packedMatMul(tf.slice(x, [r, 0], [1, K]), packed, bias, plan) as tf.Tensor2D).arraySync()[0];
           expect(alone).toEqual(batch[r]);
         }
         packed.dispose();
-      });
-    } finally {
-      matmul.setMatMulPlan(before);
-    }
+    });
   });
 
   // Read-ahead (the source's section 5) only reads the panels before the tiles run, and the
@@ -165,33 +160,24 @@ describe('packed matMul kernel (wasm)', () => {
       ].map(([K, N]) => [M, K, N, M % 2 === 1] as const),
     ),
   )('gives the same result, to the bit, under every matmul plan, for M %i, K %i, N %i, bf16 %s', (M, K, N, bf16) => {
-    const before = matmul.matMulPlan();
-    try {
-      tf.tidy(() => {
+    tf.tidy(() => {
         const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
         const normals = tf.randomNormal([K, N], 0, 1, 'float32', K).dataSync() as Float32Array;
         const w = tf.tensor2d(bf16 ? bf16ToF32(f32ToBf16(normals)) : normals, [K, N]);
         const bias = tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D;
         const packed = packWeights(w) as PackedWeights;
         expect(packed.bf16).toBe(bf16);
-        const product = (plan: matmul.MatMulPlan) => {
-          matmul.setMatMulPlan(plan);
-          return Array.from((packedMatMul(x, packed, bias) as tf.Tensor2D).dataSync());
-        };
+        const product = (plan: matmul.MatMulPlan) => Array.from((packedMatMul(x, packed, bias, plan) as tf.Tensor2D).dataSync());
         const streamed = product({ oneRowTile: 'narrow', oneRowReadAhead: false, rowsReadAhead: false });
         for (const oneRowTile of ['narrow', 'wide'] as const) {
           for (const ahead of [false, true]) expect(product({ oneRowTile, oneRowReadAhead: ahead, rowsReadAhead: ahead })).toEqual(streamed);
         }
         expect(maxAbsDiff(Float32Array.from(streamed), tf.add(tf.matMul(x, w), bias).dataSync())).toBeLessThan(2e-6 * K + 1e-5);
         packed.dispose();
-      });
-    } finally {
-      matmul.setMatMulPlan(before);
-    }
+    });
   });
 
-  it('tunes the plan once per process, on weights too large for any cache only, keeping what is fixed', () => {
-    const before = matmul.matMulPlan();
+  it('tunes a plan on weights too large for any cache only, keeping what is fixed, and reuses it for weights of the same shapes and format', () => {
     const panels = (K: number, N: number) => {
       const w = tf.ones([K, N]) as tf.Tensor2D;
       const packed = packWeights(w, 'f32') as PackedWeights;
@@ -200,40 +186,62 @@ describe('packed matMul kernel (wasm)', () => {
     };
     const small = panels(576, 576);
     const large = panels(2048, 8192); // 64 MB: the least that is timed
-
+    const again = panels(2048, 8192);
+    const wider = panels(2048, 8200);
+    wider.dispose();
     try {
-      expect(matmul.tuneMatMul([small])).toBeNull();
+      // Too small to time: the default, with what is fixed.
+      expect(matmul.tuneMatMul([small])).toEqual(matmul.DEFAULT_MATMUL_PLAN);
+      expect(matmul.tuneMatMul([small], { oneRowTile: 'narrow' })).toEqual({ ...matmul.DEFAULT_MATMUL_PLAN, oneRowTile: 'narrow' });
       const fixed = { oneRowTile: 'narrow', rowsReadAhead: true } as const;
       const choice = matmul.tuneMatMul([small, large], fixed);
       expect(choice).toEqual({ ...fixed, oneRowReadAhead: expect.any(Boolean) });
-      expect(matmul.matMulPlan()).toEqual(choice);
-      // Tuned: a second model does not time it again, and the choice stays.
-      const other: matmul.MatMulPlan = { oneRowTile: 'wide', oneRowReadAhead: !choice?.oneRowReadAhead, rowsReadAhead: false };
-      matmul.setMatMulPlan(other);
-      expect(matmul.tuneMatMul([small, large])).toBeNull();
-      expect(matmul.matMulPlan()).toEqual(other);
+      // The same shapes and format again (another model's weights): the same plan, without
+      // multiplying anything (these panels are already disposed: a product would throw).
+      again.dispose();
+      expect(matmul.tuneMatMul([small, again], fixed)).toEqual(choice);
+      // Other settings fixed: a plan of their own (all fixed: nothing to time).
+      expect(matmul.tuneMatMul([small, again], { oneRowTile: 'wide', oneRowReadAhead: true, rowsReadAhead: false })).toEqual({ oneRowTile: 'wide', oneRowReadAhead: true, rowsReadAhead: false });
+      // Other shapes are timed on their own (and these panels are disposed).
+      expect(() => matmul.tuneMatMul([small, wider], fixed)).toThrow();
     } finally {
       small.dispose();
       large.dispose();
-      matmul.setMatMulPlan(before);
     }
   });
 
   it.each([
     ['on', 'narrow'],
     ['off', 'wide'],
-  ] as const)('fixes read-ahead %s and the %s one-row tile for the process when a model is loaded for inference with them', async (readAhead, oneRowTile) => {
-    const before = matmul.matMulPlan();
-    const dir = makeTiny('matmul-plan');
+  ] as const)('gives a model loaded for inference with read-ahead %s and the %s one-row tile that plan, for its own projections', async (readAhead, oneRowTile) => {
+    const lm = await loadModel(makeTiny('matmul-plan'), { inferenceOnly: true, readAhead, oneRowTile });
     try {
-      for (const start of [true, false]) {
-        matmul.setMatMulPlan({ oneRowTile: start ? 'narrow' : 'wide', oneRowReadAhead: start, rowsReadAhead: start });
-        const lm = await loadModel(dir, { inferenceOnly: true, readAhead, oneRowTile });
-        expect(matmul.matMulPlan()).toEqual({ oneRowTile, oneRowReadAhead: readAhead === 'on', rowsReadAhead: readAhead === 'on' });
-        lm.dispose();
-      }
+      const plan = { oneRowTile, oneRowReadAhead: readAhead === 'on', rowsReadAhead: readAhead === 'on' };
+      expect(lm.model.matmulPlan).toEqual(plan);
+      for (const { linear } of lm.model.linears()) expect(linear.matmulPlan).toEqual(plan);
+      expect(lm.model.lmHead.matmulPlan).toEqual(plan);
     } finally {
-      matmul.setMatMulPlan(before);
+      lm.dispose();
+    }
+  });
+
+  it('keeps each loaded model\'s plan its own: loading a second model with other settings leaves the first one\'s', async () => {
+    const dir = makeTiny('matmul-plan');
+    const first = await loadModel(dir, { inferenceOnly: true, readAhead: 'on', oneRowTile: 'narrow' });
+    const second = await loadModel(dir, { inferenceOnly: true, readAhead: 'off', oneRowTile: 'wide' });
+    try {
+      expect(first.model.matmulPlan).toEqual({ oneRowTile: 'narrow', oneRowReadAhead: true, rowsReadAhead: true });
+      expect(second.model.matmulPlan).toEqual({ oneRowTile: 'wide', oneRowReadAhead: false, rowsReadAhead: false });
+      for (const { linear } of first.model.linears()) expect(linear.matmulPlan).toEqual(first.model.matmulPlan);
+      for (const { linear } of second.model.linears()) expect(linear.matmulPlan).toEqual(second.model.matmulPlan);
+      // The same tokens decode to the same logits under either plan (the plans change speed only).
+      const a = first.model.forward([[1, 2, 3]]);
+      const b = second.model.forward([[1, 2, 3]]);
+      expect(Array.from(a.dataSync())).toEqual(Array.from(b.dataSync()));
+      tf.dispose([a, b]);
+    } finally {
+      first.dispose();
+      second.dispose();
     }
   });
 

@@ -38,9 +38,9 @@ export class InferenceWorkerConfig extends WorkerConfig {
   /**
    * Whether the matmul kernel reads each group of weights into cache before multiplying it:
    * faster on machines whose cores stream memory slowly while they compute (an Intel Xeon),
-   * a cost where they stream well. 'auto' times both on the first large model loaded (with
-   * MATMUL_ONE_ROW_TILE, 0.4 s for SmolLM2-135M on an AMD Zen 4) and keeps the faster; 'on'
-   * or 'off' skips the timing.
+   * a cost where they stream well. 'auto' times both on each large model as it loads (with
+   * MATMUL_ONE_ROW_TILE, 0.4 s for SmolLM2-135M on an AMD Zen 4), once per shape and weights
+   * format, and the model keeps the faster; 'on' or 'off' skips the timing.
    */
   @IsIn(READ_AHEAD_SETTINGS)
   MATMUL_READ_AHEAD: ReadAheadSetting = 'auto';

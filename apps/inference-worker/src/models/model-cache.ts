@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { describeMatMulPlan, LoadedModel, loadModel, matMulPlan, matMulThreads } from '@trainyard/engine';
+import { describeMatMulPlan, LoadedModel, loadModel, matMulThreads } from '@trainyard/engine';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
 
 /**
@@ -26,7 +26,7 @@ export class ModelCache implements OnModuleDestroy {
       const { MATMUL_READ_AHEAD: readAhead, MATMUL_ONE_ROW_TILE: oneRowTile, MATMUL_THREADS: matmulThreads, WEIGHTS: weights } = this.config;
       model = loadModel(dir, { inferenceOnly: true, readAhead, oneRowTile, matmulThreads, weights });
       model.then(
-        () => this.logger.log(`loaded ${dir}; weights ${weights}, matmul ${describeMatMulPlan(matMulPlan())}, on ${matMulThreads()} thread${matMulThreads() === 1 ? '' : 's'}`),
+        (loaded) => this.logger.log(`loaded ${dir}; weights ${weights}, matmul ${describeMatMulPlan(loaded.model.matmulPlan)}, on ${matMulThreads()} thread${matMulThreads() === 1 ? '' : 's'}`),
         () => this.models.delete(dir),
       );
     }

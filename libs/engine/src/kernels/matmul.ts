@@ -22,8 +22,10 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
  *
  * The kernel can read each group of panels in a pass of its own before multiplying it
  * (read-ahead: the source's section 5), and can run a single row down one panel at a time or
- * four (section 2). Which is faster depends on the machine, not on the result, which is the
- * same to the bit: tuneMatMul measures them on a model's weights (MatMulPlan).
+ * four (section 2). Which is faster depends on the machine and the weights, not on the
+ * result, which is the same to the bit: each call takes a MatMulPlan, which a loaded model
+ * holds for its own weights (LlamaModel.matmulPlan), chosen by tuneMatMul timing the
+ * variants on them.
  *
  * For serving, packWeights can also quantize W to 8 bits (format 'q8': blocks of 32 int8
  * weights along k with one scale each, the Q8_0 layout; the source's section 8): x is then
@@ -80,8 +82,9 @@ interface ThreadedMatMulAttrs extends MatMulAttrs {
 export type OneRowTile = 'narrow' | 'wide';
 
 /**
- * How packedMatMul runs, for the whole process. Every plan gives the same products to the
- * bit; which is fastest depends on the machine's memory system, so tuneMatMul times them.
+ * How packedMatMul runs over one model's weights. Every plan gives the same products to the
+ * bit; which is fastest depends on the machine's memory system and the weights' sizes and
+ * format, so tuneMatMul times them on the weights a plan is for.
  */
 export interface MatMulPlan {
   /** One row: decoding one sequence. */
@@ -93,13 +96,12 @@ export interface MatMulPlan {
 }
 
 /**
- * Until tuned or set: streamed, and four panels at a time for one row. Models too small to be
- * tuned run from cache, where the two one-row tiles run alike (14.2 against 14.7 ms, narrow
- * against wide, on AMD Zen 4 for a 576 x 576 weight again and again, as many multiply-adds as
- * a whole SmolLM2-135M).
+ * The plan of weights not tuned: streamed, and four panels at a time for one row. Models too
+ * small to be tuned run from cache, where the two one-row tiles run alike (14.2 against 14.7
+ * ms, narrow against wide, on AMD Zen 4 for a 576 x 576 weight again and again, as many
+ * multiply-adds as a whole SmolLM2-135M).
  */
-let plan: MatMulPlan = { oneRowTile: 'wide', oneRowReadAhead: false, rowsReadAhead: false };
-let tuned = false;
+export const DEFAULT_MATMUL_PLAN: Readonly<MatMulPlan> = Object.freeze({ oneRowTile: 'wide', oneRowReadAhead: false, rowsReadAhead: false });
 /** The threads products are divided between (startMatMulThreads), or null: one thread, weights in tfjs's heap. */
 let threads: MatMulThreads | null = null;
 
@@ -304,11 +306,11 @@ export function packWeights(weightT: tf.Tensor2D, format: PackFormat = 'auto'): 
 }
 
 /**
- * x [M, K] W [K, N] (+ bias [N]) from W packed by packWeights, or null where tf.matMul should
- * run instead: another backend, not float32, or while a gradient is being recorded (the
+ * x [M, K] W [K, N] (+ bias [N]) from W packed by packWeights, run as `plan` says (the plan
+ * of the model the weights belong to), or null where tf.matMul should run instead: another backend, not float32, or while a gradient is being recorded (the
  * kernel has none).
  */
-export function packedMatMul(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Tensor1D | null = null): tf.Tensor2D | null {
+export function packedMatMul(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Tensor1D | null = null, plan: MatMulPlan = DEFAULT_MATMUL_PLAN): tf.Tensor2D | null {
   const [M, K] = x.shape;
   if (M === 0 || !matMulKernelAvailable() || tf.engine().isTapeOn()) return null;
   if (x.dtype !== 'float32' || (bias && bias.dtype !== 'float32')) return null;
@@ -355,20 +357,10 @@ export async function stopMatMulThreads(): Promise<void> {
   await stopping?.close();
 }
 
-/** How packedMatMul runs now: as set or tuned, else the default. */
-export function matMulPlan(): MatMulPlan {
-  return { ...plan };
-}
-
 /** The plan in words, for logs and benchmark reports. */
 export function describeMatMulPlan(choice: MatMulPlan): string {
   const onOff = (on: boolean) => (on ? 'on' : 'off');
   return `one sequence: ${choice.oneRowTile} tile, read-ahead ${onOff(choice.oneRowReadAhead)}; batches: read-ahead ${onOff(choice.rowsReadAhead)}`;
-}
-
-/** Sets how packedMatMul runs: loadModel's fixed settings, and tests (tuneMatMul chooses by measuring). */
-export function setMatMulPlan(choice: MatMulPlan): void {
-  plan = { ...choice };
 }
 
 /** Weights smaller than this fit in some machine's caches: timing them says nothing about streaming. */
@@ -379,15 +371,25 @@ const TUNE_MAX_BYTES = 256 << 20;
 const TUNE_ROUNDS = 3;
 
 /**
- * Times packedMatMul over `weights` (a model's projections, in order, up to TUNE_MAX_BYTES)
- * under each plan that `fixed` leaves open, for 1 row (the one-row tile and read-ahead: up to
- * 4 candidates) and then for 4, a decode batch (read-ahead or not), and sets the fastest: up
- * to 18 passes, 0.4 s on SmolLM2-135M on an AMD Zen 4. Does nothing and returns null
- * when already tuned in this process (the choice belongs to the machine), where the kernel
- * does not run, or when the weights are too small to stream from memory.
+ * Plans already timed in this process, by the shapes and formats of the weights timed and
+ * the settings fixed: a model loaded again, or another checkpoint of the same base, takes
+ * the plan measured for the first without timing it again.
  */
-export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> = {}): MatMulPlan | null {
-  if (tuned || !matMulKernelAvailable()) return null;
+const tunedPlans = new Map<string, MatMulPlan>();
+
+/**
+ * The plan for packedMatMul over `weights` (a model's projections, in order): what `fixed`
+ * sets, and for the rest the fastest when timed on the weights (up to TUNE_MAX_BYTES), for 1
+ * row (the one-row tile and read-ahead: up to 4 candidates) and then for 4, a decode batch
+ * (read-ahead or not): up to 18 passes, 0.4 s on SmolLM2-135M on an AMD Zen 4. Weights of
+ * the same shapes and formats as weights timed before in this process (with the same fixed
+ * settings) get that plan again without timing. Where the kernel does not run, or the
+ * weights are too small to stream from memory, the rest is DEFAULT_MATMUL_PLAN's. Nothing
+ * outside the returned plan changes: the caller keeps it with the weights.
+ */
+export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> = {}): MatMulPlan {
+  const untimed: MatMulPlan = { ...DEFAULT_MATMUL_PLAN, ...fixed };
+  if (!matMulKernelAvailable()) return untimed;
   const timed: PackedWeights[] = [];
   let bytes = 0;
   for (const w of weights) {
@@ -395,22 +397,24 @@ export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> 
     timed.push(w);
     bytes += w.bytes;
   }
-  if (bytes < TUNE_MIN_BYTES) return null;
+  if (bytes < TUNE_MIN_BYTES) return untimed;
+  const key = JSON.stringify([untimed, Object.keys(fixed).sort(), timed.map((w) => [w.inFeatures, w.outFeatures, w.format, w.threaded ? w.threaded.threads.threads : 1])]);
+  const known = tunedPlans.get(key);
+  if (known) return { ...known };
   const open = <T>(value: T | undefined, all: T[]): T[] => (value === undefined ? all : [value]);
   const tiles = open<OneRowTile>(fixed.oneRowTile, ['narrow', 'wide']);
   const oneRow = fastest(
     timed,
     1,
-    tiles.flatMap((oneRowTile) => open(fixed.oneRowReadAhead, [false, true]).map((oneRowReadAhead) => ({ ...plan, oneRowTile, oneRowReadAhead }))),
+    tiles.flatMap((oneRowTile) => open(fixed.oneRowReadAhead, [false, true]).map((oneRowReadAhead) => ({ ...untimed, oneRowTile, oneRowReadAhead }))),
   );
   const choice = fastest(
     timed,
     4,
     open(fixed.rowsReadAhead, [false, true]).map((rowsReadAhead) => ({ ...oneRow, rowsReadAhead })),
   );
-  setMatMulPlan(choice);
-  tuned = true;
-  return choice;
+  tunedPlans.set(key, choice);
+  return { ...choice };
 }
 
 /** The candidate under which packedMatMul of `rows` rows over all of `weights` is fastest (best of TUNE_ROUNDS). */
@@ -422,9 +426,8 @@ function fastest(weights: PackedWeights[], rows: number, candidates: MatMulPlan[
   try {
     for (let round = 0; round < TUNE_ROUNDS; round++) {
       candidates.forEach((candidate, i) => {
-        setMatMulPlan(candidate);
         const start = performance.now();
-        for (const w of weights) (packedMatMul(inputs.get(w.inFeatures) as tf.Tensor2D, w) as tf.Tensor2D).dispose();
+        for (const w of weights) (packedMatMul(inputs.get(w.inFeatures) as tf.Tensor2D, w, null, candidate) as tf.Tensor2D).dispose();
         best[i] = Math.min(best[i], performance.now() - start);
       });
     }

@@ -1,63 +1,48 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { fusedKernelsApply, runProgram, WgslProgram, WORKGROUP_INDEX } from './webgpu-program';
+import { RMS_NORM_WASM } from './rms-norm.wasm';
+import { RMS_NORM_KERNEL } from './rms-norm.webgpu';
+import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+import { fusedKernelsApply } from './webgpu-program';
 
 /**
- * RMSNorm, x * rsqrt(mean(x^2) + eps) * weight over the last axis of [rows, C], as one WGSL
- * dispatch on webgpu: one workgroup per row sums the squares (a tree reduction in workgroup
- * memory) and writes the scaled row. The generic ops take five dispatches (square, mean, add,
- * rsqrt, two muls) and two intermediate tensors per norm, two norms per layer.
+ * RMSNorm as one WebAssembly SIMD kernel on tfjs-wasm (source: libs/engine/kernels/rms-norm.ts),
+ * where tfjs runs six: per-op dispatch is a large share of a decoding step (docs/benchmarks.md,
+ * "Engine: decode, prefill and memory"). A tfjs kernel for the wasm backend on tfjs's own
+ * memory, as the matmul kernel; null where it does not apply, for the caller to use tfjs ops.
+ * On webgpu the same kernel name runs a WGSL program (rms-norm.webgpu.ts).
  */
-const KERNEL_NAME = 'TrainyardRmsNorm';
-const WORKGROUP = 64;
+const KERNEL_NAME = RMS_NORM_KERNEL;
 
-function program(rows: number, C: number): WgslProgram {
-  return {
-    variableNames: ['x', 'weight'],
-    outputShape: [rows, C],
-    shaderKey: 'trainyardRmsNorm',
-    dispatchLayout: { x: [0, 1] },
-    dispatch: [rows, 1, 1],
-    workgroupSize: [WORKGROUP, 1, 1],
-    uniforms: 'eps : f32,',
-    getUserCode: () => `
-      var<workgroup> partial : array<f32, ${WORKGROUP}>;
-      fn main(index : i32) {
-        let valid = ${WORKGROUP_INDEX} < uniforms.xShape[0];
-        let row = min(${WORKGROUP_INDEX}, uniforms.xShape[0] - 1);
-        let C = uniforms.xShape[1];
-        let base = row * C;
-        let tid = i32(localId.x);
-        var sum = 0.0;
-        for (var c = tid; c < C; c += ${WORKGROUP}) {
-          let v = x[base + c];
-          sum += v * v;
-        }
-        partial[tid] = sum;
-        workgroupBarrier();
-        for (var n = ${WORKGROUP / 2}; n > 0; n = n / 2) {
-          if (tid < n) { partial[tid] += partial[tid + n]; }
-          workgroupBarrier();
-        }
-        let r = inverseSqrt(partial[0] / f32(C) + uniforms.eps);
-        for (var c = tid; valid && c < C; c += ${WORKGROUP}) {
-          setOutputAtIndex(base + c, x[base + c] * r * weight[c]);
-        }
-      }`,
-  };
+type RmsNormFunction = (x: number, weight: number, out: number, M: number, C: number, eps: number) => void;
+
+function kernelFor(backend: object): RmsNormFunction | null {
+  return (instantiateOnHeap(RMS_NORM_WASM, backend)?.['rmsNorm'] as RmsNormFunction | undefined) ?? null;
 }
 
 tf.registerKernel({
   kernelName: KERNEL_NAME,
-  backendName: 'webgpu',
+  backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { x, weight } = inputs as Record<'x' | 'weight', tf.TensorInfo>;
     const { eps } = attrs as unknown as { eps: number };
-    return runProgram(backend, program(x.shape[0], x.shape[1]), [x, weight], [{ type: 'float32', data: [eps] }]);
+    const wasm = backend as unknown as WasmBackendInternals;
+    const [M, C] = x.shape;
+    const out = wasm.makeOutput([M, C], 'float32');
+    (kernelFor(backend) as RmsNormFunction)(heapOffset(wasm, x), heapOffset(wasm, weight), heapOffset(wasm, out), M, C, eps);
+    return out;
   },
 });
 
-/** RMSNorm of x [rows, C] by the fused kernel; null where it does not apply (compute it with tfjs ops then). */
+/**
+ * x [M, C] / sqrt(mean(x^2 over C) + eps) * weight [C], or null where tfjs ops should compute
+ * it: another backend, fused webgpu kernels off, not float32, C not a multiple of 4 on wasm, or
+ * while a gradient is being recorded (the kernels have none).
+ */
 export function rmsNorm(x: tf.Tensor2D, weight: tf.Tensor1D, eps: number): tf.Tensor2D | null {
-  if (!fusedKernelsApply() || x.dtype !== 'float32' || weight.dtype !== 'float32') return null;
+  const C = x.shape[1];
+  if (x.dtype !== 'float32' || weight.dtype !== 'float32') return null;
+  const wasm = tf.getBackend() === 'wasm' && !tf.engine().isTapeOn() && C % 4 === 0 && kernelFor(tf.backend()) !== null;
+  if (!wasm && !fusedKernelsApply()) return null;
+  if (weight.shape[0] !== C) throw new Error(`rmsNorm: x [${x.shape}] and weight [${weight.shape}] do not fit together`);
   return tf.engine().runKernel(KERNEL_NAME, { x, weight }, { eps }) as tf.Tensor2D;
 }

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { PackFormat, PackedWeights, packWeights, packedMatMul } from '../kernels/matmul';
+import { DEFAULT_MATMUL_PLAN, MatMulPlan, PackFormat, PackedWeights, packWeights, packedMatMul } from '../kernels/matmul';
 
 /**
  * A trainable delta added to a frozen projection's output, e.g. LoRA: (alpha/r) * B(A(x)).
@@ -58,6 +58,8 @@ export class FrozenLinear {
   private packed: PackedWeights | null | undefined = undefined;
   /** How packedWeights() packs the weight: as it is, unless releaseForInference asked for q8. */
   private packFormat: PackFormat = 'auto';
+  /** How the kernel runs over the packed weight: the plan of the model this projection belongs to (LlamaModel.matmulPlan). */
+  matmulPlan: Readonly<MatMulPlan> = DEFAULT_MATMUL_PLAN;
   /** [in, out]; null once released for inference. */
   private weight: tf.Tensor2D | null;
 
@@ -143,7 +145,7 @@ export class FrozenLinear {
   /** project(x) without a gradient: the packed kernel where it applies (see the class comment). */
   private infer(x: tf.Tensor2D): tf.Tensor2D {
     const packed = this.packedWeights();
-    return (packed && packedMatMul(x, packed, this.bias)) ?? this.project(x);
+    return (packed && packedMatMul(x, packed, this.bias, this.matmulPlan)) ?? this.project(x);
   }
 
   /** The weight in the matmul kernel's layout, packed on first call; null where the kernel does not apply. */
