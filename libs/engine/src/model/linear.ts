@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { PackFormat, PackedWeights, packWeights, packedMatMul } from '../kernels/matmul';
+import { packedMatMulTransposed } from '../kernels/matmul-transposed';
 
 /**
  * A trainable delta added to a frozen projection's output, e.g. LoRA: (alpha/r) * B(A(x)).
@@ -33,11 +34,14 @@ export interface LinearPart {
  *
  * The weight is stored transposed, [in, out], because matMul with transposeB leaves
  * XNNPACK's fast path. For training, enableBackward() gives the projection a custom gradient
- * that reuses the same copy: dx = dy W = (W^T dy^T)^T, a plain 2-D matMul with the stored
- * [in, out] weight as the left operand and dy^T (small: [out, tokens]) as the right one, plus
- * two cheap transposes of activations. No second [out, in] copy of the weights (nor its
- * XNNPACK-packed twin) is kept. Adapters are added per part, so LoRA on q, k, v works on the
- * fused projection without unfusing it.
+ * w.r.t. its input, dx = dy W. On wasm both ways run on the packed-weight WebAssembly
+ * kernels, from one packed copy of the weight: the forward product (kernels/matmul.ts) and
+ * dx from the same panels (kernels/matmul-transposed.ts), faster than XNNPACK at training's
+ * row counts (docs/benchmarks.md, "Training step"), and XNNPACK never packs a copy of its
+ * own. Elsewhere dx = (W^T dy^T)^T, a plain 2-D matMul with the stored [in, out] weight as the
+ * left operand and dy^T (small: [out, tokens]) as the right one, plus two cheap transposes
+ * of activations. No second [out, in] copy of the weights is kept. Adapters are added per
+ * part, so LoRA on q, k, v works on the fused projection without unfusing it.
  *
  * Inference (no backward, no gradient being recorded) runs the packed-weight WebAssembly
  * kernel of kernels/matmul.ts on wasm: as fast as XNNPACK or faster, decoding and prefill alike.
@@ -116,6 +120,9 @@ export class FrozenLinear {
   /** Gives the projection a gradient w.r.t. its input that avoids a transposed matMul. */
   enableBackward(): void {
     this.requireWeight();
+    // The backward kernel reads f32 panels only: bf16 ones give the same forward products
+    // but would leave dx to tf.matMul.
+    if (this.packed === undefined) this.packFormat = 'f32';
     this.backward = true;
   }
 
@@ -152,7 +159,14 @@ export class FrozenLinear {
     return this.packed;
   }
 
+  /**
+   * x W^T + b, on the packed kernel where it applies (wasm, and no gradient being recorded
+   * around it: inside a custom gradient's forward function nothing is), else tf.matMul.
+   */
   private project(x: tf.Tensor2D): tf.Tensor2D {
+    const packed = this.backward ? this.packedWeights() : null;
+    const y = packed && packedMatMul(x, packed, this.bias);
+    if (y) return y;
     return (this.bias ? tf.fused.matMul({ a: x, b: this.weightT, bias: this.bias }) : tf.matMul(x, this.weightT)) as tf.Tensor2D;
   }
 
@@ -169,7 +183,6 @@ export class FrozenLinear {
    * and only x is kept.
    */
   private forwardWithFusedGrad(x: tf.Tensor2D): tf.Tensor2D {
-    const weightT = this.weightT;
     const adapters = this.parts.map((p) => this.adapters.get(p.name) as LowRankAdapter | undefined);
     const factors = adapters.flatMap((a) => (a ? [a.aT, a.bT] : []));
     const sizes = this.parts.map((p) => p.outFeatures);
@@ -183,8 +196,7 @@ export class FrozenLinear {
           tf.tidy(() => {
             const g = dy as tf.Tensor2D;
             const xs = saved[0] as tf.Tensor2D;
-            // dx through the frozen weight: (W^T dy^T)^T, a plain 2-D matMul.
-            let dx = tf.transpose(tf.matMul(weightT, tf.transpose(g))) as tf.Tensor2D;
+            let dx = this.inputGradient(g);
             const xT = tf.transpose(xs) as tf.Tensor2D;
             const gs = sizes.length === 1 ? [g] : (tf.split(g, sizes, 1) as tf.Tensor2D[]);
             const grads: tf.Tensor[] = [];
@@ -207,12 +219,19 @@ export class FrozenLinear {
   }
 
   private projectWithFastGrad(x: tf.Tensor2D): tf.Tensor2D {
-    const weightT = this.weightT;
     const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => ({
       value: this.project(args[0] as tf.Tensor2D),
-      // dx = dy W = (W^T dy^T)^T: plain 2-D matMul against the one stored [in, out] copy.
-      gradFunc: (dy: tf.Tensor | tf.Tensor[]) => tf.tidy(() => tf.transpose(tf.matMul(weightT, tf.transpose(dy as tf.Tensor2D)))),
+      gradFunc: (dy: tf.Tensor | tf.Tensor[]) => this.inputGradient(dy as tf.Tensor2D),
     }));
     return f(x) as tf.Tensor2D;
+  }
+
+  /**
+   * dx = dy W [tokens, in]: from the packed panels on wasm, else (W^T dy^T)^T, a plain 2-D
+   * matMul against the one stored [in, out] copy.
+   */
+  private inputGradient(dy: tf.Tensor2D): tf.Tensor2D {
+    const packed = this.packedWeights();
+    return (packed && packedMatMulTransposed(dy, packed)) ?? tf.tidy(() => tf.transpose(tf.matMul(this.weightT, tf.transpose(dy))));
   }
 }
