@@ -226,12 +226,18 @@ export class FrozenLinear {
     return f(x) as tf.Tensor2D;
   }
 
+  /** Whether any part has an adapter. */
+  get hasAdapters(): boolean {
+    return this.adapters.size > 0;
+  }
+
   /**
-   * dx = dy W [tokens, in]: from the packed panels on wasm, else (W^T dy^T)^T, a plain 2-D
-   * matMul against the one stored [in, out] copy.
+   * dx = dy W [tokens, in], the frozen projection's gradient w.r.t. its input (adapters not
+   * included): from the packed panels on wasm, else (W^T dy^T)^T, a plain 2-D matMul against
+   * the one stored [in, out] copy.
    */
-  private inputGradient(dy: tf.Tensor2D): tf.Tensor2D {
+  inputGradient(dy: tf.Tensor2D): tf.Tensor2D {
     const packed = this.packedWeights();
-    return (packed && packedMatMulTransposed(dy, packed)) ?? tf.tidy(() => tf.transpose(tf.matMul(this.weightT, tf.transpose(dy))));
+    return (packed && packedMatMulTransposed(dy, packed)) ?? (tf.tidy(() => tf.transpose(tf.matMul(this.weightT, tf.transpose(dy)))) as tf.Tensor2D);
   }
 }
