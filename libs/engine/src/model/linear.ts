@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { PackFormat, PackedWeights, packWeights, packedMatMul } from '../kernels/matmul';
+import { PackFormat, PackedWeights, matMulThreads, packWeights, packedMatMul } from '../kernels/matmul';
 import { packedMatMulTransposed } from '../kernels/matmul-transposed';
 
 /**
@@ -190,8 +190,9 @@ export class FrozenLinear {
       const input = args[0] as tf.Tensor2D;
       const save = args[args.length - 1] as tf.GradSaveFunc;
       save([input]);
+      const deltas = adapters.map((a, i) => (a ? lowRankDelta(input, a) : tf.zeros([input.shape[0], sizes[i]])));
       return {
-        value: this.addAdapters(input, this.project(input)),
+        value: tf.add(this.project(input), deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1)),
         gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
           tf.tidy(() => {
             const g = dy as tf.Tensor2D;
@@ -204,10 +205,10 @@ export class FrozenLinear {
               if (!a) return;
               // delta = s (x aT) bT: with gs = s dy_part, dbT = h^T gs, dh = gs bT^T, daT = x^T dh.
               const gScaled = a.scaleFactor ? (tf.mul(gs[i], a.scaleFactor) as tf.Tensor2D) : gs[i];
-              const h = tf.matMul(xs, a.aT);
+              const h = smallMatMul(xs, a.aT);
               const dbT = tf.matMul(tf.transpose(h) as tf.Tensor2D, gScaled);
               const dh = tf.matMul(gScaled, tf.transpose(a.bT) as tf.Tensor2D);
-              const daT = tf.matMul(xT, dh);
+              const daT = smallMatMul(xT, dh as tf.Tensor2D);
               dx = tf.add(dx, tf.matMul(dh, tf.transpose(a.aT) as tf.Tensor2D));
               grads.push(daT, dbT);
             });
@@ -240,4 +241,31 @@ export class FrozenLinear {
     const packed = this.packedWeights();
     return (packed && packedMatMulTransposed(dy, packed)) ?? (tf.tidy(() => tf.transpose(tf.matMul(this.weightT, tf.transpose(dy)))) as tf.Tensor2D);
   }
+}
+
+/** A low-rank adapter's delta, s (x aT) bT, with x aT on the packed kernel where it applies. */
+function lowRankDelta(x: tf.Tensor2D, a: LowRankAdapter): tf.Tensor2D {
+  const delta = tf.matMul(smallMatMul(x, a.aT), a.bT) as tf.Tensor2D;
+  return a.scaleFactor ? (tf.mul(delta, a.scaleFactor) as tf.Tensor2D) : delta;
+}
+
+/**
+ * x w for a narrow w [K, n] (a LoRA factor: n = r columns) on the packed matmul kernel where it
+ * applies (wasm, one matmul thread, n a multiple of 8, no gradient being recorded), w packed
+ * for the call: XNNPACK multiplies into 8 columns several times more slowly per multiply-add
+ * than into hundreds, and the packing is K x n floats. tf.matMul elsewhere.
+ */
+function smallMatMul(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
+  if (w.shape[1] % 8 === 0 && matMulThreads() === 1 && !tf.engine().isTapeOn()) {
+    const packed = packWeights(w, 'f32');
+    if (packed) {
+      try {
+        const y = packedMatMul(x, packed);
+        if (y) return y;
+      } finally {
+        packed.dispose();
+      }
+    }
+  }
+  return tf.matMul(x, w);
 }

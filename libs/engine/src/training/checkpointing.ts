@@ -92,11 +92,19 @@ async function readInto(part: tf.Tensor[], logprobs: Float32Array, entropy: Floa
  */
 async function headValuesKeepingProbabilities(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], withEntropy: boolean): Promise<{ values: NextTokenValues; probabilities: tf.Tensor2D }> {
   const N = targets.length;
+  const V = model.config.vocabSize;
   const part = tf.tidy(() => {
-    const logSoftmax = tf.logSoftmax(model.lmHead.forward(hidden));
-    const probabilities = tf.exp(logSoftmax);
-    const logprobs = tf.sum(tf.mul(logSoftmax, tf.oneHot(tf.tensor1d(targets, 'int32'), model.config.vocabSize)), 1);
-    const entropy = withEntropy ? [tf.neg(tf.sum(tf.mul(probabilities, logSoftmax), 1))] : [];
+    // One pass of exponentials over [n, vocab] gives p, log p(target) and the entropy:
+    // with z = logits - max and s = sum exp z, log p = z - log s and H = log s - sum p z.
+    const logits = model.lmHead.forward(hidden);
+    const z = tf.sub(logits, tf.max(logits, 1, true));
+    const e = tf.exp(z);
+    const sum = tf.sum(e, 1, true);
+    const probabilities = tf.div(e, sum);
+    const logSum = tf.reshape(tf.log(sum), [N]);
+    const at = tf.tensor1d(targets.map((target, i) => i * V + target), 'int32');
+    const logprobs = tf.sub(tf.gather(tf.reshape(z, [N * V]), at), logSum);
+    const entropy = withEntropy ? [tf.sub(logSum, tf.sum(tf.mul(probabilities, z), 1))] : [];
     return [logprobs, ...entropy, probabilities];
   });
   const probabilities = part.pop() as tf.Tensor2D;
