@@ -18,16 +18,18 @@
 //    does 8 vector multiply-adds: the same loads per multiply-add as the forward 4 x 8 tile,
 //    and 8 accumulators + 2 dy vectors + 1 broadcast fit x86-64's 16 SIMD registers.
 //
-// 3. Blocks of panels. The tiles take the panels BLOCK_PANELS at a time (256 of N): the
-//    block's rows of dyT (256 x Mp floats, 64 KB at 64 rows) stay in L2 while every k tile
-//    runs over them, and each panel is read from memory once per call. The accumulators wait
-//    between blocks in acc (dxT, [K, Mp]); each output is still summed n by n in order.
+// 3. Blocks. The tiles take the panels BLOCK_PANELS at a time (256 of N) and the rows of dy
+//    BLOCK_ROWS at a time: the block's part of dyT (256 x 64 floats, 64 KB) stays in L2 while
+//    every k tile runs over it, and each panel is read from memory once per call (from L2
+//    again for each further block of rows). The accumulators wait between blocks in acc
+//    (dxT, [K, Mp]); each output is still summed n by n in order.
 //
 // Panels must be f32 (not bf16 nor q8) and K a multiple of 4; the engine checks both and
 // uses tf.matMul otherwise.
 
-/** Panels per block (section 3). */
+/** Panels per block, and rows of dy per block (section 3). */
 const BLOCK_PANELS: i32 = 32;
+const BLOCK_ROWS: i32 = 64;
 
 /** M rounded up to a whole number of 8-row tiles: the row length of dyT and acc. */
 @inline function paddedRows(M: i32): i32 {
@@ -50,8 +52,11 @@ export function matmulTransposedF32(dy: usize, packed: usize, dx: usize, M: i32,
     const count = min<i32>(panels, first + BLOCK_PANELS) - first;
     const w = packed + <usize>first * panelBytes;
     const d = dyT + ((<usize>first) << 3) * dRow;
-    for (let k = 0; k < K; k += 4) {
-      for (let m = 0; m < Mp; m += 8) tile(w + ((<usize>k) << 5), panelBytes, count, d + ((<usize>m) << 2), dRow, acc + <usize>k * dRow + ((<usize>m) << 2));
+    for (let rows = 0; rows < Mp; rows += BLOCK_ROWS) {
+      const rowsEnd = min<i32>(Mp, rows + BLOCK_ROWS);
+      for (let k = 0; k < K; k += 4) {
+        for (let m = rows; m < rowsEnd; m += 8) tile(w + ((<usize>k) << 5), panelBytes, count, d + ((<usize>m) << 2), dRow, acc + <usize>k * dRow + ((<usize>m) << 2));
+      }
     }
   }
   for (let m = 0; m < M; m++) {

@@ -18,13 +18,14 @@ describe('packed transposed matMul kernel (wasm): dx = dy W^T from the forward p
 
   it('gives tf.matMul(dy, W, false, true) for row counts around the 8-row tile and panel counts around a block', () => {
     tf.tidy(() => {
-      // M: 1, 7, 8, 9 and 63 rows (tiles of 8, zero-padded); N up to 33 panels (blocks of 32).
+      // M: 1, 7, 8, 9, 63 and 136 rows (tiles of 8, zero-padded; blocks of 64); N up to 33 panels (blocks of 32).
       for (const [M, K, N] of [
         [1, 4, 8],
         [7, 12, 16],
         [8, 36, 264],
         [9, 64, 256],
         [63, 96, 40],
+        [136, 8, 264],
       ]) {
         const w = tf.randomNormal([K, N], 0, 1, 'float32', K + N) as tf.Tensor2D;
         const dy = tf.randomNormal([M, N], 0, 1, 'float32', M) as tf.Tensor2D;
