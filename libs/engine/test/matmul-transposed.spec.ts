@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { packWeights } from '../src/kernels/matmul';
+import { PackedWeights, packWeights } from '../src/kernels/matmul';
 import { packedMatMulTransposed } from '../src/kernels/matmul-transposed';
 import { maxAbsDiff, useBackend } from './helpers';
 
@@ -50,13 +50,13 @@ describe('packed transposed matMul kernel (wasm): dx = dy W^T from the forward p
 
   it('declines what it does not cover, so the caller uses tfjs: bf16 panels, K not a multiple of 4', () => {
     tf.tidy(() => {
-      const bf16 = packWeights(tf.ones([8, 8]) as tf.Tensor2D);
-      expect(bf16?.format).toBe('bf16');
-      expect(packedMatMulTransposed(tf.ones([2, 8]) as tf.Tensor2D, bf16!)).toBeNull();
-      bf16?.dispose();
-      const odd = packWeights(tf.randomNormal([6, 8]) as tf.Tensor2D, 'f32');
-      expect(packedMatMulTransposed(tf.ones([2, 8]) as tf.Tensor2D, odd!)).toBeNull();
-      odd?.dispose();
+      const bf16 = packWeights(tf.ones([8, 8]) as tf.Tensor2D) as PackedWeights;
+      expect(bf16.format).toBe('bf16');
+      expect(packedMatMulTransposed(tf.ones([2, 8]) as tf.Tensor2D, bf16)).toBeNull();
+      bf16.dispose();
+      const odd = packWeights(tf.randomNormal([6, 8]) as tf.Tensor2D, 'f32') as PackedWeights;
+      expect(packedMatMulTransposed(tf.ones([2, 8]) as tf.Tensor2D, odd)).toBeNull();
+      odd.dispose();
     });
   });
 });

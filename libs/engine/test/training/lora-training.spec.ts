@@ -194,15 +194,16 @@ describe('LoRA training (wasm, tiny model)', () => {
       // 2 x T positions fit one chunk of 256: step 3 runs from the probabilities step 2 kept.
       expect(2 * T).toBeLessThanOrEqual(256);
       const before = tf.memory().numTensors;
-      let seen: NextTokenValues | null = null;
-      const lossSeeing = (lp: tf.Tensor2D, values: NextTokenValues) => ((seen = values), lossOf(lp));
+      const seen: NextTokenValues = { logprobs: new Float32Array(0), entropy: null };
+      const lossSeeing = (lp: tf.Tensor2D, values: NextTokenValues) => (Object.assign(seen, values), lossOf(lp));
       const checkpointed = await checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossSeeing, { chunk: 256, withEntropy: true });
       expect(tf.memory().numTensors - before).toBe(vars.length);
       // The values the loss saw: log-probs and entropies as the taped forward computes them.
       const reference = trainer.forward(rows, 256, true);
-      expect(maxAbsDiff(seen!.logprobs, reference.logprobs.dataSync())).toBeLessThan(1e-4);
-      expect(maxAbsDiff(seen!.entropy!, reference.entropy!.dataSync())).toBeLessThan(1e-4);
-      tf.dispose([reference.logprobs, reference.entropy!]);
+      const entropy = reference.entropy as tf.Tensor2D;
+      expect(maxAbsDiff(seen.logprobs, reference.logprobs.dataSync())).toBeLessThan(1e-4);
+      expect(maxAbsDiff(seen.entropy ?? [], entropy.dataSync())).toBeLessThan(1e-4);
+      tf.dispose([reference.logprobs, entropy]);
       expect(Math.abs(checkpointed.value - taped.value.dataSync()[0])).toBeLessThan(1e-4 * Math.abs(checkpointed.value));
       for (const v of vars) {
         const want = taped.grads[v.name].dataSync();
