@@ -1,6 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { PackedWeights, packWeights } from '../src/kernels/matmul';
 import { packedMatMulTransposed } from '../src/kernels/matmul-transposed';
+import { FrozenLinear } from '../src/model/linear';
+import { ensureTrainingGradients } from '../src/training/gradients';
 import { maxAbsDiff, useBackend } from './helpers';
 
 /** dy W^T on the kernel, from W packed as f32 panels; fails the test where the kernel declines. */
@@ -46,6 +48,30 @@ describe('packed transposed matMul kernel (wasm): dx = dy W^T from the forward p
       const dy = tf.tensor2d(Float32Array.from({ length: M * N }, (_, i) => (i % 5) - 2), [M, N]);
       expect(Array.from(kernelProduct(dy, w).dataSync())).toEqual(Array.from(tf.matMul(dy, w, false, true).dataSync()));
     });
+  });
+
+  it('runs a trainable projection both ways on the packed kernels, with tfjs\'s gradient', async () => {
+    ensureTrainingGradients();
+    const [M, K, N] = [5, 16, 24];
+    const w = tf.randomNormal([K, N], 0, 1, 'float32', 3) as tf.Tensor2D;
+    const bias = tf.randomNormal([N], 0, 1, 'float32', 4) as tf.Tensor1D;
+    const linear = new FrozenLinear([{ name: 'proj', outFeatures: N }], K, w, bias);
+    linear.enableBackward();
+    const x = tf.randomNormal([M, K], 0, 1, 'float32', 5) as tf.Tensor2D;
+    const c = tf.randomNormal([M, N], 0, 1, 'float32', 6) as tf.Tensor2D;
+    const loss = (v: tf.Tensor) => tf.sum(tf.mul(linear.forward(v as tf.Tensor2D), c));
+    const profile = await tf.profile(() => tf.grad(loss)(x));
+    const grad = profile.result as tf.Tensor;
+    const kernels = profile.kernels.map((k) => k.name);
+    expect(kernels).toContain('TrainyardPackedMatMul');
+    expect(kernels).toContain('TrainyardPackedMatMulTransposed');
+    expect(kernels).not.toContain('BatchMatMul');
+    expect(linear.packedWeights()?.format).toBe('f32');
+    expect(maxAbsDiff(grad.dataSync(), tf.matMul(c, w, false, true).dataSync())).toBeLessThan(1e-5);
+    const y = linear.forward(x);
+    expect(maxAbsDiff(y.dataSync(), tf.add(tf.matMul(x, w), bias).dataSync())).toBeLessThan(1e-5);
+    tf.dispose([grad, y, x, c]);
+    linear.dispose();
   });
 
   it('declines what it does not cover, so the caller uses tfjs: bf16 panels, K not a multiple of 4', () => {

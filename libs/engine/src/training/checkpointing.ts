@@ -221,17 +221,20 @@ export async function checkpointedGradients(
     // 3. Back through the head, from the kept probabilities or a chunk of positions at a
     // time (each chunk's logits recomputed), then the final norm.
     const parts: tf.Tensor2D[] = [];
-    if (probabilities) parts.push(headInputGradient(model, probabilities, targets, dLogprobs));
-    else for (let start = 0; start < R * T; start += size) {
-      const n = Math.min(size, R * T - start);
-      parts.push(
-        tf.tidy(() =>
-          tf.grad((h: tf.Tensor) => headLogprobs(model, h as tf.Tensor2D, targets.slice(start, start + n), false).logprobs)(
-            tf.slice(normed, [start, 0], [n, -1]),
-            tf.slice(dLogprobs, [start], [n]),
-          ),
-        ) as tf.Tensor2D,
-      );
+    if (probabilities) {
+      parts.push(headInputGradient(model, probabilities, targets, dLogprobs));
+    } else {
+      for (let start = 0; start < R * T; start += size) {
+        const n = Math.min(size, R * T - start);
+        parts.push(
+          tf.tidy(() =>
+            tf.grad((h: tf.Tensor) => headLogprobs(model, h as tf.Tensor2D, targets.slice(start, start + n), false).logprobs)(
+              tf.slice(normed, [start, 0], [n, -1]),
+              tf.slice(dLogprobs, [start], [n]),
+            ),
+          ) as tf.Tensor2D,
+        );
+      }
     }
     let dx = tf.tidy(() => {
       const dNormed = parts.length === 1 ? parts[0] : tf.concat(parts);
