@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { PackFormat, PackedWeights, matMulThreads, packWeights, packedMatMul } from '../kernels/matmul';
+import { PackFormat, PackedWeights, matMulThreads, packWeights, packedMatMul, splitColumns } from '../kernels/matmul';
 import { packedMatMulTransposed } from '../kernels/matmul-transposed';
 
 /**
@@ -199,7 +199,7 @@ export class FrozenLinear {
             const xs = saved[0] as tf.Tensor2D;
             let dx = this.inputGradient(g);
             const xT = tf.transpose(xs) as tf.Tensor2D;
-            const gs = sizes.length === 1 ? [g] : (tf.split(g, sizes, 1) as tf.Tensor2D[]);
+            const gs = sizes.length === 1 ? [g] : splitColumns(g, sizes);
             const grads: tf.Tensor[] = [];
             adapters.forEach((a, i) => {
               if (!a) return;
@@ -207,8 +207,8 @@ export class FrozenLinear {
               const gScaled = a.scaleFactor ? (tf.mul(gs[i], a.scaleFactor) as tf.Tensor2D) : gs[i];
               const h = smallMatMul(xs, a.aT);
               const dbT = tf.matMul(tf.transpose(h) as tf.Tensor2D, gScaled);
-              const dh = tf.matMul(gScaled, tf.transpose(a.bT) as tf.Tensor2D);
-              const daT = smallMatMul(xT, dh as tf.Tensor2D);
+              const dh = smallMatMul(gScaled, tf.transpose(a.bT) as tf.Tensor2D);
+              const daT = smallMatMul(xT, dh);
               dx = tf.add(dx, tf.matMul(dh, tf.transpose(a.aT) as tf.Tensor2D));
               grads.push(daT, dbT);
             });
