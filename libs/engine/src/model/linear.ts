@@ -104,9 +104,15 @@ export class FrozenLinear {
     return this.weight === null;
   }
 
-  forward(x: tf.Tensor2D): tf.Tensor2D {
-    if (this.backward && this.adapters.size > 0 && [...this.adapters.values()].every(isLowRank)) return this.forwardWithFusedGrad(x);
-    const y = this.backward ? this.projectWithFastGrad(x) : this.infer(x);
+  /**
+   * x W^T + b plus the adapters' deltas. valueUnread (with backward enabled): the caller uses
+   * only the gradient w.r.t. x and the adapters, never the value, which then is zeros and
+   * costs no product (activation checkpointing's recompute of a block's last projection,
+   * whose output only feeds the residual sum).
+   */
+  forward(x: tf.Tensor2D, valueUnread = false): tf.Tensor2D {
+    if (this.backward && this.adapters.size > 0 && [...this.adapters.values()].every(isLowRank)) return this.forwardWithFusedGrad(x, valueUnread);
+    const y = this.backward ? this.projectWithFastGrad(x, valueUnread) : this.infer(x);
     if (this.adapters.size === 0) return y;
     return this.addAdapters(x, y);
   }
@@ -182,7 +188,7 @@ export class FrozenLinear {
    * projection is copied for the backward pass (the wasm backend copies every saved tensor),
    * and only x is kept.
    */
-  private forwardWithFusedGrad(x: tf.Tensor2D): tf.Tensor2D {
+  private forwardWithFusedGrad(x: tf.Tensor2D, valueUnread: boolean): tf.Tensor2D {
     const adapters = this.parts.map((p) => this.adapters.get(p.name) as LowRankAdapter | undefined);
     const factors = adapters.flatMap((a) => (a ? [a.aT, a.bT] : []));
     const sizes = this.parts.map((p) => p.outFeatures);
@@ -190,9 +196,8 @@ export class FrozenLinear {
       const input = args[0] as tf.Tensor2D;
       const save = args[args.length - 1] as tf.GradSaveFunc;
       save([input]);
-      const deltas = adapters.map((a, i) => (a ? lowRankDelta(input, a) : tf.zeros([input.shape[0], sizes[i]])));
       return {
-        value: tf.add(this.project(input), deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1)),
+        value: valueUnread ? tf.zeros([input.shape[0], this.outFeatures]) : this.projectWithAdapters(input, adapters),
         gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
           tf.tidy(() => {
             const g = dy as tf.Tensor2D;
@@ -219,9 +224,15 @@ export class FrozenLinear {
     return f(x, ...factors) as tf.Tensor2D;
   }
 
-  private projectWithFastGrad(x: tf.Tensor2D): tf.Tensor2D {
+  /** x W^T + b plus the low-rank adapters' deltas (undefined: no adapter on that part). */
+  private projectWithAdapters(x: tf.Tensor2D, adapters: (LowRankAdapter | undefined)[]): tf.Tensor2D {
+    const deltas = adapters.map((a, i) => (a ? lowRankDelta(x, a) : tf.zeros([x.shape[0], this.parts[i].outFeatures])));
+    return tf.add(this.project(x), deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1));
+  }
+
+  private projectWithFastGrad(x: tf.Tensor2D, valueUnread: boolean): tf.Tensor2D {
     const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => ({
-      value: this.project(args[0] as tf.Tensor2D),
+      value: valueUnread ? tf.zeros([(args[0] as tf.Tensor2D).shape[0], this.outFeatures]) : this.project(args[0] as tf.Tensor2D),
       gradFunc: (dy: tf.Tensor | tf.Tensor[]) => this.inputGradient(dy as tf.Tensor2D),
     }));
     return f(x) as tf.Tensor2D;

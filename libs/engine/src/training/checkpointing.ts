@@ -242,14 +242,16 @@ export async function checkpointedGradients(
     });
     parts.forEach((p) => p.dispose());
 
-    // 4. Back through the blocks, recomputing each one under a tape.
+    // 4. Back through the blocks, recomputing each one under a tape. Only the gradients of
+    // the recomputed pass are used, which spares each block its down projection's product.
+    const recompute = { ...ctx, outputUnread: true };
     const grads = new Map<string, tf.Tensor>();
     for (let layer = model.blocks.length - 1; layer >= 0; layer--) {
       const block = model.blocks[layer];
       const variables = blockVariables[layer] ?? [];
       const dy = dx;
       const [dInput, ...dVariables] = tf.tidy(() =>
-        tf.grads((input: tf.Tensor) => block.forward(input as tf.Tensor2D, ctx))([inputs[layer], ...variables], dy),
+        tf.grads((input: tf.Tensor) => block.forward(input as tf.Tensor2D, recompute))([inputs[layer], ...variables], dy),
       );
       dy.dispose();
       dx = dInput as tf.Tensor2D;
