@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { DEFAULT_MATMUL_PLAN, MatMulPlan, PackFormat, PackedWeights, packWeights, packedMatMul } from '../kernels/matmul';
+import { DEFAULT_MATMUL_PLAN, MatMulPlan, PackFormat, PackedWeights, matMulThreads, packWeights, packedMatMul, splitColumns } from '../kernels/matmul';
+import { packedMatMulTransposed } from '../kernels/matmul-transposed';
 
 /**
  * A trainable delta added to a frozen projection's output, e.g. LoRA: (alpha/r) * B(A(x)).
@@ -33,11 +34,14 @@ export interface LinearPart {
  *
  * The weight is stored transposed, [in, out], because matMul with transposeB leaves
  * XNNPACK's fast path. For training, enableBackward() gives the projection a custom gradient
- * that reuses the same copy: dx = dy W = (W^T dy^T)^T, a plain 2-D matMul with the stored
- * [in, out] weight as the left operand and dy^T (small: [out, tokens]) as the right one, plus
- * two cheap transposes of activations. No second [out, in] copy of the weights (nor its
- * XNNPACK-packed twin) is kept. Adapters are added per part, so LoRA on q, k, v works on the
- * fused projection without unfusing it.
+ * w.r.t. its input, dx = dy W. On wasm both ways run on the packed-weight WebAssembly
+ * kernels, from one packed copy of the weight: the forward product (kernels/matmul.ts) and
+ * dx from the same panels (kernels/matmul-transposed.ts), faster than XNNPACK at training's
+ * row counts (docs/benchmarks.md, "Training step"), and XNNPACK never packs a copy of its
+ * own. Elsewhere dx = (W^T dy^T)^T, a plain 2-D matMul with the stored [in, out] weight as the
+ * left operand and dy^T (small: [out, tokens]) as the right one, plus two cheap transposes
+ * of activations. No second [out, in] copy of the weights is kept. Adapters are added per
+ * part, so LoRA on q, k, v works on the fused projection without unfusing it.
  *
  * Inference (no backward, no gradient being recorded) runs the packed-weight WebAssembly
  * kernel of kernels/matmul.ts on wasm: as fast as XNNPACK or faster, decoding and prefill alike.
@@ -102,9 +106,15 @@ export class FrozenLinear {
     return this.weight === null;
   }
 
-  forward(x: tf.Tensor2D): tf.Tensor2D {
-    if (this.backward && this.adapters.size > 0 && [...this.adapters.values()].every(isLowRank)) return this.forwardWithFusedGrad(x);
-    const y = this.backward ? this.projectWithFastGrad(x) : this.infer(x);
+  /**
+   * x W^T + b plus the adapters' deltas. valueUnread (with backward enabled): the caller uses
+   * only the gradient w.r.t. x and the adapters, never the value, which then is zeros and
+   * costs no product (activation checkpointing's recompute of a block's last projection,
+   * whose output only feeds the residual sum).
+   */
+  forward(x: tf.Tensor2D, valueUnread = false): tf.Tensor2D {
+    if (this.backward && this.adapters.size > 0 && [...this.adapters.values()].every(isLowRank)) return this.forwardWithFusedGrad(x, valueUnread);
+    const y = this.backward ? this.projectWithFastGrad(x, valueUnread) : this.infer(x);
     if (this.adapters.size === 0) return y;
     return this.addAdapters(x, y);
   }
@@ -118,6 +128,9 @@ export class FrozenLinear {
   /** Gives the projection a gradient w.r.t. its input that avoids a transposed matMul. */
   enableBackward(): void {
     this.requireWeight();
+    // The backward kernel reads f32 panels only: bf16 ones give the same forward products
+    // but would leave dx to tf.matMul.
+    if (this.packed === undefined) this.packFormat = 'f32';
     this.backward = true;
   }
 
@@ -154,7 +167,14 @@ export class FrozenLinear {
     return this.packed;
   }
 
+  /**
+   * x W^T + b, on the packed kernel where it applies (wasm, and no gradient being recorded
+   * around it: inside a custom gradient's forward function nothing is), else tf.matMul.
+   */
   private project(x: tf.Tensor2D): tf.Tensor2D {
+    const packed = this.backward ? this.packedWeights() : null;
+    const y = packed && packedMatMul(x, packed, this.bias, this.matmulPlan);
+    if (y) return y;
     return (this.bias ? tf.fused.matMul({ a: x, b: this.weightT, bias: this.bias }) : tf.matMul(x, this.weightT)) as tf.Tensor2D;
   }
 
@@ -170,8 +190,7 @@ export class FrozenLinear {
    * projection is copied for the backward pass (the wasm backend copies every saved tensor),
    * and only x is kept.
    */
-  private forwardWithFusedGrad(x: tf.Tensor2D): tf.Tensor2D {
-    const weightT = this.weightT;
+  private forwardWithFusedGrad(x: tf.Tensor2D, valueUnread: boolean): tf.Tensor2D {
     const adapters = this.parts.map((p) => this.adapters.get(p.name) as LowRankAdapter | undefined);
     const factors = adapters.flatMap((a) => (a ? [a.aT, a.bT] : []));
     const sizes = this.parts.map((p) => p.outFeatures);
@@ -180,24 +199,23 @@ export class FrozenLinear {
       const save = args[args.length - 1] as tf.GradSaveFunc;
       save([input]);
       return {
-        value: this.addAdapters(input, this.project(input)),
+        value: valueUnread ? tf.zeros([input.shape[0], this.outFeatures]) : this.projectWithAdapters(input, adapters),
         gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
           tf.tidy(() => {
             const g = dy as tf.Tensor2D;
             const xs = saved[0] as tf.Tensor2D;
-            // dx through the frozen weight: (W^T dy^T)^T, a plain 2-D matMul.
-            let dx = tf.transpose(tf.matMul(weightT, tf.transpose(g))) as tf.Tensor2D;
+            let dx = this.inputGradient(g);
             const xT = tf.transpose(xs) as tf.Tensor2D;
-            const gs = sizes.length === 1 ? [g] : (tf.split(g, sizes, 1) as tf.Tensor2D[]);
+            const gs = sizes.length === 1 ? [g] : splitColumns(g, sizes);
             const grads: tf.Tensor[] = [];
             adapters.forEach((a, i) => {
               if (!a) return;
               // delta = s (x aT) bT: with gs = s dy_part, dbT = h^T gs, dh = gs bT^T, daT = x^T dh.
               const gScaled = a.scaleFactor ? (tf.mul(gs[i], a.scaleFactor) as tf.Tensor2D) : gs[i];
-              const h = tf.matMul(xs, a.aT);
+              const h = smallMatMul(xs, a.aT);
               const dbT = tf.matMul(tf.transpose(h) as tf.Tensor2D, gScaled);
-              const dh = tf.matMul(gScaled, tf.transpose(a.bT) as tf.Tensor2D);
-              const daT = tf.matMul(xT, dh);
+              const dh = smallMatMul(gScaled, tf.transpose(a.bT) as tf.Tensor2D);
+              const daT = smallMatMul(xT, dh);
               dx = tf.add(dx, tf.matMul(dh, tf.transpose(a.aT) as tf.Tensor2D));
               grads.push(daT, dbT);
             });
@@ -208,13 +226,59 @@ export class FrozenLinear {
     return f(x, ...factors) as tf.Tensor2D;
   }
 
-  private projectWithFastGrad(x: tf.Tensor2D): tf.Tensor2D {
-    const weightT = this.weightT;
+  /** x W^T + b plus the low-rank adapters' deltas (undefined: no adapter on that part). */
+  private projectWithAdapters(x: tf.Tensor2D, adapters: (LowRankAdapter | undefined)[]): tf.Tensor2D {
+    const deltas = adapters.map((a, i) => (a ? lowRankDelta(x, a) : tf.zeros([x.shape[0], this.parts[i].outFeatures])));
+    return tf.add(this.project(x), deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1));
+  }
+
+  private projectWithFastGrad(x: tf.Tensor2D, valueUnread: boolean): tf.Tensor2D {
     const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => ({
-      value: this.project(args[0] as tf.Tensor2D),
-      // dx = dy W = (W^T dy^T)^T: plain 2-D matMul against the one stored [in, out] copy.
-      gradFunc: (dy: tf.Tensor | tf.Tensor[]) => tf.tidy(() => tf.transpose(tf.matMul(weightT, tf.transpose(dy as tf.Tensor2D)))),
+      value: valueUnread ? tf.zeros([(args[0] as tf.Tensor2D).shape[0], this.outFeatures]) : this.project(args[0] as tf.Tensor2D),
+      gradFunc: (dy: tf.Tensor | tf.Tensor[]) => this.inputGradient(dy as tf.Tensor2D),
     }));
     return f(x) as tf.Tensor2D;
   }
+
+  /** Whether any part has an adapter. */
+  get hasAdapters(): boolean {
+    return this.adapters.size > 0;
+  }
+
+  /**
+   * dx = dy W [tokens, in], the frozen projection's gradient w.r.t. its input (adapters not
+   * included): from the packed panels on wasm, else (W^T dy^T)^T, a plain 2-D matMul against
+   * the one stored [in, out] copy.
+   */
+  inputGradient(dy: tf.Tensor2D): tf.Tensor2D {
+    const packed = this.packedWeights();
+    return (packed && packedMatMulTransposed(dy, packed)) ?? (tf.tidy(() => tf.transpose(tf.matMul(this.weightT, tf.transpose(dy)))) as tf.Tensor2D);
+  }
+}
+
+/** A low-rank adapter's delta, s (x aT) bT, with x aT on the packed kernel where it applies. */
+function lowRankDelta(x: tf.Tensor2D, a: LowRankAdapter): tf.Tensor2D {
+  const delta = tf.matMul(smallMatMul(x, a.aT), a.bT) as tf.Tensor2D;
+  return a.scaleFactor ? (tf.mul(delta, a.scaleFactor) as tf.Tensor2D) : delta;
+}
+
+/**
+ * x w for a narrow w [K, n] (a LoRA factor: n = r columns) on the packed matmul kernel where it
+ * applies (wasm, one matmul thread, n a multiple of 8, no gradient being recorded), w packed
+ * for the call: XNNPACK multiplies into 8 columns several times more slowly per multiply-add
+ * than into hundreds, and the packing is K x n floats. tf.matMul elsewhere.
+ */
+function smallMatMul(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
+  if (w.shape[1] % 8 === 0 && matMulThreads() === 1 && !tf.engine().isTapeOn()) {
+    const packed = packWeights(w, 'f32');
+    if (packed) {
+      try {
+        const y = packedMatMul(x, packed);
+        if (y) return y;
+      } finally {
+        packed.dispose();
+      }
+    }
+  }
+  return tf.matMul(x, w);
 }

@@ -26,6 +26,12 @@ export interface StepContext {
   /** Additive mask [batch or 1, 1, seqLen, keys]. */
   mask: tf.Tensor4D;
   cache: KVCache | null;
+  /**
+   * Set when only the gradients of this pass are used, never its output (activation
+   * checkpointing's recompute): a block then skips what only its output needs, the down
+   * projection's product.
+   */
+  outputUnread?: boolean;
 }
 
 export class RMSNorm {
@@ -104,13 +110,14 @@ export class MLP {
     readonly down: FrozenLinear,
   ) {}
 
-  forward(x: tf.Tensor2D): tf.Tensor2D {
+  /** outputUnread: only gradients through this are used (StepContext.outputUnread). */
+  forward(x: tf.Tensor2D, outputUnread = false): tf.Tensor2D {
     const gateUp = this.gateUp.forward(x);
     // Inference on wasm: one kernel instead of four (kernels/swiglu.ts).
     const gated = swiglu(gateUp);
     if (gated) return this.down.forward(gated);
     const [gate, up] = splitColumns(gateUp, [gateUp.shape[1] / 2, gateUp.shape[1] / 2]);
-    return this.down.forward(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up));
+    return this.down.forward(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), outputUnread);
   }
 }
 
@@ -124,7 +131,7 @@ export class Block {
 
   forward(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D {
     const h: tf.Tensor2D = tf.add(x, this.attention.forward(this.inputNorm.forward(x), ctx));
-    return tf.add(h, this.mlp.forward(this.postAttentionNorm.forward(h)));
+    return tf.add(h, this.mlp.forward(this.postAttentionNorm.forward(h), ctx.outputUnread === true));
   }
 }
 

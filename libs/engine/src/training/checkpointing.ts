@@ -64,13 +64,73 @@ async function headValues(model: LlamaModel, hidden: tf.Tensor2D, targets: numbe
       return head.entropy ? [head.logprobs, head.entropy] : [head.logprobs];
     });
     try {
-      logprobs.set((await part[0].data()) as Float32Array, start);
-      if (entropy) entropy.set((await part[1].data()) as Float32Array, start);
+      await readInto(part, logprobs, entropy, start);
     } finally {
       tf.dispose(part);
     }
   }
   return { logprobs, entropy };
+}
+
+/** part[0] into logprobs and part[1] (when asked for) into entropy at `start`, in one read-back. */
+async function readInto(part: tf.Tensor[], logprobs: Float32Array, entropy: Float32Array | null, start: number): Promise<void> {
+  const n = part[0].size;
+  const both = entropy ? tf.concat([part[0], part[1]]) : part[0];
+  try {
+    const values = (await both.data()) as Float32Array;
+    logprobs.set(values.subarray(0, n), start);
+    entropy?.set(values.subarray(n, 2 * n), start);
+  } finally {
+    if (both !== part[0]) both.dispose();
+  }
+}
+
+/**
+ * headValues for a step whose positions fit one lm_head chunk, keeping the softmax
+ * probabilities [n, vocab] (one chunk's bounded size), so that the backward pass through the
+ * head needs no second product with the lm_head (see headInputGradient).
+ */
+async function headValuesKeepingProbabilities(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], withEntropy: boolean): Promise<{ values: NextTokenValues; probabilities: tf.Tensor2D }> {
+  const N = targets.length;
+  const V = model.config.vocabSize;
+  const part = tf.tidy(() => {
+    // One pass of exponentials over [n, vocab] gives p, log p(target) and the entropy:
+    // with z = logits - max and s = sum exp z, log p = z - log s and H = log s - sum p z.
+    const logits = model.lmHead.forward(hidden);
+    const z = tf.sub(logits, tf.max(logits, 1, true));
+    const e = tf.exp(z);
+    const sum = tf.sum(e, 1, true);
+    const probabilities = tf.div(e, sum);
+    const logSum = tf.reshape(tf.log(sum), [N]);
+    const at = tf.tensor1d(targets.map((target, i) => i * V + target), 'int32');
+    const logprobs = tf.sub(tf.gather(tf.reshape(z, [N * V]), at), logSum);
+    const entropy = withEntropy ? [tf.sub(logSum, tf.sum(tf.mul(probabilities, z), 1))] : [];
+    return [logprobs, ...entropy, probabilities];
+  });
+  const probabilities = part.pop() as tf.Tensor2D;
+  const values = { logprobs: new Float32Array(N), entropy: withEntropy ? new Float32Array(N) : null };
+  try {
+    await readInto(part, values.logprobs, values.entropy, 0);
+  } catch (err) {
+    probabilities.dispose();
+    throw err;
+  } finally {
+    tf.dispose(part);
+  }
+  return { values, probabilities };
+}
+
+/**
+ * d loss / d hidden through the head, from the kept probabilities p: d log p(target) / d
+ * logits = onehot(target) - p, so the logits' gradient is dLogprobs (onehot - p), and the
+ * lm_head's input gradient of that is the one product this step needs with the lm_head.
+ */
+function headInputGradient(model: LlamaModel, probabilities: tf.Tensor2D, targets: number[], dLogprobs: tf.Tensor1D): tf.Tensor2D {
+  return tf.tidy(() => {
+    const oneHot = tf.oneHot(tf.tensor1d(targets, 'int32'), model.config.vocabSize);
+    const dLogits = tf.mul(tf.sub(oneHot, probabilities), tf.expandDims(dLogprobs, 1)) as tf.Tensor2D;
+    return model.lmHead.inputGradient(dLogits);
+  });
 }
 
 /** Next-token log-probs [rows * T] (and entropies) as numbers: no tape, one block at a time. */
@@ -103,7 +163,8 @@ export interface CheckpointedResult {
  *
  * 1. forward through the blocks without a gradient tape, keeping only each block's input;
  * 2. the lm_head in chunks of positions, as values; then the loss and d loss / d log-probs;
- * 3. back through the head chunk by chunk (each chunk's logits recomputed) and the final norm;
+ * 3. back through the head chunk by chunk (each chunk's logits recomputed, unless the step
+ *    fits one chunk, whose probabilities step 2 kept) and the final norm;
  * 4. back through the blocks from the last: each is run again under a tape, and its
  *    vector-Jacobian product gives the gradient for its input and for its variables.
  *
@@ -134,10 +195,21 @@ export async function checkpointedGradients(
     }
     const last = x;
 
-    // 2. Log-probs as values, the loss and its gradient w.r.t. them.
+    // 2. Log-probs as values, the loss and its gradient w.r.t. them. A step whose positions
+    // fit one lm_head chunk keeps that chunk's probabilities for step 3.
     const normed = tf.tidy(() => model.finalNorm.forward(last));
     kept.push(normed);
-    const head = await headValues(model, normed, targets, options.chunk, options.withEntropy);
+    const size = headChunkSize(options.chunk, model.config.vocabSize);
+    let head: NextTokenValues;
+    let probabilities: tf.Tensor2D | null = null;
+    if (R * T <= size && !model.lmHead.hasAdapters) {
+      const result = await headValuesKeepingProbabilities(model, normed, targets, options.withEntropy);
+      head = result.values;
+      probabilities = result.probabilities;
+      kept.push(probabilities);
+    } else {
+      head = await headValues(model, normed, targets, options.chunk, options.withEntropy);
+    }
     const { value, dLogprobs } = tf.tidy(() => {
       const result = tf.valueAndGrad((lp: tf.Tensor) => loss(lp as tf.Tensor2D, head))(tf.tensor2d(head.logprobs, [R, T]));
       return { value: result.value, dLogprobs: tf.reshape(result.grad, [R * T]) as tf.Tensor1D };
@@ -146,19 +218,23 @@ export async function checkpointedGradients(
     value.dispose();
     kept.push(dLogprobs);
 
-    // 3. Back through the head, a chunk of positions at a time, then the final norm.
-    const size = headChunkSize(options.chunk, model.config.vocabSize);
+    // 3. Back through the head, from the kept probabilities or a chunk of positions at a
+    // time (each chunk's logits recomputed), then the final norm.
     const parts: tf.Tensor2D[] = [];
-    for (let start = 0; start < R * T; start += size) {
-      const n = Math.min(size, R * T - start);
-      parts.push(
-        tf.tidy(() =>
-          tf.grad((h: tf.Tensor) => headLogprobs(model, h as tf.Tensor2D, targets.slice(start, start + n), false).logprobs)(
-            tf.slice(normed, [start, 0], [n, -1]),
-            tf.slice(dLogprobs, [start], [n]),
-          ),
-        ) as tf.Tensor2D,
-      );
+    if (probabilities) {
+      parts.push(headInputGradient(model, probabilities, targets, dLogprobs));
+    } else {
+      for (let start = 0; start < R * T; start += size) {
+        const n = Math.min(size, R * T - start);
+        parts.push(
+          tf.tidy(() =>
+            tf.grad((h: tf.Tensor) => headLogprobs(model, h as tf.Tensor2D, targets.slice(start, start + n), false).logprobs)(
+              tf.slice(normed, [start, 0], [n, -1]),
+              tf.slice(dLogprobs, [start], [n]),
+            ),
+          ) as tf.Tensor2D,
+        );
+      }
     }
     let dx = tf.tidy(() => {
       const dNormed = parts.length === 1 ? parts[0] : tf.concat(parts);
@@ -166,14 +242,16 @@ export async function checkpointedGradients(
     });
     parts.forEach((p) => p.dispose());
 
-    // 4. Back through the blocks, recomputing each one under a tape.
+    // 4. Back through the blocks, recomputing each one under a tape. Only the gradients of
+    // the recomputed pass are used, which spares each block its down projection's product.
+    const recompute = { ...ctx, outputUnread: true };
     const grads = new Map<string, tf.Tensor>();
     for (let layer = model.blocks.length - 1; layer >= 0; layer--) {
       const block = model.blocks[layer];
       const variables = blockVariables[layer] ?? [];
       const dy = dx;
       const [dInput, ...dVariables] = tf.tidy(() =>
-        tf.grads((input: tf.Tensor) => block.forward(input as tf.Tensor2D, ctx))([inputs[layer], ...variables], dy),
+        tf.grads((input: tf.Tensor) => block.forward(input as tf.Tensor2D, recompute))([inputs[layer], ...variables], dy),
       );
       dy.dispose();
       dx = dInput as tf.Tensor2D;

@@ -5,7 +5,7 @@ import { applyAdapter } from '../../src/lora/lora-layer';
 import { DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights, readPeftAdapter, writePeftAdapter } from '../../src/lora/peft';
 import { generate } from '../../src/generate';
 import { AdamW } from '../../src/training/adamw';
-import { checkpointedGradients, nextTokenRows } from '../../src/training/checkpointing';
+import { NextTokenValues, checkpointedGradients, nextTokenRows } from '../../src/training/checkpointing';
 import { buildSftSequence } from '../../src/training/sequences';
 import { LoraTrainer, StepMetrics } from '../../src/training/trainer';
 import { makeTiny, maxAbsDiff, rowsOf, tempDir, useBackend } from '../helpers';
@@ -169,6 +169,47 @@ describe('LoRA training (wasm, tiny model)', () => {
         v.assign(tf.tensor(data, v.shape));
         expect(Math.abs(bestValue)).toBeGreaterThan(1e-2);
         expect(Math.abs(numeric - bestValue)).toBeLessThan(0.05 * Math.abs(bestValue));
+      }
+      taped.value.dispose();
+      Object.values(taped.grads).forEach((t) => t.dispose());
+      checkpointed.grads.forEach((t) => t.dispose());
+      weights.dispose();
+    } finally {
+      trainer.dispose();
+    }
+  });
+
+  it('activation checkpointing through the kept head probabilities (a step within one lm_head chunk) gives the taped pass\'s gradients', async () => {
+    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
+    const init = initLoraWeights(lm.config, spec, 6);
+    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.sin(3 * i + name.length)));
+    const trainer = new LoraTrainer(lm, spec, init);
+    try {
+      const rows = [buildSftSequence(lm, CONVERSATIONS[0]).tokens, buildSftSequence(lm, CONVERSATIONS[1]).tokens];
+      const T = Math.max(...rows.map((r) => r.length)) - 1;
+      const weights = tf.tensor2d(Float32Array.from({ length: 2 * T }, (_, i) => 0.5 + 0.5 * Math.cos(i)), [2, T]);
+      const lossOf = (lp: tf.Tensor2D) => tf.neg(tf.sum(tf.mul(lp, weights))) as tf.Scalar;
+      const vars = trainer.attachment.variables();
+      const taped = tf.variableGrads(() => tf.tidy(() => lossOf(trainer.forward(rows, 256, false).logprobs)), vars);
+      // 2 x T positions fit one chunk of 256: step 3 runs from the probabilities step 2 kept.
+      expect(2 * T).toBeLessThanOrEqual(256);
+      const before = tf.memory().numTensors;
+      const seen: NextTokenValues = { logprobs: new Float32Array(0), entropy: null };
+      const lossSeeing = (lp: tf.Tensor2D, values: NextTokenValues) => (Object.assign(seen, values), lossOf(lp));
+      const checkpointed = await checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossSeeing, { chunk: 256, withEntropy: true });
+      expect(tf.memory().numTensors - before).toBe(vars.length);
+      // The values the loss saw: log-probs and entropies as the taped forward computes them.
+      const reference = trainer.forward(rows, 256, true);
+      const entropy = reference.entropy as tf.Tensor2D;
+      expect(maxAbsDiff(seen.logprobs, reference.logprobs.dataSync())).toBeLessThan(1e-4);
+      expect(maxAbsDiff(seen.entropy ?? [], entropy.dataSync())).toBeLessThan(1e-4);
+      tf.dispose([reference.logprobs, entropy]);
+      expect(Math.abs(checkpointed.value - taped.value.dataSync()[0])).toBeLessThan(1e-4 * Math.abs(checkpointed.value));
+      for (const v of vars) {
+        const want = taped.grads[v.name].dataSync();
+        const scale = Math.max(...Array.from(want, Math.abs));
+        expect(scale).toBeGreaterThan(0);
+        expect(maxAbsDiff((checkpointed.grads.get(v.name) as tf.Tensor).dataSync(), want)).toBeLessThan(1e-3 * scale + 1e-6);
       }
       taped.value.dispose();
       Object.values(taped.grads).forEach((t) => t.dispose());

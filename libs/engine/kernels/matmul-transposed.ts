@@ -1,0 +1,120 @@
+// AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
+// loads it from src/kernels/matmul-transposed.wasm.ts (generated, committed) and runs it on
+// tfjs-wasm's own memory, which it imports, as matmul.ts does. No static data.
+//
+// The product computed is the backward pass of a frozen projection y = x W: the gradient
+// with respect to its input, dx[M, K] = dy[M, N] W^T, read from the same panels that the
+// forward pass multiplies (matmul.ts, section 1: packed[p][k][j] = W[k][8p + j]), so that
+// training needs no second copy of W, neither transposed nor packed by XNNPACK.
+//
+// 1. Orientation. Computed as dxT[K, M] = W dyT: each weight W[k][n] is broadcast and
+//    multiplied into a vector of 4 rows' dy[m][n], read from dy transposed (dyT[n][m], rows
+//    of Mp = M rounded up to 8 floats, zero past M). A dot-product form (8 columns of a panel
+//    step against dy[m][8p..8p+8], horizontal sums at the end) needs a horizontal sum per
+//    output and was the slow form for the forward kernel too (matmul.ts, section 2).
+//
+// 2. Register tile: 4 k x 8 m, 8 accumulators. Per n it loads 2 vectors of dyT and
+//    broadcasts the 4 weights W[k..k+4][n] (4 splat loads, 32 bytes apart in the panel), and
+//    does 8 vector multiply-adds: the same loads per multiply-add as the forward 4 x 8 tile,
+//    and 8 accumulators + 2 dy vectors + 1 broadcast fit x86-64's 16 SIMD registers.
+//
+// 3. Blocks. The tiles take the panels BLOCK_PANELS at a time (256 of N) and the rows of dy
+//    BLOCK_ROWS at a time: the block's part of dyT (256 x 64 floats, 64 KB) stays in L2 while
+//    every k tile runs over it, and each panel is read from memory once per call (from L2
+//    again for each further block of rows). The accumulators wait between blocks in acc
+//    (dxT, [K, Mp]); each output is still summed n by n in order.
+//
+// Panels must be f32 (not bf16 nor q8) and K a multiple of 4; the engine checks both and
+// uses tf.matMul otherwise.
+
+/** Panels per block, and rows of dy per block (section 3). */
+const BLOCK_PANELS: i32 = 32;
+const BLOCK_ROWS: i32 = 64;
+
+/** M rounded up to a whole number of 8-row tiles: the row length of dyT and acc. */
+@inline function paddedRows(M: i32): i32 {
+  return (M + 7) & ~7;
+}
+
+/**
+ * dx [M, K] = dy [M, N] W^T, with W [K, N] packed by matmul.ts's pack() as f32 panels (N a
+ * multiple of 8, K a multiple of 4). Scratch: dyT of N x Mp floats and acc of K x Mp floats,
+ * Mp = M rounded up to a multiple of 8.
+ */
+export function matmulTransposedF32(dy: usize, packed: usize, dx: usize, M: i32, K: i32, N: i32, dyT: usize, acc: usize): void {
+  const Mp = paddedRows(M);
+  const dRow = (<usize>Mp) << 2;
+  transposeRows(dy, dyT, M, N, Mp);
+  memory.fill(acc, 0, (<usize>K) * dRow);
+  const panelBytes = (<usize>K) << 5;
+  const panels = N >> 3;
+  for (let first = 0; first < panels; first += BLOCK_PANELS) {
+    const count = min<i32>(panels, first + BLOCK_PANELS) - first;
+    const w = packed + <usize>first * panelBytes;
+    const d = dyT + ((<usize>first) << 3) * dRow;
+    for (let rows = 0; rows < Mp; rows += BLOCK_ROWS) {
+      const rowsEnd = min<i32>(Mp, rows + BLOCK_ROWS);
+      for (let k = 0; k < K; k += 4) {
+        for (let m = rows; m < rowsEnd; m += 8) tile(w + ((<usize>k) << 5), panelBytes, count, d + ((<usize>m) << 2), dRow, acc + <usize>k * dRow + ((<usize>m) << 2));
+      }
+    }
+  }
+  for (let m = 0; m < M; m++) {
+    const row = dx + (<usize>m) * ((<usize>K) << 2);
+    for (let k = 0; k < K; k++) store<f32>(row + ((<usize>k) << 2), load<f32>(acc + <usize>k * dRow + ((<usize>m) << 2)));
+  }
+}
+
+/** dyT[n][m] = dy[m][n] for m < M, 0 for M <= m < Mp (rows of Mp floats). Reads dy front to back. */
+function transposeRows(dy: usize, dyT: usize, M: i32, N: i32, Mp: i32): void {
+  const dRow = (<usize>Mp) << 2;
+  let src = dy;
+  for (let m = 0; m < M; m++) {
+    let dst = dyT + ((<usize>m) << 2);
+    for (let n = 0; n < N; n++) {
+      store<f32>(dst, load<f32>(src));
+      src += 4;
+      dst += dRow;
+    }
+  }
+  if (M == Mp) return;
+  for (let n = 0; n < N; n++) memory.fill(dyT + <usize>n * dRow + ((<usize>M) << 2), 0, <usize>(Mp - M) << 2);
+}
+
+/**
+ * acc[0..4][0..8] += W[k..k+4][n] dyT[n][m..m+8] over the n of `panels` panels: w points at
+ * row k of the first panel (panels panelBytes apart, rows 32 bytes apart), d at dyT[n0][m]
+ * (rows dRow bytes apart), acc at acc[k][m] (rows dRow bytes apart).
+ */
+@inline function tile(w: usize, panelBytes: usize, panels: i32, d: usize, dRow: usize, acc: usize): void {
+  let a0 = v128.load(acc), a1 = v128.load(acc, 16);
+  let b0 = v128.load(acc + dRow), b1 = v128.load(acc + dRow, 16);
+  let c0 = v128.load(acc + 2 * dRow), c1 = v128.load(acc + 2 * dRow, 16);
+  let e0 = v128.load(acc + 3 * dRow), e1 = v128.load(acc + 3 * dRow, 16);
+  for (let p = 0; p < panels; p++, w += panelBytes) {
+    for (let wj = w, end = w + 32; wj < end; wj += 4, d += dRow) {
+      const d0 = v128.load(d);
+      const d1 = v128.load(d, 16);
+      let s = v128.load32_splat(wj);
+      a0 = f32x4.add(a0, f32x4.mul(s, d0));
+      a1 = f32x4.add(a1, f32x4.mul(s, d1));
+      s = v128.load32_splat(wj, 32);
+      b0 = f32x4.add(b0, f32x4.mul(s, d0));
+      b1 = f32x4.add(b1, f32x4.mul(s, d1));
+      s = v128.load32_splat(wj, 64);
+      c0 = f32x4.add(c0, f32x4.mul(s, d0));
+      c1 = f32x4.add(c1, f32x4.mul(s, d1));
+      s = v128.load32_splat(wj, 96);
+      e0 = f32x4.add(e0, f32x4.mul(s, d0));
+      e1 = f32x4.add(e1, f32x4.mul(s, d1));
+    }
+  }
+  v128.store(acc, a0);
+  v128.store(acc, a1, 16);
+  v128.store(acc + dRow, b0);
+  v128.store(acc + dRow, b1, 16);
+  v128.store(acc + 2 * dRow, c0);
+  v128.store(acc + 2 * dRow, c1, 16);
+  v128.store(acc + 3 * dRow, e0);
+  v128.store(acc + 3 * dRow, e1, 16);
+}
