@@ -4,7 +4,6 @@ import * as tf from '@tensorflow/tfjs-core';
 import { ChatTemplate } from './chat-template';
 import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig } from './config';
 import { transpose2d } from './dtype';
-import { ModelLoadError } from './errors';
 import { MatMulPlan, startMatMulThreads, tuneMatMul } from './kernels/matmul';
 import { FrozenLinear, LinearPart } from './model/linear';
 import { Attention, Block, LlamaModel, MLP, RMSNorm } from './model/llama';
