@@ -21,7 +21,8 @@ if [ ! -s var/dev-api-key ]; then
   chmod 600 var/dev-api-key
 fi
 
-PORT=$(node -e "console.log(require('./scripts/stack.json').apps.find(a => a.name === 'gateway').port)")
+# The gateway's port as run-all.mjs will give it: stack.json's, plus PORT_OFFSET.
+PORT=$(node -e "console.log(require('./scripts/stack.json').apps.find(a => a.name === 'gateway').port + Number(process.env.PORT_OFFSET || 0))")
 cat <<BANNER
 
   Trainyard is starting.
