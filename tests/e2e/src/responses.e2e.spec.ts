@@ -252,7 +252,7 @@ describe('the Responses API with the official openai client and the AI SDK', () 
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
       expect(error?.code).toBe('context_length_exceeded');
       expect(error?.param).toBe('input');
-      expect(error?.message).toMatch(/This model's maximum context length is 2048 tokens, but the messages resulted in \d+ tokens/);
+      expect(error?.message).toMatch(/This model's maximum context length is 2048 tokens, but the input resulted in \d+ tokens, leaving no room for a reply\. Please reduce the length of the input\.$/);
     });
 
     it('answers an unknown model with 404 model_not_found', async () => {

@@ -67,7 +67,9 @@ function inResponsesTerms(err: unknown): unknown {
   if (!(err instanceof ServiceError) || param === undefined) return err;
   const renamed = flatToolFields(param) !== param ? flatToolFields(param) : RESPONSES_FIELDS[param.split('.')[0]];
   if (!renamed) return err;
-  const message = flatToolFields(err.message.replace(/\b(max_tokens|response_format)\b/g, (field) => RESPONSES_FIELDS[field]));
+  let message = flatToolFields(err.message.replace(/\b(max_tokens|response_format)\b/g, (field) => RESPONSES_FIELDS[field]));
+  // The prompt Responses sent is its input (and instructions), not chat messages.
+  if (err.code === ErrorCode.ContextLengthExceeded) message = message.replace(/\bthe messages\b/g, 'the input');
   return new ServiceError(err.code, message, { ...err.details, param: renamed });
 }
 
