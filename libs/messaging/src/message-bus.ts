@@ -1,7 +1,7 @@
 import { Empty, EventSubject, resolveWorkQueue, RpcSubject, WorkQueueSpec } from '@trainyard/contracts';
 import { connect, ConnectionOptions, ErrorCode, JsMsg, NatsConnection, NatsError, RequestStrategy, Subscription } from 'nats';
 import { decodeMessage, encodeMessage } from './codec';
-import { ensureWorkQueue, WorkQueueSettings } from './jetstream';
+import { ensureWorkQueue, WorkQueueSettings, workQueueDepth } from './jetstream';
 import { TokenRoutedSubscription } from './token-routed.subscription';
 
 /** A subscription made through the bus; unsubscribing after the connection closed is a no-op. */
@@ -236,10 +236,8 @@ export class MessageBus {
   }
 
   /** Messages waiting in the queue; fails when the queue does not exist. */
-  async queueDepth(queue: WorkQueueSpec): Promise<number> {
-    const spec = resolveWorkQueue(queue, this.streamPrefix);
-    const info = await (await this.nc.jetstreamManager()).streams.info(spec.stream);
-    return info.state.messages;
+  queueDepth(queue: WorkQueueSpec): Promise<number> {
+    return workQueueDepth(this.nc, queue, this.streamPrefix);
   }
 
   /**
