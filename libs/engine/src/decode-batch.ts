@@ -88,12 +88,8 @@ export class DecodeBatch<Id = string> {
   /** Advances every member by one token; returns each member's logits for the token after it. */
   async step(next: ReadonlyMap<Id, number>): Promise<Map<Id, Float32Array>> {
     if (this.members.length === 0) return new Map();
-    const missing = this.members.filter((id) => !next.has(id));
-    if (missing.length > 0) throw new Error(`step() needs a token for every member; missing ${missing.map(String).join(', ')}`);
-    const logits = this.model.forward(
-      this.members.map((id) => [next.get(id) as number]),
-      { cache: this.cache, lastOnly: true },
-    );
+    this.requireForEvery('step()', 'a token', next);
+    const logits = this.forwardOne(next);
     const values = (await logits.data()) as Float32Array;
     logits.dispose();
     const V = logits.shape[1];
@@ -108,12 +104,9 @@ export class DecodeBatch<Id = string> {
    */
   async stepDrawn(next: ReadonlyMap<Id, number>, draws: ReadonlyMap<Id, RowDraw>): Promise<Map<Id, DrawnToken>> {
     if (this.members.length === 0) return new Map();
-    const missing = this.members.filter((id) => !next.has(id) || !draws.has(id));
-    if (missing.length > 0) throw new Error(`stepDrawn() needs a token and a draw for every member; missing ${missing.map(String).join(', ')}`);
-    const logits = this.model.forward(
-      this.members.map((id) => [next.get(id) as number]),
-      { cache: this.cache, lastOnly: true },
-    );
+    this.requireForEvery('stepDrawn()', 'a token', next);
+    this.requireForEvery('stepDrawn()', 'a draw', draws);
+    const logits = this.forwardOne(next);
     try {
       const rows = this.members.map((id) => draws.get(id) as RowDraw);
       const drawn = (await drawOnDevice(logits, rows)) ?? drawOnHost((await logits.data()) as Float32Array, rows);
@@ -121,6 +114,19 @@ export class DecodeBatch<Id = string> {
     } finally {
       logits.dispose();
     }
+  }
+
+  private requireForEvery(method: string, what: string, given: ReadonlyMap<Id, unknown>): void {
+    const missing = this.members.filter((id) => !given.has(id));
+    if (missing.length > 0) throw new Error(`${method} needs ${what} for every member; missing ${missing.map(String).join(', ')}`);
+  }
+
+  /** One forward step of every member, each fed its `next` token: the logits [members, vocab] after it. */
+  private forwardOne(next: ReadonlyMap<Id, number>): tf.Tensor2D {
+    return this.model.forward(
+      this.members.map((id) => [next.get(id) as number]),
+      { cache: this.cache, lastOnly: true },
+    );
   }
 
   /** How many tokens of a member's prompt were reused from the prompt cache (not prefilled). */

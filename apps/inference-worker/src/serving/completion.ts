@@ -85,12 +85,7 @@ export class RunningCompletion {
 
   /** Samples choice `index`'s next token from its logits; returns the token to feed back, or null when it finished. */
   advance(index: number, logits: Float32Array): number | null {
-    const generator = this.generators[index];
-    const step = generator.next(logits);
-    this.emitDelta(index, step);
-    if (!step.finished) return step.token.id;
-    this.finish(index, generator);
-    return null;
+    return this.proceed(index, this.generators[index].next(logits));
   }
 
   /** Whether choice `index`'s next token can be drawn on the device, without its logits (SequenceGenerator.drawsWithoutLogits). */
@@ -105,11 +100,14 @@ export class RunningCompletion {
 
   /** As advance, with the token drawn on the device from draw()'s draw. */
   advanceDrawn(index: number, token: DrawnToken): number | null {
-    const generator = this.generators[index];
-    const step = generator.accept(token);
+    return this.proceed(index, this.generators[index].accept(token));
+  }
+
+  /** Emits choice `index`'s step; the token to feed back, or null when the choice finished with it. */
+  private proceed(index: number, step: GenerationStep): number | null {
     this.emitDelta(index, step);
     if (!step.finished) return step.token.id;
-    this.finish(index, generator);
+    this.finish(index, this.generators[index]);
     return null;
   }
 
