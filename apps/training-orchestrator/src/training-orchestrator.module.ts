@@ -13,6 +13,7 @@ import { TrainingJobsController } from './jobs/training-jobs.controller';
 import { TrainingJobsService } from './jobs/training-jobs.service';
 import { AbandonedJobsWatcher } from './work/abandoned-jobs.watcher';
 import { JobLifecycleService } from './work/job-lifecycle.service';
+import { StrandedJobsWatcher } from './work/stranded-jobs.watcher';
 
 /** Training jobs, their states and events; feeds the training queue. */
 @Module({})
@@ -44,6 +45,7 @@ export class TrainingOrchestratorModule {
         TrainingJobsService,
         JobLifecycleService,
         AbandonedJobsWatcher,
+        StrandedJobsWatcher,
       ],
     };
   }

@@ -1,5 +1,5 @@
 import { Empty, EventSubject, resolveWorkQueue, RpcSubject, WorkQueueSpec } from '@trainyard/contracts';
-import { connect, ConnectionOptions, ErrorCode, JsMsg, NatsConnection, NatsError, RequestStrategy, Subscription } from 'nats';
+import { connect, ConnectionOptions, ErrorCode, JsMsg, MsgRequest, NatsConnection, NatsError, RequestStrategy, StoredMsg, Subscription } from 'nats';
 import { decodeMessage, encodeMessage } from './codec';
 import { ensureWorkQueue, WorkQueueSettings, workQueueDepth } from './jetstream';
 import { TokenRoutedSubscription } from './token-routed.subscription';
@@ -235,6 +235,30 @@ export class MessageBus {
     await ensureWorkQueue(this.nc, queue, this.streamPrefix, settings);
   }
 
+  /**
+   * The payload of every message the queue's stream holds: waiting for a worker, held by one, or
+   * handed back and waiting for redelivery. A work queue's stream drops a message when it is
+   * acknowledged, so work missing here is work no worker will ever be given.
+   */
+  async queuedPayloads<T>(queue: WorkQueueSpec<T>): Promise<T[]> {
+    const spec = resolveWorkQueue(queue, this.streamPrefix);
+    const jsm = await this.nc.jetstreamManager();
+    const payloads: T[] = [];
+    for (let seq = 1; ; ) {
+      let message: StoredMsg;
+      try {
+        // The first message at or after `seq` (the server's next_by_subj, which nats.js's MsgRequest type omits).
+        message = await jsm.streams.getMessage(spec.stream, { seq, next_by_subj: spec.subject } as unknown as MsgRequest);
+      } catch (err) {
+        // JetStream's "no message found": past the last one. (A missing stream is an error.)
+        if (err instanceof NatsError && err.api_error?.err_code === NO_MESSAGE_FOUND) return payloads;
+        throw err;
+      }
+      payloads.push(decodeMessage<T>(message.data));
+      seq = message.seq + 1;
+    }
+  }
+
   /** Messages waiting in the queue; fails when the queue does not exist. */
   queueDepth(queue: WorkQueueSpec): Promise<number> {
     return workQueueDepth(this.nc, queue, this.streamPrefix);
@@ -280,6 +304,9 @@ export class MessageBus {
     };
   }
 }
+
+/** JetStream API error code of a message get that found none. */
+const NO_MESSAGE_FOUND = 10037;
 
 /** JetStream's advisory when a consumer stops redelivering a message. */
 interface MaxDeliveriesAdvisory {

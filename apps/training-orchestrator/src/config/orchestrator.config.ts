@@ -31,6 +31,12 @@ export class OrchestratorConfig extends BaseServiceConfig {
   @IsAllowList()
   SFT_DATA_ALLOWED_HOSTS: string[] = [];
 
+  /** How often the head job of every model is checked to have a message in the training queue (see StrandedJobsWatcher). */
+  @IsInt()
+  @Min(1_000)
+  @Type(() => Number)
+  STRANDED_JOBS_SCAN_MS = 30_000;
+
   /** W&B (cloud, or a W&B Server's address) for resolving wandb-artifact:/// training data. */
   @Matches(/^https?:\/\/[^\s]+$/, { message: 'must be an http(s) URL' })
   WANDB_BASE_URL = 'https://api.wandb.ai';

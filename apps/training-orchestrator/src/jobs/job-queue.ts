@@ -47,9 +47,18 @@ export class JobQueue implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  private async publish(jobId: string): Promise<void> {
+  /**
+   * Publishes a head whose message is gone, under an id of its own (`<job>:<attempts>`): the
+   * job's first id may still be in the dedupe window, which would drop it. A second message for
+   * one job is harmless, as for a repeated head.
+   */
+  republishHead(jobId: string, attempts: number): Promise<void> {
+    return this.publish(jobId, `${jobId}:${attempts}`);
+  }
+
+  private async publish(jobId: string, messageId = jobId): Promise<void> {
     try {
-      await this.bus.enqueue(WorkQueues.training, { job_id: jobId }, { id: jobId });
+      await this.bus.enqueue(WorkQueues.training, { job_id: jobId }, { id: messageId });
     } catch (err) {
       throw new ServiceError(ErrorCode.Unavailable, `The training queue is unavailable: ${(err as Error).message}`, { retryAfterSeconds: 5 });
     }

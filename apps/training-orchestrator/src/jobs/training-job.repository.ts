@@ -100,6 +100,24 @@ export class TrainingJobRepository {
     });
   }
 
+  /** The head of every model that has unfinished jobs: the jobs that must each have a message in the training queue. */
+  heads(): Promise<Pick<JobRow, 'id' | 'modelId' | 'status' | 'attempts'>[]> {
+    return this.prisma.$queryRaw`
+      SELECT DISTINCT ON (model_id) id, model_id AS "modelId", status, attempts
+      FROM training_jobs
+      WHERE status IN ('queued', 'running')
+      ORDER BY model_id, created_at, id`;
+  }
+
+  /**
+   * running -> queued, for a job that no worker can finish (its message is gone); only while it
+   * is still the run that was seen (`attempts`), so a job that ended or was claimed again meanwhile is left alone.
+   */
+  async requeue(id: string, attempts: number): Promise<boolean> {
+    const { count } = await this.prisma.trainingJob.updateMany({ where: { id, status: 'running', attempts }, data: { status: 'queued' } });
+    return count === 1;
+  }
+
   /** Models with jobs still to run: their heads are (re)published at start. */
   async modelsWithQueuedJobs(): Promise<string[]> {
     const rows = await this.prisma.trainingJob.findMany({ where: { status: 'queued' }, distinct: ['modelId'], select: { modelId: true } });

@@ -85,10 +85,11 @@ export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDe
         redelivered: message.redelivered,
       });
       if (claim.action === 'skip') {
-        this.logger.log(`job ${job_id}: skipped (${claim.reason})`);
+        this.logger.log(`job ${job_id}: delivery ${message.redeliveryCount} skipped (${claim.reason})`);
         message.ack();
         return;
       }
+      this.logger.log(`job ${job_id}: delivery ${message.redeliveryCount} claimed`);
       const outcome = await this.train(claim.job);
       if (!outcome) {
         message.nak();

@@ -321,13 +321,20 @@ export async function waitForSteps(stack: Stack, key: string, jobId: string, cou
 
 /** Resolves with the job once it is finished; the API must answer throughout. */
 export async function waitForJobEnd(stack: Stack, key: string, jobId: string): Promise<TrainingJobRecord> {
-  return waitFor(
-    async () => {
-      const job = await stack.json<TrainingJobRecord>('GET', `/v1/preview/training-jobs/${jobId}`, key);
-      return ['succeeded', 'failed', 'cancelled'].includes(job.status) && job;
-    },
-    { what: `job ${jobId} to end`, timeoutMs: 300_000, intervalMs: 500 },
-  );
+  let last: TrainingJobRecord | undefined;
+  try {
+    return await waitFor(
+      async () => {
+        last = await stack.json<TrainingJobRecord>('GET', `/v1/preview/training-jobs/${jobId}`, key);
+        return ['succeeded', 'failed', 'cancelled'].includes(last.status) && last;
+      },
+      { what: `job ${jobId} to end`, timeoutMs: 300_000, intervalMs: 500 },
+    );
+  } catch (err) {
+    // What a reader of CI output needs to tell why: the job as last seen, and every log line naming it.
+    const mentions = ALL_APPS.flatMap((app) => stack.readLog(app).split('\n').filter((line) => line.includes(jobId)).map((line) => `${app}: ${line}`));
+    throw new Error(`${(err as Error).message}\nlast seen: ${JSON.stringify(last)}\nlog lines naming it:\n${mentions.join('\n')}`);
+  }
 }
 
 /**
