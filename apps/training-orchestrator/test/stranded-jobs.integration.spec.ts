@@ -72,7 +72,7 @@ describe('heads without a message in the training queue (real Postgres and nats-
   it('puts back a running head whose message was acknowledged, and publishes a queued head that has none', async () => {
     const [running] = await modelWithJobs('running', 1);
     const [queuedHead, behind] = await modelWithJobs('queued', 2);
-    expect(await jobs.claim(running, false)).toBe(true);
+    expect(await jobs.claim(running, 1)).toBe(true);
     expect(await queued()).toEqual([]);
 
     expect((await watcher.scan()).sort()).toEqual([running, queuedHead].sort());
@@ -91,13 +91,13 @@ describe('heads without a message in the training queue (real Postgres and nats-
   it('leaves alone a running head whose message is still held, and one that was claimed again since it was seen', async () => {
     const [held] = await modelWithJobs('held', 1);
     await moduleRef.get(JobQueue).advance((await jobs.findSummary(held))?.modelId ?? '');
-    expect(await jobs.claim(held, false)).toBe(true);
+    expect(await jobs.claim(held, 5)).toBe(true);
     expect(await watcher.scan()).toEqual([]);
     expect((await jobs.find(held))?.status).toBe('running');
     await drain();
 
     // Seen at attempts 1; a worker claimed it again (attempts 2) before it could be put back.
-    expect(await jobs.claim(held, true)).toBe(true);
+    expect(await jobs.claim(held, 5)).toBe(true);
     expect(await jobs.requeue(held, 1)).toBe(false);
     expect((await jobs.find(held))?.status).toBe('running');
     await jobs.finish(held, 'succeeded');

@@ -34,32 +34,45 @@ describe('training jobs against real Postgres', () => {
     expect((await jobs.find(job.id))?.payload).toEqual({ model_name: 'x', entity_name: 'nul \u0000 inside', experimental_config: null });
   });
 
-  it('lets one claim win; restarts a running job only on redelivery', async () => {
+  it('lets one claim win; restarts a running job only through the message it was claimed by', async () => {
     const job = await create();
-    const claims = await Promise.all([jobs.claim(job.id, false), jobs.claim(job.id, false), jobs.claim(job.id, false)]);
+    // Three messages of one job (duplicates) delivered at once: one claim wins.
+    const claims = await Promise.all([jobs.claim(job.id, 11), jobs.claim(job.id, 12), jobs.claim(job.id, 13)]);
     expect(claims.filter(Boolean)).toHaveLength(1);
-    expect(await jobs.claim(job.id, false)).toBe(false);
-    expect(await jobs.claim(job.id, true)).toBe(true);
+    const seq = 11 + claims.indexOf(true);
+    // Another message of the running job is a duplicate; the winning message again is a redelivery.
+    expect(await jobs.claim(job.id, seq === 11 ? 12 : 11)).toBe(false);
+    expect(await jobs.claim(job.id, seq)).toBe(true);
     expect(await jobs.finish(job.id, 'succeeded', { checkpointStep: 1 })).toBe(true);
-    expect(await jobs.claim(job.id, true)).toBe(false);
+    expect(await jobs.claim(job.id, seq)).toBe(false);
     expect(await jobs.finish(job.id, 'failed')).toBe(false);
+  });
+
+  it('claims a job put back in the queue through its new message, and then only through that one', async () => {
+    const job = await create();
+    expect(await jobs.claim(job.id, 21)).toBe(true);
+    expect(await jobs.requeue(job.id, 1)).toBe(true);
+    expect(await jobs.claim(job.id, 22)).toBe(true);
+    expect(await jobs.claim(job.id, 21)).toBe(false);
+    expect(await jobs.claim(job.id, 22)).toBe(true);
+    expect((await jobs.findSummary(job.id))?.attempts).toBe(3);
   });
 
   it('counts the attempts of a re-run job and keeps its first start', async () => {
     const job = await create();
     expect(job.attempts).toBe(0);
-    expect(await jobs.claim(job.id, false)).toBe(true);
+    expect(await jobs.claim(job.id, 1)).toBe(true);
     const first = await jobs.findSummary(job.id);
     expect(first?.attempts).toBe(1);
     expect(first?.trainingStart).toBeInstanceOf(Date);
-    expect(await jobs.claim(job.id, true)).toBe(true);
-    expect(await jobs.claim(job.id, true)).toBe(true);
+    expect(await jobs.claim(job.id, 1)).toBe(true);
+    expect(await jobs.claim(job.id, 1)).toBe(true);
     const rerun = await jobs.findSummary(job.id);
     expect(rerun?.attempts).toBe(3);
     expect(rerun?.trainingStart).toEqual(first?.trainingStart);
     // A refused claim is no attempt.
     await jobs.requestCancel(job.id);
-    expect(await jobs.claim(job.id, true)).toBe(false);
+    expect(await jobs.claim(job.id, 1)).toBe(false);
     expect((await jobs.findSummary(job.id))?.attempts).toBe(3);
   });
 

@@ -97,7 +97,7 @@ describe('TrainingQueueConsumer against a real nats-server', () => {
     const { jobId, depth } = await start(rpc, runner);
 
     await until(() => runner.started.length === 1);
-    expect(rpc.claims).toEqual([{ job_id: jobId, worker: 'worker-1', redelivered: false }]);
+    expect(rpc.claims).toEqual([{ job_id: jobId, worker: 'worker-1', message_seq: expect.any(Number), delivery: 1 }]);
     expect(await depth()).toBe(1);
 
     finish(7);

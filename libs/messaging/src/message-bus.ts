@@ -28,6 +28,8 @@ export interface WorkMessage<T> {
   readonly redelivered: boolean;
   /** Deliveries so far, this one included (1 the first time). */
   readonly redeliveryCount: number;
+  /** The message's sequence in its stream: the same on every delivery of it, different for every other message. */
+  readonly sequence: number;
   /** Done with: removed from the queue. */
   ack(): void;
   /** Handed back for redelivery, at once or after `delayMs`. */
@@ -332,6 +334,9 @@ function workMessage<T>(message: JsMsg): WorkMessage<T> {
     },
     get redeliveryCount() {
       return message.info.redeliveryCount;
+    },
+    get sequence() {
+      return message.seq;
     },
     ack: () => message.ack(),
     nak: (delayMs) => message.nak(delayMs),

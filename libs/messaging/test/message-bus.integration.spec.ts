@@ -197,7 +197,13 @@ describe('MessageBus against a real nats-server', () => {
       expect(second.payload).toEqual({ id: 'again' });
       expect(second.redelivered).toBe(true);
       expect(second.redeliveryCount).toBe(2);
+      // The same message: its stream sequence is kept across deliveries; another message has its own.
+      expect(second.sequence).toBe(first.sequence);
+      await producer.enqueue(jobs, { id: 'again' });
       second.ack();
+      const third = await nextOf(worker, jobs);
+      expect(third.sequence).toBeGreaterThan(first.sequence);
+      third.ack();
     });
 
     it('redelivers a message its holder neither acked nor kept alive once the ack wait is over, and not while it says working', async () => {

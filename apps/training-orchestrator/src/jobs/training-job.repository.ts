@@ -125,15 +125,16 @@ export class TrainingJobRepository {
   }
 
   /**
-   * queued -> running; or running -> running again when a worker died and JetStream redelivered.
-   * Counts the attempt; the first start is kept, so training_start says when the job began.
+   * queued -> running through queue message `messageSeq`; or running -> running again when that
+   * same message comes back (its worker stopped). Counts the attempt; the first start is kept,
+   * so training_start says when the job began.
    */
-  async claim(id: string, allowRestart: boolean): Promise<boolean> {
-    const from = allowRestart ? Prisma.sql`status IN ('queued', 'running')` : Prisma.sql`status = 'queued'`;
+  async claim(id: string, messageSeq: number): Promise<boolean> {
     const count = await this.prisma.$executeRaw`
       UPDATE training_jobs
-      SET status = 'running', training_start = COALESCE(training_start, now()), attempts = attempts + 1
-      WHERE id = ${id}::uuid AND cancel_requested = false AND ${from}`;
+      SET status = 'running', training_start = COALESCE(training_start, now()), attempts = attempts + 1, message_seq = ${messageSeq}
+      WHERE id = ${id}::uuid AND cancel_requested = false
+        AND (status = 'queued' OR (status = 'running' AND message_seq = ${messageSeq}))`;
     return count === 1;
   }
 

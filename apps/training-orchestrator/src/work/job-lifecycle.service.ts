@@ -38,8 +38,8 @@ export class JobLifecycleService {
       await this.complete({ job_id: job.id, outcome: 'cancelled' });
       return { action: 'skip', reason: 'job was cancelled' };
     }
-    // A first delivery of a running job is a duplicate message; only a redelivery (the holder died) restarts it.
-    if (!(await this.jobs.claim(job.id, request.redelivered))) return { action: 'skip', reason: `job is ${job.status} elsewhere` };
+    // A running job restarts only when the message it was claimed through comes back (its holder stopped); any other message of it is a duplicate.
+    if (!(await this.jobs.claim(job.id, request.message_seq))) return { action: 'skip', reason: `job is ${job.status} elsewhere` };
     if (job.status === 'running') this.logger.warn(`Restarting job ${job.id} on ${request.worker}: its previous worker stopped`);
     const payload = job.payload;
     return {

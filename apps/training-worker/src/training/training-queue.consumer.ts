@@ -82,7 +82,8 @@ export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDe
       const claim = await this.rpc.request(Subjects.training.claimJob, {
         job_id,
         worker: this.config.INSTANCE_ID,
-        redelivered: message.redelivered,
+        message_seq: message.sequence,
+        delivery: message.redeliveryCount,
       });
       if (claim.action === 'skip') {
         this.logger.log(`job ${job_id}: delivery ${message.redeliveryCount} skipped (${claim.reason})`);

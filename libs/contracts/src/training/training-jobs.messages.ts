@@ -166,8 +166,15 @@ export interface ClaimJobRequest {
   job_id: string;
   /** Worker instance, for logs. */
   worker: string;
-  /** True when JetStream redelivers (the previous holder died): a running job is then restarted. */
-  redelivered: boolean;
+  /**
+   * Stream sequence of the queue message being handled. A running job claimed through the same
+   * message is restarted (the message came back: its holder stopped); through another, it is
+   * a duplicate and skipped. The sequence, not JetStream's delivery count, tells them apart: a
+   * nats-server 2.9 that fails to deliver a redelivery sends it again counted as a first one.
+   */
+  message_seq: number;
+  /** JetStream's delivery count of the message, for logs. */
+  delivery: number;
 }
 
 /** What a worker needs to train a job. */

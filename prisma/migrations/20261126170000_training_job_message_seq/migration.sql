@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "training_jobs" ADD COLUMN     "message_seq" BIGINT;
