@@ -34,6 +34,9 @@ import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
  * control block between products: a decode step of SmolLM2-135M makes 121 of them, a
  * fraction of a millisecond apart, and waking a sleeping thread for each would add its
  * latency to every one. After SPIN_MS without a product they sleep in Atomics.wait.
+ * Training's products come further apart (most find the helpers asleep), but a longer spin
+ * takes the core from the calling thread's own work in between, which cost more than the
+ * wakes on a 2-core machine busy with other jobs (docs/benchmarks.md, "Training step").
  */
 
 /** How long a helper spins for the next product before it sleeps (it then wakes on the next one, later). */
@@ -239,7 +242,7 @@ export class MatMulThreads {
   private readonly transposed: TransposedKernels;
   private readonly control = new Int32Array(new SharedArrayBuffer(4 * (SLOT.Ranges + 2 * 64)));
   private readonly helpers: Worker[] = [];
-  /** x, xt, bias and out of the current product: one block, reallocated larger when a product needs it. */
+  /** The current product's operands and scratch (x, xt, bias and out; or dy, dyT, acc and dx): one block, reallocated larger when a product needs it. */
   private scratch = { offset: 0, bytes: 0 };
   private generation = 0;
   /** 'failed' once a helper failed: products can no longer be trusted, and run() throws. */
