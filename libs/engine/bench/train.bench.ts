@@ -6,7 +6,9 @@
  * LoRA r 8, alpha 16 on all seven projections, one 64-token sequence per step: times full
  * steps (forward, backward, AdamW), wall and the process's CPU time (which moves less than
  * wall time on a machine shared with other jobs), then one packed step of 8 x 256 tokens, measures the machine's plain 2-D matMul peak on the same
- * backend, and rewrites its block of docs/benchmarks.md (the prose around it is kept). ENGINE_BACKEND picks the backend (default wasm).
+ * backend, and rewrites its block of docs/benchmarks.md (the prose around it is kept). ENGINE_BACKEND picks the backend (default wasm);
+ * MATMUL_THREADS the threads the frozen projections are divided between (default 1; 1 against
+ * 2 in alternating processes: train-threads.bench.ts).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -25,6 +27,7 @@ const DOC = path.join(ROOT, 'docs/benchmarks.md');
 const TOKENS = 64;
 const STEPS = 5;
 const TARGET_SECONDS = 3;
+const MATMUL_THREADS = Number(process.env['MATMUL_THREADS'] ?? 1);
 
 let peakRss = 0;
 const sampleRss = () => (peakRss = Math.max(peakRss, process.memoryUsage().rss));
@@ -62,7 +65,7 @@ async function main(): Promise<void> {
     console.log(`making ${MODEL_DIR}`);
     makeModel({ preset: 'smollm2-135m', out: MODEL_DIR, seed: 0 });
   }
-  const lm = await loadModel(MODEL_DIR);
+  const lm = await loadModel(MODEL_DIR, { matmulThreads: MATMUL_THREADS });
   sampleRss();
   const peak = matMulPeak();
   console.log(`backend ${backend.name}; plain matMul peak ${peak.toFixed(1)} GFLOP/s`);
@@ -119,6 +122,7 @@ async function main(): Promise<void> {
     cores: os.cpus().length,
     node: process.version,
     backend: backend.name,
+    threads: MATMUL_THREADS,
     median,
     best,
     times,
@@ -139,7 +143,7 @@ async function main(): Promise<void> {
 }
 
 function writeDoc(r: {
-  date: string; cpu: string; cores: number; node: string; backend: string; median: number; best: number; times: number[];
+  date: string; cpu: string; cores: number; node: string; backend: string; threads: number; median: number; best: number; times: number[];
   cpuMedian: number; cpuTimes: number[]; load: number;
   tokensPerSecond: number; peak: number; achieved: number; ratio: number; peakRssMb: number; tensorMb: number;
   longSeconds: number; longPeakRssMb: number;
@@ -147,8 +151,8 @@ function writeDoc(r: {
   writeDocBlock(
     DOC,
     'train.bench.ts',
-    `Measured by \`npx tsx libs/engine/bench/train.bench.ts\` on ${r.date} (${r.cpu}, ${r.cores} cores, Node
-${r.node}, backend ${r.backend}), load average ${r.load.toFixed(1)} during the short steps.
+    `Measured by \`${r.threads === 1 ? '' : `MATMUL_THREADS=${r.threads} `}npx tsx libs/engine/bench/train.bench.ts\` on ${r.date} (${r.cpu}, ${r.cores} cores, Node
+${r.node}, backend ${r.backend}${r.threads === 1 ? '' : `, the matmul on ${r.threads} threads`}), load average ${r.load.toFixed(1)} during the short steps.
 
 | figure | measured | target | |
 |---|---|---|---|

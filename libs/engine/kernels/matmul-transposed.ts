@@ -1,6 +1,7 @@
 // AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
 // loads it from src/kernels/matmul-transposed.wasm.ts (generated, committed) and runs it on
-// tfjs-wasm's own memory, which it imports, as matmul.ts does. No static data.
+// tfjs-wasm's own memory, which it imports, as matmul.ts does; and, compiled for a shared
+// memory, on the matmul threads (section 4). No static data.
 //
 // The product computed is the backward pass of a frozen projection y = x W: the gradient
 // with respect to its input, dx[M, K] = dy[M, N] W^T, read from the same panels that the
@@ -24,6 +25,14 @@
 //    again for each further block of rows). The accumulators wait between blocks in acc
 //    (dxT, [K, Mp]); each output is still summed n by n in order.
 //
+// 4. Threads. The same source is also compiled for a shared memory (matmul-transposed-shared
+//    .wasm.ts), where several threads divide one product by ranges of k (rows of W, columns of
+//    dx) in multiples of 4, one tile's height: the caller writes dyT once (transposeRows), and
+//    each thread reads all of it and writes only its own rows of acc and columns of dx. Each
+//    thread reads only its rows of every panel, so W is still read once per call in all.
+//    Ranges change which thread sums an output, not the order of its sum: the same bits as
+//    one thread over [0, K).
+//
 // Panels must be f32 (not bf16 nor q8) and K a multiple of 4; the engine checks both and
 // uses tf.matMul otherwise.
 
@@ -37,15 +46,16 @@ const BLOCK_ROWS: i32 = 64;
 }
 
 /**
- * dx [M, K] = dy [M, N] W^T, with W [K, N] packed by matmul.ts's pack() as f32 panels (N a
- * multiple of 8, K a multiple of 4). Scratch: dyT of N x Mp floats and acc of K x Mp floats,
- * Mp = M rounded up to a multiple of 8.
+ * Rows kFrom..kTo of dxT, written out as columns kFrom..kTo of dx [M, K] = dy [M, N] W^T, with
+ * W [K, N] packed by matmul.ts's pack() as f32 panels (N a multiple of 8, K a multiple of 4),
+ * from dyT, which transposeRows wrote (N x Mp floats, Mp = M rounded up to a multiple of 8).
+ * kFrom and kTo are multiples of 4; [0, K) is the whole product. Scratch: acc of K x Mp
+ * floats, of which only rows kFrom..kTo are touched (section 4).
  */
-export function matmulTransposedF32(dy: usize, packed: usize, dx: usize, M: i32, K: i32, N: i32, dyT: usize, acc: usize): void {
+export function matmulTransposedF32(packed: usize, dx: usize, M: i32, K: i32, N: i32, dyT: usize, acc: usize, kFrom: i32, kTo: i32): void {
   const Mp = paddedRows(M);
   const dRow = (<usize>Mp) << 2;
-  transposeRows(dy, dyT, M, N, Mp);
-  memory.fill(acc, 0, (<usize>K) * dRow);
+  memory.fill(acc + <usize>kFrom * dRow, 0, <usize>(kTo - kFrom) * dRow);
   const panelBytes = (<usize>K) << 5;
   const panels = N >> 3;
   for (let first = 0; first < panels; first += BLOCK_PANELS) {
@@ -54,19 +64,20 @@ export function matmulTransposedF32(dy: usize, packed: usize, dx: usize, M: i32,
     const d = dyT + ((<usize>first) << 3) * dRow;
     for (let rows = 0; rows < Mp; rows += BLOCK_ROWS) {
       const rowsEnd = min<i32>(Mp, rows + BLOCK_ROWS);
-      for (let k = 0; k < K; k += 4) {
+      for (let k = kFrom; k < kTo; k += 4) {
         for (let m = rows; m < rowsEnd; m += 8) tile(w + ((<usize>k) << 5), panelBytes, count, d + ((<usize>m) << 2), dRow, acc + <usize>k * dRow + ((<usize>m) << 2));
       }
     }
   }
   for (let m = 0; m < M; m++) {
     const row = dx + (<usize>m) * ((<usize>K) << 2);
-    for (let k = 0; k < K; k++) store<f32>(row + ((<usize>k) << 2), load<f32>(acc + <usize>k * dRow + ((<usize>m) << 2)));
+    for (let k = kFrom; k < kTo; k++) store<f32>(row + ((<usize>k) << 2), load<f32>(acc + <usize>k * dRow + ((<usize>m) << 2)));
   }
 }
 
 /** dyT[n][m] = dy[m][n] for m < M, 0 for M <= m < Mp (rows of Mp floats). Reads dy front to back. */
-function transposeRows(dy: usize, dyT: usize, M: i32, N: i32, Mp: i32): void {
+export function transposeRows(dy: usize, dyT: usize, M: i32, N: i32): void {
+  const Mp = paddedRows(M);
   const dRow = (<usize>Mp) << 2;
   let src = dy;
   for (let m = 0; m < M; m++) {

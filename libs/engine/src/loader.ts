@@ -58,9 +58,11 @@ export interface LoadOptions {
   /** With inferenceOnly, how the matmul kernel runs a single row (section 2): 'narrow', 'wide', or 'auto' (the default), chosen as readAhead is. */
   oneRowTile?: OneRowTileSetting;
   /**
-   * With inferenceOnly, how many threads every projection is divided between, for the whole
-   * process (kernels/matmul-threads.ts): the weights are then kept once in a memory they
-   * share. Default 1. A process that decodes on all of a machine's cores sets their number.
+   * How many threads every projection is divided between, for the whole process
+   * (kernels/matmul-threads.ts): the packed weights are then kept once in a memory they
+   * share. Default 1. A process that decodes or trains on all of a machine's cores sets their
+   * number. Training divides its forward products and its input gradients through the frozen
+   * weights (f32 panels); LoRA's narrow products stay on the calling thread.
    */
   matmulThreads?: number;
   /**
@@ -82,7 +84,7 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
     fs.existsSync(path.join(dir, 'generation_config.json')) ? readJson(dir, 'generation_config.json') : {},
   );
 
-  if (options.inferenceOnly) startMatMulThreads(options.matmulThreads ?? 1);
+  startMatMulThreads(options.matmulThreads ?? 1);
   const checkpoint = new Checkpoint(dir);
   let model: LlamaModel;
   try {

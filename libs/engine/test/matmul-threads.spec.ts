@@ -3,8 +3,11 @@ import { bf16ToF32, f32ToBf16 } from '../src/dtype';
 import * as matmul from '../src/kernels/matmul';
 import { PackedWeights, packWeights, packedMatMul, startMatMulThreads, stopMatMulThreads } from '../src/kernels/matmul';
 import { Arena, sharedMemory } from '../src/kernels/matmul-threads';
+import { packedMatMulTransposed } from '../src/kernels/matmul-transposed';
 import { loadModel } from '../src/loader';
 import { generateBatch } from '../src/generate';
+import { DEFAULT_LORA_SPEC } from '../src/lora/peft';
+import { LoraTrainer } from '../src/training/trainer';
 import { makeTiny, maxAbsDiff, rowsOf, useBackend } from './helpers';
 import { referenceForward } from './reference';
 
@@ -60,6 +63,55 @@ describe('matmul threads: one copy of the weights, every product divided between
     }
   });
 
+  // Rows: one, around the 8-row tile and the 64-row block. K: 4-row tiles that 2 and 3 threads
+  // cannot divide evenly (145), and few (9: the product is too small to divide, and runs on
+  // the calling thread). N: around the 32-panel block.
+  const transposedCases = [1, 7, 8, 9, 63, 65].flatMap((M) =>
+    [
+      [580, 8 * 37],
+      [36, 8 * 13],
+      [576, 8 * 32],
+    ].map(([K, N]) => [M, K, N] as const),
+  );
+  it.each(transposedCases)('runs the input gradient dy W^T on the threads with the bits of one thread, for M %i, K %i, N %i, on 2 and 3 threads', async (M, K, N) => {
+    const dy = tf.randomNormal([M, N], 0, 1, 'float32', M + N) as tf.Tensor2D;
+    const w = weights(K, N, false, K);
+    const alone = packWeights(w, 'f32') as PackedWeights;
+    const one = packedMatMulTransposed(dy, alone) as tf.Tensor2D;
+    expect(one).not.toBeNull();
+    try {
+      for (const count of [2, 3]) {
+        startMatMulThreads(count);
+        const shared = packWeights(w, 'f32') as PackedWeights;
+        expect(shared.threaded).not.toBeNull();
+        const profile = await tf.profile(() => packedMatMulTransposed(dy, shared) as tf.Tensor2D);
+        const many = profile.result as tf.Tensor2D;
+        expect(profile.kernels.map((k) => k.name)).toEqual(['TrainyardThreadedMatMulTransposed']);
+        expect(many.shape).toEqual([M, K]);
+        expect(Array.from(many.dataSync())).toEqual(Array.from(one.dataSync()));
+        many.dispose();
+        shared.dispose();
+        await stopMatMulThreads();
+      }
+    } finally {
+      tf.dispose([dy, w, one]);
+      alone.dispose();
+    }
+  });
+
+  it('packs a small operand for one call into tfjs\'s heap when asked, while threads run', () => {
+    startMatMulThreads(2);
+    const w = weights(64, 8, false, 2);
+    const x = tf.randomNormal([5, 64], 0, 1, 'float32', 3) as tf.Tensor2D;
+    const local = packWeights(w, 'f32', false) as PackedWeights;
+    expect(local.threaded).toBeNull();
+    expect(local.panels).not.toBeNull();
+    const y = packedMatMul(x, local) as tf.Tensor2D;
+    expect(maxAbsDiff(y.dataSync(), tf.matMul(x, w).dataSync())).toBeLessThan(1e-5);
+    tf.dispose([w, x, y]);
+    local.dispose();
+  });
+
   it('refuses weights whose threads were stopped, and packs into tfjs again once stopped', async () => {
     startMatMulThreads(2);
     expect(matmul.matMulThreads()).toBe(2);
@@ -110,6 +162,56 @@ describe('matmul threads: one copy of the weights, every product divided between
     } finally {
       lm.dispose();
     }
+  });
+});
+
+describe('LoRA training on matmul threads', () => {
+  beforeAll(() => useBackend('wasm'));
+  afterEach(() => stopMatMulThreads());
+
+  it('trains to the same losses, gradient norms and adapters, to the bit, on 2 threads as on one', async () => {
+    // 64 tokens: every frozen product of the tiny model (K 64 to 160, N 64 to 512) is large
+    // enough to be divided between the threads.
+    const dir = makeTiny('train-threads');
+    let seed = 5;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const steps = Array.from({ length: 3 }, () => {
+      const tokens = Array.from({ length: 64 }, () => 3 + Math.floor(random() * 500));
+      return [{ tokens, mask: tokens.map((_, i) => (i < 8 ? 0 : 1)) }];
+    });
+    const train = async (threads: number) => {
+      const lm = await loadModel(dir, { matmulThreads: threads });
+      const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC);
+      try {
+        const results = [];
+        let kernels: string[] = [];
+        for (const [i, step] of steps.entries()) {
+          if (i === 0) {
+            const profile = await tf.profile(() => trainer.sftStepOnTokens(step, 1e-2));
+            kernels = profile.kernels.map((k) => k.name);
+            results.push(await (profile.result as unknown as Promise<{ loss: number; gradNorm: number }>));
+          } else {
+            results.push(await trainer.sftStepOnTokens(step, 1e-2));
+          }
+        }
+        expect(lm.model.packedWeights().every((p) => (p.threaded !== null) === threads > 1)).toBe(true);
+        const adapters = trainer.attachment.variables().map((v) => Array.from(v.dataSync()));
+        return { results, adapters, kernels };
+      } finally {
+        trainer.dispose();
+        lm.dispose();
+      }
+    };
+    const one = await train(1);
+    const two = await train(2);
+    expect(two.kernels).toContain('TrainyardThreadedMatMul');
+    expect(two.kernels).toContain('TrainyardThreadedMatMulTransposed');
+    expect(two.kernels).not.toContain('TrainyardPackedMatMulTransposed');
+    // LoRA's products into r columns: on the calling thread's packed kernel.
+    expect(two.kernels).toContain('TrainyardPackedMatMul');
+    expect(one.results[2].loss).toBeLessThan(one.results[0].loss);
+    expect(two.results).toEqual(one.results);
+    expect(two.adapters).toEqual(one.adapters);
   });
 });
 

@@ -5,16 +5,19 @@ import {
   DEFAULT_LORA_SPEC,
   initLoraWeights,
   makeModel,
+  matMulThreads,
   readModelConfig,
   readPeftAdapter,
   selectBackend,
   writePeftAdapter,
 } from '@trainyard/engine';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
+import { loadConfig } from '@trainyard/runtime';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { TrainingWorkerConfig } from '../config/training-worker.config';
 import { checkpointMetrics, JobInterrupted, JobRunner } from './job-runner';
 
 const MODEL = 'wandb-artifact:///acme/proj/agent';
@@ -106,10 +109,14 @@ describe('JobRunner (wasm, tiny model)', () => {
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  function runner(payload: unknown, resolved: (model: string) => Partial<ResolveModelReply> = () => ({ base_model_dir: baseDir, adapter_path: adapterDir })) {
+  function runner(
+    payload: unknown,
+    resolved: (model: string) => Partial<ResolveModelReply> = () => ({ base_model_dir: baseDir, adapter_path: adapterDir }),
+    env: Record<string, string> = {},
+  ) {
     const rpc = new FakeRpc(resolved);
     const blobs = new FakeBlobs(payload);
-    const jobRunner = new JobRunner(rpc as unknown as RpcClient, blobs as unknown as BlobStore);
+    const jobRunner = new JobRunner(rpc as unknown as RpcClient, blobs as unknown as BlobStore, loadConfig(TrainingWorkerConfig, env));
     return { rpc, blobs, jobRunner };
   }
 
@@ -191,6 +198,19 @@ describe('JobRunner (wasm, tiny model)', () => {
     await expect(jobRunner.run(job('sft'), abort.signal, () => undefined)).rejects.toThrow();
     jobRunner.onModuleDestroy();
     expect(rpc.of(Subjects.registry.recordCheckpoint)).toEqual([]);
+  });
+
+  // After the other jobs that train: the matmul threads, once started, stay for the rest of the process.
+  it('trains an SFT job on 2 matmul threads (MATMUL_THREADS) to the losses of one thread', async () => {
+    const losses = async (threads: number) => {
+      const { rpc, jobRunner } = runner({ conversations: CONVERSATIONS, config: { batch_size: 1, learning_rate: 1e-2 }, experimental_config: null }, undefined, { MATMUL_THREADS: String(threads) });
+      await jobRunner.run(job('sft'), new AbortController().signal, () => undefined);
+      jobRunner.onModuleDestroy();
+      expect(matMulThreads()).toBe(threads);
+      return rpc.of(Subjects.training.reportProgress).slice(1).map((p) => (p['metrics'] as Record<string, number>)['loss']);
+    };
+    const one = await losses(1);
+    expect(await losses(2)).toEqual(one);
   });
 
   it('fails a job whose model resolves to no adapter', async () => {

@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { ClaimedJob, ServiceError, Subjects } from '@trainyard/contracts';
 import {
   ADAPTER_CONFIG_FILE,
@@ -6,6 +6,7 @@ import {
   LoadedModel,
   loadModel,
   LoraTrainer,
+  matMulThreads,
   OnStep,
   PeftAdapter,
   readPeftAdapter,
@@ -18,6 +19,7 @@ import { BlobStore, RpcClient } from '@trainyard/messaging';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { TrainingWorkerConfig } from '../config/training-worker.config';
 import { rlNoStepsReason, sftNoStepsReason } from './no-steps-reason';
 
 /** Why a job stopped early: a user's cancel, or this worker shutting down (the job is redelivered). */
@@ -41,6 +43,7 @@ export class JobRunner implements OnModuleDestroy {
   constructor(
     private readonly rpc: RpcClient,
     private readonly blobs: BlobStore,
+    @Inject(TrainingWorkerConfig) private readonly config: TrainingWorkerConfig,
   ) {}
 
   onModuleDestroy(): void {
@@ -133,7 +136,8 @@ export class JobRunner implements OnModuleDestroy {
     if (this.loaded?.dir === dir) return this.loaded;
     this.loaded?.dispose();
     this.loaded = undefined;
-    this.loaded = await loadModel(dir);
+    this.loaded = await loadModel(dir, { matmulThreads: this.config.MATMUL_THREADS });
+    this.logger.log(`loaded ${dir}; matmul on ${matMulThreads()} thread${matMulThreads() === 1 ? '' : 's'}`);
     return this.loaded;
   }
 }

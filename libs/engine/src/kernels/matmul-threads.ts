@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { PanelFormat } from './matmul';
 import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
+import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
 
 /**
  * The matmul kernel on several threads, over one copy of the weights.
@@ -12,20 +13,30 @@ import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
  *
  * tfjs-wasm's heap is not shared between threads, so the packed weights live here, in a
  * shared WebAssembly.Memory of the engine's own (the Arena below), and every thread
- * instantiates the same kernel module (the kernel source compiled for a shared memory:
- * matmul-shared.wasm.ts) on it. A product is divided by panels of 8 output columns: each
- * thread takes one contiguous range of them. Every output is one tile's sum over k in the
- * same order whichever thread computes it, so the result is the same bits as on one thread.
+ * instantiates the same kernel modules (the kernel sources compiled for a shared memory:
+ * matmul-shared.wasm.ts, matmul-transposed-shared.wasm.ts) on it. Two kinds of product run
+ * on the same panels:
+ *   - the forward product out = x W (+ bias) (run), divided by panels of 8 output columns:
+ *     each thread takes one contiguous range of them;
+ *   - training's input gradient dx = dy W^T (runTransposed), divided by ranges of k, rows of
+ *     W and columns of dx, in multiples of 4: each thread reads only its rows of every panel
+ *     and writes only its columns of dx.
+ * Either way every output is one tile's sum in the same order whichever thread computes it,
+ * so the result is the same bits as on one thread.
  *
- * One product, from the calling thread (run):
- *   1. copy x (and the bias) from tfjs's heap into this memory and interleave x's rows once;
+ * One product, from the calling thread:
+ *   1. copy the input (x and the bias, or dy) from tfjs's heap into this memory and lay it
+ *      out as the tiles read it, once (x's rows interleaved, or dy transposed);
  *   2. publish the call in the control block and wake the helpers;
- *   3. compute the first range of panels itself, then wait for the helpers' ranges;
- *   4. copy out back into tfjs's heap.
- * The copies are small next to the weights (x and out are a few rows). Helpers spin on the
+ *   3. compute the first range itself, then wait for the helpers' ranges;
+ *   4. copy the output back into tfjs's heap.
+ * The copies are small next to the weights (a few rows, or a training step's tokens). Helpers spin on the
  * control block between products: a decode step of SmolLM2-135M makes 121 of them, a
  * fraction of a millisecond apart, and waking a sleeping thread for each would add its
  * latency to every one. After SPIN_MS without a product they sleep in Atomics.wait.
+ * Training's products come further apart (most find the helpers asleep), but a longer spin
+ * takes the core from the calling thread's own work in between, which cost more than the
+ * wakes on a 2-core machine busy with other jobs (docs/benchmarks.md, "Training step").
  */
 
 /** How long a helper spins for the next product before it sleeps (it then wakes on the next one, later). */
@@ -41,22 +52,30 @@ const SLOT = {
   Failed: 2,
   /** 1 when the helpers are to exit. */
   Stop: 3,
-  /** The product's arguments, in matmulF32's order from x to xt (then Format: 0 f32, 1 bf16, 2 q8 panels). */
-  X: 4,
-  Format: 14,
-  /** Helper i's panel range is [Ranges + 2i, Ranges + 2i + 1). */
+  /**
+   * The product's arguments (up to 10, before the range): matmulF32's from x to xt, or
+   * matmulTransposedF32's from packed to acc. Then which export runs them (PRODUCTS' index).
+   */
+  Args: 4,
+  Product: 14,
+  /** Helper i's range (of panels, or of k) is [Ranges + 2i, Ranges + 2i + 1). */
   Ranges: 15,
 } as const;
 
+/** The exports a product can run, by the control block's Product slot: the forward product per panel format, then the input gradient. */
+const PRODUCTS = { f32: 0, bf16: 1, q8: 2, transposedF32: 3 } as const;
+
 /**
  * The helpers' code, run by worker_threads as a script (eval), so that it is the same file
- * under tsx, ts-jest and the apps' webpack bundles. It only runs the kernel's exports on the
+ * under tsx, ts-jest and the apps' webpack bundles. It only runs the kernels' exports on the
  * ranges it is given; everything else happens on the calling thread.
  */
 const HELPER_SOURCE = `
 const { workerData } = require('node:worker_threads');
-const { memory, module, control, index, spinMs, slots } = workerData;
-const kernels = new WebAssembly.Instance(module, { env: { memory } }).exports;
+const { memory, modules, control, index, spinMs, slots } = workerData;
+const [kernels, transposed] = modules.map((module) => new WebAssembly.Instance(module, { env: { memory } }).exports);
+// In PRODUCTS' order: the export and how many of the Args slots it takes before the range.
+const products = [[kernels.matmulF32, 10], [kernels.matmulBf16, 10], [kernels.matmulQ8, 10], [transposed.matmulTransposedF32, 7]];
 const ctl = new Int32Array(control);
 let seen = 0;
 for (;;) {
@@ -70,10 +89,9 @@ for (;;) {
   seen = Atomics.load(ctl, slots.Generation);
   if (Atomics.load(ctl, slots.Stop) === 1) break;
   try {
-    const matmul = [kernels.matmulF32, kernels.matmulBf16, kernels.matmulQ8][ctl[slots.Format]];
+    const [product, arity] = products[ctl[slots.Product]];
     const range = slots.Ranges + 2 * index;
-    const a = slots.X;
-    matmul(ctl[a], ctl[a + 1], ctl[a + 2], ctl[a + 3], ctl[a + 4], ctl[a + 5], ctl[a + 6], ctl[a + 7], ctl[a + 8], ctl[a + 9], ctl[range], ctl[range + 1]);
+    product(...ctl.subarray(slots.Args, slots.Args + arity), ctl[range], ctl[range + 1]);
   } catch {
     Atomics.store(ctl, slots.Failed, 1);
   }
@@ -96,13 +114,19 @@ declare const WebAssembly: {
 /** matmulF32, matmulBf16 and matmulQ8 of the kernel (libs/engine/kernels/matmul.ts). */
 type MatmulExport = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
 
-/** The kernel's exports that multiply: what both its builds, on tfjs's heap and on a shared memory, are called for. */
+/** The matmul kernel's exports that multiply: what both its builds, on tfjs's heap and on a shared memory, are called for. */
 export interface MatmulKernels {
   interleaveRows(x: number, xt: number, M: number, K: number): void;
   quantizeRows(x: number, xq: number, M: number, K: number): void;
   matmulF32: MatmulExport;
   matmulBf16: MatmulExport;
   matmulQ8: MatmulExport;
+}
+
+/** The transposed kernel's exports (libs/engine/kernels/matmul-transposed.ts), in both its builds. */
+export interface TransposedKernels {
+  transposeRows(dy: number, dyT: number, M: number, N: number): void;
+  matmulTransposedF32(packed: number, dx: number, M: number, K: number, N: number, dyT: number, acc: number, kFrom: number, kTo: number): void;
 }
 
 const PAGE = 64 << 10;
@@ -191,6 +215,19 @@ export interface ThreadedProduct {
   oneRowWide: boolean;
 }
 
+/** One input gradient's operands (dx = dy W^T, W packed as f32 panels). */
+export interface TransposedProduct {
+  /** dy [M, N], in tfjs's heap. */
+  dy: Float32Array;
+  /** The packed weights (f32 panels), in the threads' memory (MatMulThreads.store). */
+  packed: number;
+  /** dx [M, K], in tfjs's heap: written. */
+  dx: Float32Array;
+  M: number;
+  K: number;
+  N: number;
+}
+
 /** A helper that has not finished its share by then is taken for dead (its thread cannot report it while this one waits). */
 const HELPER_TIMEOUT_MS = 60_000;
 
@@ -202,9 +239,10 @@ export class MatMulThreads {
   private readonly memory = sharedMemory();
   private readonly arena = new Arena(this.memory);
   private readonly kernels: MatmulKernels;
+  private readonly transposed: TransposedKernels;
   private readonly control = new Int32Array(new SharedArrayBuffer(4 * (SLOT.Ranges + 2 * 64)));
   private readonly helpers: Worker[] = [];
-  /** x, xt, bias and out of the current product: one block, reallocated larger when a product needs it. */
+  /** The current product's operands and scratch (x, xt, bias and out; or dy, dyT, acc and dx): one block, reallocated larger when a product needs it. */
   private scratch = { offset: 0, bytes: 0 };
   private generation = 0;
   /** 'failed' once a helper failed: products can no longer be trusted, and run() throws. */
@@ -213,12 +251,14 @@ export class MatMulThreads {
   /** `threads` in all (the caller's and threads - 1 helpers), at least 2. */
   constructor(readonly threads: number) {
     if (!Number.isInteger(threads) || threads < 2 || threads > 64) throw new RangeError(`matmul threads: ${threads} is not a whole number from 2 to 64`);
-    const module = new WebAssembly.Module(MATMUL_SHARED_WASM);
-    this.kernels = new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports as unknown as MatmulKernels;
+    const modules = [new WebAssembly.Module(MATMUL_SHARED_WASM), new WebAssembly.Module(MATMUL_TRANSPOSED_SHARED_WASM)];
+    const [kernels, transposed] = modules.map((module) => new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports);
+    this.kernels = kernels as unknown as MatmulKernels;
+    this.transposed = transposed as unknown as TransposedKernels;
     for (let index = 0; index < threads - 1; index++) {
       const helper = new Worker(HELPER_SOURCE, {
         eval: true,
-        workerData: { memory: this.memory, module, control: this.control.buffer, index, spinMs: SPIN_MS, slots: SLOT },
+        workerData: { memory: this.memory, modules, control: this.control.buffer, index, spinMs: SPIN_MS, slots: SLOT },
       });
       // Helpers never keep the process alive, and a process exiting stops them.
       helper.unref();
@@ -240,7 +280,7 @@ export class MatMulThreads {
 
   /** out = x packed + bias, divided by panels between the threads (see the file's comment). */
   run(p: ThreadedProduct): void {
-    if (this.state !== 'running') throw new Error(`matmul threads: ${this.state === 'stopped' ? 'stopped' : 'a helper thread failed before'}`);
+    this.assertRunning();
     const { M, K, N } = p;
     const xBytes = 4 * M * K;
     const outBytes = 4 * M * N;
@@ -251,28 +291,29 @@ export class MatMulThreads {
     if (p.bias) new Float32Array(heap, bias, N).set(p.bias);
     if (p.format === 'q8') this.kernels.quantizeRows(x, xt, M, K);
     else if (M >= 2) this.kernels.interleaveRows(x, xt, M, K);
-    const panels = N / 8;
-    const shares = M * K * N < MIN_SPLIT_MACS * this.threads ? 1 : Math.min(this.threads, panels);
-    // Contiguous ranges of panels, as even as whole panels allow: the caller takes the first.
-    const bound = (i: number) => Math.round((i * panels) / shares);
     const args = [x, p.packed, p.bias ? bias : 0, out, M, K, N, p.readAhead ? 1 : 0, p.oneRowWide ? 1 : 0, xt] as const;
     const matmul = p.format === 'q8' ? this.kernels.matmulQ8 : p.format === 'bf16' ? this.kernels.matmulBf16 : this.kernels.matmulF32;
-    if (shares > 1) {
-      const ctl = this.control;
-      ctl.set(args, SLOT.X);
-      ctl[SLOT.Format] = p.format === 'q8' ? 2 : p.format === 'bf16' ? 1 : 0;
-      for (let helper = 0; helper < this.helpers.length; helper++) {
-        const share = helper + 1;
-        ctl[SLOT.Ranges + 2 * helper] = share < shares ? bound(share) : 0;
-        ctl[SLOT.Ranges + 2 * helper + 1] = share < shares ? bound(share + 1) : 0;
-      }
-      Atomics.store(ctl, SLOT.Done, 0);
-      Atomics.store(ctl, SLOT.Generation, ++this.generation);
-      Atomics.notify(ctl, SLOT.Generation);
-    }
-    matmul(...args, 0, bound(1));
-    if (shares > 1) this.awaitHelpers();
+    // Ranges of whole panels.
+    this.divide(PRODUCTS[p.format], args, N / 8, 1, M * K * N, (from, to) => matmul(...args, from, to));
     p.out.set(new Float32Array(heap, out, M * N));
+  }
+
+  /** dx = dy W^T from f32 panels, divided by ranges of k between the threads (see the file's comment). */
+  runTransposed(p: TransposedProduct): void {
+    this.assertRunning();
+    const { M, K, N } = p;
+    // dy's rows padded to whole 8-row tiles in dyT and acc (matmul-transposed.ts, section 1).
+    const Mp = (M + 7) & ~7;
+    const [dyBytes, dyTBytes, accBytes] = [4 * M * N, 4 * N * Mp, 4 * K * Mp];
+    const region = this.scratchFor(dyBytes + dyTBytes + accBytes + 4 * M * K);
+    const [dy, dyT, acc, dx] = [region, region + dyBytes, region + dyBytes + dyTBytes, region + dyBytes + dyTBytes + accBytes];
+    const heap = this.memory.buffer;
+    new Float32Array(heap, dy, M * N).set(p.dy);
+    this.transposed.transposeRows(dy, dyT, M, N);
+    const args = [p.packed, dx, M, K, N, dyT, acc] as const;
+    // Ranges of whole 4-row tiles of W.
+    this.divide(PRODUCTS.transposedF32, args, K / 4, 4, M * K * N, (from, to) => this.transposed.matmulTransposedF32(...args, from, to));
+    p.dx.set(new Float32Array(heap, dx, M * K));
   }
 
   /** Stops the helper threads. The weights stored here are gone with this object. */
@@ -283,6 +324,36 @@ export class MatMulThreads {
     Atomics.store(this.control, SLOT.Generation, ++this.generation);
     Atomics.notify(this.control, SLOT.Generation);
     await Promise.all(this.helpers.map((helper) => new Promise((resolve) => helper.once('exit', resolve))));
+  }
+
+  /**
+   * Runs one product over [0, units * unit): `own` computes the caller's range, each helper
+   * runs export `product` with `args` on its own. Contiguous ranges of whole units, as even
+   * as they allow; a product too small to be worth waking the helpers (`macs`) runs on this
+   * thread alone.
+   */
+  private divide(product: number, args: readonly number[], units: number, unit: number, macs: number, own: (from: number, to: number) => void): void {
+    const shares = macs < MIN_SPLIT_MACS * this.threads ? 1 : Math.min(this.threads, units);
+    const bound = (i: number) => unit * Math.round((i * units) / shares);
+    if (shares > 1) {
+      const ctl = this.control;
+      ctl.set(args, SLOT.Args);
+      ctl[SLOT.Product] = product;
+      for (let helper = 0; helper < this.helpers.length; helper++) {
+        const share = helper + 1;
+        ctl[SLOT.Ranges + 2 * helper] = share < shares ? bound(share) : 0;
+        ctl[SLOT.Ranges + 2 * helper + 1] = share < shares ? bound(share + 1) : 0;
+      }
+      Atomics.store(ctl, SLOT.Done, 0);
+      Atomics.store(ctl, SLOT.Generation, ++this.generation);
+      Atomics.notify(ctl, SLOT.Generation);
+    }
+    own(0, bound(1));
+    if (shares > 1) this.awaitHelpers();
+  }
+
+  private assertRunning(): void {
+    if (this.state !== 'running') throw new Error(`matmul threads: ${this.state === 'stopped' ? 'stopped' : 'a helper thread failed before'}`);
   }
 
   /** Spins until every helper is done with the current product (they were woken together), then checks none failed. */

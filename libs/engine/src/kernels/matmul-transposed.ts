@@ -1,20 +1,29 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { matMulKernelAvailable, PackedWeights } from './matmul';
+import type { MatMulThreads, TransposedKernels } from './matmul-threads';
 import { MATMUL_TRANSPOSED_WASM } from './matmul-transposed.wasm';
-import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
 /**
  * The input gradient of a frozen projection, dx [M, K] = dy [M, N] W^T, from the panels that
  * packWeights made of W [K, N] for the forward pass (source, with the why of its loops:
  * libs/engine/kernels/matmul-transposed.ts). Training then multiplies by each weight matrix
  * from one packed copy both ways, and never hands W to XNNPACK, which would pack a copy of
- * its own. A tfjs kernel for the wasm backend on tfjs's own memory, like packedMatMul.
+ * its own. A tfjs kernel for the wasm backend on tfjs's own memory, like packedMatMul; or,
+ * for panels stored in the matmul threads' memory, divided between those threads by ranges of
+ * k (matmul-threads.ts), with the same bits.
  */
 const KERNEL = 'TrainyardPackedMatMulTransposed';
+const THREADED_KERNEL = 'TrainyardThreadedMatMulTransposed';
 
-interface Kernels {
-  matmulTransposedF32(dy: number, packed: number, dx: number, M: number, K: number, N: number, dyT: number, acc: number): void;
+interface ThreadedAttrs extends tf.NamedAttrMap {
+  /** Where the panels are in the threads' memory. */
+  offset: number;
+  K: number;
 }
+
+/** The threads that hold the panels of the product being run (tfjs passes attributes as plain values: the owner is set here just before the call). */
+let owner: MatMulThreads | null = null;
 
 tf.registerKernel({
   kernelName: KERNEL,
@@ -25,12 +34,13 @@ tf.registerKernel({
     const [M, N] = dy.shape;
     const K = packed.shape[1];
     const Mp = (M + 7) & ~7;
-    const kernels = instantiateOnHeap(MATMUL_TRANSPOSED_WASM, backend) as unknown as Kernels;
+    const kernels = instantiateOnHeap(MATMUL_TRANSPOSED_WASM, backend) as unknown as TransposedKernels;
     const dx = wasm.makeOutput([M, K], 'float32');
     const dyT = wasm.makeOutput([N, Mp], 'float32');
     const acc = wasm.makeOutput([K, Mp], 'float32');
     try {
-      kernels.matmulTransposedF32(heapOffset(wasm, dy), heapOffset(wasm, packed), heapOffset(wasm, dx), M, K, N, heapOffset(wasm, dyT), heapOffset(wasm, acc));
+      kernels.transposeRows(heapOffset(wasm, dy), heapOffset(wasm, dyT), M, N);
+      kernels.matmulTransposedF32(heapOffset(wasm, packed), heapOffset(wasm, dx), M, K, N, heapOffset(wasm, dyT), heapOffset(wasm, acc), 0, K);
     } finally {
       wasm.disposeData(dyT.dataId);
       wasm.disposeData(acc.dataId);
@@ -39,15 +49,39 @@ tf.registerKernel({
   },
 });
 
+tf.registerKernel({
+  kernelName: THREADED_KERNEL,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { dy } = inputs as Record<'dy', tf.TensorInfo>;
+    const { offset, K } = attrs as ThreadedAttrs;
+    const wasm = backend as unknown as WasmBackendInternals;
+    const [M, N] = dy.shape;
+    const dx = wasm.makeOutput([M, K], 'float32');
+    (owner as MatMulThreads).runTransposed({ dy: heapView(wasm, dy), packed: offset, dx: heapView(wasm, dx), M, K, N });
+    return dx;
+  },
+});
+
 /**
  * dy [M, N] W^T [N, K] from W [K, N] packed by packWeights, or null where tfjs should compute
- * it instead: another backend, panels that are not f32 (bf16, q8) or that live in the matmul
- * threads' memory, K not a multiple of 4, or dy not float32. It has no gradient of its own.
+ * it instead: another backend, panels that are not f32 (bf16, q8), K not a multiple of 4, or
+ * dy not float32. Panels in the matmul threads' memory are multiplied there, divided between
+ * the threads. It has no gradient of its own.
  */
 export function packedMatMulTransposed(dy: tf.Tensor2D, packed: PackedWeights): tf.Tensor2D | null {
   const [M, N] = dy.shape;
-  if (M === 0 || dy.dtype !== 'float32' || packed.format !== 'f32' || !packed.panels || packed.inFeatures % 4 !== 0) return null;
+  if (M === 0 || dy.dtype !== 'float32' || packed.format !== 'f32' || packed.inFeatures % 4 !== 0) return null;
   if (!matMulKernelAvailable()) return null;
   if (N !== packed.outFeatures) throw new Error(`packedMatMulTransposed: dy [${dy.shape}] does not fit weight [${packed.inFeatures}, ${packed.outFeatures}]`);
-  return tf.engine().runKernel(KERNEL, { dy, packed: packed.panels }) as tf.Tensor2D;
+  if (packed.threaded) {
+    const attrs: ThreadedAttrs = { offset: packed.threaded.offset, K: packed.inFeatures };
+    owner = packed.threaded.threads;
+    try {
+      return tf.engine().runKernel(THREADED_KERNEL, { dy }, attrs) as tf.Tensor2D;
+    } finally {
+      owner = null;
+    }
+  }
+  return tf.engine().runKernel(KERNEL, { dy, packed: packed.panels as tf.Tensor3D }) as tf.Tensor2D;
 }

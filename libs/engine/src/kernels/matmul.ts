@@ -34,8 +34,9 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
  * the bound measured on logits and logprobs); training never uses it.
  *
  * With startMatMulThreads(n), weights packed from then on are kept outside tfjs's heap, once,
- * in a memory that n threads share, and every product is divided between the threads
- * (matmul-threads.ts): the same bits again.
+ * in a memory that n threads share, and every product over them is divided between the
+ * threads (matmul-threads.ts): the same bits again. Training's input gradients over f32 panels
+ * there run on the same threads (matmul-transposed.ts).
  */
 const MATMUL_KERNEL = 'TrainyardPackedMatMul';
 const THREADED_MATMUL_KERNEL = 'TrainyardThreadedMatMul';
@@ -288,9 +289,11 @@ export type PackFormat = 'auto' | 'f32' | 'q8';
  * format 'auto', bf16 panels when every weight is exactly a bfloat16, f32 panels otherwise
  * ('f32': always): either way the products are those of weightT. 'q8' quantizes the weights
  * to 8 bits (the source's section 8) where K is a multiple of 32, and packs as 'auto' does
- * otherwise. The result is kept out of any enclosing tf.tidy: it lives until disposed.
+ * otherwise. While matmul threads run, the panels go into their memory, unless `onThreads`
+ * is false (a small operand packed for one call, multiplied on the calling thread). The
+ * result is kept out of any enclosing tf.tidy: it lives until disposed.
  */
-export function packWeights(weightT: tf.Tensor2D, format: PackFormat = 'auto'): PackedWeights | null {
+export function packWeights(weightT: tf.Tensor2D, format: PackFormat = 'auto', onThreads = true): PackedWeights | null {
   if (!matMulKernelAvailable() || weightT.dtype !== 'float32' || weightT.shape[1] % PANEL !== 0) return null;
   const wasm = tf.backend() as unknown as WasmBackendInternals;
   const [K] = weightT.shape;
@@ -302,7 +305,7 @@ export function packWeights(weightT: tf.Tensor2D, format: PackFormat = 'auto'): 
         : 'f32';
   const attrs: PanelAttrs = { format: panelFormat };
   const panels = tf.keep(tf.engine().runKernel(PACK_KERNEL, { w: weightT }, attrs) as tf.Tensor3D);
-  return threads ? PackedWeights.inThreads(panels, panelFormat, K, threads) : PackedWeights.inHeap(panels, panelFormat, K);
+  return threads && onThreads ? PackedWeights.inThreads(panels, panelFormat, K, threads) : PackedWeights.inHeap(panels, panelFormat, K);
 }
 
 /**
@@ -335,7 +338,8 @@ export function packedMatMul(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Ten
 /**
  * From now on, weights that packWeights packs are kept once in a memory that `count` threads
  * share (this one and count - 1 helpers), and every product over them is divided between the
- * threads (matmul-threads.ts): for a process that decodes on every core of a machine. Weights
+ * threads (matmul-threads.ts), forward and input gradient alike: for a process that decodes
+ * or trains on every core of a machine. Weights
  * packed before stay where they are, on one thread. Nothing changes when the kernel does not
  * run here (another backend) or count is 1; a second call with the same count does nothing.
  */

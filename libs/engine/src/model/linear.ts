@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { DEFAULT_MATMUL_PLAN, MatMulPlan, PackFormat, PackedWeights, matMulThreads, packWeights, packedMatMul, splitColumns } from '../kernels/matmul';
+import { DEFAULT_MATMUL_PLAN, MatMulPlan, PackFormat, PackedWeights, packWeights, packedMatMul, splitColumns } from '../kernels/matmul';
 import { packedMatMulTransposed } from '../kernels/matmul-transposed';
 
 /**
@@ -38,7 +38,8 @@ export interface LinearPart {
  * kernels, from one packed copy of the weight: the forward product (kernels/matmul.ts) and
  * dx from the same panels (kernels/matmul-transposed.ts), faster than XNNPACK at training's
  * row counts (docs/benchmarks.md, "Training step"), and XNNPACK never packs a copy of its
- * own. Elsewhere dx = (W^T dy^T)^T, a plain 2-D matMul with the stored [in, out] weight as the
+ * own; while matmul threads run (loadModel's matmulThreads), both are divided between them.
+ * Elsewhere dx = (W^T dy^T)^T, a plain 2-D matMul with the stored [in, out] weight as the
  * left operand and dy^T (small: [out, tokens]) as the right one, plus two cheap transposes
  * of activations. No second [out, in] copy of the weights is kept. Adapters are added per
  * part, so LoRA on q, k, v works on the fused projection without unfusing it.
@@ -264,13 +265,15 @@ function lowRankDelta(x: tf.Tensor2D, a: LowRankAdapter): tf.Tensor2D {
 
 /**
  * x w for a narrow w [K, n] (a LoRA factor: n = r columns) on the packed matmul kernel where it
- * applies (wasm, one matmul thread, n a multiple of 8, no gradient being recorded), w packed
- * for the call: XNNPACK multiplies into 8 columns several times more slowly per multiply-add
- * than into hundreds, and the packing is K x n floats. tf.matMul elsewhere.
+ * applies (wasm, n a multiple of 8, no gradient being recorded), w packed for the call:
+ * XNNPACK multiplies into 8 columns several times more slowly per multiply-add than into
+ * hundreds, and the packing is K x n floats. Always on the calling thread, in tfjs's heap,
+ * even while matmul threads run: one or two panels cannot be divided, and the threads'
+ * memory is for weights that stay. tf.matMul elsewhere.
  */
 function smallMatMul(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
-  if (w.shape[1] % 8 === 0 && matMulThreads() === 1 && !tf.engine().isTapeOn()) {
-    const packed = packWeights(w, 'f32');
+  if (w.shape[1] % 8 === 0 && !tf.engine().isTapeOn()) {
+    const packed = packWeights(w, 'f32', false);
     if (packed) {
       try {
         const y = packedMatMul(x, packed);
