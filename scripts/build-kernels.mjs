@@ -17,7 +17,7 @@ const check = process.argv.includes('--check');
 
 // The kernels run on tfjs-wasm's memory (imported), use SIMD, and have no runtime, no
 // assertions and no abort import: nothing but the exported functions.
-const FLAGS = ['-O3', '--runtime', 'stub', '--importMemory', '--enable', 'simd', '--noAssert', '--use', 'abort='];
+const FLAGS = ['-O3', '--runtime', 'stub', '--importMemory', '--enable', 'simd', '--enable', 'relaxed-simd', '--noAssert', '--use', 'abort='];
 
 // Kernels that also run on a shared memory of the engine's own, from several threads at once
 // (src/kernels/matmul-threads.ts): compiled a second time, importing a shared memory of up to

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import './wasm-features';
 import type { PanelFormat } from './matmul';
 import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
 import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';

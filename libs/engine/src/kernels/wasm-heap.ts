@@ -1,4 +1,5 @@
 import type * as tf from '@tensorflow/tfjs-core';
+import './wasm-features';
 
 /**
  * What the engine's WebAssembly kernels need from tfjs-wasm, in one place: the backend's
