@@ -17,7 +17,9 @@
 // 2. Register tile: 4 k x 8 m, 8 accumulators. Per n it loads 2 vectors of dyT and
 //    broadcasts the 4 weights W[k..k+4][n] (4 splat loads, 32 bytes apart in the panel), and
 //    does 8 vector multiply-adds: the same loads per multiply-add as the forward 4 x 8 tile,
-//    and 8 accumulators + 2 dy vectors + 1 broadcast fit x86-64's 16 SIMD registers.
+//    and 8 accumulators + 2 dy vectors + 1 broadcast fit x86-64's 16 SIMD registers. Each
+//    multiply-add is one fused f32x4.relaxed_madd, as in the forward tiles (matmul.ts,
+//    section 2).
 //
 // 3. Blocks. The tiles take the panels BLOCK_PANELS at a time (256 of N) and the rows of dy
 //    BLOCK_ROWS at a time: the block's part of dyT (256 x 64 floats, 64 KB) stays in L2 while
@@ -107,17 +109,17 @@ export function transposeRows(dy: usize, dyT: usize, M: i32, N: i32): void {
       const d0 = v128.load(d);
       const d1 = v128.load(d, 16);
       let s = v128.load32_splat(wj);
-      a0 = f32x4.add(a0, f32x4.mul(s, d0));
-      a1 = f32x4.add(a1, f32x4.mul(s, d1));
+      a0 = f32x4.relaxed_madd(s, d0, a0);
+      a1 = f32x4.relaxed_madd(s, d1, a1);
       s = v128.load32_splat(wj, 32);
-      b0 = f32x4.add(b0, f32x4.mul(s, d0));
-      b1 = f32x4.add(b1, f32x4.mul(s, d1));
+      b0 = f32x4.relaxed_madd(s, d0, b0);
+      b1 = f32x4.relaxed_madd(s, d1, b1);
       s = v128.load32_splat(wj, 64);
-      c0 = f32x4.add(c0, f32x4.mul(s, d0));
-      c1 = f32x4.add(c1, f32x4.mul(s, d1));
+      c0 = f32x4.relaxed_madd(s, d0, c0);
+      c1 = f32x4.relaxed_madd(s, d1, c1);
       s = v128.load32_splat(wj, 96);
-      e0 = f32x4.add(e0, f32x4.mul(s, d0));
-      e1 = f32x4.add(e1, f32x4.mul(s, d1));
+      e0 = f32x4.relaxed_madd(s, d0, e0);
+      e1 = f32x4.relaxed_madd(s, d1, e1);
     }
   }
   v128.store(acc, a0);
