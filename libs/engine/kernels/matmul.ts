@@ -43,12 +43,17 @@
 //    slower on AMD Zen 4 (7.5 against 9.5). The engine times both on the model's weights
 //    (src/kernels/matmul.ts). Each output is still summed in the same order, k by k from
 //    the bias, as in every other tile: a sequence gets the same bits alone as in a batch.
-//    Each multiply-add of the f32 and bf16 tiles is one f32x4.relaxed_madd (relaxed SIMD):
-//    a fused multiply-add, rounded once, on every CPU that has one (FMA3 on x86-64, arm64),
-//    else a multiply and an add. It is one instruction where the pair was two, and each
-//    accumulator's chain waits on one latency per step instead of two; every tile uses it
-//    the same way, so the bits still do not depend on the tile, the batch or the threads.
-//    (src/kernels/wasm-features.ts lets Node 20's V8 compile it.)
+//    Two arithmetics, one export each (matmulF32 / matmulF32Fused, and bf16 alike), fixed
+//    at compile time: a multiply then an add, or one fused f32x4.relaxed_madd (relaxed SIMD:
+//    rounded once; FMA3 on x86-64, arm64). Inference runs the first and training the
+//    second. Fused, each multiply-add is one instruction instead of two: rows in 4 x 8
+//    tiles go 1.2x (f32) to 1.7x (bf16) faster, a training step 1.3x. But each
+//    accumulator's chain then waits on the FMA's latency (4 cycles on AMD Zen 4) instead of
+//    the add's (3), and the one-row 1 x 8 tile, two chains, is bound by exactly that:
+//    decoding one sequence from bf16 panels ran 20-25 % slower fused. Inference keeps one
+//    arithmetic for every tile so that a sequence gets the same bits alone as in a batch;
+//    training, which decodes nothing, takes the fused one. (src/kernels/wasm-features.ts
+//    lets Node 20's V8 compile relaxed SIMD.)
 //
 // 3. No K blocking. Each tile runs down the whole panel, K steps, with its accumulators in
 //    registers, starting from the bias (or zero) and storing once at the end. Cutting K into
@@ -198,12 +203,22 @@ export function interleaveRows(x: usize, xt: usize, M: i32, K: i32): void {
  * loops tested the format at every step, and V8 kept that flag on the stack (section 6).
  */
 export function matmulF32(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32, xt: usize, panelFrom: i32, panelTo: i32): void {
-  matmulAs(x, packed, bias, out, M, K, N, false, readAhead != 0, oneRowWide != 0, xt, panelFrom, panelTo);
+  matmulAs(x, packed, bias, out, M, K, N, false, false, readAhead != 0, oneRowWide != 0, xt, panelFrom, panelTo);
 }
 
 /** matmulF32 for bf16 panels (section 1). */
 export function matmulBf16(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32, xt: usize, panelFrom: i32, panelTo: i32): void {
-  matmulAs(x, packed, bias, out, M, K, N, true, readAhead != 0, oneRowWide != 0, xt, panelFrom, panelTo);
+  matmulAs(x, packed, bias, out, M, K, N, true, false, readAhead != 0, oneRowWide != 0, xt, panelFrom, panelTo);
+}
+
+/** matmulF32 with fused multiply-adds (section 2): for training, whose products are many rows. */
+export function matmulF32Fused(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32, xt: usize, panelFrom: i32, panelTo: i32): void {
+  matmulAs(x, packed, bias, out, M, K, N, false, true, readAhead != 0, oneRowWide != 0, xt, panelFrom, panelTo);
+}
+
+/** matmulBf16 with fused multiply-adds. */
+export function matmulBf16Fused(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32, xt: usize, panelFrom: i32, panelTo: i32): void {
+  matmulAs(x, packed, bias, out, M, K, N, true, true, readAhead != 0, oneRowWide != 0, xt, panelFrom, panelTo);
 }
 
 /** The tile that takes the rows left after the 4-row tiles: 3, 2, or none (a single row or none left). */
@@ -212,7 +227,7 @@ export function matmulBf16(x: usize, packed: usize, bias: usize, out: usize, M: 
 }
 
 /** matmul with the weight format fixed at compile time. */
-@inline function matmulAs(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: bool, readAhead: bool, oneRowWide: bool, xt: usize, panelFrom: i32, panelTo: i32): void {
+@inline function matmulAs(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: bool, fused: bool, readAhead: bool, oneRowWide: bool, xt: usize, panelFrom: i32, panelTo: i32): void {
   const xRow = (<usize>K) << 2;
   const outRow = (<usize>N) << 2;
   const panelBytes = (<usize>K) * stepBytes(bf16);
@@ -225,19 +240,19 @@ export function matmulBf16(x: usize, packed: usize, bias: usize, out: usize, M: 
     if (readAhead) touch(packed + <usize>first * panelBytes, <usize>(last - first) * panelBytes, out + ((<usize>first) << 5));
     let r = 0;
     for (; r + 4 <= M; r += 4) {
-      for (let p = first; p < last; p++) tile4(xt + <usize>r * xRow, xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, outRow, bf16);
+      for (let p = first; p < last; p++) tile4(xt + <usize>r * xRow, xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, outRow, bf16, fused);
     }
     if (rest == 3) {
-      for (let p = first; p < last; p++) tile3(xt + <usize>r * xRow, xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, outRow, bf16);
+      for (let p = first; p < last; p++) tile3(xt + <usize>r * xRow, xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, outRow, bf16, fused);
       r += 3;
     } else if (rest == 2) {
-      for (let p = first; p < last; p++) tile2(xt + <usize>r * xRow, xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, outRow, bf16);
+      for (let p = first; p < last; p++) tile2(xt + <usize>r * xRow, xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, outRow, bf16, fused);
       r += 2;
     }
     if (r < M) {
       let p = first;
-      if (oneRowWide) for (; p + 4 <= last; p += 4) tile1Wide(x + <usize>r * xRow, packed + <usize>p * panelBytes, panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16);
-      for (; p < last; p++) tile1(x + <usize>r * xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16);
+      if (oneRowWide) for (; p + 4 <= last; p += 4) tile1Wide(x + <usize>r * xRow, packed + <usize>p * panelBytes, panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16, fused);
+      for (; p < last; p++) tile1(x + <usize>r * xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16, fused);
     }
   }
 }
@@ -288,6 +303,14 @@ export function touch(from: usize, bytes: usize, sink: usize): void {
   return bf16 ? v128.and(v128.load(w), i32x4.splat(HIGH)) : v128.load(w, 16);
 }
 
+/**
+ * acc + a b: fused (f32x4.relaxed_madd, rounded once) or a multiply then an add, fixed at
+ * compile time by the export (section 2).
+ */
+@inline function madd(a: v128, b: v128, acc: v128, fused: bool): v128 {
+  return fused ? f32x4.relaxed_madd(a, b, acc) : f32x4.add(acc, f32x4.mul(a, b));
+}
+
 /** The first 4 of the 8 columns' bias, or zero: every row's accumulators start from it. */
 @inline function bias0(bias: usize, hasBias: bool): v128 {
   return hasBias ? v128.load(bias) : f32x4.splat(0);
@@ -301,7 +324,7 @@ export function touch(from: usize, bytes: usize, sink: usize): void {
  * out[0..4][0..8] = bias + x[0..4][0..K] panel[0..K][0..8]: the 4 x 8 register tile, with
  * the 4 rows of x interleaved at xs (xRow = 4 K bytes each: section 7), out rows outRow bytes apart.
  */
-@inline function tile4(xs: usize, xRow: usize, panel: usize, out: usize, bias: usize, hasBias: bool, outRow: usize, bf16: bool): void {
+@inline function tile4(xs: usize, xRow: usize, panel: usize, out: usize, bias: usize, hasBias: bool, outRow: usize, bf16: bool, fused: bool): void {
   let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
   let b0 = a0, b1 = a1;
   let c0 = a0, c1 = a1;
@@ -312,17 +335,17 @@ export function touch(from: usize, bytes: usize, sink: usize): void {
     const w0 = weights0(w, bf16);
     const w1 = weights1(w, bf16);
     let s = v128.load32_splat(xk);
-    a0 = f32x4.relaxed_madd(s, w0, a0);
-    a1 = f32x4.relaxed_madd(s, w1, a1);
+    a0 = madd(s, w0, a0, fused);
+    a1 = madd(s, w1, a1, fused);
     s = v128.load32_splat(xk, 4);
-    b0 = f32x4.relaxed_madd(s, w0, b0);
-    b1 = f32x4.relaxed_madd(s, w1, b1);
+    b0 = madd(s, w0, b0, fused);
+    b1 = madd(s, w1, b1, fused);
     s = v128.load32_splat(xk, 8);
-    c0 = f32x4.relaxed_madd(s, w0, c0);
-    c1 = f32x4.relaxed_madd(s, w1, c1);
+    c0 = madd(s, w0, c0, fused);
+    c1 = madd(s, w1, c1, fused);
     s = v128.load32_splat(xk, 12);
-    d0 = f32x4.relaxed_madd(s, w0, d0);
-    d1 = f32x4.relaxed_madd(s, w1, d1);
+    d0 = madd(s, w0, d0, fused);
+    d1 = madd(s, w1, d1, fused);
   }
   v128.store(out, a0);
   v128.store(out, a1, 16);
@@ -335,7 +358,7 @@ export function touch(from: usize, bytes: usize, sink: usize): void {
 }
 
 /** tile4 for 3 rows. */
-@inline function tile3(xs: usize, xRow: usize, panel: usize, out: usize, bias: usize, hasBias: bool, outRow: usize, bf16: bool): void {
+@inline function tile3(xs: usize, xRow: usize, panel: usize, out: usize, bias: usize, hasBias: bool, outRow: usize, bf16: bool, fused: bool): void {
   let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
   let b0 = a0, b1 = a1, c0 = a0, c1 = a1;
   const step = stepBytes(bf16);
@@ -344,14 +367,14 @@ export function touch(from: usize, bytes: usize, sink: usize): void {
     const w0 = weights0(w, bf16);
     const w1 = weights1(w, bf16);
     let s = v128.load32_splat(xk);
-    a0 = f32x4.relaxed_madd(s, w0, a0);
-    a1 = f32x4.relaxed_madd(s, w1, a1);
+    a0 = madd(s, w0, a0, fused);
+    a1 = madd(s, w1, a1, fused);
     s = v128.load32_splat(xk, 4);
-    b0 = f32x4.relaxed_madd(s, w0, b0);
-    b1 = f32x4.relaxed_madd(s, w1, b1);
+    b0 = madd(s, w0, b0, fused);
+    b1 = madd(s, w1, b1, fused);
     s = v128.load32_splat(xk, 8);
-    c0 = f32x4.relaxed_madd(s, w0, c0);
-    c1 = f32x4.relaxed_madd(s, w1, c1);
+    c0 = madd(s, w0, c0, fused);
+    c1 = madd(s, w1, c1, fused);
   }
   v128.store(out, a0);
   v128.store(out, a1, 16);
@@ -362,7 +385,7 @@ export function touch(from: usize, bytes: usize, sink: usize): void {
 }
 
 /** tile4 for 2 rows. */
-@inline function tile2(xs: usize, xRow: usize, panel: usize, out: usize, bias: usize, hasBias: bool, outRow: usize, bf16: bool): void {
+@inline function tile2(xs: usize, xRow: usize, panel: usize, out: usize, bias: usize, hasBias: bool, outRow: usize, bf16: bool, fused: bool): void {
   let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
   let b0 = a0, b1 = a1;
   const step = stepBytes(bf16);
@@ -371,11 +394,11 @@ export function touch(from: usize, bytes: usize, sink: usize): void {
     const w0 = weights0(w, bf16);
     const w1 = weights1(w, bf16);
     let s = v128.load32_splat(xk);
-    a0 = f32x4.relaxed_madd(s, w0, a0);
-    a1 = f32x4.relaxed_madd(s, w1, a1);
+    a0 = madd(s, w0, a0, fused);
+    a1 = madd(s, w1, a1, fused);
     s = v128.load32_splat(xk, 4);
-    b0 = f32x4.relaxed_madd(s, w0, b0);
-    b1 = f32x4.relaxed_madd(s, w1, b1);
+    b0 = madd(s, w0, b0, fused);
+    b1 = madd(s, w1, b1, fused);
   }
   v128.store(out, a0);
   v128.store(out, a1, 16);
@@ -384,7 +407,7 @@ export function touch(from: usize, bytes: usize, sink: usize): void {
 }
 
 /** tile1 over 4 panels side by side (panelBytes apart): out[0][0..32], the single row's tile (section 2). */
-@inline function tile1Wide(x: usize, panel: usize, panelBytes: usize, out: usize, bias: usize, hasBias: bool, xRow: usize, bf16: bool): void {
+@inline function tile1Wide(x: usize, panel: usize, panelBytes: usize, out: usize, bias: usize, hasBias: bool, xRow: usize, bf16: bool, fused: bool): void {
   let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
   let b0 = bias0(bias + 32, hasBias), b1 = bias1(bias + 32, hasBias);
   let c0 = bias0(bias + 64, hasBias), c1 = bias1(bias + 64, hasBias);
@@ -393,14 +416,14 @@ export function touch(from: usize, bytes: usize, sink: usize): void {
   let w = panel;
   for (let xk = x, end = x + xRow; xk < end; xk += 4, w += step) {
     const s = v128.load32_splat(xk);
-    a0 = f32x4.relaxed_madd(s, weights0(w, bf16), a0);
-    a1 = f32x4.relaxed_madd(s, weights1(w, bf16), a1);
-    b0 = f32x4.relaxed_madd(s, weights0(w + panelBytes, bf16), b0);
-    b1 = f32x4.relaxed_madd(s, weights1(w + panelBytes, bf16), b1);
-    c0 = f32x4.relaxed_madd(s, weights0(w + 2 * panelBytes, bf16), c0);
-    c1 = f32x4.relaxed_madd(s, weights1(w + 2 * panelBytes, bf16), c1);
-    d0 = f32x4.relaxed_madd(s, weights0(w + 3 * panelBytes, bf16), d0);
-    d1 = f32x4.relaxed_madd(s, weights1(w + 3 * panelBytes, bf16), d1);
+    a0 = madd(s, weights0(w, bf16), a0, fused);
+    a1 = madd(s, weights1(w, bf16), a1, fused);
+    b0 = madd(s, weights0(w + panelBytes, bf16), b0, fused);
+    b1 = madd(s, weights1(w + panelBytes, bf16), b1, fused);
+    c0 = madd(s, weights0(w + 2 * panelBytes, bf16), c0, fused);
+    c1 = madd(s, weights1(w + 2 * panelBytes, bf16), c1, fused);
+    d0 = madd(s, weights0(w + 3 * panelBytes, bf16), d0, fused);
+    d1 = madd(s, weights1(w + 3 * panelBytes, bf16), d1, fused);
   }
   v128.store(out, a0);
   v128.store(out, a1, 16);
@@ -413,14 +436,14 @@ export function touch(from: usize, bytes: usize, sink: usize): void {
 }
 
 /** tile4 for 1 row. */
-@inline function tile1(x: usize, panel: usize, out: usize, bias: usize, hasBias: bool, xRow: usize, bf16: bool): void {
+@inline function tile1(x: usize, panel: usize, out: usize, bias: usize, hasBias: bool, xRow: usize, bf16: bool, fused: bool): void {
   let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
   const step = stepBytes(bf16);
   let w = panel;
   for (let xk = x, end = x + xRow; xk < end; xk += 4, w += step) {
     const s = v128.load32_splat(xk);
-    a0 = f32x4.relaxed_madd(s, weights0(w, bf16), a0);
-    a1 = f32x4.relaxed_madd(s, weights1(w, bf16), a1);
+    a0 = madd(s, weights0(w, bf16), a0, fused);
+    a1 = madd(s, weights1(w, bf16), a1, fused);
   }
   v128.store(out, a0);
   v128.store(out, a1, 16);

@@ -177,6 +177,35 @@ describe('packed matMul kernel (wasm)', () => {
     });
   });
 
+  // x (1 + 2^-23) times w (1 + 2^-7, exactly bf16) is 1 + 2^-7 + 2^-23 + 2^-30, which f32 cannot
+  // hold; the bias takes back all but 2^-30. A multiply then an add rounds the product first and
+  // gives 0; a fused multiply-add rounds once and gives 2^-30 (every x86-64 CPU with FMA3).
+  it.each([
+    [1, 'f32'],
+    [4, 'f32'],
+    [1, 'bf16'],
+    [4, 'bf16'],
+  ] as const)('multiplies and adds fused only when asked (training), for %i rows of %s panels, on one thread and on two', async (M, format) => {
+    const x = 1 + 2 ** -23;
+    const w = 1 + 2 ** -7;
+    for (const threads of [1, 2]) {
+      matmul.startMatMulThreads(threads);
+      try {
+        tf.tidy(() => {
+          const packed = packWeights(tf.fill([1, 8], w) as tf.Tensor2D, format === 'f32' ? 'f32' : 'auto') as PackedWeights;
+          expect(packed.format).toBe(format);
+          const bias = tf.fill([8], -Math.fround(x * w)) as tf.Tensor1D;
+          const product = (fused: boolean) => Array.from((packedMatMul(tf.fill([M, 1], x) as tf.Tensor2D, packed, bias, matmul.DEFAULT_MATMUL_PLAN, fused) as tf.Tensor2D).dataSync());
+          expect(product(false)).toEqual(new Array(8 * M).fill(0));
+          expect(product(true)).toEqual(new Array(8 * M).fill(2 ** -30));
+          packed.dispose();
+        });
+      } finally {
+        await matmul.stopMatMulThreads();
+      }
+    }
+  });
+
   it('tunes a plan on weights too large for any cache only, keeping what is fixed, and reuses it for weights of the same shapes and format', () => {
     const panels = (K: number, N: number) => {
       const w = tf.ones([K, N]) as tf.Tensor2D;

@@ -63,8 +63,8 @@ const SLOT = {
   Ranges: 15,
 } as const;
 
-/** The exports a product can run, by the control block's Product slot: the forward product per panel format, then the input gradient. */
-const PRODUCTS = { f32: 0, bf16: 1, q8: 2, transposedF32: 3 } as const;
+/** The exports a product can run, by the control block's Product slot: the forward product per panel format and arithmetic, then the input gradient. */
+const PRODUCTS = { f32: 0, bf16: 1, q8: 2, transposedF32: 3, f32Fused: 4, bf16Fused: 5 } as const;
 
 /**
  * The helpers' code, run by worker_threads as a script (eval), so that it is the same file
@@ -76,7 +76,10 @@ const { workerData } = require('node:worker_threads');
 const { memory, modules, control, index, spinMs, slots } = workerData;
 const [kernels, transposed] = modules.map((module) => new WebAssembly.Instance(module, { env: { memory } }).exports);
 // In PRODUCTS' order: the export and how many of the Args slots it takes before the range.
-const products = [[kernels.matmulF32, 10], [kernels.matmulBf16, 10], [kernels.matmulQ8, 10], [transposed.matmulTransposedF32, 7]];
+const products = [
+  [kernels.matmulF32, 10], [kernels.matmulBf16, 10], [kernels.matmulQ8, 10], [transposed.matmulTransposedF32, 7],
+  [kernels.matmulF32Fused, 10], [kernels.matmulBf16Fused, 10],
+];
 const ctl = new Int32Array(control);
 let seen = 0;
 for (;;) {
@@ -112,7 +115,7 @@ declare const WebAssembly: {
   Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
 };
 
-/** matmulF32, matmulBf16 and matmulQ8 of the kernel (libs/engine/kernels/matmul.ts). */
+/** matmulF32, matmulBf16, matmulQ8 and the fused matmulF32Fused and matmulBf16Fused of the kernel (libs/engine/kernels/matmul.ts). */
 type MatmulExport = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
 
 /** The matmul kernel's exports that multiply: what both its builds, on tfjs's heap and on a shared memory, are called for. */
@@ -122,6 +125,15 @@ export interface MatmulKernels {
   matmulF32: MatmulExport;
   matmulBf16: MatmulExport;
   matmulQ8: MatmulExport;
+  matmulF32Fused: MatmulExport;
+  matmulBf16Fused: MatmulExport;
+}
+
+/** The export for panels of `format`, with fused multiply-adds when `fused` (q8 has one arithmetic: its block sums are integers). */
+export function matmulExport(kernels: MatmulKernels, format: PanelFormat, fused: boolean): MatmulExport {
+  if (format === 'q8') return kernels.matmulQ8;
+  if (format === 'bf16') return fused ? kernels.matmulBf16Fused : kernels.matmulBf16;
+  return fused ? kernels.matmulF32Fused : kernels.matmulF32;
 }
 
 /** The transposed kernel's exports (libs/engine/kernels/matmul-transposed.ts), in both its builds. */
@@ -214,6 +226,8 @@ export interface ThreadedProduct {
   format: PanelFormat;
   readAhead: boolean;
   oneRowWide: boolean;
+  /** Fused multiply-adds (f32 and bf16 panels; training's products): the kernel's *Fused exports. */
+  fused: boolean;
 }
 
 /** One input gradient's operands (dx = dy W^T, W packed as f32 panels). */
@@ -293,9 +307,10 @@ export class MatMulThreads {
     if (p.format === 'q8') this.kernels.quantizeRows(x, xt, M, K);
     else if (M >= 2) this.kernels.interleaveRows(x, xt, M, K);
     const args = [x, p.packed, p.bias ? bias : 0, out, M, K, N, p.readAhead ? 1 : 0, p.oneRowWide ? 1 : 0, xt] as const;
-    const matmul = p.format === 'q8' ? this.kernels.matmulQ8 : p.format === 'bf16' ? this.kernels.matmulBf16 : this.kernels.matmulF32;
+    const product = p.fused && p.format !== 'q8' ? (`${p.format}Fused` as const) : p.format;
+    const matmul = matmulExport(this.kernels, p.format, p.fused);
     // Ranges of whole panels.
-    this.divide(PRODUCTS[p.format], args, N / 8, 1, M * K * N, (from, to) => matmul(...args, from, to));
+    this.divide(PRODUCTS[product], args, N / 8, 1, M * K * N, (from, to) => matmul(...args, from, to));
     p.out.set(new Float32Array(heap, out, M * N));
   }
 

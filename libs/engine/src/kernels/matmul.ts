@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { MatmulKernels, MatMulThreads } from './matmul-threads';
+import { MatmulKernels, matmulExport, MatMulThreads } from './matmul-threads';
 import { MATMUL_WASM } from './matmul.wasm';
 import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
@@ -71,6 +71,7 @@ interface PanelAttrs extends tf.NamedAttrMap {
 interface MatMulAttrs extends PanelAttrs {
   readAhead: boolean;
   oneRowWide: boolean;
+  fused: boolean;
 }
 
 interface ThreadedMatMulAttrs extends MatMulAttrs {
@@ -137,14 +138,14 @@ tf.registerKernel({
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { x, packed, bias } = inputs as Record<'x' | 'packed', tf.TensorInfo> & { bias?: tf.TensorInfo };
-    const { format, readAhead, oneRowWide } = attrs as MatMulAttrs;
+    const { format, readAhead, oneRowWide, fused } = attrs as MatMulAttrs;
     const wasm = backend as unknown as WasmBackendInternals;
     const [M, K] = x.shape;
     const N = packed.shape[0] * PANEL;
     const out = wasm.makeOutput([M, N], 'float32');
     const kernels = kernelsFor(backend) as Kernels;
     const biasOffset = bias ? heapOffset(wasm, bias) : 0;
-    const matmul = matmulFor(kernels, format);
+    const matmul = matmulExport(kernels, format, fused);
     // Scratch for x's rows as the tiles read them: interleaved for row tiles (the source's
     // section 7), or quantized for q8 panels, one row included (section 8).
     const xt = M >= 2 || format === 'q8' ? wasm.makeOutput([M, K], 'float32') : null;
@@ -163,7 +164,7 @@ tf.registerKernel({
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { x, bias } = inputs as Record<'x', tf.TensorInfo> & { bias?: tf.TensorInfo };
-    const { format, readAhead, oneRowWide, offset, N } = attrs as ThreadedMatMulAttrs;
+    const { format, readAhead, oneRowWide, fused, offset, N } = attrs as ThreadedMatMulAttrs;
     const wasm = backend as unknown as WasmBackendInternals;
     const [M, K] = x.shape;
     const out = wasm.makeOutput([M, N], 'float32');
@@ -178,6 +179,7 @@ tf.registerKernel({
       format,
       readAhead,
       oneRowWide,
+      fused,
     });
     return out;
   },
@@ -214,10 +216,6 @@ export function splitColumns(x: tf.Tensor2D, sizes: number[]): tf.Tensor2D[] {
   return tf.engine().runKernel(SPLIT_KERNEL, { x }, attrs) as unknown as tf.Tensor2D[];
 }
 
-/** The kernel's export for panels of `format`. */
-function matmulFor(kernels: MatmulKernels, format: PanelFormat): MatmulKernels['matmulF32'] {
-  return format === 'q8' ? kernels.matmulQ8 : format === 'bf16' ? kernels.matmulBf16 : kernels.matmulF32;
-}
 
 /** x's rows into the scratch xt as the kernel for `format` reads them: quantized (q8), else interleaved for 2 rows and more. */
 function prepareRows(kernels: MatmulKernels, format: PanelFormat, x: number, xt: number, M: number, K: number): void {
@@ -311,9 +309,17 @@ export function packWeights(weightT: tf.Tensor2D, format: PackFormat = 'auto', o
 /**
  * x [M, K] W [K, N] (+ bias [N]) from W packed by packWeights, run as `plan` says (the plan
  * of the model the weights belong to), or null where tf.matMul should run instead: another backend, not float32, or while a gradient is being recorded (the
- * kernel has none).
+ * kernel has none). `fused`: with fused multiply-adds (f32 and bf16 panels), faster for many
+ * rows and slower for one (the kernel source's section 2): training's products, never
+ * inference's, so that a decoded sequence gets the same bits alone as in a batch.
  */
-export function packedMatMul(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Tensor1D | null = null, plan: MatMulPlan = DEFAULT_MATMUL_PLAN): tf.Tensor2D | null {
+export function packedMatMul(
+  x: tf.Tensor2D,
+  packed: PackedWeights,
+  bias: tf.Tensor1D | null = null,
+  plan: MatMulPlan = DEFAULT_MATMUL_PLAN,
+  fused = false,
+): tf.Tensor2D | null {
   const [M, K] = x.shape;
   if (M === 0 || !matMulKernelAvailable() || tf.engine().isTapeOn()) return null;
   if (x.dtype !== 'float32' || (bias && bias.dtype !== 'float32')) return null;
@@ -324,6 +330,7 @@ export function packedMatMul(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Ten
     format: packed.format,
     readAhead: M === 1 ? plan.oneRowReadAhead : plan.rowsReadAhead,
     oneRowWide: plan.oneRowTile === 'wide',
+    fused,
   };
   const shared = packed.threaded;
   if (shared) {

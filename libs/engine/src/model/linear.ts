@@ -169,12 +169,13 @@ export class FrozenLinear {
   }
 
   /**
-   * x W^T + b, on the packed kernel where it applies (wasm, and no gradient being recorded
-   * around it: inside a custom gradient's forward function nothing is), else tf.matMul.
+   * x W^T + b for training, on the packed kernel where it applies (wasm, and no gradient
+   * being recorded around it: inside a custom gradient's forward function nothing is) with
+   * fused multiply-adds (training's products are many rows: kernels/matmul.ts), else tf.matMul.
    */
   private project(x: tf.Tensor2D): tf.Tensor2D {
     const packed = this.backward ? this.packedWeights() : null;
-    const y = packed && packedMatMul(x, packed, this.bias, this.matmulPlan);
+    const y = packed && packedMatMul(x, packed, this.bias, this.matmulPlan, true);
     if (y) return y;
     return (this.bias ? tf.fused.matMul({ a: x, b: this.weightT, bias: this.bias }) : tf.matMul(x, this.weightT)) as tf.Tensor2D;
   }
@@ -267,7 +268,8 @@ function lowRankDelta(x: tf.Tensor2D, a: LowRankAdapter): tf.Tensor2D {
  * x w for a narrow w [K, n] (a LoRA factor: n = r columns) on the packed matmul kernel where it
  * applies (wasm, n a multiple of 8, no gradient being recorded), w packed for the call:
  * XNNPACK multiplies into 8 columns several times more slowly per multiply-add than into
- * hundreds, and the packing is K x n floats. Always on the calling thread, in tfjs's heap,
+ * hundreds, and the packing is K x n floats. Training's, so with fused multiply-adds, as
+ * project's. Always on the calling thread, in tfjs's heap,
  * even while matmul threads run: one or two panels cannot be divided, and the threads'
  * memory is for weights that stay. tf.matMul elsewhere.
  */
@@ -276,7 +278,7 @@ function smallMatMul(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
     const packed = packWeights(w, 'f32', false);
     if (packed) {
       try {
-        const y = packedMatMul(x, packed);
+        const y = packedMatMul(x, packed, null, DEFAULT_MATMUL_PLAN, true);
         if (y) return y;
       } finally {
         packed.dispose();
