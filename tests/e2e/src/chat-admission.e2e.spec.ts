@@ -90,18 +90,23 @@ describe('chat admission at 512 concurrent requests', () => {
     const worker = stack.pid('inference-worker') as number;
     // Stopped, the worker takes nothing off the queue: every admitted completion waits there.
     process.kill(worker, 'SIGSTOP');
-    const outcomes = Promise.all(Array.from({ length: BURST }, complete));
+    let answered = 0;
+    const outcomes = Promise.all(Array.from({ length: BURST }, () => complete().finally(() => answered++)));
     outcomes.catch(() => undefined);
     try {
-      // Every refusal comes back at once; the admitted ones wait in the queue for the worker.
-      await waitFor(async () => (await queueDepth()) >= SLOTS + MAX_QUEUED, {
-        what: 'the admitted completions to be queued',
+      // Every refusal comes back while the worker is stopped; the admitted ones wait in the
+      // queue for it. The worker resumes only once every request has been decided (on a loaded
+      // machine the last of 512 can take seconds to reach chat), so that no place it frees
+      // can admit a late one.
+      await waitFor(async () => answered >= BURST - (SLOTS + MAX_QUEUED) && (await queueDepth()) >= SLOTS + MAX_QUEUED, {
+        what: 'every refusal to come back and the admitted completions to be queued',
         timeoutMs: 60_000,
         intervalMs: 100,
       });
-      // Long enough for any excess admission to show in the queue (chat takes well under this per request).
+      // Long enough for any excess admission to show (chat takes well under this per request).
       await new Promise((resolve) => setTimeout(resolve, 3_000));
       expect(await queueDepth()).toBe(SLOTS + MAX_QUEUED);
+      expect(answered).toBe(BURST - (SLOTS + MAX_QUEUED));
     } finally {
       process.kill(worker, 'SIGCONT');
     }
