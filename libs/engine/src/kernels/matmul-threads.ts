@@ -55,7 +55,7 @@ const SLOT = {
   Stop: 3,
   /**
    * The product's arguments (up to 10, before the range): matmulF32's from x to xt, or
-   * matmulTransposedF32's from packed to acc. Then which export runs them (PRODUCTS' index).
+   * matmulTransposedF32's from packed to acc. Then which export runs them (its index in PRODUCTS).
    */
   Args: 4,
   Product: 14,
@@ -63,8 +63,21 @@ const SLOT = {
   Ranges: 15,
 } as const;
 
-/** The exports a product can run, by the control block's Product slot: the forward product per panel format and arithmetic, then the input gradient. */
-const PRODUCTS = { f32: 0, bf16: 1, q8: 2, transposedF32: 3, f32Fused: 4, bf16Fused: 5 } as const;
+/**
+ * Every export a product can run, as the control block's Product slot names it (an index
+ * here): in which module it is (0 the matmul kernel, 1 the transposed one) and how many of the
+ * Args slots it takes before the range. The caller and the helpers read this one table.
+ */
+const PRODUCTS = [
+  { module: 0, name: 'matmulF32', arity: 10 },
+  { module: 0, name: 'matmulBf16', arity: 10 },
+  { module: 0, name: 'matmulQ8', arity: 10 },
+  { module: 0, name: 'matmulF32Fused', arity: 10 },
+  { module: 0, name: 'matmulBf16Fused', arity: 10 },
+  { module: 1, name: 'matmulTransposedF32', arity: 7 },
+] as const;
+
+const productIndex = (name: (typeof PRODUCTS)[number]['name']) => PRODUCTS.findIndex((product) => product.name === name);
 
 /**
  * The helpers' code, run by worker_threads as a script (eval), so that it is the same file
@@ -73,13 +86,9 @@ const PRODUCTS = { f32: 0, bf16: 1, q8: 2, transposedF32: 3, f32Fused: 4, bf16Fu
  */
 const HELPER_SOURCE = `
 const { workerData } = require('node:worker_threads');
-const { memory, modules, control, index, spinMs, slots } = workerData;
-const [kernels, transposed] = modules.map((module) => new WebAssembly.Instance(module, { env: { memory } }).exports);
-// In PRODUCTS' order: the export and how many of the Args slots it takes before the range.
-const products = [
-  [kernels.matmulF32, 10], [kernels.matmulBf16, 10], [kernels.matmulQ8, 10], [transposed.matmulTransposedF32, 7],
-  [kernels.matmulF32Fused, 10], [kernels.matmulBf16Fused, 10],
-];
+const { memory, modules, productTable, control, index, spinMs, slots } = workerData;
+const instances = modules.map((module) => new WebAssembly.Instance(module, { env: { memory } }).exports);
+const products = productTable.map(({ module, name, arity }) => [instances[module][name], arity]);
 const ctl = new Int32Array(control);
 let seen = 0;
 for (;;) {
@@ -129,11 +138,11 @@ export interface MatmulKernels {
   matmulBf16Fused: MatmulExport;
 }
 
-/** The export for panels of `format`, with fused multiply-adds when `fused` (q8 has one arithmetic: its block sums are integers). */
-export function matmulExport(kernels: MatmulKernels, format: PanelFormat, fused: boolean): MatmulExport {
-  if (format === 'q8') return kernels.matmulQ8;
-  if (format === 'bf16') return fused ? kernels.matmulBf16Fused : kernels.matmulBf16;
-  return fused ? kernels.matmulF32Fused : kernels.matmulF32;
+/** The kernel's export for panels of `format`, with fused multiply-adds when `fused` (q8 has one arithmetic: its block sums are integers). */
+export function matmulExportName(format: PanelFormat, fused: boolean): Exclude<keyof MatmulKernels, 'interleaveRows' | 'quantizeRows'> {
+  if (format === 'q8') return 'matmulQ8';
+  const name = format === 'bf16' ? 'matmulBf16' : 'matmulF32';
+  return fused ? `${name}Fused` : name;
 }
 
 /** The transposed kernel's exports (libs/engine/kernels/matmul-transposed.ts), in both its builds. */
@@ -273,7 +282,7 @@ export class MatMulThreads {
     for (let index = 0; index < threads - 1; index++) {
       const helper = new Worker(HELPER_SOURCE, {
         eval: true,
-        workerData: { memory: this.memory, modules, control: this.control.buffer, index, spinMs: SPIN_MS, slots: SLOT },
+        workerData: { memory: this.memory, modules, productTable: PRODUCTS, control: this.control.buffer, index, spinMs: SPIN_MS, slots: SLOT },
       });
       // Helpers never keep the process alive, and a process exiting stops them.
       helper.unref();
@@ -307,10 +316,10 @@ export class MatMulThreads {
     if (p.format === 'q8') this.kernels.quantizeRows(x, xt, M, K);
     else if (M >= 2) this.kernels.interleaveRows(x, xt, M, K);
     const args = [x, p.packed, p.bias ? bias : 0, out, M, K, N, p.readAhead ? 1 : 0, p.oneRowWide ? 1 : 0, xt] as const;
-    const product = p.fused && p.format !== 'q8' ? (`${p.format}Fused` as const) : p.format;
-    const matmul = matmulExport(this.kernels, p.format, p.fused);
+    const name = matmulExportName(p.format, p.fused);
+    const matmul = this.kernels[name];
     // Ranges of whole panels.
-    this.divide(PRODUCTS[product], args, N / 8, 1, M * K * N, (from, to) => matmul(...args, from, to));
+    this.divide(productIndex(name), args, N / 8, 1, M * K * N, (from, to) => matmul(...args, from, to));
     p.out.set(new Float32Array(heap, out, M * N));
   }
 
@@ -328,7 +337,7 @@ export class MatMulThreads {
     this.transposed.transposeRows(dy, dyT, M, N);
     const args = [p.packed, dx, M, K, N, dyT, acc] as const;
     // Ranges of whole 4-row tiles of W.
-    this.divide(PRODUCTS.transposedF32, args, K / 4, 4, M * K * N, (from, to) => this.transposed.matmulTransposedF32(...args, from, to));
+    this.divide(productIndex('matmulTransposedF32'), args, K / 4, 4, M * K * N, (from, to) => this.transposed.matmulTransposedF32(...args, from, to));
     p.dx.set(new Float32Array(heap, dx, M * K));
   }
 

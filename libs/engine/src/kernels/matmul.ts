@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { MatmulKernels, matmulExport, MatMulThreads } from './matmul-threads';
+import { MatmulKernels, matmulExportName, MatMulThreads } from './matmul-threads';
 import { MATMUL_WASM } from './matmul.wasm';
 import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
@@ -145,7 +145,7 @@ tf.registerKernel({
     const out = wasm.makeOutput([M, N], 'float32');
     const kernels = kernelsFor(backend) as Kernels;
     const biasOffset = bias ? heapOffset(wasm, bias) : 0;
-    const matmul = matmulExport(kernels, format, fused);
+    const matmul = kernels[matmulExportName(format, fused)];
     // Scratch for x's rows as the tiles read them: interleaved for row tiles (the source's
     // section 7), or quantized for q8 panels, one row included (section 8).
     const xt = M >= 2 || format === 'q8' ? wasm.makeOutput([M, K], 'float32') : null;
