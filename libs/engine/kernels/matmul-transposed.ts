@@ -9,10 +9,11 @@
 // training needs no second copy of W, neither transposed nor packed by XNNPACK.
 //
 // 1. Orientation. Computed as dxT[K, M] = W dyT: each weight W[k][n] is broadcast and
-//    multiplied into a vector of 4 rows' dy[m][n], read from dy transposed (dyT[n][m], rows
-//    of Mp = M rounded up to 8 floats, zero past M). A dot-product form (8 columns of a panel
-//    step against dy[m][8p..8p+8], horizontal sums at the end) needs a horizontal sum per
-//    output and was the slow form for the forward kernel too (matmul.ts, section 2).
+//    multiplied into a vector of 4 rows' dy[m][n], read from dy transposed in blocks of 8
+//    rows (dyT[m / 8][n][m % 8]; M rounded up to Mp, a multiple of 8, zero past M). A
+//    dot-product form (8 columns of a panel step against dy[m][8p..8p+8], horizontal sums at
+//    the end) needs a horizontal sum per output and was the slow form for the forward kernel
+//    too (matmul.ts, section 2).
 //
 // 2. Register tile: 4 k x 8 m, 8 accumulators. Per n it loads 2 vectors of dyT and
 //    broadcasts the 4 weights W[k..k+4][n] (4 splat loads, 32 bytes apart in the panel), and
@@ -25,7 +26,11 @@
 //    BLOCK_ROWS at a time: the block's part of dyT (256 x 64 floats, 64 KB) stays in L2 while
 //    every k tile runs over it, and each panel is read from memory once per call (from L2
 //    again for each further block of rows). The accumulators wait between blocks in acc
-//    (dxT, [K, Mp]); each output is still summed n by n in order.
+//    (dxT, [K, Mp]); each output is still summed n by n in order. dyT's blocks of 8 rows make
+//    a tile's dy one contiguous stream of 32 bytes per n: with dyT as plain rows of Mp floats
+//    the tile read 32 bytes every Mp x 4 bytes, lines that shared a few L1 sets, and the
+//    kernel ran at 0.65-0.8 of the forward kernel's rate (bench/transposed.bench.ts) where it
+//    now runs at about 0.9.
 //
 // 4. Threads. The same source is also compiled for a shared memory (matmul-transposed-shared
 //    .wasm.ts), where several threads divide one product by ranges of k (rows of W, columns of
@@ -50,24 +55,25 @@ const BLOCK_ROWS: i32 = 64;
 /**
  * Rows kFrom..kTo of dxT, written out as columns kFrom..kTo of dx [M, K] = dy [M, N] W^T, with
  * W [K, N] packed by matmul.ts's pack() as f32 panels (N a multiple of 8, K a multiple of 4),
- * from dyT, which transposeRows wrote (N x Mp floats, Mp = M rounded up to a multiple of 8).
- * kFrom and kTo are multiples of 4; [0, K) is the whole product. Scratch: acc of K x Mp
- * floats, of which only rows kFrom..kTo are touched (section 4).
+ * from dyT, which transposeRows wrote (Mp x N floats in blocks of 8 rows, Mp = M rounded up to
+ * a multiple of 8). kFrom and kTo are multiples of 4; [0, K) is the whole product. Scratch:
+ * acc of K x Mp floats, of which only rows kFrom..kTo are touched (section 4).
  */
 export function matmulTransposedF32(packed: usize, dx: usize, M: i32, K: i32, N: i32, dyT: usize, acc: usize, kFrom: i32, kTo: i32): void {
   const Mp = paddedRows(M);
   const dRow = (<usize>Mp) << 2;
   memory.fill(acc + <usize>kFrom * dRow, 0, <usize>(kTo - kFrom) * dRow);
   const panelBytes = (<usize>K) << 5;
+  const blockBytes = (<usize>N) << 5;
   const panels = N >> 3;
   for (let first = 0; first < panels; first += BLOCK_PANELS) {
     const count = min<i32>(panels, first + BLOCK_PANELS) - first;
     const w = packed + <usize>first * panelBytes;
-    const d = dyT + ((<usize>first) << 3) * dRow;
+    const d = dyT + ((<usize>first) << 8);
     for (let rows = 0; rows < Mp; rows += BLOCK_ROWS) {
       const rowsEnd = min<i32>(Mp, rows + BLOCK_ROWS);
       for (let k = kFrom; k < kTo; k += 4) {
-        for (let m = rows; m < rowsEnd; m += 8) tile(w + ((<usize>k) << 5), panelBytes, count, d + ((<usize>m) << 2), dRow, acc + <usize>k * dRow + ((<usize>m) << 2));
+        for (let m = rows; m < rowsEnd; m += 8) tile(w + ((<usize>k) << 5), panelBytes, count, d + <usize>(m >> 3) * blockBytes, acc + <usize>k * dRow + ((<usize>m) << 2), dRow);
       }
     }
   }
@@ -77,35 +83,41 @@ export function matmulTransposedF32(packed: usize, dx: usize, M: i32, K: i32, N:
   }
 }
 
-/** dyT[n][m] = dy[m][n] for m < M, 0 for M <= m < Mp (rows of Mp floats). Reads dy front to back. */
+/**
+ * dyT[m / 8][n][m % 8] = dy[m][n] for m < M, 0 for M <= m < Mp: blocks of 8 rows, each N x 8
+ * floats, so that a tile reads its 8 rows' dy as one contiguous stream. Reads dy front to back.
+ */
 export function transposeRows(dy: usize, dyT: usize, M: i32, N: i32): void {
   const Mp = paddedRows(M);
-  const dRow = (<usize>Mp) << 2;
+  const blockBytes = (<usize>N) << 5;
   let src = dy;
   for (let m = 0; m < M; m++) {
-    let dst = dyT + ((<usize>m) << 2);
+    let dst = dyT + <usize>(m >> 3) * blockBytes + ((<usize>(m & 7)) << 2);
     for (let n = 0; n < N; n++) {
       store<f32>(dst, load<f32>(src));
       src += 4;
-      dst += dRow;
+      dst += 32;
     }
   }
-  if (M == Mp) return;
-  for (let n = 0; n < N; n++) memory.fill(dyT + <usize>n * dRow + ((<usize>M) << 2), 0, <usize>(Mp - M) << 2);
+  for (let m = M; m < Mp; m++) {
+    let dst = dyT + <usize>(m >> 3) * blockBytes + ((<usize>(m & 7)) << 2);
+    for (let n = 0; n < N; n++, dst += 32) store<f32>(dst, 0);
+  }
 }
 
 /**
- * acc[0..4][0..8] += W[k..k+4][n] dyT[n][m..m+8] over the n of `panels` panels: w points at
- * row k of the first panel (panels panelBytes apart, rows 32 bytes apart), d at dyT[n0][m]
- * (rows dRow bytes apart), acc at acc[k][m] (rows dRow bytes apart).
+ * acc[0..4][0..8] += W[k..k+4][n] dy[m..m+8][n] over the n of `panels` panels: w points at
+ * row k of the first panel (panels panelBytes apart, rows 32 bytes apart), d at the first n's
+ * 8 floats in dyT's block of rows m..m+8 (32 bytes per n), acc at acc[k][m] (rows dRow bytes
+ * apart).
  */
-@inline function tile(w: usize, panelBytes: usize, panels: i32, d: usize, dRow: usize, acc: usize): void {
+@inline function tile(w: usize, panelBytes: usize, panels: i32, d: usize, acc: usize, dRow: usize): void {
   let a0 = v128.load(acc), a1 = v128.load(acc, 16);
   let b0 = v128.load(acc + dRow), b1 = v128.load(acc + dRow, 16);
   let c0 = v128.load(acc + 2 * dRow), c1 = v128.load(acc + 2 * dRow, 16);
   let e0 = v128.load(acc + 3 * dRow), e1 = v128.load(acc + 3 * dRow, 16);
   for (let p = 0; p < panels; p++, w += panelBytes) {
-    for (let wj = w, end = w + 32; wj < end; wj += 4, d += dRow) {
+    for (let wj = w, end = w + 32; wj < end; wj += 4, d += 32) {
       const d0 = v128.load(d);
       const d1 = v128.load(d, 16);
       let s = v128.load32_splat(wj);
