@@ -110,16 +110,17 @@ suite('fused webgpu kernels give the generic tfjs results', () => {
     { B: 3, KV: 2, G: 2, S: 70, D: 16 },
     { B: 2, KV: 1, G: 3, S: 5, D: 100 },
   ])('decode attention over a KV cache, grouped-query: $B rows, $KV KV heads of $G, $S keys, head dim $D', async ({ B, KV, G, S, D }) => {
-    const q = tf.tensor3d(random(B * KV * G * D, 4, 0.5), [B * KV, G, D]);
+    const q = tf.tensor2d(random(B * KV * G * D, 4, 0.5), [B, KV * G * D]);
     const k = tf.tensor4d(random(B * KV * S * D, 5), [B, KV, S, D]);
     const v = tf.tensor4d(random(B * KV * S * D, 6), [B, KV, S, D]);
     const m = new Float32Array(B * S);
     for (let b = 0; b < B; b++) for (let s = 0; s < b * 2; s++) m[b * S + s] = MASKED;
     const mask = tf.tensor4d(m, [B, 1, 1, S]);
-    const dims = { B, H: KV * G, T: 1, S, cached: true };
+    const dims = { B, H: KV * G, T: 1, cached: true };
     const { fused, generic, fusedKernels, genericKernels } = await onAndOff(() => attend(q, k, v, mask, dims));
     tf.dispose([q, k, v, mask]);
-    expect(fusedKernels).toEqual(['TrainyardDecodeAttention']);
+    // q comes token-major and goes back so: two reshapes around the one dispatch, which move no data.
+    expect(fusedKernels.filter((name) => name !== 'Reshape')).toEqual(['TrainyardDecodeAttention']);
     expect(genericKernels).not.toContain('TrainyardDecodeAttention');
     expect(maxAbsDiff(fused, generic)).toBeLessThan(1e-5);
   });

@@ -1,12 +1,12 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { DECODE_ATTENTION_WASM } from './decode-attention.wasm';
+import { ATTENTION_WASM } from './attention.wasm';
 import { DECODE_ATTENTION_KERNEL, MAX_HEAD_DIM } from './decode-attention.webgpu';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsApply } from './webgpu-program';
 
 /**
  * Attention for a decoding step as one WebAssembly SIMD kernel on tfjs-wasm (source:
- * libs/engine/kernels/decode-attention.ts). tfjs-wasm runs batched matMuls, which decoding
+ * libs/engine/kernels/attention.ts, which prompts run too: prompt-attention.ts). tfjs-wasm runs batched matMuls, which decoding
  * attention is made of (many small [G, D] x [D, S] products, one per sequence and KV head),
  * as a scalar loop; this kernel computes softmax(q k^T + mask) v for all of them in one
  * call, several times faster per layer (docs/benchmarks.md), and fuses the mask and the softmax.
@@ -19,23 +19,26 @@ import { fusedKernelsApply } from './webgpu-program';
  */
 const KERNEL_NAME = DECODE_ATTENTION_KERNEL;
 
-type KernelFunction = (
+/** The kernel's export (libs/engine/kernels/attention.ts): T new tokens of B sequences; decoding is T = 1. */
+export type AttentionFunction = (
   q: number,
   k: number,
   v: number,
   mask: number,
   weights: number,
   out: number,
-  groups: number,
+  B: number,
+  KV: number,
   G: number,
+  T: number,
   S: number,
   D: number,
-  kvHeads: number,
+  maskRows: number,
 ) => void;
 
 /** The kernel instantiated on this backend's memory, or null when the backend does not expose it. */
-function kernelFor(backend: object): KernelFunction | null {
-  return (instantiateOnHeap(DECODE_ATTENTION_WASM, backend)?.['decodeAttention'] as KernelFunction | undefined) ?? null;
+export function attentionKernelFor(backend: object): AttentionFunction | null {
+  return (instantiateOnHeap(ATTENTION_WASM, backend)?.['attention'] as AttentionFunction | undefined) ?? null;
 }
 
 tf.registerKernel({
@@ -45,15 +48,16 @@ tf.registerKernel({
     const { q, k, v, mask } = inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>;
     const { kvHeads } = attrs as unknown as { kvHeads: number };
     const wasm = backend as unknown as WasmBackendInternals;
-    const kernel = kernelFor(backend) as KernelFunction;
+    const kernel = attentionKernelFor(backend) as AttentionFunction;
     const [groups, G, D] = q.shape;
     const S = k.shape[2];
+    const B = groups / kvHeads;
     const out = wasm.makeOutput([groups, G, D], 'float32');
-    // The kernel's scratch: every head's scores, then its softmax weights.
-    const weights = wasm.makeOutput([groups, G, S], 'float32');
+    // The kernel's scratch: one token's scores, then its softmax weights.
+    const weights = wasm.makeOutput([G, S], 'float32');
     const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
     try {
-      kernel(at(q), at(k), at(v), at(mask), at(weights), at(out), groups, G, S, D, kvHeads);
+      kernel(at(q), at(k), at(v), at(mask), at(weights), at(out), B, kvHeads, G, 1, S, D, B);
     } finally {
       wasm.disposeData(weights.dataId);
     }
@@ -63,7 +67,7 @@ tf.registerKernel({
 
 /** True when decodeAttention runs the kernel on the current backend. */
 export function decodeAttentionKernelAvailable(): boolean {
-  return tf.getBackend() === 'wasm' && kernelFor(tf.backend()) !== null;
+  return tf.getBackend() === 'wasm' && attentionKernelFor(tf.backend()) !== null;
 }
 
 /**

@@ -1,27 +1,46 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { decodeAttention } from '../kernels/decode-attention';
+import { promptAttention } from '../kernels/prompt-attention';
 
 /**
  * softmax(q k^T + mask) v for grouped-query attention, by the path that is fastest on the
  * backend and shape at hand: the model (llama.ts) says what attention is, this file how it is
- * computed. q is [B*KV, G*T, D] (the G query heads sharing each KV head, T new tokens each),
- * k and v [B, KV, S, D] (the cache included); the result has q's shape.
+ * computed. q is token-major as the projection makes it, [B*T, H*D] (T new tokens per row, the
+ * G = H/KV query heads sharing each KV head side by side), k and v [B, KV, S, D] (the cache
+ * included); the result has q's shape, ready for the output projection.
+ *
+ * Without a gradient on wasm, one WebAssembly kernel reads q and writes the result in that
+ * layout (kernels/decode-attention for decoding, kernels/prompt-attention for T tokens: the
+ * same kernel). Otherwise, and under a gradient tape, tfjs ops on the heads-first layout
+ * [B*KV, G*T, D] (the G heads of a KV head one query row block each, each KV head read once).
  */
-export function attend(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dims: { B: number; H: number; T: number; S: number; cached: boolean }): tf.Tensor3D {
-  const { B, H, T, S } = dims;
-  return (
-    (T === 1 && dims.cached ? decodeAttention(q, k, v, mask) : null) ??
-    (attendsPerGroup(q.shape[0], T) ? attendPerGroup : attendBatched)(q, k, v, mask, [B, H, T, S])
-  );
+export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dims: { B: number; H: number; T: number; cached: boolean }): tf.Tensor2D {
+  const { B, H, T } = dims;
+  const [, KV, , D] = k.shape;
+  if (T === 1) {
+    const decoded = dims.cached ? decodeAttention(tf.reshape(q, [B * KV, H / KV, D]), k, v, mask) : null;
+    if (decoded) return tf.reshape(decoded, [B, H * D]);
+  }
+  return promptAttention(q, k, v, mask, T) ?? attendWithOps(q, k, v, mask, dims);
+}
+
+/** attend with tfjs ops: under a gradient tape, and where no kernel applies. */
+export function attendWithOps(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dims: { B: number; H: number; T: number }): tf.Tensor2D {
+  const { B, H, T } = dims;
+  const [, KV, S, D] = k.shape;
+  const G = H / KV;
+  const heads = T === 1 ? tf.reshape(q, [B * KV, G, D]) : tf.reshape(tf.transpose(tf.reshape(q, [B, T, KV, G, D]), [0, 2, 3, 1, 4]), [B * KV, G * T, D]);
+  const out = (attendsPerGroup(B * KV, T) ? attendPerGroup : attendBatched)(heads as tf.Tensor3D, k, v, mask, [B, H, T, S]);
+  return (T === 1 ? tf.reshape(out, [B, H * D]) : tf.reshape(tf.transpose(tf.reshape(out, [B, KV, G, T, D]), [0, 3, 1, 2, 4]), [B * T, H * D])) as tf.Tensor2D;
 }
 
 /**
- * Prefill and training (several new tokens, few rows x KV heads) attend one KV head at a time
- * with 2-D matMuls: batched matMuls run a scalar loop on wasm (0.5-1.5 GMAC/s measured here),
- * while plain 2-D ones take XNNPACK's fast path, and so do their gradients (training/gradients).
- * Decoding (one token per row, many small groups) runs the fused kernel of
- * kernels/decode-attention on wasm, and stays batched elsewhere: per-group splits and
- * concats would cost more dispatches than they save.
+ * With tfjs ops, several new tokens and few rows x KV heads (training's recomputed forward and
+ * its gradient) attend one KV head at a time with 2-D matMuls: batched matMuls run a scalar
+ * loop on wasm (0.5-1.5 GMAC/s measured here), while plain 2-D ones take XNNPACK's fast path,
+ * and so do their gradients (training/gradients). One token per row (decoding off wasm, many
+ * small groups) stays batched: per-group splits and concats would cost more dispatches than
+ * they save.
  */
 function attendsPerGroup(groups: number, T: number): boolean {
   return T >= 2 && (groups <= 8 || T >= 16);

@@ -52,8 +52,6 @@ export class RMSNorm {
 }
 
 export class Attention {
-  private readonly groups: number;
-
   constructor(
     private readonly config: ModelConfig,
     private readonly layer: number,
@@ -61,14 +59,11 @@ export class Attention {
     /** q_proj | k_proj | v_proj fused. */
     readonly qkv: FrozenLinear,
     readonly o: FrozenLinear,
-  ) {
-    this.groups = config.numHeads / config.numKvHeads;
-  }
+  ) {}
 
   forward(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D {
     const { numHeads: H, numKvHeads: KV, headDim: D } = this.config;
     const { batch: B, seqLen: T } = ctx;
-    const G = this.groups;
     const N = B * T;
 
     const [qk, vFlat] = splitColumns(this.qkv.forward(x), [(H + KV) * D, KV * D]);
@@ -79,20 +74,8 @@ export class Attention {
     let k = toHeadsFirst(tf.reshape(kFlat, [B, T, KV, D]));
     let v = toHeadsFirst(tf.reshape(vFlat, [B, T, KV, D]));
     if (ctx.cache) ({ k, v } = ctx.cache.append(this.layer, k, v));
-    const S = k.shape[2];
-
-    // Grouped-query attention without tiling K and V: the G query heads that share a KV head
-    // become G*T query rows of one [B*KV] batch, so each KV head is read once.
-    const q: tf.Tensor3D =
-      T === 1
-        ? tf.reshape(qFlat, [B * KV, G, D])
-        : tf.reshape(tf.transpose(tf.reshape(qFlat, [B, T, KV, G, D]), [0, 2, 3, 1, 4]), [B * KV, G * T, D]);
-    const heads = attend(q, k, v, ctx.mask, { B, H, T, S, cached: ctx.cache !== null });
-    const merged: tf.Tensor2D =
-      T === 1
-        ? tf.reshape(heads, [N, H * D])
-        : tf.reshape(tf.transpose(tf.reshape(heads, [B, KV, G, T, D]), [0, 3, 1, 2, 4]), [N, H * D]);
-    return this.o.forward(merged);
+    const heads = attend(qFlat, k, v, ctx.mask, { B, H, T, cached: ctx.cache !== null });
+    return this.o.forward(heads);
   }
 }
 

@@ -1,7 +1,8 @@
 // AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
-// loads it from src/kernels/decode-attention.wasm.ts (generated, committed) and runs it on
-// tfjs-wasm's own memory, which it imports: it reads the input tensors and writes the
-// output tensor where tfjs keeps them, without copying.
+// loads it from src/kernels/attention.wasm.ts (generated, committed) and runs it on tfjs-wasm's
+// own memory, which it imports: it reads the input tensors and writes the output tensor where
+// tfjs keeps them, without copying. Decoding (src/kernels/decode-attention.ts, one new token
+// per sequence) and prompts (src/kernels/prompt-attention.ts, T new tokens) run the same code.
 //
 // Nothing here may use static data (lookup tables, strings): a data segment would be
 // written into tfjs's heap when the module is instantiated. That is why exp is computed
@@ -13,68 +14,88 @@ import { expf, expf4, maxOf } from './shared/exp';
 const HIDDEN: f32 = -1e8;
 
 /**
- * Attention for one decoding step: one new query token per sequence, against every cached
- * key and value of that sequence. Grouped-query layout, as in model/llama.ts:
+ * softmax(q k^T + mask) v for T new tokens per sequence, against every key and value of that
+ * sequence (the cached ones and the new ones). Grouped-query layout, as in model/llama.ts,
+ * with the queries and the output token-major, as the projections make and take them:
  *
- *   q       [groups, G, D]   the G query heads that share one KV head (already scaled by 1/sqrt(D))
- *   k, v    [groups, S, D]   that KV head's cached keys and values (S columns)
- *   mask    [B, S]           additive mask per sequence (0: attend, MASKED: padding)
- *   weights [groups, G, S]   scratch: the scores, then the softmax weights
- *   out     [groups, G, D]
+ *   q       [B, T, KV, G, D]  each token's G query heads per KV head (already scaled by 1/sqrt(D))
+ *   k, v    [B, KV, S, D]     each KV head's keys and values (S columns)
+ *   mask    [maskRows, T, S]  additive mask per sequence (maskRows = B) or shared by all (1):
+ *                             0 to attend, MASKED for padding and the causal future
+ *   weights [G, S]            scratch: one token's scores, then its softmax weights
+ *   out     [B, T, KV, G, D]
  *
- * with groups = B * kvHeads (group g belongs to sequence g / kvHeads). D must be a
- * multiple of 4 (one f32x4 lane group per 4 dimensions).
+ * D must be a multiple of 4 (one f32x4 lane group per 4 dimensions). Decoding is T = 1.
  *
- * The textbook softmax in three passes over the columns, each a tight loop:
+ * For each token and KV head, the textbook softmax in three passes over the columns, each a
+ * tight loop:
  *   1. scores: s_j = q . k_j + mask_j for the G heads at once (each key is read once per
  *      group), with four accumulators so that the additions do not wait on each other;
  *   2. weights: p_j = exp(s_j - max_j s_j), four at a time, and their sum l;
  *   3. output: out = (sum_j p_j v_j) / l, sixteen dimensions at a time held in registers.
- * Masked columns get weight 0: their score is -Infinity, and exp of it is 0. Compared with
- * one pass and an online softmax, nothing is rescaled as the maximum grows, and no
- * accumulator goes through memory at every column.
+ * Masked columns get weight 0: their score is -Infinity, and exp of it is 0. The columns after
+ * a token's last visible one (a prompt's causal future) are not visited at all, which halves a
+ * prompt's work; they would only add zeros. Compared with one pass and an online softmax,
+ * nothing is rescaled as the maximum grows, and no accumulator goes through memory at every
+ * column.
  */
-export function decodeAttention(
+export function attention(
   q: usize,
   k: usize,
   v: usize,
   mask: usize,
   weights: usize,
   out: usize,
-  groups: i32,
+  B: i32,
+  KV: i32,
   G: i32,
+  T: i32,
   S: i32,
   D: i32,
-  kvHeads: i32,
+  maskRows: i32,
 ): void {
   const rowBytes = (<usize>D) << 2;
   const columnsBytes = (<usize>S) << 2;
-  for (let g = 0; g < groups; g++) {
-    const maskRow = mask + (((<usize>(g / kvHeads)) * <usize>S) << 2);
-    const keys = k + <usize>g * <usize>S * rowBytes;
-    const values = v + <usize>g * <usize>S * rowBytes;
-    const queries = q + <usize>(g * G) * rowBytes;
-    const groupWeights = weights + <usize>(g * G) * columnsBytes;
-    scores(queries, keys, maskRow, groupWeights, G, S, rowBytes);
-    for (let i = 0; i < G; i++) {
-      const row = groupWeights + <usize>i * columnsBytes;
-      const acc = out + <usize>(g * G + i) * rowBytes;
-      const m = maxOf(row, S);
-      // Every column masked (never so in decoding: a row always sees its newest token): zeros.
-      if (m == -Infinity) {
-        fill(acc, rowBytes, 0);
-        continue;
+  for (let b = 0; b < B; b++) {
+    const maskRows0 = mask + <usize>(maskRows == 1 ? 0 : b) * <usize>T * columnsBytes;
+    for (let t = 0; t < T; t++) {
+      const maskRow = maskRows0 + <usize>t * columnsBytes;
+      const columns = visibleColumns(maskRow, S);
+      for (let h = 0; h < KV; h++) {
+        const g = b * KV + h;
+        const keys = k + <usize>g * <usize>S * rowBytes;
+        const values = v + <usize>g * <usize>S * rowBytes;
+        const queries = q + <usize>(((b * T + t) * KV + h) * G) * rowBytes;
+        const outputs = out + <usize>(((b * T + t) * KV + h) * G) * rowBytes;
+        scores(queries, keys, maskRow, weights, G, columns, S, rowBytes);
+        for (let i = 0; i < G; i++) {
+          const row = weights + <usize>i * columnsBytes;
+          const acc = outputs + <usize>i * rowBytes;
+          const m = columns == 0 ? <f32>-Infinity : maxOf(row, columns);
+          // Every column masked (never so in decoding: a row always sees its newest token): zeros.
+          if (m == -Infinity) {
+            fill(acc, rowBytes, 0);
+            continue;
+          }
+          const l = softmaxWeights(row, columns, m);
+          weightedSum(acc, values, row, columns, rowBytes, 1 / l);
+        }
       }
-      const l = softmaxWeights(row, S, m);
-      weightedSum(acc, values, row, S, rowBytes, 1 / l);
     }
   }
 }
 
-/** Pass 1: weights[i][s] = q_i . k_s + mask_s for the G heads, -Infinity where masked. */
-function scores(queries: usize, keys: usize, maskRow: usize, weights: usize, G: i32, S: i32, rowBytes: usize): void {
+/** 1 + the last column the mask row lets the query see (0 when it sees none). */
+function visibleColumns(maskRow: usize, S: i32): i32 {
+  let n = S;
+  while (n > 0 && load<f32>(maskRow + ((<usize>(n - 1)) << 2)) < HIDDEN) n--;
+  return n;
+}
+
+/** Pass 1: weights[i][s] = q_i . k_s + mask_s for the G heads and the first `columns` keys, -Infinity where masked (weights' rows are S floats apart). */
+function scores(queries: usize, keys: usize, maskRow: usize, weights: usize, G: i32, columns: i32, S: i32, rowBytes: usize): void {
   const columnsBytes = (<usize>S) << 2;
-  for (let s = 0; s < S; s++) {
+  for (let s = 0; s < columns; s++) {
     const at = (<usize>s) << 2;
     const bias = load<f32>(maskRow + at);
     const key = keys + <usize>s * rowBytes;
