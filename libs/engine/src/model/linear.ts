@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { DEFAULT_MATMUL_PLAN, MatMulPlan, PackFormat, PackedWeights, packWeights, packedMatMul, splitColumns } from '../kernels/matmul';
+import { addLoraDeltas, LoraPart, loraGradients, loraKernelsApply } from '../kernels/lora';
 import { packedMatMulTransposed } from '../kernels/matmul-transposed';
 
 /**
@@ -196,16 +197,27 @@ export class FrozenLinear {
     const adapters = this.parts.map((p) => this.adapters.get(p.name) as LowRankAdapter | undefined);
     const factors = adapters.flatMap((a) => (a ? [a.aT, a.bT] : []));
     const sizes = this.parts.map((p) => p.outFeatures);
+    // On wasm, every adapter's products in one kernel call per pass (kernels/lora.ts).
+    const parts = this.loraParts(adapters);
+    const kernelParts = loraKernelsApply(x, parts) ? parts : null;
     const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
       const input = args[0] as tf.Tensor2D;
       const save = args[args.length - 1] as tf.GradSaveFunc;
       save([input]);
+      let value: tf.Tensor2D;
+      if (valueUnread) value = tf.zeros([input.shape[0], this.outFeatures]);
+      else if (kernelParts) value = tf.tidy(() => addLoraDeltas(this.project(input), input, kernelParts));
+      else value = this.projectWithAdapters(input, adapters);
       return {
-        value: valueUnread ? tf.zeros([input.shape[0], this.outFeatures]) : this.projectWithAdapters(input, adapters),
+        value,
         gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
           tf.tidy(() => {
             const g = dy as tf.Tensor2D;
             const xs = saved[0] as tf.Tensor2D;
+            if (kernelParts) {
+              const { dx, grads } = loraGradients(this.inputGradient(g), xs, g, kernelParts);
+              return [dx, ...grads];
+            }
             let dx = this.inputGradient(g);
             const xT = tf.transpose(xs) as tf.Tensor2D;
             const gs = sizes.length === 1 ? [g] : splitColumns(g, sizes);
@@ -226,6 +238,17 @@ export class FrozenLinear {
       };
     });
     return f(x, ...factors) as tf.Tensor2D;
+  }
+
+  /** The adapters present, with the output columns each covers, in the parts' order. */
+  private loraParts(adapters: (LowRankAdapter | undefined)[]): LoraPart[] {
+    let col = 0;
+    return this.parts.flatMap((p, i) => {
+      const a = adapters[i];
+      const part = a ? [{ aT: a.aT, bT: a.bT, scale: a.scaleFactor, col, width: p.outFeatures }] : [];
+      col += p.outFeatures;
+      return part;
+    });
   }
 
   /** x W^T + b plus the low-rank adapters' deltas (undefined: no adapter on that part). */

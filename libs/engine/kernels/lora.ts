@@ -1,0 +1,190 @@
+// AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
+// loads it from src/kernels/lora.wasm.ts (generated, committed) and runs it on tfjs-wasm's own
+// memory, which it imports. No static data.
+//
+// LoRA's products beside a frozen projection y = x W, for training (src/kernels/lora.ts): one
+// call per projection and pass in place of a dozen tfjs ops per adapter. An adapter on the
+// columns [col, col + N) of the projection's output is delta = s (x aT) bT, with aT [K, r],
+// bT [r, N] and s = alpha / r:
+//
+//   forward   h = x aT                     [M, r]
+//             y[:, col..] += s h bT        [M, N]
+//   backward  (g = dy[:, col..], h recomputed from x)
+//             dbT = s h^T g                [r, N]
+//             dh  = s g bT^T               [M, r]
+//             daT = x^T dh                 [K, r]
+//             dx += dh aT^T                [M, K]
+//
+// Every one of these is either rows times a panel of contiguous rows (scaledProduct: one
+// operand read by strides, the other row by row, vectorized along the output's rows), or dot
+// products of contiguous rows (scaledDots). Multiply-adds are fused (f32x4.relaxed_madd), as
+// in training's other products (matmul.ts, section 2). K, N and r must be multiples of 4.
+
+/**
+ * out[i][0..N] (+)= s sum_t a[i strideI + t strideT] b[t][0..N] for i < I: a is read by strides
+ * (in floats), b's rows are bRow bytes apart, out's outRow bytes apart; adds to out when
+ * `accumulate`. The sums over t are chains of multiply-adds, each waiting on the one before:
+ * the tiles keep eight independent chains, two rows by sixteen columns where N is wide (the
+ * adapters' outputs, dx), four rows by eight columns where it is r (h = x aT, daT).
+ */
+function scaledProduct(a: usize, strideI: usize, strideT: usize, b: usize, bRow: usize, out: usize, outRow: usize, I: i32, T: i32, N: i32, s: f32, accumulate: bool): void {
+  const width = (<usize>N) << 2;
+  const si = strideI << 2;
+  const st = strideT << 2;
+  let n: usize = 0;
+  for (; n + 64 <= width; n += 64) {
+    let i = 0;
+    for (; i + 2 <= I; i += 2) tile2x16(a + <usize>i * si, si, st, b + n, bRow, out + <usize>i * outRow + n, outRow, T, s, accumulate);
+    for (; i < I; i++) for (let c: usize = 0; c < 64; c += 16) tile1x4(a + <usize>i * si, st, b + n + c, bRow, out + <usize>i * outRow + n + c, T, s, accumulate);
+  }
+  for (; n + 32 <= width; n += 32) {
+    let i = 0;
+    for (; i + 4 <= I; i += 4) tile4x8(a + <usize>i * si, si, st, b + n, bRow, out + <usize>i * outRow + n, outRow, T, s, accumulate);
+    for (; i < I; i++) for (let c: usize = 0; c < 32; c += 16) tile1x4(a + <usize>i * si, st, b + n + c, bRow, out + <usize>i * outRow + n + c, T, s, accumulate);
+  }
+  for (; n < width; n += 16) for (let i = 0; i < I; i++) tile1x4(a + <usize>i * si, st, b + n, bRow, out + <usize>i * outRow + n, T, s, accumulate);
+}
+
+/** Rows i, i + 1 by sixteen columns of scaledProduct (a at a[i][0], b at b[0][n], out at out[i][n]). */
+@inline function tile2x16(a: usize, si: usize, st: usize, b: usize, bRow: usize, out: usize, outRow: usize, T: i32, s: f32, accumulate: bool): void {
+  let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
+  let d0 = f32x4.splat(0), d1 = f32x4.splat(0), d2 = f32x4.splat(0), d3 = f32x4.splat(0);
+  for (let t = 0; t < T; t++, a += st, b += bRow) {
+    const b0 = v128.load(b), b1 = v128.load(b, 16), b2 = v128.load(b, 32), b3 = v128.load(b, 48);
+    const u = v128.load32_splat(a);
+    c0 = f32x4.relaxed_madd(u, b0, c0);
+    c1 = f32x4.relaxed_madd(u, b1, c1);
+    c2 = f32x4.relaxed_madd(u, b2, c2);
+    c3 = f32x4.relaxed_madd(u, b3, c3);
+    const w = v128.load32_splat(a + si);
+    d0 = f32x4.relaxed_madd(w, b0, d0);
+    d1 = f32x4.relaxed_madd(w, b1, d1);
+    d2 = f32x4.relaxed_madd(w, b2, d2);
+    d3 = f32x4.relaxed_madd(w, b3, d3);
+  }
+  const ss = f32x4.splat(s);
+  store4(out, f32x4.mul(c0, ss), accumulate);
+  store4(out + 16, f32x4.mul(c1, ss), accumulate);
+  store4(out + 32, f32x4.mul(c2, ss), accumulate);
+  store4(out + 48, f32x4.mul(c3, ss), accumulate);
+  store4(out + outRow, f32x4.mul(d0, ss), accumulate);
+  store4(out + outRow + 16, f32x4.mul(d1, ss), accumulate);
+  store4(out + outRow + 32, f32x4.mul(d2, ss), accumulate);
+  store4(out + outRow + 48, f32x4.mul(d3, ss), accumulate);
+}
+
+/** Rows i .. i + 3 by eight columns of scaledProduct. */
+@inline function tile4x8(a: usize, si: usize, st: usize, b: usize, bRow: usize, out: usize, outRow: usize, T: i32, s: f32, accumulate: bool): void {
+  let c0 = f32x4.splat(0), c1 = f32x4.splat(0), d0 = f32x4.splat(0), d1 = f32x4.splat(0);
+  let e0 = f32x4.splat(0), e1 = f32x4.splat(0), f0 = f32x4.splat(0), f1 = f32x4.splat(0);
+  for (let t = 0; t < T; t++, a += st, b += bRow) {
+    const b0 = v128.load(b), b1 = v128.load(b, 16);
+    let u = v128.load32_splat(a);
+    c0 = f32x4.relaxed_madd(u, b0, c0);
+    c1 = f32x4.relaxed_madd(u, b1, c1);
+    u = v128.load32_splat(a + si);
+    d0 = f32x4.relaxed_madd(u, b0, d0);
+    d1 = f32x4.relaxed_madd(u, b1, d1);
+    u = v128.load32_splat(a + 2 * si);
+    e0 = f32x4.relaxed_madd(u, b0, e0);
+    e1 = f32x4.relaxed_madd(u, b1, e1);
+    u = v128.load32_splat(a + 3 * si);
+    f0 = f32x4.relaxed_madd(u, b0, f0);
+    f1 = f32x4.relaxed_madd(u, b1, f1);
+  }
+  const ss = f32x4.splat(s);
+  store4(out, f32x4.mul(c0, ss), accumulate);
+  store4(out + 16, f32x4.mul(c1, ss), accumulate);
+  store4(out + outRow, f32x4.mul(d0, ss), accumulate);
+  store4(out + outRow + 16, f32x4.mul(d1, ss), accumulate);
+  store4(out + 2 * outRow, f32x4.mul(e0, ss), accumulate);
+  store4(out + 2 * outRow + 16, f32x4.mul(e1, ss), accumulate);
+  store4(out + 3 * outRow, f32x4.mul(f0, ss), accumulate);
+  store4(out + 3 * outRow + 16, f32x4.mul(f1, ss), accumulate);
+}
+
+/** One row by four columns of scaledProduct: the edges the tiles leave. */
+@inline function tile1x4(a: usize, st: usize, b: usize, bRow: usize, out: usize, T: i32, s: f32, accumulate: bool): void {
+  let c = f32x4.splat(0);
+  for (let t = 0; t < T; t++, a += st, b += bRow) c = f32x4.relaxed_madd(v128.load32_splat(a), v128.load(b), c);
+  store4(out, f32x4.mul(c, f32x4.splat(s)), accumulate);
+}
+
+/**
+ * out[i][j] = s sum_l a[i][l] b[j][l] for i < I, j < J: dot products of a's and b's contiguous
+ * rows of L floats (rows aRow and bRow bytes apart; out's rows outRow bytes apart), two rows
+ * of b at a time, two chains each.
+ */
+function scaledDots(a: usize, aRow: usize, b: usize, bRow: usize, out: usize, outRow: usize, I: i32, J: i32, L: i32, s: f32): void {
+  const length = (<usize>L) << 2;
+  for (let i = 0; i < I; i++) {
+    const ai = a + <usize>i * aRow;
+    const row = out + <usize>i * outRow;
+    let j = 0;
+    for (; j + 2 <= J; j += 2) {
+      const bj = b + <usize>j * bRow;
+      let c0 = f32x4.splat(0), c1 = f32x4.splat(0), d0 = f32x4.splat(0), d1 = f32x4.splat(0);
+      let l: usize = 0;
+      for (; l + 32 <= length; l += 32) {
+        const a0 = v128.load(ai + l), a1 = v128.load(ai + l, 16);
+        c0 = f32x4.relaxed_madd(a0, v128.load(bj + l), c0);
+        c1 = f32x4.relaxed_madd(a1, v128.load(bj + l, 16), c1);
+        d0 = f32x4.relaxed_madd(a0, v128.load(bj + bRow + l), d0);
+        d1 = f32x4.relaxed_madd(a1, v128.load(bj + bRow + l, 16), d1);
+      }
+      for (; l < length; l += 16) {
+        const a0 = v128.load(ai + l);
+        c0 = f32x4.relaxed_madd(a0, v128.load(bj + l), c0);
+        d0 = f32x4.relaxed_madd(a0, v128.load(bj + bRow + l), d0);
+      }
+      store<f32>(row + ((<usize>j) << 2), s * horizontalSum(f32x4.add(c0, c1)));
+      store<f32>(row + ((<usize>j) << 2), s * horizontalSum(f32x4.add(d0, d1)), 4);
+    }
+    for (; j < J; j++) {
+      const bj = b + <usize>j * bRow;
+      let c0 = f32x4.splat(0);
+      for (let l: usize = 0; l < length; l += 16) c0 = f32x4.relaxed_madd(v128.load(ai + l), v128.load(bj + l), c0);
+      store<f32>(row + ((<usize>j) << 2), s * horizontalSum(c0));
+    }
+  }
+}
+
+@inline function horizontalSum(c: v128): f32 {
+  return f32x4.extract_lane(c, 0) + f32x4.extract_lane(c, 1) + f32x4.extract_lane(c, 2) + f32x4.extract_lane(c, 3);
+}
+
+@inline function store4(at: usize, v: v128, accumulate: bool): void {
+  v128.store(at, accumulate ? f32x4.add(v128.load(at), v) : v);
+}
+
+/**
+ * y[:, col..col + N] += s (x aT) bT, in place: x [M, K], aT [K, r], bT [r, N], y's rows
+ * yWidth floats. Scratch: h of M x r floats.
+ */
+export function loraForward(x: usize, aT: usize, bT: usize, s: f32, y: usize, M: i32, K: i32, r: i32, N: i32, yWidth: i32, col: i32, h: usize): void {
+  const rRow = (<usize>r) << 2;
+  scaledProduct(x, <usize>K, 1, aT, rRow, h, rRow, M, K, r, 1, false);
+  scaledProduct(h, <usize>r, 1, bT, (<usize>N) << 2, y + ((<usize>col) << 2), (<usize>yWidth) << 2, M, r, N, s, true);
+}
+
+/**
+ * One adapter's backward pass (see the file's head): from x [M, K] and dy's columns
+ * [col, col + N) (dy's rows dyWidth floats), writes daT [K, r] and dbT [r, N] and adds
+ * dh aT^T into dx [M, K] in place. Scratch: h and dh, M x r floats each, and a, r x K floats
+ * (aT transposed, so that dx's sums run along its rows).
+ */
+export function loraBackward(x: usize, dy: usize, aT: usize, bT: usize, s: f32, dx: usize, daT: usize, dbT: usize, M: i32, K: i32, r: i32, N: i32, dyWidth: i32, col: i32, h: usize, dh: usize, a: usize): void {
+  const rRow = (<usize>r) << 2;
+  const kRow = (<usize>K) << 2;
+  const nRow = (<usize>N) << 2;
+  const g = dy + ((<usize>col) << 2);
+  const gRow = (<usize>dyWidth) << 2;
+  scaledProduct(x, <usize>K, 1, aT, rRow, h, rRow, M, K, r, 1, false);
+  // dbT[j] = s sum_m h[m][j] g[m]: h read down its columns.
+  scaledProduct(h, 1, <usize>r, g, gRow, dbT, nRow, r, M, N, s, false);
+  scaledDots(g, gRow, bT, nRow, dh, rRow, M, r, N, s);
+  // daT[k] = sum_m x[m][k] dh[m]: x read down its columns.
+  scaledProduct(x, 1, <usize>K, dh, rRow, daT, rRow, K, M, r, 1, false);
+  for (let k = 0; k < K; k++) for (let j = 0; j < r; j++) store<f32>(a + ((<usize>(j * K + k)) << 2), load<f32>(aT + ((<usize>(k * r + j)) << 2)));
+  scaledProduct(dh, <usize>r, 1, a, kRow, dx, kRow, M, r, K, 1, true);
+}

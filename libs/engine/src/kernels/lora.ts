@@ -1,0 +1,140 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { LORA_WASM } from './lora.wasm';
+import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+
+/**
+ * LoRA's products beside a frozen projection, for training on tfjs-wasm (source, with the
+ * products written out: libs/engine/kernels/lora.ts): every adapter of one projection in one
+ * kernel call per pass, the forward deltas added to the projection's product, and in the
+ * backward pass the factors' gradients and the adapters' share of dx. As tfjs ops the same
+ * took about a dozen dispatches per adapter and pass (two packed or XNNPACK products, the
+ * transposes of x, h and the factors, the scale, the adds), with multiply-adds into r columns
+ * where tfjs runs a few GFLOP/s.
+ */
+const FORWARD = 'TrainyardLoraForward';
+const BACKWARD = 'TrainyardLoraBackward';
+
+/** One adapter of a projection: delta = scale (x aT) bT on its output columns [col, col + width). */
+export interface LoraPart {
+  /** [in, r] */
+  aT: tf.Tensor2D;
+  /** [r, width] */
+  bT: tf.Tensor2D;
+  /** alpha / r, or null for 1 (folded into bT). */
+  scale: tf.Scalar | null;
+  col: number;
+  width: number;
+}
+
+interface Attrs extends tf.NamedAttrMap {
+  cols: number[];
+  scaled: boolean[];
+}
+
+interface LoraKernels {
+  loraForward(x: number, aT: number, bT: number, s: number, y: number, M: number, K: number, r: number, N: number, yWidth: number, col: number, h: number): void;
+  loraBackward(x: number, dy: number, aT: number, bT: number, s: number, dx: number, daT: number, dbT: number, M: number, K: number, r: number, N: number, dyWidth: number, col: number, h: number, dh: number, a: number): void;
+}
+
+function kernelsFor(backend: object): LoraKernels | null {
+  return instantiateOnHeap(LORA_WASM, backend) as unknown as LoraKernels | null;
+}
+
+/** The inputs of part i, and its scale as a number (read from the heap: no read-back through tfjs). */
+function partInputs(inputs: tf.NamedTensorInfoMap, attrs: Attrs, wasm: WasmBackendInternals) {
+  return attrs.cols.map((col, i) => {
+    const [aT, bT] = [inputs[`a${i}`], inputs[`b${i}`]] as tf.TensorInfo[];
+    const scale = attrs.scaled[i] ? heapView(wasm, inputs[`s${i}`] as tf.TensorInfo)[0] : 1;
+    return { aT, bT, scale, col, r: aT.shape[1], width: bT.shape[1] };
+  });
+}
+
+/** A new tensor holding `source`'s data. */
+function copyOf(wasm: WasmBackendInternals, source: tf.TensorInfo): tf.TensorInfo {
+  const out = wasm.makeOutput(source.shape, 'float32');
+  heapView(wasm, out).set(heapView(wasm, source));
+  return out;
+}
+
+tf.registerKernel({
+  kernelName: FORWARD,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const wasm = backend as unknown as WasmBackendInternals;
+    const kernels = kernelsFor(backend) as LoraKernels;
+    const { x, y } = inputs as Record<'x' | 'y', tf.TensorInfo>;
+    const [M, K] = x.shape;
+    const parts = partInputs(inputs, attrs as Attrs, wasm);
+    const out = copyOf(wasm, y);
+    const h = wasm.makeOutput([M, Math.max(...parts.map((p) => p.r))], 'float32');
+    try {
+      const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
+      for (const p of parts) kernels.loraForward(at(x), at(p.aT), at(p.bT), p.scale, at(out), M, K, p.r, p.width, y.shape[1], p.col, at(h));
+    } finally {
+      wasm.disposeData(h.dataId);
+    }
+    return out;
+  },
+});
+
+tf.registerKernel({
+  kernelName: BACKWARD,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const wasm = backend as unknown as WasmBackendInternals;
+    const kernels = kernelsFor(backend) as LoraKernels;
+    const { x, dy, dx } = inputs as Record<'x' | 'dy' | 'dx', tf.TensorInfo>;
+    const [M, K] = x.shape;
+    const parts = partInputs(inputs, attrs as Attrs, wasm);
+    const dxOut = copyOf(wasm, dx);
+    const grads = parts.flatMap((p) => [wasm.makeOutput([K, p.r], 'float32'), wasm.makeOutput([p.r, p.width], 'float32')]);
+    const r = Math.max(...parts.map((p) => p.r));
+    const [h, dh, a] = [wasm.makeOutput([M, r], 'float32'), wasm.makeOutput([M, r], 'float32'), wasm.makeOutput([r, K], 'float32')];
+    try {
+      const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
+      parts.forEach((p, i) => {
+        kernels.loraBackward(at(x), at(dy), at(p.aT), at(p.bT), p.scale, at(dxOut), at(grads[2 * i]), at(grads[2 * i + 1]), M, K, p.r, p.width, dy.shape[1], p.col, at(h), at(dh), at(a));
+      });
+    } finally {
+      [h, dh, a].forEach((t) => wasm.disposeData(t.dataId));
+    }
+    return [dxOut, ...grads];
+  },
+});
+
+/**
+ * Whether the kernels take these parts over x [M, K]: the wasm backend, float32 throughout,
+ * and K, every rank and every part's width multiples of 4 (the kernels' vectors).
+ */
+export function loraKernelsApply(x: tf.Tensor2D, parts: LoraPart[]): boolean {
+  if (parts.length === 0 || tf.getBackend() !== 'wasm' || kernelsFor(tf.backend()) === null) return false;
+  if (x.dtype !== 'float32' || x.shape[1] % 4 !== 0) return false;
+  return parts.every((p) => p.aT.dtype === 'float32' && p.bT.dtype === 'float32' && p.aT.shape[1] % 4 === 0 && p.width % 4 === 0 && (p.scale === null || p.scale.dtype === 'float32'));
+}
+
+function kernelInputs(parts: LoraPart[], named: tf.NamedTensorMap): { inputs: tf.NamedTensorMap; attrs: Attrs } {
+  const inputs = { ...named };
+  parts.forEach((p, i) => {
+    inputs[`a${i}`] = p.aT;
+    inputs[`b${i}`] = p.bT;
+    if (p.scale) inputs[`s${i}`] = p.scale;
+  });
+  return { inputs, attrs: { cols: parts.map((p) => p.col), scaled: parts.map((p) => p.scale !== null) } };
+}
+
+/** y + every part's delta on its columns, y [M, N] the frozen product of x [M, K]. Check loraKernelsApply first. */
+export function addLoraDeltas(y: tf.Tensor2D, x: tf.Tensor2D, parts: LoraPart[]): tf.Tensor2D {
+  const { inputs, attrs } = kernelInputs(parts, { x, y });
+  return tf.engine().runKernel(FORWARD, inputs, attrs) as tf.Tensor2D;
+}
+
+/**
+ * The backward pass through the parts, given dy [M, N] and the frozen projection's own input
+ * gradient dx [M, K]: dx plus the adapters' share, and each part's [daT, dbT] in order. Check
+ * loraKernelsApply first.
+ */
+export function loraGradients(dx: tf.Tensor2D, x: tf.Tensor2D, dy: tf.Tensor2D, parts: LoraPart[]): { dx: tf.Tensor2D; grads: tf.Tensor2D[] } {
+  const { inputs, attrs } = kernelInputs(parts, { x, dy, dx });
+  const [dxOut, ...grads] = tf.engine().runKernel(BACKWARD, inputs, attrs) as tf.Tensor2D[];
+  return { dx: dxOut, grads };
+}
