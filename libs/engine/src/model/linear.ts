@@ -30,6 +30,64 @@ export interface LinearPart {
 }
 
 /**
+ * Frozen projections' outputs kept from the first pass of an activation-checkpointed training
+ * step for its recompute pass (training/checkpointing.ts), within a budget of bytes: the
+ * recompute then takes each kept output instead of multiplying again, and recomputes only what
+ * is cheap (norms, RoPE, attention, activations), as selective recomputation does (Korthikanti
+ * et al., 2022, "Reducing Activation Recomputation in Large Transformer Models"). An output is
+ * kept by reference to the tensor the first pass made (no copy) and handed over once.
+ */
+export class KeptProducts {
+  private readonly values = new Map<FrozenLinear, tf.Tensor2D>();
+  private bytes = 0;
+  private recording = true;
+
+  constructor(private readonly budgetBytes: number) {}
+
+  /** The first pass is over: from now on take() hands the kept outputs out, and keep() keeps nothing. */
+  replay(): void {
+    this.recording = false;
+  }
+
+  /** First pass: keeps `value` as `linear`'s output while the budget allows. */
+  keep(linear: FrozenLinear, value: tf.Tensor2D): void {
+    const bytes = 4 * value.size;
+    if (!this.recording || this.values.has(linear) || this.bytes + bytes > this.budgetBytes) return;
+    this.values.set(linear, tf.keep(value.clone()));
+    this.bytes += bytes;
+  }
+
+  /** Recompute pass: `linear`'s kept output, now the caller's (a tensor of the current scope), or null. */
+  take(linear: FrozenLinear): tf.Tensor2D | null {
+    const kept = this.recording ? undefined : this.values.get(linear);
+    if (!kept) return null;
+    this.values.delete(linear);
+    this.bytes -= 4 * kept.size;
+    const value = kept.clone();
+    kept.dispose();
+    return value;
+  }
+
+  dispose(): void {
+    this.values.forEach((t) => t.dispose());
+    this.values.clear();
+    this.bytes = 0;
+  }
+}
+
+/** How a training pass uses a projection's value (FrozenLinear.forward). */
+export interface ForwardUse {
+  /**
+   * The caller uses only the gradient w.r.t. x and the adapters, never the value, which then
+   * is zeros and costs no product (activation checkpointing's recompute of a block's last
+   * projection, whose output only feeds the residual sum).
+   */
+  valueUnread?: boolean;
+  /** Outputs kept between a checkpointed step's passes (with backward enabled). */
+  kept?: KeptProducts;
+}
+
+/**
  * A frozen projection y = x W^T + b, possibly several HF projections fused side by side
  * (q|k|v, gate|up) so one 2-D matMul replaces three: per-op dispatch dominates on wasm.
  *
@@ -108,15 +166,10 @@ export class FrozenLinear {
     return this.weight === null;
   }
 
-  /**
-   * x W^T + b plus the adapters' deltas. valueUnread (with backward enabled): the caller uses
-   * only the gradient w.r.t. x and the adapters, never the value, which then is zeros and
-   * costs no product (activation checkpointing's recompute of a block's last projection,
-   * whose output only feeds the residual sum).
-   */
-  forward(x: tf.Tensor2D, valueUnread = false): tf.Tensor2D {
-    if (this.backward && this.adapters.size > 0 && [...this.adapters.values()].every(isLowRank)) return this.forwardWithFusedGrad(x, valueUnread);
-    const y = this.backward ? this.projectWithFastGrad(x, valueUnread) : this.infer(x);
+  /** x W^T + b plus the adapters' deltas; `use` says what a training pass needs of it (ForwardUse). */
+  forward(x: tf.Tensor2D, use: ForwardUse = {}): tf.Tensor2D {
+    if (this.backward && this.adapters.size > 0 && [...this.adapters.values()].every(isLowRank)) return this.forwardWithFusedGrad(x, use);
+    const y = this.backward ? this.projectWithFastGrad(x, use) : this.infer(x);
     if (this.adapters.size === 0) return y;
     return this.addAdapters(x, y);
   }
@@ -193,7 +246,7 @@ export class FrozenLinear {
    * projection is copied for the backward pass (the wasm backend copies every saved tensor),
    * and only x is kept.
    */
-  private forwardWithFusedGrad(x: tf.Tensor2D, valueUnread: boolean): tf.Tensor2D {
+  private forwardWithFusedGrad(x: tf.Tensor2D, use: ForwardUse): tf.Tensor2D {
     const adapters = this.parts.map((p) => this.adapters.get(p.name) as LowRankAdapter | undefined);
     const factors = adapters.flatMap((a) => (a ? [a.aT, a.bT] : []));
     const sizes = this.parts.map((p) => p.outFeatures);
@@ -204,12 +257,8 @@ export class FrozenLinear {
       const input = args[0] as tf.Tensor2D;
       const save = args[args.length - 1] as tf.GradSaveFunc;
       save([input]);
-      let value: tf.Tensor2D;
-      if (valueUnread) value = tf.zeros([input.shape[0], this.outFeatures]);
-      else if (kernelParts) value = tf.tidy(() => addLoraDeltas(this.project(input), input, kernelParts));
-      else value = this.projectWithAdapters(input, adapters);
       return {
-        value,
+        value: this.trainingValue(input, use, () => (kernelParts ? tf.tidy(() => addLoraDeltas(this.project(input), input, kernelParts)) : this.projectWithAdapters(input, adapters))),
         gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
           tf.tidy(() => {
             const g = dy as tf.Tensor2D;
@@ -257,9 +306,19 @@ export class FrozenLinear {
     return tf.add(this.project(x), deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1));
   }
 
-  private projectWithFastGrad(x: tf.Tensor2D, valueUnread: boolean): tf.Tensor2D {
+  /** A training pass's value of this projection: zeros when unread, the kept one on a recompute, else `compute()` (kept for the recompute where asked). */
+  private trainingValue(x: tf.Tensor2D, use: ForwardUse, compute: () => tf.Tensor2D): tf.Tensor2D {
+    if (use.valueUnread) return tf.zeros([x.shape[0], this.outFeatures]);
+    const kept = use.kept?.take(this);
+    if (kept) return kept;
+    const value = compute();
+    use.kept?.keep(this, value);
+    return value;
+  }
+
+  private projectWithFastGrad(x: tf.Tensor2D, use: ForwardUse): tf.Tensor2D {
     const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => ({
-      value: valueUnread ? tf.zeros([(args[0] as tf.Tensor2D).shape[0], this.outFeatures]) : this.project(args[0] as tf.Tensor2D),
+      value: this.trainingValue(args[0] as tf.Tensor2D, use, () => this.project(args[0] as tf.Tensor2D)),
       gradFunc: (dy: tf.Tensor | tf.Tensor[]) => this.inputGradient(dy as tf.Tensor2D),
     }));
     return f(x) as tf.Tensor2D;

@@ -4,7 +4,7 @@ import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights 
 import { rmsNorm } from '../kernels/rms-norm';
 import { swiglu } from '../kernels/swiglu';
 import { attend } from './attention';
-import { FrozenLinear } from './linear';
+import { FrozenLinear, KeptProducts } from './linear';
 import { KVCache, MASKED } from './kv-cache';
 import { Rope } from './rope';
 
@@ -32,6 +32,8 @@ export interface StepContext {
    * projection's product.
    */
   outputUnread?: boolean;
+  /** Projections' outputs kept from a checkpointed step's first pass for its recompute (KeptProducts). */
+  products?: KeptProducts;
 }
 
 export class RMSNorm {
@@ -66,7 +68,7 @@ export class Attention {
     const { batch: B, seqLen: T } = ctx;
     const N = B * T;
 
-    const [qk, vFlat] = splitColumns(this.qkv.forward(x), [(H + KV) * D, KV * D]);
+    const [qk, vFlat] = splitColumns(this.qkv.forward(x, { kept: ctx.products }), [(H + KV) * D, KV * D]);
     // q and k heads side by side: one rotation for both (q carries the 1/sqrt(D) scale).
     const rotated = tf.reshape(this.rope.apply(tf.reshape(qk, [N, H + KV, D]), ctx.cos, ctx.sin), [N, (H + KV) * D]) as tf.Tensor2D;
     const [qFlat, kFlat] = splitColumns(rotated, [H * D, KV * D]);
@@ -75,7 +77,7 @@ export class Attention {
     let v = toHeadsFirst(tf.reshape(vFlat, [B, T, KV, D]));
     if (ctx.cache) ({ k, v } = ctx.cache.append(this.layer, k, v));
     const heads = attend(qFlat, k, v, ctx.mask, { B, H, T, cached: ctx.cache !== null });
-    return this.o.forward(heads);
+    return this.o.forward(heads, { kept: ctx.products });
   }
 }
 
@@ -93,14 +95,14 @@ export class MLP {
     readonly down: FrozenLinear,
   ) {}
 
-  /** outputUnread: only gradients through this are used (StepContext.outputUnread). */
-  forward(x: tf.Tensor2D, outputUnread = false): tf.Tensor2D {
-    const gateUp = this.gateUp.forward(x);
+  /** outputUnread: only gradients through this are used (StepContext.outputUnread); products: StepContext.products. */
+  forward(x: tf.Tensor2D, outputUnread = false, products?: KeptProducts): tf.Tensor2D {
+    const gateUp = this.gateUp.forward(x, { kept: products });
     // Inference on wasm: one kernel instead of four (kernels/swiglu.ts).
     const gated = swiglu(gateUp);
     if (gated) return this.down.forward(gated);
     const [gate, up] = splitColumns(gateUp, [gateUp.shape[1] / 2, gateUp.shape[1] / 2]);
-    return this.down.forward(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), outputUnread);
+    return this.down.forward(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), { valueUnread: outputUnread });
   }
 }
 
@@ -114,7 +116,7 @@ export class Block {
 
   forward(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D {
     const h: tf.Tensor2D = tf.add(x, this.attention.forward(this.inputNorm.forward(x), ctx));
-    return tf.add(h, this.mlp.forward(this.postAttentionNorm.forward(h), ctx.outputUnread === true));
+    return tf.add(h, this.mlp.forward(this.postAttentionNorm.forward(h), ctx.outputUnread === true, ctx.products));
   }
 }
 

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { KeptProducts } from '../model/linear';
 import type { LlamaModel } from '../model/llama';
 
 /**
@@ -6,6 +7,13 @@ import type { LlamaModel } from '../model/llama';
  * about 170 positions; [tokens, vocab] logits of a whole training step never exist at once.
  */
 const MAX_LOGITS_PER_CHUNK = 1 << 23;
+
+/**
+ * Most bytes of projections' outputs a step keeps from its first pass for the recompute
+ * (KeptProducts): 256 MB, every q|k|v, o and gate|up output of a 135M model's step up to
+ * about 480 tokens; longer steps keep the first layers' and recompute the rest.
+ */
+const KEPT_PRODUCTS_BYTES = 256 << 20;
 
 /** Rows of token ids right-padded to one length T, as next-token inputs and targets. */
 export interface NextTokenRows {
@@ -170,7 +178,9 @@ export interface CheckpointedResult {
  *
  * Memory then grows with layers x tokens x hidden plus one block's intermediates, instead of
  * every intermediate of every layer (which, copied by the wasm backend for the tape, ran a
- * 135M model out of memory at a few hundred tokens). The price is a second forward pass.
+ * 135M model out of memory at a few hundred tokens). The price is a second forward pass; the
+ * first pass keeps the outputs of the projections the recompute reads (q|k|v, o, gate|up)
+ * within KEPT_PRODUCTS_BYTES, so that the recompute multiplies only where they did not fit.
  */
 export async function checkpointedGradients(
   model: LlamaModel,
@@ -180,7 +190,8 @@ export async function checkpointedGradients(
   options: { chunk: number; withEntropy: boolean },
 ): Promise<CheckpointedResult> {
   const { rows: R, length: T, targets } = rows;
-  const ctx = model.passContext(R, T);
+  const products = new KeptProducts(KEPT_PRODUCTS_BYTES);
+  const ctx = { ...model.passContext(R, T), products };
   const kept: tf.Tensor[] = [];
   try {
     // 1. Forward, keeping the input of every block.
@@ -194,6 +205,7 @@ export async function checkpointedGradients(
       kept.push(x);
     }
     const last = x;
+    products.replay();
 
     // 2. Log-probs as values, the loss and its gradient w.r.t. them. A step whose positions
     // fit one lm_head chunk keeps that chunk's probabilities for step 3.
@@ -243,7 +255,8 @@ export async function checkpointedGradients(
     parts.forEach((p) => p.dispose());
 
     // 4. Back through the blocks, recomputing each one under a tape. Only the gradients of
-    // the recomputed pass are used, which spares each block its down projection's product.
+    // the recomputed pass are used, which spares each block its down projection's product;
+    // the other projections' outputs are the first pass's, where they were kept.
     const recompute = { ...ctx, outputUnread: true };
     const grads = new Map<string, tf.Tensor>();
     for (let layer = model.blocks.length - 1; layer >= 0; layer--) {
@@ -261,6 +274,7 @@ export async function checkpointedGradients(
     return { value: lossValue, grads };
   } finally {
     kept.forEach((t) => t.dispose());
+    products.dispose();
     [ctx.cos, ctx.sin, ctx.mask].forEach((t) => t.dispose());
   }
 }
