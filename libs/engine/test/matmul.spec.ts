@@ -106,9 +106,11 @@ describe('packed matMul kernel (wasm)', () => {
   );
 
   // bf16 weights (the normals rounded to bf16) give exactly the products of f32 panels of
-  // the same weights: the kernel widens each weight back to the f32 it was.
+  // the same weights in the same arithmetic, training's (fused for both): the kernel widens
+  // each weight back to the f32 it was. In inference bf16 panels multiply then add while f32
+  // ones fuse (fusedArithmetic): equal to float32 rounding.
   it.each(rows.map((M, i) => [M, depths[i % depths.length], 8 * (1 + (M % 5)), M % 2 === 0] as const))(
-    'bf16 panels give the same bits as f32 panels for M %i, K %i, N %i, bias %s',
+    'bf16 panels give the same bits as f32 panels in training products for M %i, K %i, N %i, bias %s',
     (M, K, N, withBias) => {
       tf.tidy(() => {
         const x = tf.randomNormal([M, K], 0, 1, 'float32', M * 1000 + K) as tf.Tensor2D;
@@ -117,10 +119,14 @@ describe('packed matMul kernel (wasm)', () => {
         const bias = withBias ? (tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D) : null;
         const [halves, floats] = [packWeights(w), packWeights(w, 'f32')];
         expect([halves?.bf16, floats?.bf16]).toEqual([true, false]);
-        const a = packedMatMul(x, halves as PackedWeights, bias) as tf.Tensor2D;
-        const b = packedMatMul(x, floats as PackedWeights, bias) as tf.Tensor2D;
+        const plan = matmul.DEFAULT_MATMUL_PLAN;
+        const a = packedMatMul(x, halves as PackedWeights, bias, plan, true) as tf.Tensor2D;
+        const b = packedMatMul(x, floats as PackedWeights, bias, plan, true) as tf.Tensor2D;
         expect(Array.from(a.dataSync())).toEqual(Array.from(b.dataSync()));
-        expect(maxAbsDiff(a.dataSync(), (bias ? tf.add(tf.matMul(x, w), bias) : tf.matMul(x, w)).dataSync())).toBeLessThan(2e-6 * K + 1e-5);
+        const reference = (bias ? tf.add(tf.matMul(x, w), bias) : tf.matMul(x, w)).dataSync();
+        expect(maxAbsDiff(a.dataSync(), reference)).toBeLessThan(2e-6 * K + 1e-5);
+        const inference = packedMatMul(x, halves as PackedWeights, bias) as tf.Tensor2D;
+        expect(maxAbsDiff(inference.dataSync(), reference)).toBeLessThan(2e-6 * K + 1e-5);
         halves?.dispose();
         floats?.dispose();
       });
@@ -185,7 +191,7 @@ describe('packed matMul kernel (wasm)', () => {
     [4, 'f32'],
     [1, 'bf16'],
     [4, 'bf16'],
-  ] as const)('multiplies and adds fused only when asked (training), for %i rows of %s panels, on one thread and on two', async (M, format) => {
+  ] as const)('multiplies and adds fused always over f32 panels and in training over bf16 ones, for %i rows of %s panels, on one thread and on two', async (M, format) => {
     const x = 1 + 2 ** -23;
     const w = 1 + 2 ** -7;
     for (const threads of [1, 2]) {
@@ -195,8 +201,8 @@ describe('packed matMul kernel (wasm)', () => {
           const packed = packWeights(tf.fill([1, 8], w) as tf.Tensor2D, format === 'f32' ? 'f32' : 'auto') as PackedWeights;
           expect(packed.format).toBe(format);
           const bias = tf.fill([8], -Math.fround(x * w)) as tf.Tensor1D;
-          const product = (fused: boolean) => Array.from((packedMatMul(tf.fill([M, 1], x) as tf.Tensor2D, packed, bias, matmul.DEFAULT_MATMUL_PLAN, fused) as tf.Tensor2D).dataSync());
-          expect(product(false)).toEqual(new Array(8 * M).fill(0));
+          const product = (training: boolean) => Array.from((packedMatMul(tf.fill([M, 1], x) as tf.Tensor2D, packed, bias, matmul.DEFAULT_MATMUL_PLAN, training) as tf.Tensor2D).dataSync());
+          expect(product(false)).toEqual(new Array(8 * M).fill(format === 'f32' ? 2 ** -30 : 0));
           expect(product(true)).toEqual(new Array(8 * M).fill(2 ** -30));
           packed.dispose();
         });

@@ -307,18 +307,30 @@ export function packWeights(weightT: tf.Tensor2D, format: PackFormat = 'auto', o
 }
 
 /**
+ * Whether products over panels of `format` multiply and add in one rounding (the kernel
+ * source's section 2). f32 always: fused, every tile of every row count ran faster (up to 1.4x
+ * at 64 rows; docs/benchmarks.md, "Two arithmetics"). bf16 only in training: its one-row
+ * narrow tile waits on the fused multiply-add's latency and decodes more slowly. Within a
+ * format inference has one arithmetic, so that a sequence gets the same bits alone (one-row
+ * tile) as in a batch (four-row tiles), and prefill the same as decoding; f32 training's
+ * products are inference's to the bit. q8 sums integers: the flag does not apply.
+ */
+export function fusedArithmetic(format: PanelFormat, training: boolean): boolean {
+  return format === 'f32' || (format === 'bf16' && training);
+}
+
+/**
  * x [M, K] W [K, N] (+ bias [N]) from W packed by packWeights, run as `plan` says (the plan
  * of the model the weights belong to), or null where tf.matMul should run instead: another backend, not float32, or while a gradient is being recorded (the
- * kernel has none). `fused`: with fused multiply-adds (f32 and bf16 panels), faster for many
- * rows and slower for one (the kernel source's section 2): training's products, never
- * inference's, so that a decoded sequence gets the same bits alone as in a batch.
+ * kernel has none). `training`: a training product, where bf16 panels multiply-add fused too
+ * (fusedArithmetic).
  */
 export function packedMatMul(
   x: tf.Tensor2D,
   packed: PackedWeights,
   bias: tf.Tensor1D | null = null,
   plan: MatMulPlan = DEFAULT_MATMUL_PLAN,
-  fused = false,
+  training = false,
 ): tf.Tensor2D | null {
   const [M, K] = x.shape;
   if (M === 0 || !matMulKernelAvailable() || tf.engine().isTapeOn()) return null;
@@ -330,7 +342,7 @@ export function packedMatMul(
     format: packed.format,
     readAhead: M === 1 ? plan.oneRowReadAhead : plan.rowsReadAhead,
     oneRowWide: plan.oneRowTile === 'wide',
-    fused,
+    fused: fusedArithmetic(packed.format, training),
   };
   const shared = packed.threaded;
   if (shared) {

@@ -224,8 +224,8 @@ export class FrozenLinear {
 
   /**
    * x W^T + b for training, on the packed kernel where it applies (wasm, and no gradient
-   * being recorded around it: inside a custom gradient's forward function nothing is) with
-   * fused multiply-adds (training's products are many rows: kernels/matmul.ts), else tf.matMul.
+   * being recorded around it: inside a custom gradient's forward function nothing is), as a
+   * training product (fused multiply-adds: kernels/matmul.ts, fusedArithmetic), else tf.matMul.
    */
   private project(x: tf.Tensor2D): tf.Tensor2D {
     const packed = this.backward ? this.packedWeights() : null;
@@ -350,8 +350,8 @@ function lowRankDelta(x: tf.Tensor2D, a: LowRankAdapter): tf.Tensor2D {
  * x w for a narrow w [K, n] (a LoRA factor: n = r columns) on the packed matmul kernel where it
  * applies (wasm, n a multiple of 8, no gradient being recorded), w packed for the call:
  * XNNPACK multiplies into 8 columns several times more slowly per multiply-add than into
- * hundreds, and the packing is K x n floats. Training's, so with fused multiply-adds, as
- * project's. Always on the calling thread, in tfjs's heap,
+ * hundreds, and the packing is K x n floats. A training product, as project's. Always on the
+ * calling thread, in tfjs's heap,
  * even while matmul threads run: one or two panels cannot be divided, and the threads'
  * memory is for weights that stay. tf.matMul elsewhere.
  */
