@@ -29,3 +29,34 @@ export function rmsNorm(x: usize, weight: usize, out: usize, M: i32, C: i32, eps
     }
   }
 }
+
+/**
+ * The gradient of rmsNorm with respect to x, for a training step's backward pass: with
+ * s = 1 / sqrt(sum(x^2) / C + eps) and g = dy * weight per row,
+ *   dx = s g - x s^3 sum(g x) / C.
+ * The weight is frozen (no gradient of its own). Rows of x, dy and dx [M, C], C a multiple of 4.
+ */
+export function rmsNormBackward(x: usize, weight: usize, dy: usize, dx: usize, M: i32, C: i32, eps: f32): void {
+  const rowBytes = (<usize>C) << 2;
+  for (let r = 0; r < M; r++) {
+    const row = x + <usize>r * rowBytes;
+    const grad = dy + <usize>r * rowBytes;
+    const dst = dx + <usize>r * rowBytes;
+    let squares = f32x4.splat(0);
+    let dots = f32x4.splat(0);
+    for (let at: usize = 0; at < rowBytes; at += 16) {
+      const v = v128.load(row + at);
+      squares = f32x4.add(squares, f32x4.mul(v, v));
+      dots = f32x4.add(dots, f32x4.mul(f32x4.mul(v128.load(grad + at), v128.load(weight + at)), v));
+    }
+    const sum = f32x4.extract_lane(squares, 0) + f32x4.extract_lane(squares, 1) + (f32x4.extract_lane(squares, 2) + f32x4.extract_lane(squares, 3));
+    const dot = f32x4.extract_lane(dots, 0) + f32x4.extract_lane(dots, 1) + (f32x4.extract_lane(dots, 2) + f32x4.extract_lane(dots, 3));
+    const s = <f32>1 / Mathf.sqrt(sum / <f32>C + eps);
+    const ss = f32x4.splat(s);
+    const correction = f32x4.splat((s * s * s * dot) / <f32>C);
+    for (let at: usize = 0; at < rowBytes; at += 16) {
+      const g = f32x4.mul(v128.load(grad + at), v128.load(weight + at));
+      v128.store(dst + at, f32x4.sub(f32x4.mul(g, ss), f32x4.mul(v128.load(row + at), correction)));
+    }
+  }
+}

@@ -28,3 +28,29 @@ export function swiglu(gateUp: usize, out: usize, M: i32, F: i32): void {
     }
   }
 }
+
+/**
+ * The gradient of swiglu with respect to gateUp, for a training step's backward pass: with
+ * s = sigmoid(g), d/dg (g s) = s (1 + g (1 - s)), so
+ *   dGateUp[r][i] = dy u s (1 + g (1 - s)),   dGateUp[r][F + i] = dy g s,
+ * for gateUp and dGateUp [M, 2F] and dy [M, F] (F a multiple of 4).
+ */
+export function swigluBackward(gateUp: usize, dy: usize, dGateUp: usize, M: i32, F: i32): void {
+  const half = (<usize>F) << 2;
+  const one = f32x4.splat(1);
+  for (let r = 0; r < M; r++) {
+    const gates = gateUp + <usize>r * 2 * half;
+    const grads = dGateUp + <usize>r * 2 * half;
+    const d = dy + <usize>r * half;
+    for (let at: usize = 0; at < half; at += 16) {
+      const g = v128.load(gates + at);
+      const u = v128.load(gates + half + at);
+      const e = expf4(f32x4.neg(f32x4.abs(g)));
+      const sigmoid = f32x4.div(v128.bitselect(one, e, f32x4.ge(g, f32x4.splat(0))), f32x4.add(one, e));
+      const dOut = v128.load(d + at);
+      const slope = f32x4.mul(sigmoid, f32x4.add(one, f32x4.mul(g, f32x4.sub(one, sigmoid))));
+      v128.store(grads + at, f32x4.mul(f32x4.mul(dOut, u), slope));
+      v128.store(grads + half + at, f32x4.mul(dOut, f32x4.mul(g, sigmoid)));
+    }
+  }
+}

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { rmsNorm } from '../src/kernels/rms-norm';
+import { rmsNorm, rmsNormWithGradient } from '../src/kernels/rms-norm';
 import { rope } from '../src/kernels/rope';
-import { swiglu } from '../src/kernels/swiglu';
+import { swiglu, swigluWithGradient } from '../src/kernels/swiglu';
 import { ensureTrainingGradients } from '../src/training/gradients';
 import { maxAbsDiff, useBackend } from './helpers';
 
@@ -106,6 +106,31 @@ describe('RMSNorm, SwiGLU and RoPE kernels (wasm)', () => {
         expect((rmsNorm(row, weight, 1e-5) as tf.Tensor2D).arraySync()[0]).toEqual(normed[r]);
         expect((swiglu(row) as tf.Tensor2D).arraySync()[0]).toEqual(gated[r]);
       }
+    });
+  });
+
+  // Training's versions: the same values, and gradients w.r.t. x of the tfjs ops' own.
+  it.each([
+    [1, 8],
+    [5, 576],
+    [3, 24],
+  ])('RMSNorm and the SwiGLU gate with gradients match the tfjs ops and their gradients for M %i, C %i', (M, C) => {
+    ensureTrainingGradients();
+    tf.tidy(() => {
+      const x = tf.randomNormal([M, C], 0, 3, 'float32', 21) as tf.Tensor2D;
+      const weight = tf.randomNormal([C], 1, 0.1, 'float32', 22) as tf.Tensor1D;
+      const dy = tf.randomNormal([M, C], 0, 1, 'float32', 23) as tf.Tensor2D;
+      const dGate = tf.randomNormal([M, C / 2], 0, 1, 'float32', 24) as tf.Tensor2D;
+      const kernelNorm = (t: tf.Tensor) => rmsNormWithGradient(t as tf.Tensor2D, weight, 1e-5) as tf.Tensor2D;
+      const kernelGate = (t: tf.Tensor) => swigluWithGradient(t as tf.Tensor2D) as tf.Tensor2D;
+      expect(maxAbsDiff(kernelNorm(x).dataSync(), referenceNorm(x, weight, 1e-5).dataSync())).toBeLessThan(1e-5);
+      expect(maxAbsDiff(kernelGate(x).dataSync(), referenceGate(x).dataSync())).toBeLessThan(1e-5);
+      const normGrad = tf.grad(kernelNorm)(x, dy);
+      const normRef = tf.grad((t: tf.Tensor) => referenceNorm(t as tf.Tensor2D, weight, 1e-5))(x, dy);
+      expect(maxAbsDiff(normGrad.dataSync(), normRef.dataSync())).toBeLessThan(1e-5);
+      const gateGrad = tf.grad(kernelGate)(x, dGate);
+      const gateRef = tf.grad((t: tf.Tensor) => referenceGate(t as tf.Tensor2D))(x, dGate);
+      expect(maxAbsDiff(gateGrad.dataSync(), gateRef.dataSync())).toBeLessThan(1e-5);
     });
   });
 

@@ -13,10 +13,17 @@ import { fusedKernelsApply } from './webgpu-program';
  */
 const KERNEL_NAME = RMS_NORM_KERNEL;
 
+const BACKWARD_KERNEL = 'TrainyardRmsNormBackward';
+
 type RmsNormFunction = (x: number, weight: number, out: number, M: number, C: number, eps: number) => void;
+type RmsNormBackwardFunction = (x: number, weight: number, dy: number, dx: number, M: number, C: number, eps: number) => void;
 
 function kernelFor(backend: object): RmsNormFunction | null {
   return (instantiateOnHeap(RMS_NORM_WASM, backend)?.['rmsNorm'] as RmsNormFunction | undefined) ?? null;
+}
+
+function backwardFor(backend: object): RmsNormBackwardFunction {
+  return instantiateOnHeap(RMS_NORM_WASM, backend)?.['rmsNormBackward'] as RmsNormBackwardFunction;
 }
 
 tf.registerKernel({
@@ -33,6 +40,20 @@ tf.registerKernel({
   },
 });
 
+tf.registerKernel({
+  kernelName: BACKWARD_KERNEL,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { x, weight, dy } = inputs as Record<'x' | 'weight' | 'dy', tf.TensorInfo>;
+    const { eps } = attrs as unknown as { eps: number };
+    const wasm = backend as unknown as WasmBackendInternals;
+    const [M, C] = x.shape;
+    const dx = wasm.makeOutput([M, C], 'float32');
+    backwardFor(backend)(heapOffset(wasm, x), heapOffset(wasm, weight), heapOffset(wasm, dy), heapOffset(wasm, dx), M, C, eps);
+    return dx;
+  },
+});
+
 /**
  * x [M, C] / sqrt(mean(x^2 over C) + eps) * weight [C], or null where tfjs ops should compute
  * it: another backend, fused webgpu kernels off, not float32, C not a multiple of 4 on wasm, or
@@ -45,4 +66,25 @@ export function rmsNorm(x: tf.Tensor2D, weight: tf.Tensor1D, eps: number): tf.Te
   if (!wasm && !fusedKernelsApply()) return null;
   if (weight.shape[0] !== C) throw new Error(`rmsNorm: x [${x.shape}] and weight [${weight.shape}] do not fit together`);
   return tf.engine().runKernel(KERNEL_NAME, { x, weight }, { eps }) as tf.Tensor2D;
+}
+
+/**
+ * rmsNorm for a training pass on wasm: the same kernel, with a gradient with respect to x
+ * from one backward kernel (the weight is frozen: it gets none), where tfjs ops record six
+ * kernels on the tape, copy what they save, and run about a dozen more backward. Null where
+ * the kernel does not apply (another backend, not float32, C not a multiple of 4).
+ */
+export function rmsNormWithGradient(x: tf.Tensor2D, weight: tf.Tensor1D, eps: number): tf.Tensor2D | null {
+  const C = x.shape[1];
+  if (tf.getBackend() !== 'wasm' || x.dtype !== 'float32' || weight.dtype !== 'float32' || C % 4 !== 0 || kernelFor(tf.backend()) === null) return null;
+  if (weight.shape[0] !== C) throw new Error(`rmsNorm: x [${x.shape}] and weight [${weight.shape}] do not fit together`);
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const input = args[0] as tf.Tensor;
+    (args[1] as tf.GradSaveFunc)([input]);
+    return {
+      value: tf.engine().runKernel(KERNEL_NAME, { x: input, weight }, { eps }) as tf.Tensor2D,
+      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => tf.engine().runKernel(BACKWARD_KERNEL, { x: saved[0], weight, dy: dy as tf.Tensor }, { eps }) as tf.Tensor,
+    };
+  });
+  return f(x) as tf.Tensor2D;
 }

@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
 import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights } from '../kernels/matmul';
-import { rmsNorm } from '../kernels/rms-norm';
-import { swiglu } from '../kernels/swiglu';
+import { rmsNorm, rmsNormWithGradient } from '../kernels/rms-norm';
+import { swiglu, swigluWithGradient } from '../kernels/swiglu';
 import { attend } from './attention';
 import { FrozenLinear, KeptProducts } from './linear';
 import { KVCache, MASKED } from './kv-cache';
@@ -45,8 +45,8 @@ export class RMSNorm {
   ) {}
 
   forward(x: tf.Tensor2D): tf.Tensor2D {
-    // Inference: one kernel instead of six on wasm, one dispatch instead of five on webgpu (kernels/rms-norm.ts).
-    const fused = rmsNorm(x, this.weight, this.epsilon);
+    // One kernel instead of six on wasm (with a backward kernel under a gradient tape), one dispatch instead of five on webgpu (kernels/rms-norm.ts).
+    const fused = tf.engine().isTapeOn() ? rmsNormWithGradient(x, this.weight, this.epsilon) : rmsNorm(x, this.weight, this.epsilon);
     if (fused) return fused;
     const meanSquare = tf.mean(tf.square(x), -1, true);
     return tf.mul(tf.mul(x, tf.rsqrt(tf.add(meanSquare, this.eps))), this.weight);
@@ -99,8 +99,9 @@ export class MLP {
   forward(x: tf.Tensor2D, outputUnread = false, products?: KeptProducts): tf.Tensor2D {
     const gateUp = this.gateUp.forward(x, { kept: products });
     // Inference on wasm: one kernel instead of four (kernels/swiglu.ts).
-    const gated = swiglu(gateUp);
-    if (gated) return this.down.forward(gated);
+    // Training on wasm: the same kernel with a gradient of its own.
+    const gated = tf.engine().isTapeOn() ? swigluWithGradient(gateUp) : swiglu(gateUp);
+    if (gated) return this.down.forward(gated, { valueUnread: outputUnread });
     const [gate, up] = splitColumns(gateUp, [gateUp.shape[1] / 2, gateUp.shape[1] / 2]);
     return this.down.forward(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), { valueUnread: outputUnread });
   }
