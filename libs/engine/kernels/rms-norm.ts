@@ -6,7 +6,7 @@
 // where tfjs runs six kernels (square, mean, add, rsqrt, multiply, multiply), each a dispatch
 // of several microseconds for a row of a few hundred floats: 61 norms per token on a 30-layer
 // model. Each row is computed alone, the same way whatever the rows beside it, so a sequence
-// gets the same bits alone as in a batch.
+// gets the same bits alone as in a batch. rmsNormBackward is its gradient, for training.
 
 /**
  * out[r] = x[r] * (1 / sqrt(sum(x[r]^2) / C + eps)) * weight, for rows r < M of x [M, C]
