@@ -2,6 +2,10 @@
 
     python3 torch_peer.py MODEL_DIR '{"prefillTokens": 512, "decodeBatches": [1, 32, 128], ...}'
 
+Without a GPU it runs on the CPU, which is how docs/benchmarks.md compares the engine's CPU
+figures with PyTorch's on one machine (OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 for one thread;
+Debian's PyTorch needs an optimized BLAS such as libopenblas0-pthread installed).
+
 Reads the model directory the engine's model maker wrote (config.json, model.safetensors in
 Hugging Face names), runs a Llama/Qwen2 decoder written out in plain torch ops (float32;
 matmuls in full float32, PyTorch's default), on CUDA when there is a GPU, and prints one JSON
