@@ -18,6 +18,7 @@ import { loadModel } from '../src/loader';
 import { DEFAULT_LORA_SPEC } from '../src/lora/peft';
 import { makeModel } from '../src/maker/make-model';
 import { LoraTrainer } from '../src/training/trainer';
+import { trainingSequences } from './training-sequences';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const MODEL_DIR = path.join(ROOT, 'var/models/bench-smollm2-135m');
@@ -30,13 +31,8 @@ async function main(): Promise<void> {
   if (!fs.existsSync(path.join(MODEL_DIR, 'model.safetensors'))) makeModel({ preset: 'smollm2-135m', out: MODEL_DIR, seed: 0 });
   const lm = await loadModel(MODEL_DIR, { matmulThreads: MATMUL_THREADS });
   const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC);
-  const V = lm.config.vocabSize;
-  let seed = 1;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  const sequence = () => {
-    const tokens = Array.from({ length: TOKENS }, () => 3 + Math.floor(random() * (V - 3)));
-    return { tokens, mask: tokens.map((_, i) => (i < 16 ? 0 : 1)) };
-  };
+  const draw = trainingSequences(lm.config.vocabSize);
+  const sequence = () => draw(TOKENS, 16);
   await trainer.sftStepOnTokens([sequence()], 1e-4);
   const plain: number[] = [];
   for (let i = 0; i < STEPS; i++) {

@@ -23,6 +23,7 @@ import { loadModel } from '../src/loader';
 import { DEFAULT_LORA_SPEC } from '../src/lora/peft';
 import { makeModel } from '../src/maker/make-model';
 import { LoraTrainer } from '../src/training/trainer';
+import { trainingSequences } from './training-sequences';
 import { writeDocBlock } from './doc-block';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -46,14 +47,9 @@ async function timeSteps(threads: number): Promise<ChildResult> {
   await selectBackend('wasm');
   const lm = await loadModel(MODEL_DIR, { matmulThreads: threads });
   const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC);
-  const V = lm.config.vocabSize;
   // The same sequences in every process, as train.bench.ts draws them.
-  let seed = 1;
-  const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-  const sequence = () => {
-    const tokens = Array.from({ length: TOKENS }, () => 3 + Math.floor(random() * (V - 3)));
-    return [{ tokens, mask: tokens.map((_, i) => (i < 16 ? 0 : 1)) }];
-  };
+  const draw = trainingSequences(lm.config.vocabSize);
+  const sequence = () => [draw(TOKENS, 16)];
   await trainer.sftStepOnTokens(sequence(), 1e-4);
   const wall: number[] = [];
   const cpu: number[] = [];

@@ -19,6 +19,7 @@ import { loadModel } from '../src/loader';
 import { DEFAULT_LORA_SPEC } from '../src/lora/peft';
 import { makeModel } from '../src/maker/make-model';
 import { LoraTrainer } from '../src/training/trainer';
+import { trainingSequences } from './training-sequences';
 import { writeDocBlock } from './doc-block';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -71,13 +72,8 @@ async function main(): Promise<void> {
   console.log(`backend ${backend.name}; plain matMul peak ${peak.toFixed(1)} GFLOP/s`);
 
   const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC);
-  const V = lm.config.vocabSize;
-  let seed = 1;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-  const sequence = () => {
-    const tokens = Array.from({ length: TOKENS }, () => 3 + Math.floor(random() * (V - 3)));
-    return { tokens, mask: tokens.map((_, i) => (i < 16 ? 0 : 1)) };
-  };
+  const draw = trainingSequences(lm.config.vocabSize);
+  const sequence = () => draw(TOKENS, 16);
   await trainer.sftStepOnTokens([sequence()], 1e-4); // warm-up: weight packing, kernel setup
   sampleRss();
   const times: number[] = [];
@@ -95,10 +91,7 @@ async function main(): Promise<void> {
   const wasmHeap = tf.memory().numBytes;
   const shortPeakRss = peakRss;
   // One packed step the size of the service's default packing: 8 rows x 256 tokens.
-  const long = Array.from({ length: 8 }, () => {
-    const tokens = Array.from({ length: 256 }, () => 3 + Math.floor(random() * (V - 3)));
-    return { tokens, mask: tokens.map((_, i) => (i < 32 ? 0 : 1)) };
-  });
+  const long = Array.from({ length: 8 }, () => draw(256, 32));
   const t0 = performance.now();
   await trainer.sftStepOnTokens(long, 1e-4);
   const longSeconds = (performance.now() - t0) / 1000;
