@@ -20,7 +20,7 @@ import { fusedKernelsApply } from './webgpu-program';
 const KERNEL_NAME = DECODE_ATTENTION_KERNEL;
 
 /** The kernel's export (libs/engine/kernels/attention.ts): T new tokens of B sequences; decoding is T = 1. */
-export type AttentionFunction = (
+type AttentionFunction = (
   q: number,
   k: number,
   v: number,
@@ -41,27 +41,35 @@ export function attentionKernelFor(backend: object): AttentionFunction | null {
   return (instantiateOnHeap(ATTENTION_WASM, backend)?.['attention'] as AttentionFunction | undefined) ?? null;
 }
 
+/**
+ * Runs the kernel for a tfjs kernel function on wasm: q and the output token-major
+ * ([B, T, KV, G, D] in any shape of that size), k and v [B, KV, S, D], mask [B or 1, 1, T, S];
+ * G query heads per KV head. Decoding (here) and prompts (prompt-attention.ts) both call it.
+ */
+export function runAttentionKernel(backend: object, inputs: Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>, T: number, kvHeads: number, G: number): tf.TensorInfo {
+  const { q, k, v, mask } = inputs;
+  const wasm = backend as unknown as WasmBackendInternals;
+  const kernel = attentionKernelFor(backend) as AttentionFunction;
+  const [B, , S, D] = k.shape;
+  const out = wasm.makeOutput(q.shape, 'float32');
+  // The kernel's scratch: one token's scores, then its softmax weights.
+  const weights = wasm.makeOutput([G, S], 'float32');
+  const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
+  try {
+    kernel(at(q), at(k), at(v), at(mask), at(weights), at(out), B, kvHeads, G, T, S, D, mask.shape[0]);
+  } finally {
+    wasm.disposeData(weights.dataId);
+  }
+  return out;
+}
+
 tf.registerKernel({
   kernelName: KERNEL_NAME,
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
-    const { q, k, v, mask } = inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>;
     const { kvHeads } = attrs as unknown as { kvHeads: number };
-    const wasm = backend as unknown as WasmBackendInternals;
-    const kernel = attentionKernelFor(backend) as AttentionFunction;
-    const [groups, G, D] = q.shape;
-    const S = k.shape[2];
-    const B = groups / kvHeads;
-    const out = wasm.makeOutput([groups, G, D], 'float32');
-    // The kernel's scratch: one token's scores, then its softmax weights.
-    const weights = wasm.makeOutput([G, S], 'float32');
-    const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
-    try {
-      kernel(at(q), at(k), at(v), at(mask), at(weights), at(out), B, kvHeads, G, 1, S, D, B);
-    } finally {
-      wasm.disposeData(weights.dataId);
-    }
-    return out;
+    const q = (inputs as Record<'q', tf.TensorInfo>).q;
+    return runAttentionKernel(backend, inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>, 1, kvHeads, q.shape[1]);
   },
 });
 

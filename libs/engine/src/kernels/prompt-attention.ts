@@ -1,6 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { AttentionFunction, attentionKernelFor } from './decode-attention';
-import { heapOffset, WasmBackendInternals } from './wasm-heap';
+import { attentionKernelFor, runAttentionKernel } from './decode-attention';
 
 /**
  * Attention over T new tokens per sequence (a prompt's prefill, or a training step's forward
@@ -22,21 +21,8 @@ tf.registerKernel({
   kernelName: KERNEL_NAME,
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
-    const { q, k, v, mask } = inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>;
     const { T, kvHeads, groupSize } = attrs as Attrs;
-    const wasm = backend as unknown as WasmBackendInternals;
-    const kernel = attentionKernelFor(backend) as AttentionFunction;
-    const [B, , S, D] = k.shape;
-    const out = wasm.makeOutput(q.shape, 'float32');
-    // The kernel's scratch: one token's scores, then its softmax weights.
-    const weights = wasm.makeOutput([groupSize, S], 'float32');
-    const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
-    try {
-      kernel(at(q), at(k), at(v), at(mask), at(weights), at(out), B, kvHeads, groupSize, T, S, D, mask.shape[0]);
-    } finally {
-      wasm.disposeData(weights.dataId);
-    }
-    return out;
+    return runAttentionKernel(backend, inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>, T, kvHeads, groupSize);
   },
 });
 
