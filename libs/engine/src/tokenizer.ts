@@ -17,8 +17,11 @@ export class TextTokenizer {
     this.tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig);
     const added = this.tokenizer.get_added_tokens_decoder();
     this.specialIds = new Set([...added.entries()].filter(([, t]) => t.special).map(([id]) => id));
-    const vocab = this.tokenizer.get_vocab(true);
-    this.vocabSize = Math.max(-1, ...vocab.values()) + 1;
+    // A loop, not Math.max(...ids): a vocabulary of 151,936 ids (Qwen2.5) as spread arguments
+    // overflows the call stack.
+    let largest = -1;
+    for (const id of this.tokenizer.get_vocab(true).values()) largest = Math.max(largest, id);
+    this.vocabSize = largest + 1;
   }
 
   /** Plain text to ids; chat prompts already contain their special tokens, so none are added by default. */

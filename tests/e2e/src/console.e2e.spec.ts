@@ -479,8 +479,14 @@ describe('the web console, in a browser', () => {
 
     it('sends one prompt to two checkpoints from the playground, side by side', async () => {
       await openSection('Playground');
+      // The choices are loaded once the model field shows one.
+      const picker = page.getByTestId('playground-model');
+      for (const deadline = Date.now() + 30_000; !(await picker.inputValue()); ) {
+        if (Date.now() > deadline) throw new Error('the playground never showed a model');
+        await new Promise((r) => setTimeout(r, 100));
+      }
       await page.getByTestId('playground-compare').check();
-      await page.getByTestId('playground-model').click();
+      await picker.click();
       await page.getByRole('option', { name: 'art/run step 0', exact: true }).click();
       await page.getByTestId('playground-model-b').click();
       await page.getByRole('option', { name: 'art/run step 3', exact: true }).click();

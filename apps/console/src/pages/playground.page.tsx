@@ -88,7 +88,6 @@ export function PlaygroundPage() {
     <Stack>
       <Title order={2}>Playground</Title>
       {choices.error && <Alert color="red">{choices.error}</Alert>}
-      {!choices.data && choices.loading && <Loader />}
       <form onSubmit={send}>
         <Stack maw={760}>
           <Group align="flex-end" grow={compare}>
@@ -100,6 +99,10 @@ export function PlaygroundPage() {
               searchable
               allowDeselect={false}
               nothingFoundMessage="No such model"
+              // The loader sits inside the field: one above the form would move the form when the
+              // models arrive, under a pointer already on its way to a control.
+              rightSection={!choices.data && choices.loading ? <Loader size="xs" /> : undefined}
+              placeholder={choices.data ? undefined : 'Loading models…'}
               data-testid="playground-model"
             />
             {compare && (
