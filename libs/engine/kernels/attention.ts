@@ -2,7 +2,8 @@
 // loads it from src/kernels/attention.wasm.ts (generated, committed) and runs it on tfjs-wasm's
 // own memory, which it imports: it reads the input tensors and writes the output tensor where
 // tfjs keeps them, without copying. Decoding (src/kernels/decode-attention.ts, one new token
-// per sequence) and prompts (src/kernels/prompt-attention.ts, T new tokens) run the same code.
+// per sequence) and prompts (src/kernels/prompt-attention.ts, T new tokens) run the same code;
+// a training step's forward pass runs it too, and its backward pass attentionBackward.
 //
 // Nothing here may use static data (lookup tables, strings): a data segment would be
 // written into tfjs's heap when the module is instantiated. That is why exp is computed
@@ -79,6 +80,86 @@ export function attention(
           }
           const l = softmaxWeights(row, columns, m);
           weightedSum(acc, values, row, columns, rowBytes, 1 / l);
+        }
+      }
+    }
+  }
+}
+
+/**
+ * The gradient of attention for a training step: given dO, the gradient of the output (laid out
+ * as out), the gradients dq (as q) and dk, dv (as k and v; overwritten, not added to). Each
+ * token's softmax weights P are recomputed from q and k (passes 1 and 2 above), as
+ * FlashAttention's backward pass does, rather than kept from the forward pass. For each token,
+ * query head i and visible column j, with p_j its weight:
+ *
+ *   dP_j = dO_i . v_j      dS_j = p_j (dP_j - sum_j' p_j' dP_j')
+ *   dq_i = sum_j dS_j k_j  dk_j += dS_j q_i   dv_j += p_j dO_i
+ *
+ * weights is scratch of [G + 1, S]: the G heads' weights, then one row of dS. Columns that the
+ * mask hides (padding, the causal future) have p_j = 0 and get nothing.
+ */
+export function attentionBackward(
+  q: usize,
+  k: usize,
+  v: usize,
+  mask: usize,
+  dO: usize,
+  dq: usize,
+  dk: usize,
+  dv: usize,
+  weights: usize,
+  B: i32,
+  KV: i32,
+  G: i32,
+  T: i32,
+  S: i32,
+  D: i32,
+  maskRows: i32,
+): void {
+  const rowBytes = (<usize>D) << 2;
+  const columnsBytes = (<usize>S) << 2;
+  const dS = weights + <usize>G * columnsBytes;
+  fill(dk, <usize>B * <usize>KV * <usize>S * rowBytes, 0);
+  fill(dv, <usize>B * <usize>KV * <usize>S * rowBytes, 0);
+  for (let b = 0; b < B; b++) {
+    const maskRows0 = mask + <usize>(maskRows == 1 ? 0 : b) * <usize>T * columnsBytes;
+    for (let t = 0; t < T; t++) {
+      const maskRow = maskRows0 + <usize>t * columnsBytes;
+      const columns = visibleColumns(maskRow, S);
+      for (let h = 0; h < KV; h++) {
+        const g = b * KV + h;
+        const block = <usize>g * <usize>S * rowBytes;
+        const head = <usize>(((b * T + t) * KV + h) * G) * rowBytes;
+        scores(q + head, k + block, maskRow, weights, G, columns, S, rowBytes);
+        for (let i = 0; i < G; i++) {
+          const row = weights + <usize>i * columnsBytes;
+          const at = head + <usize>i * rowBytes;
+          const m = columns == 0 ? <f32>-Infinity : maxOf(row, columns);
+          if (m == -Infinity) {
+            fill(dq + at, rowBytes, 0);
+            continue;
+          }
+          scale(row, columns, 1 / softmaxWeights(row, columns, m));
+          let weighted: f32 = 0;
+          for (let j = 0; j < columns; j++) {
+            const p = load<f32>(row + ((<usize>j) << 2));
+            const dP: f32 = p == 0 ? 0 : dot(dO + at, v + block + <usize>j * rowBytes, rowBytes);
+            store<f32>(dS + ((<usize>j) << 2), dP);
+            weighted += p * dP;
+          }
+          for (let j = 0; j < columns; j++) {
+            const p = load<f32>(row + ((<usize>j) << 2));
+            if (p == 0) {
+              store<f32>(dS + ((<usize>j) << 2), 0);
+              continue;
+            }
+            const ds = p * (load<f32>(dS + ((<usize>j) << 2)) - weighted);
+            store<f32>(dS + ((<usize>j) << 2), ds);
+            addScaled(dk + block + <usize>j * rowBytes, q + at, ds, rowBytes);
+            addScaled(dv + block + <usize>j * rowBytes, dO + at, p, rowBytes);
+          }
+          weightedSum(dq + at, k + block, dS, columns, rowBytes, 1);
         }
       }
     }
@@ -185,4 +266,19 @@ function horizontalSum(x: v128): f32 {
 function fill(x: usize, bytes: usize, c: f32): void {
   const cc = f32x4.splat(c);
   for (let d: usize = 0; d < bytes; d += 16) v128.store(x + d, cc);
+}
+
+/** x[0..n) *= c. */
+function scale(x: usize, n: i32, c: f32): void {
+  const cc = f32x4.splat(c);
+  const bytes = (<usize>n) << 2;
+  let at: usize = 0;
+  for (; at + 16 <= bytes; at += 16) v128.store(x + at, f32x4.mul(v128.load(x + at), cc));
+  for (; at < bytes; at += 4) store<f32>(x + at, load<f32>(x + at) * c);
+}
+
+/** y += c x over `bytes` bytes of float32 (a multiple of 16). */
+function addScaled(y: usize, x: usize, c: f32, bytes: usize): void {
+  const cc = f32x4.splat(c);
+  for (let d: usize = 0; d < bytes; d += 16) v128.store(y + d, f32x4.add(v128.load(y + d), f32x4.mul(cc, v128.load(x + d))));
 }

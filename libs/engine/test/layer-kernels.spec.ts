@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { rmsNorm, rmsNormWithGradient } from '../src/kernels/rms-norm';
-import { rope } from '../src/kernels/rope';
+import { rope, ropeWithGradient } from '../src/kernels/rope';
 import { swiglu, swigluWithGradient } from '../src/kernels/swiglu';
 import { ensureTrainingGradients } from '../src/training/gradients';
 import { maxAbsDiff, useBackend } from './helpers';
@@ -131,6 +131,25 @@ describe('RMSNorm, SwiGLU and RoPE kernels (wasm)', () => {
       const gateGrad = tf.grad(kernelGate)(x, dGate);
       const gateRef = tf.grad((t: tf.Tensor) => referenceGate(t as tf.Tensor2D))(x, dGate);
       expect(maxAbsDiff(gateGrad.dataSync(), gateRef.dataSync())).toBeLessThan(1e-5);
+    });
+  });
+
+  it.each([
+    [4, 12, 64],
+    [3, 2, 16],
+  ])('RoPE with its gradient matches the tfjs ops and their gradient for %i positions of %i heads of %i', (N, heads, D) => {
+    ensureTrainingGradients();
+    tf.tidy(() => {
+      const x = tf.randomNormal([N, heads, D], 0, 2, 'float32', 31) as tf.Tensor3D;
+      // Angles drawn per element, so that the two halves' tables differ, as the formula allows.
+      const angles = tf.randomUniform([N, heads, D], -40, 40, 'float32', 32);
+      const [cos, sin] = [tf.mul(tf.cos(angles), 0.125), tf.sin(angles)] as tf.Tensor3D[];
+      const dy = tf.randomNormal([N, heads, D], 0, 1, 'float32', 33) as tf.Tensor3D;
+      const kernel = (t: tf.Tensor) => ropeWithGradient(t as tf.Tensor3D, cos, sin) as tf.Tensor3D;
+      expect(Array.from(kernel(x).dataSync())).toEqual(Array.from(referenceRope(x, cos, sin).dataSync()));
+      const grad = tf.grad(kernel)(x, dy);
+      const expected = tf.grad((t: tf.Tensor) => referenceRope(t as tf.Tensor3D, cos, sin))(x, dy);
+      expect(maxAbsDiff(grad.dataSync(), expected.dataSync())).toBeLessThan(1e-5);
     });
   });
 

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { promptAttention } from '../src/kernels/prompt-attention';
+import { promptAttention, promptAttentionWithGradient } from '../src/kernels/prompt-attention';
 import { attend } from '../src/model/attention';
 import { MASKED } from '../src/model/kv-cache';
 import { ensureTrainingGradients } from '../src/training/gradients';
@@ -92,7 +92,34 @@ describe('prompt attention kernel (wasm)', () => {
     });
   });
 
-  it('is what attend runs without a gradient, and steps aside under one', async () => {
+  it.each([
+    // B, KV, G, T, S, D, mask rows: a training step's shapes (no cache, causal), two rows,
+    [2, 3, 3, 12, 12, 64, 1],
+    // and cached columns with left padding per row, D 72, one KV head.
+    [3, 2, 2, 5, 12, 8, 3],
+    [2, 1, 4, 7, 9, 72, 2],
+  ])('gives the gradients of the tfjs ops for B %i, KV %i, G %i, T %i, S %i, D %i, %i mask rows', (B, KV, G, T, S, D, rows) => {
+    ensureTrainingGradients();
+    tf.tidy(() => {
+      const { q, k, v } = randomInputs([B, KV, G, T, S, D], 11);
+      const mask = stepMask(rows, T, S);
+      const dy = tf.randomNormal([B * T, KV * G * D], 0, 1, 'float32', 12) as tf.Tensor2D;
+      const gradientsOf = (f: (q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D) => tf.Tensor2D) =>
+        tf.grads((a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) => f(a as tf.Tensor2D, b as tf.Tensor4D, c as tf.Tensor4D))([q, k, v], dy);
+      const fused = gradientsOf((a, b, c) => {
+        const out = promptAttentionWithGradient(a, b, c, mask, T);
+        if (!out) throw new Error('the kernel declined shapes it should cover');
+        return out;
+      });
+      const expected = gradientsOf((a, b, c) => reference(a, b, c, mask, T));
+      for (let i = 0; i < 3; i++) {
+        expect(fused[i].shape).toEqual(expected[i].shape);
+        expect(maxAbsDiff(fused[i].dataSync(), expected[i].dataSync())).toBeLessThan(1e-4);
+      }
+    });
+  });
+
+  it('is what attend runs, with its gradient kernel under a tape', async () => {
     ensureTrainingGradients();
     const { q, k, v } = randomInputs([1, 3, 3, 8, 8, 64], 7);
     const mask = stepMask(1, 8, 8);
@@ -102,7 +129,8 @@ describe('prompt attention kernel (wasm)', () => {
     const taped = await kernelsOf(() => tf.grad((x: tf.Tensor) => attend(x as tf.Tensor2D, k, v, mask, dims))(q));
     tf.dispose([q, k, v, mask]);
     expect(plain).toContain('TrainyardPromptAttention');
-    expect(taped).not.toContain('TrainyardPromptAttention');
+    expect(taped).toEqual(expect.arrayContaining(['TrainyardPromptAttention', 'TrainyardPromptAttentionBackward']));
+    expect(taped).not.toContain('BatchMatMul');
   });
 
   it('throws on shapes that do not fit together', () => {

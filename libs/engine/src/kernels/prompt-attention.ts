@@ -1,15 +1,39 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { ATTENTION_WASM } from './attention.wasm';
 import { attentionKernelFor, runAttentionKernel } from './decode-attention';
+import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
 /**
  * Attention over T new tokens per sequence (a prompt's prefill, or a training step's forward
- * pass without a gradient tape) as one WebAssembly SIMD kernel on tfjs-wasm, the one decoding
- * runs (source: libs/engine/kernels/attention.ts). In tfjs ops the same is, per KV head, two
- * 2-D matMuls, the mask, a softmax, and transposes of q and of the output between the
- * projections' token-major layout and heads-first; the kernel reads q and writes the output
- * token-major, and skips each token's causal future, half of a prompt's scores.
+ * pass) as one WebAssembly SIMD kernel on tfjs-wasm, the one decoding runs (source:
+ * libs/engine/kernels/attention.ts), and its gradient as a second kernel. In tfjs ops the same
+ * is, per KV head, two 2-D matMuls, the mask, a softmax, and transposes of q and of the output
+ * between the projections' token-major layout and heads-first (and under a tape, their
+ * gradients); the kernels read q and dO and write the output and dq token-major, and skip each
+ * token's causal future, half of a prompt's scores.
  */
 const KERNEL_NAME = 'TrainyardPromptAttention';
+const BACKWARD_KERNEL = 'TrainyardPromptAttentionBackward';
+
+/** The backward kernel's export (libs/engine/kernels/attention.ts, attentionBackward). */
+type AttentionBackwardFunction = (
+  q: number,
+  k: number,
+  v: number,
+  mask: number,
+  dO: number,
+  dq: number,
+  dk: number,
+  dv: number,
+  weights: number,
+  B: number,
+  KV: number,
+  G: number,
+  T: number,
+  S: number,
+  D: number,
+  maskRows: number,
+) => void;
 
 interface Attrs extends tf.NamedAttrMap {
   T: number;
@@ -26,6 +50,41 @@ tf.registerKernel({
   },
 });
 
+tf.registerKernel({
+  kernelName: BACKWARD_KERNEL,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { T, kvHeads, groupSize } = attrs as Attrs;
+    const { q, k, v, mask, dO } = inputs as Record<'q' | 'k' | 'v' | 'mask' | 'dO', tf.TensorInfo>;
+    const wasm = backend as unknown as WasmBackendInternals;
+    const backward = instantiateOnHeap(ATTENTION_WASM, backend)?.['attentionBackward'] as AttentionBackwardFunction;
+    const [B, , S, D] = k.shape;
+    const [dq, dk, dv] = [wasm.makeOutput(q.shape, 'float32'), wasm.makeOutput(k.shape, 'float32'), wasm.makeOutput(v.shape, 'float32')];
+    // The kernel's scratch: one token's softmax weights for its G heads, and one row of dS.
+    const weights = wasm.makeOutput([groupSize + 1, S], 'float32');
+    const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
+    try {
+      backward(at(q), at(k), at(v), at(mask), at(dO), at(dq), at(dk), at(dv), at(weights), B, kvHeads, groupSize, T, S, D, mask.shape[0]);
+    } finally {
+      wasm.disposeData(weights.dataId);
+    }
+    return [dq, dk, dv];
+  },
+});
+
+/** The kernels' attributes for these shapes, or null where they do not apply (see promptAttention). */
+function attrsFor(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, T: number): Attrs | null {
+  const [B, KV, S, D] = k.shape;
+  if (tf.getBackend() !== 'wasm' || D % 4 !== 0 || attentionKernelFor(tf.backend()) === null) return null;
+  if ([q, k, v, mask].some((t) => t.dtype !== 'float32')) return null;
+  const H = q.shape[1] / D;
+  const masks = mask.shape[0];
+  if (q.shape[0] !== B * T || !Number.isInteger(H / KV) || v.shape.some((n, i) => n !== k.shape[i]) || (masks !== 1 && masks !== B) || mask.shape[2] !== T || mask.shape[3] !== S) {
+    throw new Error(`promptAttention: shapes q ${q.shape}, k ${k.shape}, v ${v.shape} and mask ${mask.shape} do not fit together`);
+  }
+  return { T, kvHeads: KV, groupSize: H / KV };
+}
+
 /**
  * softmax(q k^T + mask) v with q token-major, [B * T, H * D] (each token's heads in order, the
  * G = H / KV heads of a KV head side by side, already scaled by 1/sqrt(D)), k and v [B, KV, S, D],
@@ -34,14 +93,31 @@ tf.registerKernel({
  * kernel has none), not float32, D not a multiple of 4.
  */
 export function promptAttention(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, T: number): tf.Tensor2D | null {
-  const [B, KV, S, D] = k.shape;
-  if (tf.getBackend() !== 'wasm' || tf.engine().isTapeOn() || D % 4 !== 0 || attentionKernelFor(tf.backend()) === null) return null;
-  if ([q, k, v, mask].some((t) => t.dtype !== 'float32')) return null;
-  const H = q.shape[1] / D;
-  const masks = mask.shape[0];
-  if (q.shape[0] !== B * T || !Number.isInteger(H / KV) || v.shape.some((n, i) => n !== k.shape[i]) || (masks !== 1 && masks !== B) || mask.shape[2] !== T || mask.shape[3] !== S) {
-    throw new Error(`promptAttention: shapes q ${q.shape}, k ${k.shape}, v ${v.shape} and mask ${mask.shape} do not fit together`);
-  }
-  const attrs: Attrs = { T, kvHeads: KV, groupSize: H / KV };
-  return tf.engine().runKernel(KERNEL_NAME, { q, k, v, mask }, attrs) as tf.Tensor2D;
+  if (tf.engine().isTapeOn()) return null;
+  const attrs = attrsFor(q, k, v, mask, T);
+  return attrs && (tf.engine().runKernel(KERNEL_NAME, { q, k, v, mask }, attrs) as tf.Tensor2D);
+}
+
+/**
+ * promptAttention for a training pass: the same kernel, differentiable with respect to q, k and
+ * v by the backward kernel, which recomputes the softmax weights from the saved q, k, v and
+ * mask (memory of one token's [G, S] weights, whatever the length). Null where the kernels do
+ * not apply, for the caller to use tfjs ops.
+ */
+export function promptAttentionWithGradient(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, T: number): tf.Tensor2D | null {
+  const attrs = attrsFor(q, k, v, mask, T);
+  if (!attrs) return null;
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const [qi, ki, vi] = args as tf.Tensor[];
+    // The mask is saved too: it belongs to the forward pass's scope, gone by the backward pass.
+    (args[3] as tf.GradSaveFunc)([qi, ki, vi, mask]);
+    return {
+      value: tf.engine().runKernel(KERNEL_NAME, { q: qi, k: ki, v: vi, mask }, attrs) as tf.Tensor2D,
+      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => {
+        const [qs, ks, vs, m] = saved;
+        return tf.engine().runKernel(BACKWARD_KERNEL, { q: qs, k: ks, v: vs, mask: m, dO: dy as tf.Tensor }, attrs) as tf.Tensor[];
+      },
+    };
+  });
+  return f(q, k, v) as tf.Tensor2D;
 }

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { decodeAttention } from '../kernels/decode-attention';
-import { promptAttention } from '../kernels/prompt-attention';
+import { promptAttention, promptAttentionWithGradient } from '../kernels/prompt-attention';
 
 /**
  * softmax(q k^T + mask) v for grouped-query attention, by the path that is fastest on the
@@ -9,10 +9,11 @@ import { promptAttention } from '../kernels/prompt-attention';
  * G = H/KV query heads sharing each KV head side by side), k and v [B, KV, S, D] (the cache
  * included); the result has q's shape, ready for the output projection.
  *
- * Without a gradient on wasm, one WebAssembly kernel reads q and writes the result in that
- * layout (kernels/decode-attention for decoding, kernels/prompt-attention for T tokens: the
- * same kernel). Otherwise, and under a gradient tape, tfjs ops on the heads-first layout
- * [B*KV, G*T, D] (the G heads of a KV head one query row block each, each KV head read once).
+ * On wasm, one WebAssembly kernel reads q and writes the result in that layout
+ * (kernels/decode-attention for decoding, kernels/prompt-attention for T tokens: the same
+ * kernel), and under a gradient tape a second kernel gives its gradient. Elsewhere tfjs ops on
+ * the heads-first layout [B*KV, G*T, D] (the G heads of a KV head one query row block each,
+ * each KV head read once).
  */
 export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dims: { B: number; H: number; T: number; cached: boolean }): tf.Tensor2D {
   const { B, H, T } = dims;
@@ -21,10 +22,11 @@ export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.
     const decoded = dims.cached ? decodeAttention(tf.reshape(q, [B * KV, H / KV, D]), k, v, mask) : null;
     if (decoded) return tf.reshape(decoded, [B, H * D]);
   }
-  return promptAttention(q, k, v, mask, T) ?? attendWithOps(q, k, v, mask, dims);
+  const kernel = tf.engine().isTapeOn() ? promptAttentionWithGradient(q, k, v, mask, T) : promptAttention(q, k, v, mask, T);
+  return kernel ?? attendWithOps(q, k, v, mask, dims);
 }
 
-/** attend with tfjs ops: under a gradient tape, and where no kernel applies. */
+/** attend with tfjs ops, where no kernel applies. */
 export function attendWithOps(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dims: { B: number; H: number; T: number }): tf.Tensor2D {
   const { B, H, T } = dims;
   const [, KV, S, D] = k.shape;

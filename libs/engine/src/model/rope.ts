@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
-import { rope } from '../kernels/rope';
+import { rope, ropeWithGradient } from '../kernels/rope';
 
 /**
  * Rotary position embeddings in the HF (rotate_half, non-interleaved) layout:
@@ -63,8 +63,9 @@ export class Rope {
 
   /** x: [N, heads, headDim] with cos/sin from tables(). */
   apply(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor3D {
-    // Inference: one kernel instead of six on wasm (the same bits), one dispatch instead of four on webgpu (kernels/rope.ts).
-    const rotatedByKernel = rope(x, cos, sin);
+    // One kernel instead of six on wasm (the same bits), with a backward kernel under a tape;
+    // one dispatch instead of four on webgpu (kernels/rope.ts).
+    const rotatedByKernel = tf.engine().isTapeOn() ? ropeWithGradient(x, cos, sin) : rope(x, cos, sin);
     if (rotatedByKernel) return rotatedByKernel;
     const [n, heads, d] = x.shape;
     const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * heads, d]), this.rotation), [n, heads, d]);

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { nextTokenLogitsGradient, NextTokenSoftmax, nextTokenSoftmax } from '../kernels/next-token-softmax';
 import { KeptProducts } from '../model/linear';
 import type { LlamaModel } from '../model/llama';
 
@@ -94,49 +95,59 @@ async function readInto(part: tf.Tensor[], logprobs: Float32Array, entropy: Floa
 }
 
 /**
- * headValues for a step whose positions fit one lm_head chunk, keeping the softmax
- * probabilities [n, vocab] (one chunk's bounded size), so that the backward pass through the
- * head needs no second product with the lm_head (see headInputGradient).
+ * What a step whose positions fit one lm_head chunk keeps of its softmax for the backward pass
+ * through the head, so that it needs no second product with the lm_head: the softmax kernel's
+ * exponentials and row sums on wasm, else tfjs's probabilities.
  */
-async function headValuesKeepingProbabilities(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], withEntropy: boolean): Promise<{ values: NextTokenValues; probabilities: tf.Tensor2D }> {
+type KeptSoftmax = Pick<NextTokenSoftmax, 'exps' | 'stats'> | { probabilities: tf.Tensor2D };
+
+function keptTensors(kept: KeptSoftmax): tf.Tensor[] {
+  return 'probabilities' in kept ? [kept.probabilities] : [kept.exps, kept.stats];
+}
+
+/** headValues for a step whose positions fit one lm_head chunk, keeping its softmax (KeptSoftmax). */
+async function headValuesKeepingSoftmax(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], withEntropy: boolean): Promise<{ values: NextTokenValues; kept: KeptSoftmax }> {
   const N = targets.length;
   const V = model.config.vocabSize;
-  const part = tf.tidy(() => {
+  const { part, kept } = tf.tidy((): { part: tf.Tensor[]; kept: KeptSoftmax } => {
+    const logits = model.lmHead.forward(hidden);
+    const fused = nextTokenSoftmax(logits, tf.tensor1d(targets, 'int32'));
+    if (fused) return { part: withEntropy ? [fused.logprobs, fused.entropy] : [fused.logprobs], kept: { exps: fused.exps, stats: fused.stats } };
     // One pass of exponentials over [n, vocab] gives p, log p(target) and the entropy:
     // with z = logits - max and s = sum exp z, log p = z - log s and H = log s - sum p z.
-    const logits = model.lmHead.forward(hidden);
     const z = tf.sub(logits, tf.max(logits, 1, true));
     const e = tf.exp(z);
     const sum = tf.sum(e, 1, true);
-    const probabilities = tf.div(e, sum);
+    const probabilities = tf.div(e, sum) as tf.Tensor2D;
     const logSum = tf.reshape(tf.log(sum), [N]);
     const at = tf.tensor1d(targets.map((target, i) => i * V + target), 'int32');
     const logprobs = tf.sub(tf.gather(tf.reshape(z, [N * V]), at), logSum);
-    const entropy = withEntropy ? [tf.sub(logSum, tf.sum(tf.mul(probabilities, z), 1))] : [];
-    return [logprobs, ...entropy, probabilities];
+    return { part: withEntropy ? [logprobs, tf.sub(logSum, tf.sum(tf.mul(probabilities, z), 1))] : [logprobs], kept: { probabilities } };
   });
-  const probabilities = part.pop() as tf.Tensor2D;
   const values = { logprobs: new Float32Array(N), entropy: withEntropy ? new Float32Array(N) : null };
   try {
     await readInto(part, values.logprobs, values.entropy, 0);
   } catch (err) {
-    probabilities.dispose();
+    tf.dispose(keptTensors(kept));
     throw err;
   } finally {
     tf.dispose(part);
   }
-  return { values, probabilities };
+  return { values, kept };
 }
 
 /**
- * d loss / d hidden through the head, from the kept probabilities p: d log p(target) / d
- * logits = onehot(target) - p, so the logits' gradient is dLogprobs (onehot - p), and the
- * lm_head's input gradient of that is the one product this step needs with the lm_head.
+ * d loss / d hidden through the head, from the kept softmax: d log p(target) / d logits =
+ * onehot(target) - p, so the logits' gradient is dLogprobs (onehot - p), and the lm_head's
+ * input gradient of that is the one product this step needs with the lm_head.
  */
-function headInputGradient(model: LlamaModel, probabilities: tf.Tensor2D, targets: number[], dLogprobs: tf.Tensor1D): tf.Tensor2D {
+function headInputGradient(model: LlamaModel, kept: KeptSoftmax, targets: number[], dLogprobs: tf.Tensor1D): tf.Tensor2D {
   return tf.tidy(() => {
-    const oneHot = tf.oneHot(tf.tensor1d(targets, 'int32'), model.config.vocabSize);
-    const dLogits = tf.mul(tf.sub(oneHot, probabilities), tf.expandDims(dLogprobs, 1)) as tf.Tensor2D;
+    const ids = tf.tensor1d(targets, 'int32');
+    const dLogits =
+      'probabilities' in kept
+        ? (tf.mul(tf.sub(tf.oneHot(ids, model.config.vocabSize), kept.probabilities), tf.expandDims(dLogprobs, 1)) as tf.Tensor2D)
+        : nextTokenLogitsGradient(kept, ids, dLogprobs);
     return model.lmHead.inputGradient(dLogits);
   });
 }
@@ -172,7 +183,7 @@ export interface CheckpointedResult {
  * 1. forward through the blocks without a gradient tape, keeping only each block's input;
  * 2. the lm_head in chunks of positions, as values; then the loss and d loss / d log-probs;
  * 3. back through the head chunk by chunk (each chunk's logits recomputed, unless the step
- *    fits one chunk, whose probabilities step 2 kept) and the final norm;
+ *    fits one chunk, whose softmax step 2 kept) and the final norm;
  * 4. back through the blocks from the last: each is run again under a tape, and its
  *    vector-Jacobian product gives the gradient for its input and for its variables.
  *
@@ -208,17 +219,17 @@ export async function checkpointedGradients(
     products.replay();
 
     // 2. Log-probs as values, the loss and its gradient w.r.t. them. A step whose positions
-    // fit one lm_head chunk keeps that chunk's probabilities for step 3.
+    // fit one lm_head chunk keeps that chunk's softmax for step 3.
     const normed = tf.tidy(() => model.finalNorm.forward(last));
     kept.push(normed);
     const size = headChunkSize(options.chunk, model.config.vocabSize);
     let head: NextTokenValues;
-    let probabilities: tf.Tensor2D | null = null;
+    let softmax: KeptSoftmax | null = null;
     if (R * T <= size && !model.lmHead.hasAdapters) {
-      const result = await headValuesKeepingProbabilities(model, normed, targets, options.withEntropy);
+      const result = await headValuesKeepingSoftmax(model, normed, targets, options.withEntropy);
       head = result.values;
-      probabilities = result.probabilities;
-      kept.push(probabilities);
+      softmax = result.kept;
+      kept.push(...keptTensors(softmax));
     } else {
       head = await headValues(model, normed, targets, options.chunk, options.withEntropy);
     }
@@ -230,11 +241,11 @@ export async function checkpointedGradients(
     value.dispose();
     kept.push(dLogprobs);
 
-    // 3. Back through the head, from the kept probabilities or a chunk of positions at a
-    // time (each chunk's logits recomputed), then the final norm.
+    // 3. Back through the head, from the kept softmax or a chunk of positions at a time (each
+    // chunk's logits recomputed), then the final norm.
     const parts: tf.Tensor2D[] = [];
-    if (probabilities) {
-      parts.push(headInputGradient(model, probabilities, targets, dLogprobs));
+    if (softmax) {
+      parts.push(headInputGradient(model, softmax, targets, dLogprobs));
     } else {
       for (let start = 0; start < R * T; start += size) {
         const n = Math.min(size, R * T - start);

@@ -1,0 +1,83 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { SOFTMAX_WASM } from './softmax.wasm';
+import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+
+/**
+ * The lm_head's softmax of a training step and its gradient, as two WebAssembly SIMD kernels on
+ * tfjs-wasm's heap (source: libs/engine/kernels/softmax.ts, nextTokenSoftmax and
+ * nextTokenGradient): one pass of exponentials over the [n, vocabulary] logits where tfjs
+ * makes eight or nine, and one pass for their gradient where tfjs makes three.
+ */
+const SOFTMAX_KERNEL = 'TrainyardNextTokenSoftmax';
+const GRADIENT_KERNEL = 'TrainyardNextTokenGradient';
+
+type SoftmaxFunction = (logits: number, targets: number, exps: number, stats: number, n: number, V: number) => void;
+type GradientFunction = (exps: number, stats: number, targets: number, dLogprobs: number, dLogits: number, n: number, V: number) => void;
+
+function exportOf<T>(backend: object, name: string): T | null {
+  return (instantiateOnHeap(SOFTMAX_WASM, backend)?.[name] as T | undefined) ?? null;
+}
+
+tf.registerKernel({
+  kernelName: SOFTMAX_KERNEL,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend }) => {
+    const { logits, targets } = inputs as Record<'logits' | 'targets', tf.TensorInfo>;
+    const wasm = backend as unknown as WasmBackendInternals;
+    const [n, V] = logits.shape;
+    const exps = wasm.makeOutput([n, V], 'float32');
+    const stats = wasm.makeOutput([n, 3], 'float32');
+    const run = exportOf<SoftmaxFunction>(backend, 'nextTokenSoftmax') as SoftmaxFunction;
+    run(heapOffset(wasm, logits), heapOffset(wasm, targets), heapOffset(wasm, exps), heapOffset(wasm, stats), n, V);
+    return [exps, stats];
+  },
+});
+
+tf.registerKernel({
+  kernelName: GRADIENT_KERNEL,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend }) => {
+    const { exps, stats, targets, dLogprobs } = inputs as Record<'exps' | 'stats' | 'targets' | 'dLogprobs', tf.TensorInfo>;
+    const wasm = backend as unknown as WasmBackendInternals;
+    const [n, V] = exps.shape;
+    const dLogits = wasm.makeOutput([n, V], 'float32');
+    const run = exportOf<GradientFunction>(backend, 'nextTokenGradient') as GradientFunction;
+    run(heapOffset(wasm, exps), heapOffset(wasm, stats), heapOffset(wasm, targets), heapOffset(wasm, dLogprobs), heapOffset(wasm, dLogits), n, V);
+    return dLogits;
+  },
+});
+
+/** What the softmax of a step's logits keeps for its gradient. */
+export interface NextTokenSoftmax {
+  /** log p(target) per row, [n]. */
+  logprobs: tf.Tensor1D;
+  /** The entropy of each row's distribution, [n]. */
+  entropy: tf.Tensor1D;
+  /** e^(x - max x) per logit, [n, V], and per row (x_t - max, their sum, sum e z / sum), [n, 3]: nextTokenGradient's inputs. */
+  exps: tf.Tensor2D;
+  stats: tf.Tensor2D;
+}
+
+function applies(logits: tf.Tensor2D): boolean {
+  return tf.getBackend() === 'wasm' && logits.dtype === 'float32' && exportOf<SoftmaxFunction>(tf.backend(), 'nextTokenSoftmax') !== null;
+}
+
+/**
+ * log p(target) and the entropy of each row of logits [n, V], keeping what the gradient needs;
+ * null where the kernel does not apply (another backend), for the caller to use tfjs ops. The
+ * targets are int32 [n]. Not differentiable by tfjs: nextTokenLogitsGradient is its gradient.
+ */
+export function nextTokenSoftmax(logits: tf.Tensor2D, targets: tf.Tensor1D): NextTokenSoftmax | null {
+  if (!applies(logits)) return null;
+  const [exps, stats] = tf.engine().runKernel(SOFTMAX_KERNEL, { logits, targets }) as [tf.Tensor2D, tf.Tensor2D];
+  return tf.tidy(() => {
+    const [zTarget, sum, meanZ] = tf.unstack(stats, 1) as tf.Tensor1D[];
+    const logSum = tf.log(sum);
+    return { logprobs: tf.sub(zTarget, logSum) as tf.Tensor1D, entropy: tf.sub(logSum, meanZ) as tf.Tensor1D, exps, stats };
+  });
+}
+
+/** d loss / d logits [n, V] from nextTokenSoftmax's result and dLogprobs [n] = d loss / d log p(target). */
+export function nextTokenLogitsGradient(softmax: Pick<NextTokenSoftmax, 'exps' | 'stats'>, targets: tf.Tensor1D, dLogprobs: tf.Tensor1D): tf.Tensor2D {
+  return tf.engine().runKernel(GRADIENT_KERNEL, { exps: softmax.exps, stats: softmax.stats, targets, dLogprobs }) as tf.Tensor2D;
+}
