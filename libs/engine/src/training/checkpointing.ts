@@ -169,6 +169,38 @@ export async function nextTokenLogprobValues(model: LlamaModel, rows: NextTokenR
  */
 export type NextTokenLoss = (logprobs: tf.Tensor2D, values: NextTokenValues) => tf.Scalar;
 
+export interface CheckpointOptions {
+  /** Positions per lm_head chunk. */
+  chunk: number;
+  withEntropy: boolean;
+  /**
+   * A weight per position of [rows, T], row-major: the loss reads the log-prob (and entropy)
+   * only where it is nonzero (SFT's trainable tokens, RL's mask), so the lm_head, a fifth of a
+   * 135M model's products, runs only there. Elsewhere the loss sees 0 for both and its gradient
+   * is dropped. Absent: every position.
+   */
+  scored?: ArrayLike<number>;
+}
+
+/** The indices of the nonzero weights, or null for all positions (none given, all nonzero, or none nonzero). */
+function scoredPositions(weights: ArrayLike<number> | undefined, n: number): number[] | null {
+  if (!weights) return null;
+  if (weights.length !== n) throw new Error(`${weights.length} scored weights for ${n} positions`);
+  const at: number[] = [];
+  for (let i = 0; i < n; i++) if (weights[i] !== 0) at.push(i);
+  return at.length === 0 || at.length === n ? null : at;
+}
+
+/** Values of the scored positions `at` placed among n positions, 0 elsewhere. */
+function spread(values: NextTokenValues, at: ArrayLike<number>, n: number): NextTokenValues {
+  const place = (part: Float32Array) => {
+    const out = new Float32Array(n);
+    for (let i = 0; i < at.length; i++) out[at[i]] = part[i];
+    return out;
+  };
+  return { logprobs: place(values.logprobs), entropy: values.entropy && place(values.entropy) };
+}
+
 export interface CheckpointedResult {
   value: number;
   /** By variable name, like tf.variableGrads; the caller disposes them. */
@@ -198,9 +230,9 @@ export async function checkpointedGradients(
   rows: NextTokenRows,
   blockVariables: tf.Variable[][],
   loss: NextTokenLoss,
-  options: { chunk: number; withEntropy: boolean },
+  options: CheckpointOptions,
 ): Promise<CheckpointedResult> {
-  const { rows: R, length: T, targets } = rows;
+  const { rows: R, length: T } = rows;
   const products = new KeptProducts(KEPT_PRODUCTS_BYTES);
   const ctx = { ...model.passContext(R, T), products };
   const kept: tf.Tensor[] = [];
@@ -218,24 +250,33 @@ export async function checkpointedGradients(
     const last = x;
     products.replay();
 
-    // 2. Log-probs as values, the loss and its gradient w.r.t. them. A step whose positions
-    // fit one lm_head chunk keeps that chunk's softmax for step 3.
+    // 2. Log-probs as values, the loss and its gradient w.r.t. them, the lm_head run only on
+    // the scored positions. A step whose scored positions fit one lm_head chunk keeps that
+    // chunk's softmax for step 3.
     const normed = tf.tidy(() => model.finalNorm.forward(last));
     kept.push(normed);
+    const scored = scoredPositions(options.scored, R * T);
+    const at = scored && tf.tensor1d(scored, 'int32');
+    const headInput = at ? tf.gather(normed, at) : normed;
+    if (at) kept.push(at, headInput);
+    const targets = scored ? scored.map((i) => rows.targets[i]) : rows.targets;
+    const N = targets.length;
     const size = headChunkSize(options.chunk, model.config.vocabSize);
     let head: NextTokenValues;
     let softmax: KeptSoftmax | null = null;
-    if (R * T <= size && !model.lmHead.hasAdapters) {
-      const result = await headValuesKeepingSoftmax(model, normed, targets, options.withEntropy);
+    if (N <= size && !model.lmHead.hasAdapters) {
+      const result = await headValuesKeepingSoftmax(model, headInput, targets, options.withEntropy);
       head = result.values;
       softmax = result.kept;
       kept.push(...keptTensors(softmax));
     } else {
-      head = await headValues(model, normed, targets, options.chunk, options.withEntropy);
+      head = await headValues(model, headInput, targets, options.chunk, options.withEntropy);
     }
+    const values = scored ? spread(head, scored, R * T) : head;
     const { value, dLogprobs } = tf.tidy(() => {
-      const result = tf.valueAndGrad((lp: tf.Tensor) => loss(lp as tf.Tensor2D, head))(tf.tensor2d(head.logprobs, [R, T]));
-      return { value: result.value, dLogprobs: tf.reshape(result.grad, [R * T]) as tf.Tensor1D };
+      const result = tf.valueAndGrad((lp: tf.Tensor) => loss(lp as tf.Tensor2D, values))(tf.tensor2d(values.logprobs, [R, T]));
+      const all = tf.reshape(result.grad, [R * T]) as tf.Tensor1D;
+      return { value: result.value, dLogprobs: at ? (tf.gather(all, at) as tf.Tensor1D) : all };
     });
     const lossValue = (await value.data())[0];
     value.dispose();
@@ -247,12 +288,12 @@ export async function checkpointedGradients(
     if (softmax) {
       parts.push(headInputGradient(model, softmax, targets, dLogprobs));
     } else {
-      for (let start = 0; start < R * T; start += size) {
-        const n = Math.min(size, R * T - start);
+      for (let start = 0; start < N; start += size) {
+        const n = Math.min(size, N - start);
         parts.push(
           tf.tidy(() =>
             tf.grad((h: tf.Tensor) => headLogprobs(model, h as tf.Tensor2D, targets.slice(start, start + n), false).logprobs)(
-              tf.slice(normed, [start, 0], [n, -1]),
+              tf.slice(headInput, [start, 0], [n, -1]),
               tf.slice(dLogprobs, [start], [n]),
             ),
           ) as tf.Tensor2D,
@@ -260,7 +301,9 @@ export async function checkpointedGradients(
       }
     }
     let dx = tf.tidy(() => {
-      const dNormed = parts.length === 1 ? parts[0] : tf.concat(parts);
+      const dHead = parts.length === 1 ? parts[0] : tf.concat(parts);
+      // Positions the loss does not read get no gradient from the head.
+      const dNormed = at ? tf.scatterND(tf.reshape(at, [N, 1]), dHead, normed.shape) : dHead;
       return tf.grad((h: tf.Tensor) => model.finalNorm.forward(h as tf.Tensor2D))(last, dNormed) as tf.Tensor2D;
     });
     parts.forEach((p) => p.dispose());

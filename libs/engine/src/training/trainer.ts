@@ -165,16 +165,18 @@ export class LoraTrainer {
     const micro = microBatches(batch.map((q) => q.tokens.length), this.microBatchTokens);
     return this.gradientStep(
       learningRate,
-      micro.map((rows) => ({
-        sequences: rows.map((i) => batch[i].tokens),
-        withEntropy: false,
-        loss: (logprobs) => {
-          const [R, T] = logprobs.shape;
-          const mask = new Float32Array(R * T);
-          rows.forEach((i, r) => batch[i].mask.slice(1).forEach((m, t) => (mask[r * T + t] = m)));
-          return tf.div(tf.neg(tf.sum(tf.mul(logprobs, tf.tensor2d(mask, [R, T])))), Math.max(trainable, 1)) as tf.Scalar;
-        },
-      })),
+      micro.map((rows) => {
+        // The next-token positions of the rows, right-padded to the longest (nextTokenRows).
+        const T = Math.max(...rows.map((i) => batch[i].tokens.length)) - 1;
+        const mask = new Float32Array(rows.length * T);
+        rows.forEach((i, r) => batch[i].mask.slice(1).forEach((m, t) => (mask[r * T + t] = m)));
+        return {
+          sequences: rows.map((i) => batch[i].tokens),
+          withEntropy: false,
+          scored: mask,
+          loss: (logprobs: tf.Tensor2D) => tf.div(tf.neg(tf.sum(tf.mul(logprobs, tf.tensor2d(mask, logprobs.shape)))), Math.max(trainable, 1)) as tf.Scalar,
+        };
+      }),
     );
   }
 
@@ -343,7 +345,7 @@ export class LoraTrainer {
         if (r.klPolicyRef !== null) metrics.kl_policy_ref = r.klPolicyRef;
         return r.loss;
       };
-      const { loss: value, gradNorm } = await this.gradientStep(plan.learningRate, [{ sequences: rowsOf(step), withEntropy: true, chunk, loss }]);
+      const { loss: value, gradNorm } = await this.gradientStep(plan.learningRate, [{ sequences: rowsOf(step), withEntropy: true, chunk, loss, scored: mask }]);
       const seconds = (performance.now() - start) / 1000;
       const stepMetrics: StepMetrics = {
         loss: value,
@@ -420,6 +422,7 @@ export class LoraTrainer {
         const { value, grads } = await checkpointedGradients(this.model, nextTokenRows(batch.sequences), byLayer, batch.loss, {
           chunk: batch.chunk ?? HEAD_CHUNK,
           withEntropy: batch.withEntropy,
+          scored: batch.scored,
         });
         loss += value;
         for (const [name, grad] of grads) {
@@ -449,6 +452,8 @@ interface MicroBatch {
   withEntropy: boolean;
   /** Positions per lm_head chunk; default HEAD_CHUNK. */
   chunk?: number;
+  /** The positions the loss reads (nonzero), [rows * T]: checkpointedGradients runs the lm_head only there. */
+  scored?: Float32Array;
 }
 
 /** Row indices grouped so that rows x longest row stays within `budget` tokens. */

@@ -221,6 +221,50 @@ describe('LoRA training (wasm, tiny model)', () => {
     }
   });
 
+  // Chunks of 256 positions keep the head's softmax for the backward pass; chunks of 8 recompute it.
+  it.each([256, 8])('runs the lm_head only on the positions the loss scores, with the taped pass\'s gradients (chunks of %i)', async (chunk) => {
+    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
+    const init = initLoraWeights(lm.config, spec, 7);
+    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.sin(7 * i + name.length)));
+    const trainer = new LoraTrainer(lm, spec, init);
+    try {
+      const rows = [buildSftSequence(lm, CONVERSATIONS[0]).tokens, buildSftSequence(lm, CONVERSATIONS[1]).tokens];
+      const T = Math.max(...rows.map((r) => r.length)) - 1;
+      // Every third position scored, the rest (and the shorter row's padding) not.
+      const w = Float32Array.from({ length: 2 * T }, (_, i) => (i % 3 === 0 && i % T < rows[Math.floor(i / T)].length - 1 ? 1 + 0.5 * Math.sin(i) : 0));
+      const weights = tf.tensor2d(w, [2, T]);
+      const lossOf = (lp: tf.Tensor2D) => tf.neg(tf.sum(tf.mul(lp, weights))) as tf.Scalar;
+      const vars = trainer.attachment.variables();
+      const taped = tf.variableGrads(() => tf.tidy(() => lossOf(trainer.forward(rows, 256, false).logprobs)), vars);
+      const seen: NextTokenValues = { logprobs: new Float32Array(0), entropy: null };
+      const lossSeeing = (lp: tf.Tensor2D, values: NextTokenValues) => (Object.assign(seen, values), lossOf(lp));
+      const before = tf.memory().numTensors;
+      const checkpointed = await checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossSeeing, { chunk, withEntropy: true, scored: w });
+      expect(tf.memory().numTensors - before).toBe(vars.length);
+      // The loss saw the scored positions' log-probs and entropies, and 0 elsewhere.
+      const reference = trainer.forward(rows, 256, true);
+      const [logprobs, entropy] = [reference.logprobs.dataSync(), (reference.entropy as tf.Tensor2D).dataSync()];
+      tf.dispose([reference.logprobs, reference.entropy as tf.Tensor2D]);
+      for (let i = 0; i < 2 * T; i++) {
+        expect(Math.abs(seen.logprobs[i] - (w[i] ? logprobs[i] : 0))).toBeLessThan(1e-4);
+        expect(Math.abs((seen.entropy as Float32Array)[i] - (w[i] ? entropy[i] : 0))).toBeLessThan(1e-4);
+      }
+      expect(Math.abs(checkpointed.value - taped.value.dataSync()[0])).toBeLessThan(1e-4 * Math.abs(checkpointed.value));
+      for (const v of vars) {
+        const want = taped.grads[v.name].dataSync();
+        const scale = Math.max(...Array.from(want, Math.abs));
+        expect(scale).toBeGreaterThan(0);
+        expect(maxAbsDiff((checkpointed.grads.get(v.name) as tf.Tensor).dataSync(), want)).toBeLessThan(1e-3 * scale + 1e-6);
+      }
+      taped.value.dispose();
+      Object.values(taped.grads).forEach((t) => t.dispose());
+      checkpointed.grads.forEach((t) => t.dispose());
+      weights.dispose();
+    } finally {
+      trainer.dispose();
+    }
+  });
+
   it('AdamW matches a hand-computed step (bias correction, weight decay, clipping)', async () => {
     const p = tf.variable(tf.tensor1d([1, -2]));
     const opt = new AdamW({ beta1: 0.9, beta2: 0.99, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 1 });
