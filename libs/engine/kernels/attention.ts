@@ -87,6 +87,175 @@ export function attention(
 }
 
 /**
+ * attention for T > 1 new tokens per sequence (a prompt, a training step's forward pass), in
+ * register tiles: the same inputs (D a multiple of 8), with scratch of [4 + D, S8] floats (S8 =
+ * S rounded up to a multiple of 8). Per sequence and KV head, the T G query rows (token by token, each token's
+ * G heads side by side) are taken 4 at a time:
+ *   1. scores of the 4 rows against 8 keys at a time in 8 accumulators, one multiply-add per
+ *      row, key and dimension, against the keys transposed once per head into scratch (kT
+ *      [D, S8]: 8 keys' dimension d is one contiguous pair of vectors);
+ *   2. each row's softmax weights (passes 1 and 2 of attention above, its mask applied);
+ *   3. out for the 4 rows, 8 dimensions at a time, over the keys any of them sees.
+ * Multiply-adds are fused (relaxed SIMD), as in f32 products. A tile's rows may belong to two
+ * tokens: columns past a row's own last visible one weigh 0 for it. Rows past the last repeat
+ * it and are not stored. The result is attention's to float32 rounding, not to the bit:
+ * decoding (T = 1) keeps attention's dot products. Hidden columns' values are multiplied by a
+ * weight of 0 rather than skipped, so they must be finite (every value in a KV cache is).
+ */
+export function promptAttention(
+  q: usize,
+  k: usize,
+  v: usize,
+  mask: usize,
+  scratch: usize,
+  out: usize,
+  B: i32,
+  KV: i32,
+  G: i32,
+  T: i32,
+  S: i32,
+  D: i32,
+  maskRows: i32,
+): void {
+  const rowBytes = (<usize>D) << 2;
+  const columnsBytes = (<usize>S) << 2;
+  const S8 = (S + 7) & ~7;
+  const scoreBytes = (<usize>S8) << 2;
+  const kT = scratch + 4 * scoreBytes;
+  const rows = T * G;
+  for (let b = 0; b < B; b++) {
+    const maskRows0 = mask + <usize>(maskRows == 1 ? 0 : b) * <usize>T * columnsBytes;
+    for (let h = 0; h < KV; h++) {
+      const g = b * KV + h;
+      transposeKeys(k + <usize>g * <usize>S * rowBytes, kT, S, S8, D);
+      const values = v + <usize>g * <usize>S * rowBytes;
+      // Row r of this head: token r / G, head r % G.
+      const first = <usize>((b * T * KV + h) * G) * rowBytes;
+      for (let r0 = 0; r0 < rows; r0 += 4) {
+        const r1 = min(r0 + 1, rows - 1), r2 = min(r0 + 2, rows - 1), r3 = min(r0 + 3, rows - 1);
+        const t0 = r0 / G, t1 = r1 / G, t2 = r2 / G, t3 = r3 / G;
+        const at0 = first + <usize>(t0 * KV * G + r0 - t0 * G) * rowBytes;
+        const at1 = first + <usize>(t1 * KV * G + r1 - t1 * G) * rowBytes;
+        const at2 = first + <usize>(t2 * KV * G + r2 - t2 * G) * rowBytes;
+        const at3 = first + <usize>(t3 * KV * G + r3 - t3 * G) * rowBytes;
+        const m0 = maskRows0 + <usize>t0 * columnsBytes, m1 = maskRows0 + <usize>t1 * columnsBytes;
+        const m2 = maskRows0 + <usize>t2 * columnsBytes, m3 = maskRows0 + <usize>t3 * columnsBytes;
+        const n0 = visibleColumns(m0, S), n1 = visibleColumns(m1, S), n2 = visibleColumns(m2, S), n3 = visibleColumns(m3, S);
+        const cols = max(max(n0, n1), max(n2, n3));
+        const cols8 = (cols + 7) & ~7;
+        tileScores(q + at0, q + at1, q + at2, q + at3, kT, scratch, scoreBytes, cols8, D);
+        const c0 = maskedSoftmax(scratch, m0, n0, cols8);
+        const c1 = maskedSoftmax(scratch + scoreBytes, m1, n1, cols8);
+        const c2 = maskedSoftmax(scratch + 2 * scoreBytes, m2, n2, cols8);
+        const c3 = maskedSoftmax(scratch + 3 * scoreBytes, m3, n3, cols8);
+        const stored = min(rows - r0, 4);
+        tileOutputs(values, scratch, scoreBytes, cols, D, out + at0, out + at1, out + at2, out + at3, c0, c1, c2, c3, stored);
+      }
+    }
+  }
+}
+
+/** kT[d][s] = keys[s][d] for s < S (kT rows S8 floats long; columns S..S8 zero). */
+function transposeKeys(keys: usize, kT: usize, S: i32, S8: i32, D: i32): void {
+  const rowBytes = (<usize>S8) << 2;
+  for (let d = 0; d < D; d++) {
+    const to = kT + <usize>d * rowBytes;
+    for (let s = 0; s < S; s++) store<f32>(to + ((<usize>s) << 2), load<f32>(keys + ((<usize>(s * D + d)) << 2)));
+    for (let s = S; s < S8; s++) store<f32>(to + ((<usize>s) << 2), 0);
+  }
+}
+
+/** scores[i][j] = q_i . k_j for the 4 query rows and the first cols8 keys (a multiple of 8); rows scoreBytes apart. */
+function tileScores(q0: usize, q1: usize, q2: usize, q3: usize, kT: usize, scores: usize, scoreBytes: usize, cols8: i32, D: i32): void {
+  const kRow = scoreBytes;
+  for (let j: usize = 0; j < (<usize>cols8) << 2; j += 32) {
+    let a0 = f32x4.splat(0), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;
+    let key = kT + j;
+    for (let d: usize = 0; d < (<usize>D) << 2; d += 4, key += kRow) {
+      const k0 = v128.load(key);
+      const k1 = v128.load(key, 16);
+      let s = v128.load32_splat(q0 + d);
+      a0 = f32x4.relaxed_madd(s, k0, a0);
+      a1 = f32x4.relaxed_madd(s, k1, a1);
+      s = v128.load32_splat(q1 + d);
+      b0 = f32x4.relaxed_madd(s, k0, b0);
+      b1 = f32x4.relaxed_madd(s, k1, b1);
+      s = v128.load32_splat(q2 + d);
+      c0 = f32x4.relaxed_madd(s, k0, c0);
+      c1 = f32x4.relaxed_madd(s, k1, c1);
+      s = v128.load32_splat(q3 + d);
+      d0 = f32x4.relaxed_madd(s, k0, d0);
+      d1 = f32x4.relaxed_madd(s, k1, d1);
+    }
+    v128.store(scores + j, a0);
+    v128.store(scores + j, a1, 16);
+    v128.store(scores + scoreBytes + j, b0);
+    v128.store(scores + scoreBytes + j, b1, 16);
+    v128.store(scores + 2 * scoreBytes + j, c0);
+    v128.store(scores + 2 * scoreBytes + j, c1, 16);
+    v128.store(scores + 3 * scoreBytes + j, d0);
+    v128.store(scores + 3 * scoreBytes + j, d1, 16);
+  }
+}
+
+/**
+ * One row's scores to its softmax weights, unnormalised, in place over cols8 columns: the mask
+ * added, -Infinity (weight 0) where it hides the column or past the row's `visible` columns.
+ * Returns 1 / the weights' sum, or 0 when the row sees no column (its weights then all 0).
+ */
+function maskedSoftmax(row: usize, maskRow: usize, visible: i32, cols8: i32): f32 {
+  for (let j = 0; j < cols8; j++) {
+    const at = (<usize>j) << 2;
+    const bias = j < visible ? load<f32>(maskRow + at) : <f32>-Infinity;
+    store<f32>(row + at, bias < HIDDEN ? <f32>-Infinity : load<f32>(row + at) + bias);
+  }
+  const m = visible == 0 ? <f32>-Infinity : maxOf(row, visible);
+  if (m == -Infinity) {
+    fill(row, (<usize>cols8) << 2, 0);
+    return 0;
+  }
+  return 1 / softmaxWeights(row, cols8, m);
+}
+
+/**
+ * out_i = c_i sum_j p[i][j] v_j for the 4 rows (weights p in rows scoreBytes apart) over the
+ * first cols keys, 8 dimensions at a time; only the first `stored` rows are written.
+ */
+function tileOutputs(values: usize, p: usize, scoreBytes: usize, cols: i32, D: i32, o0: usize, o1: usize, o2: usize, o3: usize, c0: f32, c1: f32, c2: f32, c3: f32, stored: i32): void {
+  const rowBytes = (<usize>D) << 2;
+  for (let d: usize = 0; d < rowBytes; d += 32) {
+    let a0 = f32x4.splat(0), a1 = a0, b0 = a0, b1 = a0, e0 = a0, e1 = a0, f0 = a0, f1 = a0;
+    let value = values + d;
+    for (let j: usize = 0; j < (<usize>cols) << 2; j += 4, value += rowBytes) {
+      const v0 = v128.load(value);
+      const v1 = v128.load(value, 16);
+      let s = v128.load32_splat(p + j);
+      a0 = f32x4.relaxed_madd(s, v0, a0);
+      a1 = f32x4.relaxed_madd(s, v1, a1);
+      s = v128.load32_splat(p + scoreBytes + j);
+      b0 = f32x4.relaxed_madd(s, v0, b0);
+      b1 = f32x4.relaxed_madd(s, v1, b1);
+      s = v128.load32_splat(p + 2 * scoreBytes + j);
+      e0 = f32x4.relaxed_madd(s, v0, e0);
+      e1 = f32x4.relaxed_madd(s, v1, e1);
+      s = v128.load32_splat(p + 3 * scoreBytes + j);
+      f0 = f32x4.relaxed_madd(s, v0, f0);
+      f1 = f32x4.relaxed_madd(s, v1, f1);
+    }
+    storeScaled(o0 + d, a0, a1, c0);
+    if (stored > 1) storeScaled(o1 + d, b0, b1, c1);
+    if (stored > 2) storeScaled(o2 + d, e0, e1, c2);
+    if (stored > 3) storeScaled(o3 + d, f0, f1, c3);
+  }
+}
+
+@inline function storeScaled(to: usize, x0: v128, x1: v128, c: f32): void {
+  const cc = f32x4.splat(c);
+  v128.store(to, f32x4.mul(x0, cc));
+  v128.store(to, f32x4.mul(x1, cc), 16);
+}
+
+/**
  * The gradient of attention for a training step: given dO, the gradient of the output (laid out
  * as out), the gradients dq (as q) and dk, dv (as k and v; overwritten, not added to). Each
  * token's softmax weights P are recomputed from q and k (passes 1 and 2 above), as

@@ -5,12 +5,13 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
 
 /**
  * Attention over T new tokens per sequence (a prompt's prefill, or a training step's forward
- * pass) as one WebAssembly SIMD kernel on tfjs-wasm, the one decoding runs (source:
- * libs/engine/kernels/attention.ts), and its gradient as a second kernel. In tfjs ops the same
- * is, per KV head, two 2-D matMuls, the mask, a softmax, and transposes of q and of the output
- * between the projections' token-major layout and heads-first (and under a tape, their
- * gradients); the kernels read q and dO and write the output and dq token-major, and skip each
- * token's causal future, half of a prompt's scores.
+ * pass) as one WebAssembly SIMD kernel on tfjs-wasm (source: libs/engine/kernels/attention.ts,
+ * promptAttention: decoding's kernel in register tiles of 4 query rows, for head sizes that
+ * are multiples of 8; others run decoding's own loops), and its gradient as a second kernel.
+ * In tfjs ops the same is, per KV head, two 2-D matMuls, the mask, a softmax, and transposes
+ * of q and of the output between the projections' token-major layout and heads-first (and
+ * under a tape, their gradients); the kernels read q and dO and write the output and dq
+ * token-major, and skip each token's causal future, half of a prompt's scores.
  */
 const KERNEL_NAME = 'TrainyardPromptAttention';
 const BACKWARD_KERNEL = 'TrainyardPromptAttentionBackward';
@@ -41,12 +42,30 @@ interface Attrs extends tf.NamedAttrMap {
   groupSize: number;
 }
 
+/** The tiled kernel's export (libs/engine/kernels/attention.ts, promptAttention): attention's arguments, its own scratch. */
+type TiledAttentionFunction = (q: number, k: number, v: number, mask: number, scratch: number, out: number, B: number, KV: number, G: number, T: number, S: number, D: number, maskRows: number) => void;
+
 tf.registerKernel({
   kernelName: KERNEL_NAME,
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { T, kvHeads, groupSize } = attrs as Attrs;
-    return runAttentionKernel(backend, inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>, T, kvHeads, groupSize);
+    const { q, k, v, mask } = inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>;
+    const [B, , S, D] = k.shape;
+    // Register tiles of 8 dimensions; other head sizes (multiples of 4) take attention's loops.
+    if (D % 8 !== 0) return runAttentionKernel(backend, { q, k, v, mask }, T, kvHeads, groupSize);
+    const wasm = backend as unknown as WasmBackendInternals;
+    const tiled = instantiateOnHeap(ATTENTION_WASM, backend)?.['promptAttention'] as TiledAttentionFunction;
+    const out = wasm.makeOutput(q.shape, 'float32');
+    // The kernel's scratch: a tile's 4 rows of scores, then the keys transposed, S rounded up to 8.
+    const scratch = wasm.makeOutput([4 + D, Math.ceil(S / 8) * 8], 'float32');
+    const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
+    try {
+      tiled(at(q), at(k), at(v), at(mask), at(scratch), at(out), B, kvHeads, groupSize, T, S, D, mask.shape[0]);
+    } finally {
+      wasm.disposeData(scratch.dataId);
+    }
+    return out;
   },
 });
 
