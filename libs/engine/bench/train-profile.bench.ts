@@ -10,14 +10,13 @@
  * between kernels. Prints only; docs/benchmarks.md ("Training step") quotes it.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import { loadModel } from '../src/loader';
 import { DEFAULT_LORA_SPEC } from '../src/lora/peft';
 import { makeModel } from '../src/maker/make-model';
 import { LoraTrainer } from '../src/training/trainer';
+import { printProfile, profileKernels } from './kernel-profile';
 import { trainingSequences } from './training-sequences';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -41,51 +40,10 @@ async function main(): Promise<void> {
     plain.push(performance.now() - t0);
   }
 
-  const byKernel = new Map<string, { calls: number; ms: number }>();
-  let wall = 0;
-  for (let i = 0; i < STEPS; i++) {
-    const t0 = performance.now();
-    const info = await tf.profile(() => trainer.sftStepOnTokens([sequence()], 1e-4));
-    wall += performance.now() - t0;
-    for (const k of info.kernels) {
-      const entry = byKernel.get(label(k)) ?? { calls: 0, ms: 0 };
-      entry.calls++;
-      entry.ms += typeof k.kernelTimeMs === 'number' ? k.kernelTimeMs : 0;
-      byKernel.set(label(k), entry);
-    }
-  }
+  const profile = await profileKernels(() => trainer.sftStepOnTokens([sequence()], 1e-4), STEPS);
   trainer.dispose();
   lm.dispose();
-
-  const rows = [...byKernel].sort((a, b) => b[1].ms - a[1].ms);
-  const kernelMs = rows.filter(([name]) => !name.startsWith('(scope)')).reduce((s, [, e]) => s + e.ms, 0) / STEPS;
-  console.log(`${os.cpus()[0]?.model}, ${os.cpus().length} cores, Node ${process.version}, backend ${backend.name}, matmul threads ${MATMUL_THREADS}, load average ${os.loadavg()[0].toFixed(1)}`);
-  console.log(`per step without tf.profile: ${plain.map((ms) => ms.toFixed(0)).join(', ')} ms`);
-  console.log(`per step: wall ${(wall / STEPS).toFixed(0)} ms (under tf.profile), kernels ${kernelMs.toFixed(0)} ms, the rest ${(wall / STEPS - kernelMs).toFixed(0)} ms`);
-  console.log('kernel                                      calls/step   ms/step   share');
-  for (const [name, e] of rows) {
-    if (e.ms / STEPS < 1) continue;
-    console.log(`${name.padEnd(44)}${String(Math.round(e.calls / STEPS)).padStart(10)}${(e.ms / STEPS).toFixed(1).padStart(10)}${((100 * e.ms) / STEPS / kernelMs).toFixed(1).padStart(7)} %`);
-  }
-}
-
-/**
- * A kernel's name, the packed products told apart by their shapes (LoRA's factors have r
- * columns), and custom gradients' scopes marked: their time includes the kernels inside them,
- * which are listed too, so scopes are left out of the sum.
- */
-function label(k: { name: string; inputShapes: number[][]; outputShapes: number[][] }): string {
-  if (k.name === 'unnamed scope' || k.name === 'forward') return `(scope) ${k.name}`;
-  if (k.name.startsWith('TrainyardPackedMatMul')) {
-    const n = k.outputShapes[0]?.[1] ?? 0;
-    return `${k.name} ${n <= 32 ? 'small' : 'large'}`;
-  }
-  if (k.name === 'BatchMatMul') {
-    const [a, b] = k.inputShapes;
-    const small = Math.min(...(a ?? []), ...(b ?? [])) <= 32;
-    return `BatchMatMul ${small ? 'with a side of r or fewer' : 'other'}`;
-  }
-  return k.name;
+  printProfile(profile, 'step', plain, `backend ${backend.name}, matmul threads ${MATMUL_THREADS}`);
 }
 
 main().catch((err) => {
