@@ -19,7 +19,7 @@ import { fusedKernelsApply } from './webgpu-program';
  */
 const KERNEL_NAME = DECODE_ATTENTION_KERNEL;
 
-/** The kernel's export (libs/engine/kernels/attention.ts): T new tokens of B sequences; decoding is T = 1. */
+/** The kernel's exports (libs/engine/kernels/attention.ts, attention and promptAttention): T new tokens of B sequences; decoding is T = 1. */
 type AttentionFunction = (
   q: number,
   k: number,
@@ -44,21 +44,24 @@ export function attentionKernelFor(backend: object): AttentionFunction | null {
 /**
  * Runs the kernel for a tfjs kernel function on wasm: q and the output token-major
  * ([B, T, KV, G, D] in any shape of that size), k and v [B, KV, S, D], mask [B or 1, 1, T, S];
- * G query heads per KV head. Decoding (here) and prompts (prompt-attention.ts) both call it.
+ * G query heads per KV head. Decoding (here) and prompts (prompt-attention.ts) both call it:
+ * one token per sequence takes `attention`, its scratch one token's scores ([G, S]); several
+ * take `promptAttention`'s register tiles where D is a multiple of 8, its scratch a tile's 4
+ * rows of scores and the keys transposed ([4 + D, S rounded up to 8]).
  */
 export function runAttentionKernel(backend: object, inputs: Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>, T: number, kvHeads: number, G: number): tf.TensorInfo {
   const { q, k, v, mask } = inputs;
   const wasm = backend as unknown as WasmBackendInternals;
-  const kernel = attentionKernelFor(backend) as AttentionFunction;
   const [B, , S, D] = k.shape;
+  const tiled = T > 1 && D % 8 === 0;
+  const kernel = instantiateOnHeap(ATTENTION_WASM, backend)?.[tiled ? 'promptAttention' : 'attention'] as AttentionFunction;
   const out = wasm.makeOutput(q.shape, 'float32');
-  // The kernel's scratch: one token's scores, then its softmax weights.
-  const weights = wasm.makeOutput([G, S], 'float32');
+  const scratch = wasm.makeOutput(tiled ? [4 + D, Math.ceil(S / 8) * 8] : [G, S], 'float32');
   const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
   try {
-    kernel(at(q), at(k), at(v), at(mask), at(weights), at(out), B, kvHeads, G, T, S, D, mask.shape[0]);
+    kernel(at(q), at(k), at(v), at(mask), at(scratch), at(out), B, kvHeads, G, T, S, D, mask.shape[0]);
   } finally {
-    wasm.disposeData(weights.dataId);
+    wasm.disposeData(scratch.dataId);
   }
   return out;
 }

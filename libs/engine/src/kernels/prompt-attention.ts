@@ -42,30 +42,12 @@ interface Attrs extends tf.NamedAttrMap {
   groupSize: number;
 }
 
-/** The tiled kernel's export (libs/engine/kernels/attention.ts, promptAttention): attention's arguments, its own scratch. */
-type TiledAttentionFunction = (q: number, k: number, v: number, mask: number, scratch: number, out: number, B: number, KV: number, G: number, T: number, S: number, D: number, maskRows: number) => void;
-
 tf.registerKernel({
   kernelName: KERNEL_NAME,
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { T, kvHeads, groupSize } = attrs as Attrs;
-    const { q, k, v, mask } = inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>;
-    const [B, , S, D] = k.shape;
-    // Register tiles of 8 dimensions; other head sizes (multiples of 4) take attention's loops.
-    if (D % 8 !== 0) return runAttentionKernel(backend, { q, k, v, mask }, T, kvHeads, groupSize);
-    const wasm = backend as unknown as WasmBackendInternals;
-    const tiled = instantiateOnHeap(ATTENTION_WASM, backend)?.['promptAttention'] as TiledAttentionFunction;
-    const out = wasm.makeOutput(q.shape, 'float32');
-    // The kernel's scratch: a tile's 4 rows of scores, then the keys transposed, S rounded up to 8.
-    const scratch = wasm.makeOutput([4 + D, Math.ceil(S / 8) * 8], 'float32');
-    const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
-    try {
-      tiled(at(q), at(k), at(v), at(mask), at(scratch), at(out), B, kvHeads, groupSize, T, S, D, mask.shape[0]);
-    } finally {
-      wasm.disposeData(scratch.dataId);
-    }
-    return out;
+    return runAttentionKernel(backend, inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>, T, kvHeads, groupSize);
   },
 });
 

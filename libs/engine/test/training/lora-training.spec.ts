@@ -25,6 +25,20 @@ const CONVERSATIONS = [
   },
 ];
 
+/** The checkpointed loss and gradients are the taped pass's (each gradient nonzero, within 1e-3 of its largest element); disposes both. */
+function expectTapedGradients(checkpointed: { value: number; grads: Map<string, tf.Tensor> }, taped: { value: tf.Scalar; grads: tf.NamedTensorMap }, vars: tf.Variable[]): void {
+  expect(Math.abs(checkpointed.value - taped.value.dataSync()[0])).toBeLessThan(1e-4 * Math.abs(checkpointed.value));
+  for (const v of vars) {
+    const want = taped.grads[v.name].dataSync();
+    const scale = Math.max(...Array.from(want, Math.abs));
+    expect(scale).toBeGreaterThan(0);
+    expect(maxAbsDiff((checkpointed.grads.get(v.name) as tf.Tensor).dataSync(), want)).toBeLessThan(1e-3 * scale + 1e-6);
+  }
+  taped.value.dispose();
+  Object.values(taped.grads).forEach((t) => t.dispose());
+  checkpointed.grads.forEach((t) => t.dispose());
+}
+
 describe('LoRA training (wasm, tiny model)', () => {
   let lm: LoadedModel;
 
@@ -205,16 +219,7 @@ describe('LoRA training (wasm, tiny model)', () => {
       expect(maxAbsDiff(seen.logprobs, reference.logprobs.dataSync())).toBeLessThan(1e-4);
       expect(maxAbsDiff(seen.entropy ?? [], entropy.dataSync())).toBeLessThan(1e-4);
       tf.dispose([reference.logprobs, entropy]);
-      expect(Math.abs(checkpointed.value - taped.value.dataSync()[0])).toBeLessThan(1e-4 * Math.abs(checkpointed.value));
-      for (const v of vars) {
-        const want = taped.grads[v.name].dataSync();
-        const scale = Math.max(...Array.from(want, Math.abs));
-        expect(scale).toBeGreaterThan(0);
-        expect(maxAbsDiff((checkpointed.grads.get(v.name) as tf.Tensor).dataSync(), want)).toBeLessThan(1e-3 * scale + 1e-6);
-      }
-      taped.value.dispose();
-      Object.values(taped.grads).forEach((t) => t.dispose());
-      checkpointed.grads.forEach((t) => t.dispose());
+      expectTapedGradients(checkpointed, taped, vars);
       weights.dispose();
     } finally {
       trainer.dispose();
@@ -249,16 +254,7 @@ describe('LoRA training (wasm, tiny model)', () => {
         expect(Math.abs(seen.logprobs[i] - (w[i] ? logprobs[i] : 0))).toBeLessThan(1e-4);
         expect(Math.abs((seen.entropy as Float32Array)[i] - (w[i] ? entropy[i] : 0))).toBeLessThan(1e-4);
       }
-      expect(Math.abs(checkpointed.value - taped.value.dataSync()[0])).toBeLessThan(1e-4 * Math.abs(checkpointed.value));
-      for (const v of vars) {
-        const want = taped.grads[v.name].dataSync();
-        const scale = Math.max(...Array.from(want, Math.abs));
-        expect(scale).toBeGreaterThan(0);
-        expect(maxAbsDiff((checkpointed.grads.get(v.name) as tf.Tensor).dataSync(), want)).toBeLessThan(1e-3 * scale + 1e-6);
-      }
-      taped.value.dispose();
-      Object.values(taped.grads).forEach((t) => t.dispose());
-      checkpointed.grads.forEach((t) => t.dispose());
+      expectTapedGradients(checkpointed, taped, vars);
       weights.dispose();
     } finally {
       trainer.dispose();
