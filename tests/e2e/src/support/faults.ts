@@ -266,7 +266,12 @@ export async function createModel(stack: Stack, key: string, name: string): Prom
 }
 
 /** Lines of the SFT dataset: with batch_size 1, gradient steps of a job (long enough for a fault to land mid-job). */
-export const SFT_LINES = 40;
+/**
+ * Lines of the faults' SFT dataset, one gradient step each: enough steps on the tiny model that
+ * the job is still training when a fault lands (the time from its second step to the kill is a
+ * few seconds of chat traffic being set up), with room for faster training steps.
+ */
+export const SFT_LINES = 120;
 
 /** An SFT dataset of `lines` conversations, uploaded once; with batch_size 1 a job on it makes one gradient step per line. */
 export async function uploadSftData(stack: Stack, key: string, lines: number): Promise<string> {
