@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ATTENTION_WASM } from './attention.wasm';
 import { attentionKernelFor, runAttentionKernel } from './decode-attention';
+import { withBackwardKernel } from './kernel-gradient';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
 /**
@@ -108,17 +109,11 @@ export function promptAttention(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, 
 export function promptAttentionWithGradient(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, T: number): tf.Tensor2D | null {
   const attrs = attrsFor(q, k, v, mask, T);
   if (!attrs) return null;
-  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
-    const [qi, ki, vi] = args as tf.Tensor[];
-    // The mask is saved too: it belongs to the forward pass's scope, gone by the backward pass.
-    (args[3] as tf.GradSaveFunc)([qi, ki, vi, mask]);
-    return {
-      value: tf.engine().runKernel(KERNEL_NAME, { q: qi, k: ki, v: vi, mask }, attrs) as tf.Tensor2D,
-      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => {
-        const [qs, ks, vs, m] = saved;
-        return tf.engine().runKernel(BACKWARD_KERNEL, { q: qs, k: ks, v: vs, mask: m, dO: dy as tf.Tensor }, attrs) as tf.Tensor[];
-      },
-    };
-  });
-  return f(q, k, v) as tf.Tensor2D;
+  // The mask is saved too: it is no input, but the backward pass reads it.
+  return withBackwardKernel(
+    [q, k, v],
+    [q, k, v, mask],
+    (qi, ki, vi) => tf.engine().runKernel(KERNEL_NAME, { q: qi, k: ki, v: vi, mask }, attrs) as tf.Tensor2D,
+    (dO, [qs, ks, vs, m]) => tf.engine().runKernel(BACKWARD_KERNEL, { q: qs, k: ks, v: vs, mask: m, dO }, attrs) as tf.Tensor[],
+  );
 }

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { RMS_NORM_WASM } from './rms-norm.wasm';
 import { RMS_NORM_KERNEL } from './rms-norm.webgpu';
+import { withBackwardKernel } from './kernel-gradient';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsApply } from './webgpu-program';
 
@@ -60,12 +61,23 @@ tf.registerKernel({
  * while a gradient is being recorded (the kernels have none).
  */
 export function rmsNorm(x: tf.Tensor2D, weight: tf.Tensor1D, eps: number): tf.Tensor2D | null {
-  const C = x.shape[1];
-  if (x.dtype !== 'float32' || weight.dtype !== 'float32') return null;
-  const wasm = tf.getBackend() === 'wasm' && !tf.engine().isTapeOn() && C % 4 === 0 && kernelFor(tf.backend()) !== null;
-  if (!wasm && !fusedKernelsApply()) return null;
-  if (weight.shape[0] !== C) throw new Error(`rmsNorm: x [${x.shape}] and weight [${weight.shape}] do not fit together`);
+  if (!float32(x, weight)) return null;
+  if (!(onWasm(x) && !tf.engine().isTapeOn()) && !fusedKernelsApply()) return null;
+  assertWeightFits(x, weight);
   return tf.engine().runKernel(KERNEL_NAME, { x, weight }, { eps }) as tf.Tensor2D;
+}
+
+function float32(x: tf.Tensor2D, weight: tf.Tensor1D): boolean {
+  return x.dtype === 'float32' && weight.dtype === 'float32';
+}
+
+/** Whether the wasm kernels take x [M, C] (C a multiple of 4) on the current backend. */
+function onWasm(x: tf.Tensor2D): boolean {
+  return tf.getBackend() === 'wasm' && x.shape[1] % 4 === 0 && kernelFor(tf.backend()) !== null;
+}
+
+function assertWeightFits(x: tf.Tensor2D, weight: tf.Tensor1D): void {
+  if (weight.shape[0] !== x.shape[1]) throw new Error(`rmsNorm: x [${x.shape}] and weight [${weight.shape}] do not fit together`);
 }
 
 /**
@@ -75,16 +87,12 @@ export function rmsNorm(x: tf.Tensor2D, weight: tf.Tensor1D, eps: number): tf.Te
  * the kernel does not apply (another backend, not float32, C not a multiple of 4).
  */
 export function rmsNormWithGradient(x: tf.Tensor2D, weight: tf.Tensor1D, eps: number): tf.Tensor2D | null {
-  const C = x.shape[1];
-  if (tf.getBackend() !== 'wasm' || x.dtype !== 'float32' || weight.dtype !== 'float32' || C % 4 !== 0 || kernelFor(tf.backend()) === null) return null;
-  if (weight.shape[0] !== C) throw new Error(`rmsNorm: x [${x.shape}] and weight [${weight.shape}] do not fit together`);
-  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
-    const input = args[0] as tf.Tensor;
-    (args[1] as tf.GradSaveFunc)([input]);
-    return {
-      value: tf.engine().runKernel(KERNEL_NAME, { x: input, weight }, { eps }) as tf.Tensor2D,
-      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => tf.engine().runKernel(BACKWARD_KERNEL, { x: saved[0], weight, dy: dy as tf.Tensor }, { eps }) as tf.Tensor,
-    };
-  });
-  return f(x) as tf.Tensor2D;
+  if (!float32(x, weight) || !onWasm(x)) return null;
+  assertWeightFits(x, weight);
+  return withBackwardKernel(
+    [x],
+    [x],
+    (input) => tf.engine().runKernel(KERNEL_NAME, { x: input, weight }, { eps }) as tf.Tensor2D,
+    (dy, [saved]) => tf.engine().runKernel(BACKWARD_KERNEL, { x: saved, weight, dy }, { eps }) as tf.Tensor,
+  );
 }

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ROPE_WASM } from './rope.wasm';
 import { ROPE_KERNEL } from './rope.webgpu';
+import { withBackwardKernel } from './kernel-gradient';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsApply } from './webgpu-program';
 
@@ -48,12 +49,19 @@ for (const [kernelName, name] of [
  * shape, or while a gradient is being recorded (the kernels have none).
  */
 export function rope(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor3D | null {
-  const D = x.shape[2];
-  if ([x, cos, sin].some((t) => t.dtype !== 'float32')) return null;
-  if (![cos, sin].every((t) => t.shape.length === x.shape.length && t.shape.every((n, i) => n === x.shape[i]))) return null;
-  const wasm = tf.getBackend() === 'wasm' && !tf.engine().isTapeOn() && D % 8 === 0 && kernelFor(tf.backend()) !== null;
-  if (!wasm && !(fusedKernelsApply() && D % 2 === 0)) return null;
+  if (!tablesFit(x, cos, sin)) return null;
+  if (!(onWasm(x) && !tf.engine().isTapeOn()) && !(fusedKernelsApply() && x.shape[2] % 2 === 0)) return null;
   return tf.engine().runKernel(KERNEL_NAME, { x, cos, sin }) as tf.Tensor3D;
+}
+
+/** Whether x, cos and sin are float32 of one shape. */
+function tablesFit(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): boolean {
+  return [x, cos, sin].every((t) => t.dtype === 'float32') && [cos, sin].every((t) => t.shape.length === x.shape.length && t.shape.every((n, i) => n === x.shape[i]));
+}
+
+/** Whether the wasm kernels take x [N, heads, D] (D a multiple of 8) on the current backend. */
+function onWasm(x: tf.Tensor3D): boolean {
+  return tf.getBackend() === 'wasm' && x.shape[2] % 8 === 0 && kernelFor(tf.backend()) !== null;
 }
 
 /**
@@ -62,18 +70,12 @@ export function rope(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Ten
  * the rotation, two multiplies and an add on the tape. Null where the kernel does not apply.
  */
 export function ropeWithGradient(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor3D | null {
-  const D = x.shape[2];
-  if ([x, cos, sin].some((t) => t.dtype !== 'float32')) return null;
-  if (![cos, sin].every((t) => t.shape.length === x.shape.length && t.shape.every((n, i) => n === x.shape[i]))) return null;
-  if (tf.getBackend() !== 'wasm' || D % 8 !== 0 || kernelFor(tf.backend()) === null) return null;
-  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
-    const input = args[0] as tf.Tensor;
-    // The tables are saved: they belong to the forward pass's scope, gone by the backward pass.
-    (args[1] as tf.GradSaveFunc)([cos, sin]);
-    return {
-      value: tf.engine().runKernel(KERNEL_NAME, { x: input, cos, sin }) as tf.Tensor3D,
-      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => tf.engine().runKernel(BACKWARD_KERNEL, { x: dy as tf.Tensor, cos: saved[0], sin: saved[1] }) as tf.Tensor,
-    };
-  });
-  return f(x) as tf.Tensor3D;
+  if (!tablesFit(x, cos, sin) || !onWasm(x)) return null;
+  // The backward pass reads the tables, not x.
+  return withBackwardKernel(
+    [x],
+    [cos, sin],
+    (input) => tf.engine().runKernel(KERNEL_NAME, { x: input, cos, sin }) as tf.Tensor3D,
+    (dy, [c, s]) => tf.engine().runKernel(BACKWARD_KERNEL, { x: dy, cos: c, sin: s }) as tf.Tensor,
+  );
 }

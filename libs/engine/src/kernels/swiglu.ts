@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { SWIGLU_WASM } from './swiglu.wasm';
+import { withBackwardKernel } from './kernel-gradient';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
 /**
@@ -53,10 +54,13 @@ tf.registerKernel({
  * while a gradient is being recorded (the kernel has none).
  */
 export function swiglu(gateUp: tf.Tensor2D): tf.Tensor2D | null {
-  const twoF = gateUp.shape[1];
-  if (tf.getBackend() !== 'wasm' || tf.engine().isTapeOn() || twoF % 8 !== 0 || gateUp.dtype !== 'float32') return null;
-  if (!kernelFor(tf.backend())) return null;
+  if (tf.engine().isTapeOn() || !onWasm(gateUp)) return null;
   return tf.engine().runKernel(KERNEL_NAME, { gateUp }) as tf.Tensor2D;
+}
+
+/** Whether the kernels take gateUp [M, 2F] (float32, F a multiple of 4) on the current backend. */
+function onWasm(gateUp: tf.Tensor2D): boolean {
+  return tf.getBackend() === 'wasm' && gateUp.shape[1] % 8 === 0 && gateUp.dtype === 'float32' && kernelFor(tf.backend()) !== null;
 }
 
 /**
@@ -65,15 +69,11 @@ export function swiglu(gateUp: tf.Tensor2D): tf.Tensor2D | null {
  * multiplies on the tape and copy what they save. Null where the kernel does not apply.
  */
 export function swigluWithGradient(gateUp: tf.Tensor2D): tf.Tensor2D | null {
-  const twoF = gateUp.shape[1];
-  if (tf.getBackend() !== 'wasm' || twoF % 8 !== 0 || gateUp.dtype !== 'float32' || !kernelFor(tf.backend())) return null;
-  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
-    const input = args[0] as tf.Tensor;
-    (args[1] as tf.GradSaveFunc)([input]);
-    return {
-      value: tf.engine().runKernel(KERNEL_NAME, { gateUp: input }) as tf.Tensor2D,
-      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => tf.engine().runKernel(BACKWARD_KERNEL, { gateUp: saved[0], dy: dy as tf.Tensor }) as tf.Tensor,
-    };
-  });
-  return f(gateUp) as tf.Tensor2D;
+  if (!onWasm(gateUp)) return null;
+  return withBackwardKernel(
+    [gateUp],
+    [gateUp],
+    (input) => tf.engine().runKernel(KERNEL_NAME, { gateUp: input }) as tf.Tensor2D,
+    (dy, [saved]) => tf.engine().runKernel(BACKWARD_KERNEL, { gateUp: saved, dy }) as tf.Tensor,
+  );
 }
