@@ -1,5 +1,5 @@
-import type { TrainingEventRecord } from '@trainyard/contracts';
-import { applyEvent, JobProgress, NO_PROGRESS, percentDone, seriesOf } from './job-progress';
+import type { TrainingEventRecord, TrainingJobRecord } from '@trainyard/contracts';
+import { applyEvent, JobProgress, newerJob, NO_PROGRESS, percentDone, seriesOf } from './job-progress';
 
 let next = 0;
 const event = (type: TrainingEventRecord['type'], data: Record<string, unknown> = {}): TrainingEventRecord => ({
@@ -51,5 +51,22 @@ describe('job progress from events', () => {
     const failed = replay([event('training_started', { num_sequences: 3 }), event('training_failed', { error_message: 'out of memory' })]);
     expect(failed).toMatchObject({ finished: 'failed', errorMessage: 'out of memory' });
     expect(replay([event('training_ended')]).finished).toBe('ended');
+  });
+});
+
+describe('the newer of two reads of a job', () => {
+  const read = (status: TrainingJobRecord['status']) => ({ id: 'job', status }) as TrainingJobRecord;
+
+  it('keeps a final status when a read from before it arrives late', () => {
+    const cancelled = read('cancelled');
+    expect(newerJob(cancelled, read('running'))).toBe(cancelled);
+    expect(newerJob(read('running'), read('queued')).status).toBe('running');
+  });
+
+  it('takes a read that moves the job forward, or the first read, or a fresher one of the same status', () => {
+    expect(newerJob(undefined, read('queued')).status).toBe('queued');
+    expect(newerJob(read('running'), read('cancelled')).status).toBe('cancelled');
+    const fresher = read('running');
+    expect(newerJob(read('running'), fresher)).toBe(fresher);
   });
 });

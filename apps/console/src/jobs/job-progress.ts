@@ -1,4 +1,4 @@
-import type { TrainingEventRecord } from '@trainyard/contracts';
+import type { TrainingEventRecord, TrainingJobRecord, TrainingJobStatus } from '@trainyard/contracts';
 
 /** The gradient-step metrics the job page charts, in this order. */
 export const CHARTED_METRICS = ['loss', 'reward', 'grad_norm', 'learning_rate'] as const;
@@ -58,6 +58,17 @@ export function percentDone(progress: JobProgress): number | null {
 /** The points of one metric: steps that lack it are left out rather than drawn as zero. */
 export function seriesOf(points: StepPoint[], metric: ChartedMetric): { step: number; value: number }[] {
   return points.flatMap((p) => (typeof p[metric] === 'number' && Number.isFinite(p[metric]) ? [{ step: p.step, value: p[metric] as number }] : []));
+}
+
+const STATUS_ORDER: Record<TrainingJobStatus, number> = { queued: 0, running: 1, succeeded: 2, failed: 2, cancelled: 2 };
+
+/**
+ * The newer of two reads of one job. A job's status only moves forward (queued, running, then
+ * one final status), so a read that lost a race with a later one, such as a cancel's reply
+ * arriving after the refresh its final event triggered, is dropped rather than shown.
+ */
+export function newerJob(current: TrainingJobRecord | undefined, incoming: TrainingJobRecord): TrainingJobRecord {
+  return current && STATUS_ORDER[current.status] > STATUS_ORDER[incoming.status] ? current : incoming;
 }
 
 function numericFields(data: Record<string, unknown>): Record<string, number> {

@@ -6,7 +6,7 @@ import { ConfirmButton } from '../components/confirm-button';
 import { MetricChart } from '../components/metric-chart';
 import { StatusBadge } from '../components/status-badge';
 import { formatDate, modelLabel } from '../format';
-import { applyEvent, CHARTED_METRICS, NO_PROGRESS, percentDone } from '../jobs/job-progress';
+import { applyEvent, CHARTED_METRICS, newerJob, NO_PROGRESS, percentDone } from '../jobs/job-progress';
 import { Link } from '../router';
 import { useLoad } from '../use-load';
 import { loadModels } from './models.page';
@@ -25,9 +25,10 @@ export function JobPage({ id }: { id: string }) {
   const [live, setLive] = useState(false);
   const models = useLoad(loadModels, []);
 
+  const show = useCallback((read: TrainingJobRecord) => setJob((current) => newerJob(current, read)), []);
   const refresh = useCallback(
-    () => api<TrainingJobRecord>('GET', `preview/training-jobs/${encodeURIComponent(id)}`).then(setJob, (err: Error) => setError(err.message)),
-    [id],
+    () => api<TrainingJobRecord>('GET', `preview/training-jobs/${encodeURIComponent(id)}`).then(show, (err: Error) => setError(err.message)),
+    [id, show],
   );
 
   useEffect(() => {
@@ -49,7 +50,7 @@ export function JobPage({ id }: { id: string }) {
     return () => source.close();
   }, [id, refresh]);
 
-  const cancel = async () => setJob(await api<TrainingJobRecord>('POST', `preview/training-jobs/${encodeURIComponent(id)}/cancel`));
+  const cancel = async () => show(await api<TrainingJobRecord>('POST', `preview/training-jobs/${encodeURIComponent(id)}/cancel`));
 
   if (error && !job) return <Alert color="red">{error}</Alert>;
   if (!job) return <Loader />;
