@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { shareIdentityBuffers } from './kernels/identity';
 import { GpuAdapterInfo, installNavigatorGpu, requestAdapterInfo } from './webgpu';
 
 export type BackendName = 'tensorflow' | 'webgpu' | 'wasm' | 'cpu';
@@ -69,6 +70,7 @@ async function activate(name: BackendName, { gpuOnly }: { gpuOnly: boolean }): P
     }
     case 'wasm':
       await import('@tensorflow/tfjs-backend-wasm');
+      shareIdentityBuffers();
       await setBackend('wasm');
       return { gpu: false, adapter: null };
     case 'cpu':
