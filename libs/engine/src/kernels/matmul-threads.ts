@@ -18,9 +18,9 @@ import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
  * matmul-shared.wasm.ts, matmul-transposed-shared.wasm.ts) on it. Two kinds of product run
  * on the same panels:
  *   - the forward product out = x W (+ bias) (run), divided by panels of 8 output columns:
- *     each thread takes one contiguous range of them;
+ *     each chunk is a contiguous range of them;
  *   - training's input gradient dx = dy W^T (runTransposed), divided by ranges of k, rows of
- *     W and columns of dx, in multiples of 4: each thread reads only its rows of every panel
+ *     W and columns of dx, in multiples of 4: each chunk reads only its rows of every panel
  *     and writes only its columns of dx.
  * Either way every output is one tile's sum in the same order whichever thread computes it,
  * so the result is the same bits as on one thread.
@@ -29,8 +29,15 @@ import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
  *   1. copy the input (x and the bias, or dy) from tfjs's heap into this memory and lay it
  *      out as the tiles read it, once (x's rows interleaved, or dy transposed);
  *   2. publish the call in the control block and wake the helpers;
- *   3. compute the first range itself, then wait for the helpers' ranges;
+ *   3. take chunks of the product (ranges of whole units, large first and smaller towards the
+ *      end) from a shared counter, as the helpers do, until none is left, then wait until
+ *      every chunk is done;
  *   4. copy the output back into tfjs's heap.
+ * Chunks rather than one fixed share per thread, because a helper starts late whenever it
+ * was asleep (a wake takes a fraction of a millisecond, a product of a training step about
+ * one) or was descheduled on a busy machine: the others take its chunks meanwhile, and a
+ * product waits at most for one small chunk in progress, not for a whole share
+ * (docs/benchmarks.md, "Matmul on several threads").
  * The copies are small next to the weights (a few rows, or a training step's tokens). Helpers spin on the
  * control block between products: a decode step of SmolLM2-135M makes 121 of them, a
  * fraction of a millisecond apart, and waking a sleeping thread for each would add its
@@ -45,10 +52,14 @@ const SPIN_MS = 2;
 
 /** Slots of the control block, an Int32Array over a SharedArrayBuffer (the helpers' script gets the same object). */
 const SLOT = {
-  /** Count of products published so far: helpers wait for it to change. */
+  /**
+   * Twice the count of products published so far: even while the current product's
+   * arguments are readable, odd while the caller writes the next one's. Helpers wait for it
+   * to change to another even value.
+   */
   Generation: 0,
-  /** Helpers done with the current product. */
-  Done: 1,
+  /** Helpers at work on the current product: the caller writes the next one's arguments only once none is. */
+  Active: 1,
   /** 1 once a helper failed: the product's result is not to be trusted. */
   Failed: 2,
   /** 1 when the helpers are to exit. */
@@ -59,9 +70,21 @@ const SLOT = {
    */
   Args: 4,
   Product: 14,
-  /** Helper i's range (of panels, or of k) is [Ranges + 2i, Ranges + 2i + 1). */
-  Ranges: 15,
+  /** The product is `Units` units of `Unit` (panels, or rows of k); a thread takes 1 / `Divisor` of the units left at a time. */
+  Units: 15,
+  Unit: 16,
+  Divisor: 17,
+  /** The first unit not yet taken, and how many units are done. */
+  Next: 18,
+  Finished: 19,
 } as const;
+
+/**
+ * A thread takes 1 / (CHUNK_DIVISOR x threads) of a product's units left at a time: large
+ * chunks first, while every thread has work ahead, smaller ones towards the end, so that the
+ * threads finish close together (guided scheduling, as OpenMP's schedule(guided)).
+ */
+const CHUNK_DIVISOR = 2;
 
 /**
  * Every export a product can run, as the control block's Product slot names it (an index
@@ -86,30 +109,43 @@ const productIndex = (name: (typeof PRODUCTS)[number]['name']) => PRODUCTS.findI
  */
 const HELPER_SOURCE = `
 const { workerData } = require('node:worker_threads');
-const { memory, modules, productTable, control, index, spinMs, slots } = workerData;
+const { memory, modules, productTable, control, spinMs, slots } = workerData;
 const instances = modules.map((module) => new WebAssembly.Instance(module, { env: { memory } }).exports);
 const products = productTable.map(({ module, name, arity }) => [instances[module][name], arity]);
 const ctl = new Int32Array(control);
 let seen = 0;
 for (;;) {
   let since = performance.now();
-  while (Atomics.load(ctl, slots.Generation) === seen) {
+  let generation;
+  while ((generation = Atomics.load(ctl, slots.Generation)) === seen || generation % 2 === 1) {
     if (performance.now() - since > spinMs) {
-      Atomics.wait(ctl, slots.Generation, seen);
+      Atomics.wait(ctl, slots.Generation, generation);
       since = performance.now();
     }
   }
-  seen = Atomics.load(ctl, slots.Generation);
   if (Atomics.load(ctl, slots.Stop) === 1) break;
-  try {
+  Atomics.add(ctl, slots.Active, 1);
+  // Counted as active first, then checked: a caller that has begun writing the next product
+  // has changed the generation, and its arguments are not read.
+  if (Atomics.load(ctl, slots.Generation) === generation) {
+    seen = generation;
     const [product, arity] = products[ctl[slots.Product]];
-    const range = slots.Ranges + 2 * index;
-    product(...ctl.subarray(slots.Args, slots.Args + arity), ctl[range], ctl[range + 1]);
-  } catch {
-    Atomics.store(ctl, slots.Failed, 1);
+    const args = Array.from(ctl.subarray(slots.Args, slots.Args + arity));
+    const [units, unit, divisor] = [ctl[slots.Units], ctl[slots.Unit], ctl[slots.Divisor]];
+    for (;;) {
+      const from = Atomics.load(ctl, slots.Next);
+      if (from >= units) break;
+      const to = Math.min(units, from + Math.ceil((units - from) / divisor));
+      if (Atomics.compareExchange(ctl, slots.Next, from, to) !== from) continue;
+      try {
+        product(...args, unit * from, unit * to);
+      } catch {
+        Atomics.store(ctl, slots.Failed, 1);
+      }
+      if (Atomics.add(ctl, slots.Finished, to - from) + to - from === units) Atomics.notify(ctl, slots.Finished);
+    }
   }
-  Atomics.add(ctl, slots.Done, 1);
-  Atomics.notify(ctl, slots.Done);
+  Atomics.sub(ctl, slots.Active, 1);
 }
 `;
 
@@ -264,7 +300,7 @@ export class MatMulThreads {
   private readonly arena = new Arena(this.memory);
   private readonly kernels: MatmulKernels;
   private readonly transposed: TransposedKernels;
-  private readonly control = new Int32Array(new SharedArrayBuffer(4 * (SLOT.Ranges + 2 * 64)));
+  private readonly control = new Int32Array(new SharedArrayBuffer(4 * (SLOT.Finished + 1)));
   private readonly helpers: Worker[] = [];
   /** The current product's operands and scratch (x, xt, bias and out; or dy, dyT, acc and dx): one block, reallocated larger when a product needs it. */
   private scratch = { offset: 0, bytes: 0 };
@@ -282,7 +318,7 @@ export class MatMulThreads {
     for (let index = 0; index < threads - 1; index++) {
       const helper = new Worker(HELPER_SOURCE, {
         eval: true,
-        workerData: { memory: this.memory, modules, productTable: PRODUCTS, control: this.control.buffer, index, spinMs: SPIN_MS, slots: SLOT },
+        workerData: { memory: this.memory, modules, productTable: PRODUCTS, control: this.control.buffer, spinMs: SPIN_MS, slots: SLOT },
       });
       // Helpers never keep the process alive, and a process exiting stops them.
       helper.unref();
@@ -318,8 +354,10 @@ export class MatMulThreads {
     const args = [x, p.packed, p.bias ? bias : 0, out, M, K, N, p.readAhead ? 1 : 0, p.oneRowWide ? 1 : 0, xt] as const;
     const name = matmulExportName(p.format, p.fused);
     const matmul = this.kernels[name];
-    // Ranges of whole panels.
-    this.divide(productIndex(name), args, N / 8, 1, M * K * N, (from, to) => matmul(...args, from, to));
+    // Ranges of whole panels, in fours where they allow (the one-row wide tile's step).
+    const panels = N / 8;
+    const unit = panels % 4 === 0 ? 4 : 1;
+    this.divide(productIndex(name), args, panels / unit, unit, M * K * N, (from, to) => matmul(...args, from, to));
     p.out.set(new Float32Array(heap, out, M * N));
   }
 
@@ -346,55 +384,65 @@ export class MatMulThreads {
     if (this.state === 'stopped') return;
     this.state = 'stopped';
     Atomics.store(this.control, SLOT.Stop, 1);
-    Atomics.store(this.control, SLOT.Generation, ++this.generation);
+    this.generation += 2;
+    Atomics.store(this.control, SLOT.Generation, this.generation);
     Atomics.notify(this.control, SLOT.Generation);
     await Promise.all(this.helpers.map((helper) => new Promise((resolve) => helper.once('exit', resolve))));
   }
 
   /**
-   * Runs one product over [0, units * unit): `own` computes the caller's range, each helper
-   * runs export `product` with `args` on its own. Contiguous ranges of whole units, as even
-   * as they allow; a product too small to be worth waking the helpers (`macs`) runs on this
-   * thread alone.
+   * Runs one product over [0, units * unit) in chunks of whole units, which the threads take
+   * from a shared counter (CHUNK_DIVISOR): `own` computes a chunk on this thread, a helper runs
+   * export `product` with `args` on one. A product too small to be worth waking the helpers
+   * (`macs`) runs on this thread alone.
    */
   private divide(product: number, args: readonly number[], units: number, unit: number, macs: number, own: (from: number, to: number) => void): void {
-    const shares = macs < MIN_SPLIT_MACS * this.threads ? 1 : Math.min(this.threads, units);
-    const bound = (i: number) => unit * Math.round((i * units) / shares);
-    if (shares > 1) {
-      const ctl = this.control;
-      ctl.set(args, SLOT.Args);
-      ctl[SLOT.Product] = product;
-      for (let helper = 0; helper < this.helpers.length; helper++) {
-        const share = helper + 1;
-        ctl[SLOT.Ranges + 2 * helper] = share < shares ? bound(share) : 0;
-        ctl[SLOT.Ranges + 2 * helper + 1] = share < shares ? bound(share + 1) : 0;
-      }
-      Atomics.store(ctl, SLOT.Done, 0);
-      Atomics.store(ctl, SLOT.Generation, ++this.generation);
-      Atomics.notify(ctl, SLOT.Generation);
+    if (macs < MIN_SPLIT_MACS * this.threads || units < 2) {
+      own(0, units * unit);
+      return;
     }
-    own(0, bound(1));
-    if (shares > 1) this.awaitHelpers();
+    const ctl = this.control;
+    // The previous product's arguments are rewritten only once no helper is still reading them.
+    Atomics.store(ctl, SLOT.Generation, ++this.generation);
+    this.waitFor(() => Atomics.load(ctl, SLOT.Active) === 0, 'leave the previous product');
+    const divisor = CHUNK_DIVISOR * this.threads;
+    ctl.set(args, SLOT.Args);
+    ctl[SLOT.Product] = product;
+    ctl[SLOT.Units] = units;
+    ctl[SLOT.Unit] = unit;
+    ctl[SLOT.Divisor] = divisor;
+    Atomics.store(ctl, SLOT.Next, 0);
+    Atomics.store(ctl, SLOT.Finished, 0);
+    Atomics.store(ctl, SLOT.Generation, ++this.generation);
+    Atomics.notify(ctl, SLOT.Generation);
+    for (;;) {
+      const from = Atomics.load(ctl, SLOT.Next);
+      if (from >= units) break;
+      const to = Math.min(units, from + Math.ceil((units - from) / divisor));
+      if (Atomics.compareExchange(ctl, SLOT.Next, from, to) !== from) continue;
+      own(unit * from, unit * to);
+      Atomics.add(ctl, SLOT.Finished, to - from);
+    }
+    this.waitFor(() => Atomics.load(ctl, SLOT.Finished) === units, 'finish its chunk', SLOT.Finished);
+    if (Atomics.load(ctl, SLOT.Failed) === 1) throw this.failed('matmul threads: a helper thread failed; the product is lost');
   }
 
   private assertRunning(): void {
     if (this.state !== 'running') throw new Error(`matmul threads: ${this.state === 'stopped' ? 'stopped' : 'a helper thread failed before'}`);
   }
 
-  /** Spins until every helper is done with the current product (they were woken together), then checks none failed. */
-  private awaitHelpers(): void {
-    const ctl = this.control;
-    const helpers = this.helpers.length;
+  /**
+   * Spins until `done` holds; past a millisecond, sleeps between looks (woken early by a
+   * notify on `slot`, when given). A helper that keeps it from holding for HELPER_TIMEOUT_MS
+   * is taken for dead.
+   */
+  private waitFor(done: () => boolean, what: string, slot?: number): void {
     const since = performance.now();
-    let done = Atomics.load(ctl, SLOT.Done);
-    while (done < helpers) {
-      // A helper takes about as long as the caller's own share; past a millisecond, sleep between looks.
+    while (!done()) {
       const waited = performance.now() - since;
-      if (waited > HELPER_TIMEOUT_MS) throw this.failed(`matmul threads: a helper thread did not finish its share in ${HELPER_TIMEOUT_MS / 1000} s`);
-      if (waited > 1) Atomics.wait(ctl, SLOT.Done, done, 1);
-      done = Atomics.load(ctl, SLOT.Done);
+      if (waited > HELPER_TIMEOUT_MS) throw this.failed(`matmul threads: a helper thread did not ${what} in ${HELPER_TIMEOUT_MS / 1000} s`);
+      if (waited > 1 && slot !== undefined) Atomics.wait(this.control, slot, Atomics.load(this.control, slot), 1);
     }
-    if (Atomics.load(ctl, SLOT.Failed) === 1) throw this.failed('matmul threads: a helper thread failed; the product is lost');
   }
 
   /** After a helper failed, no product can be trusted: every later run() throws. */
