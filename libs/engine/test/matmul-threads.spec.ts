@@ -3,7 +3,7 @@ import { bf16ToF32, f32ToBf16 } from '../src/dtype';
 import * as matmul from '../src/kernels/matmul';
 import { PackedWeights, packWeights, packedMatMul, startMatMulThreads, stopMatMulThreads } from '../src/kernels/matmul';
 import { Arena, sharedMemory } from '../src/kernels/matmul-threads';
-import { packedMatMulTransposed } from '../src/kernels/matmul-transposed';
+import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../src/kernels/matmul-transposed';
 import { loadModel } from '../src/loader';
 import { generateBatch } from '../src/generate';
 import { DEFAULT_LORA_SPEC } from '../src/lora/peft';
@@ -90,7 +90,11 @@ describe('matmul threads: one copy of the weights, every product divided between
         expect(profile.kernels.map((k) => k.name)).toEqual(['TrainyardThreadedMatMulTransposed']);
         expect(many.shape).toEqual([M, K]);
         expect(Array.from(many.dataSync())).toEqual(Array.from(one.dataSync()));
-        many.dispose();
+        // Begun on the helpers, finished after other work on this thread: the same bits.
+        const along = packedMatMulTransposedAlongside(dy, shared, () => tf.sum(dy).dataSync()[0]);
+        expect(along?.result).toBeCloseTo(tf.sum(dy).dataSync()[0], 3);
+        expect(Array.from((along?.dx as tf.Tensor2D).dataSync())).toEqual(Array.from(one.dataSync()));
+        tf.dispose([many, along?.dx as tf.Tensor2D]);
         shared.dispose();
         await stopMatMulThreads();
       }
@@ -111,6 +115,23 @@ describe('matmul threads: one copy of the weights, every product divided between
     expect(maxAbsDiff(y.dataSync(), tf.matMul(x, w).dataSync())).toBeLessThan(1e-5);
     tf.dispose([w, x, y]);
     local.dispose();
+  });
+
+  it('runs no other product while an input gradient is begun, and finishes it when the work alongside throws', async () => {
+    startMatMulThreads(2);
+    const w = weights(64, 128, false, 3);
+    const shared = packWeights(w, 'f32') as PackedWeights;
+    const [dy, x] = [tf.randomNormal([16, 128], 0, 1, 'float32', 1) as tf.Tensor2D, tf.randomNormal([16, 64], 0, 1, 'float32', 2) as tf.Tensor2D];
+    try {
+      expect(() => packedMatMulTransposedAlongside(dy, shared, () => packedMatMul(x, shared))).toThrow(/an input gradient was begun and not finished/);
+      const after = packedMatMulTransposedAlongside(dy, shared, () => 1)?.dx as tf.Tensor2D;
+      const plain = packedMatMulTransposed(dy, shared) as tf.Tensor2D;
+      expect(Array.from(after.dataSync())).toEqual(Array.from(plain.dataSync()));
+      tf.dispose([after, plain]);
+    } finally {
+      tf.dispose([w, dy, x]);
+      shared.dispose();
+    }
   });
 
   it('refuses weights whose threads were stopped, and packs into tfjs again once stopped', async () => {
@@ -206,7 +227,9 @@ describe('LoRA training on matmul threads', () => {
     const one = await train(1);
     const two = await train(2);
     expect(two.kernels).toContain('TrainyardThreadedMatMul');
+    // The lm_head's input gradient alone; the adapted projections' overlap LoRA's kernels.
     expect(two.kernels).toContain('TrainyardThreadedMatMulTransposed');
+    expect(two.kernels).toContain('TrainyardThreadedMatMulTransposedFinish');
     expect(two.kernels).not.toContain('TrainyardPackedMatMulTransposed');
     // LoRA's products: on the calling thread's LoRA kernels.
     expect(two.kernels).toEqual(expect.arrayContaining(['TrainyardLoraForward', 'TrainyardLoraBackward']));

@@ -288,6 +288,13 @@ export interface TransposedProduct {
   N: number;
 }
 
+/** A product set to work on (publish): `divisor` 0 when the caller computes it alone. */
+interface Published {
+  units: number;
+  unit: number;
+  divisor: number;
+}
+
 /** A helper that has not finished its share by then is taken for dead (its thread cannot report it while this one waits). */
 const HELPER_TIMEOUT_MS = 60_000;
 
@@ -305,6 +312,8 @@ export class MatMulThreads {
   /** The current product's operands and scratch (x, xt, bias and out; or dy, dyT, acc and dx): one block, reallocated larger when a product needs it. */
   private scratch = { offset: 0, bytes: 0 };
   private generation = 0;
+  /** An input gradient begun and not yet finished (beginTransposed). */
+  private pending: { published: Published; own: (from: number, to: number) => void; dx: number; size: number } | null = null;
   /** 'failed' once a helper failed: products can no longer be trusted, and run() throws. */
   private state: 'running' | 'failed' | 'stopped' = 'running';
 
@@ -341,6 +350,7 @@ export class MatMulThreads {
   /** out = x packed + bias, divided by panels between the threads (see the file's comment). */
   run(p: ThreadedProduct): void {
     this.assertRunning();
+    if (this.pending) throw new Error('matmul threads: an input gradient was begun and not finished');
     const { M, K, N } = p;
     const xBytes = 4 * M * K;
     const outBytes = 4 * M * N;
@@ -363,20 +373,40 @@ export class MatMulThreads {
 
   /** dx = dy W^T from f32 panels, divided by ranges of k between the threads (see the file's comment). */
   runTransposed(p: TransposedProduct): void {
+    this.beginTransposed(p);
+    this.finishTransposed(p.dx);
+  }
+
+  /**
+   * The first half of runTransposed: copies dy in and sets the helpers to work on dx = dy W^T,
+   * so that the caller can do other work (on tfjs's heap, not on these threads) until
+   * finishTransposed takes its share of the chunks left and hands dx over. No other product
+   * runs in between.
+   */
+  beginTransposed(p: Omit<TransposedProduct, 'dx'>): void {
     this.assertRunning();
+    if (this.pending) throw new Error('matmul threads: an input gradient was begun and not finished');
     const { M, K, N } = p;
     // dy's rows padded to whole 8-row tiles in dyT and acc (matmul-transposed.ts, section 1).
     const Mp = (M + 7) & ~7;
     const [dyBytes, dyTBytes, accBytes] = [4 * M * N, 4 * N * Mp, 4 * K * Mp];
     const region = this.scratchFor(dyBytes + dyTBytes + accBytes + 4 * M * K);
     const [dy, dyT, acc, dx] = [region, region + dyBytes, region + dyBytes + dyTBytes, region + dyBytes + dyTBytes + accBytes];
-    const heap = this.memory.buffer;
-    new Float32Array(heap, dy, M * N).set(p.dy);
+    new Float32Array(this.memory.buffer, dy, M * N).set(p.dy);
     this.transposed.transposeRows(dy, dyT, M, N);
     const args = [p.packed, dx, M, K, N, dyT, acc] as const;
     // Ranges of whole 4-row tiles of W.
-    this.divide(productIndex('matmulTransposedF32'), args, K / 4, 4, M * K * N, (from, to) => this.transposed.matmulTransposedF32(...args, from, to));
-    p.dx.set(new Float32Array(heap, dx, M * K));
+    const published = this.publish(productIndex('matmulTransposedF32'), args, K / 4, 4, M * K * N);
+    this.pending = { published, own: (from, to) => this.transposed.matmulTransposedF32(...args, from, to), dx, size: M * K };
+  }
+
+  /** The second half of runTransposed: the caller's share of the chunks left, then dx [M, K] written (a view of tfjs's heap taken now). */
+  finishTransposed(dx: Float32Array): void {
+    const pending = this.pending;
+    if (!pending) throw new Error('matmul threads: no input gradient was begun');
+    this.pending = null;
+    this.join(pending.published, pending.own);
+    dx.set(new Float32Array(this.memory.buffer, pending.dx, pending.size));
   }
 
   /** Stops the helper threads. The weights stored here are gone with this object. */
@@ -393,14 +423,18 @@ export class MatMulThreads {
   /**
    * Runs one product over [0, units * unit) in chunks of whole units, which the threads take
    * from a shared counter (CHUNK_DIVISOR): `own` computes a chunk on this thread, a helper runs
-   * export `product` with `args` on one. A product too small to be worth waking the helpers
-   * (`macs`) runs on this thread alone.
+   * export `product` with `args` on one.
    */
   private divide(product: number, args: readonly number[], units: number, unit: number, macs: number, own: (from: number, to: number) => void): void {
-    if (macs < MIN_SPLIT_MACS * this.threads || units < 2) {
-      own(0, units * unit);
-      return;
-    }
+    this.join(this.publish(product, args, units, unit, macs), own);
+  }
+
+  /**
+   * Sets the helpers to work on a product (divide's first half), unless it is too small to be
+   * worth waking them (`macs`): then the caller computes it all when it joins.
+   */
+  private publish(product: number, args: readonly number[], units: number, unit: number, macs: number): Published {
+    if (macs < MIN_SPLIT_MACS * this.threads || units < 2) return { units, unit, divisor: 0 };
     const ctl = this.control;
     // The previous product's arguments are rewritten only once no helper is still reading them.
     Atomics.store(ctl, SLOT.Generation, ++this.generation);
@@ -415,6 +449,16 @@ export class MatMulThreads {
     Atomics.store(ctl, SLOT.Finished, 0);
     Atomics.store(ctl, SLOT.Generation, ++this.generation);
     Atomics.notify(ctl, SLOT.Generation);
+    return { units, unit, divisor };
+  }
+
+  /** The caller's part of a published product (divide's second half): chunks until none is left, then the wait for those in progress. */
+  private join({ units, unit, divisor }: Published, own: (from: number, to: number) => void): void {
+    if (divisor === 0) {
+      own(0, units * unit);
+      return;
+    }
+    const ctl = this.control;
     for (;;) {
       const from = Atomics.load(ctl, SLOT.Next);
       if (from >= units) break;

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { DEFAULT_MATMUL_PLAN, MatMulPlan, PackFormat, PackedWeights, packWeights, packedMatMul, splitColumns } from '../kernels/matmul';
 import { addLoraDeltas, LoraPart, loraGradients, loraKernelsApply } from '../kernels/lora';
-import { packedMatMulTransposed } from '../kernels/matmul-transposed';
+import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../kernels/matmul-transposed';
 
 /**
  * A trainable delta added to a frozen projection's output, e.g. LoRA: (alpha/r) * B(A(x)).
@@ -264,8 +264,10 @@ export class FrozenLinear {
             const g = dy as tf.Tensor2D;
             const xs = saved[0] as tf.Tensor2D;
             if (kernelParts) {
-              const { dx, grads } = loraGradients(this.inputGradient(g), xs, g, kernelParts);
-              return [dx, ...grads];
+              // The adapters' factors need no frozen dx: they run on this thread while the
+              // matmul threads compute it, and their share of dx is added after.
+              const { dx, result } = this.inputGradientAlongside(g, () => loraGradients(tf.zerosLike(xs), xs, g, kernelParts));
+              return [tf.add(dx, result.dx), ...result.grads];
             }
             let dx = this.inputGradient(g);
             const xT = tf.transpose(xs) as tf.Tensor2D;
@@ -336,7 +338,18 @@ export class FrozenLinear {
    */
   inputGradient(dy: tf.Tensor2D): tf.Tensor2D {
     const packed = this.packedWeights();
-    return (packed && packedMatMulTransposed(dy, packed)) ?? (tf.tidy(() => tf.transpose(tf.matMul(this.weightT, tf.transpose(dy)))) as tf.Tensor2D);
+    return (packed && packedMatMulTransposed(dy, packed)) ?? this.inputGradientWithOps(dy);
+  }
+
+  /** inputGradient(dy) and `meanwhile()`, at once where the matmul threads compute dx (packedMatMulTransposedAlongside). */
+  private inputGradientAlongside<T>(dy: tf.Tensor2D, meanwhile: () => T): { dx: tf.Tensor2D; result: T } {
+    const packed = this.packedWeights();
+    return (packed && packedMatMulTransposedAlongside(dy, packed, meanwhile)) ?? { dx: this.inputGradientWithOps(dy), result: meanwhile() };
+  }
+
+  /** dx = (W^T dy^T)^T with tfjs ops (see the class comment). */
+  private inputGradientWithOps(dy: tf.Tensor2D): tf.Tensor2D {
+    return tf.tidy(() => tf.transpose(tf.matMul(this.weightT, tf.transpose(dy)))) as tf.Tensor2D;
   }
 }
 
