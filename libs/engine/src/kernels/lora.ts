@@ -83,10 +83,12 @@ tf.registerKernel({
   kernelFunc: ({ inputs, backend, attrs }) => {
     const wasm = backend as unknown as WasmBackendInternals;
     const kernels = kernelsFor(backend) as LoraKernels;
-    const { x, dy, dx } = inputs as Record<'x' | 'dy' | 'dx', tf.TensorInfo>;
+    const { x, dy } = inputs as Record<'x' | 'dy', tf.TensorInfo>;
     const [M, K] = x.shape;
     const parts = partInputs(inputs, attrs as Attrs, wasm);
-    const dxOut = copyOf(wasm, dx);
+    // The adapters' share of dx, summed from zero (the kernel adds each part's into it).
+    const dxOut = wasm.makeOutput([M, K], 'float32');
+    heapView(wasm, dxOut).fill(0);
     const grads = parts.flatMap((p) => [wasm.makeOutput([K, p.r], 'float32'), wasm.makeOutput([p.r, p.width], 'float32')]);
     const r = Math.max(...parts.map((p) => p.r));
     const [h, dh, a] = [wasm.makeOutput([M, r], 'float32'), wasm.makeOutput([M, r], 'float32'), wasm.makeOutput([r, K], 'float32')];
@@ -129,12 +131,13 @@ export function addLoraDeltas(y: tf.Tensor2D, x: tf.Tensor2D, parts: LoraPart[])
 }
 
 /**
- * The backward pass through the parts, given dy [M, N] and the frozen projection's own input
- * gradient dx [M, K]: dx plus the adapters' share, and each part's [daT, dbT] in order. Check
- * loraKernelsApply first.
+ * The backward pass through the parts, given x [M, K] and dy [M, N]: the adapters' share of
+ * the input gradient dx [M, K] (the frozen projection's own is added by the caller: it needs
+ * none of this, so the two can be computed at once), and each part's [daT, dbT] in order.
+ * Check loraKernelsApply first.
  */
-export function loraGradients(dx: tf.Tensor2D, x: tf.Tensor2D, dy: tf.Tensor2D, parts: LoraPart[]): { dx: tf.Tensor2D; grads: tf.Tensor2D[] } {
-  const { inputs, attrs } = kernelInputs(parts, { x, dy, dx });
+export function loraGradients(x: tf.Tensor2D, dy: tf.Tensor2D, parts: LoraPart[]): { dx: tf.Tensor2D; grads: tf.Tensor2D[] } {
+  const { inputs, attrs } = kernelInputs(parts, { x, dy });
   const [dxOut, ...grads] = tf.engine().runKernel(BACKWARD, inputs, attrs) as tf.Tensor2D[];
   return { dx: dxOut, grads };
 }

@@ -264,9 +264,9 @@ export class FrozenLinear {
             const g = dy as tf.Tensor2D;
             const xs = saved[0] as tf.Tensor2D;
             if (kernelParts) {
-              // The adapters' factors need no frozen dx: they run on this thread while the
+              // The adapters' gradients need no frozen dx: they run on this thread while the
               // matmul threads compute it, and their share of dx is added after.
-              const { dx, result } = this.inputGradientAlongside(g, () => loraGradients(tf.zerosLike(xs), xs, g, kernelParts));
+              const { dx, result } = this.inputGradientAlongside(g, () => loraGradients(xs, g, kernelParts));
               return [tf.add(dx, result.dx), ...result.grads];
             }
             let dx = this.inputGradient(g);
