@@ -84,18 +84,11 @@ tf.registerKernel({
  * the threads. It has no gradient of its own.
  */
 export function packedMatMulTransposed(dy: tf.Tensor2D, packed: PackedWeights): tf.Tensor2D | null {
-  const [M, N] = dy.shape;
-  if (M === 0 || dy.dtype !== 'float32' || packed.format !== 'f32' || packed.inFeatures % 4 !== 0) return null;
-  if (!matMulKernelAvailable()) return null;
-  if (N !== packed.outFeatures) throw new Error(`packedMatMulTransposed: dy [${dy.shape}] does not fit weight [${packed.inFeatures}, ${packed.outFeatures}]`);
-  if (packed.threaded) {
-    const attrs: ThreadedAttrs = { offset: packed.threaded.offset, K: packed.inFeatures };
-    owner = packed.threaded.threads;
-    try {
-      return tf.engine().runKernel(THREADED_KERNEL, { dy }, attrs) as tf.Tensor2D;
-    } finally {
-      owner = null;
-    }
+  if (!kernelApplies(dy, packed)) return null;
+  const threaded = packed.threaded;
+  if (threaded) {
+    const attrs: ThreadedAttrs = { offset: threaded.offset, K: packed.inFeatures };
+    return onThreads(threaded.threads, () => tf.engine().runKernel(THREADED_KERNEL, { dy }, attrs) as tf.Tensor2D);
   }
   return tf.engine().runKernel(KERNEL, { dy, packed: packed.panels as tf.Tensor3D }) as tf.Tensor2D;
 }
@@ -113,10 +106,9 @@ export function packedMatMulTransposedAlongside<T>(dy: tf.Tensor2D, packed: Pack
     const dx = packedMatMulTransposed(dy, packed);
     return dx && { dx, result: meanwhile() };
   }
+  if (!kernelApplies(dy, packed)) return null;
   const [M, N] = dy.shape;
   const K = packed.inFeatures;
-  if (M === 0 || dy.dtype !== 'float32' || packed.format !== 'f32' || K % 4 !== 0 || tf.getBackend() !== 'wasm') return null;
-  if (N !== packed.outFeatures) throw new Error(`packedMatMulTransposed: dy [${dy.shape}] does not fit weight [${K}, ${packed.outFeatures}]`);
   const wasm = tf.backend() as unknown as WasmBackendInternals;
   threaded.threads.beginTransposed({ dy: heapView(wasm, dy), packed: threaded.offset, M, K, N });
   let result: T;
@@ -126,9 +118,23 @@ export function packedMatMulTransposedAlongside<T>(dy: tf.Tensor2D, packed: Pack
     threaded.threads.finishTransposed(new Float32Array(M * K));
     throw err;
   }
-  owner = threaded.threads;
+  return { dx: onThreads(threaded.threads, () => tf.engine().runKernel(FINISH_KERNEL, {}, { M, K }) as tf.Tensor2D), result };
+}
+
+/** Whether the kernel takes dy over these panels (see packedMatMulTransposed); throws where dy does not fit them. */
+function kernelApplies(dy: tf.Tensor2D, packed: PackedWeights): boolean {
+  const [M, N] = dy.shape;
+  if (M === 0 || dy.dtype !== 'float32' || packed.format !== 'f32' || packed.inFeatures % 4 !== 0) return false;
+  if (!matMulKernelAvailable()) return false;
+  if (N !== packed.outFeatures) throw new Error(`packedMatMulTransposed: dy [${dy.shape}] does not fit weight [${packed.inFeatures}, ${packed.outFeatures}]`);
+  return true;
+}
+
+/** runKernel's call of a threaded kernel, with `owner` set to the threads that hold the panels for it. */
+function onThreads(threads: MatMulThreads, call: () => tf.Tensor2D): tf.Tensor2D {
+  owner = threads;
   try {
-    return { dx: tf.engine().runKernel(FINISH_KERNEL, {}, { M, K }) as tf.Tensor2D, result };
+    return call();
   } finally {
     owner = null;
   }
