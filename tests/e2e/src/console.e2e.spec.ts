@@ -403,7 +403,7 @@ describe('the web console, in a browser', () => {
       expect(await reward.getAttribute('data-smoothing')).toBe('0');
       await page.getByTestId('chart-smoothing').click();
       // The page re-renders after the click: wait for the chart to say so (times out if it never does).
-      await page.waitForFunction(`Number(document.querySelector('[data-testid="run-chart-reward"]')?.getAttribute('data-smoothing')) > 0`);
+      await attributeUntil('run-chart-reward', 'data-smoothing', (value) => Number(value) > 0);
       await shoot('model-charts');
       // The charts alone, from the top of the page, where the console's header does not cover them.
       await page.evaluate('window.scrollTo(0, 0)');
@@ -465,7 +465,8 @@ describe('the web console, in a browser', () => {
       await reason.waitFor();
       expect(await reason.textContent()).toContain('Every group had equal rewards');
       // The step count appears once the job's events are read (the reason comes with the job record).
-      await page.waitForFunction(`document.querySelector('[data-testid="job-steps"]')?.textContent === '0 / 0 gradient steps'`);
+      // A locator's wait, not waitForFunction: the page's CSP forbids the eval a string predicate polls with.
+      await page.getByTestId('job-steps').filter({ hasText: /^0 \/ 0 gradient steps$/ }).waitFor();
       expect(await page.getByTestId('job-checkpoint').textContent()).toBe(`checkpoint step ${record.checkpoint_step}`);
       await shoot('job-no-steps');
 
