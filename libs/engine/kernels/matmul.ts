@@ -292,6 +292,36 @@ export function touch(from: usize, bytes: usize, sink: usize): void {
   v128.store(sink, seen);
 }
 
+/**
+ * `steps` rounds of 12 independent chains of f32x4.relaxed_madd, with no memory access: the
+ * most multiply-adds a core can issue in the arithmetic the training and prefill tiles use
+ * (128-bit SIMD, fused), and so the ceiling of any tile here. Exported for
+ * bench/simd-ceiling.bench.ts, which times it; returns a lane of the sums so that no compiler
+ * drops the loop.
+ */
+export function fmaPeak(steps: i32, seed: f32): f32 {
+  const m = f32x4.splat(0.999);
+  const c = f32x4.splat(1e-7);
+  let a0 = f32x4.splat(seed), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+  let a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+  for (let i = 0; i < steps; i++) {
+    a0 = f32x4.relaxed_madd(a0, m, c);
+    a1 = f32x4.relaxed_madd(a1, m, c);
+    a2 = f32x4.relaxed_madd(a2, m, c);
+    a3 = f32x4.relaxed_madd(a3, m, c);
+    a4 = f32x4.relaxed_madd(a4, m, c);
+    a5 = f32x4.relaxed_madd(a5, m, c);
+    a6 = f32x4.relaxed_madd(a6, m, c);
+    a7 = f32x4.relaxed_madd(a7, m, c);
+    a8 = f32x4.relaxed_madd(a8, m, c);
+    a9 = f32x4.relaxed_madd(a9, m, c);
+    a10 = f32x4.relaxed_madd(a10, m, c);
+    a11 = f32x4.relaxed_madd(a11, m, c);
+  }
+  const sum = f32x4.add(f32x4.add(f32x4.add(a0, a1), f32x4.add(a2, a3)), f32x4.add(f32x4.add(a4, a5), f32x4.add(a6, a7)));
+  return f32x4.extract_lane(f32x4.add(sum, f32x4.add(f32x4.add(a8, a9), f32x4.add(a10, a11))), 0);
+}
+
 /** Bytes of one panel step, the 8 columns' weights at one k: 32 as f32, 16 as bf16 (section 1). */
 @inline function stepBytes(bf16: bool): usize {
   return bf16 ? 16 : 32;

@@ -10,7 +10,9 @@ Reads the model directory the engine's model maker wrote (config.json, model.saf
 Hugging Face names), runs a Llama/Qwen2 decoder written out in plain torch ops (float32;
 matmuls in full float32, PyTorch's default), on CUDA when there is a GPU, and prints one JSON
 line: {"prefill": tokens/s, "decode": {"1": ..., "32": ...}, "sft": tokens/s, "device": name,
-"logits": the first 16 logits of the prompt's last position, which gpu.bench.ts compares}.
+"logits": the first 16 logits of the prompt's last position, which gpu.bench.ts compares};
+with "matmul": [M, K, N] in the plan, also "matmul": GFLOP/s of one plain [M, K] x [K, N]
+product (the best of 3 runs of 50).
 The prompts are the ones gpu.bench.ts uses, so both sides do the same work: prefill of one
 prompt with the logits of its last position; greedy decoding of a batch whose sequences all
 start from a prompt of the same length (argmax on the device); one LoRA SFT step (r 8,
@@ -222,6 +224,18 @@ def main():
             sft_step()
 
     figures["sft"] = plan["trainRows"] * plan["trainTokens"] * plan["trainSteps"] / timed(device, sft_steps)
+
+    if "matmul" in plan:
+        m, k, n = plan["matmul"]
+        a = torch.randn(m, k, device=device)
+        b = torch.randn(k, n, device=device)
+
+        def products():
+            for _ in range(50):
+                torch.matmul(a, b)
+
+        products()
+        figures["matmul"] = 50 * 2 * m * k * n / min(timed(device, products) for _ in range(3)) / 1e9
     print(json.dumps(figures))
 
 
