@@ -20,7 +20,8 @@ const HIDDEN: f32 = -1e8;
  * with the queries and the output token-major, as the projections make and take them:
  *
  *   q       [B, T, KV, G, D]  each token's G query heads per KV head (already scaled by 1/sqrt(D))
- *   k, v    [B, KV, S, D]     each KV head's keys and values (S columns)
+ *   k, v    [B, KV, stride, D] each KV head's keys and values: the first S of its `stride`
+ *                             columns (a KV cache holds spare columns to append to in place)
  *   mask    [maskRows, T, S]  additive mask per sequence (maskRows = B) or shared by all (1):
  *                             0 to attend, MASKED for padding and the causal future
  *   weights [G, S]            scratch: one token's scores, then its softmax weights
@@ -54,6 +55,7 @@ export function attention(
   S: i32,
   D: i32,
   maskRows: i32,
+  stride: i32,
 ): void {
   const rowBytes = (<usize>D) << 2;
   const columnsBytes = (<usize>S) << 2;
@@ -64,8 +66,8 @@ export function attention(
       const columns = visibleColumns(maskRow, S);
       for (let h = 0; h < KV; h++) {
         const g = b * KV + h;
-        const keys = k + <usize>g * <usize>S * rowBytes;
-        const values = v + <usize>g * <usize>S * rowBytes;
+        const keys = k + <usize>g * <usize>stride * rowBytes;
+        const values = v + <usize>g * <usize>stride * rowBytes;
         const queries = q + <usize>(((b * T + t) * KV + h) * G) * rowBytes;
         const outputs = out + <usize>(((b * T + t) * KV + h) * G) * rowBytes;
         scores(queries, keys, maskRow, weights, G, columns, S, rowBytes);
@@ -116,6 +118,7 @@ export function promptAttention(
   S: i32,
   D: i32,
   maskRows: i32,
+  stride: i32,
 ): void {
   const rowBytes = (<usize>D) << 2;
   const columnsBytes = (<usize>S) << 2;
@@ -127,8 +130,8 @@ export function promptAttention(
     const maskRows0 = mask + <usize>(maskRows == 1 ? 0 : b) * <usize>T * columnsBytes;
     for (let h = 0; h < KV; h++) {
       const g = b * KV + h;
-      transposeKeys(k + <usize>g * <usize>S * rowBytes, kT, S, S8, D);
-      const values = v + <usize>g * <usize>S * rowBytes;
+      transposeKeys(k + <usize>g * <usize>stride * rowBytes, kT, S, S8, D);
+      const values = v + <usize>g * <usize>stride * rowBytes;
       // Row r of this head: token r / G, head r % G.
       const first = <usize>((b * T * KV + h) * G) * rowBytes;
       for (let r0 = 0; r0 < rows; r0 += 4) {

@@ -65,6 +65,17 @@ describe('decode attention kernel (wasm)', () => {
     });
   });
 
+  it('reads only the mask\'s columns of keys and values that hold spare ones after them (a KV cache\'s)', () => {
+    tf.tidy(() => {
+      const [B, KV, G, S, D] = [2, 3, 3, 9, 64];
+      const { q, k, v } = randomInputs([B, KV, G, S, D], 5);
+      const mask = paddingMask(B, S, 2);
+      const spare = (x: tf.Tensor4D) => tf.concat([x, tf.fill([B, KV, 7, D], NaN)], 2) as tf.Tensor4D;
+      const exact = fusedAttention(q, k, v, mask).dataSync();
+      expect(maxAbsDiff(fusedAttention(q, spare(k), spare(v), mask).dataSync(), exact)).toBe(0);
+    });
+  });
+
   it('ignores what masked columns hold', () => {
     tf.tidy(() => {
       const [B, KV, G, S, D] = [2, 1, 2, 6, 8];

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { DecodeBatch } from '../src/decode-batch';
 import { LoadedModel, loadModel } from '../src/loader';
+import { KVCache, SPARE_COLUMNS } from '../src/model/kv-cache';
 import { LinearAdapter } from '../src/model/linear';
 import { makeTiny, maxAbsDiff, rowsOf, useBackend } from './helpers';
 import { referenceForward } from './reference';
@@ -75,6 +76,55 @@ describe('Llama forward pass (wasm)', () => {
     got.forEach((row, t) => expect(maxAbsDiff(row, full[t])).toBeLessThan(1e-4));
   });
 
+  /** Logits of each step: `prompt` prefilled into `cache`, then `continuation` one token at a time. */
+  function decodeInto(cache: KVCache, prompt: number[], continuation: number[]): Float32Array[] {
+    if (cache.rows === 0) cache.addEmptyRow();
+    const rows: Float32Array[] = [];
+    for (const tokens of [prompt, ...continuation.map((t) => [t])].filter((t) => t.length > 0)) {
+      const logits = lm.model.forward([tokens], { cache });
+      rows.push(...rowsOf(logits));
+      logits.dispose();
+    }
+    return rows;
+  }
+
+  it('appends to spare KV-cache columns in place, with the same bits as concatenating, across growths', () => {
+    const continuation = Array.from({ length: SPARE_COLUMNS + 20 }, (_, i) => 3 + ((i * 29) % 500));
+    const inPlace = lm.model.newCache();
+    const concatenated = new KVCache(lm.config.numLayers, { inPlace: false });
+    expect(inPlace.inPlace).toBe(true);
+    const ours = decodeInto(inPlace, PROMPTS[2].slice(0, 5), continuation.slice(0, 10));
+    const theirs = decodeInto(concatenated, PROMPTS[2].slice(0, 5), continuation.slice(0, 10));
+    // The first decoding step grew every layer to its 6 columns and SPARE_COLUMNS spare ones;
+    // the next nine wrote into those.
+    expect(inPlace.bytes).toBe((concatenated.bytes * (6 + SPARE_COLUMNS)) / 15);
+    ours.push(...decodeInto(inPlace, [], continuation.slice(10)));
+    theirs.push(...decodeInto(concatenated, [], continuation.slice(10)));
+    expect(ours).toHaveLength(5 + continuation.length);
+    ours.forEach((row, i) => expect(maxAbsDiff(row, theirs[i])).toBe(0));
+    inPlace.dispose();
+    concatenated.dispose();
+  });
+
+  it('gives a prefix of a cache with spare columns keys of its own: each goes on without touching the other', () => {
+    const prompt = PROMPTS[0];
+    const source = lm.model.newCache();
+    decodeInto(source, prompt.slice(0, 5), prompt.slice(5));
+    const taken = source.prefix(prompt.length);
+    // Both append at the same column: had they shared the tensor, the second write would
+    // overwrite the first's key and value.
+    const [fromTaken] = decodeInto(taken, [], [50]);
+    const [fromSource, next] = decodeInto(source, [], [60, 61]);
+    expect(maxAbsDiff(fromTaken, fullLogits([...prompt, 50]).at(-1) as Float32Array)).toBeLessThan(1e-4);
+    expect(maxAbsDiff(fromSource, fullLogits([...prompt, 60]).at(-1) as Float32Array)).toBeLessThan(1e-4);
+    expect(maxAbsDiff(next, fullLogits([...prompt, 60, 61]).at(-1) as Float32Array)).toBeLessThan(1e-4);
+    decodeInto(taken, [], [51]);
+    const [after] = decodeInto(source, [], [62]);
+    expect(maxAbsDiff(after, fullLogits([...prompt, 60, 61, 62]).at(-1) as Float32Array)).toBeLessThan(1e-4);
+    source.dispose();
+    taken.dispose();
+  });
+
   it('batched decoding equals one sequence at a time, with sequences joining and leaving', async () => {
     const continuation = [40, 41, 42, 43, 44, 45, 46, 47];
     const expected = PROMPTS.map((p) => fullLogits([...p, ...continuation]));
@@ -109,7 +159,8 @@ describe('Llama forward pass (wasm)', () => {
     ]);
     await batch.step(next);
     const before = tf.memory().numTensors;
-    for (let i = 0; i < 5; i++) await batch.step(next);
+    // Past the cache's spare columns: one step copies it into new ones.
+    for (let i = 0; i < SPARE_COLUMNS + 5; i++) await batch.step(next);
     expect(tf.memory().numTensors).toBe(before);
     batch.leave('a');
     batch.leave('b');

@@ -119,6 +119,23 @@ describe('prompt attention kernel (wasm)', () => {
     });
   });
 
+  it.each([
+    // B, KV, G, T, S, D: the tiled kernel (D a multiple of 8), one token per row, and D 6 (no kernel: attend's tfjs ops).
+    [3, 2, 2, 5, 12, 8],
+    [2, 3, 3, 1, 6, 64],
+    [2, 1, 2, 3, 7, 6],
+  ])('attends over only the mask\'s columns of keys and values with spare ones after them, for B %i, KV %i, G %i, T %i, S %i, D %i', (B, KV, G, T, S, D) => {
+    tf.tidy(() => {
+      const { q, k, v } = randomInputs([B, KV, G, T, S, D], 13);
+      const mask = stepMask(B, T, S);
+      const spare = (x: tf.Tensor4D) => tf.concat([x, tf.fill([B, KV, 5, D], NaN)], 2) as tf.Tensor4D;
+      const dims = { B, H: KV * G, T, cached: true };
+      const exact = attend(q, k, v, mask, dims).dataSync();
+      expect(maxAbsDiff(attend(q, spare(k), spare(v), mask, dims).dataSync(), exact)).toBe(0);
+      expect(maxAbsDiff(exact, reference(q, k, v, mask, T).dataSync())).toBeLessThan(5e-5);
+    });
+  });
+
   it('is what attend runs, with its gradient kernel under a tape', async () => {
     ensureTrainingGradients();
     const { q, k, v } = randomInputs([1, 3, 3, 8, 8, 64], 7);

@@ -34,6 +34,7 @@ type AttentionFunction = (
   S: number,
   D: number,
   maskRows: number,
+  stride: number,
 ) => void;
 
 /** The kernel instantiated on this backend's memory, or null when the backend does not expose it. */
@@ -43,7 +44,8 @@ export function attentionKernelFor(backend: object): AttentionFunction | null {
 
 /**
  * Runs the kernel for a tfjs kernel function on wasm: q and the output token-major
- * ([B, T, KV, G, D] in any shape of that size), k and v [B, KV, S, D], mask [B or 1, 1, T, S];
+ * ([B, T, KV, G, D] in any shape of that size), k and v [B, KV, stride, D] of which the first
+ * S columns count (a KV cache's spare columns follow them), mask [B or 1, 1, T, S];
  * G query heads per KV head. Decoding (here) and prompts (prompt-attention.ts) both call it:
  * one token per sequence takes `attention`, its scratch one token's scores ([G, S]); several
  * take `promptAttention`'s register tiles where D is a multiple of 8, its scratch a tile's 4
@@ -52,14 +54,15 @@ export function attentionKernelFor(backend: object): AttentionFunction | null {
 export function runAttentionKernel(backend: object, inputs: Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>, T: number, kvHeads: number, G: number): tf.TensorInfo {
   const { q, k, v, mask } = inputs;
   const wasm = backend as unknown as WasmBackendInternals;
-  const [B, , S, D] = k.shape;
+  const [B, , stride, D] = k.shape;
+  const S = mask.shape[3];
   const tiled = T > 1 && D % 8 === 0;
   const kernel = instantiateOnHeap(ATTENTION_WASM, backend)?.[tiled ? 'promptAttention' : 'attention'] as AttentionFunction;
   const out = wasm.makeOutput(q.shape, 'float32');
   const scratch = wasm.makeOutput(tiled ? [4 + D, Math.ceil(S / 8) * 8] : [G, S], 'float32');
   const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
   try {
-    kernel(at(q), at(k), at(v), at(mask), at(scratch), at(out), B, kvHeads, G, T, S, D, mask.shape[0]);
+    kernel(at(q), at(k), at(v), at(mask), at(scratch), at(out), B, kvHeads, G, T, S, D, mask.shape[0], stride);
   } finally {
     wasm.disposeData(scratch.dataId);
   }
@@ -84,21 +87,23 @@ export function decodeAttentionKernelAvailable(): boolean {
 /**
  * softmax(q k^T + mask) v for one decoding step, in the grouped-query layout of model/llama.ts:
  * q [B*KV, G, D] (already scaled by 1/sqrt(D)), k and v [B, KV, S, D], mask [B, 1, 1, S]
- * additive (0 or KVCache's MASKED) -> [B*KV, G, D]. Null where the kernel does not apply
- * (another backend, fused webgpu kernels off, D not a multiple of 4 on wasm or over
- * MAX_HEAD_DIM on webgpu, not float32, a mask not per sequence): compute it with tfjs ops then.
- * No gradient: decoding only.
+ * additive (0 or KVCache's MASKED) -> [B*KV, G, D]. On wasm k and v may hold more columns than
+ * the mask's S (a KV cache's spare ones, model/kv-cache.ts): only the first S count. Null where
+ * the kernel does not apply (another backend, fused webgpu kernels off, D not a multiple of 4
+ * on wasm or over MAX_HEAD_DIM on webgpu, not float32, a mask not per sequence, spare columns
+ * off wasm): compute it with tfjs ops then. No gradient: decoding only.
  */
 export function decodeAttention(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D): tf.Tensor3D | null {
-  const [B, KV, S, D] = k.shape;
+  const [B, KV, stride, D] = k.shape;
+  const S = mask.shape[3];
   const wasm = decodeAttentionKernelAvailable() && D % 4 === 0;
-  if (!wasm && !(fusedKernelsApply() && D <= MAX_HEAD_DIM)) return null;
+  if (!wasm && !(fusedKernelsApply() && D <= MAX_HEAD_DIM && stride === S)) return null;
   if ([q, k, v, mask].some((t) => t.dtype !== 'float32')) return null;
   if (q.shape[0] !== B * KV || q.shape[2] !== D || !sameShape(v.shape, k.shape)) {
     throw new Error(`decodeAttention: shapes q ${q.shape}, k ${k.shape} and v ${v.shape} do not fit together`);
   }
   // One mask row per sequence; a mask broadcast over the batch is left to tfjs.
-  if (!sameShape(mask.shape, [B, 1, 1, S])) return null;
+  if (!sameShape(mask.shape, [B, 1, 1, S]) || S > stride) return null;
   return tf.engine().runKernel(KERNEL_NAME, { q, k, v, mask }, { kvHeads: KV }) as tf.Tensor3D;
 }
 

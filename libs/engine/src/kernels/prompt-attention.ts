@@ -81,7 +81,11 @@ function attrsFor(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tenso
   if ([q, k, v, mask].some((t) => t.dtype !== 'float32')) return null;
   const H = q.shape[1] / D;
   const masks = mask.shape[0];
-  if (q.shape[0] !== B * T || !Number.isInteger(H / KV) || v.shape.some((n, i) => n !== k.shape[i]) || (masks !== 1 && masks !== B) || mask.shape[2] !== T || mask.shape[3] !== S) {
+  // k and v may hold spare columns past the mask's (a KV cache's, model/kv-cache.ts), but not
+  // under a gradient tape: the backward kernel reads all of them.
+  const columns = mask.shape[3];
+  const fits = columns === S || (columns < S && !tf.engine().isTapeOn());
+  if (q.shape[0] !== B * T || !Number.isInteger(H / KV) || v.shape.some((n, i) => n !== k.shape[i]) || (masks !== 1 && masks !== B) || mask.shape[2] !== T || !fits) {
     throw new Error(`promptAttention: shapes q ${q.shape}, k ${k.shape}, v ${v.shape} and mask ${mask.shape} do not fit together`);
   }
   return { T, kvHeads: KV, groupSize: H / KV };
@@ -89,10 +93,11 @@ function attrsFor(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tenso
 
 /**
  * softmax(q k^T + mask) v with q token-major, [B * T, H * D] (each token's heads in order, the
- * G = H / KV heads of a KV head side by side, already scaled by 1/sqrt(D)), k and v [B, KV, S, D],
- * mask [B or 1, 1, T, S] additive -> [B * T, H * D], token-major. Null where the kernel does
- * not apply, for the caller to use tfjs ops: another backend, a gradient being recorded (the
- * kernel has none), not float32, D not a multiple of 4.
+ * G = H / KV heads of a KV head side by side, already scaled by 1/sqrt(D)), k and v [B, KV, S, D]
+ * (or more columns than S: only the first S count), mask [B or 1, 1, T, S] additive ->
+ * [B * T, H * D], token-major. Null where the kernel does not apply, for the caller to use tfjs
+ * ops: another backend, a gradient being recorded (the kernel has none), not float32, D not a
+ * multiple of 4.
  */
 export function promptAttention(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, T: number): tf.Tensor2D | null {
   if (tf.engine().isTapeOn()) return null;

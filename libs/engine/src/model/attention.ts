@@ -7,7 +7,8 @@ import { promptAttention, promptAttentionWithGradient } from '../kernels/prompt-
  * backend and shape at hand: the model (llama.ts) says what attention is, this file how it is
  * computed. q is token-major as the projection makes it, [B*T, H*D] (T new tokens per row, the
  * G = H/KV query heads sharing each KV head side by side), k and v [B, KV, S, D] (the cache
- * included); the result has q's shape, ready for the output projection.
+ * included, and after the mask's S columns possibly spare ones that do not count); the result
+ * has q's shape, ready for the output projection.
  *
  * On wasm, one WebAssembly kernel reads q and writes the result in that layout
  * (kernels/decode-attention for decoding, kernels/prompt-attention for T tokens: the same
@@ -23,7 +24,13 @@ export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.
     if (decoded) return tf.reshape(decoded, [B, H * D]);
   }
   const kernel = tf.engine().isTapeOn() ? promptAttentionWithGradient(q, k, v, mask, T) : promptAttention(q, k, v, mask, T);
-  return kernel ?? attendWithOps(q, k, v, mask, dims);
+  return kernel ?? attendWithOps(q, ownColumns(k, mask), ownColumns(v, mask), mask, dims);
+}
+
+/** The mask's S columns of k or v: a KV cache may hold spare ones after them (model/kv-cache.ts), which the kernels skip. */
+function ownColumns(x: tf.Tensor4D, mask: tf.Tensor4D): tf.Tensor4D {
+  const S = mask.shape[3];
+  return x.shape[2] === S ? x : tf.slice(x, [0, 0, 0, 0], [-1, -1, S, -1]);
 }
 
 /** attend with tfjs ops, where no kernel applies. */

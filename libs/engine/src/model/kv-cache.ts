@@ -1,7 +1,16 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { decodeAttentionKernelAvailable } from '../kernels/decode-attention';
+import { heapView, WasmBackendInternals } from '../kernels/wasm-heap';
 
 /** Masked scores get this instead of -Infinity so an all-masked row stays finite. */
 export const MASKED = -1e9;
+
+/**
+ * Spare columns a layer gets when an append does not fit (in-place mode): a decoding batch
+ * copies its cache once per this many steps instead of at every step. 128 columns of SmolLM2-
+ * 135M's 30 layers are 5.9 MB per row.
+ */
+export const SPARE_COLUMNS = 128;
 
 /**
  * Keys and values of a batch of sequences ("rows"), per layer [rows, kvHeads, width, headDim].
@@ -10,6 +19,16 @@ export const MASKED = -1e9;
  * which makes the column order irrelevant to attention and lets every row grow by one column
  * per step together. Each row records which columns are its own; the rest are padding
  * (from joining a wider or narrower batch) and masked out. compact() squeezes the padding away.
+ *
+ * Appending by concatenation copies every layer's keys and values at every step: at 1,900
+ * tokens of SmolLM2-135M that is 88 MB read and written per token. Where the attention kernels
+ * run on tfjs-wasm's heap (in-place mode), a layer instead holds spare columns after its
+ * `width` ([rows, kvHeads, width + spare, headDim]) and an append that fits writes the new
+ * columns into them where the tensor lives; only one that does not fit copies the layer, into
+ * a tensor with SPARE_COLUMNS more. The attention kernels read the first `width` columns of
+ * each head (the mask's), so spare columns need no slicing. A tensor with spare columns is
+ * this cache's alone: prefix() copies it, merge() copies or moves it, and a tensor shared with
+ * another cache (prefix() of a whole row) has none, so its next append copies it first.
  */
 export class KVCache {
   private keys: (tf.Tensor4D | null)[];
@@ -19,10 +38,16 @@ export class KVCache {
   /** Per row, the position of its next token. */
   private positions: number[] = [];
   private columns = 0;
+  /** Whether appends write into spare columns in place (see the class comment). */
+  readonly inPlace: boolean;
 
-  constructor(readonly numLayers: number) {
+  constructor(
+    readonly numLayers: number,
+    options: { inPlace?: boolean } = {},
+  ) {
     this.keys = new Array(numLayers).fill(null);
     this.values = new Array(numLayers).fill(null);
+    this.inPlace = options.inPlace ?? decodeAttentionKernelAvailable();
   }
 
   get rows(): number {
@@ -68,17 +93,32 @@ export class KVCache {
     return { positions, mask: tf.tensor4d(mask, [B, 1, T, total]) };
   }
 
-  /** Appends the step's keys/values [rows, kvHeads, T, headDim] to a layer; returns the full ones. */
+  /**
+   * Appends the step's keys/values [rows, kvHeads, T, headDim] to a layer; returns the full
+   * ones, whose first width + T columns count (in-place mode may leave spare ones after them).
+   */
   append(layer: number, k: tf.Tensor4D, v: tf.Tensor4D): { k: tf.Tensor4D; v: tf.Tensor4D } {
     const oldK = this.keys[layer];
     const oldV = this.values[layer];
-    const newK = oldK ? tf.concat([oldK, k], 2) : k;
-    const newV = oldV ? tf.concat([oldV, v], 2) : v;
-    this.keys[layer] = tf.keep(newK);
-    this.values[layer] = tf.keep(newV);
-    oldK?.dispose();
-    oldV?.dispose();
-    return { k: newK, v: newV };
+    if (!oldK || !oldV) {
+      this.keys[layer] = tf.keep(k);
+      this.values[layer] = tf.keep(v);
+      return { k, v };
+    }
+    const T = k.shape[2];
+    if (this.inPlace && this.columns + T <= oldK.shape[2]) {
+      writeColumns(oldK, k, this.columns);
+      writeColumns(oldV, v, this.columns);
+      return { k: oldK, v: oldV };
+    }
+    const grow = (old: tf.Tensor4D, added: tf.Tensor4D): tf.Tensor4D =>
+      tf.tidy(() => {
+        const parts = [ownColumns(old, this.columns), added];
+        if (this.inPlace) parts.push(tf.zeros([added.shape[0], added.shape[1], SPARE_COLUMNS, added.shape[3]]));
+        return tf.concat(parts, 2);
+      });
+    this.replace(layer, grow(oldK, k), grow(oldV, v));
+    return { k: this.keys[layer] as tf.Tensor4D, v: this.values[layer] as tf.Tensor4D };
   }
 
   /** Commits a step begun with beginStep(T), after every layer has appended. */
@@ -103,8 +143,8 @@ export class KVCache {
     }
     const width = Math.max(this.columns, other.columns);
     for (let l = 0; l < this.numLayers; l++) {
-      const k = tf.tidy(() => tf.concat([padColumns(this.keys[l], width), padColumns(other.keys[l], width)], 0));
-      const v = tf.tidy(() => tf.concat([padColumns(this.values[l], width), padColumns(other.values[l], width)], 0));
+      const k = tf.tidy(() => tf.concat([padColumns(this.keys[l], this.columns, width), padColumns(other.keys[l], other.columns, width)], 0));
+      const v = tf.tidy(() => tf.concat([padColumns(this.values[l], this.columns, width), padColumns(other.values[l], other.columns, width)], 0));
       this.replace(l, k, v);
     }
     this.valid = [...this.valid.map((m) => padMask(m, width)), ...other.valid.map((m) => padMask(m, width))];
@@ -118,7 +158,7 @@ export class KVCache {
    * A new one-row cache holding the first `length` tokens of this one-row cache, e.g. a
    * cached prompt's shared beginning. Only a cache that was prefilled alone has columns that
    * are its positions, in order (no padding): that is the only kind this accepts. The tensors
-   * are shared, not copied, when the whole row is taken.
+   * are shared, not copied, when the whole row is taken and they hold no spare columns.
    */
   prefix(length: number): KVCache {
     if (this.rows !== 1 || this.positions[0] !== this.columns) throw new Error('prefix() needs a one-row cache without padding');
@@ -126,7 +166,7 @@ export class KVCache {
     const out = new KVCache(this.numLayers);
     const take = (x: tf.Tensor4D | null) => {
       if (!x) throw new Error('cache layer missing');
-      return length === this.columns ? tf.clone(x) : tf.slice(x, [0, 0, 0, 0], [1, -1, length, -1]);
+      return length === x.shape[2] ? tf.clone(x) : tf.slice(x, [0, 0, 0, 0], [1, -1, length, -1]);
     };
     for (let l = 0; l < this.numLayers; l++) out.replace(l, take(this.keys[l]), take(this.values[l]));
     out.valid = [new Uint8Array(length).fill(1)];
@@ -229,11 +269,30 @@ export class KVCache {
   }
 }
 
-/** Left-pads [rows, heads, w, d] with zero columns up to `width`. */
-function padColumns(x: tf.Tensor4D | null, width: number): tf.Tensor4D {
+/** The first `columns` columns of [rows, heads, w, d]: x itself where it has no spare ones. */
+function ownColumns(x: tf.Tensor4D, columns: number): tf.Tensor4D {
+  return x.shape[2] === columns ? x : tf.slice(x, [0, 0, 0, 0], [-1, -1, columns, -1]);
+}
+
+/** The first `columns` columns of [rows, heads, w, d], left-padded with zero columns up to `width`. */
+function padColumns(x: tf.Tensor4D | null, columns: number, width: number): tf.Tensor4D {
   if (!x) throw new Error('cache layer missing');
-  const extra = width - x.shape[2];
-  return extra === 0 ? x.clone() : tf.pad(x, [[0, 0], [0, 0], [extra, 0], [0, 0]]);
+  const own = ownColumns(x, columns);
+  return width === columns ? own.clone() : tf.pad(own, [[0, 0], [0, 0], [width - columns, 0], [0, 0]]);
+}
+
+/**
+ * Writes `added` [rows, heads, T, d] into columns column .. column + T of `target` [rows, heads,
+ * capacity, d], where tfjs-wasm keeps target's data: one copy of T x d floats per row and head.
+ * Only for a tensor no other holds (KVCache's in-place mode).
+ */
+function writeColumns(target: tf.Tensor4D, added: tf.Tensor4D, column: number): void {
+  const wasm = tf.backend() as unknown as WasmBackendInternals;
+  const [rows, heads, capacity, d] = target.shape;
+  const T = added.shape[2];
+  const to = heapView(wasm, target);
+  const from = heapView(wasm, added);
+  for (let i = 0; i < rows * heads; i++) to.set(from.subarray(i * T * d, (i + 1) * T * d), (i * capacity + column) * d);
 }
 
 function padMask(m: Uint8Array, width: number): Uint8Array {
