@@ -58,10 +58,13 @@ export function adamw(
     const first = v128.load(m + at);
     const second = v128.load(v + at);
     const params = v128.load(p + at);
-    const m0 = moment(f64x2.promote_low_f32x4(first), f64x2.mul(f64x2.promote_low_f32x4(grads), f64x2.splat(clip)), beta1, oneMinusBeta1, false);
-    const m1 = moment(f64x2.promote_low_f32x4(v128.shuffle<i32>(first, first, 2, 3, 0, 1)), f64x2.mul(f64x2.promote_low_f32x4(v128.shuffle<i32>(grads, grads, 2, 3, 0, 1)), f64x2.splat(clip)), beta1, oneMinusBeta1, false);
-    const v0 = moment(f64x2.promote_low_f32x4(second), f64x2.mul(f64x2.promote_low_f32x4(grads), f64x2.splat(clip)), beta2, oneMinusBeta2, true);
-    const v1 = moment(f64x2.promote_low_f32x4(v128.shuffle<i32>(second, second, 2, 3, 0, 1)), f64x2.mul(f64x2.promote_low_f32x4(v128.shuffle<i32>(grads, grads, 2, 3, 0, 1)), f64x2.splat(clip)), beta2, oneMinusBeta2, true);
+    // The clipped gradients of elements 0-1 and 2-3, as both moments read them.
+    const g0 = f64x2.mul(f64x2.promote_low_f32x4(grads), f64x2.splat(clip));
+    const g1 = f64x2.mul(f64x2.promote_low_f32x4(v128.shuffle<i32>(grads, grads, 2, 3, 0, 1)), f64x2.splat(clip));
+    const m0 = moment(f64x2.promote_low_f32x4(first), g0, beta1, oneMinusBeta1, false);
+    const m1 = moment(f64x2.promote_low_f32x4(v128.shuffle<i32>(first, first, 2, 3, 0, 1)), g1, beta1, oneMinusBeta1, false);
+    const v0 = moment(f64x2.promote_low_f32x4(second), g0, beta2, oneMinusBeta2, true);
+    const v1 = moment(f64x2.promote_low_f32x4(v128.shuffle<i32>(second, second, 2, 3, 0, 1)), g1, beta2, oneMinusBeta2, true);
     // The moments as stored (float32), which the update reads back.
     const mNext = v128.shuffle<i32>(f32x4.demote_f64x2_zero(m0), f32x4.demote_f64x2_zero(m1), 0, 1, 4, 5);
     const vNext = v128.shuffle<i32>(f32x4.demote_f64x2_zero(v0), f32x4.demote_f64x2_zero(v1), 0, 1, 4, 5);

@@ -40,11 +40,11 @@ tf.registerKernel({
     const { p, g, m, v } = inputs as Record<'p' | 'g' | 'm' | 'v', tf.TensorInfo>;
     const { clip, beta1, beta2, correction1, correction2, eps, learningRate, decay } = attrs as unknown as AdamWStep;
     const wasm = backend as unknown as WasmBackendInternals;
+    const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
     const outputs = [p, m, v].map(() => wasm.makeOutput(p.shape, 'float32'));
-    const [pOut, mOut, vOut] = outputs.map((t) => heapOffset(wasm, t));
+    const [pOut, mOut, vOut] = outputs.map(at);
     const adamw = exportsFor(backend)?.['adamw'] as AdamWFunction;
     const n = tf.util.sizeFromShape(p.shape);
-    const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
     adamw(at(p), at(g), at(m), at(v), pOut, mOut, vOut, n, clip, beta1, 1 - beta1, beta2, 1 - beta2, correction1, correction2, eps, learningRate, decay);
     return outputs;
   },

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { decodeAttention } from '../kernels/decode-attention';
 import { promptAttention, promptAttentionWithGradient } from '../kernels/prompt-attention';
+import { ownColumns } from './kv-cache';
 
 /**
  * softmax(q k^T + mask) v for grouped-query attention, by the path that is fastest on the
@@ -24,13 +25,9 @@ export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.
     if (decoded) return tf.reshape(decoded, [B, H * D]);
   }
   const kernel = tf.engine().isTapeOn() ? promptAttentionWithGradient(q, k, v, mask, T) : promptAttention(q, k, v, mask, T);
-  return kernel ?? attendWithOps(q, ownColumns(k, mask), ownColumns(v, mask), mask, dims);
-}
-
-/** The mask's S columns of k or v: a KV cache may hold spare ones after them (model/kv-cache.ts), which the kernels skip. */
-function ownColumns(x: tf.Tensor4D, mask: tf.Tensor4D): tf.Tensor4D {
+  // The ops take only the mask's S columns: a KV cache may hold spare ones after them, which the kernels skip.
   const S = mask.shape[3];
-  return x.shape[2] === S ? x : tf.slice(x, [0, 0, 0, 0], [-1, -1, S, -1]);
+  return kernel ?? attendWithOps(q, ownColumns(k, S), ownColumns(v, S), mask, dims);
 }
 
 /** attend with tfjs ops, where no kernel applies. */

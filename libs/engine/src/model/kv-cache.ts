@@ -269,8 +269,8 @@ export class KVCache {
   }
 }
 
-/** The first `columns` columns of [rows, heads, w, d]: x itself where it has no spare ones. */
-function ownColumns(x: tf.Tensor4D, columns: number): tf.Tensor4D {
+/** The first `columns` columns of keys or values [rows, heads, w, d]: x itself where it has no spare ones. */
+export function ownColumns(x: tf.Tensor4D, columns: number): tf.Tensor4D {
   return x.shape[2] === columns ? x : tf.slice(x, [0, 0, 0, 0], [-1, -1, columns, -1]);
 }
 
