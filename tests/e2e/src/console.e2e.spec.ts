@@ -251,8 +251,10 @@ describe('the web console, in a browser', () => {
   }, 300_000);
 
   it('follows a running job live, its charts gaining points, and cancels it from the page', async () => {
-    // Long enough (one gradient step per trajectory) that it is still running when cancelled.
-    const groups = Array.from({ length: 64 }, (_, g) => ({ trajectories: rollouts.map((t, i) => ({ ...t, reward: (i + g) % 3 })) }));
+    // One gradient step per trajectory, thousands of them: minutes of training on the tiny
+    // model where the page cancels it seconds after its first steps. A job that ended first
+    // would take the cancel dialog with it (the page offers cancelling only while active).
+    const groups = Array.from({ length: 512 }, (_, g) => ({ trajectories: rollouts.map((t, i) => ({ ...t, reward: (i + g) % 3 })) }));
     const job = await api<{ id: string }>('POST', '/v1/preview/training-jobs', {
       model_id: model.id,
       trajectory_groups: groups,

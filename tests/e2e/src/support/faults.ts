@@ -547,7 +547,7 @@ export async function runFault({ stack, key, fileId }: FaultContext, fault: Faul
     await (fault.whileDown ? fault.whileDown(jobId) : sleep(2_000));
     const restartedAt = Date.now();
     await fault.restart();
-    const back = await waitForChat(stack, key, model.name, `chat to answer again after ${fault.restarts.join(', ')} restarted`);
+    const back = await waitForChat(stack, key, model.name, `chat to answer again after the ${fault.name} fault`);
     const backAt = back.endedAt ?? Date.now();
     await waitFor(() => traffic.since(backAt).some(isSuccess), { what: 'the traffic to be answered again', timeoutMs: 60_000 });
     const outcomes = await traffic.stop();
