@@ -39,9 +39,21 @@ describe('Llama forward pass (wasm)', () => {
     const logits = one.model.forward([tokens]);
     const ours = rowsOf(logits);
     logits.dispose();
+    // Decoding the same tokens one at a time after a 4-token prompt (each block in one call
+    // on wasm, kernels/decode-block.ts, the biases included) gives the same logits.
+    const cache = one.model.newCache();
+    cache.addEmptyRow();
+    const decoded = [tokens.slice(0, 4), ...tokens.slice(4).map((t) => [t])].flatMap((step) => {
+      const stepLogits = one.model.forward([step], { cache });
+      const rows = rowsOf(stepLogits);
+      stepLogits.dispose();
+      return rows;
+    });
+    cache.dispose();
     one.dispose();
     const ref = referenceForward(dir, tokens);
     ours.forEach((row, t) => expect(maxAbsDiff(row, ref[t])).toBeLessThan(2e-4));
+    decoded.forEach((row, t) => expect(maxAbsDiff(row, ref[t])).toBeLessThan(2e-4));
     // And the logits are not trivially equal across positions.
     expect(maxAbsDiff(ref[0], ref[5])).toBeGreaterThan(1e-2);
   });
@@ -105,6 +117,62 @@ describe('Llama forward pass (wasm)', () => {
     ours.forEach((row, i) => expect(maxAbsDiff(row, theirs[i])).toBe(0));
     inPlace.dispose();
     concatenated.dispose();
+  });
+
+  it.each([
+    ['f32', {}, 'checkpoint' as const],
+    ['bf16', { dtype: 'BF16' as const }, 'checkpoint' as const],
+    ['q8', {}, 'q8' as const],
+  ])('decodes each block in one call over %s panels, to the bit as the tfjs path, in a batch and beside an adapter', async (_, make, weights) => {
+    const served = await loadModel(makeTiny('block', make), { inferenceOnly: true, weights });
+    const { model } = served;
+    const rows = [PROMPTS[0], PROMPTS[0].map((t) => t + 50)];
+    /** Logits of 4 decoding steps of both rows, and the tfjs kernels the last step dispatched. */
+    const decode = async (cache: KVCache) => {
+      rows.forEach(() => cache.addEmptyRow());
+      model.forward(rows, { cache, lastOnly: true }).dispose();
+      const logits: Float32Array[] = [];
+      let kernels: string[] = [];
+      for (let step = 0; step < 4; step++) {
+        const tokens = rows.map((_, b) => [20 + 3 * step + b]);
+        const profile = await tf.profile(() => model.forward(tokens, { cache, lastOnly: true }));
+        const result = profile.result as tf.Tensor2D;
+        logits.push(...rowsOf(result));
+        result.dispose();
+        kernels = profile.kernels.map((k) => k.name);
+      }
+      cache.dispose();
+      return { logits, kernels };
+    };
+    const concatenated = () => new KVCache(model.config.numLayers, { inPlace: false });
+
+    const oneCall = await decode(model.newCache());
+    const byOps = await decode(concatenated());
+    // After the first step made spare columns, a step dispatches only the final norm and
+    // lm_head; the tfjs path dispatches every block's kernels.
+    expect(oneCall.kernels).toHaveLength(2);
+    expect(byOps.kernels.length).toBeGreaterThan(10 * model.config.numLayers);
+    oneCall.logits.forEach((row, i) => expect(maxAbsDiff(row, byOps.logits[i])).toBe(0));
+
+    // An adapter on one block's projection sends that block down the tfjs path; the other
+    // still runs in one call, and the logits are still those of the tfjs path.
+    const qkv = model.blocks[0].attention.qkv;
+    const out = model.config.numHeads * model.config.headDim;
+    const a = tf.randomNormal([model.config.hiddenSize, 4], 0, 0.5, 'float32', 1);
+    const b = tf.randomNormal([4, out], 0, 0.5, 'float32', 2);
+    qkv.setAdapter('q_proj', { forward: (x) => tf.matMul(tf.matMul(x, a), b) });
+    try {
+      const mixed = await decode(model.newCache());
+      const adapted = await decode(concatenated());
+      expect(mixed.kernels.length).toBeGreaterThan(2);
+      expect(mixed.kernels.length).toBeLessThan(adapted.kernels.length);
+      mixed.logits.forEach((row, i) => expect(maxAbsDiff(row, adapted.logits[i])).toBe(0));
+      expect(maxAbsDiff(mixed.logits[0], oneCall.logits[0])).toBeGreaterThan(1e-4);
+    } finally {
+      qkv.setAdapter('q_proj', null);
+      tf.dispose([a, b]);
+      served.dispose();
+    }
   });
 
   it('gives a prefix of a cache with spare columns keys of its own: each goes on without touching the other', () => {

@@ -138,23 +138,9 @@ tf.registerKernel({
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { x, packed, bias } = inputs as Record<'x' | 'packed', tf.TensorInfo> & { bias?: tf.TensorInfo };
-    const { format, readAhead, oneRowWide, fused } = attrs as MatMulAttrs;
     const wasm = backend as unknown as WasmBackendInternals;
-    const [M, K] = x.shape;
-    const N = packed.shape[0] * PANEL;
-    const out = wasm.makeOutput([M, N], 'float32');
-    const kernels = kernelsFor(backend) as Kernels;
-    const biasOffset = bias ? heapOffset(wasm, bias) : 0;
-    const matmul = kernels[matmulExportName(format, fused)];
-    // Scratch for x's rows as the tiles read them: interleaved for row tiles (the source's
-    // section 7), or quantized for q8 panels, one row included (section 8).
-    const xt = M >= 2 || format === 'q8' ? wasm.makeOutput([M, K], 'float32') : null;
-    try {
-      if (xt) prepareRows(kernels, format, heapOffset(wasm, x), heapOffset(wasm, xt), M, K);
-      matmul(heapOffset(wasm, x), heapOffset(wasm, packed), biasOffset, heapOffset(wasm, out), M, K, N, readAhead ? 1 : 0, oneRowWide ? 1 : 0, xt ? heapOffset(wasm, xt) : 0, 0, N / PANEL);
-    } finally {
-      if (xt) wasm.disposeData(xt.dataId);
-    }
+    const out = wasm.makeOutput([x.shape[0], packed.shape[0] * PANEL], 'float32');
+    multiplyInHeap(wasm, x, heapOffset(wasm, packed), bias ?? null, out, attrs as MatMulAttrs);
     return out;
   },
 });
@@ -164,26 +150,71 @@ tf.registerKernel({
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { x, bias } = inputs as Record<'x', tf.TensorInfo> & { bias?: tf.TensorInfo };
-    const { format, readAhead, oneRowWide, fused, offset, N } = attrs as ThreadedMatMulAttrs;
+    const { offset, N } = attrs as ThreadedMatMulAttrs;
     const wasm = backend as unknown as WasmBackendInternals;
-    const [M, K] = x.shape;
-    const out = wasm.makeOutput([M, N], 'float32');
-    (threads as MatMulThreads).run({
-      x: heapView(wasm, x),
-      packed: offset,
-      bias: bias ? heapView(wasm, bias) : null,
-      out: heapView(wasm, out),
-      M,
-      K,
-      N,
-      format,
-      readAhead,
-      oneRowWide,
-      fused,
-    });
+    const out = wasm.makeOutput([x.shape[0], N], 'float32');
+    multiplyOnThreads(wasm, x, offset, bias ?? null, out, attrs as MatMulAttrs);
     return out;
   },
 });
+
+/** out [M, N] = x [M, K] times the panels at heap offset `panels` (+ bias), on this thread; out is written. */
+function multiplyInHeap(wasm: WasmBackendInternals, x: tf.TensorInfo, panels: number, bias: tf.TensorInfo | null, out: tf.TensorInfo, attrs: MatMulAttrs): void {
+  const { format, readAhead, oneRowWide, fused } = attrs;
+  const [M, K] = x.shape;
+  const N = out.shape[1];
+  const kernels = kernelsFor(wasm) as Kernels;
+  const matmul = kernels[matmulExportName(format, fused)];
+  // Scratch for x's rows as the tiles read them: interleaved for row tiles (the source's
+  // section 7), or quantized for q8 panels, one row included (section 8).
+  const xt = M >= 2 || format === 'q8' ? wasm.makeOutput([M, K], 'float32') : null;
+  try {
+    if (xt) prepareRows(kernels, format, heapOffset(wasm, x), heapOffset(wasm, xt), M, K);
+    matmul(heapOffset(wasm, x), panels, bias ? heapOffset(wasm, bias) : 0, heapOffset(wasm, out), M, K, N, readAhead ? 1 : 0, oneRowWide ? 1 : 0, xt ? heapOffset(wasm, xt) : 0, 0, N / PANEL);
+  } finally {
+    if (xt) wasm.disposeData(xt.dataId);
+  }
+}
+
+/** multiplyInHeap for panels at `offset` in the matmul threads' memory, divided between the threads. */
+function multiplyOnThreads(wasm: WasmBackendInternals, x: tf.TensorInfo, offset: number, bias: tf.TensorInfo | null, out: tf.TensorInfo, attrs: MatMulAttrs): void {
+  const { format, readAhead, oneRowWide, fused } = attrs;
+  const [M, K] = x.shape;
+  (threads as MatMulThreads).run({
+    x: heapView(wasm, x),
+    packed: offset,
+    bias: bias ? heapView(wasm, bias) : null,
+    out: heapView(wasm, out),
+    M,
+    K,
+    N: out.shape[1],
+    format,
+    readAhead,
+    oneRowWide,
+    fused,
+  });
+}
+
+/**
+ * packedMatMul for a kernel that runs several steps on tfjs-wasm's memory within one call
+ * (kernels/decode-block.ts): x [M, K] and out [M, N] are tensor data in the heap, out is
+ * written, and bias is the projection's or null. The same bits as packedMatMul.
+ */
+export function packedMatMulInto(wasm: WasmBackendInternals, x: tf.TensorInfo, packed: PackedWeights, bias: tf.TensorInfo | null, out: tf.TensorInfo, plan: MatMulPlan): void {
+  const attrs = matMulAttrs(packed, x.shape[0], plan, false);
+  if (packed.threaded) multiplyOnThreads(wasm, x, packed.threaded.offset, bias, out, attrs);
+  else multiplyInHeap(wasm, x, heapOffset(wasm, packed.panels as tf.Tensor3D), bias, out, attrs);
+}
+
+/** How the kernel runs `rows` rows over `packed` under `plan`. */
+function matMulAttrs(packed: PackedWeights, rows: number, plan: MatMulPlan, training: boolean): MatMulAttrs {
+  return {
+    format: packed.format,
+    readAhead: rows === 1 ? plan.oneRowReadAhead : plan.rowsReadAhead,
+    oneRowWide: plan.oneRowTile === 'wide',
+    fused: fusedArithmetic(packed.format, training),
+  };
+}
 
 tf.registerKernel({
   kernelName: SPLIT_KERNEL,
@@ -338,12 +369,7 @@ export function packedMatMul(
   if (K !== packed.inFeatures || (bias && bias.shape[0] !== packed.outFeatures)) {
     throw new Error(`packedMatMul: x [${x.shape}], weight [${packed.inFeatures}, ${packed.outFeatures}] and bias [${bias?.shape ?? ''}] do not fit together`);
   }
-  const attrs: MatMulAttrs = {
-    format: packed.format,
-    readAhead: M === 1 ? plan.oneRowReadAhead : plan.rowsReadAhead,
-    oneRowWide: plan.oneRowTile === 'wide',
-    fused: fusedArithmetic(packed.format, training),
-  };
+  const attrs = matMulAttrs(packed, M, plan, training);
   const shared = packed.threaded;
   if (shared) {
     if (shared.threads !== threads) throw new Error('packedMatMul: these weights were packed for matmul threads that have been stopped');

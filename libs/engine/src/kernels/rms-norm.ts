@@ -19,7 +19,8 @@ const BACKWARD_KERNEL = 'TrainyardRmsNormBackward';
 type RmsNormFunction = (x: number, weight: number, out: number, M: number, C: number, eps: number) => void;
 type RmsNormBackwardFunction = (x: number, weight: number, dy: number, dx: number, M: number, C: number, eps: number) => void;
 
-function kernelFor(backend: object): RmsNormFunction | null {
+/** The kernel instantiated on this backend's memory, or null when the backend does not expose it (also for kernels/decode-block.ts). */
+export function rmsNormKernelFor(backend: object): RmsNormFunction | null {
   return (instantiateOnHeap(RMS_NORM_WASM, backend)?.['rmsNorm'] as RmsNormFunction | undefined) ?? null;
 }
 
@@ -36,7 +37,7 @@ tf.registerKernel({
     const wasm = backend as unknown as WasmBackendInternals;
     const [M, C] = x.shape;
     const out = wasm.makeOutput([M, C], 'float32');
-    (kernelFor(backend) as RmsNormFunction)(heapOffset(wasm, x), heapOffset(wasm, weight), heapOffset(wasm, out), M, C, eps);
+    (rmsNormKernelFor(backend) as RmsNormFunction)(heapOffset(wasm, x), heapOffset(wasm, weight), heapOffset(wasm, out), M, C, eps);
     return out;
   },
 });
@@ -73,7 +74,7 @@ function float32(x: tf.Tensor2D, weight: tf.Tensor1D): boolean {
 
 /** Whether the wasm kernels take x [M, C] (C a multiple of 4) on the current backend. */
 function onWasm(x: tf.Tensor2D): boolean {
-  return tf.getBackend() === 'wasm' && x.shape[1] % 4 === 0 && kernelFor(tf.backend()) !== null;
+  return tf.getBackend() === 'wasm' && x.shape[1] % 4 === 0 && rmsNormKernelFor(tf.backend()) !== null;
 }
 
 function assertWeightFits(x: tf.Tensor2D, weight: tf.Tensor1D): void {

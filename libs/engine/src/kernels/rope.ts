@@ -19,7 +19,8 @@ const BACKWARD_KERNEL = 'TrainyardRopeBackward';
 /** rope(x, cos, sin, out, rows, D), and ropeBackward(dy, cos, sin, dx, rows, D) alike. */
 type RopeFunction = (x: number, cos: number, sin: number, out: number, rows: number, D: number) => void;
 
-function kernelFor(backend: object, name: 'rope' | 'ropeBackward' = 'rope'): RopeFunction | null {
+/** The kernel (or its backward) instantiated on this backend's memory, or null when the backend does not expose it (also for kernels/decode-block.ts). Rows are independent and each is read before it is written: out may be x. */
+export function ropeKernelFor(backend: object, name: 'rope' | 'ropeBackward' = 'rope'): RopeFunction | null {
   return (instantiateOnHeap(ROPE_WASM, backend)?.[name] as RopeFunction | undefined) ?? null;
 }
 
@@ -36,7 +37,7 @@ for (const [kernelName, name] of [
       const D = x.shape[x.shape.length - 1];
       const rows = x.shape.reduce((a, b) => a * b, 1) / D;
       const out = wasm.makeOutput(x.shape, 'float32');
-      (kernelFor(backend, name) as RopeFunction)(heapOffset(wasm, x), heapOffset(wasm, cos), heapOffset(wasm, sin), heapOffset(wasm, out), rows, D);
+      (ropeKernelFor(backend, name) as RopeFunction)(heapOffset(wasm, x), heapOffset(wasm, cos), heapOffset(wasm, sin), heapOffset(wasm, out), rows, D);
       return out;
     },
   });
@@ -61,7 +62,7 @@ function tablesFit(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): boolean 
 
 /** Whether the wasm kernels take x [N, heads, D] (D a multiple of 8) on the current backend. */
 function onWasm(x: tf.Tensor3D): boolean {
-  return tf.getBackend() === 'wasm' && x.shape[2] % 8 === 0 && kernelFor(tf.backend()) !== null;
+  return tf.getBackend() === 'wasm' && x.shape[2] % 8 === 0 && ropeKernelFor(tf.backend()) !== null;
 }
 
 /**

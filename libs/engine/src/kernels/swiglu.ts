@@ -17,7 +17,8 @@ const BACKWARD_KERNEL = 'TrainyardSwiGluBackward';
 type SwiGluFunction = (gateUp: number, out: number, M: number, F: number) => void;
 type SwiGluBackwardFunction = (gateUp: number, dy: number, dGateUp: number, M: number, F: number) => void;
 
-function kernelFor(backend: object): SwiGluFunction | null {
+/** The kernel instantiated on this backend's memory, or null when the backend does not expose it (also for kernels/decode-block.ts). */
+export function swigluKernelFor(backend: object): SwiGluFunction | null {
   return (instantiateOnHeap(SWIGLU_WASM, backend)?.['swiglu'] as SwiGluFunction | undefined) ?? null;
 }
 
@@ -43,7 +44,7 @@ tf.registerKernel({
     const wasm = backend as unknown as WasmBackendInternals;
     const [M, twoF] = gateUp.shape;
     const out = wasm.makeOutput([M, twoF / 2], 'float32');
-    (kernelFor(backend) as SwiGluFunction)(heapOffset(wasm, gateUp), heapOffset(wasm, out), M, twoF / 2);
+    (swigluKernelFor(backend) as SwiGluFunction)(heapOffset(wasm, gateUp), heapOffset(wasm, out), M, twoF / 2);
     return out;
   },
 });
@@ -60,7 +61,7 @@ export function swiglu(gateUp: tf.Tensor2D): tf.Tensor2D | null {
 
 /** Whether the kernels take gateUp [M, 2F] (float32, F a multiple of 4) on the current backend. */
 function onWasm(gateUp: tf.Tensor2D): boolean {
-  return tf.getBackend() === 'wasm' && gateUp.shape[1] % 8 === 0 && gateUp.dtype === 'float32' && kernelFor(tf.backend()) !== null;
+  return tf.getBackend() === 'wasm' && gateUp.shape[1] % 8 === 0 && gateUp.dtype === 'float32' && swigluKernelFor(tf.backend()) !== null;
 }
 
 /**

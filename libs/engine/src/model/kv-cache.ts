@@ -121,6 +121,19 @@ export class KVCache {
     return { k: this.keys[layer] as tf.Tensor4D, v: this.values[layer] as tf.Tensor4D };
   }
 
+  /**
+   * Where a one-token step writes a layer's new keys and values in place: the layer's tensors
+   * and the column (the cache's width), or null where append() must run instead (not in-place
+   * mode, nothing cached yet, no spare column left, or a tensor shared with another cache).
+   * The caller writes that column of every row; endStep(1) then counts it.
+   */
+  appendTarget(layer: number): { k: tf.Tensor4D; v: tf.Tensor4D; column: number } | null {
+    const k = this.keys[layer];
+    const v = this.values[layer];
+    if (!this.inPlace || !k || !v || this.columns + 1 > k.shape[2]) return null;
+    return { k, v, column: this.columns };
+  }
+
   /** Commits a step begun with beginStep(T), after every layer has appended. */
   endStep(T: number): void {
     this.columns += T;

@@ -216,6 +216,15 @@ export class FrozenLinear {
     return (packed && packedMatMul(x, packed, this.bias, this.matmulPlan)) ?? this.project(x);
   }
 
+  /**
+   * The packed weight when an inference product here is the matmul kernel's alone (no adapter,
+   * no backward: what infer() multiplies by), for kernels that run several steps in one call
+   * (kernels/decode-block.ts); null otherwise.
+   */
+  inferenceWeights(): PackedWeights | null {
+    return this.backward || this.adapters.size > 0 ? null : this.packedWeights();
+  }
+
   /** The weight in the matmul kernel's layout, packed on first call; null where the kernel does not apply. */
   packedWeights(): PackedWeights | null {
     if (this.packed === undefined) this.packed = packWeights(this.weightT, this.packFormat);

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
+import { decodeBlock, decodeBlockAvailable, decodeBlockFits, type PackedProjection } from '../kernels/decode-block';
 import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights } from '../kernels/matmul';
 import { rmsNorm, rmsNormWithGradient } from '../kernels/rms-norm';
 import { swiglu, swigluWithGradient } from '../kernels/swiglu';
@@ -39,9 +40,9 @@ export interface StepContext {
 export class RMSNorm {
   constructor(
     readonly weight: tf.Tensor1D,
-    /** epsilon as a tensor, shared by the model's norms, and as a number, for the fused kernel. */
+    /** epsilon as a tensor, shared by the model's norms, and as a number, for the fused kernels. */
     private readonly eps: tf.Scalar,
-    private readonly epsilon: number,
+    readonly epsilon: number,
   ) {}
 
   forward(x: tf.Tensor2D): tf.Tensor2D {
@@ -55,8 +56,8 @@ export class RMSNorm {
 
 export class Attention {
   constructor(
-    private readonly config: ModelConfig,
-    private readonly layer: number,
+    readonly config: ModelConfig,
+    readonly layer: number,
     private readonly rope: Rope,
     /** q_proj | k_proj | v_proj fused. */
     readonly qkv: FrozenLinear,
@@ -116,8 +117,33 @@ export class Block {
   ) {}
 
   forward(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D {
+    const decoded = this.decodeInOneCall(x, ctx);
+    if (decoded) return decoded;
     const h: tf.Tensor2D = tf.add(x, this.attention.forward(this.inputNorm.forward(x), ctx));
     return tf.add(h, this.mlp.forward(this.postAttentionNorm.forward(h), ctx.outputUnread === true, ctx.products));
+  }
+
+  /**
+   * A decoding step (one token per row) through this block as one call on wasm
+   * (kernels/decode-block.ts): the same kernels as forward's steps, in the same order, for the
+   * same bits, without tfjs's dispatch between them. Null where it does not apply: not one
+   * token per row, no cached column to write in place, an adapter on a projection, another
+   * backend or a gradient being recorded.
+   */
+  private decodeInOneCall(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D | null {
+    const { config, layer } = this.attention;
+    if (!ctx.cache || ctx.seqLen !== 1 || !decodeBlockAvailable() || !decodeBlockFits(config.hiddenSize, config.intermediateSize, config.headDim)) return null;
+    const target = ctx.cache.appendTarget(layer);
+    const [qkv, o, gateUp, down] = [this.attention.qkv, this.attention.o, this.mlp.gateUp, this.mlp.down].map((linear): PackedProjection | null => {
+      const packed = linear.inferenceWeights();
+      return packed && { packed, bias: linear.bias };
+    });
+    if (!target || !qkv || !o || !gateUp || !down) return null;
+    return decodeBlock(
+      x,
+      { inputNorm: this.inputNorm.weight, postAttentionNorm: this.postAttentionNorm.weight, eps: this.inputNorm.epsilon, qkv, o, gateUp, down, plan: this.attention.qkv.matmulPlan },
+      { heads: config.numHeads, kvHeads: config.numKvHeads, headDim: config.headDim, cos: ctx.cos, sin: ctx.sin, mask: ctx.mask, keys: target.k, values: target.v, column: target.column },
+    );
   }
 }
 
