@@ -1,6 +1,7 @@
 /**
  * Decoding with each block in one call (kernels/decode-block.ts) against the same blocks as
- * tfjs ops, on a SmolLM2-135M-shaped model with its weights held as f32, bf16 and q8:
+ * tfjs ops, on a SmolLM2-135M-shaped model with its weights held as f32, bf16 and q8, and
+ * with f32 weights serving a LoRA checkpoint (r 8 on all seven projections):
  *
  *   ROUNDS=5 npx tsx libs/engine/bench/decode-block.bench.ts      (ROUNDS, STEPS, BATCHES)
  *
@@ -10,28 +11,17 @@
  * ranges in tokens/s (a batch's aggregate). Needs the bench models: generate.bench.ts makes them
  * (once without and once with WEIGHTS=bf16).
  */
-import * as fs from 'node:fs';
 import * as os from 'node:os';
-import * as path from 'node:path';
-import { selectBackend } from '../src/backend';
 import { DecodeBatch } from '../src/decode-batch';
 import { setDecodeBlock } from '../src/kernels/decode-block';
-import { LoadedModel, loadModel } from '../src/loader';
+import type { LoadedModel } from '../src/loader';
 import { createRng, sampleToken } from '../src/sampling';
+import { loadWeightVariants, median } from './weight-variants';
 
-const MODELS = path.resolve(__dirname, '../../../var/models');
-const F32_DIR = path.join(MODELS, 'bench-smollm2-135m');
-const BF16_DIR = path.join(MODELS, 'bench-smollm2-135m-bf16');
 const ROUNDS = Number(process.env['ROUNDS'] ?? 5);
 const STEPS = Number(process.env['STEPS'] ?? 48);
 const BATCHES = (process.env['BATCHES'] ?? '1,8').split(',').map(Number);
 const PROMPT_TOKENS = 24;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
 
 /** Aggregate tokens/s decoding `size` sequences greedily for STEPS tokens each. */
 async function decodeRate(lm: LoadedModel, size: number, seed: number): Promise<number> {
@@ -50,15 +40,7 @@ async function decodeRate(lm: LoadedModel, size: number, seed: number): Promise<
 }
 
 async function main(): Promise<void> {
-  for (const dir of [F32_DIR, BF16_DIR]) {
-    if (!fs.existsSync(path.join(dir, 'model.safetensors'))) throw new Error(`no model at ${dir}: run generate.bench.ts (with and without WEIGHTS=bf16) first`);
-  }
-  await selectBackend('wasm');
-  const variants: [string, LoadedModel][] = [
-    ['f32', await loadModel(F32_DIR, { inferenceOnly: true })],
-    ['bf16', await loadModel(BF16_DIR, { inferenceOnly: true })],
-    ['q8', await loadModel(F32_DIR, { inferenceOnly: true, weights: 'q8' })],
-  ];
+  const variants = await loadWeightVariants({ lora: true });
   const cases = variants.flatMap(([format, lm]) => BATCHES.map((size) => ({ format, lm, size, oneCall: [] as number[], ops: [] as number[] })));
   for (const c of cases) await decodeRate(c.lm, c.size, 0); // warm-up
   for (let round = 0; round < ROUNDS; round++) {

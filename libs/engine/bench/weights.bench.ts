@@ -20,30 +20,19 @@
  * the least; 1000 ms over its median is the rate at which memory alone would let one sequence
  * decode, and the table gives each decode rate as a share of it.
  */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { selectBackend } from '../src/backend';
 import { DecodeBatch } from '../src/decode-batch';
-import { LoadedModel, loadModel } from '../src/loader';
+import type { LoadedModel } from '../src/loader';
 import { createRng, sampleToken } from '../src/sampling';
 import { MATMUL_WASM } from '../src/kernels/matmul.wasm';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from '../src/kernels/wasm-heap';
+import { loadWeightVariants, median } from './weight-variants';
 
-const MODELS = path.resolve(__dirname, '../../../var/models');
-const F32_DIR = path.join(MODELS, 'bench-smollm2-135m');
-const BF16_DIR = path.join(MODELS, 'bench-smollm2-135m-bf16');
 const ROUNDS = Number(process.env['ROUNDS'] ?? 7);
 const STEPS = Number(process.env['STEPS'] ?? 48);
 const PROMPTS = Number(process.env['PROMPTS'] ?? 4);
 const PROMPT_TOKENS = 24;
 const SAMPLED_TOKENS = 32;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
 
 function randomPrompt(lm: LoadedModel, n: number, seed: number): number[] {
   const rng = createRng(seed);
@@ -98,15 +87,7 @@ function scoredLogprobs(lm: LoadedModel, prompt: number[], ids: number[]): numbe
 }
 
 async function main(): Promise<void> {
-  for (const dir of [F32_DIR, BF16_DIR]) {
-    if (!fs.existsSync(path.join(dir, 'model.safetensors'))) throw new Error(`no model at ${dir}: run generate.bench.ts (with and without WEIGHTS=bf16) first`);
-  }
-  await selectBackend('wasm');
-  const variants: [string, LoadedModel][] = [
-    ['f32', await loadModel(F32_DIR, { inferenceOnly: true })],
-    ['bf16', await loadModel(BF16_DIR, { inferenceOnly: true })],
-    ['q8', await loadModel(F32_DIR, { inferenceOnly: true, weights: 'q8' })],
-  ];
+  const variants = await loadWeightVariants();
   const wasm = tf.backend() as unknown as WasmBackendInternals;
   const touch = (instantiateOnHeap(MATMUL_WASM, wasm) as Record<string, (from: number, bytes: number, sink: number) => void>)['touch'];
   const sink = tf.zeros([4]);

@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { DecodeBatch } from '../src/decode-batch';
 import { LoadedModel, loadModel } from '../src/loader';
 import { KVCache, SPARE_COLUMNS } from '../src/model/kv-cache';
+import { LoraLayer } from '../src/lora/lora-layer';
 import { LinearAdapter } from '../src/model/linear';
 import { makeTiny, maxAbsDiff, rowsOf, useBackend } from './helpers';
 import { referenceForward } from './reference';
@@ -123,7 +124,7 @@ describe('Llama forward pass (wasm)', () => {
     ['f32', {}, 'checkpoint' as const],
     ['bf16', { dtype: 'BF16' as const }, 'checkpoint' as const],
     ['q8', {}, 'q8' as const],
-  ])('decodes each block in one call over %s panels, to the bit as the tfjs path, in a batch and beside an adapter', async (_, make, weights) => {
+  ])('decodes each block in one call over %s panels, to the bit as the tfjs path, in a batch, with LoRA and beside another adapter', async (_, make, weights) => {
     const served = await loadModel(makeTiny('block', make), { inferenceOnly: true, weights });
     const { model } = served;
     const rows = [PROMPTS[0], PROMPTS[0].map((t) => t + 50)];
@@ -154,14 +155,28 @@ describe('Llama forward pass (wasm)', () => {
     expect(byOps.kernels.length).toBeGreaterThan(10 * model.config.numLayers);
     oneCall.logits.forEach((row, i) => expect(maxAbsDiff(row, byOps.logits[i])).toBe(0));
 
-    // An adapter on one block's projection sends that block down the tfjs path; the other
-    // still runs in one call, and the logits are still those of the tfjs path.
     const qkv = model.blocks[0].attention.qkv;
+    const down = model.blocks[1].mlp.down;
     const out = model.config.numHeads * model.config.headDim;
-    const a = tf.randomNormal([model.config.hiddenSize, 4], 0, 0.5, 'float32', 1);
-    const b = tf.randomNormal([4, out], 0, 0.5, 'float32', 2);
-    qkv.setAdapter('q_proj', { forward: (x) => tf.matMul(tf.matMul(x, a), b) });
+    const a = tf.randomNormal([model.config.hiddenSize, 4], 0, 0.5, 'float32', 1) as tf.Tensor2D;
+    const b = tf.randomNormal([4, out], 0, 0.5, 'float32', 2) as tf.Tensor2D;
+    const aDown = tf.randomNormal([model.config.intermediateSize, 4], 0, 0.5, 'float32', 3) as tf.Tensor2D;
+    const bDown = tf.randomNormal([4, model.config.hiddenSize], 0, 0.5, 'float32', 4) as tf.Tensor2D;
     try {
+      // LoRA on q of one block and on the other's down projection (a served checkpoint's
+      // adapters): both blocks still run in one call, to the bit as the tfjs path.
+      qkv.setAdapter('q_proj', new LoraLayer('q_proj', 0, a, b, null));
+      down.setAdapter('down_proj', new LoraLayer('down_proj', 1, aDown, bDown, null));
+      const withLora = await decode(model.newCache());
+      const loraByOps = await decode(concatenated());
+      expect(withLora.kernels).toHaveLength(2);
+      withLora.logits.forEach((row, i) => expect(maxAbsDiff(row, loraByOps.logits[i])).toBe(0));
+      expect(maxAbsDiff(withLora.logits[0], oneCall.logits[0])).toBeGreaterThan(1e-4);
+      down.setAdapter('down_proj', null);
+
+      // An adapter that is not low-rank sends its block down the tfjs path; the other still
+      // runs in one call, and the logits are still those of the tfjs path.
+      qkv.setAdapter('q_proj', { forward: (x) => tf.matMul(tf.matMul(x, a), b) });
       const mixed = await decode(model.newCache());
       const adapted = await decode(concatenated());
       expect(mixed.kernels.length).toBeGreaterThan(2);
@@ -170,7 +185,8 @@ describe('Llama forward pass (wasm)', () => {
       expect(maxAbsDiff(mixed.logits[0], oneCall.logits[0])).toBeGreaterThan(1e-4);
     } finally {
       qkv.setAdapter('q_proj', null);
-      tf.dispose([a, b]);
+      down.setAdapter('down_proj', null);
+      tf.dispose([a, b, aDown, bDown]);
       served.dispose();
     }
   });
@@ -242,7 +258,7 @@ describe('Llama forward pass (wasm)', () => {
     const qkv = lm.model.blocks[0].attention.qkv;
     const out = lm.config.numHeads * lm.config.headDim;
     const a = tf.randomNormal([lm.config.hiddenSize, 4], 0, 0.5, 'float32', 1);
-    const b = tf.randomNormal([4, out], 0, 0.5, 'float32', 2);
+    const b = tf.randomNormal([4, out], 0, 0.5, 'float32', 2) as tf.Tensor2D;
     const lora: LinearAdapter = { forward: (x) => tf.matMul(tf.matMul(x, a), b) };
     qkv.setAdapter('q_proj', lora);
     try {

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { attentionKernelFor } from './decode-attention';
+import { addLoraDeltasInPlace, type LoraPart } from './lora';
 import { matMulKernelAvailable, packedMatMulInto, type MatMulPlan, type PackedWeights } from './matmul';
 import { rmsNormKernelFor } from './rms-norm';
 import { ropeKernelFor } from './rope';
@@ -14,6 +15,9 @@ import { heapOffset, WasmBackendInternals, WasmMemory } from './wasm-heap';
  * SmolLM2-135M otherwise makes about 23 tfjs dispatches per block (splits, reshapes, residual
  * adds, the kernels), each with tfjs's bookkeeping, which a token pays 30 times over.
  *
+ * Low-rank adapters (a served LoRA checkpoint) are added after each product by the LoRA
+ * kernel, as FrozenLinear adds them at inference on wasm.
+ *
  * The kernels and their order are the tfjs path's, and the residual adds are float32 adds
  * either way, so the block gives the same bits: a sequence decodes the same tokens and
  * logprobs by either path, alone or in a batch.
@@ -25,7 +29,7 @@ export interface DecodeBlockWeights {
   postAttentionNorm: tf.Tensor1D;
   /** The RMSNorms' epsilon. */
   eps: number;
-  /** q | k | v, o, gate | up and down, packed for the matmul kernel, with their biases (Qwen2's q, k, v) or null. */
+  /** q | k | v, o, gate | up and down, packed for the matmul kernel, with their biases (Qwen2's q, k, v) and adapters. */
   qkv: PackedProjection;
   o: PackedProjection;
   gateUp: PackedProjection;
@@ -36,6 +40,8 @@ export interface DecodeBlockWeights {
 export interface PackedProjection {
   packed: PackedWeights;
   bias: tf.Tensor1D | null;
+  /** Low-rank adapters added to the product (kernels/lora.ts), none for the base model. */
+  lora: LoraPart[];
 }
 
 /** What the step shares between blocks, as model/llama.ts's StepContext holds it. */
@@ -118,7 +124,10 @@ export function decodeBlock(x: tf.Tensor2D, w: DecodeBlockWeights, step: DecodeB
     const gated = buffer([B, F]);
     const scores = buffer([G, S]);
     const { norm, rope, attention, swiglu } = kernelsOn(wasm) as NonNullable<ReturnType<typeof kernelsOn>>;
-    const multiply = (input: tf.TensorInfo, p: PackedProjection, output: tf.TensorInfo) => packedMatMulInto(wasm, input, p.packed, p.bias, output, w.plan);
+    const multiply = (input: tf.TensorInfo, p: PackedProjection, output: tf.TensorInfo) => {
+      packedMatMulInto(wasm, input, p.packed, p.bias, output, w.plan);
+      addLoraDeltasInPlace(wasm, input, output, p.lora);
+    };
 
     // Attention: norm, q|k|v, RoPE on q and k (k straight into the cache), v into the cache.
     norm(at(x), at(w.inputNorm), at(normed), B, C, w.eps);

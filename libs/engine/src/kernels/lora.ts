@@ -61,21 +61,42 @@ tf.registerKernel({
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const wasm = backend as unknown as WasmBackendInternals;
-    const kernels = kernelsFor(backend) as LoraKernels;
     const { x, y } = inputs as Record<'x' | 'y', tf.TensorInfo>;
-    const [M, K] = x.shape;
-    const parts = partInputs(inputs, attrs as Attrs, wasm);
     const out = copyOf(wasm, y);
-    const h = wasm.makeOutput([M, Math.max(...parts.map((p) => p.r))], 'float32');
-    try {
-      const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
-      for (const p of parts) kernels.loraForward(at(x), at(p.aT), at(p.bT), p.scale, at(out), M, K, p.r, p.width, y.shape[1], p.col, at(h));
-    } finally {
-      wasm.disposeData(h.dataId);
-    }
+    addDeltasInPlace(wasm, x, out, partInputs(inputs, attrs as Attrs, wasm));
     return out;
   },
 });
+
+/** y [M, N] += every part's delta from x [M, K], in place, y and x in tfjs-wasm's heap. */
+function addDeltasInPlace(wasm: WasmBackendInternals, x: tf.TensorInfo, y: tf.TensorInfo, parts: ReturnType<typeof partInputs>): void {
+  const kernels = kernelsFor(wasm) as LoraKernels;
+  const [M, K] = x.shape;
+  const h = wasm.makeOutput([M, Math.max(...parts.map((p) => p.r))], 'float32');
+  try {
+    const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
+    for (const p of parts) kernels.loraForward(at(x), at(p.aT), at(p.bT), p.scale, at(y), M, K, p.r, p.width, y.shape[1], p.col, at(h));
+  } finally {
+    wasm.disposeData(h.dataId);
+  }
+}
+
+/**
+ * addLoraDeltas for a kernel that runs several steps on tfjs-wasm's memory within one call
+ * (kernels/decode-block.ts): y [M, N] (the frozen product of x [M, K], both tensor data in the
+ * heap) gets every part's delta added in place, with the same bits as addLoraDeltas. Check
+ * loraKernelsApply first.
+ */
+export function addLoraDeltasInPlace(wasm: WasmBackendInternals, x: tf.TensorInfo, y: tf.TensorInfo, parts: LoraPart[]): void {
+  if (parts.length === 0) return;
+  const scaleOf = (p: LoraPart) => (p.scale ? heapView(wasm, p.scale)[0] : 1);
+  addDeltasInPlace(
+    wasm,
+    x,
+    y,
+    parts.map((p) => ({ aT: p.aT, bT: p.bT, scale: scaleOf(p), col: p.col, r: p.aT.shape[1], width: p.width })),
+  );
+}
 
 tf.registerKernel({
   kernelName: BACKWARD,

@@ -19,7 +19,7 @@ const BACKWARD_KERNEL = 'TrainyardRopeBackward';
 /** rope(x, cos, sin, out, rows, D), and ropeBackward(dy, cos, sin, dx, rows, D) alike. */
 type RopeFunction = (x: number, cos: number, sin: number, out: number, rows: number, D: number) => void;
 
-/** The kernel (or its backward) instantiated on this backend's memory, or null when the backend does not expose it (also for kernels/decode-block.ts). Rows are independent and each is read before it is written: out may be x. */
+/** The kernel (or its backward) instantiated on this backend's memory, or null when the backend does not expose it (also for kernels/decode-block.ts). */
 export function ropeKernelFor(backend: object, name: 'rope' | 'ropeBackward' = 'rope'): RopeFunction | null {
   return (instantiateOnHeap(ROPE_WASM, backend)?.[name] as RopeFunction | undefined) ?? null;
 }

@@ -217,12 +217,16 @@ export class FrozenLinear {
   }
 
   /**
-   * The packed weight when an inference product here is the matmul kernel's alone (no adapter,
-   * no backward: what infer() multiplies by), for kernels that run several steps in one call
-   * (kernels/decode-block.ts); null otherwise.
+   * An inference product here as the WebAssembly kernels compute it: the packed weight, the
+   * bias and the low-rank adapters' parts (none without adapters), for kernels that run
+   * several steps in one call (kernels/decode-block.ts); null where the product is something
+   * else (backward enabled, another backend, an adapter that is not low-rank).
    */
-  inferenceWeights(): PackedWeights | null {
-    return this.backward || this.adapters.size > 0 ? null : this.packedWeights();
+  inferenceProduct(): { packed: PackedWeights; bias: tf.Tensor1D | null; lora: LoraPart[] } | null {
+    if (this.backward) return null;
+    const packed = this.packedWeights();
+    const lora = this.lowRankParts();
+    return packed && lora ? { packed, bias: this.bias, lora } : null;
   }
 
   /** The weight in the matmul kernel's layout, packed on first call; null where the kernel does not apply. */
@@ -244,6 +248,10 @@ export class FrozenLinear {
   }
 
   private addAdapters(x: tf.Tensor2D, y: tf.Tensor2D): tf.Tensor2D {
+    // Low-rank adapters, no gradient recorded, on wasm: every delta in one kernel call
+    // (kernels/lora.ts), as training's forward and a decoding step's one-call block add them.
+    const parts = tf.engine().isTapeOn() ? null : this.lowRankParts();
+    if (parts && loraKernelsApply(x, parts)) return addLoraDeltas(y, x, parts);
     const deltas = this.parts.map((p) => this.adapters.get(p.name)?.forward(x) ?? tf.zeros([x.shape[0], p.outFeatures]));
     return tf.add(y, deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1));
   }
@@ -298,6 +306,13 @@ export class FrozenLinear {
       };
     });
     return f(x, ...factors) as tf.Tensor2D;
+  }
+
+  /** The adapters as low-rank parts, in the parts' order ([] without adapters), or null when one is not low-rank. */
+  private lowRankParts(): LoraPart[] | null {
+    const adapters = this.parts.map((p) => this.adapters.get(p.name));
+    if (!adapters.every((a) => a === undefined || isLowRank(a))) return null;
+    return this.loraParts(adapters as (LowRankAdapter | undefined)[]);
   }
 
   /** The adapters present, with the output columns each covers, in the parts' order. */

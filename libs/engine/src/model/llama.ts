@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
-import { decodeBlock, decodeBlockAvailable, decodeBlockFits, type PackedProjection } from '../kernels/decode-block';
+import { decodeBlock, decodeBlockAvailable, decodeBlockFits } from '../kernels/decode-block';
+import { loraKernelsApply } from '../kernels/lora';
 import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights } from '../kernels/matmul';
 import { rmsNorm, rmsNormWithGradient } from '../kernels/rms-norm';
 import { swiglu, swigluWithGradient } from '../kernels/swiglu';
@@ -126,17 +127,19 @@ export class Block {
   /**
    * A decoding step (one token per row) through this block as one call on wasm
    * (kernels/decode-block.ts): the same kernels as forward's steps, in the same order, for the
-   * same bits, without tfjs's dispatch between them. Null where it does not apply: not one
-   * token per row, no cached column to write in place, an adapter on a projection, another
-   * backend or a gradient being recorded.
+   * same bits, without tfjs's dispatch between them, low-rank adapters included. Null where it
+   * does not apply: not one token per row, no cached column to write in place, an adapter that
+   * is not low-rank (several adapters routed in one batch), another backend or a gradient
+   * being recorded.
    */
   private decodeInOneCall(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D | null {
     const { config, layer } = this.attention;
     if (!ctx.cache || ctx.seqLen !== 1 || !decodeBlockAvailable() || !decodeBlockFits(config.hiddenSize, config.intermediateSize, config.headDim)) return null;
     const target = ctx.cache.appendTarget(layer);
-    const [qkv, o, gateUp, down] = [this.attention.qkv, this.attention.o, this.mlp.gateUp, this.mlp.down].map((linear): PackedProjection | null => {
-      const packed = linear.inferenceWeights();
-      return packed && { packed, bias: linear.bias };
+    // x stands for every projection's input here: the kernels need only its dtype, and widths that decodeBlockFits checked.
+    const [qkv, o, gateUp, down] = [this.attention.qkv, this.attention.o, this.mlp.gateUp, this.mlp.down].map((linear) => {
+      const product = linear.inferenceProduct();
+      return product && (product.lora.length === 0 || loraKernelsApply(x, product.lora)) ? product : null;
     });
     if (!target || !qkv || !o || !gateUp || !down) return null;
     return decodeBlock(
