@@ -5,7 +5,7 @@ import { matMulKernelAvailable, packedMatMulInto, type MatMulPlan, type PackedWe
 import { rmsNormKernelFor } from './rms-norm';
 import { ropeKernelFor } from './rope';
 import { swigluKernelFor } from './swiglu';
-import { heapOffset, WasmBackendInternals, WasmMemory } from './wasm-heap';
+import { heapOffset, heapView, WasmBackendInternals } from './wasm-heap';
 
 /**
  * One decoder block of a decoding step (one new token per row) on tfjs-wasm as one call: the
@@ -133,15 +133,17 @@ export function decodeBlock(x: tf.Tensor2D, w: DecodeBlockWeights, step: DecodeB
     norm(at(x), at(w.inputNorm), at(normed), B, C, w.eps);
     multiply(normed, w.qkv, qkv);
     const [cos, sin] = [at(step.cos), at(step.sin)];
+    const [qkvFloats, valueFloats] = [heapView(wasm, qkv), heapView(wasm, values)];
     for (let b = 0; b < B; b++) {
       const row = at(qkv) + 4 * b * qkvWidth;
       const table = 4 * b * (H + KV) * D;
       rope(row, cos + table, sin + table, at(q) + 4 * b * H * D, H, D);
       for (let head = 0; head < KV; head++) {
-        const cell = 4 * ((b * KV + head) * capacity + column) * D;
+        const cell = ((b * KV + head) * capacity + column) * D;
         const kHead = table + 4 * (H + head) * D;
-        rope(row + 4 * (H + head) * D, cos + kHead, sin + kHead, at(keys) + cell, 1, D);
-        copyFloats(wasm, row + 4 * (H + KV + head) * D, at(values) + cell, D);
+        rope(row + 4 * (H + head) * D, cos + kHead, sin + kHead, at(keys) + 4 * cell, 1, D);
+        const v = b * qkvWidth + (H + KV + head) * D;
+        valueFloats.set(qkvFloats.subarray(v, v + D), cell);
       }
     }
     attention(at(q), at(keys), at(values), at(step.mask), at(scores), at(attended), B, KV, G, 1, S, D, B, capacity);
@@ -163,20 +165,8 @@ export function decodeBlock(x: tf.Tensor2D, w: DecodeBlockWeights, step: DecodeB
   return tf.engine().makeTensorFromTensorInfo(out) as tf.Tensor2D;
 }
 
-/** The heap as float32s; a view made at each use, since the heap's buffer changes when it grows. */
-function heapFloats(wasm: WasmBackendInternals): Float32Array {
-  return new Float32Array((wasm.wasm?.asm?.memory as WasmMemory).buffer);
-}
-
-/** Copies `count` floats from heap offset `from` to `to`. */
-function copyFloats(wasm: WasmBackendInternals, from: number, to: number, count: number): void {
-  heapFloats(wasm).copyWithin(to / 4, from / 4, from / 4 + count);
-}
-
 /** out = a + b elementwise, as float32 (the residual sum, as tf.add gives it). */
 function addInto(wasm: WasmBackendInternals, a: tf.TensorInfo, b: tf.TensorInfo, out: tf.TensorInfo): void {
-  const heap = heapFloats(wasm);
-  const [i, j, o] = [a, b, out].map((t) => heapOffset(wasm, t) / 4);
-  const n = a.shape.reduce((s, d) => s * d, 1);
-  for (let e = 0; e < n; e++) heap[o + e] = heap[i + e] + heap[j + e];
+  const [x, y, sum] = [a, b, out].map((t) => heapView(wasm, t));
+  for (let e = 0; e < sum.length; e++) sum[e] = x[e] + y[e];
 }

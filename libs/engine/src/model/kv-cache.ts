@@ -106,10 +106,11 @@ export class KVCache {
       return { k, v };
     }
     const T = k.shape[2];
-    if (this.inPlace && this.columns + T <= oldK.shape[2]) {
-      writeColumns(oldK, k, this.columns);
-      writeColumns(oldV, v, this.columns);
-      return { k: oldK, v: oldV };
+    const target = this.appendTarget(layer, T);
+    if (target) {
+      writeColumns(target.k, k, target.column);
+      writeColumns(target.v, v, target.column);
+      return { k: target.k, v: target.v };
     }
     const grow = (old: tf.Tensor4D, added: tf.Tensor4D): tf.Tensor4D =>
       tf.tidy(() => {
@@ -122,15 +123,16 @@ export class KVCache {
   }
 
   /**
-   * Where a one-token step writes a layer's new keys and values in place: the layer's tensors
-   * and the column (the cache's width), or null where append() must run instead (not in-place
-   * mode, nothing cached yet, no spare column left, or a tensor shared with another cache).
-   * The caller writes that column of every row; endStep(1) then counts it.
+   * Where a step of T tokens writes a layer's new keys and values in place: the layer's tensors
+   * and the first column (the cache's width), or null where they must be concatenated instead
+   * (not in-place mode, nothing cached yet, too few spare columns left, or a tensor shared with
+   * another cache). A caller other than append() writes those columns of every row itself;
+   * endStep(T) then counts them.
    */
-  appendTarget(layer: number): { k: tf.Tensor4D; v: tf.Tensor4D; column: number } | null {
+  appendTarget(layer: number, T = 1): { k: tf.Tensor4D; v: tf.Tensor4D; column: number } | null {
     const k = this.keys[layer];
     const v = this.values[layer];
-    if (!this.inPlace || !k || !v || this.columns + 1 > k.shape[2]) return null;
+    if (!this.inPlace || !k || !v || this.columns + T > k.shape[2]) return null;
     return { k, v, column: this.columns };
   }
 
