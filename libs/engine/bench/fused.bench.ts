@@ -1,9 +1,10 @@
 /**
  * The matmul kernel's two arithmetics side by side (libs/engine/kernels/matmul.ts, section 2):
- * a multiply then an add (matmulF32, matmulBf16: inference) against one fused multiply-add
- * (matmulF32Fused, matmulBf16Fused: training), over the gate|up projections of 24 layers of a
- * SmolLM2-135M-shaped model (576 x 3072 each, 170 MB as f32: streamed from memory), f32 and
- * bf16 panels, for M rows; one row with the narrow (1 x 8) and the wide (1 x 32) tile.
+ * a multiply then an add (matmulF32, matmulBf16) against one fused multiply-add
+ * (matmulF32Fused, matmulBf16Fused: what the engine runs), over the gate|up projections of
+ * 24 layers of a SmolLM2-135M-shaped model (576 x 3072 each, 170 MB as f32: streamed from
+ * memory), f32 and bf16 panels, for M rows; one row with the narrow (1 x 8) and the wide
+ * (1 x 32) tile.
  *
  *   npx tsx --tsconfig tsconfig.base.json libs/engine/bench/fused.bench.ts
  *   MS=1,4,64 ROUNDS=15 npx tsx --tsconfig tsconfig.base.json libs/engine/bench/fused.bench.ts

@@ -1,6 +1,6 @@
 /**
  * A training step's two big products per projection side by side: the forward product x W on
- * the packed kernel (fused multiply-adds, as training runs it) and the input gradient dy W^T on
+ * the packed kernel (fused multiply-adds, as every product runs) and the input gradient dy W^T on
  * the transposed kernel from the same panels (kernels/matmul-transposed.ts), for the
  * SmolLM2-135M projections (q|k|v, o, gate|up, down, the lm_head) at M rows:
  *
@@ -11,7 +11,7 @@
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
-import { DEFAULT_MATMUL_PLAN, PackedWeights, packedMatMul, packWeights } from '../src/kernels/matmul';
+import { PackedWeights, packedMatMul, packWeights } from '../src/kernels/matmul';
 import { packedMatMulTransposed } from '../src/kernels/matmul-transposed';
 
 const M = Number(process.env['M'] ?? 63);
@@ -45,7 +45,7 @@ async function main(): Promise<void> {
     const dy = tf.randomNormal([M, N], 0, 1, 'float32', 3) as tf.Tensor2D;
     const times: [number[], number[]] = [[], []];
     for (let round = 0; round <= ROUNDS; round++) {
-      const a = time(() => packedMatMul(x, packed, null, DEFAULT_MATMUL_PLAN, true) as tf.Tensor);
+      const a = time(() => packedMatMul(x, packed) as tf.Tensor);
       const b = time(() => packedMatMulTransposed(dy, packed) as tf.Tensor);
       if (round === 0) continue; // warm-up
       times[0].push(a);

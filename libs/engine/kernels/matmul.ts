@@ -45,18 +45,18 @@
 //    the bias, as in every other tile: a sequence gets the same bits alone as in a batch.
 //    Two arithmetics, one export each (matmulF32 / matmulF32Fused, and bf16 alike), fixed
 //    at compile time: a multiply then an add, or one fused f32x4.relaxed_madd (relaxed SIMD:
-//    rounded once; FMA3 on x86-64, arm64). Fused, each multiply-add is one instruction
-//    instead of two: rows in 4 x 8 tiles go 1.2x to 1.7x faster, a training step 1.3x. But
-//    each accumulator's chain then waits on the FMA's latency (4 cycles on AMD Zen 3 and 4)
-//    instead of the add's (3), and the one-row 1 x 8 tile over bf16 panels, two chains of
-//    one add per 16 bytes of weights, is bound by exactly that: decoding one sequence from
-//    bf16 panels ran 20-25 % slower fused. Over f32 panels, twice the bytes per add, the
-//    fused one-row tiles were as fast or faster. So the engine (src/kernels/matmul.ts,
-//    fusedArithmetic) runs f32 panels fused always and bf16 panels fused in training only:
-//    within a format inference has one arithmetic for every tile, and a sequence gets the
-//    same bits alone as in a batch. matmulF32 stays for bench/fused.bench.ts to compare
-//    against. (src/kernels/wasm-features.ts
-//    lets Node 20's V8 compile relaxed SIMD.)
+//    rounded once; FMA3 on x86-64, arm64). The engine runs the fused exports over both
+//    formats, in inference and training alike (src/kernels/matmul-threads.ts,
+//    matmulExportName): each multiply-add is one instruction instead of two, rows in 4 x 8
+//    tiles go 1.2x to 1.7x faster and a training step 1.3x; bf16 panels give the same bits
+//    as f32 panels of the same weights, and a sampler's products are its trainer's. One
+//    tile loses: the one-row 1 x 8 tile over bf16 panels, two chains of one multiply-add
+//    per 16 bytes of weights, each waiting on the FMA's latency (4 cycles on AMD Zen 3 and
+//    4) instead of the add's (3), 5-13 % slower; the 1 x 32 tile's 8 chains are not bound
+//    by it, and the model's plan times both. One arithmetic for every tile is what lets a
+//    sequence get the same bits alone as in a batch. matmulF32 and matmulBf16 stay for
+//    bench/fused.bench.ts to compare against. (src/kernels/wasm-features.ts lets Node 20's
+//    V8 compile relaxed SIMD.)
 //
 // 3. No K blocking. Each tile runs down the whole panel, K steps, with its accumulators in
 //    registers, starting from the bias (or zero) and storing once at the end. Cutting K into
@@ -219,7 +219,7 @@ export function matmulF32Fused(x: usize, packed: usize, bias: usize, out: usize,
   matmulAs(x, packed, bias, out, M, K, N, false, true, readAhead != 0, oneRowWide != 0, xt, panelFrom, panelTo);
 }
 
-/** matmulBf16 with fused multiply-adds: training's products over bf16 panels. */
+/** matmulBf16 with fused multiply-adds: what the engine runs over bf16 panels. */
 export function matmulBf16Fused(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32, xt: usize, panelFrom: i32, panelTo: i32): void {
   matmulAs(x, packed, bias, out, M, K, N, true, true, readAhead != 0, oneRowWide != 0, xt, panelFrom, panelTo);
 }

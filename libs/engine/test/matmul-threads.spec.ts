@@ -28,7 +28,7 @@ describe('matmul threads: one copy of the weights, every product divided between
       [576, 8 * 61],
     ].map(([K, N], i) => [M, K, N, (M + i) % 2 === 0] as const),
   );
-  it.each(cases)('gives the bits of one thread, for M %i, K %i, N %i, bf16 %s, on 2 and 3 threads, under every plan and both arithmetics', async (M, K, N, bf16) => {
+  it.each(cases)('gives the bits of one thread, for M %i, K %i, N %i, bf16 %s, on 2 and 3 threads, under every plan, with and without a bias', async (M, K, N, bf16) => {
     const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
     const bias = tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D;
     const w = weights(K, N, bf16, K);
@@ -44,10 +44,9 @@ describe('matmul threads: one copy of the weights, every product divided between
         for (const oneRowTile of ['narrow', 'wide'] as const) {
           for (const ahead of [false, true]) {
             const plan = { oneRowTile, oneRowReadAhead: ahead, rowsReadAhead: ahead };
-            // Both arithmetics: inference's multiply then add, training's fused multiply-add.
-            for (const [b, fused] of [bias, null].flatMap((b) => [false, true].map((fused) => [b, fused] as const))) {
-              const one = packedMatMul(x, alone, b, plan, fused) as tf.Tensor2D;
-              const many = packedMatMul(x, shared, b, plan, fused) as tf.Tensor2D;
+            for (const b of [bias, null]) {
+              const one = packedMatMul(x, alone, b, plan) as tf.Tensor2D;
+              const many = packedMatMul(x, shared, b, plan) as tf.Tensor2D;
               expect(many.shape).toEqual([M, N]);
               expect(Array.from(many.dataSync())).toEqual(Array.from(one.dataSync()));
               one.dispose();

@@ -106,11 +106,10 @@ describe('packed matMul kernel (wasm)', () => {
   );
 
   // bf16 weights (the normals rounded to bf16) give exactly the products of f32 panels of
-  // the same weights in the same arithmetic, training's (fused for both): the kernel widens
-  // each weight back to the f32 it was. In inference bf16 panels multiply then add while f32
-  // ones fuse (fusedArithmetic): equal to float32 rounding.
+  // the same weights, in the one arithmetic both formats multiply in: the kernel widens each
+  // weight back to the f32 it was.
   it.each(rows.map((M, i) => [M, depths[i % depths.length], 8 * (1 + (M % 5)), M % 2 === 0] as const))(
-    'bf16 panels give the same bits as f32 panels in training products for M %i, K %i, N %i, bias %s',
+    'bf16 panels give the same bits as f32 panels for M %i, K %i, N %i, bias %s',
     (M, K, N, withBias) => {
       tf.tidy(() => {
         const x = tf.randomNormal([M, K], 0, 1, 'float32', M * 1000 + K) as tf.Tensor2D;
@@ -119,14 +118,14 @@ describe('packed matMul kernel (wasm)', () => {
         const bias = withBias ? (tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D) : null;
         const [halves, floats] = [packWeights(w), packWeights(w, 'f32')];
         expect([halves?.bf16, floats?.bf16]).toEqual([true, false]);
-        const plan = matmul.DEFAULT_MATMUL_PLAN;
-        const a = packedMatMul(x, halves as PackedWeights, bias, plan, true) as tf.Tensor2D;
-        const b = packedMatMul(x, floats as PackedWeights, bias, plan, true) as tf.Tensor2D;
-        expect(Array.from(a.dataSync())).toEqual(Array.from(b.dataSync()));
-        const reference = (bias ? tf.add(tf.matMul(x, w), bias) : tf.matMul(x, w)).dataSync();
-        expect(maxAbsDiff(a.dataSync(), reference)).toBeLessThan(2e-6 * K + 1e-5);
-        const inference = packedMatMul(x, halves as PackedWeights, bias) as tf.Tensor2D;
-        expect(maxAbsDiff(inference.dataSync(), reference)).toBeLessThan(2e-6 * K + 1e-5);
+        for (const oneRowTile of ['narrow', 'wide'] as const) {
+          const plan = { ...matmul.DEFAULT_MATMUL_PLAN, oneRowTile };
+          const a = packedMatMul(x, halves as PackedWeights, bias, plan) as tf.Tensor2D;
+          const b = packedMatMul(x, floats as PackedWeights, bias, plan) as tf.Tensor2D;
+          expect(Array.from(a.dataSync())).toEqual(Array.from(b.dataSync()));
+          const reference = (bias ? tf.add(tf.matMul(x, w), bias) : tf.matMul(x, w)).dataSync();
+          expect(maxAbsDiff(a.dataSync(), reference)).toBeLessThan(2e-6 * K + 1e-5);
+        }
         halves?.dispose();
         floats?.dispose();
       });
@@ -187,23 +186,26 @@ describe('packed matMul kernel (wasm)', () => {
   // hold; the bias takes back all but 2^-30. A multiply then an add rounds the product first and
   // gives 0; a fused multiply-add rounds once and gives 2^-30 (every x86-64 CPU with FMA3).
   it.each([
-    [1, 'f32'],
-    [4, 'f32'],
-    [1, 'bf16'],
-    [4, 'bf16'],
-  ] as const)('multiplies and adds fused always over f32 panels and in training over bf16 ones, for %i rows of %s panels, on one thread and on two', async (M, format) => {
+    [1, 'f32', 'narrow'],
+    [1, 'f32', 'wide'],
+    [4, 'f32', 'wide'],
+    [1, 'bf16', 'narrow'],
+    [1, 'bf16', 'wide'],
+    [4, 'bf16', 'wide'],
+  ] as const)('multiplies and adds fused, for %i rows of %s panels (%s one-row tile), on one thread and on two', async (M, format, oneRowTile) => {
     const x = 1 + 2 ** -23;
     const w = 1 + 2 ** -7;
     for (const threads of [1, 2]) {
       matmul.startMatMulThreads(threads);
       try {
         tf.tidy(() => {
-          const packed = packWeights(tf.fill([1, 8], w) as tf.Tensor2D, format === 'f32' ? 'f32' : 'auto') as PackedWeights;
+          // 32 columns: four panels, so that the wide tile takes them at once.
+          const packed = packWeights(tf.fill([1, 32], w) as tf.Tensor2D, format === 'f32' ? 'f32' : 'auto') as PackedWeights;
           expect(packed.format).toBe(format);
-          const bias = tf.fill([8], -Math.fround(x * w)) as tf.Tensor1D;
-          const product = (training: boolean) => Array.from((packedMatMul(tf.fill([M, 1], x) as tf.Tensor2D, packed, bias, matmul.DEFAULT_MATMUL_PLAN, training) as tf.Tensor2D).dataSync());
-          expect(product(false)).toEqual(new Array(8 * M).fill(format === 'f32' ? 2 ** -30 : 0));
-          expect(product(true)).toEqual(new Array(8 * M).fill(2 ** -30));
+          const bias = tf.fill([32], -Math.fround(x * w)) as tf.Tensor1D;
+          const plan = { ...matmul.DEFAULT_MATMUL_PLAN, oneRowTile };
+          const product = Array.from((packedMatMul(tf.fill([M, 1], x) as tf.Tensor2D, packed, bias, plan) as tf.Tensor2D).dataSync());
+          expect(product).toEqual(new Array(32 * M).fill(2 ** -30));
           packed.dispose();
         });
       } finally {

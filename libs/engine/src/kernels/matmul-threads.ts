@@ -92,11 +92,9 @@ const CHUNK_DIVISOR = 2;
  * Args slots it takes before the range. The caller and the helpers read this one table.
  */
 const PRODUCTS = [
-  { module: 0, name: 'matmulF32', arity: 10 },
-  { module: 0, name: 'matmulBf16', arity: 10 },
-  { module: 0, name: 'matmulQ8', arity: 10 },
   { module: 0, name: 'matmulF32Fused', arity: 10 },
   { module: 0, name: 'matmulBf16Fused', arity: 10 },
+  { module: 0, name: 'matmulQ8', arity: 10 },
   { module: 1, name: 'matmulTransposedF32', arity: 7 },
 ] as const;
 
@@ -174,11 +172,14 @@ export interface MatmulKernels {
   matmulBf16Fused: MatmulExport;
 }
 
-/** The kernel's export for panels of `format`, with fused multiply-adds when `fused` (q8 has one arithmetic: its block sums are integers). */
-export function matmulExportName(format: PanelFormat, fused: boolean): Exclude<keyof MatmulKernels, 'interleaveRows' | 'quantizeRows'> {
+/**
+ * The kernel's export that multiplies panels of `format`: over f32 and bf16 panels the one
+ * with fused multiply-adds (the kernel source's section 2), in inference and training alike;
+ * q8 sums integers and has one arithmetic.
+ */
+export function matmulExportName(format: PanelFormat): 'matmulF32Fused' | 'matmulBf16Fused' | 'matmulQ8' {
   if (format === 'q8') return 'matmulQ8';
-  const name = format === 'bf16' ? 'matmulBf16' : 'matmulF32';
-  return fused ? `${name}Fused` : name;
+  return format === 'bf16' ? 'matmulBf16Fused' : 'matmulF32Fused';
 }
 
 /** The transposed kernel's exports (libs/engine/kernels/matmul-transposed.ts), in both its builds. */
@@ -271,8 +272,6 @@ export interface ThreadedProduct {
   format: PanelFormat;
   readAhead: boolean;
   oneRowWide: boolean;
-  /** Fused multiply-adds (f32 and bf16 panels; training's products): the kernel's *Fused exports. */
-  fused: boolean;
 }
 
 /** One input gradient's operands (dx = dy W^T, W packed as f32 panels). */
@@ -362,7 +361,7 @@ export class MatMulThreads {
     if (p.format === 'q8') this.kernels.quantizeRows(x, xt, M, K);
     else if (M >= 2) this.kernels.interleaveRows(x, xt, M, K);
     const args = [x, p.packed, p.bias ? bias : 0, out, M, K, N, p.readAhead ? 1 : 0, p.oneRowWide ? 1 : 0, xt] as const;
-    const name = matmulExportName(p.format, p.fused);
+    const name = matmulExportName(p.format);
     const matmul = this.kernels[name];
     // Ranges of whole panels, in fours where they allow (the one-row wide tile's step).
     const panels = N / 8;

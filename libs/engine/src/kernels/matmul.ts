@@ -71,7 +71,6 @@ interface PanelAttrs extends tf.NamedAttrMap {
 interface MatMulAttrs extends PanelAttrs {
   readAhead: boolean;
   oneRowWide: boolean;
-  fused: boolean;
 }
 
 interface ThreadedMatMulAttrs extends MatMulAttrs {
@@ -160,11 +159,11 @@ tf.registerKernel({
 
 /** out [M, N] = x [M, K] times the panels at heap offset `panels` (+ bias), on this thread; out is written. */
 function multiplyInHeap(wasm: WasmBackendInternals, x: tf.TensorInfo, panels: number, bias: tf.TensorInfo | null, out: tf.TensorInfo, attrs: MatMulAttrs): void {
-  const { format, readAhead, oneRowWide, fused } = attrs;
+  const { format, readAhead, oneRowWide } = attrs;
   const [M, K] = x.shape;
   const N = out.shape[1];
   const kernels = kernelsFor(wasm) as Kernels;
-  const matmul = kernels[matmulExportName(format, fused)];
+  const matmul = kernels[matmulExportName(format)];
   // Scratch for x's rows as the tiles read them: interleaved for row tiles (the source's
   // section 7), or quantized for q8 panels, one row included (section 8).
   const xt = M >= 2 || format === 'q8' ? wasm.makeOutput([M, K], 'float32') : null;
@@ -178,7 +177,7 @@ function multiplyInHeap(wasm: WasmBackendInternals, x: tf.TensorInfo, panels: nu
 
 /** multiplyInHeap for panels at `offset` in the matmul threads' memory, divided between the threads. */
 function multiplyOnThreads(wasm: WasmBackendInternals, x: tf.TensorInfo, offset: number, bias: tf.TensorInfo | null, out: tf.TensorInfo, attrs: MatMulAttrs): void {
-  const { format, readAhead, oneRowWide, fused } = attrs;
+  const { format, readAhead, oneRowWide } = attrs;
   const [M, K] = x.shape;
   (threads as MatMulThreads).run({
     x: heapView(wasm, x),
@@ -191,7 +190,6 @@ function multiplyOnThreads(wasm: WasmBackendInternals, x: tf.TensorInfo, offset:
     format,
     readAhead,
     oneRowWide,
-    fused,
   });
 }
 
@@ -201,18 +199,17 @@ function multiplyOnThreads(wasm: WasmBackendInternals, x: tf.TensorInfo, offset:
  * written, and bias is the projection's or null. The same bits as packedMatMul.
  */
 export function packedMatMulInto(wasm: WasmBackendInternals, x: tf.TensorInfo, packed: PackedWeights, bias: tf.TensorInfo | null, out: tf.TensorInfo, plan: MatMulPlan): void {
-  const attrs = matMulAttrs(packed, x.shape[0], plan, false);
+  const attrs = matMulAttrs(packed, x.shape[0], plan);
   if (packed.threaded) multiplyOnThreads(wasm, x, packed.threaded.offset, bias, out, attrs);
   else multiplyInHeap(wasm, x, heapOffset(wasm, packed.panels as tf.Tensor3D), bias, out, attrs);
 }
 
 /** How the kernel runs `rows` rows over `packed` under `plan`. */
-function matMulAttrs(packed: PackedWeights, rows: number, plan: MatMulPlan, training: boolean): MatMulAttrs {
+function matMulAttrs(packed: PackedWeights, rows: number, plan: MatMulPlan): MatMulAttrs {
   return {
     format: packed.format,
     readAhead: rows === 1 ? plan.oneRowReadAhead : plan.rowsReadAhead,
     oneRowWide: plan.oneRowTile === 'wide',
-    fused: fusedArithmetic(packed.format, training),
   };
 }
 
@@ -338,30 +335,16 @@ export function packWeights(weightT: tf.Tensor2D, format: PackFormat = 'auto', o
 }
 
 /**
- * Whether products over panels of `format` multiply and add in one rounding (the kernel
- * source's section 2). f32 always: fused, every tile of every row count ran faster (up to 1.4x
- * at 64 rows; docs/benchmarks.md, "Two arithmetics"). bf16 only in training: its one-row
- * narrow tile waits on the fused multiply-add's latency and decodes more slowly. Within a
- * format inference has one arithmetic, so that a sequence gets the same bits alone (one-row
- * tile) as in a batch (four-row tiles), and prefill the same as decoding; f32 training's
- * products are inference's to the bit. q8 sums integers: the flag does not apply.
- */
-export function fusedArithmetic(format: PanelFormat, training: boolean): boolean {
-  return format === 'f32' || (format === 'bf16' && training);
-}
-
-/**
  * x [M, K] W [K, N] (+ bias [N]) from W packed by packWeights, run as `plan` says (the plan
- * of the model the weights belong to), or null where tf.matMul should run instead: another backend, not float32, or while a gradient is being recorded (the
- * kernel has none). `training`: a training product, where bf16 panels multiply-add fused too
- * (fusedArithmetic).
+ * of the model the weights belong to), or null where tf.matMul should run instead: another
+ * backend, not float32, or while a gradient is being recorded (the kernel has none). Inference
+ * and training get the same products: one arithmetic per panel format (matmulExportName).
  */
 export function packedMatMul(
   x: tf.Tensor2D,
   packed: PackedWeights,
   bias: tf.Tensor1D | null = null,
   plan: MatMulPlan = DEFAULT_MATMUL_PLAN,
-  training = false,
 ): tf.Tensor2D | null {
   const [M, K] = x.shape;
   if (M === 0 || !matMulKernelAvailable() || tf.engine().isTapeOn()) return null;
@@ -369,7 +352,7 @@ export function packedMatMul(
   if (K !== packed.inFeatures || (bias && bias.shape[0] !== packed.outFeatures)) {
     throw new Error(`packedMatMul: x [${x.shape}], weight [${packed.inFeatures}, ${packed.outFeatures}] and bias [${bias?.shape ?? ''}] do not fit together`);
   }
-  const attrs = matMulAttrs(packed, M, plan, training);
+  const attrs = matMulAttrs(packed, M, plan);
   const shared = packed.threaded;
   if (shared) {
     if (shared.threads !== threads) throw new Error('packedMatMul: these weights were packed for matmul threads that have been stopped');

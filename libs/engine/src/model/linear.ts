@@ -237,12 +237,12 @@ export class FrozenLinear {
 
   /**
    * x W^T + b for training, on the packed kernel where it applies (wasm, and no gradient
-   * being recorded around it: inside a custom gradient's forward function nothing is), as a
-   * training product (fused multiply-adds: kernels/matmul.ts, fusedArithmetic), else tf.matMul.
+   * being recorded around it: inside a custom gradient's forward function nothing is), else
+   * tf.matMul.
    */
   private project(x: tf.Tensor2D): tf.Tensor2D {
     const packed = this.backward ? this.packedWeights() : null;
-    const y = packed && packedMatMul(x, packed, this.bias, this.matmulPlan, true);
+    const y = packed && packedMatMul(x, packed, this.bias, this.matmulPlan);
     if (y) return y;
     return (this.bias ? tf.fused.matMul({ a: x, b: this.weightT, bias: this.bias }) : tf.matMul(x, this.weightT)) as tf.Tensor2D;
   }
@@ -397,7 +397,7 @@ function smallMatMul(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
     const packed = packWeights(w, 'f32', false);
     if (packed) {
       try {
-        const y = packedMatMul(x, packed, null, DEFAULT_MATMUL_PLAN, true);
+        const y = packedMatMul(x, packed);
         if (y) return y;
       } finally {
         packed.dispose();
