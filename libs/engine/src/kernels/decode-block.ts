@@ -15,8 +15,9 @@ import { heapOffset, heapView, WasmBackendInternals } from './wasm-heap';
  * SmolLM2-135M otherwise makes about 23 tfjs dispatches per block (splits, reshapes, residual
  * adds, the kernels), each with tfjs's bookkeeping, which a token pays 30 times over.
  *
- * Low-rank adapters (a served LoRA checkpoint) are added after each product by the LoRA
- * kernel, as FrozenLinear adds them at inference on wasm.
+ * Low-rank adapters (a served LoRA checkpoint, or several routed row by row by LoraRouter)
+ * are added after each product by the LoRA kernel, as FrozenLinear adds them at inference on
+ * wasm.
  *
  * The kernels and their order are the tfjs path's, and the residual adds are float32 adds
  * either way, so the block gives the same bits: a sequence decodes the same tokens and
@@ -40,7 +41,7 @@ export interface DecodeBlockWeights {
 export interface PackedProjection {
   packed: PackedWeights;
   bias: tf.Tensor1D | null;
-  /** Low-rank adapters added to the product (kernels/lora.ts), none for the base model. */
+  /** Low-rank adapters added to the product (kernels/lora.ts), each to all rows or to its own; none for the base model. */
   lora: LoraPart[];
 }
 

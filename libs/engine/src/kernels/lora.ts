@@ -24,11 +24,31 @@ export interface LoraPart {
   scale: tf.Scalar | null;
   col: number;
   width: number;
+  /**
+   * The rows of the product it applies to, ascending, where adapters share a batch row by row
+   * (lora/lora-router.ts); every row when absent. Training's parts have none.
+   */
+  rows?: readonly number[];
 }
 
 interface Attrs extends tf.NamedAttrMap {
   cols: number[];
   scaled: boolean[];
+  /** Whether each part applies to some rows only (LoraPart.rows)... */
+  routed: boolean[];
+  /** ...and those parts' runs of consecutive rows, as [part, from, to] triples. */
+  runs: number[];
+}
+
+/** A part as the kernels take it: its tensors, its scale as a number and its runs of rows [from, to) (null: every row). */
+interface KernelPart {
+  aT: tf.TensorInfo;
+  bT: tf.TensorInfo;
+  scale: number;
+  col: number;
+  r: number;
+  width: number;
+  runs: [number, number][] | null;
 }
 
 interface LoraKernels {
@@ -41,12 +61,25 @@ function kernelsFor(backend: object): LoraKernels | null {
 }
 
 /** The inputs of part i, and its scale as a number (read from the heap: no read-back through tfjs). */
-function partInputs(inputs: tf.NamedTensorInfoMap, attrs: Attrs, wasm: WasmBackendInternals) {
+function partInputs(inputs: tf.NamedTensorInfoMap, attrs: Attrs, wasm: WasmBackendInternals): KernelPart[] {
+  const runs = attrs.routed.map((routed): [number, number][] | null => (routed ? [] : null));
+  for (let i = 0; i < attrs.runs.length; i += 3) runs[attrs.runs[i]]?.push([attrs.runs[i + 1], attrs.runs[i + 2]]);
   return attrs.cols.map((col, i) => {
     const [aT, bT] = [inputs[`a${i}`], inputs[`b${i}`]] as tf.TensorInfo[];
     const scale = attrs.scaled[i] ? heapView(wasm, inputs[`s${i}`] as tf.TensorInfo)[0] : 1;
-    return { aT, bT, scale, col, r: aT.shape[1], width: bT.shape[1] };
+    return { aT, bT, scale, col, r: aT.shape[1], width: bT.shape[1], runs: runs[i] };
   });
+}
+
+/** Ascending rows as runs of consecutive ones, [from, to). */
+function runsOf(rows: readonly number[]): [number, number][] {
+  const runs: [number, number][] = [];
+  for (const row of rows) {
+    const last = runs[runs.length - 1];
+    if (last && last[1] === row) last[1] = row + 1;
+    else runs.push([row, row + 1]);
+  }
+  return runs;
 }
 
 /** A new tensor holding `source`'s data. */
@@ -68,14 +101,23 @@ tf.registerKernel({
   },
 });
 
-/** y [M, N] += every part's delta from x [M, K], in place, y and x in tfjs-wasm's heap. */
-function addDeltasInPlace(wasm: WasmBackendInternals, x: tf.TensorInfo, y: tf.TensorInfo, parts: ReturnType<typeof partInputs>): void {
+/**
+ * y [M, N] += every part's delta from x [M, K] on its rows, in place, y and x in tfjs-wasm's
+ * heap. A run of rows is a product of its own; the kernel sums each output in the same order
+ * whatever the rows beside it, so a row gets the same bits in any run.
+ */
+function addDeltasInPlace(wasm: WasmBackendInternals, x: tf.TensorInfo, y: tf.TensorInfo, parts: KernelPart[]): void {
   const kernels = kernelsFor(wasm) as LoraKernels;
   const [M, K] = x.shape;
+  const N = y.shape[1];
   const h = wasm.makeOutput([M, Math.max(...parts.map((p) => p.r))], 'float32');
   try {
     const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
-    for (const p of parts) kernels.loraForward(at(x), at(p.aT), at(p.bT), p.scale, at(y), M, K, p.r, p.width, y.shape[1], p.col, at(h));
+    for (const p of parts) {
+      for (const [from, to] of p.runs ?? [[0, M]]) {
+        kernels.loraForward(at(x) + 4 * from * K, at(p.aT), at(p.bT), p.scale, at(y) + 4 * from * N, to - from, K, p.r, p.width, N, p.col, at(h));
+      }
+    }
   } finally {
     wasm.disposeData(h.dataId);
   }
@@ -94,7 +136,7 @@ export function addLoraDeltasInPlace(wasm: WasmBackendInternals, x: tf.TensorInf
     wasm,
     x,
     y,
-    parts.map((p) => ({ aT: p.aT, bT: p.bT, scale: scaleOf(p), col: p.col, r: p.aT.shape[1], width: p.width })),
+    parts.map((p) => ({ aT: p.aT, bT: p.bT, scale: scaleOf(p), col: p.col, r: p.aT.shape[1], width: p.width, runs: p.rows ? runsOf(p.rows) : null })),
   );
 }
 
@@ -142,7 +184,8 @@ function kernelInputs(parts: LoraPart[], named: tf.NamedTensorMap): { inputs: tf
     inputs[`b${i}`] = p.bT;
     if (p.scale) inputs[`s${i}`] = p.scale;
   });
-  return { inputs, attrs: { cols: parts.map((p) => p.col), scaled: parts.map((p) => p.scale !== null) } };
+  const runs = parts.flatMap((p, i) => (p.rows ? runsOf(p.rows).flatMap(([from, to]) => [i, from, to]) : []));
+  return { inputs, attrs: { cols: parts.map((p) => p.col), scaled: parts.map((p) => p.scale !== null), routed: parts.map((p) => p.rows !== undefined), runs } };
 }
 
 /** y + every part's delta on its columns, y [M, N] the frozen product of x [M, K]. Check loraKernelsApply first. */
@@ -158,6 +201,7 @@ export function addLoraDeltas(y: tf.Tensor2D, x: tf.Tensor2D, parts: LoraPart[])
  * Check loraKernelsApply first.
  */
 export function loraGradients(x: tf.Tensor2D, dy: tf.Tensor2D, parts: LoraPart[]): { dx: tf.Tensor2D; grads: tf.Tensor2D[] } {
+  if (parts.some((p) => p.rows)) throw new Error('loraGradients: adapters routed to some rows are for serving, not training');
   const { inputs, attrs } = kernelInputs(parts, { x, dy });
   const [dxOut, ...grads] = tf.engine().runKernel(BACKWARD, inputs, attrs) as tf.Tensor2D[];
   return { dx: dxOut, grads };

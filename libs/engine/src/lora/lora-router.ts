@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import type { FrozenLinear, LinearAdapter } from '../model/linear';
+import type { FrozenLinear, LinearAdapter, RoutedAdapter, RoutedMember } from '../model/linear';
 import type { LlamaModel } from '../model/llama';
 import { LoraAttachment, LoraLayer, linearFor } from './lora-layer';
 
@@ -13,8 +13,11 @@ import { LoraAttachment, LoraLayer, linearFor } from './lora-layer';
  *   delta = ((x A^T_cat) * M) B^T_cat,   so token i gets x_i A_k^T B_k^T for its adapter k.
  *
  * That is two matMuls and a multiply per projection however many adapters share the batch.
- * When every row uses the same adapter, its own layers are hooked in unchanged; when no row
- * uses one, the base model runs alone.
+ * On wasm the projection instead adds each adapter's delta to its own rows with the LoRA
+ * kernel (RoutedLora.members, kernels/lora.ts), one call per run of consecutive rows, so
+ * a decoding step still runs each block in one call (kernels/decode-block.ts) and a row gets
+ * the bits it gets with its adapter alone. When every row uses the same adapter, its own
+ * layers are hooked in unchanged; when no row uses one, the base model runs alone.
  *
  * The attachments are serving adapters (applyAdapter, then detach()): the router hooks them
  * in itself, so none of them may be attached on its own while the router is in use.
@@ -25,10 +28,12 @@ export class LoraRouter {
   /** The projection parts the router has put adapters on. */
   private hooked: { linear: FrozenLinear; part: string }[] = [];
   /** Concatenated factors of the current set of adapters, and its key. */
-  private stacked = new Map<string, { aT: tf.Tensor2D; bT: tf.Tensor2D; ranks: number[]; members: number[] }>();
+  private stacked = new Map<string, Stack>();
   private stackedKey = '';
   /** Masks of the current routing, by token count and projection members. */
   private masks = new Map<string, tf.Tensor2D>();
+  /** Each member's rows under the current routing, by token count and projection members. */
+  private memberRows = new Map<string, number[][]>();
   private rows: (LoraAttachment | null)[] = [];
   private distinct: LoraAttachment[] = [];
 
@@ -55,23 +60,35 @@ export class LoraRouter {
   }
 
   /** The mask [tokens, R] of one projection's members for the current routing. */
-  maskFor(tokens: number, stack: { ranks: number[]; members: number[] }): tf.Tensor2D {
+  maskFor(tokens: number, stack: Stack): tf.Tensor2D {
     const key = `${tokens}|${stack.members.join(',')}`;
     let mask = this.masks.get(key);
     if (mask) return mask;
-    const perRow = tokens / this.rows.length;
-    if (!Number.isInteger(perRow)) throw new Error(`a forward pass of ${tokens} tokens does not fit ${this.rows.length} routed rows`);
     const R = stack.ranks.reduce((a, b) => a + b, 0);
     const data = new Float32Array(tokens * R);
     const offsets = stack.ranks.map((_, i) => stack.ranks.slice(0, i).reduce((a, b) => a + b, 0));
-    this.rows.forEach((adapter, row) => {
-      const m = adapter ? stack.members.indexOf(this.idOf(adapter)) : -1;
-      if (m < 0) return;
-      for (let t = 0; t < perRow; t++) data.fill(1, (row * perRow + t) * R + offsets[m], (row * perRow + t) * R + offsets[m] + stack.ranks[m]);
+    this.rowsFor(tokens, stack).forEach((rows, m) => {
+      for (const token of rows) data.fill(1, token * R + offsets[m], token * R + offsets[m] + stack.ranks[m]);
     });
     mask = tf.keep(tf.tensor2d(data, [tokens, R]));
     this.masks.set(key, mask);
     return mask;
+  }
+
+  /** For each of one projection's members, the tokens of a forward pass of `tokens` that use it, ascending. */
+  rowsFor(tokens: number, stack: Stack): number[][] {
+    const key = `${tokens}|${stack.members.join(',')}`;
+    let rows = this.memberRows.get(key);
+    if (rows) return rows;
+    const perRow = tokens / this.rows.length;
+    if (!Number.isInteger(perRow)) throw new Error(`a forward pass of ${tokens} tokens does not fit ${this.rows.length} routed rows`);
+    rows = stack.members.map(() => []);
+    this.rows.forEach((adapter, row) => {
+      const m = adapter ? stack.members.indexOf(this.idOf(adapter)) : -1;
+      if (m >= 0) for (let t = 0; t < perRow; t++) rows[m].push(row * perRow + t);
+    });
+    this.memberRows.set(key, rows);
+    return rows;
   }
 
   /** Removes the router's hooks and frees what it built; the attachments stay the caller's. */
@@ -98,7 +115,7 @@ export class LoraRouter {
     for (const [k, { layers, members }] of parts) {
       const aT = tf.keep(layers.length === 1 ? tf.clone(layers[0].aT) : tf.concat(layers.map((l) => l.aT), 1));
       const bT = tf.keep(layers.length === 1 ? tf.clone(layers[0].bT) : tf.concat(layers.map((l) => l.bT), 0));
-      this.stacked.set(k, { aT, bT, ranks: layers.map((l) => l.aT.shape[1]), members });
+      this.stacked.set(k, { aT, bT, ranks: layers.map((l) => l.aT.shape[1]), members, layers });
     }
     this.stackedKey = key;
   }
@@ -123,6 +140,7 @@ export class LoraRouter {
     this.hooked = [];
     this.masks.forEach((m) => m.dispose());
     this.masks.clear();
+    this.memberRows.clear();
   }
 
   private dropStacks(): void {
@@ -135,16 +153,36 @@ export class LoraRouter {
   }
 }
 
-/** One projection's adapters under a LoraRouter: ((x A^T_cat) * mask) B^T_cat. */
-class RoutedLora implements LinearAdapter {
+/** One projection's adapters concatenated, and the adapters themselves, in the same order. */
+interface Stack {
+  aT: tf.Tensor2D;
+  bT: tf.Tensor2D;
+  ranks: number[];
+  /** The router's ids of the adapters. */
+  members: number[];
+  layers: LoraLayer[];
+}
+
+/**
+ * One projection's adapters under a LoraRouter: ((x A^T_cat) * mask) B^T_cat as tfjs ops, or
+ * each adapter on its own rows (members) where the projection adds them with the LoRA kernel.
+ */
+class RoutedLora implements RoutedAdapter {
+  readonly routed = true;
+
   constructor(
     private readonly router: LoraRouter,
-    private readonly stack: { aT: tf.Tensor2D; bT: tf.Tensor2D; ranks: number[]; members: number[] },
+    private readonly stack: Stack,
   ) {}
 
   forward(x: tf.Tensor2D): tf.Tensor2D {
     const mask = this.router.maskFor(x.shape[0], this.stack);
     return tf.matMul(tf.mul(tf.matMul(x, this.stack.aT), mask), this.stack.bT) as tf.Tensor2D;
+  }
+
+  members(tokens: number): RoutedMember[] {
+    const rows = this.router.rowsFor(tokens, this.stack);
+    return this.stack.layers.map((layer, m) => ({ aT: layer.aT, bT: layer.bT, scaleFactor: layer.scaleFactor, rows: rows[m] }));
   }
 }
 

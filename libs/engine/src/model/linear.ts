@@ -23,6 +23,28 @@ function isLowRank(adapter: LinearAdapter): adapter is LowRankAdapter {
   return (adapter as Partial<LowRankAdapter>).lowRank === true;
 }
 
+/** One low-rank adapter of a RoutedAdapter and the rows of the input it applies to, ascending. */
+export interface RoutedMember {
+  aT: tf.Tensor2D;
+  bT: tf.Tensor2D;
+  scaleFactor: tf.Scalar | null;
+  rows: readonly number[];
+}
+
+/**
+ * Low-rank adapters that each apply to some rows of the input: several LoRA checkpoints
+ * sharing a batch row by row (LoraRouter). forward(x) is each row's own adapter's delta.
+ */
+export interface RoutedAdapter extends LinearAdapter {
+  readonly routed: true;
+  /** For an input of `tokens` rows, each adapter in use and its rows. */
+  members(tokens: number): readonly RoutedMember[];
+}
+
+function isRouted(adapter: LinearAdapter): adapter is RoutedAdapter {
+  return (adapter as Partial<RoutedAdapter>).routed === true;
+}
+
 export interface LinearPart {
   /** HF module name, e.g. "q_proj"; adapters are attached by it. */
   name: string;
@@ -219,13 +241,14 @@ export class FrozenLinear {
   /**
    * An inference product here as the WebAssembly kernels compute it: the packed weight, the
    * bias and the low-rank adapters' parts (none without adapters), for kernels that run
-   * several steps in one call (kernels/decode-block.ts); null where the product is something
-   * else (backward enabled, another backend, an adapter that is not low-rank).
+   * several steps in one call (kernels/decode-block.ts), for an input of `tokens` rows; null
+   * where the product is something else (backward enabled, another backend, an adapter that is
+   * neither low-rank nor routed low-rank ones).
    */
-  inferenceProduct(): { packed: PackedWeights; bias: tf.Tensor1D | null; lora: LoraPart[] } | null {
+  inferenceProduct(tokens: number): { packed: PackedWeights; bias: tf.Tensor1D | null; lora: LoraPart[] } | null {
     if (this.backward) return null;
     const packed = this.packedWeights();
-    const lora = this.lowRankParts();
+    const lora = this.lowRankParts(tokens);
     return packed && lora ? { packed, bias: this.bias, lora } : null;
   }
 
@@ -250,7 +273,7 @@ export class FrozenLinear {
   private addAdapters(x: tf.Tensor2D, y: tf.Tensor2D): tf.Tensor2D {
     // Low-rank adapters, no gradient recorded, on wasm: every delta in one kernel call
     // (kernels/lora.ts), as training's forward and a decoding step's one-call block add them.
-    const parts = tf.engine().isTapeOn() ? null : this.lowRankParts();
+    const parts = tf.engine().isTapeOn() ? null : this.lowRankParts(x.shape[0]);
     if (parts && loraKernelsApply(x, parts)) return addLoraDeltas(y, x, parts);
     const deltas = this.parts.map((p) => this.adapters.get(p.name)?.forward(x) ?? tf.zeros([x.shape[0], p.outFeatures]));
     return tf.add(y, deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1));
@@ -268,7 +291,7 @@ export class FrozenLinear {
     const factors = adapters.flatMap((a) => (a ? [a.aT, a.bT] : []));
     const sizes = this.parts.map((p) => p.outFeatures);
     // On wasm, every adapter's products in one kernel call per pass (kernels/lora.ts).
-    const parts = this.loraParts(adapters);
+    const parts = this.loraParts(adapters, x.shape[0]);
     const kernelParts = loraKernelsApply(x, parts) ? parts : null;
     const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
       const input = args[0] as tf.Tensor2D;
@@ -308,21 +331,29 @@ export class FrozenLinear {
     return f(x, ...factors) as tf.Tensor2D;
   }
 
-  /** The adapters as low-rank parts, in the parts' order ([] without adapters), or null when one is not low-rank. */
-  private lowRankParts(): LoraPart[] | null {
+  /**
+   * The adapters as low-rank parts for an input of `tokens` rows, in the parts' order ([]
+   * without adapters; a routed adapter gives one part per adapter in use, with its rows), or
+   * null when one is neither.
+   */
+  private lowRankParts(tokens: number): LoraPart[] | null {
     const adapters = this.parts.map((p) => this.adapters.get(p.name));
-    if (!adapters.every((a) => a === undefined || isLowRank(a))) return null;
-    return this.loraParts(adapters as (LowRankAdapter | undefined)[]);
+    if (!adapters.every((a) => a === undefined || isLowRank(a) || isRouted(a))) return null;
+    return this.loraParts(adapters as (LowRankAdapter | RoutedAdapter | undefined)[], tokens);
   }
 
   /** The adapters present, with the output columns each covers, in the parts' order. */
-  private loraParts(adapters: (LowRankAdapter | undefined)[]): LoraPart[] {
+  private loraParts(adapters: (LowRankAdapter | RoutedAdapter | undefined)[], tokens: number): LoraPart[] {
     let col = 0;
     return this.parts.flatMap((p, i) => {
-      const a = adapters[i];
-      const part = a ? [{ aT: a.aT, bT: a.bT, scale: a.scaleFactor, col, width: p.outFeatures }] : [];
+      const [a, at] = [adapters[i], col];
       col += p.outFeatures;
-      return part;
+      if (!a) return [];
+      if (!isRouted(a)) return [{ aT: a.aT, bT: a.bT, scale: a.scaleFactor, col: at, width: p.outFeatures }];
+      return a
+        .members(tokens)
+        .filter((m) => m.rows.length > 0)
+        .map((m) => ({ aT: m.aT, bT: m.bT, scale: m.scaleFactor, col: at, width: p.outFeatures, rows: m.rows }));
     });
   }
 

@@ -127,10 +127,10 @@ export class Block {
   /**
    * A decoding step (one token per row) through this block as one call on wasm
    * (kernels/decode-block.ts): the same kernels as forward's steps, in the same order, for the
-   * same bits, without tfjs's dispatch between them, low-rank adapters included. Null where it
-   * does not apply: not one token per row, no cached column to write in place, an adapter that
-   * is not low-rank (several adapters routed in one batch), another backend or a gradient
-   * being recorded.
+   * same bits, without tfjs's dispatch between them, low-rank adapters included (one for every
+   * row, or several routed row by row: LoraRouter). Null where it does not apply: not one token
+   * per row, no cached column to write in place, an adapter that is not low-rank, another
+   * backend or a gradient being recorded.
    */
   private decodeInOneCall(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D | null {
     const { config, layer } = this.attention;
@@ -138,7 +138,7 @@ export class Block {
     const target = ctx.cache.appendTarget(layer);
     // x stands for every projection's input here: the kernels need only its dtype, and widths that decodeBlockFits checked.
     const [qkv, o, gateUp, down] = [this.attention.qkv, this.attention.o, this.mlp.gateUp, this.mlp.down].map((linear) => {
-      const product = linear.inferenceProduct();
+      const product = linear.inferenceProduct(x.shape[0]);
       return product && (product.lora.length === 0 || loraKernelsApply(x, product.lora)) ? product : null;
     });
     if (!target || !qkv || !o || !gateUp || !down) return null;
