@@ -13,11 +13,12 @@ import { LoraAttachment, LoraLayer, linearFor } from './lora-layer';
  *   delta = ((x A^T_cat) * M) B^T_cat,   so token i gets x_i A_k^T B_k^T for its adapter k.
  *
  * That is two matMuls and a multiply per projection however many adapters share the batch.
- * On wasm the projection instead adds each adapter's delta to its own rows with the LoRA
- * kernel (RoutedLora.members, kernels/lora.ts), one call per run of consecutive rows, so
- * a decoding step still runs each block in one call (kernels/decode-block.ts) and a row gets
- * the bits it gets with its adapter alone. When every row uses the same adapter, its own
- * layers are hooked in unchanged; when no row uses one, the base model runs alone.
+ * Where the LoRA kernel applies (wasm; ranks and widths multiples of 4) the projection instead
+ * adds each adapter's delta to its own rows with it (RoutedLora.members, kernels/lora.ts), one
+ * call per run of consecutive rows, so a decoding step still runs each block in one call
+ * (kernels/decode-block.ts) and a row gets the bits it gets with its adapter alone. When every
+ * row uses the same adapter, its own layers are hooked in unchanged; when no row uses one, the
+ * base model runs alone.
  *
  * The attachments are serving adapters (applyAdapter, then detach()): the router hooks them
  * in itself, so none of them may be attached on its own while the router is in use.
