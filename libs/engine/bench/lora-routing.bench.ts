@@ -14,19 +14,16 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { selectBackend } from '../src/backend';
-import { DecodeBatch } from '../src/decode-batch';
-import { setDecodeBlock } from '../src/kernels/decode-block';
 import { LoadedModel, loadModel } from '../src/loader';
 import { applyAdapter, LoraAttachment } from '../src/lora/lora-layer';
 import { LoraRouter } from '../src/lora/lora-router';
 import { DEFAULT_LORA_SPEC, initLoraWeights } from '../src/lora/peft';
-import { createRng, sampleToken } from '../src/sampling';
+import { alternateOneCall, greedyDecodeRate, rateRange } from './decode-rate';
 import { median } from './weight-variants';
 
 const ROUNDS = Number(process.env['ROUNDS'] ?? 5);
 const STEPS = Number(process.env['STEPS'] ?? 32);
 const BATCHES = (process.env['BATCHES'] ?? '2,8').split(',').map(Number);
-const PROMPT_TOKENS = 24;
 const MODEL = path.resolve(__dirname, '../../../var/models/bench-smollm2-135m');
 
 /** A serving checkpoint: B made non-zero (a fresh adapter's is zero), kept detached for the router. */
@@ -38,47 +35,24 @@ function checkpoint(lm: LoadedModel, seed: number): LoraAttachment {
   return attachment;
 }
 
-/** Aggregate tokens/s decoding `size` sequences greedily for STEPS tokens, row i under adapters[i % 2]. */
-async function decodeRate(lm: LoadedModel, router: LoraRouter, adapters: LoraAttachment[], size: number, seed: number): Promise<number> {
-  const rng = createRng(seed);
-  const prompt = () => Array.from({ length: PROMPT_TOKENS }, () => 3 + Math.floor(rng.next() * (lm.config.vocabSize - 3)));
-  const batch = new DecodeBatch<number>(lm.model);
-  const next = new Map<number, number>();
-  for (let i = 0; i < size; i++) {
-    router.route([adapters[i % 2]]);
-    next.set(i, sampleToken(await batch.join(i, prompt()), { temperature: 0 }, rng).id);
-  }
-  const t0 = performance.now();
-  for (let s = 0; s < STEPS; s++) {
-    router.route(batch.ids.map((i) => adapters[i % 2]));
-    for (const [i, logits] of await batch.step(next)) next.set(i, sampleToken(logits, { temperature: 0 }, rng).id);
-  }
-  const rate = (size * STEPS * 1000) / (performance.now() - t0);
-  router.route([]);
-  batch.dispose();
-  return rate;
-}
-
 async function main(): Promise<void> {
   await selectBackend('wasm');
   const lm = await loadModel(MODEL, { inferenceOnly: true });
   const adapters = [checkpoint(lm, 1), checkpoint(lm, 2)];
   const router = new LoraRouter(lm.model);
-  const cases = BATCHES.map((size) => ({ size, oneCall: [] as number[], ops: [] as number[] }));
-  for (const c of cases) await decodeRate(lm, router, adapters, c.size, 0); // warm-up
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const c of cases) {
-      for (const oneCall of round % 2 ? [true, false] : [false, true]) {
-        setDecodeBlock(oneCall);
-        (oneCall ? c.oneCall : c.ops).push(await decodeRate(lm, router, adapters, c.size, round + 1));
-      }
-    }
-  }
-  setDecodeBlock(true);
-  const range = (r: number[]) => `${median(r).toFixed(1)} (${Math.min(...r).toFixed(1)}-${Math.max(...r).toFixed(1)})`;
+  // Sequence i decodes under adapters[i % 2].
+  const route = (ids: readonly number[]) => router.route(ids.map((i) => adapters[i % 2]));
+  const rates = await alternateOneCall(BATCHES, ROUNDS, async (size, seed) => {
+    const rate = await greedyDecodeRate(lm, size, STEPS, seed, route);
+    router.route([]);
+    return rate;
+  });
   console.log(`${os.cpus()[0]?.model}, ${os.cpus().length} cores, Node ${process.version}, ${ROUNDS} rounds of ${STEPS} steps, load average ${os.loadavg()[0].toFixed(1)}\n`);
   console.log('| batch, two checkpoints | blocks in one call, tokens/s | blocks as tfjs ops, tokens/s | speed-up |\n|---|---|---|---|');
-  for (const c of cases) console.log(`| ${c.size} | ${range(c.oneCall)} | ${range(c.ops)} | ${(median(c.oneCall) / median(c.ops)).toFixed(2)} |`);
+  BATCHES.forEach((size, i) => {
+    const { oneCall, ops } = rates[i];
+    console.log(`| ${size} | ${rateRange(oneCall)} | ${rateRange(ops)} | ${(median(oneCall) / median(ops)).toFixed(2)} |`);
+  });
   router.dispose();
   adapters.forEach((a) => a.dispose());
   lm.dispose();
