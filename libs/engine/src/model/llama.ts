@@ -136,12 +136,13 @@ export class Block {
     const { config, layer } = this.attention;
     if (!ctx.cache || ctx.seqLen !== 1 || !decodeBlockAvailable() || !decodeBlockFits(config.hiddenSize, config.intermediateSize, config.headDim)) return null;
     const target = ctx.cache.appendTarget(layer);
+    if (!target) return null;
     // x stands for every projection's input here: the kernels need only its dtype, and widths that decodeBlockFits checked.
     const [qkv, o, gateUp, down] = [this.attention.qkv, this.attention.o, this.mlp.gateUp, this.mlp.down].map((linear) => {
       const product = linear.inferenceProduct(x.shape[0]);
       return product && (product.lora.length === 0 || loraKernelsApply(x, product.lora)) ? product : null;
     });
-    if (!target || !qkv || !o || !gateUp || !down) return null;
+    if (!qkv || !o || !gateUp || !down) return null;
     return decodeBlock(
       x,
       { inputNorm: this.inputNorm.weight, postAttentionNorm: this.postAttentionNorm.weight, eps: this.inputNorm.epsilon, qkv, o, gateUp, down, plan: this.attention.qkv.matmulPlan },
