@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Writes a folder (default tmp/gpu-bench) that runs tools/bench/gpu/gpu.bench.ts on a GPU
-# machine with nothing but node: the script bundled with the engine and tfjs, Dawn's
-# dawn.node where the bundle looks for it, tfjs's wasm binaries (for --backend wasm), the
-# PyTorch peer, run.sh, and the libvulkan1 .deb that run.sh unpacks when the machine has no
-# Vulkan loader. About 30 MB.
+# machine with only the NVIDIA driver (and python3 with torch for the peer): the script
+# bundled with the engine and tfjs, Dawn's dawn.node where the bundle looks for it, tfjs's wasm
+# binaries (for --backend wasm), the PyTorch peer, run.sh, the libvulkan1 .deb that run.sh
+# unpacks when the machine has no Vulkan loader, and this machine's node binary, xz-compressed,
+# that run.sh unpacks when the machine has no node. About 50 MB.
 #
 #   bash tools/bench/gpu/pack.sh [OUT]
 set -euo pipefail
@@ -27,4 +28,6 @@ cp node_modules/webgpu/dist/linux-x64/dawn.node "$OUT/node_modules/webgpu/dist/l
 cp node_modules/@tensorflow/tfjs-backend-wasm/dist/*.wasm "$OUT/"
 cp tools/bench/gpu/run.sh tools/bench/gpu/torch_peer.py "$OUT/"
 (cd "$OUT" && apt-get download libvulkan1 >/dev/null)
+# node needs only glibc and libstdc++ of the host.
+xz -T0 -6 -c "$(readlink -f "$(command -v node)")" >"$OUT/node.xz"
 du -sh "$OUT"
