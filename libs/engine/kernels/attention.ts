@@ -90,12 +90,13 @@ export function attention(
 
 /**
  * attention for T > 1 new tokens per sequence (a prompt, a training step's forward pass), in
- * register tiles: the same inputs (D a multiple of 8), with scratch of [4 + D, S8] floats (S8 =
- * S rounded up to a multiple of 8). Per sequence and KV head, the T G query rows (token by token, each token's
- * G heads side by side) are taken 4 at a time:
+ * register tiles: the same inputs (D a multiple of 8), but the keys transposed by
+ * transposeKeys first (kT [B, KV, D, S8], S8 = S rounded up to a multiple of 8: 8 keys'
+ * dimension d is one contiguous pair of vectors), and scratch of [4, S8] floats per thread.
+ * Per sequence and KV head, the T G query rows (token by token, each token's G heads side by
+ * side) are taken 4 at a time:
  *   1. scores of the 4 rows against 8 keys at a time in 8 accumulators, one multiply-add per
- *      row, key and dimension, against the keys transposed once per head into scratch (kT
- *      [D, S8]: 8 keys' dimension d is one contiguous pair of vectors);
+ *      row, key and dimension;
  *   2. each row's softmax weights (passes 1 and 2 of attention above, its mask applied);
  *   3. out for the 4 rows, 8 dimensions at a time, over the keys any of them sees.
  * Multiply-adds are fused (relaxed SIMD), as in f32 products. A tile's rows may belong to two
@@ -103,10 +104,16 @@ export function attention(
  * it and are not stored. The result is attention's to float32 rounding, not to the bit:
  * decoding (T = 1) keeps attention's dot products. Hidden columns' values are multiplied by a
  * weight of 0 rather than skipped, so they must be finite (every value in a KV cache is).
+ *
+ * The tiles are numbered sequence by sequence, KV head by KV head (promptAttentionTiles gives
+ * their count), and a call computes tiles [tileFrom, tileTo): each tile's rows are computed
+ * alone, so threads can each take a range (src/kernels/matmul-threads.ts) and the result is
+ * the same bits however the tiles are divided. Thread `thread` uses the thread-th block of
+ * scratch; on one thread, thread 0 and every tile.
  */
 export function promptAttention(
   q: usize,
-  k: usize,
+  kT: usize,
   v: usize,
   mask: usize,
   scratch: usize,
@@ -119,52 +126,71 @@ export function promptAttention(
   D: i32,
   maskRows: i32,
   stride: i32,
+  tileFrom: i32,
+  tileTo: i32,
+  thread: i32,
 ): void {
   const rowBytes = (<usize>D) << 2;
   const columnsBytes = (<usize>S) << 2;
   const S8 = (S + 7) & ~7;
   const scoreBytes = (<usize>S8) << 2;
-  const kT = scratch + 4 * scoreBytes;
+  const own = scratch + <usize>thread * 4 * scoreBytes;
   const rows = T * G;
-  for (let b = 0; b < B; b++) {
+  const tiles = (rows + 3) >> 2;
+  for (let tile = tileFrom; tile < tileTo; tile++) {
+    // Tile `tile` is rows r0..r0 + 3 of KV head h of sequence b.
+    const g = tile / tiles;
+    const b = g / KV, h = g % KV;
+    const r0 = (tile % tiles) << 2;
+    const keys = kT + <usize>g * <usize>D * scoreBytes;
+    const values = v + <usize>g * <usize>stride * rowBytes;
     const maskRows0 = mask + <usize>(maskRows == 1 ? 0 : b) * <usize>T * columnsBytes;
-    for (let h = 0; h < KV; h++) {
-      const g = b * KV + h;
-      transposeKeys(k + <usize>g * <usize>stride * rowBytes, kT, S, S8, D);
-      const values = v + <usize>g * <usize>stride * rowBytes;
-      // Row r of this head: token r / G, head r % G.
-      const first = <usize>((b * T * KV + h) * G) * rowBytes;
-      for (let r0 = 0; r0 < rows; r0 += 4) {
-        const r1 = min(r0 + 1, rows - 1), r2 = min(r0 + 2, rows - 1), r3 = min(r0 + 3, rows - 1);
-        const t0 = r0 / G, t1 = r1 / G, t2 = r2 / G, t3 = r3 / G;
-        const at0 = first + <usize>(t0 * KV * G + r0 - t0 * G) * rowBytes;
-        const at1 = first + <usize>(t1 * KV * G + r1 - t1 * G) * rowBytes;
-        const at2 = first + <usize>(t2 * KV * G + r2 - t2 * G) * rowBytes;
-        const at3 = first + <usize>(t3 * KV * G + r3 - t3 * G) * rowBytes;
-        const m0 = maskRows0 + <usize>t0 * columnsBytes, m1 = maskRows0 + <usize>t1 * columnsBytes;
-        const m2 = maskRows0 + <usize>t2 * columnsBytes, m3 = maskRows0 + <usize>t3 * columnsBytes;
-        const n0 = visibleColumns(m0, S), n1 = visibleColumns(m1, S), n2 = visibleColumns(m2, S), n3 = visibleColumns(m3, S);
-        const cols = max(max(n0, n1), max(n2, n3));
-        const cols8 = (cols + 7) & ~7;
-        tileScores(q + at0, q + at1, q + at2, q + at3, kT, scratch, scoreBytes, cols8, D);
-        const c0 = maskedSoftmax(scratch, m0, n0, cols8);
-        const c1 = maskedSoftmax(scratch + scoreBytes, m1, n1, cols8);
-        const c2 = maskedSoftmax(scratch + 2 * scoreBytes, m2, n2, cols8);
-        const c3 = maskedSoftmax(scratch + 3 * scoreBytes, m3, n3, cols8);
-        const stored = min(rows - r0, 4);
-        tileOutputs(values, scratch, scoreBytes, cols, D, out + at0, out + at1, out + at2, out + at3, c0, c1, c2, c3, stored);
-      }
-    }
+    // Row r of this head: token r / G, head r % G.
+    const first = <usize>((b * T * KV + h) * G) * rowBytes;
+    const r1 = min(r0 + 1, rows - 1), r2 = min(r0 + 2, rows - 1), r3 = min(r0 + 3, rows - 1);
+    const t0 = r0 / G, t1 = r1 / G, t2 = r2 / G, t3 = r3 / G;
+    const at0 = first + <usize>(t0 * KV * G + r0 - t0 * G) * rowBytes;
+    const at1 = first + <usize>(t1 * KV * G + r1 - t1 * G) * rowBytes;
+    const at2 = first + <usize>(t2 * KV * G + r2 - t2 * G) * rowBytes;
+    const at3 = first + <usize>(t3 * KV * G + r3 - t3 * G) * rowBytes;
+    const m0 = maskRows0 + <usize>t0 * columnsBytes, m1 = maskRows0 + <usize>t1 * columnsBytes;
+    const m2 = maskRows0 + <usize>t2 * columnsBytes, m3 = maskRows0 + <usize>t3 * columnsBytes;
+    const n0 = visibleColumns(m0, S), n1 = visibleColumns(m1, S), n2 = visibleColumns(m2, S), n3 = visibleColumns(m3, S);
+    const cols = max(max(n0, n1), max(n2, n3));
+    const cols8 = (cols + 7) & ~7;
+    tileScores(q + at0, q + at1, q + at2, q + at3, keys, own, scoreBytes, cols8, D);
+    const c0 = maskedSoftmax(own, m0, n0, cols8);
+    const c1 = maskedSoftmax(own + scoreBytes, m1, n1, cols8);
+    const c2 = maskedSoftmax(own + 2 * scoreBytes, m2, n2, cols8);
+    const c3 = maskedSoftmax(own + 3 * scoreBytes, m3, n3, cols8);
+    const stored = min(rows - r0, 4);
+    tileOutputs(values, own, scoreBytes, cols, D, out + at0, out + at1, out + at2, out + at3, c0, c1, c2, c3, stored);
   }
 }
 
-/** kT[d][s] = keys[s][d] for s < S (kT rows S8 floats long; columns S..S8 zero). */
-function transposeKeys(keys: usize, kT: usize, S: i32, S8: i32, D: i32): void {
+/** How many tiles promptAttention numbers for these shapes: 4 query rows each, per sequence and KV head. */
+export function promptAttentionTiles(B: i32, KV: i32, G: i32, T: i32): i32 {
+  return B * KV * ((T * G + 3) >> 2);
+}
+
+/**
+ * kT[g][d][s] = k[g][s][d] for each of `heads` heads (k [heads, stride, D], of which the first
+ * S columns count), kT [heads, D, S8] with S8 = S rounded up to a multiple of 8 and columns
+ * S..S8 zero: the keys as promptAttention's tiles read them, each head transposed once for all
+ * the tiles (and threads) that read it.
+ */
+export function transposeKeys(k: usize, kT: usize, heads: i32, S: i32, stride: i32, D: i32): void {
+  const S8 = (S + 7) & ~7;
   const rowBytes = (<usize>S8) << 2;
-  for (let d = 0; d < D; d++) {
-    const to = kT + <usize>d * rowBytes;
-    for (let s = 0; s < S; s++) store<f32>(to + ((<usize>s) << 2), load<f32>(keys + ((<usize>(s * D + d)) << 2)));
-    for (let s = S; s < S8; s++) store<f32>(to + ((<usize>s) << 2), 0);
+  for (let g = 0; g < heads; g++) {
+    const keys = k + <usize>g * <usize>stride * ((<usize>D) << 2);
+    const head = kT + <usize>g * <usize>D * rowBytes;
+    for (let s = 0; s < S; s++) {
+      for (let d = 0; d < D; d++) store<f32>(head + <usize>d * rowBytes + ((<usize>s) << 2), load<f32>(keys + ((<usize>(s * D + d)) << 2)));
+    }
+    for (let d = 0; d < D; d++) {
+      for (let s = S; s < S8; s++) store<f32>(head + <usize>d * rowBytes + ((<usize>s) << 2), 0);
+    }
   }
 }
 

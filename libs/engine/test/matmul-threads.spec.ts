@@ -2,7 +2,9 @@ import * as tf from '@tensorflow/tfjs-core';
 import { bf16ToF32, f32ToBf16 } from '../src/dtype';
 import * as matmul from '../src/kernels/matmul';
 import { PackedWeights, packWeights, packedMatMul, startMatMulThreads, stopMatMulThreads } from '../src/kernels/matmul';
-import { Arena, sharedMemory } from '../src/kernels/matmul-threads';
+import { Arena, MatMulThreads, sharedMemory } from '../src/kernels/matmul-threads';
+import { promptAttention } from '../src/kernels/prompt-attention';
+import { MASKED } from '../src/model/kv-cache';
 import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../src/kernels/matmul-transposed';
 import { loadModel } from '../src/loader';
 import { generateBatch } from '../src/generate';
@@ -100,6 +102,47 @@ describe('matmul threads: one copy of the weights, every product divided between
     } finally {
       tf.dispose([dy, w, one]);
       alone.dispose();
+    }
+  });
+
+  // B, KV, G, T, S, stride, D, divided: SmolLM2-135M's grouping over a prompt (T G a multiple
+  // of 4, then not); two sequences after cached columns, each with its own mask row and left
+  // padding, in a cache with spare columns (stride > S); a prompt too short to be worth
+  // dividing, which stays on one thread. Each runs 4 times on the threads: helpers still
+  // starting, then spinning for work.
+  it.each([
+    [1, 3, 3, 256, 256, 256, 64, true],
+    [1, 3, 3, 261, 261, 261, 64, true],
+    [2, 2, 2, 301, 320, 336, 48, true],
+    [1, 3, 3, 45, 45, 45, 64, false],
+  ])('divides a prompt\'s attention between 2 and 3 threads with the bits of one thread, for B %i, KV %i, G %i, T %i, S %i, stride %i, D %i (divided: %s)', async (B, KV, G, T, S, stride, D, divides) => {
+    const q = tf.randomNormal([B * T, KV * G * D], 0, 2, 'float32', 1) as tf.Tensor2D;
+    const k = tf.randomNormal([B, KV, stride, D], 0, 1, 'float32', 2) as tf.Tensor4D;
+    const v = tf.randomNormal([B, KV, stride, D], 0, 1, 'float32', 3) as tf.Tensor4D;
+    // Row b hides its first b cached columns (left padding); the T new ones are causal.
+    const maskData = new Float32Array(B * T * S).fill(MASKED);
+    for (let b = 0; b < B; b++) {
+      for (let t = 0; t < T; t++) maskData.fill(0, (b * T + t) * S + b, (b * T + t) * S + S - T + t + 1);
+    }
+    const mask = tf.tensor4d(maskData, [B, 1, T, S]);
+    const one = promptAttention(q, k, v, mask, T) as tf.Tensor2D;
+    const divided = jest.spyOn(MatMulThreads.prototype, 'runPromptAttention');
+    try {
+      for (const count of [2, 3]) {
+        startMatMulThreads(count);
+        for (let run = 0; run < 4; run++) {
+          const out = promptAttention(q, k, v, mask, T) as tf.Tensor2D;
+          const [many, expected] = [out.dataSync(), one.dataSync()];
+          out.dispose();
+          // Counted rather than compared whole: a diff of 147,456 floats takes minutes to print.
+          expect(many.filter((x, i) => !Object.is(x, expected[i])).length).toBe(0);
+        }
+        await stopMatMulThreads();
+      }
+      expect(divided).toHaveBeenCalledTimes(divides ? 8 : 0);
+    } finally {
+      divided.mockRestore();
+      tf.dispose([q, k, v, mask, one]);
     }
   });
 

@@ -1,7 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ATTENTION_WASM } from './attention.wasm';
 import { DECODE_ATTENTION_KERNEL, MAX_HEAD_DIM } from './decode-attention.webgpu';
-import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+import { runningMatMulThreads } from './matmul';
+import type { PromptAttentionKernels } from './matmul-threads';
+import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsApply } from './webgpu-program';
 
 /**
@@ -19,7 +21,7 @@ import { fusedKernelsApply } from './webgpu-program';
  */
 const KERNEL_NAME = DECODE_ATTENTION_KERNEL;
 
-/** The kernel's exports (libs/engine/kernels/attention.ts, attention and promptAttention): T new tokens of B sequences; decoding is T = 1. */
+/** The kernel's export for one new token per sequence (libs/engine/kernels/attention.ts, attention). */
 type AttentionFunction = (
   q: number,
   k: number,
@@ -37,6 +39,16 @@ type AttentionFunction = (
   stride: number,
 ) => void;
 
+/**
+ * A prompt's attention is divided between the matmul threads from this many multiply-adds (B KV
+ * G T S D: every query row against every key, twice, half of them past the causal mask). Below
+ * it, copying the operands in and out and waking the helpers cost more than the helpers save:
+ * on an AMD Zen 4 with SmolLM2-135M's heads, 2 threads took 0.63-0.92 times one thread's speed
+ * at 128 tokens (9.4 million) and 1.09-1.23 times at 256 (37.7 million)
+ * (bench/prompt-attention.bench.ts; docs/benchmarks.md, "Attention kernel").
+ */
+const THREADED_ATTENTION_MIN_MACS = 1 << 25;
+
 /** The kernel instantiated on this backend's memory, or null when the backend does not expose it. */
 export function attentionKernelFor(backend: object): AttentionFunction | null {
   return (instantiateOnHeap(ATTENTION_WASM, backend)?.['attention'] as AttentionFunction | undefined) ?? null;
@@ -48,8 +60,10 @@ export function attentionKernelFor(backend: object): AttentionFunction | null {
  * S columns count (a KV cache's spare columns follow them), mask [B or 1, 1, T, S];
  * G query heads per KV head. Decoding (here) and prompts (prompt-attention.ts) both call it:
  * one token per sequence takes `attention`, its scratch one token's scores ([G, S]); several
- * take `promptAttention`'s register tiles where D is a multiple of 8, its scratch a tile's 4
- * rows of scores and the keys transposed ([4 + D, S rounded up to 8]).
+ * take `promptAttention`'s register tiles where D is a multiple of 8, its scratch every head's
+ * keys transposed (transposeKeys) and a tile's 4 rows of scores ([B KV D + 4, S rounded up to
+ * 8]), divided between the matmul threads while they run and the work is large enough
+ * (THREADED_ATTENTION_MIN_MACS; matmul-threads.ts, runPromptAttention: the same bits).
  */
 export function runAttentionKernel(backend: object, inputs: Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>, T: number, kvHeads: number, G: number): tf.TensorInfo {
   const { q, k, v, mask } = inputs;
@@ -57,12 +71,27 @@ export function runAttentionKernel(backend: object, inputs: Record<'q' | 'k' | '
   const [B, , stride, D] = k.shape;
   const S = mask.shape[3];
   const tiled = T > 1 && D % 8 === 0;
-  const kernel = instantiateOnHeap(ATTENTION_WASM, backend)?.[tiled ? 'promptAttention' : 'attention'] as AttentionFunction;
   const out = wasm.makeOutput(q.shape, 'float32');
-  const scratch = wasm.makeOutput(tiled ? [4 + D, Math.ceil(S / 8) * 8] : [G, S], 'float32');
+  const threads = tiled && B * kvHeads * G * T * S * D >= THREADED_ATTENTION_MIN_MACS ? runningMatMulThreads() : null;
+  if (threads) {
+    const view = (t: tf.TensorInfo) => heapView(wasm, t);
+    threads.runPromptAttention({ q: view(q), k: view(k), v: view(v), mask: view(mask), out: view(out), B, KV: kvHeads, G, T, S, D, maskRows: mask.shape[0], stride });
+    return out;
+  }
+  const exports = instantiateOnHeap(ATTENTION_WASM, backend);
+  const heads = B * kvHeads;
+  const S8 = Math.ceil(S / 8) * 8;
+  const scratch = wasm.makeOutput(tiled ? [heads * D + 4, S8] : [G, S], 'float32');
   const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
   try {
-    kernel(at(q), at(k), at(v), at(mask), at(scratch), at(out), B, kvHeads, G, T, S, D, mask.shape[0], stride);
+    if (tiled) {
+      const kernels = exports as unknown as PromptAttentionKernels;
+      kernels.transposeKeys(at(k), at(scratch), heads, S, stride, D);
+      const rest = [at(v), at(mask), at(scratch) + 4 * heads * D * S8, at(out), B, kvHeads, G, T, S, D, mask.shape[0], stride] as const;
+      kernels.promptAttention(at(q), at(scratch), ...rest, 0, heads * Math.ceil((T * G) / 4), 0);
+    } else {
+      (exports?.['attention'] as AttentionFunction)(at(q), at(k), at(v), at(mask), at(scratch), at(out), B, kvHeads, G, T, S, D, mask.shape[0], stride);
+    }
   } finally {
     wasm.disposeData(scratch.dataId);
   }

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import './wasm-features';
 import type { PanelFormat } from './matmul';
+import { ATTENTION_SHARED_WASM } from './attention-shared.wasm';
 import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
 import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
 
@@ -15,19 +16,22 @@ import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
  * tfjs-wasm's heap is not shared between threads, so the packed weights live here, in a
  * shared WebAssembly.Memory of the engine's own (the Arena below), and every thread
  * instantiates the same kernel modules (the kernel sources compiled for a shared memory:
- * matmul-shared.wasm.ts, matmul-transposed-shared.wasm.ts) on it. Two kinds of product run
- * on the same panels:
+ * matmul-shared.wasm.ts, matmul-transposed-shared.wasm.ts, attention-shared.wasm.ts) on it.
+ * Two kinds of product run on the same panels:
  *   - the forward product out = x W (+ bias) (run), divided by panels of 8 output columns:
  *     each chunk is a contiguous range of them;
  *   - training's input gradient dx = dy W^T (runTransposed), divided by ranges of k, rows of
  *     W and columns of dx, in multiples of 4: each chunk reads only its rows of every panel
  *     and writes only its columns of dx.
  * Either way every output is one tile's sum in the same order whichever thread computes it,
- * so the result is the same bits as on one thread.
+ * so the result is the same bits as on one thread. A prompt's attention (runPromptAttention:
+ * a prefill's, a training step's forward pass) runs on the same threads between the products,
+ * divided by tiles of 4 query rows of one KV head, each computed alone: the same bits again.
  *
  * One product, from the calling thread:
- *   1. copy the input (x and the bias, or dy) from tfjs's heap into this memory and lay it
- *      out as the tiles read it, once (x's rows interleaved, or dy transposed);
+ *   1. copy the input (x and the bias, or dy; or q, k, v and the mask) from tfjs's heap into
+ *      this memory and lay it out as the tiles read it, once (x's rows interleaved, or dy
+ *      transposed);
  *   2. publish the call in the control block and wake the helpers;
  *   3. take chunks of the product (ranges of whole units, large first and smaller towards the
  *      end) from a shared counter, as the helpers do, until none is left, then wait until
@@ -65,18 +69,19 @@ const SLOT = {
   /** 1 when the helpers are to exit. */
   Stop: 3,
   /**
-   * The product's arguments (up to 10, before the range): matmulF32's from x to xt, or
-   * matmulTransposedF32's from packed to acc. Then which export runs them (its index in PRODUCTS).
+   * The product's arguments (up to 14, before the range): matmulF32's from x to xt,
+   * matmulTransposedF32's from packed to acc, or promptAttention's from q to stride. Then which
+   * export runs them (its index in PRODUCTS).
    */
   Args: 4,
-  Product: 14,
-  /** The product is `Units` units of `Unit` (panels, or rows of k); a thread takes 1 / `Divisor` of the units left at a time. */
-  Units: 15,
-  Unit: 16,
-  Divisor: 17,
+  Product: 18,
+  /** The product is `Units` units of `Unit` (panels, rows of k, or attention tiles); a thread takes 1 / `Divisor` of the units left at a time. */
+  Units: 19,
+  Unit: 20,
+  Divisor: 21,
   /** The first unit not yet taken, and how many units are done. */
-  Next: 18,
-  Finished: 19,
+  Next: 22,
+  Finished: 23,
 } as const;
 
 /**
@@ -88,14 +93,18 @@ const CHUNK_DIVISOR = 2;
 
 /**
  * Every export a product can run, as the control block's Product slot names it (an index
- * here): in which module it is (0 the matmul kernel, 1 the transposed one) and how many of the
- * Args slots it takes before the range. The caller and the helpers read this one table.
+ * here): in which module it is (0 the matmul kernel, 1 the transposed one, 2 the attention
+ * kernel) and how many of the Args slots it takes before the range. Every export is called as
+ * (...args, from, to, thread), thread 0 being the caller's: only promptAttention reads the
+ * thread (its own block of scratch), the others ignore the extra argument. The caller and the
+ * helpers read this one table.
  */
 const PRODUCTS = [
   { module: 0, name: 'matmulF32Fused', arity: 10 },
   { module: 0, name: 'matmulBf16Fused', arity: 10 },
   { module: 0, name: 'matmulQ8', arity: 10 },
   { module: 1, name: 'matmulTransposedF32', arity: 7 },
+  { module: 2, name: 'promptAttention', arity: 14 },
 ] as const;
 
 const productIndex = (name: (typeof PRODUCTS)[number]['name']) => PRODUCTS.findIndex((product) => product.name === name);
@@ -107,7 +116,7 @@ const productIndex = (name: (typeof PRODUCTS)[number]['name']) => PRODUCTS.findI
  */
 const HELPER_SOURCE = `
 const { workerData } = require('node:worker_threads');
-const { memory, modules, productTable, control, spinMs, slots } = workerData;
+const { memory, modules, productTable, control, spinMs, slots, thread } = workerData;
 const instances = modules.map((module) => new WebAssembly.Instance(module, { env: { memory } }).exports);
 const products = productTable.map(({ module, name, arity }) => [instances[module][name], arity]);
 const ctl = new Int32Array(control);
@@ -136,7 +145,7 @@ for (;;) {
       const to = Math.min(units, from + Math.ceil((units - from) / divisor));
       if (Atomics.compareExchange(ctl, slots.Next, from, to) !== from) continue;
       try {
-        product(...args, unit * from, unit * to);
+        product(...args, unit * from, unit * to, thread);
       } catch {
         Atomics.store(ctl, slots.Failed, 1);
       }
@@ -181,6 +190,34 @@ export function matmulExportName(format: PanelFormat): 'matmulF32Fused' | 'matmu
   if (format === 'q8') return 'matmulQ8';
   return format === 'bf16' ? 'matmulBf16Fused' : 'matmulF32Fused';
 }
+
+/** The attention kernel's exports for prompts (libs/engine/kernels/attention.ts), in both its builds. */
+export interface PromptAttentionKernels {
+  /** kT [heads, D, S8] from k [heads, stride, D]: the keys as promptAttention reads them. */
+  transposeKeys(k: number, kT: number, heads: number, S: number, stride: number, D: number): void;
+  /** Tiles [tileFrom, tileTo), with thread's block of scratch ([4, S8] floats each). */
+  promptAttention: PromptAttentionExport;
+}
+
+export type PromptAttentionExport = (
+  q: number,
+  kT: number,
+  v: number,
+  mask: number,
+  scratch: number,
+  out: number,
+  B: number,
+  KV: number,
+  G: number,
+  T: number,
+  S: number,
+  D: number,
+  maskRows: number,
+  stride: number,
+  tileFrom: number,
+  tileTo: number,
+  thread: number,
+) => void;
 
 /** The transposed kernel's exports (libs/engine/kernels/matmul-transposed.ts), in both its builds. */
 export interface TransposedKernels {
@@ -287,6 +324,27 @@ export interface TransposedProduct {
   N: number;
 }
 
+/**
+ * A prompt's attention (libs/engine/kernels/attention.ts, promptAttention): q and out [B T,
+ * KV G D] token-major, k and v [B, KV, stride, D] of which the first S columns count, mask
+ * [maskRows, T, S]; all views of tfjs's heap, out written.
+ */
+export interface ThreadedAttention {
+  q: Float32Array;
+  k: Float32Array;
+  v: Float32Array;
+  mask: Float32Array;
+  out: Float32Array;
+  B: number;
+  KV: number;
+  G: number;
+  T: number;
+  S: number;
+  D: number;
+  maskRows: number;
+  stride: number;
+}
+
 /** A product set to work on (publish): `divisor` 0 when the caller computes it alone. */
 interface Published {
   units: number;
@@ -306,9 +364,10 @@ export class MatMulThreads {
   private readonly arena = new Arena(this.memory);
   private readonly kernels: MatmulKernels;
   private readonly transposed: TransposedKernels;
+  private readonly attention: PromptAttentionKernels;
   private readonly control = new Int32Array(new SharedArrayBuffer(4 * (SLOT.Finished + 1)));
   private readonly helpers: Worker[] = [];
-  /** The current product's operands and scratch (x, xt, bias and out; or dy, dyT, acc and dx): one block, reallocated larger when a product needs it. */
+  /** The current product's operands and scratch (x, xt, bias and out; dy, dyT, acc and dx; or an attention's): one block, reallocated larger when a product needs it. */
   private scratch = { offset: 0, bytes: 0 };
   private generation = 0;
   /** An input gradient begun and not yet finished (beginTransposed). */
@@ -319,14 +378,15 @@ export class MatMulThreads {
   /** `threads` in all (the caller's and threads - 1 helpers), at least 2. */
   constructor(readonly threads: number) {
     if (!Number.isInteger(threads) || threads < 2 || threads > 64) throw new RangeError(`matmul threads: ${threads} is not a whole number from 2 to 64`);
-    const modules = [new WebAssembly.Module(MATMUL_SHARED_WASM), new WebAssembly.Module(MATMUL_TRANSPOSED_SHARED_WASM)];
-    const [kernels, transposed] = modules.map((module) => new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports);
+    const modules = [MATMUL_SHARED_WASM, MATMUL_TRANSPOSED_SHARED_WASM, ATTENTION_SHARED_WASM].map((bytes) => new WebAssembly.Module(bytes));
+    const [kernels, transposed, attention] = modules.map((module) => new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports);
     this.kernels = kernels as unknown as MatmulKernels;
     this.transposed = transposed as unknown as TransposedKernels;
+    this.attention = attention as unknown as PromptAttentionKernels;
     for (let index = 0; index < threads - 1; index++) {
       const helper = new Worker(HELPER_SOURCE, {
         eval: true,
-        workerData: { memory: this.memory, modules, productTable: PRODUCTS, control: this.control.buffer, spinMs: SPIN_MS, slots: SLOT },
+        workerData: { memory: this.memory, modules, productTable: PRODUCTS, control: this.control.buffer, spinMs: SPIN_MS, slots: SLOT, thread: index + 1 },
       });
       // Helpers never keep the process alive, and a process exiting stops them.
       helper.unref();
@@ -368,6 +428,40 @@ export class MatMulThreads {
     const unit = panels % 4 === 0 ? 4 : 1;
     this.divide(productIndex(name), args, panels / unit, unit, M * K * N, (from, to) => matmul(...args, from, to));
     p.out.set(new Float32Array(heap, out, M * N));
+  }
+
+  /**
+   * A prompt's attention, divided by tiles of 4 query rows of one KV head between the threads
+   * (see the file's comment): q, the first S columns of k and v, and the mask copied in, the
+   * keys transposed once here for every thread, out copied back.
+   */
+  runPromptAttention(p: ThreadedAttention): void {
+    this.assertRunning();
+    if (this.pending) throw new Error('matmul threads: an input gradient was begun and not finished');
+    const { B, KV, G, T, S, D, maskRows, stride } = p;
+    const heads = B * KV;
+    const S8 = Math.ceil(S / 8) * 8;
+    const [qFloats, kvFloats, maskFloats] = [B * T * KV * G * D, heads * S * D, maskRows * T * S];
+    // kT [heads, D, S8], then each thread's scratch: a tile's 4 rows of scores.
+    const sizes = [qFloats, kvFloats, heads * D * S8, kvFloats, maskFloats, 4 * S8 * this.threads, qFloats];
+    const region = this.scratchFor(4 * sizes.reduce((sum, n) => sum + n, 0));
+    const [q, k, kT, v, mask, scratch, out] = sizes.map((_, i) => region + 4 * sizes.slice(0, i).reduce((sum, n) => sum + n, 0));
+    const heap = this.memory.buffer;
+    new Float32Array(heap, q, qFloats).set(p.q.subarray(0, qFloats));
+    // Only the S columns that count, each head's S rows of D after the previous head's.
+    const [kIn, vIn] = [new Float32Array(heap, k, kvFloats), new Float32Array(heap, v, kvFloats)];
+    for (let g = 0; g < heads; g++) {
+      kIn.set(p.k.subarray(g * stride * D, (g * stride + S) * D), g * S * D);
+      vIn.set(p.v.subarray(g * stride * D, (g * stride + S) * D), g * S * D);
+    }
+    new Float32Array(heap, mask, maskFloats).set(p.mask.subarray(0, maskFloats));
+    this.attention.transposeKeys(k, kT, heads, S, S, D);
+    const args = [q, kT, v, mask, scratch, out, B, KV, G, T, S, D, maskRows, S] as const;
+    const tiles = heads * Math.ceil((T * G) / 4);
+    // Multiply-adds: every query row against the keys up to its own (about half of S), twice (scores, then values).
+    const macs = B * KV * G * T * S * D;
+    this.divide(productIndex('promptAttention'), args, tiles, 1, macs, (from, to) => this.attention.promptAttention(...args, from, to, 0));
+    p.out.set(new Float32Array(heap, out, qFloats));
   }
 
   /** dx = dy W^T from f32 panels, divided by ranges of k between the threads (see the file's comment). */
@@ -416,6 +510,9 @@ export class MatMulThreads {
     this.generation += 2;
     Atomics.store(this.control, SLOT.Generation, this.generation);
     Atomics.notify(this.control, SLOT.Generation);
+    // Referenced again until they exit: an unreferenced helper's exit would not keep a
+    // process whose only work left is this wait alive, and it would end with the wait pending.
+    for (const helper of this.helpers) helper.ref();
     await Promise.all(this.helpers.map((helper) => new Promise((resolve) => helper.once('exit', resolve))));
   }
 

@@ -377,6 +377,11 @@ export function startMatMulThreads(count: number): void {
   threads = new MatMulThreads(count);
 }
 
+/** The threads products are divided between, or null while products run on one thread (for other kernels that run on them: a prompt's attention). */
+export function runningMatMulThreads(): MatMulThreads | null {
+  return threads;
+}
+
 /** Threads that products are divided between: 1 unless startMatMulThreads started more. */
 export function matMulThreads(): number {
   return threads?.threads ?? 1;
