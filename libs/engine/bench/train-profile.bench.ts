@@ -1,8 +1,9 @@
 /**
  * Where one LoRA training step's time goes, by tfjs kernel (SmolLM2-135M shape, the same step
- * as train.bench.ts: LoRA r 8 on all seven projections, one 64-token sequence):
+ * as train.bench.ts: LoRA r 8 on all seven projections, one 64-token sequence; or ROWS
+ * sequences of TOKENS tokens, such as the default packing's 8 x 256):
  *
- *   npx tsx --tsconfig tsconfig.base.json libs/engine/bench/train-profile.bench.ts   (STEPS=3 MATMUL_THREADS=1)
+ *   npx tsx --tsconfig tsconfig.base.json libs/engine/bench/train-profile.bench.ts   (STEPS=3 MATMUL_THREADS=1 ROWS=1 TOKENS=64)
  *
  * Times STEPS steps, then runs STEPS more under tf.profile and prints, per kernel name, the calls and
  * the milliseconds per step (tf.profile times each kernel call by wall clock on wasm), the sum
@@ -21,7 +22,8 @@ import { trainingSequences } from './training-sequences';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const MODEL_DIR = path.join(ROOT, 'var/models/bench-smollm2-135m');
-const TOKENS = 64;
+const TOKENS = Number(process.env['TOKENS'] ?? 64);
+const ROWS = Number(process.env['ROWS'] ?? 1);
 const STEPS = Number(process.env['STEPS'] ?? 3);
 const MATMUL_THREADS = Number(process.env['MATMUL_THREADS'] ?? 1);
 
@@ -31,19 +33,19 @@ async function main(): Promise<void> {
   const lm = await loadModel(MODEL_DIR, { matmulThreads: MATMUL_THREADS });
   const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC);
   const draw = trainingSequences(lm.config.vocabSize);
-  const sequence = () => draw(TOKENS, 16);
-  await trainer.sftStepOnTokens([sequence()], 1e-4);
+  const batch = () => Array.from({ length: ROWS }, () => draw(TOKENS, 16));
+  await trainer.sftStepOnTokens(batch(), 1e-4);
   const plain: number[] = [];
   for (let i = 0; i < STEPS; i++) {
     const t0 = performance.now();
-    await trainer.sftStepOnTokens([sequence()], 1e-4);
+    await trainer.sftStepOnTokens(batch(), 1e-4);
     plain.push(performance.now() - t0);
   }
 
-  const profile = await profileKernels(() => trainer.sftStepOnTokens([sequence()], 1e-4), STEPS);
+  const profile = await profileKernels(() => trainer.sftStepOnTokens(batch(), 1e-4), STEPS);
   trainer.dispose();
   lm.dispose();
-  printProfile(profile, 'step', plain, `backend ${backend.name}, matmul threads ${MATMUL_THREADS}`);
+  printProfile(profile, 'step', plain, `backend ${backend.name}, matmul threads ${MATMUL_THREADS}, ${ROWS} x ${TOKENS} tokens`);
 }
 
 main().catch((err) => {

@@ -60,7 +60,10 @@ export interface NextTokenValues {
   entropy: Float32Array | null;
 }
 
-/** Next-token log-probs (and entropies) of final-normed `hidden` [rows * T, C] as numbers, head in chunks. */
+/**
+ * Next-token log-probs (and entropies) of final-normed `hidden` [rows * T, C] as numbers, head in
+ * chunks: each chunk's softmax in one pass (headSoftmax) unless the lm_head has adapters.
+ */
 async function headValues(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], chunk: number, withEntropy: boolean): Promise<NextTokenValues> {
   const N = targets.length;
   const logprobs = new Float32Array(N);
@@ -69,7 +72,9 @@ async function headValues(model: LlamaModel, hidden: tf.Tensor2D, targets: numbe
   for (let start = 0; start < N; start += size) {
     const n = Math.min(size, N - start);
     const part = tf.tidy(() => {
-      const head = headLogprobs(model, tf.slice(hidden, [start, 0], [n, -1]), targets.slice(start, start + n), withEntropy);
+      const [h, ids] = [tf.slice(hidden, [start, 0], [n, -1]), targets.slice(start, start + n)];
+      if (!model.lmHead.hasAdapters) return headSoftmax(model, h, ids, withEntropy).part;
+      const head = headLogprobs(model, h, ids, withEntropy);
       return head.entropy ? [head.logprobs, head.entropy] : [head.logprobs];
     });
     try {
@@ -95,9 +100,8 @@ async function readInto(part: tf.Tensor[], logprobs: Float32Array, entropy: Floa
 }
 
 /**
- * What a step whose positions fit one lm_head chunk keeps of its softmax for the backward pass
- * through the head, so that it needs no second product with the lm_head: the softmax kernel's
- * exponentials and row sums on wasm, else tfjs's probabilities.
+ * What the backward pass through the head needs of a chunk's softmax (headInputGradient): the
+ * softmax kernel's exponentials and row sums on wasm, else tfjs's probabilities.
  */
 type KeptSoftmax = Pick<NextTokenSoftmax, 'exps' | 'stats'> | { probabilities: tf.Tensor2D };
 
@@ -105,25 +109,36 @@ function keptTensors(kept: KeptSoftmax): tf.Tensor[] {
   return 'probabilities' in kept ? [kept.probabilities] : [kept.exps, kept.stats];
 }
 
-/** headValues for a step whose positions fit one lm_head chunk, keeping its softmax (KeptSoftmax). */
-async function headValuesKeepingSoftmax(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], withEntropy: boolean): Promise<{ values: NextTokenValues; kept: KeptSoftmax }> {
+/**
+ * The lm_head's logits of final-normed `hidden` [n, C] and their softmax in one pass, without a
+ * tape: `part` is log p(target) [n] (and the entropy [n] with `withEntropy`), `kept` what
+ * headInputGradient needs. On wasm the softmax kernel (one pass of exponentials); elsewhere
+ * tfjs ops, one exp over [n, vocab] as well.
+ */
+function headSoftmax(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], withEntropy: boolean): { part: tf.Tensor[]; kept: KeptSoftmax } {
   const N = targets.length;
   const V = model.config.vocabSize;
-  const { part, kept } = tf.tidy((): { part: tf.Tensor[]; kept: KeptSoftmax } => {
-    const logits = model.lmHead.forward(hidden);
-    const fused = nextTokenSoftmax(logits, tf.tensor1d(targets, 'int32'));
-    if (fused) return { part: withEntropy ? [fused.logprobs, fused.entropy] : [fused.logprobs], kept: { exps: fused.exps, stats: fused.stats } };
-    // One pass of exponentials over [n, vocab] gives p, log p(target) and the entropy:
-    // with z = logits - max and s = sum exp z, log p = z - log s and H = log s - sum p z.
-    const z = tf.sub(logits, tf.max(logits, 1, true));
-    const e = tf.exp(z);
-    const sum = tf.sum(e, 1, true);
-    const probabilities = tf.div(e, sum) as tf.Tensor2D;
-    const logSum = tf.reshape(tf.log(sum), [N]);
-    const at = tf.tensor1d(targets.map((target, i) => i * V + target), 'int32');
-    const logprobs = tf.sub(tf.gather(tf.reshape(z, [N * V]), at), logSum);
-    return { part: withEntropy ? [logprobs, tf.sub(logSum, tf.sum(tf.mul(probabilities, z), 1))] : [logprobs], kept: { probabilities } };
-  });
+  const logits = model.lmHead.forward(hidden);
+  const fused = nextTokenSoftmax(logits, tf.tensor1d(targets, 'int32'));
+  if (fused) return { part: withEntropy ? [fused.logprobs, fused.entropy] : [fused.logprobs], kept: { exps: fused.exps, stats: fused.stats } };
+  // With z = logits - max and s = sum exp z: p = exp z / s, log p = z - log s, H = log s - sum p z.
+  const z = tf.sub(logits, tf.max(logits, 1, true));
+  const e = tf.exp(z);
+  const sum = tf.sum(e, 1, true);
+  const probabilities = tf.div(e, sum) as tf.Tensor2D;
+  const logSum = tf.reshape(tf.log(sum), [N]);
+  const at = tf.tensor1d(targets.map((target, i) => i * V + target), 'int32');
+  const logprobs = tf.sub(tf.gather(tf.reshape(z, [N * V]), at), logSum);
+  return { part: withEntropy ? [logprobs, tf.sub(logSum, tf.sum(tf.mul(probabilities, z), 1))] : [logprobs], kept: { probabilities } };
+}
+
+/**
+ * headValues for a step whose positions fit one lm_head chunk, keeping its softmax (KeptSoftmax),
+ * so that the backward pass needs no second product with the lm_head.
+ */
+async function headValuesKeepingSoftmax(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], withEntropy: boolean): Promise<{ values: NextTokenValues; kept: KeptSoftmax }> {
+  const N = targets.length;
+  const { part, kept } = tf.tidy(() => headSoftmax(model, hidden, targets, withEntropy));
   const values = { logprobs: new Float32Array(N), entropy: withEntropy ? new Float32Array(N) : null };
   try {
     await readInto(part, values.logprobs, values.entropy, 0);
@@ -214,8 +229,8 @@ export interface CheckpointedResult {
  *
  * 1. forward through the blocks without a gradient tape, keeping only each block's input;
  * 2. the lm_head in chunks of positions, as values; then the loss and d loss / d log-probs;
- * 3. back through the head chunk by chunk (each chunk's logits recomputed, unless the step
- *    fits one chunk, whose softmax step 2 kept) and the final norm;
+ * 3. back through the head chunk by chunk (each chunk's logits and softmax recomputed,
+ *    unless the step fits one chunk, whose softmax step 2 kept) and the final norm;
  * 4. back through the blocks from the last: each is run again under a tape, and its
  *    vector-Jacobian product gives the gradient for its input and for its variables.
  *
@@ -283,21 +298,24 @@ export async function checkpointedGradients(
     kept.push(dLogprobs);
 
     // 3. Back through the head, from the kept softmax or a chunk of positions at a time (each
-    // chunk's logits recomputed), then the final norm.
+    // chunk's logits and softmax recomputed; through the tape only where the lm_head has
+    // adapters, whose gradients it needs), then the final norm.
     const parts: tf.Tensor2D[] = [];
     if (softmax) {
       parts.push(headInputGradient(model, softmax, targets, dLogprobs));
     } else {
       for (let start = 0; start < N; start += size) {
         const n = Math.min(size, N - start);
-        parts.push(
-          tf.tidy(() =>
-            tf.grad((h: tf.Tensor) => headLogprobs(model, h as tf.Tensor2D, targets.slice(start, start + n), false).logprobs)(
-              tf.slice(headInput, [start, 0], [n, -1]),
-              tf.slice(dLogprobs, [start], [n]),
-            ),
-          ) as tf.Tensor2D,
-        );
+        const [h, ids, dPart] = [tf.slice(headInput, [start, 0], [n, -1]), targets.slice(start, start + n), tf.slice(dLogprobs, [start], [n])];
+        if (model.lmHead.hasAdapters) {
+          parts.push(tf.tidy(() => tf.grad((x: tf.Tensor) => headLogprobs(model, x as tf.Tensor2D, ids, false).logprobs)(h, dPart)) as tf.Tensor2D);
+        } else {
+          const { part, kept: chunkSoftmax } = tf.tidy(() => headSoftmax(model, h, ids, false));
+          tf.dispose(part);
+          parts.push(headInputGradient(model, chunkSoftmax, ids, dPart));
+          tf.dispose(keptTensors(chunkSoftmax));
+        }
+        tf.dispose([h, dPart]);
       }
     }
     let dx = tf.tidy(() => {
