@@ -294,8 +294,14 @@ function tileOutputs(values: usize, p: usize, scoreBytes: usize, cols: i32, D: i
  *   dP_j = dO_i . v_j      dS_j = p_j (dP_j - sum_j' p_j' dP_j')
  *   dq_i = sum_j dS_j k_j  dk_j += dS_j q_i   dv_j += p_j dO_i
  *
- * weights is scratch of [G + 1, S]: the G heads' weights, then one row of dS. Columns that the
- * mask hides (padding, the causal future) have p_j = 0 and get nothing.
+ * weights is scratch of [G + 1, S] per thread: the G heads' weights, then one row of dS.
+ * Columns that the mask hides (padding, the causal future) have p_j = 0 and get nothing.
+ *
+ * A call computes the KV heads [headFrom, headTo) of the B KV heads, numbered sequence by
+ * sequence: each head's dk and dv are summed over its tokens in order, and nothing else writes
+ * them, so threads can each take a range (src/kernels/matmul-threads.ts) and the result is the
+ * same bits however the heads are divided. Thread `thread` uses the thread-th block of scratch;
+ * on one thread, thread 0 and every head.
  */
 export function attentionBackward(
   q: usize,
@@ -314,51 +320,54 @@ export function attentionBackward(
   S: i32,
   D: i32,
   maskRows: i32,
+  headFrom: i32,
+  headTo: i32,
+  thread: i32,
 ): void {
   const rowBytes = (<usize>D) << 2;
   const columnsBytes = (<usize>S) << 2;
-  const dS = weights + <usize>G * columnsBytes;
-  fill(dk, <usize>B * <usize>KV * <usize>S * rowBytes, 0);
-  fill(dv, <usize>B * <usize>KV * <usize>S * rowBytes, 0);
-  for (let b = 0; b < B; b++) {
+  const own = weights + <usize>thread * <usize>(G + 1) * columnsBytes;
+  const dS = own + <usize>G * columnsBytes;
+  const headBytes = <usize>S * rowBytes;
+  fill(dk + <usize>headFrom * headBytes, <usize>(headTo - headFrom) * headBytes, 0);
+  fill(dv + <usize>headFrom * headBytes, <usize>(headTo - headFrom) * headBytes, 0);
+  for (let g = headFrom; g < headTo; g++) {
+    const b = g / KV, h = g % KV;
     const maskRows0 = mask + <usize>(maskRows == 1 ? 0 : b) * <usize>T * columnsBytes;
+    const block = <usize>g * headBytes;
     for (let t = 0; t < T; t++) {
       const maskRow = maskRows0 + <usize>t * columnsBytes;
       const columns = visibleColumns(maskRow, S);
-      for (let h = 0; h < KV; h++) {
-        const g = b * KV + h;
-        const block = <usize>g * <usize>S * rowBytes;
-        const head = <usize>(((b * T + t) * KV + h) * G) * rowBytes;
-        scores(q + head, k + block, maskRow, weights, G, columns, S, rowBytes);
-        for (let i = 0; i < G; i++) {
-          const row = weights + <usize>i * columnsBytes;
-          const at = head + <usize>i * rowBytes;
-          const m = columns == 0 ? <f32>-Infinity : maxOf(row, columns);
-          if (m == -Infinity) {
-            fill(dq + at, rowBytes, 0);
+      const head = <usize>(((b * T + t) * KV + h) * G) * rowBytes;
+      scores(q + head, k + block, maskRow, own, G, columns, S, rowBytes);
+      for (let i = 0; i < G; i++) {
+        const row = own + <usize>i * columnsBytes;
+        const at = head + <usize>i * rowBytes;
+        const m = columns == 0 ? <f32>-Infinity : maxOf(row, columns);
+        if (m == -Infinity) {
+          fill(dq + at, rowBytes, 0);
+          continue;
+        }
+        scale(row, columns, 1 / softmaxWeights(row, columns, m));
+        let weighted: f32 = 0;
+        for (let j = 0; j < columns; j++) {
+          const p = load<f32>(row + ((<usize>j) << 2));
+          const dP: f32 = p == 0 ? 0 : dot(dO + at, v + block + <usize>j * rowBytes, rowBytes);
+          store<f32>(dS + ((<usize>j) << 2), dP);
+          weighted += p * dP;
+        }
+        for (let j = 0; j < columns; j++) {
+          const p = load<f32>(row + ((<usize>j) << 2));
+          if (p == 0) {
+            store<f32>(dS + ((<usize>j) << 2), 0);
             continue;
           }
-          scale(row, columns, 1 / softmaxWeights(row, columns, m));
-          let weighted: f32 = 0;
-          for (let j = 0; j < columns; j++) {
-            const p = load<f32>(row + ((<usize>j) << 2));
-            const dP: f32 = p == 0 ? 0 : dot(dO + at, v + block + <usize>j * rowBytes, rowBytes);
-            store<f32>(dS + ((<usize>j) << 2), dP);
-            weighted += p * dP;
-          }
-          for (let j = 0; j < columns; j++) {
-            const p = load<f32>(row + ((<usize>j) << 2));
-            if (p == 0) {
-              store<f32>(dS + ((<usize>j) << 2), 0);
-              continue;
-            }
-            const ds = p * (load<f32>(dS + ((<usize>j) << 2)) - weighted);
-            store<f32>(dS + ((<usize>j) << 2), ds);
-            addScaled(dk + block + <usize>j * rowBytes, q + at, ds, rowBytes);
-            addScaled(dv + block + <usize>j * rowBytes, dO + at, p, rowBytes);
-          }
-          weightedSum(dq + at, k + block, dS, columns, rowBytes, 1);
+          const ds = p * (load<f32>(dS + ((<usize>j) << 2)) - weighted);
+          store<f32>(dS + ((<usize>j) << 2), ds);
+          addScaled(dk + block + <usize>j * rowBytes, q + at, ds, rowBytes);
+          addScaled(dv + block + <usize>j * rowBytes, dO + at, p, rowBytes);
         }
+        weightedSum(dq + at, k + block, dS, columns, rowBytes, 1);
       }
     }
   }

@@ -3,8 +3,9 @@ import { bf16ToF32, f32ToBf16 } from '../src/dtype';
 import * as matmul from '../src/kernels/matmul';
 import { PackedWeights, packWeights, packedMatMul, startMatMulThreads, stopMatMulThreads } from '../src/kernels/matmul';
 import { Arena, MatMulThreads, sharedMemory } from '../src/kernels/matmul-threads';
-import { promptAttention } from '../src/kernels/prompt-attention';
+import { promptAttention, promptAttentionWithGradient } from '../src/kernels/prompt-attention';
 import { MASKED } from '../src/model/kv-cache';
+import { ensureTrainingGradients } from '../src/training/gradients';
 import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../src/kernels/matmul-transposed';
 import { loadModel } from '../src/loader';
 import { generateBatch } from '../src/generate';
@@ -143,6 +144,44 @@ describe('matmul threads: one copy of the weights, every product divided between
     } finally {
       divided.mockRestore();
       tf.dispose([q, k, v, mask, one]);
+    }
+  });
+
+  // B, KV, G, T, D: SmolLM2-135M's grouping over 256 tokens (3 KV heads: one thread takes two);
+  // two sequences, 4 heads, T G not a multiple of 4. Twice on each count of threads.
+  it.each([
+    [1, 3, 3, 256, 64],
+    [2, 2, 2, 301, 48],
+  ])('divides a prompt attention\'s gradient between 2 and 3 threads with the bits of one thread, for B %i, KV %i, G %i, T %i, D %i', async (B, KV, G, T, D) => {
+    const q = tf.randomNormal([B * T, KV * G * D], 0, 2, 'float32', 1) as tf.Tensor2D;
+    const k = tf.randomNormal([B, KV, T, D], 0, 1, 'float32', 2) as tf.Tensor4D;
+    const v = tf.randomNormal([B, KV, T, D], 0, 1, 'float32', 3) as tf.Tensor4D;
+    const outputWeights = tf.randomNormal([B * T, KV * G * D], 0, 1, 'float32', 4);
+    const causal = new Float32Array(T * T).fill(MASKED);
+    for (let t = 0; t < T; t++) causal.fill(0, t * T, t * T + t + 1);
+    const mask = tf.tensor4d(causal, [1, 1, T, T]);
+    ensureTrainingGradients();
+    const gradients = () => {
+      const grads = tf.grads((qi, ki, vi) => tf.sum(tf.mul(promptAttentionWithGradient(qi as tf.Tensor2D, ki as tf.Tensor4D, vi as tf.Tensor4D, mask, T) as tf.Tensor2D, outputWeights)))([q, k, v]);
+      const values = grads.map((g) => g.dataSync());
+      tf.dispose(grads);
+      return values;
+    };
+    const one = gradients();
+    const divided = jest.spyOn(MatMulThreads.prototype, 'runAttentionBackward');
+    try {
+      for (const count of [2, 3]) {
+        startMatMulThreads(count);
+        for (let run = 0; run < 2; run++) {
+          const many = gradients();
+          many.forEach((values, i) => expect(values.filter((x, j) => !Object.is(x, one[i][j])).length).toBe(0));
+        }
+        await stopMatMulThreads();
+      }
+      expect(divided).toHaveBeenCalledTimes(4);
+    } finally {
+      divided.mockRestore();
+      tf.dispose([q, k, v, outputWeights, mask]);
     }
   });
 

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { ATTENTION_WASM } from './attention.wasm';
 import { DECODE_ATTENTION_KERNEL, MAX_HEAD_DIM } from './decode-attention.webgpu';
 import { runningMatMulThreads } from './matmul';
-import type { PromptAttentionKernels } from './matmul-threads';
+import type { MatMulThreads, PromptAttentionKernels } from './matmul-threads';
 import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsApply } from './webgpu-program';
 
@@ -40,14 +40,19 @@ type AttentionFunction = (
 ) => void;
 
 /**
- * A prompt's attention is divided between the matmul threads from this many multiply-adds (B KV
- * G T S D: every query row against every key, twice, half of them past the causal mask). Below
- * it, copying the operands in and out and waking the helpers cost more than the helpers save:
- * on an AMD Zen 4 with SmolLM2-135M's heads, 2 threads took 0.63-0.92 times one thread's speed
- * at 128 tokens (9.4 million) and 1.09-1.23 times at 256 (37.7 million)
+ * A prompt's attention, and its gradient, is divided between the matmul threads from this many
+ * multiply-adds (B KV G T S D: every query row against every key, twice, half of them past the
+ * causal mask). Below it, copying the operands in and out and waking the helpers cost more than
+ * the helpers save: on an AMD Zen 4 with SmolLM2-135M's heads, 2 threads took 0.63-0.92 times
+ * one thread's speed at 128 tokens (9.4 million) and 1.09-1.23 times at 256 (37.7 million)
  * (bench/prompt-attention.bench.ts; docs/benchmarks.md, "Attention kernel").
  */
 const THREADED_ATTENTION_MIN_MACS = 1 << 25;
+
+/** The matmul threads to divide attention over T new tokens between, or null to run it on this thread (THREADED_ATTENTION_MIN_MACS). */
+export function attentionThreads(B: number, KV: number, G: number, T: number, S: number, D: number): MatMulThreads | null {
+  return B * KV * G * T * S * D >= THREADED_ATTENTION_MIN_MACS ? runningMatMulThreads() : null;
+}
 
 /** The kernel instantiated on this backend's memory, or null when the backend does not expose it. */
 export function attentionKernelFor(backend: object): AttentionFunction | null {
@@ -63,7 +68,7 @@ export function attentionKernelFor(backend: object): AttentionFunction | null {
  * take `promptAttention`'s register tiles where D is a multiple of 8, its scratch every head's
  * keys transposed (transposeKeys) and a tile's 4 rows of scores ([B KV D + 4, S rounded up to
  * 8]), divided between the matmul threads while they run and the work is large enough
- * (THREADED_ATTENTION_MIN_MACS; matmul-threads.ts, runPromptAttention: the same bits).
+ * (attentionThreads; matmul-threads.ts, runPromptAttention: the same bits).
  */
 export function runAttentionKernel(backend: object, inputs: Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>, T: number, kvHeads: number, G: number): tf.TensorInfo {
   const { q, k, v, mask } = inputs;
@@ -72,7 +77,7 @@ export function runAttentionKernel(backend: object, inputs: Record<'q' | 'k' | '
   const S = mask.shape[3];
   const tiled = T > 1 && D % 8 === 0;
   const out = wasm.makeOutput(q.shape, 'float32');
-  const threads = tiled && B * kvHeads * G * T * S * D >= THREADED_ATTENTION_MIN_MACS ? runningMatMulThreads() : null;
+  const threads = tiled ? attentionThreads(B, kvHeads, G, T, S, D) : null;
   if (threads) {
     const view = (t: tf.TensorInfo) => heapView(wasm, t);
     threads.runPromptAttention({ q: view(q), k: view(k), v: view(v), mask: view(mask), out: view(out), B, KV: kvHeads, G, T, S, D, maskRows: mask.shape[0], stride });

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import './wasm-features';
 import type { PanelFormat } from './matmul';
+import type { AttentionBackwardFunction } from './prompt-attention';
 import { ATTENTION_SHARED_WASM } from './attention-shared.wasm';
 import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
 import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
@@ -69,19 +70,19 @@ const SLOT = {
   /** 1 when the helpers are to exit. */
   Stop: 3,
   /**
-   * The product's arguments (up to 14, before the range): matmulF32's from x to xt,
-   * matmulTransposedF32's from packed to acc, or promptAttention's from q to stride. Then which
-   * export runs them (its index in PRODUCTS).
+   * The product's arguments (up to 16, before the range): matmulF32's from x to xt,
+   * matmulTransposedF32's from packed to acc, promptAttention's from q to stride, or
+   * attentionBackward's from q to maskRows. Then which export runs them (its index in PRODUCTS).
    */
   Args: 4,
-  Product: 18,
-  /** The product is `Units` units of `Unit` (panels, rows of k, or attention tiles); a thread takes 1 / `Divisor` of the units left at a time. */
-  Units: 19,
-  Unit: 20,
-  Divisor: 21,
+  Product: 20,
+  /** The product is `Units` units of `Unit` (panels, rows of k, attention tiles or KV heads); a thread takes 1 / `Divisor` of the units left at a time. */
+  Units: 21,
+  Unit: 22,
+  Divisor: 23,
   /** The first unit not yet taken, and how many units are done. */
-  Next: 22,
-  Finished: 23,
+  Next: 24,
+  Finished: 25,
 } as const;
 
 /**
@@ -95,8 +96,8 @@ const CHUNK_DIVISOR = 2;
  * Every export a product can run, as the control block's Product slot names it (an index
  * here): in which module it is (0 the matmul kernel, 1 the transposed one, 2 the attention
  * kernel) and how many of the Args slots it takes before the range. Every export is called as
- * (...args, from, to, thread), thread 0 being the caller's: only promptAttention reads the
- * thread (its own block of scratch), the others ignore the extra argument. The caller and the
+ * (...args, from, to, thread), thread 0 being the caller's: the attention kernels read the
+ * thread (its own block of scratch), the products ignore the extra argument. The caller and the
  * helpers read this one table.
  */
 const PRODUCTS = [
@@ -105,6 +106,7 @@ const PRODUCTS = [
   { module: 0, name: 'matmulQ8', arity: 10 },
   { module: 1, name: 'matmulTransposedF32', arity: 7 },
   { module: 2, name: 'promptAttention', arity: 14 },
+  { module: 2, name: 'attentionBackward', arity: 16 },
 ] as const;
 
 const productIndex = (name: (typeof PRODUCTS)[number]['name']) => PRODUCTS.findIndex((product) => product.name === name);
@@ -197,6 +199,8 @@ export interface PromptAttentionKernels {
   transposeKeys(k: number, kT: number, heads: number, S: number, stride: number, D: number): void;
   /** Tiles [tileFrom, tileTo), with thread's block of scratch ([4, S8] floats each). */
   promptAttention: PromptAttentionExport;
+  /** The gradient for KV heads [headFrom, headTo), with thread's block of scratch ([G + 1, S] floats each). */
+  attentionBackward: AttentionBackwardFunction;
 }
 
 export type PromptAttentionExport = (
@@ -345,6 +349,18 @@ export interface ThreadedAttention {
   stride: number;
 }
 
+/**
+ * A prompt's attention's gradient (libs/engine/kernels/attention.ts, attentionBackward): q, dO
+ * and dq [B T, KV G D] token-major, k, v, dk and dv [B, KV, S, D], mask [maskRows, T, S]; all
+ * views of tfjs's heap, dq, dk and dv written.
+ */
+export interface ThreadedAttentionBackward extends Omit<ThreadedAttention, 'out' | 'stride'> {
+  dO: Float32Array;
+  dq: Float32Array;
+  dk: Float32Array;
+  dv: Float32Array;
+}
+
 /** A product set to work on (publish): `divisor` 0 when the caller computes it alone. */
 interface Published {
   units: number;
@@ -462,6 +478,27 @@ export class MatMulThreads {
     const macs = B * KV * G * T * S * D;
     this.divide(productIndex('promptAttention'), args, tiles, 1, macs, (from, to) => this.attention.promptAttention(...args, from, to, 0));
     p.out.set(new Float32Array(heap, out, qFloats));
+  }
+
+  /** A prompt's attention's gradient, divided by KV heads between the threads: the operands copied in, the gradients back. */
+  runAttentionBackward(p: ThreadedAttentionBackward): void {
+    this.assertRunning();
+    if (this.pending) throw new Error('matmul threads: an input gradient was begun and not finished');
+    const { B, KV, G, T, S, D, maskRows } = p;
+    const heads = B * KV;
+    const [qFloats, kvFloats, maskFloats] = [B * T * KV * G * D, heads * S * D, maskRows * T * S];
+    // q, k, v, mask, dO in; dq, dk, dv out; then each thread's scratch ([G + 1, S]).
+    const sizes = [qFloats, kvFloats, kvFloats, maskFloats, qFloats, qFloats, kvFloats, kvFloats, (G + 1) * S * this.threads];
+    const region = this.scratchFor(4 * sizes.reduce((sum, n) => sum + n, 0));
+    const at = sizes.map((_, i) => region + 4 * sizes.slice(0, i).reduce((sum, n) => sum + n, 0));
+    const heap = this.memory.buffer;
+    [p.q, p.k, p.v, p.mask, p.dO].forEach((input, i) => new Float32Array(heap, at[i], sizes[i]).set(input.subarray(0, sizes[i])));
+    const [q, k, v, mask, dO, dq, dk, dv, weights] = at;
+    const args = [q, k, v, mask, dO, dq, dk, dv, weights, B, KV, G, T, S, D, maskRows] as const;
+    // Each head's tokens against the keys up to their own, three products of D per pair (scores, dP, and dq with dk and dv).
+    const macs = 3 * B * KV * G * T * S * D;
+    this.divide(productIndex('attentionBackward'), args, heads, 1, macs, (from, to) => this.attention.attentionBackward(...args, from, to, 0));
+    [p.dq, p.dk, p.dv].forEach((output, i) => output.set(new Float32Array(heap, at[5 + i], sizes[5 + i])));
   }
 
   /** dx = dy W^T from f32 panels, divided by ranges of k between the threads (see the file's comment). */

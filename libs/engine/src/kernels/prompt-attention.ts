@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ATTENTION_WASM } from './attention.wasm';
-import { attentionKernelFor, runAttentionKernel } from './decode-attention';
+import { attentionKernelFor, attentionThreads, runAttentionKernel } from './decode-attention';
 import { withBackwardKernel } from './kernel-gradient';
-import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
 /**
  * Attention over T new tokens per sequence (a prompt's prefill, or a training step's forward
@@ -17,8 +17,8 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
 const KERNEL_NAME = 'TrainyardPromptAttention';
 const BACKWARD_KERNEL = 'TrainyardPromptAttentionBackward';
 
-/** The backward kernel's export (libs/engine/kernels/attention.ts, attentionBackward). */
-type AttentionBackwardFunction = (
+/** The backward kernel's export (libs/engine/kernels/attention.ts, attentionBackward): KV heads [headFrom, headTo), with thread's block of scratch. */
+export type AttentionBackwardFunction = (
   q: number,
   k: number,
   v: number,
@@ -35,6 +35,9 @@ type AttentionBackwardFunction = (
   S: number,
   D: number,
   maskRows: number,
+  headFrom: number,
+  headTo: number,
+  thread: number,
 ) => void;
 
 interface Attrs extends tf.NamedAttrMap {
@@ -59,14 +62,20 @@ tf.registerKernel({
     const { T, kvHeads, groupSize } = attrs as Attrs;
     const { q, k, v, mask, dO } = inputs as Record<'q' | 'k' | 'v' | 'mask' | 'dO', tf.TensorInfo>;
     const wasm = backend as unknown as WasmBackendInternals;
-    const backward = instantiateOnHeap(ATTENTION_WASM, backend)?.['attentionBackward'] as AttentionBackwardFunction;
     const [B, , S, D] = k.shape;
     const [dq, dk, dv] = [wasm.makeOutput(q.shape, 'float32'), wasm.makeOutput(k.shape, 'float32'), wasm.makeOutput(v.shape, 'float32')];
+    const threads = attentionThreads(B, kvHeads, groupSize, T, S, D);
+    if (threads) {
+      const view = (t: tf.TensorInfo) => heapView(wasm, t);
+      threads.runAttentionBackward({ q: view(q), k: view(k), v: view(v), mask: view(mask), dO: view(dO), dq: view(dq), dk: view(dk), dv: view(dv), B, KV: kvHeads, G: groupSize, T, S, D, maskRows: mask.shape[0] });
+      return [dq, dk, dv];
+    }
+    const backward = instantiateOnHeap(ATTENTION_WASM, backend)?.['attentionBackward'] as AttentionBackwardFunction;
     // The kernel's scratch: one token's softmax weights for its G heads, and one row of dS.
     const weights = wasm.makeOutput([groupSize + 1, S], 'float32');
     const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
     try {
-      backward(at(q), at(k), at(v), at(mask), at(dO), at(dq), at(dk), at(dv), at(weights), B, kvHeads, groupSize, T, S, D, mask.shape[0]);
+      backward(at(q), at(k), at(v), at(mask), at(dO), at(dq), at(dk), at(dv), at(weights), B, kvHeads, groupSize, T, S, D, mask.shape[0], 0, B * kvHeads, 0);
     } finally {
       wasm.disposeData(weights.dataId);
     }
