@@ -1,8 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core';
+import type { AttentionKernels } from './attention-kernels';
 import { ATTENTION_WASM } from './attention.wasm';
 import { DECODE_ATTENTION_KERNEL, MAX_HEAD_DIM } from './decode-attention.webgpu';
 import { runningMatMulThreads } from './matmul';
-import type { MatMulThreads, PromptAttentionKernels } from './matmul-threads';
+import type { MatMulThreads } from './matmul-threads';
 import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsApply } from './webgpu-program';
 
@@ -21,24 +22,6 @@ import { fusedKernelsApply } from './webgpu-program';
  */
 const KERNEL_NAME = DECODE_ATTENTION_KERNEL;
 
-/** The kernel's export for one new token per sequence (libs/engine/kernels/attention.ts, attention). */
-type AttentionFunction = (
-  q: number,
-  k: number,
-  v: number,
-  mask: number,
-  weights: number,
-  out: number,
-  B: number,
-  KV: number,
-  G: number,
-  T: number,
-  S: number,
-  D: number,
-  maskRows: number,
-  stride: number,
-) => void;
-
 /**
  * A prompt's attention, and its gradient, is divided between the matmul threads from this many
  * multiply-adds (B KV G T S D: every query row against every key, twice, half of them past the
@@ -55,8 +38,8 @@ export function attentionThreads(B: number, KV: number, G: number, T: number, S:
 }
 
 /** The kernel instantiated on this backend's memory, or null when the backend does not expose it. */
-export function attentionKernelFor(backend: object): AttentionFunction | null {
-  return (instantiateOnHeap(ATTENTION_WASM, backend)?.['attention'] as AttentionFunction | undefined) ?? null;
+export function attentionKernelFor(backend: object): AttentionKernels | null {
+  return instantiateOnHeap(ATTENTION_WASM, backend) as AttentionKernels | null;
 }
 
 /**
@@ -83,19 +66,18 @@ export function runAttentionKernel(backend: object, inputs: Record<'q' | 'k' | '
     threads.runPromptAttention({ q: view(q), k: view(k), v: view(v), mask: view(mask), out: view(out), B, KV: kvHeads, G, T, S, D, maskRows: mask.shape[0], stride });
     return out;
   }
-  const exports = instantiateOnHeap(ATTENTION_WASM, backend);
+  const kernels = attentionKernelFor(backend) as AttentionKernels;
   const heads = B * kvHeads;
   const S8 = Math.ceil(S / 8) * 8;
   const scratch = wasm.makeOutput(tiled ? [heads * D + 4, S8] : [G, S], 'float32');
   const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
   try {
     if (tiled) {
-      const kernels = exports as unknown as PromptAttentionKernels;
       kernels.transposeKeys(at(k), at(scratch), heads, S, stride, D);
       const rest = [at(v), at(mask), at(scratch) + 4 * heads * D * S8, at(out), B, kvHeads, G, T, S, D, mask.shape[0], stride] as const;
       kernels.promptAttention(at(q), at(scratch), ...rest, 0, heads * Math.ceil((T * G) / 4), 0);
     } else {
-      (exports?.['attention'] as AttentionFunction)(at(q), at(k), at(v), at(mask), at(scratch), at(out), B, kvHeads, G, T, S, D, mask.shape[0], stride);
+      kernels.attention(at(q), at(k), at(v), at(mask), at(scratch), at(out), B, kvHeads, G, T, S, D, mask.shape[0], stride);
     }
   } finally {
     wasm.disposeData(scratch.dataId);

@@ -65,7 +65,7 @@ export interface DecodeBlockStep {
 function kernelsOn(backend: object) {
   const norm = rmsNormKernelFor(backend);
   const rope = ropeKernelFor(backend);
-  const attention = attentionKernelFor(backend);
+  const attention = attentionKernelFor(backend)?.attention;
   const swiglu = swigluKernelFor(backend);
   return norm && rope && attention && swiglu ? { norm, rope, attention, swiglu } : null;
 }

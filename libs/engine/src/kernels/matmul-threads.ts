@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import './wasm-features';
 import type { PanelFormat } from './matmul';
-import type { AttentionBackwardFunction } from './prompt-attention';
+import type { AttentionKernels } from './attention-kernels';
 import { ATTENTION_SHARED_WASM } from './attention-shared.wasm';
 import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
 import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
@@ -193,36 +193,6 @@ export function matmulExportName(format: PanelFormat): 'matmulF32Fused' | 'matmu
   return format === 'bf16' ? 'matmulBf16Fused' : 'matmulF32Fused';
 }
 
-/** The attention kernel's exports for prompts (libs/engine/kernels/attention.ts), in both its builds. */
-export interface PromptAttentionKernels {
-  /** kT [heads, D, S8] from k [heads, stride, D]: the keys as promptAttention reads them. */
-  transposeKeys(k: number, kT: number, heads: number, S: number, stride: number, D: number): void;
-  /** Tiles [tileFrom, tileTo), with thread's block of scratch ([4, S8] floats each). */
-  promptAttention: PromptAttentionExport;
-  /** The gradient for KV heads [headFrom, headTo), with thread's block of scratch ([G + 1, S] floats each). */
-  attentionBackward: AttentionBackwardFunction;
-}
-
-export type PromptAttentionExport = (
-  q: number,
-  kT: number,
-  v: number,
-  mask: number,
-  scratch: number,
-  out: number,
-  B: number,
-  KV: number,
-  G: number,
-  T: number,
-  S: number,
-  D: number,
-  maskRows: number,
-  stride: number,
-  tileFrom: number,
-  tileTo: number,
-  thread: number,
-) => void;
-
 /** The transposed kernel's exports (libs/engine/kernels/matmul-transposed.ts), in both its builds. */
 export interface TransposedKernels {
   transposeRows(dy: number, dyT: number, M: number, N: number): void;
@@ -380,7 +350,7 @@ export class MatMulThreads {
   private readonly arena = new Arena(this.memory);
   private readonly kernels: MatmulKernels;
   private readonly transposed: TransposedKernels;
-  private readonly attention: PromptAttentionKernels;
+  private readonly attention: AttentionKernels;
   private readonly control = new Int32Array(new SharedArrayBuffer(4 * (SLOT.Finished + 1)));
   private readonly helpers: Worker[] = [];
   /** The current product's operands and scratch (x, xt, bias and out; dy, dyT, acc and dx; or an attention's): one block, reallocated larger when a product needs it. */
@@ -398,7 +368,7 @@ export class MatMulThreads {
     const [kernels, transposed, attention] = modules.map((module) => new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports);
     this.kernels = kernels as unknown as MatmulKernels;
     this.transposed = transposed as unknown as TransposedKernels;
-    this.attention = attention as unknown as PromptAttentionKernels;
+    this.attention = attention as unknown as AttentionKernels;
     for (let index = 0; index < threads - 1; index++) {
       const helper = new Worker(HELPER_SOURCE, {
         eval: true,

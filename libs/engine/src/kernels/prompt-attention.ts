@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { ATTENTION_WASM } from './attention.wasm';
+import type { AttentionKernels } from './attention-kernels';
 import { attentionKernelFor, attentionThreads, runAttentionKernel } from './decode-attention';
 import { withBackwardKernel } from './kernel-gradient';
-import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+import { heapOffset, heapView, WasmBackendInternals } from './wasm-heap';
 
 /**
  * Attention over T new tokens per sequence (a prompt's prefill, or a training step's forward
@@ -16,29 +16,6 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
  */
 const KERNEL_NAME = 'TrainyardPromptAttention';
 const BACKWARD_KERNEL = 'TrainyardPromptAttentionBackward';
-
-/** The backward kernel's export (libs/engine/kernels/attention.ts, attentionBackward): KV heads [headFrom, headTo), with thread's block of scratch. */
-export type AttentionBackwardFunction = (
-  q: number,
-  k: number,
-  v: number,
-  mask: number,
-  dO: number,
-  dq: number,
-  dk: number,
-  dv: number,
-  weights: number,
-  B: number,
-  KV: number,
-  G: number,
-  T: number,
-  S: number,
-  D: number,
-  maskRows: number,
-  headFrom: number,
-  headTo: number,
-  thread: number,
-) => void;
 
 interface Attrs extends tf.NamedAttrMap {
   T: number;
@@ -70,12 +47,12 @@ tf.registerKernel({
       threads.runAttentionBackward({ q: view(q), k: view(k), v: view(v), mask: view(mask), dO: view(dO), dq: view(dq), dk: view(dk), dv: view(dv), B, KV: kvHeads, G: groupSize, T, S, D, maskRows: mask.shape[0] });
       return [dq, dk, dv];
     }
-    const backward = instantiateOnHeap(ATTENTION_WASM, backend)?.['attentionBackward'] as AttentionBackwardFunction;
+    const kernels = attentionKernelFor(backend) as AttentionKernels;
     // The kernel's scratch: one token's softmax weights for its G heads, and one row of dS.
     const weights = wasm.makeOutput([groupSize + 1, S], 'float32');
     const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
     try {
-      backward(at(q), at(k), at(v), at(mask), at(dO), at(dq), at(dk), at(dv), at(weights), B, kvHeads, groupSize, T, S, D, mask.shape[0], 0, B * kvHeads, 0);
+      kernels.attentionBackward(at(q), at(k), at(v), at(mask), at(dO), at(dq), at(dk), at(dv), at(weights), B, kvHeads, groupSize, T, S, D, mask.shape[0], 0, B * kvHeads, 0);
     } finally {
       wasm.disposeData(weights.dataId);
     }
