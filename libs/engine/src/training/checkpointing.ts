@@ -306,16 +306,23 @@ export async function checkpointedGradients(
     } else {
       for (let start = 0; start < N; start += size) {
         const n = Math.min(size, N - start);
-        const [h, ids, dPart] = [tf.slice(headInput, [start, 0], [n, -1]), targets.slice(start, start + n), tf.slice(dLogprobs, [start], [n])];
-        if (model.lmHead.hasAdapters) {
-          parts.push(tf.tidy(() => tf.grad((x: tf.Tensor) => headLogprobs(model, x as tf.Tensor2D, ids, false).logprobs)(h, dPart)) as tf.Tensor2D);
-        } else {
-          const { part, kept: chunkSoftmax } = tf.tidy(() => headSoftmax(model, h, ids, false));
-          tf.dispose(part);
-          parts.push(headInputGradient(model, chunkSoftmax, ids, dPart));
-          tf.dispose(keptTensors(chunkSoftmax));
+        const ids = targets.slice(start, start + n);
+        const [h, dPart] = [tf.slice(headInput, [start, 0], [n, -1]), tf.slice(dLogprobs, [start], [n])];
+        try {
+          if (model.lmHead.hasAdapters) {
+            parts.push(tf.tidy(() => tf.grad((x: tf.Tensor) => headLogprobs(model, x as tf.Tensor2D, ids, false).logprobs)(h, dPart)) as tf.Tensor2D);
+          } else {
+            const { part, kept: chunkSoftmax } = tf.tidy(() => headSoftmax(model, h, ids, false));
+            tf.dispose(part);
+            try {
+              parts.push(headInputGradient(model, chunkSoftmax, ids, dPart));
+            } finally {
+              tf.dispose(keptTensors(chunkSoftmax));
+            }
+          }
+        } finally {
+          tf.dispose([h, dPart]);
         }
-        tf.dispose([h, dPart]);
       }
     }
     let dx = tf.tidy(() => {
