@@ -11,6 +11,12 @@
 # only when the `graphics` driver capability is asked for, hence NVIDIA_DRIVER_CAPABILITIES.
 # Without it Dawn finds no adapter, or only a software one: REQUIRE_GPU=true makes the
 # worker's /health/ready fail (probe "compute") instead of serving on the CPU.
+# That nvidia_icd.json names the driver's GLX library, which in a headless container can fail
+# ("Could not get 'vkCreateInstance' via 'vk_icdGetInstanceProcAddr' for ICD
+# libGLX_nvidia.so.0"; seen on an H100 with driver 580). The image adds an ICD for the same
+# driver's EGL library, which needs no display (nvidia-egl-icd.json, through
+# VK_ADD_DRIVER_FILES: added to the loader's own search, not in place of it); where the
+# library is absent, as on other vendors' GPUs, the loader skips that ICD.
 
 ARG NODE_IMAGE=node:20.20-bookworm-slim
 
@@ -52,7 +58,9 @@ ENV NODE_ENV=production \
     ARTIFACT_ROOT=/app/var/artifacts \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics \
+    VK_ADD_DRIVER_FILES=/usr/share/trainyard/vulkan/nvidia-egl-icd.json \
     XDG_RUNTIME_DIR=/tmp
+COPY docker/nvidia-egl-icd.json /usr/share/trainyard/vulkan/nvidia-egl-icd.json
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY --from=build /app/dist/apps/inference-worker ./dist/apps/inference-worker

@@ -94,4 +94,12 @@ describe('docker/webgpu-worker.Dockerfile', () => {
     expect(image).toMatch(/COMPUTE_BACKEND=webgpu/);
     expect(image).toMatch(/REQUIRE_GPU=true/);
   });
+
+  it('adds an ICD for the NVIDIA driver\'s EGL library to the Vulkan loader\'s search, which a headless container needs', () => {
+    const added = /VK_ADD_DRIVER_FILES=(\S+)/.exec(image)?.[1];
+    expect(added).toBeDefined();
+    expect(image).not.toMatch(/VK_DRIVER_FILES=/);
+    expect(image).toContain(`COPY docker/nvidia-egl-icd.json ${added}`);
+    expect(JSON.parse(read('docker/nvidia-egl-icd.json')).ICD.library_path).toBe('libEGL_nvidia.so.0');
+  });
 });
