@@ -25,9 +25,11 @@ import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
  *     W and columns of dx, in multiples of 4: each chunk reads only its rows of every panel
  *     and writes only its columns of dx.
  * Either way every output is one tile's sum in the same order whichever thread computes it,
- * so the result is the same bits as on one thread. A prompt's attention (runPromptAttention:
- * a prefill's, a training step's forward pass) runs on the same threads between the products,
- * divided by tiles of 4 query rows of one KV head, each computed alone: the same bits again.
+ * so the result is the same bits as on one thread. A long prompt's attention
+ * (runPromptAttention: a prefill's, a training step's forward pass) runs on the same threads
+ * between the products, divided by tiles of 4 query rows of one KV head, each computed alone;
+ * and its gradient (runAttentionBackward), divided by KV heads, each head's dk and dv summed
+ * over its tokens by one thread: the same bits again.
  *
  * One product, from the calling thread:
  *   1. copy the input (x and the bias, or dy; or q, k, v and the mask) from tfjs's heap into
