@@ -9,6 +9,8 @@ export interface AttentionKernels {
   attention(q: number, k: number, v: number, mask: number, weights: number, out: number, B: number, KV: number, G: number, T: number, S: number, D: number, maskRows: number, stride: number): void;
   /** kT [heads, D, S8] from k [heads, stride, D]: the keys as promptAttention reads them. */
   transposeKeys(k: number, kT: number, heads: number, S: number, stride: number, D: number): void;
+  /** How many tiles of 4 query rows promptAttention numbers for these shapes (sequence by sequence, KV head by KV head). */
+  promptAttentionTiles(B: number, KV: number, G: number, T: number): number;
   /** T new tokens per sequence, tiles [tileFrom, tileTo) of 4 query rows, with thread's block of scratch ([4, S8] floats each). */
   promptAttention(
     q: number,

@@ -75,7 +75,7 @@ export function runAttentionKernel(backend: object, inputs: Record<'q' | 'k' | '
     if (tiled) {
       kernels.transposeKeys(at(k), at(scratch), heads, S, stride, D);
       const rest = [at(v), at(mask), at(scratch) + 4 * heads * D * S8, at(out), B, kvHeads, G, T, S, D, mask.shape[0], stride] as const;
-      kernels.promptAttention(at(q), at(scratch), ...rest, 0, heads * Math.ceil((T * G) / 4), 0);
+      kernels.promptAttention(at(q), at(scratch), ...rest, 0, kernels.promptAttentionTiles(B, kvHeads, G, T), 0);
     } else {
       kernels.attention(at(q), at(k), at(v), at(mask), at(scratch), at(out), B, kvHeads, G, T, S, D, mask.shape[0], stride);
     }

@@ -396,13 +396,9 @@ export class MatMulThreads {
 
   /** out = x packed + bias, divided by panels between the threads (see the file's comment). */
   run(p: ThreadedProduct): void {
-    this.assertRunning();
-    if (this.pending) throw new Error('matmul threads: an input gradient was begun and not finished');
+    this.assertReady();
     const { M, K, N } = p;
-    const xBytes = 4 * M * K;
-    const outBytes = 4 * M * N;
-    const region = this.scratchFor(2 * xBytes + 4 * N + outBytes);
-    const [x, xt, bias, out] = [region, region + xBytes, region + 2 * xBytes, region + 2 * xBytes + 4 * N];
+    const [x, xt, bias, out] = this.blocks([M * K, M * K, N, M * N]);
     const heap = this.memory.buffer;
     new Float32Array(heap, x, M * K).set(p.x);
     if (p.bias) new Float32Array(heap, bias, N).set(p.bias);
@@ -424,16 +420,13 @@ export class MatMulThreads {
    * keys transposed once here for every thread, out copied back.
    */
   runPromptAttention(p: ThreadedAttention): void {
-    this.assertRunning();
-    if (this.pending) throw new Error('matmul threads: an input gradient was begun and not finished');
+    this.assertReady();
     const { B, KV, G, T, S, D, maskRows, stride } = p;
     const heads = B * KV;
     const S8 = Math.ceil(S / 8) * 8;
     const [qFloats, kvFloats, maskFloats] = [B * T * KV * G * D, heads * S * D, maskRows * T * S];
     // kT [heads, D, S8], then each thread's scratch: a tile's 4 rows of scores.
-    const sizes = [qFloats, kvFloats, heads * D * S8, kvFloats, maskFloats, 4 * S8 * this.threads, qFloats];
-    const region = this.scratchFor(4 * sizes.reduce((sum, n) => sum + n, 0));
-    const [q, k, kT, v, mask, scratch, out] = sizes.map((_, i) => region + 4 * sizes.slice(0, i).reduce((sum, n) => sum + n, 0));
+    const [q, k, kT, v, mask, scratch, out] = this.blocks([qFloats, kvFloats, heads * D * S8, kvFloats, maskFloats, 4 * S8 * this.threads, qFloats]);
     const heap = this.memory.buffer;
     new Float32Array(heap, q, qFloats).set(p.q.subarray(0, qFloats));
     // Only the S columns that count, each head's S rows of D after the previous head's.
@@ -445,7 +438,7 @@ export class MatMulThreads {
     new Float32Array(heap, mask, maskFloats).set(p.mask.subarray(0, maskFloats));
     this.attention.transposeKeys(k, kT, heads, S, S, D);
     const args = [q, kT, v, mask, scratch, out, B, KV, G, T, S, D, maskRows, S] as const;
-    const tiles = heads * Math.ceil((T * G) / 4);
+    const tiles = this.attention.promptAttentionTiles(B, KV, G, T);
     // Multiply-adds: every query row against the keys up to its own (about half of S), twice (scores, then values).
     const macs = B * KV * G * T * S * D;
     this.divide(productIndex('promptAttention'), args, tiles, 1, macs, (from, to) => this.attention.promptAttention(...args, from, to, 0));
@@ -454,15 +447,13 @@ export class MatMulThreads {
 
   /** A prompt's attention's gradient, divided by KV heads between the threads: the operands copied in, the gradients back. */
   runAttentionBackward(p: ThreadedAttentionBackward): void {
-    this.assertRunning();
-    if (this.pending) throw new Error('matmul threads: an input gradient was begun and not finished');
+    this.assertReady();
     const { B, KV, G, T, S, D, maskRows } = p;
     const heads = B * KV;
     const [qFloats, kvFloats, maskFloats] = [B * T * KV * G * D, heads * S * D, maskRows * T * S];
     // q, k, v, mask, dO in; dq, dk, dv out; then each thread's scratch ([G + 1, S]).
     const sizes = [qFloats, kvFloats, kvFloats, maskFloats, qFloats, qFloats, kvFloats, kvFloats, (G + 1) * S * this.threads];
-    const region = this.scratchFor(4 * sizes.reduce((sum, n) => sum + n, 0));
-    const at = sizes.map((_, i) => region + 4 * sizes.slice(0, i).reduce((sum, n) => sum + n, 0));
+    const at = this.blocks(sizes);
     const heap = this.memory.buffer;
     [p.q, p.k, p.v, p.mask, p.dO].forEach((input, i) => new Float32Array(heap, at[i], sizes[i]).set(input.subarray(0, sizes[i])));
     const [q, k, v, mask, dO, dq, dk, dv, weights] = at;
@@ -486,14 +477,11 @@ export class MatMulThreads {
    * runs in between.
    */
   beginTransposed(p: Omit<TransposedProduct, 'dx'>): void {
-    this.assertRunning();
-    if (this.pending) throw new Error('matmul threads: an input gradient was begun and not finished');
+    this.assertReady();
     const { M, K, N } = p;
     // dy's rows padded to whole 8-row tiles in dyT and acc (matmul-transposed.ts, section 1).
     const Mp = (M + 7) & ~7;
-    const [dyBytes, dyTBytes, accBytes] = [4 * M * N, 4 * N * Mp, 4 * K * Mp];
-    const region = this.scratchFor(dyBytes + dyTBytes + accBytes + 4 * M * K);
-    const [dy, dyT, acc, dx] = [region, region + dyBytes, region + dyBytes + dyTBytes, region + dyBytes + dyTBytes + accBytes];
+    const [dy, dyT, acc, dx] = this.blocks([M * N, N * Mp, K * Mp, M * K]);
     new Float32Array(this.memory.buffer, dy, M * N).set(p.dy);
     this.transposed.transposeRows(dy, dyT, M, N);
     const args = [p.packed, dx, M, K, N, dyT, acc] as const;
@@ -576,8 +564,10 @@ export class MatMulThreads {
     if (Atomics.load(ctl, SLOT.Failed) === 1) throw this.failed('matmul threads: a helper thread failed; the product is lost');
   }
 
-  private assertRunning(): void {
+  /** Throws unless a new product can start: the threads running, and no input gradient begun and not finished. */
+  private assertReady(): void {
     if (this.state !== 'running') throw new Error(`matmul threads: ${this.state === 'stopped' ? 'stopped' : 'a helper thread failed before'}`);
+    if (this.pending) throw new Error('matmul threads: an input gradient was begun and not finished');
   }
 
   /**
@@ -598,6 +588,17 @@ export class MatMulThreads {
   private failed(message: string): Error {
     this.state = 'failed';
     return new Error(message);
+  }
+
+  /** Offsets of consecutive blocks of `floats[i]` floats each, in the scratch block (scratchFor). */
+  private blocks(floats: number[]): number[] {
+    const offsets: number[] = [];
+    let offset = this.scratchFor(4 * floats.reduce((sum, n) => sum + n, 0));
+    for (const n of floats) {
+      offsets.push(offset);
+      offset += 4 * n;
+    }
+    return offsets;
   }
 
   private scratchFor(bytes: number): number {
