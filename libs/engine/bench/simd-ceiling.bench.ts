@@ -40,7 +40,7 @@ const TRAIN_FLOP = 4 * (64 * PROJECTION_WEIGHTS + 48 * LM_HEAD_WEIGHTS);
 
 interface Kernels {
   fmaPeak(steps: number, seed: number): number;
-  pack(w: number, packed: number, K: number, N: number, bf16: number): void;
+  pack(w: number, packed: number, K: number, N: number, bf16: number, paired: number): void;
   interleaveRows(x: number, xt: number, M: number, K: number): void;
   matmulF32Fused(x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number): void;
 }
@@ -75,7 +75,7 @@ function main(): void {
   const random = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32 - 0.5;
   for (let i = 0; i < K * N; i++) f32[w / 4 + i] = random();
   for (let i = 0; i < M * K; i++) f32[x / 4 + i] = random();
-  kernels.pack(w, packed, K, N, 0);
+  kernels.pack(w, packed, K, N, 0, 0);
 
   const peak: number[] = [];
   const tile: number[] = [];

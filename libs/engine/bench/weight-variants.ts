@@ -13,10 +13,12 @@ const BF16_DIR = path.join(MODELS, 'bench-smollm2-135m-bf16');
  * The bench model loaded for inference on wasm three ways, as an inference worker would hold
  * it: f32 and bf16 (the checkpoint stored in bf16) as stored, and the f32 checkpoint quantized
  * to q8 at load. generate.bench.ts makes the two checkpoints (once without and once with
- * WEIGHTS=bf16). With `lora`, a fourth: f32 serving a LoRA checkpoint (the default spec, r 8
- * on all seven projections, as training makes them).
+ * WEIGHTS=bf16). With `lora`, one more: f32 serving a LoRA checkpoint (the default spec, r 8
+ * on all seven projections, as training makes them); with `paired`, the bf16 checkpoint with
+ * its panels in pairs (loadModel's oneRowTile 'paired'), as a worker decoding one sequence at
+ * a time would hold it.
  */
-export async function loadWeightVariants(options: { lora?: boolean } = {}): Promise<[string, LoadedModel][]> {
+export async function loadWeightVariants(options: { lora?: boolean; paired?: boolean } = {}): Promise<[string, LoadedModel][]> {
   for (const dir of [F32_DIR, BF16_DIR]) {
     if (!fs.existsSync(path.join(dir, 'model.safetensors'))) throw new Error(`no model at ${dir}: run generate.bench.ts (with and without WEIGHTS=bf16) first`);
   }
@@ -31,6 +33,7 @@ export async function loadWeightVariants(options: { lora?: boolean } = {}): Prom
     applyAdapter(served, { spec: DEFAULT_LORA_SPEC, tensors: initLoraWeights(served.config, DEFAULT_LORA_SPEC, 1) });
     variants.push(['f32 + LoRA r 8', served]);
   }
+  if (options.paired) variants.push(['bf16 in pairs', await loadModel(BF16_DIR, { inferenceOnly: true, oneRowTile: 'paired' })]);
   return variants;
 }
 

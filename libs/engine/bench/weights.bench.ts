@@ -1,7 +1,8 @@
 /**
- * Decoding one sequence with the weights held three ways, on a SmolLM2-135M-shaped model: f32,
- * bf16 (the checkpoint stored in bf16) and q8 (the f32 checkpoint quantized at load:
- * loadModel's weights 'q8'), all in one process on one thread, in alternation; then how far
+ * Decoding one sequence with the weights held four ways, on a SmolLM2-135M-shaped model: f32,
+ * bf16 (the checkpoint stored in bf16), q8 (the f32 checkpoint quantized at load: loadModel's
+ * weights 'q8') and bf16 with its panels in pairs (oneRowTile 'paired': the layout for one
+ * sequence at a time), all in one process on one thread, in alternation; then how far
  * q8's logprobs are from f32's on the tokens q8 samples.
  *
  *   npx tsx libs/engine/bench/weights.bench.ts
@@ -87,7 +88,7 @@ function scoredLogprobs(lm: LoadedModel, prompt: number[], ids: number[]): numbe
 }
 
 async function main(): Promise<void> {
-  const variants = await loadWeightVariants();
+  const variants = await loadWeightVariants({ paired: true });
   const wasm = tf.backend() as unknown as WasmBackendInternals;
   const touch = (instantiateOnHeap(MATMUL_WASM, wasm) as Record<string, (from: number, bytes: number, sink: number) => void>)['touch'];
   const sink = tf.zeros([4]);

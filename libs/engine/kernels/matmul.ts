@@ -120,6 +120,22 @@
 //    16 SIMD registers beside the sums). The one-row tile is always the narrow one
 //    (oneRowWide is ignored).
 //
+// 9. Panels in pairs (for serving bf16 weights one sequence at a time). The one-row 1 x 8
+//    tile has two chains of multiply-adds, one step each per 16 bytes of bf16 panel: it waits
+//    on their latency, not on memory, wherever a core reads fast (bf16 decoding at 40-57 % of
+//    its memory bound on an AMD Zen 5 class machine, docs/benchmarks.md, "One sequence
+//    against the memory limit"); the 1 x 32 tile has eight chains but four streams. Packed in
+//    pairs, panels 2q and 2q + 1 alternate step by step (a 32-byte run per k in bf16, 64 in
+//    f32), and one row takes the pair as one stream with four chains (tile1Pair). Rows go two
+//    at a time over the whole pair (tile2Pair: 8 accumulators, x read in place), so every
+//    pass reads whole runs. Each output is still one chain, k by k from the bias: the same
+//    bits as unpaired panels. What it costs: two rows over a pair use each weight twice where
+//    the 4 x 8 tile uses it four times, so batches of 4 and more stream the pair's bytes
+//    twice as fast per multiply-add, which f32 panels (twice the bytes) pay for. The engine
+//    packs in pairs only where a deployment asks (loadModel's oneRowTile 'paired'). The
+//    paired exports (matmulF32PairedFused, matmulBf16PairedFused) fix the layout at compile
+//    time, as section 6 fixes the format; they are fused only.
+//
 // Loop order: panel groups outermost, so each panel streams from memory once per call, while
 // the x rows (M * K floats: a few KB when decoding) stay in cache across all panels.
 
@@ -151,21 +167,23 @@ export function isBf16(w: usize, count: i32): i32 {
 
 /**
  * Rearranges w [K, N] (row-major) into panels of 8 columns as above, f32 or (bf16 != 0,
- * only where isBf16 holds) bf16. N must be a multiple of 8. Reads w sequentially, row by row.
+ * only where isBf16 holds) bf16; paired != 0 interleaves them in pairs (section 9, N a
+ * multiple of 16). N must be a multiple of 8. Reads w sequentially, row by row.
  */
-export function pack(w: usize, packed: usize, K: i32, N: i32, bf16: i32): void {
-  if (bf16) packAs(w, packed, K, N, true);
-  else packAs(w, packed, K, N, false);
+export function pack(w: usize, packed: usize, K: i32, N: i32, bf16: i32, paired: i32): void {
+  if (bf16) packAs(w, packed, K, N, true, paired != 0);
+  else packAs(w, packed, K, N, false, paired != 0);
 }
 
-@inline function packAs(w: usize, packed: usize, K: i32, N: i32, bf16: bool): void {
+@inline function packAs(w: usize, packed: usize, K: i32, N: i32, bf16: bool, paired: bool): void {
   const step = stepBytes(bf16);
   const panelBytes = (<usize>K) * step;
   const high = i32x4.splat(HIGH);
   let src = w;
   for (let k = 0; k < K; k++) {
-    let dst = packed + (<usize>k) * step;
     for (let p = 0; p < N >> 3; p++) {
+      // Panel p's step k; in pairs, its pair's step k, the second panel's half after the first's.
+      const dst = paired ? packed + (<usize>(p >> 1)) * 2 * panelBytes + (<usize>k) * 2 * step + (<usize>(p & 1)) * step : packed + (<usize>p) * panelBytes + (<usize>k) * step;
       const lo = v128.load(src);
       const hi = v128.load(src, 16);
       if (bf16) {
@@ -175,7 +193,6 @@ export function pack(w: usize, packed: usize, K: i32, N: i32, bf16: i32): void {
         v128.store(dst, hi, 16);
       }
       src += 32;
-      dst += panelBytes;
     }
   }
 }
@@ -224,23 +241,45 @@ export function matmulBf16Fused(x: usize, packed: usize, bias: usize, out: usize
   matmulAs(x, packed, bias, out, M, K, N, true, true, readAhead != 0, oneRowWide != 0, xt, panelFrom, panelTo);
 }
 
+/**
+ * matmulF32Fused over f32 panels packed in pairs (section 9): one row takes a pair at once
+ * (oneRowWide is ignored). Threads divide them in ranges of whole pairs.
+ */
+export function matmulF32PairedFused(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32, xt: usize, panelFrom: i32, panelTo: i32): void {
+  matmulAs(x, packed, bias, out, M, K, N, false, true, readAhead != 0, false, xt, panelFrom, panelTo, true);
+}
+
+/** matmulF32PairedFused over bf16 panels packed in pairs. */
+export function matmulBf16PairedFused(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, readAhead: i32, oneRowWide: i32, xt: usize, panelFrom: i32, panelTo: i32): void {
+  matmulAs(x, packed, bias, out, M, K, N, true, true, readAhead != 0, false, xt, panelFrom, panelTo, true);
+}
+
 /** The tile that takes the rows left after the 4-row tiles: 3, 2, or none (a single row or none left). */
 @inline function restTile(left: i32): i32 {
   return left == 3 ? 3 : left >= 2 ? 2 : 0;
 }
 
-/** matmul with the weight format fixed at compile time. */
-@inline function matmulAs(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: bool, fused: bool, readAhead: bool, oneRowWide: bool, xt: usize, panelFrom: i32, panelTo: i32): void {
+/**
+ * matmul with the weight format and layout fixed at compile time. Panels in pairs (section 9)
+ * are taken in whole pairs: panelFrom and panelTo must be even.
+ */
+@inline function matmulAs(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: bool, fused: bool, readAhead: bool, oneRowWide: bool, xt: usize, panelFrom: i32, panelTo: i32, paired: bool = false): void {
   const xRow = (<usize>K) << 2;
   const outRow = (<usize>N) << 2;
   const panelBytes = (<usize>K) * stepBytes(bf16);
-  const group = max<i32>(1, (readAhead ? READ_AHEAD_GROUP_BYTES : GROUP_BYTES) / <i32>panelBytes);
+  const fit = (readAhead ? READ_AHEAD_GROUP_BYTES : GROUP_BYTES) / <i32>panelBytes;
+  // In pairs, groups of whole pairs.
+  const group = paired ? max<i32>(2, fit & ~1) : max<i32>(1, fit);
   const rest = restTile(M & 3);
   for (let first = panelFrom; first < panelTo; first += group) {
     const last = min<i32>(panelTo, first + group);
     // The first row tile's output block is a place to leave the read-ahead's (meaningless)
     // value, so that no compiler drops its loads; the tile overwrites it.
     if (readAhead) touch(packed + <usize>first * panelBytes, <usize>(last - first) * panelBytes, out + ((<usize>first) << 5));
+    if (paired) {
+      pairTiles(x, packed, bias, out, M, K, N, bf16, first, last);
+      continue;
+    }
     let r = 0;
     for (; r + 4 <= M; r += 4) {
       for (let p = first; p < last; p++) tile4(xt + <usize>r * xRow, xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, outRow, bf16, fused);
@@ -257,6 +296,24 @@ export function matmulBf16Fused(x: usize, packed: usize, bias: usize, out: usize
       if (oneRowWide) for (; p + 4 <= last; p += 4) tile1Wide(x + <usize>r * xRow, packed + <usize>p * panelBytes, panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16, fused);
       for (; p < last; p++) tile1(x + <usize>r * xRow, packed + <usize>p * panelBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16, fused);
     }
+  }
+}
+
+/**
+ * Panels [first, last) (even: whole pairs) of every row, over panels in pairs (section 9):
+ * rows two at a time (2 x 16 tiles, x read in place), then a last single row (1 x 16).
+ * Always fused: the paired exports are the engine's only.
+ */
+@inline function pairTiles(x: usize, packed: usize, bias: usize, out: usize, M: i32, K: i32, N: i32, bf16: bool, first: i32, last: i32): void {
+  const xRow = (<usize>K) << 2;
+  const outRow = (<usize>N) << 2;
+  const pairBytes = 2 * (<usize>K) * stepBytes(bf16);
+  let r = 0;
+  for (; r + 2 <= M; r += 2) {
+    for (let p = first; p < last; p += 2) tile2Pair(x + <usize>r * xRow, xRow, packed + <usize>(p >> 1) * pairBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, outRow, bf16);
+  }
+  if (r < M) {
+    for (let p = first; p < last; p += 2) tile1Pair(x + <usize>r * xRow, packed + <usize>(p >> 1) * pairBytes, out + <usize>r * outRow + ((<usize>p) << 5), bias + ((<usize>p) << 5), bias != 0, xRow, bf16);
   }
 }
 
@@ -439,6 +496,39 @@ export function fmaPeak(steps: i32, seed: f32): f32 {
   v128.store(out + outRow, b1, 16);
 }
 
+/** tile2 over a pair of panels (section 9): out[0..2][0..16]. */
+@inline function tile2Pair(xs: usize, xRow: usize, pair: usize, out: usize, bias: usize, hasBias: bool, outRow: usize, bf16: bool): void {
+  let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
+  let a2 = bias0(bias + 32, hasBias), a3 = bias1(bias + 32, hasBias);
+  let b0 = a0, b1 = a1, b2 = a2, b3 = a3;
+  const step = stepBytes(bf16);
+  let w = pair;
+  for (let xk = xs, end = xs + xRow; xk < end; xk += 4, w += 2 * step) {
+    const w0 = weights0(w, bf16);
+    const w1 = weights1(w, bf16);
+    const w2 = weights0(w + step, bf16);
+    const w3 = weights1(w + step, bf16);
+    let s = v128.load32_splat(xk);
+    a0 = madd(s, w0, a0, true);
+    a1 = madd(s, w1, a1, true);
+    a2 = madd(s, w2, a2, true);
+    a3 = madd(s, w3, a3, true);
+    s = v128.load32_splat(xk + xRow);
+    b0 = madd(s, w0, b0, true);
+    b1 = madd(s, w1, b1, true);
+    b2 = madd(s, w2, b2, true);
+    b3 = madd(s, w3, b3, true);
+  }
+  v128.store(out, a0);
+  v128.store(out, a1, 16);
+  v128.store(out, a2, 32);
+  v128.store(out, a3, 48);
+  v128.store(out + outRow, b0);
+  v128.store(out + outRow, b1, 16);
+  v128.store(out + outRow, b2, 32);
+  v128.store(out + outRow, b3, 48);
+}
+
 /** tile1 over 4 panels side by side (panelBytes apart): out[0][0..32], the single row's tile (section 2). */
 @inline function tile1Wide(x: usize, panel: usize, panelBytes: usize, out: usize, bias: usize, hasBias: bool, xRow: usize, bf16: bool, fused: bool): void {
   let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
@@ -480,6 +570,28 @@ export function fmaPeak(steps: i32, seed: f32): f32 {
   }
   v128.store(out, a0);
   v128.store(out, a1, 16);
+}
+
+/**
+ * tile1 over a pair of panels (section 9): out[0][0..16], four chains over the pair's one
+ * stream of weights, each output still summed k by k from the bias.
+ */
+@inline function tile1Pair(x: usize, pair: usize, out: usize, bias: usize, hasBias: bool, xRow: usize, bf16: bool): void {
+  let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
+  let b0 = bias0(bias + 32, hasBias), b1 = bias1(bias + 32, hasBias);
+  const step = stepBytes(bf16);
+  let w = pair;
+  for (let xk = x, end = x + xRow; xk < end; xk += 4, w += 2 * step) {
+    const s = v128.load32_splat(xk);
+    a0 = madd(s, weights0(w, bf16), a0, true);
+    a1 = madd(s, weights1(w, bf16), a1, true);
+    b0 = madd(s, weights0(w + step, bf16), b0, true);
+    b1 = madd(s, weights1(w + step, bf16), b1, true);
+  }
+  v128.store(out, a0);
+  v128.store(out, a1, 16);
+  v128.store(out, b0, 32);
+  v128.store(out, b1, 48);
 }
 
 /** Weights of one q8 block along k (section 8). */

@@ -36,7 +36,7 @@ export const WEIGHTS_SETTINGS = ['checkpoint', 'q8'] as const;
 export type WeightsSetting = (typeof WEIGHTS_SETTINGS)[number];
 
 /** loadModel's oneRowTile values, and the inference worker's MATMUL_ONE_ROW_TILE. */
-export const ONE_ROW_TILE_SETTINGS = ['auto', 'narrow', 'wide'] as const;
+export const ONE_ROW_TILE_SETTINGS = ['auto', 'narrow', 'wide', 'paired'] as const;
 export type OneRowTileSetting = (typeof ONE_ROW_TILE_SETTINGS)[number];
 
 export interface LoadOptions {
@@ -55,7 +55,13 @@ export interface LoadOptions {
    * same shapes and format loaded before in the process gives its choice without timing).
    */
   readAhead?: ReadAheadSetting;
-  /** With inferenceOnly, how the matmul kernel runs a single row (section 2): 'narrow', 'wide', or 'auto' (the default), chosen as readAhead is. */
+  /**
+   * With inferenceOnly, how the matmul kernel runs a single row (section 2): 'narrow', 'wide',
+   * or 'auto' (the default), chosen as readAhead is; or 'paired': f32 and bf16 weights are
+   * packed in pairs of panels (section 9), which one row streams faster and a batch a little
+   * slower, for a process that decodes one sequence at a time. Every choice gives the same
+   * products to the bit.
+   */
   oneRowTile?: OneRowTileSetting;
   /**
    * How many threads every projection is divided between, for the whole process
@@ -119,7 +125,7 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
   /** A projection the model will own; with inferenceOnly, packed and its [in, out] copy freed before the next weight is read, so that the next copy reuses this one's space. */
   const frozen = (l: FrozenLinear) => {
     linears.push(l);
-    if (options.inferenceOnly) l.releaseForInference(options.weights === 'q8' ? 'q8' : 'auto');
+    if (options.inferenceOnly) l.releaseForInference(options.weights === 'q8' ? 'q8' : 'auto', options.oneRowTile === 'paired');
     return l;
   };
   const vector = (name: string, size: number) => track(tf.tensor1d(checkpoint.read(name, [size]).data));
@@ -220,7 +226,8 @@ function planMatMul(model: LlamaModel, options: LoadOptions): void {
   const fixed: Partial<MatMulPlan> = {};
   const readAhead = options.readAhead ?? 'auto';
   if (readAhead !== 'auto') fixed.oneRowReadAhead = fixed.rowsReadAhead = readAhead === 'on';
+  // 'paired' is how the weights were packed: tuneMatMul gives paired weights that tile.
   const oneRowTile = options.oneRowTile ?? 'auto';
-  if (oneRowTile !== 'auto') fixed.oneRowTile = oneRowTile;
+  if (oneRowTile === 'narrow' || oneRowTile === 'wide') fixed.oneRowTile = oneRowTile;
   model.matmulPlan = tuneMatMul(model.packedWeights(), fixed);
 }

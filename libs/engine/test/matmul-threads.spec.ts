@@ -66,6 +66,35 @@ describe('matmul threads: one copy of the weights, every product divided between
     }
   });
 
+  // Panels in pairs (the kernel source's section 9) are divided in whole pairs: 62 panels, 31
+  // pairs, which neither 2 nor 3 threads divide evenly, nor in fours.
+  it.each([1, 2, 3, 5, 33].flatMap((M) => [false, true].map((bf16) => [M, bf16] as const)))(
+    'gives the bits of unpaired panels on one thread with panels in pairs on 2 and 3 threads, for M %i, bf16 %s',
+    async (M, bf16) => {
+      const [K, N] = [576, 8 * 62];
+      const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
+      const bias = tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D;
+      const w = weights(K, N, bf16, K);
+      const alone = packWeights(w) as PackedWeights;
+      const one = packedMatMul(x, alone, bias) as tf.Tensor2D;
+      try {
+        for (const count of [2, 3]) {
+          startMatMulThreads(count);
+          const shared = packWeights(w, 'auto', { paired: true }) as PackedWeights;
+          expect([shared.paired, shared.threaded !== null]).toEqual([true, true]);
+          const many = packedMatMul(x, shared, bias, { oneRowTile: 'paired', oneRowReadAhead: false, rowsReadAhead: false }) as tf.Tensor2D;
+          expect(Array.from(many.dataSync())).toEqual(Array.from(one.dataSync()));
+          many.dispose();
+          shared.dispose();
+          await stopMatMulThreads();
+        }
+      } finally {
+        tf.dispose([x, bias, w, one]);
+        alone.dispose();
+      }
+    },
+  );
+
   // Rows: one, around the 8-row tile and the 64-row block. K: 4-row tiles that 2 and 3 threads
   // cannot divide evenly (145), and few (9: the product is too small to divide, and runs on
   // the calling thread). N: around the 32-panel block.
@@ -189,7 +218,7 @@ describe('matmul threads: one copy of the weights, every product divided between
     startMatMulThreads(2);
     const w = weights(64, 8, false, 2);
     const x = tf.randomNormal([5, 64], 0, 1, 'float32', 3) as tf.Tensor2D;
-    const local = packWeights(w, 'f32', false) as PackedWeights;
+    const local = packWeights(w, 'f32', { onThreads: false }) as PackedWeights;
     expect(local.threaded).toBeNull();
     expect(local.panels).not.toBeNull();
     const y = packedMatMul(x, local) as tf.Tensor2D;

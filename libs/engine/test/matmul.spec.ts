@@ -182,6 +182,39 @@ describe('packed matMul kernel (wasm)', () => {
     });
   });
 
+  // Panels in pairs (the source's section 9) change only where the weights sit and which
+  // tiles read them (1 x 16 and 2 x 16 over a pair): every output is still summed k by k from
+  // the bias, so they give the unpaired panels' bits for every row count, with and without
+  // read-ahead. N: 70 panels (35 pairs), across several read-ahead groups at K 64; 8 panels at
+  // K 576. A weight whose panels cannot pair (N not a multiple of 16) is packed unpaired.
+  it.each(
+    [1, 2, 3, 4, 5, 8, 9].flatMap((M) =>
+      [
+        [64, 8 * 70],
+        [576, 8 * 8],
+      ].flatMap(([K, N]) => [false, true].map((bf16) => [M, K, N, bf16] as const)),
+    ),
+  )('gives the bits of unpaired panels with panels in pairs, for M %i, K %i, N %i, bf16 %s', (M, K, N, bf16) => {
+    tf.tidy(() => {
+      const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
+      const normals = tf.randomNormal([K, N], 0, 1, 'float32', K).dataSync() as Float32Array;
+      const w = tf.tensor2d(bf16 ? bf16ToF32(f32ToBf16(normals)) : normals, [K, N]);
+      const bias = tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D;
+      const [single, pairs] = [packWeights(w), packWeights(w, 'auto', { paired: true })] as PackedWeights[];
+      expect([single.paired, pairs.paired, pairs.bf16]).toEqual([false, true, bf16]);
+      const unpaired = Array.from((packedMatMul(x, single, bias) as tf.Tensor2D).dataSync());
+      for (const ahead of [false, true]) {
+        const plan = { oneRowTile: 'paired', oneRowReadAhead: ahead, rowsReadAhead: ahead } as const;
+        expect(Array.from((packedMatMul(x, pairs, bias, plan) as tf.Tensor2D).dataSync())).toEqual(unpaired);
+      }
+      const odd = packWeights(tf.slice(w, [0, 0], [K, N - 8])) as PackedWeights;
+      const oddPairs = packWeights(tf.slice(w, [0, 0], [K, N - 8]), 'auto', { paired: true }) as PackedWeights;
+      expect(oddPairs.paired).toBe(false);
+      expect(Array.from((packedMatMul(x, oddPairs, null) as tf.Tensor2D).dataSync())).toEqual(Array.from((packedMatMul(x, odd, null) as tf.Tensor2D).dataSync()));
+      [single, pairs, odd, oddPairs].forEach((packed) => packed.dispose());
+    });
+  });
+
   // x (1 + 2^-23) times w (1 + 2^-7, exactly bf16) is 1 + 2^-7 + 2^-23 + 2^-30, which f32 cannot
   // hold; the bias takes back all but 2^-30. A multiply then an add rounds the product first and
   // gives 0; a fused multiply-add rounds once and gives 2^-30 (every x86-64 CPU with FMA3).
@@ -279,6 +312,28 @@ describe('packed matMul kernel (wasm)', () => {
     } finally {
       first.dispose();
       second.dispose();
+    }
+  });
+
+  it('packs a model loaded with the paired one-row tile in pairs, which decodes to the bits of unpaired weights', async () => {
+    const dir = makeTiny('matmul-plan');
+    const single = await loadModel(dir, { inferenceOnly: true, readAhead: 'off', oneRowTile: 'narrow' });
+    const pairs = await loadModel(dir, { inferenceOnly: true, readAhead: 'off', oneRowTile: 'paired' });
+    try {
+      expect(pairs.model.matmulPlan).toEqual({ oneRowTile: 'paired', oneRowReadAhead: false, rowsReadAhead: false });
+      const packed = pairs.model.packedWeights();
+      expect(packed.length).toBeGreaterThan(0);
+      for (const w of packed) expect(w.paired).toBe(w.outFeatures % 16 === 0);
+      expect(packed.some((w) => w.paired)).toBe(true);
+      expect(single.model.packedWeights().some((w) => w.paired)).toBe(false);
+      for (const tokens of [[[1, 2, 3]], [[4]], [[5, 6], [7, 8]]]) {
+        const [a, b] = [single.model.forward(tokens), pairs.model.forward(tokens)];
+        expect(Array.from(b.dataSync())).toEqual(Array.from(a.dataSync()));
+        tf.dispose([a, b]);
+      }
+    } finally {
+      single.dispose();
+      pairs.dispose();
     }
   });
 

@@ -15,6 +15,7 @@ describe('InferenceWorkerConfig', () => {
   it('lets the engine choose the one-row tile unless told, and refuses any other value, naming it', () => {
     expect(loadConfig(InferenceWorkerConfig, {}).MATMUL_ONE_ROW_TILE).toBe('auto');
     expect(loadConfig(InferenceWorkerConfig, { MATMUL_ONE_ROW_TILE: 'narrow' }).MATMUL_ONE_ROW_TILE).toBe('narrow');
+    expect(loadConfig(InferenceWorkerConfig, { MATMUL_ONE_ROW_TILE: 'paired' }).MATMUL_ONE_ROW_TILE).toBe('paired');
     expect(() => loadConfig(InferenceWorkerConfig, { MATMUL_ONE_ROW_TILE: 'wider' })).toThrow(/MATMUL_ONE_ROW_TILE.*"wider"/s);
   });
 

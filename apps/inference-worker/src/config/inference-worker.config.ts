@@ -49,6 +49,9 @@ export class InferenceWorkerConfig extends WorkerConfig {
    * How the matmul kernel runs one sequence's decode step: down one panel of weights at a
    * time ('narrow': faster on AMD Zen 4) or four ('wide': faster on an Intel Xeon).
    * 'auto' times both with MATMUL_READ_AHEAD's timing; 'narrow' or 'wide' skips it.
+   * 'paired' packs the weights in pairs of panels, which one sequence streams as one run:
+   * faster for one sequence, a little slower for batches of 4 and more (the same outputs to
+   * the bit), for a worker serving bf16 weights one sequence at a time.
    */
   @IsIn(ONE_ROW_TILE_SETTINGS)
   MATMUL_ONE_ROW_TILE: OneRowTileSetting = 'auto';

@@ -105,6 +105,8 @@ const CHUNK_DIVISOR = 2;
 const PRODUCTS = [
   { module: 0, name: 'matmulF32Fused', arity: 10 },
   { module: 0, name: 'matmulBf16Fused', arity: 10 },
+  { module: 0, name: 'matmulF32PairedFused', arity: 10 },
+  { module: 0, name: 'matmulBf16PairedFused', arity: 10 },
   { module: 0, name: 'matmulQ8', arity: 10 },
   { module: 1, name: 'matmulTransposedF32', arity: 7 },
   { module: 2, name: 'promptAttention', arity: 14 },
@@ -171,7 +173,7 @@ declare const WebAssembly: {
   Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
 };
 
-/** matmulF32, matmulBf16, matmulQ8 and the fused matmulF32Fused and matmulBf16Fused of the kernel (libs/engine/kernels/matmul.ts). */
+/** matmulF32, matmulBf16, matmulQ8 and the fused matmulF32Fused and matmulBf16Fused (and their paired copies) of the kernel (libs/engine/kernels/matmul.ts). */
 type MatmulExport = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
 
 /** The matmul kernel's exports that multiply: what both its builds, on tfjs's heap and on a shared memory, are called for. */
@@ -183,15 +185,18 @@ export interface MatmulKernels {
   matmulQ8: MatmulExport;
   matmulF32Fused: MatmulExport;
   matmulBf16Fused: MatmulExport;
+  matmulF32PairedFused: MatmulExport;
+  matmulBf16PairedFused: MatmulExport;
 }
 
 /**
- * The kernel's export that multiplies panels of `format`: over f32 and bf16 panels the one
- * with fused multiply-adds (the kernel source's section 2), in inference and training alike;
- * q8 sums integers and has one arithmetic.
+ * The kernel's export that multiplies panels of `format`, interleaved in pairs or not (the
+ * kernel source's section 9): over f32 and bf16 panels the one with fused multiply-adds
+ * (section 2), in inference and training alike; q8 sums integers and has one arithmetic.
  */
-export function matmulExportName(format: PanelFormat): 'matmulF32Fused' | 'matmulBf16Fused' | 'matmulQ8' {
+export function matmulExportName(format: PanelFormat, paired: boolean): 'matmulF32Fused' | 'matmulBf16Fused' | 'matmulF32PairedFused' | 'matmulBf16PairedFused' | 'matmulQ8' {
   if (format === 'q8') return 'matmulQ8';
+  if (paired) return format === 'bf16' ? 'matmulBf16PairedFused' : 'matmulF32PairedFused';
   return format === 'bf16' ? 'matmulBf16Fused' : 'matmulF32Fused';
 }
 
@@ -283,6 +288,8 @@ export interface ThreadedProduct {
   K: number;
   N: number;
   format: PanelFormat;
+  /** Whether the panels are interleaved in pairs (the kernel source's section 9). */
+  paired: boolean;
   readAhead: boolean;
   oneRowWide: boolean;
 }
@@ -405,11 +412,12 @@ export class MatMulThreads {
     if (p.format === 'q8') this.kernels.quantizeRows(x, xt, M, K);
     else if (M >= 2) this.kernels.interleaveRows(x, xt, M, K);
     const args = [x, p.packed, p.bias ? bias : 0, out, M, K, N, p.readAhead ? 1 : 0, p.oneRowWide ? 1 : 0, xt] as const;
-    const name = matmulExportName(p.format);
+    const name = matmulExportName(p.format, p.paired);
     const matmul = this.kernels[name];
-    // Ranges of whole panels, in fours where they allow (the one-row wide tile's step).
+    // Ranges of whole panels, in fours where they allow (the one-row wide tile's step), else
+    // in pairs where they are paired (the paired one-row tile's).
     const panels = N / 8;
-    const unit = panels % 4 === 0 ? 4 : 1;
+    const unit = panels % 4 === 0 ? 4 : p.paired ? 2 : 1;
     this.divide(productIndex(name), args, panels / unit, unit, M * K * N, (from, to) => matmul(...args, from, to));
     p.out.set(new Float32Array(heap, out, M * N));
   }

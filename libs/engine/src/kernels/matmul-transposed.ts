@@ -79,7 +79,7 @@ tf.registerKernel({
 
 /**
  * dy [M, N] W^T [N, K] from W [K, N] packed by packWeights, or null where tfjs should compute
- * it instead: another backend, panels that are not f32 (bf16, q8), K not a multiple of 4, or
+ * it instead: another backend, panels that are not f32 (bf16, q8) or are in pairs, K not a multiple of 4, or
  * dy not float32. Panels in the matmul threads' memory are multiplied there, divided between
  * the threads. It has no gradient of its own.
  */
@@ -124,7 +124,7 @@ export function packedMatMulTransposedAlongside<T>(dy: tf.Tensor2D, packed: Pack
 /** Whether the kernel takes dy over these panels (see packedMatMulTransposed); throws where dy does not fit them. */
 function kernelApplies(dy: tf.Tensor2D, packed: PackedWeights): boolean {
   const [M, N] = dy.shape;
-  if (M === 0 || dy.dtype !== 'float32' || packed.format !== 'f32' || packed.inFeatures % 4 !== 0) return false;
+  if (M === 0 || dy.dtype !== 'float32' || packed.format !== 'f32' || packed.paired || packed.inFeatures % 4 !== 0) return false;
   if (!matMulKernelAvailable()) return false;
   if (N !== packed.outFeatures) throw new Error(`packedMatMulTransposed: dy [${dy.shape}] does not fit weight [${packed.inFeatures}, ${packed.outFeatures}]`);
   return true;

@@ -54,7 +54,7 @@ export type PanelFormat = 'f32' | 'bf16' | 'q8';
 
 interface Kernels extends MatmulKernels {
   isBf16(w: number, count: number): number;
-  pack(w: number, packed: number, K: number, N: number, bf16: number): void;
+  pack(w: number, packed: number, K: number, N: number, bf16: number, paired: number): void;
   packQ8(w: number, packed: number, K: number, N: number): void;
   copyColumns(x: number, out: number, M: number, N: number, from: number, width: number): void;
 }
@@ -63,9 +63,10 @@ interface SplitAttrs extends tf.NamedAttrMap {
   sizes: number[];
 }
 
-/** The kernels' attribute: how the panels hold the weights. */
+/** The kernels' attributes: how the panels hold the weights, and whether they are interleaved in pairs (the source's section 9). */
 interface PanelAttrs extends tf.NamedAttrMap {
   format: PanelFormat;
+  paired: boolean;
 }
 
 interface MatMulAttrs extends PanelAttrs {
@@ -79,8 +80,12 @@ interface ThreadedMatMulAttrs extends MatMulAttrs {
   N: number;
 }
 
-/** How a single row runs (the kernel source's section 2): one panel at a time (1 x 8 tiles), or four (1 x 32). */
-export type OneRowTile = 'narrow' | 'wide';
+/**
+ * How a single row runs (the kernel source's section 2): one panel at a time (1 x 8 tiles),
+ * or four (1 x 32); or, over weights packed in pairs (section 9), a pair at a time (1 x 16),
+ * the only tile there.
+ */
+export type OneRowTile = 'narrow' | 'wide' | 'paired';
 
 /**
  * How packedMatMul runs over one model's weights. Every plan gives the same products to the
@@ -116,7 +121,7 @@ tf.registerKernel({
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { w } = inputs as Record<'w', tf.TensorInfo>;
-    const { format } = attrs as PanelAttrs;
+    const { format, paired } = attrs as PanelAttrs;
     const wasm = backend as unknown as WasmBackendInternals;
     const [K, N] = w.shape;
     const kernels = kernelsFor(backend) as Kernels;
@@ -127,7 +132,7 @@ tf.registerKernel({
     }
     const bf16 = format === 'bf16';
     const packed = wasm.makeOutput([N / PANEL, K, bf16 ? PANEL / 2 : PANEL], 'float32');
-    kernels.pack(heapOffset(wasm, w), heapOffset(wasm, packed), K, N, bf16 ? 1 : 0);
+    kernels.pack(heapOffset(wasm, w), heapOffset(wasm, packed), K, N, bf16 ? 1 : 0, paired ? 1 : 0);
     return packed;
   },
 });
@@ -159,11 +164,11 @@ tf.registerKernel({
 
 /** out [M, N] = x [M, K] times the panels at heap offset `panels` (+ bias), on this thread; out is written. */
 function multiplyInHeap(wasm: WasmBackendInternals, x: tf.TensorInfo, panels: number, bias: tf.TensorInfo | null, out: tf.TensorInfo, attrs: MatMulAttrs): void {
-  const { format, readAhead, oneRowWide } = attrs;
+  const { format, paired, readAhead, oneRowWide } = attrs;
   const [M, K] = x.shape;
   const N = out.shape[1];
   const kernels = kernelsFor(wasm) as Kernels;
-  const matmul = kernels[matmulExportName(format)];
+  const matmul = kernels[matmulExportName(format, paired)];
   // Scratch for x's rows as the tiles read them: interleaved for row tiles (the source's
   // section 7), or quantized for q8 panels, one row included (section 8).
   const xt = M >= 2 || format === 'q8' ? wasm.makeOutput([M, K], 'float32') : null;
@@ -177,7 +182,7 @@ function multiplyInHeap(wasm: WasmBackendInternals, x: tf.TensorInfo, panels: nu
 
 /** multiplyInHeap for panels at `offset` in the matmul threads' memory, divided between the threads. */
 function multiplyOnThreads(wasm: WasmBackendInternals, x: tf.TensorInfo, offset: number, bias: tf.TensorInfo | null, out: tf.TensorInfo, attrs: MatMulAttrs): void {
-  const { format, readAhead, oneRowWide } = attrs;
+  const { format, paired, readAhead, oneRowWide } = attrs;
   const [M, K] = x.shape;
   (threads as MatMulThreads).run({
     x: heapView(wasm, x),
@@ -188,6 +193,7 @@ function multiplyOnThreads(wasm: WasmBackendInternals, x: tf.TensorInfo, offset:
     K,
     N: out.shape[1],
     format,
+    paired,
     readAhead,
     oneRowWide,
   });
@@ -208,6 +214,7 @@ export function packedMatMulInto(wasm: WasmBackendInternals, x: tf.TensorInfo, p
 function matMulAttrs(packed: PackedWeights, rows: number, plan: MatMulPlan): MatMulAttrs {
   return {
     format: packed.format,
+    paired: packed.paired,
     readAhead: rows === 1 ? plan.oneRowReadAhead : plan.rowsReadAhead,
     oneRowWide: plan.oneRowTile === 'wide',
   };
@@ -270,23 +277,25 @@ export class PackedWeights {
     readonly outFeatures: number,
     /** How the panels hold the weights. */
     readonly format: PanelFormat,
+    /** Whether the panels are interleaved in pairs (the kernel source's section 9). */
+    readonly paired: boolean,
     /** The panels in tfjs's heap; null when they are in the threads' memory. */
     readonly panels: tf.Tensor3D | null,
     /** Where the panels are in the threads' memory, and which threads; null when in tfjs's heap. */
     readonly threaded: { threads: MatMulThreads; offset: number } | null,
   ) {}
 
-  static inHeap(panels: tf.Tensor3D, format: PanelFormat, K: number): PackedWeights {
-    return new PackedWeights(K, panels.shape[0] * PANEL, format, panels, null);
+  static inHeap(panels: tf.Tensor3D, format: PanelFormat, paired: boolean, K: number): PackedWeights {
+    return new PackedWeights(K, panels.shape[0] * PANEL, format, paired, panels, null);
   }
 
   /** The panels copied into the threads' memory (and the tensor disposed). */
-  static inThreads(panels: tf.Tensor3D, format: PanelFormat, K: number, owner: MatMulThreads): PackedWeights {
+  static inThreads(panels: tf.Tensor3D, format: PanelFormat, paired: boolean, K: number, owner: MatMulThreads): PackedWeights {
     const view = heapView(tf.backend() as unknown as WasmBackendInternals, panels);
     const offset = owner.store(new Uint8Array(view.buffer, view.byteOffset, view.byteLength));
     const N = panels.shape[0] * PANEL;
     panels.dispose();
-    return new PackedWeights(K, N, format, null, { threads: owner, offset });
+    return new PackedWeights(K, N, format, paired, null, { threads: owner, offset });
   }
 
   /** Whether the panels hold the weights as bfloat16 (every weight was exactly one): 4 floats per step, not 8. */
@@ -309,17 +318,28 @@ export class PackedWeights {
 /** packWeights' formats: 'auto' and 'f32' keep the weights' values, 'q8' quantizes them. */
 export type PackFormat = 'auto' | 'f32' | 'q8';
 
+export interface PackOptions {
+  /** While matmul threads run, whether the panels go into their memory (default) or stay in tfjs's heap (a small operand packed for one call). */
+  onThreads?: boolean;
+  /**
+   * Whether f32 and bf16 panels are interleaved in pairs (the kernel source's section 9), for
+   * a process that decodes one sequence at a time: its one-row products stream faster, a
+   * batch's run a little slower. Only where N is a multiple of 16; q8 panels never are.
+   */
+  paired?: boolean;
+}
+
 /**
  * weightT [K, N] packed for packedMatMul, or null where the kernel does not apply (another
  * backend, not float32, N not a multiple of 8: such weights keep using tf.matMul). With
  * format 'auto', bf16 panels when every weight is exactly a bfloat16, f32 panels otherwise
  * ('f32': always): either way the products are those of weightT. 'q8' quantizes the weights
  * to 8 bits (the source's section 8) where K is a multiple of 32, and packs as 'auto' does
- * otherwise. While matmul threads run, the panels go into their memory, unless `onThreads`
- * is false (a small operand packed for one call, multiplied on the calling thread). The
- * result is kept out of any enclosing tf.tidy: it lives until disposed.
+ * otherwise. While matmul threads run, the panels go into their memory (see PackOptions for
+ * that and for panels in pairs). The result is kept out of any enclosing tf.tidy: it lives
+ * until disposed.
  */
-export function packWeights(weightT: tf.Tensor2D, format: PackFormat = 'auto', onThreads = true): PackedWeights | null {
+export function packWeights(weightT: tf.Tensor2D, format: PackFormat = 'auto', options: PackOptions = {}): PackedWeights | null {
   if (!matMulKernelAvailable() || weightT.dtype !== 'float32' || weightT.shape[1] % PANEL !== 0) return null;
   const wasm = tf.backend() as unknown as WasmBackendInternals;
   const [K] = weightT.shape;
@@ -329,9 +349,10 @@ export function packWeights(weightT: tf.Tensor2D, format: PackFormat = 'auto', o
       : format !== 'f32' && (kernelsFor(wasm) as Kernels).isBf16(heapOffset(wasm, weightT), weightT.size) === 1
         ? 'bf16'
         : 'f32';
-  const attrs: PanelAttrs = { format: panelFormat };
+  const paired = (options.paired ?? false) && panelFormat !== 'q8' && weightT.shape[1] % (2 * PANEL) === 0;
+  const attrs: PanelAttrs = { format: panelFormat, paired };
   const panels = tf.keep(tf.engine().runKernel(PACK_KERNEL, { w: weightT }, attrs) as tf.Tensor3D);
-  return threads && onThreads ? PackedWeights.inThreads(panels, panelFormat, K, threads) : PackedWeights.inHeap(panels, panelFormat, K);
+  return threads && (options.onThreads ?? true) ? PackedWeights.inThreads(panels, panelFormat, paired, K, threads) : PackedWeights.inHeap(panels, panelFormat, paired, K);
 }
 
 /**
@@ -421,10 +442,12 @@ const tunedPlans = new Map<string, MatMulPlan>();
  * (read-ahead or not): up to 18 passes, 0.4 s on SmolLM2-135M on an AMD Zen 4. Weights of
  * the same shapes and formats as weights timed before in this process (with the same fixed
  * settings) get that plan again without timing. Where the kernel does not run, or the
- * weights are too small to stream from memory, the rest is DEFAULT_MATMUL_PLAN's. Nothing
- * outside the returned plan changes: the caller keeps it with the weights.
+ * weights are too small to stream from memory, the rest is DEFAULT_MATMUL_PLAN's. Weights
+ * packed in pairs have one one-row tile, 'paired', whatever `fixed` says. Nothing outside
+ * the returned plan changes: the caller keeps it with the weights.
  */
 export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> = {}): MatMulPlan {
+  if (weights.some((w) => w.paired)) fixed = { ...fixed, oneRowTile: 'paired' };
   const untimed: MatMulPlan = { ...DEFAULT_MATMUL_PLAN, ...fixed };
   if (!matMulKernelAvailable()) return untimed;
   const timed: PackedWeights[] = [];
@@ -435,7 +458,7 @@ export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> 
     bytes += w.bytes;
   }
   if (bytes < TUNE_MIN_BYTES) return untimed;
-  const key = JSON.stringify([untimed, Object.keys(fixed).sort(), timed.map((w) => [w.inFeatures, w.outFeatures, w.format, w.threaded ? w.threaded.threads.threads : 1])]);
+  const key = JSON.stringify([untimed, Object.keys(fixed).sort(), timed.map((w) => [w.inFeatures, w.outFeatures, w.format, w.paired, w.threaded ? w.threaded.threads.threads : 1])]);
   const known = tunedPlans.get(key);
   if (known) return { ...known };
   const open = <T>(value: T | undefined, all: T[]): T[] => (value === undefined ? all : [value]);
