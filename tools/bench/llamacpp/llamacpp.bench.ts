@@ -10,7 +10,8 @@
  *   npm install --prefix tmp/llamacpp --no-save node-llama-cpp@3.22.1    # once: the peer, not a dependency
  *   npx tsx --tsconfig tsconfig.base.json tools/bench/llamacpp/llamacpp.bench.ts   (ROUNDS=5 STEPS=48)
  *
- * Per round, each of the six (the engine and llama.cpp in each format) decodes STEPS tokens
+ * Per round, each of the seven (the engine and llama.cpp in each format, and the engine's bf16
+ * weights with their panels in pairs, oneRowTile 'paired') decodes STEPS tokens
  * after a 24-token prompt, in turn; prints the median and range over ROUNDS of tokens/s, and
  * for each format whether the two chose the same greedy tokens (the check that both run the
  * same model).
@@ -100,6 +101,7 @@ async function main(): Promise<void> {
     ['llama.cpp, f32', peer.f32],
     ['engine, bf16', engineDecoder(await loadModel(BF16_DIR, { inferenceOnly: true }))],
     ['llama.cpp, BF16', peer.bf16],
+    ['engine, bf16 in pairs', engineDecoder(await loadModel(BF16_DIR, { inferenceOnly: true, oneRowTile: 'paired' }))],
     ['engine, q8', engineDecoder(await loadModel(MODEL_DIR, { inferenceOnly: true, weights: 'q8' }))],
     ['llama.cpp, Q8_0', peer.q8_0],
   ];
