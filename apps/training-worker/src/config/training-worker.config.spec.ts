@@ -9,4 +9,11 @@ describe('TrainingWorkerConfig', () => {
     expect(() => loadConfig(TrainingWorkerConfig, { MATMUL_THREADS: '65' })).toThrow(/MATMUL_THREADS/);
     expect(() => loadConfig(TrainingWorkerConfig, { MATMUL_THREADS: 'all' })).toThrow(/MATMUL_THREADS/);
   });
+
+  it('keeps up to 1536 MiB of a step\'s products for the recompute unless told, and refuses a negative or fractional size', () => {
+    expect(loadConfig(TrainingWorkerConfig, {}).KEPT_PRODUCTS_MB).toBe(1536);
+    expect(loadConfig(TrainingWorkerConfig, { KEPT_PRODUCTS_MB: '0' }).KEPT_PRODUCTS_MB).toBe(0);
+    expect(() => loadConfig(TrainingWorkerConfig, { KEPT_PRODUCTS_MB: '-1' })).toThrow(/KEPT_PRODUCTS_MB/);
+    expect(() => loadConfig(TrainingWorkerConfig, { KEPT_PRODUCTS_MB: '1.5' })).toThrow(/KEPT_PRODUCTS_MB/);
+  });
 });

@@ -16,4 +16,17 @@ export class TrainingWorkerConfig extends WorkerConfig {
   @Min(1)
   @Max(64)
   MATMUL_THREADS = 1;
+
+  /**
+   * Memory (MiB) a training step may use to keep its frozen projections' outputs from the
+   * forward pass, so that the backward's recompute does not multiply them again. A
+   * SmolLM2-135M step of 2,048 tokens keeps all of them in about 1.2 GB and runs about 12 %
+   * faster than with 256 (docs/benchmarks.md, "Training step"); 0 recomputes every product.
+   * Lower it for a model that leaves the worker little memory.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(65536)
+  KEPT_PRODUCTS_MB = 1536;
 }

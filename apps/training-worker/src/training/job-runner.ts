@@ -58,7 +58,7 @@ export class JobRunner implements OnModuleDestroy {
     if (!source.adapter_path) throw new Error(`${job.model_name} resolved to no adapter`);
     const lm = await this.model(source.base_model_dir);
     const current = await readPeftAdapter(source.adapter_path, lm.config);
-    const trainer = new LoraTrainer(lm, current.spec, current.tensors);
+    const trainer = new LoraTrainer(lm, current.spec, current.tensors, { keptProductsBytes: this.config.KEPT_PRODUCTS_MB * 2 ** 20 });
     try {
       const report = async (kind: 'started', num_sequences: number, no_gradient_steps_reason: string | null) => {
         const reply = await this.rpc.request(Subjects.training.reportProgress, { job_id: job.job_id, kind, num_sequences, no_gradient_steps_reason });

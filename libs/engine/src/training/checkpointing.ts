@@ -11,10 +11,11 @@ const MAX_LOGITS_PER_CHUNK = 1 << 23;
 
 /**
  * Most bytes of projections' outputs a step keeps from its first pass for the recompute
- * (KeptProducts): 256 MB, every q|k|v, o and gate|up output of a 135M model's step up to
- * about 480 tokens; longer steps keep the first layers' and recompute the rest.
+ * (KeptProducts), unless CheckpointOptions.keptProductsBytes says otherwise: 256 MB, every
+ * q|k|v, o and gate|up output of a 135M model's step up to about 480 tokens; longer steps keep
+ * the first layers' and recompute the rest.
  */
-const KEPT_PRODUCTS_BYTES = 256 << 20;
+export const KEPT_PRODUCTS_BYTES = 256 << 20;
 
 /** Rows of token ids right-padded to one length T, as next-token inputs and targets. */
 export interface NextTokenRows {
@@ -195,6 +196,8 @@ export interface CheckpointOptions {
    * is dropped. Absent: every position.
    */
   scored?: ArrayLike<number>;
+  /** Most bytes of projections' outputs kept from the first pass for the recompute (default KEPT_PRODUCTS_BYTES). */
+  keptProductsBytes?: number;
 }
 
 /** The indices of the nonzero weights, or null for all positions (none given, all nonzero, or none nonzero). */
@@ -238,7 +241,7 @@ export interface CheckpointedResult {
  * every intermediate of every layer (which, copied by the wasm backend for the tape, ran a
  * 135M model out of memory at a few hundred tokens). The price is a second forward pass; the
  * first pass keeps the outputs of the projections the recompute reads (q|k|v, o, gate|up)
- * within KEPT_PRODUCTS_BYTES, so that the recompute multiplies only where they did not fit.
+ * within keptProductsBytes, so that the recompute multiplies only where they did not fit.
  */
 export async function checkpointedGradients(
   model: LlamaModel,
@@ -248,7 +251,7 @@ export async function checkpointedGradients(
   options: CheckpointOptions,
 ): Promise<CheckpointedResult> {
   const { rows: R, length: T } = rows;
-  const products = new KeptProducts(KEPT_PRODUCTS_BYTES);
+  const products = new KeptProducts(options.keptProductsBytes ?? KEPT_PRODUCTS_BYTES);
   const ctx = { ...model.passContext(R, T), products };
   const kept: tf.Tensor[] = [];
   try {

@@ -6,6 +6,7 @@ import { DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights, readPeftAdapter, writePef
 import { generate } from '../../src/generate';
 import { AdamW } from '../../src/training/adamw';
 import { NextTokenValues, checkpointedGradients, nextTokenRows } from '../../src/training/checkpointing';
+import { KeptProducts } from '../../src/model/linear';
 import { buildSftSequence } from '../../src/training/sequences';
 import { LoraTrainer, StepMetrics } from '../../src/training/trainer';
 import { makeTiny, maxAbsDiff, rowsOf, tempDir, useBackend } from '../helpers';
@@ -222,6 +223,37 @@ describe('LoRA training (wasm, tiny model)', () => {
       expectTapedGradients(checkpointed, taped, vars);
       weights.dispose();
     } finally {
+      trainer.dispose();
+    }
+  });
+
+  // The recompute takes each kept output instead of multiplying again: the same products, so
+  // the same gradients to the bit, whether the budget keeps all of them or none.
+  it('keeps the projections\' outputs its budget allows for the recompute, with the same gradients whatever the budget', async () => {
+    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
+    const init = initLoraWeights(lm.config, spec, 8);
+    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.sin(5 * i + name.length)));
+    const trainer = new LoraTrainer(lm, spec, init);
+    const take = jest.spyOn(KeptProducts.prototype, 'take');
+    try {
+      const rows = [buildSftSequence(lm, CONVERSATIONS[0]).tokens, buildSftSequence(lm, CONVERSATIONS[2]).tokens];
+      const lossOf = (lp: tf.Tensor2D) => tf.neg(tf.sum(lp)) as tf.Scalar;
+      const gradients = async (keptProductsBytes: number) => {
+        take.mockClear();
+        const { value, grads } = await checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossOf, { chunk: 256, withEntropy: false, keptProductsBytes });
+        const taken = take.mock.results.filter((r) => r.value !== null).length;
+        const bits = new Map([...grads].map(([name, g]) => [name, Array.from(g.dataSync())]));
+        grads.forEach((g) => g.dispose());
+        return { value, bits, taken };
+      };
+      const [none, all] = [await gradients(0), await gradients(1 << 30)];
+      expect(none.taken).toBe(0);
+      // q|k|v, o and gate|up of every layer.
+      expect(all.taken).toBe(3 * lm.config.numLayers);
+      expect(all.value).toBe(none.value);
+      expect(all.bits).toEqual(none.bits);
+    } finally {
+      take.mockRestore();
       trainer.dispose();
     }
   });
