@@ -3,7 +3,7 @@
  * as train.bench.ts: LoRA r 8 on all seven projections, one 64-token sequence; or ROWS
  * sequences of TOKENS tokens, such as the default packing's 8 x 256):
  *
- *   npx tsx --tsconfig tsconfig.base.json libs/engine/bench/train-profile.bench.ts   (STEPS=3 MATMUL_THREADS=1 ROWS=1 TOKENS=64 KEPT_MB=256)
+ *   npx tsx --tsconfig tsconfig.base.json libs/engine/bench/train-profile.bench.ts   (STEPS=3 MATMUL_THREADS=1 ROWS=1 TOKENS=64 KEPT_MB=1536)
  *
  * KEPT_MB: the trainer's keptProductsBytes in MB (the projections' outputs kept for the recompute).
  * Times STEPS steps, then runs STEPS more under tf.profile and prints, per kernel name, the calls and
@@ -27,7 +27,7 @@ const TOKENS = Number(process.env['TOKENS'] ?? 64);
 const ROWS = Number(process.env['ROWS'] ?? 1);
 const STEPS = Number(process.env['STEPS'] ?? 3);
 const MATMUL_THREADS = Number(process.env['MATMUL_THREADS'] ?? 1);
-const KEPT_MB = Number(process.env['KEPT_MB'] ?? 256);
+const KEPT_MB = Number(process.env['KEPT_MB'] ?? 1536);
 
 async function main(): Promise<void> {
   const backend = await selectBackend('wasm');

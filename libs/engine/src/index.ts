@@ -33,6 +33,7 @@ export * from './training/sequences';
 export * from './training/rl-loss';
 export * from './training/experimental-config';
 export * from './training/trainer';
+export { KEPT_PRODUCTS_BYTES } from './training/checkpointing';
 export * from './grammar';
 export * from './tools';
 export * from './training/art-trajectories';

@@ -1,3 +1,4 @@
+import { KEPT_PRODUCTS_BYTES } from '@trainyard/engine';
 import { WorkerConfig } from '@trainyard/runtime';
 import { Type } from 'class-transformer';
 import { IsInt, Max, Min } from 'class-validator';
@@ -28,5 +29,5 @@ export class TrainingWorkerConfig extends WorkerConfig {
   @IsInt()
   @Min(0)
   @Max(65536)
-  KEPT_PRODUCTS_MB = 1536;
+  KEPT_PRODUCTS_MB = KEPT_PRODUCTS_BYTES / 2 ** 20;
 }

@@ -11,11 +11,12 @@ const MAX_LOGITS_PER_CHUNK = 1 << 23;
 
 /**
  * Most bytes of projections' outputs a step keeps from its first pass for the recompute
- * (KeptProducts), unless CheckpointOptions.keptProductsBytes says otherwise: 256 MB, every
- * q|k|v, o and gate|up output of a 135M model's step up to about 480 tokens; longer steps keep
- * the first layers' and recompute the rest.
+ * (KeptProducts), unless CheckpointOptions.keptProductsBytes says otherwise: 1.5 GB, every
+ * q|k|v, o and gate|up output of a 135M model's step up to about 2,800 tokens (the default
+ * packing's 2,048 take about 1.13 GB); longer steps keep the first layers' and recompute the
+ * rest. The training worker's KEPT_PRODUCTS_MB sets it.
  */
-export const KEPT_PRODUCTS_BYTES = 256 << 20;
+export const KEPT_PRODUCTS_BYTES = 1536 << 20;
 
 /** Rows of token ids right-padded to one length T, as next-token inputs and targets. */
 export interface NextTokenRows {

@@ -24,8 +24,8 @@ export interface TrainerOptions {
   /**
    * Most bytes of projections' outputs a step keeps from its forward pass so that the
    * backward's recompute does not multiply them again (checkpointing.ts, KEPT_PRODUCTS_BYTES:
-   * 256 MB by default). More memory, fewer products: a 135M model's step of 2,048 tokens keeps
-   * all of them in about 1.2 GB.
+   * 1.5 GB by default). More memory, fewer products: a 135M model's step of 2,048 tokens keeps
+   * all of them in about 1.13 GB.
    */
   keptProductsBytes?: number;
 }
