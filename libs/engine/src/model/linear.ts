@@ -66,6 +66,11 @@ export class KeptProducts {
 
   constructor(private readonly budgetBytes: number) {}
 
+  /** Bytes of outputs kept now. */
+  get keptBytes(): number {
+    return this.bytes;
+  }
+
   /** The first pass is over: from now on take() hands the kept outputs out, and keep() keeps nothing. */
   replay(): void {
     this.recording = false;

@@ -10,11 +10,12 @@ import type { LlamaModel } from '../model/llama';
 const MAX_LOGITS_PER_CHUNK = 1 << 23;
 
 /**
- * Most bytes of projections' outputs a step keeps from its first pass for the recompute
- * (KeptProducts), unless CheckpointOptions.keptProductsBytes says otherwise: 1.5 GB, every
- * q|k|v, o and gate|up output of a 135M model's step up to about 2,800 tokens (the default
- * packing's 2,048 take about 1.13 GB); longer steps keep the first layers' and recompute the
- * rest. The training worker's KEPT_PRODUCTS_MB sets it.
+ * Most bytes a step keeps from its forward pass for the backward, unless
+ * CheckpointOptions.keptProductsBytes says otherwise: the projections' outputs (KeptProducts)
+ * first, then the lm_head chunks' softmax, each of which spares the backward a product. 1.5
+ * GB: all of both for a 135M model's step of the default packing's 2,048 tokens (about 1.13
+ * GB of outputs and 0.38 GB of softmax); longer steps keep the first layers' outputs and
+ * recompute the rest. The training worker's KEPT_PRODUCTS_MB sets it.
  */
 export const KEPT_PRODUCTS_BYTES = 1536 << 20;
 
@@ -67,25 +68,60 @@ export interface NextTokenValues {
  * chunks: each chunk's softmax in one pass (headSoftmax) unless the lm_head has adapters.
  */
 async function headValues(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], chunk: number, withEntropy: boolean): Promise<NextTokenValues> {
+  return (await headPass(model, hidden, targets, chunk, withEntropy, null)).values;
+}
+
+/**
+ * headValues, and with a `budget` of bytes (not null) each chunk's softmax (KeptSoftmax) kept for
+ * the backward pass while the kept ones fit it, the first chunk whatever its size (at most
+ * MAX_LOGITS_PER_CHUNK floats): a kept chunk needs no second product with the lm_head.
+ * `kept` has one entry per chunk, null where not kept (always, where the lm_head has adapters).
+ */
+async function headPass(
+  model: LlamaModel,
+  hidden: tf.Tensor2D,
+  targets: number[],
+  chunk: number,
+  withEntropy: boolean,
+  budget: number | null,
+): Promise<{ values: NextTokenValues; kept: (KeptSoftmax | null)[] }> {
   const N = targets.length;
   const logprobs = new Float32Array(N);
   const entropy = withEntropy ? new Float32Array(N) : null;
   const size = headChunkSize(chunk, model.config.vocabSize);
-  for (let start = 0; start < N; start += size) {
-    const n = Math.min(size, N - start);
-    const part = tf.tidy(() => {
-      const [h, ids] = [tf.slice(hidden, [start, 0], [n, -1]), targets.slice(start, start + n)];
-      if (!model.lmHead.hasAdapters) return headSoftmax(model, h, ids, withEntropy).part;
-      const head = headLogprobs(model, h, ids, withEntropy);
-      return head.entropy ? [head.logprobs, head.entropy] : [head.logprobs];
-    });
-    try {
-      await readInto(part, logprobs, entropy, start);
-    } finally {
-      tf.dispose(part);
+  const kept: (KeptSoftmax | null)[] = [];
+  let keptBytes = 0;
+  try {
+    for (let start = 0; start < N; start += size) {
+      const n = Math.min(size, N - start);
+      const ids = targets.slice(start, start + n);
+      const h = () => tf.slice(hidden, [start, 0], [n, -1]);
+      let part: tf.Tensor[];
+      let softmax: KeptSoftmax | null = null;
+      if (model.lmHead.hasAdapters) {
+        part = tf.tidy(() => {
+          const head = headLogprobs(model, h(), ids, withEntropy);
+          return head.entropy ? [head.logprobs, head.entropy] : [head.logprobs];
+        });
+      } else {
+        ({ part, kept: softmax } = tf.tidy(() => headSoftmax(model, h(), ids, withEntropy)));
+      }
+      const bytes = softmax ? keptTensors(softmax).reduce((sum, t) => sum + 4 * t.size, 0) : 0;
+      const keep = softmax !== null && budget !== null && (start === 0 || keptBytes + bytes <= budget);
+      kept.push(keep ? softmax : null);
+      if (keep) keptBytes += bytes;
+      else if (softmax) tf.dispose(keptTensors(softmax));
+      try {
+        await readInto(part, logprobs, entropy, start);
+      } finally {
+        tf.dispose(part);
+      }
     }
+  } catch (err) {
+    for (const softmax of kept) if (softmax) tf.dispose(keptTensors(softmax));
+    throw err;
   }
-  return { logprobs, entropy };
+  return { values: { logprobs, entropy }, kept };
 }
 
 /** part[0] into logprobs and part[1] (when asked for) into entropy at `start`, in one read-back. */
@@ -135,25 +171,6 @@ function headSoftmax(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], 
 }
 
 /**
- * headValues for a step whose positions fit one lm_head chunk, keeping its softmax (KeptSoftmax),
- * so that the backward pass needs no second product with the lm_head.
- */
-async function headValuesKeepingSoftmax(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], withEntropy: boolean): Promise<{ values: NextTokenValues; kept: KeptSoftmax }> {
-  const N = targets.length;
-  const { part, kept } = tf.tidy(() => headSoftmax(model, hidden, targets, withEntropy));
-  const values = { logprobs: new Float32Array(N), entropy: withEntropy ? new Float32Array(N) : null };
-  try {
-    await readInto(part, values.logprobs, values.entropy, 0);
-  } catch (err) {
-    tf.dispose(keptTensors(kept));
-    throw err;
-  } finally {
-    tf.dispose(part);
-  }
-  return { values, kept };
-}
-
-/**
  * d loss / d hidden through the head, from the kept softmax: d log p(target) / d logits =
  * onehot(target) - p, so the logits' gradient is dLogprobs (onehot - p), and the lm_head's
  * input gradient of that is the one product this step needs with the lm_head.
@@ -197,7 +214,7 @@ export interface CheckpointOptions {
    * is dropped. Absent: every position.
    */
   scored?: ArrayLike<number>;
-  /** Most bytes of projections' outputs kept from the first pass for the recompute (default KEPT_PRODUCTS_BYTES). */
+  /** Most bytes of projections' outputs and lm_head softmax kept from the forward pass for the backward (default KEPT_PRODUCTS_BYTES). */
   keptProductsBytes?: number;
 }
 
@@ -234,15 +251,16 @@ export interface CheckpointedResult {
  * 1. forward through the blocks without a gradient tape, keeping only each block's input;
  * 2. the lm_head in chunks of positions, as values; then the loss and d loss / d log-probs;
  * 3. back through the head chunk by chunk (each chunk's logits and softmax recomputed,
- *    unless the step fits one chunk, whose softmax step 2 kept) and the final norm;
+ *    unless step 2 kept its softmax) and the final norm;
  * 4. back through the blocks from the last: each is run again under a tape, and its
  *    vector-Jacobian product gives the gradient for its input and for its variables.
  *
  * Memory then grows with layers x tokens x hidden plus one block's intermediates, instead of
  * every intermediate of every layer (which, copied by the wasm backend for the tape, ran a
  * 135M model out of memory at a few hundred tokens). The price is a second forward pass; the
- * first pass keeps the outputs of the projections the recompute reads (q|k|v, o, gate|up)
- * within keptProductsBytes, so that the recompute multiplies only where they did not fit.
+ * first pass keeps the outputs of the projections the recompute reads (q|k|v, o, gate|up),
+ * and step 2 the chunks' softmax, within keptProductsBytes, so that the backward multiplies
+ * only where they did not fit.
  */
 export async function checkpointedGradients(
   model: LlamaModel,
@@ -252,7 +270,8 @@ export async function checkpointedGradients(
   options: CheckpointOptions,
 ): Promise<CheckpointedResult> {
   const { rows: R, length: T } = rows;
-  const products = new KeptProducts(options.keptProductsBytes ?? KEPT_PRODUCTS_BYTES);
+  const budget = options.keptProductsBytes ?? KEPT_PRODUCTS_BYTES;
+  const products = new KeptProducts(budget);
   const ctx = { ...model.passContext(R, T), products };
   const kept: tf.Tensor[] = [];
   try {
@@ -270,8 +289,8 @@ export async function checkpointedGradients(
     products.replay();
 
     // 2. Log-probs as values, the loss and its gradient w.r.t. them, the lm_head run only on
-    // the scored positions. A step whose scored positions fit one lm_head chunk keeps that
-    // chunk's softmax for step 3.
+    // the scored positions. The chunks' softmax is kept for step 3 within what the kept
+    // products left of the budget (the first chunk's whatever it is).
     const normed = tf.tidy(() => model.finalNorm.forward(last));
     kept.push(normed);
     const scored = scoredPositions(options.scored, R * T);
@@ -281,16 +300,9 @@ export async function checkpointedGradients(
     const targets = scored ? scored.map((i) => rows.targets[i]) : rows.targets;
     const N = targets.length;
     const size = headChunkSize(options.chunk, model.config.vocabSize);
-    let head: NextTokenValues;
-    let softmax: KeptSoftmax | null = null;
-    if (N <= size && !model.lmHead.hasAdapters) {
-      const result = await headValuesKeepingSoftmax(model, headInput, targets, options.withEntropy);
-      head = result.values;
-      softmax = result.kept;
-      kept.push(...keptTensors(softmax));
-    } else {
-      head = await headValues(model, headInput, targets, options.chunk, options.withEntropy);
-    }
+    const headBudget = Math.max(0, budget - products.keptBytes);
+    const { values: head, kept: softmaxes } = await headPass(model, headInput, targets, options.chunk, options.withEntropy, headBudget);
+    for (const softmax of softmaxes) if (softmax) kept.push(...keptTensors(softmax));
     const values = scored ? spread(head, scored, R * T) : head;
     const { value, dLogprobs } = tf.tidy(() => {
       const result = tf.valueAndGrad((lp: tf.Tensor) => loss(lp as tf.Tensor2D, values))(tf.tensor2d(values.logprobs, [R, T]));
@@ -301,32 +313,32 @@ export async function checkpointedGradients(
     value.dispose();
     kept.push(dLogprobs);
 
-    // 3. Back through the head, from the kept softmax or a chunk of positions at a time (each
-    // chunk's logits and softmax recomputed; through the tape only where the lm_head has
+    // 3. Back through the head a chunk of positions at a time, from the chunk's kept softmax
+    // or with its logits and softmax recomputed (through the tape only where the lm_head has
     // adapters, whose gradients it needs), then the final norm.
     const parts: tf.Tensor2D[] = [];
-    if (softmax) {
-      parts.push(headInputGradient(model, softmax, targets, dLogprobs));
-    } else {
-      for (let start = 0; start < N; start += size) {
-        const n = Math.min(size, N - start);
-        const ids = targets.slice(start, start + n);
-        const [h, dPart] = [tf.slice(headInput, [start, 0], [n, -1]), tf.slice(dLogprobs, [start], [n])];
-        try {
-          if (model.lmHead.hasAdapters) {
-            parts.push(tf.tidy(() => tf.grad((x: tf.Tensor) => headLogprobs(model, x as tf.Tensor2D, ids, false).logprobs)(h, dPart)) as tf.Tensor2D);
-          } else {
-            const { part, kept: chunkSoftmax } = tf.tidy(() => headSoftmax(model, h, ids, false));
-            tf.dispose(part);
-            try {
-              parts.push(headInputGradient(model, chunkSoftmax, ids, dPart));
-            } finally {
-              tf.dispose(keptTensors(chunkSoftmax));
-            }
+    for (let start = 0, i = 0; start < N; start += size, i++) {
+      const n = Math.min(size, N - start);
+      const ids = targets.slice(start, start + n);
+      const [h, dPart] = [tf.slice(headInput, [start, 0], [n, -1]), tf.slice(dLogprobs, [start], [n])];
+      const keptSoftmax = softmaxes[i];
+      try {
+        if (keptSoftmax) {
+          parts.push(headInputGradient(model, keptSoftmax, ids, dPart));
+        } else if (model.lmHead.hasAdapters) {
+          parts.push(tf.tidy(() => tf.grad((x: tf.Tensor) => headLogprobs(model, x as tf.Tensor2D, ids, false).logprobs)(h, dPart)) as tf.Tensor2D);
+        } else {
+          const { part, kept: chunkSoftmax } = tf.tidy(() => headSoftmax(model, h, ids, false));
+          tf.dispose(part);
+          try {
+            parts.push(headInputGradient(model, chunkSoftmax, ids, dPart));
+          } finally {
+            tf.dispose(keptTensors(chunkSoftmax));
           }
-        } finally {
-          tf.dispose([h, dPart]);
         }
+      } finally {
+        // A kept softmax is freed once used (and again, harmlessly, with the rest of `kept`).
+        tf.dispose(keptSoftmax ? [h, dPart, ...keptTensors(keptSoftmax)] : [h, dPart]);
       }
     }
     let dx = tf.tidy(() => {

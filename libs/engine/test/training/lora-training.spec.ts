@@ -227,33 +227,45 @@ describe('LoRA training (wasm, tiny model)', () => {
     }
   });
 
-  // The recompute takes each kept output instead of multiplying again: the same products, so
-  // the same gradients to the bit, whether the budget keeps all of them or none.
-  it('keeps the projections\' outputs its budget allows for the recompute, with the same gradients whatever the budget', async () => {
+  // The recompute takes each kept output (and the backward through the head each kept chunk's
+  // softmax) instead of multiplying again: the same products, so the same gradients to the
+  // bit, whether the budget keeps all of them or none. Chunks of 8 positions: several.
+  it('keeps the projections\' outputs and the head\'s softmax its budget allows, with the same gradients whatever the budget', async () => {
     const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
     const init = initLoraWeights(lm.config, spec, 8);
     for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.sin(5 * i + name.length)));
     const trainer = new LoraTrainer(lm, spec, init);
     const take = jest.spyOn(KeptProducts.prototype, 'take');
+    const head = jest.spyOn(lm.model.lmHead, 'forward');
     try {
       const rows = [buildSftSequence(lm, CONVERSATIONS[0]).tokens, buildSftSequence(lm, CONVERSATIONS[2]).tokens];
       const lossOf = (lp: tf.Tensor2D) => tf.neg(tf.sum(lp)) as tf.Scalar;
+      const positions = nextTokenRows(rows).rows * nextTokenRows(rows).length;
+      const chunks = Math.ceil(positions / 8);
+      expect(chunks).toBeGreaterThan(2);
       const gradients = async (keptProductsBytes: number) => {
         take.mockClear();
-        const { value, grads } = await checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossOf, { chunk: 256, withEntropy: false, keptProductsBytes });
+        head.mockClear();
+        const { value, grads } = await checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossOf, { chunk: 8, withEntropy: false, keptProductsBytes });
         const taken = take.mock.results.filter((r) => r.value !== null).length;
         const bits = new Map([...grads].map(([name, g]) => [name, Array.from(g.dataSync())]));
         grads.forEach((g) => g.dispose());
-        return { value, bits, taken };
+        return { value, bits, taken, headCalls: head.mock.calls.length };
       };
+      await gradients(0); // packs the weights on first use
+      const before = tf.memory().numTensors;
       const [none, all] = [await gradients(0), await gradients(1 << 30)];
-      expect(none.taken).toBe(0);
+      // Nothing kept outlives the step.
+      expect(tf.memory().numTensors).toBe(before);
       // q|k|v, o and gate|up of every layer.
-      expect(all.taken).toBe(3 * lm.config.numLayers);
+      expect([none.taken, all.taken]).toEqual([0, 3 * lm.config.numLayers]);
+      // Every chunk once for the values; with no budget every chunk but the first again for the gradient.
+      expect([none.headCalls, all.headCalls]).toEqual([2 * chunks - 1, chunks]);
       expect(all.value).toBe(none.value);
       expect(all.bits).toEqual(none.bits);
     } finally {
       take.mockRestore();
+      head.mockRestore();
       trainer.dispose();
     }
   });
