@@ -153,6 +153,16 @@ describe('packed matMul kernel (wasm)', () => {
     });
   });
 
+  /** x [M, K] and W [K, N] of unit normals (W rounded to bf16 with `bf16`) and a bias [N], each seeded by its shape. */
+  const operands = (M: number, K: number, N: number, bf16: boolean) => {
+    const normals = tf.randomNormal([K, N], 0, 1, 'float32', K).dataSync() as Float32Array;
+    return {
+      x: tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D,
+      w: tf.tensor2d(bf16 ? bf16ToF32(f32ToBf16(normals)) : normals, [K, N]),
+      bias: tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D,
+    };
+  };
+
   // Read-ahead (the source's section 5) only reads the panels before the tiles run, and the
   // one-row tiles only change how many panels a row takes at once: every plan must give the
   // same bits. N spans several read-ahead groups and ends in a short one (64 KB: 32 panels of
@@ -166,10 +176,7 @@ describe('packed matMul kernel (wasm)', () => {
     ),
   )('gives the same result, to the bit, under every matmul plan, for M %i, K %i, N %i, bf16 %s', (M, K, N, bf16) => {
     tf.tidy(() => {
-        const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
-        const normals = tf.randomNormal([K, N], 0, 1, 'float32', K).dataSync() as Float32Array;
-        const w = tf.tensor2d(bf16 ? bf16ToF32(f32ToBf16(normals)) : normals, [K, N]);
-        const bias = tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D;
+        const { x, w, bias } = operands(M, K, N, bf16);
         const packed = packWeights(w) as PackedWeights;
         expect(packed.bf16).toBe(bf16);
         const product = (plan: matmul.MatMulPlan) => Array.from((packedMatMul(x, packed, bias, plan) as tf.Tensor2D).dataSync());
@@ -196,10 +203,7 @@ describe('packed matMul kernel (wasm)', () => {
     ),
   )('gives the bits of unpaired panels with panels in pairs, for M %i, K %i, N %i, bf16 %s', (M, K, N, bf16) => {
     tf.tidy(() => {
-      const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
-      const normals = tf.randomNormal([K, N], 0, 1, 'float32', K).dataSync() as Float32Array;
-      const w = tf.tensor2d(bf16 ? bf16ToF32(f32ToBf16(normals)) : normals, [K, N]);
-      const bias = tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D;
+      const { x, w, bias } = operands(M, K, N, bf16);
       const [single, pairs] = [packWeights(w), packWeights(w, 'auto', { paired: true })] as PackedWeights[];
       expect([single.paired, pairs.paired, pairs.bf16]).toEqual([false, true, bf16]);
       const unpaired = Array.from((packedMatMul(x, single, bias) as tf.Tensor2D).dataSync());
