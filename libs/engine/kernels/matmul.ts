@@ -496,7 +496,7 @@ export function fmaPeak(steps: i32, seed: f32): f32 {
   v128.store(out + outRow, b1, 16);
 }
 
-/** tile2 over a pair of panels (section 9): out[0..2][0..16]. */
+/** tile2 over a pair of panels (section 9): out[0..2][0..16], the two rows of x read in place, xRow bytes apart. */
 @inline function tile2Pair(xs: usize, xRow: usize, pair: usize, out: usize, bias: usize, hasBias: bool, outRow: usize, bf16: bool): void {
   let a0 = bias0(bias, hasBias), a1 = bias1(bias, hasBias);
   let a2 = bias0(bias + 32, hasBias), a3 = bias1(bias + 32, hasBias);

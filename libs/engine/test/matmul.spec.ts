@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import * as matmul from '../src/kernels/matmul';
+import { DecodeBatch } from '../src/decode-batch';
 import { bf16ToF32, f32ToBf16 } from '../src/dtype';
 import { matMulKernelAvailable, PackedWeights, packWeights, packedMatMul } from '../src/kernels/matmul';
 import { loadModel } from '../src/loader';
@@ -335,6 +336,18 @@ describe('packed matMul kernel (wasm)', () => {
         expect(Array.from(b.dataSync())).toEqual(Array.from(a.dataSync()));
         tf.dispose([a, b]);
       }
+      // Decoding (each block in one call, "Decoding a block in one call"): one sequence, then two.
+      const decode = async (model: typeof single.model) => {
+        const batch = new DecodeBatch<number>(model);
+        const logits = [await batch.join(0, [1, 2, 3])];
+        logits.push((await batch.step(new Map([[0, 4]]))).get(0) as Float32Array);
+        await batch.join(1, [5, 6]);
+        const both = await batch.step(new Map([[0, 7], [1, 8]]));
+        logits.push(both.get(0) as Float32Array, both.get(1) as Float32Array);
+        batch.dispose();
+        return logits.map((l) => Array.from(l));
+      };
+      expect(await decode(pairs.model)).toEqual(await decode(single.model));
     } finally {
       single.dispose();
       pairs.dispose();

@@ -410,7 +410,7 @@ export class MatMulThreads {
     new Float32Array(heap, x, M * K).set(p.x);
     if (p.bias) new Float32Array(heap, bias, N).set(p.bias);
     if (p.format === 'q8') this.kernels.quantizeRows(x, xt, M, K);
-    else if (M >= 2) this.kernels.interleaveRows(x, xt, M, K);
+    else if (M >= 2 && !p.paired) this.kernels.interleaveRows(x, xt, M, K);
     const args = [x, p.packed, p.bias ? bias : 0, out, M, K, N, p.readAhead ? 1 : 0, p.oneRowWide ? 1 : 0, xt] as const;
     const name = matmulExportName(p.format, p.paired);
     const matmul = this.kernels[name];

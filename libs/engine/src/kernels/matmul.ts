@@ -170,8 +170,9 @@ function multiplyInHeap(wasm: WasmBackendInternals, x: tf.TensorInfo, panels: nu
   const kernels = kernelsFor(wasm) as Kernels;
   const matmul = kernels[matmulExportName(format, paired)];
   // Scratch for x's rows as the tiles read them: interleaved for row tiles (the source's
-  // section 7), or quantized for q8 panels, one row included (section 8).
-  const xt = M >= 2 || format === 'q8' ? wasm.makeOutput([M, K], 'float32') : null;
+  // section 7; panels in pairs read x in place), or quantized for q8 panels, one row included
+  // (section 8).
+  const xt = (M >= 2 && !paired) || format === 'q8' ? wasm.makeOutput([M, K], 'float32') : null;
   try {
     if (xt) prepareRows(kernels, format, heapOffset(wasm, x), heapOffset(wasm, xt), M, K);
     matmul(heapOffset(wasm, x), panels, bias ? heapOffset(wasm, bias) : 0, heapOffset(wasm, out), M, K, N, readAhead ? 1 : 0, oneRowWide ? 1 : 0, xt ? heapOffset(wasm, xt) : 0, 0, N / PANEL);
