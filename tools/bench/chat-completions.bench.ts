@@ -1,7 +1,7 @@
 // Chat completions through the whole stack (gateway, NATS, chat, registry, inference
 // worker on wasm), measured with the official openai client on this machine.
 //
-//   npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts [--preset smollm2-135m|tiny] [--workers N] [--dtype F32|BF16] [--read-ahead auto|on|off] [--one-row-tile auto|narrow|wide] [--matmul-threads N]
+//   npx tsx --tsconfig tsconfig.base.json tools/bench/chat-completions.bench.ts [--preset smollm2-135m|tiny] [--workers N] [--dtype F32|BF16] [--read-ahead auto|on|off] [--one-row-tile auto|narrow|wide|paired] [--matmul-threads N]
 //
 // --workers: inference worker processes (default: one per core, as `npm start` runs them).
 // --dtype: how the model's weights are stored (default F32; SmolLM2 itself ships BF16, which
