@@ -268,9 +268,10 @@ export function matMulKernelAvailable(): boolean {
  * A [K, N] weight rearranged for packedMatMul: panels [N/8, K, 8], panels[p][k][j] = W[k][8p + j],
  * as large as the weight itself; or, bf16, [N/8, K, 4] float32 holding the top halves of
  * the same weights, two per float (the kernel source's section 1); or, q8, [N/8, K/32, 72]
- * float32 holding blocks of 8-bit weights and their scales (section 8). They are a tensor in
- * tfjs's heap, or, packed while matmul threads run, a block of the threads' shared memory.
- * Dispose it with the weight.
+ * float32 holding blocks of 8-bit weights and their scales (section 8). f32 and bf16 panels
+ * in pairs (`paired`, section 9) hold the same floats with panels 2q and 2q + 1 alternating
+ * step by step. They are a tensor in tfjs's heap, or, packed while matmul threads run, a
+ * block of the threads' shared memory. Dispose it with the weight.
  */
 export class PackedWeights {
   private constructor(
