@@ -44,7 +44,7 @@ const ROUNDS = Number(process.env['ROUNDS'] ?? 7);
 const PLAN: MatMulPlan = { ...DEFAULT_MATMUL_PLAN, oneRowTile: process.env['ONE_ROW_TILE'] === 'narrow' ? 'narrow' : 'wide', rowsReadAhead: process.env['READ_AHEAD'] === 'on' };
 
 /** The kernel's panels, in the order of the table's columns. */
-const PANELS = ['f32', 'bf16', 'q8', 'f32 in pairs', 'bf16 in pairs'] as const;
+const PANELS = ['f32 panels', 'bf16 panels', 'q8 panels', 'f32 panels in pairs', 'bf16 panels in pairs'] as const;
 type Panels = (typeof PANELS)[number];
 
 interface Matrix {
@@ -72,13 +72,13 @@ async function main(): Promise<void> {
     const weightT = tf.tensor2d(bf16ToF32(f32ToBf16(uniform.dataSync() as Float32Array)), [K, N]);
     uniform.dispose();
     const panels = {
-      f32: packWeights(weightT, 'f32'),
-      bf16: packWeights(weightT),
-      q8: packWeights(weightT, 'q8'),
-      'f32 in pairs': packWeights(weightT, 'f32', { paired: true }),
-      'bf16 in pairs': packWeights(weightT, 'auto', { paired: true }),
+      'f32 panels': packWeights(weightT, 'f32'),
+      'bf16 panels': packWeights(weightT),
+      'q8 panels': packWeights(weightT, 'q8'),
+      'f32 panels in pairs': packWeights(weightT, 'f32', { paired: true }),
+      'bf16 panels in pairs': packWeights(weightT, 'auto', { paired: true }),
     };
-    if (!panels.f32 || !panels.bf16?.bf16 || panels.q8?.format !== 'q8' || !panels['f32 in pairs']?.paired || !panels['bf16 in pairs']?.paired) {
+    if (!panels['f32 panels'] || !panels['bf16 panels']?.bf16 || panels['q8 panels']?.format !== 'q8' || !panels['f32 panels in pairs']?.paired || !panels['bf16 panels in pairs']?.paired) {
       throw new Error('the matmul kernel is not available on this backend');
     }
     return { K, weightT, panels: panels as Record<Panels, PackedWeights> };
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
   const read = (w: PackedWeights) => touch(heapOffset(wasm, w.panels as tf.Tensor), w.bytes, heapOffset(wasm, sink));
   const oneRow: string[] = [];
   console.log(`one-row tile of unpaired panels: ${PLAN.oneRowTile}\n`);
-  console.log(`| M | tf.matMul | ${PANELS.map((p) => `kernel, ${p} panels | speed-up`).join(' | ')} |\n|---|---|${PANELS.map(() => '---|---|').join('')}`);
+  console.log(`| M | tf.matMul | ${PANELS.map((p) => `kernel, ${p} | speed-up`).join(' | ')} |\n|---|---|${PANELS.map(() => '---|---|').join('')}`);
   for (const M of MS) {
     const xs = new Map([576, 1536].map((K) => [K, tf.randomNormal([M, K], 0, 1, 'float32', K) as tf.Tensor2D]));
     const x = (m: Matrix) => xs.get(m.K) as tf.Tensor2D;
