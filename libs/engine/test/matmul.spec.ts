@@ -24,7 +24,7 @@ describe('packed matMul kernel (wasm)', () => {
     expect(matMulKernelAvailable()).toBe(true);
   });
 
-  it('splits a fused projection\'s output into column blocks exactly as tf.split does, and falls back to it under a gradient', () => {
+  it('splits a fused projection\'s output into column blocks exactly as tf.split does, with its gradient under a tape', () => {
     tf.tidy(() => {
       for (const [M, sizes] of [
         [1, [768, 192]],
@@ -41,6 +41,12 @@ describe('packed matMul kernel (wasm)', () => {
       const x = tf.randomNormal([3, 16], 0, 1, 'float32', 1) as tf.Tensor2D;
       const grad = tf.grad((v: tf.Tensor) => tf.sum(tf.mul(matmul.splitColumns(v as tf.Tensor2D, [4, 12])[1], 2)))(x);
       expect(Array.from(grad.dataSync())).toEqual(Array.from({ length: 48 }, (_, i) => (i % 16 >= 4 ? 2 : 0)));
+      const both = tf.grad((v: tf.Tensor) => {
+        const [a, b, c] = matmul.splitColumns(v as tf.Tensor2D, [4, 5, 7]);
+        return tf.add(tf.add(tf.sum(tf.mul(a, 3)), tf.sum(tf.mul(b, -1))), tf.sum(tf.mul(c, c)));
+      })(x);
+      const xs = x.dataSync();
+      expect(Array.from(both.dataSync())).toEqual(Array.from(xs, (v, i) => (i % 16 < 4 ? 3 : i % 16 < 9 ? -1 : 2 * v)));
       expect(() => matmul.splitColumns(x, [4, 4])).toThrow(/do not add up/);
     });
   });

@@ -240,13 +240,25 @@ tf.registerKernel({
   },
 });
 
+// The split's gradient: the parts' gradients side by side again (zeros for a part the loss
+// does not reach), as tf.split's is.
+tf.registerGradient({
+  kernelName: SPLIT_KERNEL,
+  gradFunc: (dy, _saved, attrs) => {
+    const { sizes } = attrs as unknown as SplitAttrs;
+    const parts = dy as (tf.Tensor | null)[];
+    const rows = (parts.find((d) => d !== null) as tf.Tensor).shape[0];
+    return { x: () => tf.concat(parts.map((d, i) => d ?? tf.zeros([rows, sizes[i]])), 1) };
+  },
+});
+
 /**
  * x [M, N] split into column blocks of `sizes` (summing to N), as tf.split(x, sizes, 1) gives
- * them: the parts of a fused projection's output. On the kernel where it runs and no gradient
- * is being recorded (it has none), else tf.split.
+ * them: the parts of a fused projection's output. On the kernel where it runs (with its
+ * gradient under a tape), else tf.split.
  */
 export function splitColumns(x: tf.Tensor2D, sizes: number[]): tf.Tensor2D[] {
-  if (x.dtype !== 'float32' || !matMulKernelAvailable() || tf.engine().isTapeOn()) return tf.split(x, sizes, 1) as tf.Tensor2D[];
+  if (x.dtype !== 'float32' || !matMulKernelAvailable()) return tf.split(x, sizes, 1) as tf.Tensor2D[];
   if (sizes.reduce((a, b) => a + b, 0) !== x.shape[1]) throw new Error(`splitColumns: sizes [${sizes}] do not add up to ${x.shape[1]} columns`);
   const attrs: SplitAttrs = { sizes };
   return tf.engine().runKernel(SPLIT_KERNEL, { x }, attrs) as unknown as tf.Tensor2D[];
