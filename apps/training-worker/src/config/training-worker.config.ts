@@ -19,11 +19,12 @@ export class TrainingWorkerConfig extends WorkerConfig {
   MATMUL_THREADS = 1;
 
   /**
-   * Memory (MiB) a training step may use to keep its frozen projections' outputs and its
-   * lm_head's softmax from the forward pass, so that the backward does not multiply them
-   * again. A SmolLM2-135M step of 2,048 tokens keeps all of them within the default and runs
-   * in 17-19 % less time than with 256 (docs/benchmarks.md, "Training step"); 0 recomputes
-   * every product. Lower it for a model that leaves the worker little memory.
+   * Memory (MiB) a training step may use to keep its frozen projections' and attention's
+   * outputs and its lm_head's softmax from the forward pass, so that the backward does not
+   * compute them again. A SmolLM2-135M step of 2,048 tokens keeps nearly all of them within
+   * the default and takes 16-22 % less time than with 256 (docs/benchmarks.md, "Training
+   * step"); 0 recomputes every product. Lower it for a model that leaves the worker little
+   * memory.
    */
   @Type(() => Number)
   @IsInt()

@@ -94,17 +94,19 @@ export function promptAttention(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, 
 /**
  * promptAttention for a training pass: the same kernel, differentiable with respect to q, k and
  * v by the backward kernel, which recomputes the softmax weights from the saved q, k, v and
- * mask (memory of one token's [G, S] weights, whatever the length). Null where the kernels do
- * not apply, for the caller to use tfjs ops.
+ * mask (memory of one token's [G, S] weights, whatever the length). `kept`, where given, is
+ * this attention's output as an earlier pass computed it from the same q, k, v and mask (an
+ * activation-checkpointed step's recompute): it stands for the forward kernel's. Null where
+ * the kernels do not apply, for the caller to use tfjs ops.
  */
-export function promptAttentionWithGradient(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, T: number): tf.Tensor2D | null {
+export function promptAttentionWithGradient(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, T: number, kept: tf.Tensor2D | null = null): tf.Tensor2D | null {
   const attrs = attrsFor(q, k, v, mask, T);
   if (!attrs) return null;
   // The mask is saved too: it is no input, but the backward pass reads it.
   return withBackwardKernel(
     [q, k, v],
     [q, k, v, mask],
-    (qi, ki, vi) => tf.engine().runKernel(KERNEL_NAME, { q: qi, k: ki, v: vi, mask }, attrs) as tf.Tensor2D,
+    (qi, ki, vi) => (kept ? tf.clone(kept) : (tf.engine().runKernel(KERNEL_NAME, { q: qi, k: ki, v: vi, mask }, attrs) as tf.Tensor2D)),
     (dO, [qs, ks, vs, m]) => tf.engine().runKernel(BACKWARD_KERNEL, { q: qs, k: ks, v: vs, mask: m, dO }, attrs) as tf.Tensor[],
   );
 }

@@ -17,14 +17,21 @@ import { ownColumns } from './kv-cache';
  * the heads-first layout [B*KV, G*T, D] (the G heads of a KV head one query row block each,
  * each KV head read once).
  */
-export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dims: { B: number; H: number; T: number; cached: boolean }): tf.Tensor2D {
+export function attend(
+  q: tf.Tensor2D,
+  k: tf.Tensor4D,
+  v: tf.Tensor4D,
+  mask: tf.Tensor4D,
+  dims: { B: number; H: number; T: number; cached: boolean },
+  kept: tf.Tensor2D | null = null,
+): tf.Tensor2D {
   const { B, H, T } = dims;
   const [, KV, , D] = k.shape;
   if (T === 1) {
     const decoded = dims.cached ? decodeAttention(tf.reshape(q, [B * KV, H / KV, D]), k, v, mask) : null;
     if (decoded) return tf.reshape(decoded, [B, H * D]);
   }
-  const kernel = tf.engine().isTapeOn() ? promptAttentionWithGradient(q, k, v, mask, T) : promptAttention(q, k, v, mask, T);
+  const kernel = tf.engine().isTapeOn() ? promptAttentionWithGradient(q, k, v, mask, T, kept) : promptAttention(q, k, v, mask, T);
   // The ops take only the mask's S columns: a KV cache may hold spare ones after them, which the kernels skip.
   const S = mask.shape[3];
   return kernel ?? attendWithOps(q, ownColumns(k, S), ownColumns(v, S), mask, dims);

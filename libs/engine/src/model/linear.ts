@@ -52,15 +52,16 @@ export interface LinearPart {
 }
 
 /**
- * Frozen projections' outputs kept from the first pass of an activation-checkpointed training
- * step for its recompute pass (training/checkpointing.ts), within a budget of bytes: the
- * recompute then takes each kept output instead of multiplying again, and recomputes only what
- * is cheap (norms, RoPE, attention, activations), as selective recomputation does (Korthikanti
- * et al., 2022, "Reducing Activation Recomputation in Large Transformer Models"). An output is
- * kept by reference to the tensor the first pass made (no copy) and handed over once.
+ * Outputs kept from the first pass of an activation-checkpointed training step for its
+ * recompute pass (training/checkpointing.ts), within a budget of bytes, each by the op that
+ * made it: frozen projections' products and attention's outputs. The recompute then takes
+ * each kept output instead of computing it again, and recomputes only what is cheap (norms,
+ * RoPE, activations), as selective recomputation does (Korthikanti et al., 2022, "Reducing
+ * Activation Recomputation in Large Transformer Models"). An output is kept by reference to
+ * the tensor the first pass made (no copy) and handed over once.
  */
 export class KeptProducts {
-  private readonly values = new Map<FrozenLinear, tf.Tensor2D>();
+  private readonly values = new Map<object, tf.Tensor2D>();
   private bytes = 0;
   private recording = true;
 
@@ -76,19 +77,19 @@ export class KeptProducts {
     this.recording = false;
   }
 
-  /** First pass: keeps `value` as `linear`'s output while the budget allows. */
-  keep(linear: FrozenLinear, value: tf.Tensor2D): void {
+  /** First pass: keeps `value` as the output of `op` (a projection, an attention) while the budget allows. */
+  keep(op: object, value: tf.Tensor2D): void {
     const bytes = 4 * value.size;
-    if (!this.recording || this.values.has(linear) || this.bytes + bytes > this.budgetBytes) return;
-    this.values.set(linear, tf.keep(value.clone()));
+    if (!this.recording || this.values.has(op) || this.bytes + bytes > this.budgetBytes) return;
+    this.values.set(op, tf.keep(value.clone()));
     this.bytes += bytes;
   }
 
-  /** Recompute pass: `linear`'s kept output, now the caller's (a tensor of the current scope), or null. */
-  take(linear: FrozenLinear): tf.Tensor2D | null {
-    const kept = this.recording ? undefined : this.values.get(linear);
+  /** Recompute pass: `op`'s kept output, now the caller's (a tensor of the current scope), or null. */
+  take(op: object): tf.Tensor2D | null {
+    const kept = this.recording ? undefined : this.values.get(op);
     if (!kept) return null;
-    this.values.delete(linear);
+    this.values.delete(op);
     this.bytes -= 4 * kept.size;
     const value = kept.clone();
     kept.dispose();

@@ -78,7 +78,10 @@ export class Attention {
     let k = toHeadsFirst(tf.reshape(kFlat, [B, T, KV, D]));
     let v = toHeadsFirst(tf.reshape(vFlat, [B, T, KV, D]));
     if (ctx.cache) ({ k, v } = ctx.cache.append(this.layer, k, v));
-    const heads = attend(qFlat, k, v, ctx.mask, { B, H, T, cached: ctx.cache !== null });
+    // The recompute takes the first pass's attention output where it was kept (its gradient
+    // is still the kernel's, from q, k and v); the first pass keeps it.
+    const heads = attend(qFlat, k, v, ctx.mask, { B, H, T, cached: ctx.cache !== null }, ctx.products?.take(this) ?? null);
+    ctx.products?.keep(this, heads);
     return this.o.forward(heads, { kept: ctx.products });
   }
 }

@@ -11,11 +11,12 @@ const MAX_LOGITS_PER_CHUNK = 1 << 23;
 
 /**
  * Most bytes a step keeps from its forward pass for the backward, unless
- * CheckpointOptions.keptProductsBytes says otherwise: the projections' outputs (KeptProducts)
- * first, then the lm_head chunks' softmax, each of which spares the backward a product. 1.5
- * GB: all of both for a 135M model's step of the default packing's 2,048 tokens (about 1.13
- * GB of outputs and 0.38 GB of softmax); longer steps keep the first layers' outputs and
- * recompute the rest. The training worker's KEPT_PRODUCTS_MB sets it.
+ * CheckpointOptions.keptProductsBytes says otherwise: the projections' and attention's outputs
+ * (KeptProducts) first, then the lm_head chunks' softmax, each of which spares the backward a
+ * product or an attention pass. 1.5 GB: for a 135M model's step of the default packing's
+ * 2,048 tokens, every output (about 1.27 GB) and 10 of its 12 head chunks (0.38 GB for all);
+ * longer steps keep the first layers' outputs and recompute the rest. The training worker's
+ * KEPT_PRODUCTS_MB sets it.
  */
 export const KEPT_PRODUCTS_BYTES = 1536 << 20;
 
@@ -214,7 +215,7 @@ export interface CheckpointOptions {
    * is dropped. Absent: every position.
    */
   scored?: ArrayLike<number>;
-  /** Most bytes of projections' outputs and lm_head softmax kept from the forward pass for the backward (default KEPT_PRODUCTS_BYTES). */
+  /** Most bytes of projections' and attention's outputs and lm_head softmax kept from the forward pass for the backward (default KEPT_PRODUCTS_BYTES). */
   keptProductsBytes?: number;
 }
 
@@ -258,9 +259,9 @@ export interface CheckpointedResult {
  * Memory then grows with layers x tokens x hidden plus one block's intermediates, instead of
  * every intermediate of every layer (which, copied by the wasm backend for the tape, ran a
  * 135M model out of memory at a few hundred tokens). The price is a second forward pass; the
- * first pass keeps the outputs of the projections the recompute reads (q|k|v, o, gate|up),
- * and step 2 the chunks' softmax, within keptProductsBytes, so that the backward multiplies
- * only where they did not fit.
+ * first pass keeps the outputs of the projections the recompute reads (q|k|v, o, gate|up) and
+ * of attention, and step 2 the chunks' softmax, within keptProductsBytes, so that the backward
+ * computes them again only where they did not fit.
  */
 export async function checkpointedGradients(
   model: LlamaModel,
@@ -351,7 +352,7 @@ export async function checkpointedGradients(
 
     // 4. Back through the blocks, recomputing each one under a tape. Only the gradients of
     // the recomputed pass are used, which spares each block its down projection's product;
-    // the other projections' outputs are the first pass's, where they were kept.
+    // the other projections' outputs and attention's are the first pass's, where they were kept.
     const recompute = { ...ctx, outputUnread: true };
     const grads = new Map<string, tf.Tensor>();
     for (let layer = model.blocks.length - 1; layer >= 0; layer--) {

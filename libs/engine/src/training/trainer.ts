@@ -22,10 +22,10 @@ export interface TrainerOptions {
   /** SFT: most tokens (rows x padded length) in one forward/backward; larger batches accumulate. Default 2048. */
   microBatchTokens?: number;
   /**
-   * Most bytes a step keeps from its forward pass (projections' outputs, then the lm_head's
-   * softmax) so that the backward does not multiply them again (checkpointing.ts,
-   * KEPT_PRODUCTS_BYTES: 1.5 GB by default). More memory, fewer products: a 135M model's step
-   * of 2,048 tokens keeps all of them in about 1.5 GB.
+   * Most bytes a step keeps from its forward pass (projections' and attention's outputs, then
+   * the lm_head's softmax) so that the backward does not compute them again (checkpointing.ts,
+   * KEPT_PRODUCTS_BYTES: 1.5 GB by default). More memory, less recomputed: a 135M model's step
+   * of 2,048 tokens keeps all of them in about 1.65 GB.
    */
   keptProductsBytes?: number;
 }

@@ -227,10 +227,11 @@ describe('LoRA training (wasm, tiny model)', () => {
     }
   });
 
-  // The recompute takes each kept output (and the backward through the head each kept chunk's
-  // softmax) instead of multiplying again: the same products, so the same gradients to the
-  // bit, whether the budget keeps all of them or none. Chunks of 8 positions: several.
-  it('keeps the projections\' outputs and the head\'s softmax its budget allows, with the same gradients whatever the budget', async () => {
+  // The recompute takes each kept output, projections' and attention's (and the backward
+  // through the head each kept chunk's softmax), instead of computing it again: the same
+  // values, so the same gradients to the bit, whether the budget keeps all of them or none.
+  // Chunks of 8 positions: several.
+  it('keeps the projections\' and attention\'s outputs and the head\'s softmax its budget allows, with the same gradients whatever the budget', async () => {
     const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
     const init = initLoraWeights(lm.config, spec, 8);
     for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.sin(5 * i + name.length)));
@@ -257,8 +258,8 @@ describe('LoRA training (wasm, tiny model)', () => {
       const [none, all] = [await gradients(0), await gradients(1 << 30)];
       // Nothing kept outlives the step.
       expect(tf.memory().numTensors).toBe(before);
-      // q|k|v, o and gate|up of every layer.
-      expect([none.taken, all.taken]).toEqual([0, 3 * lm.config.numLayers]);
+      // q|k|v, the attention, o and gate|up of every layer.
+      expect([none.taken, all.taken]).toEqual([0, 4 * lm.config.numLayers]);
       // Every chunk once for the values; with no budget every chunk but the first again for the gradient.
       expect([none.headCalls, all.headCalls]).toEqual([2 * chunks - 1, chunks]);
       expect(all.value).toBe(none.value);
