@@ -15,7 +15,9 @@ import { ownColumns } from './kv-cache';
  * (kernels/decode-attention for decoding, kernels/prompt-attention for T tokens: the same
  * kernel), and under a gradient tape a second kernel gives its gradient. Elsewhere tfjs ops on
  * the heads-first layout [B*KV, G*T, D] (the G heads of a KV head one query row block each,
- * each KV head read once).
+ * each KV head read once). `kept`: under a tape, the result as an earlier pass computed it
+ * from the same inputs (a checkpointed step's recompute), which the kernel then stands on
+ * instead of computing it again; its gradient is computed all the same.
  */
 export function attend(
   q: tf.Tensor2D,
