@@ -200,6 +200,21 @@ export function matmulExportName(format: PanelFormat, paired: boolean): 'matmulF
   return format === 'bf16' ? 'matmulBf16Fused' : 'matmulF32Fused';
 }
 
+/**
+ * Whether the tiles read x's rows from the scratch xt rather than from x: quantized for q8
+ * panels, one row included (the kernel source's section 8), or interleaved for two rows and
+ * more of unpaired panels (section 7; panels in pairs read x in place, section 9).
+ */
+export function readsRowScratch(format: PanelFormat, paired: boolean, M: number): boolean {
+  return format === 'q8' || (M >= 2 && !paired);
+}
+
+/** x's rows into the scratch xt as the tiles read them, where they do (readsRowScratch): on tfjs's heap and on the threads' memory alike. */
+export function prepareRows(kernels: MatmulKernels, format: PanelFormat, paired: boolean, x: number, xt: number, M: number, K: number): void {
+  if (format === 'q8') kernels.quantizeRows(x, xt, M, K);
+  else if (readsRowScratch(format, paired, M)) kernels.interleaveRows(x, xt, M, K);
+}
+
 /** The transposed kernel's exports (libs/engine/kernels/matmul-transposed.ts), in both its builds. */
 export interface TransposedKernels {
   transposeRows(dy: number, dyT: number, M: number, N: number): void;
@@ -409,8 +424,7 @@ export class MatMulThreads {
     const heap = this.memory.buffer;
     new Float32Array(heap, x, M * K).set(p.x);
     if (p.bias) new Float32Array(heap, bias, N).set(p.bias);
-    if (p.format === 'q8') this.kernels.quantizeRows(x, xt, M, K);
-    else if (M >= 2 && !p.paired) this.kernels.interleaveRows(x, xt, M, K);
+    prepareRows(this.kernels, p.format, p.paired, x, xt, M, K);
     const args = [x, p.packed, p.bias ? bias : 0, out, M, K, N, p.readAhead ? 1 : 0, p.oneRowWide ? 1 : 0, xt] as const;
     const name = matmulExportName(p.format, p.paired);
     const matmul = this.kernels[name];

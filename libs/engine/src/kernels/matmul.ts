@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { MatmulKernels, matmulExportName, MatMulThreads } from './matmul-threads';
+import { MatmulKernels, matmulExportName, MatMulThreads, prepareRows, readsRowScratch } from './matmul-threads';
 import { MATMUL_WASM } from './matmul.wasm';
 import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
@@ -169,12 +169,10 @@ function multiplyInHeap(wasm: WasmBackendInternals, x: tf.TensorInfo, panels: nu
   const N = out.shape[1];
   const kernels = kernelsFor(wasm) as Kernels;
   const matmul = kernels[matmulExportName(format, paired)];
-  // Scratch for x's rows as the tiles read them: interleaved for row tiles (the source's
-  // section 7; panels in pairs read x in place), or quantized for q8 panels, one row included
-  // (section 8).
-  const xt = (M >= 2 && !paired) || format === 'q8' ? wasm.makeOutput([M, K], 'float32') : null;
+  // Scratch for x's rows as the tiles read them, where they do.
+  const xt = readsRowScratch(format, paired, M) ? wasm.makeOutput([M, K], 'float32') : null;
   try {
-    if (xt) prepareRows(kernels, format, heapOffset(wasm, x), heapOffset(wasm, xt), M, K);
+    if (xt) prepareRows(kernels, format, paired, heapOffset(wasm, x), heapOffset(wasm, xt), M, K);
     matmul(heapOffset(wasm, x), panels, bias ? heapOffset(wasm, bias) : 0, heapOffset(wasm, out), M, K, N, readAhead ? 1 : 0, oneRowWide ? 1 : 0, xt ? heapOffset(wasm, xt) : 0, 0, N / PANEL);
   } finally {
     if (xt) wasm.disposeData(xt.dataId);
@@ -264,12 +262,6 @@ export function splitColumns(x: tf.Tensor2D, sizes: number[]): tf.Tensor2D[] {
   return tf.engine().runKernel(SPLIT_KERNEL, { x }, attrs) as unknown as tf.Tensor2D[];
 }
 
-
-/** x's rows into the scratch xt as the kernel for `format` reads them: quantized (q8), else interleaved for 2 rows and more. */
-function prepareRows(kernels: MatmulKernels, format: PanelFormat, x: number, xt: number, M: number, K: number): void {
-  if (format === 'q8') kernels.quantizeRows(x, xt, M, K);
-  else if (M >= 2) kernels.interleaveRows(x, xt, M, K);
-}
 
 /** True when packWeights and packedMatMul run the kernels on the current backend. */
 export function matMulKernelAvailable(): boolean {
