@@ -1,16 +1,16 @@
 /**
  * Decoding one sequence with the weights held four ways, on a SmolLM2-135M-shaped model: f32,
- * bf16 (the checkpoint stored in bf16), q8 (the f32 checkpoint quantized at load: loadModel's
- * weights 'q8') and bf16 with its panels in pairs (oneRowTile 'paired': the layout for one
- * sequence at a time), all in one process on one thread, in alternation; then how far
- * q8's logprobs are from f32's on the tokens q8 samples.
+ * bf16 (the checkpoint stored in bf16) in the layout timing at load chose, q8 (the f32
+ * checkpoint quantized at load: loadModel's weights 'q8') and bf16 in the other layout (in
+ * pairs or panels apart: the kernel source's section 9), all in one process on one thread,
+ * in alternation; then how far q8's logprobs are from f32's on the tokens q8 samples.
  *
  *   npx tsx libs/engine/bench/weights.bench.ts
  *   ROUNDS=9 PROMPTS=8 npx tsx libs/engine/bench/weights.bench.ts
  *
  * Uses the f32 and bf16 models generate.bench.ts makes under var/models/ (run it once with and
  * once without WEIGHTS=bf16). Decode: batch 1, greedy, STEPS tokens after a 24-token prompt,
- * sampling included; each round times the three once, in turn; prints the median and range of
+ * sampling included; each round times the four once, in turn; prints the median and range of
  * ROUNDS. Logprobs: PROMPTS random prompts of 32 tokens, 32 tokens sampled from q8 at
  * temperature 1 with the logprobs the server would return, then f32's logprob of the same
  * tokens in the same contexts (one forward over prompt and completion): |Δ logprob| over all
@@ -88,7 +88,7 @@ function scoredLogprobs(lm: LoadedModel, prompt: number[], ids: number[]): numbe
 }
 
 async function main(): Promise<void> {
-  const variants = await loadWeightVariants({ paired: true });
+  const variants = await loadWeightVariants({ otherLayout: true });
   const wasm = tf.backend() as unknown as WasmBackendInternals;
   const touch = (instantiateOnHeap(MATMUL_WASM, wasm) as Record<string, (from: number, bytes: number, sink: number) => void>)['touch'];
   const sink = tf.zeros([4]);

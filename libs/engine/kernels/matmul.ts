@@ -131,8 +131,10 @@
 //    pass reads whole runs. Each output is still one chain, k by k from the bias: the same
 //    bits as unpaired panels. What it costs: two rows over a pair use each weight twice where
 //    the 4 x 8 tile uses it four times, so batches of 4 and more stream the pair's bytes
-//    twice as fast per multiply-add, which f32 panels (twice the bytes) pay for. The engine
-//    packs in pairs only where a deployment asks (loadModel's oneRowTile 'paired'). The
+//    twice as fast per multiply-add, which f32 panels (twice the bytes) pay for. Which layout
+//    is faster depends on the machine (pairs are slower for one row on some Intel Xeons), so
+//    panels are packed one after another and relayPairs re-lays them in place where timing
+//    on the model's weights chooses pairs (or a deployment asks: oneRowTile 'paired'). The
 //    paired exports (matmulF32PairedFused, matmulBf16PairedFused) fix the layout at compile
 //    time, as section 6 fixes the format; they are fused only.
 //
@@ -193,6 +195,30 @@ export function pack(w: usize, packed: usize, K: i32, N: i32, bf16: i32, paired:
         v128.store(dst, hi, 16);
       }
       src += 32;
+    }
+  }
+}
+
+/**
+ * f32 or bf16 panels (N a multiple of 16) re-laid in place, one panel after another into
+ * pairs (section 9, toPairs) or pairs back into panels: the same floats, the other layout.
+ * A pair takes the bytes of its two panels, so each pair is copied into scratch (two panels'
+ * bytes) and written back step by step.
+ */
+export function relayPairs(packed: usize, scratch: usize, K: i32, N: i32, bf16: i32, toPairs: i32): void {
+  const step = stepBytes(bf16 != 0);
+  const panelBytes = (<usize>K) * step;
+  for (let q = 0; q < N >> 4; q++) {
+    const pair = packed + <usize>q * 2 * panelBytes;
+    for (let i: usize = 0; i < 2 * panelBytes; i += 16) v128.store(scratch + i, v128.load(pair + i));
+    for (let k: usize = 0; k < <usize>K; k++) {
+      for (let half: usize = 0; half < 2; half++) {
+        const apart = half * panelBytes + k * step;
+        const together = (2 * k + half) * step;
+        const from = scratch + (toPairs ? apart : together);
+        const to = pair + (toPairs ? together : apart);
+        for (let i: usize = 0; i < step; i += 16) v128.store(to + i, v128.load(from + i));
+      }
     }
   }
 }

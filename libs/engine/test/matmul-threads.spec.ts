@@ -67,9 +67,10 @@ describe('matmul threads: one copy of the weights, every product divided between
   });
 
   // Panels in pairs (the kernel source's section 9) are divided in whole pairs: 62 panels, 31
-  // pairs, which neither 2 nor 3 threads divide evenly, nor in fours.
+  // pairs, which neither 2 nor 3 threads divide evenly, nor in fours. Panels packed one after
+  // another and re-laid into pairs in the threads' memory, and back, give the same bits.
   it.each([1, 2, 3, 5, 33].flatMap((M) => [false, true].map((bf16) => [M, bf16] as const)))(
-    'gives the bits of unpaired panels on one thread with panels in pairs on 2 and 3 threads, for M %i, bf16 %s',
+    'gives the bits of unpaired panels on one thread with panels in pairs on 2 and 3 threads, packed so or re-laid, for M %i, bf16 %s',
     async (M, bf16) => {
       const [K, N] = [576, 8 * 62];
       const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
@@ -84,8 +85,16 @@ describe('matmul threads: one copy of the weights, every product divided between
           expect([shared.paired, shared.threaded !== null]).toEqual([true, true]);
           const many = packedMatMul(x, shared, bias, { oneRowTile: 'paired', oneRowReadAhead: false, rowsReadAhead: false }) as tf.Tensor2D;
           expect(Array.from(many.dataSync())).toEqual(Array.from(one.dataSync()));
-          many.dispose();
-          shared.dispose();
+          const relaid = packWeights(w) as PackedWeights;
+          for (const paired of [true, false]) {
+            relaid.relay(paired);
+            const plan = { oneRowTile: paired ? 'paired' : 'narrow', oneRowReadAhead: false, rowsReadAhead: false } as const;
+            const product = packedMatMul(x, relaid, bias, plan) as tf.Tensor2D;
+            expect([relaid.paired, Array.from(product.dataSync())]).toEqual([paired, Array.from(one.dataSync())]);
+            product.dispose();
+          }
+          tf.dispose(many);
+          [shared, relaid].forEach((packed) => packed.dispose());
           await stopMatMulThreads();
         }
       } finally {

@@ -226,6 +226,31 @@ describe('packed matMul kernel (wasm)', () => {
     });
   });
 
+  // relay re-lays packed panels in place: into pairs they are the floats packWeights lays in
+  // pairs, and back the floats it lays one panel after another; a weight that cannot pair
+  // (q8, or N not a multiple of 16) refuses.
+  it.each([false, true])('re-lays panels into pairs and back in place, bf16 %s', (bf16) => {
+    tf.tidy(() => {
+      const { w } = operands(1, 64, 8 * 6, bf16);
+      const [single, pairs] = [packWeights(w), packWeights(w, 'auto', { paired: true })] as PackedWeights[];
+      const floats = (packed: PackedWeights) => Array.from((packed.panels as tf.Tensor3D).dataSync());
+      const apart = floats(single);
+      expect(floats(pairs)).not.toEqual(apart);
+      single.relay(true);
+      expect(single.paired).toBe(true);
+      expect(floats(single)).toEqual(floats(pairs));
+      single.relay(false);
+      expect(single.paired).toBe(false);
+      expect(floats(single)).toEqual(apart);
+      const odd = packWeights(tf.slice(w, [0, 0], [64, 8 * 5])) as PackedWeights;
+      const q8 = packWeights(w, 'q8') as PackedWeights;
+      expect([odd.pairable, q8.pairable, single.pairable]).toEqual([false, false, true]);
+      expect(() => odd.relay(true)).toThrow('cannot be paired');
+      expect(() => q8.relay(true)).toThrow('cannot be paired');
+      [single, pairs, odd, q8].forEach((packed) => packed.dispose());
+    });
+  });
+
   // x (1 + 2^-23) times w (1 + 2^-7, exactly bf16) is 1 + 2^-7 + 2^-23 + 2^-30, which f32 cannot
   // hold; the bias takes back all but 2^-30. A multiply then an add rounds the product first and
   // gives 0; a fused multiply-add rounds once and gives 2^-30 (every x86-64 CPU with FMA3).
@@ -288,6 +313,41 @@ describe('packed matMul kernel (wasm)', () => {
     } finally {
       small.dispose();
       large.dispose();
+    }
+  });
+
+  // With mayPair, timing chooses the layout too: the plan's one-row tile is 'paired' exactly
+  // when every pairable weight was left in pairs (the rest as they were), products keep their
+  // bits, and weights of the same shapes tuned again are laid out as the plan says, untimed.
+  // With the one-row tile fixed, nothing is paired.
+  it('re-lays the pairable weights in pairs, or leaves them, as the plan timed with mayPair says', () => {
+    const panels = (K: number, N: number) => {
+      const w = tf.ones([K, N]) as tf.Tensor2D;
+      const packed = packWeights(w) as PackedWeights;
+      w.dispose();
+      return packed;
+    };
+    const large = panels(2048, 16384); // bf16 (ones are exactly bf16): 64 MB
+    const odd = panels(576, 8 * 9);
+    const again = panels(2048, 16384);
+    const fixedTile = panels(2048, 16384);
+    const x = tf.randomNormal([2, 2048], 0, 1, 'float32', 2) as tf.Tensor2D;
+    const product = (w: PackedWeights, plan: matmul.MatMulPlan) => tf.tidy(() => Array.from((packedMatMul(x, w, null, plan) as tf.Tensor2D).dataSync()));
+    try {
+      expect([large.bf16, large.pairable, odd.pairable]).toEqual([true, true, false]);
+      const before = product(large, matmul.DEFAULT_MATMUL_PLAN);
+      const fixed = { oneRowReadAhead: false, rowsReadAhead: false };
+      const plan = matmul.tuneMatMul([large, odd], fixed, { mayPair: true });
+      const paired = plan.oneRowTile === 'paired';
+      expect([large.paired, odd.paired]).toEqual([paired, false]);
+      expect(product(large, plan)).toEqual(before);
+      expect(matmul.tuneMatMul([again, odd], fixed, { mayPair: true })).toEqual(plan);
+      expect(again.paired).toBe(paired);
+      const narrow = matmul.tuneMatMul([fixedTile], { ...fixed, oneRowTile: 'narrow' }, { mayPair: true });
+      expect([narrow.oneRowTile, fixedTile.paired]).toEqual(['narrow', false]);
+    } finally {
+      [large, odd, again, fixedTile].forEach((w) => w.dispose());
+      x.dispose();
     }
   });
 

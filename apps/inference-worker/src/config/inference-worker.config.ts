@@ -39,19 +39,21 @@ export class InferenceWorkerConfig extends WorkerConfig {
    * Whether the matmul kernel reads each group of weights into cache before multiplying it:
    * faster on machines whose cores stream memory slowly while they compute (an Intel Xeon),
    * a cost where they stream well. 'auto' times both on each large model as it loads (with
-   * MATMUL_ONE_ROW_TILE, 0.4 s for SmolLM2-135M on an AMD Zen 4), once per shape and weights
-   * format, and the model keeps the faster; 'on' or 'off' skips the timing.
+   * MATMUL_ONE_ROW_TILE), once per shape and weights format, and the model keeps the faster;
+   * 'on' or 'off' skips the timing.
    */
   @IsIn(READ_AHEAD_SETTINGS)
   MATMUL_READ_AHEAD: ReadAheadSetting = 'auto';
 
   /**
    * How the matmul kernel runs one sequence's decode step: down one panel of weights at a
-   * time ('narrow': faster on AMD Zen 4) or four ('wide': faster on an Intel Xeon).
-   * 'auto' times both with MATMUL_READ_AHEAD's timing; 'narrow' or 'wide' skips it.
-   * 'paired' packs the weights in pairs of panels, which one sequence streams as one run:
-   * faster for one sequence, a little slower for batches of 4 and more (the same outputs to
-   * the bit), for a worker serving bf16 weights one sequence at a time.
+   * time ('narrow': faster on AMD Zen 4) or four ('wide': faster on an Intel Xeon), or with
+   * the weights in pairs of panels ('paired'), which one sequence streams as one run: faster
+   * for one sequence, a little slower for batches of 4 and more (the same outputs to the
+   * bit). 'auto' times all three with MATMUL_READ_AHEAD's timing and keeps the weights in
+   * pairs where they speed one sequence up more than they slow a batch of 4 down (bf16
+   * weights on AMD Zen 4 and Zen 5; 0.85 s of timing for SmolLM2-135M on a Zen 4); the
+   * others fix the layout and skip that timing.
    */
   @IsIn(ONE_ROW_TILE_SETTINGS)
   MATMUL_ONE_ROW_TILE: OneRowTileSetting = 'auto';

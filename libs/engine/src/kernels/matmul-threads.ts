@@ -176,10 +176,11 @@ declare const WebAssembly: {
 /** matmulF32, matmulBf16, matmulQ8 and the fused matmulF32Fused and matmulBf16Fused (and their paired copies) of the kernel (libs/engine/kernels/matmul.ts). */
 type MatmulExport = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
 
-/** The matmul kernel's exports that multiply: what both its builds, on tfjs's heap and on a shared memory, are called for. */
+/** The matmul kernel's exports that multiply, and the re-laying of panels: what both its builds, on tfjs's heap and on a shared memory, are called for. */
 export interface MatmulKernels {
   interleaveRows(x: number, xt: number, M: number, K: number): void;
   quantizeRows(x: number, xq: number, M: number, K: number): void;
+  relayPairs(packed: number, scratch: number, K: number, N: number, bf16: number, toPairs: number): void;
   matmulF32: MatmulExport;
   matmulBf16: MatmulExport;
   matmulQ8: MatmulExport;
@@ -414,6 +415,13 @@ export class MatMulThreads {
   /** Frees weights that store() placed at `offset`. */
   release(offset: number, bytes: number): void {
     this.arena.release(offset, bytes);
+  }
+
+  /** Re-lays the f32 or bf16 panels at `offset` in place, into pairs or back (the kernel's relayPairs), on this thread. */
+  relayPairs(offset: number, K: number, N: number, bf16: boolean, toPairs: boolean): void {
+    this.assertReady();
+    const [scratch] = this.blocks([2 * K * (bf16 ? 4 : 8)]);
+    this.kernels.relayPairs(offset, scratch, K, N, bf16 ? 1 : 0, toPairs ? 1 : 0);
   }
 
   /** out = x packed + bias, divided by panels between the threads (see the file's comment). */

@@ -283,8 +283,7 @@ export class PackedWeights {
     readonly outFeatures: number,
     /** How the panels hold the weights. */
     readonly format: PanelFormat,
-    /** Whether the panels are interleaved in pairs (the kernel source's section 9). */
-    readonly paired: boolean,
+    private inPairs: boolean,
     /** The panels in tfjs's heap; null when they are in the threads' memory. */
     readonly panels: tf.Tensor3D | null,
     /** Where the panels are in the threads' memory, and which threads; null when in tfjs's heap. */
@@ -307,6 +306,38 @@ export class PackedWeights {
   /** Whether the panels hold the weights as bfloat16 (every weight was exactly one): 4 floats per step, not 8. */
   get bf16(): boolean {
     return this.format === 'bf16';
+  }
+
+  /** Whether the panels are interleaved in pairs (the kernel source's section 9). */
+  get paired(): boolean {
+    return this.inPairs;
+  }
+
+  /** Whether the panels can be interleaved in pairs: f32 or bf16, N a multiple of 16. */
+  get pairable(): boolean {
+    return this.format !== 'q8' && this.outFeatures % (2 * PANEL) === 0;
+  }
+
+  /**
+   * Re-lays the panels in place, into pairs or back (the kernel's relayPairs): the same
+   * products to the bit, in the other layout. Nothing may multiply them meanwhile.
+   */
+  relay(paired: boolean): void {
+    if (paired === this.inPairs) return;
+    if (!this.pairable) throw new Error(`PackedWeights: ${this.format} panels of ${this.outFeatures} columns cannot be paired`);
+    const { inFeatures: K, outFeatures: N } = this;
+    if (this.threaded) {
+      this.threaded.threads.relayPairs(this.threaded.offset, K, N, this.bf16, paired);
+    } else {
+      const wasm = tf.backend() as unknown as WasmBackendInternals;
+      const scratch = wasm.makeOutput([2, K, this.bf16 ? PANEL / 2 : PANEL], 'float32');
+      try {
+        (kernelsFor(wasm) as Kernels).relayPairs(heapOffset(wasm, this.panels as tf.Tensor3D), heapOffset(wasm, scratch), K, N, this.bf16 ? 1 : 0, paired ? 1 : 0);
+      } finally {
+        wasm.disposeData(scratch.dataId);
+      }
+    }
+    this.inPairs = paired;
   }
 
   /** Bytes the panels take. */
@@ -441,18 +472,32 @@ const TUNE_ROUNDS = 3;
  */
 const tunedPlans = new Map<string, MatMulPlan>();
 
+export interface TuneOptions {
+  /**
+   * Whether timing may also try pairable weights re-laid in pairs (the kernel source's
+   * section 9) and keep them so: only for weights that no transposed product reads (a model
+   * loaded for inference only). Default false.
+   */
+  mayPair?: boolean;
+}
+
 /**
  * The plan for packedMatMul over `weights` (a model's projections, in order): what `fixed`
  * sets, and for the rest the fastest when timed on the weights (up to TUNE_MAX_BYTES), for 1
  * row (the one-row tile and read-ahead: up to 4 candidates) and then for 4, a decode batch
- * (read-ahead or not): up to 18 passes, 0.4 s on SmolLM2-135M on an AMD Zen 4. Weights of
- * the same shapes and formats as weights timed before in this process (with the same fixed
- * settings) get that plan again without timing. Where the kernel does not run, or the
- * weights are too small to stream from memory, the rest is DEFAULT_MATMUL_PLAN's. Weights
- * packed in pairs have one one-row tile, 'paired', whatever `fixed` says. Nothing outside
- * the returned plan changes: the caller keeps it with the weights.
+ * (read-ahead or not): up to 18 passes, 0.4 s on SmolLM2-135M on an AMD Zen 4. With
+ * `mayPair` and the one-row tile open, the timed weights are then re-laid in pairs and timed
+ * again (12 passes more), and all the pairable weights stay in pairs when that takes less
+ * time for one row times the time for 4 rows: pairs speed one sequence up more than they
+ * slow a batch down (bf16 weights on AMD's Zen 4 and Zen 5; not f32 weights, whose batches
+ * pay a third, nor where one row is slower in pairs, as on some Intel Xeons); else they go
+ * back as they were. Weights of the same shapes and formats as weights timed before in this
+ * process (with the same fixed settings) get that plan, and that layout, again without
+ * timing. Where the kernel does not run, or the weights are too small to stream from memory,
+ * the rest is DEFAULT_MATMUL_PLAN's. Weights packed in pairs have one one-row tile, 'paired',
+ * whatever `fixed` says. The caller keeps the returned plan with the weights.
  */
-export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> = {}): MatMulPlan {
+export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> = {}, { mayPair = false }: TuneOptions = {}): MatMulPlan {
   if (weights.some((w) => w.paired)) fixed = { ...fixed, oneRowTile: 'paired' };
   const untimed: MatMulPlan = { ...DEFAULT_MATMUL_PLAN, ...fixed };
   if (!matMulKernelAvailable()) return untimed;
@@ -464,28 +509,63 @@ export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> 
     bytes += w.bytes;
   }
   if (bytes < TUNE_MIN_BYTES) return untimed;
-  const key = JSON.stringify([untimed, Object.keys(fixed).sort(), timed.map((w) => [w.inFeatures, w.outFeatures, w.format, w.paired, w.threaded ? w.threaded.threads.threads : 1])]);
+  const pairing = mayPair && fixed.oneRowTile === undefined && timed.some((w) => w.pairable);
+  const key = JSON.stringify([untimed, Object.keys(fixed).sort(), pairing, timed.map((w) => [w.inFeatures, w.outFeatures, w.format, w.paired, w.threaded ? w.threaded.threads.threads : 1])]);
   const known = tunedPlans.get(key);
-  if (known) return { ...known };
-  const open = <T>(value: T | undefined, all: T[]): T[] => (value === undefined ? all : [value]);
-  const tiles = open<OneRowTile>(fixed.oneRowTile, ['narrow', 'wide']);
-  const oneRow = fastest(
-    timed,
-    1,
-    tiles.flatMap((oneRowTile) => open(fixed.oneRowReadAhead, [false, true]).map((oneRowReadAhead) => ({ ...untimed, oneRowTile, oneRowReadAhead }))),
-  );
-  const choice = fastest(
-    timed,
-    4,
-    open(fixed.rowsReadAhead, [false, true]).map((rowsReadAhead) => ({ ...oneRow, rowsReadAhead })),
-  );
+  if (known) {
+    if (known.oneRowTile === 'paired') relayPairable(weights, true);
+    return { ...known };
+  }
+  const apart = timePlans(timed, fixed, untimed, ['narrow', 'wide'], pairing);
+  let choice = apart.plan;
+  if (pairing) {
+    relayPairable(timed, true);
+    const pairs = timePlans(timed, fixed, untimed, ['paired'], true);
+    if (pairs.oneRowMs * pairs.rowsMs < apart.oneRowMs * apart.rowsMs) {
+      relayPairable(weights, true);
+      choice = pairs.plan;
+    } else {
+      relayPairable(timed, false);
+    }
+  }
   tunedPlans.set(key, choice);
   return { ...choice };
 }
 
-/** The candidate under which packedMatMul of `rows` rows over all of `weights` is fastest (best of TUNE_ROUNDS). */
-function fastest(weights: PackedWeights[], rows: number, candidates: MatMulPlan[]): MatMulPlan {
-  if (candidates.length === 1) return candidates[0];
+/** Every pairable weight of `weights` re-laid into pairs, or back. */
+function relayPairable(weights: PackedWeights[], paired: boolean): void {
+  for (const w of weights) if (w.pairable) w.relay(paired);
+}
+
+/**
+ * The fastest plan over `weights` as they are laid out: for one row among `tiles` (unless
+ * fixed) with read-ahead on and off (unless fixed), then for 4 rows with read-ahead on and
+ * off (unless fixed); with the best times of each, which are timed even for a single
+ * candidate when `compared` (with another layout).
+ */
+function timePlans(weights: PackedWeights[], fixed: Partial<MatMulPlan>, untimed: MatMulPlan, tiles: OneRowTile[], compared: boolean): { plan: MatMulPlan; oneRowMs: number; rowsMs: number } {
+  const open = <T>(value: T | undefined, all: T[]): T[] => (value === undefined ? all : [value]);
+  const oneRow = fastest(
+    weights,
+    1,
+    open(fixed.oneRowTile, tiles).flatMap((oneRowTile) => open(fixed.oneRowReadAhead, [false, true]).map((oneRowReadAhead) => ({ ...untimed, oneRowTile, oneRowReadAhead }))),
+    compared,
+  );
+  const rows = fastest(
+    weights,
+    4,
+    open(fixed.rowsReadAhead, [false, true]).map((rowsReadAhead) => ({ ...oneRow.plan, rowsReadAhead })),
+    compared,
+  );
+  return { plan: rows.plan, oneRowMs: oneRow.ms, rowsMs: rows.ms };
+}
+
+/**
+ * The candidate under which packedMatMul of `rows` rows over all of `weights` is fastest, with
+ * its time (best of TUNE_ROUNDS); a single candidate is timed only when `compared`.
+ */
+function fastest(weights: PackedWeights[], rows: number, candidates: MatMulPlan[], compared: boolean): { plan: MatMulPlan; ms: number } {
+  if (candidates.length === 1 && !compared) return { plan: candidates[0], ms: NaN };
   const inputs = new Map<number, tf.Tensor2D>();
   for (const w of weights) if (!inputs.has(w.inFeatures)) inputs.set(w.inFeatures, tf.ones([rows, w.inFeatures]));
   const best = candidates.map(() => Infinity);
@@ -500,5 +580,6 @@ function fastest(weights: PackedWeights[], rows: number, candidates: MatMulPlan[
   } finally {
     for (const x of inputs.values()) x.dispose();
   }
-  return candidates[best.indexOf(Math.min(...best))];
+  const ms = Math.min(...best);
+  return { plan: candidates[best.indexOf(ms)], ms };
 }
