@@ -14,7 +14,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 has_library() {
   ldconfig -p 2>/dev/null | awk -v lib="$1" '$1 == lib { found = 1 } END { exit !found }' && return 0
   local dir
-  for dir in ${LD_LIBRARY_PATH//:/ }; do [ -e "$dir/$1" ] && return 0; done
+  for dir in ${LD_LIBRARY_PATH:+${LD_LIBRARY_PATH//:/ }}; do [ -e "$dir/$1" ] && return 0; done
   return 1
 }
 if ! command -v node >/dev/null; then
