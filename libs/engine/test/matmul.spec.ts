@@ -4,10 +4,23 @@ import { DecodeBatch } from '../src/decode-batch';
 import { bf16ToF32, f32ToBf16 } from '../src/dtype';
 import { matMulKernelAvailable, PackedWeights, packWeights, packedMatMul } from '../src/kernels/matmul';
 import { loadModel } from '../src/loader';
+import type { LlamaModel } from '../src/model/llama';
 import { ensureTrainingGradients } from '../src/training/gradients';
 import { makeTiny, maxAbsDiff, useBackend } from './helpers';
 
 /** The kernel's result; fails the test where the kernel declines. */
+/** Logits of decoding (each block in one call, "Decoding a block in one call"): one sequence, then two. */
+async function decodeLogits(model: LlamaModel): Promise<number[][]> {
+  const batch = new DecodeBatch<number>(model);
+  const logits = [await batch.join(0, [1, 2, 3])];
+  logits.push((await batch.step(new Map([[0, 4]]))).get(0) as Float32Array);
+  await batch.join(1, [5, 6]);
+  const both = await batch.step(new Map([[0, 7], [1, 8]]));
+  logits.push(both.get(0) as Float32Array, both.get(1) as Float32Array);
+  batch.dispose();
+  return logits.map((l) => Array.from(l));
+}
+
 function kernelProduct(x: tf.Tensor2D, w: tf.Tensor2D, bias: tf.Tensor1D | null): tf.Tensor2D {
   const packed = packWeights(w);
   if (!packed) throw new Error('packWeights declined a weight it should cover');
@@ -402,21 +415,31 @@ describe('packed matMul kernel (wasm)', () => {
         expect(Array.from(b.dataSync())).toEqual(Array.from(a.dataSync()));
         tf.dispose([a, b]);
       }
-      // Decoding (each block in one call, "Decoding a block in one call"): one sequence, then two.
-      const decode = async (model: typeof single.model) => {
-        const batch = new DecodeBatch<number>(model);
-        const logits = [await batch.join(0, [1, 2, 3])];
-        logits.push((await batch.step(new Map([[0, 4]]))).get(0) as Float32Array);
-        await batch.join(1, [5, 6]);
-        const both = await batch.step(new Map([[0, 7], [1, 8]]));
-        logits.push(both.get(0) as Float32Array, both.get(1) as Float32Array);
-        batch.dispose();
-        return logits.map((l) => Array.from(l));
-      };
-      expect(await decode(pairs.model)).toEqual(await decode(single.model));
+      expect(await decodeLogits(pairs.model)).toEqual(await decodeLogits(single.model));
     } finally {
       single.dispose();
       pairs.dispose();
+    }
+  });
+
+  // A bf16 model of 71 MB (35.7 M weights), large enough to be timed at load: with the
+  // one-row tile 'auto' the timing chooses the layout too, every pairable weight is in the
+  // layout the plan names, and decoding gives the bits of the same model held apart.
+  it('lets timing at load choose the layout of a model large enough to stream, with the bits of panels apart', async () => {
+    const shape = { hiddenSize: 512, intermediateSize: 2048, numLayers: 8, vocabSize: 8192, numHeads: 8, numKvHeads: 4, headDim: 64 };
+    const dir = makeTiny('matmul-layout', { dtype: 'BF16', overrides: shape });
+    const timed = await loadModel(dir, { inferenceOnly: true });
+    const apart = await loadModel(dir, { inferenceOnly: true, oneRowTile: 'narrow' });
+    try {
+      const packed = timed.model.packedWeights();
+      expect(packed.reduce((bytes, w) => bytes + w.bytes, 0)).toBeGreaterThan(64 << 20);
+      const inPairs = timed.model.matmulPlan.oneRowTile === 'paired';
+      for (const w of packed) expect([w.bf16, w.paired]).toEqual([true, inPairs && w.pairable]);
+      expect(apart.model.packedWeights().some((w) => w.paired)).toBe(false);
+      expect(await decodeLogits(timed.model)).toEqual(await decodeLogits(apart.model));
+    } finally {
+      timed.dispose();
+      apart.dispose();
     }
   });
 
