@@ -6,7 +6,7 @@
 # laid out as in the repository (libs/engine/bench/*.js, so that each finds var/models/ and
 # docs/ two levels up), tfjs's wasm binaries beside the benches, the PyTorch peer, run.sh and
 # this machine's node binary, xz-compressed, that run.sh unpacks when the machine has no node.
-# About 30 MB.
+# About 38 MB.
 #
 #   bash tools/bench/cpu/pack.sh [OUT]
 set -euo pipefail
