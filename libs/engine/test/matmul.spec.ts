@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as tf from '@tensorflow/tfjs-core';
 import * as matmul from '../src/kernels/matmul';
 import { DecodeBatch } from '../src/decode-batch';
@@ -8,7 +9,6 @@ import type { LlamaModel } from '../src/model/llama';
 import { ensureTrainingGradients } from '../src/training/gradients';
 import { makeTiny, maxAbsDiff, useBackend } from './helpers';
 
-/** The kernel's result; fails the test where the kernel declines. */
 /** Logits of decoding (each block in one call, "Decoding a block in one call"): one sequence, then two. */
 async function decodeLogits(model: LlamaModel): Promise<number[][]> {
   const batch = new DecodeBatch<number>(model);
@@ -21,6 +21,7 @@ async function decodeLogits(model: LlamaModel): Promise<number[][]> {
   return logits.map((l) => Array.from(l));
 }
 
+/** The kernel's result; fails the test where the kernel declines. */
 function kernelProduct(x: tf.Tensor2D, w: tf.Tensor2D, bias: tf.Tensor1D | null): tf.Tensor2D {
   const packed = packWeights(w);
   if (!packed) throw new Error('packWeights declined a weight it should cover');
@@ -440,6 +441,7 @@ describe('packed matMul kernel (wasm)', () => {
     } finally {
       timed.dispose();
       apart.dispose();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 
