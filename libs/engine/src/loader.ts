@@ -57,7 +57,7 @@ export interface LoadOptions {
   readAhead?: ReadAheadSetting;
   /**
    * With inferenceOnly, how the matmul kernel runs a single row (section 2): 'narrow', 'wide',
-   * or 'paired': f32 and bf16 weights are packed in pairs of panels (section 9), which one
+   * or 'paired': f32 and bf16 weights are laid out in pairs of panels (section 9), which one
    * row streams faster and a batch a little slower, for a process that decodes one sequence at
    * a time; or 'auto' (the default), chosen as readAhead is, pairs included: the weights stay
    * in pairs where they speed one row up more than they slow 4 rows down (tuneMatMul). Every
@@ -126,7 +126,7 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
   /** A projection the model will own; with inferenceOnly, packed and its [in, out] copy freed before the next weight is read, so that the next copy reuses this one's space. */
   const frozen = (l: FrozenLinear) => {
     linears.push(l);
-    if (options.inferenceOnly) l.releaseForInference(options.weights === 'q8' ? 'q8' : 'auto', options.oneRowTile === 'paired');
+    if (options.inferenceOnly) l.releaseForInference(options.weights === 'q8' ? 'q8' : 'auto');
     return l;
   };
   const vector = (name: string, size: number) => track(tf.tensor1d(checkpoint.read(name, [size]).data));
@@ -227,9 +227,9 @@ function planMatMul(model: LlamaModel, options: LoadOptions): void {
   const fixed: Partial<MatMulPlan> = {};
   const readAhead = options.readAhead ?? 'auto';
   if (readAhead !== 'auto') fixed.oneRowReadAhead = fixed.rowsReadAhead = readAhead === 'on';
-  // 'paired' is how the weights were packed: tuneMatMul gives paired weights that tile. With
-  // 'auto' it may re-lay them in pairs: an inference-only model has no transposed products.
+  // tuneMatMul re-lays the weights in pairs for 'paired', and may for 'auto': an inference-only
+  // model has no transposed products, which read panels apart only.
   const oneRowTile = options.oneRowTile ?? 'auto';
-  if (oneRowTile === 'narrow' || oneRowTile === 'wide') fixed.oneRowTile = oneRowTile;
+  if (oneRowTile !== 'auto') fixed.oneRowTile = oneRowTile;
   model.matmulPlan = tuneMatMul(model.packedWeights(), fixed, { mayPair: oneRowTile === 'auto' });
 }

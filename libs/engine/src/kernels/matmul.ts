@@ -495,10 +495,13 @@ export interface TuneOptions {
  * process (with the same fixed settings) get that plan, and that layout, again without
  * timing. Where the kernel does not run, or the weights are too small to stream from memory,
  * the rest is DEFAULT_MATMUL_PLAN's. Weights packed in pairs have one one-row tile, 'paired',
- * whatever `fixed` says. The caller keeps the returned plan with the weights.
+ * whatever `fixed` says; with `fixed` one-row tile 'paired', every pairable weight is re-laid
+ * in pairs first (only for weights no transposed product reads). The caller keeps the returned
+ * plan with the weights.
  */
 export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> = {}, { mayPair = false }: TuneOptions = {}): MatMulPlan {
   if (weights.some((w) => w.paired)) fixed = { ...fixed, oneRowTile: 'paired' };
+  if (fixed.oneRowTile === 'paired') relayPairable(weights, true);
   const untimed: MatMulPlan = { ...DEFAULT_MATMUL_PLAN, ...fixed };
   if (!matMulKernelAvailable()) return untimed;
   const timed: PackedWeights[] = [];

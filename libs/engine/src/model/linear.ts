@@ -148,9 +148,8 @@ export class FrozenLinear {
   private backward = false;
   /** The weight in the matmul kernel's layout; undefined until first tried, null where the kernel does not apply. */
   private packed: PackedWeights | null | undefined = undefined;
-  /** How packedWeights() packs the weight: as it is, unless releaseForInference asked for q8 or panels in pairs. */
+  /** How packedWeights() packs the weight: as it is, unless releaseForInference asked for q8. */
   private packFormat: PackFormat = 'auto';
-  private packPaired = false;
   /** How the kernel runs over the packed weight: the plan of the model this projection belongs to (LlamaModel.matmulPlan). */
   matmulPlan: Readonly<MatMulPlan> = DEFAULT_MATMUL_PLAN;
   /** [in, out]; null once released for inference. */
@@ -180,12 +179,11 @@ export class FrozenLinear {
    * [in, out] copy, so that the process holds the weights once (in half the bytes for a bf16
    * checkpoint) instead of twice. With format 'q8' the packed copy is quantized to 8 bits
    * (a quarter of the f32 bytes; the outputs change within the bound docs/benchmarks.md
-   * gives). With `paired`, f32 and bf16 panels are interleaved in pairs, for one sequence at a
-   * time (kernels/matmul.ts, PackOptions). Where the kernel does not apply (another backend),
-   * the weight stays as it is. Afterwards gradients through this projection throw.
+   * gives). Where the kernel does not apply (another backend), the weight stays as it is.
+   * Afterwards gradients through this projection throw.
    */
-  releaseForInference(format: PackFormat = 'auto', paired = false): void {
-    if (this.packed === undefined) [this.packFormat, this.packPaired] = [format, paired];
+  releaseForInference(format: PackFormat = 'auto'): void {
+    if (this.packed === undefined) this.packFormat = format;
     if (!this.packedWeights() || !this.weight) return;
     this.weight.dispose();
     this.weight = null;
@@ -262,7 +260,7 @@ export class FrozenLinear {
 
   /** The weight in the matmul kernel's layout, packed on first call; null where the kernel does not apply. */
   packedWeights(): PackedWeights | null {
-    if (this.packed === undefined) this.packed = packWeights(this.weightT, this.packFormat, { paired: this.packPaired });
+    if (this.packed === undefined) this.packed = packWeights(this.weightT, this.packFormat);
     return this.packed;
   }
 
