@@ -22,7 +22,7 @@ const FLAGS = ['-O3', '--runtime', 'stub', '--importMemory', '--enable', 'simd',
 // Kernels that also run on a shared memory of the engine's own, from several threads at once
 // (src/kernels/matmul-threads.ts): compiled a second time, importing a shared memory of up to
 // 4 GB, into <name>-shared.wasm.ts.
-const SHARED = new Set(['matmul', 'matmul-transposed', 'attention']);
+const SHARED = new Set(['matmul', 'matmul-transposed', 'attention', 'lora']);
 const SHARED_FLAGS = ['--sharedMemory', '--maximumMemory', '65536', '--enable', 'threads'];
 
 let stale = 0;

@@ -1,6 +1,7 @@
 // AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
 // loads it from src/kernels/lora.wasm.ts (generated, committed) and runs it on tfjs-wasm's own
-// memory, which it imports. No static data.
+// memory, which it imports; and, compiled for a shared memory (lora-shared.wasm.ts), on the
+// matmul threads (the exports at the end). No static data.
 //
 // LoRA's products beside a frozen projection y = x W, for training (src/kernels/lora.ts): one
 // call per projection and pass in place of a dozen tfjs ops per adapter. An adapter on the
@@ -19,6 +20,12 @@
 // operand read by strides, the other row by row, vectorized along the output's rows), or dot
 // products of contiguous rows (scaledDots). Multiply-adds are fused (f32x4.relaxed_madd), as
 // in training's other products (matmul.ts, section 2). K, N and r must be multiples of 4.
+//
+// Every output is one chain of multiply-adds in a fixed order, whichever tile computes it and
+// whatever rows or columns are computed beside it. So the products can be cut into ranges of
+// rows or columns, one range per call, and give the same bits as one call over all of them:
+// what the matmul threads do (src/kernels/matmul-threads.ts), with the forward pass and the
+// backward's h, dh and dx divided by rows of x, daT by its rows (k) and dbT by its columns.
 
 /**
  * out[i][0..N] (+)= s sum_t a[i strideI + t strideT] b[t][0..N] for i < I: a is read by strides
@@ -187,4 +194,94 @@ export function loraBackward(x: usize, dy: usize, aT: usize, bT: usize, s: f32, 
   scaledProduct(x, 1, <usize>K, dh, rRow, daT, rRow, K, M, r, 1, false);
   for (let k = 0; k < K; k++) for (let j = 0; j < r; j++) store<f32>(a + ((<usize>(j * K + k)) << 2), load<f32>(aT + ((<usize>(k * r + j)) << 2)));
   scaledProduct(dh, <usize>r, 1, a, kRow, dx, kRow, M, r, K, 1, true);
+}
+
+// On the matmul threads. The parts of a projection are described by a table in memory, one row
+// of PART_SLOTS 32-bit slots per part (the engine writes it: src/kernels/matmul-threads.ts):
+// where its operands and scratch are, its scale and its shape. a is aT transposed ([r, K]),
+// h and dh are [M, r]. Each export computes the range [from, to) of its units; `thread` (the
+// matmul threads' calling convention) is not used.
+const PART_SLOTS = 11;
+const AT = 0, A = 1, BT = 2, SCALE = 3, COL = 4, R = 5, N_SLOT = 6, H = 7, DH = 8, DAT = 9, DBT = 10;
+
+@inline function slot(table: usize, part: i32, which: i32): i32 {
+  return load<i32>(table + ((<usize>(part * PART_SLOTS + which)) << 2));
+}
+
+@inline function pointer(table: usize, part: i32, which: i32): usize {
+  return <usize>slot(table, part, which);
+}
+
+@inline function scaleOf(table: usize, part: i32): f32 {
+  return load<f32>(table + ((<usize>(part * PART_SLOTS + SCALE)) << 2));
+}
+
+/** loraForward for rows [from, to) of x [M, K] and y (rows yWidth floats), every part of the table in turn; h is each part's. */
+export function loraForwardRows(x: usize, K: i32, table: usize, parts: i32, y: usize, yWidth: i32, from: i32, to: i32, thread: i32): void {
+  const rows = to - from;
+  const xs = x + <usize>from * ((<usize>K) << 2);
+  const yRow = (<usize>yWidth) << 2;
+  for (let p = 0; p < parts; p++) {
+    const r = slot(table, p, R);
+    const N = slot(table, p, N_SLOT);
+    const rRow = (<usize>r) << 2;
+    const h = pointer(table, p, H) + <usize>from * rRow;
+    scaledProduct(xs, <usize>K, 1, pointer(table, p, AT), rRow, h, rRow, rows, K, r, 1, false);
+    scaledProduct(h, <usize>r, 1, pointer(table, p, BT), (<usize>N) << 2, y + <usize>from * yRow + ((<usize>slot(table, p, COL)) << 2), yRow, rows, r, N, scaleOf(table, p), true);
+  }
+}
+
+/**
+ * The backward pass's row-wise half, rows [from, to): each part's h and dh, and its dh aT^T
+ * added into dxLora (zero before the first part), as loraBackward computes them; then the
+ * frozen projection's dx [M, K] gets dxLora added (dx + dxLora, as tf.add adds them on one
+ * thread). dy's rows are dyWidth floats.
+ */
+export function loraBackwardRows(x: usize, K: i32, dy: usize, dyWidth: i32, table: usize, parts: i32, dxLora: usize, dx: usize, from: i32, to: i32, thread: i32): void {
+  const rows = to - from;
+  const kRow = (<usize>K) << 2;
+  const gRow = (<usize>dyWidth) << 2;
+  const xs = x + <usize>from * kRow;
+  const dxs = dxLora + <usize>from * kRow;
+  for (let p = 0; p < parts; p++) {
+    const r = slot(table, p, R);
+    const N = slot(table, p, N_SLOT);
+    const rRow = (<usize>r) << 2;
+    const dh = pointer(table, p, DH) + <usize>from * rRow;
+    scaledProduct(xs, <usize>K, 1, pointer(table, p, AT), rRow, pointer(table, p, H) + <usize>from * rRow, rRow, rows, K, r, 1, false);
+    scaledDots(dy + <usize>from * gRow + ((<usize>slot(table, p, COL)) << 2), gRow, pointer(table, p, BT), (<usize>N) << 2, dh, rRow, rows, r, N, scaleOf(table, p));
+    scaledProduct(dh, <usize>r, 1, pointer(table, p, A), kRow, dxs, kRow, rows, r, K, 1, true);
+  }
+  const end = <usize>to * kRow;
+  for (let at = <usize>from * kRow; at < end; at += 16) v128.store(dx + at, f32x4.add(v128.load(dx + at), v128.load(dxLora + at)));
+}
+
+/**
+ * The backward pass's sums over the rows, after loraBackwardRows: units of 4, each part's K / 4
+ * of daT's rows then its N / 4 of dbT's columns, parts in turn; computes units [from, to).
+ */
+export function loraBackwardColumns(x: usize, K: i32, M: i32, dy: usize, dyWidth: i32, table: usize, parts: i32, from: i32, to: i32, thread: i32): void {
+  const gRow = (<usize>dyWidth) << 2;
+  let base = 0;
+  for (let p = 0; p < parts && base < to; p++) {
+    const r = slot(table, p, R);
+    const N = slot(table, p, N_SLOT);
+    const rRow = (<usize>r) << 2;
+    // daT[k] = sum_m x[m][k] dh[m], for k in [k0, k1).
+    let lo = max(from, base), hi = min(to, base + (K >> 2));
+    if (lo < hi) {
+      const k0 = (lo - base) << 2;
+      scaledProduct(x + ((<usize>k0) << 2), 1, <usize>K, pointer(table, p, DH), rRow, pointer(table, p, DAT) + <usize>k0 * rRow, rRow, (hi - lo) << 2, M, r, 1, false);
+    }
+    base += K >> 2;
+    // dbT[:, n] = s sum_m h[m] g[m][n], for n in [n0, n1).
+    lo = max(from, base);
+    hi = min(to, base + (N >> 2));
+    if (lo < hi) {
+      const n0 = (<usize>(lo - base)) << 4;
+      const g = dy + ((<usize>slot(table, p, COL)) << 2) + n0;
+      scaledProduct(pointer(table, p, H), 1, <usize>r, g, gRow, pointer(table, p, DBT) + n0, (<usize>N) << 2, r, M, (hi - lo) << 2, scaleOf(table, p), false);
+    }
+    base += N >> 2;
+  }
 }

@@ -6,7 +6,8 @@ import { Arena, MatMulThreads, sharedMemory } from '../src/kernels/matmul-thread
 import { promptAttention, promptAttentionWithGradient } from '../src/kernels/prompt-attention';
 import { MASKED } from '../src/model/kv-cache';
 import { ensureTrainingGradients } from '../src/training/gradients';
-import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../src/kernels/matmul-transposed';
+import { packedMatMulTransposed } from '../src/kernels/matmul-transposed';
+import { addLoraDeltas, LoraPart, loraGradients, loraGradientsOnThreads, projectWithLoraOnThreads } from '../src/kernels/lora';
 import { loadModel } from '../src/loader';
 import { generateBatch } from '../src/generate';
 import { DEFAULT_LORA_SPEC } from '../src/lora/peft';
@@ -130,16 +131,67 @@ describe('matmul threads: one copy of the weights, every product divided between
         expect(profile.kernels.map((k) => k.name)).toEqual(['TrainyardThreadedMatMulTransposed']);
         expect(many.shape).toEqual([M, K]);
         expect(Array.from(many.dataSync())).toEqual(Array.from(one.dataSync()));
-        // Begun on the helpers, finished after other work on this thread: the same bits.
-        const along = packedMatMulTransposedAlongside(dy, shared, () => tf.sum(dy).dataSync()[0]);
-        expect(along?.result).toBeCloseTo(tf.sum(dy).dataSync()[0], 3);
-        expect(Array.from((along?.dx as tf.Tensor2D).dataSync())).toEqual(Array.from(one.dataSync()));
-        tf.dispose([many, along?.dx as tf.Tensor2D]);
+        many.dispose();
         shared.dispose();
         await stopMatMulThreads();
       }
     } finally {
       tf.dispose([dy, w, one]);
+      alone.dispose();
+    }
+  });
+
+  // M, K, the parts' widths (summing to N) and ranks: a q|k|v projection with one part left
+  // without an adapter, rows that 2 and 3 threads divide unevenly, an odd row, an MLP's
+  // down projection (K 1536); products large enough to be divided, and one too small.
+  const loraCases = [
+    [67, 64, [64, 32, 32], [8, 0, 4]],
+    [130, 96, [256], [8]],
+    [33, 1536, [576], [16]],
+    [3, 64, [64], [8]],
+  ] as const;
+  it.each(loraCases)('runs an adapted projection on the threads, forward and backward, with the bits of one thread, for M %i, K %i, widths %j, ranks %j', async (M, K, widths, ranks) => {
+    const N = widths.reduce((a, b) => a + b, 0);
+    const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
+    const dy = tf.randomNormal([M, N], 0, 1, 'float32', M + 1) as tf.Tensor2D;
+    const bias = tf.randomNormal([N], 0, 1, 'float32', N) as tf.Tensor1D;
+    const w = weights(K, N, false, K);
+    let col = 0;
+    const parts: LoraPart[] = widths.flatMap((width, i) => {
+      const at = col;
+      col += width;
+      if (ranks[i] === 0) return [];
+      const aT = tf.randomNormal([K, ranks[i]], 0, 0.3, 'float32', 10 + i) as tf.Tensor2D;
+      const bT = tf.randomNormal([ranks[i], width], 0, 0.3, 'float32', 20 + i) as tf.Tensor2D;
+      return [{ aT, bT, scale: i === 0 ? tf.scalar(2 / ranks[i]) : null, col: at, width }];
+    });
+    const alone = packWeights(w, 'f32') as PackedWeights;
+    const plan = matmul.DEFAULT_MATMUL_PLAN;
+    const oneForward = addLoraDeltas(packedMatMul(x, alone, bias, plan) as tf.Tensor2D, x, parts);
+    const oneGrads = loraGradients(x, dy, parts);
+    const oneDx = tf.add(packedMatMulTransposed(dy, alone) as tf.Tensor2D, oneGrads.dx);
+    // Not on weights in tfjs's heap.
+    expect(projectWithLoraOnThreads(x, alone, bias, plan, parts)).toBeNull();
+    expect(loraGradientsOnThreads(x, dy, alone, parts)).toBeNull();
+    try {
+      for (const count of [2, 3]) {
+        startMatMulThreads(count);
+        const shared = packWeights(w, 'f32') as PackedWeights;
+        const forward = projectWithLoraOnThreads(x, shared, bias, plan, parts) as tf.Tensor2D;
+        expect(Array.from(forward.dataSync())).toEqual(Array.from(oneForward.dataSync()));
+        const backward = loraGradientsOnThreads(x, dy, shared, parts) as { dx: tf.Tensor2D; grads: tf.Tensor2D[] };
+        expect(backward.dx.shape).toEqual([M, K]);
+        expect(Array.from(backward.dx.dataSync())).toEqual(Array.from(oneDx.dataSync()));
+        expect(backward.grads.map((g) => g.shape)).toEqual(oneGrads.grads.map((g) => g.shape));
+        backward.grads.forEach((g, i) => expect(Array.from(g.dataSync())).toEqual(Array.from(oneGrads.grads[i].dataSync())));
+        // Parts routed to some rows are a server's, not these kernels'.
+        expect(projectWithLoraOnThreads(x, shared, bias, plan, parts.map((p) => ({ ...p, rows: [0] })))).toBeNull();
+        tf.dispose([forward, backward.dx, ...backward.grads]);
+        shared.dispose();
+        await stopMatMulThreads();
+      }
+    } finally {
+      tf.dispose([x, dy, bias, w, oneForward, oneDx, oneGrads.dx, ...oneGrads.grads, ...parts.flatMap((p) => [p.aT, p.bT, ...(p.scale ? [p.scale] : [])])]);
       alone.dispose();
     }
   });
@@ -236,23 +288,6 @@ describe('matmul threads: one copy of the weights, every product divided between
     local.dispose();
   });
 
-  it('runs no other product while an input gradient is begun, and finishes it when the work alongside throws', async () => {
-    startMatMulThreads(2);
-    const w = weights(64, 128, false, 3);
-    const shared = packWeights(w, 'f32') as PackedWeights;
-    const [dy, x] = [tf.randomNormal([16, 128], 0, 1, 'float32', 1) as tf.Tensor2D, tf.randomNormal([16, 64], 0, 1, 'float32', 2) as tf.Tensor2D];
-    try {
-      expect(() => packedMatMulTransposedAlongside(dy, shared, () => packedMatMul(x, shared))).toThrow(/an input gradient was begun and not finished/);
-      const after = packedMatMulTransposedAlongside(dy, shared, () => 1)?.dx as tf.Tensor2D;
-      const plain = packedMatMulTransposed(dy, shared) as tf.Tensor2D;
-      expect(Array.from(after.dataSync())).toEqual(Array.from(plain.dataSync()));
-      tf.dispose([after, plain]);
-    } finally {
-      tf.dispose([w, dy, x]);
-      shared.dispose();
-    }
-  });
-
   it('refuses weights whose threads were stopped, and packs into tfjs again once stopped', async () => {
     startMatMulThreads(2);
     expect(matmul.matMulThreads()).toBe(2);
@@ -345,13 +380,14 @@ describe('LoRA training on matmul threads', () => {
     };
     const one = await train(1);
     const two = await train(2);
-    expect(two.kernels).toContain('TrainyardThreadedMatMul');
-    // The lm_head's input gradient alone; the adapted projections' overlap LoRA's kernels.
-    expect(two.kernels).toContain('TrainyardThreadedMatMulTransposed');
-    expect(two.kernels).toContain('TrainyardThreadedMatMulTransposedFinish');
-    expect(two.kernels).not.toContain('TrainyardPackedMatMulTransposed');
-    // LoRA's products: on the calling thread's LoRA kernels.
-    expect(two.kernels).toEqual(expect.arrayContaining(['TrainyardLoraForward', 'TrainyardLoraBackward']));
+    // The lm_head's products alone; the adapted projections' run with their adapters, on the
+    // threads too, and none on the calling thread's kernels.
+    expect(two.kernels).toEqual(expect.arrayContaining(['TrainyardThreadedMatMul', 'TrainyardThreadedMatMulTransposed']));
+    expect(two.kernels).toEqual(expect.arrayContaining(['TrainyardThreadedLoraProjection', 'TrainyardThreadedLoraBackward']));
+    for (const onThisThread of ['TrainyardPackedMatMulTransposed', 'TrainyardThreadedMatMulTransposedFinish', 'TrainyardLoraForward', 'TrainyardLoraBackward']) {
+      expect(two.kernels).not.toContain(onThisThread);
+    }
+    expect(one.kernels).toEqual(expect.arrayContaining(['TrainyardLoraForward', 'TrainyardLoraBackward']));
     expect(one.results[2].loss).toBeLessThan(one.results[0].loss);
     expect(two.results).toEqual(one.results);
     expect(two.adapters).toEqual(one.adapters);

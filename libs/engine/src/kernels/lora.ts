@@ -1,5 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { LORA_WASM } from './lora.wasm';
+import { MatMulAttrs, matMulAttrs, MatMulPlan, PackedWeights } from './matmul';
+import type { MatMulThreads, ThreadedLoraPart } from './matmul-threads';
+import { transposedKernelApplies } from './matmul-transposed';
 import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
 /**
@@ -9,10 +12,15 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
  * backward pass the factors' gradients and the adapters' share of dx. As tfjs ops the same
  * took about a dozen dispatches per adapter and pass (two packed or XNNPACK products, the
  * transposes of x, h and the factors, the scale, the adds), with multiply-adds into r columns
- * where tfjs runs a few GFLOP/s.
+ * where tfjs runs a few GFLOP/s. Where the projection's weights are on the matmul threads
+ * (matmul-threads.ts), the frozen product and its adapters run there together, divided
+ * between the threads, in one kernel call per pass (projectWithLoraOnThreads,
+ * loraGradientsOnThreads): the same bits as on this thread.
  */
 const FORWARD = 'TrainyardLoraForward';
 const BACKWARD = 'TrainyardLoraBackward';
+const THREADED_PROJECTION = 'TrainyardThreadedLoraProjection';
+const THREADED_BACKWARD = 'TrainyardThreadedLoraBackward';
 
 /** One adapter of a projection: delta = scale (x aT) bT on its output columns [col, col + width). */
 export interface LoraPart {
@@ -205,4 +213,101 @@ export function loraGradients(x: tf.Tensor2D, dy: tf.Tensor2D, parts: LoraPart[]
   const { inputs, attrs } = kernelInputs(parts, { x, dy });
   const [dxOut, ...grads] = tf.engine().runKernel(BACKWARD, inputs, attrs) as tf.Tensor2D[];
   return { dx: dxOut, grads };
+}
+
+/** The threads that hold the panels of the threaded kernel being run (tfjs passes attributes as plain values: the owner is set just before the call). */
+let owner: MatMulThreads | null = null;
+
+interface ThreadedAttrs extends Attrs {
+  /** Where the panels are in the threads' memory. */
+  offset: number;
+  K: number;
+  N: number;
+}
+
+/** The parts as the threads take them: their factors as views of tfjs's heap. */
+function threadedParts(wasm: WasmBackendInternals, parts: KernelPart[]): ThreadedLoraPart[] {
+  return parts.map((p) => ({ aT: heapView(wasm, p.aT), bT: heapView(wasm, p.bT), scale: p.scale, col: p.col, r: p.r, width: p.width }));
+}
+
+tf.registerKernel({
+  kernelName: THREADED_PROJECTION,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const wasm = backend as unknown as WasmBackendInternals;
+    const { x, bias } = inputs as Record<'x', tf.TensorInfo> & { bias?: tf.TensorInfo };
+    const { offset, K, N, format, paired, readAhead, oneRowWide } = attrs as ThreadedAttrs & MatMulAttrs;
+    const M = x.shape[0];
+    const out = wasm.makeOutput([M, N], 'float32');
+    const lora = threadedParts(wasm, partInputs(inputs, attrs as Attrs, wasm));
+    const args = { x: heapView(wasm, x), packed: offset, bias: bias ? heapView(wasm, bias) : null, out: heapView(wasm, out), M, K, N };
+    (owner as MatMulThreads).run({ ...args, format, paired, readAhead, oneRowWide, lora });
+    return out;
+  },
+});
+
+tf.registerKernel({
+  kernelName: THREADED_BACKWARD,
+  backendName: 'wasm',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const wasm = backend as unknown as WasmBackendInternals;
+    const { x, dy } = inputs as Record<'x' | 'dy', tf.TensorInfo>;
+    const { offset, K, N } = attrs as ThreadedAttrs;
+    const M = x.shape[0];
+    const parts = partInputs(inputs, attrs as Attrs, wasm);
+    const dx = wasm.makeOutput([M, K], 'float32');
+    const grads = parts.flatMap((p) => [wasm.makeOutput([K, p.r], 'float32'), wasm.makeOutput([p.r, p.width], 'float32')]);
+    (owner as MatMulThreads).runLoraInputGradient({
+      dy: heapView(wasm, dy),
+      x: heapView(wasm, x),
+      packed: offset,
+      dx: heapView(wasm, dx),
+      M,
+      K,
+      N,
+      lora: threadedParts(wasm, parts),
+      grads: parts.map((_, i) => ({ daT: heapView(wasm, grads[2 * i]), dbT: heapView(wasm, grads[2 * i + 1]) })),
+    });
+    return [dx, ...grads];
+  },
+});
+
+/** runKernel's call of a threaded kernel, with `owner` set to the threads that hold the panels for it. */
+function onThreads<T>(threads: MatMulThreads, call: () => T): T {
+  owner = threads;
+  try {
+    return call();
+  } finally {
+    owner = null;
+  }
+}
+
+/**
+ * x W (+ bias) with every part's delta added, x [M, K], where W's panels are on the matmul
+ * threads: the frozen product and the deltas divided between them in one call, the same bits
+ * as addLoraDeltas over packedMatMul's product. Null elsewhere (panels in tfjs's heap, a
+ * gradient being recorded, parts routed to some rows), or where loraKernelsApply does not hold.
+ */
+export function projectWithLoraOnThreads(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Tensor1D | null, plan: MatMulPlan, parts: LoraPart[]): tf.Tensor2D | null {
+  const threaded = packed.threaded;
+  if (!threaded || tf.engine().isTapeOn() || parts.some((p) => p.rows) || !loraKernelsApply(x, parts)) return null;
+  if ((bias && bias.dtype !== 'float32') || x.shape[1] !== packed.inFeatures) return null;
+  const { inputs, attrs } = kernelInputs(parts, bias ? { x, bias } : { x });
+  const threadedAttrs = { ...attrs, ...matMulAttrs(packed, x.shape[0], plan), offset: threaded.offset, K: packed.inFeatures, N: packed.outFeatures };
+  return onThreads(threaded.threads, () => tf.engine().runKernel(THREADED_PROJECTION, inputs, threadedAttrs) as tf.Tensor2D);
+}
+
+/**
+ * The whole backward pass of an adapted projection whose panels are on the matmul threads:
+ * dx [M, K] = dy W^T plus the adapters' share, and each part's [daT, dbT] in order, divided
+ * between the threads in one call; the same bits as packedMatMulTransposed's dx plus
+ * loraGradients' share. Null where those do not apply or the panels are in tfjs's heap.
+ */
+export function loraGradientsOnThreads(x: tf.Tensor2D, dy: tf.Tensor2D, packed: PackedWeights, parts: LoraPart[]): { dx: tf.Tensor2D; grads: tf.Tensor2D[] } | null {
+  const threaded = packed.threaded;
+  if (!threaded || parts.some((p) => p.rows) || !loraKernelsApply(x, parts) || !transposedKernelApplies(dy, packed)) return null;
+  const { inputs, attrs } = kernelInputs(parts, { x, dy });
+  const threadedAttrs: ThreadedAttrs = { ...attrs, offset: threaded.offset, K: packed.inFeatures, N: packed.outFeatures };
+  const [dx, ...grads] = onThreads(threaded.threads, () => tf.engine().runKernel(THREADED_BACKWARD, inputs, threadedAttrs) as tf.Tensor2D[]);
+  return { dx, grads };
 }

@@ -3,6 +3,7 @@ import './wasm-features';
 import type { PanelFormat } from './matmul';
 import type { AttentionKernels } from './attention-kernels';
 import { ATTENTION_SHARED_WASM } from './attention-shared.wasm';
+import { LORA_SHARED_WASM } from './lora-shared.wasm';
 import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
 import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
 
@@ -17,7 +18,8 @@ import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
  * tfjs-wasm's heap is not shared between threads, so the packed weights live here, in a
  * shared WebAssembly.Memory of the engine's own (the Arena below), and every thread
  * instantiates the same kernel modules (the kernel sources compiled for a shared memory:
- * matmul-shared.wasm.ts, matmul-transposed-shared.wasm.ts, attention-shared.wasm.ts) on it.
+ * matmul-shared.wasm.ts, matmul-transposed-shared.wasm.ts, attention-shared.wasm.ts,
+ * lora-shared.wasm.ts) on it.
  * Two kinds of product run on the same panels:
  *   - the forward product out = x W (+ bias) (run), divided by panels of 8 output columns:
  *     each chunk is a contiguous range of them;
@@ -29,7 +31,10 @@ import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
  * (runPromptAttention: a prefill's, a training step's forward pass) runs on the same threads
  * between the products, divided by tiles of 4 query rows of one KV head, each computed alone;
  * and its gradient (runAttentionBackward), divided by KV heads, each head's dk and dv summed
- * over its tokens by one thread: the same bits again.
+ * over its tokens by one thread: the same bits again. A training projection's LoRA adapters
+ * run there too, right after its frozen product on the copies already made (run's `lora`,
+ * runLoraInputGradient): their deltas and the backward's h, dh and dx divided by rows, the
+ * factors' gradients by their rows and columns (libs/engine/kernels/lora.ts).
  *
  * One product, from the calling thread:
  *   1. copy the input (x and the bias, or dy; or q, k, v and the mask) from tfjs's heap into
@@ -111,6 +116,9 @@ const PRODUCTS = [
   { module: 1, name: 'matmulTransposedF32', arity: 7 },
   { module: 2, name: 'promptAttention', arity: 14 },
   { module: 2, name: 'attentionBackward', arity: 16 },
+  { module: 3, name: 'loraForwardRows', arity: 6 },
+  { module: 3, name: 'loraBackwardRows', arity: 8 },
+  { module: 3, name: 'loraBackwardColumns', arity: 7 },
 ] as const;
 
 const productIndex = (name: (typeof PRODUCTS)[number]['name']) => PRODUCTS.findIndex((product) => product.name === name);
@@ -222,6 +230,19 @@ export interface TransposedKernels {
   matmulTransposedF32(packed: number, dx: number, M: number, K: number, N: number, dyT: number, acc: number, kFrom: number, kTo: number): void;
 }
 
+/** The LoRA kernel's exports for the threads (libs/engine/kernels/lora.ts, its table of parts at the end). */
+interface LoraKernels {
+  loraForwardRows(x: number, K: number, table: number, parts: number, y: number, yWidth: number, from: number, to: number, thread: number): void;
+  loraBackwardRows(x: number, K: number, dy: number, dyWidth: number, table: number, parts: number, dxLora: number, dx: number, from: number, to: number, thread: number): void;
+  loraBackwardColumns(x: number, K: number, M: number, dy: number, dyWidth: number, table: number, parts: number, from: number, to: number, thread: number): void;
+}
+
+/** Floats of the blocks the LoRA kernel's table of `parts` needs over x [M, K]: the table, then each part's aT, a, bT, h, dh, daT and dbT. */
+function loraSizes(parts: ThreadedLoraPart[], M: number, K: number): number[] {
+  if (parts.length === 0) return [];
+  return [parts.length * LORA_PART_SLOTS, ...parts.flatMap(({ r, width }) => [K * r, r * K, r * width, M * r, M * r, K * r, r * width])];
+}
+
 const PAGE = 64 << 10;
 /** 4 GB: all that a 32-bit WebAssembly memory addresses. */
 const MAX_PAGES = 65536;
@@ -308,7 +329,34 @@ export interface ThreadedProduct {
   paired: boolean;
   readAhead: boolean;
   oneRowWide: boolean;
+  /** Adapters whose deltas are added to out, on the threads too (f32 parts, K and each r and width multiples of 4). */
+  lora?: ThreadedLoraPart[];
 }
+
+/**
+ * A LoRA adapter on columns [col, col + width) of a threaded product's output
+ * (libs/engine/kernels/lora.ts): delta = scale (x aT) bT. The factors are views of tfjs's heap.
+ */
+export interface ThreadedLoraPart {
+  /** [K, r] */
+  aT: Float32Array;
+  /** [r, width] */
+  bT: Float32Array;
+  scale: number;
+  col: number;
+  r: number;
+  width: number;
+}
+
+/** Where a part's gradients go, views of tfjs's heap, written: daT [K, r] and dbT [r, width]. */
+export interface ThreadedLoraGradient {
+  daT: Float32Array;
+  dbT: Float32Array;
+}
+
+/** A part's row in the LoRA kernel's table: its blocks' offsets, scale and shape (lora.ts, PART_SLOTS). */
+const LORA_SLOTS = { aT: 0, a: 1, bT: 2, scale: 3, col: 4, r: 5, width: 6, h: 7, dh: 8, daT: 9, dbT: 10 } as const;
+const LORA_PART_SLOTS = 11;
 
 /** One input gradient's operands (dx = dy W^T, W packed as f32 panels). */
 export interface TransposedProduct {
@@ -321,6 +369,18 @@ export interface TransposedProduct {
   M: number;
   K: number;
   N: number;
+}
+
+/**
+ * An adapted projection's backward pass: the frozen input gradient with the adapters' share
+ * added, dx = dy W^T + sum dh aT^T, and each adapter's gradients (runLoraInputGradient).
+ */
+export interface LoraInputGradient extends TransposedProduct {
+  /** The projection's input x [M, K], in tfjs's heap. */
+  x: Float32Array;
+  lora: ThreadedLoraPart[];
+  /** One per part, in order. */
+  grads: ThreadedLoraGradient[];
 }
 
 /**
@@ -376,24 +436,24 @@ export class MatMulThreads {
   private readonly kernels: MatmulKernels;
   private readonly transposed: TransposedKernels;
   private readonly attention: AttentionKernels;
+  private readonly lora: LoraKernels;
   private readonly control = new Int32Array(new SharedArrayBuffer(4 * (SLOT.Finished + 1)));
   private readonly helpers: Worker[] = [];
   /** The current product's operands and scratch (x, xt, bias and out; dy, dyT, acc and dx; or an attention's): one block, reallocated larger when a product needs it. */
   private scratch = { offset: 0, bytes: 0 };
   private generation = 0;
-  /** An input gradient begun and not yet finished (beginTransposed). */
-  private pending: { published: Published; own: (from: number, to: number) => void; dx: number; size: number } | null = null;
   /** 'failed' once a helper failed: products can no longer be trusted, and run() throws. */
   private state: 'running' | 'failed' | 'stopped' = 'running';
 
   /** `threads` in all (the caller's and threads - 1 helpers), at least 2. */
   constructor(readonly threads: number) {
     if (!Number.isInteger(threads) || threads < 2 || threads > 64) throw new RangeError(`matmul threads: ${threads} is not a whole number from 2 to 64`);
-    const modules = [MATMUL_SHARED_WASM, MATMUL_TRANSPOSED_SHARED_WASM, ATTENTION_SHARED_WASM].map((bytes) => new WebAssembly.Module(bytes));
-    const [kernels, transposed, attention] = modules.map((module) => new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports);
+    const modules = [MATMUL_SHARED_WASM, MATMUL_TRANSPOSED_SHARED_WASM, ATTENTION_SHARED_WASM, LORA_SHARED_WASM].map((bytes) => new WebAssembly.Module(bytes));
+    const [kernels, transposed, attention, lora] = modules.map((module) => new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports);
     this.kernels = kernels as unknown as MatmulKernels;
     this.transposed = transposed as unknown as TransposedKernels;
     this.attention = attention as unknown as AttentionKernels;
+    this.lora = lora as unknown as LoraKernels;
     for (let index = 0; index < threads - 1; index++) {
       const helper = new Worker(HELPER_SOURCE, {
         eval: true,
@@ -428,7 +488,8 @@ export class MatMulThreads {
   run(p: ThreadedProduct): void {
     this.assertReady();
     const { M, K, N } = p;
-    const [x, xt, bias, out] = this.blocks([M * K, M * K, N, M * N]);
+    const lora = p.lora ?? [];
+    const [x, xt, bias, out, ...loraBlocks] = this.blocks([M * K, M * K, N, M * N, ...loraSizes(lora, M, K)]);
     const heap = this.memory.buffer;
     new Float32Array(heap, x, M * K).set(p.x);
     if (p.bias) new Float32Array(heap, bias, N).set(p.bias);
@@ -441,7 +502,72 @@ export class MatMulThreads {
     const panels = N / 8;
     const unit = panels % 4 === 0 ? 4 : p.paired ? 2 : 1;
     this.divide(productIndex(name), args, panels / unit, unit, M * K * N, (from, to) => matmul(...args, from, to));
+    if (lora.length > 0) {
+      // The adapters' deltas added to out, divided by rows of x (lora.ts, loraForwardRows).
+      const table = this.placeLora(lora, loraBlocks, K, false);
+      const loraArgs = [x, K, table, lora.length, out, N] as const;
+      const macs = M * lora.reduce((sum, part) => sum + part.r * (K + part.width), 0);
+      this.divide(productIndex('loraForwardRows'), loraArgs, M, 1, macs, (from, to) => this.lora.loraForwardRows(...loraArgs, from, to, 0));
+    }
     p.out.set(new Float32Array(heap, out, M * N));
+  }
+
+  /**
+   * An adapted projection's backward pass on the threads: the frozen input gradient divided by
+   * ranges of k (as runTransposed), then the adapters' (lora.ts) in two steps, h, dh and their
+   * share of dx by rows, then daT by its rows and dbT by its columns. dx and the gradients are
+   * the same bits as the frozen kernel's dx plus the LoRA kernel's share on one thread.
+   */
+  runLoraInputGradient(p: LoraInputGradient): void {
+    this.assertReady();
+    const { M, K, N, lora } = p;
+    const frozen = this.publishTransposed(p, [M * K, M * K, ...loraSizes(lora, M, K)]);
+    const { dx } = frozen;
+    const [dy, x, dxLora, ...loraBlocks] = frozen.more;
+    // The adapters' operands copied in while the helpers start on the frozen product.
+    const heap = this.memory.buffer;
+    new Float32Array(heap, x, M * K).set(p.x);
+    new Float32Array(heap, dxLora, M * K).fill(0);
+    const table = this.placeLora(lora, loraBlocks, K, true);
+    this.join(frozen.published, frozen.own);
+    const macs = M * lora.reduce((sum, part) => sum + part.r * (2 * K + part.width), 0);
+    const rowArgs = [x, K, dy, N, table, lora.length, dxLora, dx] as const;
+    this.divide(productIndex('loraBackwardRows'), rowArgs, M, 1, macs, (from, to) => this.lora.loraBackwardRows(...rowArgs, from, to, 0));
+    const sumArgs = [x, K, M, dy, N, table, lora.length] as const;
+    const units = lora.reduce((sum, part) => sum + (K + part.width) / 4, 0);
+    this.divide(productIndex('loraBackwardColumns'), sumArgs, units, 1, macs, (from, to) => this.lora.loraBackwardColumns(...sumArgs, from, to, 0));
+    p.dx.set(new Float32Array(heap, dx, M * K));
+    p.grads.forEach((grad, i) => {
+      const slots = new Int32Array(heap, table + 4 * i * LORA_PART_SLOTS, LORA_PART_SLOTS);
+      grad.daT.set(new Float32Array(heap, slots[LORA_SLOTS.daT], grad.daT.length));
+      grad.dbT.set(new Float32Array(heap, slots[LORA_SLOTS.dbT], grad.dbT.length));
+    });
+  }
+
+  /**
+   * Writes the LoRA kernel's table of `parts` into the first of `blocks` (loraSizes' blocks,
+   * in its order) and copies each part's factors in (and aT transposed, for the backward
+   * pass's dx); returns the table's offset.
+   */
+  private placeLora(parts: ThreadedLoraPart[], blocks: number[], K: number, backward: boolean): number {
+    const heap = this.memory.buffer;
+    const [table, ...own] = blocks;
+    const slots = new Int32Array(heap, table, parts.length * LORA_PART_SLOTS);
+    const scales = new Float32Array(heap, table, parts.length * LORA_PART_SLOTS);
+    parts.forEach((part, i) => {
+      const [aT, a, bT, h, dh, daT, dbT] = own.slice(7 * i, 7 * i + 7);
+      const row = i * LORA_PART_SLOTS;
+      const values: Record<keyof typeof LORA_SLOTS, number> = { aT, a, bT, scale: 0, col: part.col, r: part.r, width: part.width, h, dh, daT, dbT };
+      for (const name of Object.keys(LORA_SLOTS) as (keyof typeof LORA_SLOTS)[]) slots[row + LORA_SLOTS[name]] = values[name];
+      scales[row + LORA_SLOTS.scale] = part.scale;
+      new Float32Array(heap, aT, K * part.r).set(part.aT);
+      new Float32Array(heap, bT, part.r * part.width).set(part.bT);
+      if (backward) {
+        const aOut = new Float32Array(heap, a, part.r * K);
+        for (let k = 0; k < K; k++) for (let j = 0; j < part.r; j++) aOut[j * K + k] = part.aT[k * part.r + j];
+      }
+    });
+    return table;
   }
 
   /**
@@ -496,37 +622,27 @@ export class MatMulThreads {
 
   /** dx = dy W^T from f32 panels, divided by ranges of k between the threads (see the file's comment). */
   runTransposed(p: TransposedProduct): void {
-    this.beginTransposed(p);
-    this.finishTransposed(p.dx);
+    this.assertReady();
+    const { dx, published, own } = this.publishTransposed(p, []);
+    this.join(published, own);
+    p.dx.set(new Float32Array(this.memory.buffer, dx, p.M * p.K));
   }
 
   /**
-   * The first half of runTransposed: copies dy in and sets the helpers to work on dx = dy W^T,
-   * so that the caller can do other work (on tfjs's heap, not on these threads) until
-   * finishTransposed takes its share of the chunks left and hands dx over. No other product
-   * runs in between.
+   * dy copied in and transposed, and the helpers set to work on dx = dy W^T (publish): the
+   * caller joins with `own`. Returns dx's offset and those of `more` blocks after it.
    */
-  beginTransposed(p: Omit<TransposedProduct, 'dx'>): void {
-    this.assertReady();
+  private publishTransposed(p: Omit<TransposedProduct, 'dx'>, more: number[]): { dx: number; more: number[]; published: Published; own: (from: number, to: number) => void } {
     const { M, K, N } = p;
     // dy's rows padded to whole 8-row tiles in dyT and acc (matmul-transposed.ts, section 1).
     const Mp = (M + 7) & ~7;
-    const [dy, dyT, acc, dx] = this.blocks([M * N, N * Mp, K * Mp, M * K]);
+    const [dy, dyT, acc, dx, ...rest] = this.blocks([M * N, N * Mp, K * Mp, M * K, ...more]);
     new Float32Array(this.memory.buffer, dy, M * N).set(p.dy);
     this.transposed.transposeRows(dy, dyT, M, N);
     const args = [p.packed, dx, M, K, N, dyT, acc] as const;
     // Ranges of whole 4-row tiles of W.
     const published = this.publish(productIndex('matmulTransposedF32'), args, K / 4, 4, M * K * N);
-    this.pending = { published, own: (from, to) => this.transposed.matmulTransposedF32(...args, from, to), dx, size: M * K };
-  }
-
-  /** The second half of runTransposed: the caller's share of the chunks left, then dx [M, K] written (a view of tfjs's heap taken now). */
-  finishTransposed(dx: Float32Array): void {
-    const pending = this.pending;
-    if (!pending) throw new Error('matmul threads: no input gradient was begun');
-    this.pending = null;
-    this.join(pending.published, pending.own);
-    dx.set(new Float32Array(this.memory.buffer, pending.dx, pending.size));
+    return { dx, more: [dy, ...rest], published, own: (from, to) => this.transposed.matmulTransposedF32(...args, from, to) };
   }
 
   /** Stops the helper threads. The weights stored here are gone with this object. */
@@ -594,10 +710,9 @@ export class MatMulThreads {
     if (Atomics.load(ctl, SLOT.Failed) === 1) throw this.failed('matmul threads: a helper thread failed; the product is lost');
   }
 
-  /** Throws unless a new product can start: the threads running, and no input gradient begun and not finished. */
+  /** Throws unless a new product can start: the threads running. */
   private assertReady(): void {
     if (this.state !== 'running') throw new Error(`matmul threads: ${this.state === 'stopped' ? 'stopped' : 'a helper thread failed before'}`);
-    if (this.pending) throw new Error('matmul threads: an input gradient was begun and not finished');
   }
 
   /**

@@ -69,7 +69,7 @@ interface PanelAttrs extends tf.NamedAttrMap {
   paired: boolean;
 }
 
-interface MatMulAttrs extends PanelAttrs {
+export interface MatMulAttrs extends PanelAttrs {
   readAhead: boolean;
   oneRowWide: boolean;
 }
@@ -210,7 +210,7 @@ export function packedMatMulInto(wasm: WasmBackendInternals, x: tf.TensorInfo, p
 }
 
 /** How the kernel runs `rows` rows over `packed` under `plan`. */
-function matMulAttrs(packed: PackedWeights, rows: number, plan: MatMulPlan): MatMulAttrs {
+export function matMulAttrs(packed: PackedWeights, rows: number, plan: MatMulPlan): MatMulAttrs {
   return {
     format: packed.format,
     paired: packed.paired,

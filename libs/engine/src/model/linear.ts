@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { DEFAULT_MATMUL_PLAN, MatMulPlan, PackFormat, PackedWeights, packWeights, packedMatMul, splitColumns } from '../kernels/matmul';
-import { addLoraDeltas, LoraPart, loraGradients, loraKernelsApply } from '../kernels/lora';
-import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../kernels/matmul-transposed';
+import { addLoraDeltas, LoraPart, loraGradients, loraGradientsOnThreads, loraKernelsApply, projectWithLoraOnThreads } from '../kernels/lora';
+import { packedMatMulTransposed } from '../kernels/matmul-transposed';
 
 /**
  * A trainable delta added to a frozen projection's output, e.g. LoRA: (alpha/r) * B(A(x)).
@@ -276,6 +276,13 @@ export class FrozenLinear {
     return (this.bias ? tf.fused.matMul({ a: x, b: this.weightT, bias: this.bias }) : tf.matMul(x, this.weightT)) as tf.Tensor2D;
   }
 
+  /** x W^T + b plus the adapters' deltas on the LoRA kernels: with the frozen product on the matmul threads where the weights are there, else after it. */
+  private projectWithLoraKernels(x: tf.Tensor2D, parts: LoraPart[]): tf.Tensor2D {
+    const packed = this.backward ? this.packedWeights() : null;
+    const onThreads = packed && projectWithLoraOnThreads(x, packed, this.bias, this.matmulPlan, parts);
+    return onThreads ?? tf.tidy(() => addLoraDeltas(this.project(x), x, parts));
+  }
+
   private addAdapters(x: tf.Tensor2D, y: tf.Tensor2D): tf.Tensor2D {
     // Low-rank adapters, no gradient recorded, on wasm: every delta in one kernel call
     // (kernels/lora.ts), as training's forward and a decoding step's one-call block add them.
@@ -304,16 +311,20 @@ export class FrozenLinear {
       const save = args[args.length - 1] as tf.GradSaveFunc;
       save([input]);
       return {
-        value: this.trainingValue(input, use, () => (kernelParts ? tf.tidy(() => addLoraDeltas(this.project(input), input, kernelParts)) : this.projectWithAdapters(input, adapters))),
+        value: this.trainingValue(input, use, () => (kernelParts ? this.projectWithLoraKernels(input, kernelParts) : this.projectWithAdapters(input, adapters))),
         gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
           tf.tidy(() => {
             const g = dy as tf.Tensor2D;
             const xs = saved[0] as tf.Tensor2D;
             if (kernelParts) {
-              // The adapters' gradients need no frozen dx: they run on this thread while the
-              // matmul threads compute it, and their share of dx is added after.
-              const { dx, result } = this.inputGradientAlongside(g, () => loraGradients(xs, g, kernelParts));
-              return [tf.add(dx, result.dx), ...result.grads];
+              // Weights on the matmul threads: the frozen dx and the adapters' backward
+              // divided between them, in one call.
+              const packed = this.packedWeights();
+              const onThreads = packed && loraGradientsOnThreads(xs, g, packed, kernelParts);
+              if (onThreads) return [onThreads.dx, ...onThreads.grads];
+              // Elsewhere on this thread: the frozen dx, then the adapters' share added.
+              const lora = loraGradients(xs, g, kernelParts);
+              return [tf.add(this.inputGradient(g), lora.dx), ...lora.grads];
             }
             let dx = this.inputGradient(g);
             const xT = tf.transpose(xs) as tf.Tensor2D;
@@ -400,12 +411,6 @@ export class FrozenLinear {
   inputGradient(dy: tf.Tensor2D): tf.Tensor2D {
     const packed = this.packedWeights();
     return (packed && packedMatMulTransposed(dy, packed)) ?? this.inputGradientWithOps(dy);
-  }
-
-  /** inputGradient(dy) and `meanwhile()`, at once where the matmul threads compute dx (packedMatMulTransposedAlongside). */
-  private inputGradientAlongside<T>(dy: tf.Tensor2D, meanwhile: () => T): { dx: tf.Tensor2D; result: T } {
-    const packed = this.packedWeights();
-    return (packed && packedMatMulTransposedAlongside(dy, packed, meanwhile)) ?? { dx: this.inputGradientWithOps(dy), result: meanwhile() };
   }
 
   /** dx = (W^T dy^T)^T with tfjs ops (see the class comment). */
