@@ -8,9 +8,9 @@ export class TrainingWorkerConfig extends WorkerConfig {
 
   /**
    * Threads every frozen projection of a training step is divided between (its forward
-   * product and its input gradient), over one copy of the weights. 1 (the default) trains on
-   * one core; set the cores the worker may use to train each step on all of them
-   * (docs/benchmarks.md, "Training step"). LoRA's own small products stay on one thread.
+   * product and its input gradient, with its LoRA adapters), over one copy of the weights. 1
+   * (the default) trains on one core; set the cores the worker may use to train each step on
+   * all of them (docs/benchmarks.md, "Training step").
    */
   @Type(() => Number)
   @IsInt()
