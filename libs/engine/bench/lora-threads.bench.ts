@@ -5,7 +5,7 @@
  *   - calling thread: the same, then the adapters on the calling thread's LoRA kernels
  *     (addLoraDeltas; loraGradients and its share of dx added);
  *   - threads: frozen product and adapters in one call, all divided between the threads
- *     (projectWithLoraOnThreads, loraGradientsOnThreads), as training runs them.
+ *     (projectWithLora, loraGradientsOnThreads), as training runs them.
  *
  *   npx tsx --tsconfig tsconfig.base.json libs/engine/bench/lora-threads.bench.ts   (THREADS=2 M=64,2048 ROUNDS=9)
  *
@@ -15,7 +15,7 @@
 import * as os from 'node:os';
 import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
-import { addLoraDeltas, LoraPart, loraGradients, loraGradientsOnThreads, projectWithLoraOnThreads } from '../src/kernels/lora';
+import { addLoraDeltas, LoraPart, loraGradients, loraGradientsOnThreads, projectWithLora } from '../src/kernels/lora';
 import { DEFAULT_MATMUL_PLAN, PackedWeights, packedMatMul, packWeights, startMatMulThreads, stopMatMulThreads } from '../src/kernels/matmul';
 import { packedMatMulTransposed } from '../src/kernels/matmul-transposed';
 
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
       const ways: (() => tf.Tensor | tf.Tensor[])[] = [
         frozen,
         () => tf.tidy(() => addLoraDeltas(frozen(), x, parts)),
-        () => projectWithLoraOnThreads(x, packed, null, DEFAULT_MATMUL_PLAN, parts) as tf.Tensor2D,
+        () => projectWithLora(x, packed, null, DEFAULT_MATMUL_PLAN, parts) as tf.Tensor2D,
         frozenDx,
         () =>
           tf.tidy(() => {

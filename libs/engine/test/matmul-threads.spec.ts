@@ -7,7 +7,7 @@ import { promptAttention, promptAttentionWithGradient } from '../src/kernels/pro
 import { MASKED } from '../src/model/kv-cache';
 import { ensureTrainingGradients } from '../src/training/gradients';
 import { packedMatMulTransposed } from '../src/kernels/matmul-transposed';
-import { addLoraDeltas, LoraPart, loraGradients, loraGradientsOnThreads, projectWithLoraOnThreads } from '../src/kernels/lora';
+import { addLoraDeltas, LoraPart, loraGradients, loraGradientsOnThreads, projectWithLora } from '../src/kernels/lora';
 import { loadModel } from '../src/loader';
 import { generateBatch } from '../src/generate';
 import { DEFAULT_LORA_SPEC } from '../src/lora/peft';
@@ -170,14 +170,16 @@ describe('matmul threads: one copy of the weights, every product divided between
     const oneForward = addLoraDeltas(packedMatMul(x, alone, bias, plan) as tf.Tensor2D, x, parts);
     const oneGrads = loraGradients(x, dy, parts);
     const oneDx = tf.add(packedMatMulTransposed(dy, alone) as tf.Tensor2D, oneGrads.dx);
-    // Not on weights in tfjs's heap.
-    expect(projectWithLoraOnThreads(x, alone, bias, plan, parts)).toBeNull();
+    // On weights in tfjs's heap: one kernel call, the same bits; the backward is the threads' only.
+    const heapForward = projectWithLora(x, alone, bias, plan, parts) as tf.Tensor2D;
+    expect(Array.from(heapForward.dataSync())).toEqual(Array.from(oneForward.dataSync()));
+    heapForward.dispose();
     expect(loraGradientsOnThreads(x, dy, alone, parts)).toBeNull();
     try {
       for (const count of [2, 3]) {
         startMatMulThreads(count);
         const shared = packWeights(w, 'f32') as PackedWeights;
-        const forward = projectWithLoraOnThreads(x, shared, bias, plan, parts) as tf.Tensor2D;
+        const forward = projectWithLora(x, shared, bias, plan, parts) as tf.Tensor2D;
         expect(Array.from(forward.dataSync())).toEqual(Array.from(oneForward.dataSync()));
         const backward = loraGradientsOnThreads(x, dy, shared, parts) as { dx: tf.Tensor2D; grads: tf.Tensor2D[] };
         expect(backward.dx.shape).toEqual([M, K]);
@@ -185,7 +187,7 @@ describe('matmul threads: one copy of the weights, every product divided between
         expect(backward.grads.map((g) => g.shape)).toEqual(oneGrads.grads.map((g) => g.shape));
         backward.grads.forEach((g, i) => expect(Array.from(g.dataSync())).toEqual(Array.from(oneGrads.grads[i].dataSync())));
         // Parts routed to some rows are a server's, not these kernels'.
-        expect(projectWithLoraOnThreads(x, shared, bias, plan, parts.map((p) => ({ ...p, rows: [0] })))).toBeNull();
+        expect(projectWithLora(x, shared, bias, plan, parts.map((p) => ({ ...p, rows: [0] })))).toBeNull();
         tf.dispose([forward, backward.dx, ...backward.grads]);
         shared.dispose();
         await stopMatMulThreads();
@@ -383,11 +385,13 @@ describe('LoRA training on matmul threads', () => {
     // The lm_head's products alone; the adapted projections' run with their adapters, on the
     // threads too, and none on the calling thread's kernels.
     expect(two.kernels).toEqual(expect.arrayContaining(['TrainyardThreadedMatMul', 'TrainyardThreadedMatMulTransposed']));
-    expect(two.kernels).toEqual(expect.arrayContaining(['TrainyardThreadedLoraProjection', 'TrainyardThreadedLoraBackward']));
-    for (const onThisThread of ['TrainyardPackedMatMulTransposed', 'TrainyardThreadedMatMulTransposedFinish', 'TrainyardLoraForward', 'TrainyardLoraBackward']) {
+    expect(two.kernels).toEqual(expect.arrayContaining(['TrainyardLoraProjection', 'TrainyardThreadedLoraBackward']));
+    for (const onThisThread of ['TrainyardPackedMatMulTransposed', 'TrainyardLoraForward', 'TrainyardLoraBackward']) {
       expect(two.kernels).not.toContain(onThisThread);
     }
-    expect(one.kernels).toEqual(expect.arrayContaining(['TrainyardLoraForward', 'TrainyardLoraBackward']));
+    // One thread: the frozen product and the deltas in one call, the backward's after the frozen dx.
+    expect(one.kernels).toEqual(expect.arrayContaining(['TrainyardLoraProjection', 'TrainyardPackedMatMulTransposed', 'TrainyardLoraBackward']));
+    expect(one.kernels).not.toContain('TrainyardLoraForward');
     expect(one.results[2].loss).toBeLessThan(one.results[0].loss);
     expect(two.results).toEqual(one.results);
     expect(two.adapters).toEqual(one.adapters);

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { LORA_WASM } from './lora.wasm';
-import { MatMulAttrs, matMulAttrs, MatMulPlan, PackedWeights } from './matmul';
-import type { MatMulThreads, ThreadedLoraPart } from './matmul-threads';
+import { DEFAULT_MATMUL_PLAN, matMulAttrs, MatMulPlan, PackedWeights, packedMatMulInto } from './matmul';
+import type { ThreadedLoraPart } from './matmul-threads';
 import { transposedKernelApplies } from './matmul-transposed';
 import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
@@ -12,14 +12,14 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
  * backward pass the factors' gradients and the adapters' share of dx. As tfjs ops the same
  * took about a dozen dispatches per adapter and pass (two packed or XNNPACK products, the
  * transposes of x, h and the factors, the scale, the adds), with multiply-adds into r columns
- * where tfjs runs a few GFLOP/s. Where the projection's weights are on the matmul threads
- * (matmul-threads.ts), the frozen product and its adapters run there together, divided
- * between the threads, in one kernel call per pass (projectWithLoraOnThreads,
- * loraGradientsOnThreads): the same bits as on this thread.
+ * where tfjs runs a few GFLOP/s. Training's forward pass runs the frozen product and its
+ * adapters in one kernel call (projectWithLora); where the projection's weights are on the
+ * matmul threads (matmul-threads.ts), both passes run there, divided between the threads
+ * (projectWithLora, loraGradientsOnThreads): the same bits as on this thread.
  */
 const FORWARD = 'TrainyardLoraForward';
 const BACKWARD = 'TrainyardLoraBackward';
-const THREADED_PROJECTION = 'TrainyardThreadedLoraProjection';
+const PROJECTION = 'TrainyardLoraProjection';
 const THREADED_BACKWARD = 'TrainyardThreadedLoraBackward';
 
 /** One adapter of a projection: delta = scale (x aT) bT on its output columns [col, col + width). */
@@ -215,12 +215,13 @@ export function loraGradients(x: tf.Tensor2D, dy: tf.Tensor2D, parts: LoraPart[]
   return { dx: dxOut, grads };
 }
 
-/** The threads that hold the panels of the threaded kernel being run (tfjs passes attributes as plain values: the owner is set just before the call). */
-let owner: MatMulThreads | null = null;
+/**
+ * What the kernel being run multiplies by (objects, which tfjs's attributes cannot carry: set
+ * just before the call): the projection's packed weights and plan.
+ */
+let current: { packed: PackedWeights; plan: MatMulPlan } | null = null;
 
 interface ThreadedAttrs extends Attrs {
-  /** Where the panels are in the threads' memory. */
-  offset: number;
   K: number;
   N: number;
 }
@@ -231,17 +232,25 @@ function threadedParts(wasm: WasmBackendInternals, parts: KernelPart[]): Threade
 }
 
 tf.registerKernel({
-  kernelName: THREADED_PROJECTION,
+  kernelName: PROJECTION,
   backendName: 'wasm',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const wasm = backend as unknown as WasmBackendInternals;
     const { x, bias } = inputs as Record<'x', tf.TensorInfo> & { bias?: tf.TensorInfo };
-    const { offset, K, N, format, paired, readAhead, oneRowWide } = attrs as ThreadedAttrs & MatMulAttrs;
-    const M = x.shape[0];
+    const { packed, plan } = current as NonNullable<typeof current>;
+    const [M, K] = x.shape;
+    const N = packed.outFeatures;
     const out = wasm.makeOutput([M, N], 'float32');
-    const lora = threadedParts(wasm, partInputs(inputs, attrs as Attrs, wasm));
-    const args = { x: heapView(wasm, x), packed: offset, bias: bias ? heapView(wasm, bias) : null, out: heapView(wasm, out), M, K, N };
-    (owner as MatMulThreads).run({ ...args, format, paired, readAhead, oneRowWide, lora });
+    const parts = partInputs(inputs, attrs as Attrs, wasm);
+    const threaded = packed.threaded;
+    if (threaded) {
+      const args = { x: heapView(wasm, x), packed: threaded.offset, bias: bias ? heapView(wasm, bias) : null, out: heapView(wasm, out), M, K, N };
+      threaded.threads.run({ ...args, ...matMulAttrs(packed, M, plan), lora: threadedParts(wasm, parts) });
+    } else {
+      // The frozen product straight into out, the deltas added there: no copy of it.
+      packedMatMulInto(wasm, x, packed, bias ?? null, out, plan);
+      addDeltasInPlace(wasm, x, out, parts);
+    }
     return out;
   },
 });
@@ -252,15 +261,16 @@ tf.registerKernel({
   kernelFunc: ({ inputs, backend, attrs }) => {
     const wasm = backend as unknown as WasmBackendInternals;
     const { x, dy } = inputs as Record<'x' | 'dy', tf.TensorInfo>;
-    const { offset, K, N } = attrs as ThreadedAttrs;
+    const { K, N } = attrs as ThreadedAttrs;
+    const threaded = current?.packed.threaded as NonNullable<PackedWeights['threaded']>;
     const M = x.shape[0];
     const parts = partInputs(inputs, attrs as Attrs, wasm);
     const dx = wasm.makeOutput([M, K], 'float32');
     const grads = parts.flatMap((p) => [wasm.makeOutput([K, p.r], 'float32'), wasm.makeOutput([p.r, p.width], 'float32')]);
-    (owner as MatMulThreads).runLoraInputGradient({
+    threaded.threads.runLoraInputGradient({
       dy: heapView(wasm, dy),
       x: heapView(wasm, x),
-      packed: offset,
+      packed: threaded.offset,
       dx: heapView(wasm, dx),
       M,
       K,
@@ -272,29 +282,28 @@ tf.registerKernel({
   },
 });
 
-/** runKernel's call of a threaded kernel, with `owner` set to the threads that hold the panels for it. */
-function onThreads<T>(threads: MatMulThreads, call: () => T): T {
-  owner = threads;
+/** runKernel's call of a kernel that multiplies by `packed` under `plan` (`current` set for it). */
+function multiplyingBy<T>(packed: PackedWeights, plan: MatMulPlan, call: () => T): T {
+  current = { packed, plan };
   try {
     return call();
   } finally {
-    owner = null;
+    current = null;
   }
 }
 
 /**
- * x W (+ bias) with every part's delta added, x [M, K], where W's panels are on the matmul
- * threads: the frozen product and the deltas divided between them in one call, the same bits
- * as addLoraDeltas over packedMatMul's product. Null elsewhere (panels in tfjs's heap, a
- * gradient being recorded, parts routed to some rows), or where loraKernelsApply does not hold.
+ * x W (+ bias) with every part's delta added, x [M, K], W packed by packWeights, in one kernel
+ * call: the same bits as addLoraDeltas over packedMatMul's product, without a copy of the
+ * product; on the matmul threads, with the deltas divided between them too, where the panels
+ * are there. Null where packedMatMul or loraKernelsApply would not apply, while a gradient is
+ * being recorded, or for parts routed to some rows.
  */
-export function projectWithLoraOnThreads(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Tensor1D | null, plan: MatMulPlan, parts: LoraPart[]): tf.Tensor2D | null {
-  const threaded = packed.threaded;
-  if (!threaded || tf.engine().isTapeOn() || parts.some((p) => p.rows) || !loraKernelsApply(x, parts)) return null;
+export function projectWithLora(x: tf.Tensor2D, packed: PackedWeights, bias: tf.Tensor1D | null, plan: MatMulPlan, parts: LoraPart[]): tf.Tensor2D | null {
+  if (x.shape[0] === 0 || tf.engine().isTapeOn() || parts.some((p) => p.rows) || !loraKernelsApply(x, parts)) return null;
   if ((bias && bias.dtype !== 'float32') || x.shape[1] !== packed.inFeatures) return null;
   const { inputs, attrs } = kernelInputs(parts, bias ? { x, bias } : { x });
-  const threadedAttrs = { ...attrs, ...matMulAttrs(packed, x.shape[0], plan), offset: threaded.offset, K: packed.inFeatures, N: packed.outFeatures };
-  return onThreads(threaded.threads, () => tf.engine().runKernel(THREADED_PROJECTION, inputs, threadedAttrs) as tf.Tensor2D);
+  return multiplyingBy(packed, plan, () => tf.engine().runKernel(PROJECTION, inputs, attrs) as tf.Tensor2D);
 }
 
 /**
@@ -304,10 +313,9 @@ export function projectWithLoraOnThreads(x: tf.Tensor2D, packed: PackedWeights, 
  * loraGradients' share. Null where those do not apply or the panels are in tfjs's heap.
  */
 export function loraGradientsOnThreads(x: tf.Tensor2D, dy: tf.Tensor2D, packed: PackedWeights, parts: LoraPart[]): { dx: tf.Tensor2D; grads: tf.Tensor2D[] } | null {
-  const threaded = packed.threaded;
-  if (!threaded || parts.some((p) => p.rows) || !loraKernelsApply(x, parts) || !transposedKernelApplies(dy, packed)) return null;
+  if (!packed.threaded || parts.some((p) => p.rows) || !loraKernelsApply(x, parts) || !transposedKernelApplies(dy, packed)) return null;
   const { inputs, attrs } = kernelInputs(parts, { x, dy });
-  const threadedAttrs: ThreadedAttrs = { ...attrs, offset: threaded.offset, K: packed.inFeatures, N: packed.outFeatures };
-  const [dx, ...grads] = onThreads(threaded.threads, () => tf.engine().runKernel(THREADED_BACKWARD, inputs, threadedAttrs) as tf.Tensor2D[]);
+  const threadedAttrs: ThreadedAttrs = { ...attrs, K: packed.inFeatures, N: packed.outFeatures };
+  const [dx, ...grads] = multiplyingBy(packed, DEFAULT_MATMUL_PLAN, () => tf.engine().runKernel(THREADED_BACKWARD, inputs, threadedAttrs) as tf.Tensor2D[]);
   return { dx, grads };
 }

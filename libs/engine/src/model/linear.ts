@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { DEFAULT_MATMUL_PLAN, MatMulPlan, PackFormat, PackedWeights, packWeights, packedMatMul, splitColumns } from '../kernels/matmul';
-import { addLoraDeltas, LoraPart, loraGradients, loraGradientsOnThreads, loraKernelsApply, projectWithLoraOnThreads } from '../kernels/lora';
+import { addLoraDeltas, LoraPart, loraGradients, loraGradientsOnThreads, loraKernelsApply, projectWithLora } from '../kernels/lora';
 import { packedMatMulTransposed } from '../kernels/matmul-transposed';
 
 /**
@@ -276,11 +276,10 @@ export class FrozenLinear {
     return (this.bias ? tf.fused.matMul({ a: x, b: this.weightT, bias: this.bias }) : tf.matMul(x, this.weightT)) as tf.Tensor2D;
   }
 
-  /** x W^T + b plus the adapters' deltas on the LoRA kernels: with the frozen product on the matmul threads where the weights are there, else after it. */
+  /** x W^T + b plus the adapters' deltas on the LoRA kernels: in one call with the packed product where it applies, else after project's. */
   private projectWithLoraKernels(x: tf.Tensor2D, parts: LoraPart[]): tf.Tensor2D {
     const packed = this.backward ? this.packedWeights() : null;
-    const onThreads = packed && projectWithLoraOnThreads(x, packed, this.bias, this.matmulPlan, parts);
-    return onThreads ?? tf.tidy(() => addLoraDeltas(this.project(x), x, parts));
+    return (packed && projectWithLora(x, packed, this.bias, this.matmulPlan, parts)) ?? tf.tidy(() => addLoraDeltas(this.project(x), x, parts));
   }
 
   private addAdapters(x: tf.Tensor2D, y: tf.Tensor2D): tf.Tensor2D {
