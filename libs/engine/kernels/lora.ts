@@ -25,7 +25,10 @@
 // whatever rows or columns are computed beside it. So the products can be cut into ranges of
 // rows or columns, one range per call, and give the same bits as one call over all of them:
 // what the matmul threads do (src/kernels/matmul-threads.ts), with the forward pass and the
-// backward's h, dh and dx divided by rows of x, daT by its rows (k) and dbT by its columns.
+// backward's h, dh and dx divided by rows of x, daT by its rows (k) and dbT by its columns
+// (the exports at the end).
+
+import { matmulTransposedF32 } from './matmul-transposed';
 
 /**
  * out[i][0..N] (+)= s sum_t a[i strideI + t strideT] b[t][0..N] for i < I: a is read by strides
@@ -192,17 +195,29 @@ export function loraBackward(x: usize, dy: usize, aT: usize, bT: usize, s: f32, 
   scaledDots(g, gRow, bT, nRow, dh, rRow, M, r, N, s);
   // daT[k] = sum_m x[m][k] dh[m]: x read down its columns.
   scaledProduct(x, 1, <usize>K, dh, rRow, daT, rRow, K, M, r, 1, false);
-  for (let k = 0; k < K; k++) for (let j = 0; j < r; j++) store<f32>(a + ((<usize>(j * K + k)) << 2), load<f32>(aT + ((<usize>(k * r + j)) << 2)));
+  transposeFactor(aT, a, K, r);
   scaledProduct(dh, <usize>r, 1, a, kRow, dx, kRow, M, r, K, 1, true);
+}
+
+/** a [r, K] = aT [K, r] transposed: the rows dx's sums run along. */
+export function transposeFactor(aT: usize, a: usize, K: i32, r: i32): void {
+  for (let k = 0; k < K; k++) for (let j = 0; j < r; j++) store<f32>(a + ((<usize>(j * K + k)) << 2), load<f32>(aT + ((<usize>(k * r + j)) << 2)));
 }
 
 // On the matmul threads. The parts of a projection are described by a table in memory, one row
 // of PART_SLOTS 32-bit slots per part (the engine writes it: src/kernels/matmul-threads.ts):
 // where its operands and scratch are, its scale and its shape. a is aT transposed ([r, K]),
 // h and dh are [M, r]. Each export computes the range [from, to) of its units; `thread` (the
-// matmul threads' calling convention) is not used.
+// matmul threads' calling convention) is not used. The backward pass's exports divide it in
+// two pools of units, each pool's work independent within it: the frozen dx with the rows'
+// work, then the sums over the rows with the adding of dx. The units keep the tiles whole: rows in
+// fours (the 4 x 8 tiles of h; a range of odd rows would leave single rows to the 1 x 4 tile,
+// one chain of multiply-adds waiting on the one before), daT's rows and dbT's columns in
+// sixteens (four 4 x 8 tiles, one 2 x 16 tile).
 const PART_SLOTS = 11;
 const AT = 0, A = 1, BT = 2, SCALE = 3, COL = 4, R = 5, N_SLOT = 6, H = 7, DH = 8, DAT = 9, DBT = 10;
+/** Rows or columns per unit of loraBackwardColumns. */
+const SUM_UNIT = 16;
 
 @inline function slot(table: usize, part: i32, which: i32): i32 {
   return load<i32>(table + ((<usize>(part * PART_SLOTS + which)) << 2));
@@ -216,9 +231,9 @@ const AT = 0, A = 1, BT = 2, SCALE = 3, COL = 4, R = 5, N_SLOT = 6, H = 7, DH = 
   return load<f32>(table + ((<usize>(part * PART_SLOTS + SCALE)) << 2));
 }
 
-/** loraForward for rows [from, to) of x [M, K] and y (rows yWidth floats), every part of the table in turn; h is each part's. */
-export function loraForwardRows(x: usize, K: i32, table: usize, parts: i32, y: usize, yWidth: i32, from: i32, to: i32, thread: i32): void {
-  const rows = to - from;
+/** loraForward for rows [from, min(to, M)) of x [M, K] and y (rows yWidth floats), every part of the table in turn; h is each part's. */
+export function loraForwardRows(x: usize, K: i32, M: i32, table: usize, parts: i32, y: usize, yWidth: i32, from: i32, to: i32, thread: i32): void {
+  const rows = min(to, M) - from;
   const xs = x + <usize>from * ((<usize>K) << 2);
   const yRow = (<usize>yWidth) << 2;
   for (let p = 0; p < parts; p++) {
@@ -232,17 +247,17 @@ export function loraForwardRows(x: usize, K: i32, table: usize, parts: i32, y: u
 }
 
 /**
- * The backward pass's row-wise half, rows [from, to): each part's h and dh, and its dh aT^T
- * added into dxLora (zero before the first part), as loraBackward computes them; then the
- * frozen projection's dx [M, K] gets dxLora added (dx + dxLora, as tf.add adds them on one
- * thread). dy's rows are dyWidth floats.
+ * The row-wise part of the backward pass, rows [from, end): each part's h and dh, and its
+ * dh aT^T added into dxLora (zeroed here first), as loraBackward computes them. dy's rows are
+ * dyWidth floats.
  */
-export function loraBackwardRows(x: usize, K: i32, dy: usize, dyWidth: i32, table: usize, parts: i32, dxLora: usize, dx: usize, from: i32, to: i32, thread: i32): void {
-  const rows = to - from;
+function backwardRows(x: usize, K: i32, dy: usize, dyWidth: i32, table: usize, parts: i32, dxLora: usize, from: i32, end: i32): void {
+  const rows = end - from;
   const kRow = (<usize>K) << 2;
   const gRow = (<usize>dyWidth) << 2;
   const xs = x + <usize>from * kRow;
   const dxs = dxLora + <usize>from * kRow;
+  memory.fill(dxs, 0, <usize>rows * kRow);
   for (let p = 0; p < parts; p++) {
     const r = slot(table, p, R);
     const N = slot(table, p, N_SLOT);
@@ -252,15 +267,46 @@ export function loraBackwardRows(x: usize, K: i32, dy: usize, dyWidth: i32, tabl
     scaledDots(dy + <usize>from * gRow + ((<usize>slot(table, p, COL)) << 2), gRow, pointer(table, p, BT), (<usize>N) << 2, dh, rRow, rows, r, N, scaleOf(table, p));
     scaledProduct(dh, <usize>r, 1, pointer(table, p, A), kRow, dxs, kRow, rows, r, K, 1, true);
   }
-  const end = <usize>to * kRow;
-  for (let at = <usize>from * kRow; at < end; at += 16) v128.store(dx + at, f32x4.add(v128.load(dx + at), v128.load(dxLora + at)));
 }
 
 /**
- * The backward pass's sums over the rows, after loraBackwardRows: units of 4, each part's K / 4
- * of daT's rows then its N / 4 of dbT's columns, parts in turn; computes units [from, to).
+ * An adapted projection's backward pass, first half: units [from, to) of the frozen input
+ * gradient dx = dy W^T (K / 4 units, matmulTransposedF32's ranges of 4 rows of W, from dyT),
+ * then of the adapters' row-wise work into dxLora (ceil(M / 4) units of 4 rows: backwardRows),
+ * which needs none of the frozen dx. One pool of units for both, the large ones first.
  */
-export function loraBackwardColumns(x: usize, K: i32, M: i32, dy: usize, dyWidth: i32, table: usize, parts: i32, from: i32, to: i32, thread: i32): void {
+export function adaptedBackwardFirst(packed: usize, dx: usize, M: i32, K: i32, N: i32, dyT: usize, acc: usize, x: usize, dy: usize, table: usize, parts: i32, dxLora: usize, from: i32, to: i32, thread: i32): void {
+  const frozen = K >> 2;
+  if (from < frozen) matmulTransposedF32(packed, dx, M, K, N, dyT, acc, from << 2, min(to, frozen) << 2);
+  if (to > frozen) backwardRows(x, K, dy, N, table, parts, dxLora, max(from - frozen, 0) << 2, min(M, (to - frozen) << 2));
+}
+
+/**
+ * Its second half, after the first: units [from, to) of the sums over the rows (loraSumUnits
+ * of them: backwardSums), then of dx += dxLora (ceil(M / 4) units of 4 rows; dx + dxLora, as
+ * tf.add adds them on one thread).
+ */
+export function adaptedBackwardSecond(x: usize, K: i32, M: i32, dy: usize, N: i32, table: usize, parts: i32, dxLora: usize, dx: usize, from: i32, to: i32, thread: i32): void {
+  const sums = loraSumUnits(K, table, parts);
+  if (from < sums) backwardSums(x, K, M, dy, N, table, parts, from, min(to, sums));
+  if (to > sums) {
+    const kRow = (<usize>K) << 2;
+    const last = <usize>min(M, (to - sums) << 2) * kRow;
+    for (let at = <usize>(max(from - sums, 0) << 2) * kRow; at < last; at += 16) v128.store(dx + at, f32x4.add(v128.load(dx + at), v128.load(dxLora + at)));
+  }
+}
+
+/** Units of SUM_UNIT that n rows or columns take, the last one partial. */
+@inline function sumUnits(n: i32): i32 {
+  return (n + SUM_UNIT - 1) / SUM_UNIT;
+}
+
+/**
+ * The backward pass's sums over the rows, after backwardRows, in units of SUM_UNIT: each
+ * part's daT rows then its dbT columns, parts in turn (a part's last unit of each partial
+ * where K or N is not a multiple of SUM_UNIT); computes units [from, to).
+ */
+function backwardSums(x: usize, K: i32, M: i32, dy: usize, dyWidth: i32, table: usize, parts: i32, from: i32, to: i32): void {
   const gRow = (<usize>dyWidth) << 2;
   let base = 0;
   for (let p = 0; p < parts && base < to; p++) {
@@ -268,20 +314,29 @@ export function loraBackwardColumns(x: usize, K: i32, M: i32, dy: usize, dyWidth
     const N = slot(table, p, N_SLOT);
     const rRow = (<usize>r) << 2;
     // daT[k] = sum_m x[m][k] dh[m], for k in [k0, k1).
-    let lo = max(from, base), hi = min(to, base + (K >> 2));
+    let lo = max(from, base), hi = min(to, base + sumUnits(K));
     if (lo < hi) {
-      const k0 = (lo - base) << 2;
-      scaledProduct(x + ((<usize>k0) << 2), 1, <usize>K, pointer(table, p, DH), rRow, pointer(table, p, DAT) + <usize>k0 * rRow, rRow, (hi - lo) << 2, M, r, 1, false);
+      const k0 = (lo - base) * SUM_UNIT;
+      const k1 = min(K, (hi - base) * SUM_UNIT);
+      scaledProduct(x + ((<usize>k0) << 2), 1, <usize>K, pointer(table, p, DH), rRow, pointer(table, p, DAT) + <usize>k0 * rRow, rRow, k1 - k0, M, r, 1, false);
     }
-    base += K >> 2;
+    base += sumUnits(K);
     // dbT[:, n] = s sum_m h[m] g[m][n], for n in [n0, n1).
     lo = max(from, base);
-    hi = min(to, base + (N >> 2));
+    hi = min(to, base + sumUnits(N));
     if (lo < hi) {
-      const n0 = (<usize>(lo - base)) << 4;
-      const g = dy + ((<usize>slot(table, p, COL)) << 2) + n0;
-      scaledProduct(pointer(table, p, H), 1, <usize>r, g, gRow, pointer(table, p, DBT) + n0, (<usize>N) << 2, r, M, (hi - lo) << 2, scaleOf(table, p), false);
+      const n0 = (lo - base) * SUM_UNIT;
+      const n1 = min(N, (hi - base) * SUM_UNIT);
+      const at = (<usize>n0) << 2;
+      scaledProduct(pointer(table, p, H), 1, <usize>r, dy + ((<usize>slot(table, p, COL)) << 2) + at, gRow, pointer(table, p, DBT) + at, (<usize>N) << 2, r, M, n1 - n0, scaleOf(table, p), false);
     }
-    base += N >> 2;
+    base += sumUnits(N);
   }
+}
+
+/** How many units backwardSums divides the parts' sums into. */
+export function loraSumUnits(K: i32, table: usize, parts: i32): i32 {
+  let units = 0;
+  for (let p = 0; p < parts; p++) units += sumUnits(K) + sumUnits(slot(table, p, N_SLOT));
+  return units;
 }

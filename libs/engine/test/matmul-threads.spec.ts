@@ -142,10 +142,12 @@ describe('matmul threads: one copy of the weights, every product divided between
   });
 
   // M, K, the parts' widths (summing to N) and ranks: a q|k|v projection with one part left
-  // without an adapter, rows that 2 and 3 threads divide unevenly, an odd row, an MLP's
-  // down projection (K 1536); products large enough to be divided, and one too small.
+  // without an adapter, rows that 2 and 3 threads divide unevenly, an odd row, K and widths
+  // that leave partial units of 16, an MLP's down projection (K 1536); products large enough
+  // to be divided, and one too small.
   const loraCases = [
     [67, 64, [64, 32, 32], [8, 0, 4]],
+    [301, 36, [20, 44], [4, 8]],
     [130, 96, [256], [8]],
     [33, 1536, [576], [16]],
     [3, 64, [64], [8]],

@@ -116,9 +116,9 @@ const PRODUCTS = [
   { module: 1, name: 'matmulTransposedF32', arity: 7 },
   { module: 2, name: 'promptAttention', arity: 14 },
   { module: 2, name: 'attentionBackward', arity: 16 },
-  { module: 3, name: 'loraForwardRows', arity: 6 },
-  { module: 3, name: 'loraBackwardRows', arity: 8 },
-  { module: 3, name: 'loraBackwardColumns', arity: 7 },
+  { module: 3, name: 'loraForwardRows', arity: 7 },
+  { module: 3, name: 'adaptedBackwardFirst', arity: 12 },
+  { module: 3, name: 'adaptedBackwardSecond', arity: 9 },
 ] as const;
 
 const productIndex = (name: (typeof PRODUCTS)[number]['name']) => PRODUCTS.findIndex((product) => product.name === name);
@@ -232,9 +232,11 @@ export interface TransposedKernels {
 
 /** The LoRA kernel's exports for the threads (libs/engine/kernels/lora.ts, its table of parts at the end). */
 interface LoraKernels {
-  loraForwardRows(x: number, K: number, table: number, parts: number, y: number, yWidth: number, from: number, to: number, thread: number): void;
-  loraBackwardRows(x: number, K: number, dy: number, dyWidth: number, table: number, parts: number, dxLora: number, dx: number, from: number, to: number, thread: number): void;
-  loraBackwardColumns(x: number, K: number, M: number, dy: number, dyWidth: number, table: number, parts: number, from: number, to: number, thread: number): void;
+  loraForwardRows(x: number, K: number, M: number, table: number, parts: number, y: number, yWidth: number, from: number, to: number, thread: number): void;
+  adaptedBackwardFirst(packed: number, dx: number, M: number, K: number, N: number, dyT: number, acc: number, x: number, dy: number, table: number, parts: number, dxLora: number, from: number, to: number, thread: number): void;
+  adaptedBackwardSecond(x: number, K: number, M: number, dy: number, N: number, table: number, parts: number, dxLora: number, dx: number, from: number, to: number, thread: number): void;
+  loraSumUnits(K: number, table: number, parts: number): number;
+  transposeFactor(aT: number, a: number, K: number, r: number): void;
 }
 
 /** Floats of the blocks the LoRA kernel's table of `parts` needs over x [M, K]: the table, then each part's aT, a, bT, h, dh, daT and dbT. */
@@ -357,6 +359,8 @@ export interface ThreadedLoraGradient {
 /** A part's row in the LoRA kernel's table: its blocks' offsets, scale and shape (lora.ts, PART_SLOTS). */
 const LORA_SLOTS = { aT: 0, a: 1, bT: 2, scale: 3, col: 4, r: 5, width: 6, h: 7, dh: 8, daT: 9, dbT: 10 } as const;
 const LORA_PART_SLOTS = 11;
+/** Rows of x per unit of the LoRA kernel's row-wise exports: whole 4-row tiles (lora.ts). */
+const LORA_ROWS = 4;
 
 /** One input gradient's operands (dx = dy W^T, W packed as f32 panels). */
 export interface TransposedProduct {
@@ -505,37 +509,38 @@ export class MatMulThreads {
     if (lora.length > 0) {
       // The adapters' deltas added to out, divided by rows of x (lora.ts, loraForwardRows).
       const table = this.placeLora(lora, loraBlocks, K, false);
-      const loraArgs = [x, K, table, lora.length, out, N] as const;
+      const loraArgs = [x, K, M, table, lora.length, out, N] as const;
       const macs = M * lora.reduce((sum, part) => sum + part.r * (K + part.width), 0);
-      this.divide(productIndex('loraForwardRows'), loraArgs, M, 1, macs, (from, to) => this.lora.loraForwardRows(...loraArgs, from, to, 0));
+      this.divide(productIndex('loraForwardRows'), loraArgs, Math.ceil(M / LORA_ROWS), LORA_ROWS, macs, (from, to) => this.lora.loraForwardRows(...loraArgs, from, to, 0));
     }
     p.out.set(new Float32Array(heap, out, M * N));
   }
 
   /**
-   * An adapted projection's backward pass on the threads: the frozen input gradient divided by
-   * ranges of k (as runTransposed), then the adapters' (lora.ts) in two steps, h, dh and their
-   * share of dx by rows, then daT by its rows and dbT by its columns. dx and the gradients are
-   * the same bits as the frozen kernel's dx plus the LoRA kernel's share on one thread.
+   * An adapted projection's backward pass on the threads (lora.ts, adaptedBackwardFirst and
+   * adaptedBackwardSecond), in two pools of units: the frozen input gradient by ranges of k (as
+   * runTransposed) with the adapters' h, dh and share of dx by rows, which needs none of it;
+   * then daT by its rows and dbT by its columns, with dx + that share by rows. dx and the
+   * gradients are the same bits as the frozen kernel's dx plus the LoRA kernel's share on one
+   * thread.
    */
   runLoraInputGradient(p: LoraInputGradient): void {
     this.assertReady();
     const { M, K, N, lora } = p;
-    const frozen = this.publishTransposed(p, [M * K, M * K, ...loraSizes(lora, M, K)]);
-    const { dx } = frozen;
-    const [dy, x, dxLora, ...loraBlocks] = frozen.more;
-    // The adapters' operands copied in while the helpers start on the frozen product.
+    const Mp = (M + 7) & ~7;
+    const [dy, dyT, acc, dx, x, dxLora, ...loraBlocks] = this.blocks([M * N, N * Mp, K * Mp, M * K, M * K, M * K, ...loraSizes(lora, M, K)]);
     const heap = this.memory.buffer;
+    new Float32Array(heap, dy, M * N).set(p.dy);
+    this.transposed.transposeRows(dy, dyT, M, N);
     new Float32Array(heap, x, M * K).set(p.x);
-    new Float32Array(heap, dxLora, M * K).fill(0);
     const table = this.placeLora(lora, loraBlocks, K, true);
-    this.join(frozen.published, frozen.own);
-    const macs = M * lora.reduce((sum, part) => sum + part.r * (2 * K + part.width), 0);
-    const rowArgs = [x, K, dy, N, table, lora.length, dxLora, dx] as const;
-    this.divide(productIndex('loraBackwardRows'), rowArgs, M, 1, macs, (from, to) => this.lora.loraBackwardRows(...rowArgs, from, to, 0));
-    const sumArgs = [x, K, M, dy, N, table, lora.length] as const;
-    const units = lora.reduce((sum, part) => sum + (K + part.width) / 4, 0);
-    this.divide(productIndex('loraBackwardColumns'), sumArgs, units, 1, macs, (from, to) => this.lora.loraBackwardColumns(...sumArgs, from, to, 0));
+    const rowUnits = Math.ceil(M / LORA_ROWS);
+    const loraMacs = M * lora.reduce((sum, part) => sum + part.r * (2 * K + part.width), 0);
+    const first = [p.packed, dx, M, K, N, dyT, acc, x, dy, table, lora.length, dxLora] as const;
+    this.divide(productIndex('adaptedBackwardFirst'), first, K / 4 + rowUnits, 1, M * K * N + loraMacs, (from, to) => this.lora.adaptedBackwardFirst(...first, from, to, 0));
+    const second = [x, K, M, dy, N, table, lora.length, dxLora, dx] as const;
+    const units = this.lora.loraSumUnits(K, table, lora.length) + rowUnits;
+    this.divide(productIndex('adaptedBackwardSecond'), second, units, 1, loraMacs, (from, to) => this.lora.adaptedBackwardSecond(...second, from, to, 0));
     p.dx.set(new Float32Array(heap, dx, M * K));
     p.grads.forEach((grad, i) => {
       const slots = new Int32Array(heap, table + 4 * i * LORA_PART_SLOTS, LORA_PART_SLOTS);
@@ -553,19 +558,25 @@ export class MatMulThreads {
     const heap = this.memory.buffer;
     const [table, ...own] = blocks;
     const slots = new Int32Array(heap, table, parts.length * LORA_PART_SLOTS);
-    const scales = new Float32Array(heap, table, parts.length * LORA_PART_SLOTS);
+    const scales = new Float32Array(slots.buffer, table, slots.length);
+    const floats = new Float32Array(heap);
     parts.forEach((part, i) => {
       const [aT, a, bT, h, dh, daT, dbT] = own.slice(7 * i, 7 * i + 7);
       const row = i * LORA_PART_SLOTS;
-      const values: Record<keyof typeof LORA_SLOTS, number> = { aT, a, bT, scale: 0, col: part.col, r: part.r, width: part.width, h, dh, daT, dbT };
-      for (const name of Object.keys(LORA_SLOTS) as (keyof typeof LORA_SLOTS)[]) slots[row + LORA_SLOTS[name]] = values[name];
+      slots[row + LORA_SLOTS.aT] = aT;
+      slots[row + LORA_SLOTS.a] = a;
+      slots[row + LORA_SLOTS.bT] = bT;
+      slots[row + LORA_SLOTS.col] = part.col;
+      slots[row + LORA_SLOTS.r] = part.r;
+      slots[row + LORA_SLOTS.width] = part.width;
+      slots[row + LORA_SLOTS.h] = h;
+      slots[row + LORA_SLOTS.dh] = dh;
+      slots[row + LORA_SLOTS.daT] = daT;
+      slots[row + LORA_SLOTS.dbT] = dbT;
       scales[row + LORA_SLOTS.scale] = part.scale;
-      new Float32Array(heap, aT, K * part.r).set(part.aT);
-      new Float32Array(heap, bT, part.r * part.width).set(part.bT);
-      if (backward) {
-        const aOut = new Float32Array(heap, a, part.r * K);
-        for (let k = 0; k < K; k++) for (let j = 0; j < part.r; j++) aOut[j * K + k] = part.aT[k * part.r + j];
-      }
+      floats.set(part.aT, aT / 4);
+      floats.set(part.bT, bT / 4);
+      if (backward) this.lora.transposeFactor(aT, a, K, part.r);
     });
     return table;
   }
