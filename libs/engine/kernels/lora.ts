@@ -209,8 +209,8 @@ export function transposeFactor(aT: usize, a: usize, K: i32, r: i32): void {
 // where its operands and scratch are, its scale and its shape. a is aT transposed ([r, K]),
 // h and dh are [M, r]. Each export computes the range [from, to) of its units; `thread` (the
 // matmul threads' calling convention) is not used. The backward pass's exports divide it in
-// two pools of units, each pool's work independent within it: the frozen dx with the rows'
-// work, then the sums over the rows with the adding of dx. The units keep the tiles whole: rows in
+// two pools of units, each pool's work independent within it: the rows' work with the frozen
+// dx, then the adding of dx with the sums over the rows. The units keep the tiles whole: rows in
 // fours (the 4 x 8 tiles of h; a range of odd rows would leave single rows to the 1 x 4 tile,
 // one chain of multiply-adds waiting on the one before), daT's rows and dbT's columns in
 // sixteens (four 4 x 8 tiles, one 2 x 16 tile).
@@ -270,30 +270,32 @@ function backwardRows(x: usize, K: i32, dy: usize, dyWidth: i32, table: usize, p
 }
 
 /**
- * An adapted projection's backward pass, first half: units [from, to) of the frozen input
- * gradient dx = dy W^T (K / 4 units, matmulTransposedF32's ranges of 4 rows of W, from dyT),
- * then of the adapters' row-wise work into dxLora (ceil(M / 4) units of 4 rows: backwardRows),
- * which needs none of the frozen dx. One pool of units for both, the large ones first.
+ * An adapted projection's backward pass, first half: units [from, to) of the adapters'
+ * row-wise work into dxLora (ceil(M / 4) units of 4 rows: backwardRows), then of the frozen
+ * input gradient dx = dy W^T (K / 4 units, matmulTransposedF32's ranges of 4 rows of W, from
+ * dyT), which the rows' work does not need. One pool for both, the small units first: the
+ * threads take a share of the units left at a time, so the costly ones, last, come in
+ * shrinking chunks and the threads finish together.
  */
 export function adaptedBackwardFirst(packed: usize, dx: usize, M: i32, K: i32, N: i32, dyT: usize, acc: usize, x: usize, dy: usize, table: usize, parts: i32, dxLora: usize, from: i32, to: i32, thread: i32): void {
-  const frozen = K >> 2;
-  if (from < frozen) matmulTransposedF32(packed, dx, M, K, N, dyT, acc, from << 2, min(to, frozen) << 2);
-  if (to > frozen) backwardRows(x, K, dy, N, table, parts, dxLora, max(from - frozen, 0) << 2, min(M, (to - frozen) << 2));
+  const rows = (M + 3) >> 2;
+  if (from < rows) backwardRows(x, K, dy, N, table, parts, dxLora, from << 2, min(M, to << 2));
+  if (to > rows) matmulTransposedF32(packed, dx, M, K, N, dyT, acc, max(from - rows, 0) << 2, (to - rows) << 2);
 }
 
 /**
- * Its second half, after the first: units [from, to) of the sums over the rows (loraSumUnits
- * of them: backwardSums), then of dx += dxLora (ceil(M / 4) units of 4 rows; dx + dxLora, as
- * tf.add adds them on one thread).
+ * Its second half, after the first: units [from, to) of dx += dxLora (ceil(M / 4) units of
+ * 4 rows; dx + dxLora, as tf.add adds them on one thread), then of the sums over the rows
+ * (loraSumUnits of them: backwardSums), the small units first again.
  */
 export function adaptedBackwardSecond(x: usize, K: i32, M: i32, dy: usize, N: i32, table: usize, parts: i32, dxLora: usize, dx: usize, from: i32, to: i32, thread: i32): void {
-  const sums = loraSumUnits(K, table, parts);
-  if (from < sums) backwardSums(x, K, M, dy, N, table, parts, from, min(to, sums));
-  if (to > sums) {
+  const rows = (M + 3) >> 2;
+  if (from < rows) {
     const kRow = (<usize>K) << 2;
-    const last = <usize>min(M, (to - sums) << 2) * kRow;
-    for (let at = <usize>(max(from - sums, 0) << 2) * kRow; at < last; at += 16) v128.store(dx + at, f32x4.add(v128.load(dx + at), v128.load(dxLora + at)));
+    const last = <usize>min(M, to << 2) * kRow;
+    for (let at = <usize>(from << 2) * kRow; at < last; at += 16) v128.store(dx + at, f32x4.add(v128.load(dx + at), v128.load(dxLora + at)));
   }
+  if (to > rows) backwardSums(x, K, M, dy, N, table, parts, max(from - rows, 0), to - rows);
 }
 
 /** Units of SUM_UNIT that n rows or columns take, the last one partial. */

@@ -518,9 +518,9 @@ export class MatMulThreads {
 
   /**
    * An adapted projection's backward pass on the threads (lora.ts, adaptedBackwardFirst and
-   * adaptedBackwardSecond), in two pools of units: the frozen input gradient by ranges of k (as
-   * runTransposed) with the adapters' h, dh and share of dx by rows, which needs none of it;
-   * then daT by its rows and dbT by its columns, with dx + that share by rows. dx and the
+   * adaptedBackwardSecond), in two pools of units: the adapters' h, dh and share of dx by rows
+   * with the frozen input gradient by ranges of k (as runTransposed), which the rows' work
+   * does not need; then dx + that share by rows with daT by its rows and dbT by its columns. dx and the
    * gradients are the same bits as the frozen kernel's dx plus the LoRA kernel's share on one
    * thread.
    */
@@ -537,9 +537,9 @@ export class MatMulThreads {
     const rowUnits = Math.ceil(M / LORA_ROWS);
     const loraMacs = M * lora.reduce((sum, part) => sum + part.r * (2 * K + part.width), 0);
     const first = [p.packed, dx, M, K, N, dyT, acc, x, dy, table, lora.length, dxLora] as const;
-    this.divide(productIndex('adaptedBackwardFirst'), first, K / 4 + rowUnits, 1, M * K * N + loraMacs, (from, to) => this.lora.adaptedBackwardFirst(...first, from, to, 0));
+    this.divide(productIndex('adaptedBackwardFirst'), first, rowUnits + K / 4, 1, M * K * N + loraMacs, (from, to) => this.lora.adaptedBackwardFirst(...first, from, to, 0));
     const second = [x, K, M, dy, N, table, lora.length, dxLora, dx] as const;
-    const units = this.lora.loraSumUnits(K, table, lora.length) + rowUnits;
+    const units = rowUnits + this.lora.loraSumUnits(K, table, lora.length);
     this.divide(productIndex('adaptedBackwardSecond'), second, units, 1, loraMacs, (from, to) => this.lora.adaptedBackwardSecond(...second, from, to, 0));
     p.dx.set(new Float32Array(heap, dx, M * K));
     p.grads.forEach((grad, i) => {
