@@ -6,8 +6,8 @@ import { Arena, MatMulThreads, sharedMemory } from '../src/kernels/matmul-thread
 import { promptAttention, promptAttentionWithGradient } from '../src/kernels/prompt-attention';
 import { MASKED } from '../src/model/kv-cache';
 import { ensureTrainingGradients } from '../src/training/gradients';
-import { packedMatMulTransposed } from '../src/kernels/matmul-transposed';
-import { addLoraDeltas, LoraPart, loraGradients, loraGradientsOnThreads, projectWithLora } from '../src/kernels/lora';
+import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../src/kernels/matmul-transposed';
+import { addLoraDeltas, DIVIDED_BACKWARD_THREADS, LoraPart, loraGradients, loraGradientsOnThreads, projectWithLora } from '../src/kernels/lora';
 import { loadModel } from '../src/loader';
 import { generateBatch } from '../src/generate';
 import { DEFAULT_LORA_SPEC } from '../src/lora/peft';
@@ -131,7 +131,11 @@ describe('matmul threads: one copy of the weights, every product divided between
         expect(profile.kernels.map((k) => k.name)).toEqual(['TrainyardThreadedMatMulTransposed']);
         expect(many.shape).toEqual([M, K]);
         expect(Array.from(many.dataSync())).toEqual(Array.from(one.dataSync()));
-        many.dispose();
+        // Begun on the helpers, finished after other work on this thread: the same bits.
+        const along = packedMatMulTransposedAlongside(dy, shared, () => tf.sum(dy).dataSync()[0]);
+        expect(along?.result).toBeCloseTo(tf.sum(dy).dataSync()[0], 3);
+        expect(Array.from((along?.dx as tf.Tensor2D).dataSync())).toEqual(Array.from(one.dataSync()));
+        tf.dispose([many, along?.dx as tf.Tensor2D]);
         shared.dispose();
         await stopMatMulThreads();
       }
@@ -152,7 +156,7 @@ describe('matmul threads: one copy of the weights, every product divided between
     [33, 1536, [576], [16]],
     [3, 64, [64], [8]],
   ] as const;
-  it.each(loraCases)('runs an adapted projection on the threads, forward and backward, with the bits of one thread, for M %i, K %i, widths %j, ranks %j', async (M, K, widths, ranks) => {
+  it.each(loraCases)('runs an adapted projection on 2, 3 and 4 threads, forward and (from DIVIDED_BACKWARD_THREADS) backward, with the bits of one thread, for M %i, K %i, widths %j, ranks %j', async (M, K, widths, ranks) => {
     const N = widths.reduce((a, b) => a + b, 0);
     const x = tf.randomNormal([M, K], 0, 1, 'float32', M) as tf.Tensor2D;
     const dy = tf.randomNormal([M, N], 0, 1, 'float32', M + 1) as tf.Tensor2D;
@@ -178,11 +182,18 @@ describe('matmul threads: one copy of the weights, every product divided between
     heapForward.dispose();
     expect(loraGradientsOnThreads(x, dy, alone, parts)).toBeNull();
     try {
-      for (const count of [2, 3]) {
+      for (const count of [2, 3, 4]) {
         startMatMulThreads(count);
         const shared = packWeights(w, 'f32') as PackedWeights;
         const forward = projectWithLora(x, shared, bias, plan, parts) as tf.Tensor2D;
         expect(Array.from(forward.dataSync())).toEqual(Array.from(oneForward.dataSync()));
+        if (count < DIVIDED_BACKWARD_THREADS) {
+          expect(loraGradientsOnThreads(x, dy, shared, parts)).toBeNull();
+          tf.dispose(forward);
+          shared.dispose();
+          await stopMatMulThreads();
+          continue;
+        }
         const backward = loraGradientsOnThreads(x, dy, shared, parts) as { dx: tf.Tensor2D; grads: tf.Tensor2D[] };
         expect(backward.dx.shape).toEqual([M, K]);
         expect(Array.from(backward.dx.dataSync())).toEqual(Array.from(oneDx.dataSync()));
@@ -292,6 +303,23 @@ describe('matmul threads: one copy of the weights, every product divided between
     local.dispose();
   });
 
+  it('runs no other product while an input gradient is begun, and finishes it when the work alongside throws', async () => {
+    startMatMulThreads(2);
+    const w = weights(64, 128, false, 3);
+    const shared = packWeights(w, 'f32') as PackedWeights;
+    const [dy, x] = [tf.randomNormal([16, 128], 0, 1, 'float32', 1) as tf.Tensor2D, tf.randomNormal([16, 64], 0, 1, 'float32', 2) as tf.Tensor2D];
+    try {
+      expect(() => packedMatMulTransposedAlongside(dy, shared, () => packedMatMul(x, shared))).toThrow(/an input gradient was begun and not finished/);
+      const after = packedMatMulTransposedAlongside(dy, shared, () => 1)?.dx as tf.Tensor2D;
+      const plain = packedMatMulTransposed(dy, shared) as tf.Tensor2D;
+      expect(Array.from(after.dataSync())).toEqual(Array.from(plain.dataSync()));
+      tf.dispose([after, plain]);
+    } finally {
+      tf.dispose([w, dy, x]);
+      shared.dispose();
+    }
+  });
+
   it('refuses weights whose threads were stopped, and packs into tfjs again once stopped', async () => {
     startMatMulThreads(2);
     expect(matmul.matMulThreads()).toBe(2);
@@ -349,7 +377,7 @@ describe('LoRA training on matmul threads', () => {
   beforeAll(() => useBackend('wasm'));
   afterEach(() => stopMatMulThreads());
 
-  it('trains to the same losses, gradient norms and adapters, to the bit, on 2 threads as on one', async () => {
+  it('trains to the same losses, gradient norms and adapters, to the bit, on 2 and 3 threads as on one', async () => {
     // 64 tokens: every frozen product of the tiny model (K 64 to 160, N 64 to 512) is large
     // enough to be divided between the threads.
     const dir = makeTiny('train-threads');
@@ -384,19 +412,27 @@ describe('LoRA training on matmul threads', () => {
     };
     const one = await train(1);
     const two = await train(2);
-    // The lm_head's products alone; the adapted projections' run with their adapters, on the
-    // threads too, and none on the calling thread's kernels.
-    expect(two.kernels).toEqual(expect.arrayContaining(['TrainyardThreadedMatMul', 'TrainyardThreadedMatMulTransposed']));
-    expect(two.kernels).toEqual(expect.arrayContaining(['TrainyardLoraProjection', 'TrainyardThreadedLoraBackward']));
-    for (const onThisThread of ['TrainyardPackedMatMulTransposed', 'TrainyardLoraForward', 'TrainyardLoraBackward']) {
-      expect(two.kernels).not.toContain(onThisThread);
-    }
+    await stopMatMulThreads();
+    const three = await train(DIVIDED_BACKWARD_THREADS);
     // One thread: the frozen product and the deltas in one call, the backward's after the frozen dx.
     expect(one.kernels).toEqual(expect.arrayContaining(['TrainyardLoraProjection', 'TrainyardPackedMatMulTransposed', 'TrainyardLoraBackward']));
     expect(one.kernels).not.toContain('TrainyardLoraForward');
+    // Threads: the lm_head's products alone, the adapted projections' forward with their
+    // deltas; on two the adapters' backward on the calling thread beside the frozen dx, on
+    // DIVIDED_BACKWARD_THREADS and more divided with it.
+    for (const many of [two, three]) {
+      expect(many.kernels).toEqual(expect.arrayContaining(['TrainyardThreadedMatMul', 'TrainyardThreadedMatMulTransposed', 'TrainyardLoraProjection']));
+      expect(many.kernels).not.toContain('TrainyardPackedMatMulTransposed');
+    }
+    expect(two.kernels).toEqual(expect.arrayContaining(['TrainyardThreadedMatMulTransposedFinish', 'TrainyardLoraBackward']));
+    expect(two.kernels).not.toContain('TrainyardThreadedLoraBackward');
+    expect(three.kernels).toContain('TrainyardThreadedLoraBackward');
+    expect(three.kernels).not.toContain('TrainyardLoraBackward');
     expect(one.results[2].loss).toBeLessThan(one.results[0].loss);
-    expect(two.results).toEqual(one.results);
-    expect(two.adapters).toEqual(one.adapters);
+    for (const many of [two, three]) {
+      expect(many.results).toEqual(one.results);
+      expect(many.adapters).toEqual(one.adapters);
+    }
   });
 });
 

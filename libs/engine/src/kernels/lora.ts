@@ -307,13 +307,27 @@ export function projectWithLora(x: tf.Tensor2D, packed: PackedWeights, bias: tf.
 }
 
 /**
- * The whole backward pass of an adapted projection whose panels are on the matmul threads:
- * dx [M, K] = dy W^T plus the adapters' share, and each part's [daT, dbT] in order, divided
- * between the threads in one call; the same bits as packedMatMulTransposed's dx plus
- * loraGradients' share. Null where those do not apply or the panels are in tfjs's heap.
+ * Matmul threads from which an adapted projection's backward pass is divided between them
+ * (loraGradientsOnThreads). Below, the calling thread computes the adapters' gradients while
+ * the helpers compute the frozen dx (packedMatMulTransposedAlongside), with no copy of x nor
+ * wait between steps: on two threads, a 64-token step of SmolLM2-135M took 0.67-0.85 s that
+ * way against 0.77-0.99 s divided, alternating processes, and 2,048 rows were level. The
+ * calling thread's share grows with the helpers: on 16 threads its LoRA backward took 3.1 s
+ * of a 2,048-token step against 0.8 s for every frozen dx (docs/benchmarks.md, "LoRA on the
+ * matmul threads").
+ */
+export const DIVIDED_BACKWARD_THREADS = 3;
+
+/**
+ * The whole backward pass of an adapted projection whose panels are on DIVIDED_BACKWARD_THREADS
+ * matmul threads or more: dx [M, K] = dy W^T plus the adapters' share, and each part's [daT,
+ * dbT] in order, divided between the threads in one call; the same bits as
+ * packedMatMulTransposed's dx plus loraGradients' share. Null where those do not apply, the
+ * panels are in tfjs's heap or on fewer threads.
  */
 export function loraGradientsOnThreads(x: tf.Tensor2D, dy: tf.Tensor2D, packed: PackedWeights, parts: LoraPart[]): { dx: tf.Tensor2D; grads: tf.Tensor2D[] } | null {
-  if (!packed.threaded || parts.some((p) => p.rows) || !loraKernelsApply(x, parts) || !transposedKernelApplies(dy, packed)) return null;
+  if (!packed.threaded || packed.threaded.threads.threads < DIVIDED_BACKWARD_THREADS) return null;
+  if (parts.some((p) => p.rows) || !loraKernelsApply(x, parts) || !transposedKernelApplies(dy, packed)) return null;
   const { inputs, attrs } = kernelInputs(parts, { x, dy });
   const threadedAttrs: ThreadedAttrs = { ...attrs, K: packed.inFeatures, N: packed.outFeatures };
   const [dx, ...grads] = multiplyingBy(packed, DEFAULT_MATMUL_PLAN, () => tf.engine().runKernel(THREADED_BACKWARD, inputs, threadedAttrs) as tf.Tensor2D[]);

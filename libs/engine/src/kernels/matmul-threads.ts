@@ -446,6 +446,8 @@ export class MatMulThreads {
   /** The current product's operands and scratch (x, xt, bias and out; dy, dyT, acc and dx; or an attention's): one block, reallocated larger when a product needs it. */
   private scratch = { offset: 0, bytes: 0 };
   private generation = 0;
+  /** An input gradient begun and not yet finished (beginTransposed). */
+  private pending: { published: Published; own: (from: number, to: number) => void; dx: number; size: number } | null = null;
   /** 'failed' once a helper failed: products can no longer be trusted, and run() throws. */
   private state: 'running' | 'failed' | 'stopped' = 'running';
 
@@ -633,27 +635,37 @@ export class MatMulThreads {
 
   /** dx = dy W^T from f32 panels, divided by ranges of k between the threads (see the file's comment). */
   runTransposed(p: TransposedProduct): void {
-    this.assertReady();
-    const { dx, published, own } = this.publishTransposed(p, []);
-    this.join(published, own);
-    p.dx.set(new Float32Array(this.memory.buffer, dx, p.M * p.K));
+    this.beginTransposed(p);
+    this.finishTransposed(p.dx);
   }
 
   /**
-   * dy copied in and transposed, and the helpers set to work on dx = dy W^T (publish): the
-   * caller joins with `own`. Returns dx's offset and those of `more` blocks after it.
+   * The first half of runTransposed: copies dy in and sets the helpers to work on dx = dy W^T,
+   * so that the caller can do other work (on tfjs's heap, not on these threads) until
+   * finishTransposed takes its share of the chunks left and hands dx over. No other product
+   * runs in between.
    */
-  private publishTransposed(p: Omit<TransposedProduct, 'dx'>, more: number[]): { dx: number; more: number[]; published: Published; own: (from: number, to: number) => void } {
+  beginTransposed(p: Omit<TransposedProduct, 'dx'>): void {
+    this.assertReady();
     const { M, K, N } = p;
     // dy's rows padded to whole 8-row tiles in dyT and acc (matmul-transposed.ts, section 1).
     const Mp = (M + 7) & ~7;
-    const [dy, dyT, acc, dx, ...rest] = this.blocks([M * N, N * Mp, K * Mp, M * K, ...more]);
+    const [dy, dyT, acc, dx] = this.blocks([M * N, N * Mp, K * Mp, M * K]);
     new Float32Array(this.memory.buffer, dy, M * N).set(p.dy);
     this.transposed.transposeRows(dy, dyT, M, N);
     const args = [p.packed, dx, M, K, N, dyT, acc] as const;
     // Ranges of whole 4-row tiles of W.
     const published = this.publish(productIndex('matmulTransposedF32'), args, K / 4, 4, M * K * N);
-    return { dx, more: [dy, ...rest], published, own: (from, to) => this.transposed.matmulTransposedF32(...args, from, to) };
+    this.pending = { published, own: (from, to) => this.transposed.matmulTransposedF32(...args, from, to), dx, size: M * K };
+  }
+
+  /** The second half of runTransposed: the caller's share of the chunks left, then dx [M, K] written (a view of tfjs's heap taken now). */
+  finishTransposed(dx: Float32Array): void {
+    const pending = this.pending;
+    if (!pending) throw new Error('matmul threads: no input gradient was begun');
+    this.pending = null;
+    this.join(pending.published, pending.own);
+    dx.set(new Float32Array(this.memory.buffer, pending.dx, pending.size));
   }
 
   /** Stops the helper threads. The weights stored here are gone with this object. */
@@ -721,9 +733,10 @@ export class MatMulThreads {
     if (Atomics.load(ctl, SLOT.Failed) === 1) throw this.failed('matmul threads: a helper thread failed; the product is lost');
   }
 
-  /** Throws unless a new product can start: the threads running. */
+  /** Throws unless a new product can start: the threads running, and no input gradient begun and not finished. */
   private assertReady(): void {
     if (this.state !== 'running') throw new Error(`matmul threads: ${this.state === 'stopped' ? 'stopped' : 'a helper thread failed before'}`);
+    if (this.pending) throw new Error('matmul threads: an input gradient was begun and not finished');
   }
 
   /**

@@ -15,6 +15,8 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
  */
 const KERNEL = 'TrainyardPackedMatMulTransposed';
 const THREADED_KERNEL = 'TrainyardThreadedMatMulTransposed';
+/** The second half of a threaded input gradient begun by packedMatMulTransposedAlongside. */
+const FINISH_KERNEL = 'TrainyardThreadedMatMulTransposedFinish';
 
 interface ThreadedAttrs extends tf.NamedAttrMap {
   /** Where the panels are in the threads' memory. */
@@ -63,6 +65,18 @@ tf.registerKernel({
   },
 });
 
+tf.registerKernel({
+  kernelName: FINISH_KERNEL,
+  backendName: 'wasm',
+  kernelFunc: ({ backend, attrs }) => {
+    const { M, K } = attrs as { M: number; K: number };
+    const wasm = backend as unknown as WasmBackendInternals;
+    const dx = wasm.makeOutput([M, K], 'float32');
+    (owner as MatMulThreads).finishTransposed(heapView(wasm, dx));
+    return dx;
+  },
+});
+
 /**
  * dy [M, N] W^T [N, K] from W [K, N] packed by packWeights, or null where tfjs should compute
  * it instead: another backend, panels that are not f32 (bf16, q8) or are in pairs, K not a multiple of 4, or
@@ -77,6 +91,34 @@ export function packedMatMulTransposed(dy: tf.Tensor2D, packed: PackedWeights): 
     return onThreads(threaded.threads, () => tf.engine().runKernel(THREADED_KERNEL, { dy }, attrs) as tf.Tensor2D);
   }
   return tf.engine().runKernel(KERNEL, { dy, packed: packed.panels as tf.Tensor3D }) as tf.Tensor2D;
+}
+
+/**
+ * packedMatMulTransposed(dy, packed) and `meanwhile()`, together: where the panels are in the
+ * matmul threads' memory, the helpers start on the product, this thread runs `meanwhile`
+ * (tfjs work of its own that needs no matmul thread, such as the LoRA kernels), then takes its
+ * share of the chunks left. Elsewhere one after the other. dx is the same bits either way;
+ * null where packedMatMulTransposed would give null.
+ */
+export function packedMatMulTransposedAlongside<T>(dy: tf.Tensor2D, packed: PackedWeights, meanwhile: () => T): { dx: tf.Tensor2D; result: T } | null {
+  const threaded = packed.threaded;
+  if (!threaded) {
+    const dx = packedMatMulTransposed(dy, packed);
+    return dx && { dx, result: meanwhile() };
+  }
+  if (!transposedKernelApplies(dy, packed)) return null;
+  const [M, N] = dy.shape;
+  const K = packed.inFeatures;
+  const wasm = tf.backend() as unknown as WasmBackendInternals;
+  threaded.threads.beginTransposed({ dy: heapView(wasm, dy), packed: threaded.offset, M, K, N });
+  let result: T;
+  try {
+    result = meanwhile();
+  } catch (err) {
+    threaded.threads.finishTransposed(new Float32Array(M * K));
+    throw err;
+  }
+  return { dx: onThreads(threaded.threads, () => tf.engine().runKernel(FINISH_KERNEL, {}, { M, K }) as tf.Tensor2D), result };
 }
 
 /** Whether the kernel takes dy over these panels (see packedMatMulTransposed); throws where dy does not fit them. */

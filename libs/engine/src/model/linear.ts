@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { DEFAULT_MATMUL_PLAN, MatMulPlan, PackFormat, PackedWeights, packWeights, packedMatMul, splitColumns } from '../kernels/matmul';
 import { addLoraDeltas, LoraPart, loraGradients, loraGradientsOnThreads, loraKernelsApply, projectWithLora } from '../kernels/lora';
-import { packedMatMulTransposed } from '../kernels/matmul-transposed';
+import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../kernels/matmul-transposed';
 
 /**
  * A trainable delta added to a frozen projection's output, e.g. LoRA: (alpha/r) * B(A(x)).
@@ -316,14 +316,15 @@ export class FrozenLinear {
             const g = dy as tf.Tensor2D;
             const xs = saved[0] as tf.Tensor2D;
             if (kernelParts) {
-              // Weights on the matmul threads: the frozen dx and the adapters' backward
+              // On three matmul threads and more: the frozen dx and the adapters' backward
               // divided between them, in one call.
               const packed = this.packedWeights();
-              const onThreads = packed && loraGradientsOnThreads(xs, g, packed, kernelParts);
-              if (onThreads) return [onThreads.dx, ...onThreads.grads];
-              // Elsewhere on this thread: the frozen dx, then the adapters' share added.
-              const lora = loraGradients(xs, g, kernelParts);
-              return [tf.add(this.inputGradient(g), lora.dx), ...lora.grads];
+              const divided = packed && loraGradientsOnThreads(xs, g, packed, kernelParts);
+              if (divided) return [divided.dx, ...divided.grads];
+              // Elsewhere the adapters' gradients need no frozen dx: they run on this thread
+              // while any matmul threads compute it, and their share of dx is added after.
+              const { dx, result } = this.inputGradientAlongside(g, () => loraGradients(xs, g, kernelParts));
+              return [tf.add(dx, result.dx), ...result.grads];
             }
             let dx = this.inputGradient(g);
             const xT = tf.transpose(xs) as tf.Tensor2D;
@@ -410,6 +411,12 @@ export class FrozenLinear {
   inputGradient(dy: tf.Tensor2D): tf.Tensor2D {
     const packed = this.packedWeights();
     return (packed && packedMatMulTransposed(dy, packed)) ?? this.inputGradientWithOps(dy);
+  }
+
+  /** inputGradient(dy) and `meanwhile()`, at once where the matmul threads compute dx (packedMatMulTransposedAlongside). */
+  private inputGradientAlongside<T>(dy: tf.Tensor2D, meanwhile: () => T): { dx: tf.Tensor2D; result: T } {
+    const packed = this.packedWeights();
+    return (packed && packedMatMulTransposedAlongside(dy, packed, meanwhile)) ?? { dx: this.inputGradientWithOps(dy), result: meanwhile() };
   }
 
   /** dx = (W^T dy^T)^T with tfjs ops (see the class comment). */
