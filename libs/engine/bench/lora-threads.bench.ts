@@ -4,8 +4,12 @@
  *   - frozen: the frozen product alone (x W, dy W^T), divided between the threads;
  *   - calling thread: the same, then the adapters on the calling thread's LoRA kernels
  *     (addLoraDeltas; loraGradients and its share of dx added);
- *   - threads: frozen product and adapters in one call, all divided between the threads
- *     (projectWithLora, loraGradientsOnThreads), as training runs them.
+ *   - forward: frozen product and deltas in one call, the deltas divided between the threads
+ *     too (projectWithLora);
+ *   - backward beside: the adapters' backward on the calling thread while the helpers compute
+ *     the frozen dx (packedMatMulTransposedAlongside), as training runs it on two threads;
+ *   - backward divided: all of it divided between the threads (loraGradientsOnThreads), as
+ *     training runs it from DIVIDED_BACKWARD_THREADS; "-" on fewer threads.
  *
  *   npx tsx --tsconfig tsconfig.base.json libs/engine/bench/lora-threads.bench.ts   (THREADS=2 M=64,2048 ROUNDS=9)
  *
@@ -15,9 +19,9 @@
 import * as os from 'node:os';
 import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
-import { addLoraDeltas, LoraPart, loraGradients, loraGradientsOnThreads, projectWithLora } from '../src/kernels/lora';
+import { addLoraDeltas, DIVIDED_BACKWARD_THREADS, LoraPart, loraGradients, loraGradientsOnThreads, projectWithLora } from '../src/kernels/lora';
 import { DEFAULT_MATMUL_PLAN, PackedWeights, packedMatMul, packWeights, startMatMulThreads, stopMatMulThreads } from '../src/kernels/matmul';
-import { packedMatMulTransposed } from '../src/kernels/matmul-transposed';
+import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../src/kernels/matmul-transposed';
 
 const THREADS = Number(process.env['THREADS'] ?? 2);
 const ROWS = (process.env['M'] ?? '64,2048').split(',').map(Number);
@@ -57,12 +61,18 @@ function partsOf(K: number, widths: number[]): LoraPart[] {
   });
 }
 
+/** A row's times, the divided backward's "-" where the threads are too few to run it. */
+function cells(ms: number[], divided: boolean): string {
+  return ms.map((t, i) => (i === ms.length - 1 && !divided ? '-' : `${t.toFixed(2)} ms`)).join(' | ');
+}
+
 async function main(): Promise<void> {
   await selectBackend('wasm');
   startMatMulThreads(THREADS);
   console.log(`${os.cpus()[0]?.model ?? 'CPU'}, ${os.cpus().length} cores, ${THREADS} matmul threads, Node ${process.version}, LoRA r ${RANK}, ${ROUNDS} rounds, load average ${os.loadavg()[0].toFixed(1)}`);
   for (const M of ROWS) {
-    const totals = [0, 0, 0, 0, 0, 0];
+    const divided = THREADS >= DIVIDED_BACKWARD_THREADS;
+    const totals = [0, 0, 0, 0, 0, 0, 0];
     const rows: string[] = [];
     for (const [name, K, widths] of SHAPES) {
       const N = widths.reduce((a, b) => a + b, 0);
@@ -83,7 +93,13 @@ async function main(): Promise<void> {
             const { dx, grads } = loraGradients(x, dy, parts);
             return [tf.add(frozenDx(), dx), ...grads];
           }),
+        () =>
+          tf.tidy(() => {
+            const { dx, result } = packedMatMulTransposedAlongside(dy, packed, () => loraGradients(x, dy, parts)) as { dx: tf.Tensor2D; result: { dx: tf.Tensor2D; grads: tf.Tensor2D[] } };
+            return [tf.add(dx, result.dx), ...result.grads];
+          }),
         () => {
+          if (!divided) return [];
           const { dx, grads } = loraGradientsOnThreads(x, dy, packed, parts) as { dx: tf.Tensor2D; grads: tf.Tensor2D[] };
           return [dx, ...grads];
         },
@@ -95,13 +111,13 @@ async function main(): Promise<void> {
       }
       const medians = times.map(median);
       medians.forEach((ms, i) => (totals[i] += ms));
-      rows.push(`| ${name} | ${medians.map((ms) => `${ms.toFixed(2)} ms`).join(' | ')} |`);
+      rows.push(`| ${name} | ${cells(medians, divided)} |`);
       tf.dispose([w, x, dy, ...parts.flatMap((p) => [p.aT, p.bT, p.scale as tf.Scalar])]);
       packed.dispose();
     }
-    const columns = (pass: string) => `${pass}: frozen | ${pass}: + adapters, calling thread | ${pass}: + adapters, threads`;
-    console.log(`\nM ${M}\n\n| projection | ${columns('forward')} | ${columns('backward')} |\n|---|---|---|---|---|---|---|`);
-    console.log(`${rows.join('\n')}\n| all four | ${totals.map((ms) => `${ms.toFixed(2)} ms`).join(' | ')} |`);
+    const header = 'forward: frozen | forward: + adapters, calling thread | forward: in one call | backward: frozen | backward: + adapters, calling thread | backward: beside | backward: divided';
+    console.log(`\nM ${M}\n\n| projection | ${header} |\n|---|---|---|---|---|---|---|---|`);
+    console.log(`${rows.join('\n')}\n| all four | ${cells(totals, divided)} |`);
   }
   await stopMatMulThreads();
 }

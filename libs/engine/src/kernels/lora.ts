@@ -310,11 +310,11 @@ export function projectWithLora(x: tf.Tensor2D, packed: PackedWeights, bias: tf.
  * Matmul threads from which an adapted projection's backward pass is divided between them
  * (loraGradientsOnThreads). Below, the calling thread computes the adapters' gradients while
  * the helpers compute the frozen dx (packedMatMulTransposedAlongside), with no copy of x nor
- * wait between steps: on two threads, a 64-token step of SmolLM2-135M took 0.67-0.85 s that
- * way against 0.77-0.99 s divided, alternating processes, and 2,048 rows were level. The
- * calling thread's share grows with the helpers: on 16 threads its LoRA backward took 3.1 s
- * of a 2,048-token step against 0.8 s for every frozen dx (docs/benchmarks.md, "LoRA on the
- * matmul threads").
+ * wait between steps: on two threads a 64-token step of SmolLM2-135M took 0.65-0.81 s that
+ * way against 0.68-0.84 s divided (medians of four alternating pairs of processes). The
+ * calling thread's share does not shrink with more helpers: on 16 threads its LoRA backward
+ * took 3.1 s of a 2,048-token step against 0.8 s for every frozen dx (docs/benchmarks.md,
+ * "LoRA on the matmul threads").
  */
 export const DIVIDED_BACKWARD_THREADS = 3;
 
