@@ -14,8 +14,9 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
  * transposes of x, h and the factors, the scale, the adds), with multiply-adds into r columns
  * where tfjs runs a few GFLOP/s. Training's forward pass runs the frozen product and its
  * adapters in one kernel call (projectWithLora); where the projection's weights are on the
- * matmul threads (matmul-threads.ts), both passes run there, divided between the threads
- * (projectWithLora, loraGradientsOnThreads): the same bits as on this thread.
+ * matmul threads (matmul-threads.ts), the forward's deltas are divided between the threads,
+ * and from DIVIDED_BACKWARD_THREADS the whole backward pass too (loraGradientsOnThreads):
+ * the same bits as on this thread.
  */
 const FORWARD = 'TrainyardLoraForward';
 const BACKWARD = 'TrainyardLoraBackward';

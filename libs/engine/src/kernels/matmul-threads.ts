@@ -32,9 +32,11 @@ import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
  * between the products, divided by tiles of 4 query rows of one KV head, each computed alone;
  * and its gradient (runAttentionBackward), divided by KV heads, each head's dk and dv summed
  * over its tokens by one thread: the same bits again. A training projection's LoRA adapters
- * run there too, right after its frozen product on the copies already made (run's `lora`,
- * runLoraInputGradient): their deltas and the backward's h, dh and dx divided by rows, the
- * factors' gradients by their rows and columns (libs/engine/kernels/lora.ts).
+ * run there too (libs/engine/kernels/lora.ts): their deltas right after its frozen product,
+ * on the copies already made, divided by rows (run's `lora`); and, on enough threads
+ * (lora.ts's DIVIDED_BACKWARD_THREADS), its whole backward pass with the frozen dx
+ * (runLoraInputGradient): h, dh and dx by rows, the factors' gradients by their rows and
+ * columns.
  *
  * One product, from the calling thread:
  *   1. copy the input (x and the bias, or dy; or q, k, v and the mask) from tfjs's heap into

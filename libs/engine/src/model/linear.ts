@@ -316,7 +316,7 @@ export class FrozenLinear {
             const g = dy as tf.Tensor2D;
             const xs = saved[0] as tf.Tensor2D;
             if (kernelParts) {
-              // On three matmul threads and more: the frozen dx and the adapters' backward
+              // From DIVIDED_BACKWARD_THREADS matmul threads: the frozen dx and the adapters' backward
               // divided between them, in one call.
               const packed = this.packedWeights();
               const divided = packed && loraGradientsOnThreads(xs, g, packed, kernelParts);
