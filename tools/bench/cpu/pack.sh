@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes a folder (default tmp/cpu-bench) that runs the engine's CPU benches on another machine
 # with only glibc, libstdc++ and python3 with torch (for the PyTorch peer): prefill.bench,
-# train-threads.bench, train-profile.bench, weights.bench, matmul.bench and the model maker,
+# train-threads.bench, train-profile.bench, lora-threads.bench, weights.bench, matmul.bench and
+# the model maker,
 # each bundled with the engine and tfjs,
 # laid out as in the repository (libs/engine/bench/*.js, so that each finds var/models/ and
 # docs/ two levels up), tfjs's wasm binaries beside the benches, the PyTorch peer, run.sh and
@@ -28,7 +29,7 @@ for (const entry of entries) {
     external: ['@tensorflow/tfjs-node', '@tensorflow/tfjs-node-gpu', 'webgpu'],
   });
 }" "$OUT" libs/engine/bench/prefill.bench.ts libs/engine/bench/train-threads.bench.ts libs/engine/bench/train-profile.bench.ts \
-  libs/engine/bench/weights.bench.ts libs/engine/bench/matmul.bench.ts libs/engine/src/cli/make-model.ts
+  libs/engine/bench/lora-threads.bench.ts libs/engine/bench/weights.bench.ts libs/engine/bench/matmul.bench.ts libs/engine/src/cli/make-model.ts
 cp node_modules/@tensorflow/tfjs-backend-wasm/dist/*.wasm "$OUT/libs/engine/bench/"
 cp tools/bench/cpu/run.sh tools/bench/gpu/torch_peer.py "$OUT/"
 # The benches rewrite their blocks of it; run.sh copies it back out.

@@ -2,7 +2,9 @@
 # Runs the engine's CPU benches from the folder tools/bench/cpu/pack.sh wrote, with the
 # PyTorch peer (one thread, then every core) between them: makes the f32 and bf16
 # SmolLM2-135M-shape models (seed 0) under var/models/, then prefill on THREADS matmul threads,
-# a 64-token LoRA step on TRAIN_THREADS, and one sequence against the memory limit. Every
+# a 64-token LoRA step on TRAIN_THREADS, the adapted projections' passes on every core (the
+# LoRA backward beside the frozen dx against divided: lora-threads.bench), and one sequence
+# against the memory limit. Every
 # figure goes to stdout; with OUT set, the logs and the rewritten docs/benchmarks.md go there.
 # The GPU stays out of it (CUDA_VISIBLE_DEVICES is empty), so PyTorch runs on the CPU.
 #
@@ -40,6 +42,7 @@ peer() {
 echo "== PyTorch, one thread"; OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 peer 2>&1 | tee -a "$LOG/peer.txt"
 echo "== prefill, THREADS=$THREADS"; THREADS="$THREADS" ROUNDS="${ROUNDS:-2}" node libs/engine/bench/prefill.bench.js 2>&1 | tee "$LOG/prefill.txt"
 echo "== training step, THREADS=$TRAIN_THREADS"; THREADS="$TRAIN_THREADS" ROUNDS="${ROUNDS:-2}" STEPS=3 node libs/engine/bench/train-threads.bench.js 2>&1 | tee "$LOG/train-threads.txt"
+echo "== LoRA beside the frozen products, THREADS=$cores"; THREADS="$cores" M=64,2048 ROUNDS="${ROUNDS:-2}" node libs/engine/bench/lora-threads.bench.js 2>&1 | tee "$LOG/lora-threads.txt"
 echo "== PyTorch, one thread"; OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 peer 2>&1 | tee -a "$LOG/peer.txt"
 echo "== PyTorch, $cores threads"; OMP_NUM_THREADS=$cores peer 2>&1 | tee -a "$LOG/peer.txt"
 echo "== one sequence against the memory limit"; ROUNDS="${WEIGHT_ROUNDS:-3}" PROMPTS=1 node libs/engine/bench/weights.bench.js 2>&1 | tee "$LOG/weights.txt"
