@@ -168,13 +168,46 @@ function scaledDots(a: usize, aRow: usize, b: usize, bRow: usize, out: usize, ou
 }
 
 /**
+ * The forward pass over `rows` rows (x, y and h at their first): h = x aT, then y += s h bT,
+ * with x's rows K floats and y's yRow bytes apart.
+ */
+@inline function forwardRows(x: usize, K: i32, aT: usize, bT: usize, s: f32, y: usize, yRow: usize, rows: i32, r: i32, N: i32, h: usize): void {
+  const rRow = (<usize>r) << 2;
+  scaledProduct(x, <usize>K, 1, aT, rRow, h, rRow, rows, K, r, 1, false);
+  scaledProduct(h, <usize>r, 1, bT, (<usize>N) << 2, y, yRow, rows, r, N, s, true);
+}
+
+/**
+ * The backward pass's row-wise products over `rows` rows (x, g, h, dh and dx at their first):
+ * h = x aT, dh = s g bT^T, and dx += dh a, a being aT transposed ([r, K]); g's rows are gRow
+ * bytes apart.
+ */
+function backwardRowProducts(x: usize, K: i32, g: usize, gRow: usize, aT: usize, a: usize, bT: usize, s: f32, rows: i32, r: i32, N: i32, h: usize, dh: usize, dx: usize): void {
+  const rRow = (<usize>r) << 2;
+  const kRow = (<usize>K) << 2;
+  scaledProduct(x, <usize>K, 1, aT, rRow, h, rRow, rows, K, r, 1, false);
+  scaledDots(g, gRow, bT, (<usize>N) << 2, dh, rRow, rows, r, N, s);
+  scaledProduct(dh, <usize>r, 1, a, kRow, dx, kRow, rows, r, K, 1, true);
+}
+
+/** daT's rows [k0, k1): daT[k] = sum_m x[m][k] dh[m] over the M rows, x read down its columns. */
+@inline function daTRows(x: usize, K: i32, M: i32, dh: usize, r: i32, daT: usize, k0: i32, k1: i32): void {
+  const rRow = (<usize>r) << 2;
+  scaledProduct(x + ((<usize>k0) << 2), 1, <usize>K, dh, rRow, daT + <usize>k0 * rRow, rRow, k1 - k0, M, r, 1, false);
+}
+
+/** dbT's columns [n0, n1): dbT[j] = s sum_m h[m][j] g[m] over the M rows, h read down its columns. */
+@inline function dbTColumns(h: usize, r: i32, M: i32, g: usize, gRow: usize, s: f32, dbT: usize, N: i32, n0: i32, n1: i32): void {
+  const at = (<usize>n0) << 2;
+  scaledProduct(h, 1, <usize>r, g + at, gRow, dbT + at, (<usize>N) << 2, r, M, n1 - n0, s, false);
+}
+
+/**
  * y[:, col..col + N] += s (x aT) bT, in place: x [M, K], aT [K, r], bT [r, N], y's rows
  * yWidth floats. Scratch: h of M x r floats.
  */
 export function loraForward(x: usize, aT: usize, bT: usize, s: f32, y: usize, M: i32, K: i32, r: i32, N: i32, yWidth: i32, col: i32, h: usize): void {
-  const rRow = (<usize>r) << 2;
-  scaledProduct(x, <usize>K, 1, aT, rRow, h, rRow, M, K, r, 1, false);
-  scaledProduct(h, <usize>r, 1, bT, (<usize>N) << 2, y + ((<usize>col) << 2), (<usize>yWidth) << 2, M, r, N, s, true);
+  forwardRows(x, K, aT, bT, s, y + ((<usize>col) << 2), (<usize>yWidth) << 2, M, r, N, h);
 }
 
 /**
@@ -184,19 +217,12 @@ export function loraForward(x: usize, aT: usize, bT: usize, s: f32, y: usize, M:
  * (aT transposed, so that dx's sums run along its rows).
  */
 export function loraBackward(x: usize, dy: usize, aT: usize, bT: usize, s: f32, dx: usize, daT: usize, dbT: usize, M: i32, K: i32, r: i32, N: i32, dyWidth: i32, col: i32, h: usize, dh: usize, a: usize): void {
-  const rRow = (<usize>r) << 2;
-  const kRow = (<usize>K) << 2;
-  const nRow = (<usize>N) << 2;
   const g = dy + ((<usize>col) << 2);
   const gRow = (<usize>dyWidth) << 2;
-  scaledProduct(x, <usize>K, 1, aT, rRow, h, rRow, M, K, r, 1, false);
-  // dbT[j] = s sum_m h[m][j] g[m]: h read down its columns.
-  scaledProduct(h, 1, <usize>r, g, gRow, dbT, nRow, r, M, N, s, false);
-  scaledDots(g, gRow, bT, nRow, dh, rRow, M, r, N, s);
-  // daT[k] = sum_m x[m][k] dh[m]: x read down its columns.
-  scaledProduct(x, 1, <usize>K, dh, rRow, daT, rRow, K, M, r, 1, false);
   transposeFactor(aT, a, K, r);
-  scaledProduct(dh, <usize>r, 1, a, kRow, dx, kRow, M, r, K, 1, true);
+  backwardRowProducts(x, K, g, gRow, aT, a, bT, s, M, r, N, h, dh, dx);
+  dbTColumns(h, r, M, g, gRow, s, dbT, N, 0, N);
+  daTRows(x, K, M, dh, r, daT, 0, K);
 }
 
 /** a [r, K] = aT [K, r] transposed: the rows dx's sums run along. */
@@ -216,7 +242,7 @@ export function transposeFactor(aT: usize, a: usize, K: i32, r: i32): void {
 // sixteens (four 4 x 8 tiles, one 2 x 16 tile).
 const PART_SLOTS = 11;
 const AT = 0, A = 1, BT = 2, SCALE = 3, COL = 4, R = 5, N_SLOT = 6, H = 7, DH = 8, DAT = 9, DBT = 10;
-/** Rows or columns per unit of loraBackwardColumns. */
+/** Rows or columns per unit of backwardSums. */
 const SUM_UNIT = 16;
 
 @inline function slot(table: usize, part: i32, which: i32): i32 {
@@ -233,16 +259,12 @@ const SUM_UNIT = 16;
 
 /** loraForward for rows [from, min(to, M)) of x [M, K] and y (rows yWidth floats), every part of the table in turn; h is each part's. */
 export function loraForwardRows(x: usize, K: i32, M: i32, table: usize, parts: i32, y: usize, yWidth: i32, from: i32, to: i32, thread: i32): void {
-  const rows = min(to, M) - from;
   const xs = x + <usize>from * ((<usize>K) << 2);
   const yRow = (<usize>yWidth) << 2;
   for (let p = 0; p < parts; p++) {
     const r = slot(table, p, R);
-    const N = slot(table, p, N_SLOT);
-    const rRow = (<usize>r) << 2;
-    const h = pointer(table, p, H) + <usize>from * rRow;
-    scaledProduct(xs, <usize>K, 1, pointer(table, p, AT), rRow, h, rRow, rows, K, r, 1, false);
-    scaledProduct(h, <usize>r, 1, pointer(table, p, BT), (<usize>N) << 2, y + <usize>from * yRow + ((<usize>slot(table, p, COL)) << 2), yRow, rows, r, N, scaleOf(table, p), true);
+    const ys = y + <usize>from * yRow + ((<usize>slot(table, p, COL)) << 2);
+    forwardRows(xs, K, pointer(table, p, AT), pointer(table, p, BT), scaleOf(table, p), ys, yRow, min(to, M) - from, r, slot(table, p, N_SLOT), pointer(table, p, H) + <usize>from * ((<usize>r) << 2));
   }
 }
 
@@ -260,12 +282,11 @@ function backwardRows(x: usize, K: i32, dy: usize, dyWidth: i32, table: usize, p
   memory.fill(dxs, 0, <usize>rows * kRow);
   for (let p = 0; p < parts; p++) {
     const r = slot(table, p, R);
-    const N = slot(table, p, N_SLOT);
     const rRow = (<usize>r) << 2;
+    const g = dy + <usize>from * gRow + ((<usize>slot(table, p, COL)) << 2);
+    const h = pointer(table, p, H) + <usize>from * rRow;
     const dh = pointer(table, p, DH) + <usize>from * rRow;
-    scaledProduct(xs, <usize>K, 1, pointer(table, p, AT), rRow, pointer(table, p, H) + <usize>from * rRow, rRow, rows, K, r, 1, false);
-    scaledDots(dy + <usize>from * gRow + ((<usize>slot(table, p, COL)) << 2), gRow, pointer(table, p, BT), (<usize>N) << 2, dh, rRow, rows, r, N, scaleOf(table, p));
-    scaledProduct(dh, <usize>r, 1, pointer(table, p, A), kRow, dxs, kRow, rows, r, K, 1, true);
+    backwardRowProducts(xs, K, g, gRow, pointer(table, p, AT), pointer(table, p, A), pointer(table, p, BT), scaleOf(table, p), rows, r, slot(table, p, N_SLOT), h, dh, dxs);
   }
 }
 
@@ -314,23 +335,14 @@ function backwardSums(x: usize, K: i32, M: i32, dy: usize, dyWidth: i32, table: 
   for (let p = 0; p < parts && base < to; p++) {
     const r = slot(table, p, R);
     const N = slot(table, p, N_SLOT);
-    const rRow = (<usize>r) << 2;
-    // daT[k] = sum_m x[m][k] dh[m], for k in [k0, k1).
     let lo = max(from, base), hi = min(to, base + sumUnits(K));
-    if (lo < hi) {
-      const k0 = (lo - base) * SUM_UNIT;
-      const k1 = min(K, (hi - base) * SUM_UNIT);
-      scaledProduct(x + ((<usize>k0) << 2), 1, <usize>K, pointer(table, p, DH), rRow, pointer(table, p, DAT) + <usize>k0 * rRow, rRow, k1 - k0, M, r, 1, false);
-    }
+    if (lo < hi) daTRows(x, K, M, pointer(table, p, DH), r, pointer(table, p, DAT), (lo - base) * SUM_UNIT, min(K, (hi - base) * SUM_UNIT));
     base += sumUnits(K);
-    // dbT[:, n] = s sum_m h[m] g[m][n], for n in [n0, n1).
     lo = max(from, base);
     hi = min(to, base + sumUnits(N));
     if (lo < hi) {
-      const n0 = (lo - base) * SUM_UNIT;
-      const n1 = min(N, (hi - base) * SUM_UNIT);
-      const at = (<usize>n0) << 2;
-      scaledProduct(pointer(table, p, H), 1, <usize>r, dy + ((<usize>slot(table, p, COL)) << 2) + at, gRow, pointer(table, p, DBT) + at, (<usize>N) << 2, r, M, n1 - n0, scaleOf(table, p), false);
+      const g = dy + ((<usize>slot(table, p, COL)) << 2);
+      dbTColumns(pointer(table, p, H), r, M, g, gRow, scaleOf(table, p), pointer(table, p, DBT), N, (lo - base) * SUM_UNIT, min(N, (hi - base) * SUM_UNIT));
     }
     base += sumUnits(N);
   }

@@ -222,11 +222,6 @@ export function loraGradients(x: tf.Tensor2D, dy: tf.Tensor2D, parts: LoraPart[]
  */
 let current: { packed: PackedWeights; plan: MatMulPlan } | null = null;
 
-interface ThreadedAttrs extends Attrs {
-  K: number;
-  N: number;
-}
-
 /** The parts as the threads take them: their factors as views of tfjs's heap. */
 function threadedParts(wasm: WasmBackendInternals, parts: KernelPart[]): ThreadedLoraPart[] {
   return parts.map((p) => ({ aT: heapView(wasm, p.aT), bT: heapView(wasm, p.bT), scale: p.scale, col: p.col, r: p.r, width: p.width }));
@@ -262,9 +257,10 @@ tf.registerKernel({
   kernelFunc: ({ inputs, backend, attrs }) => {
     const wasm = backend as unknown as WasmBackendInternals;
     const { x, dy } = inputs as Record<'x' | 'dy', tf.TensorInfo>;
-    const { K, N } = attrs as ThreadedAttrs;
-    const threaded = current?.packed.threaded as NonNullable<PackedWeights['threaded']>;
-    const M = x.shape[0];
+    const { packed } = current as NonNullable<typeof current>;
+    const threaded = packed.threaded as NonNullable<PackedWeights['threaded']>;
+    const [M, K] = x.shape;
+    const N = packed.outFeatures;
     const parts = partInputs(inputs, attrs as Attrs, wasm);
     const dx = wasm.makeOutput([M, K], 'float32');
     const grads = parts.flatMap((p) => [wasm.makeOutput([K, p.r], 'float32'), wasm.makeOutput([p.r, p.width], 'float32')]);
@@ -330,7 +326,6 @@ export function loraGradientsOnThreads(x: tf.Tensor2D, dy: tf.Tensor2D, packed: 
   if (!packed.threaded || packed.threaded.threads.threads < DIVIDED_BACKWARD_THREADS) return null;
   if (parts.some((p) => p.rows) || !loraKernelsApply(x, parts) || !transposedKernelApplies(dy, packed)) return null;
   const { inputs, attrs } = kernelInputs(parts, { x, dy });
-  const threadedAttrs: ThreadedAttrs = { ...attrs, K: packed.inFeatures, N: packed.outFeatures };
-  const [dx, ...grads] = multiplyingBy(packed, DEFAULT_MATMUL_PLAN, () => tf.engine().runKernel(THREADED_BACKWARD, inputs, threadedAttrs) as tf.Tensor2D[]);
+  const [dx, ...grads] = multiplyingBy(packed, DEFAULT_MATMUL_PLAN, () => tf.engine().runKernel(THREADED_BACKWARD, inputs, attrs) as tf.Tensor2D[]);
   return { dx, grads };
 }

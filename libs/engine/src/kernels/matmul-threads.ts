@@ -531,16 +531,14 @@ export class MatMulThreads {
   runLoraInputGradient(p: LoraInputGradient): void {
     this.assertReady();
     const { M, K, N, lora } = p;
-    const Mp = (M + 7) & ~7;
-    const [dy, dyT, acc, dx, x, dxLora, ...loraBlocks] = this.blocks([M * N, N * Mp, K * Mp, M * K, M * K, M * K, ...loraSizes(lora, M, K)]);
+    const { args, dy, dx, more } = this.stageTransposed(p, [M * K, M * K, ...loraSizes(lora, M, K)]);
+    const [x, dxLora, ...loraBlocks] = more;
     const heap = this.memory.buffer;
-    new Float32Array(heap, dy, M * N).set(p.dy);
-    this.transposed.transposeRows(dy, dyT, M, N);
     new Float32Array(heap, x, M * K).set(p.x);
     const table = this.placeLora(lora, loraBlocks, K, true);
     const rowUnits = Math.ceil(M / LORA_ROWS);
     const loraMacs = M * lora.reduce((sum, part) => sum + part.r * (2 * K + part.width), 0);
-    const first = [p.packed, dx, M, K, N, dyT, acc, x, dy, table, lora.length, dxLora] as const;
+    const first = [...args, x, dy, table, lora.length, dxLora] as const;
     this.divide(productIndex('adaptedBackwardFirst'), first, rowUnits + K / 4, 1, M * K * N + loraMacs, (from, to) => this.lora.adaptedBackwardFirst(...first, from, to, 0));
     const second = [x, K, M, dy, N, table, lora.length, dxLora, dx] as const;
     const units = rowUnits + this.lora.loraSumUnits(K, table, lora.length);
@@ -650,15 +648,25 @@ export class MatMulThreads {
   beginTransposed(p: Omit<TransposedProduct, 'dx'>): void {
     this.assertReady();
     const { M, K, N } = p;
-    // dy's rows padded to whole 8-row tiles in dyT and acc (matmul-transposed.ts, section 1).
-    const Mp = (M + 7) & ~7;
-    const [dy, dyT, acc, dx] = this.blocks([M * N, N * Mp, K * Mp, M * K]);
-    new Float32Array(this.memory.buffer, dy, M * N).set(p.dy);
-    this.transposed.transposeRows(dy, dyT, M, N);
-    const args = [p.packed, dx, M, K, N, dyT, acc] as const;
+    const { args, dx } = this.stageTransposed(p, []);
     // Ranges of whole 4-row tiles of W.
     const published = this.publish(productIndex('matmulTransposedF32'), args, K / 4, 4, M * K * N);
     this.pending = { published, own: (from, to) => this.transposed.matmulTransposedF32(...args, from, to), dx, size: M * K };
+  }
+
+  /**
+   * An input gradient's operands in this memory: dy copied in and transposed as the
+   * transposed kernel reads it, with dx's block and `more` blocks after it. Returns
+   * matmulTransposedF32's arguments before its range, and the blocks' offsets.
+   */
+  private stageTransposed(p: Omit<TransposedProduct, 'dx'>, more: number[]): { args: readonly [number, number, number, number, number, number, number]; dy: number; dx: number; more: number[] } {
+    const { M, K, N } = p;
+    // dy's rows padded to whole 8-row tiles in dyT and acc (matmul-transposed.ts, section 1).
+    const Mp = (M + 7) & ~7;
+    const [dy, dyT, acc, dx, ...rest] = this.blocks([M * N, N * Mp, K * Mp, M * K, ...more]);
+    new Float32Array(this.memory.buffer, dy, M * N).set(p.dy);
+    this.transposed.transposeRows(dy, dyT, M, N);
+    return { args: [p.packed, dx, M, K, N, dyT, acc], dy, dx, more: rest };
   }
 
   /** The second half of runTransposed: the caller's share of the chunks left, then dx [M, K] written (a view of tfjs's heap taken now). */

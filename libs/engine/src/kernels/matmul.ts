@@ -69,7 +69,7 @@ interface PanelAttrs extends tf.NamedAttrMap {
   paired: boolean;
 }
 
-export interface MatMulAttrs extends PanelAttrs {
+interface MatMulAttrs extends PanelAttrs {
   readAhead: boolean;
   oneRowWide: boolean;
 }
