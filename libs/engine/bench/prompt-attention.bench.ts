@@ -11,12 +11,16 @@
  *
  * The three take turns, CALLS calls each per round (the threads started before their turn and
  * stopped after it, a call made untimed first); figures are medians over the rounds. Prints
- * one markdown table row per prompt length T.
+ * one markdown table row per prompt length T. Then the gradient kernel alone
+ * (promptAttentionGradient, a training step's backward pass through attention) for B sequences
+ * of T tokens, on one thread and on THREADS threads (divided by KV heads), with its rate in
+ * GFLOP/s counting the five products of D over the causal half of the query-key pairs (scores,
+ * dP, dq, dk, dv).
  */
 import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import { startMatMulThreads, stopMatMulThreads } from '../src/kernels/matmul';
-import { promptAttention } from '../src/kernels/prompt-attention';
+import { promptAttention, promptAttentionGradient } from '../src/kernels/prompt-attention';
 import { attendWithOps } from '../src/model/attention';
 import { MASKED } from '../src/model/kv-cache';
 
@@ -44,9 +48,7 @@ async function main(): Promise<void> {
     const q = tf.randomNormal([T, KV * G * D]) as tf.Tensor2D;
     const k = tf.randomNormal([1, KV, T, D]) as tf.Tensor4D;
     const v = tf.randomNormal([1, KV, T, D]) as tf.Tensor4D;
-    const causal = new Float32Array(T * T);
-    for (let i = 0; i < T; i++) causal.fill(MASKED, i * T + i + 1, (i + 1) * T);
-    const mask = tf.tensor4d(causal, [1, 1, T, T]);
+    const mask = causalMask(T);
     const dims = { B: 1, H: KV * G, T };
     const ops = () => tf.tidy(() => attendWithOps(q, k, v, mask, dims));
     const kernel = () => promptAttention(q, k, v, mask, T) as tf.Tensor;
@@ -64,6 +66,44 @@ async function main(): Promise<void> {
     const [a, b, c] = times.map(median);
     console.log(`| ${T} | ${a.toFixed(3)} ms | ${b.toFixed(3)} ms | ${(a / b).toFixed(1)}x | ${c.toFixed(3)} ms | ${(b / c).toFixed(2)}x |`);
     tf.dispose([q, k, v, mask]);
+  }
+  await gradientTable();
+}
+
+function causalMask(T: number): tf.Tensor4D {
+  const causal = new Float32Array(T * T);
+  for (let i = 0; i < T; i++) causal.fill(MASKED, i * T + i + 1, (i + 1) * T);
+  return tf.tensor4d(causal, [1, 1, T, T]);
+}
+
+async function gradientTable(): Promise<void> {
+  console.log(`\n| B x T | gradient kernel, one thread | GFLOP/s | on ${THREADS} threads | threads' speed-up |\n|---|---|---|---|---|`);
+  for (const [B, T] of [[1, 64], [1, 256], [8, 256], [1, 1024]]) {
+    const calls = Math.max(2, Math.round(8192 / (B * T)));
+    const q = tf.randomNormal([B * T, KV * G * D]) as tf.Tensor2D;
+    const dO = tf.randomNormal([B * T, KV * G * D]) as tf.Tensor2D;
+    const k = tf.randomNormal([B, KV, T, D]) as tf.Tensor4D;
+    const v = tf.randomNormal([B, KV, T, D]) as tf.Tensor4D;
+    const mask = causalMask(T);
+    const gradient = () => {
+      const out = promptAttentionGradient(q, k, v, mask, dO, T);
+      if (!out) throw new Error('the gradient kernel declined the bench shapes');
+      tf.dispose(out.slice(1));
+      return out[0];
+    };
+    gradient().dispose();
+    const times: [number[], number[]] = [[], []];
+    for (let round = 0; round < ROUNDS; round++) {
+      times[0].push(msPerCall(gradient, calls));
+      startMatMulThreads(THREADS);
+      gradient().dispose();
+      times[1].push(msPerCall(gradient, calls));
+      await stopMatMulThreads();
+    }
+    const [a, b] = times.map(median);
+    const flops = 2 * 5 * B * KV * G * D * ((T * (T + 1)) / 2);
+    console.log(`| ${B} x ${T} | ${a.toFixed(3)} ms | ${(flops / a / 1e6).toFixed(1)} | ${b.toFixed(3)} ms | ${(a / b).toFixed(2)}x |`);
+    tf.dispose([q, dO, k, v, mask]);
   }
 }
 

@@ -148,13 +148,10 @@ export function promptAttention(
     // Row r of this head: token r / G, head r % G.
     const first = <usize>((b * T * KV + h) * G) * rowBytes;
     const r1 = min(r0 + 1, rows - 1), r2 = min(r0 + 2, rows - 1), r3 = min(r0 + 3, rows - 1);
-    const t0 = r0 / G, t1 = r1 / G, t2 = r2 / G, t3 = r3 / G;
-    const at0 = first + <usize>(t0 * KV * G + r0 - t0 * G) * rowBytes;
-    const at1 = first + <usize>(t1 * KV * G + r1 - t1 * G) * rowBytes;
-    const at2 = first + <usize>(t2 * KV * G + r2 - t2 * G) * rowBytes;
-    const at3 = first + <usize>(t3 * KV * G + r3 - t3 * G) * rowBytes;
-    const m0 = maskRows0 + <usize>t0 * columnsBytes, m1 = maskRows0 + <usize>t1 * columnsBytes;
-    const m2 = maskRows0 + <usize>t2 * columnsBytes, m3 = maskRows0 + <usize>t3 * columnsBytes;
+    const at0 = queryRow(first, r0, G, KV, rowBytes), at1 = queryRow(first, r1, G, KV, rowBytes);
+    const at2 = queryRow(first, r2, G, KV, rowBytes), at3 = queryRow(first, r3, G, KV, rowBytes);
+    const m0 = maskRows0 + <usize>(r0 / G) * columnsBytes, m1 = maskRows0 + <usize>(r1 / G) * columnsBytes;
+    const m2 = maskRows0 + <usize>(r2 / G) * columnsBytes, m3 = maskRows0 + <usize>(r3 / G) * columnsBytes;
     const n0 = visibleColumns(m0, S), n1 = visibleColumns(m1, S), n2 = visibleColumns(m2, S), n3 = visibleColumns(m3, S);
     const cols = max(max(n0, n1), max(n2, n3));
     const cols8 = (cols + 7) & ~7;
@@ -248,11 +245,13 @@ function maskedSoftmax(row: usize, maskRow: usize, visible: i32, cols8: i32): f3
 
 /**
  * out_i = c_i sum_j p[i][j] v_j for the 4 rows (weights p in rows scoreBytes apart) over the
- * first cols keys, 8 dimensions at a time; only the first `stored` rows are written.
+ * first cols keys, 8 dimensions at a time (then 4, where D is not a multiple of 8); only the
+ * first `stored` rows are written.
  */
 function tileOutputs(values: usize, p: usize, scoreBytes: usize, cols: i32, D: i32, o0: usize, o1: usize, o2: usize, o3: usize, c0: f32, c1: f32, c2: f32, c3: f32, stored: i32): void {
   const rowBytes = (<usize>D) << 2;
-  for (let d: usize = 0; d < rowBytes; d += 32) {
+  let d: usize = 0;
+  for (; d + 32 <= rowBytes; d += 32) {
     let a0 = f32x4.splat(0), a1 = a0, b0 = a0, b1 = a0, e0 = a0, e1 = a0, f0 = a0, f1 = a0;
     let value = values + d;
     for (let j: usize = 0; j < (<usize>cols) << 2; j += 4, value += rowBytes) {
@@ -276,6 +275,21 @@ function tileOutputs(values: usize, p: usize, scoreBytes: usize, cols: i32, D: i
     if (stored > 2) storeScaled(o2 + d, e0, e1, c2);
     if (stored > 3) storeScaled(o3 + d, f0, f1, c3);
   }
+  for (; d < rowBytes; d += 16) {
+    let a = f32x4.splat(0), b = a, e = a, f = a;
+    let value = values + d;
+    for (let j: usize = 0; j < (<usize>cols) << 2; j += 4, value += rowBytes) {
+      const v0 = v128.load(value);
+      a = f32x4.relaxed_madd(v128.load32_splat(p + j), v0, a);
+      b = f32x4.relaxed_madd(v128.load32_splat(p + scoreBytes + j), v0, b);
+      e = f32x4.relaxed_madd(v128.load32_splat(p + 2 * scoreBytes + j), v0, e);
+      f = f32x4.relaxed_madd(v128.load32_splat(p + 3 * scoreBytes + j), v0, f);
+    }
+    v128.store(o0 + d, f32x4.mul(a, f32x4.splat(c0)));
+    if (stored > 1) v128.store(o1 + d, f32x4.mul(b, f32x4.splat(c1)));
+    if (stored > 2) v128.store(o2 + d, f32x4.mul(e, f32x4.splat(c2)));
+    if (stored > 3) v128.store(o3 + d, f32x4.mul(f, f32x4.splat(c3)));
+  }
 }
 
 @inline function storeScaled(to: usize, x0: v128, x1: v128, c: f32): void {
@@ -286,22 +300,35 @@ function tileOutputs(values: usize, p: usize, scoreBytes: usize, cols: i32, D: i
 
 /**
  * The gradient of attention for a training step: given dO, the gradient of the output (laid out
- * as out), the gradients dq (as q) and dk, dv (as k and v; overwritten, not added to). Each
- * token's softmax weights P are recomputed from q and k (passes 1 and 2 above), as
- * FlashAttention's backward pass does, rather than kept from the forward pass. For each token,
- * query head i and visible column j, with p_j its weight:
+ * as out), the gradients dq (as q) and dk, dv (as k and v, exactly S columns; overwritten, not
+ * added to). Each query row's softmax weights P are recomputed from q and k, as
+ * FlashAttention's backward pass does, rather than kept from the forward pass. For each query
+ * row i and visible column j, with p_j its weight:
  *
  *   dP_j = dO_i . v_j      dS_j = p_j (dP_j - sum_j' p_j' dP_j')
  *   dq_i = sum_j dS_j k_j  dk_j += dS_j q_i   dv_j += p_j dO_i
  *
- * weights is scratch of [G + 1, S] per thread: the G heads' weights, then one row of dS.
- * Columns that the mask hides (padding, the causal future) have p_j = 0 and get nothing.
+ * Per sequence and KV head, the head's keys and values are transposed once into scratch (kT,
+ * vT [D, S8] as transposeKeys lays them out), then its T G query rows are taken 4 at a time in
+ * promptAttention's register tiles:
+ *   1. P: the 4 rows' scores against kT (tileScores), each row's softmax weights normalised;
+ *   2. dP: the 4 rows of dO against vT, the same tile;
+ *   3. dS from P and dP, row by row (softmaxGradient);
+ *   4. dq for the 4 rows: dS against k's rows (tileOutputs);
+ *   5. dk and dv: every visible key's row gets the 4 rows' dS q and P dO (tileKeyGradients),
+ *      the 4 query rows in order.
+ * Multiply-adds are fused, as in the forward tiles. Columns that the mask hides (padding, the
+ * causal future) have p_j = 0 and add nothing; rows past the last repeat it, weigh 0 in 5 and
+ * are not stored. The products are the forward tiles' five times over: at 64-dimension heads
+ * about 3.5 times as fast as one dot product per query row and key with dk and dv updated
+ * through memory key by key (docs/benchmarks.md, "Attention kernel").
  *
- * A call computes the KV heads [headFrom, headTo) of the B KV heads, numbered sequence by
- * sequence: each head's dk and dv are summed over its tokens in order, and nothing else writes
- * them, so threads can each take a range (src/kernels/matmul-threads.ts) and the result is the
- * same bits however the heads are divided. Thread `thread` uses the thread-th block of scratch;
- * on one thread, thread 0 and every head.
+ * scratch is attentionBackwardScratch(S, D) floats per thread. A call computes the KV heads
+ * [headFrom, headTo) of the B KV heads, numbered sequence by sequence: each head's dk and dv
+ * are summed over its query rows in order, and nothing else writes them, so threads can each
+ * take a range (src/kernels/matmul-threads.ts) and the result is the same bits however the
+ * heads are divided. Thread `thread` uses the thread-th block of scratch; on one thread,
+ * thread 0 and every head.
  */
 export function attentionBackward(
   q: usize,
@@ -312,7 +339,7 @@ export function attentionBackward(
   dq: usize,
   dk: usize,
   dv: usize,
-  weights: usize,
+  scratch: usize,
   B: i32,
   KV: i32,
   G: i32,
@@ -326,49 +353,112 @@ export function attentionBackward(
 ): void {
   const rowBytes = (<usize>D) << 2;
   const columnsBytes = (<usize>S) << 2;
-  const own = weights + <usize>thread * <usize>(G + 1) * columnsBytes;
-  const dS = own + <usize>G * columnsBytes;
+  const scoreBytes = (<usize>((S + 7) & ~7)) << 2;
+  const kT = scratch + <usize>thread * ((<usize>attentionBackwardScratch(S, D)) << 2);
+  const vT = kT + <usize>D * scoreBytes;
+  const P = vT + <usize>D * scoreBytes;
+  const dS = P + 4 * scoreBytes;
   const headBytes = <usize>S * rowBytes;
-  fill(dk + <usize>headFrom * headBytes, <usize>(headTo - headFrom) * headBytes, 0);
-  fill(dv + <usize>headFrom * headBytes, <usize>(headTo - headFrom) * headBytes, 0);
+  const rows = T * G;
   for (let g = headFrom; g < headTo; g++) {
     const b = g / KV, h = g % KV;
-    const maskRows0 = mask + <usize>(maskRows == 1 ? 0 : b) * <usize>T * columnsBytes;
     const block = <usize>g * headBytes;
-    for (let t = 0; t < T; t++) {
-      const maskRow = maskRows0 + <usize>t * columnsBytes;
-      const columns = visibleColumns(maskRow, S);
-      const head = <usize>(((b * T + t) * KV + h) * G) * rowBytes;
-      scores(q + head, k + block, maskRow, own, G, columns, S, rowBytes);
-      for (let i = 0; i < G; i++) {
-        const row = own + <usize>i * columnsBytes;
-        const at = head + <usize>i * rowBytes;
-        const m = columns == 0 ? <f32>-Infinity : maxOf(row, columns);
-        if (m == -Infinity) {
-          fill(dq + at, rowBytes, 0);
-          continue;
+    transposeKeys(k + block, kT, 1, S, S, D);
+    transposeKeys(v + block, vT, 1, S, S, D);
+    fill(dk + block, headBytes, 0);
+    fill(dv + block, headBytes, 0);
+    const maskRows0 = mask + <usize>(maskRows == 1 ? 0 : b) * <usize>T * columnsBytes;
+    const first = <usize>((b * T * KV + h) * G) * rowBytes;
+    for (let r0 = 0; r0 < rows; r0 += 4) {
+      const r1 = min(r0 + 1, rows - 1), r2 = min(r0 + 2, rows - 1), r3 = min(r0 + 3, rows - 1);
+      const at0 = queryRow(first, r0, G, KV, rowBytes), at1 = queryRow(first, r1, G, KV, rowBytes);
+      const at2 = queryRow(first, r2, G, KV, rowBytes), at3 = queryRow(first, r3, G, KV, rowBytes);
+      const m0 = maskRows0 + <usize>(r0 / G) * columnsBytes, m1 = maskRows0 + <usize>(r1 / G) * columnsBytes;
+      const m2 = maskRows0 + <usize>(r2 / G) * columnsBytes, m3 = maskRows0 + <usize>(r3 / G) * columnsBytes;
+      const n0 = visibleColumns(m0, S), n1 = visibleColumns(m1, S), n2 = visibleColumns(m2, S), n3 = visibleColumns(m3, S);
+      const cols = max(max(n0, n1), max(n2, n3));
+      const cols8 = (cols + 7) & ~7;
+      const stored = min(rows - r0, 4);
+      tileScores(q + at0, q + at1, q + at2, q + at3, kT, P, scoreBytes, cols8, D);
+      scale(P, cols8, maskedSoftmax(P, m0, n0, cols8));
+      scale(P + scoreBytes, cols8, maskedSoftmax(P + scoreBytes, m1, n1, cols8));
+      scale(P + 2 * scoreBytes, cols8, maskedSoftmax(P + 2 * scoreBytes, m2, n2, cols8));
+      scale(P + 3 * scoreBytes, cols8, maskedSoftmax(P + 3 * scoreBytes, m3, n3, cols8));
+      tileScores(dO + at0, dO + at1, dO + at2, dO + at3, vT, dS, scoreBytes, cols8, D);
+      for (let i = 0; i < 4; i++) {
+        const at = <usize>i * scoreBytes;
+        if (i < stored) softmaxGradient(P + at, dS + at, cols8);
+        else {
+          fill(P + at, scoreBytes, 0);
+          fill(dS + at, scoreBytes, 0);
         }
-        scale(row, columns, 1 / softmaxWeights(row, columns, m));
-        let weighted: f32 = 0;
-        for (let j = 0; j < columns; j++) {
-          const p = load<f32>(row + ((<usize>j) << 2));
-          const dP: f32 = p == 0 ? 0 : dot(dO + at, v + block + <usize>j * rowBytes, rowBytes);
-          store<f32>(dS + ((<usize>j) << 2), dP);
-          weighted += p * dP;
-        }
-        for (let j = 0; j < columns; j++) {
-          const p = load<f32>(row + ((<usize>j) << 2));
-          if (p == 0) {
-            store<f32>(dS + ((<usize>j) << 2), 0);
-            continue;
-          }
-          const ds = p * (load<f32>(dS + ((<usize>j) << 2)) - weighted);
-          store<f32>(dS + ((<usize>j) << 2), ds);
-          addScaled(dk + block + <usize>j * rowBytes, q + at, ds, rowBytes);
-          addScaled(dv + block + <usize>j * rowBytes, dO + at, p, rowBytes);
-        }
-        weightedSum(dq + at, k + block, dS, columns, rowBytes, 1);
       }
+      tileOutputs(k + block, dS, scoreBytes, cols, D, dq + at0, dq + at1, dq + at2, dq + at3, 1, 1, 1, 1, stored);
+      tileKeyGradients(dS, scoreBytes, q + at0, q + at1, q + at2, q + at3, dk + block, cols, D);
+      tileKeyGradients(P, scoreBytes, dO + at0, dO + at1, dO + at2, dO + at3, dv + block, cols, D);
+    }
+  }
+}
+
+/** Floats of scratch attentionBackward needs per thread: kT and vT [D, S8], then P and dS for a tile [4, S8] each. */
+export function attentionBackwardScratch(S: i32, D: i32): i32 {
+  return (2 * D + 8) * ((S + 7) & ~7);
+}
+
+/** Byte offset of query row r of a KV head (token r / G, head r % G) whose first row is at `first`. */
+@inline function queryRow(first: usize, r: i32, G: i32, KV: i32, rowBytes: usize): usize {
+  const t = r / G;
+  return first + <usize>(t * KV * G + r - t * G) * rowBytes;
+}
+
+/** ds_j = p_j (dP_j - sum_j' p_j' dP_j') in place of dP over cols8 columns (a multiple of 8). */
+function softmaxGradient(p: usize, ds: usize, cols8: i32): void {
+  const bytes = (<usize>cols8) << 2;
+  let a = f32x4.splat(0), b = a;
+  for (let j: usize = 0; j < bytes; j += 32) {
+    a = f32x4.relaxed_madd(v128.load(p + j), v128.load(ds + j), a);
+    b = f32x4.relaxed_madd(v128.load(p + j, 16), v128.load(ds + j, 16), b);
+  }
+  const weighted = f32x4.splat(horizontalSum(f32x4.add(a, b)));
+  for (let j: usize = 0; j < bytes; j += 16) v128.store(ds + j, f32x4.mul(v128.load(p + j), f32x4.sub(v128.load(ds + j), weighted)));
+}
+
+/**
+ * out_j += sum_i w[i][j] x_i for every key j < cols, over the 4 rows x0..x3 (D floats each) with
+ * weights w in rows scoreBytes apart: out_j is the j-th row of D floats. Each output is one chain
+ * of multiply-adds, rows 0 to 3 in order; x's 8 dimensions in registers, the keys' rows streamed.
+ */
+function tileKeyGradients(w: usize, scoreBytes: usize, x0: usize, x1: usize, x2: usize, x3: usize, out: usize, cols: i32, D: i32): void {
+  const rowBytes = (<usize>D) << 2;
+  const end = (<usize>cols) << 2;
+  let d: usize = 0;
+  for (; d + 32 <= rowBytes; d += 32) {
+    const a0 = v128.load(x0 + d), a1 = v128.load(x0 + d, 16), b0 = v128.load(x1 + d), b1 = v128.load(x1 + d, 16);
+    const c0 = v128.load(x2 + d), c1 = v128.load(x2 + d, 16), e0 = v128.load(x3 + d), e1 = v128.load(x3 + d, 16);
+    let o = out + d;
+    for (let j: usize = 0; j < end; j += 4, o += rowBytes) {
+      let s = v128.load32_splat(w + j);
+      let y0 = f32x4.relaxed_madd(s, a0, v128.load(o));
+      let y1 = f32x4.relaxed_madd(s, a1, v128.load(o, 16));
+      s = v128.load32_splat(w + scoreBytes + j);
+      y0 = f32x4.relaxed_madd(s, b0, y0);
+      y1 = f32x4.relaxed_madd(s, b1, y1);
+      s = v128.load32_splat(w + 2 * scoreBytes + j);
+      y0 = f32x4.relaxed_madd(s, c0, y0);
+      y1 = f32x4.relaxed_madd(s, c1, y1);
+      s = v128.load32_splat(w + 3 * scoreBytes + j);
+      v128.store(o, f32x4.relaxed_madd(s, e0, y0));
+      v128.store(o, f32x4.relaxed_madd(s, e1, y1), 16);
+    }
+  }
+  for (; d < rowBytes; d += 16) {
+    const a = v128.load(x0 + d), b = v128.load(x1 + d), c = v128.load(x2 + d), e = v128.load(x3 + d);
+    let o = out + d;
+    for (let j: usize = 0; j < end; j += 4, o += rowBytes) {
+      let y = f32x4.relaxed_madd(v128.load32_splat(w + j), a, v128.load(o));
+      y = f32x4.relaxed_madd(v128.load32_splat(w + scoreBytes + j), b, y);
+      y = f32x4.relaxed_madd(v128.load32_splat(w + 2 * scoreBytes + j), c, y);
+      v128.store(o, f32x4.relaxed_madd(v128.load32_splat(w + 3 * scoreBytes + j), e, y));
     }
   }
 }
@@ -482,10 +572,4 @@ function scale(x: usize, n: i32, c: f32): void {
   let at: usize = 0;
   for (; at + 16 <= bytes; at += 16) v128.store(x + at, f32x4.mul(v128.load(x + at), cc));
   for (; at < bytes; at += 4) store<f32>(x + at, load<f32>(x + at) * c);
-}
-
-/** y += c x over `bytes` bytes of float32 (a multiple of 16). */
-function addScaled(y: usize, x: usize, c: f32, bytes: usize): void {
-  const cc = f32x4.splat(c);
-  for (let d: usize = 0; d < bytes; d += 16) v128.store(y + d, f32x4.add(v128.load(y + d), f32x4.mul(cc, v128.load(x + d))));
 }

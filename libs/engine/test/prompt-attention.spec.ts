@@ -53,6 +53,12 @@ function kernel(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4
   return out;
 }
 
+function kernelWithGradient(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, T: number): tf.Tensor2D {
+  const out = promptAttentionWithGradient(q, k, v, mask, T);
+  if (!out) throw new Error('the kernel declined shapes it should cover');
+  return out;
+}
+
 describe('prompt attention kernel (wasm)', () => {
   beforeAll(() => useBackend('wasm'));
 
@@ -95,9 +101,11 @@ describe('prompt attention kernel (wasm)', () => {
   it.each([
     // B, KV, G, T, S, D, mask rows: a training step's shapes (no cache, causal), two rows,
     [2, 3, 3, 12, 12, 64, 1],
-    // and cached columns with left padding per row, D 72, one KV head.
+    // and cached columns with left padding per row, D 72, one KV head;
     [3, 2, 2, 5, 12, 8, 3],
     [2, 1, 4, 7, 9, 72, 2],
+    // D 12 (the tiles' last 4 dimensions alone) and 15 query rows per head (the last tile's 4th row repeats the 3rd).
+    [2, 1, 3, 5, 8, 12, 2],
   ])('gives the gradients of the tfjs ops for B %i, KV %i, G %i, T %i, S %i, D %i, %i mask rows', (B, KV, G, T, S, D, rows) => {
     ensureTrainingGradients();
     tf.tidy(() => {
@@ -106,16 +114,29 @@ describe('prompt attention kernel (wasm)', () => {
       const dy = tf.randomNormal([B * T, KV * G * D], 0, 1, 'float32', 12) as tf.Tensor2D;
       const gradientsOf = (f: (q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D) => tf.Tensor2D) =>
         tf.grads((a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) => f(a as tf.Tensor2D, b as tf.Tensor4D, c as tf.Tensor4D))([q, k, v], dy);
-      const fused = gradientsOf((a, b, c) => {
-        const out = promptAttentionWithGradient(a, b, c, mask, T);
-        if (!out) throw new Error('the kernel declined shapes it should cover');
-        return out;
-      });
+      const fused = gradientsOf((a, b, c) => kernelWithGradient(a, b, c, mask, T));
       const expected = gradientsOf((a, b, c) => reference(a, b, c, mask, T));
       for (let i = 0; i < 3; i++) {
         expect(fused[i].shape).toEqual(expected[i].shape);
         expect(maxAbsDiff(fused[i].dataSync(), expected[i].dataSync())).toBeLessThan(1e-4);
       }
+    });
+  });
+
+  it('gives no gradient through a token that sees no column', () => {
+    ensureTrainingGradients();
+    tf.tidy(() => {
+      const [B, KV, G, T, S, D] = [2, 1, 2, 3, 5, 8];
+      const { q, k, v } = randomInputs([B, KV, G, T, S, D], 14);
+      const data = stepMask(B, T, S).dataSync() as Float32Array;
+      data.fill(MASKED, 0, S); // row 0's first token sees nothing: its output is 0 whatever q, k and v hold
+      const mask = tf.tensor4d(data, [B, 1, T, S]);
+      const dy = tf.randomNormal([B * T, KV * G * D], 0, 1, 'float32', 15) as tf.Tensor2D;
+      const silenced = tf.concat([tf.zeros([1, KV * G * D]), tf.slice(dy, [1, 0], [-1, -1])]) as tf.Tensor2D;
+      const gradients = (d: tf.Tensor2D) => tf.grads((a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) => kernelWithGradient(a as tf.Tensor2D, b as tf.Tensor4D, c as tf.Tensor4D, mask, T))([q, k, v], d);
+      const [withDy, withSilenced] = [gradients(dy), gradients(silenced)];
+      expect(Array.from(withDy[0].dataSync().slice(0, KV * G * D))).toEqual(new Array(KV * G * D).fill(0));
+      for (let i = 0; i < 3; i++) expect(maxAbsDiff(withDy[i].dataSync(), withSilenced[i].dataSync())).toBe(0);
     });
   });
 

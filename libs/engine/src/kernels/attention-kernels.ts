@@ -31,7 +31,7 @@ export interface AttentionKernels {
     tileTo: number,
     thread: number,
   ): void;
-  /** promptAttention's gradient for KV heads [headFrom, headTo), with thread's block of scratch ([G + 1, S] floats each). */
+  /** promptAttention's gradient for KV heads [headFrom, headTo), with thread's block of scratch (attentionBackwardScratch floats each). */
   attentionBackward(
     q: number,
     k: number,
@@ -41,7 +41,7 @@ export interface AttentionKernels {
     dq: number,
     dk: number,
     dv: number,
-    weights: number,
+    scratch: number,
     B: number,
     KV: number,
     G: number,
@@ -53,4 +53,6 @@ export interface AttentionKernels {
     headTo: number,
     thread: number,
   ): void;
+  /** Floats of scratch attentionBackward takes per thread for S columns and D dimensions. */
+  attentionBackwardScratch(S: number, D: number): number;
 }

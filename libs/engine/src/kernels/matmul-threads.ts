@@ -620,14 +620,14 @@ export class MatMulThreads {
     const { B, KV, G, T, S, D, maskRows } = p;
     const heads = B * KV;
     const [qFloats, kvFloats, maskFloats] = [B * T * KV * G * D, heads * S * D, maskRows * T * S];
-    // q, k, v, mask, dO in; dq, dk, dv out; then each thread's scratch ([G + 1, S]).
-    const sizes = [qFloats, kvFloats, kvFloats, maskFloats, qFloats, qFloats, kvFloats, kvFloats, (G + 1) * S * this.threads];
+    // q, k, v, mask, dO in; dq, dk, dv out; then each thread's scratch.
+    const sizes = [qFloats, kvFloats, kvFloats, maskFloats, qFloats, qFloats, kvFloats, kvFloats, this.attention.attentionBackwardScratch(S, D) * this.threads];
     const at = this.blocks(sizes);
     const heap = this.memory.buffer;
     [p.q, p.k, p.v, p.mask, p.dO].forEach((input, i) => new Float32Array(heap, at[i], sizes[i]).set(input.subarray(0, sizes[i])));
-    const [q, k, v, mask, dO, dq, dk, dv, weights] = at;
-    const args = [q, k, v, mask, dO, dq, dk, dv, weights, B, KV, G, T, S, D, maskRows] as const;
-    // Each head's tokens against the keys up to their own, three products of D per pair (scores, dP, and dq with dk and dv).
+    const [q, k, v, mask, dO, dq, dk, dv, scratch] = at;
+    const args = [q, k, v, mask, dO, dq, dk, dv, scratch, B, KV, G, T, S, D, maskRows] as const;
+    // Each head's tokens against the keys up to their own: five products of D per pair (scores, dP, dq, dk, dv) over half the pairs.
     const macs = 3 * B * KV * G * T * S * D;
     this.divide(productIndex('attentionBackward'), args, heads, 1, macs, (from, to) => this.attention.attentionBackward(...args, from, to, 0));
     [p.dq, p.dk, p.dv].forEach((output, i) => output.set(new Float32Array(heap, at[5 + i], sizes[5 + i])));

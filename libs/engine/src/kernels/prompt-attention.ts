@@ -48,13 +48,13 @@ tf.registerKernel({
       return [dq, dk, dv];
     }
     const kernels = attentionKernelFor(backend) as AttentionKernels;
-    // The kernel's scratch: one token's softmax weights for its G heads, and one row of dS.
-    const weights = wasm.makeOutput([groupSize + 1, S], 'float32');
+    // The kernel's scratch: a head's keys and values transposed, and a tile's P and dS.
+    const scratch = wasm.makeOutput([kernels.attentionBackwardScratch(S, D)], 'float32');
     const at = (t: tf.TensorInfo) => heapOffset(wasm, t);
     try {
-      kernels.attentionBackward(at(q), at(k), at(v), at(mask), at(dO), at(dq), at(dk), at(dv), at(weights), B, kvHeads, groupSize, T, S, D, mask.shape[0], 0, B * kvHeads, 0);
+      kernels.attentionBackward(at(q), at(k), at(v), at(mask), at(dO), at(dq), at(dk), at(dv), at(scratch), B, kvHeads, groupSize, T, S, D, mask.shape[0], 0, B * kvHeads, 0);
     } finally {
-      wasm.disposeData(weights.dataId);
+      wasm.disposeData(scratch.dataId);
     }
     return [dq, dk, dv];
   },
@@ -107,6 +107,20 @@ export function promptAttentionWithGradient(q: tf.Tensor2D, k: tf.Tensor4D, v: t
     [q, k, v],
     [q, k, v, mask],
     (qi, ki, vi) => (kept ? tf.clone(kept) : (tf.engine().runKernel(KERNEL_NAME, { q: qi, k: ki, v: vi, mask }, attrs) as tf.Tensor2D)),
-    (dO, [qs, ks, vs, m]) => tf.engine().runKernel(BACKWARD_KERNEL, { q: qs, k: ks, v: vs, mask: m, dO }, attrs) as tf.Tensor[],
+    (dO, [qs, ks, vs, m]) => backward(qs as tf.Tensor2D, ks as tf.Tensor4D, vs as tf.Tensor4D, m as tf.Tensor4D, dO as tf.Tensor2D, attrs),
   );
+}
+
+/**
+ * The gradient kernel alone: [dq, dk, dv] of promptAttention's output for its gradient dO
+ * (laid out as q), or null where the kernels do not apply. What promptAttentionWithGradient's
+ * backward pass runs; the bench times it by itself.
+ */
+export function promptAttentionGradient(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dO: tf.Tensor2D, T: number): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] | null {
+  const attrs = attrsFor(q, k, v, mask, T);
+  return attrs && backward(q, k, v, mask, dO, attrs);
+}
+
+function backward(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dO: tf.Tensor2D, attrs: Attrs): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] {
+  return tf.engine().runKernel(BACKWARD_KERNEL, { q, k, v, mask, dO }, attrs) as unknown as [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D];
 }
