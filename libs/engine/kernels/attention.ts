@@ -319,9 +319,9 @@ function tileOutputs(values: usize, p: usize, scoreBytes: usize, cols: i32, D: i
  *      the 4 query rows in order.
  * Multiply-adds are fused, as in the forward tiles. Columns that the mask hides (padding, the
  * causal future) have p_j = 0 and add nothing; rows past the last repeat it, weigh 0 in 5 and
- * are not stored. The products are the forward tiles' five times over: at 64-dimension heads
- * about 3.5 times as fast as one dot product per query row and key with dk and dv updated
- * through memory key by key (docs/benchmarks.md, "Attention kernel").
+ * are not stored. At 64-dimension heads this runs 2.2-2.6 times as fast as one dot product
+ * per query row and key with dk and dv updated through memory key by key (docs/benchmarks.md,
+ * "Attention kernel").
  *
  * scratch is attentionBackwardScratch(S, D) floats per thread. A call computes the KV heads
  * [headFrom, headTo) of the B KV heads, numbered sequence by sequence: each head's dk and dv
