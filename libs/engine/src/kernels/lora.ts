@@ -149,6 +149,11 @@ export function addLoraDeltasInPlace(wasm: WasmBackendInternals, x: tf.TensorInf
   );
 }
 
+/** Each part's gradient outputs in order, daT [K, r] then dbT [r, width]. */
+function factorGradientOutputs(wasm: WasmBackendInternals, parts: KernelPart[], K: number): tf.TensorInfo[] {
+  return parts.flatMap((p) => [wasm.makeOutput([K, p.r], 'float32'), wasm.makeOutput([p.r, p.width], 'float32')]);
+}
+
 tf.registerKernel({
   kernelName: BACKWARD,
   backendName: 'wasm',
@@ -161,7 +166,7 @@ tf.registerKernel({
     // The adapters' share of dx, summed from zero (the kernel adds each part's into it).
     const dxOut = wasm.makeOutput([M, K], 'float32');
     heapView(wasm, dxOut).fill(0);
-    const grads = parts.flatMap((p) => [wasm.makeOutput([K, p.r], 'float32'), wasm.makeOutput([p.r, p.width], 'float32')]);
+    const grads = factorGradientOutputs(wasm, parts, K);
     const r = Math.max(...parts.map((p) => p.r));
     const [h, dh, a] = [wasm.makeOutput([M, r], 'float32'), wasm.makeOutput([M, r], 'float32'), wasm.makeOutput([r, K], 'float32')];
     try {
@@ -263,7 +268,7 @@ tf.registerKernel({
     const N = packed.outFeatures;
     const parts = partInputs(inputs, attrs as Attrs, wasm);
     const dx = wasm.makeOutput([M, K], 'float32');
-    const grads = parts.flatMap((p) => [wasm.makeOutput([K, p.r], 'float32'), wasm.makeOutput([p.r, p.width], 'float32')]);
+    const grads = factorGradientOutputs(wasm, parts, K);
     threaded.threads.runLoraInputGradient({
       dy: heapView(wasm, dy),
       x: heapView(wasm, x),

@@ -627,7 +627,7 @@ export class MatMulThreads {
     [p.q, p.k, p.v, p.mask, p.dO].forEach((input, i) => new Float32Array(heap, at[i], sizes[i]).set(input.subarray(0, sizes[i])));
     const [q, k, v, mask, dO, dq, dk, dv, scratch] = at;
     const args = [q, k, v, mask, dO, dq, dk, dv, scratch, B, KV, G, T, S, D, maskRows] as const;
-    // Each head's tokens against the keys up to their own: five products of D per pair (scores, dP, dq, dk, dv) over half the pairs.
+    // Each head's tokens against the keys up to their own: five products of D (scores, dP, dq, dk, dv) over the causal half of the pairs, about 3 B KV G T S D.
     const macs = 3 * B * KV * G * T * S * D;
     this.divide(productIndex('attentionBackward'), args, heads, 1, macs, (from, to) => this.attention.attentionBackward(...args, from, to, 0));
     [p.dq, p.dk, p.dv].forEach((output, i) => output.set(new Float32Array(heap, at[5 + i], sizes[5 + i])));
