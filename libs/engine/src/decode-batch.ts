@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { WebGpuDecodeStep } from './kernels/decode-step.webgpu';
 import { DrawnToken, drawOnDevice, RowDraw } from './kernels/sample';
 import { KVCache } from './model/kv-cache';
 import type { LlamaModel } from './model/llama';
@@ -28,6 +29,8 @@ export class DecodeBatch<Id = string> {
   private members: Id[] = [];
   /** Per member, the tokens of its prompt that were reused instead of prefilled. */
   private readonly reused = new Map<Id, number>();
+  /** The whole step encoded at once on webgpu; undefined until the first step asks, null where it does not apply. */
+  private gpuStep: WebGpuDecodeStep | null | undefined = undefined;
 
   constructor(readonly model: LlamaModel) {
     this.cache = model.newCache();
@@ -89,10 +92,16 @@ export class DecodeBatch<Id = string> {
   async step(next: ReadonlyMap<Id, number>): Promise<Map<Id, Float32Array>> {
     if (this.members.length === 0) return new Map();
     this.requireForEvery('step()', 'a token', next);
-    const logits = this.forwardOne(next);
-    const values = (await logits.data()) as Float32Array;
-    logits.dispose();
-    const V = logits.shape[1];
+    const V = this.model.config.vocabSize;
+    const gpu = this.encodedStep();
+    let values: Float32Array;
+    if (gpu) {
+      values = await gpu.logits(this.cache, this.members.map((id) => next.get(id) as number));
+    } else {
+      const logits = this.forwardOne(next);
+      values = (await logits.data()) as Float32Array;
+      logits.dispose();
+    }
     return new Map(this.members.map((id, row) => [id, values.slice(row * V, (row + 1) * V)]));
   }
 
@@ -106,9 +115,14 @@ export class DecodeBatch<Id = string> {
     if (this.members.length === 0) return new Map();
     this.requireForEvery('stepDrawn()', 'a token', next);
     this.requireForEvery('stepDrawn()', 'a draw', draws);
+    const rows = this.members.map((id) => draws.get(id) as RowDraw);
+    const gpu = this.encodedStep();
+    if (gpu) {
+      const drawn = await gpu.stepDrawn(this.cache, this.members.map((id) => next.get(id) as number), rows);
+      return new Map(this.members.map((id, row) => [id, drawn[row]]));
+    }
     const logits = this.forwardOne(next);
     try {
-      const rows = this.members.map((id) => draws.get(id) as RowDraw);
       const drawn = (await drawOnDevice(logits, rows)) ?? drawOnHost((await logits.data()) as Float32Array, rows);
       return new Map(this.members.map((id, row) => [id, drawn[row]]));
     } finally {
@@ -119,6 +133,12 @@ export class DecodeBatch<Id = string> {
   private requireForEvery(method: string, what: string, given: ReadonlyMap<Id, unknown>): void {
     const missing = this.members.filter((id) => !given.has(id));
     if (missing.length > 0) throw new Error(`${method} needs ${what} for every member; missing ${missing.map(String).join(', ')}`);
+  }
+
+  /** The webgpu step encoded at once (WebGpuDecodeStep) when it applies now, else null: the step goes through the model's forward pass. */
+  private encodedStep(): WebGpuDecodeStep | null {
+    if (this.gpuStep === undefined) this.gpuStep = WebGpuDecodeStep.for(this.model);
+    return this.gpuStep?.applies() ? this.gpuStep : null;
   }
 
   /** One forward step of every member, each fed its `next` token: the logits [members, vocab] after it. */
@@ -142,6 +162,8 @@ export class DecodeBatch<Id = string> {
   }
 
   dispose(): void {
+    this.gpuStep?.dispose();
+    this.gpuStep = undefined;
     this.cache.dispose();
     this.members = [];
     this.reused.clear();

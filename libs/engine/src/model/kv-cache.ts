@@ -76,21 +76,23 @@ export class KVCache {
    * additive attention mask [rows, 1, T, width + T] (own columns, then causal over the new ones).
    */
   beginStep(T: number): { positions: number[][]; mask: tf.Tensor4D } {
-    const B = this.rows;
+    const positions = this.positions.map((p) => Array.from({ length: T }, (_, t) => p + t));
+    return { positions, mask: tf.tensor4d(this.stepMask(T), [this.rows, 1, T, this.columns + T]) };
+  }
+
+  /** The values of beginStep(T)'s mask, [rows, T, width + T]. */
+  stepMask(T = 1): Float32Array {
     const W = this.columns;
     const total = W + T;
-    const mask = new Float32Array(B * T * total).fill(MASKED);
-    const positions: number[][] = [];
-    for (let b = 0; b < B; b++) {
-      const rowValid = this.valid[b];
+    const mask = new Float32Array(this.rows * T * total).fill(MASKED);
+    this.valid.forEach((rowValid, b) => {
       for (let t = 0; t < T; t++) {
         const base = (b * T + t) * total;
         for (let c = 0; c < W; c++) if (rowValid[c]) mask[base + c] = 0;
         for (let u = 0; u <= t; u++) mask[base + W + u] = 0;
       }
-      positions.push(Array.from({ length: T }, (_, t) => this.positions[b] + t));
-    }
-    return { positions, mask: tf.tensor4d(mask, [B, 1, T, total]) };
+    });
+    return mask;
   }
 
   /**
@@ -134,6 +136,31 @@ export class KVCache {
     const v = this.values[layer];
     if (!this.inPlace || !k || !v || this.columns + T > k.shape[2]) return null;
     return { k, v, column: this.columns };
+  }
+
+  /**
+   * Where a step of T tokens writes every layer's new keys and values in place, on any backend:
+   * appendTarget's, after giving each layer without room (or holding a tensor that may be shared)
+   * a copy with SPARE_COLUMNS spare columns. Null while nothing is cached. The caller writes the
+   * columns of every row and then calls endStep(T).
+   */
+  reserve(T: number): { k: tf.Tensor4D; v: tf.Tensor4D; column: number }[] | null {
+    const targets: { k: tf.Tensor4D; v: tf.Tensor4D; column: number }[] = [];
+    for (let layer = 0; layer < this.numLayers; layer++) {
+      const k = this.keys[layer];
+      const v = this.values[layer];
+      if (!k || !v) return null;
+      if (this.columns + T > k.shape[2]) {
+        const grow = (old: tf.Tensor4D) =>
+          tf.tidy(() => {
+            const [rows, heads, , d] = old.shape;
+            return tf.concat([ownColumns(old, this.columns), tf.zeros([rows, heads, T + SPARE_COLUMNS, d])], 2) as tf.Tensor4D;
+          });
+        this.replace(layer, grow(k), grow(v));
+      }
+      targets.push({ k: this.keys[layer] as tf.Tensor4D, v: this.values[layer] as tf.Tensor4D, column: this.columns });
+    }
+    return targets;
   }
 
   /** Commits a step begun with beginStep(T), after every layer has appended. */

@@ -253,13 +253,18 @@ export class LlamaModel {
 
   /** Rows of the embedding table, copied in JS: no gather kernel (and no gather gradient). */
   embed(ids: number[]): tf.Tensor2D {
+    return tf.tensor2d(this.embeddingRows(ids), [ids.length, this.config.hiddenSize]);
+  }
+
+  /** The embedding table's rows for `ids`, [ids, hidden] row-major. */
+  embeddingRows(ids: readonly number[]): Float32Array {
     const C = this.config.hiddenSize;
     const out = new Float32Array(ids.length * C);
     ids.forEach((id, i) => {
       if (!(id >= 0 && id < this.config.vocabSize)) throw new Error(`token id ${id} out of range [0, ${this.config.vocabSize})`);
       out.set(this.embedding.subarray(id * C, (id + 1) * C), i * C);
     });
-    return tf.tensor2d(out, [ids.length, C]);
+    return out;
   }
 
   newCache(): KVCache {

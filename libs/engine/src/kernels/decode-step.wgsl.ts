@@ -1,0 +1,380 @@
+/**
+ * The WGSL programs of a decoding step on webgpu (decode-step.webgpu.ts encodes them): a
+ * linear layer with RMSNorm folded into its input and the bias, SwiGLU or residual sum folded
+ * into its output; RoPE with the KV cache's new column written in place; attention over the
+ * cache; and the next token drawn from the logits. Each is one dispatch. Every program reads
+ * its sizes from uniforms, so one compiled pipeline serves every batch size and cache width.
+ */
+
+/** Threads of a workgroup in every program here. */
+export const WORKGROUP = 64;
+
+/** Columns of the input a linear workgroup stages in workgroup memory at a time. */
+const TILE_K = 32;
+
+/** Largest head dimension attention keeps in registers (MAX_HEAD_DIM / WORKGROUP per thread). */
+export const MAX_HEAD_DIM = 256;
+
+/** What a linear program folds into its input and output. */
+export interface LinearVariant {
+  /** Rows of the output one workgroup computes: a power of two, at most WORKGROUP. */
+  rows: number;
+  /** RMSNorm of each input row first (x / rms(x) * gamma). */
+  norm: boolean;
+  /** A bias added to the product (for SwiGLU, the gate's and the up's). */
+  bias: boolean;
+  /** The output is silu(gate) * up, gate and up the two halves of the weight's columns. */
+  swiglu: boolean;
+  /** The output is residual + the product (the residual stream's sum). */
+  residual: boolean;
+}
+
+/** The bindings of a linear program, in order: only those its variant uses are declared. */
+export function linearBindings(v: Omit<LinearVariant, 'rows'>): ('uniform' | 'read' | 'write')[] {
+  return ['uniform', 'read', 'read', 'write', ...(v.norm ? ['read' as const] : []), ...(v.bias ? ['read' as const] : []), ...(v.residual ? ['read' as const] : [])];
+}
+
+/**
+ * y = epilogue(prologue(x) W) for x [rows, K] and W [K, ldw] (a row-major [in, out] weight,
+ * read as vec4 columns). One workgroup computes `rows` rows by 64 vec4 columns (256 outputs);
+ * each thread keeps its column's `rows` vec4 sums in registers while the workgroup steps
+ * through K in tiles of the input rows staged in workgroup memory. Weight reads are
+ * coalesced: the 64 threads of a workgroup read 1 KB of one weight row at a time. Dims:
+ * rows (of the input), k, n4 (output vec4 columns; for SwiGLU, of each half), ldw4 (weight row
+ * stride in vec4), eps (RMSNorm's epsilon).
+ */
+export function linearShader(v: LinearVariant): string {
+  const R = v.rows;
+  const lanes = WORKGROUP / R;
+  let binding = 4;
+  const decl = (name: string, type: string) => `@group(0) @binding(${binding++}) var<storage, read> ${name} : array<${type}>;`;
+  return `
+struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, eps : f32 }
+@group(0) @binding(0) var<uniform> dims : Dims;
+@group(0) @binding(1) var<storage, read> x : array<f32>;
+@group(0) @binding(2) var<storage, read> w : array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> y : array<vec4<f32>>;
+${v.norm ? decl('gamma', 'f32') : ''}
+${v.bias ? decl('bias', 'vec4<f32>') : ''}
+${v.residual ? decl('residual', 'vec4<f32>') : ''}
+
+const R : u32 = ${R}u;
+const TK : u32 = ${TILE_K}u;
+var<workgroup> xs : array<f32, ${R * TILE_K}>;
+var<workgroup> scale : array<f32, ${R}>;
+var<workgroup> partial : array<f32, ${WORKGROUP}>;
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let col = wg.x * ${WORKGROUP}u + tid;
+  let row0 = wg.y * R;
+  let K = dims.k;
+${
+  v.norm
+    ? `
+  // 1 / rms of each of the workgroup's rows: ${lanes} threads a row, then one sum per row.
+  {
+    let r = tid / ${lanes}u;
+    let row = row0 + r;
+    var squares = 0.0;
+    if (row < dims.rows) {
+      for (var k = tid % ${lanes}u; k < K; k += ${lanes}u) { let value = x[row * K + k]; squares += value * value; }
+    }
+    partial[tid] = squares;
+    workgroupBarrier();
+    if (tid < R) {
+      var total = 0.0;
+      for (var lane = 0u; lane < ${lanes}u; lane++) { total += partial[tid * ${lanes}u + lane]; }
+      scale[tid] = inverseSqrt(total / f32(K) + dims.eps);
+    }
+    workgroupBarrier();
+  }`
+    : ''
+}
+  var acc : array<vec4<f32>, ${R}>;
+${v.swiglu ? `  var up : array<vec4<f32>, ${R}>;` : ''}
+  for (var k0 = 0u; k0 < K; k0 += TK) {
+    for (var i = tid; i < R * TK; i += ${WORKGROUP}u) {
+      let row = row0 + i / TK;
+      let k = k0 + i % TK;
+      var value = 0.0;
+      if (row < dims.rows && k < K) {
+        value = x[row * K + k];
+${v.norm ? '        value = value * scale[i / TK] * gamma[k];' : ''}
+      }
+      xs[i] = value;
+    }
+    workgroupBarrier();
+    if (col < dims.n4) {
+      let steps = min(TK, K - k0);
+      for (var kk = 0u; kk < steps; kk++) {
+        let wv = w[(k0 + kk) * dims.ldw4 + col];
+${v.swiglu ? '        let wu = w[(k0 + kk) * dims.ldw4 + dims.n4 + col];' : ''}
+        for (var r = 0u; r < R; r++) {
+          let xv = xs[r * TK + kk];
+          acc[r] += xv * wv;
+${v.swiglu ? '          up[r] += xv * wu;' : ''}
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  if (col >= dims.n4) { return; }
+  for (var r = 0u; r < R; r++) {
+    let row = row0 + r;
+    if (row >= dims.rows) { break; }
+    var out = acc[r];
+${v.bias ? '    out += bias[col];' : ''}
+${
+  v.swiglu
+    ? `    var u = up[r];
+${v.bias ? '    u += bias[dims.n4 + col];' : ''}
+    out = out * (1.0 / (1.0 + exp(-out))) * u;`
+    : ''
+}
+${v.residual ? '    out += residual[row * dims.n4 + col];' : ''}
+    y[row * dims.n4 + col] = out;
+  }
+}`;
+}
+
+/**
+ * RoPE on the step's q and k heads and the KV cache's new column: for every row, q heads are
+ * rotated into q [rows, H, D], k heads rotated and v heads copied into column `column` of the
+ * row's cache [rows, KV, capacity, D]. One thread per pair (j, j + D/2) of a head. tables
+ * [rows, 4, D/2] holds cos and sin for q (times 1/sqrt(D)), then for k, as Rope.tables.
+ */
+export const ROPE_STORE_SHADER = `
+struct Step { rows : u32, columns : u32, column : u32, pad : u32 }
+struct Layer { heads : u32, kvHeads : u32, headDim : u32, capacity : u32 }
+@group(0) @binding(0) var<uniform> step : Step;
+@group(0) @binding(1) var<uniform> layer : Layer;
+@group(0) @binding(2) var<storage, read> qkv : array<f32>;
+@group(0) @binding(3) var<storage, read> tables : array<f32>;
+@group(0) @binding(4) var<storage, read_write> q : array<f32>;
+@group(0) @binding(5) var<storage, read_write> keys : array<f32>;
+@group(0) @binding(6) var<storage, read_write> values : array<f32>;
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(global_invocation_id) id : vec3<u32>) {
+  let H = layer.heads;
+  let KV = layer.kvHeads;
+  let D = layer.headDim;
+  let half = D / 2u;
+  let all = H + 2u * KV;
+  let index = id.x;
+  if (index >= step.rows * all * half) { return; }
+  let j = index % half;
+  let head = (index / half) % all;
+  let row = index / (half * all);
+  let src = (row * all + head) * D;
+  let x1 = qkv[src + j];
+  let x2 = qkv[src + j + half];
+  if (head >= H + KV) {
+    let dst = ((row * KV + head - H - KV) * layer.capacity + step.column) * D;
+    values[dst + j] = x1;
+    values[dst + j + half] = x2;
+    return;
+  }
+  let table = (row * 4u + select(2u, 0u, head < H)) * half;
+  let c = tables[table + j];
+  let s = tables[table + half + j];
+  let o1 = x1 * c + (-x2) * s;
+  let o2 = x2 * c + x1 * s;
+  if (head < H) {
+    let dst = (row * H + head) * D;
+    q[dst + j] = o1;
+    q[dst + j + half] = o2;
+  } else {
+    let dst = ((row * KV + head - H) * layer.capacity + step.column) * D;
+    keys[dst + j] = o1;
+    keys[dst + j + half] = o2;
+  }
+}`;
+
+/**
+ * softmax(q k^T + mask) v over the first `columns` columns of each row's cache, every head of
+ * every row in one dispatch: one workgroup per (row, query head), the H / KV query heads of a
+ * KV head reading its keys and values (grouped-query attention). Keys go in tiles of one per
+ * thread with an online softmax (FlashAttention's running maximum and sum), so any width fits.
+ * mask [rows, columns]: 0 for a row's own column, KVCache's MASKED for padding.
+ */
+export const ATTENTION_SHADER = `
+struct Step { rows : u32, columns : u32, column : u32, pad : u32 }
+struct Layer { heads : u32, kvHeads : u32, headDim : u32, capacity : u32 }
+@group(0) @binding(0) var<uniform> step : Step;
+@group(0) @binding(1) var<uniform> layer : Layer;
+@group(0) @binding(2) var<storage, read> q : array<f32>;
+@group(0) @binding(3) var<storage, read> keys : array<f32>;
+@group(0) @binding(4) var<storage, read> values : array<f32>;
+@group(0) @binding(5) var<storage, read> mask : array<f32>;
+@group(0) @binding(6) var<storage, read_write> out : array<f32>;
+
+const DIMS_PER_THREAD : u32 = ${MAX_HEAD_DIM / WORKGROUP}u;
+var<workgroup> query : array<f32, ${MAX_HEAD_DIM}>;
+var<workgroup> weights : array<f32, ${WORKGROUP}>;
+var<workgroup> partial : array<f32, ${WORKGROUP}>;
+
+fn reduceMax(tid : u32, value : f32) -> f32 {
+  partial[tid] = value;
+  workgroupBarrier();
+  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
+    if (tid < n) { partial[tid] = max(partial[tid], partial[tid + n]); }
+    workgroupBarrier();
+  }
+  let result = partial[0];
+  workgroupBarrier();
+  return result;
+}
+
+fn reduceSum(tid : u32, value : f32) -> f32 {
+  partial[tid] = value;
+  workgroupBarrier();
+  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
+    if (tid < n) { partial[tid] += partial[tid + n]; }
+    workgroupBarrier();
+  }
+  let result = partial[0];
+  workgroupBarrier();
+  return result;
+}
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let H = layer.heads;
+  let D = layer.headDim;
+  let S = step.columns;
+  let head = wg.x;
+  let row = wg.y;
+  let kvHead = head / (H / layer.kvHeads);
+  let base = (row * layer.kvHeads + kvHead) * layer.capacity * D;
+  let qBase = (row * H + head) * D;
+  for (var d = tid; d < D; d += ${WORKGROUP}u) { query[d] = q[qBase + d]; }
+  workgroupBarrier();
+
+  var runningMax = -3.402823e+38;
+  var runningSum = 0.0;
+  var acc : array<f32, ${MAX_HEAD_DIM / WORKGROUP}>;
+  for (var start = 0u; start < S; start += ${WORKGROUP}u) {
+    let s = start + tid;
+    var score = -3.402823e+38;
+    if (s < S) {
+      var dot = 0.0;
+      for (var d = 0u; d < D; d++) { dot += query[d] * keys[base + s * D + d]; }
+      score = dot + mask[row * S + s];
+    }
+    let newMax = max(runningMax, reduceMax(tid, score));
+    let weight = select(0.0, exp(score - newMax), s < S);
+    weights[tid] = weight;
+    let rescale = exp(runningMax - newMax);
+    runningSum = runningSum * rescale + reduceSum(tid, weight);
+    runningMax = newMax;
+    let tile = min(${WORKGROUP}u, S - start);
+    for (var i = 0u; i < DIMS_PER_THREAD; i++) {
+      let d = tid + i * ${WORKGROUP}u;
+      if (d < D) {
+        var sum = acc[i] * rescale;
+        for (var t = 0u; t < tile; t++) { sum += weights[t] * values[base + (start + t) * D + d]; }
+        acc[i] = sum;
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < DIMS_PER_THREAD; i++) {
+    let d = tid + i * ${WORKGROUP}u;
+    if (d < D) { out[qBase + d] = acc[i] / runningSum; }
+  }
+}`;
+
+/** Threads of the sampling workgroup: each takes a contiguous slice of the vocabulary. */
+const SAMPLE_WORKGROUP = 256;
+
+/**
+ * The next token of each row of logits [rows, V] and its log-probability, as kernels/sample.ts
+ * draws it (greedy at temperature 0, else the first token whose running weight passes u times
+ * the total), one workgroup per row; out [rows, 2] as f32 (id, logprob). draws [rows, 2]:
+ * temperature, u.
+ */
+export const SAMPLE_SHADER = `
+struct Sample { rows : u32, vocab : u32, pad0 : u32, pad1 : u32 }
+@group(0) @binding(0) var<uniform> dims : Sample;
+@group(0) @binding(1) var<storage, read> logits : array<f32>;
+@group(0) @binding(2) var<storage, read> draws : array<f32>;
+@group(0) @binding(3) var<storage, read_write> result : array<f32>;
+
+var<workgroup> values : array<f32, ${SAMPLE_WORKGROUP}>;
+var<workgroup> ids : array<u32, ${SAMPLE_WORKGROUP}>;
+
+@compute @workgroup_size(${SAMPLE_WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let row = wg.x;
+  let V = dims.vocab;
+  let base = row * V;
+  let temperature = draws[row * 2u];
+  let greedy = temperature <= 0.0;
+  let scale = select(1.0 / temperature, 1.0, greedy);
+  let slice = (V + ${SAMPLE_WORKGROUP - 1}u) / ${SAMPLE_WORKGROUP}u;
+  let lo = min(tid * slice, V);
+  let hi = min(lo + slice, V);
+
+  var best = -3.402823e+38;
+  var bestId = V;
+  for (var i = lo; i < hi; i++) {
+    let value = logits[base + i];
+    if (value > best) { best = value; bestId = i; }
+  }
+  values[tid] = best;
+  ids[tid] = bestId;
+  workgroupBarrier();
+  for (var n = ${SAMPLE_WORKGROUP / 2}u; n > 0u; n = n / 2u) {
+    if (tid < n) {
+      let other = values[tid + n];
+      let otherId = ids[tid + n];
+      if (other > values[tid] || (other == values[tid] && otherId < ids[tid])) {
+        values[tid] = other;
+        ids[tid] = otherId;
+      }
+    }
+    workgroupBarrier();
+  }
+  let top = values[0];
+  let argmax = ids[0];
+  workgroupBarrier();
+
+  var sum = 0.0;
+  for (var i = lo; i < hi; i++) { sum += exp((logits[base + i] - top) * scale); }
+  values[tid] = sum;
+  workgroupBarrier();
+
+  if (tid == 0u) {
+    var total = 0.0;
+    for (var t = 0u; t < ${SAMPLE_WORKGROUP}u; t++) { total += values[t]; }
+    var id = argmax;
+    var logprob = logits[base + argmax] - top - log(total);
+    if (!greedy) {
+      var rest = draws[row * 2u + 1u] * total;
+      // The slice where the draw falls: the last one with weight if rounding runs past the end.
+      var chosen = 0u;
+      for (var t = 0u; t < ${SAMPLE_WORKGROUP}u; t++) {
+        if (values[t] > 0.0) { chosen = t; }
+        if (rest < values[t]) { break; }
+        rest -= values[t];
+      }
+      let first = chosen * slice;
+      let last = min(first + slice, V);
+      var weight = 0.0;
+      for (var i = first; i < last; i++) {
+        let w = exp((logits[base + i] - top) * scale);
+        if (w > 0.0) {
+          id = i;
+          weight = w;
+          rest -= w;
+          if (rest < 0.0) { break; }
+        }
+      }
+      logprob = log(weight) - log(total);
+    }
+    result[row * 2u] = f32(id);
+    result[row * 2u + 1u] = logprob;
+  }
+}`;

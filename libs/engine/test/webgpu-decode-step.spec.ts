@@ -1,0 +1,120 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { selectBackend } from '../src/backend';
+import { DecodeBatch } from '../src/decode-batch';
+import { countGpuWork } from '../src/kernels/gpu-counters';
+import { setFusedKernels } from '../src/kernels/webgpu-program';
+import { loadModel } from '../src/loader';
+import { SPARE_COLUMNS } from '../src/model/kv-cache';
+import { argmax } from '../src/sampling';
+import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
+
+/**
+ * A decoding step encoded whole on webgpu (kernels/decode-step.webgpu.ts) computes what the
+ * cpu backend's forward pass computes: the same logits to 1e-5 and the same greedy tokens,
+ * step after step, with rows joining and leaving between steps, rows of different lengths, a
+ * cache that outgrows its spare columns, and Qwen2's q/k/v bias with tied embeddings. And it is
+ * the cheap step it claims: a bounded number of dispatches a layer, one submit and 8 bytes read
+ * back a row. On lavapipe where there is no GPU; in CI a missing adapter fails these tests.
+ */
+const unavailable = webgpuUnavailable();
+const inCi = process.env['CI'] === 'true';
+if (unavailable && !inCi) console.warn(`webgpu decode step tests skipped: ${unavailable}`);
+const suite = unavailable && !inCi ? describe.skip : describe;
+
+/** What happens to the batch before each step: who joins with which prompt, who leaves. */
+interface Script {
+  joins: Map<number, [number, number[]][]>;
+  leaves: Map<number, number[]>;
+  steps: number;
+}
+
+/** Every step's logits of every member, in member order, and the greedy tokens fed. */
+async function run(dir: string, script: Script): Promise<Float32Array[][]> {
+  const lm = await loadModel(dir);
+  const batch = new DecodeBatch<number>(lm.model);
+  const out: Float32Array[][] = [];
+  try {
+    const next = new Map<number, number>();
+    for (let step = 0; step < script.steps; step++) {
+      for (const id of script.leaves.get(step) ?? []) {
+        batch.leave(id);
+        next.delete(id);
+      }
+      for (const [id, prompt] of script.joins.get(step) ?? []) next.set(id, argmax(await batch.join(id, prompt)));
+      const logits = await batch.step(next);
+      out.push(batch.ids.map((id) => logits.get(id) as Float32Array));
+      for (const [id, values] of logits) next.set(id, argmax(values));
+    }
+  } finally {
+    batch.dispose();
+    lm.dispose();
+  }
+  return out;
+}
+
+async function onBoth(dir: string, script: Script): Promise<{ cpu: Float32Array[][]; gpu: Float32Array[][] }> {
+  await selectBackend('cpu');
+  const cpu = await run(dir, script);
+  await selectBackend('webgpu');
+  const gpu = await run(dir, script);
+  return { cpu, gpu };
+}
+
+function expectSame(cpu: Float32Array[][], gpu: Float32Array[][]): void {
+  expect(gpu.length).toBe(cpu.length);
+  cpu.forEach((rows, step) => {
+    expect(gpu[step].length).toBe(rows.length);
+    rows.forEach((logits, row) => {
+      expect(maxAbsDiff(gpu[step][row], logits)).toBeLessThan(1e-5);
+      expect(argmax(gpu[step][row])).toBe(argmax(logits));
+    });
+  });
+}
+
+suite('a decoding step encoded whole on webgpu', () => {
+  afterAll(() => selectBackend('wasm'));
+
+  it('gives the cpu backend logits while rows join, leave and outgrow the spare columns', async () => {
+    const script: Script = {
+      joins: new Map([
+        [0, [[0, [1, 300, 301, 302]], [1, [1, 5]]]],
+        [3, [[2, [1, 400, 20, 21, 22, 23, 24]]]],
+        [SPARE_COLUMNS + 2, [[3, [1, 9, 8]]]],
+      ]),
+      leaves: new Map([[5, [1]]]),
+      steps: SPARE_COLUMNS + 6,
+    };
+    const { cpu, gpu } = await onBoth(makeTiny('decode-step'), script);
+    expectSame(cpu, gpu);
+  }, 120_000);
+
+  it("gives the cpu backend logits with Qwen2's q/k/v bias and tied embeddings", async () => {
+    const script: Script = { joins: new Map([[0, [[0, [1, 30, 31]], [1, [1, 7, 8, 9, 10]]]]]), leaves: new Map(), steps: 4 };
+    const { cpu, gpu } = await onBoth(makeTiny('decode-step-qwen2', { overrides: { modelType: 'qwen2', tieWordEmbeddings: true } }), script);
+    expectSame(cpu, gpu);
+  }, 60_000);
+
+  it('makes six dispatches a layer and two more, one submit, and reads back 8 bytes a row', async () => {
+    await selectBackend('webgpu');
+    const before = tf.memory().numTensors;
+    const lm = await loadModel(makeTiny('decode-step-counts'));
+    const batch = new DecodeBatch<number>(lm.model);
+    const rows = 3;
+    try {
+      const next = new Map<number, number>();
+      for (let i = 0; i < rows; i++) next.set(i, argmax(await batch.join(i, [1, 10 + i, 20 + i])));
+      const greedy = new Map(Array.from({ length: rows }, (_, i) => [i, { temperature: 0, u: 0 }]));
+      await batch.stepDrawn(next, greedy); // the first step compiles and grows the cache
+      const { counts } = await countGpuWork(() => batch.stepDrawn(next, greedy));
+      expect(counts).toEqual({ dispatches: 6 * lm.config.numLayers + 2, submits: 1, readBytes: 8 * rows });
+      setFusedKernels(false);
+      const generic = await countGpuWork(() => batch.stepDrawn(next, greedy));
+      expect(generic.counts.dispatches).toBeGreaterThan(counts.dispatches);
+    } finally {
+      setFusedKernels(true);
+      batch.dispose();
+      lm.dispose();
+    }
+    expect(tf.memory().numTensors).toBe(before);
+  }, 60_000);
+});
