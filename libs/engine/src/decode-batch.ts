@@ -70,13 +70,7 @@ export class DecodeBatch<Id = string> {
     try {
       let values = hit?.logits ?? null;
       if (!values) {
-        let logits: tf.Tensor2D | null = null;
-        for (let start = hit?.length ?? 0; start < prompt.length; start += PREFILL_CHUNK) {
-          logits?.dispose();
-          logits = this.model.forward([prompt.slice(start, start + PREFILL_CHUNK)], { cache: own, lastOnly: true });
-        }
-        values = (await (logits as tf.Tensor2D).data()) as Float32Array;
-        (logits as tf.Tensor2D).dispose();
+        values = await this.prefill(own, prompt.slice(hit?.length ?? 0));
         reuse?.cache.store(this.model, reuse.namespace, prompt, own, values);
       }
       this.cache.merge(own);
@@ -88,6 +82,24 @@ export class DecodeBatch<Id = string> {
     }
   }
 
+  /** Runs `tokens` through a one-row cache in chunks of PREFILL_CHUNK: the logits after the last. */
+  private async prefill(cache: KVCache, tokens: number[]): Promise<Float32Array> {
+    const chunks = Array.from({ length: Math.ceil(tokens.length / PREFILL_CHUNK) }, (_, i) => tokens.slice(i * PREFILL_CHUNK, (i + 1) * PREFILL_CHUNK));
+    const gpu = this.encodedStep();
+    if (gpu) {
+      chunks.slice(0, -1).forEach((chunk) => gpu.advance(cache, [chunk]));
+      return gpu.logits(cache, [chunks[chunks.length - 1]]);
+    }
+    let logits: tf.Tensor2D | null = null;
+    for (const chunk of chunks) {
+      logits?.dispose();
+      logits = this.model.forward([chunk], { cache, lastOnly: true });
+    }
+    const values = (await (logits as tf.Tensor2D).data()) as Float32Array;
+    (logits as tf.Tensor2D).dispose();
+    return values;
+  }
+
   /** Advances every member by one token; returns each member's logits for the token after it. */
   async step(next: ReadonlyMap<Id, number>): Promise<Map<Id, Float32Array>> {
     if (this.members.length === 0) return new Map();
@@ -96,7 +108,7 @@ export class DecodeBatch<Id = string> {
     const gpu = this.encodedStep();
     let values: Float32Array;
     if (gpu) {
-      values = await gpu.logits(this.cache, this.members.map((id) => next.get(id) as number));
+      values = await gpu.logits(this.cache, this.members.map((id) => [next.get(id) as number]));
     } else {
       const logits = this.forwardOne(next);
       values = (await logits.data()) as Float32Array;

@@ -28,7 +28,7 @@ interface Script {
   steps: number;
 }
 
-/** Every step's logits of every member, in member order, and the greedy tokens fed. */
+/** Each join's logits (its prompt's last), then every step's logits of every member, in member order. */
 async function run(dir: string, script: Script): Promise<Float32Array[][]> {
   const lm = await loadModel(dir);
   const batch = new DecodeBatch<number>(lm.model);
@@ -40,7 +40,11 @@ async function run(dir: string, script: Script): Promise<Float32Array[][]> {
         batch.leave(id);
         next.delete(id);
       }
-      for (const [id, prompt] of script.joins.get(step) ?? []) next.set(id, argmax(await batch.join(id, prompt)));
+      for (const [id, prompt] of script.joins.get(step) ?? []) {
+        const logits = await batch.join(id, prompt);
+        out.push([logits]);
+        next.set(id, argmax(logits));
+      }
       const logits = await batch.step(next);
       out.push(batch.ids.map((id) => logits.get(id) as Float32Array));
       for (const [id, values] of logits) next.set(id, argmax(values));
@@ -75,9 +79,11 @@ suite('a decoding step encoded whole on webgpu', () => {
   afterAll(() => selectBackend('wasm'));
 
   it('gives the cpu backend logits while rows join, leave and outgrow the spare columns', async () => {
+    // A prompt of more than one prefill chunk (256 tokens) too.
+    const long = Array.from({ length: 300 }, (_, i) => 1 + ((i * 37) % 500));
     const script: Script = {
       joins: new Map([
-        [0, [[0, [1, 300, 301, 302]], [1, [1, 5]]]],
+        [0, [[0, [1, 300, 301, 302]], [1, [1, 5]], [4, long]]],
         [3, [[2, [1, 400, 20, 21, 22, 23, 24]]]],
         [SPARE_COLUMNS + 2, [[3, [1, 9, 8]]]],
       ]),

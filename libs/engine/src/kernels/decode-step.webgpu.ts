@@ -109,7 +109,10 @@ export class WebGpuDecodeStep {
   private readonly sampleUniform: GPUBuffer;
   /** One uniform of linear dims per projection kind, written per step (rows change). */
   private readonly dims: Record<'qkv' | 'o' | 'gateUp' | 'down' | 'lmHead', GPUBuffer>;
-  private capacity = 0;
+  /** Tokens (rows times tokens a row) and rows the activation buffers hold. */
+  private tokenCapacity = 0;
+  private rowCapacity = 0;
+  /** Floats the mask buffer holds. */
   private maskCapacity = 0;
   private activations: Activations | null = null;
   private mask: GPUBuffer | null = null;
@@ -181,7 +184,7 @@ export class WebGpuDecodeStep {
    */
   async stepDrawn(cache: KVCache, tokens: readonly number[], draws: readonly RowDraw[]): Promise<DrawnToken[]> {
     const rows = tokens.length;
-    const encoder = this.encode(cache, tokens);
+    const encoder = this.encode(cache, tokens.map((t) => [t]), true);
     const a = this.activations as Activations;
     this.device.queue.writeBuffer(a.draws, 0, Float32Array.from(draws.flatMap((d) => [d.temperature, d.u])));
     this.device.queue.writeBuffer(this.sampleUniform, 0, new Uint32Array([rows, this.config.vocabSize, 0, 0]));
@@ -197,18 +200,28 @@ export class WebGpuDecodeStep {
     return Array.from({ length: rows }, (_, i) => ({ id: values[2 * i], logprob: values[2 * i + 1] }));
   }
 
-  /** One step of every row of `cache` fed `tokens`: the logits [rows * vocab] after it. The cache grows by one column. */
-  async logits(cache: KVCache, tokens: readonly number[]): Promise<Float32Array> {
+  /**
+   * Every row of `cache` fed its row of `tokens` (rows of equal length T; an empty cache takes
+   * a prompt this way): the logits [rows * vocab] after each row's last token. The cache grows
+   * by T columns.
+   */
+  async logits(cache: KVCache, tokens: readonly (readonly number[])[]): Promise<Float32Array> {
     const bytes = tokens.length * this.config.vocabSize * 4;
-    const encoder = this.encode(cache, tokens);
+    const encoder = this.encode(cache, tokens, true);
     if (!this.readLogits || this.readLogits.size < bytes) {
       this.readLogits?.destroy();
-      this.readLogits = this.device.createBuffer({ size: this.capacity * this.config.vocabSize * 4, usage: USAGE.mapRead | USAGE.copyDst });
+      this.readLogits = this.device.createBuffer({ size: this.rowCapacity * this.config.vocabSize * 4, usage: USAGE.mapRead | USAGE.copyDst });
     }
     encoder.copyBufferToBuffer((this.activations as Activations).logits, 0, this.readLogits, 0, bytes);
     this.device.queue.submit([encoder.finish()]);
-    cache.endStep(1);
+    cache.endStep(tokens[0].length);
     return this.read(this.readLogits, bytes);
+  }
+
+  /** As logits, without the lm_head or anything read back: a prompt's chunks before its last. */
+  advance(cache: KVCache, tokens: readonly (readonly number[])[]): void {
+    this.device.queue.submit([this.encode(cache, tokens, false).finish()]);
+    cache.endStep(tokens[0].length);
   }
 
   dispose(): void {
@@ -221,39 +234,43 @@ export class WebGpuDecodeStep {
     this.layerBindings = [];
   }
 
-  /** Writes the step's inputs and records its layers and the lm_head product into a new encoder. */
-  private encode(cache: KVCache, tokens: readonly number[]): GPUCommandEncoder {
+  /** Writes the step's inputs and records its layers (and with `head` the final norm and lm_head on each row's last token) into a new encoder. */
+  private encode(cache: KVCache, tokens: readonly (readonly number[])[], head: boolean): GPUCommandEncoder {
     const rows = tokens.length;
-    if (rows !== cache.rows) throw new Error(`decode step: ${rows} tokens for ${cache.rows} rows`);
-    const targets = cache.reserve(1);
-    if (!targets) throw new Error('decode step: the cache holds no keys yet (prefill first)');
-    this.ensureCapacity(rows, cache.width + 1);
-    // tfjs's queued work (the cache's growth, a merge) goes first.
+    const T = tokens[0]?.length ?? 0;
+    if (rows !== cache.rows || T === 0 || tokens.some((r) => r.length !== T)) throw new Error(`decode step: ${rows} rows of equal, non-zero length wanted for ${cache.rows} cache rows`);
+    const { hiddenSize: C, numHeads: H, numKvHeads: KV, headDim: D, rmsNormEps: eps, intermediateSize: I, vocabSize: V } = this.config;
+    const targets = cache.reserve(T, { kvHeads: KV, headDim: D });
+    const N = rows * T;
+    const columns = cache.width + T;
+    this.ensureCapacity(N, rows, columns);
+    // Binding a tensor that tfjs still holds on the host queues its upload in tfjs's encoder.
+    const bindings = this.layers.map((_, l) => this.bindLayer(l, targets[l].k, targets[l].v));
+    // tfjs's queued work (uploads, the cache's growth, a merge) goes first.
     if (this.backend.commandEncoder) {
       this.backend.endComputePassEncoder();
       this.backend.submitQueue();
     }
     const a = this.activations as Activations;
     const { queue } = this.device;
-    const { hiddenSize: C, numHeads: H, numKvHeads: KV, headDim: D, rmsNormEps: eps, intermediateSize: I, vocabSize: V } = this.config;
-    const columns = cache.width + 1;
-    queue.writeBuffer(a.x, 0, this.model.embeddingRows(tokens));
-    queue.writeBuffer(a.tables, 0, this.ropeTables(cache.lengths()));
-    queue.writeBuffer(this.mask as GPUBuffer, 0, cache.stepMask());
-    queue.writeBuffer(this.stepUniform, 0, new Uint32Array([rows, columns, cache.width, 0]));
-    const writeDims = (buffer: GPUBuffer, k: number, n4: number, ldw4: number) => {
-      const data = new ArrayBuffer(20);
-      new Uint32Array(data, 0, 4).set([rows, k, n4, ldw4]);
+    queue.writeBuffer(a.x, 0, this.model.embeddingRows(tokens.flat()));
+    queue.writeBuffer(a.tables, 0, this.ropeTables(cache.lengths().flatMap((p) => Array.from({ length: T }, (_, t) => p + t))));
+    queue.writeBuffer(this.mask as GPUBuffer, 0, cache.stepMask(T));
+    queue.writeBuffer(this.stepUniform, 0, new Uint32Array([N, columns, cache.width, T]));
+    const writeDims = (buffer: GPUBuffer, dims: { rows: number; k: number; n4: number; ldw4: number; inStride?: number; inOffset?: number }) => {
+      const data = new ArrayBuffer(32);
+      new Uint32Array(data, 0, 4).set([dims.rows, dims.k, dims.n4, dims.ldw4]);
       new Float32Array(data, 16, 1)[0] = eps;
+      new Uint32Array(data, 20, 2).set([dims.inStride ?? dims.k, dims.inOffset ?? 0]);
       queue.writeBuffer(buffer, 0, data);
     };
-    writeDims(this.dims.qkv, C, (H + 2 * KV) * D / 4, (H + 2 * KV) * D / 4);
-    writeDims(this.dims.o, H * D, C / 4, C / 4);
-    writeDims(this.dims.gateUp, C, I / 4, (2 * I) / 4);
-    writeDims(this.dims.down, I, C / 4, C / 4);
-    writeDims(this.dims.lmHead, C, V / 4, V / 4);
+    writeDims(this.dims.qkv, { rows: N, k: C, n4: ((H + 2 * KV) * D) / 4, ldw4: ((H + 2 * KV) * D) / 4 });
+    writeDims(this.dims.o, { rows: N, k: H * D, n4: C / 4, ldw4: C / 4 });
+    writeDims(this.dims.gateUp, { rows: N, k: C, n4: I / 4, ldw4: (2 * I) / 4 });
+    writeDims(this.dims.down, { rows: N, k: I, n4: C / 4, ldw4: C / 4 });
+    // The head reads each row's last token: row r's input starts at (r T + T - 1) C.
+    writeDims(this.dims.lmHead, { rows, k: C, n4: V / 4, ldw4: V / 4, inStride: T * C, inOffset: (T - 1) * C });
 
-    const tile = rowsPerTile(rows);
     const encoder = this.device.createCommandEncoder();
     const pass = encoder.beginComputePass();
     const run = (pipeline: GPUComputePipeline, group: GPUBindGroup, x: number, y: number) => {
@@ -261,30 +278,32 @@ export class WebGpuDecodeStep {
       pass.setBindGroup(0, group);
       pass.dispatchWorkgroups(x, y);
     };
-    const linear = (d: LinearDispatch) => run(this.linearPipeline(d.variant, tile), d.group, d.x, Math.ceil(rows / tile));
-    const pairs = rows * (H + 2 * KV) * (D / 2);
-    this.layers.forEach((_, l) => {
-      const binding = this.bindLayer(l, targets[l].k, targets[l].v);
+    const linear = (d: LinearDispatch, inputs: number) => {
+      const tile = rowsPerTile(inputs);
+      run(this.linearPipeline(d.variant, tile), d.group, d.x, Math.ceil(inputs / tile));
+    };
+    const pairs = N * (H + 2 * KV) * (D / 2);
+    bindings.forEach((binding, l) => {
       const [qkv, o, gateUp, down] = this.linearGroups[l];
-      linear(qkv);
+      linear(qkv, N);
       run(this.pipelines.rope, binding.rope, Math.ceil(pairs / WORKGROUP), 1);
-      run(this.pipelines.attention, binding.attention, H, rows);
-      linear(o);
-      linear(gateUp);
-      linear(down);
+      run(this.pipelines.attention, binding.attention, H, N);
+      linear(o, N);
+      linear(gateUp, N);
+      linear(down, N);
     });
-    linear(this.headGroup as LinearDispatch);
+    if (head) linear(this.headGroup as LinearDispatch, rows);
     pass.end();
     return encoder;
   }
 
-  /** cos and sin of each row's next position, for q (times 1/sqrt(D)) then k: [rows, 4, D/2], as Rope.tables rounds them. */
+  /** cos and sin of each token's position, for q (times 1/sqrt(D)) then k: [tokens, 4, D/2], as Rope.tables rounds them. */
   private ropeTables(positions: readonly number[]): Float32Array {
     const half = this.config.headDim / 2;
     const scale = 1 / Math.sqrt(this.config.headDim);
     const out = new Float32Array(positions.length * 4 * half);
-    positions.forEach((p, row) => {
-      const base = row * 4 * half;
+    positions.forEach((p, n) => {
+      const base = n * 4 * half;
       for (let j = 0; j < half; j++) {
         const angle = Math.fround(p * this.invFreq[j]);
         const cos = Math.fround(Math.cos(angle));
@@ -298,23 +317,28 @@ export class WebGpuDecodeStep {
     return out;
   }
 
-  /** Activation buffers for `rows` rows and a mask of `columns` columns, grown (and bind groups remade) when too small. */
-  private ensureCapacity(rows: number, columns: number): void {
-    if (rows > this.capacity) {
+  /**
+   * Activation buffers for `tokens` tokens of `rows` rows and a mask of `columns` columns,
+   * grown (and the bind groups that name them made again) when too small.
+   */
+  private ensureCapacity(tokens: number, rows: number, columns: number): void {
+    if (tokens > this.tokenCapacity || rows > this.rowCapacity) {
       for (const buffer of Object.values(this.activations ?? {})) buffer.destroy();
-      this.capacity = Math.max(rows, 2 * this.capacity);
+      this.tokenCapacity = Math.max(tokens, this.tokenCapacity);
+      this.rowCapacity = Math.max(rows, this.rowCapacity);
       const { hiddenSize: C, numHeads: H, numKvHeads: KV, headDim: D, intermediateSize: I, vocabSize: V } = this.config;
-      const B = this.capacity;
+      const N = this.tokenCapacity;
+      const B = this.rowCapacity;
       const storage = (floats: number) => this.create(floats * 4, USAGE.storage | USAGE.copyDst | USAGE.copySrc);
       this.activations = {
-        x: storage(B * C),
-        h: storage(B * C),
-        qkv: storage(B * (H + 2 * KV) * D),
-        q: storage(B * H * D),
-        heads: storage(B * H * D),
-        act: storage(B * I),
+        x: storage(N * C),
+        h: storage(N * C),
+        qkv: storage(N * (H + 2 * KV) * D),
+        q: storage(N * H * D),
+        heads: storage(N * H * D),
+        act: storage(N * I),
+        tables: storage(N * 2 * D),
         logits: storage(B * V),
-        tables: storage(B * 2 * D),
         draws: storage(B * 2),
         drawn: storage(B * 2),
         readDrawn: this.create(B * 8, USAGE.mapRead | USAGE.copyDst),
@@ -322,9 +346,9 @@ export class WebGpuDecodeStep {
       this.maskCapacity = 0;
       this.makeLinearGroups();
     }
-    if (this.capacity * columns > this.maskCapacity) {
+    if (tokens * columns > this.maskCapacity) {
       this.mask?.destroy();
-      this.maskCapacity = this.capacity * Math.max(columns, 256) * 2;
+      this.maskCapacity = this.tokenCapacity * Math.max(columns, 256) * 2;
       this.mask = this.device.createBuffer({ size: this.maskCapacity * 4, usage: USAGE.storage | USAGE.copyDst });
       this.layerBindings.forEach((b) => b?.uniform.destroy());
       this.layerBindings = this.layerBindings.map(() => null);

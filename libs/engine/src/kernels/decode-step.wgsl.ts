@@ -41,7 +41,8 @@ export function linearBindings(v: Omit<LinearVariant, 'rows'>): ('uniform' | 're
  * through K in tiles of the input rows staged in workgroup memory. Weight reads are
  * coalesced: the 64 threads of a workgroup read 1 KB of one weight row at a time. Dims:
  * rows (of the input), k, n4 (output vec4 columns; for SwiGLU, of each half), ldw4 (weight row
- * stride in vec4), eps (RMSNorm's epsilon).
+ * stride in vec4), eps (RMSNorm's epsilon), inStride and inOffset (input row r starts at
+ * r inStride + inOffset: the lm_head reads each sequence's last token this way).
  */
 export function linearShader(v: LinearVariant): string {
   const R = v.rows;
@@ -49,7 +50,7 @@ export function linearShader(v: LinearVariant): string {
   let binding = 4;
   const decl = (name: string, type: string) => `@group(0) @binding(${binding++}) var<storage, read> ${name} : array<${type}>;`;
   return `
-struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, eps : f32 }
+struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, eps : f32, inStride : u32, inOffset : u32 }
 @group(0) @binding(0) var<uniform> dims : Dims;
 @group(0) @binding(1) var<storage, read> x : array<f32>;
 @group(0) @binding(2) var<storage, read> w : array<vec4<f32>>;
@@ -78,7 +79,7 @@ ${
     let row = row0 + r;
     var squares = 0.0;
     if (row < dims.rows) {
-      for (var k = tid % ${lanes}u; k < K; k += ${lanes}u) { let value = x[row * K + k]; squares += value * value; }
+      for (var k = tid % ${lanes}u; k < K; k += ${lanes}u) { let value = x[row * dims.inStride + dims.inOffset + k]; squares += value * value; }
     }
     partial[tid] = squares;
     workgroupBarrier();
@@ -99,7 +100,7 @@ ${v.swiglu ? `  var up : array<vec4<f32>, ${R}>;` : ''}
       let k = k0 + i % TK;
       var value = 0.0;
       if (row < dims.rows && k < K) {
-        value = x[row * K + k];
+        value = x[row * dims.inStride + dims.inOffset + k];
 ${v.norm ? '        value = value * scale[i / TK] * gamma[k];' : ''}
       }
       xs[i] = value;
@@ -139,16 +140,24 @@ ${v.residual ? '    out += residual[row * dims.n4 + col];' : ''}
 }
 
 /**
- * RoPE on the step's q and k heads and the KV cache's new column: for every row, q heads are
- * rotated into q [rows, H, D], k heads rotated and v heads copied into column `column` of the
- * row's cache [rows, KV, capacity, D]. One thread per pair (j, j + D/2) of a head. tables
- * [rows, 4, D/2] holds cos and sin for q (times 1/sqrt(D)), then for k, as Rope.tables.
+ * The uniforms of a step that RoPE and attention share: the step's tokens (rows of the cache
+ * times perRow new tokens each, row-major), the cache columns attention reads (the cache's
+ * width plus perRow) and the first new column.
  */
-export const ROPE_STORE_SHADER = `
-struct Step { rows : u32, columns : u32, column : u32, pad : u32 }
+const STEP_UNIFORMS = `
+struct Step { tokens : u32, columns : u32, column : u32, perRow : u32 }
 struct Layer { heads : u32, kvHeads : u32, headDim : u32, capacity : u32 }
 @group(0) @binding(0) var<uniform> step : Step;
-@group(0) @binding(1) var<uniform> layer : Layer;
+@group(0) @binding(1) var<uniform> layer : Layer;`;
+
+/**
+ * RoPE on the step's q and k heads and the KV cache's new columns: for every token, q heads are
+ * rotated into q [tokens, H, D], k heads rotated and v heads copied into the token's column
+ * (column + its index in its row) of its row's cache [rows, KV, capacity, D]. One thread per
+ * pair (j, j + D/2) of a head. tables [tokens, 4, D/2] holds cos and sin for q (times
+ * 1/sqrt(D)), then for k, as Rope.tables.
+ */
+export const ROPE_STORE_SHADER = `${STEP_UNIFORMS}
 @group(0) @binding(2) var<storage, read> qkv : array<f32>;
 @group(0) @binding(3) var<storage, read> tables : array<f32>;
 @group(0) @binding(4) var<storage, read_write> q : array<f32>;
@@ -163,47 +172,47 @@ fn main(@builtin(global_invocation_id) id : vec3<u32>) {
   let half = D / 2u;
   let all = H + 2u * KV;
   let index = id.x;
-  if (index >= step.rows * all * half) { return; }
+  if (index >= step.tokens * all * half) { return; }
   let j = index % half;
   let head = (index / half) % all;
-  let row = index / (half * all);
-  let src = (row * all + head) * D;
+  let token = index / (half * all);
+  // The token's row of the cache and its column there.
+  let row = token / step.perRow;
+  let column = step.column + token % step.perRow;
+  let src = (token * all + head) * D;
   let x1 = qkv[src + j];
   let x2 = qkv[src + j + half];
   if (head >= H + KV) {
-    let dst = ((row * KV + head - H - KV) * layer.capacity + step.column) * D;
+    let dst = ((row * KV + head - H - KV) * layer.capacity + column) * D;
     values[dst + j] = x1;
     values[dst + j + half] = x2;
     return;
   }
-  let table = (row * 4u + select(2u, 0u, head < H)) * half;
+  let table = (token * 4u + select(2u, 0u, head < H)) * half;
   let c = tables[table + j];
   let s = tables[table + half + j];
   let o1 = x1 * c + (-x2) * s;
   let o2 = x2 * c + x1 * s;
   if (head < H) {
-    let dst = (row * H + head) * D;
+    let dst = (token * H + head) * D;
     q[dst + j] = o1;
     q[dst + j + half] = o2;
   } else {
-    let dst = ((row * KV + head - H) * layer.capacity + step.column) * D;
+    let dst = ((row * KV + head - H) * layer.capacity + column) * D;
     keys[dst + j] = o1;
     keys[dst + j + half] = o2;
   }
 }`;
 
 /**
- * softmax(q k^T + mask) v over the first `columns` columns of each row's cache, every head of
- * every row in one dispatch: one workgroup per (row, query head), the H / KV query heads of a
- * KV head reading its keys and values (grouped-query attention). Keys go in tiles of one per
- * thread with an online softmax (FlashAttention's running maximum and sum), so any width fits.
- * mask [rows, columns]: 0 for a row's own column, KVCache's MASKED for padding.
+ * softmax(q k^T + mask) v over the first `columns` columns of each token's row of the cache,
+ * every head of every token in one dispatch: one workgroup per (token, query head), the H / KV
+ * query heads of a KV head reading its keys and values (grouped-query attention). Keys go in
+ * tiles of one per thread with an online softmax (FlashAttention's running maximum and sum), so
+ * any width fits. mask [tokens, columns]: 0 for a column the token sees, KVCache's MASKED for
+ * padding and for the row's later new tokens (KVCache.stepMask).
  */
-export const ATTENTION_SHADER = `
-struct Step { rows : u32, columns : u32, column : u32, pad : u32 }
-struct Layer { heads : u32, kvHeads : u32, headDim : u32, capacity : u32 }
-@group(0) @binding(0) var<uniform> step : Step;
-@group(0) @binding(1) var<uniform> layer : Layer;
+export const ATTENTION_SHADER = `${STEP_UNIFORMS}
 @group(0) @binding(2) var<storage, read> q : array<f32>;
 @group(0) @binding(3) var<storage, read> keys : array<f32>;
 @group(0) @binding(4) var<storage, read> values : array<f32>;
@@ -245,10 +254,11 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
   let D = layer.headDim;
   let S = step.columns;
   let head = wg.x;
-  let row = wg.y;
+  let token = wg.y;
+  let row = token / step.perRow;
   let kvHead = head / (H / layer.kvHeads);
   let base = (row * layer.kvHeads + kvHead) * layer.capacity * D;
-  let qBase = (row * H + head) * D;
+  let qBase = (token * H + head) * D;
   for (var d = tid; d < D; d += ${WORKGROUP}u) { query[d] = q[qBase + d]; }
   workgroupBarrier();
 
@@ -261,7 +271,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     if (s < S) {
       var dot = 0.0;
       for (var d = 0u; d < D; d++) { dot += query[d] * keys[base + s * D + d]; }
-      score = dot + mask[row * S + s];
+      score = dot + mask[token * S + s];
     }
     let newMax = max(runningMax, reduceMax(tid, score));
     let weight = select(0.0, exp(score - newMax), s < S);

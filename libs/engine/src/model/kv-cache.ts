@@ -141,16 +141,18 @@ export class KVCache {
   /**
    * Where a step of T tokens writes every layer's new keys and values in place, on any backend:
    * appendTarget's, after giving each layer without room (or holding a tensor that may be shared)
-   * a copy with SPARE_COLUMNS spare columns. Null while nothing is cached. The caller writes the
-   * columns of every row and then calls endStep(T).
+   * a copy with SPARE_COLUMNS spare columns; a layer with nothing cached yet gets zeros of
+   * `shape` with as many. The caller writes the columns of every row and then calls endStep(T).
    */
-  reserve(T: number): { k: tf.Tensor4D; v: tf.Tensor4D; column: number }[] | null {
+  reserve(T: number, shape: { kvHeads: number; headDim: number }): { k: tf.Tensor4D; v: tf.Tensor4D; column: number }[] {
     const targets: { k: tf.Tensor4D; v: tf.Tensor4D; column: number }[] = [];
     for (let layer = 0; layer < this.numLayers; layer++) {
       const k = this.keys[layer];
       const v = this.values[layer];
-      if (!k || !v) return null;
-      if (this.columns + T > k.shape[2]) {
+      if (!k || !v) {
+        const empty = () => tf.zeros([this.rows, shape.kvHeads, T + SPARE_COLUMNS, shape.headDim]) as tf.Tensor4D;
+        this.replace(layer, empty(), empty());
+      } else if (this.columns + T > k.shape[2]) {
         const grow = (old: tf.Tensor4D) =>
           tf.tidy(() => {
             const [rows, heads, , d] = old.shape;
