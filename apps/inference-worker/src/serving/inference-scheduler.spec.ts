@@ -319,6 +319,19 @@ describe('InferenceScheduler', () => {
       expectAllReleased();
     });
 
+    it('drops a completion cancelled while its weights load, before it prefills', async () => {
+      start();
+      const weights = deferred<LoadedModel>();
+      models.next = weights.promise;
+      const admitted = scheduler.admit(item('loading', { max_tokens: 50 }));
+      scheduler.cancel('loading');
+      weights.resolve(lm);
+      await admitted;
+      await settle();
+      expect(bus.types('loading')).toEqual(['accepted']);
+      expectAllReleased();
+    });
+
     it('stops a running completion at the next step, and the others in its batch go on', async () => {
       start();
       await scheduler.admit(item('stay', { max_tokens: 8 }));

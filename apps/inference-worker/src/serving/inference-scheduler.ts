@@ -95,10 +95,11 @@ export class InferenceScheduler implements OnModuleDestroy {
     }
   }
 
-  /** The client went away: stop generating for it at the next step boundary. */
+  /** The client went away: stop generating for it at the next step boundary, or before it starts. */
   cancel(completionId: string): void {
     const completion = this.running.get(completionId);
     if (!completion) {
+      // Queued, or taken and still loading: start() finds the cancel before it prefills.
       this.cancels.remember(completionId);
       return;
     }
@@ -126,6 +127,11 @@ export class InferenceScheduler implements OnModuleDestroy {
     const grammar = await this.prepareGrammar(weights.lm, item, toolSyntax, emit);
     if (grammar === undefined) return;
     await this.exclusive(async () => {
+      // Cancelled while its weights loaded: its client is gone, nothing more is sent.
+      if (this.cancels.take(item.completion_id)) {
+        this.release(item);
+        return;
+      }
       const completion = this.open(item, weights.lm, grammar, toolSyntax, emit);
       if (completion) await this.batches.join(completion, weights.adapter, admission);
       this.retireFinished();
