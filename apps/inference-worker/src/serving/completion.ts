@@ -14,6 +14,22 @@ import {
 } from '@trainyard/engine';
 
 /**
+ * One choice of a running completion: its row's key in a DecodeBatch. Compared by identity, so
+ * a step's outputs lead straight back to the completion and the choice that asked for them.
+ */
+export class ChoiceSequence {
+  constructor(
+    readonly completion: RunningCompletion,
+    readonly index: number,
+  ) {}
+
+  /** How DecodeBatch names the sequence in its errors. */
+  toString(): string {
+    return `${this.completion.id}#${this.index}`;
+  }
+}
+
+/**
  * One chat completion on this worker: its rendered prompt and one SequenceGenerator per
  * choice (n), each with its own grammar matcher in JSON mode or with tools, and with tools
  * its own ToolCallStream. It turns each sampled token into the events the gateway assembles
@@ -22,6 +38,8 @@ import {
  */
 export class RunningCompletion {
   readonly generators: SequenceGenerator[];
+  /** Each choice's key in its model's DecodeBatch, by choice index. */
+  readonly sequences: readonly ChoiceSequence[];
   cancelled = false;
   /** Prompt tokens reused from the worker's prompt cache rather than prefilled (reported in usage). */
   cachedTokens = 0;
@@ -68,6 +86,7 @@ export class RunningCompletion {
           lm.eosTokenIds,
         ),
     );
+    this.sequences = this.generators.map((_, i) => new ChoiceSequence(this, i));
     emit({ type: 'prompt', prompt_tokens: promptIds.length, prompt_token_ids: params.return_token_ids ? promptIds : [] });
   }
 
@@ -77,10 +96,6 @@ export class RunningCompletion {
 
   get done(): boolean {
     return this.finished === this.generators.length;
-  }
-
-  sequenceKey(index: number): string {
-    return `${this.id}#${index}`;
   }
 
   /** Samples choice `index`'s next token from its logits; returns the token to feed back, or null when it finished. */

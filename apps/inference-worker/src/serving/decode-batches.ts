@@ -1,0 +1,174 @@
+import { Logger } from '@nestjs/common';
+import { ErrorCode } from '@trainyard/contracts';
+import { DecodeBatch, DrawnToken, drawOnDeviceAvailable, LoraAttachment, LoraRouter, PromptCache, RowDraw } from '@trainyard/engine';
+import { AdapterCache } from '../models/adapter-cache';
+import { ChoiceSequence, RunningCompletion } from './completion';
+import { errorEvent } from './inference-events';
+import type { Admission } from './slot-ledger';
+
+/**
+ * Sequences decoding together: every sequence of one base model, each with its own LoRA
+ * adapter (a checkpoint) or none; the router gives each row of a step its adapter.
+ */
+interface Batch {
+  decode: DecodeBatch<ChoiceSequence>;
+  router: LoraRouter;
+  /** The adapter of each sequence in the batch (null: the base model). */
+  adapters: Map<ChoiceSequence, LoraAttachment | null>;
+}
+
+/**
+ * One batch per base model, and the token each live sequence feeds into its next step. Callers
+ * take turns: a join or a step must never interleave with another on the same batch (the
+ * scheduler's lock), because the adapters routed to a shared base model's rows must be those
+ * of the pass being run.
+ */
+export class DecodeBatches {
+  private readonly logger = new Logger(DecodeBatches.name);
+  private readonly batches = new Map<string, Batch>();
+  /** The token each live sequence feeds into the next step. */
+  private readonly pending = new Map<ChoiceSequence, number>();
+
+  /** Prefilled prompts of every loaded model, for the next prompt that begins the same way (null: reuse off). */
+  constructor(private readonly prompts: PromptCache | null) {}
+
+  /** Sequences decoding now. */
+  get decoding(): number {
+    return this.pending.size;
+  }
+
+  /** The base models with a batch, each stepped in turn. */
+  get models(): string[] {
+    return [...this.batches.keys()];
+  }
+
+  /**
+   * Prefills each choice into the batch of its base model and samples its first token; each
+   * choice is seated in `admission` as it starts decoding (or finishes at once). A failed
+   * prefill (out of memory, say) fails this completion alone; the batch goes on.
+   */
+  async join(completion: RunningCompletion, adapter: LoraAttachment | null, admission: Admission): Promise<void> {
+    const { item } = completion;
+    const batch = this.batchFor(item.base_model_dir, completion);
+    batch.router.route([adapter]);
+    // A prompt's keys and values depend on the adapter it was prefilled with.
+    const reuse = this.prompts ? { cache: this.prompts, namespace: item.adapter ? AdapterCache.key(item.adapter) : '' } : undefined;
+    try {
+      for (const sequence of completion.sequences) {
+        const logits = await batch.decode.join(sequence, completion.promptIds, reuse);
+        // The prompt is counted once, like prompt_tokens: what its first choice did not prefill.
+        if (sequence.index === 0) completion.cachedTokens = batch.decode.reusedTokens(sequence);
+        const next = completion.advance(sequence.index, logits);
+        if (next === null) batch.decode.leave(sequence);
+        else {
+          this.pending.set(sequence, next);
+          batch.adapters.set(sequence, adapter);
+        }
+        admission.seated();
+      }
+    } catch (err) {
+      this.logger.error(`prefill failed for ${completion.id}: ${(err as Error).stack ?? (err as Error).message}`);
+      completion.fail(errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker'));
+      completion.abandon();
+    }
+  }
+
+  /**
+   * Advances every sequence of `model`'s batch by one token, together. A failed step fails
+   * every completion in the batch (retire them afterwards).
+   */
+  async step(model: string): Promise<void> {
+    const batch = this.batches.get(model);
+    if (!batch || batch.decode.size === 0) return;
+    batch.router.route(batch.decode.ids.map((sequence) => batch.adapters.get(sequence) ?? null));
+    const feed = new Map(batch.decode.ids.map((sequence) => [sequence, this.pending.get(sequence) as number]));
+    const draws = this.deviceDraws(batch);
+    let outcome: Map<ChoiceSequence, Float32Array> | Map<ChoiceSequence, DrawnToken>;
+    try {
+      outcome = draws ? await batch.decode.stepDrawn(feed, draws) : await batch.decode.step(feed);
+    } catch (err) {
+      this.failBatch(batch, err as Error);
+      return;
+    }
+    for (const [sequence, value] of outcome) {
+      const { completion, index } = sequence;
+      // A cancelled completion's last token is dropped; it leaves the batch when retired.
+      if (completion.cancelled) continue;
+      const next = value instanceof Float32Array ? completion.advance(index, value) : completion.advanceDrawn(index, value);
+      if (next === null) {
+        this.leave(batch, sequence);
+        this.pending.delete(sequence);
+      } else {
+        this.pending.set(sequence, next);
+      }
+    }
+  }
+
+  /** Takes a completion's sequences out of its batch. */
+  retire(completion: RunningCompletion): void {
+    const batch = this.batches.get(completion.item.base_model_dir);
+    for (const sequence of completion.sequences) {
+      if (batch?.decode.has(sequence)) this.leave(batch, sequence);
+      this.pending.delete(sequence);
+    }
+  }
+
+  /** An empty batch holds a KV cache and its adapters' stacked factors: drop it. */
+  dropEmpty(): void {
+    for (const [model, batch] of this.batches) {
+      if (batch.decode.size > 0) continue;
+      this.disposeBatch(batch);
+      this.batches.delete(model);
+    }
+  }
+
+  dispose(): void {
+    for (const batch of this.batches.values()) this.disposeBatch(batch);
+    this.batches.clear();
+    this.pending.clear();
+  }
+
+  private batchFor(model: string, completion: RunningCompletion): Batch {
+    let batch = this.batches.get(model);
+    if (!batch) {
+      const { model: weights } = completion.lm;
+      batch = { decode: new DecodeBatch<ChoiceSequence>(weights), router: new LoraRouter(weights), adapters: new Map() };
+      this.batches.set(model, batch);
+    }
+    return batch;
+  }
+
+  /**
+   * Each sequence's draw for its next token when the whole batch can draw on the device (webgpu
+   * with the fused kernels, and no sequence needing its logits for top-k, top-p, a grammar or
+   * top logprobs): only token ids and logprobs are then read back. Null otherwise: the step
+   * reads the logits back and each sequence samples from its own.
+   */
+  private deviceDraws(batch: Batch): Map<ChoiceSequence, RowDraw> | null {
+    if (!drawOnDeviceAvailable()) return null;
+    const sequences = batch.decode.ids;
+    const live = sequences.filter((s) => !s.completion.cancelled);
+    if (!live.every((s) => s.completion.drawsWithoutLogits(s.index))) return null;
+    // A cancelled sequence still in the batch gets a greedy draw; its token is dropped.
+    return new Map(sequences.map((s) => [s, s.completion.cancelled ? { temperature: 0, u: 0 } : s.completion.draw(s.index)]));
+  }
+
+  private failBatch(batch: Batch, err: Error): void {
+    this.logger.error(`decode step failed: ${err.stack ?? err.message}`);
+    for (const { completion } of [...batch.decode.ids]) {
+      if (completion.cancelled) continue;
+      completion.fail(errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker'));
+      completion.abandon();
+    }
+  }
+
+  private leave(batch: Batch, sequence: ChoiceSequence): void {
+    batch.decode.leave(sequence);
+    batch.adapters.delete(sequence);
+  }
+
+  private disposeBatch(batch: Batch): void {
+    batch.router.dispose();
+    batch.decode.dispose();
+  }
+}

@@ -1,0 +1,376 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ChatCompletionParams, ErrorCode, InferenceEvent, InferenceWorkItem } from '@trainyard/contracts';
+import { LoadedModel, loadModel, selectBackend } from '@trainyard/engine';
+import { makeModel } from '@trainyard/engine/files';
+import { MessageBus } from '@trainyard/messaging';
+import { GracefulShutdown, ReadinessService, WorkerLoad } from '@trainyard/runtime';
+import { InferenceWorkerConfig } from '../config/inference-worker.config';
+import { AdapterCache } from '../models/adapter-cache';
+import { ModelCache } from '../models/model-cache';
+import { InferenceScheduler } from './inference-scheduler';
+
+/**
+ * The scheduler with a real tiny model (it loads and decodes in milliseconds) and hand-written
+ * fakes for what it talks to: the bus records each completion's events and which completions
+ * answer liveness probes, the model cache hands out the tiny model (or a load the test
+ * controls). Each test drives it the way the work-queue consumer and the cancel subscription do.
+ */
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+  reject(err: Error): void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
+}
+
+/** What the scheduler publishes and answers, by completion. */
+class FakeBus {
+  /** Each completion's events, by reply subject, with the held sequences seen as each went out. */
+  readonly events = new Map<string, (InferenceEvent & { seq: number })[]>();
+  readonly heldAtEvent: number[] = [];
+  /** Completions whose liveness subject is answered now. */
+  readonly answering = new Set<string>();
+  heldSequences: () => number = () => 0;
+
+  publishTo(_subject: unknown, to: string, payload: InferenceEvent & { seq: number }): void {
+    const list = this.events.get(to) ?? [];
+    list.push(payload);
+    this.events.set(to, list);
+    this.heldAtEvent.push(this.heldSequences());
+  }
+
+  answerProbes(_subject: unknown, { suffix }: { suffix: string }): { unsubscribe(): void } {
+    this.answering.add(suffix);
+    return { unsubscribe: () => this.answering.delete(suffix) };
+  }
+
+  of(id: string): (InferenceEvent & { seq: number })[] {
+    return this.events.get(`reply.${id}`) ?? [];
+  }
+
+  types(id: string): string[] {
+    return this.of(id).map((e) => e.type);
+  }
+
+  /** Resolves once completion `id` has published an event of `type`; rejects if it never does. */
+  when(id: string, type: InferenceEvent['type']): Promise<void> {
+    return until(() => this.types(id).includes(type), `${id}: ${type}`);
+  }
+}
+
+/** Hands out the tiny model; `next` replaces the next load with one the test settles. */
+class FakeModels {
+  acquired = 0;
+  released = 0;
+  next: Promise<LoadedModel> | null = null;
+
+  constructor(private readonly lm: LoadedModel) {}
+
+  acquire(): Promise<LoadedModel> {
+    this.acquired++;
+    const load = this.next ?? Promise.resolve(this.lm);
+    this.next = null;
+    return load;
+  }
+
+  release(): void {
+    this.released++;
+  }
+
+  onUnload(): void {
+    // The tiny model is never unloaded during a test.
+  }
+}
+
+function params(extra: Partial<ChatCompletionParams> = {}): ChatCompletionParams {
+  return {
+    model: 'trainyard/tiny',
+    messages: [{ role: 'user', content: 'Say something.' }],
+    temperature: 0,
+    top_p: 1,
+    max_tokens: 4,
+    n: 1,
+    stop: [],
+    seed: 1,
+    // Every token then makes a delta event, so a test can wait for the first one.
+    logprobs: true,
+    top_logprobs: 0,
+    response_format: { type: 'text' },
+    tools: null,
+    tool_choice: 'auto',
+    parallel_tool_calls: true,
+    return_token_ids: false,
+    ...extra,
+  };
+}
+
+function item(id: string, extra: Partial<ChatCompletionParams> = {}): InferenceWorkItem {
+  return { completion_id: id, reply_subject: `reply.${id}`, base_model: 'tiny', base_model_dir: 'tiny', adapter: null, params: params(extra), deadline: Date.now() + 60_000 };
+}
+
+/** Lets queued callbacks, the decode loop's turns included, run until `done()` holds. */
+async function until(done: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 10_000; i++) {
+    if (done()) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+/** Lets pending callbacks run, so that a promise that could settle now has. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('InferenceScheduler', () => {
+  let root: string;
+  let lm: LoadedModel;
+  let bus: FakeBus;
+  let models: FakeModels;
+  let load: WorkerLoad;
+  let shutdown: GracefulShutdown;
+  let scheduler: InferenceScheduler;
+
+  beforeAll(async () => {
+    await selectBackend('cpu');
+    root = mkdtempSync(join(tmpdir(), 'inference-scheduler-'));
+    const { dir } = makeModel({ preset: 'tiny', out: join(root, 'tiny'), overrides: { maxPositionEmbeddings: 256 } });
+    lm = await loadModel(dir, { inferenceOnly: true });
+  });
+
+  afterAll(() => {
+    lm.dispose();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  function start(overrides: Partial<InferenceWorkerConfig> = {}): InferenceScheduler {
+    const config = Object.assign(new InferenceWorkerConfig(), { MAX_BATCH_SEQUENCES: 4, PROMPT_CACHE_MB: 0 }, overrides);
+    bus = new FakeBus();
+    models = new FakeModels(lm);
+    load = new WorkerLoad();
+    shutdown = new GracefulShutdown({ register: () => undefined } as unknown as ReadinessService);
+    const adapters = { acquire: () => Promise.reject(new Error('no adapters here')), release: () => undefined } as unknown as AdapterCache;
+    scheduler = new InferenceScheduler(config, bus as unknown as MessageBus, models as unknown as ModelCache, adapters, load, shutdown);
+    bus.heldSequences = () => scheduler.heldSequences;
+    return scheduler;
+  }
+
+  afterEach(() => scheduler.onModuleDestroy());
+
+  /** What a completion that ended holds no more: slots, the worker's load, its shutdown hold, its liveness answer, its model. */
+  function expectAllReleased(): void {
+    expect(scheduler.heldSequences).toBe(0);
+    expect(load.active).toBe(0);
+    expect(shutdown.held).toBe(0);
+    expect(bus.answering.size).toBe(0);
+    expect(models.released).toBe(models.acquired);
+  }
+
+  describe('a completion', () => {
+    it('streams accepted, prompt, one delta per token, finish and done, numbered in order, then lets go of everything', async () => {
+      start();
+      await scheduler.admit(item('a', { max_tokens: 3 }));
+      await bus.when('a', 'done');
+      const events = bus.of('a');
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+      expect(events[0].type).toBe('accepted');
+      expect(events[1].type).toBe('prompt');
+      const finish = events.find((e) => e.type === 'finish');
+      expect(finish).toMatchObject({ index: 0, finish_reason: 'length' });
+      expect(events.at(-1)).toMatchObject({ type: 'done', usage: { completion_tokens: 3 } });
+      await until(() => scheduler.heldSequences === 0, 'the completion retired');
+      expectAllReleased();
+    });
+
+    it('decodes each of n choices to its own finish', async () => {
+      start();
+      await scheduler.admit(item('n', { n: 3, max_tokens: 2 }));
+      await bus.when('n', 'done');
+      const finishes = bus.of('n').filter((e) => e.type === 'finish');
+      expect(finishes.map((e) => (e as { index: number }).index).sort()).toEqual([0, 1, 2]);
+      expect(bus.of('n').at(-1)).toMatchObject({ type: 'done', usage: { completion_tokens: 6 } });
+    });
+
+    it('answers its liveness probes from acceptance until it ends', async () => {
+      start();
+      const weights = deferred<LoadedModel>();
+      models.next = weights.promise;
+      const admitted = scheduler.admit(item('live', { max_tokens: 2 }));
+      expect(bus.answering.has('live')).toBe(true);
+      expect(bus.types('live')).toEqual(['accepted']);
+      weights.resolve(lm);
+      await admitted;
+      await bus.when('live', 'done');
+      await until(() => bus.answering.size === 0, 'liveness released');
+      expectAllReleased();
+    });
+
+    it('runs a redelivered completion only once while this worker still holds it', async () => {
+      start();
+      const weights = deferred<LoadedModel>();
+      models.next = weights.promise;
+      const first = scheduler.admit(item('twice', { max_tokens: 2 }));
+      await scheduler.admit(item('twice', { max_tokens: 2 }));
+      expect(scheduler.heldSequences).toBe(1);
+      weights.resolve(lm);
+      await first;
+      await bus.when('twice', 'done');
+      expect(bus.types('twice').filter((t) => t === 'accepted')).toHaveLength(1);
+      expect(models.acquired).toBe(1);
+    });
+  });
+
+  describe('admission', () => {
+    it("counts a completion's n sequences as held from the moment it is taken, while its weights load", async () => {
+      start({ MAX_BATCH_SEQUENCES: 4 });
+      const changes: number[] = [];
+      scheduler.onHeldChange(() => changes.push(scheduler.heldSequences));
+      const weights = deferred<LoadedModel>();
+      models.next = weights.promise;
+      const admitted = scheduler.admit(item('w', { n: 3, max_tokens: 2 }));
+      expect(scheduler.heldSequences).toBe(3);
+      expect(scheduler.freeSlots).toBe(1);
+      expect(load.active).toBe(3);
+      expect(changes).toEqual([3]);
+      weights.resolve(lm);
+      await admitted;
+      await bus.when('w', 'done');
+      await until(() => scheduler.heldSequences === 0, 'retired');
+      expect(changes.at(-1)).toBe(0);
+      expectAllReleased();
+    });
+
+    it('counts each sequence once, never as both admitting and decoding', async () => {
+      start({ MAX_BATCH_SEQUENCES: 8 });
+      await scheduler.admit(item('once', { n: 2, max_tokens: 3 }));
+      await bus.when('once', 'done');
+      // Every event went out while the completion's two sequences were held, and no more.
+      expect(Math.max(...bus.heldAtEvent)).toBe(2);
+      expect(load.slots).toBe(8);
+      await until(() => scheduler.heldSequences === 0, 'retired');
+      expectAllReleased();
+    });
+
+    it('frees the slots of a completion whose weights cannot be loaded, and tells its client', async () => {
+      start();
+      models.next = Promise.reject(new Error('disk gone'));
+      await scheduler.admit(item('broken', { n: 2 }));
+      expect(bus.types('broken')).toEqual(['accepted', 'error']);
+      expect(bus.of('broken')[1]).toMatchObject({ error: { code: ErrorCode.Unavailable } });
+      expectAllReleased();
+    });
+
+    it('refuses a prompt the context window cannot hold with context_length_exceeded', async () => {
+      start();
+      await scheduler.admit(item('long', { messages: [{ role: 'user', content: 'word '.repeat(400) }] }));
+      expect(bus.types('long')).toEqual(['accepted', 'error']);
+      expect(bus.of('long')[1]).toMatchObject({ error: { code: ErrorCode.ContextLengthExceeded } });
+      expectAllReleased();
+    });
+
+    it('holds whenSlotFree while every slot is taken and resolves it once one frees', async () => {
+      start({ MAX_BATCH_SEQUENCES: 2 });
+      const weights = deferred<LoadedModel>();
+      models.next = weights.promise;
+      const admitted = scheduler.admit(item('full', { n: 2, max_tokens: 2 }));
+      let free = false;
+      void scheduler.whenSlotFree().then(() => (free = true));
+      await settle();
+      expect(free).toBe(false);
+      weights.resolve(lm);
+      await admitted;
+      await bus.when('full', 'done');
+      await until(() => free, 'a slot freed');
+      expect(scheduler.freeSlots).toBe(2);
+    });
+
+    it('releases whoever waits for a slot when the worker stops admitting', async () => {
+      start({ MAX_BATCH_SEQUENCES: 1 });
+      const weights = deferred<LoadedModel>();
+      models.next = weights.promise;
+      const admitted = scheduler.admit(item('busy'));
+      let free = false;
+      void scheduler.whenSlotFree().then(() => (free = true));
+      await settle();
+      expect(free).toBe(false);
+      scheduler.stopAdmitting();
+      await settle();
+      expect(free).toBe(true);
+      weights.resolve(lm);
+      await admitted;
+    });
+  });
+
+  describe('cancellation', () => {
+    it('never starts a completion cancelled while it was still queued', async () => {
+      start();
+      scheduler.cancel('early');
+      await scheduler.admit(item('early'));
+      expect(bus.types('early')).toEqual([]);
+      expect(models.acquired).toBe(0);
+      expectAllReleased();
+    });
+
+    it('drops a completion cancelled while its weights load, before it prefills', async () => {
+      start();
+      const weights = deferred<LoadedModel>();
+      models.next = weights.promise;
+      const admitted = scheduler.admit(item('loading', { max_tokens: 50 }));
+      scheduler.cancel('loading');
+      weights.resolve(lm);
+      await admitted;
+      await settle();
+      expect(bus.types('loading')).toEqual(['accepted']);
+      expectAllReleased();
+    });
+
+    it('stops a running completion at the next step, and the others in its batch go on', async () => {
+      start();
+      await scheduler.admit(item('stay', { max_tokens: 8 }));
+      await scheduler.admit(item('gone', { max_tokens: 200 }));
+      await bus.when('gone', 'delta');
+      scheduler.cancel('gone');
+      await bus.when('stay', 'done');
+      await until(() => scheduler.heldSequences === 0, 'both retired');
+      expect(bus.types('gone')).not.toContain('finish');
+      expect(bus.types('gone')).not.toContain('done');
+      expect(bus.of('gone').filter((e) => e.type === 'delta').length).toBeLessThan(200);
+      expect(bus.of('stay').at(-1)).toMatchObject({ type: 'done', usage: { completion_tokens: 8 } });
+      expectAllReleased();
+    });
+  });
+
+  describe('shutdown', () => {
+    it('lets running completions finish while the drain lasts', async () => {
+      start();
+      await scheduler.admit(item('draining', { max_tokens: 6 }));
+      shutdown.begin();
+      scheduler.stopAdmitting();
+      expect(shutdown.held).toBe(1);
+      expect(await shutdown.idle(60_000)).toBe(true);
+      expect(bus.of('draining').at(-1)).toMatchObject({ type: 'done' });
+      expectAllReleased();
+    });
+
+    it('fails what still runs once the drain time is over, with an error that says to retry', async () => {
+      start();
+      await scheduler.admit(item('cut', { max_tokens: 200 }));
+      await bus.when('cut', 'delta');
+      shutdown.begin();
+      shutdown.giveUp();
+      await bus.when('cut', 'error');
+      expect(bus.of('cut').at(-1)).toMatchObject({ type: 'error', error: { code: ErrorCode.Unavailable } });
+      expect(bus.types('cut')).not.toContain('done');
+      await until(() => scheduler.heldSequences === 0, 'failed and retired');
+      expectAllReleased();
+    });
+  });
+});

@@ -1,0 +1,135 @@
+import { ErrorCode, ModelRecord, ServiceError, Subjects } from '@trainyard/contracts';
+import { RpcClient } from '@trainyard/messaging';
+import { FakeBlobs, FakeBus, FakeJobQueue, InMemoryJobs } from '../../test/in-memory-jobs';
+import { TrainingDataSource } from '../data/training-data.source';
+import { CANCELLED, TrainingJobsService } from './training-jobs.service';
+
+const CALLER = { entity_id: 'e-1', entity_name: 'acme' };
+const MODEL = { id: 'm-1', entity: 'acme', project: 'project', name: 'agent' } as unknown as ModelRecord;
+const SFT_LINE = JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] });
+
+describe('TrainingJobsService', () => {
+  let jobs: InMemoryJobs;
+  let queue: FakeJobQueue;
+  let bus: FakeBus;
+  let trainingData: string;
+  let service: TrainingJobsService;
+  /** What the registry answers for getModel: the caller's model, or a refusal. */
+  let model: ModelRecord | ServiceError;
+
+  beforeEach(() => {
+    jobs = new InMemoryJobs();
+    queue = new FakeJobQueue();
+    bus = new FakeBus();
+    model = MODEL;
+    trainingData = SFT_LINE;
+    const rpc = {
+      request: async (subject: { name: string }) => {
+        if (subject.name !== Subjects.registry.getModel.name) throw new Error(`unexpected request on ${subject.name}`);
+        if (model instanceof ServiceError) throw model;
+        return model;
+      },
+    } as unknown as RpcClient;
+    const data = { read: async () => trainingData } as unknown as TrainingDataSource;
+    service = new TrainingJobsService(jobs.repository, queue.queue, rpc, new FakeBlobs().blobs, data, bus.bus);
+  });
+
+  const cancel = (jobId: string, entityId = 'e-1') => service.cancel({ ...CALLER, entity_id: entityId, job_id: jobId });
+
+  describe('cancel', () => {
+    it('cancels a queued job at once, records its final event and starts the next job of the model', async () => {
+      const job = jobs.add({ status: 'queued' });
+      expect(await cancel(job.id)).toMatchObject({ status: 'cancelled', error_message: CANCELLED });
+      expect(jobs.events).toEqual([expect.objectContaining({ type: 'training_failed', data: { error_message: CANCELLED } })]);
+      expect(queue.advanced).toEqual(['m-1']);
+      expect(bus.published.filter((p) => p.subject === Subjects.training.cancelRequested.name)).toEqual([]);
+    });
+
+    it('flags a running job and tells its worker, which stops between steps', async () => {
+      const job = jobs.add({ status: 'running' });
+      expect(await cancel(job.id)).toMatchObject({ status: 'running' });
+      expect(jobs.rows.get(job.id)?.cancelRequested).toBe(true);
+      expect(bus.published).toContainEqual(expect.objectContaining({ subject: Subjects.training.cancelRequested.name, payload: { job_id: job.id } }));
+      expect(jobs.events).toEqual([]);
+      expect(queue.advanced).toEqual([]);
+    });
+
+    it('does nothing for a job already cancelled', async () => {
+      const job = jobs.add({ status: 'cancelled', errorMessage: CANCELLED });
+      expect(await cancel(job.id)).toMatchObject({ status: 'cancelled' });
+      expect(jobs.events).toEqual([]);
+      expect(bus.published).toEqual([]);
+    });
+
+    it.each(['succeeded', 'failed'] as const)('refuses with a conflict to cancel a job that %s', async (status) => {
+      const job = jobs.add({ status });
+      await expect(cancel(job.id)).rejects.toMatchObject({ code: ErrorCode.Conflict });
+      expect(jobs.status(job.id)).toBe(status);
+    });
+
+    it("answers not_found for another entity's job and for an id that is no uuid", async () => {
+      const job = jobs.add({ status: 'queued' });
+      await expect(cancel(job.id, 'e-2')).rejects.toMatchObject({ code: ErrorCode.NotFound });
+      await expect(cancel('not-a-uuid')).rejects.toMatchObject({ code: ErrorCode.NotFound });
+      expect(jobs.status(job.id)).toBe('queued');
+    });
+  });
+
+  describe('events', () => {
+    it('stores an event once per dedupe key and wakes the job’s event streams only when it was new', async () => {
+      const job = jobs.add();
+      await service.appendEvent(job.id, 'gradient_step', { loss: 1 }, 'step:1');
+      await service.appendEvent(job.id, 'gradient_step', { loss: 1 }, 'step:1');
+      expect(jobs.events).toHaveLength(1);
+      expect(bus.published).toEqual([{ subject: Subjects.training.eventsAppended.name, payload: { job_id: job.id }, suffix: job.id }]);
+    });
+
+    it('records training_ended for success and training_failed, with a message, for any other end', async () => {
+      const a = jobs.add();
+      const b = jobs.add();
+      await service.recordFinalEvent(a.id, 'succeeded', null);
+      await service.recordFinalEvent(b.id, 'failed', null);
+      expect(jobs.events.map((e) => [e.type, e.data])).toEqual([
+        ['training_ended', {}],
+        ['training_failed', { error_message: 'training job failed' }],
+      ]);
+    });
+  });
+
+  describe('createSft', () => {
+    const request = (extra: object = {}) => ({ ...CALLER, model_id: 'm-1', training_data_url: 'file-1', config: null, experimental_config: null, ...extra });
+
+    it('stores a valid job as queued and queues it', async () => {
+      const { id } = await service.createSft(request());
+      expect(jobs.status(id)).toBe('queued');
+      expect(queue.advanced).toEqual(['m-1']);
+    });
+
+    it('accepts a stored job even when the queue cannot take it yet (the queue retries)', async () => {
+      queue.fails = true;
+      const { id } = await service.createSft(request());
+      expect(jobs.status(id)).toBe('queued');
+    });
+
+    it('refuses an invalid config with every problem, before storing anything', async () => {
+      const err = (await service.createSft(request({ config: { batch_size: 0 } })).catch((e: unknown) => e)) as ServiceError;
+      expect(err.code).toBe(ErrorCode.ValidationFailed);
+      expect(err.details.issues?.[0].loc).toEqual(['body', 'config', 'batch_size']);
+      expect(jobs.rows.size).toBe(0);
+    });
+
+    it('refuses training data that does not parse, naming the field', async () => {
+      trainingData = '{"messages": "no"}';
+      const err = (await service.createSft(request()).catch((e: unknown) => e)) as ServiceError;
+      expect(err.code).toBe(ErrorCode.ValidationFailed);
+      expect(err.details.issues?.[0].loc).toEqual(['body', 'training_data_url']);
+      expect(jobs.rows.size).toBe(0);
+    });
+
+    it("passes on the registry's refusal of a model that is not the caller's", async () => {
+      model = ServiceError.notFound('Model m-1 not found');
+      await expect(service.createSft(request())).rejects.toMatchObject({ code: ErrorCode.NotFound });
+      expect(jobs.rows.size).toBe(0);
+    });
+  });
+});
