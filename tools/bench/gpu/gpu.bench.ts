@@ -23,8 +23,10 @@
  * Options: --smoke (tiny model, short prompts, batches 1, 2 and 4); --backend NAME (default
  * webgpu; wasm or cpu to compare on a CPU); --models DIR (where the model directories are
  * made, default a temporary directory; a model already there is reused); --no-peer (skip
- * PyTorch); --python PATH (the interpreter with torch, default python3); --only NAME (one
- * model: smollm2-135m or qwen2.5-0.5b); --kernels on|off|both (webgpu's fused kernels;
+ * PyTorch); --python PATH (the interpreter with torch, default python3); --only NAMES (models,
+ * comma-separated: smollm2-135m, qwen2.5-0.5b, and the larger qwen2.5-1.5b and qwen2.5-3b,
+ * measured only when named); --count (first print what a step costs in WebGPU work, one JSON
+ * line: gpuCounts); --kernels on|off|both (webgpu's fused kernels;
  * default both, or WEBGPU_FUSED_KERNELS when it is set); --budget SECONDS (default 270: a
  * model's second engine pass, generic ops, is skipped when the run would take longer with it,
  * so that the whole run stays under 5 minutes).
@@ -36,11 +38,16 @@ import * as path from 'node:path';
 import { BackendName, selectBackend } from '../../../libs/engine/src/backend';
 import type { ModelConfig } from '../../../libs/engine/src/config';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
+import { WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
+import { countGpuWork, GpuCounts } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import { setFusedKernels } from '../../../libs/engine/src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
-import { DEFAULT_LORA_SPEC } from '../../../libs/engine/src/lora/peft';
+import { applyAdapter } from '../../../libs/engine/src/lora/lora-layer';
+import { DEFAULT_LORA_SPEC, initLoraWeights } from '../../../libs/engine/src/lora/peft';
+import type { StorageDtype } from '../../../libs/engine/src/dtype';
 import { makeModel, Preset } from '../../../libs/engine/src/maker/make-model';
+import { Block } from '../../../libs/engine/src/model/llama';
 import { argmax } from '../../../libs/engine/src/sampling';
 import { LoraTrainer } from '../../../libs/engine/src/training/trainer';
 
@@ -61,6 +68,8 @@ interface Shape {
   name: string;
   preset: Preset;
   overrides: Partial<ModelConfig>;
+  /** How the maker stores the weights (bf16 halves the larger models' files; both sides read them as float32). */
+  dtype?: StorageDtype;
 }
 
 /** Figures of one model on one backend, in tokens/s. */
@@ -68,6 +77,8 @@ interface Figures {
   prefill: number;
   decode: Record<string, number>;
   sft: number;
+  /** The GPU time table of profile(), where there is one. */
+  profile?: string | null;
   /** The first logits of the prefill prompt's last position: both sides must compute the same model. */
   logits: number[];
 }
@@ -77,27 +88,36 @@ const LOGITS_COMPARED = 16;
 const FULL: Plan = { prefillTokens: 512, decodeBatches: [1, 32, 128], decodePrompt: 16, decodeSteps: 8, trainRows: 4, trainTokens: 256, trainSteps: 2 };
 const SMOKE: Plan = { prefillTokens: 32, decodeBatches: [1, 2, 4], decodePrompt: 4, decodeSteps: 2, trainRows: 2, trainTokens: 16, trainSteps: 1 };
 
+/** What every Qwen2.5 shape shares. */
+const QWEN25: Partial<ModelConfig> = {
+  modelType: 'qwen2',
+  vocabSize: 151936,
+  rmsNormEps: 1e-6,
+  ropeTheta: 1_000_000,
+  maxPositionEmbeddings: 32768,
+  tieWordEmbeddings: true,
+};
+
 const SHAPES: Shape[] = [
   { name: 'smollm2-135m', preset: 'smollm2-135m', overrides: {} },
   {
     name: 'qwen2.5-0.5b',
     preset: 'smollm2-135m',
-    overrides: {
-      modelType: 'qwen2',
-      vocabSize: 151936,
-      hiddenSize: 896,
-      intermediateSize: 4864,
-      numLayers: 24,
-      numHeads: 14,
-      numKvHeads: 2,
-      headDim: 64,
-      rmsNormEps: 1e-6,
-      ropeTheta: 1_000_000,
-      maxPositionEmbeddings: 32768,
-      tieWordEmbeddings: true,
-    },
+    overrides: { ...QWEN25, hiddenSize: 896, intermediateSize: 4864, numLayers: 24, numHeads: 14, numKvHeads: 2, headDim: 64 },
   },
 ];
+/** Measured only when named (--only): their random weights take minutes to make. */
+const LARGE_SHAPES: Shape[] = [qwen25('qwen2.5-1.5b', 1536, 8960, 28, 12), qwen25('qwen2.5-3b', 2048, 11008, 36, 16)];
+/** A Qwen2.5 shape from the smollm2-135m preset: hidden, intermediate, layers, heads, and 2 KV heads of 128 dimensions. */
+function qwen25(name: string, hiddenSize: number, intermediateSize: number, numLayers: number, numHeads: number): Shape {
+  return {
+    name,
+    preset: 'smollm2-135m',
+    dtype: 'BF16',
+    overrides: { ...QWEN25, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads: 2, headDim: 128 },
+  };
+}
+
 const SMOKE_SHAPES: Shape[] = [
   { name: 'tiny', preset: 'tiny', overrides: {} },
   { name: 'tiny-qwen2', preset: 'tiny', overrides: { modelType: 'qwen2', tieWordEmbeddings: true } },
@@ -119,16 +139,14 @@ async function seconds(fn: () => Promise<unknown>): Promise<number> {
   return (performance.now() - t0) / 1000;
 }
 
+/** A prompt prefilled as the service does it (DecodeBatch.join): its logits read back. */
 async function prefill(lm: LoadedModel, plan: Plan): Promise<{ rate: number; logits: number[] }> {
   const prompt = tokens(plan.prefillTokens, 1, lm.config.vocabSize);
   let values: Float32Array = new Float32Array(0);
   const once = async () => {
-    const cache = lm.model.newCache();
-    cache.addEmptyRow();
-    const logits = lm.model.forward([prompt], { cache, lastOnly: true });
-    values = (await logits.data()) as Float32Array;
-    logits.dispose();
-    cache.dispose();
+    const batch = new DecodeBatch<number>(lm.model);
+    values = await batch.join(0, prompt);
+    batch.dispose();
   };
   await once(); // compiles the shaders of these shapes
   const best = Math.min(await seconds(once), await seconds(once));
@@ -190,6 +208,8 @@ async function measure(dir: string, plan: Plan): Promise<Figures> {
     }
     progress('LoRA SFT');
     figures.sft = await sft(lm, plan);
+    progress('GPU profile');
+    figures.profile = await profile(lm, plan);
     return figures;
   } finally {
     lm.dispose();
@@ -205,6 +225,99 @@ function peer(dir: string, plan: Plan): Figures | string {
   const run = spawnSync(python, [script, dir, JSON.stringify(plan)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 });
   if (run.status !== 0) return `torch_peer.py exited with ${run.status}`;
   return JSON.parse(run.stdout.trim().split('\n').pop() as string) as Figures;
+}
+
+/**
+ * Where the GPU time of one encoded step goes (WebGpuDecodeStep.profile: timestamp queries),
+ * per kind of dispatch in microseconds: a prefill chunk of one prompt and a decoding step of
+ * each batch size. Null off webgpu or where the adapter has no timestamp queries.
+ */
+async function profile(lm: LoadedModel, plan: Plan): Promise<string | null> {
+  const step = WebGpuDecodeStep.for(lm.model);
+  if (!step) return null;
+  const lines: string[] = [];
+  const line = (what: string, spent: Record<string, number> | null) => {
+    if (!spent) return false;
+    const total = Object.values(spent).reduce((a, b) => a + b, 0);
+    lines.push(`| ${what} | ${Math.round(total)} | ${Object.entries(spent).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')} |`);
+    return true;
+  };
+  try {
+    const chunk = Math.min(plan.prefillTokens, 256);
+    const cache = lm.model.newCache();
+    cache.addEmptyRow();
+    if (!line(`prefill, ${chunk} tokens`, await step.profile(cache, [tokens(chunk, 1, lm.config.vocabSize)]))) return null;
+    cache.dispose();
+    for (const size of plan.decodeBatches) {
+      const rows = lm.model.newCache();
+      for (let i = 0; i < size; i++) rows.addEmptyRow();
+      step.advance(rows, Array.from({ length: size }, (_, i) => tokens(plan.decodePrompt, 10 + i, lm.config.vocabSize)));
+      const next = Array.from({ length: size }, (_, i) => [3 + i]);
+      await step.profile(rows, next); // compiles this size's pipelines
+      line(`decode, batch ${size}`, await step.profile(rows, next));
+      rows.dispose();
+    }
+  } finally {
+    step.dispose();
+  }
+  return ['| GPU time of one step, µs | total | by dispatch kind |', '|---|---|---|', ...lines].join('\n');
+}
+
+/**
+ * What a step costs in WebGPU work, counted (countGpuWork) on two depths of the tiny model so
+ * that per-layer figures are differences, not assumptions: dispatches a layer of a decoding
+ * step (base model, and with a LoRA adapter on all seven projections), queue submits of a
+ * step, bytes read back a row; and of a LoRA SFT step, forward passes (blocks run per layer)
+ * and dispatches a layer.
+ */
+async function gpuCounts(where: string): Promise<Record<string, number>> {
+  const measured: { layers: number; base: GpuCounts; lora: GpuCounts; train: GpuCounts; forwardPasses: number }[] = [];
+  for (const layers of [2, 4]) {
+    const dir = path.join(where, `count-${layers}`);
+    if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset: 'tiny', out: dir, seed: 0, overrides: { numLayers: layers } });
+    const lm = await loadModel(dir);
+    const rows = 4;
+    const decodeStep = async () => {
+      const batch = new DecodeBatch<number>(lm.model);
+      try {
+        const next = new Map<number, number>();
+        for (let i = 0; i < rows; i++) next.set(i, argmax(await batch.join(i, tokens(6, 10 + i, lm.config.vocabSize))));
+        const greedy = new Map<number, RowDraw>(Array.from({ length: rows }, (_, i) => [i, { temperature: 0, u: 0 }]));
+        await batch.stepDrawn(next, greedy);
+        return (await countGpuWork(() => batch.stepDrawn(next, greedy))).counts;
+      } finally {
+        batch.dispose();
+      }
+    };
+    const base = await decodeStep();
+    const adapter = applyAdapter(lm, { spec: DEFAULT_LORA_SPEC, tensors: initLoraWeights(lm.config, DEFAULT_LORA_SPEC, 1) });
+    const lora = await decodeStep();
+    adapter.dispose();
+    const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: 2 * 32 });
+    const rowsOfTokens = [0, 1].map((r) => ({ tokens: tokens(32, 100 + r, lm.config.vocabSize), mask: new Array(32).fill(1) }));
+    await trainer.sftStepOnTokens(rowsOfTokens, 1e-4);
+    let blockPasses = 0;
+    const forward = Block.prototype.forward;
+    Block.prototype.forward = function (this: Block, ...args: Parameters<Block['forward']>) {
+      blockPasses++;
+      return forward.apply(this, args);
+    };
+    const train = await countGpuWork(() => trainer.sftStepOnTokens(rowsOfTokens, 1e-4)).finally(() => (Block.prototype.forward = forward));
+    trainer.dispose();
+    lm.dispose();
+    measured.push({ layers, base, lora, train: train.counts, forwardPasses: blockPasses / layers });
+  }
+  const [a, b] = measured;
+  const perLayer = (get: (m: (typeof measured)[number]) => number) => (get(b) - get(a)) / (b.layers - a.layers);
+  return {
+    decode_dispatches_per_layer: perLayer((m) => m.base.dispatches),
+    decode_lora_dispatches_per_layer: perLayer((m) => m.lora.dispatches),
+    decode_submits_per_step: b.base.submits,
+    decode_readback_bytes_per_row: b.base.readBytes / 4,
+    decode_lora_readback_bytes_per_row: b.lora.readBytes / 4,
+    train_forward_passes: b.forwardPasses,
+    train_dispatches_per_layer: perLayer((m) => m.train.dispatches),
+  };
 }
 
 const round = (x: number) => (x >= 100 ? Math.round(x).toString() : x.toPrecision(3));
@@ -236,6 +349,7 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
   if (typeof theirs === 'string') lines.push('', `PyTorch: ${theirs}.`);
   else lines.push('', `Same model on both sides: the first ${LOGITS_COMPARED} logits of the prompt's last position differ by at most ${differs(first.figures.logits, theirs.logits)}.`);
   for (const other of runs.slice(1)) lines.push(`${other.label} against ${first.label}: those logits differ by at most ${differs(other.figures.logits, first.figures.logits)}.`);
+  for (const run of runs) if (run.figures.profile) lines.push('', `${run.label}:`, '', run.figures.profile);
   return lines.join('\n');
 }
 
@@ -256,20 +370,26 @@ async function main(): Promise<void> {
   const adapter = backend.adapter ? `${backend.adapter.vendor} ${backend.adapter.architecture} (${backend.adapter.description || backend.adapter.device})${backend.adapter.fallback ? ', fallback adapter' : ''}` : 'none';
   console.log(`backend: ${backend.name}, gpu: ${backend.gpu}, adapter: ${adapter}`);
   console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${new Date().toISOString()}\n`);
+  if (process.argv.includes('--count')) {
+    console.log(JSON.stringify({ gpu_counts: await gpuCounts(where) }));
+    if (smoke) return;
+  }
   const only = option('--only');
   const budget = Number(option('--budget') ?? 270);
   const started = performance.now();
   const elapsed = () => (performance.now() - started) / 1000;
-  for (const shape of (smoke ? SMOKE_SHAPES : SHAPES).filter((s) => !only || s.name === only)) {
+  const named = only?.split(',');
+  const shapes = smoke ? SMOKE_SHAPES : named ? [...SHAPES, ...LARGE_SHAPES].filter((s) => named.includes(s.name)) : SHAPES;
+  for (const shape of shapes) {
     const dir = path.join(where, shape.name);
     if (!fs.existsSync(path.join(dir, 'model.safetensors'))) {
       progress(`${shape.name}: making the model (random weights) in ${dir}`);
-      makeModel({ preset: shape.preset, out: dir, seed: 0, overrides: shape.overrides });
+      makeModel({ preset: shape.preset, out: dir, seed: 0, overrides: shape.overrides, dtype: shape.dtype });
     }
     // The first pass, then the peer, then a further pass (generic ops) if it fits in the time
     // budget, judged by how long the first one took.
     const [first, ...more] = kernelSettings(backend.name);
-    const label = (fused: boolean) => (backend.name === 'webgpu' ? `webgpu, ${fused ? 'fused kernels' : 'generic ops'}` : backend.name);
+    const label = (fused: boolean) => (backend.name === 'webgpu' ? `webgpu, ${fused ? 'engine kernels' : 'generic ops'}` : backend.name);
     const pass = async (fused: boolean): Promise<Run> => {
       setFusedKernels(fused);
       progress(`engine, ${label(fused)}`);

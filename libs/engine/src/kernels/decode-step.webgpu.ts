@@ -218,6 +218,37 @@ export class WebGpuDecodeStep {
     return this.read(this.readLogits, bytes);
   }
 
+  /**
+   * Where a step's GPU time goes: every dispatch of a step of `tokens` timed with timestamp
+   * queries (each in its own compute pass), summed by what it computes, in microseconds; null
+   * where the adapter offers no timestamp queries. The cache is left as it was (the step's
+   * columns are written but not counted, so the next step writes them again).
+   */
+  async profile(cache: KVCache, tokens: readonly (readonly number[])[]): Promise<Record<string, number> | null> {
+    if (!this.device.features.has('timestamp-query')) return null;
+    const labels: string[] = [];
+    const querySet = this.device.createQuerySet({ type: 'timestamp', count: 2 * (6 * this.layers.length + 1) });
+    const bytes = querySet.count * 8;
+    const resolved = this.device.createBuffer({ size: bytes, usage: 0x200 /* QUERY_RESOLVE */ | USAGE.copySrc });
+    const readable = this.device.createBuffer({ size: bytes, usage: USAGE.mapRead | USAGE.copyDst });
+    try {
+      const encoder = this.encode(cache, tokens, true, { querySet, labels });
+      encoder.resolveQuerySet(querySet, 0, 2 * labels.length, resolved, 0);
+      encoder.copyBufferToBuffer(resolved, 0, readable, 0, bytes);
+      this.device.queue.submit([encoder.finish()]);
+      await readable.mapAsync(1 /* GPUMapMode.READ */);
+      const times = new BigUint64Array(readable.getMappedRange().slice(0));
+      readable.unmap();
+      const spent: Record<string, number> = {};
+      labels.forEach((label, i) => (spent[label] = (spent[label] ?? 0) + Number(times[2 * i + 1] - times[2 * i]) / 1000));
+      return spent;
+    } finally {
+      querySet.destroy();
+      resolved.destroy();
+      readable.destroy();
+    }
+  }
+
   /** As logits, without the lm_head or anything read back: a prompt's chunks before its last. */
   advance(cache: KVCache, tokens: readonly (readonly number[])[]): void {
     this.device.queue.submit([this.encode(cache, tokens, false).finish()]);
@@ -234,8 +265,13 @@ export class WebGpuDecodeStep {
     this.layerBindings = [];
   }
 
-  /** Writes the step's inputs and records its layers (and with `head` the final norm and lm_head on each row's last token) into a new encoder. */
-  private encode(cache: KVCache, tokens: readonly (readonly number[])[], head: boolean): GPUCommandEncoder {
+  /**
+   * Writes the step's inputs and records its layers (and with `head` the final norm and lm_head
+   * on each row's last token) into a new encoder: in one compute pass, or with `timing` each
+   * dispatch in a pass of its own that writes its start and end into the query set, its label
+   * pushed to `timing.labels`.
+   */
+  private encode(cache: KVCache, tokens: readonly (readonly number[])[], head: boolean, timing?: { querySet: GPUQuerySet; labels: string[] }): GPUCommandEncoder {
     const rows = tokens.length;
     const T = tokens[0]?.length ?? 0;
     if (rows !== cache.rows || T === 0 || tokens.some((r) => r.length !== T)) throw new Error(`decode step: ${rows} rows of equal, non-zero length wanted for ${cache.rows} cache rows`);
@@ -272,28 +308,31 @@ export class WebGpuDecodeStep {
     writeDims(this.dims.lmHead, { rows, k: C, n4: V / 4, ldw4: V / 4, inStride: T * C, inOffset: (T - 1) * C });
 
     const encoder = this.device.createCommandEncoder();
-    const pass = encoder.beginComputePass();
-    const run = (pipeline: GPUComputePipeline, group: GPUBindGroup, x: number, y: number) => {
+    const shared = timing ? null : encoder.beginComputePass();
+    const run = (label: string, pipeline: GPUComputePipeline, group: GPUBindGroup, x: number, y: number) => {
+      const index = timing ? timing.labels.push(label) - 1 : 0;
+      const pass = shared ?? encoder.beginComputePass({ timestampWrites: { querySet: timing?.querySet as GPUQuerySet, beginningOfPassWriteIndex: 2 * index, endOfPassWriteIndex: 2 * index + 1 } });
       pass.setPipeline(pipeline);
       pass.setBindGroup(0, group);
       pass.dispatchWorkgroups(x, y);
+      if (!shared) pass.end();
     };
-    const linear = (d: LinearDispatch, inputs: number) => {
+    const linear = (label: string, d: LinearDispatch, inputs: number) => {
       const tile = rowsPerTile(inputs);
-      run(this.linearPipeline(d.variant, tile), d.group, d.x, Math.ceil(inputs / tile));
+      run(label, this.linearPipeline(d.variant, tile), d.group, d.x, Math.ceil(inputs / tile));
     };
     const pairs = N * (H + 2 * KV) * (D / 2);
     bindings.forEach((binding, l) => {
       const [qkv, o, gateUp, down] = this.linearGroups[l];
-      linear(qkv, N);
-      run(this.pipelines.rope, binding.rope, Math.ceil(pairs / WORKGROUP), 1);
-      run(this.pipelines.attention, binding.attention, H, N);
-      linear(o, N);
-      linear(gateUp, N);
-      linear(down, N);
+      linear('qkv', qkv, N);
+      run('rope', this.pipelines.rope, binding.rope, Math.ceil(pairs / WORKGROUP), 1);
+      run('attention', this.pipelines.attention, binding.attention, H, N);
+      linear('o', o, N);
+      linear('gate_up', gateUp, N);
+      linear('down', down, N);
     });
-    if (head) linear(this.headGroup as LinearDispatch, rows);
-    pass.end();
+    if (head) linear('lm_head', this.headGroup as LinearDispatch, rows);
+    shared?.end();
     return encoder;
   }
 
