@@ -94,13 +94,14 @@ suite('a decoding step encoded whole on webgpu', () => {
     expectSame(cpu, gpu);
   }, 120_000);
 
-  it("gives the cpu backend logits with Qwen2's q/k/v bias and tied embeddings", async () => {
+  it("gives the cpu backend logits with Qwen2's q/k/v bias, tied embeddings and Qwen2.5-1.5B's heads of 128", async () => {
     const script: Script = { joins: new Map([[0, [[0, [1, 30, 31]], [1, [1, 7, 8, 9, 10]]]]]), leaves: new Map(), steps: 4 };
-    const { cpu, gpu } = await onBoth(makeTiny('decode-step-qwen2', { overrides: { modelType: 'qwen2', tieWordEmbeddings: true } }), script);
+    const overrides = { modelType: 'qwen2' as const, tieWordEmbeddings: true, hiddenSize: 256, numHeads: 2, numKvHeads: 1, headDim: 128 };
+    const { cpu, gpu } = await onBoth(makeTiny('decode-step-qwen2', { overrides }), script);
     expectSame(cpu, gpu);
   }, 60_000);
 
-  it('makes six dispatches a layer and two more, one submit, and reads back 8 bytes a row', async () => {
+  it('makes nine dispatches a layer and two more, one submit, and reads back 8 bytes a row', async () => {
     await selectBackend('webgpu');
     const before = tf.memory().numTensors;
     const lm = await loadModel(makeTiny('decode-step-counts'));
@@ -112,7 +113,7 @@ suite('a decoding step encoded whole on webgpu', () => {
       const greedy = new Map(Array.from({ length: rows }, (_, i) => [i, { temperature: 0, u: 0 }]));
       await batch.stepDrawn(next, greedy); // the first step compiles and grows the cache
       const { counts } = await countGpuWork(() => batch.stepDrawn(next, greedy));
-      expect(counts).toEqual({ dispatches: 6 * lm.config.numLayers + 2, submits: 1, readBytes: 8 * rows });
+      expect(counts).toEqual({ dispatches: 9 * lm.config.numLayers + 2, submits: 1, readBytes: 8 * rows });
       setFusedKernels(false);
       const generic = await countGpuWork(() => batch.stepDrawn(next, greedy));
       expect(generic.counts.dispatches).toBeGreaterThan(counts.dispatches);

@@ -5,27 +5,45 @@ import type { KVCache } from '../model/kv-cache';
 import type { LlamaModel } from '../model/llama';
 import type { FrozenLinear } from '../model/linear';
 import { inverseFrequencies } from '../model/rope';
-import { ATTENTION_SHADER, linearBindings, linearShader, LinearVariant, MAX_HEAD_DIM, ROPE_STORE_SHADER, SAMPLE_SHADER, WORKGROUP } from './decode-step.wgsl';
+import {
+  attentionShader,
+  finishResidualShader,
+  finishSwigluShader,
+  linearShader,
+  MAX_HEAD_DIM,
+  MAX_SPLITS,
+  ropeStoreShader,
+  SAMPLE_SHADER,
+  TILE_K,
+  WORKGROUP,
+} from './decode-step.wgsl';
 import type { DrawnToken, RowDraw } from './sample';
 import { fusedKernelsApply } from './webgpu-program';
 
 /**
- * A whole decoding step of a Llama-family model on webgpu, encoded by the engine rather than op
- * by op through tfjs: per layer six dispatches (the q|k|v product with the input RMSNorm folded
- * in; RoPE with the KV cache's new column written in place; attention over the cache; the
- * output product with the residual sum; the gate|up product with the post-attention RMSNorm
- * and SwiGLU; the down product with the residual sum), then the final norm with the lm_head
- * product and, for stepDrawn, the next token drawn on the GPU. Everything goes in one command
- * buffer and one queue submit, and only each row's token and logprob come back (8 bytes).
+ * A whole forward step of a Llama-family model on webgpu (decoding one token a row, or a
+ * prompt's chunk), encoded by the engine rather than op by op through tfjs. Per layer nine
+ * dispatches: the q|k|v product (input RMSNorm folded in); RoPE, which sums that product's K
+ * splits, adds its bias and writes the KV cache's new columns in place; attention over the
+ * cache; the output product; its sum into the residual stream (with the next norm's 1/rms);
+ * the gate|up product (post-attention RMSNorm folded in); SwiGLU over its splits; the down
+ * product; its sum into the residual stream. Then the lm_head product (final norm folded in) on
+ * each row's last token and, for stepDrawn, the next token drawn on the GPU. Everything goes in
+ * one command buffer and one queue submit, and only each row's token and logprob come back.
+ *
+ * Products are split along K (linearShader) so that a decoding step's narrow products, a few
+ * hundred output columns at batch 1, still spread over the whole GPU; the split count is chosen
+ * per step from the product's size (splitsFor).
  *
  * The model's weights and the KV cache stay the tfjs tensors they are (their GPUBuffers are
  * bound directly); the pipelines are compiled once per device, the weights' bind groups made
  * once, and a layer's cache bind groups again only when the cache replaces its tensors
  * (KVCache.reserve). tfjs's own queued work is submitted first, so a step sees what tfjs wrote.
  *
- * It applies to float32 weights without adapters (LoRA checkpoints take the tfjs path), output
- * widths that are multiples of 4 and head dimensions up to MAX_HEAD_DIM; `for` says null
- * elsewhere. The same logits as the tfjs path to float rounding (summed in another order).
+ * It applies to float32 weights without adapters (LoRA checkpoints take the tfjs path), a bias
+ * on q, k and v only, output widths that are multiples of 4 and head dimensions up to
+ * MAX_HEAD_DIM; `for` says null elsewhere. The same logits as the tfjs path to float rounding
+ * (summed in another order).
  */
 
 interface WebGpuBackendInternals {
@@ -39,11 +57,9 @@ interface WebGpuBackendInternals {
   tensorMap: { get(dataId: object): { resource?: unknown } };
 }
 
-/** Buffers of one projection. */
+/** A projection's weight and its sizes: in features (K) and out features (N). */
 interface LinearWeights {
   weight: GPUBuffer;
-  bias: GPUBuffer | null;
-  /** In features (K) and out features (N) of the weight. */
   k: number;
   n: number;
 }
@@ -52,6 +68,8 @@ interface LayerWeights {
   inputNorm: GPUBuffer;
   postNorm: GPUBuffer;
   qkv: LinearWeights;
+  /** The q|k|v bias, zeros where the model has none. */
+  qkvBias: GPUBuffer;
   o: LinearWeights;
   gateUp: LinearWeights;
   down: LinearWeights;
@@ -66,34 +84,80 @@ interface LayerBinding {
   attention: GPUBindGroup;
 }
 
-/** Pipelines of one device, compiled once. */
+/** Bind groups of one layer's products and the programs that sum them, over the activation buffers. */
+interface LayerGroups {
+  qkv: GPUBindGroup;
+  o: GPUBindGroup;
+  finishO: GPUBindGroup;
+  gateUp: GPUBindGroup;
+  swiglu: GPUBindGroup;
+  down: GPUBindGroup;
+  finishDown: GPUBindGroup;
+}
+
+type Binding = 'uniform' | 'read' | 'write';
+
+/** Bind group layouts shared by every variant of a program, so one bind group serves them all. */
+const LAYOUTS = {
+  linear: ['uniform', 'read', 'read', 'write'],
+  linearNorm: ['uniform', 'read', 'read', 'write', 'read', 'read'],
+  finishResidual: ['uniform', 'read', 'read', 'write', 'write'],
+  finishSwiglu: ['uniform', 'read', 'write'],
+  rope: ['uniform', 'uniform', 'read', 'read', 'write', 'write', 'write', 'read'],
+  attention: ['uniform', 'uniform', 'read', 'read', 'read', 'read', 'write'],
+  sample: ['uniform', 'read', 'read', 'write'],
+} satisfies Record<string, Binding[]>;
+
+type ProgramKind = keyof typeof LAYOUTS;
+
+/** Pipelines of one device: their layouts, and each program variant compiled on first use. */
 interface Pipelines {
-  linear: Map<string, { layout: GPUBindGroupLayout; byRows: Map<number, GPUComputePipeline> }>;
-  rope: GPUComputePipeline;
-  attention: GPUComputePipeline;
-  sample: GPUComputePipeline;
+  layouts: Record<ProgramKind, GPUBindGroupLayout>;
+  compiled: Map<string, GPUComputePipeline>;
 }
 
 const pipelinesByDevice = new WeakMap<GPUDevice, Pipelines>();
 
-/** Rows a linear workgroup computes for a batch of `rows`: enough to cover small batches in one tile, at most 16. */
+/** GPUBufferUsage's flags (fixed by the WebGPU specification; the globals exist only once Dawn is installed). */
+const USAGE = { mapRead: 0x01, copySrc: 0x04, copyDst: 0x08, uniform: 0x40, storage: 0x80 } as const;
+
+/** Workgroups a product aims for: enough to keep every multiprocessor's memory requests going. */
+const TARGET_WORKGROUPS = 512;
+
+/** Bytes of the buffer every product writes its partial sums to. */
+const PARTIAL_BYTES = 64 << 20;
+
+type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'draws' | 'drawn' | 'readDrawn', GPUBuffer>;
+
+/** Rows a linear workgroup computes for `rows` inputs: enough to cover small batches in one tile, at most 16. */
 function rowsPerTile(rows: number): number {
   let r = 1;
   while (r < rows && r < 16) r *= 2;
   return r;
 }
 
-/** GPUBufferUsage's flags (fixed by the WebGPU specification; the globals exist only once Dawn is installed). */
-const USAGE = { mapRead: 0x01, copySrc: 0x04, copyDst: 0x08, uniform: 0x40, storage: 0x80 } as const;
-
-/** A linear product of the step: its variant (which pipeline), its bind group and its workgroups across the output's columns. */
-interface LinearDispatch {
-  variant: Omit<LinearVariant, 'rows'>;
-  group: GPUBindGroup;
-  x: number;
+/** How a product of `rows` input rows runs: its row tile, its K splits (a power of two) and the K each split covers. */
+interface ProductPlan {
+  tile: number;
+  splits: number;
+  chunk: number;
+  columnTiles: number;
+  rowTiles: number;
 }
 
-type Activations = Record<'x' | 'h' | 'qkv' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'draws' | 'drawn' | 'readDrawn', GPUBuffer>;
+/**
+ * The plan of a product [rows, K] x [K, N]: K split in two until the grid reaches
+ * TARGET_WORKGROUPS, a split covers at least TILE_K rows of the weight, or the partial sums
+ * would outgrow their buffer.
+ */
+function splitsFor(rows: number, K: number, N: number, maxSplits = MAX_SPLITS): ProductPlan {
+  const tile = rowsPerTile(rows);
+  const columnTiles = Math.ceil(N / 4 / WORKGROUP);
+  const rowTiles = Math.ceil(rows / tile);
+  let splits = 1;
+  while (splits < maxSplits && columnTiles * rowTiles * splits < TARGET_WORKGROUPS && K / (2 * splits) >= TILE_K && 2 * splits * rows * N * 4 <= PARTIAL_BYTES) splits *= 2;
+  return { tile, splits, chunk: Math.ceil(K / splits), columnTiles, rowTiles };
+}
 
 export class WebGpuDecodeStep {
   private readonly backend: WebGpuBackendInternals;
@@ -103,12 +167,12 @@ export class WebGpuDecodeStep {
   private readonly finalNorm: GPUBuffer;
   private readonly lmHead: LinearWeights;
   private readonly invFreq: Float32Array;
-  /** Uniform buffers this step owns, destroyed with it. */
-  private readonly uniforms: GPUBuffer[] = [];
+  /** Buffers this step made at load (uniforms, zero biases), destroyed with it. */
+  private readonly owned: GPUBuffer[] = [];
   private readonly stepUniform: GPUBuffer;
   private readonly sampleUniform: GPUBuffer;
-  /** One uniform of linear dims per projection kind, written per step (rows change). */
-  private readonly dims: Record<'qkv' | 'o' | 'gateUp' | 'down' | 'lmHead', GPUBuffer>;
+  /** The uniforms of each product and of the programs that sum them, written per step. */
+  private readonly dims: Record<'qkv' | 'o' | 'gateUp' | 'down' | 'lmHead' | 'residual' | 'swiglu', GPUBuffer>;
   /** Tokens (rows times tokens a row) and rows the activation buffers hold. */
   private tokenCapacity = 0;
   private rowCapacity = 0;
@@ -118,8 +182,8 @@ export class WebGpuDecodeStep {
   private mask: GPUBuffer | null = null;
   private readLogits: GPUBuffer | null = null;
   private layerBindings: (LayerBinding | null)[] = [];
-  private linearGroups: LinearDispatch[][] = [];
-  private headGroup: LinearDispatch | null = null;
+  private layerGroups: LayerGroups[] = [];
+  private headGroup: GPUBindGroup | null = null;
   private sampleGroup: GPUBindGroup | null = null;
 
   /** The step for `model` on the webgpu backend now, or null where it does not apply (see the class comment). */
@@ -132,8 +196,8 @@ export class WebGpuDecodeStep {
   static fits(model: LlamaModel): boolean {
     const { headDim, numHeads, numKvHeads, hiddenSize } = model.config;
     if (headDim % 2 !== 0 || headDim > MAX_HEAD_DIM || numHeads % numKvHeads !== 0 || hiddenSize % 4 !== 0) return false;
-    const linears = [...model.linears().map((l) => l.linear), model.lmHead];
-    return linears.every((l) => !l.released && l.weightT.dtype === 'float32' && l.outFeatures % 4 === 0 && (l.bias?.dtype ?? 'float32') === 'float32');
+    const float32 = (l: FrozenLinear) => !l.released && l.weightT.dtype === 'float32' && l.outFeatures % 4 === 0;
+    return model.blocks.every((b) => [b.attention.qkv, b.attention.o, b.mlp.gateUp, b.mlp.down].every(float32) && (b.attention.qkv.bias?.dtype ?? 'float32') === 'float32' && ![b.attention.o, b.mlp.gateUp, b.mlp.down].some((l) => l.bias)) && float32(model.lmHead) && !model.lmHead.bias;
   }
 
   /** Whether a step can run now: still webgpu with the kernels on, and no adapter attached since. */
@@ -145,16 +209,19 @@ export class WebGpuDecodeStep {
     this.backend = tf.backend() as unknown as WebGpuBackendInternals;
     this.device = this.backend.device;
     this.pipelines = pipelinesFor(this.device);
-    const projection = (linear: FrozenLinear): LinearWeights => ({
-      weight: this.buffer(linear.weightT),
-      bias: linear.bias ? this.buffer(linear.bias) : null,
-      k: linear.inFeatures,
-      n: linear.outFeatures,
-    });
+    const projection = (linear: FrozenLinear): LinearWeights => ({ weight: this.buffer(linear.weightT), k: linear.inFeatures, n: linear.outFeatures });
+    const owned = (size: number, usage: number) => {
+      const buffer = this.create(size, usage);
+      this.owned.push(buffer);
+      return buffer;
+    };
+    const qkvWidth = (model.config.numHeads + 2 * model.config.numKvHeads) * model.config.headDim;
+    let zeros: GPUBuffer | null = null;
     this.layers = model.blocks.map((block) => ({
       inputNorm: this.buffer(block.inputNorm.weight),
       postNorm: this.buffer(block.postAttentionNorm.weight),
       qkv: projection(block.attention.qkv),
+      qkvBias: block.attention.qkv.bias ? this.buffer(block.attention.qkv.bias) : (zeros ??= owned(qkvWidth * 4, USAGE.storage)),
       o: projection(block.attention.o),
       gateUp: projection(block.mlp.gateUp),
       down: projection(block.mlp.down),
@@ -162,15 +229,10 @@ export class WebGpuDecodeStep {
     this.finalNorm = this.buffer(model.finalNorm.weight);
     this.lmHead = projection(model.lmHead);
     this.invFreq = inverseFrequencies(model.config);
-    const uniform = () => {
-      const buffer = this.device.createBuffer({ size: 32, usage: USAGE.uniform | USAGE.copyDst });
-      this.uniforms.push(buffer);
-      return buffer;
-    };
+    const uniform = () => owned(32, USAGE.uniform | USAGE.copyDst);
     this.stepUniform = uniform();
     this.sampleUniform = uniform();
-    const dims = uniform;
-    this.dims = { qkv: dims(), o: dims(), gateUp: dims(), down: dims(), lmHead: dims() };
+    this.dims = { qkv: uniform(), o: uniform(), gateUp: uniform(), down: uniform(), lmHead: uniform(), residual: uniform(), swiglu: uniform() };
     this.layerBindings = model.blocks.map(() => null);
   }
 
@@ -189,7 +251,7 @@ export class WebGpuDecodeStep {
     this.device.queue.writeBuffer(a.draws, 0, Float32Array.from(draws.flatMap((d) => [d.temperature, d.u])));
     this.device.queue.writeBuffer(this.sampleUniform, 0, new Uint32Array([rows, this.config.vocabSize, 0, 0]));
     const pass = encoder.beginComputePass();
-    pass.setPipeline(this.pipelines.sample);
+    pass.setPipeline(this.pipeline('sample', '', () => SAMPLE_SHADER));
     pass.setBindGroup(0, this.sampleGroup as GPUBindGroup);
     pass.dispatchWorkgroups(rows);
     pass.end();
@@ -210,12 +272,18 @@ export class WebGpuDecodeStep {
     const encoder = this.encode(cache, tokens, true);
     if (!this.readLogits || this.readLogits.size < bytes) {
       this.readLogits?.destroy();
-      this.readLogits = this.device.createBuffer({ size: this.rowCapacity * this.config.vocabSize * 4, usage: USAGE.mapRead | USAGE.copyDst });
+      this.readLogits = this.create(this.rowCapacity * this.config.vocabSize * 4, USAGE.mapRead | USAGE.copyDst);
     }
     encoder.copyBufferToBuffer((this.activations as Activations).logits, 0, this.readLogits, 0, bytes);
     this.device.queue.submit([encoder.finish()]);
     cache.endStep(tokens[0].length);
     return this.read(this.readLogits, bytes);
+  }
+
+  /** As logits, without the lm_head or anything read back: a prompt's chunks before its last. */
+  advance(cache: KVCache, tokens: readonly (readonly number[])[]): void {
+    this.device.queue.submit([this.encode(cache, tokens, false).finish()]);
+    cache.endStep(tokens[0].length);
   }
 
   /**
@@ -227,7 +295,7 @@ export class WebGpuDecodeStep {
   async profile(cache: KVCache, tokens: readonly (readonly number[])[]): Promise<Record<string, number> | null> {
     if (!this.device.features.has('timestamp-query')) return null;
     const labels: string[] = [];
-    const querySet = this.device.createQuerySet({ type: 'timestamp', count: 2 * (6 * this.layers.length + 1) });
+    const querySet = this.device.createQuerySet({ type: 'timestamp', count: 2 * (9 * this.layers.length + 1) });
     const bytes = querySet.count * 8;
     const resolved = this.device.createBuffer({ size: bytes, usage: 0x200 /* QUERY_RESOLVE */ | USAGE.copySrc });
     const readable = this.device.createBuffer({ size: bytes, usage: USAGE.mapRead | USAGE.copyDst });
@@ -249,14 +317,8 @@ export class WebGpuDecodeStep {
     }
   }
 
-  /** As logits, without the lm_head or anything read back: a prompt's chunks before its last. */
-  advance(cache: KVCache, tokens: readonly (readonly number[])[]): void {
-    this.device.queue.submit([this.encode(cache, tokens, false).finish()]);
-    cache.endStep(tokens[0].length);
-  }
-
   dispose(): void {
-    for (const buffer of this.uniforms) buffer.destroy();
+    for (const buffer of this.owned) buffer.destroy();
     for (const buffer of Object.values(this.activations ?? {})) buffer.destroy();
     this.activations = null;
     this.mask?.destroy();
@@ -289,49 +351,53 @@ export class WebGpuDecodeStep {
     }
     const a = this.activations as Activations;
     const { queue } = this.device;
-    queue.writeBuffer(a.x, 0, this.model.embeddingRows(tokens.flat()));
+    const x = this.model.embeddingRows(tokens.flat());
+    queue.writeBuffer(a.x, 0, x);
+    queue.writeBuffer(a.rinv, 0, inverseRms(x, C, eps));
     queue.writeBuffer(a.tables, 0, this.ropeTables(cache.lengths().flatMap((p) => Array.from({ length: T }, (_, t) => p + t))));
     queue.writeBuffer(this.mask as GPUBuffer, 0, cache.stepMask(T));
     queue.writeBuffer(this.stepUniform, 0, new Uint32Array([N, columns, cache.width, T]));
-    const writeDims = (buffer: GPUBuffer, dims: { rows: number; k: number; n4: number; ldw4: number; inStride?: number; inOffset?: number }) => {
-      const data = new ArrayBuffer(32);
-      new Uint32Array(data, 0, 4).set([dims.rows, dims.k, dims.n4, dims.ldw4]);
-      new Float32Array(data, 16, 1)[0] = eps;
-      new Uint32Array(data, 20, 2).set([dims.inStride ?? dims.k, dims.inOffset ?? 0]);
-      queue.writeBuffer(buffer, 0, data);
+    queue.writeBuffer(this.dims.residual, 0, dimsData([N, C / 4], [eps]));
+    queue.writeBuffer(this.dims.swiglu, 0, dimsData([N, I / 4]));
+    const plan = (buffer: GPUBuffer, inputs: number, K: number, n: number, options: { inStride?: number; inOffset?: number; maxSplits?: number } = {}): ProductPlan => {
+      const p = splitsFor(inputs, K, n, options.maxSplits);
+      queue.writeBuffer(buffer, 0, dimsData([inputs, K, n / 4, n / 4, p.chunk, options.inStride ?? K, options.inOffset ?? 0, 0]));
+      return p;
     };
-    writeDims(this.dims.qkv, { rows: N, k: C, n4: ((H + 2 * KV) * D) / 4, ldw4: ((H + 2 * KV) * D) / 4 });
-    writeDims(this.dims.o, { rows: N, k: H * D, n4: C / 4, ldw4: C / 4 });
-    writeDims(this.dims.gateUp, { rows: N, k: C, n4: I / 4, ldw4: (2 * I) / 4 });
-    writeDims(this.dims.down, { rows: N, k: I, n4: C / 4, ldw4: C / 4 });
-    // The head reads each row's last token: row r's input starts at (r T + T - 1) C.
-    writeDims(this.dims.lmHead, { rows, k: C, n4: V / 4, ldw4: V / 4, inStride: T * C, inOffset: (T - 1) * C });
+    const qkvPlan = plan(this.dims.qkv, N, C, (H + 2 * KV) * D);
+    const oPlan = plan(this.dims.o, N, H * D, C);
+    const gateUpPlan = plan(this.dims.gateUp, N, C, 2 * I);
+    const downPlan = plan(this.dims.down, N, I, C);
+    // The head reads each row's last token (row r's input starts at (r T + T - 1) C) into the logits, unsplit.
+    const headPlan = plan(this.dims.lmHead, rows, C, V, { inStride: T * C, inOffset: (T - 1) * C, maxSplits: 1 });
 
     const encoder = this.device.createCommandEncoder();
     const shared = timing ? null : encoder.beginComputePass();
-    const run = (label: string, pipeline: GPUComputePipeline, group: GPUBindGroup, x: number, y: number) => {
+    const run = (label: string, pipeline: GPUComputePipeline, group: GPUBindGroup, x: number, y = 1, z = 1) => {
       const index = timing ? timing.labels.push(label) - 1 : 0;
       const pass = shared ?? encoder.beginComputePass({ timestampWrites: { querySet: timing?.querySet as GPUQuerySet, beginningOfPassWriteIndex: 2 * index, endOfPassWriteIndex: 2 * index + 1 } });
       pass.setPipeline(pipeline);
       pass.setBindGroup(0, group);
-      pass.dispatchWorkgroups(x, y);
+      pass.dispatchWorkgroups(x, y, z);
       if (!shared) pass.end();
     };
-    const linear = (label: string, d: LinearDispatch, inputs: number) => {
-      const tile = rowsPerTile(inputs);
-      run(label, this.linearPipeline(d.variant, tile), d.group, d.x, Math.ceil(inputs / tile));
-    };
+    const product = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean) =>
+      run(label, this.pipeline(norm ? 'linearNorm' : 'linear', p.tile, () => linearShader(p.tile, norm)), group, p.columnTiles, p.rowTiles, p.splits);
+    const finishResidual = (group: GPUBindGroup, splits: number) => run('residual', this.pipeline('finishResidual', splits, () => finishResidualShader(splits)), group, N);
     const pairs = N * (H + 2 * KV) * (D / 2);
     bindings.forEach((binding, l) => {
-      const [qkv, o, gateUp, down] = this.linearGroups[l];
-      linear('qkv', qkv, N);
-      run('rope', this.pipelines.rope, binding.rope, Math.ceil(pairs / WORKGROUP), 1);
-      run('attention', this.pipelines.attention, binding.attention, H, N);
-      linear('o', o, N);
-      linear('gate_up', gateUp, N);
-      linear('down', down, N);
+      const g = this.layerGroups[l];
+      product('qkv', g.qkv, qkvPlan, true);
+      run('rope', this.pipeline('rope', qkvPlan.splits, () => ropeStoreShader(qkvPlan.splits)), binding.rope, Math.ceil(pairs / WORKGROUP));
+      run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
+      product('o', g.o, oPlan, false);
+      finishResidual(g.finishO, oPlan.splits);
+      product('gate_up', g.gateUp, gateUpPlan, true);
+      run('swiglu', this.pipeline('finishSwiglu', gateUpPlan.splits, () => finishSwigluShader(gateUpPlan.splits)), g.swiglu, Math.ceil((N * I) / 4 / WORKGROUP));
+      product('down', g.down, downPlan, false);
+      finishResidual(g.finishDown, downPlan.splits);
     });
-    if (head) linear('lm_head', this.headGroup as LinearDispatch, rows);
+    if (head) product('lm_head', this.headGroup as GPUBindGroup, headPlan, true);
     shared?.end();
     return encoder;
   }
@@ -369,10 +435,13 @@ export class WebGpuDecodeStep {
       const N = this.tokenCapacity;
       const B = this.rowCapacity;
       const storage = (floats: number) => this.create(floats * 4, USAGE.storage | USAGE.copyDst | USAGE.copySrc);
+      // An unsplit product of every width fits in the partial sums' buffer, whatever splitsFor allows beyond it.
+      const widest = Math.max((H + 2 * KV) * D, 2 * I, C);
       this.activations = {
         x: storage(N * C),
         h: storage(N * C),
-        qkv: storage(N * (H + 2 * KV) * D),
+        rinv: storage(N),
+        partial: this.create(Math.max(PARTIAL_BYTES, N * widest * 4), USAGE.storage),
         q: storage(N * H * D),
         heads: storage(N * H * D),
         act: storage(N * I),
@@ -383,39 +452,31 @@ export class WebGpuDecodeStep {
         readDrawn: this.create(B * 8, USAGE.mapRead | USAGE.copyDst),
       };
       this.maskCapacity = 0;
-      this.makeLinearGroups();
+      this.makeGroups();
     }
     if (tokens * columns > this.maskCapacity) {
       this.mask?.destroy();
       this.maskCapacity = this.tokenCapacity * Math.max(columns, 256) * 2;
-      this.mask = this.device.createBuffer({ size: this.maskCapacity * 4, usage: USAGE.storage | USAGE.copyDst });
+      this.mask = this.create(this.maskCapacity * 4, USAGE.storage | USAGE.copyDst);
       this.layerBindings.forEach((b) => b?.uniform.destroy());
       this.layerBindings = this.layerBindings.map(() => null);
     }
   }
 
-  /** Bind groups of every layer's four products, the lm_head's and the sampler's, over the current activation buffers. */
-  private makeLinearGroups(): void {
+  /** Bind groups of every layer's products and their sums, the lm_head's and the sampler's, over the current activation buffers. */
+  private makeGroups(): void {
     const a = this.activations as Activations;
-    const group = (dims: GPUBuffer, input: GPUBuffer, weights: LinearWeights, output: GPUBuffer, options: { norm?: GPUBuffer; residual?: GPUBuffer; swiglu?: boolean }): LinearDispatch => {
-      const variant = { norm: Boolean(options.norm), bias: weights.bias !== null, swiglu: options.swiglu ?? false, residual: Boolean(options.residual) };
-      const entries = [dims, input, weights.weight, output, options.norm, weights.bias, options.residual].filter((b): b is GPUBuffer => Boolean(b));
-      const { layout } = linearPipelines(this.device, this.pipelines, variant);
-      const bindGroup = this.device.createBindGroup({ layout, entries: entries.map((buffer, binding) => ({ binding, resource: { buffer } })) });
-      const n4 = (options.swiglu ? weights.n / 2 : weights.n) / 4;
-      return { variant, group: bindGroup, x: Math.ceil(n4 / WORKGROUP) };
-    };
-    this.linearGroups = this.layers.map((w) => [
-      group(this.dims.qkv, a.x, w.qkv, a.qkv, { norm: w.inputNorm }),
-      group(this.dims.o, a.heads, w.o, a.h, { residual: a.x }),
-      group(this.dims.gateUp, a.h, w.gateUp, a.act, { norm: w.postNorm, swiglu: true }),
-      group(this.dims.down, a.act, w.down, a.x, { residual: a.h }),
-    ]);
-    this.headGroup = group(this.dims.lmHead, a.x, this.lmHead, a.logits, { norm: this.finalNorm });
-    this.sampleGroup = this.device.createBindGroup({
-      layout: this.pipelines.sample.getBindGroupLayout(0),
-      entries: [this.sampleUniform, a.logits, a.draws, a.drawn].map((buffer, binding) => ({ binding, resource: { buffer } })),
-    });
+    this.layerGroups = this.layers.map((w) => ({
+      qkv: this.group('linearNorm', [this.dims.qkv, a.x, w.qkv.weight, a.partial, w.inputNorm, a.rinv]),
+      o: this.group('linear', [this.dims.o, a.heads, w.o.weight, a.partial]),
+      finishO: this.group('finishResidual', [this.dims.residual, a.partial, a.x, a.h, a.rinv]),
+      gateUp: this.group('linearNorm', [this.dims.gateUp, a.h, w.gateUp.weight, a.partial, w.postNorm, a.rinv]),
+      swiglu: this.group('finishSwiglu', [this.dims.swiglu, a.partial, a.act]),
+      down: this.group('linear', [this.dims.down, a.act, w.down.weight, a.partial]),
+      finishDown: this.group('finishResidual', [this.dims.residual, a.partial, a.h, a.x, a.rinv]),
+    }));
+    this.headGroup = this.group('linearNorm', [this.dims.lmHead, a.x, this.lmHead.weight, a.logits, this.finalNorm, a.rinv]);
+    this.sampleGroup = this.group('sample', [this.sampleUniform, a.logits, a.draws, a.drawn]);
   }
 
   /** A layer's RoPE and attention bind groups, remade when the cache replaced its tensors. */
@@ -425,33 +486,35 @@ export class WebGpuDecodeStep {
     current?.uniform.destroy();
     const a = this.activations as Activations;
     const { numHeads: H, numKvHeads: KV, headDim: D } = this.config;
-    const uniform = this.device.createBuffer({ size: 16, usage: USAGE.uniform | USAGE.copyDst });
+    const uniform = this.create(16, USAGE.uniform | USAGE.copyDst);
     this.device.queue.writeBuffer(uniform, 0, new Uint32Array([H, KV, D, keys.shape[2]]));
     const k = this.buffer(keys);
     const v = this.buffer(values);
-    const groupOf = (pipeline: GPUComputePipeline, buffers: GPUBuffer[]) =>
-      this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })) });
     const binding: LayerBinding = {
       keys,
       values,
       uniform,
-      rope: groupOf(this.pipelines.rope, [this.stepUniform, uniform, a.qkv, a.tables, a.q, k, v]),
-      attention: groupOf(this.pipelines.attention, [this.stepUniform, uniform, a.q, k, v, this.mask as GPUBuffer, a.heads]),
+      rope: this.group('rope', [this.stepUniform, uniform, a.partial, a.tables, a.q, k, v, this.layers[layer].qkvBias]),
+      attention: this.group('attention', [this.stepUniform, uniform, a.q, k, v, this.mask as GPUBuffer, a.heads]),
     };
     this.layerBindings[layer] = binding;
     return binding;
   }
 
-  /** The linear variant's pipeline for row tiles of `rows`, compiled on first use. */
-  private linearPipeline(variant: Omit<LinearVariant, 'rows'>, rows: number): GPUComputePipeline {
-    const entry = linearPipelines(this.device, this.pipelines, variant);
-    let pipeline = entry.byRows.get(rows);
+  private group(kind: ProgramKind, buffers: GPUBuffer[]): GPUBindGroup {
+    return this.device.createBindGroup({ layout: this.pipelines.layouts[kind], entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })) });
+  }
+
+  /** The pipeline of a program of `kind` and `variant` (a row tile, a split count), compiled from `code()` once per device. */
+  private pipeline(kind: ProgramKind, variant: number | string, code: () => string): GPUComputePipeline {
+    const key = `${kind}:${variant}`;
+    let pipeline = this.pipelines.compiled.get(key);
     if (!pipeline) {
       pipeline = this.device.createComputePipeline({
-        layout: this.device.createPipelineLayout({ bindGroupLayouts: [entry.layout] }),
-        compute: { module: this.device.createShaderModule({ code: linearShader({ ...variant, rows }) }), entryPoint: 'main' },
+        layout: this.device.createPipelineLayout({ bindGroupLayouts: [this.pipelines.layouts[kind]] }),
+        compute: { module: this.device.createShaderModule({ code: code() }), entryPoint: 'main' },
       });
-      entry.byRows.set(rows, pipeline);
+      this.pipelines.compiled.set(key, pipeline);
     }
     return pipeline;
   }
@@ -476,31 +539,36 @@ export class WebGpuDecodeStep {
   }
 }
 
+/** A uniform's bytes: 32-bit unsigned fields, then 32-bit floats, padded to 32 bytes. */
+function dimsData(fields: number[], floats: number[] = []): ArrayBuffer {
+  const data = new ArrayBuffer(32);
+  new Uint32Array(data, 0, fields.length).set(fields);
+  new Float32Array(data, 4 * fields.length, floats.length).set(floats);
+  return data;
+}
+
+/** 1 / rms of each row of x [rows, C]: the first layer's RMSNorm of the embeddings, which no program before it computes. */
+function inverseRms(x: Float32Array, C: number, eps: number): Float32Array {
+  const out = new Float32Array(x.length / C);
+  for (let row = 0; row < out.length; row++) {
+    let sum = 0;
+    for (let c = row * C; c < (row + 1) * C; c++) sum += x[c] * x[c];
+    out[row] = 1 / Math.sqrt(sum / C + eps);
+  }
+  return out;
+}
+
 function pipelinesFor(device: GPUDevice): Pipelines {
   let pipelines = pipelinesByDevice.get(device);
   if (!pipelines) {
-    const compile = (code: string) => device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
-    pipelines = { linear: new Map(), rope: compile(ROPE_STORE_SHADER), attention: compile(ATTENTION_SHADER), sample: compile(SAMPLE_SHADER) };
+    const compute = 4; // GPUShaderStage.COMPUTE
+    const layout = (bindings: Binding[]) =>
+      device.createBindGroupLayout({
+        entries: bindings.map((kind, binding) => ({ binding, visibility: compute, buffer: { type: kind === 'uniform' ? 'uniform' : kind === 'read' ? 'read-only-storage' : 'storage' } })),
+      });
+    const layouts = Object.fromEntries(Object.entries(LAYOUTS).map(([kind, bindings]) => [kind, layout(bindings)])) as Record<ProgramKind, GPUBindGroupLayout>;
+    pipelines = { layouts, compiled: new Map() };
     pipelinesByDevice.set(device, pipelines);
   }
   return pipelines;
-}
-
-/** The bind group layout of a linear variant (shared by its pipelines of every row tile) and those pipelines. */
-function linearPipelines(device: GPUDevice, pipelines: Pipelines, variant: Omit<LinearVariant, 'rows'>): { layout: GPUBindGroupLayout; byRows: Map<number, GPUComputePipeline> } {
-  const key = `${+variant.norm}${+variant.bias}${+variant.swiglu}${+variant.residual}`;
-  let entry = pipelines.linear.get(key);
-  if (!entry) {
-    const compute = 4; // GPUShaderStage.COMPUTE
-    const layout = device.createBindGroupLayout({
-      entries: linearBindings(variant).map((kind, binding) => ({
-        binding,
-        visibility: compute,
-        buffer: { type: kind === 'uniform' ? 'uniform' : kind === 'read' ? 'read-only-storage' : 'storage' },
-      })),
-    });
-    entry = { layout, byRows: new Map() };
-    pipelines.linear.set(key, entry);
-  }
-  return entry;
 }

@@ -1,122 +1,80 @@
 /**
- * The WGSL programs of a decoding step on webgpu (decode-step.webgpu.ts encodes them): a
- * linear layer with RMSNorm folded into its input and the bias, SwiGLU or residual sum folded
- * into its output; RoPE with the KV cache's new column written in place; attention over the
+ * The WGSL programs of a decoding step on webgpu (decode-step.webgpu.ts encodes them): linear
+ * products over splits of K with RMSNorm folded into their input; the programs that sum the
+ * splits into the residual stream (with the next RMSNorm's 1/rms) or into SwiGLU; RoPE, which
+ * sums the q|k|v splits and writes the KV cache's new columns in place; attention over the
  * cache; and the next token drawn from the logits. Each is one dispatch. Every program reads
- * its sizes from uniforms, so one compiled pipeline serves every batch size and cache width.
+ * its sizes from uniforms, so one compiled pipeline serves every batch size and cache width
+ * (the split count, where a program unrolls over it, is compiled in).
  */
 
 /** Threads of a workgroup in every program here. */
 export const WORKGROUP = 64;
 
-/** Columns of the input a linear workgroup stages in workgroup memory at a time. */
-const TILE_K = 32;
+/** Rows of the weight a linear thread reads per step of its loop: a constant trip count, so the loads are unrolled and in flight together. */
+export const TILE_K = 16;
+
+/** Most K splits of a linear product (a power of two: the programs that sum the splits unroll over them). */
+export const MAX_SPLITS = 32;
 
 /** Largest head dimension attention keeps in registers (MAX_HEAD_DIM / WORKGROUP per thread). */
 export const MAX_HEAD_DIM = 256;
 
-/** What a linear program folds into its input and output. */
-export interface LinearVariant {
-  /** Rows of the output one workgroup computes: a power of two, at most WORKGROUP. */
-  rows: number;
-  /** RMSNorm of each input row first (x / rms(x) * gamma). */
-  norm: boolean;
-  /** A bias added to the product (for SwiGLU, the gate's and the up's). */
-  bias: boolean;
-  /** The output is silu(gate) * up, gate and up the two halves of the weight's columns. */
-  swiglu: boolean;
-  /** The output is residual + the product (the residual stream's sum). */
-  residual: boolean;
-}
-
-/** The bindings of a linear program, in order: only those its variant uses are declared. */
-export function linearBindings(v: Omit<LinearVariant, 'rows'>): ('uniform' | 'read' | 'write')[] {
-  return ['uniform', 'read', 'read', 'write', ...(v.norm ? ['read' as const] : []), ...(v.bias ? ['read' as const] : []), ...(v.residual ? ['read' as const] : [])];
-}
-
 /**
- * y = epilogue(prologue(x) W) for x [rows, K] and W [K, ldw] (a row-major [in, out] weight,
- * read as vec4 columns). One workgroup computes `rows` rows by 64 vec4 columns (256 outputs);
- * each thread keeps its column's `rows` vec4 sums in registers while the workgroup steps
- * through K in tiles of the input rows staged in workgroup memory. Weight reads are
- * coalesced: the 64 threads of a workgroup read 1 KB of one weight row at a time. Dims:
- * rows (of the input), k, n4 (output vec4 columns; for SwiGLU, of each half), ldw4 (weight row
- * stride in vec4), eps (RMSNorm's epsilon), inStride and inOffset (input row r starts at
- * r inStride + inOffset: the lm_head reads each sequence's last token this way).
+ * A linear product's partial sums, x W over one split of K, for x [rows, K] and W [K, ldw] (a
+ * row-major [in, out] weight read as vec4 columns): partial [splits, rows, n4] of vec4. One
+ * workgroup computes `rows` rows by 64 vec4 columns (256 outputs) over `chunk` rows of the
+ * weight (grid: column tiles, row tiles, splits). Each thread keeps its column's sums in
+ * registers while the workgroup steps through its chunk TILE_K rows at a time, the input rows
+ * staged in workgroup memory; the 64 threads read 1 KB of one weight row at a time. Splitting K
+ * gives a decoding step's narrow products enough workgroups to keep the GPU's memory busy; the
+ * consumer sums the splits (rope, finish programs). With `norm`, the input is RMSNorm'd on the
+ * way in: x * rinv[row] * gamma, rinv computed by the program that wrote x. Dims: rows, k, n4
+ * (output vec4 columns), ldw4 (weight row stride in vec4), chunk (K a split covers), inStride
+ * and inOffset (input row r starts at r inStride + inOffset: the lm_head reads each sequence's
+ * last token this way, and its rinv at (r inStride + inOffset) / k).
  */
-export function linearShader(v: LinearVariant): string {
-  const R = v.rows;
-  const lanes = WORKGROUP / R;
-  let binding = 4;
-  const decl = (name: string, type: string) => `@group(0) @binding(${binding++}) var<storage, read> ${name} : array<${type}>;`;
+export function linearShader(rows: number, norm: boolean): string {
+  const R = rows;
   return `
-struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, eps : f32, inStride : u32, inOffset : u32 }
+struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, chunk : u32, inStride : u32, inOffset : u32, pad : u32 }
 @group(0) @binding(0) var<uniform> dims : Dims;
 @group(0) @binding(1) var<storage, read> x : array<f32>;
 @group(0) @binding(2) var<storage, read> w : array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> y : array<vec4<f32>>;
-${v.norm ? decl('gamma', 'f32') : ''}
-${v.bias ? decl('bias', 'vec4<f32>') : ''}
-${v.residual ? decl('residual', 'vec4<f32>') : ''}
+@group(0) @binding(3) var<storage, read_write> partial : array<vec4<f32>>;
+${norm ? '@group(0) @binding(4) var<storage, read> gamma : array<f32>;\n@group(0) @binding(5) var<storage, read> rinv : array<f32>;' : ''}
 
 const R : u32 = ${R}u;
 const TK : u32 = ${TILE_K}u;
 var<workgroup> xs : array<f32, ${R * TILE_K}>;
-var<workgroup> scale : array<f32, ${R}>;
-var<workgroup> partial : array<f32, ${WORKGROUP}>;
 
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   let col = wg.x * ${WORKGROUP}u + tid;
   let row0 = wg.y * R;
   let K = dims.k;
-${
-  v.norm
-    ? `
-  // 1 / rms of each of the workgroup's rows: ${lanes} threads a row, then one sum per row.
-  {
-    let r = tid / ${lanes}u;
-    let row = row0 + r;
-    var squares = 0.0;
-    if (row < dims.rows) {
-      for (var k = tid % ${lanes}u; k < K; k += ${lanes}u) { let value = x[row * dims.inStride + dims.inOffset + k]; squares += value * value; }
-    }
-    partial[tid] = squares;
-    workgroupBarrier();
-    if (tid < R) {
-      var total = 0.0;
-      for (var lane = 0u; lane < ${lanes}u; lane++) { total += partial[tid * ${lanes}u + lane]; }
-      scale[tid] = inverseSqrt(total / f32(K) + dims.eps);
-    }
-    workgroupBarrier();
-  }`
-    : ''
-}
+  let kBegin = wg.z * dims.chunk;
+  let kEnd = min(K, kBegin + dims.chunk);
+  // Threads past the last column read its weights (and write nothing), so every load is in range.
+  let wcol = min(col, dims.n4 - 1u);
   var acc : array<vec4<f32>, ${R}>;
-${v.swiglu ? `  var up : array<vec4<f32>, ${R}>;` : ''}
-  for (var k0 = 0u; k0 < K; k0 += TK) {
+  for (var k0 = kBegin; k0 < kEnd; k0 += TK) {
     for (var i = tid; i < R * TK; i += ${WORKGROUP}u) {
       let row = row0 + i / TK;
       let k = k0 + i % TK;
       var value = 0.0;
-      if (row < dims.rows && k < K) {
-        value = x[row * dims.inStride + dims.inOffset + k];
-${v.norm ? '        value = value * scale[i / TK] * gamma[k];' : ''}
+      if (row < dims.rows && k < kEnd) {
+        let at = row * dims.inStride + dims.inOffset;
+        value = x[at + k];
+${norm ? '        value = value * rinv[at / K] * gamma[k];' : ''}
       }
       xs[i] = value;
     }
     workgroupBarrier();
-    if (col < dims.n4) {
-      let steps = min(TK, K - k0);
-      for (var kk = 0u; kk < steps; kk++) {
-        let wv = w[(k0 + kk) * dims.ldw4 + col];
-${v.swiglu ? '        let wu = w[(k0 + kk) * dims.ldw4 + dims.n4 + col];' : ''}
-        for (var r = 0u; r < R; r++) {
-          let xv = xs[r * TK + kk];
-          acc[r] += xv * wv;
-${v.swiglu ? '          up[r] += xv * wu;' : ''}
-        }
-      }
+    for (var kk = 0u; kk < TK; kk++) {
+      // Past kEnd the staged input is 0: the clamped row's weights add nothing.
+      let wv = w[min(k0 + kk, K - 1u) * dims.ldw4 + wcol];
+      for (var r = 0u; r < R; r++) { acc[r] += xs[r * TK + kk] * wv; }
     }
     workgroupBarrier();
   }
@@ -124,18 +82,73 @@ ${v.swiglu ? '          up[r] += xv * wu;' : ''}
   for (var r = 0u; r < R; r++) {
     let row = row0 + r;
     if (row >= dims.rows) { break; }
-    var out = acc[r];
-${v.bias ? '    out += bias[col];' : ''}
-${
-  v.swiglu
-    ? `    var u = up[r];
-${v.bias ? '    u += bias[dims.n4 + col];' : ''}
-    out = out * (1.0 / (1.0 + exp(-out))) * u;`
-    : ''
-}
-${v.residual ? '    out += residual[row * dims.n4 + col];' : ''}
-    y[row * dims.n4 + col] = out;
+    partial[(wg.z * dims.rows + row) * dims.n4 + col] = acc[r];
   }
+}`;
+}
+
+/**
+ * The residual stream's next value from a product's splits, one workgroup per row: y =
+ * residual + the sum of `splits` partials, and rinv[row] = 1 / rms(y), which the next product's
+ * RMSNorm takes. Dims: rows, n4 (vec4 columns), eps.
+ */
+export function finishResidualShader(splits: number): string {
+  return `
+struct Dims { rows : u32, n4 : u32, eps : f32, pad : u32 }
+@group(0) @binding(0) var<uniform> dims : Dims;
+@group(0) @binding(1) var<storage, read> partial : array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> residual : array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> y : array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> rinv : array<f32>;
+var<workgroup> squares : array<f32, ${WORKGROUP}>;
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let row = wg.x;
+  let n4 = dims.n4;
+  var sum = 0.0;
+  for (var c = tid; c < n4; c += ${WORKGROUP}u) {
+    var value = residual[row * n4 + c];
+    for (var s = 0u; s < ${splits}u; s++) { value += partial[(s * dims.rows + row) * n4 + c]; }
+    y[row * n4 + c] = value;
+    sum += dot(value, value);
+  }
+  squares[tid] = sum;
+  workgroupBarrier();
+  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
+    if (tid < n) { squares[tid] += squares[tid + n]; }
+    workgroupBarrier();
+  }
+  if (tid == 0u) { rinv[row] = inverseSqrt(squares[0] / f32(4u * n4) + dims.eps); }
+}`;
+}
+
+/**
+ * SwiGLU from the gate|up product's splits: act [rows, I] = silu(gate) * up, gate and up the
+ * two halves of each row's summed partials [splits, rows, 2 I]. One thread per vec4 of act.
+ * Dims: rows, n4 (I / 4).
+ */
+export function finishSwigluShader(splits: number): string {
+  return `
+struct Dims { rows : u32, n4 : u32, pad0 : u32, pad1 : u32 }
+@group(0) @binding(0) var<uniform> dims : Dims;
+@group(0) @binding(1) var<storage, read> partial : array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> act : array<vec4<f32>>;
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(global_invocation_id) id : vec3<u32>) {
+  let n4 = dims.n4;
+  if (id.x >= dims.rows * n4) { return; }
+  let row = id.x / n4;
+  let c = id.x % n4;
+  var gate = vec4<f32>(0.0);
+  var up = vec4<f32>(0.0);
+  for (var s = 0u; s < ${splits}u; s++) {
+    let base = (s * dims.rows + row) * 2u * n4;
+    gate += partial[base + c];
+    up += partial[base + n4 + c];
+  }
+  act[id.x] = gate * (1.0 / (1.0 + exp(-gate))) * up;
 }`;
 }
 
@@ -151,14 +164,17 @@ struct Layer { heads : u32, kvHeads : u32, headDim : u32, capacity : u32 }
 @group(0) @binding(1) var<uniform> layer : Layer;`;
 
 /**
- * RoPE on the step's q and k heads and the KV cache's new columns: for every token, q heads are
+ * RoPE on the step's q and k heads and the KV cache's new columns, from the q|k|v product's
+ * `splits` partial sums and its bias (zeros where the model has none): for every token, q heads are
  * rotated into q [tokens, H, D], k heads rotated and v heads copied into the token's column
  * (column + its index in its row) of its row's cache [rows, KV, capacity, D]. One thread per
  * pair (j, j + D/2) of a head. tables [tokens, 4, D/2] holds cos and sin for q (times
  * 1/sqrt(D)), then for k, as Rope.tables.
  */
-export const ROPE_STORE_SHADER = `${STEP_UNIFORMS}
+export function ropeStoreShader(splits: number): string {
+  return `${STEP_UNIFORMS}
 @group(0) @binding(2) var<storage, read> qkv : array<f32>;
+@group(0) @binding(7) var<storage, read> bias : array<f32>;
 @group(0) @binding(3) var<storage, read> tables : array<f32>;
 @group(0) @binding(4) var<storage, read_write> q : array<f32>;
 @group(0) @binding(5) var<storage, read_write> keys : array<f32>;
@@ -179,9 +195,14 @@ fn main(@builtin(global_invocation_id) id : vec3<u32>) {
   // The token's row of the cache and its column there.
   let row = token / step.perRow;
   let column = step.column + token % step.perRow;
-  let src = (token * all + head) * D;
-  let x1 = qkv[src + j];
-  let x2 = qkv[src + j + half];
+  // q|k|v of the token: its splits' partial sums, plus the bias.
+  var x1 = bias[head * D + j];
+  var x2 = bias[head * D + j + half];
+  for (var s = 0u; s < ${splits}u; s++) {
+    let src = ((s * step.tokens + token) * all + head) * D;
+    x1 += qkv[src + j];
+    x2 += qkv[src + j + half];
+  }
   if (head >= H + KV) {
     let dst = ((row * KV + head - H - KV) * layer.capacity + column) * D;
     values[dst + j] = x1;
@@ -203,6 +224,7 @@ fn main(@builtin(global_invocation_id) id : vec3<u32>) {
     keys[dst + j + half] = o2;
   }
 }`;
+}
 
 /**
  * softmax(q k^T + mask) v over the first `columns` columns of each token's row of the cache,
@@ -210,9 +232,11 @@ fn main(@builtin(global_invocation_id) id : vec3<u32>) {
  * query heads of a KV head reading its keys and values (grouped-query attention). Keys go in
  * tiles of one per thread with an online softmax (FlashAttention's running maximum and sum), so
  * any width fits. mask [tokens, columns]: 0 for a column the token sees, KVCache's MASKED for
- * padding and for the row's later new tokens (KVCache.stepMask).
+ * padding and for the row's later new tokens (KVCache.stepMask). The head dimension is compiled
+ * in, so a key's dot product is unrolled and its loads are in flight together.
  */
-export const ATTENTION_SHADER = `${STEP_UNIFORMS}
+export function attentionShader(headDim: number): string {
+  return `${STEP_UNIFORMS}
 @group(0) @binding(2) var<storage, read> q : array<f32>;
 @group(0) @binding(3) var<storage, read> keys : array<f32>;
 @group(0) @binding(4) var<storage, read> values : array<f32>;
@@ -251,7 +275,7 @@ fn reduceSum(tid : u32, value : f32) -> f32 {
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   let H = layer.heads;
-  let D = layer.headDim;
+  const D : u32 = ${headDim}u;
   let S = step.columns;
   let head = wg.x;
   let token = wg.y;
@@ -295,6 +319,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     if (d < D) { out[qBase + d] = acc[i] / runningSum; }
   }
 }`;
+}
 
 /** Threads of the sampling workgroup: each takes a contiguous slice of the vocabulary. */
 const SAMPLE_WORKGROUP = 256;
