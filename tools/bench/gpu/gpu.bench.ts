@@ -26,7 +26,8 @@
  * PyTorch); --python PATH (the interpreter with torch, default python3); --only NAMES (models,
  * comma-separated: smollm2-135m, qwen2.5-0.5b, and the larger qwen2.5-1.5b and qwen2.5-3b,
  * measured only when named); --count (first print what a step costs in WebGPU work, one JSON
- * line: gpuCounts); --kernels on|off|both (webgpu's fused kernels;
+ * line: gpuCounts); --make (only make the named models' directories, then exit: a
+ * larger model can be made in another process while the smaller ones are measured); --kernels on|off|both (webgpu's fused kernels;
  * default both, or WEBGPU_FUSED_KERNELS when it is set); --budget SECONDS (default 270: a
  * model's second engine pass, generic ops, is skipped when the run would take longer with it,
  * so that the whole run stays under 5 minutes).
@@ -361,12 +362,28 @@ function kernelSettings(backend: BackendName): boolean[] {
   return choice === 'both' ? [true, false] : [choice === 'on'];
 }
 
+/** The shape's model directory under `where`, made (random weights) unless it is there. */
+function modelDir(shape: Shape, where: string): string {
+  const dir = path.join(where, shape.name);
+  if (!fs.existsSync(path.join(dir, 'model.safetensors'))) {
+    progress(`${shape.name}: making the model (random weights) in ${dir}`);
+    makeModel({ preset: shape.preset, out: dir, seed: 0, overrides: shape.overrides, dtype: shape.dtype });
+  }
+  return dir;
+}
+
 async function main(): Promise<void> {
   const smoke = process.argv.includes('--smoke');
   const plan = smoke ? SMOKE : FULL;
+  const where = option('--models') ?? fs.mkdtempSync(path.join(os.tmpdir(), 'gpu-bench-'));
+  const named = option('--only')?.split(',');
+  const shapes = smoke ? SMOKE_SHAPES : named ? [...SHAPES, ...LARGE_SHAPES].filter((s) => named.includes(s.name)) : SHAPES;
+  if (process.argv.includes('--make')) {
+    for (const shape of shapes) modelDir(shape, where);
+    return;
+  }
   const preference = (option('--backend') ?? 'webgpu') as BackendName;
   const backend = await selectBackend(preference);
-  const where = option('--models') ?? fs.mkdtempSync(path.join(os.tmpdir(), 'gpu-bench-'));
   const adapter = backend.adapter ? `${backend.adapter.vendor} ${backend.adapter.architecture} (${backend.adapter.description || backend.adapter.device})${backend.adapter.fallback ? ', fallback adapter' : ''}` : 'none';
   console.log(`backend: ${backend.name}, gpu: ${backend.gpu}, adapter: ${adapter}`);
   console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${new Date().toISOString()}\n`);
@@ -374,18 +391,11 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ gpu_counts: await gpuCounts(where) }));
     if (smoke) return;
   }
-  const only = option('--only');
   const budget = Number(option('--budget') ?? 270);
   const started = performance.now();
   const elapsed = () => (performance.now() - started) / 1000;
-  const named = only?.split(',');
-  const shapes = smoke ? SMOKE_SHAPES : named ? [...SHAPES, ...LARGE_SHAPES].filter((s) => named.includes(s.name)) : SHAPES;
   for (const shape of shapes) {
-    const dir = path.join(where, shape.name);
-    if (!fs.existsSync(path.join(dir, 'model.safetensors'))) {
-      progress(`${shape.name}: making the model (random weights) in ${dir}`);
-      makeModel({ preset: shape.preset, out: dir, seed: 0, overrides: shape.overrides, dtype: shape.dtype });
-    }
+    const dir = modelDir(shape, where);
     // The first pass, then the peer, then a further pass (generic ops) if it fits in the time
     // budget, judged by how long the first one took.
     const [first, ...more] = kernelSettings(backend.name);
