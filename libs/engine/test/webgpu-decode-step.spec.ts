@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import { DecodeBatch } from '../src/decode-batch';
+import { flatGrid } from '../src/kernels/decode-step.wgsl';
 import { countGpuWork } from '../src/kernels/gpu-counters';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel } from '../src/loader';
@@ -124,4 +125,17 @@ suite('a decoding step encoded whole on webgpu', () => {
     }
     expect(tf.memory().numTensors).toBe(before);
   }, 60_000);
+});
+
+describe('flatGrid', () => {
+  it('keeps each dimension within 65535 workgroups and covers every element', () => {
+    for (const count of [1, 64, 65, 65535 * 64, 65535 * 64 + 1, 71680 * 64, 3 * 65535 * 64 + 5]) {
+      const [x, y] = flatGrid(count);
+      expect(x).toBeLessThanOrEqual(65535);
+      expect(y).toBeLessThanOrEqual(65535);
+      expect(x * y * 64).toBeGreaterThanOrEqual(count);
+      // No whole row of workgroups past the end.
+      expect((y - 1) * x * 64).toBeLessThan(count);
+    }
+  });
 });

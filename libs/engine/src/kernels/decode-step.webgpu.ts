@@ -9,6 +9,7 @@ import {
   attentionShader,
   finishResidualShader,
   finishSwigluShader,
+  flatGrid,
   linearShader,
   MAX_HEAD_DIM,
   MAX_SPLITS,
@@ -388,12 +389,12 @@ export class WebGpuDecodeStep {
     bindings.forEach((binding, l) => {
       const g = this.layerGroups[l];
       product('qkv', g.qkv, qkvPlan, true);
-      run('rope', this.pipeline('rope', qkvPlan.splits, () => ropeStoreShader(qkvPlan.splits)), binding.rope, Math.ceil(pairs / WORKGROUP));
+      run('rope', this.pipeline('rope', qkvPlan.splits, () => ropeStoreShader(qkvPlan.splits)), binding.rope, ...flatGrid(pairs));
       run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
       product('o', g.o, oPlan, false);
       finishResidual(g.finishO, oPlan.splits);
       product('gate_up', g.gateUp, gateUpPlan, true);
-      run('swiglu', this.pipeline('finishSwiglu', gateUpPlan.splits, () => finishSwigluShader(gateUpPlan.splits)), g.swiglu, Math.ceil((N * I) / 4 / WORKGROUP));
+      run('swiglu', this.pipeline('finishSwiglu', gateUpPlan.splits, () => finishSwigluShader(gateUpPlan.splits)), g.swiglu, ...flatGrid((N * I) / 4));
       product('down', g.down, downPlan, false);
       finishResidual(g.finishDown, downPlan.splits);
     });

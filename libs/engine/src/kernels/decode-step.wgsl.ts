@@ -17,6 +17,22 @@ export const TILE_K = 16;
 /** Most K splits of a linear product (a power of two: the programs that sum the splits unroll over them). */
 export const MAX_SPLITS = 32;
 
+/** Workgroups a dispatch may have along one dimension (WebGPU's default limit). */
+const MAX_WORKGROUPS_PER_DIMENSION = 65535;
+
+/**
+ * The workgroups of a program with one thread per element of `count`, as [x, y]: along x up to
+ * the limit, the rest along y. The program takes its element as FLAT_INDEX.
+ */
+export function flatGrid(count: number): [number, number] {
+  const groups = Math.ceil(count / WORKGROUP);
+  const y = Math.ceil(groups / MAX_WORKGROUPS_PER_DIMENSION);
+  return [Math.ceil(groups / y), y];
+}
+
+/** A thread's element in a flatGrid dispatch (past the count in the last workgroups). */
+const FLAT_INDEX = `(wg.y * groups.x + wg.x) * ${WORKGROUP}u + tid`;
+
 /** Largest head dimension attention keeps in registers (MAX_HEAD_DIM / WORKGROUP per thread). */
 export const MAX_HEAD_DIM = 256;
 
@@ -136,11 +152,12 @@ struct Dims { rows : u32, n4 : u32, pad0 : u32, pad1 : u32 }
 @group(0) @binding(2) var<storage, read_write> act : array<vec4<f32>>;
 
 @compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(global_invocation_id) id : vec3<u32>) {
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   let n4 = dims.n4;
-  if (id.x >= dims.rows * n4) { return; }
-  let row = id.x / n4;
-  let c = id.x % n4;
+  let index = ${FLAT_INDEX};
+  if (index >= dims.rows * n4) { return; }
+  let row = index / n4;
+  let c = index % n4;
   var gate = vec4<f32>(0.0);
   var up = vec4<f32>(0.0);
   for (var s = 0u; s < ${splits}u; s++) {
@@ -148,7 +165,7 @@ fn main(@builtin(global_invocation_id) id : vec3<u32>) {
     gate += partial[base + c];
     up += partial[base + n4 + c];
   }
-  act[id.x] = gate * (1.0 / (1.0 + exp(-gate))) * up;
+  act[index] = gate * (1.0 / (1.0 + exp(-gate))) * up;
 }`;
 }
 
@@ -181,13 +198,13 @@ export function ropeStoreShader(splits: number): string {
 @group(0) @binding(6) var<storage, read_write> values : array<f32>;
 
 @compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(global_invocation_id) id : vec3<u32>) {
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   let H = layer.heads;
   let KV = layer.kvHeads;
   let D = layer.headDim;
   let half = D / 2u;
   let all = H + 2u * KV;
-  let index = id.x;
+  let index = ${FLAT_INDEX};
   if (index >= step.tokens * all * half) { return; }
   let j = index % half;
   let head = (index / half) % all;
