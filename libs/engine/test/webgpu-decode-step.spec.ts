@@ -1,10 +1,16 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
+import type { ModelConfig } from '../src/config';
 import { DecodeBatch } from '../src/decode-batch';
 import { flatGrid } from '../src/kernels/decode-step.wgsl';
 import { countGpuWork } from '../src/kernels/gpu-counters';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel } from '../src/loader';
+import { applyAdapter } from '../src/lora/lora-layer';
+import { AdapterTensors, LoraSpec, loraTensorShapes } from '../src/lora/peft';
+import { SeededRandom } from '../src/random';
 import { SPARE_COLUMNS } from '../src/model/kv-cache';
 import { argmax } from '../src/sampling';
 import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
@@ -29,9 +35,29 @@ interface Script {
   steps: number;
 }
 
+/** An adapter of `spec` whose A and B are both random (PEFT's B = 0 would make it the base model). */
+function randomAdapter(dir: string, spec: LoraSpec): { spec: LoraSpec; tensors: AdapterTensors } {
+  const rng = new SeededRandom(11);
+  const config = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, number>;
+  const shapes = loraTensorShapes(
+    {
+      numLayers: config['num_hidden_layers'],
+      hiddenSize: config['hidden_size'],
+      intermediateSize: config['intermediate_size'],
+      numHeads: config['num_attention_heads'],
+      numKvHeads: config['num_key_value_heads'],
+      headDim: config['head_dim'] ?? config['hidden_size'] / config['num_attention_heads'],
+    } as ModelConfig,
+    spec,
+  );
+  const tensors: AdapterTensors = new Map([...shapes].map(([name, shape]) => [name, { shape, data: Float32Array.from({ length: shape[0] * shape[1] }, () => 0.2 * (2 * rng.next() - 1)) }]));
+  return { spec, tensors };
+}
+
 /** Each join's logits (its prompt's last), then every step's logits of every member, in member order. */
-async function run(dir: string, script: Script): Promise<Float32Array[][]> {
+async function run(dir: string, script: Script, adapter?: { spec: LoraSpec; tensors: AdapterTensors }): Promise<Float32Array[][]> {
   const lm = await loadModel(dir);
+  const attached = adapter ? applyAdapter(lm, adapter) : null;
   const batch = new DecodeBatch<number>(lm.model);
   const out: Float32Array[][] = [];
   try {
@@ -52,16 +78,17 @@ async function run(dir: string, script: Script): Promise<Float32Array[][]> {
     }
   } finally {
     batch.dispose();
+    attached?.dispose();
     lm.dispose();
   }
   return out;
 }
 
-async function onBoth(dir: string, script: Script): Promise<{ cpu: Float32Array[][]; gpu: Float32Array[][] }> {
+async function onBoth(dir: string, script: Script, adapter?: { spec: LoraSpec; tensors: AdapterTensors }): Promise<{ cpu: Float32Array[][]; gpu: Float32Array[][] }> {
   await selectBackend('cpu');
-  const cpu = await run(dir, script);
+  const cpu = await run(dir, script, adapter);
   await selectBackend('webgpu');
-  const gpu = await run(dir, script);
+  const gpu = await run(dir, script, adapter);
   return { cpu, gpu };
 }
 
@@ -102,10 +129,22 @@ suite('a decoding step encoded whole on webgpu', () => {
     expectSame(cpu, gpu);
   }, 60_000);
 
-  it('makes nine dispatches a layer and two more, one submit, and reads back 8 bytes a row', async () => {
+  it('gives the cpu backend logits with a LoRA adapter on some parts of the fused projections', async () => {
+    const dir = makeTiny('decode-step-lora');
+    const adapter = randomAdapter(dir, { r: 4, alpha: 8, targetModules: ['q_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj'] });
+    const script: Script = { joins: new Map([[0, [[0, [1, 30, 31]], [1, [1, 7, 8, 9, 10]]]]]), leaves: new Map(), steps: 3 };
+    const { cpu, gpu } = await onBoth(dir, script, adapter);
+    expectSame(cpu, gpu);
+    // The adapter changes the logits: the comparison is not of two base models.
+    const base = await onBoth(dir, script);
+    expect(maxAbsDiff(base.gpu[2][0], gpu[2][0])).toBeGreaterThan(1e-3);
+  }, 60_000);
+
+  it('makes nine dispatches a layer (13 with LoRA) and two more, one submit, and reads back 8 bytes a row', async () => {
     await selectBackend('webgpu');
     const before = tf.memory().numTensors;
-    const lm = await loadModel(makeTiny('decode-step-counts'));
+    const dir = makeTiny('decode-step-counts');
+    const lm = await loadModel(dir);
     const batch = new DecodeBatch<number>(lm.model);
     const rows = 3;
     try {
@@ -115,6 +154,12 @@ suite('a decoding step encoded whole on webgpu', () => {
       await batch.stepDrawn(next, greedy); // the first step compiles and grows the cache
       const { counts } = await countGpuWork(() => batch.stepDrawn(next, greedy));
       expect(counts).toEqual({ dispatches: 9 * lm.config.numLayers + 2, submits: 1, readBytes: 8 * rows });
+      // With an adapter on every projection: each of the four products first makes x A.
+      const adapter = applyAdapter(lm, randomAdapter(dir, { r: 8, alpha: 16, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] }));
+      await batch.stepDrawn(next, greedy);
+      const lora = await countGpuWork(() => batch.stepDrawn(next, greedy));
+      adapter.dispose();
+      expect(lora.counts).toEqual({ dispatches: 13 * lm.config.numLayers + 2, submits: 1, readBytes: 8 * rows });
       setFusedKernels(false);
       const generic = await countGpuWork(() => batch.stepDrawn(next, greedy));
       expect(generic.counts.dispatches).toBeGreaterThan(counts.dispatches);

@@ -86,22 +86,42 @@ interface LayerBinding {
 }
 
 /** Bind groups of one layer's products and the programs that sum them, over the activation buffers. */
-interface LayerGroups {
-  qkv: GPUBindGroup;
-  o: GPUBindGroup;
+interface LayerGroups extends Record<ProductKind, GPUBindGroup> {
   finishO: GPUBindGroup;
-  gateUp: GPUBindGroup;
   swiglu: GPUBindGroup;
-  down: GPUBindGroup;
   finishDown: GPUBindGroup;
 }
 
 type Binding = 'uniform' | 'read' | 'write';
 
+type ProductKind = 'qkv' | 'o' | 'gateUp' | 'down';
+
+const PRODUCTS: readonly ProductKind[] = ['qkv', 'o', 'gateUp', 'down'];
+
+/** Whether a product's input is RMSNorm'd on the way in. */
+const NORMED: Record<ProductKind, boolean> = { qkv: true, o: false, gateUp: true, down: false };
+
+/**
+ * A product's low-rank adapters as the step runs them: A of every adapted part side by side
+ * [K, rank] (loraIn = x A, by the linear program before the product) and B block-diagonal
+ * [rank, N] with alpha / r folded in (added by the product's first split).
+ */
+interface ProductLora {
+  /** The parts' A tensors these were made from: made again when the model's adapters change. */
+  from: tf.Tensor[];
+  a: tf.Tensor2D;
+  b: tf.Tensor2D;
+  rank: number;
+  /** Bind groups of the x A product and of the product with the delta; null until made over the current buffers. */
+  groups: { down: GPUBindGroup; main: GPUBindGroup } | null;
+}
+
 /** Bind group layouts shared by every variant of a program, so one bind group serves them all. */
 const LAYOUTS = {
   linear: ['uniform', 'read', 'read', 'write'],
   linearNorm: ['uniform', 'read', 'read', 'write', 'read', 'read'],
+  linearLora: ['uniform', 'read', 'read', 'write', 'read', 'read'],
+  linearNormLora: ['uniform', 'read', 'read', 'write', 'read', 'read', 'read', 'read'],
   finishResidual: ['uniform', 'read', 'read', 'write', 'write'],
   finishSwiglu: ['uniform', 'read', 'write'],
   rope: ['uniform', 'uniform', 'read', 'read', 'write', 'write', 'write', 'read'],
@@ -128,7 +148,10 @@ const TARGET_WORKGROUPS = 512;
 /** Bytes of the buffer every product writes its partial sums to. */
 const PARTIAL_BYTES = 64 << 20;
 
-type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'draws' | 'drawn' | 'readDrawn', GPUBuffer>;
+type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'draws' | 'drawn' | 'readDrawn', GPUBuffer>;
+
+/** Most columns of loraIn a token: a product's adapters' ranks together (q, k and v of rank 64). */
+const MAX_LORA_RANK = 192;
 
 /** Rows a linear workgroup computes for `rows` inputs: enough to cover small batches in one tile, at most 16. */
 function rowsPerTile(rows: number): number {
@@ -174,6 +197,10 @@ export class WebGpuDecodeStep {
   private readonly sampleUniform: GPUBuffer;
   /** The uniforms of each product and of the programs that sum them, written per step. */
   private readonly dims: Record<'qkv' | 'o' | 'gateUp' | 'down' | 'lmHead' | 'residual' | 'swiglu', GPUBuffer>;
+  /** The uniforms of each product's x A (its adapters' first factor). */
+  private readonly loraDims: Record<ProductKind, GPUBuffer>;
+  /** Per layer and product, its adapters (null: none). */
+  private lora: Record<ProductKind, ProductLora | null>[] = [];
   /** Tokens (rows times tokens a row) and rows the activation buffers hold. */
   private tokenCapacity = 0;
   private rowCapacity = 0;
@@ -201,9 +228,25 @@ export class WebGpuDecodeStep {
     return model.blocks.every((b) => [b.attention.qkv, b.attention.o, b.mlp.gateUp, b.mlp.down].every(float32) && (b.attention.qkv.bias?.dtype ?? 'float32') === 'float32' && ![b.attention.o, b.mlp.gateUp, b.mlp.down].some((l) => l.bias)) && float32(model.lmHead) && !model.lmHead.bias;
   }
 
-  /** Whether a step can run now: still webgpu with the kernels on, and no adapter attached since. */
+  /**
+   * Whether a step can run now: still webgpu with the kernels on, and the model's adapters (if
+   * any) ones it adds itself: low-rank, one for every row (not routed row by row), ranks a
+   * multiple of 4 and, per kind of product, the same in every layer; none on the lm_head.
+   */
   applies(): boolean {
-    return fusedKernelsApply() && this.model.linears().every((l) => !l.linear.hasAdapters) && !this.model.lmHead.hasAdapters;
+    if (!fusedKernelsApply() || this.model.lmHead.hasAdapters) return false;
+    const ranks = new Map<ProductKind, number>();
+    return this.model.blocks.every((block) =>
+      PRODUCTS.every((kind) => {
+        const parts = productOf(block, kind).adapterParts(1);
+        if (!parts || parts.some((p) => p.rows)) return false;
+        if (parts.length === 0) return true;
+        const rank = parts.reduce((sum, p) => sum + p.aT.shape[1], 0);
+        if (rank % 4 !== 0 || rank > MAX_LORA_RANK || (ranks.get(kind) ?? rank) !== rank) return false;
+        ranks.set(kind, rank);
+        return true;
+      }),
+    );
   }
 
   private constructor(private readonly model: LlamaModel) {
@@ -234,6 +277,8 @@ export class WebGpuDecodeStep {
     this.stepUniform = uniform();
     this.sampleUniform = uniform();
     this.dims = { qkv: uniform(), o: uniform(), gateUp: uniform(), down: uniform(), lmHead: uniform(), residual: uniform(), swiglu: uniform() };
+    this.loraDims = { qkv: uniform(), o: uniform(), gateUp: uniform(), down: uniform() };
+    this.lora = model.blocks.map(() => ({ qkv: null, o: null, gateUp: null, down: null }));
     this.layerBindings = model.blocks.map(() => null);
   }
 
@@ -326,6 +371,8 @@ export class WebGpuDecodeStep {
     this.readLogits?.destroy();
     for (const binding of this.layerBindings) binding?.uniform.destroy();
     this.layerBindings = [];
+    for (const products of this.lora) for (const lora of Object.values(products)) this.dropLora(lora);
+    this.lora = [];
   }
 
   /**
@@ -343,8 +390,9 @@ export class WebGpuDecodeStep {
     const N = rows * T;
     const columns = cache.width + T;
     this.ensureCapacity(N, rows, columns);
-    // Binding a tensor that tfjs still holds on the host queues its upload in tfjs's encoder.
+    // Binding a tensor that tfjs still holds on the host, or making the adapters' factors, queues work in tfjs's encoder.
     const bindings = this.layers.map((_, l) => this.bindLayer(l, targets[l].k, targets[l].v));
+    this.updateLora();
     // tfjs's queued work (uploads, the cache's growth, a merge) goes first.
     if (this.backend.commandEncoder) {
       this.backend.endComputePassEncoder();
@@ -365,10 +413,18 @@ export class WebGpuDecodeStep {
       queue.writeBuffer(buffer, 0, dimsData([inputs, K, n / 4, n / 4, p.chunk, options.inStride ?? K, options.inOffset ?? 0, 0]));
       return p;
     };
-    const qkvPlan = plan(this.dims.qkv, N, C, (H + 2 * KV) * D);
-    const oPlan = plan(this.dims.o, N, H * D, C);
-    const gateUpPlan = plan(this.dims.gateUp, N, C, 2 * I);
-    const downPlan = plan(this.dims.down, N, I, C);
+    const rankOf = (kind: ProductKind) => this.lora.find((l) => l[kind])?.[kind]?.rank ?? 0;
+    const product = (kind: ProductKind, K: number, n: number): ProductPlan => {
+      const p = splitsFor(N, K, n);
+      queue.writeBuffer(this.dims[kind], 0, dimsData([N, K, n / 4, n / 4, p.chunk, K, 0, rankOf(kind)]));
+      const rank = rankOf(kind);
+      if (rank > 0) queue.writeBuffer(this.loraDims[kind], 0, dimsData([N, K, rank / 4, rank / 4, K, K, 0, 0]));
+      return p;
+    };
+    const qkvPlan = product('qkv', C, (H + 2 * KV) * D);
+    const oPlan = product('o', H * D, C);
+    const gateUpPlan = product('gateUp', C, 2 * I);
+    const downPlan = product('down', I, C);
     // The head reads each row's last token (row r's input starts at (r T + T - 1) C) into the logits, unsplit.
     const headPlan = plan(this.dims.lmHead, rows, C, V, { inStride: T * C, inOffset: (T - 1) * C, maxSplits: 1 });
 
@@ -382,23 +438,33 @@ export class WebGpuDecodeStep {
       pass.dispatchWorkgroups(x, y, z);
       if (!shared) pass.end();
     };
-    const product = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean) =>
-      run(label, this.pipeline(norm ? 'linearNorm' : 'linear', p.tile, () => linearShader(p.tile, norm)), group, p.columnTiles, p.rowTiles, p.splits);
+    const linear = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean, lora = false) => {
+      const kind: ProgramKind = norm ? (lora ? 'linearNormLora' : 'linearNorm') : lora ? 'linearLora' : 'linear';
+      run(label, this.pipeline(kind, p.tile, () => linearShader(p.tile, norm, lora)), group, p.columnTiles, p.rowTiles, p.splits);
+    };
+    // A layer's product, after its adapters' x A where it has them.
+    const layerProduct = (l: number, kind: ProductKind, label: string, p: ProductPlan) => {
+      const lora = this.lora[l][kind];
+      if (!lora?.groups) return linear(label, this.layerGroups[l][kind], p, NORMED[kind]);
+      const tile = rowsPerTile(N);
+      linear(`${label}_lora_a`, lora.groups.down, { tile, splits: 1, chunk: 0, columnTiles: Math.ceil(lora.rank / 4 / WORKGROUP), rowTiles: Math.ceil(N / tile) }, NORMED[kind]);
+      linear(label, lora.groups.main, p, NORMED[kind], true);
+    };
     const finishResidual = (group: GPUBindGroup, splits: number) => run('residual', this.pipeline('finishResidual', splits, () => finishResidualShader(splits)), group, N);
     const pairs = N * (H + 2 * KV) * (D / 2);
     bindings.forEach((binding, l) => {
       const g = this.layerGroups[l];
-      product('qkv', g.qkv, qkvPlan, true);
+      layerProduct(l, 'qkv', 'qkv', qkvPlan);
       run('rope', this.pipeline('rope', qkvPlan.splits, () => ropeStoreShader(qkvPlan.splits)), binding.rope, ...flatGrid(pairs));
       run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
-      product('o', g.o, oPlan, false);
+      layerProduct(l, 'o', 'o', oPlan);
       finishResidual(g.finishO, oPlan.splits);
-      product('gate_up', g.gateUp, gateUpPlan, true);
+      layerProduct(l, 'gateUp', 'gate_up', gateUpPlan);
       run('swiglu', this.pipeline('finishSwiglu', gateUpPlan.splits, () => finishSwigluShader(gateUpPlan.splits)), g.swiglu, ...flatGrid((N * I) / 4));
-      product('down', g.down, downPlan, false);
+      layerProduct(l, 'down', 'down', downPlan);
       finishResidual(g.finishDown, downPlan.splits);
     });
-    if (head) product('lm_head', this.headGroup as GPUBindGroup, headPlan, true);
+    if (head) linear('lm_head', this.headGroup as GPUBindGroup, headPlan, true);
     shared?.end();
     return encoder;
   }
@@ -443,6 +509,7 @@ export class WebGpuDecodeStep {
         h: storage(N * C),
         rinv: storage(N),
         partial: this.create(Math.max(PARTIAL_BYTES, N * widest * 4), USAGE.storage),
+        loraIn: storage(N * MAX_LORA_RANK),
         q: storage(N * H * D),
         heads: storage(N * H * D),
         act: storage(N * I),
@@ -477,7 +544,56 @@ export class WebGpuDecodeStep {
       finishDown: this.group('finishResidual', [this.dims.residual, a.partial, a.h, a.x, a.rinv]),
     }));
     this.headGroup = this.group('linearNorm', [this.dims.lmHead, a.x, this.lmHead.weight, a.logits, this.finalNorm, a.rinv]);
+    for (const products of this.lora) for (const lora of Object.values(products)) if (lora) lora.groups = null;
     this.sampleGroup = this.group('sample', [this.sampleUniform, a.logits, a.draws, a.drawn]);
+  }
+
+  /**
+   * Each product's adapters as the step runs them (ProductLora), made again where the model's
+   * adapters changed since the last step, and their bind groups over the current buffers.
+   */
+  private updateLora(): void {
+    const a = this.activations as Activations;
+    this.model.blocks.forEach((block, l) => {
+      for (const kind of PRODUCTS) {
+        const linear = productOf(block, kind);
+        const parts = linear.adapterParts(1) ?? [];
+        let lora = this.lora[l][kind];
+        if (lora && (lora.from.length !== parts.length || lora.from.some((t, i) => t !== parts[i].aT))) {
+          this.dropLora(lora);
+          lora = this.lora[l][kind] = null;
+        }
+        if (!lora && parts.length > 0) {
+          const [A, B] = tf.tidy(() => [
+            tf.concat(parts.map((p) => p.aT), 1) as tf.Tensor2D,
+            tf.concat(
+              parts.map((p) => tf.pad(p.scale ? tf.mul(p.bT, p.scale) : p.bT, [[0, 0], [p.col, linear.outFeatures - p.col - p.width]])),
+              0,
+            ) as tf.Tensor2D,
+          ]);
+          lora = this.lora[l][kind] = { from: parts.map((p) => p.aT), a: A, b: B, rank: A.shape[1], groups: null };
+        }
+        if (lora && !lora.groups) {
+          const weights = this.layers[l];
+          const { inputs, norm } = {
+            qkv: { inputs: [a.x], norm: [weights.inputNorm, a.rinv] },
+            o: { inputs: [a.heads], norm: [] },
+            gateUp: { inputs: [a.h], norm: [weights.postNorm, a.rinv] },
+            down: { inputs: [a.act], norm: [] },
+          }[kind];
+          const normed = NORMED[kind];
+          lora.groups = {
+            down: this.group(normed ? 'linearNorm' : 'linear', [this.loraDims[kind], ...inputs, this.buffer(lora.a), a.loraIn, ...norm]),
+            main: this.group(normed ? 'linearNormLora' : 'linearLora', [this.dims[kind], ...inputs, weights[kind].weight, a.partial, ...norm, a.loraIn, this.buffer(lora.b)]),
+          };
+        }
+      }
+    });
+  }
+
+  private dropLora(lora: ProductLora | null): void {
+    lora?.a.dispose();
+    lora?.b.dispose();
   }
 
   /** A layer's RoPE and attention bind groups, remade when the cache replaced its tensors. */
@@ -538,6 +654,11 @@ export class WebGpuDecodeStep {
     buffer.unmap();
     return values;
   }
+}
+
+/** The block's projection that a product kind runs. */
+function productOf(block: LlamaModel['blocks'][number], kind: ProductKind): FrozenLinear {
+  return { qkv: block.attention.qkv, o: block.attention.o, gateUp: block.mlp.gateUp, down: block.mlp.down }[kind];
 }
 
 /** A uniform's bytes: 32-bit unsigned fields, then 32-bit floats, padded to 32 bytes. */

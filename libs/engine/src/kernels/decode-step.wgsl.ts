@@ -48,17 +48,21 @@ export const MAX_HEAD_DIM = 256;
  * way in: x * rinv[row] * gamma, rinv computed by the program that wrote x. Dims: rows, k, n4
  * (output vec4 columns), ldw4 (weight row stride in vec4), chunk (K a split covers), inStride
  * and inOffset (input row r starts at r inStride + inOffset: the lm_head reads each sequence's
- * last token this way, and its rinv at (r inStride + inOffset) / k).
+ * last token this way, and its rinv at (r inStride + inOffset) / k), rank (with `lora`: the
+ * first split adds loraIn B, the low-rank adapters' delta, loraIn [rows, rank] the product of
+ * the same input with the adapters' A, made by this program before).
  */
-export function linearShader(rows: number, norm: boolean): string {
+export function linearShader(rows: number, norm: boolean, lora = false): string {
   const R = rows;
+  const loraBinding = norm ? 6 : 4;
   return `
-struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, chunk : u32, inStride : u32, inOffset : u32, pad : u32 }
+struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, chunk : u32, inStride : u32, inOffset : u32, rank : u32 }
 @group(0) @binding(0) var<uniform> dims : Dims;
 @group(0) @binding(1) var<storage, read> x : array<f32>;
 @group(0) @binding(2) var<storage, read> w : array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> partial : array<vec4<f32>>;
 ${norm ? '@group(0) @binding(4) var<storage, read> gamma : array<f32>;\n@group(0) @binding(5) var<storage, read> rinv : array<f32>;' : ''}
+${lora ? `@group(0) @binding(${loraBinding}) var<storage, read> loraIn : array<f32>;\n@group(0) @binding(${loraBinding + 1}) var<storage, read> loraB : array<vec4<f32>>;` : ''}
 
 const R : u32 = ${R}u;
 const TK : u32 = ${TILE_K}u;
@@ -95,6 +99,20 @@ ${norm ? '        value = value * rinv[at / K] * gamma[k];' : ''}
     workgroupBarrier();
   }
   if (col >= dims.n4) { return; }
+${
+  lora
+    ? `  // The adapters' delta, once (by the first split): loraIn [rows, rank] = x A, times B [rank, n4] (block-diagonal over the parts, alpha / r folded in).
+  if (wg.z == 0u) {
+    for (var j = 0u; j < dims.rank; j++) {
+      let b = loraB[j * dims.n4 + col];
+      for (var r = 0u; r < R; r++) {
+        let row = min(row0 + r, dims.rows - 1u);
+        acc[r] += loraIn[row * dims.rank + j] * b;
+      }
+    }
+  }`
+    : ''
+}
   for (var r = 0u; r < R; r++) {
     let row = row0 + r;
     if (row >= dims.rows) { break; }

@@ -398,6 +398,15 @@ export class FrozenLinear {
     return f(x) as tf.Tensor2D;
   }
 
+  /**
+   * The adapters as low-rank parts, each with the output columns it covers, for an input of
+   * `tokens` rows ([] without adapters; routed adapters give a part per adapter in use, with its
+   * rows), or null where one is not low-rank: what a kernel that adds them itself needs.
+   */
+  adapterParts(tokens: number): LoraPart[] | null {
+    return this.lowRankParts(tokens);
+  }
+
   /** Whether any part has an adapter. */
   get hasAdapters(): boolean {
     return this.adapters.size > 0;
