@@ -85,8 +85,8 @@ export class DecodeBatch<Id = string> {
   /** Runs `tokens` through a one-row cache in chunks of PREFILL_CHUNK: the logits after the last. */
   private async prefill(cache: KVCache, tokens: number[]): Promise<Float32Array> {
     const chunks = Array.from({ length: Math.ceil(tokens.length / PREFILL_CHUNK) }, (_, i) => tokens.slice(i * PREFILL_CHUNK, (i + 1) * PREFILL_CHUNK));
-    const gpu = this.encodedStep();
-    if (gpu) {
+    const gpu = this.encodedStep(chunks[0].length);
+    if (gpu && chunks.every((chunk) => gpu.applies(chunk.length))) {
       chunks.slice(0, -1).forEach((chunk) => gpu.advance(cache, [chunk]));
       return gpu.logits(cache, [chunks[chunks.length - 1]]);
     }
@@ -105,7 +105,7 @@ export class DecodeBatch<Id = string> {
     if (this.members.length === 0) return new Map();
     this.requireForEvery('step()', 'a token', next);
     const V = this.model.config.vocabSize;
-    const gpu = this.encodedStep();
+    const gpu = this.encodedStep(this.members.length);
     let values: Float32Array;
     if (gpu) {
       values = await gpu.logits(this.cache, this.members.map((id) => [next.get(id) as number]));
@@ -128,7 +128,7 @@ export class DecodeBatch<Id = string> {
     this.requireForEvery('stepDrawn()', 'a token', next);
     this.requireForEvery('stepDrawn()', 'a draw', draws);
     const rows = this.members.map((id) => draws.get(id) as RowDraw);
-    const gpu = this.encodedStep();
+    const gpu = this.encodedStep(this.members.length);
     if (gpu) {
       const drawn = await gpu.stepDrawn(this.cache, this.members.map((id) => next.get(id) as number), rows);
       return new Map(this.members.map((id, row) => [id, drawn[row]]));
@@ -147,10 +147,13 @@ export class DecodeBatch<Id = string> {
     if (missing.length > 0) throw new Error(`${method} needs ${what} for every member; missing ${missing.map(String).join(', ')}`);
   }
 
-  /** The webgpu step encoded at once (WebGpuDecodeStep) when it applies now, else null: the step goes through the model's forward pass. */
-  private encodedStep(): WebGpuDecodeStep | null {
+  /**
+   * The webgpu step encoded at once (WebGpuDecodeStep) when it applies now to a forward pass of
+   * `tokens` tokens, else null: the pass goes through the model's forward.
+   */
+  private encodedStep(tokens: number): WebGpuDecodeStep | null {
     if (this.gpuStep === undefined) this.gpuStep = WebGpuDecodeStep.for(this.model);
-    return this.gpuStep?.applies() ? this.gpuStep : null;
+    return this.gpuStep?.applies(tokens) ? this.gpuStep : null;
   }
 
   /** One forward step of every member, each fed its `next` token: the logits [members, vocab] after it. */

@@ -9,6 +9,7 @@ import { countGpuWork } from '../src/kernels/gpu-counters';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel } from '../src/loader';
 import { applyAdapter } from '../src/lora/lora-layer';
+import { LoraRouter } from '../src/lora/lora-router';
 import { AdapterTensors, LoraSpec, loraTensorShapes } from '../src/lora/peft';
 import { SeededRandom } from '../src/random';
 import { SPARE_COLUMNS } from '../src/model/kv-cache';
@@ -139,6 +140,61 @@ suite('a decoding step encoded whole on webgpu', () => {
     const base = await onBoth(dir, script);
     expect(maxAbsDiff(base.gpu[2][0], gpu[2][0])).toBeGreaterThan(1e-3);
   }, 60_000);
+
+  it('gives the cpu backend logits with two adapters and the base model sharing a batch row by row', async () => {
+    const dir = makeTiny('decode-step-routed');
+    const specs: LoraSpec[] = [
+      { r: 4, alpha: 8, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] },
+      { r: 4, alpha: 4, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] },
+    ];
+    const adapters = specs.map((spec) => randomAdapter(dir, spec));
+    // Row i's adapter: the first, none, the second.
+    const prompts = [
+      [1, 30, 31],
+      [1, 7, 8, 9],
+      [1, 40, 41, 42, 43],
+    ];
+    const routed = async (backend: 'cpu' | 'webgpu') => {
+      await selectBackend(backend);
+      const lm = await loadModel(dir);
+      const attached = adapters.map((adapter) => applyAdapter(lm, adapter));
+      attached.forEach((a) => a.detach());
+      const rowAdapter = [attached[0], null, attached[1]];
+      const router = new LoraRouter(lm.model);
+      const batch = new DecodeBatch<number>(lm.model);
+      const out: Float32Array[] = [];
+      try {
+        const next = new Map<number, number>();
+        for (const [i, prompt] of prompts.entries()) {
+          router.route([rowAdapter[i]]);
+          next.set(i, argmax(await batch.join(i, prompt)));
+        }
+        for (let step = 0; step < 3; step++) {
+          router.route(rowAdapter);
+          const logits = await batch.step(next);
+          for (const [id, values] of logits) {
+            out.push(values);
+            next.set(id, argmax(values));
+          }
+        }
+        router.route(rowAdapter);
+        const greedy = new Map(prompts.map((_, i) => [i, { temperature: 0, u: 0 }]));
+        const { counts } = await countGpuWork(() => batch.stepDrawn(next, greedy));
+        return { out, dispatches: counts.dispatches, layers: lm.config.numLayers };
+      } finally {
+        batch.dispose();
+        router.dispose();
+        attached.forEach((a) => a.dispose());
+        lm.dispose();
+      }
+    };
+    const cpu = await routed('cpu');
+    const gpu = await routed('webgpu');
+    // The routed rows ran in the encoded step: its dispatches, not tfjs's.
+    expect(gpu.dispatches).toBe(13 * gpu.layers + 2);
+    expect(gpu.out.length).toBe(cpu.out.length);
+    cpu.out.forEach((logits, i) => expect(maxAbsDiff(gpu.out[i], logits)).toBeLessThan(1e-5));
+  }, 120_000);
 
   it('makes nine dispatches a layer (13 with LoRA) and two more, one submit, and reads back 8 bytes a row', async () => {
     await selectBackend('webgpu');

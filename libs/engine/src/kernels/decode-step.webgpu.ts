@@ -12,12 +12,14 @@ import {
   flatGrid,
   linearShader,
   MAX_HEAD_DIM,
+  MAX_LORA_RANK,
   MAX_SPLITS,
   ropeStoreShader,
   SAMPLE_SHADER,
   TILE_K,
   WORKGROUP,
 } from './decode-step.wgsl';
+import type { LoraPart } from './lora';
 import type { DrawnToken, RowDraw } from './sample';
 import { fusedKernelsApply } from './webgpu-program';
 
@@ -112,6 +114,9 @@ interface ProductLora {
   a: tf.Tensor2D;
   b: tf.Tensor2D;
   rank: number;
+  /** The adapter (its column of rowAdapters) of each rank column, as last written, and where. */
+  rankAdapter: Uint32Array;
+  rankAdapterBuffer: GPUBuffer;
   /** Bind groups of the x A product and of the product with the delta; null until made over the current buffers. */
   groups: { down: GPUBindGroup; main: GPUBindGroup } | null;
 }
@@ -120,8 +125,8 @@ interface ProductLora {
 const LAYOUTS = {
   linear: ['uniform', 'read', 'read', 'write'],
   linearNorm: ['uniform', 'read', 'read', 'write', 'read', 'read'],
-  linearLora: ['uniform', 'read', 'read', 'write', 'read', 'read'],
-  linearNormLora: ['uniform', 'read', 'read', 'write', 'read', 'read', 'read', 'read'],
+  linearLora: ['uniform', 'read', 'read', 'write', 'read', 'read', 'uniform', 'read'],
+  linearNormLora: ['uniform', 'read', 'read', 'write', 'read', 'read', 'read', 'read', 'uniform', 'read'],
   finishResidual: ['uniform', 'read', 'read', 'write', 'write'],
   finishSwiglu: ['uniform', 'read', 'write'],
   rope: ['uniform', 'uniform', 'read', 'read', 'write', 'write', 'write', 'read'],
@@ -148,10 +153,14 @@ const TARGET_WORKGROUPS = 512;
 /** Bytes of the buffer every product writes its partial sums to. */
 const PARTIAL_BYTES = 64 << 20;
 
-type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'draws' | 'drawn' | 'readDrawn', GPUBuffer>;
+type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'rowAdapters' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'draws' | 'drawn' | 'readDrawn', GPUBuffer>;
 
-/** Most columns of loraIn a token: a product's adapters' ranks together (q, k and v of rank 64). */
-const MAX_LORA_RANK = 192;
+
+/** Most adapters sharing one step row by row (LoraRouter). */
+const MAX_ADAPTERS = 16;
+
+/** Bytes of every uniform buffer here. */
+const UNIFORM_BYTES = 48;
 
 /** Rows a linear workgroup computes for `rows` inputs: enough to cover small batches in one tile, at most 16. */
 function rowsPerTile(rows: number): number {
@@ -229,24 +238,28 @@ export class WebGpuDecodeStep {
   }
 
   /**
-   * Whether a step can run now: still webgpu with the kernels on, and the model's adapters (if
-   * any) ones it adds itself: low-rank, one for every row (not routed row by row), ranks a
-   * multiple of 4 and, per kind of product, the same in every layer; none on the lm_head.
+   * Whether a step of `tokens` tokens can run now: still webgpu with the kernels on, and the
+   * model's adapters (if any) ones it adds itself: low-rank (one for every row, or up to
+   * MAX_ADAPTERS routed row by row), their ranks together a multiple of 4 and, per kind of
+   * product, the same in every layer; none on the lm_head.
    */
-  applies(): boolean {
+  applies(tokens: number): boolean {
     if (!fusedKernelsApply() || this.model.lmHead.hasAdapters) return false;
     const ranks = new Map<ProductKind, number>();
-    return this.model.blocks.every((block) =>
+    const adapters = new Set<string>();
+    const fits = this.model.blocks.every((block) =>
       PRODUCTS.every((kind) => {
-        const parts = productOf(block, kind).adapterParts(1);
-        if (!parts || parts.some((p) => p.rows)) return false;
+        const parts = productOf(block, kind).adapterParts(tokens);
+        if (!parts) return false;
         if (parts.length === 0) return true;
+        for (const part of parts) adapters.add(adapterKey(part));
         const rank = parts.reduce((sum, p) => sum + p.aT.shape[1], 0);
         if (rank % 4 !== 0 || rank > MAX_LORA_RANK || (ranks.get(kind) ?? rank) !== rank) return false;
         ranks.set(kind, rank);
         return true;
       }),
     );
+    return fits && adapters.size <= MAX_ADAPTERS;
   }
 
   private constructor(private readonly model: LlamaModel) {
@@ -273,7 +286,7 @@ export class WebGpuDecodeStep {
     this.finalNorm = this.buffer(model.finalNorm.weight);
     this.lmHead = projection(model.lmHead);
     this.invFreq = inverseFrequencies(model.config);
-    const uniform = () => owned(32, USAGE.uniform | USAGE.copyDst);
+    const uniform = () => owned(UNIFORM_BYTES, USAGE.uniform | USAGE.copyDst);
     this.stepUniform = uniform();
     this.sampleUniform = uniform();
     this.dims = { qkv: uniform(), o: uniform(), gateUp: uniform(), down: uniform(), lmHead: uniform(), residual: uniform(), swiglu: uniform() };
@@ -392,7 +405,7 @@ export class WebGpuDecodeStep {
     this.ensureCapacity(N, rows, columns);
     // Binding a tensor that tfjs still holds on the host, or making the adapters' factors, queues work in tfjs's encoder.
     const bindings = this.layers.map((_, l) => this.bindLayer(l, targets[l].k, targets[l].v));
-    this.updateLora();
+    this.updateLora(N);
     // tfjs's queued work (uploads, the cache's growth, a merge) goes first.
     if (this.backend.commandEncoder) {
       this.backend.endComputePassEncoder();
@@ -416,7 +429,7 @@ export class WebGpuDecodeStep {
     const rankOf = (kind: ProductKind) => this.lora.find((l) => l[kind])?.[kind]?.rank ?? 0;
     const product = (kind: ProductKind, K: number, n: number): ProductPlan => {
       const p = splitsFor(N, K, n);
-      queue.writeBuffer(this.dims[kind], 0, dimsData([N, K, n / 4, n / 4, p.chunk, K, 0, rankOf(kind)]));
+      queue.writeBuffer(this.dims[kind], 0, dimsData([N, K, n / 4, n / 4, p.chunk, K, 0, rankOf(kind), MAX_ADAPTERS]));
       const rank = rankOf(kind);
       if (rank > 0) queue.writeBuffer(this.loraDims[kind], 0, dimsData([N, K, rank / 4, rank / 4, K, K, 0, 0]));
       return p;
@@ -510,6 +523,7 @@ export class WebGpuDecodeStep {
         rinv: storage(N),
         partial: this.create(Math.max(PARTIAL_BYTES, N * widest * 4), USAGE.storage),
         loraIn: storage(N * MAX_LORA_RANK),
+        rowAdapters: storage(N * MAX_ADAPTERS),
         q: storage(N * H * D),
         heads: storage(N * H * D),
         act: storage(N * I),
@@ -549,21 +563,31 @@ export class WebGpuDecodeStep {
   }
 
   /**
-   * Each product's adapters as the step runs them (ProductLora), made again where the model's
-   * adapters changed since the last step, and their bind groups over the current buffers.
+   * Each product's adapters as the step runs them (ProductLora) for a step of `tokens` tokens:
+   * made again where the model's adapters changed since the last step, their bind groups made
+   * over the current buffers, and which rows each adapter applies to (rowAdapters) written.
    */
-  private updateLora(): void {
+  private updateLora(tokens: number): void {
     const a = this.activations as Activations;
+    // The step's adapters, each a column of rowAdapters: by the rows it applies to ("*": every row).
+    const slots = new Map<string, number>();
+    const slotOf = (part: LoraPart) => {
+      const key = adapterKey(part);
+      if (!slots.has(key)) slots.set(key, slots.size);
+      return slots.get(key) as number;
+    };
+    const rowAdapters = new Float32Array(tokens * MAX_ADAPTERS);
     this.model.blocks.forEach((block, l) => {
       for (const kind of PRODUCTS) {
         const linear = productOf(block, kind);
-        const parts = linear.adapterParts(1) ?? [];
+        const parts = linear.adapterParts(tokens) ?? [];
         let lora = this.lora[l][kind];
         if (lora && (lora.from.length !== parts.length || lora.from.some((t, i) => t !== parts[i].aT))) {
           this.dropLora(lora);
           lora = this.lora[l][kind] = null;
         }
-        if (!lora && parts.length > 0) {
+        if (parts.length === 0) continue;
+        if (!lora) {
           const [A, B] = tf.tidy(() => [
             tf.concat(parts.map((p) => p.aT), 1) as tf.Tensor2D,
             tf.concat(
@@ -571,9 +595,19 @@ export class WebGpuDecodeStep {
               0,
             ) as tf.Tensor2D,
           ]);
-          lora = this.lora[l][kind] = { from: parts.map((p) => p.aT), a: A, b: B, rank: A.shape[1], groups: null };
+          const rank = A.shape[1];
+          lora = this.lora[l][kind] = { from: parts.map((p) => p.aT), a: A, b: B, rank, rankAdapter: new Uint32Array(0), rankAdapterBuffer: this.create(MAX_LORA_RANK * 4, USAGE.uniform | USAGE.copyDst), groups: null };
         }
-        if (lora && !lora.groups) {
+        const rankAdapter = Uint32Array.from(parts.flatMap((p) => new Array<number>(p.aT.shape[1]).fill(slotOf(p))));
+        for (const part of parts) {
+          const slot = slotOf(part);
+          for (const row of part.rows ?? Array.from({ length: tokens }, (_, i) => i)) rowAdapters[row * MAX_ADAPTERS + slot] = 1;
+        }
+        if (rankAdapter.some((v, i) => v !== lora?.rankAdapter[i]) || rankAdapter.length !== lora.rankAdapter.length) {
+          this.device.queue.writeBuffer(lora.rankAdapterBuffer, 0, rankAdapter);
+          lora.rankAdapter = rankAdapter;
+        }
+        if (!lora.groups) {
           const weights = this.layers[l];
           const { inputs, norm } = {
             qkv: { inputs: [a.x], norm: [weights.inputNorm, a.rinv] },
@@ -584,16 +618,18 @@ export class WebGpuDecodeStep {
           const normed = NORMED[kind];
           lora.groups = {
             down: this.group(normed ? 'linearNorm' : 'linear', [this.loraDims[kind], ...inputs, this.buffer(lora.a), a.loraIn, ...norm]),
-            main: this.group(normed ? 'linearNormLora' : 'linearLora', [this.dims[kind], ...inputs, weights[kind].weight, a.partial, ...norm, a.loraIn, this.buffer(lora.b)]),
+            main: this.group(normed ? 'linearNormLora' : 'linearLora', [this.dims[kind], ...inputs, weights[kind].weight, a.partial, ...norm, a.loraIn, this.buffer(lora.b), lora.rankAdapterBuffer, a.rowAdapters]),
           };
         }
       }
     });
+    if (slots.size > 0) this.device.queue.writeBuffer(a.rowAdapters, 0, rowAdapters);
   }
 
   private dropLora(lora: ProductLora | null): void {
     lora?.a.dispose();
     lora?.b.dispose();
+    lora?.rankAdapterBuffer.destroy();
   }
 
   /** A layer's RoPE and attention bind groups, remade when the cache replaced its tensors. */
@@ -661,9 +697,14 @@ function productOf(block: LlamaModel['blocks'][number], kind: ProductKind): Froz
   return { qkv: block.attention.qkv, o: block.attention.o, gateUp: block.mlp.gateUp, down: block.mlp.down }[kind];
 }
 
-/** A uniform's bytes: 32-bit unsigned fields, then 32-bit floats, padded to 32 bytes. */
+/** Which adapter a low-rank part is: the rows it applies to ("*": every row), the same for each of its parts in a step. */
+function adapterKey(part: LoraPart): string {
+  return part.rows ? part.rows.join(',') : '*';
+}
+
+/** A uniform's bytes: 32-bit unsigned fields, then 32-bit floats, padded to UNIFORM_BYTES. */
 function dimsData(fields: number[], floats: number[] = []): ArrayBuffer {
-  const data = new ArrayBuffer(32);
+  const data = new ArrayBuffer(UNIFORM_BYTES);
   new Uint32Array(data, 0, fields.length).set(fields);
   new Float32Array(data, 4 * fields.length, floats.length).set(floats);
   return data;

@@ -17,6 +17,9 @@ export const TILE_K = 16;
 /** Most K splits of a linear product (a power of two: the programs that sum the splits unroll over them). */
 export const MAX_SPLITS = 32;
 
+/** Most columns of a product's adapters' x A: their ranks together (q, k and v of rank 64). */
+export const MAX_LORA_RANK = 192;
+
 /** Workgroups a dispatch may have along one dimension (WebGPU's default limit). */
 const MAX_WORKGROUPS_PER_DIMENSION = 65535;
 
@@ -48,21 +51,30 @@ export const MAX_HEAD_DIM = 256;
  * way in: x * rinv[row] * gamma, rinv computed by the program that wrote x. Dims: rows, k, n4
  * (output vec4 columns), ldw4 (weight row stride in vec4), chunk (K a split covers), inStride
  * and inOffset (input row r starts at r inStride + inOffset: the lm_head reads each sequence's
- * last token this way, and its rinv at (r inStride + inOffset) / k), rank (with `lora`: the
- * first split adds loraIn B, the low-rank adapters' delta, loraIn [rows, rank] the product of
- * the same input with the adapters' A, made by this program before).
+ * last token this way, and its rinv at (r inStride + inOffset) / k), rank and adapters (with
+ * `lora`: the first split adds loraIn B, the low-rank adapters' delta, loraIn [rows, rank] the
+ * product of the same input with the adapters' A, made by this program before; rank column j
+ * belongs to adapter rankAdapter[j], and row r takes it where rowAdapters [rows, adapters] is 1,
+ * so that adapters sharing a batch row by row each apply to their own rows).
  */
 export function linearShader(rows: number, norm: boolean, lora = false): string {
   const R = rows;
   const loraBinding = norm ? 6 : 4;
   return `
-struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, chunk : u32, inStride : u32, inOffset : u32, rank : u32 }
+struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, chunk : u32, inStride : u32, inOffset : u32, rank : u32, adapters : u32 }
 @group(0) @binding(0) var<uniform> dims : Dims;
 @group(0) @binding(1) var<storage, read> x : array<f32>;
 @group(0) @binding(2) var<storage, read> w : array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> partial : array<vec4<f32>>;
 ${norm ? '@group(0) @binding(4) var<storage, read> gamma : array<f32>;\n@group(0) @binding(5) var<storage, read> rinv : array<f32>;' : ''}
-${lora ? `@group(0) @binding(${loraBinding}) var<storage, read> loraIn : array<f32>;\n@group(0) @binding(${loraBinding + 1}) var<storage, read> loraB : array<vec4<f32>>;` : ''}
+${
+  lora
+    ? `@group(0) @binding(${loraBinding}) var<storage, read> loraIn : array<f32>;
+@group(0) @binding(${loraBinding + 1}) var<storage, read> loraB : array<vec4<f32>>;
+@group(0) @binding(${loraBinding + 2}) var<uniform> rankAdapter : array<vec4<u32>, ${MAX_LORA_RANK / 4}>;
+@group(0) @binding(${loraBinding + 3}) var<storage, read> rowAdapters : array<f32>;`
+    : ''
+}
 
 const R : u32 = ${R}u;
 const TK : u32 = ${TILE_K}u;
@@ -101,13 +113,14 @@ ${norm ? '        value = value * rinv[at / K] * gamma[k];' : ''}
   if (col >= dims.n4) { return; }
 ${
   lora
-    ? `  // The adapters' delta, once (by the first split): loraIn [rows, rank] = x A, times B [rank, n4] (block-diagonal over the parts, alpha / r folded in).
+    ? `  // The adapters' delta, once (by the first split): loraIn [rows, rank] = x A, times B [rank, n4] (block-diagonal over the parts, alpha / r folded in), each rank column only for the rows of its adapter.
   if (wg.z == 0u) {
     for (var j = 0u; j < dims.rank; j++) {
       let b = loraB[j * dims.n4 + col];
+      let adapter = rankAdapter[j / 4u][j % 4u];
       for (var r = 0u; r < R; r++) {
         let row = min(row0 + r, dims.rows - 1u);
-        acc[r] += loraIn[row * dims.rank + j] * b;
+        acc[r] += loraIn[row * dims.rank + j] * rowAdapters[row * dims.adapters + adapter] * b;
       }
     }
   }`
