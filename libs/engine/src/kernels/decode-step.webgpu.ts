@@ -144,6 +144,9 @@ interface Pipelines {
 
 const pipelinesByDevice = new WeakMap<GPUDevice, Pipelines>();
 
+/** The model families whose block the step computes. */
+const STEP_FAMILIES: readonly string[] = ['llama', 'qwen2'];
+
 /** GPUBufferUsage's flags (fixed by the WebGPU specification; the globals exist only once Dawn is installed). */
 const USAGE = { mapRead: 0x01, copySrc: 0x04, copyDst: 0x08, uniform: 0x40, storage: 0x80 } as const;
 
@@ -229,9 +232,11 @@ export class WebGpuDecodeStep {
     return new WebGpuDecodeStep(model);
   }
 
-  /** Whether the model's weights and shape are ones this step runs. */
+  /** Whether the model's architecture, weights and shape are ones this step runs. */
   static fits(model: LlamaModel): boolean {
-    const { headDim, numHeads, numKvHeads, hiddenSize } = model.config;
+    const { modelType, headDim, numHeads, numKvHeads, hiddenSize } = model.config;
+    // The step computes the Llama/Qwen2 block exactly: a family with other norms or activations needs its own programs.
+    if (!STEP_FAMILIES.includes(modelType)) return false;
     if (headDim % 2 !== 0 || headDim > MAX_HEAD_DIM || numHeads % numKvHeads !== 0 || hiddenSize % 4 !== 0) return false;
     const float32 = (l: FrozenLinear) => !l.released && l.weightT.dtype === 'float32' && l.outFeatures % 4 === 0;
     return model.blocks.every((b) => [b.attention.qkv, b.attention.o, b.mlp.gateUp, b.mlp.down].every(float32) && (b.attention.qkv.bias?.dtype ?? 'float32') === 'float32' && ![b.attention.o, b.mlp.gateUp, b.mlp.down].some((l) => l.bias)) && float32(model.lmHead) && !model.lmHead.bias;
