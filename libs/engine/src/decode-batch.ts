@@ -87,6 +87,8 @@ export class DecodeBatch<Id = string> {
     const chunks = Array.from({ length: Math.ceil(tokens.length / PREFILL_CHUNK) }, (_, i) => tokens.slice(i * PREFILL_CHUNK, (i + 1) * PREFILL_CHUNK));
     const gpu = this.encodedStep(chunks[0].length);
     if (gpu && chunks.every((chunk) => gpu.applies(chunk.length))) {
+      // Room for the whole prompt at once, so that no chunk's step copies the cache to grow it.
+      cache.reserve(tokens.length, { kvHeads: this.model.config.numKvHeads, headDim: this.model.config.headDim });
       chunks.slice(0, -1).forEach((chunk) => gpu.advance(cache, [chunk]));
       return gpu.logits(cache, [chunks[chunks.length - 1]]);
     }

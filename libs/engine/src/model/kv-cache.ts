@@ -150,13 +150,14 @@ export class KVCache {
       const k = this.keys[layer];
       const v = this.values[layer];
       if (!k || !v) {
-        const empty = () => tf.zeros([this.rows, shape.kvHeads, T + SPARE_COLUMNS, shape.headDim]) as tf.Tensor4D;
+        // tf.fill rather than tf.zeros: filled where the backend keeps its data (on the GPU on webgpu), not uploaded from the host.
+        const empty = () => tf.fill([this.rows, shape.kvHeads, T + SPARE_COLUMNS, shape.headDim], 0) as tf.Tensor4D;
         this.replace(layer, empty(), empty());
       } else if (this.columns + T > k.shape[2]) {
         const grow = (old: tf.Tensor4D) =>
           tf.tidy(() => {
             const [rows, heads, , d] = old.shape;
-            return tf.concat([ownColumns(old, this.columns), tf.zeros([rows, heads, T + SPARE_COLUMNS, d])], 2) as tf.Tensor4D;
+            return tf.concat([ownColumns(old, this.columns), tf.fill([rows, heads, T + SPARE_COLUMNS, d], 0)], 2) as tf.Tensor4D;
           });
         this.replace(layer, grow(k), grow(v));
       }
