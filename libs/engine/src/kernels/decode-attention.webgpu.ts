@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { MAX_HEAD_DIM, WORKGROUP, WORKGROUP_REDUCTIONS_WGSL } from './decode-step.wgsl';
 import { runProgram, WgslProgram, WORKGROUP_INDEX } from './webgpu-program';
 
 /**
@@ -15,9 +16,8 @@ import { runProgram, WgslProgram, WORKGROUP_INDEX } from './webgpu-program';
  * [B*KV, G, S] scores and probabilities written out in between.
  */
 export const DECODE_ATTENTION_KERNEL = 'TrainyardDecodeAttention';
-const WORKGROUP = 64;
-/** Largest head dimension: each thread keeps MAX_HEAD_DIM / WORKGROUP output dimensions in registers. */
-export const MAX_HEAD_DIM = 256;
+/** Largest head dimension: each thread keeps MAX_HEAD_DIM / WORKGROUP output dimensions in registers (shared with the encoded step's attention). */
+export { MAX_HEAD_DIM };
 const DIMS_PER_THREAD = MAX_HEAD_DIM / WORKGROUP;
 
 function program(groups: number, G: number, D: number): WgslProgram {
@@ -31,31 +31,7 @@ function program(groups: number, G: number, D: number): WgslProgram {
     getUserCode: () => `
       var<workgroup> query : array<f32, ${MAX_HEAD_DIM}>;
       var<workgroup> weights : array<f32, ${WORKGROUP}>;
-      var<workgroup> partial : array<f32, ${WORKGROUP}>;
-
-      fn reduceMax(tid : i32, value : f32) -> f32 {
-        partial[tid] = value;
-        workgroupBarrier();
-        for (var n = ${WORKGROUP / 2}; n > 0; n = n / 2) {
-          if (tid < n) { partial[tid] = max(partial[tid], partial[tid + n]); }
-          workgroupBarrier();
-        }
-        let result = partial[0];
-        workgroupBarrier();
-        return result;
-      }
-
-      fn reduceSum(tid : i32, value : f32) -> f32 {
-        partial[tid] = value;
-        workgroupBarrier();
-        for (var n = ${WORKGROUP / 2}; n > 0; n = n / 2) {
-          if (tid < n) { partial[tid] += partial[tid + n]; }
-          workgroupBarrier();
-        }
-        let result = partial[0];
-        workgroupBarrier();
-        return result;
-      }
+      ${WORKGROUP_REDUCTIONS_WGSL}
 
       fn main(index : i32) {
         let G = uniforms.qShape[1];
@@ -84,11 +60,11 @@ function program(groups: number, G: number, D: number): WgslProgram {
             for (var d = 0; d < D; d++) { dot += query[d] * k[keys + s * D + d]; }
             score = dot + mask[maskRow + s];
           }
-          let newMax = max(runningMax, reduceMax(tid, score));
+          let newMax = max(runningMax, reduceMax(u32(tid), score));
           let weight = select(0.0, exp(score - newMax), s < S);
           weights[tid] = weight;
           let rescale = exp(runningMax - newMax);
-          runningSum = runningSum * rescale + reduceSum(tid, weight);
+          runningSum = runningSum * rescale + reduceSum(u32(tid), weight);
           runningMax = newMax;
           let tile = min(${WORKGROUP}, S - start);
           for (var i = 0; i < ${DIMS_PER_THREAD}; i++) {

@@ -201,6 +201,38 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
 }
 
 /**
+ * reduceMax(tid, value) and reduceSum(tid, value): the maximum and the sum of `value` over the
+ * WORKGROUP threads of a workgroup (every thread calls, every thread gets the result), through
+ * the workgroup array `partial`.
+ */
+export const WORKGROUP_REDUCTIONS_WGSL = `
+var<workgroup> partial : array<f32, ${WORKGROUP}>;
+
+fn reduceMax(tid : u32, value : f32) -> f32 {
+  partial[tid] = value;
+  workgroupBarrier();
+  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
+    if (tid < n) { partial[tid] = max(partial[tid], partial[tid + n]); }
+    workgroupBarrier();
+  }
+  let total = partial[0];
+  workgroupBarrier();
+  return total;
+}
+
+fn reduceSum(tid : u32, value : f32) -> f32 {
+  partial[tid] = value;
+  workgroupBarrier();
+  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
+    if (tid < n) { partial[tid] += partial[tid + n]; }
+    workgroupBarrier();
+  }
+  let total = partial[0];
+  workgroupBarrier();
+  return total;
+}`;
+
+/**
  * The uniforms of a step that RoPE and attention share: the step's tokens (rows of the cache
  * times perRow new tokens each, row-major), the cache columns attention reads (the cache's
  * width plus perRow) and the first new column.
@@ -294,31 +326,7 @@ export function attentionShader(headDim: number): string {
 const DIMS_PER_THREAD : u32 = ${MAX_HEAD_DIM / WORKGROUP}u;
 var<workgroup> query : array<f32, ${MAX_HEAD_DIM}>;
 var<workgroup> weights : array<f32, ${WORKGROUP}>;
-var<workgroup> partial : array<f32, ${WORKGROUP}>;
-
-fn reduceMax(tid : u32, value : f32) -> f32 {
-  partial[tid] = value;
-  workgroupBarrier();
-  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
-    if (tid < n) { partial[tid] = max(partial[tid], partial[tid + n]); }
-    workgroupBarrier();
-  }
-  let result = partial[0];
-  workgroupBarrier();
-  return result;
-}
-
-fn reduceSum(tid : u32, value : f32) -> f32 {
-  partial[tid] = value;
-  workgroupBarrier();
-  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
-    if (tid < n) { partial[tid] += partial[tid + n]; }
-    workgroupBarrier();
-  }
-  let result = partial[0];
-  workgroupBarrier();
-  return result;
-}
+${WORKGROUP_REDUCTIONS_WGSL}
 
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
@@ -370,28 +378,25 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
 }
 
 /** Threads of the sampling workgroup: each takes a contiguous slice of the vocabulary. */
-const SAMPLE_WORKGROUP = 256;
+export const SAMPLE_WORKGROUP = 256;
 
 /**
- * The next token of each row of logits [rows, V] and its log-probability, as kernels/sample.ts
- * draws it (greedy at temperature 0, else the first token whose running weight passes u times
- * the total), one workgroup per row; out [rows, 2] as f32 (id, logprob). draws [rows, 2]:
- * temperature, u.
+ * drawRow(row, V, tid, write): the next token of row `row` of logits [rows, V] and its
+ * log-probability, drawn by one workgroup of SAMPLE_WORKGROUP threads: greedy at temperature 0
+ * (the first among equal maxima) with log-softmax(logits)[id]; else, with weights
+ * w_i = exp((logit_i - max) / temperature), the first token whose running sum of weights passes
+ * u times the total, with log(w_id / total). Each thread takes a contiguous slice of the
+ * vocabulary; the workgroup reduces the maximum and the slices' sums, and thread 0 walks the
+ * slice sums, then the slice where the draw falls, and writes (id, logprob) to result[row]
+ * where `write`. draws [rows, 2]: temperature, u. Needs the globals logits, draws and result
+ * (f32 arrays): the program that includes it declares them (sample.ts on tfjs's bindings,
+ * SAMPLE_SHADER on its own).
  */
-export const SAMPLE_SHADER = `
-struct Sample { rows : u32, vocab : u32, pad0 : u32, pad1 : u32 }
-@group(0) @binding(0) var<uniform> dims : Sample;
-@group(0) @binding(1) var<storage, read> logits : array<f32>;
-@group(0) @binding(2) var<storage, read> draws : array<f32>;
-@group(0) @binding(3) var<storage, read_write> result : array<f32>;
+export const DRAW_ROW_WGSL = `
+var<workgroup> drawValues : array<f32, ${SAMPLE_WORKGROUP}>;
+var<workgroup> drawIds : array<u32, ${SAMPLE_WORKGROUP}>;
 
-var<workgroup> values : array<f32, ${SAMPLE_WORKGROUP}>;
-var<workgroup> ids : array<u32, ${SAMPLE_WORKGROUP}>;
-
-@compute @workgroup_size(${SAMPLE_WORKGROUP})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-  let row = wg.x;
-  let V = dims.vocab;
+fn drawRow(row : u32, V : u32, tid : u32, write : bool) {
   let base = row * V;
   let temperature = draws[row * 2u];
   let greedy = temperature <= 0.0;
@@ -406,32 +411,32 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     let value = logits[base + i];
     if (value > best) { best = value; bestId = i; }
   }
-  values[tid] = best;
-  ids[tid] = bestId;
+  drawValues[tid] = best;
+  drawIds[tid] = bestId;
   workgroupBarrier();
   for (var n = ${SAMPLE_WORKGROUP / 2}u; n > 0u; n = n / 2u) {
     if (tid < n) {
-      let other = values[tid + n];
-      let otherId = ids[tid + n];
-      if (other > values[tid] || (other == values[tid] && otherId < ids[tid])) {
-        values[tid] = other;
-        ids[tid] = otherId;
+      let other = drawValues[tid + n];
+      let otherId = drawIds[tid + n];
+      if (other > drawValues[tid] || (other == drawValues[tid] && otherId < drawIds[tid])) {
+        drawValues[tid] = other;
+        drawIds[tid] = otherId;
       }
     }
     workgroupBarrier();
   }
-  let top = values[0];
-  let argmax = ids[0];
+  let top = drawValues[0];
+  let argmax = drawIds[0];
   workgroupBarrier();
 
   var sum = 0.0;
   for (var i = lo; i < hi; i++) { sum += exp((logits[base + i] - top) * scale); }
-  values[tid] = sum;
+  drawValues[tid] = sum;
   workgroupBarrier();
 
-  if (tid == 0u) {
+  if (write && tid == 0u) {
     var total = 0.0;
-    for (var t = 0u; t < ${SAMPLE_WORKGROUP}u; t++) { total += values[t]; }
+    for (var t = 0u; t < ${SAMPLE_WORKGROUP}u; t++) { total += drawValues[t]; }
     var id = argmax;
     var logprob = logits[base + argmax] - top - log(total);
     if (!greedy) {
@@ -439,9 +444,9 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
       // The slice where the draw falls: the last one with weight if rounding runs past the end.
       var chosen = 0u;
       for (var t = 0u; t < ${SAMPLE_WORKGROUP}u; t++) {
-        if (values[t] > 0.0) { chosen = t; }
-        if (rest < values[t]) { break; }
-        rest -= values[t];
+        if (drawValues[t] > 0.0) { chosen = t; }
+        if (rest < drawValues[t]) { break; }
+        rest -= drawValues[t];
       }
       let first = chosen * slice;
       let last = min(first + slice, V);
@@ -460,4 +465,18 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     result[row * 2u] = f32(id);
     result[row * 2u + 1u] = logprob;
   }
+}`;
+
+/** The next token of each row of logits [rows, V] (drawRow), one workgroup a row; result [rows, 2] as f32 (id, logprob). */
+export const SAMPLE_SHADER = `
+struct Sample { rows : u32, vocab : u32, pad0 : u32, pad1 : u32 }
+@group(0) @binding(0) var<uniform> dims : Sample;
+@group(0) @binding(1) var<storage, read> logits : array<f32>;
+@group(0) @binding(2) var<storage, read> draws : array<f32>;
+@group(0) @binding(3) var<storage, read_write> result : array<f32>;
+${DRAW_ROW_WGSL}
+
+@compute @workgroup_size(${SAMPLE_WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  drawRow(wg.x, dims.vocab, tid, true);
 }`;

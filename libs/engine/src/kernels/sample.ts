@@ -1,22 +1,17 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { DRAW_ROW_WGSL, SAMPLE_WORKGROUP } from './decode-step.wgsl';
 import { fusedKernelsApply, runProgram, WgslProgram, WORKGROUP_INDEX } from './webgpu-program';
 
 /**
  * The next token of each row of logits [B, V], and its log-probability, chosen on the GPU in
  * one WGSL dispatch on webgpu, so that 2 numbers per row come back instead of V: a decode step
- * at batch 128 and a 151936-token vocabulary otherwise reads back 78 MB.
- *
- * It draws as sampling.ts's sampleToken does without top-k, top-p or a logits processor: the
- * argmax when greedy (temperature 0; the first among equals) with log-softmax(logits)[id], else
- * with weights w_i = exp((logit_i - max) / temperature) the first token whose running sum of
- * weights passes u * sum(w), u the row's uniform draw, with log(w_id / sum(w)). One workgroup
- * per row: each thread takes a contiguous slice of the vocabulary, the workgroup reduces the
- * maximum (and argmax) and the slice sums, and one thread walks the slice sums, then the slice
- * where the draw falls. Summed in another order than sampleToken's, a draw within float
- * rounding of a boundary between two tokens may pick the other one.
+ * at batch 128 and a 151936-token vocabulary otherwise reads back 78 MB. It draws as
+ * sampling.ts's sampleToken does without top-k, top-p or a logits processor (drawRow in
+ * decode-step.wgsl.ts, which the encoded decoding step's sampler runs too). Summed in another
+ * order than sampleToken's, a draw within float rounding of a boundary between two tokens may
+ * pick the other one.
  */
 const KERNEL_NAME = 'TrainyardSample';
-const WORKGROUP = 256;
 
 /** How one row is drawn: temperature 0 is greedy; u is the uniform draw in [0, 1) (unused when greedy). */
 export interface RowDraw {
@@ -36,85 +31,15 @@ function program(rows: number): WgslProgram {
     shaderKey: 'trainyardSample',
     dispatchLayout: { x: [0, 1] },
     dispatch: [rows, 1, 1],
-    workgroupSize: [WORKGROUP, 1, 1],
+    workgroupSize: [SAMPLE_WORKGROUP, 1, 1],
+    // drawRow, shared with the encoded decoding step's sampler; tfjs declares logits, draws and result.
     getUserCode: () => `
-      var<workgroup> values : array<f32, ${WORKGROUP}>;
-      var<workgroup> ids : array<i32, ${WORKGROUP}>;
+      ${DRAW_ROW_WGSL}
 
       fn main(index : i32) {
         let valid = ${WORKGROUP_INDEX} < uniforms.logitsShape[0];
         let row = min(${WORKGROUP_INDEX}, uniforms.logitsShape[0] - 1);
-        let V = uniforms.logitsShape[1];
-        let base = row * V;
-        let temperature = draws[row * 2];
-        let greedy = temperature <= 0.0;
-        let scale = select(1.0 / temperature, 1.0, greedy);
-        let tid = i32(localId.x);
-        let slice = (V + ${WORKGROUP - 1}) / ${WORKGROUP};
-        let lo = min(tid * slice, V);
-        let hi = min(lo + slice, V);
-
-        // The maximum and the first index holding it.
-        var best = -uniforms.INFINITY;
-        var bestId = V;
-        for (var i = lo; i < hi; i++) {
-          let value = logits[base + i];
-          if (value > best) { best = value; bestId = i; }
-        }
-        values[tid] = best;
-        ids[tid] = bestId;
-        workgroupBarrier();
-        for (var n = ${WORKGROUP / 2}; n > 0; n = n / 2) {
-          if (tid < n) {
-            let other = values[tid + n];
-            let otherId = ids[tid + n];
-            if (other > values[tid] || (other == values[tid] && otherId < ids[tid])) {
-              values[tid] = other;
-              ids[tid] = otherId;
-            }
-          }
-          workgroupBarrier();
-        }
-        let top = values[0];
-        let argmax = ids[0];
-        workgroupBarrier();
-
-        var sum = 0.0;
-        for (var i = lo; i < hi; i++) { sum += exp((logits[base + i] - top) * scale); }
-        values[tid] = sum;
-        workgroupBarrier();
-
-        if (valid && tid == 0) {
-          var total = 0.0;
-          for (var t = 0; t < ${WORKGROUP}; t++) { total += values[t]; }
-          var id = argmax;
-          var logprob = logits[base + argmax] - top - log(total);
-          if (!greedy) {
-            var rest = draws[row * 2 + 1] * total;
-            // The slice where the draw falls: the last one with weight if rounding runs past the end.
-            var chosen = 0;
-            for (var t = 0; t < ${WORKGROUP}; t++) {
-              if (values[t] > 0.0) { chosen = t; }
-              if (rest < values[t]) { break; }
-              rest -= values[t];
-            }
-            let first = chosen * slice;
-            let last = min(first + slice, V);
-            var weight = 0.0;
-            for (var i = first; i < last; i++) {
-              let w = exp((logits[base + i] - top) * scale);
-              if (w > 0.0) {
-                id = i;
-                weight = w;
-                rest -= w;
-                if (rest < 0.0) { break; }
-              }
-            }
-            logprob = log(weight) - log(total);
-          }
-          result[row * 2] = f32(id);
-          result[row * 2 + 1] = logprob;
-        }
+        drawRow(u32(row), u32(uniforms.logitsShape[1]), u32(localId.x), valid);
       }`,
   };
 }
