@@ -43,10 +43,12 @@ import { fusedKernelsApply } from './webgpu-program';
  * once, and a layer's cache bind groups again only when the cache replaces its tensors
  * (KVCache.reserve). tfjs's own queued work is submitted first, so a step sees what tfjs wrote.
  *
- * It applies to float32 weights without adapters (LoRA checkpoints take the tfjs path), a bias
- * on q, k and v only, output widths that are multiples of 4 and head dimensions up to
- * MAX_HEAD_DIM; `for` says null elsewhere. The same logits as the tfjs path to float rounding
- * (summed in another order).
+ * LoRA adapters (one for every row, or several routed row by row by LoraRouter) run in the step
+ * too: a product with adapters first makes x A, and its first split adds (x A) B on each
+ * adapter's rows, four dispatches more a layer. It applies to Llama and Qwen2 with float32
+ * weights, a bias on q, k and v only, output widths that are multiples of 4 and head
+ * dimensions up to MAX_HEAD_DIM (`for` and `applies` say where not). The same logits as the
+ * tfjs path to float rounding (summed in another order).
  */
 
 interface WebGpuBackendInternals {
@@ -158,7 +160,6 @@ const PARTIAL_BYTES = 64 << 20;
 
 type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'rowAdapters' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'draws' | 'drawn' | 'readDrawn', GPUBuffer>;
 
-
 /** Most adapters sharing one step row by row (LoraRouter). */
 const MAX_ADAPTERS = 16;
 
@@ -239,7 +240,10 @@ export class WebGpuDecodeStep {
     if (!STEP_FAMILIES.includes(modelType)) return false;
     if (headDim % 2 !== 0 || headDim > MAX_HEAD_DIM || numHeads % numKvHeads !== 0 || hiddenSize % 4 !== 0) return false;
     const float32 = (l: FrozenLinear) => !l.released && l.weightT.dtype === 'float32' && l.outFeatures % 4 === 0;
-    return model.blocks.every((b) => [b.attention.qkv, b.attention.o, b.mlp.gateUp, b.mlp.down].every(float32) && (b.attention.qkv.bias?.dtype ?? 'float32') === 'float32' && ![b.attention.o, b.mlp.gateUp, b.mlp.down].some((l) => l.bias)) && float32(model.lmHead) && !model.lmHead.bias;
+    // A bias only on q|k|v (RoPE adds it), as Llama and Qwen2 have.
+    const biases = (b: LlamaModel['blocks'][number]) => (b.attention.qkv.bias?.dtype ?? 'float32') === 'float32' && !b.attention.o.bias && !b.mlp.gateUp.bias && !b.mlp.down.bias;
+    const products = (b: LlamaModel['blocks'][number]) => PRODUCTS.every((kind) => float32(productOf(b, kind)));
+    return model.blocks.every((b) => products(b) && biases(b)) && float32(model.lmHead) && !model.lmHead.bias;
   }
 
   /**
