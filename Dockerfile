@@ -9,7 +9,7 @@
 # health, inference-worker, training-worker); its health endpoints are on HTTP_PORT. The web
 # console is built with the rest (dist/apps/console) and served by the gateway under /console.
 
-ARG NODE_IMAGE=node:20.20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # ---- all dependencies, for the build --------------------------------------------------------
 FROM ${NODE_IMAGE} AS deps

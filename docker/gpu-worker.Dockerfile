@@ -10,7 +10,7 @@
 # cuDNN, tfjs-node-gpu silently computes on the CPU: REQUIRE_GPU=true makes the worker's
 # /health/ready fail (probe "compute") instead, so it never takes work on the wrong device.
 
-ARG NODE_IMAGE=node:20.20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 ARG CUDA_IMAGE=nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04
 
 # ---- build the two workers with Nx -----------------------------------------------------------

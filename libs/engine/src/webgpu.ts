@@ -33,12 +33,15 @@ interface DawnBinding {
  * the native addon it wraps is loaded here directly.
  */
 export function installNavigatorGpu(): Gpu {
-  const nav = (globalThis as { navigator?: { gpu?: Gpu } }).navigator;
-  if (nav?.gpu) return nav.gpu;
   const { create, globals } = dawnBinding();
+  // The GPU* globals first, always: Node 21 and later have a process-wide `navigator`, so its
+  // `gpu` may have been set from another context (a jest test file) that this one's globals
+  // do not see.
   for (const [name, value] of Object.entries(globals)) {
     if (!(name in globalThis)) Object.defineProperty(globalThis, name, { value, configurable: true, writable: true });
   }
+  const nav = (globalThis as { navigator?: { gpu?: Gpu } }).navigator;
+  if (nav?.gpu) return nav.gpu;
   const gpu = create([]);
   if (nav) Object.defineProperty(nav, 'gpu', { value: gpu, configurable: true });
   else Object.defineProperty(globalThis, 'navigator', { value: { gpu }, configurable: true, writable: true });

@@ -24,7 +24,7 @@ for (const entry of entries) {
   esbuild.buildSync({
     entryPoints: [entry],
     outfile: out + '/libs/engine/bench/' + entry.split('/').pop().replace(/\.ts\$/, '.js'),
-    bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'error',
+    bundle: true, platform: 'node', target: 'node24', format: 'cjs', logLevel: 'error',
     // Backends these benches do not select; selectBackend reports them missing.
     external: ['@tensorflow/tfjs-node', '@tensorflow/tfjs-node-gpu', 'webgpu'],
   });

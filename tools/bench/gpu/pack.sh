@@ -19,7 +19,7 @@ const esbuild = require(require.resolve('esbuild', { paths: [require.resolve('ts
 esbuild.buildSync({
   entryPoints: ['tools/bench/gpu/gpu.bench.ts'],
   outfile: process.argv[1],
-  bundle: true, platform: 'node', target: 'node20', format: 'cjs', logLevel: 'error',
+  bundle: true, platform: 'node', target: 'node24', format: 'cjs', logLevel: 'error',
   // Optional, absent here; selectBackend reports it missing.
   external: ['@tensorflow/tfjs-node-gpu'],
 });" "$OUT/gpu-bench.js"
