@@ -2,8 +2,8 @@ import { ModelLoadError } from './errors';
 
 /** The hyper-parameters of a Llama-family decoder, as read from a HF config.json. */
 export interface ModelConfig {
-  /** 'llama' or 'qwen2'. */
-  modelType: 'llama' | 'qwen2';
+  /** 'llama', 'qwen2' or 'qwen3'. */
+  modelType: 'llama' | 'qwen2' | 'qwen3';
   vocabSize: number;
   hiddenSize: number;
   intermediateSize: number;
@@ -18,8 +18,10 @@ export interface ModelConfig {
   tieWordEmbeddings: boolean;
   /** Biases on q, k, v (Qwen2 always, Llama when attention_bias). */
   qkvBias: boolean;
-  /** Bias on o_proj (Llama attention_bias only). */
+  /** Bias on o_proj (Llama and Qwen3 attention_bias only). */
   oBias: boolean;
+  /** RMSNorm over each head's queries and keys before RoPE (Qwen3's q_norm and k_norm, of headDim weights each). */
+  qkNorm: boolean;
   bosTokenId: number | null;
   eosTokenIds: number[];
 }
@@ -36,12 +38,15 @@ export interface RopeScaling {
 const ARCHITECTURES: Record<string, ModelConfig['modelType']> = {
   LlamaForCausalLM: 'llama',
   Qwen2ForCausalLM: 'qwen2',
+  Qwen3ForCausalLM: 'qwen3',
 };
+
+const MODEL_TYPES: readonly string[] = Object.values(ARCHITECTURES);
 
 export function parseModelConfig(raw: Record<string, unknown>, file = 'config.json'): ModelConfig {
   const architectures = (raw['architectures'] as string[] | undefined) ?? [];
   const byArch = architectures.map((a) => ARCHITECTURES[a]).find(Boolean);
-  const modelType = byArch ?? (raw['model_type'] === 'llama' || raw['model_type'] === 'qwen2' ? raw['model_type'] : undefined);
+  const modelType = byArch ?? (MODEL_TYPES.includes(raw['model_type'] as string) ? (raw['model_type'] as ModelConfig['modelType']) : undefined);
   if (!modelType) {
     throw new ModelLoadError(
       `unsupported architecture ${JSON.stringify(architectures.length ? architectures : raw['model_type'])}; supported: ${Object.keys(ARCHITECTURES).join(', ')}`,
@@ -57,6 +62,8 @@ export function parseModelConfig(raw: Record<string, unknown>, file = 'config.js
   const act = raw['hidden_act'] ?? 'silu';
   if (act !== 'silu') throw new ModelLoadError(`unsupported hidden_act "${act}" (silu is)`, file);
   if (raw['mlp_bias']) throw new ModelLoadError('mlp_bias is not supported', file);
+  // Qwen2 and Qwen3 configs carry these keys, false in every published checkpoint.
+  if (raw['use_sliding_window']) throw new ModelLoadError('use_sliding_window is not supported', file);
 
   const hiddenSize = num('hidden_size');
   const numHeads = num('num_attention_heads');
@@ -80,7 +87,8 @@ export function parseModelConfig(raw: Record<string, unknown>, file = 'config.js
     // transformers defaults tie_word_embeddings to true when absent.
     tieWordEmbeddings: raw['tie_word_embeddings'] === undefined ? true : Boolean(raw['tie_word_embeddings']),
     qkvBias: modelType === 'qwen2' || attentionBias,
-    oBias: modelType === 'llama' && attentionBias,
+    oBias: modelType !== 'qwen2' && attentionBias,
+    qkNorm: modelType === 'qwen3',
     bosTokenId: typeof raw['bos_token_id'] === 'number' ? (raw['bos_token_id'] as number) : null,
     eosTokenIds: Array.isArray(eos) ? (eos as number[]) : typeof eos === 'number' ? [eos] : [],
   };
@@ -104,9 +112,9 @@ function parseRopeScaling(raw: unknown, file: string): RopeScaling | null {
 /** The inverse of parseModelConfig, for the model maker. */
 export function toHfConfig(c: ModelConfig): Record<string, unknown> {
   const base: Record<string, unknown> = {
-    architectures: [c.modelType === 'qwen2' ? 'Qwen2ForCausalLM' : 'LlamaForCausalLM'],
+    architectures: [Object.keys(ARCHITECTURES).find((a) => ARCHITECTURES[a] === c.modelType)],
     model_type: c.modelType,
-    attention_bias: c.modelType === 'llama' ? c.oBias : undefined,
+    attention_bias: c.modelType === 'qwen2' ? undefined : c.oBias,
     attention_dropout: 0.0,
     bos_token_id: c.bosTokenId,
     eos_token_id: c.eosTokenIds.length === 1 ? c.eosTokenIds[0] : c.eosTokenIds,
@@ -132,6 +140,7 @@ export function toHfConfig(c: ModelConfig): Record<string, unknown> {
       : null,
     rope_theta: c.ropeTheta,
     tie_word_embeddings: c.tieWordEmbeddings,
+    ...(c.modelType === 'qwen3' ? { use_sliding_window: false, sliding_window: null, max_window_layers: c.numLayers } : {}),
     torch_dtype: 'float32',
     use_cache: true,
     vocab_size: c.vocabSize,

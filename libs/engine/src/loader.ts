@@ -6,7 +6,7 @@ import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig 
 import { transpose2d } from './dtype';
 import { MatMulPlan, startMatMulThreads, tuneMatMul } from './kernels/matmul';
 import { FrozenLinear, LinearPart } from './model/linear';
-import { Attention, Block, LlamaModel, MLP, RMSNorm } from './model/llama';
+import { Attention, Block, HeadNorms, LlamaModel, MLP, RMSNorm } from './model/llama';
 import { Rope } from './model/rope';
 import { ChatPrompt, readJson, readTokenizerFiles } from './prompt';
 import { Checkpoint } from './safetensors';
@@ -177,10 +177,17 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
         false,
       );
       const down = linear(`${p}.mlp`, [{ name: 'down_proj', outFeatures: C }], I, false);
+      const headNorms = config.qkNorm
+        ? new HeadNorms(
+            new RMSNorm(vector(`${p}.self_attn.q_norm.weight`, D), eps, config.rmsNormEps),
+            new RMSNorm(vector(`${p}.self_attn.k_norm.weight`, D), eps, config.rmsNormEps),
+            config,
+          )
+        : null;
       blocks.push(
         new Block(
           new RMSNorm(vector(`${p}.input_layernorm.weight`, C), eps, config.rmsNormEps),
-          new Attention(config, i, rope, qkv, o),
+          new Attention(config, i, rope, qkv, o, headNorms),
           new RMSNorm(vector(`${p}.post_attention_layernorm.weight`, C), eps, config.rmsNormEps),
           new MLP(gateUp, down),
         ),

@@ -23,7 +23,7 @@ describe('tensor-free entry points', () => {
 
   it.each([
     ['@trainyard/engine/wire', '../src/wire', ['JsonSchemaChecker', 'validateExperimentalConfig', 'readChatPrompt', 'PromptError']],
-    ['@trainyard/engine/files', '../src/files', ['makeModel', 'writePeftAdapter', 'readPeftAdapter', 'initLoraWeights', 'ADAPTER_WEIGHTS_FILE']],
+    ['@trainyard/engine/files', '../src/files', ['makeModel', 'parseModelConfig', 'ModelLoadError', 'writePeftAdapter', 'readPeftAdapter', 'initLoraWeights', 'ADAPTER_WEIGHTS_FILE']],
   ])('%s loads without it', (_name, entry, names) => {
     const exports = loadWithoutTfjs(entry) as Record<string, unknown>;
     for (const name of names) expect(exports[name]).toBeDefined();

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChatCompletionParams, ErrorCode, InferenceEvent, InferenceWorkItem } from '@trainyard/contracts';
-import { LoadedModel, loadModel, selectBackend } from '@trainyard/engine';
+import { LoadedModel, loadModel, ModelLoadError, selectBackend } from '@trainyard/engine';
 import { makeModel } from '@trainyard/engine/files';
 import { MessageBus } from '@trainyard/messaging';
 import { GracefulShutdown, ReadinessService, WorkerLoad } from '@trainyard/runtime';
@@ -265,6 +265,19 @@ describe('InferenceScheduler', () => {
       await scheduler.admit(item('broken', { n: 2 }));
       expect(bus.types('broken')).toEqual(['accepted', 'error']);
       expect(bus.of('broken')[1]).toMatchObject({ error: { code: ErrorCode.Unavailable } });
+      expectAllReleased();
+    });
+
+    it('refuses a model directory the engine cannot load with invalid_request and the reason, not "try again later"', async () => {
+      start();
+      models.next = Promise.reject(new ModelLoadError('unsupported architecture ["Gemma3ForCausalLM"]; supported: LlamaForCausalLM', '/models/google/gemma-3-1b-it/config.json'));
+      await scheduler.admit(item('gemma', { n: 2 }));
+      expect(bus.types('gemma')).toEqual(['accepted', 'error']);
+      const { error } = bus.of('gemma')[1] as { error: { code: string; message: string; details: { param?: string } } };
+      expect(error).toMatchObject({ code: ErrorCode.InvalidRequest, details: { param: 'model' } });
+      expect(error.message).toContain('cannot be served by this engine: unsupported architecture ["Gemma3ForCausalLM"]');
+      // The worker's paths stay in its log.
+      expect(error.message).not.toContain('/models/');
       expectAllReleased();
     });
 

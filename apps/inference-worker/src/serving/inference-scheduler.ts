@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { ErrorCode, InferenceEvent, InferenceWorkItem, ServiceError, Subjects } from '@trainyard/contracts';
-import { CompiledGrammar, GrammarError, LoadedModel, LoraAttachment, PromptCache, PromptError, ToolCallSyntax } from '@trainyard/engine';
+import { CompiledGrammar, GrammarError, LoadedModel, LoraAttachment, ModelLoadError, PromptCache, PromptError, ToolCallSyntax } from '@trainyard/engine';
 import { MessageBus } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort, WorkerLoad } from '@trainyard/runtime';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
@@ -154,7 +154,9 @@ export class InferenceScheduler implements OnModuleDestroy {
     } catch (err) {
       this.release(item);
       this.logger.error(`cannot load weights for ${item.completion_id}: ${(err as Error).message}`);
-      emit(errorEvent(ErrorCode.Unavailable, `The weights of ${item.params.model} could not be loaded on this worker`));
+      // A model directory the engine cannot read fails the same way on every worker: the request is at fault, not the moment.
+      if (err instanceof ModelLoadError) emit(errorEvent(ErrorCode.InvalidRequest, `The model ${item.params.model} cannot be served by this engine: ${err.reason}${err.tensor ? ` (tensor ${err.tensor})` : ''}`, 'model'));
+      else emit(errorEvent(ErrorCode.Unavailable, `The weights of ${item.params.model} could not be loaded on this worker`));
       return null;
     }
   }

@@ -10,6 +10,6 @@ export class BaseModelsController {
   @MessagePattern(Subjects.registry.listBaseModels.name)
   async list(): Promise<ListBaseModelsReply> {
     const models = await this.baseModels.list();
-    return { base_models: models.map(({ id, architecture, created }) => ({ id, architecture, created })) };
+    return { base_models: models.map(({ id, architecture, created, unsupported }) => ({ id, architecture, created, unsupported })) };
   }
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { BaseModelInfo } from '@trainyard/contracts';
+import { ModelLoadError, parseModelConfig } from '@trainyard/engine/files';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { RegistryConfig } from '../config/registry.config';
@@ -13,6 +14,8 @@ export interface InstalledBaseModel extends BaseModelInfo {
  * The base models of this deployment are the Hugging Face model directories found under
  * MODELS_DIR, at depth one (`name/`) or two (`org/name/`), each with its config.json.
  * Read on every call: dropping a model directory in makes it available without a restart.
+ * One the engine cannot load (an architecture it does not implement) is listed all the same,
+ * with the reason, so that a user sees why it cannot be served.
  */
 @Injectable()
 export class BaseModelsService {
@@ -56,12 +59,25 @@ export class BaseModelsService {
       return undefined;
     }
     try {
-      const config = JSON.parse(text) as { model_type?: unknown };
-      return { id, dir, created, architecture: typeof config.model_type === 'string' ? config.model_type : 'unknown' };
+      const config = JSON.parse(text) as unknown;
+      const modelType = (config as { model_type?: unknown } | null)?.model_type;
+      return { id, dir, created, architecture: typeof modelType === 'string' ? modelType : 'unknown', unsupported: unsupportedReason(config) };
     } catch (err) {
       this.logger.warn(`Skipping ${id}: its config.json is not valid JSON (${(err as Error).message})`);
       return undefined;
     }
+  }
+}
+
+/** Why the engine cannot load a model of this config.json, or null when it can. */
+function unsupportedReason(config: unknown): string | null {
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) return 'config.json is not a JSON object';
+  try {
+    parseModelConfig(config as Record<string, unknown>);
+    return null;
+  } catch (err) {
+    if (err instanceof ModelLoadError) return err.reason;
+    throw err;
   }
 }
 

@@ -32,7 +32,7 @@ export class ModelsService {
   async list(entityId: string): Promise<ListModelsReply> {
     const [base, models] = await Promise.all([this.baseModels.list(), this.models.listForEntity(entityId)]);
     return {
-      base_models: base.map(({ id, architecture, created }) => ({ id, architecture, created })),
+      base_models: base.map(({ id, architecture, created, unsupported }) => ({ id, architecture, created, unsupported })),
       models: models.map(toModelRecord),
     };
   }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ErrorCode, ResolveModelReply, ResolveModelRequest, ServiceError } from '@trainyard/contracts';
 import { AdapterFiles } from '../artifacts/adapter-files';
-import { BaseModelsService } from '../base-models/base-models.service';
+import { BaseModelsService, InstalledBaseModel } from '../base-models/base-models.service';
 import { CheckpointRepository } from '../checkpoints/checkpoint.repository';
 import { ModelRepository } from '../models/model.repository';
 import { parseModelName } from './model-name';
@@ -26,9 +26,15 @@ export class ModelResolverService {
       new ServiceError(ErrorCode.ModelNotFound, `The model \`${request.model}\` ${why}`, { param: 'model' });
     if (!parsed) throw notFound();
 
+    // An installed model the engine cannot load is the request's problem, said before any worker tries: never "try again later".
+    const servable = (base: InstalledBaseModel) => {
+      if (base.unsupported) throw ServiceError.invalid(`The model \`${request.model}\` cannot be served by this engine: ${base.unsupported} (config.json of \`${base.id}\`)`, 'model');
+      return base;
+    };
     if (parsed.kind === 'base') {
-      const base = await this.baseModels.find(parsed.id);
-      if (!base) throw notFound();
+      const found = await this.baseModels.find(parsed.id);
+      if (!found) throw notFound();
+      const base = servable(found);
       return { base_model: base.id, base_model_dir: base.dir, model_id: null, step: null, adapter_path: null, adapter_sha256: null };
     }
 
@@ -40,8 +46,9 @@ export class ModelResolverService {
         ? await this.checkpoints.latest(model.id)
         : await this.checkpoints.findStep(model.id, parsed.selector.step);
     if (!checkpoint) throw parsed.selector.kind === 'step' ? notFound(`has no checkpoint at step ${parsed.selector.step}`) : notFound();
-    const base = await this.baseModels.find(model.baseModel);
-    if (!base) throw notFound(`cannot be served: its base model "${model.baseModel}" is not installed`);
+    const found = await this.baseModels.find(model.baseModel);
+    if (!found) throw notFound(`cannot be served: its base model "${model.baseModel}" is not installed`);
+    const base = servable(found);
     return {
       base_model: base.id,
       base_model_dir: base.dir,

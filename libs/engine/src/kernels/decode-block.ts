@@ -22,6 +22,9 @@ import { heapOffset, heapView, WasmBackendInternals } from './wasm-heap';
  * The kernels and their order are the tfjs path's, and the residual adds are float32 adds
  * either way, so the block gives the same bits: a sequence decodes the same tokens and
  * logprobs by either path, alone or in a batch.
+ *
+ * It computes the Llama/Qwen2 block only: Block.decodeInOneCall keeps a block with Qwen3's
+ * q_norm and k_norm on the tfjs path.
  */
 
 /** A block's weights in the kernels' layouts (model/llama.ts's Block gathers them). */

@@ -6,7 +6,7 @@ import { SeededRandom } from '../random';
 import { TensorToWrite, writeSafetensors } from '../safetensors';
 import { BOS_ID, EOS_ID, SPECIAL_TOKENS, makeTokenizerFiles } from './tokenizer-files';
 
-export type Preset = 'tiny' | 'smollm2-135m';
+export type Preset = 'tiny' | 'tiny-qwen3' | 'smollm2-135m' | 'qwen3-0.6b';
 
 export const PRESETS: Record<Preset, ModelConfig> = {
   /** Loads and runs in milliseconds: for tests and the service's embedded default model. */
@@ -26,6 +26,28 @@ export const PRESETS: Record<Preset, ModelConfig> = {
     tieWordEmbeddings: false,
     qkvBias: false,
     oBias: false,
+    qkNorm: false,
+    bosTokenId: BOS_ID,
+    eosTokenIds: [EOS_ID],
+  },
+  /** Qwen3's layout (q_norm and k_norm, head_dim apart from hidden / heads) at the tiny preset's size, untied as tiny is (see makeModel): for tests. */
+  'tiny-qwen3': {
+    modelType: 'qwen3',
+    vocabSize: 512,
+    hiddenSize: 64,
+    intermediateSize: 160,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 32,
+    rmsNormEps: 1e-6,
+    ropeTheta: 1000000,
+    ropeScaling: null,
+    maxPositionEmbeddings: 2048,
+    tieWordEmbeddings: false,
+    qkvBias: false,
+    oBias: false,
+    qkNorm: true,
     bosTokenId: BOS_ID,
     eosTokenIds: [EOS_ID],
   },
@@ -46,6 +68,28 @@ export const PRESETS: Record<Preset, ModelConfig> = {
     tieWordEmbeddings: true,
     qkvBias: false,
     oBias: false,
+    qkNorm: false,
+    bosTokenId: BOS_ID,
+    eosTokenIds: [EOS_ID],
+  },
+  /** The shapes of Qwen/Qwen3-0.6B: for benchmarks. */
+  'qwen3-0.6b': {
+    modelType: 'qwen3',
+    vocabSize: 151936,
+    hiddenSize: 1024,
+    intermediateSize: 3072,
+    numLayers: 28,
+    numHeads: 16,
+    numKvHeads: 8,
+    headDim: 128,
+    rmsNormEps: 1e-6,
+    ropeTheta: 1000000,
+    ropeScaling: null,
+    maxPositionEmbeddings: 40960,
+    tieWordEmbeddings: true,
+    qkvBias: false,
+    oBias: false,
+    qkNorm: true,
     bosTokenId: BOS_ID,
     eosTokenIds: [EOS_ID],
   },
@@ -84,6 +128,7 @@ export interface MadeModel {
 export function makeModel(options: MakeModelOptions): MadeModel {
   const config: ModelConfig = { ...PRESETS[options.preset], ...options.overrides };
   if (config.modelType === 'qwen2') config.qkvBias = true;
+  config.qkNorm = config.modelType === 'qwen3';
   if (config.numHeads % config.numKvHeads !== 0) throw new Error('heads must be a multiple of kv heads');
   const dtype = options.dtype ?? 'F32';
   const std = options.initStd ?? 0.02;
@@ -98,6 +143,8 @@ export function makeModel(options: MakeModelOptions): MadeModel {
   };
   const random = (name: string, shape: number[], scale = std) => add(name, shape, rng.normals(shape.reduce((a, b) => a * b, 1), scale));
   const ones = (name: string, n: number) => add(name, [n], new Float32Array(n).fill(1));
+  // Near one rather than one (HF's init), so that a test sees whether they are read and applied.
+  const nearOnes = (name: string, n: number) => add(name, [n], rng.normals(n, 0.1).map((v) => 1 + v));
 
   const embeddings = shapedEmbeddings(rng, V, C);
   add('model.embed_tokens.weight', [V, C], embeddings.input);
@@ -115,6 +162,10 @@ export function makeModel(options: MakeModelOptions): MadeModel {
       random(`${p}.self_attn.v_proj.bias`, [KV * D]);
     }
     if (config.oBias) random(`${p}.self_attn.o_proj.bias`, [C]);
+    if (config.qkNorm) {
+      nearOnes(`${p}.self_attn.q_norm.weight`, D);
+      nearOnes(`${p}.self_attn.k_norm.weight`, D);
+    }
     random(`${p}.mlp.gate_proj.weight`, [I, C]);
     random(`${p}.mlp.up_proj.weight`, [I, C]);
     random(`${p}.mlp.down_proj.weight`, [C, I]);

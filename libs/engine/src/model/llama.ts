@@ -11,7 +11,7 @@ import { KVCache, MASKED } from './kv-cache';
 import { Rope } from './rope';
 
 /**
- * A Llama-family decoder (Llama 2/3, SmolLM, Qwen2) written against tfjs-core ops only, so
+ * A Llama-family decoder (Llama 2/3, SmolLM, Qwen2, Qwen3) written against tfjs-core ops only, so
  * the same code runs on the tensorflow, wasm and cpu backends.
  *
  * Activations are kept 2-D, [tokens, features], between blocks: every projection is a plain
@@ -55,6 +55,29 @@ export class RMSNorm {
   }
 }
 
+/** Qwen3's q_norm and k_norm: an RMSNorm over each head of the queries, and one over each head of the keys. */
+export class HeadNorms {
+  constructor(
+    readonly q: RMSNorm,
+    readonly k: RMSNorm,
+    private readonly config: ModelConfig,
+  ) {}
+
+  /** qk: the queries' and keys' heads side by side, [N, (H + KV) * D]. */
+  forward(qk: tf.Tensor2D): tf.Tensor2D {
+    const { numHeads: H, numKvHeads: KV, headDim: D } = this.config;
+    const N = qk.shape[0];
+    const [q, k] = splitColumns(qk, [H * D, KV * D]);
+    const perHead = (norm: RMSNorm, x: tf.Tensor2D, heads: number) => tf.reshape(norm.forward(tf.reshape(x, [N * heads, D])), [N, heads * D]) as tf.Tensor2D;
+    return tf.concat([perHead(this.q, q, H), perHead(this.k, k, KV)], 1);
+  }
+
+  dispose(): void {
+    this.q.weight.dispose();
+    this.k.weight.dispose();
+  }
+}
+
 export class Attention {
   constructor(
     readonly config: ModelConfig,
@@ -63,6 +86,8 @@ export class Attention {
     /** q_proj | k_proj | v_proj fused. */
     readonly qkv: FrozenLinear,
     readonly o: FrozenLinear,
+    /** Qwen3's q_norm and k_norm; null for the families without them. */
+    readonly headNorms: HeadNorms | null = null,
   ) {}
 
   forward(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D {
@@ -70,7 +95,8 @@ export class Attention {
     const { batch: B, seqLen: T } = ctx;
     const N = B * T;
 
-    const [qk, vFlat] = splitColumns(this.qkv.forward(x, { kept: ctx.products }), [(H + KV) * D, KV * D]);
+    const [projected, vFlat] = splitColumns(this.qkv.forward(x, { kept: ctx.products }), [(H + KV) * D, KV * D]);
+    const qk = this.headNorms ? this.headNorms.forward(projected) : projected;
     // q and k heads side by side: one rotation for both (q carries the 1/sqrt(D) scale).
     const rotated = tf.reshape(this.rope.apply(tf.reshape(qk, [N, H + KV, D]), ctx.cos, ctx.sin), [N, (H + KV) * D]) as tf.Tensor2D;
     const [qFlat, kFlat] = splitColumns(rotated, [H * D, KV * D]);
@@ -133,11 +159,12 @@ export class Block {
    * same bits, without tfjs's dispatch between them, low-rank adapters included (one for every
    * row, or several routed row by row: LoraRouter). Null where it does not apply: not one token
    * per row, no cached column to write in place, an adapter that is not low-rank, another
-   * backend or a gradient being recorded.
+   * backend or a gradient being recorded, or a block with norms the kernel does not compute
+   * (Qwen3's q_norm and k_norm).
    */
   private decodeInOneCall(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D | null {
     const { config, layer } = this.attention;
-    if (!ctx.cache || ctx.seqLen !== 1 || !decodeBlockAvailable() || !decodeBlockFits(config.hiddenSize, config.intermediateSize, config.headDim)) return null;
+    if (this.attention.headNorms || !ctx.cache || ctx.seqLen !== 1 || !decodeBlockAvailable() || !decodeBlockFits(config.hiddenSize, config.intermediateSize, config.headDim)) return null;
     const target = ctx.cache.appendTarget(layer);
     if (!target) return null;
     // x stands for every projection's input here: the kernels need only its dtype, and widths that decodeBlockFits checked.
@@ -303,6 +330,7 @@ export class LlamaModel {
   dispose(): void {
     for (const { linear } of this.linears()) linear.dispose();
     for (const b of this.blocks) {
+      b.attention.headNorms?.dispose();
       b.inputNorm.weight.dispose();
       b.postAttentionNorm.weight.dispose();
     }

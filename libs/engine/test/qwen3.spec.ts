@@ -1,0 +1,200 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { parseModelConfig, toHfConfig } from '../src/config';
+import { WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
+import { LoadedModel, loadModel } from '../src/loader';
+import { DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights } from '../src/lora/peft';
+import { PRESETS } from '../src/maker/make-model';
+import { checkpointedGradients, nextTokenRows } from '../src/training/checkpointing';
+import { LoraTrainer } from '../src/training/trainer';
+import { makeTiny, maxAbsDiff, rowsOf, useBackend } from './helpers';
+import { logSoftmax, qwen3ReferenceForward } from './qwen3-reference';
+
+/** Qwen/Qwen3-0.6B's config.json as published. */
+const QWEN3_0_6B_CONFIG = {
+  architectures: ['Qwen3ForCausalLM'],
+  attention_bias: false,
+  attention_dropout: 0.0,
+  bos_token_id: 151643,
+  eos_token_id: 151645,
+  head_dim: 128,
+  hidden_act: 'silu',
+  hidden_size: 1024,
+  initializer_range: 0.02,
+  intermediate_size: 3072,
+  max_position_embeddings: 40960,
+  max_window_layers: 28,
+  model_type: 'qwen3',
+  num_attention_heads: 16,
+  num_hidden_layers: 28,
+  num_key_value_heads: 8,
+  rms_norm_eps: 1e-6,
+  rope_scaling: null,
+  rope_theta: 1000000,
+  sliding_window: null,
+  tie_word_embeddings: true,
+  torch_dtype: 'bfloat16',
+  transformers_version: '4.51.0',
+  use_cache: true,
+  use_sliding_window: false,
+  vocab_size: 151936,
+};
+
+const PROMPT = [1, 17, 300, 42, 99, 2, 7, 401, 5, 260];
+const GENERATED = 12;
+
+describe('Qwen3 config', () => {
+  it('reads Qwen3-0.6B: head_dim from the config, q/k norms, no biases, tied embeddings', () => {
+    const config = parseModelConfig(QWEN3_0_6B_CONFIG);
+    expect(config).toMatchObject({ modelType: 'qwen3', hiddenSize: 1024, numHeads: 16, numKvHeads: 8, headDim: 128, qkNorm: true, qkvBias: false, oBias: false, tieWordEmbeddings: true, eosTokenIds: [151645] });
+    // The maker's real-shape preset writes the same architecture keys back (its tokens are the maker's tokenizer's).
+    const shapeOf = (c: Record<string, unknown>) => Object.fromEntries(Object.entries(c).filter(([k]) => !['bos_token_id', 'eos_token_id', 'torch_dtype', 'transformers_version'].includes(k)));
+    expect(shapeOf(toHfConfig(PRESETS['qwen3-0.6b']))).toEqual({ ...shapeOf(QWEN3_0_6B_CONFIG), mlp_bias: false });
+  });
+
+  it('refuses sliding-window attention, which it does not compute', () => {
+    expect(() => parseModelConfig({ ...QWEN3_0_6B_CONFIG, use_sliding_window: true, sliding_window: 4096 })).toThrow(/use_sliding_window/);
+  });
+
+  it('is not run by the webgpu decoding step, whose block has no q_norm or k_norm', async () => {
+    await useBackend('cpu');
+    const lm = await loadModel(makeTiny('qwen3-webgpu', { preset: 'tiny-qwen3' }));
+    const llama = await loadModel(makeTiny('llama-webgpu'));
+    expect(WebGpuDecodeStep.fits(lm.model)).toBe(false);
+    expect(WebGpuDecodeStep.fits(llama.model)).toBe(true);
+    lm.dispose();
+    llama.dispose();
+  });
+});
+
+describe.each(['cpu', 'wasm'] as const)('Qwen3 on %s against an independent reference', (backend) => {
+  let dir: string;
+  let lm: LoadedModel;
+
+  beforeAll(async () => {
+    await useBackend(backend);
+    // A seed whose greedy continuation is not one token repeated, its top two logits at least 0.05 apart at every step.
+    dir = makeTiny('qwen3', { preset: 'tiny-qwen3', initStd: 0.5, seed: 3 });
+    lm = await loadModel(dir);
+  });
+  afterAll(() => lm.dispose());
+
+  it('gives the reference\'s logprobs over a prompt, and decodes the reference\'s greedy tokens with their logprobs', () => {
+    // The engine: the prompt in one pass, then greedy decoding one token at a time with the KV cache.
+    const cache = lm.model.newCache();
+    cache.addEmptyRow();
+    const promptLogits = lm.model.forward([PROMPT], { cache });
+    const promptRows = rowsOf(promptLogits);
+    promptLogits.dispose();
+    const tokens: number[] = [];
+    const logprobs: number[] = [];
+    let last = promptRows[promptRows.length - 1];
+    for (let i = 0; i < GENERATED; i++) {
+      const lp = logSoftmax(last);
+      const token = argmax(lp);
+      tokens.push(token);
+      logprobs.push(lp[token]);
+      const step = lm.model.forward([[token]], { cache });
+      last = rowsOf(step)[0];
+      step.dispose();
+    }
+    cache.dispose();
+
+    // The reference: every position recomputed from scratch, greedy on its own logits.
+    const ref = qwen3ReferenceForward(dir, PROMPT);
+    promptRows.forEach((row, t) => expect(maxAbsDiff(logSoftmax(row), logSoftmax(ref[t]))).toBeLessThan(1e-4));
+    const refTokens: number[] = [];
+    const refLogprobs: number[] = [];
+    let refLast = ref[ref.length - 1];
+    for (let i = 0; i < GENERATED; i++) {
+      const lp = logSoftmax(refLast);
+      const token = argmax(lp);
+      refTokens.push(token);
+      refLogprobs.push(lp[token]);
+      const all = qwen3ReferenceForward(dir, [...PROMPT, ...refTokens]);
+      refLast = all[all.length - 1];
+    }
+    expect(tokens).toEqual(refTokens);
+    expect(maxAbsDiff(logprobs, refLogprobs)).toBeLessThan(1e-4);
+    // Not a degenerate model: the greedy tokens vary, and positions' distributions differ.
+    expect(new Set(tokens).size).toBeGreaterThan(2);
+    expect(maxAbsDiff(logSoftmax(ref[0]), logSoftmax(ref[5]))).toBeGreaterThan(1e-2);
+  });
+
+  it('gives the reference\'s logprobs with tied embeddings, as Qwen3-0.6B ships', async () => {
+    const tiedDir = makeTiny('qwen3-tied', { preset: 'tiny-qwen3', overrides: { tieWordEmbeddings: true }, initStd: 0.2 });
+    const tied = await loadModel(tiedDir);
+    const logits = tied.model.forward([PROMPT]);
+    const rows = rowsOf(logits);
+    logits.dispose();
+    tied.dispose();
+    const ref = qwen3ReferenceForward(tiedDir, PROMPT);
+    rows.forEach((row, t) => expect(maxAbsDiff(logSoftmax(row), logSoftmax(ref[t]))).toBeLessThan(1e-4));
+  });
+
+  it('trains LoRA through q_norm and k_norm: taped gradients match finite differences and the checkpointed pass', async () => {
+    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
+    const init = initLoraWeights(lm.config, spec, 5);
+    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.cos(5 * i + name.length)));
+    const trainer = new LoraTrainer(lm, spec, init);
+    try {
+      const rows = [PROMPT, [1, 5, 6, 7, 8, 9, 10, 11]];
+      const T = PROMPT.length - 1;
+      const weights = tf.tensor2d(Array.from({ length: 2 * T }, (_, i) => (i % T < 7 ? 0.5 + 0.5 * Math.sin(i) : 0)), [2, T]);
+      const lossOf = (lp: tf.Tensor2D) => tf.neg(tf.sum(tf.mul(lp, weights))) as tf.Scalar;
+      const vars = trainer.attachment.variables();
+      // The taped forward pass gives the untaped logprobs.
+      const untaped = tf.tidy(() => trainer.forward(rows, 256, false).logprobs.arraySync());
+      const taped = tf.variableGrads(() => tf.tidy(() => lossOf(trainer.forward(rows, 256, false).logprobs)), vars);
+      const lossValue = taped.value.dataSync()[0];
+      const want = -untaped.flat().reduce((s, v, i) => s + v * (i % T < 7 ? 0.5 + 0.5 * Math.sin(i) : 0), 0);
+      expect(Math.abs(lossValue - want)).toBeLessThan(1e-4 * Math.abs(want));
+
+      const checkpointed = await checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossOf, { chunk: 256, withEntropy: false });
+      expect(Math.abs(checkpointed.value - lossValue)).toBeLessThan(1e-4 * Math.abs(lossValue));
+      for (const v of vars) {
+        const g = taped.grads[v.name].dataSync();
+        const scale = Math.max(...Array.from(g, Math.abs));
+        expect(maxAbsDiff((checkpointed.grads.get(v.name) as tf.Tensor).dataSync(), g)).toBeLessThan(1e-3 * scale + 1e-6);
+      }
+
+      // q's and k's adapters reach the loss only through q_norm and k_norm: their largest
+      // gradient elements against central finite differences.
+      for (const target of ['q_proj', 'k_proj']) {
+        let v = vars[0];
+        let best = -1;
+        let bestValue = 0;
+        for (const layer of trainer.attachment.layers.filter((l) => l.target === target)) {
+          for (const c of [layer.aT, layer.bT] as tf.Variable[]) {
+            taped.grads[c.name].dataSync().forEach((x, i) => {
+              if (Math.abs(x) > Math.abs(bestValue)) [v, best, bestValue] = [c, i, x];
+            });
+          }
+        }
+        const data = v.dataSync().slice();
+        const at = (delta: number) => {
+          const d = data.slice();
+          d[best] += delta;
+          v.assign(tf.tensor(d, v.shape));
+          return tf.tidy(() => lossOf(trainer.forward(rows, 256, false).logprobs).dataSync()[0]);
+        };
+        const eps = 1e-2;
+        const numeric = (at(eps) - at(-eps)) / (2 * eps);
+        v.assign(tf.tensor(data, v.shape));
+        expect(Math.abs(bestValue)).toBeGreaterThan(1e-3);
+        expect(Math.abs(numeric - bestValue)).toBeLessThan(0.05 * Math.abs(bestValue));
+      }
+      taped.value.dispose();
+      Object.values(taped.grads).forEach((t) => t.dispose());
+      checkpointed.grads.forEach((t) => t.dispose());
+      weights.dispose();
+    } finally {
+      trainer.dispose();
+    }
+  });
+});
+
+function argmax(values: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
+  return best;
+}
