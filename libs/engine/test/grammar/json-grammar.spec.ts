@@ -55,6 +55,7 @@ describe('JSON grammar', () => {
           bias?.(logits, generated);
           logitsProcessor(logits, generated);
         },
+        documentComplete: matcher.completeCheck(),
       });
       matcher.catchUp(result.tokenIds);
       return { ...result, complete: matcher.isComplete() };
@@ -251,12 +252,22 @@ describe('JSON grammar', () => {
     }
   });
 
-  it('still reports a cut as finish_reason length', async () => {
-    const grammar = (await compiler.compile({ kind: 'any_object' }));
-    const outs = await Promise.all([0, 1, 2, 3].map((seed) => generateJson(grammar, 'Answer in JSON.', { maxTokens: 5, temperature: 1, seed })));
-    // The budget, not the model, ended these; closing early is what kept them parseable.
-    expect(outs.filter((o) => o.finishReason === 'length').length).toBeGreaterThan(0);
-    for (const out of outs) JSON.parse(out.text);
+  it('reports a document the grammar closed on the last token of the budget as stop, not length', async () => {
+    const grammar = (await compiler.compile(schemaFormat('person')));
+    const maxTokens = lm.tokenizer.encode('{"name": "", "age": 0}').length + 2;
+    let closedAtBudget = 0;
+    for (let seed = 0; seed < 6; seed++) {
+      const out = await generateJson(grammar, 'Answer in JSON.', { maxTokens, temperature: 1, seed });
+      expect(out.complete).toBe(true);
+      expect(ajv.validate(SCHEMAS.person, JSON.parse(out.text))).toBe(true);
+      expect(out.finishReason).toBe('stop');
+      // The budget ran out on the token that closed the document (no room for end-of-sequence).
+      if (out.tokens.length === maxTokens && !lm.eosTokenIds.includes(out.tokenIds[maxTokens - 1])) closedAtBudget++;
+    }
+    expect(closedAtBudget).toBeGreaterThan(0);
+    // Without a grammar the same budget cuts the text, and says so.
+    const free = await generate(lm, promptIds('Answer in JSON.'), { maxTokens, temperature: 1, seed: 0, ignoreEos: true });
+    expect(free.finishReason).toBe('length');
   });
 
   it('closes in time a model that would write one string forever, from far and near the end', async () => {
@@ -271,8 +282,9 @@ describe('JSON grammar', () => {
     };
     for (const maxTokens of [24, 160]) {
       const out = await generateJson(grammar, 'Answer in JSON.', { maxTokens, temperature: 0, logitsProcessor: endlessString });
-      expect(out.tokens.length).toBeLessThanOrEqual(maxTokens);
-      expect(out.finishReason).toBe('length');
+      expect(out.tokens.length).toBe(maxTokens);
+      // Closed in time by the grammar: a complete document, so not reported as cut off.
+      expect(out.finishReason).toBe('stop');
       expect(out.complete).toBe(true);
       expect(Object.keys(JSON.parse(out.text))[0].length).toBeGreaterThan(maxTokens / 4);
     }
