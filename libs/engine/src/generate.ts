@@ -14,6 +14,12 @@ export interface GenerationParams extends SamplingParams {
   stopTokenIds?: number[];
   /** Keep going through end-of-sequence tokens (benchmarks). */
   ignoreEos?: boolean;
+  /**
+   * Under a grammar whose text is one document (JSON mode): whether the tokens generated so far
+   * form a complete one. Asked when the budget runs out: a document the grammar closed on the
+   * last token is not cut off, so it finishes with 'stop' rather than 'length'.
+   */
+  documentComplete?: (generated: readonly number[]) => boolean;
 }
 
 export type FinishReason = 'stop' | 'length';
@@ -116,7 +122,7 @@ export class SequenceGenerator {
     }
     if (this.tokens.length >= this.maxTokens) {
       this.visible += this.decoder.flush();
-      this.finish('length', null);
+      this.finish(this.params.documentComplete?.(this.tokenIds) ? 'stop' : 'length', null);
       return { token, delta: this.release(this.visible.length), finished: true };
     }
     return { token, delta: this.release(this.visible.length - this.heldBack()), finished: false };

@@ -42,7 +42,7 @@ describe('OpenAI conventions', () => {
         ask({ messages: [{ role: 'wizard', content: 'hi' }] as unknown as OpenAI.Chat.ChatCompletionMessageParam[], top_p: 3 }),
       );
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-      expect(error?.param).toBe('messages.0.role');
+      expect(error?.param).toBe('messages[0].role');
       const message = (error?.error as { message: string }).message;
       expect(message.split('; ')).toHaveLength(2);
       expect(message).toMatch(/^messages\.0\.role: .*; top_p: top_p must not be greater than 1$/);
@@ -79,7 +79,7 @@ describe('OpenAI conventions', () => {
         }),
       );
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-      expect(error?.param).toBe('messages.2.tool_call_id');
+      expect(error?.param).toBe('messages[2].tool_call_id');
     });
   });
 

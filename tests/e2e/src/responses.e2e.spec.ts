@@ -228,8 +228,8 @@ describe('the Responses API with the official openai client and the AI SDK', () 
       [{ temperature: 'hot' }, 'temperature'],
       [{ input: [] }, 'input'],
       [{ max_output_tokens: 1000 }, 'max_output_tokens'],
-      [{ input: [{ type: 'function_call_output', call_id: 'call_9', output: 'x' }] }, 'input.0.call_id'],
-      [{ tools: [{ type: 'web_search' }] }, 'tools.0.type'],
+      [{ input: [{ type: 'function_call_output', call_id: 'call_9', output: 'x' }] }, 'input[0].call_id'],
+      [{ tools: [{ type: 'web_search' }] }, 'tools[0].type'],
       [{ text: { format: { type: 'json_schema', name: 'x' } } }, 'text.format.schema'],
     ])('refuses %j with 400 naming %s', async (extra, param) => {
       const error = await failure(client.responses.create({ model, input: 'Hi', ...(extra as object) } as OpenAI.Responses.ResponseCreateParamsNonStreaming));

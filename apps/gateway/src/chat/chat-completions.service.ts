@@ -79,8 +79,8 @@ export class ChatCompletionsService {
     const orphan = unmatchedToolResult(messages);
     if (orphan !== undefined) {
       throw ServiceError.invalid(
-        `messages.${orphan}: a tool message must answer a tool call of an earlier assistant message by its tool_call_id`,
-        `messages.${orphan}.tool_call_id`,
+        `messages[${orphan}]: a tool message must answer a tool call of an earlier assistant message by its tool_call_id`,
+        `messages[${orphan}].tool_call_id`,
       );
     }
     return {

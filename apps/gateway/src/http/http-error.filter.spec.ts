@@ -66,7 +66,7 @@ describe('HttpErrorFilter', () => {
       expect(res.statusCode).toBe(400);
       expect(res.body).toEqual({
         error: {
-          message: 'temperature: temperature must be a number; messages.0.role: role must be one of ...',
+          message: 'temperature: temperature must be a number; messages[0].role: role must be one of ...',
           type: 'invalid_request_error',
           param: 'temperature',
           code: 'validation_failed',
@@ -74,7 +74,10 @@ describe('HttpErrorFilter', () => {
       });
     }
     const many = ServiceError.validation(Array.from({ length: 52 }, (_, i) => ({ loc: ['body', 'stop', i], msg: 'must be a string', type: 'isString' })));
-    expect((run(many, '/v1/chat/completions').body as { error: { message: string } }).error.message).toMatch(/^stop\.0: must be a string; .*; and 2 more problems$/);
+    expect((run(many, '/v1/chat/completions').body as { error: { message: string } }).error.message).toMatch(/^stop\[0\]: must be a string; .*; and 2 more problems$/);
+    // OpenAI writes array indexes in brackets: tools[1].function.name, never tools.1.function.name.
+    const tool = ServiceError.validation([{ loc: ['body', 'tools', 1, 'function', 'name'], msg: 'bad name', type: 'matches' }]);
+    expect((run(tool, '/v1/chat/completions').body as { error: { param: string } }).error.param).toBe('tools[1].function.name');
     const malformed = run(fromBodyParser({ type: 'entity.parse.failed', message: 'Unexpected token' }), '/v1/chat/completions');
     expect(malformed.statusCode).toBe(400);
     expect((malformed.body as { error: { param: unknown; message: string } }).error).toMatchObject({ param: null, message: 'Malformed JSON: Unexpected token' });

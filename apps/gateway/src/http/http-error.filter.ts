@@ -87,7 +87,7 @@ const OPENAI_CODES: Partial<Record<ErrorCode, string>> = {
  */
 export function openAiEnvelope(error: ServiceError, status: number) {
   const issues = error.details.issues ?? [];
-  const params = issues.map((issue) => issue.loc.slice(1).join('.') || null);
+  const params = issues.map((issue) => openAiPath(issue.loc.slice(1)) || null);
   const unreported = /; and \d+ more problems$/.exec(error.message)?.[0] ?? '';
   const message = issues.length ? issues.map((issue, i) => (params[i] ? `${params[i]}: ${issue.msg}` : issue.msg)).join('; ') + unreported : error.message;
   return {
@@ -98,4 +98,9 @@ export function openAiEnvelope(error: ServiceError, status: number) {
       code: OPENAI_CODES[error.code] ?? error.code,
     },
   };
+}
+
+/** A field's path as OpenAI writes it: names joined by dots, array indexes in brackets (`tools[1].function.name`). */
+export function openAiPath(loc: readonly (string | number)[]): string {
+  return loc.reduce<string>((path, part) => (typeof part === 'number' || /^\d+$/.test(part) ? `${path}[${part}]` : path ? `${path}.${part}` : part), '');
 }

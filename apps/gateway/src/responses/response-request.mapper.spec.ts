@@ -73,16 +73,18 @@ describe('toChatParams', () => {
   });
 
   it.each([
-    [{ input: [{ type: 'function_call_output', call_id: 'nope', output: 'x' }] }, 'input.0.call_id'],
-    [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input.0.content.0'],
-    [{ input: [{ role: 'tool', content: 'x' }] }, 'input.0.role'],
-    [{ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input.0.type'],
-    [{ input: [{ role: 'user', content: 'a' }, { type: 'reasoning', summary: [] }] }, 'input.1.type'],
-    [{ input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }, 'input.0.call_id'],
+    [{ input: [{ type: 'function_call_output', call_id: 'nope', output: 'x' }] }, 'input[0].call_id'],
+    [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input[0].content[0]'],
+    [{ input: [{ role: 'tool', content: 'x' }] }, 'input[0].role'],
+    [{ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0].type'],
+    [{ input: [{ role: 'user', content: 'a' }, { type: 'reasoning', summary: [] }] }, 'input[1].type'],
+    [{ input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }, 'input[0].call_id'],
     [{ previous_response_id: 'resp_1' }, 'previous_response_id'],
     [{ conversation: 'conv_1' }, 'conversation'],
-    [{ tools: [{ type: 'web_search' }] }, 'tools.0.type'],
-    [{ tools: [{ type: 'function', name: 'f', parameters: 'x' }] }, 'tools.0.parameters'],
+    [{ tools: [{ type: 'web_search' }] }, 'tools[0].type'],
+    [{ tools: [{ type: 'function', name: 'f', parameters: 'x' }] }, 'tools[0].parameters'],
+    [{ tools: [{ type: 'function', name: 'f', parameters: { type: 'object' } }, { type: 'function', name: 'g', parameters: { type: 'string' } }] }, 'tools[1].parameters'],
+    [{ tools: [{ type: 'function', name: 'f' }, { type: 'function', name: 'f' }] }, 'tools[1].name'],
     [{ tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'function', name: 'g' } }, 'tool_choice'],
     [{ tool_choice: 'required' }, 'tool_choice'],
   ] as [Partial<CreateResponseRequest>, string][])('refuses %j with 400 naming %s', (body, param) => {

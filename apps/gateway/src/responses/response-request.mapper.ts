@@ -1,4 +1,5 @@
 import { ChatCompletionParams, ChatMessageInput, FunctionTool, ResponseFormat, ServiceError, ToolCallOutput, ToolChoice } from '@trainyard/contracts';
+import { parametersProblem } from '../chat/dto/chat-content.validators';
 import { checkToolChoice } from '../chat/tool-choice';
 import type { CreateResponseRequest } from './dto/create-response.request';
 
@@ -37,7 +38,7 @@ export function toChatParams(body: CreateResponseRequest, limits: ResponseLimits
   checkToolChoice(
     tools.map((tool) => tool.function.name),
     typeof choice === 'object' ? { name: choice.name } : choice,
-    (i) => `tools.${i}.name`,
+    (i) => `tools[${i}].name`,
   );
   const toolChoice: ToolChoice = typeof choice === 'object' ? { type: 'function', function: { name: choice.name } } : choice;
   return {
@@ -64,7 +65,7 @@ function toMessages(body: CreateResponseRequest): ChatMessageInput[] {
   if (typeof body.input === 'string') return [...messages, { role: 'user', content: body.input }];
   const calls = new Set<string>();
   for (const [index, item] of body.input.entries()) {
-    const at = `input.${index}`;
+    const at = `input[${index}]`;
     const type = item['type'] ?? 'message';
     if (type === 'message') messages.push(toMessage(item, at));
     else if (type === 'function_call') {
@@ -90,7 +91,7 @@ function toMessage(item: Item, at: string): ChatMessageInput {
   const parts = content.map((part: unknown, i) => {
     const { type, text } = (part ?? {}) as { type?: unknown; text?: unknown };
     if ((type === 'input_text' || type === 'output_text') && typeof text === 'string') return text;
-    throw ServiceError.invalid('only text content parts (input_text, output_text) are supported', `${at}.content.${i}`);
+    throw ServiceError.invalid('only text content parts (input_text, output_text) are supported', `${at}.content[${i}]`);
   });
   return { role: role as MessageRole, content: parts.join('') };
 }
@@ -122,13 +123,14 @@ function text(item: Item, field: string, at: string): string {
 }
 
 function toChatTool(tool: Item, index: number): FunctionTool {
-  const at = `tools.${index}`;
+  const at = `tools[${index}]`;
   if (tool['type'] !== 'function') {
     throw ServiceError.invalid(`tools of type ${JSON.stringify(tool['type'])} are not supported (function tools are)`, `${at}.type`);
   }
   const name = text(tool, 'name', at);
   const { parameters, strict, description } = tool;
-  if (parameters != null && (typeof parameters !== 'object' || Array.isArray(parameters))) throw ServiceError.invalid('parameters must be a JSON schema object', `${at}.parameters`);
+  const problem = parameters == null ? null : parametersProblem(parameters);
+  if (problem) throw ServiceError.invalid(problem, `${at}.parameters`);
   return {
     type: 'function',
     function: {

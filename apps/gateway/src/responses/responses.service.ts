@@ -58,8 +58,8 @@ export class ResponsesService {
 /** Fields the chat machinery names in its refusals, by the names a Responses client sent them under. */
 const RESPONSES_FIELDS: Record<string, string> = { max_tokens: 'max_output_tokens', response_format: 'text.format', messages: 'input' };
 
-/** Chat names a function's field `tools[i].function.f`; Responses tools are flat: `tools.i.f`. */
-const flatToolFields = (text: string) => text.replace(/\btools\[(\d+)\]\.function\.(\w+)/g, 'tools.$1.$2');
+/** Chat names a function's field `tools[i].function.f`; Responses tools are flat: `tools[i].f`. */
+const flatToolFields = (text: string) => text.replace(/\btools\[(\d+)\]\.function\.(\w+)/g, 'tools[$1].$2');
 
 /** A refusal from the chat machinery (the worker's JSON-mode budget, a schema it cannot compile) in the Responses request's terms. */
 function inResponsesTerms(err: unknown): unknown {

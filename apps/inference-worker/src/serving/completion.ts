@@ -79,6 +79,9 @@ export class RunningCompletion {
             // JSON mode and tools: only tokens that keep the text valid, closing in time.
             logitsProcessor: this.matchers[i]?.logitsProcessor(),
             quickCheck: this.matchers[i]?.quickCheck(),
+            // JSON mode: a document the grammar closed on the budget's last token is complete ("stop").
+            // Not with tools, whose free text may end anywhere: a reply with calls says tool_calls anyway.
+            documentComplete: toolSyntax ? undefined : this.matchers[i]?.completeCheck(),
             // The model's logprobs, not the grammar-restricted ones: RL compares them with the
             // model's own (a forced token would otherwise report 0 and never be learned).
             modelLogprobs: true,

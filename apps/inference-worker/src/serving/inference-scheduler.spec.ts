@@ -190,6 +190,24 @@ describe('InferenceScheduler', () => {
       expectAllReleased();
     });
 
+    it('finishes a json_schema document the grammar closed on the last token of max_tokens with stop, not length', async () => {
+      start();
+      const schema = { type: 'object', properties: { destination: { type: 'string' }, days: { type: 'integer' } }, required: ['destination', 'days'], additionalProperties: false };
+      // Two tokens past the smallest document: the grammar must close most choices on the budget's last token.
+      const maxTokens = lm.tokenizer.encode('{"destination": "", "days": 0}').length + 2;
+      const response_format = { type: 'json_schema' as const, json_schema: { name: 'trip', schema, strict: true } };
+      await scheduler.admit(item('j', { n: 4, max_tokens: maxTokens, temperature: 1, seed: 3, response_format }));
+      await bus.when('j', 'done');
+      const finishes = bus.of('j').filter((e) => e.type === 'finish') as (InferenceEvent & { type: 'finish' })[];
+      expect(finishes).toHaveLength(4);
+      for (const finish of finishes) {
+        expect(Object.keys(JSON.parse(finish.content ?? ''))).toEqual(['destination', 'days']);
+        expect(finish.finish_reason).toBe('stop');
+      }
+      const eos = new Set(lm.eosTokenIds);
+      expect(finishes.some((f) => f.completion_token_ids.length === maxTokens && !eos.has(f.completion_token_ids[maxTokens - 1]))).toBe(true);
+    });
+
     it('decodes each of n choices to its own finish', async () => {
       start();
       await scheduler.admit(item('n', { n: 3, max_tokens: 2 }));

@@ -2,6 +2,7 @@ import type { TextTokenizer } from '../tokenizer';
 import { callOpening, ToolCallSyntax } from '../tools/tool-call-syntax';
 import { ByteVocabulary } from './byte-vocabulary';
 import { GrammarMatcher, GrammarTrigger, JsonGrammarMatcher, MatcherOptions, MAX_CLOSING_BYTES } from './json-matcher';
+import { withBoundedNumbers } from './number-bounds';
 import { ANY_WHITESPACE, ONE_LINE, SchemaProbe } from './schema-probe';
 import { ToolCallLexer } from './tool-call-lexer';
 import { Xgrammar, XgCompiledGrammar, XgGrammarCompiler, XgGrammarMatcher, loadXgrammar, matcherFactory } from './xgrammar-loader';
@@ -195,11 +196,14 @@ export class JsonGrammarCompiler {
     return text;
   }
 
-  /** A checked schema as xgrammar EBNF, written as JSON mode writes JSON. */
+  /**
+   * A checked schema as xgrammar EBNF, written as JSON mode writes JSON, with numbers that
+   * parse to finite values and exact integers (see number-bounds).
+   */
   private async ebnf(schema: string, strict: boolean): Promise<string> {
     const grammar = await this.api.Grammar.fromJSONSchema(schema, ANY_WHITESPACE, ONE_LINE, undefined, strict);
     try {
-      return withoutRawControlCharacters(grammar.toString());
+      return withBoundedNumbers(withoutRawControlCharacters(grammar.toString()));
     } finally {
       grammar.dispose();
     }

@@ -19,6 +19,8 @@ export interface GrammarMatcher {
   logitsProcessor(): LogitsProcessor;
   /** sampleToken's quick check: whether mask() would allow one token, where that is cheap to tell. */
   quickCheck(): QuickCheck;
+  /** GenerationParams.documentComplete: catches up with the generated tokens, then isComplete(). */
+  completeCheck(): (generated: readonly number[]) => boolean;
   dispose(): void;
 }
 
@@ -43,8 +45,8 @@ export interface GrammarMatcher {
  *   rest are masked.
  * Far from the end nothing is tried and sampling is untouched; in the last tokens the model
  * can still choose among what fits, and at the very end only the closing walk is left. The
- * caller keeps counting tokens as usual, so a text closed this way still ends with
- * finish_reason "length" when the budget is what ended it.
+ * caller keeps counting tokens as usual; a JSON document closed this way on the budget's last
+ * token is complete, and reported so (GenerationParams.documentComplete: "stop", not "length").
  */
 const GROWTH_PER_BYTE = 6; // `,` in an object commits to ` "": 0`
 const MAX_TRIALS = 12;
@@ -180,6 +182,13 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     return (id, generated) => {
       this.catchUp(generated);
       return this.allowsFarFromEnd(id, this.maxTokens - generated.length);
+    };
+  }
+
+  completeCheck(): (generated: readonly number[]) => boolean {
+    return (generated) => {
+      this.catchUp(generated);
+      return this.isComplete();
     };
   }
 

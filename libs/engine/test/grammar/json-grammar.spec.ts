@@ -55,6 +55,7 @@ describe('JSON grammar', () => {
           bias?.(logits, generated);
           logitsProcessor(logits, generated);
         },
+        documentComplete: matcher.completeCheck(),
       });
       matcher.catchUp(result.tokenIds);
       return { ...result, complete: matcher.isComplete() };
@@ -251,12 +252,22 @@ describe('JSON grammar', () => {
     }
   });
 
-  it('still reports a cut as finish_reason length', async () => {
-    const grammar = (await compiler.compile({ kind: 'any_object' }));
-    const outs = await Promise.all([0, 1, 2, 3].map((seed) => generateJson(grammar, 'Answer in JSON.', { maxTokens: 5, temperature: 1, seed })));
-    // The budget, not the model, ended these; closing early is what kept them parseable.
-    expect(outs.filter((o) => o.finishReason === 'length').length).toBeGreaterThan(0);
-    for (const out of outs) JSON.parse(out.text);
+  it('reports a document the grammar closed on the last token of the budget as stop, not length', async () => {
+    const grammar = (await compiler.compile(schemaFormat('person')));
+    const maxTokens = lm.tokenizer.encode('{"name": "", "age": 0}').length + 2;
+    let closedAtBudget = 0;
+    for (let seed = 0; seed < 6; seed++) {
+      const out = await generateJson(grammar, 'Answer in JSON.', { maxTokens, temperature: 1, seed });
+      expect(out.complete).toBe(true);
+      expect(ajv.validate(SCHEMAS.person, JSON.parse(out.text))).toBe(true);
+      expect(out.finishReason).toBe('stop');
+      // The budget ran out on the token that closed the document (no room for end-of-sequence).
+      if (out.tokens.length === maxTokens && !lm.eosTokenIds.includes(out.tokenIds[maxTokens - 1])) closedAtBudget++;
+    }
+    expect(closedAtBudget).toBeGreaterThan(0);
+    // Without a grammar the same budget cuts the text, and says so.
+    const free = await generate(lm, promptIds('Answer in JSON.'), { maxTokens, temperature: 1, seed: 0, ignoreEos: true });
+    expect(free.finishReason).toBe('length');
   });
 
   it('closes in time a model that would write one string forever, from far and near the end', async () => {
@@ -271,8 +282,9 @@ describe('JSON grammar', () => {
     };
     for (const maxTokens of [24, 160]) {
       const out = await generateJson(grammar, 'Answer in JSON.', { maxTokens, temperature: 0, logitsProcessor: endlessString });
-      expect(out.tokens.length).toBeLessThanOrEqual(maxTokens);
-      expect(out.finishReason).toBe('length');
+      expect(out.tokens.length).toBe(maxTokens);
+      // Closed in time by the grammar: a complete document, so not reported as cut off.
+      expect(out.finishReason).toBe('stop');
       expect(out.complete).toBe(true);
       expect(Object.keys(JSON.parse(out.text))[0].length).toBeGreaterThan(maxTokens / 4);
     }
@@ -351,6 +363,84 @@ describe('JSON grammar', () => {
       expect(() => tooLong.newMatcher(4096)).not.toThrow(GrammarBudgetError);
       const within = (await compiler.compile(itemsFormat(300)));
       within.newMatcher(4096).dispose();
+    });
+  });
+
+  describe('numbers: what JSON.parse returns is finite, and an integer is one a double holds', () => {
+    /** Whether the grammar accepts `text` as a whole document, fed byte by byte. */
+    function accepts(grammar: CompiledGrammar, text: string): boolean {
+      const vocab = new ByteVocabulary(lm.tokenizer);
+      const matcher = grammar.newMatcher(4096);
+      try {
+        for (const byte of Buffer.from(text, 'utf8')) matcher.accept(vocab.byteTokenIds[byte]);
+        return matcher.isComplete();
+      } catch {
+        return false;
+      } finally {
+        matcher.dispose();
+      }
+    }
+    const amounts: GrammarSpec = {
+      kind: 'schema',
+      schema: { type: 'object', properties: { amount: { type: 'number' }, count: { type: 'integer' } }, required: ['amount', 'count'] },
+      strict: true,
+    };
+    const doc = (amount: string, count = '1') => `{"amount": ${amount}, "count": ${count}}`;
+
+    it.each([
+      ['json_object', { kind: 'any_object' } as GrammarSpec, (n: string) => `{"a": ${n}}`],
+      ['json_schema', amounts, (n: string) => doc(n)],
+    ])('refuses exponents past two digits, keeps fractions and small exponents (%s)', async (_name, spec, wrap) => {
+      const grammar = await compiler.compile(spec);
+      for (const ok of ['0', '-12.5', '1e99', '1.5E-99', '9007199254740991.25e+10', '0.123456789012345678901234']) expect([ok, accepts(grammar, wrap(ok))]).toEqual([ok, true]);
+      for (const bad of ['1088E38282224821', '1e100', '1e308', '2e-400', '90071992547409920']) expect([bad, accepts(grammar, wrap(bad))]).toEqual([bad, false]);
+    });
+
+    it('keeps integers within what a double holds exactly (2^53 - 1), either sign', async () => {
+      const grammar = await compiler.compile(amounts);
+      for (const ok of ['0', '7', '-42', '999999999999999', '1234567890123456', '9007199254740991', '-9007199254740991']) {
+        expect([ok, accepts(grammar, doc('1', ok))]).toEqual([ok, true]);
+      }
+      for (const bad of ['9007199254740992', '9999999999999999', '-9007199254740992', '10833828248343283882253138824363888322438222224828', '1e3', '1.0']) {
+        expect([bad, accepts(grammar, doc('1', bad))]).toEqual([bad, false]);
+      }
+    });
+
+    it('bounds integers that have only a minimum or a maximum, and leaves digit patterns of strings alone', async () => {
+      const one = (schema: Record<string, unknown>): Promise<CompiledGrammar> =>
+        compiler.compile({ kind: 'schema', schema: { type: 'object', properties: { x: schema }, required: ['x'] }, strict: true });
+      const atLeast0 = await one({ type: 'integer', minimum: 0 });
+      expect(accepts(atLeast0, '{"x": 9007199254740991}')).toBe(true);
+      expect(accepts(atLeast0, '{"x": 9007199254740992}')).toBe(false);
+      const atLeast1234 = await one({ type: 'integer', minimum: 1234 });
+      expect(accepts(atLeast1234, '{"x": 123456789012345}')).toBe(true);
+      expect(accepts(atLeast1234, '{"x": 12345678901234567890}')).toBe(false);
+      const atMostMinus7 = await one({ type: 'integer', maximum: -7 });
+      expect(accepts(atMostMinus7, '{"x": -9007199254740991}')).toBe(true);
+      expect(accepts(atMostMinus7, '{"x": -90071992547409910}')).toBe(false);
+      // A bound the schema sets itself is the schema's to make.
+      const wide = await one({ type: 'integer', minimum: 0, maximum: 1e17 });
+      expect(accepts(wide, '{"x": 99999999999999999}')).toBe(true);
+      const digits = await one({ type: 'string', pattern: '^[1-9][0-9]*$' });
+      expect(accepts(digits, `{"x": "1${'0'.repeat(40)}"}`)).toBe(true);
+    });
+
+    it('samples only finite numbers and safe integers from a model that loves digits and exponents', async () => {
+      const vocab = new ByteVocabulary(lm.tokenizer);
+      const numeric = [...Array(vocab.size).keys()].filter((id) => vocab.bytes(id).length > 0 && [...vocab.bytes(id)].every((b) => (b >= 0x30 && b <= 0x39) || b === 0x65 || b === 0x45));
+      const loveDigits = (logits: Float32Array) => {
+        for (const id of numeric) logits[id] += 30;
+      };
+      for (const spec of [amounts, { kind: 'any_object' } as GrammarSpec]) {
+        const grammar = await compiler.compile(spec);
+        for (let seed = 0; seed < 4; seed++) {
+          const out = await generateJson(grammar, 'How much?', { maxTokens: 160, temperature: 1, seed, logitsProcessor: loveDigits });
+          const numbers: number[] = [];
+          JSON.parse(out.text, (_key, value) => (typeof value === 'number' ? (numbers.push(value), value) : value));
+          for (const n of numbers) expect([out.text, Number.isFinite(n)]).toEqual([out.text, true]);
+          if (spec === amounts) expect([out.text, Number.isSafeInteger(JSON.parse(out.text).count)]).toEqual([out.text, true]);
+        }
+      }
     });
   });
 

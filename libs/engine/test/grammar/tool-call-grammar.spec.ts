@@ -104,6 +104,22 @@ describe('tool-call grammars', () => {
     }
   });
 
+  it('arguments hold only finite numbers, even from a model that loves digits and exponents', async () => {
+    const grammar = await compiler.compileToolCalls(request({ only: 'add' }));
+    const digitTokens = [...Array(lm.tokenizer.vocabSize).keys()].filter((id) => /^[0-9eE]+$/.test(lm.tokenizer.decode([id])));
+    const loveDigits = (logits: Float32Array) => {
+      for (const id of digitTokens) logits[id] += 30;
+    };
+    for (let seed = 0; seed < 4; seed++) {
+      const out = await reply(grammar, { maxTokens: 160, temperature: 1, seed, logitsProcessor: loveDigits });
+      expect(out.toolCalls.length).toBeGreaterThan(0);
+      for (const call of out.toolCalls) {
+        const { a, b } = JSON.parse(call.function.arguments) as { a: number; b: number };
+        expect({ args: call.function.arguments, finite: Number.isFinite(a) && Number.isFinite(b) }).toEqual({ args: call.function.arguments, finite: true });
+      }
+    }
+  });
+
   it('a named function: only calls of it, arguments valid', async () => {
     const grammar = await compiler.compileToolCalls(request({ only: 'get_weather' }));
     for (let seed = 0; seed < 4; seed++) {

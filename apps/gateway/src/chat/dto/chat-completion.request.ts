@@ -19,7 +19,7 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
-import { IsChatContent, IsStopSequences, IsToolChoice } from './chat-content.validators';
+import { IsChatContent, IsParametersSchema, IsStopSequences, IsToolChoice } from './chat-content.validators';
 
 export class ToolCallFunctionDto {
   @IsString()
@@ -70,9 +70,9 @@ export class JsonSchemaDto implements JsonSchemaFormat {
   @IsNotEmpty()
   name!: string;
 
-  @IsOptional()
+  /** Required: without it the reply would be any JSON, not the document the client asked for. */
   @IsObject()
-  schema?: Record<string, unknown>;
+  schema!: Record<string, unknown>;
 
   @IsOptional()
   @IsBoolean()
@@ -104,7 +104,7 @@ export class FunctionDefinitionDto {
 
   /** The JSON schema of the arguments object; compiled into the decoding grammar by the chat service. */
   @IsOptional()
-  @IsObject()
+  @IsParametersSchema()
   parameters?: Record<string, unknown>;
 
   @IsOptional()

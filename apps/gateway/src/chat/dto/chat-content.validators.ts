@@ -59,3 +59,29 @@ export function IsToolChoice(options?: ValidationOptions): PropertyDecorator {
     options,
   );
 }
+
+/**
+ * Why a function's `parameters` cannot describe its arguments, or null when it can. Arguments
+ * are always a JSON object (OpenAI's rule as well), so a schema of another type would have the
+ * model write arguments no client can read. A schema without `type` is accepted as it stands.
+ */
+export function parametersProblem(parameters: unknown): string | null {
+  if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) return 'parameters must be a JSON schema object';
+  const { type } = parameters as { type?: unknown };
+  if (type === undefined || type === 'object') return null;
+  return `parameters must be a JSON schema of type "object" (a function's arguments are an object), not type ${JSON.stringify(type)}`;
+}
+
+/** A function's `parameters`: an object schema (see parametersProblem). */
+export function IsParametersSchema(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isParametersSchema',
+      validator: {
+        validate: (value: unknown) => parametersProblem(value) === null,
+        defaultMessage: (args?: ValidationArguments) => parametersProblem(args?.value) ?? 'parameters must be a JSON schema object',
+      },
+    },
+    options,
+  );
+}
