@@ -53,9 +53,10 @@ export const WORKGROUP_INDEX = 'i32((workgroupId.z * numWorkgroups.y + workgroup
 let enabled = true;
 
 /**
- * Turns the fused WGSL kernels on or off (WEBGPU_FUSED_KERNELS). Off, the webgpu backend runs
- * the same generic tfjs ops as every other backend: the reference the kernels are tested
- * against, and the "before" of the GPU bench.
+ * Turns the engine's WGSL on or off (WEBGPU_FUSED_KERNELS): the fused kernels here and the
+ * encoded step (decode-step.webgpu.ts). Off, the webgpu backend runs the same generic tfjs ops
+ * as every other backend: the reference the kernels are tested against (`--kernels off` in the
+ * GPU bench).
  */
 export function setFusedKernels(on: boolean): void {
   enabled = on;
