@@ -45,7 +45,7 @@ describe('OpenAI conventions', () => {
       expect(error?.param).toBe('messages[0].role');
       const message = (error?.error as { message: string }).message;
       expect(message.split('; ')).toHaveLength(2);
-      expect(message).toMatch(/^messages\.0\.role: .*; top_p: top_p must not be greater than 1$/);
+      expect(message).toMatch(/^messages\[0\]\.role: .*; top_p: top_p must not be greater than 1$/);
     });
 
     it('is a 400 saying so when it is not JSON, or not sent as JSON', async () => {
