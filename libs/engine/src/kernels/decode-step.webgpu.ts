@@ -436,11 +436,17 @@ export class WebGpuDecodeStep {
       return p;
     };
     const rankOf = (kind: ProductKind) => this.lora.find((l) => l[kind])?.[kind]?.rank ?? 0;
+    // Each product's x A (its adapters' first factor), split along K as the products are.
+    const loraPlans = new Map<ProductKind, ProductPlan>();
     const product = (kind: ProductKind, K: number, n: number): ProductPlan => {
       const p = splitsFor(N, K, n);
-      queue.writeBuffer(this.dims[kind], 0, dimsData([N, K, n / 4, n / 4, p.chunk, K, 0, rankOf(kind), MAX_ADAPTERS]));
       const rank = rankOf(kind);
-      if (rank > 0) queue.writeBuffer(this.loraDims[kind], 0, dimsData([N, K, rank / 4, rank / 4, K, K, 0, 0]));
+      const a = rank > 0 ? splitsFor(N, K, rank) : null;
+      if (a) {
+        loraPlans.set(kind, a);
+        queue.writeBuffer(this.loraDims[kind], 0, dimsData([N, K, rank / 4, rank / 4, a.chunk, K, 0, 0, 0, 0]));
+      }
+      queue.writeBuffer(this.dims[kind], 0, dimsData([N, K, n / 4, n / 4, p.chunk, K, 0, rank, MAX_ADAPTERS, a?.splits ?? 0]));
       return p;
     };
     const qkvPlan = product('qkv', C, (H + 2 * KV) * D);
@@ -468,8 +474,7 @@ export class WebGpuDecodeStep {
     const layerProduct = (l: number, kind: ProductKind, label: string, p: ProductPlan) => {
       const lora = this.lora[l][kind];
       if (!lora?.groups) return linear(label, this.layerGroups[l][kind], p, NORMED[kind]);
-      const tile = rowsPerTile(N);
-      linear(`${label}_lora_a`, lora.groups.down, { tile, splits: 1, chunk: 0, columnTiles: Math.ceil(lora.rank / 4 / WORKGROUP), rowTiles: Math.ceil(N / tile) }, NORMED[kind]);
+      linear(`${label}_lora_a`, lora.groups.down, loraPlans.get(kind) as ProductPlan, NORMED[kind]);
       linear(label, lora.groups.main, p, NORMED[kind], true);
     };
     const finishResidual = (group: GPUBindGroup, splits: number) => run('residual', this.pipeline('finishResidual', splits, () => finishResidualShader(splits)), group, N);
@@ -531,7 +536,7 @@ export class WebGpuDecodeStep {
         h: storage(N * C),
         rinv: storage(N),
         partial: this.create(Math.max(PARTIAL_BYTES, N * widest * 4), USAGE.storage),
-        loraIn: storage(N * MAX_LORA_RANK),
+        loraIn: storage(MAX_SPLITS * N * MAX_LORA_RANK),
         rowAdapters: storage(N * MAX_ADAPTERS),
         q: storage(N * H * D),
         heads: storage(N * H * D),

@@ -52,16 +52,16 @@ export const MAX_HEAD_DIM = 256;
  * (output vec4 columns), ldw4 (weight row stride in vec4), chunk (K a split covers), inStride
  * and inOffset (input row r starts at r inStride + inOffset: the lm_head reads each sequence's
  * last token this way, and its rinv at (r inStride + inOffset) / k), rank and adapters (with
- * `lora`: the first split adds loraIn B, the low-rank adapters' delta, loraIn [rows, rank] the
- * product of the same input with the adapters' A, made by this program before; rank column j
- * belongs to adapter rankAdapter[j], and row r takes it where rowAdapters [rows, adapters] is 1,
- * so that adapters sharing a batch row by row each apply to their own rows).
+ * `lora`: the first split adds (x A) B, the low-rank adapters' delta, x A the sum of loraIn's
+ * loraSplits splits [splits, rows, rank], made by this program before over the same input;
+ * rank column j belongs to adapter rankAdapter[j], and row r takes it where rowAdapters [rows,
+ * adapters] is 1, so that adapters sharing a batch row by row each apply to their own rows).
  */
 export function linearShader(rows: number, norm: boolean, lora = false): string {
   const R = rows;
   const loraBinding = norm ? 6 : 4;
   return `
-struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, chunk : u32, inStride : u32, inOffset : u32, rank : u32, adapters : u32 }
+struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, chunk : u32, inStride : u32, inOffset : u32, rank : u32, adapters : u32, loraSplits : u32 }
 @group(0) @binding(0) var<uniform> dims : Dims;
 @group(0) @binding(1) var<storage, read> x : array<f32>;
 @group(0) @binding(2) var<storage, read> w : array<vec4<f32>>;
@@ -79,6 +79,7 @@ ${
 const R : u32 = ${R}u;
 const TK : u32 = ${TILE_K}u;
 var<workgroup> xs : array<f32, ${R * TILE_K}>;
+${lora ? `var<workgroup> loraU : array<f32, ${R * MAX_LORA_RANK}>;` : ''}
 
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
@@ -110,22 +111,31 @@ ${norm ? '        value = value * rinv[at / K] * gamma[k];' : ''}
     }
     workgroupBarrier();
   }
-  if (col >= dims.n4) { return; }
 ${
   lora
-    ? `  // The adapters' delta, once (by the first split): loraIn [rows, rank] = x A, times B [rank, n4] (block-diagonal over the parts, alpha / r folded in), each rank column only for the rows of its adapter.
+    ? `  // The adapters' delta, once (by the first split): u = x A, the sum of loraIn's loraSplits
+  // splits [splits, rows, rank], staged for the tile's rows with each rank column kept only on
+  // the rows of its adapter; then u B [rank, n4] (block-diagonal over the parts, alpha / r
+  // folded in). wg.z is the same for the whole workgroup, so its barrier is too.
   if (wg.z == 0u) {
-    for (var j = 0u; j < dims.rank; j++) {
-      let b = loraB[j * dims.n4 + col];
-      let adapter = rankAdapter[j / 4u][j % 4u];
-      for (var r = 0u; r < R; r++) {
-        let row = min(row0 + r, dims.rows - 1u);
-        acc[r] += loraIn[row * dims.rank + j] * rowAdapters[row * dims.adapters + adapter] * b;
+    for (var i = tid; i < R * dims.rank; i += ${WORKGROUP}u) {
+      let row = min(row0 + i / dims.rank, dims.rows - 1u);
+      let j = i % dims.rank;
+      var u = 0.0;
+      for (var s = 0u; s < dims.loraSplits; s++) { u += loraIn[(s * dims.rows + row) * dims.rank + j]; }
+      loraU[i] = u * rowAdapters[row * dims.adapters + rankAdapter[j / 4u][j % 4u]];
+    }
+    workgroupBarrier();
+    if (col < dims.n4) {
+      for (var j = 0u; j < dims.rank; j++) {
+        let b = loraB[j * dims.n4 + col];
+        for (var r = 0u; r < R; r++) { acc[r] += loraU[r * dims.rank + j] * b; }
       }
     }
   }`
     : ''
 }
+  if (col >= dims.n4) { return; }
   for (var r = 0u; r < R; r++) {
     let row = row0 + r;
     if (row >= dims.rows) { break; }
