@@ -4,6 +4,7 @@ import * as matmul from '../src/kernels/matmul';
 import { DecodeBatch } from '../src/decode-batch';
 import { bf16ToF32, f32ToBf16 } from '../src/dtype';
 import { matMulKernelAvailable, PackedWeights, packWeights, packedMatMul } from '../src/kernels/matmul';
+import type { MatMulPlanStore } from '../src/kernels/matmul-plan-store';
 import { loadModel } from '../src/loader';
 import type { LlamaModel } from '../src/model/llama';
 import { ensureTrainingGradients } from '../src/training/gradients';
@@ -314,19 +315,43 @@ describe('packed matMul kernel (wasm)', () => {
       expect(matmul.tuneMatMul([small])).toEqual(matmul.DEFAULT_MATMUL_PLAN);
       expect(matmul.tuneMatMul([small], { oneRowTile: 'narrow' })).toEqual({ ...matmul.DEFAULT_MATMUL_PLAN, oneRowTile: 'narrow' });
       const fixed = { oneRowTile: 'narrow', rowsReadAhead: true } as const;
-      const choice = matmul.tuneMatMul([small, large], fixed);
+      // store: null keeps plans to this process, so that this test times what it says it times.
+      const choice = matmul.tuneMatMul([small, large], fixed, { store: null });
       expect(choice).toEqual({ ...fixed, oneRowReadAhead: expect.any(Boolean) });
       // The same shapes and format again (another model's weights): the same plan, without
       // multiplying anything (these panels are already disposed: a product would throw).
       again.dispose();
-      expect(matmul.tuneMatMul([small, again], fixed)).toEqual(choice);
+      expect(matmul.tuneMatMul([small, again], fixed, { store: null })).toEqual(choice);
       // Other settings fixed: a plan of their own (all fixed: nothing to time).
       expect(matmul.tuneMatMul([small, again], { oneRowTile: 'wide', oneRowReadAhead: true, rowsReadAhead: false })).toEqual({ oneRowTile: 'wide', oneRowReadAhead: true, rowsReadAhead: false });
       // Other shapes are timed on their own (and these panels are disposed).
-      expect(() => matmul.tuneMatMul([small, wider], fixed)).toThrow();
+      expect(() => matmul.tuneMatMul([small, wider], fixed, { store: null })).toThrow();
     } finally {
       small.dispose();
       large.dispose();
+    }
+  });
+
+  // Another process on this machine timed these shapes before: its plan is taken as it is,
+  // untimed (the panels are disposed: a product would throw), and a plan timed here is kept.
+  it('takes the plan a store on this machine keeps for the weights, and keeps the plans it times', () => {
+    const stored: matmul.MatMulPlan = { oneRowTile: 'wide', oneRowReadAhead: true, rowsReadAhead: false };
+    const kept = new Map<string, matmul.MatMulPlan>();
+    const store = { get: () => stored, set: (key: string, plan: matmul.MatMulPlan) => kept.set(key, plan) } as unknown as MatMulPlanStore;
+    const w = tf.ones([2048, 8216]) as tf.Tensor2D;
+    const disposed = packWeights(w, 'f32') as PackedWeights;
+    w.dispose();
+    disposed.dispose();
+    expect(matmul.tuneMatMul([disposed], {}, { store })).toEqual(stored);
+    const empty = { get: () => undefined, set: (key: string, plan: matmul.MatMulPlan) => kept.set(key, plan) } as unknown as MatMulPlanStore;
+    const w2 = tf.ones([2048, 8224]) as tf.Tensor2D;
+    const timed = packWeights(w2, 'f32') as PackedWeights;
+    w2.dispose();
+    try {
+      const plan = matmul.tuneMatMul([timed], { oneRowTile: 'narrow' }, { store: empty });
+      expect([...kept.values()]).toEqual([plan]);
+    } finally {
+      timed.dispose();
     }
   });
 

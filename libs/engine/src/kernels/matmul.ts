@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { defaultMatMulPlanStore, MatMulPlanStore } from './matmul-plan-store';
 import { MatmulKernels, matmulExportName, MatMulThreads, prepareRows, readsRowScratch } from './matmul-threads';
 import { MATMUL_WASM } from './matmul.wasm';
 import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
@@ -472,6 +473,9 @@ const TUNE_ROUNDS = 3;
  */
 const tunedPlans = new Map<string, MatMulPlan>();
 
+/** Plans timed by any process on this machine (matmul-plan-store.ts); tuneMatMul's `store` option replaces it. */
+let machinePlans: MatMulPlanStore | null = null;
+
 export interface TuneOptions {
   /**
    * Whether timing may also try pairable weights re-laid in pairs (the kernel source's
@@ -479,6 +483,8 @@ export interface TuneOptions {
    * loaded for inference only). Default false.
    */
   mayPair?: boolean;
+  /** Where plans timed on this machine are kept and found (default: defaultMatMulPlanStore()); null: this process only. */
+  store?: MatMulPlanStore | null;
 }
 
 /**
@@ -491,15 +497,16 @@ export interface TuneOptions {
  * time for one row times the time for 4 rows: pairs speed one sequence up more than they
  * slow a batch down (bf16 weights on AMD's Zen 4 and Zen 5; not f32 weights, whose batches
  * pay a third, nor where one row is slower in pairs, as on some Intel Xeons); else they go
- * back as they were. Weights of the same shapes and formats as weights timed before in this
- * process (with the same fixed settings) get that plan, and that layout, again without
- * timing. Where the kernel does not run, or the weights are too small to stream from memory,
+ * back as they were. Weights of the same shapes and formats as weights timed before on this
+ * machine, by this process or another (with the same fixed settings; `store`,
+ * matmul-plan-store.ts), get that plan, and that layout, again without timing: the choice is
+ * the same in every process on one machine. Where the kernel does not run, or the weights are too small to stream from memory,
  * the rest is DEFAULT_MATMUL_PLAN's. Weights packed in pairs have one one-row tile, 'paired',
  * whatever `fixed` says; with `fixed` one-row tile 'paired', every pairable weight is re-laid
  * in pairs first (only for weights no transposed product reads). The caller keeps the returned
  * plan with the weights.
  */
-export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> = {}, { mayPair = false }: TuneOptions = {}): MatMulPlan {
+export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> = {}, { mayPair = false, store = (machinePlans ??= defaultMatMulPlanStore()) }: TuneOptions = {}): MatMulPlan {
   if (weights.some((w) => w.paired)) fixed = { ...fixed, oneRowTile: 'paired' };
   if (fixed.oneRowTile === 'paired') relayPairable(weights, true);
   const untimed: MatMulPlan = { ...DEFAULT_MATMUL_PLAN, ...fixed };
@@ -514,8 +521,9 @@ export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> 
   if (bytes < TUNE_MIN_BYTES) return untimed;
   const pairing = mayPair && fixed.oneRowTile === undefined && timed.some((w) => w.pairable);
   const key = JSON.stringify([untimed, Object.keys(fixed).sort(), pairing, timed.map((w) => [w.inFeatures, w.outFeatures, w.format, w.paired, w.threaded ? w.threaded.threads.threads : 1])]);
-  const known = tunedPlans.get(key);
+  const known = tunedPlans.get(key) ?? store?.get(key);
   if (known) {
+    tunedPlans.set(key, known);
     if (known.oneRowTile === 'paired') relayPairable(weights, true);
     return { ...known };
   }
@@ -532,6 +540,7 @@ export function tuneMatMul(weights: PackedWeights[], fixed: Partial<MatMulPlan> 
     }
   }
   tunedPlans.set(key, choice);
+  store?.set(key, choice);
   return { ...choice };
 }
 
