@@ -281,7 +281,9 @@ describe('training jobs, end to end', () => {
 
   it('cancels a queued job at once and a running job between steps, with no checkpoint', async () => {
     const before = await newestStep();
-    const long = { model_id: model.id, trajectory_groups: longGroups(6), experimental_config: { packed_sequence_length: 1 } };
+    // Long enough that the first job is still running when both cancels arrive, whatever the
+    // machine: were it done, the worker would already hold the second.
+    const long = { model_id: model.id, trajectory_groups: longGroups(24), experimental_config: { packed_sequence_length: 1 } };
     const running = await call<{ id: string }>('POST', '/v1/preview/training-jobs', long);
     const queued = await call<{ id: string }>('POST', '/v1/preview/training-jobs', long);
     await waitForEvent(running.body.id, 'training_started');
