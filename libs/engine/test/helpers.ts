@@ -8,6 +8,7 @@ import { DecodeBatch } from '../src/decode-batch';
 import { GenerationParams, GenerationStep, SequenceGenerator } from '../src/generate';
 import type { LoadedModel } from '../src/loader';
 import { MakeModelOptions, makeModel } from '../src/maker/make-model';
+import type { LoraLayer } from '../src/lora/lora-layer';
 import type { SampledToken } from '../src/sampling';
 
 export function tempDir(prefix: string): string {
@@ -87,4 +88,37 @@ export async function decodeTokens(lm: LoadedModel, prompts: number[][], params:
     batch.dispose();
   }
   return generators.map((g) => g.tokens);
+}
+
+/**
+ * For the adapter factors of `target` in `layers`, the element with the largest gradient
+ * (`gradient` of a variable's name) against its central difference of `loss` (step 1e-2, the
+ * variable restored after): what a test of hand-written gradients compares.
+ */
+export function largestGradientAgainstDifference(layers: readonly LoraLayer[], target: string, gradient: (name: string) => tf.Tensor, loss: () => number): { analytic: number; numeric: number } {
+  let variable: tf.Variable | null = null;
+  let index = -1;
+  let analytic = 0;
+  for (const layer of layers.filter((l) => l.target === target)) {
+    for (const factor of [layer.aT, layer.bT] as tf.Variable[]) {
+      gradient(factor.name)
+        .dataSync()
+        .forEach((x, i) => {
+          if (Math.abs(x) > Math.abs(analytic)) [variable, index, analytic] = [factor, i, x];
+        });
+    }
+  }
+  if (!variable) throw new Error(`no adapter factor of ${target}`);
+  const v: tf.Variable = variable;
+  const data = v.dataSync().slice();
+  const at = (delta: number) => {
+    const moved = data.slice();
+    moved[index] += delta;
+    v.assign(tf.tensor(moved, v.shape));
+    return loss();
+  };
+  const eps = 1e-2;
+  const numeric = (at(eps) - at(-eps)) / (2 * eps);
+  v.assign(tf.tensor(data, v.shape));
+  return { analytic, numeric };
 }

@@ -9,7 +9,7 @@ import { NextTokenValues, checkpointedGradients, nextTokenRows } from '../../src
 import { KeptProducts } from '../../src/model/linear';
 import { buildSftSequence } from '../../src/training/sequences';
 import { LoraTrainer, StepMetrics } from '../../src/training/trainer';
-import { makeTiny, maxAbsDiff, rowsOf, tempDir, useBackend } from '../helpers';
+import { largestGradientAgainstDifference, makeTiny, maxAbsDiff, rowsOf, tempDir, useBackend } from '../helpers';
 
 const CONVERSATIONS = [
   { messages: [{ role: 'user', content: 'capital of France?' }, { role: 'assistant', content: 'Paris' }] },
@@ -163,28 +163,10 @@ describe('LoRA training (wasm, tiny model)', () => {
       // Both passes share the tiled attention's hand-written gradient: check it against central
       // finite differences too, on the largest gradient element of the q, k and v adapters.
       for (const target of ['q_proj', 'k_proj', 'v_proj']) {
-        let v = vars[0];
-        let best = -1;
-        let bestValue = 0;
-        for (const layer of trainer.attachment.layers.filter((l) => l.target === target)) {
-          for (const c of [layer.aT, layer.bT] as tf.Variable[]) {
-            (checkpointed.grads.get(c.name) as tf.Tensor).dataSync().forEach((x, i) => {
-              if (Math.abs(x) > Math.abs(bestValue)) [v, best, bestValue] = [c, i, x];
-            });
-          }
-        }
-        const data = v.dataSync().slice();
-        const at = (delta: number) => {
-          const d = data.slice();
-          d[best] += delta;
-          v.assign(tf.tensor(d, v.shape));
-          return tf.tidy(() => lossOf(trainer.forward(rows, 256, false).logprobs).dataSync()[0]);
-        };
-        const eps = 1e-2;
-        const numeric = (at(eps) - at(-eps)) / (2 * eps);
-        v.assign(tf.tensor(data, v.shape));
-        expect(Math.abs(bestValue)).toBeGreaterThan(1e-2);
-        expect(Math.abs(numeric - bestValue)).toBeLessThan(0.05 * Math.abs(bestValue));
+        const loss = () => tf.tidy(() => lossOf(trainer.forward(rows, 256, false).logprobs).dataSync()[0]);
+        const { analytic, numeric } = largestGradientAgainstDifference(trainer.attachment.layers, target, (name) => checkpointed.grads.get(name) as tf.Tensor, loss);
+        expect(Math.abs(analytic)).toBeGreaterThan(1e-2);
+        expect(Math.abs(numeric - analytic)).toBeLessThan(0.05 * Math.abs(analytic));
       }
       taped.value.dispose();
       Object.values(taped.grads).forEach((t) => t.dispose());
