@@ -1,13 +1,14 @@
 /**
  * GPU throughput of the engine on WebGPU, with PyTorch eager on the same GPU and the same
- * weights as the peer. For a SmolLM2-135M-shaped and a Qwen2.5-0.5B-shaped model (random
- * weights from the model maker, float32) it prints prefill tokens/s (one 512-token prompt),
- * decode tokens/s at batch 1, 32 and 128 (aggregate; greedy, through DecodeBatch.stepDrawn),
- * and LoRA SFT training tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of
- * 256 tokens per step). On webgpu the engine is measured twice in the same run: with the
- * fused WGSL kernels (RMSNorm, RoPE, decode attention, the next token drawn on the GPU) and
- * without them (WEBGPU_FUSED_KERNELS=off: generic tfjs ops, the logits read back and the
- * token chosen in JS), the before and after of the kernels.
+ * weights as the peer. For SmolLM2-135M- and Qwen2.5-0.5B-shaped models (and, when named, 1.5B
+ * and 3B ones; random weights from the model maker) it prints prefill tokens/s (one 512-token
+ * prompt through DecodeBatch.join), decode tokens/s at batch 1, 32 and 128 (aggregate; greedy,
+ * through DecodeBatch.stepDrawn), decode with a LoRA adapter at the smallest and largest batch,
+ * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
+ * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
+ * only), then where one step's GPU time goes (WebGpuDecodeStep.profile). On webgpu the engine
+ * runs its own WGSL (the encoded step and the fused kernels), or with --kernels off tfjs's
+ * generic ops (WEBGPU_FUSED_KERNELS=off), or both in turn.
  *
  * On a GPU machine that has nothing but node (and python3 with torch for the peer), carry the
  * folder that pack.sh writes and run it there:
@@ -45,12 +46,13 @@ import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import { setFusedKernels } from '../../../libs/engine/src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { applyAdapter } from '../../../libs/engine/src/lora/lora-layer';
-import { DEFAULT_LORA_SPEC, initLoraWeights } from '../../../libs/engine/src/lora/peft';
+import { AdapterTensors, DEFAULT_LORA_SPEC, initLoraWeights } from '../../../libs/engine/src/lora/peft';
 import type { StorageDtype } from '../../../libs/engine/src/dtype';
 import { makeModel, Preset } from '../../../libs/engine/src/maker/make-model';
 import { Block } from '../../../libs/engine/src/model/llama';
 import { argmax } from '../../../libs/engine/src/sampling';
-import { LoraTrainer } from '../../../libs/engine/src/training/trainer';
+import { validateExperimentalConfig } from '../../../libs/engine/src/training/experimental-config';
+import { LoraTrainer, RLPlan, RLPlanItem } from '../../../libs/engine/src/training/trainer';
 
 /** What is measured, and how big. */
 interface Plan {
@@ -78,6 +80,10 @@ interface Figures {
   prefill: number;
   decode: Record<string, number>;
   sft: number;
+  /** Decoding with a LoRA adapter on all seven projections, at the smallest and largest batch (the engine's only). */
+  loraDecode?: Record<string, number>;
+  /** A step of ART's RL loss (its defaults) on the SFT step's tokens (the engine's only). */
+  rl?: number;
   /** The GPU time table of profile(), where there is one. */
   profile?: string | null;
   /** The first logits of the prefill prompt's last position: both sides must compute the same model. */
@@ -193,6 +199,38 @@ async function sft(lm: LoadedModel, plan: Plan): Promise<number> {
   }
 }
 
+/** LoRA weights of DEFAULT_LORA_SPEC with B as well as A random (PEFT's B = 0 would decode as the base model). */
+function randomLoraWeights(config: ModelConfig): AdapterTensors {
+  const tensors = initLoraWeights(config, DEFAULT_LORA_SPEC, 1);
+  for (const [name, t] of tensors) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.01 * Math.sin(i + name.length)));
+  return tensors;
+}
+
+/**
+ * One step of ART's RL loss (validateExperimentalConfig's defaults: importance sampling against
+ * the sampled logprobs) on the SFT step's rows, half with advantage 1 and half -1, timed after
+ * one untimed step: tokens/s.
+ */
+async function rlStep(lm: LoadedModel, plan: Plan): Promise<number> {
+  const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: plan.trainRows * plan.trainTokens });
+  try {
+    const items: RLPlanItem[] = Array.from({ length: plan.trainRows }, (_, r) => {
+      const ids = tokens(plan.trainTokens, 100 + r, lm.config.vocabSize);
+      const mask = ids.map((_, i) => (i < 8 ? 0 : 1));
+      return { sequence: { tokens: ids, mask, logprobs: mask.map((m) => (m ? -2 : NaN)) }, advantage: r % 2 === 0 ? 1 : -1, group: 0, trajectory: r };
+    });
+    const rl: RLPlan = { steps: [items], numSequences: 1, numGroupsSubmitted: 1, numGroupsTrainable: 1, numTrajectories: items.length, reward: 0, rewardStdDev: 1, learningRate: 1e-5 };
+    const { config } = validateExperimentalConfig({});
+    await trainer.trainRl(rl, config);
+    const time = await seconds(async () => {
+      for (let s = 0; s < plan.trainSteps; s++) await trainer.trainRl(rl, config);
+    });
+    return (plan.trainRows * plan.trainTokens * plan.trainSteps) / time;
+  } finally {
+    trainer.dispose();
+  }
+}
+
 /** Progress on stderr, so that a run cut short still shows how far it got. */
 const progress = (what: string) => process.stderr.write(`  ${new Date().toISOString().slice(11, 19)} ${what}\n`);
 
@@ -209,6 +247,18 @@ async function measure(dir: string, plan: Plan): Promise<Figures> {
     }
     progress('LoRA SFT');
     figures.sft = await sft(lm, plan);
+    progress('RL step');
+    figures.rl = await rlStep(lm, plan);
+    figures.loraDecode = {};
+    const adapter = applyAdapter(lm, { spec: DEFAULT_LORA_SPEC, tensors: randomLoraWeights(lm.config) });
+    try {
+      for (const size of [plan.decodeBatches[0], plan.decodeBatches[plan.decodeBatches.length - 1]]) {
+        progress(`decode with a LoRA adapter, batch ${size}`);
+        figures.loraDecode[size] = await decode(lm, plan, size);
+      }
+    } finally {
+      adapter.dispose();
+    }
     progress('GPU profile');
     figures.profile = await profile(lm, plan);
     return figures;
@@ -331,12 +381,17 @@ interface Run {
 
 function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string): string {
   const peerName = typeof theirs === 'string' ? 'PyTorch eager' : `PyTorch eager (${(theirs as Figures & { device?: string }).device ?? ''})`;
-  const cell = (get: (f: Figures) => number) => (typeof theirs === 'string' ? '-' : round(get(theirs)));
-  const row = (what: string, get: (f: Figures) => number) => [what, ...runs.map((r) => round(get(r.figures))), cell(get)];
+  // A figure one side does not measure (the peer's LoRA decode and RL step) is a dash.
+  const shown = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? '-' : round(x));
+  const cell = (get: (f: Figures) => number | undefined) => (typeof theirs === 'string' ? '-' : shown(get(theirs)));
+  const row = (what: string, get: (f: Figures) => number | undefined) => [what, ...runs.map((r) => shown(get(r.figures))), cell(get)];
+  const loraBatches = Object.keys(runs[0]?.figures.loraDecode ?? {});
   const rows = [
     row(`prefill, ${plan.prefillTokens}-token prompt`, (f) => f.prefill),
     ...plan.decodeBatches.map((b) => row(`decode, batch ${b} (aggregate)`, (f) => f.decode[b])),
+    ...loraBatches.map((b) => row(`decode with a LoRA adapter, batch ${b} (aggregate)`, (f) => f.loraDecode?.[b])),
     row(`LoRA SFT, ${plan.trainRows} x ${plan.trainTokens} tokens per step`, (f) => f.sft),
+    row(`RL step (ART's default loss), ${plan.trainRows} x ${plan.trainTokens} tokens`, (f) => f.rl),
   ];
   const lines = [
     `### ${name}`,
