@@ -85,8 +85,8 @@ export class DecodeBatch<Id = string> {
   /** Runs `tokens` through a one-row cache in chunks of PREFILL_CHUNK: the logits after the last. */
   private async prefill(cache: KVCache, tokens: number[]): Promise<Float32Array> {
     const chunks = Array.from({ length: Math.ceil(tokens.length / PREFILL_CHUNK) }, (_, i) => tokens.slice(i * PREFILL_CHUNK, (i + 1) * PREFILL_CHUNK));
-    const gpu = this.encodedStep(chunks[0].length);
-    if (gpu && chunks.every((chunk) => gpu.applies(chunk.length))) {
+    const gpu = this.encodedStep(chunks.map((chunk) => chunk.length));
+    if (gpu) {
       // Room for the whole prompt at once, so that no chunk's step copies the cache to grow it.
       cache.reserve(tokens.length, { kvHeads: this.model.config.numKvHeads, headDim: this.model.config.headDim });
       chunks.slice(0, -1).forEach((chunk) => gpu.advance(cache, [chunk]));
@@ -107,7 +107,7 @@ export class DecodeBatch<Id = string> {
     if (this.members.length === 0) return new Map();
     this.requireForEvery('step()', 'a token', next);
     const V = this.model.config.vocabSize;
-    const gpu = this.encodedStep(this.members.length);
+    const gpu = this.encodedStep([this.members.length]);
     let values: Float32Array;
     if (gpu) {
       values = await gpu.logits(this.cache, this.members.map((id) => [next.get(id) as number]));
@@ -130,7 +130,7 @@ export class DecodeBatch<Id = string> {
     this.requireForEvery('stepDrawn()', 'a token', next);
     this.requireForEvery('stepDrawn()', 'a draw', draws);
     const rows = this.members.map((id) => draws.get(id) as RowDraw);
-    const gpu = this.encodedStep(this.members.length);
+    const gpu = this.encodedStep([this.members.length]);
     if (gpu) {
       const drawn = await gpu.stepDrawn(this.cache, this.members.map((id) => next.get(id) as number), rows);
       return new Map(this.members.map((id, row) => [id, drawn[row]]));
@@ -150,12 +150,13 @@ export class DecodeBatch<Id = string> {
   }
 
   /**
-   * The webgpu step encoded at once (WebGpuDecodeStep) when it applies now to a forward pass of
-   * `tokens` tokens, else null: the pass goes through the model's forward.
+   * The webgpu step encoded at once (WebGpuDecodeStep) when it applies now to forward passes of
+   * each of `passes` tokens, else null: the passes go through the model's forward.
    */
-  private encodedStep(tokens: number): WebGpuDecodeStep | null {
+  private encodedStep(passes: readonly number[]): WebGpuDecodeStep | null {
     if (this.gpuStep === undefined) this.gpuStep = WebGpuDecodeStep.for(this.model);
-    return this.gpuStep?.applies(tokens) ? this.gpuStep : null;
+    const step = this.gpuStep;
+    return step && passes.every((tokens) => step.applies(tokens)) ? step : null;
   }
 
   /** One forward step of every member, each fed its `next` token: the logits [members, vocab] after it. */

@@ -4,6 +4,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import type { ModelConfig } from '../src/config';
 import { DecodeBatch } from '../src/decode-batch';
+import { WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
 import { flatGrid } from '../src/kernels/decode-step.wgsl';
 import { countGpuWork } from '../src/kernels/gpu-counters';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
@@ -216,6 +217,24 @@ suite('a decoding step encoded whole on webgpu', () => {
       const lora = await countGpuWork(() => batch.stepDrawn(next, greedy));
       adapter.dispose();
       expect(lora.counts).toEqual({ dispatches: 13 * lm.config.numLayers + 2, submits: 1, readBytes: 8 * rows });
+      // The GPU profile times every one of them (a timestamp pair each), where the adapter offers timestamps.
+      const step = WebGpuDecodeStep.for(lm.model) as WebGpuDecodeStep;
+      const cache = lm.model.newCache();
+      cache.addEmptyRow();
+      const attached = applyAdapter(lm, randomAdapter(dir, { r: 8, alpha: 16, targetModules: ['q_proj', 'o_proj', 'up_proj', 'down_proj'] }));
+      try {
+        step.advance(cache, [[1, 2, 3]]);
+        const spent = await step.profile(cache, [[4]]);
+        if (spent) {
+          expect(Object.keys(spent).sort()).toEqual(['attention', 'down', 'down_lora_a', 'gate_up', 'gate_up_lora_a', 'lm_head', 'o', 'o_lora_a', 'qkv', 'qkv_lora_a', 'residual', 'rope', 'swiglu']);
+          expect(Object.values(spent).every((us) => Number.isFinite(us) && us >= 0)).toBe(true);
+          expect(Object.values(spent).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+        }
+      } finally {
+        attached.dispose();
+        cache.dispose();
+        step.dispose();
+      }
       setFusedKernels(false);
       const generic = await countGpuWork(() => batch.stepDrawn(next, greedy));
       expect(generic.counts.dispatches).toBeGreaterThan(counts.dispatches);

@@ -160,6 +160,9 @@ const PARTIAL_BYTES = 64 << 20;
 
 type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'rowAdapters' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'draws' | 'drawn' | 'readDrawn', GPUBuffer>;
 
+/** Most dispatches a layer records: nine, and each of the four products' x A where it has adapters. */
+const DISPATCHES_PER_LAYER = 9 + 4;
+
 /** Most adapters sharing one step row by row (LoraRouter). */
 const MAX_ADAPTERS = 16;
 
@@ -363,7 +366,8 @@ export class WebGpuDecodeStep {
   async profile(cache: KVCache, tokens: readonly (readonly number[])[]): Promise<Record<string, number> | null> {
     if (!this.device.features.has('timestamp-query')) return null;
     const labels: string[] = [];
-    const querySet = this.device.createQuerySet({ type: 'timestamp', count: 2 * (9 * this.layers.length + 1) });
+    // Two timestamps a dispatch: at most DISPATCHES_PER_LAYER a layer (adapters included) and the lm_head.
+    const querySet = this.device.createQuerySet({ type: 'timestamp', count: 2 * (DISPATCHES_PER_LAYER * this.layers.length + 1) });
     const bytes = querySet.count * 8;
     const resolved = this.device.createBuffer({ size: bytes, usage: 0x200 /* QUERY_RESOLVE */ | USAGE.copySrc });
     const readable = this.device.createBuffer({ size: bytes, usage: USAGE.mapRead | USAGE.copyDst });
