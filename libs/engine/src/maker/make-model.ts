@@ -8,49 +8,32 @@ import { BOS_ID, EOS_ID, SPECIAL_TOKENS, makeTokenizerFiles } from './tokenizer-
 
 export type Preset = 'tiny' | 'tiny-qwen3' | 'smollm2-135m' | 'qwen3-0.6b';
 
+/** Loads and runs in milliseconds: for tests and the service's embedded default model. */
+const TINY: ModelConfig = {
+  modelType: 'llama',
+  vocabSize: 512,
+  hiddenSize: 64,
+  intermediateSize: 160,
+  numLayers: 2,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 16,
+  rmsNormEps: 1e-5,
+  ropeTheta: 10000,
+  ropeScaling: null,
+  maxPositionEmbeddings: 2048,
+  tieWordEmbeddings: false,
+  qkvBias: false,
+  oBias: false,
+  qkNorm: false,
+  bosTokenId: BOS_ID,
+  eosTokenIds: [EOS_ID],
+};
+
 export const PRESETS: Record<Preset, ModelConfig> = {
-  /** Loads and runs in milliseconds: for tests and the service's embedded default model. */
-  tiny: {
-    modelType: 'llama',
-    vocabSize: 512,
-    hiddenSize: 64,
-    intermediateSize: 160,
-    numLayers: 2,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 16,
-    rmsNormEps: 1e-5,
-    ropeTheta: 10000,
-    ropeScaling: null,
-    maxPositionEmbeddings: 2048,
-    tieWordEmbeddings: false,
-    qkvBias: false,
-    oBias: false,
-    qkNorm: false,
-    bosTokenId: BOS_ID,
-    eosTokenIds: [EOS_ID],
-  },
+  tiny: TINY,
   /** Qwen3's layout (q_norm and k_norm, head_dim apart from hidden / heads) at the tiny preset's size, untied as tiny is (see makeModel): for tests. */
-  'tiny-qwen3': {
-    modelType: 'qwen3',
-    vocabSize: 512,
-    hiddenSize: 64,
-    intermediateSize: 160,
-    numLayers: 2,
-    numHeads: 4,
-    numKvHeads: 2,
-    headDim: 32,
-    rmsNormEps: 1e-6,
-    ropeTheta: 1000000,
-    ropeScaling: null,
-    maxPositionEmbeddings: 2048,
-    tieWordEmbeddings: false,
-    qkvBias: false,
-    oBias: false,
-    qkNorm: true,
-    bosTokenId: BOS_ID,
-    eosTokenIds: [EOS_ID],
-  },
+  'tiny-qwen3': { ...TINY, modelType: 'qwen3', headDim: 32, rmsNormEps: 1e-6, ropeTheta: 1000000, qkNorm: true },
   /** The shapes of HuggingFaceTB/SmolLM2-135M-Instruct: for benchmarks. */
   'smollm2-135m': {
     modelType: 'llama',
