@@ -32,6 +32,14 @@ export function f32ToBf16(src: Float32Array): Uint16Array {
   return out;
 }
 
+/** `value` rounded to a storage dtype (round to nearest even), as a number: what torch's .to(dtype) gives. */
+export function roundTo(value: number, dtype: StorageDtype): number {
+  const x = Float32Array.of(value);
+  if (dtype === 'BF16') return bf16ToF32(f32ToBf16(x))[0];
+  if (dtype === 'F16') return f16ToF32(f32ToF16(x))[0];
+  return x[0];
+}
+
 export function f16ToF32(src: Uint16Array): Float32Array {
   const out = new Float32Array(src.length);
   for (let i = 0; i < src.length; i++) out[i] = halfToFloat(src[i]);

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { ChatTemplate } from './chat-template';
 import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig } from './config';
-import { transpose2d } from './dtype';
+import { roundTo, StorageDtype, transpose2d } from './dtype';
 import { MatMulPlan, startMatMulThreads, tuneMatMul } from './kernels/matmul';
 import { FrozenLinear, LinearPart } from './model/linear';
 import { Attention, Block, HeadNorms, LlamaModel, MLP, RMSNorm } from './model/llama';
@@ -129,7 +129,16 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
     if (options.inferenceOnly) l.releaseForInference(options.weights === 'q8' ? 'q8' : 'auto');
     return l;
   };
-  const vector = (name: string, size: number) => track(tf.tensor1d(checkpoint.read(name, [size]).data));
+  const eps = track(tf.scalar(config.rmsNormEps));
+  /**
+   * An RMSNorm's weight: Gemma's norms scale by 1 + w, stored here as that sum (a float32 add,
+   * as transformers computes it), so that every norm runs the same kernel.
+   */
+  const norm = (name: string, size: number) => {
+    const w = checkpoint.read(name, [size]).data;
+    if (config.normUnitOffset) w.forEach((v, i) => (w[i] = 1 + v));
+    return new RMSNorm(track(tf.tensor1d(w)), eps, config.rmsNormEps);
+  };
 
   /** Several HF linears [out_i, in] stacked along out, stored transposed [in, sum out]. */
   const linear = (prefix: string, parts: LinearPart[], inFeatures: number, bias: boolean) => {
@@ -150,8 +159,9 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
   };
 
   try {
-    const eps = track(tf.scalar(config.rmsNormEps));
     const rope = new Rope(config);
+    const window = config.slidingWindow;
+    const slidingRope = window ? new Rope(config, { theta: window.ropeTheta, scaling: null }) : null;
     const embedding = checkpoint.read('model.embed_tokens.weight', [V, C]).data;
     const blocks: Block[] = [];
     for (let i = 0; i < config.numLayers; i++) {
@@ -177,23 +187,18 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
         false,
       );
       const down = linear(`${p}.mlp`, [{ name: 'down_proj', outFeatures: C }], I, false);
-      const headNorms = config.qkNorm
-        ? new HeadNorms(
-            new RMSNorm(vector(`${p}.self_attn.q_norm.weight`, D), eps, config.rmsNormEps),
-            new RMSNorm(vector(`${p}.self_attn.k_norm.weight`, D), eps, config.rmsNormEps),
-            config,
-          )
-        : null;
-      blocks.push(
-        new Block(
-          new RMSNorm(vector(`${p}.input_layernorm.weight`, C), eps, config.rmsNormEps),
-          new Attention(config, i, rope, qkv, o, headNorms),
-          new RMSNorm(vector(`${p}.post_attention_layernorm.weight`, C), eps, config.rmsNormEps),
-          new MLP(gateUp, down),
-        ),
-      );
+      const headNorms = config.qkNorm ? new HeadNorms(norm(`${p}.self_attn.q_norm.weight`, D), norm(`${p}.self_attn.k_norm.weight`, D), config) : null;
+      const attention = new Attention(config, i, window?.layers[i] ? (slidingRope as Rope) : rope, qkv, o, headNorms);
+      // Gemma 3 calls its norm on the attention's output post_attention_layernorm, and the one before the MLP pre_feedforward_layernorm.
+      const block = config.sandwichNorms
+        ? new Block(norm(`${p}.input_layernorm.weight`, C), attention, norm(`${p}.pre_feedforward_layernorm.weight`, C), new MLP(gateUp, down, config.hiddenAct), {
+            afterAttention: norm(`${p}.post_attention_layernorm.weight`, C),
+            afterMlp: norm(`${p}.post_feedforward_layernorm.weight`, C),
+          })
+        : new Block(norm(`${p}.input_layernorm.weight`, C), attention, norm(`${p}.post_attention_layernorm.weight`, C), new MLP(gateUp, down, config.hiddenAct));
+      blocks.push(block);
     }
-    const finalNorm = new RMSNorm(vector('model.norm.weight', C), eps, config.rmsNormEps);
+    const finalNorm = norm('model.norm.weight', C);
     let lmHead: FrozenLinear;
     if (config.tieWordEmbeddings) {
       const weightT = tf.tensor2d(transpose2d(embedding, V, C), [C, V]);
@@ -201,12 +206,23 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
     } else {
       lmHead = linear('', [{ name: 'lm_head', outFeatures: V }], C, false);
     }
-    return new LlamaModel(config, { embedding, blocks, finalNorm, lmHead, rope, extra: [eps] });
+    return new LlamaModel(config, { embedding, embeddingScale: embeddingScale(config, checkpoint), blocks, finalNorm, lmHead, rope, slidingRope, extra: [eps] });
   } catch (err) {
     for (const t of created) t.dispose();
     for (const l of linears) l.dispose();
     throw err;
   }
+}
+
+/**
+ * Gemma multiplies embeddings by sqrt(hidden) cast to the embedding weight's dtype: 25.25
+ * rather than 25.298 for a bf16 Gemma 3 270M. The checkpoint's stored dtype stands for it (the
+ * dtype transformers loads it in by default). 1 for the other families.
+ */
+function embeddingScale(config: ModelConfig, checkpoint: Checkpoint): number {
+  if (!config.scaleEmbeddings) return 1;
+  const stored = checkpoint.dtypeOf('model.embed_tokens.weight');
+  return roundTo(Math.sqrt(config.hiddenSize), stored === 'BF16' || stored === 'F16' ? (stored as StorageDtype) : 'F32');
 }
 
 /**

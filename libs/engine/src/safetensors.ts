@@ -190,12 +190,28 @@ export class Checkpoint {
     return this.location.has(name);
   }
 
+  /** A tensor's stored dtype (F32, F16, BF16...). */
+  dtypeOf(name: string): string {
+    const info = this.open(name).tensors.get(name);
+    if (!info) throw new ModelLoadError('tensor missing from checkpoint', this.fileOf(name), name);
+    return info.dtype;
+  }
+
   /** The file a tensor lives in, for error messages. */
   fileOf(name: string): string {
     return this.location.get(name) ?? path.join(this.dir, 'model.safetensors');
   }
 
   read(name: string, expectedShape?: number[]): FloatTensor {
+    const tensor = this.open(name).read(name);
+    if (expectedShape && !sameShape(tensor.shape, expectedShape)) {
+      throw new ModelLoadError(`shape [${tensor.shape}] does not match the config's [${expectedShape}]`, this.fileOf(name), name);
+    }
+    return tensor;
+  }
+
+  /** The file holding `name`, opened on first use. */
+  private open(name: string): SafetensorsFile {
     const file = this.location.get(name);
     if (!file) throw new ModelLoadError('tensor missing from checkpoint', this.fileOf(name), name);
     let st = this.files.get(file);
@@ -203,11 +219,7 @@ export class Checkpoint {
       st = SafetensorsFile.open(file);
       this.files.set(file, st);
     }
-    const tensor = st.read(name);
-    if (expectedShape && !sameShape(tensor.shape, expectedShape)) {
-      throw new ModelLoadError(`shape [${tensor.shape}] does not match the config's [${expectedShape}]`, file, name);
-    }
-    return tensor;
+    return st;
   }
 
   close(): void {

@@ -1,6 +1,7 @@
 /**
- * Learning byte-level BPE merges for the model maker: data preparation that produces a
- * tokenizer.json, never used to tokenize at runtime (that is @huggingface/tokenizers' job).
+ * Learning BPE merges (byte-level, or SentencePiece-style over characters) for the model
+ * maker: data preparation that produces a tokenizer.json, never used to tokenize at runtime
+ * (that is @huggingface/tokenizers' job).
  * Deterministic: ties between equally frequent pairs go to the lexicographically smaller pair.
  */
 
@@ -21,15 +22,44 @@ export function bytesToUnicode(): string[] {
 /** The GPT-2 pre-tokenization pattern, the same one the ByteLevel pre-tokenizer applies. */
 const PRETOKENIZE = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
 
+/** Byte-level BPE merges (GPT-2's): over each pre-tokenized piece's bytes, as bytesToUnicode's characters. */
 export function learnMerges(text: string, maxMerges: number, exclude: string[] = []): [string, string][] {
   const byteChar = bytesToUnicode();
   const encoder = new TextEncoder();
-  let cleaned = text;
-  for (const token of exclude) cleaned = cleaned.split(token).join(' ');
+  const pieces = withoutTokens(text, exclude).match(PRETOKENIZE) ?? [];
+  return mergeWords(
+    pieces.map((piece) => Array.from(encoder.encode(piece), (b) => byteChar[b])),
+    maxMerges,
+  );
+}
 
+/** SentencePiece's word boundary mark, which stands for a space. */
+export const SPACE_MARK = '\u2581';
+
+/**
+ * SentencePiece-style BPE merges: over the characters of words, each space turned into
+ * SPACE_MARK and kept at the start of the word after it, so that no merge crosses a word
+ * boundary (as SentencePiece trains with split_by_whitespace).
+ */
+export function learnPieceMerges(text: string, maxMerges: number, exclude: string[] = []): [string, string][] {
+  const words = withoutTokens(text, exclude).replaceAll(' ', SPACE_MARK).split(new RegExp(`(?=${SPACE_MARK})|(?<=\\n)|(?=\\n)`, 'u'));
+  return mergeWords(
+    words.filter((w) => w.length > 0).map((w) => [...w]),
+    maxMerges,
+  );
+}
+
+function withoutTokens(text: string, tokens: string[]): string {
+  let cleaned = text;
+  for (const token of tokens) cleaned = cleaned.split(token).join(' ');
+  return cleaned;
+}
+
+/** The most frequent adjacent pair merged, again and again, over words given as their symbols. */
+function mergeWords(symbolWords: string[][], maxMerges: number): [string, string][] {
   const counts = new Map<string, number>();
-  for (const piece of cleaned.match(PRETOKENIZE) ?? []) {
-    const word = Array.from(encoder.encode(piece), (b) => byteChar[b]).join('\u0000');
+  for (const symbols of symbolWords) {
+    const word = symbols.join('\u0000');
     counts.set(word, (counts.get(word) ?? 0) + 1);
   }
   const words = [...counts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([w, n]) => ({ symbols: w.split('\u0000'), n }));

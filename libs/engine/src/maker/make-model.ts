@@ -1,12 +1,19 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ModelConfig, toHfConfig } from '../config';
+import { familyTraits, ModelConfig, toHfConfig } from '../config';
 import { BYTES_PER_ELEMENT, StorageDtype } from '../dtype';
 import { SeededRandom } from '../random';
 import { TensorToWrite, writeSafetensors } from '../safetensors';
-import { BOS_ID, EOS_ID, SPECIAL_TOKENS, makeTokenizerFiles } from './tokenizer-files';
+import { BOS_ID, EOS_ID, GEMMA_SPECIAL_TOKENS, makeByteFallbackTokenizerFiles, makeTokenizerFiles, TokenizerFiles } from './tokenizer-files';
 
-export type Preset = 'tiny' | 'tiny-qwen3' | 'smollm2-135m' | 'qwen3-0.6b';
+export type Preset = 'tiny' | 'tiny-qwen3' | 'tiny-gemma3' | 'tiny-llama3.2' | 'smollm2-135m' | 'qwen3-0.6b' | 'gemma3-270m' | 'llama3.2-1b';
+
+/** Gemma's ids of <bos>, and of <end_of_turn> and <eos>, in the maker's byte-fallback vocabulary. */
+const GEMMA_BOS_ID = GEMMA_SPECIAL_TOKENS.indexOf('<bos>');
+const GEMMA_EOS_IDS = [GEMMA_SPECIAL_TOKENS.indexOf('<end_of_turn>'), GEMMA_SPECIAL_TOKENS.indexOf('<eos>')];
+
+/** Llama 3.1+'s RoPE rescaling, as Llama 3.2's config.json writes it. */
+const LLAMA_3_2_ROPE = { type: 'llama3' as const, factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 8192 };
 
 /** Loads and runs in milliseconds: for tests and the service's embedded default model. */
 const TINY: ModelConfig = {
@@ -26,14 +33,65 @@ const TINY: ModelConfig = {
   qkvBias: false,
   oBias: false,
   qkNorm: false,
+  hiddenAct: 'silu',
+  normUnitOffset: false,
+  sandwichNorms: false,
+  scaleEmbeddings: false,
+  queryPreAttnScalar: null,
+  slidingWindow: null,
   bosTokenId: BOS_ID,
   eosTokenIds: [EOS_ID],
+};
+
+/** The shapes of google/gemma-3-270m. */
+const GEMMA3_270M: ModelConfig = {
+  ...TINY,
+  ...familyTraits('gemma3_text'),
+  modelType: 'gemma3_text',
+  vocabSize: 262144,
+  hiddenSize: 640,
+  intermediateSize: 2048,
+  numLayers: 18,
+  numHeads: 4,
+  numKvHeads: 1,
+  headDim: 256,
+  rmsNormEps: 1e-6,
+  ropeTheta: 1000000,
+  maxPositionEmbeddings: 32768,
+  tieWordEmbeddings: true,
+  hiddenAct: 'gelu_pytorch_tanh',
+  queryPreAttnScalar: 256,
+  // Five sliding-window layers, then one that attends to every position.
+  slidingWindow: { size: 512, layers: Array.from({ length: 18 }, (_, i) => (i + 1) % 6 !== 0), ropeTheta: 10000 },
+  bosTokenId: GEMMA_BOS_ID,
+  eosTokenIds: GEMMA_EOS_IDS,
 };
 
 export const PRESETS: Record<Preset, ModelConfig> = {
   tiny: TINY,
   /** Qwen3's layout (q_norm and k_norm, head_dim apart from hidden / heads) at the tiny preset's size, untied as tiny is (see makeModel): for tests. */
   'tiny-qwen3': { ...TINY, modelType: 'qwen3', headDim: 32, rmsNormEps: 1e-6, ropeTheta: 1000000, qkNorm: true },
+  /**
+   * Gemma 3's layout at the tiny preset's size, tied as Gemma is: an 8-position window on the
+   * first two of three layers, q/k scaled by a query_pre_attn_scalar other than head_dim, a
+   * byte-fallback vocabulary (makeModel): for tests.
+   */
+  'tiny-gemma3': {
+    ...GEMMA3_270M,
+    vocabSize: 512,
+    // sqrt(80) is no bf16 number: the embedding scale's rounding shows.
+    hiddenSize: 80,
+    intermediateSize: 160,
+    numLayers: 3,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 32,
+    maxPositionEmbeddings: 2048,
+    queryPreAttnScalar: 24,
+    slidingWindow: { size: 8, layers: [true, true, false], ropeTheta: 10000 },
+  },
+  /** Llama 3.2's RoPE (base 500000, llama3 rescaling) at the tiny preset's size: for tests. */
+  'tiny-llama3.2': { ...TINY, ropeTheta: 500000, ropeScaling: LLAMA_3_2_ROPE, tieWordEmbeddings: true },
   /** The shapes of HuggingFaceTB/SmolLM2-135M-Instruct: for benchmarks. */
   'smollm2-135m': {
     modelType: 'llama',
@@ -52,6 +110,12 @@ export const PRESETS: Record<Preset, ModelConfig> = {
     qkvBias: false,
     oBias: false,
     qkNorm: false,
+    hiddenAct: 'silu',
+    normUnitOffset: false,
+    sandwichNorms: false,
+    scaleEmbeddings: false,
+    queryPreAttnScalar: null,
+    slidingWindow: null,
     bosTokenId: BOS_ID,
     eosTokenIds: [EOS_ID],
   },
@@ -73,8 +137,31 @@ export const PRESETS: Record<Preset, ModelConfig> = {
     qkvBias: false,
     oBias: false,
     qkNorm: true,
+    hiddenAct: 'silu',
+    normUnitOffset: false,
+    sandwichNorms: false,
+    scaleEmbeddings: false,
+    queryPreAttnScalar: null,
+    slidingWindow: null,
     bosTokenId: BOS_ID,
     eosTokenIds: [EOS_ID],
+  },
+  /** The shapes of google/gemma-3-270m: for benchmarks. */
+  'gemma3-270m': GEMMA3_270M,
+  /** The shapes of meta-llama/Llama-3.2-1B: for benchmarks. */
+  'llama3.2-1b': {
+    ...TINY,
+    vocabSize: 128256,
+    hiddenSize: 2048,
+    intermediateSize: 8192,
+    numLayers: 16,
+    numHeads: 32,
+    numKvHeads: 8,
+    headDim: 64,
+    ropeTheta: 500000,
+    ropeScaling: LLAMA_3_2_ROPE,
+    maxPositionEmbeddings: 131072,
+    tieWordEmbeddings: true,
   },
 };
 
@@ -111,7 +198,7 @@ export interface MadeModel {
 export function makeModel(options: MakeModelOptions): MadeModel {
   const config: ModelConfig = { ...PRESETS[options.preset], ...options.overrides };
   if (config.modelType === 'qwen2') config.qkvBias = true;
-  config.qkNorm = config.modelType === 'qwen3';
+  Object.assign(config, familyTraits(config.modelType));
   if (config.numHeads % config.numKvHeads !== 0) throw new Error('heads must be a multiple of kv heads');
   const dtype = options.dtype ?? 'F32';
   const std = options.initStd ?? 0.02;
@@ -125,16 +212,27 @@ export function makeModel(options: MakeModelOptions): MadeModel {
     tensors[name] = { shape, data, dtype };
   };
   const random = (name: string, shape: number[], scale = std) => add(name, shape, rng.normals(shape.reduce((a, b) => a * b, 1), scale));
-  const ones = (name: string, n: number) => add(name, [n], new Float32Array(n).fill(1));
+  // Gemma's norms scale by 1 + w: its weights that scale by one are zeros.
+  const unit = config.normUnitOffset ? 0 : 1;
+  const ones = (name: string, n: number) => add(name, [n], new Float32Array(n).fill(unit));
   // Near one rather than one (HF's init), so that a test sees whether they are read and applied.
-  const nearOnes = (name: string, n: number) => add(name, [n], rng.normals(n, 0.1).map((v) => 1 + v));
+  const nearOnes = (name: string, n: number) => add(name, [n], rng.normals(n, 0.1).map((v) => unit + v));
 
-  const embeddings = shapedEmbeddings(rng, V, C);
+  // Gemma's byte-fallback vocabulary, or byte-level BPE.
+  const tok: TokenizerFiles = config.modelType === 'gemma3_text' ? makeByteFallbackTokenizerFiles(V, config.maxPositionEmbeddings) : makeTokenizerFiles(V, config.maxPositionEmbeddings);
+  const embeddings = shapedEmbeddings(rng, V, C, tok, config.tieWordEmbeddings);
   add('model.embed_tokens.weight', [V, C], embeddings.input);
   for (let i = 0; i < config.numLayers; i++) {
     const p = `model.layers.${i}`;
     ones(`${p}.input_layernorm.weight`, C);
-    ones(`${p}.post_attention_layernorm.weight`, C);
+    if (config.sandwichNorms) {
+      // Gemma 3: post_attention_layernorm is on the attention's output, pre_feedforward_layernorm before the MLP.
+      nearOnes(`${p}.post_attention_layernorm.weight`, C);
+      ones(`${p}.pre_feedforward_layernorm.weight`, C);
+      nearOnes(`${p}.post_feedforward_layernorm.weight`, C);
+    } else {
+      ones(`${p}.post_attention_layernorm.weight`, C);
+    }
     random(`${p}.self_attn.q_proj.weight`, [H * D, C]);
     random(`${p}.self_attn.k_proj.weight`, [KV * D, C]);
     random(`${p}.self_attn.v_proj.weight`, [KV * D, C]);
@@ -157,16 +255,15 @@ export function makeModel(options: MakeModelOptions): MadeModel {
   if (!config.tieWordEmbeddings) add('lm_head.weight', [V, C], embeddings.output);
 
   const files = writeWeights(dir, tensors, Math.max(1, options.shards ?? 1));
-  const tok = makeTokenizerFiles(V, config.maxPositionEmbeddings);
   const json = (name: string, value: unknown) => {
     fs.writeFileSync(path.join(dir, name), JSON.stringify(value, null, 2) + '\n');
     files.push(name);
   };
   json('config.json', { ...toHfConfig(config), torch_dtype: { F32: 'float32', F16: 'float16', BF16: 'bfloat16' }[dtype] });
   json('generation_config.json', {
-    bos_token_id: BOS_ID,
-    eos_token_id: EOS_ID,
-    pad_token_id: EOS_ID,
+    bos_token_id: tok.bosId,
+    eos_token_id: tok.eosIds.length === 1 ? tok.eosIds[0] : tok.eosIds,
+    pad_token_id: tok.eosIds[0],
     do_sample: true,
     temperature: 1.0,
     top_p: 1.0,
@@ -184,16 +281,22 @@ const EMBEDDING_SHAPING = { noiseStd: 2, eosNats: 3, byteNats: -2 };
  * Input embeddings all share one direction, which survives to the final hidden state
  * (norm sqrt(C), mostly along it); an output row stretched by x / sqrt(C) along the same
  * direction then gains about x nats. Untied rows, so a token does not predict itself.
+ *
+ * `tied`: the output rows are the input ones, so there is no shaping, and the shared direction
+ * is left out, which would otherwise give each token a fixed bias (its noise along it) that
+ * makes one token win everywhere.
  */
-function shapedEmbeddings(rng: SeededRandom, V: number, C: number, shaping = EMBEDDING_SHAPING) {
+function shapedEmbeddings(rng: SeededRandom, V: number, C: number, tok: Pick<TokenizerFiles, 'eosIds' | 'firstByteId'>, tied: boolean, shaping = EMBEDDING_SHAPING) {
   const shared = rng.normals(C, 1);
   const norm = Math.hypot(...shared);
-  for (let j = 0; j < C; j++) shared[j] /= norm;
+  for (let j = 0; j < C; j++) shared[j] = tied ? 0 : shared[j] / norm;
   const input = rng.normals(V * C, 0.5 / Math.sqrt(C));
   const output = rng.normals(V * C, shaping.noiseStd / Math.sqrt(C));
-  const firstMerge = SPECIAL_TOKENS.length + 256;
+  // Specials and byte tokens come first in both of the maker's vocabularies.
+  const firstMerge = tok.firstByteId + 256;
+  const endOfTurn = tok.eosIds[0];
   for (let v = 0; v < V; v++) {
-    const nats = v === EOS_ID ? shaping.eosNats : v < firstMerge ? shaping.byteNats : 0;
+    const nats = v === endOfTurn ? shaping.eosNats : v < firstMerge ? shaping.byteNats : 0;
     for (let j = 0; j < C; j++) {
       input[v * C + j] += shared[j];
       output[v * C + j] += (nats / Math.sqrt(C)) * shared[j];

@@ -1,4 +1,4 @@
-import { bytesToUnicode, learnMerges } from './bpe';
+import { bytesToUnicode, learnMerges, learnPieceMerges, SPACE_MARK } from './bpe';
 import { CORPUS } from './corpus';
 
 /**
@@ -52,6 +52,11 @@ export interface TokenizerFiles {
   tokenizerConfig: Record<string, unknown>;
   /** Merges learned from the corpus (the rest of the vocabulary, if any, is reserved filler). */
   learnedMerges: number;
+  bosId: number;
+  /** The ids that end generation; the first ends a chat turn. */
+  eosIds: number[];
+  /** The ids of the 256 byte tokens: [first, first + 256). */
+  firstByteId: number;
 }
 
 /**
@@ -116,5 +121,114 @@ export function makeTokenizerFiles(vocabSize: number, maxLength: number): Tokeni
     unk_token: '<|endoftext|>',
     vocab_size: vocabSize,
   };
-  return { tokenizerJson, tokenizerConfig, learnedMerges: merges.length };
+  return { tokenizerJson, tokenizerConfig, learnedMerges: merges.length, bosId: BOS_ID, eosIds: [EOS_ID], firstByteId: SPECIAL_TOKENS.length };
+}
+
+/**
+ * A Gemma-style chat template: turns between <start_of_turn> and <end_of_turn>, the assistant's
+ * role named "model", a system message folded into the first user turn. The tool syntax of
+ * Gemma 3, which has none of its own, is not part of it.
+ */
+export const GEMMA_CHAT_TEMPLATE = `{{- bos_token }}
+{%- if messages[0].role == 'system' %}
+    {%- set prefix = messages[0].content + '\n\n' %}
+    {%- set turns = messages[1:] %}
+{%- else %}
+    {%- set prefix = '' %}
+    {%- set turns = messages %}
+{%- endif %}
+{%- for message in turns %}
+    {%- set role = 'model' if message.role == 'assistant' else message.role %}
+    {{- '<start_of_turn>' + role + '\n' + (prefix if loop.first else '') + (message.content | trim) + '<end_of_turn>\n' }}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<start_of_turn>model\n' }}
+{%- endif %}`;
+
+/** Gemma's special tokens first (its pad, eos, bos and unk ids), then its turn markers. */
+export const GEMMA_SPECIAL_TOKENS = ['<pad>', '<eos>', '<bos>', '<unk>', '<start_of_turn>', '<end_of_turn>'] as const;
+
+/** The 256 byte tokens of a byte-fallback vocabulary: <0x00> ... <0xFF>. */
+export function byteTokens(): string[] {
+  return Array.from({ length: 256 }, (_, b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
+}
+
+/**
+ * A SentencePiece-style BPE tokenizer.json of exactly `vocabSize` ids, as Gemma's is laid out:
+ * spaces normalized to U+2581, merges over characters (learned from the corpus), and byte
+ * fallback, so that a character outside the vocabulary becomes its UTF-8 bytes' <0xNN> tokens
+ * (decoded back by the ByteFallback and Fuse decoders); specials, the byte tokens, the corpus's
+ * characters, the merges, then reserved filler.
+ */
+export function makeByteFallbackTokenizerFiles(vocabSize: number, maxLength: number): TokenizerFiles {
+  const bytes = byteTokens();
+  const specials = [...GEMMA_SPECIAL_TOKENS];
+  const text = CORPUS.replaceAll(' ', SPACE_MARK);
+  const characters = [...new Set(text)].sort();
+  const base = specials.length + bytes.length + characters.length;
+  if (vocabSize < base) throw new Error(`vocab size ${vocabSize} is below the ${base} specials, byte tokens and characters`);
+  const merges = learnPieceMerges(CORPUS, vocabSize - base, specials);
+  const vocab: Record<string, number> = {};
+  let next = 0;
+  for (const t of [...specials, ...bytes, ...characters]) vocab[t] = next++;
+  for (const [a, b] of merges) if (vocab[a + b] === undefined) vocab[a + b] = next++;
+  for (let i = 0; next < vocabSize; i++) vocab[`<unused${i}>`] = next++;
+
+  const added = specials.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
+  const bos = { id: '<bos>', type_id: 0 };
+  const tokenizerJson = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: added,
+    normalizer: { type: 'Replace', pattern: { String: ' ' }, content: SPACE_MARK },
+    pre_tokenizer: null,
+    post_processor: {
+      type: 'TemplateProcessing',
+      single: [{ SpecialToken: bos }, { Sequence: { id: 'A', type_id: 0 } }],
+      pair: [{ SpecialToken: bos }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '<bos>', type_id: 1 } }, { Sequence: { id: 'B', type_id: 1 } }],
+      special_tokens: { '<bos>': { id: '<bos>', ids: [vocab['<bos>']], tokens: ['<bos>'] } },
+    },
+    decoder: {
+      type: 'Sequence',
+      decoders: [{ type: 'Replace', pattern: { String: SPACE_MARK }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }],
+    },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: '<unk>',
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: true,
+      byte_fallback: true,
+      ignore_merges: false,
+      vocab,
+      merges,
+    },
+  };
+  const tokenizerConfig = {
+    add_bos_token: true,
+    add_eos_token: false,
+    added_tokens_decoder: Object.fromEntries(added.map(({ id, ...t }) => [String(id), t])),
+    additional_special_tokens: ['<start_of_turn>', '<end_of_turn>'],
+    bos_token: '<bos>',
+    chat_template: GEMMA_CHAT_TEMPLATE,
+    clean_up_tokenization_spaces: false,
+    eos_token: '<eos>',
+    model_max_length: maxLength,
+    pad_token: '<pad>',
+    spaces_between_special_tokens: false,
+    tokenizer_class: 'GemmaTokenizer',
+    unk_token: '<unk>',
+    use_default_system_prompt: false,
+  };
+  const id = (t: string) => vocab[t];
+  return {
+    tokenizerJson,
+    tokenizerConfig,
+    learnedMerges: merges.length,
+    bosId: id('<bos>'),
+    eosIds: [id('<end_of_turn>'), id('<eos>')],
+    firstByteId: id('<0x00>'),
+  };
 }

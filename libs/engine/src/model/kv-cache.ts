@@ -77,19 +77,43 @@ export class KVCache {
    */
   beginStep(T: number): { positions: number[][]; mask: tf.Tensor4D } {
     const positions = this.positions.map((p) => Array.from({ length: T }, (_, t) => p + t));
-    return { positions, mask: tf.tensor4d(this.stepMask(T), [this.rows, 1, T, this.columns + T]) };
+    return { positions, mask: this.maskTensor(T) };
   }
 
-  /** The values of beginStep(T)'s mask, [rows, T, width + T]. */
-  stepMask(T = 1): Float32Array {
+  /**
+   * beginStep(T)'s mask for layers that attend within a sliding window of `window` positions
+   * (model/llama.ts's StepContext.sliding): the cache keeps every column, the mask hides the
+   * ones that fell out of the window.
+   */
+  windowMask(T: number, window: number): tf.Tensor4D {
+    return this.maskTensor(T, window);
+  }
+
+  private maskTensor(T: number, window?: number): tf.Tensor4D {
+    return tf.tensor4d(this.stepMask(T, window), [this.rows, 1, T, this.columns + T]);
+  }
+
+  /**
+   * The values of beginStep(T)'s mask, [rows, T, width + T]; with a `window`, the token at
+   * position p sees only positions p - window < k <= p. A row's own columns hold its positions
+   * 0, 1, 2... in column order (appends, merges, compaction and prefixes all keep that order).
+   */
+  stepMask(T = 1, window = Infinity): Float32Array {
     const W = this.columns;
     const total = W + T;
     const mask = new Float32Array(this.rows * T * total).fill(MASKED);
     this.valid.forEach((rowValid, b) => {
+      const cached = this.positions[b];
       for (let t = 0; t < T; t++) {
         const base = (b * T + t) * total;
-        for (let c = 0; c < W; c++) if (rowValid[c]) mask[base + c] = 0;
-        for (let u = 0; u <= t; u++) mask[base + W + u] = 0;
+        // The first position this token sees.
+        const first = cached + t - window + 1;
+        for (let c = 0, k = 0; c < W; c++) {
+          if (!rowValid[c]) continue;
+          if (k >= first) mask[base + c] = 0;
+          k++;
+        }
+        for (let u = Math.max(0, t - window + 1); u <= t; u++) mask[base + W + u] = 0;
       }
     });
     return mask;

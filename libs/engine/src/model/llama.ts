@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import type { ModelConfig } from '../config';
+import type { HiddenAct, ModelConfig } from '../config';
 import { decodeBlock, decodeBlockAvailable, decodeBlockFits } from '../kernels/decode-block';
 import { loraKernelsApply } from '../kernels/lora';
 import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights } from '../kernels/matmul';
@@ -11,23 +11,29 @@ import { KVCache, MASKED } from './kv-cache';
 import { Rope } from './rope';
 
 /**
- * A Llama-family decoder (Llama 2/3, SmolLM, Qwen2, Qwen3) written against tfjs-core ops only, so
- * the same code runs on the tensorflow, wasm and cpu backends.
+ * A Llama-family decoder (Llama 2/3, SmolLM, Qwen2, Qwen3, Gemma 3) written against tfjs-core
+ * ops only, so the same code runs on the tensorflow, wasm and cpu backends.
  *
  * Activations are kept 2-D, [tokens, features], between blocks: every projection is a plain
  * 2-D matMul (batched matMuls leave XNNPACK's fast path and have a wrong gradient in tfjs).
  */
 
-/** Shared by all layers of one forward pass: built once, because per-op dispatch dominates. */
-export interface StepContext {
-  batch: number;
-  /** New tokens per row. */
-  seqLen: number;
+/** What an attention layer attends with: RoPE tables for the step's positions and the additive mask. */
+export interface AttentionInputs {
   cos: tf.Tensor3D;
   sin: tf.Tensor3D;
   /** Additive mask [batch or 1, 1, seqLen, keys]. */
   mask: tf.Tensor4D;
+}
+
+/** Shared by all layers of one forward pass: built once, because per-op dispatch dominates. */
+export interface StepContext extends AttentionInputs {
+  batch: number;
+  /** New tokens per row. */
+  seqLen: number;
   cache: KVCache | null;
+  /** The sliding-window layers' tables (their own RoPE base) and mask (ModelConfig.slidingWindow); absent without such layers. */
+  sliding?: AttentionInputs;
   /**
    * Set when only the gradients of this pass are used, never its output (activation
    * checkpointing's recompute): a block then skips what only its output needs, the down
@@ -55,7 +61,7 @@ export class RMSNorm {
   }
 }
 
-/** Qwen3's q_norm and k_norm: an RMSNorm over each head of the queries, and one over each head of the keys. */
+/** Qwen3's and Gemma 3's q_norm and k_norm: an RMSNorm over each head of the queries, and one over each head of the keys. */
 export class HeadNorms {
   constructor(
     readonly q: RMSNorm,
@@ -79,6 +85,9 @@ export class HeadNorms {
 }
 
 export class Attention {
+  /** Whether this layer attends within the sliding window (ModelConfig.slidingWindow), with StepContext.sliding's tables and mask. */
+  readonly windowed: boolean;
+
   constructor(
     readonly config: ModelConfig,
     readonly layer: number,
@@ -86,19 +95,29 @@ export class Attention {
     /** q_proj | k_proj | v_proj fused. */
     readonly qkv: FrozenLinear,
     readonly o: FrozenLinear,
-    /** Qwen3's q_norm and k_norm; null for the families without them. */
+    /** Qwen3's and Gemma 3's q_norm and k_norm; null for the families without them. */
     readonly headNorms: HeadNorms | null = null,
-  ) {}
+  ) {
+    this.windowed = config.slidingWindow?.layers[layer] === true;
+  }
+
+  /** The RoPE tables and mask this layer attends with. */
+  inputsOf(ctx: StepContext): AttentionInputs {
+    if (!this.windowed) return ctx;
+    if (!ctx.sliding) throw new Error(`layer ${this.layer} attends within a sliding window, and the step has no mask for it`);
+    return ctx.sliding;
+  }
 
   forward(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D {
     const { numHeads: H, numKvHeads: KV, headDim: D } = this.config;
     const { batch: B, seqLen: T } = ctx;
     const N = B * T;
+    const { cos, sin, mask } = this.inputsOf(ctx);
 
     const [projected, vFlat] = splitColumns(this.qkv.forward(x, { kept: ctx.products }), [(H + KV) * D, KV * D]);
     const qk = this.headNorms ? this.headNorms.forward(projected) : projected;
-    // q and k heads side by side: one rotation for both (q carries the 1/sqrt(D) scale).
-    const rotated = tf.reshape(this.rope.apply(tf.reshape(qk, [N, H + KV, D]), ctx.cos, ctx.sin), [N, (H + KV) * D]) as tf.Tensor2D;
+    // q and k heads side by side: one rotation for both (q carries the attention scale).
+    const rotated = tf.reshape(this.rope.apply(tf.reshape(qk, [N, H + KV, D]), cos, sin), [N, (H + KV) * D]) as tf.Tensor2D;
     const [qFlat, kFlat] = splitColumns(rotated, [H * D, KV * D]);
 
     let k = toHeadsFirst(tf.reshape(kFlat, [B, T, KV, D]));
@@ -106,7 +125,7 @@ export class Attention {
     if (ctx.cache) ({ k, v } = ctx.cache.append(this.layer, k, v));
     // The recompute takes the first pass's attention output where it was kept (its gradient
     // is still the kernel's, from q, k and v); the first pass keeps it.
-    const heads = attend(qFlat, k, v, ctx.mask, { B, H, T, cached: ctx.cache !== null }, ctx.products?.take(this) ?? null);
+    const heads = attend(qFlat, k, v, mask, { B, H, T, cached: ctx.cache !== null }, ctx.products?.take(this) ?? null);
     ctx.products?.keep(this, heads);
     return this.o.forward(heads, { kept: ctx.products });
   }
@@ -118,39 +137,85 @@ function toHeadsFirst(x: tf.Tensor4D): tf.Tensor4D {
   return T === 1 ? tf.reshape(x, [B, KV, 1, D]) : tf.transpose(x, [0, 2, 1, 3]);
 }
 
-/** SwiGLU: down(silu(gate(x)) * up(x)). */
+/** A gated MLP, down(act(gate(x)) * up(x)): SwiGLU (act = SiLU), or Gemma's GeGLU (act = GELU, tanh approximation). */
 export class MLP {
   constructor(
     /** gate_proj | up_proj fused. */
     readonly gateUp: FrozenLinear,
     readonly down: FrozenLinear,
+    readonly activation: HiddenAct = 'silu',
   ) {}
 
   /** outputUnread: only gradients through this are used (StepContext.outputUnread); products: StepContext.products. */
   forward(x: tf.Tensor2D, outputUnread = false, products?: KeptProducts): tf.Tensor2D {
     const gateUp = this.gateUp.forward(x, { kept: products });
-    // Inference on wasm: one kernel instead of four (kernels/swiglu.ts).
-    // Training on wasm: the same kernel with a gradient of its own.
-    const gated = tf.engine().isTapeOn() ? swigluWithGradient(gateUp) : swiglu(gateUp);
-    if (gated) return this.down.forward(gated, { valueUnread: outputUnread });
-    const [gate, up] = splitColumns(gateUp, [gateUp.shape[1] / 2, gateUp.shape[1] / 2]);
-    return this.down.forward(tf.mul(tf.mul(gate, tf.sigmoid(gate)), up), { valueUnread: outputUnread });
+    return this.down.forward(this.gated(gateUp), { valueUnread: outputUnread });
   }
+
+  /** act(gate) * up from gate | up side by side. */
+  private gated(gateUp: tf.Tensor2D): tf.Tensor2D {
+    if (this.activation === 'silu') {
+      // Inference on wasm: one kernel instead of four (kernels/swiglu.ts).
+      // Training on wasm: the same kernel with a gradient of its own.
+      const fused = tf.engine().isTapeOn() ? swigluWithGradient(gateUp) : swiglu(gateUp);
+      if (fused) return fused;
+    }
+    const [gate, up] = splitColumns(gateUp, [gateUp.shape[1] / 2, gateUp.shape[1] / 2]);
+    return tf.mul(this.activation === 'silu' ? tf.mul(gate, tf.sigmoid(gate)) : geluTanh(gate), up);
+  }
+}
+
+/**
+ * GELU's tanh approximation (PyTorch's gelu(approximate="tanh")), g(x) = x/2 (1 + tanh(u)) with
+ * u = sqrt(2/pi) (x + 0.044715 x^3), with its gradient written out, so that a training step
+ * keeps only x for it: g'(x) = (1 + tanh(u))/2 + x/2 (1 - tanh(u)^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+ */
+export function geluTanh(x: tf.Tensor2D): tf.Tensor2D {
+  const c = Math.sqrt(2 / Math.PI);
+  const tanhU = (v: tf.Tensor) => tf.tanh(tf.mul(tf.add(v, tf.mul(tf.mul(tf.mul(v, v), v), 0.044715)), c));
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const v = args[0] as tf.Tensor2D;
+    (args[1] as tf.GradSaveFunc)([v]);
+    return {
+      value: tf.mul(tf.mul(v, 0.5), tf.add(tanhU(v), 1)) as tf.Tensor2D,
+      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
+        tf.tidy(() => {
+          const [s] = saved;
+          const t = tanhU(s);
+          const du = tf.mul(tf.add(tf.mul(tf.mul(s, s), 3 * 0.044715), 1), c);
+          const slope = tf.add(tf.mul(tf.add(t, 1), 0.5), tf.mul(tf.mul(tf.mul(s, 0.5), tf.sub(1, tf.square(t))), du));
+          return tf.mul(dy as tf.Tensor, slope);
+        }),
+    };
+  });
+  return f(x) as tf.Tensor2D;
+}
+
+/** Gemma 3's norms on the attention's and the MLP's outputs, before each residual add (HF's post_attention_layernorm and post_feedforward_layernorm). */
+export interface SandwichNorms {
+  afterAttention: RMSNorm;
+  afterMlp: RMSNorm;
 }
 
 export class Block {
   constructor(
     readonly inputNorm: RMSNorm,
     readonly attention: Attention,
+    /** The norm before the MLP (HF's post_attention_layernorm in Llama, pre_feedforward_layernorm in Gemma 3). */
     readonly postAttentionNorm: RMSNorm,
     readonly mlp: MLP,
+    /** Gemma 3's; null for the families without them. */
+    readonly sandwich: SandwichNorms | null = null,
   ) {}
 
   forward(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D {
     const decoded = this.decodeInOneCall(x, ctx);
     if (decoded) return decoded;
-    const h: tf.Tensor2D = tf.add(x, this.attention.forward(this.inputNorm.forward(x), ctx));
-    return tf.add(h, this.mlp.forward(this.postAttentionNorm.forward(h), ctx.outputUnread === true, ctx.products));
+    const attended = this.attention.forward(this.inputNorm.forward(x), ctx);
+    const h: tf.Tensor2D = tf.add(x, this.sandwich ? this.sandwich.afterAttention.forward(attended) : attended);
+    // A norm after the MLP needs its true output for its gradient: only a residual add may take zeros (StepContext.outputUnread).
+    const mlpOut = this.mlp.forward(this.postAttentionNorm.forward(h), ctx.outputUnread === true && !this.sandwich, ctx.products);
+    return tf.add(h, this.sandwich ? this.sandwich.afterMlp.forward(mlpOut) : mlpOut);
   }
 
   /**
@@ -159,12 +224,12 @@ export class Block {
    * same bits, without tfjs's dispatch between them, low-rank adapters included (one for every
    * row, or several routed row by row: LoraRouter). Null where it does not apply: not one token
    * per row, no cached column to write in place, an adapter that is not low-rank, another
-   * backend or a gradient being recorded, or a block with norms the kernel does not compute
-   * (Qwen3's q_norm and k_norm).
+   * backend or a gradient being recorded, or a block other than the Llama/Qwen2 one the kernel
+   * computes (isLlamaBlock).
    */
   private decodeInOneCall(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D | null {
     const { config, layer } = this.attention;
-    if (this.attention.headNorms || !ctx.cache || ctx.seqLen !== 1 || !decodeBlockAvailable() || !decodeBlockFits(config.hiddenSize, config.intermediateSize, config.headDim)) return null;
+    if (!this.isLlamaBlock || !ctx.cache || ctx.seqLen !== 1 || !decodeBlockAvailable() || !decodeBlockFits(config.hiddenSize, config.intermediateSize, config.headDim)) return null;
     const target = ctx.cache.appendTarget(layer);
     if (!target) return null;
     // x stands for every projection's input here: the kernels need only its dtype, and widths that decodeBlockFits checked.
@@ -173,11 +238,21 @@ export class Block {
       return product && (product.lora.length === 0 || loraKernelsApply(x, product.lora)) ? product : null;
     });
     if (!qkv || !o || !gateUp || !down) return null;
+    const { cos, sin, mask } = this.attention.inputsOf(ctx);
     return decodeBlock(
       x,
       { inputNorm: this.inputNorm.weight, postAttentionNorm: this.postAttentionNorm.weight, eps: this.inputNorm.epsilon, qkv, o, gateUp, down, plan: this.attention.qkv.matmulPlan },
-      { heads: config.numHeads, kvHeads: config.numKvHeads, headDim: config.headDim, cos: ctx.cos, sin: ctx.sin, mask: ctx.mask, keys: target.k, values: target.v, column: target.column },
+      { heads: config.numHeads, kvHeads: config.numKvHeads, headDim: config.headDim, cos, sin, mask, keys: target.k, values: target.v, column: target.column },
     );
+  }
+
+  /**
+   * Whether this is the block kernels/decode-block.ts computes: two norms, no q_norm or k_norm
+   * (Qwen3, Gemma 3), no norms on the outputs (Gemma 3), a SwiGLU MLP (not Gemma's GeGLU).
+   * Its mask and RoPE tables are the layer's own, sliding window or not.
+   */
+  get isLlamaBlock(): boolean {
+    return !this.attention.headNorms && !this.sandwich && this.mlp.activation === 'silu';
   }
 }
 
@@ -190,6 +265,10 @@ export interface LlamaParts {
   /** lm_head (the embedding, transposed, when tied). */
   lmHead: FrozenLinear;
   rope: Rope;
+  /** The sliding-window layers' RoPE (ModelConfig.slidingWindow's base); null without such layers. */
+  slidingRope: Rope | null;
+  /** What embedding rows are multiplied by (Gemma's sqrt(hidden) in the embedding's dtype); 1 for the families that do not scale them. */
+  embeddingScale: number;
   /** Tensors shared by the parts (eps scalar...), disposed with the model. */
   extra: tf.Tensor[];
 }
@@ -206,7 +285,9 @@ export class LlamaModel {
   readonly finalNorm: RMSNorm;
   readonly lmHead: FrozenLinear;
   private readonly embedding: Float32Array;
+  private readonly embeddingScale: number;
   private readonly rope: Rope;
+  private readonly slidingRope: Rope | null;
   private readonly extra: tf.Tensor[];
   private plan: Readonly<MatMulPlan> = DEFAULT_MATMUL_PLAN;
 
@@ -215,10 +296,12 @@ export class LlamaModel {
     parts: LlamaParts,
   ) {
     this.embedding = parts.embedding;
+    this.embeddingScale = parts.embeddingScale;
     this.blocks = parts.blocks;
     this.finalNorm = parts.finalNorm;
     this.lmHead = parts.lmHead;
     this.rope = parts.rope;
+    this.slidingRope = parts.slidingRope;
     this.extra = parts.extra;
   }
 
@@ -247,7 +330,9 @@ export class LlamaModel {
     let ctx: StepContext;
     if (cache) {
       const step = cache.beginStep(T);
-      ctx = { batch: B, seqLen: T, ...this.rope.tables(step.positions.flat()), mask: step.mask, cache };
+      const positions = step.positions.flat();
+      const sliding = this.slidingInputs(positions, () => cache.windowMask(T, this.config.slidingWindow?.size ?? Infinity));
+      ctx = { batch: B, seqLen: T, ...this.rope.tables(positions), mask: step.mask, cache, ...sliding };
     } else {
       ctx = this.passContext(B, T);
     }
@@ -274,8 +359,15 @@ export class LlamaModel {
    * (block.forward(x, ctx)), as activation checkpointing does; the caller disposes the tensors.
    */
   passContext(B: number, T: number): StepContext {
-    const { cos, sin } = this.rope.tables(Array.from({ length: B }, () => range(T)).flat());
-    return { batch: B, seqLen: T, cos, sin, mask: causalMask(T), cache: null };
+    const positions = Array.from({ length: B }, () => range(T)).flat();
+    const { cos, sin } = this.rope.tables(positions);
+    const sliding = this.slidingInputs(positions, () => causalMask(T, this.config.slidingWindow?.size));
+    return { batch: B, seqLen: T, cos, sin, mask: causalMask(T), cache: null, ...sliding };
+  }
+
+  /** StepContext.sliding for these positions, with `mask()` as its mask; nothing without sliding-window layers. */
+  private slidingInputs(positions: number[], mask: () => tf.Tensor4D): Pick<StepContext, 'sliding'> {
+    return this.slidingRope ? { sliding: { ...this.slidingRope.tables(positions), mask: mask() } } : {};
   }
 
   /** Rows of the embedding table, copied in JS: no gather kernel (and no gather gradient). */
@@ -283,7 +375,7 @@ export class LlamaModel {
     return tf.tensor2d(this.embeddingRows(ids), [ids.length, this.config.hiddenSize]);
   }
 
-  /** The embedding table's rows for `ids`, [ids, hidden] row-major. */
+  /** The embedding table's rows for `ids` (times the model's embedding scale), [ids, hidden] row-major. */
   embeddingRows(ids: readonly number[]): Float32Array {
     const C = this.config.hiddenSize;
     const out = new Float32Array(ids.length * C);
@@ -291,6 +383,7 @@ export class LlamaModel {
       if (!(id >= 0 && id < this.config.vocabSize)) throw new Error(`token id ${id} out of range [0, ${this.config.vocabSize})`);
       out.set(this.embedding.subarray(id * C, (id + 1) * C), i * C);
     });
+    if (this.embeddingScale !== 1) for (let j = 0; j < out.length; j++) out[j] *= this.embeddingScale;
     return out;
   }
 
@@ -333,10 +426,13 @@ export class LlamaModel {
       b.attention.headNorms?.dispose();
       b.inputNorm.weight.dispose();
       b.postAttentionNorm.weight.dispose();
+      b.sandwich?.afterAttention.weight.dispose();
+      b.sandwich?.afterMlp.weight.dispose();
     }
     this.finalNorm.weight.dispose();
     this.lmHead.dispose();
     this.rope.dispose();
+    this.slidingRope?.dispose();
     for (const t of this.extra) t.dispose();
   }
 }
@@ -345,9 +441,14 @@ function range(n: number): number[] {
   return Array.from({ length: n }, (_, i) => i);
 }
 
-/** [1, 1, T, T], broadcast over rows and heads. */
-function causalMask(T: number): tf.Tensor4D {
+/** The tensors a StepContext made by LlamaModel holds (tables and masks), for the caller that disposes them. */
+export function contextTensors(ctx: StepContext): tf.Tensor[] {
+  return [ctx.cos, ctx.sin, ctx.mask, ...(ctx.sliding ? [ctx.sliding.cos, ctx.sliding.sin, ctx.sliding.mask] : [])];
+}
+
+/** [1, 1, T, T], broadcast over rows and heads: token i sees tokens j <= i, and only i - window < j with a window. */
+function causalMask(T: number, window = Infinity): tf.Tensor4D {
   const m = new Float32Array(T * T);
-  for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) m[i * T + j] = MASKED;
+  for (let i = 0; i < T; i++) for (let j = 0; j < T; j++) if (j > i || j <= i - window) m[i * T + j] = MASKED;
   return tf.tensor4d(m, [1, 1, T, T]);
 }

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import type { ModelConfig } from '../config';
+import type { ModelConfig, RopeScaling } from '../config';
 import { rope, ropeWithGradient } from '../kernels/rope';
 
 /**
@@ -15,8 +15,12 @@ export class Rope {
   /** rotate_half as a [headDim, headDim] matrix: x @ R == rotate_half(x). */
   readonly rotation: tf.Tensor2D;
 
-  constructor(private readonly config: ModelConfig) {
-    this.invFreq = inverseFrequencies(config);
+  /** `base`: the RoPE base and scaling, the config's unless given (Gemma 3's windowed layers have a base of their own). */
+  constructor(
+    private readonly config: ModelConfig,
+    base: RopeBase = { theta: config.ropeTheta, scaling: config.ropeScaling },
+  ) {
+    this.invFreq = inverseFrequencies(config, base);
     const d = config.headDim;
     const h = d / 2;
     const r = new Float32Array(d * d);
@@ -29,14 +33,14 @@ export class Rope {
 
   /**
    * cos and sin for q and k heads laid side by side, [N, numHeads + numKvHeads, headDim].
-   * The q heads carry the attention scale 1/sqrt(headDim): rope is linear, so scaling here
-   * saves a multiply per layer.
+   * The q heads carry the attention scale 1/sqrt(headDim) (1/sqrt(query_pre_attn_scalar) for
+   * Gemma): rope is linear, so scaling here saves a multiply per layer.
    */
   tables(positions: number[]): { cos: tf.Tensor3D; sin: tf.Tensor3D } {
-    const { numHeads, numKvHeads, headDim } = this.config;
+    const { numHeads, numKvHeads, headDim, queryPreAttnScalar } = this.config;
     const heads = numHeads + numKvHeads;
     const half = headDim / 2;
-    const scale = 1 / Math.sqrt(headDim);
+    const scale = 1 / Math.sqrt(queryPreAttnScalar ?? headDim);
     const cos = new Float32Array(positions.length * heads * headDim);
     const sin = new Float32Array(cos.length);
     const rowCos = new Float32Array(headDim);
@@ -77,13 +81,20 @@ export class Rope {
   }
 }
 
-/** theta^(-2i/d), with Llama 3's frequency-dependent rescaling when configured. */
-export function inverseFrequencies(config: ModelConfig): Float32Array {
+/** A RoPE base theta and its rescaling. */
+export interface RopeBase {
+  theta: number;
+  scaling: RopeScaling | null;
+}
+
+/** theta^(-2i/d), divided by a linear rescaling's factor, or with Llama 3's frequency-dependent rescaling, when configured. */
+export function inverseFrequencies(config: ModelConfig, base: RopeBase = { theta: config.ropeTheta, scaling: config.ropeScaling }): Float32Array {
   const d = config.headDim;
   const inv = new Float32Array(d / 2);
-  for (let i = 0; i < d / 2; i++) inv[i] = 1 / Math.pow(config.ropeTheta, (2 * i) / d);
-  const s = config.ropeScaling;
+  for (let i = 0; i < d / 2; i++) inv[i] = 1 / Math.pow(base.theta, (2 * i) / d);
+  const s = base.scaling;
   if (!s) return inv;
+  if (s.type === 'linear') return inv.map((f) => f / s.factor);
   const lowFreqWavelen = s.originalMaxPositionEmbeddings / s.lowFreqFactor;
   const highFreqWavelen = s.originalMaxPositionEmbeddings / s.highFreqFactor;
   for (let i = 0; i < inv.length; i++) {

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { nextTokenLogitsGradient, NextTokenSoftmax, nextTokenSoftmax } from '../kernels/next-token-softmax';
 import { KeptProducts } from '../model/linear';
-import type { LlamaModel } from '../model/llama';
+import { contextTensors, type LlamaModel } from '../model/llama';
 
 /**
  * Most logits the lm_head makes at once, in floats (32 MB). With a 49k vocabulary that is
@@ -371,6 +371,6 @@ export async function checkpointedGradients(
   } finally {
     kept.forEach((t) => t.dispose());
     products.dispose();
-    [ctx.cos, ctx.sin, ctx.mask].forEach((t) => t.dispose());
+    contextTensors(ctx).forEach((t) => t.dispose());
   }
 }
