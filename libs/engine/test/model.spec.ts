@@ -4,6 +4,7 @@ import { LoadedModel, loadModel } from '../src/loader';
 import { KVCache, SPARE_COLUMNS } from '../src/model/kv-cache';
 import { LoraLayer } from '../src/lora/lora-layer';
 import { LinearAdapter } from '../src/model/linear';
+import { PRESETS } from '../src/maker/make-model';
 import { makeTiny, maxAbsDiff, rowsOf, useBackend } from './helpers';
 import { referenceForward } from './reference';
 
@@ -32,6 +33,7 @@ describe('Llama forward pass (wasm)', () => {
   it.each([
     ['llama, untied, llama3 rope scaling', { modelType: 'llama' as const, ropeScaling: { type: 'llama3' as const, factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 16 } }],
     ['qwen2 (q/k/v biases), tied', { modelType: 'qwen2' as const, tieWordEmbeddings: true }],
+    ["llama 3.2 (the tiny-llama3.2 preset: Llama 3.2's RoPE base and llama3 rescaling, tied)", PRESETS['tiny-llama3.2']],
     ['llama with attention_bias, 3 kv groups', { modelType: 'llama' as const, oBias: true, qkvBias: true, numHeads: 6, numKvHeads: 2, headDim: 8 }],
   ])('matches a plain-JS reference on a one-layer %s model', async (_, overrides) => {
     const dir = makeTiny('ref', { overrides: { numLayers: 1, ...overrides }, initStd: 0.2 });

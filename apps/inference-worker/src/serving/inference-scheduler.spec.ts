@@ -288,12 +288,12 @@ describe('InferenceScheduler', () => {
 
     it('refuses a model directory the engine cannot load with invalid_request and the reason, not "try again later"', async () => {
       start();
-      models.next = Promise.reject(new ModelLoadError('unsupported architecture ["Gemma3ForCausalLM"]; supported: LlamaForCausalLM', '/models/google/gemma-3-1b-it/config.json'));
+      models.next = Promise.reject(new ModelLoadError('unsupported architecture ["Gemma3ForConditionalGeneration"]; supported: LlamaForCausalLM', '/models/google/gemma-3-4b-it/config.json'));
       await scheduler.admit(item('gemma', { n: 2 }));
       expect(bus.types('gemma')).toEqual(['accepted', 'error']);
       const { error } = bus.of('gemma')[1] as { error: { code: string; message: string; details: { param?: string } } };
       expect(error).toMatchObject({ code: ErrorCode.InvalidRequest, details: { param: 'model' } });
-      expect(error.message).toContain('cannot be served by this engine: unsupported architecture ["Gemma3ForCausalLM"]');
+      expect(error.message).toContain('cannot be served by this engine: unsupported architecture ["Gemma3ForConditionalGeneration"]');
       // The worker's paths stay in its log.
       expect(error.message).not.toContain('/models/');
       expectAllReleased();

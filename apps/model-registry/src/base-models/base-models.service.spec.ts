@@ -7,8 +7,8 @@ import type { RegistryConfig } from '../config/registry.config';
 import { ModelResolverService } from '../resolve/model-resolver.service';
 import { BaseModelsService } from './base-models.service';
 
-/** google/gemma-3-1b-it's config.json, as far as the registry reads it. */
-const GEMMA3_CONFIG = { architectures: ['Gemma3ForCausalLM'], model_type: 'gemma3_text', hidden_size: 1152, num_attention_heads: 4, num_hidden_layers: 26 };
+/** google/gemma-3-4b-it's config.json (multimodal: a vision tower beside Gemma 3), as far as the registry reads it. */
+const GEMMA3_4B_CONFIG = { architectures: ['Gemma3ForConditionalGeneration'], model_type: 'gemma3', text_config: { model_type: 'gemma3_text', hidden_size: 2560 } };
 
 describe('base models the engine cannot load', () => {
   let root: string;
@@ -17,8 +17,9 @@ describe('base models the engine cannot load', () => {
   beforeAll(() => {
     root = mkdtempSync(join(tmpdir(), 'registry-base-models-'));
     makeModel({ preset: 'tiny-qwen3', out: join(root, 'Qwen', 'Qwen3-tiny') });
-    mkdirSync(join(root, 'google', 'gemma-3-1b-it'), { recursive: true });
-    writeFileSync(join(root, 'google', 'gemma-3-1b-it', 'config.json'), JSON.stringify(GEMMA3_CONFIG));
+    makeModel({ preset: 'tiny-gemma3', out: join(root, 'google', 'gemma-3-tiny') });
+    mkdirSync(join(root, 'google', 'gemma-3-4b-it'), { recursive: true });
+    writeFileSync(join(root, 'google', 'gemma-3-4b-it', 'config.json'), JSON.stringify(GEMMA3_4B_CONFIG));
     baseModels = new BaseModelsService({ MODELS_DIR: root } as RegistryConfig);
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -26,7 +27,8 @@ describe('base models the engine cannot load', () => {
   it('are listed with the reason, beside the ones it can', async () => {
     const listed = await baseModels.list();
     expect(listed.map(({ id, architecture, unsupported }) => ({ id, architecture, unsupported }))).toEqual([
-      { id: 'google/gemma-3-1b-it', architecture: 'gemma3_text', unsupported: expect.stringContaining('unsupported architecture ["Gemma3ForCausalLM"]') },
+      { id: 'google/gemma-3-4b-it', architecture: 'gemma3', unsupported: expect.stringContaining('unsupported architecture ["Gemma3ForConditionalGeneration"]') },
+      { id: 'google/gemma-3-tiny', architecture: 'gemma3_text', unsupported: null },
       { id: 'Qwen/Qwen3-tiny', architecture: 'qwen3', unsupported: null },
     ]);
   });
@@ -35,10 +37,10 @@ describe('base models the engine cannot load', () => {
     // A base model needs neither the database nor the artifact store.
     const resolver = new ModelResolverService(baseModels, {} as never, {} as never, {} as never);
     const scope = { entity_id: 'e1', entity_name: 'acme' };
-    const refusal = await resolver.resolve({ model: 'google/gemma-3-1b-it', ...scope }).catch((err: unknown) => err);
+    const refusal = await resolver.resolve({ model: 'google/gemma-3-4b-it', ...scope }).catch((err: unknown) => err);
     expect(refusal).toBeInstanceOf(ServiceError);
     expect(refusal).toMatchObject({ code: ErrorCode.InvalidRequest, details: { param: 'model' } });
-    expect((refusal as ServiceError).message).toMatch(/^The model `google\/gemma-3-1b-it` cannot be served by this engine: unsupported architecture \["Gemma3ForCausalLM"\]; supported: .*Qwen3ForCausalLM/);
+    expect((refusal as ServiceError).message).toMatch(/^The model `google\/gemma-3-4b-it` cannot be served by this engine: unsupported architecture \["Gemma3ForConditionalGeneration"\]; supported: .*Gemma3ForCausalLM/);
     await expect(resolver.resolve({ model: 'Qwen/Qwen3-tiny', ...scope })).resolves.toMatchObject({ base_model: 'Qwen/Qwen3-tiny', adapter_path: null });
   });
 });

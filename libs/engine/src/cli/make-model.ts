@@ -4,7 +4,7 @@
  *   npx tsx libs/engine/src/cli/make-model.ts --preset tiny --out var/models/trainyard-tiny [--seed N]
  *
  * Shape flags override the preset: --vocab --hidden --intermediate --layers --heads
- * --kv-heads --head-dim --rope-theta --max-positions --arch llama|qwen2|qwen3 --untied
+ * --kv-heads --head-dim --rope-theta --max-positions --arch llama|qwen2|qwen3|gemma3_text --untied
  * --rope-scaling llama3; storage: --dtype F32|F16|BF16 --shards N.
  */
 import { parseArgs } from 'node:util';

@@ -23,8 +23,8 @@ import { heapOffset, heapView, WasmBackendInternals } from './wasm-heap';
  * either way, so the block gives the same bits: a sequence decodes the same tokens and
  * logprobs by either path, alone or in a batch.
  *
- * It computes the Llama/Qwen2 block only: Block.decodeInOneCall keeps a block with Qwen3's
- * q_norm and k_norm on the tfjs path.
+ * It computes the Llama/Qwen2 block only: Block.decodeInOneCall keeps any other (Qwen3's
+ * q_norm and k_norm, Gemma 3's norms and GeGLU: Block.isLlamaBlock) on the tfjs path.
  */
 
 /** A block's weights in the kernels' layouts (model/llama.ts's Block gathers them). */
