@@ -4,7 +4,8 @@ import { ModelConfig, toHfConfig } from '../config';
 import { BYTES_PER_ELEMENT, StorageDtype } from '../dtype';
 import { SeededRandom } from '../random';
 import { TensorToWrite, writeSafetensors } from '../safetensors';
-import { BOS_ID, EOS_ID, SPECIAL_TOKENS, makeTokenizerFiles } from './tokenizer-files';
+import { QWEN3_CHAT_TEMPLATE } from './qwen3-chat-template';
+import { BOS_ID, CHATML_FORMAT, ChatFormat, EOS_ID, SPECIAL_TOKENS, makeTokenizerFiles } from './tokenizer-files';
 
 export type Preset = 'tiny' | 'tiny-qwen3' | 'smollm2-135m' | 'qwen3-0.6b';
 
@@ -157,7 +158,7 @@ export function makeModel(options: MakeModelOptions): MadeModel {
   if (!config.tieWordEmbeddings) add('lm_head.weight', [V, C], embeddings.output);
 
   const files = writeWeights(dir, tensors, Math.max(1, options.shards ?? 1));
-  const tok = makeTokenizerFiles(V, config.maxPositionEmbeddings);
+  const tok = makeTokenizerFiles(V, config.maxPositionEmbeddings, chatFormat(config));
   const json = (name: string, value: unknown) => {
     fs.writeFileSync(path.join(dir, name), JSON.stringify(value, null, 2) + '\n');
     files.push(name);
@@ -229,4 +230,9 @@ function writeWeights(dir: string, tensors: Record<string, TensorToWrite>, shard
   );
   files.push('model.safetensors.index.json');
   return files;
+}
+
+/** The family's chat template and its tokens: Qwen3's own (reasoning in <think> blocks), else ChatML. */
+function chatFormat(config: ModelConfig): ChatFormat {
+  return config.modelType === 'qwen3' ? { chatTemplate: QWEN3_CHAT_TEMPLATE, addedTokens: ['<think>', '</think>'] } : CHATML_FORMAT;
 }
