@@ -12,6 +12,8 @@ export interface ChatMessage {
   tool_calls?: ToolCall[];
   tool_call_id?: string;
   name?: string;
+  /** An earlier assistant turn's reasoning, which templates of reasoning models (Qwen3) may render. */
+  reasoning_content?: string;
 }
 
 /** An OpenAI-style tool definition: { type: 'function', function: { name, description, parameters } }. */
@@ -20,7 +22,7 @@ export type ToolDefinition = object;
 export interface RenderOptions {
   tools?: ToolDefinition[];
   addGenerationPrompt?: boolean;
-  /** Extra template variables some families read (e.g. enable_thinking, date_string). */
+  /** Extra template variables some families read (e.g. enable_thinking, date_string): a request's chat_template_kwargs. */
   extra?: Record<string, unknown>;
 }
 
@@ -42,12 +44,12 @@ export class ChatTemplate {
     if (!this.templates.has('default')) throw new Error('chat_template has no default template');
   }
 
-  /** True when the template reads the `tools` variable, i.e. can describe tools to the model. */
   /** The template text (all named templates), e.g. to tell which tool-call format it uses. */
   get source(): string {
     return this.sources.join('\n');
   }
 
+  /** True when the template reads the `tools` variable, i.e. can describe tools to the model. */
   get supportsTools(): boolean {
     return this.templates.has('tool_use') || this.sources.some((s) => /\btools\b/.test(s));
   }
@@ -56,18 +58,21 @@ export class ChatTemplate {
     const tools = options.tools && options.tools.length > 0 ? options.tools : undefined;
     const template = (tools && this.templates.get('tool_use')) || (this.templates.get('default') as Template);
     // Templates index tool_call.function.arguments as a mapping (| tojson); OpenAI sends a JSON string.
+    // An assistant turn of calls alone has null content, which templates that search the content
+    // (Qwen3's `'</think>' in message.content`) cannot take: it is the empty string for them.
     const normalized = messages.map((m) =>
       m.tool_calls
-        ? { ...m, tool_calls: m.tool_calls.map((c) => ({ ...c, function: { ...c.function, arguments: parseArguments(c.function.arguments) } })) }
+        ? { ...m, content: m.content ?? '', tool_calls: m.tool_calls.map((c) => ({ ...c, function: { ...c.function, arguments: parseArguments(c.function.arguments) } })) }
         : m,
     );
+    // Extra variables come first: a client's chat_template_kwargs never replace the messages or tools.
     return template.render({
+      ...options.extra,
       messages: normalized,
       tools,
       add_generation_prompt: options.addGenerationPrompt ?? true,
       bos_token: this.specialTokens.bos_token ?? '',
       eos_token: this.specialTokens.eos_token ?? '',
-      ...options.extra,
     });
   }
 }

@@ -5,6 +5,7 @@ export * from './errors';
 export * from './safetensors';
 export * from './tokenizer';
 export * from './chat-template';
+export * from './reasoning';
 export * from './loader';
 export { ChatPrompt, PromptError, readChatPrompt, readTokenizerFiles } from './prompt';
 export * from './model/linear';

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { ChatMessage, ChatTemplate, ToolDefinition } from './chat-template';
 import { parseModelConfig } from './config';
 import { ModelLoadError } from './errors';
+import { ReasoningMarkers, reasoningMarkers } from './reasoning';
 import { TextTokenizer } from './tokenizer';
 
 /**
@@ -23,21 +24,29 @@ export class PromptError extends Error {
  * exactly as the worker that will run it.
  */
 export class ChatPrompt {
+  /** How the model marks reasoning apart from its answer; null when it does not. */
+  readonly reasoning: ReasoningMarkers | null;
+
   constructor(
     readonly tokenizer: TextTokenizer,
     readonly chatTemplate: ChatTemplate | null,
     /** Most tokens a sequence may hold, prompt and reply (config.json max_position_embeddings). */
     readonly contextWindow: number,
-  ) {}
+  ) {
+    this.reasoning = reasoningMarkers(tokenizer, chatTemplate);
+  }
 
-  /** The prompt's token ids, ready to generate: the model's own chat template, then its tokenizer. Throws PromptError. */
-  encode(messages: ChatMessage[], tools?: ToolDefinition[] | null): number[] {
+  /**
+   * The prompt's token ids, ready to generate: the model's own chat template (given the
+   * request's chat_template_kwargs, e.g. enable_thinking), then its tokenizer. Throws PromptError.
+   */
+  encode(messages: ChatMessage[], tools?: ToolDefinition[] | null, templateKwargs?: Record<string, unknown> | null): number[] {
     if (!this.chatTemplate) throw new PromptError('This model has no chat template (tokenizer_config.json chat_template)');
     // Templates know system, not the newer developer role, which means the same.
     const normalized = messages.map((m) => (m.role === 'developer' ? { ...m, role: 'system' } : m));
     let text: string;
     try {
-      text = this.chatTemplate.render(normalized, { tools: tools ?? undefined, addGenerationPrompt: true });
+      text = this.chatTemplate.render(normalized, { tools: tools ?? undefined, addGenerationPrompt: true, extra: templateKwargs ?? undefined });
     } catch (err) {
       throw new PromptError(`This model's chat template cannot render these messages${tools ? ' and tools' : ''}: ${(err as Error).message}`);
     }

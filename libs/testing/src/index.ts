@@ -2,3 +2,4 @@ export * from './database';
 export * from './nats-server';
 export * from './postgres-server';
 export * from './wait';
+export * from './chat-params';

@@ -192,6 +192,9 @@ const isFinite = (v: unknown): v is number => typeof v === 'number' && Number.is
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
 const between = (v: unknown, min: number, max: number) => isFinite(v) && v >= min && v <= max;
 const verdictOf = (valid: boolean): Oracle => (valid ? 'valid' : 'invalid');
+/** chat_template_kwargs: template variables by identifier; their values are the template's to read. */
+const templateKwargs = (v: unknown): Oracle =>
+  nullish(v) ? 'valid' : isObject(v) && Object.keys(v).every((k) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) ? 'either' : 'invalid';
 /** Text PostgreSQL can store: no NUL, no half of a surrogate pair. */
 const storableText = (s: string) => !s.includes('\u0000') && wellFormed(s);
 
@@ -518,6 +521,7 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
             },
             user: { oracle: (v) => verdictOf(nullish(v) || typeof v === 'string') },
             return_token_ids: { oracle: nullableBool },
+            chat_template_kwargs: { oracle: templateKwargs, names: /chat_template_kwargs|chat template/i },
           },
         },
         240,
@@ -574,6 +578,11 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
             stream: { oracle: nullableBool },
             previous_response_id: { oracle: (v) => verdictOf(nullish(v)) },
             user: { oracle: (v) => verdictOf(nullish(v) || typeof v === 'string') },
+            chat_template_kwargs: { oracle: templateKwargs, names: /chat_template_kwargs|chat template/i },
+            reasoning: {
+              oracle: (v) => verdictOf(nullish(v) || (isObject(v) && (nullish(v['effort']) || ['none', 'minimal', 'low', 'medium', 'high'].includes(v['effort'] as string)))),
+              extra: fc.record({ effort: fc.oneof(fc.constantFrom('none', 'high'), hostileValue) }),
+            },
           },
         },
         200,

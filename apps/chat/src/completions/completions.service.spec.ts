@@ -1,5 +1,6 @@
 import { ChatCompletionParams, ErrorCode, InferenceWorkItem, ResolveModelReply, ServiceError, StartCompletionRequest, WorkQueues } from '@trainyard/contracts';
 import { MessageBus } from '@trainyard/messaging';
+import { chatCompletionParams } from '@trainyard/testing';
 import { ChatConfig } from '../config/chat.config';
 import { CompletionsService } from './completions.service';
 import { InferenceCapacity } from './inference-capacity';
@@ -17,24 +18,7 @@ function request(extra: Partial<StartCompletionRequest> = {}, params: Partial<Ch
     entity_name: 'acme',
     logprobs_requested: null,
     reply_subject: 'events.gw.c-1',
-    params: {
-      model: 'acme/project/agent',
-      messages: [{ role: 'user', content: 'hi' }],
-      temperature: 1,
-      top_p: 1,
-      max_tokens: 16,
-      n: 1,
-      stop: [],
-      seed: null,
-      logprobs: false,
-      top_logprobs: 0,
-      response_format: { type: 'text' },
-      tools: null,
-      tool_choice: 'auto',
-      parallel_tool_calls: true,
-      return_token_ids: false,
-      ...params,
-    },
+    params: chatCompletionParams({ model: 'acme/project/agent', ...params }),
     ...extra,
   };
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { ChatCompletionParams, ErrorCode, FunctionTool, ServiceError } from '@trainyard/contracts';
 import { makeModel } from '@trainyard/engine/files';
 import { readChatPrompt } from '@trainyard/engine/wire';
+import { chatCompletionParams } from '@trainyard/testing';
 import { ChatConfig } from '../config/chat.config';
 import { PromptValidation } from './prompt-validation';
 
@@ -13,24 +14,7 @@ const TOOLS: FunctionTool[] = [
 ];
 
 function params(content: string, extra: Partial<ChatCompletionParams> = {}): ChatCompletionParams {
-  return {
-    model: 'trainyard/tiny-chat',
-    messages: [{ role: 'user', content }],
-    temperature: 1,
-    top_p: 1,
-    max_tokens: 16,
-    n: 1,
-    stop: [],
-    seed: null,
-    logprobs: false,
-    top_logprobs: 0,
-    response_format: { type: 'text' },
-    tools: null,
-    tool_choice: 'auto',
-    parallel_tool_calls: true,
-    return_token_ids: false,
-    ...extra,
-  };
+  return chatCompletionParams({ model: 'trainyard/tiny-chat', messages: [{ role: 'user', content }], ...extra });
 }
 
 function refusal(run: () => void): ServiceError {

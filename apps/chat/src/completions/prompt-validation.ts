@@ -31,7 +31,7 @@ export class PromptValidation {
     if (!prompt) return;
     let tokens: number;
     try {
-      tokens = prompt.encode(params.messages, params.tools).length;
+      tokens = prompt.encode(params.messages, params.tools, params.chat_template_kwargs).length;
     } catch (err) {
       if (err instanceof PromptError) throw ServiceError.invalid(err.message, 'messages');
       throw err;

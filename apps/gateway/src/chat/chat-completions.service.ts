@@ -101,6 +101,7 @@ export class ChatCompletionsService {
       tool_choice: toolChoice,
       parallel_tool_calls: body.parallel_tool_calls ?? true,
       return_token_ids: body.return_token_ids === true,
+      chat_template_kwargs: body.chat_template_kwargs ?? null,
     };
   }
 
@@ -125,5 +126,6 @@ function toMessage(message: ChatMessageDto): ChatMessageInput {
     ...(message.name ? { name: message.name } : {}),
     ...(message.tool_calls ? { tool_calls: message.tool_calls } : {}),
     ...(message.tool_call_id ? { tool_call_id: message.tool_call_id } : {}),
+    ...(message.role === 'assistant' && message.reasoning_content ? { reasoning_content: message.reasoning_content } : {}),
   };
 }

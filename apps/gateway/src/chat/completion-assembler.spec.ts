@@ -82,4 +82,20 @@ describe('CompletionAssembler', () => {
     expect(choice.message).toEqual({ role: 'assistant', content: null, tool_calls: [call] });
     expect(choice.logprobs.content).toHaveLength(2);
   });
+
+  it("returns a reasoning model's reasoning as reasoning_content, streamed as reasoning_content deltas", () => {
+    const assembler = new CompletionAssembler('chatcmpl-6', { ...started, logprobs: false }, { n: 1, returnTokenIds: false });
+    assembler.apply({ type: 'prompt', prompt_tokens: 1, prompt_token_ids: [] });
+    const [chunk] = assembler.apply({ type: 'delta', index: 0, text: '', tokens: [], reasoning: 'Think.' });
+    expect((chunk as { choices: { delta: unknown }[] }).choices[0].delta).toEqual({ reasoning_content: 'Think.' });
+    assembler.apply({ type: 'delta', index: 0, text: '{}', tokens: [] });
+    assembler.apply({ type: 'finish', index: 0, finish_reason: 'stop', content: '{}', tool_calls: null, reasoning_content: 'Think.', completion_token_ids: [1, 2, 3] });
+    assembler.apply({ type: 'done', usage: { prompt_tokens: 1, completion_tokens: 3 } });
+    const message = (assembler.response() as { choices: { message: unknown }[] }).choices[0].message;
+    expect(message).toEqual({ role: 'assistant', content: '{}', reasoning_content: 'Think.' });
+    // A model that does not reason has no such field at all.
+    const plain = new CompletionAssembler('chatcmpl-7', started, { n: 1, returnTokenIds: false });
+    plain.apply({ type: 'finish', index: 0, finish_reason: 'stop', content: 'x', tool_calls: null, completion_token_ids: [1] });
+    expect((plain.response() as { choices: { message: object }[] }).choices[0].message).not.toHaveProperty('reasoning_content');
+  });
 });

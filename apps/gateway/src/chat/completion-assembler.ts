@@ -35,6 +35,7 @@ export class CompletionAssembler {
       case 'delta': {
         const choice = this.choice(event.index);
         choice.content += event.text;
+        if (event.reasoning) choice.reasoning = (choice.reasoning ?? '') + event.reasoning;
         choice.tokens.push(...event.tokens);
         return [this.chunk(event.index, this.delta(event), null, this.logprobs(event.tokens))];
       }
@@ -43,6 +44,7 @@ export class CompletionAssembler {
         choice.finishReason = event.finish_reason;
         choice.content = event.content ?? '';
         choice.toolCalls = event.tool_calls;
+        choice.reasoning = event.reasoning_content ?? null;
         choice.completionTokenIds = event.completion_token_ids;
         // Text and tool calls were streamed as they were generated: the last chunk only ends the choice.
         return [this.chunk(event.index, {}, event.finish_reason, null)];
@@ -75,6 +77,8 @@ export class CompletionAssembler {
         message: {
           role: 'assistant',
           content: choice.toolCalls && !choice.content ? null : choice.content,
+          // vLLM's and DeepSeek's field for the reasoning before the answer (reasoning models only).
+          ...(choice.reasoning === null ? {} : { reasoning_content: choice.reasoning }),
           ...(choice.toolCalls ? { tool_calls: choice.toolCalls } : {}),
         },
         logprobs: this.started.logprobs ? { content: this.logprobs(choice.tokens) } : null,
@@ -90,11 +94,13 @@ export class CompletionAssembler {
   }
 
   /**
-   * A delta in OpenAI's shape: text as `content`; a tool call as `tool_calls`, whose first
-   * piece carries id, type and name with empty arguments, and whose later pieces only argument
-   * text; a token of call markup alone as an empty delta (its logprobs still go with it).
+   * A delta in OpenAI's shape: text as `content`; reasoning as `reasoning_content`; a tool
+   * call as `tool_calls`, whose first piece carries id, type and name with empty arguments,
+   * and whose later pieces only argument text; a token of call markup alone as an empty delta
+   * (its logprobs still go with it).
    */
   private delta(event: InferenceEvent & { type: 'delta' }): Record<string, unknown> {
+    if (event.reasoning) return { reasoning_content: event.reasoning };
     const call = event.tool_call;
     if (!call) return event.text || event.tokens.length === 0 ? { content: event.text } : {};
     const fn = call.name === undefined ? { arguments: call.arguments } : { name: call.name, arguments: call.arguments };
@@ -134,7 +140,7 @@ export class CompletionAssembler {
   private choice(index: number): ChoiceState {
     let choice = this.choices.get(index);
     if (!choice) {
-      choice = { content: '', tokens: [], finishReason: null, toolCalls: null, completionTokenIds: [] };
+      choice = { content: '', reasoning: null, tokens: [], finishReason: null, toolCalls: null, completionTokenIds: [] };
       this.choices.set(index, choice);
     }
     return choice;
@@ -143,6 +149,8 @@ export class CompletionAssembler {
 
 interface ChoiceState {
   content: string;
+  /** The reasoning before the answer; null for a model that does not reason. */
+  reasoning: string | null;
   tokens: TokenInfo[];
   finishReason: string | null;
   toolCalls: ToolCallOutput[] | null;

@@ -192,4 +192,30 @@ describe('ResponseAssembler', () => {
       param: null,
     });
   });
+
+  it("puts a reasoning model's reasoning in a reasoning item before the message, streamed as reasoning_text events", () => {
+    const think = (reasoning: string): InferenceEvent => ({ type: 'delta', index: 0, text: '', tokens: [], reasoning });
+    const end: InferenceEvent = { ...(finish('stop', 'Hi') as InferenceEvent & { type: 'finish' }), reasoning_content: 'Greet back.' };
+    const { assembler, stream, types } = run([prompt, think('Greet'), think(' back.'), delta('Hi'), end, done]);
+    expect(types).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.reasoning_text.delta',
+      'response.reasoning_text.delta',
+      'response.reasoning_text.done',
+      'response.output_item.done',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    const output = (assembler.response()['output'] as Record<string, unknown>[]).map((item) => item['type']);
+    expect(output).toEqual(['reasoning', 'message']);
+    expect(assembler.response()['output']).toMatchObject([{ type: 'reasoning', status: 'completed', content: [{ type: 'reasoning_text', text: 'Greet back.' }] }, { type: 'message', content: [{ text: 'Hi' }] }]);
+    expect(stream.find((e) => e.type === 'response.reasoning_text.done')).toMatchObject({ output_index: 0, text: 'Greet back.' });
+  });
 });

@@ -38,8 +38,17 @@ interface FunctionCallItem {
   arguments: string;
 }
 
+/** A reasoning model's reasoning before its answer, as text (the model's own, not a summary). */
+interface ReasoningItem {
+  id: string;
+  type: 'reasoning';
+  status: ItemStatus;
+  summary: never[];
+  content: { type: 'reasoning_text'; text: string }[];
+}
+
 type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
-type OutputItem = MessageItem | FunctionCallItem;
+type OutputItem = ReasoningItem | MessageItem | FunctionCallItem;
 export type ResponseStreamEvent = { type: string; sequence_number: number } & Record<string, unknown>;
 
 /** Ids in OpenAI's style: a prefix and random hex. */
@@ -50,8 +59,8 @@ export function newId(prefix: string): string {
 /**
  * Folds a completion's InferenceEvents into the Responses API's shapes: the whole `response`
  * object, or the `response.*` stream events in their documented order. Output items appear
- * in the order their first text or call fragment does: a message with one output_text part,
- * then function calls. Text is streamed as it comes (the worker sends a call's markup as
+ * in the order their first text or call fragment does: a reasoning model's reasoning item,
+ * a message with one output_text part, then function calls. Text is streamed as it comes (the worker sends a call's markup as
  * neither text nor arguments); a call's arguments stream from the worker's tool-call
  * fragments, and the finish event's tool calls are the final word on every call. Pure: no I/O, so every shape decision is unit-tested here.
  */
@@ -61,6 +70,8 @@ export class ResponseAssembler {
   private readonly items: OutputItem[] = [];
   /** The message item text goes to, while it is open. */
   private message: MessageItem | null = null;
+  /** The reasoning item reasoning text goes to, while it is open. */
+  private reasoning: ReasoningItem | null = null;
   /** Function call items by the worker's tool-call index. */
   private readonly calls = new Map<number, FunctionCallItem>();
   /** All text sent so far, over every message item. */
@@ -84,6 +95,7 @@ export class ResponseAssembler {
       case 'prompt':
         return [this.event('response.created', { response: this.response() }), this.event('response.in_progress', { response: this.response() })];
       case 'delta': {
+        if (event.reasoning) return this.addReasoning(event.reasoning);
         const out = event.text ? this.addText(event.text) : [];
         if (event.tool_call) out.push(...this.addCallFragment(event.tool_call));
         return out;
@@ -91,11 +103,16 @@ export class ResponseAssembler {
       case 'finish': {
         this.finishReason = event.finish_reason;
         const out: ResponseStreamEvent[] = [];
+        // What of the final reasoning has not been sent, then the reasoning item's end.
+        const sent = this.reasoning?.content[0].text ?? '';
+        const reasoning = event.reasoning_content ?? '';
+        if (reasoning.length > sent.length && reasoning.startsWith(sent)) out.push(...this.addReasoning(reasoning.slice(sent.length)));
+        out.push(...this.closeReasoning());
         const content = event.content ?? '';
         // What of the final text has not been sent (none, when every delta arrived).
         if (content.length > this.text.length && content.startsWith(this.text)) out.push(...this.addText(content.slice(this.text.length)));
         // A response without calls always has its message, empty or not.
-        if (!event.tool_calls?.length && this.items.length === 0) out.push(...this.openMessage());
+        if (!event.tool_calls?.length && this.items.every((item) => item.type === 'reasoning')) out.push(...this.openMessage());
         out.push(...this.closeMessage());
         for (const [index, call] of (event.tool_calls ?? []).entries()) out.push(...this.finishCall(index, call));
         return out;
@@ -159,8 +176,33 @@ export class ResponseAssembler {
     return this.finishReason === 'length' ? 'incomplete' : 'completed';
   }
 
+  private addReasoning(text: string): ResponseStreamEvent[] {
+    const out: ResponseStreamEvent[] = [];
+    if (!this.reasoning) {
+      this.reasoning = { id: newId('rs'), type: 'reasoning', status: 'in_progress', summary: [], content: [] };
+      out.push(this.addItem(this.reasoning));
+      this.reasoning.content.push({ type: 'reasoning_text', text: '' });
+    }
+    const item = this.reasoning;
+    item.content[0].text += text;
+    out.push(this.event('response.reasoning_text.delta', { item_id: item.id, output_index: this.items.indexOf(item), content_index: 0, delta: text }));
+    return out;
+  }
+
+  private closeReasoning(): ResponseStreamEvent[] {
+    const item = this.reasoning;
+    if (!item || item.status !== 'in_progress') return [];
+    item.status = 'completed';
+    const outputIndex = this.items.indexOf(item);
+    return [
+      this.event('response.reasoning_text.done', { item_id: item.id, output_index: outputIndex, content_index: 0, text: item.content[0].text }),
+      this.event('response.output_item.done', { output_index: outputIndex, item: structuredClone(item) }),
+    ];
+  }
+
   private addText(text: string): ResponseStreamEvent[] {
-    const out = this.message ? [] : this.openMessage();
+    const out = this.closeReasoning();
+    if (!this.message) out.push(...this.openMessage());
     const message = this.message as MessageItem;
     message.content[0].text += text;
     this.text += text;
@@ -193,7 +235,7 @@ export class ResponseAssembler {
     let call = this.calls.get(fragment.index);
     const out: ResponseStreamEvent[] = [];
     if (!call) {
-      out.push(...this.closeMessage());
+      out.push(...this.closeReasoning(), ...this.closeMessage());
       call = { id: newId('fc'), type: 'function_call', status: 'in_progress', call_id: fragment.id ?? newId('call'), name: fragment.name ?? '', arguments: '' };
       this.calls.set(fragment.index, call);
       out.push(this.addItem(call));

@@ -34,7 +34,25 @@ describe('toChatParams', () => {
       tool_choice: 'none',
       parallel_tool_calls: true,
       return_token_ids: false,
+      chat_template_kwargs: null,
     });
+  });
+
+  it("gives a reasoning item's text to the assistant turn after it, and turns reasoning.effort none into enable_thinking false", () => {
+    const params = map({
+      input: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        { type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text: 'Ask the tool.' }] },
+        { type: 'function_call', call_id: 'c1', name: 'weather', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c1', output: '3 degrees' },
+      ],
+    });
+    expect(params.messages[1]).toEqual({ role: 'assistant', content: null, reasoning_content: 'Ask the tool.', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'weather', arguments: '{}' } }] });
+    expect(map({ reasoning: { effort: 'none' } }).chat_template_kwargs).toEqual({ enable_thinking: false });
+    expect(map({ reasoning: { effort: 'none' }, chat_template_kwargs: { enable_thinking: true } }).chat_template_kwargs).toEqual({ enable_thinking: true });
+    expect(map({ reasoning: { effort: 'high' } }).chat_template_kwargs).toBeNull();
+    const error = refusal({ input: [{ type: 'reasoning', summary: 'not parts' }] });
+    expect(error.details.param).toBe('input[0].content');
   });
 
   it('takes sampling settings and max_output_tokens, within the deployment limit', () => {
@@ -77,7 +95,7 @@ describe('toChatParams', () => {
     [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input[0].content[0]'],
     [{ input: [{ role: 'tool', content: 'x' }] }, 'input[0].role'],
     [{ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0].type'],
-    [{ input: [{ role: 'user', content: 'a' }, { type: 'reasoning', summary: [] }] }, 'input[1].type'],
+    [{ input: [{ role: 'user', content: 'a' }, { type: 'computer_call', action: {} }] }, 'input[1].type'],
     [{ input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }, 'input[0].call_id'],
     [{ previous_response_id: 'resp_1' }, 'previous_response_id'],
     [{ conversation: 'conv_1' }, 'conversation'],

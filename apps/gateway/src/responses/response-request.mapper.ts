@@ -57,27 +57,43 @@ export function toChatParams(body: CreateResponseRequest, limits: ResponseLimits
     tool_choice: toolChoice,
     parallel_tool_calls: body.parallel_tool_calls ?? true,
     return_token_ids: false,
+    chat_template_kwargs: templateKwargs(body),
   };
+}
+
+/** chat_template_kwargs, with reasoning.effort "none" as enable_thinking: false unless the kwargs say otherwise. */
+function templateKwargs(body: CreateResponseRequest): Record<string, unknown> | null {
+  const kwargs = body.chat_template_kwargs ?? null;
+  if (body.reasoning?.effort !== 'none' || kwargs?.['enable_thinking'] !== undefined) return kwargs;
+  return { ...kwargs, enable_thinking: false };
 }
 
 function toMessages(body: CreateResponseRequest): ChatMessageInput[] {
   const messages: ChatMessageInput[] = body.instructions ? [{ role: 'system', content: body.instructions }] : [];
   if (typeof body.input === 'string') return [...messages, { role: 'user', content: body.input }];
   const calls = new Set<string>();
+  // A reasoning item goes with the assistant turn after it, whose template may render it.
+  let reasoning: string | null = null;
   for (const [index, item] of body.input.entries()) {
     const at = `input[${index}]`;
     const type = item['type'] ?? 'message';
-    if (type === 'message') messages.push(toMessage(item, at));
-    else if (type === 'function_call') {
+    if (type === 'message') {
+      const message = toMessage(item, at);
+      if (message.role === 'assistant' && reasoning !== null) message.reasoning_content = reasoning;
+      if (message.role === 'assistant') reasoning = null;
+      messages.push(message);
+    } else if (type === 'function_call') {
       const call = toCall(item, at);
       calls.add(call.id);
-      addCall(messages, call);
-    } else if (type === 'function_call_output') {
+      addCall(messages, call, reasoning);
+      reasoning = null;
+    } else if (type === 'reasoning') reasoning = reasoningText(item, at);
+    else if (type === 'function_call_output') {
       const callId = text(item, 'call_id', at);
       if (!calls.has(callId)) throw ServiceError.invalid(`call_id ${JSON.stringify(callId.slice(0, 100))} answers no earlier function_call item`, `${at}.call_id`);
       messages.push({ role: 'tool', tool_call_id: callId, content: outputText(item, at) });
     } else if (type === 'item_reference') throw ServiceError.invalid('item_reference is not supported: responses are not stored; send the items themselves', `${at}.type`);
-    else throw ServiceError.invalid(`input items of type ${JSON.stringify(type)} are not supported (message, function_call and function_call_output are)`, `${at}.type`);
+    else throw ServiceError.invalid(`input items of type ${JSON.stringify(type)} are not supported (message, reasoning, function_call and function_call_output are)`, `${at}.type`);
   }
   return messages;
 }
@@ -100,11 +116,21 @@ function toCall(item: Item, at: string): ToolCallOutput {
   return { id: text(item, 'call_id', at), type: 'function', function: { name: text(item, 'name', at), arguments: text(item, 'arguments', at) } };
 }
 
-/** A function call joins the assistant message right before it, or starts one. */
-function addCall(messages: ChatMessageInput[], call: ToolCallOutput): void {
+/** A function call joins the assistant message right before it, or starts one (with the reasoning before it). */
+function addCall(messages: ChatMessageInput[], call: ToolCallOutput, reasoning: string | null): void {
   const last = messages.at(-1);
-  if (last?.role === 'assistant') last.tool_calls = [...(last.tool_calls ?? []), call];
-  else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+  if (last?.role === 'assistant' && reasoning === null) last.tool_calls = [...(last.tool_calls ?? []), call];
+  else messages.push({ role: 'assistant', content: null, tool_calls: [call], ...(reasoning === null ? {} : { reasoning_content: reasoning }) });
+}
+
+/** A reasoning item's text: its reasoning_text content, else its summary's text. */
+function reasoningText(item: Item, at: string): string {
+  const parts = Array.isArray(item['content']) && item['content'].length > 0 ? item['content'] : item['summary'];
+  if (parts === undefined || parts === null) return '';
+  if (!Array.isArray(parts) || !parts.every((part) => typeof part?.text === 'string')) {
+    throw ServiceError.invalid('a reasoning item\'s content and summary must be arrays of parts with text', `${at}.content`);
+  }
+  return parts.map((part: { text: string }) => part.text).join('\n');
 }
 
 function outputText(item: Item, at: string): string {

@@ -5,7 +5,10 @@ import {
   GenerationStep,
   GrammarMatcher,
   LoadedModel,
+  ReasoningGate,
+  ReasoningSplitter,
   ReplyPart,
+  repliesWithReasoning,
   RowDraw,
   SampledToken,
   SequenceGenerator,
@@ -32,8 +35,10 @@ export class ChoiceSequence {
 /**
  * One chat completion on this worker: its rendered prompt and one SequenceGenerator per
  * choice (n), each with its own grammar matcher in JSON mode or with tools, and with tools
- * its own ToolCallStream. It turns each sampled token into the events the gateway assembles
- * into the OpenAI response, in order: prompt, deltas (message text and tool-call pieces),
+ * its own ToolCallStream. A reasoning model's reply is split into its reasoning and its
+ * answer (ReasoningSplitter), and the grammar and tool calls apply to the answer only
+ * (ReasoningGate). It turns each sampled token into the events the gateway assembles into the
+ * OpenAI response, in order: prompt, deltas (reasoning, message text and tool-call pieces),
  * one finish per choice, done.
  */
 export class RunningCompletion {
@@ -47,6 +52,8 @@ export class RunningCompletion {
   private readonly matchers: GrammarMatcher[];
   /** With tools: each choice's reply split into text and calls as it is generated. */
   private readonly toolStreams: ToolCallStream[];
+  /** Each choice's reply split into reasoning and answer (all answer for a model that does not reason). */
+  private readonly splitters: ReasoningSplitter[];
 
   constructor(
     readonly item: InferenceWorkItem,
@@ -59,8 +66,13 @@ export class RunningCompletion {
     toolSyntax: ToolCallSyntax | null,
   ) {
     const { params } = item;
+    const markers = lm.prompt.reasoning;
+    const reasons = repliesWithReasoning(markers, params.chat_template_kwargs);
     this.matchers = grammar ? Array.from({ length: params.n }, () => grammar.newMatcher(maxTokens)) : [];
     this.toolStreams = toolSyntax ? Array.from({ length: params.n }, () => new ToolCallStream(toolSyntax)) : [];
+    this.splitters = Array.from({ length: params.n }, () => new ReasoningSplitter(markers, reasons));
+    // The grammar's hooks, behind a gate that holds them until the reasoning is over.
+    const hooks = this.matchers.map((matcher) => (reasons && markers ? new ReasoningGate(matcher, markers, lm.eosTokenIds) : matcher));
     this.generators = Array.from(
       { length: params.n },
       (_, i) =>
@@ -77,11 +89,11 @@ export class RunningCompletion {
             // Without logprobs, the sampler can skip work for them, and JSON mode's full mask when the drawn token passes.
             logprobs: params.logprobs,
             // JSON mode and tools: only tokens that keep the text valid, closing in time.
-            logitsProcessor: this.matchers[i]?.logitsProcessor(),
-            quickCheck: this.matchers[i]?.quickCheck(),
+            logitsProcessor: hooks[i]?.logitsProcessor(),
+            quickCheck: hooks[i]?.quickCheck(),
             // JSON mode: a document the grammar closed on the budget's last token is complete ("stop").
             // Not with tools, whose free text may end anywhere: a reply with calls says tool_calls anyway.
-            documentComplete: toolSyntax ? undefined : this.matchers[i]?.completeCheck(),
+            documentComplete: toolSyntax ? undefined : hooks[i]?.completeCheck(),
             // The model's logprobs, not the grammar-restricted ones: RL compares them with the
             // model's own (a forced token would otherwise report 0 and never be learned).
             modelLogprobs: true,
@@ -143,16 +155,19 @@ export class RunningCompletion {
     this.emit(error);
   }
 
-  /** The step's token (with logprobs) and the text or tool-call pieces it completed; the token goes with the first. */
+  /** The step's token (with logprobs) and the reasoning, text or tool-call pieces it completed; the token goes with the first. */
   private emitDelta(index: number, step: GenerationStep): void {
     const tokens = this.item.params.logprobs ? [this.tokenInfo(step.token)] : [];
+    const { reasoning, answer } = this.splitters[index].push(step.token.id, step.delta);
     const stream = this.toolStreams[index];
-    const parts: ReplyPart[] = stream ? stream.push(step.delta) : step.delta ? [{ kind: 'text', text: step.delta }] : [];
+    const parts: (ReplyPart | { kind: 'reasoning'; text: string })[] = stream ? stream.push(answer) : answer ? [{ kind: 'text', text: answer }] : [];
     if (stream && step.finished) parts.push(...stream.end());
+    if (reasoning) parts.unshift({ kind: 'reasoning', text: reasoning });
     if (parts.length === 0 && tokens.length > 0) this.emit({ type: 'delta', index, text: '', tokens });
     parts.forEach((part, i) => {
       const event = { type: 'delta' as const, index, text: '', tokens: i === 0 ? tokens : [] };
-      if (part.kind === 'text') this.emit({ ...event, text: part.text });
+      if (part.kind === 'reasoning') this.emit({ ...event, reasoning: part.text });
+      else if (part.kind === 'text') this.emit({ ...event, text: part.text });
       else if (part.kind === 'call') this.emit({ ...event, tool_call: { index: part.index, id: part.id, name: part.name, arguments: '' } });
       else this.emit({ ...event, tool_call: { index: part.index, arguments: part.text } });
     });
@@ -160,7 +175,9 @@ export class RunningCompletion {
 
   private finish(index: number, generator: SequenceGenerator): void {
     const stream = this.toolStreams[index];
-    const { content, toolCalls } = stream ? stream.result() : { content: generator.text, toolCalls: [] };
+    const splitter = this.splitters[index];
+    const { content, toolCalls } = stream ? stream.result() : { content: splitter.reasons ? splitter.answer : generator.text, toolCalls: [] };
+    const reasoning = splitter.reasoning;
     this.emit({
       type: 'finish',
       index,
@@ -168,6 +185,7 @@ export class RunningCompletion {
       finish_reason: toolCalls.length > 0 ? 'tool_calls' : (generator.finishReason ?? 'stop'),
       content,
       tool_calls: toolCalls.length > 0 ? toolCalls : null,
+      ...(reasoning === null ? {} : { reasoning_content: reasoning }),
       completion_token_ids: generator.tokenIds,
     });
     this.finished++;

@@ -6,6 +6,7 @@ import { LoadedModel, loadModel, ModelLoadError, selectBackend } from '@trainyar
 import { makeModel } from '@trainyard/engine/files';
 import { MessageBus } from '@trainyard/messaging';
 import { GracefulShutdown, ReadinessService, WorkerLoad } from '@trainyard/runtime';
+import { chatCompletionParams } from '@trainyard/testing';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
 import { AdapterCache } from '../models/adapter-cache';
 import { ModelCache } from '../models/model-cache';
@@ -91,25 +92,15 @@ class FakeModels {
 }
 
 function params(extra: Partial<ChatCompletionParams> = {}): ChatCompletionParams {
-  return {
-    model: 'trainyard/tiny',
+  return chatCompletionParams({
     messages: [{ role: 'user', content: 'Say something.' }],
     temperature: 0,
-    top_p: 1,
     max_tokens: 4,
-    n: 1,
-    stop: [],
     seed: 1,
     // Every token then makes a delta event, so a test can wait for the first one.
     logprobs: true,
-    top_logprobs: 0,
-    response_format: { type: 'text' },
-    tools: null,
-    tool_choice: 'auto',
-    parallel_tool_calls: true,
-    return_token_ids: false,
     ...extra,
-  };
+  });
 }
 
 function item(id: string, extra: Partial<ChatCompletionParams> = {}): InferenceWorkItem {
@@ -151,10 +142,10 @@ describe('InferenceScheduler', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  function start(overrides: Partial<InferenceWorkerConfig> = {}): InferenceScheduler {
+  function start(overrides: Partial<InferenceWorkerConfig> = {}, model = lm): InferenceScheduler {
     const config = Object.assign(new InferenceWorkerConfig(), { MAX_BATCH_SEQUENCES: 4, PROMPT_CACHE_MB: 0 }, overrides);
     bus = new FakeBus();
-    models = new FakeModels(lm);
+    models = new FakeModels(model);
     load = new WorkerLoad();
     shutdown = new GracefulShutdown({ register: () => undefined } as unknown as ReadinessService);
     const adapters = { acquire: () => Promise.reject(new Error('no adapters here')), release: () => undefined } as unknown as AdapterCache;
@@ -243,6 +234,64 @@ describe('InferenceScheduler', () => {
       await bus.when('twice', 'done');
       expect(bus.types('twice').filter((t) => t === 'accepted')).toHaveLength(1);
       expect(models.acquired).toBe(1);
+    });
+  });
+
+  describe("a reasoning model's completion (Qwen3's template and markers)", () => {
+    let qwen3: LoadedModel;
+    type Finish = InferenceEvent & { type: 'finish' };
+    const finishOf = (id: string) => bus.of(id).find((e) => e.type === 'finish') as Finish;
+    const reasoningDeltas = (id: string) => bus.of(id).filter((e) => e.type === 'delta' && e.reasoning);
+
+    beforeAll(async () => {
+      const { dir } = makeModel({ preset: 'tiny-qwen3', out: join(root, 'tiny-qwen3'), overrides: { maxPositionEmbeddings: 1024 } });
+      qwen3 = await loadModel(dir, { inferenceOnly: true });
+    });
+
+    afterAll(() => qwen3.dispose());
+
+    it('reasons first by default, then answers JSON mode with a document that parses, closing the reasoning in time', async () => {
+      start({}, qwen3);
+      const { closeId } = qwen3.prompt.reasoning as { closeId: number };
+      await scheduler.admit(item('r', { max_tokens: 24, temperature: 1, seed: 5, response_format: { type: 'json_object' } }));
+      await bus.when('r', 'done');
+      const finish = finishOf('r');
+      // The random model never closes its reasoning itself: the gate forces </think> while the smallest document still fits.
+      expect(typeof finish.reasoning_content).toBe('string');
+      expect(finish.reasoning_content).toBe(reasoningDeltas('r').map((e) => (e as { reasoning: string }).reasoning).join(''));
+      expect(typeof JSON.parse(finish.content ?? '')).toBe('object');
+      const ids = finish.completion_token_ids;
+      expect(ids.filter((id) => id === closeId)).toHaveLength(1);
+      // Every generated token, the reasoning's and the marker included, is reported with its logprob.
+      const tokens = bus.of('r').flatMap((e) => (e.type === 'delta' ? e.tokens : []));
+      expect(tokens.map((t) => t.id)).toEqual(ids);
+      // No answer text before the reasoning ended.
+      const kinds = bus.of('r').flatMap((e) => (e.type !== 'delta' ? [] : e.reasoning ? ['reasoning'] : e.text ? ['text'] : []));
+      expect(kinds.indexOf('text')).toBeGreaterThan(kinds.lastIndexOf('reasoning'));
+    });
+
+    it('calls a required tool after its reasoning, with arguments the schema allows', async () => {
+      start({}, qwen3);
+      const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false } } }];
+      await scheduler.admit(item('t', { max_tokens: 40, temperature: 1, seed: 2, tools, tool_choice: 'required' }));
+      await bus.when('t', 'done');
+      const finish = finishOf('t');
+      expect(finish.finish_reason).toBe('tool_calls');
+      expect(typeof finish.reasoning_content).toBe('string');
+      expect(finish.tool_calls).toHaveLength(1);
+      expect(Object.keys(JSON.parse(finish.tool_calls?.[0].function.arguments ?? ''))).toEqual(['city']);
+    });
+
+    it('answers at once with enable_thinking false: the prompt closes an empty reasoning block, the reply has none', async () => {
+      start({}, qwen3);
+      const { openId, closeId } = qwen3.prompt.reasoning as { openId: number; closeId: number };
+      await scheduler.admit(item('n', { max_tokens: 6, return_token_ids: true, chat_template_kwargs: { enable_thinking: false } }));
+      await bus.when('n', 'done');
+      const prompt = bus.of('n').find((e) => e.type === 'prompt') as InferenceEvent & { type: 'prompt' };
+      const markers = prompt.prompt_token_ids.filter((id) => id === openId || id === closeId);
+      expect(markers).toEqual([openId, closeId]);
+      expect(finishOf('n').reasoning_content).toBeUndefined();
+      expect(reasoningDeltas('n')).toHaveLength(0);
     });
   });
 

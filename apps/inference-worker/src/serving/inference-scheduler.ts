@@ -209,8 +209,8 @@ export class InferenceScheduler implements OnModuleDestroy {
    * before queueing it, counting it with the same ChatPrompt; this check is a defence only.
    */
   private prompt(lm: LoadedModel, item: InferenceWorkItem): { promptIds: number[]; maxTokens: number } {
-    const { messages, tools, max_tokens } = item.params;
-    const promptIds = lm.prompt.encode(messages, tools);
+    const { messages, tools, max_tokens, chat_template_kwargs } = item.params;
+    const promptIds = lm.prompt.encode(messages, tools, chat_template_kwargs);
     const maxTokens = lm.prompt.room(promptIds.length, max_tokens);
     if (maxTokens < 1) {
       this.logger.warn(`${item.completion_id} reached the worker too long for the context window: chat could not count its prompt (can it read ${item.base_model_dir}?)`);

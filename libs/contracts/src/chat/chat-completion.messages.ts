@@ -7,6 +7,8 @@ export interface ChatMessageInput {
   name?: string;
   tool_calls?: ToolCallOutput[];
   tool_call_id?: string;
+  /** An earlier assistant turn's reasoning, as a reasoning model returned it; its template may render it. */
+  reasoning_content?: string;
 }
 
 export interface ToolCallOutput {
@@ -67,6 +69,11 @@ export interface ChatCompletionParams {
   /** More than one call in a reply (OpenAI's default: true). */
   parallel_tool_calls: boolean;
   return_token_ids: boolean;
+  /**
+   * Variables for the model's chat template, as vLLM and SGLang take them (e.g.
+   * `{enable_thinking: false}` turns a reasoning model's thinking off); null: none.
+   */
+  chat_template_kwargs: Record<string, unknown> | null;
 }
 
 /** gateway -> chat: schedule a completion whose events go to `reply_subject`. */
@@ -120,9 +127,10 @@ export type InferenceEvent =
   /**
    * Newly generated text of choice `index`, with the tokens sampled for it (when logprobs are
    * reported). With tools, a delta carries either message text or a piece of a tool call; a
-   * token of markup alone (a call's tags) comes as a delta with neither.
+   * token of markup alone (a call's tags) comes as a delta with neither. A reply that reasons
+   * first sends its reasoning as `reasoning` deltas (with empty `text`) before its answer.
    */
-  | { type: 'delta'; index: number; text: string; tokens: TokenInfo[]; tool_call?: ToolCallDelta }
+  | { type: 'delta'; index: number; text: string; tokens: TokenInfo[]; tool_call?: ToolCallDelta; reasoning?: string }
   | {
       type: 'finish';
       index: number;
@@ -130,6 +138,8 @@ export type InferenceEvent =
       /** Final message content (after tool-call extraction); null when only tool calls. */
       content: string | null;
       tool_calls: ToolCallOutput[] | null;
+      /** The reasoning before the answer, for a reply that reasons first (absent otherwise). */
+      reasoning_content?: string;
       completion_token_ids: number[];
     }
   | {

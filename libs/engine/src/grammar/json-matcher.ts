@@ -21,6 +21,15 @@ export interface GrammarMatcher {
   quickCheck(): QuickCheck;
   /** GenerationParams.documentComplete: catches up with the generated tokens, then isComplete(). */
   completeCheck(): (generated: readonly number[]) => boolean;
+  /**
+   * Where the grammar's text begins among the generated tokens (after a reply's reasoning:
+   * ReasoningGate); 0 until set. The budget still counts every generated token.
+   */
+  startAt(index: number): void;
+  /** Tokens of the smallest document the grammar allows (see JsonGrammarMatcher). */
+  readonly minimalDocument: number;
+  /** Tokens the whole reply may have, the grammar's text included. */
+  readonly maxTokens: number;
   dispose(): void;
 }
 
@@ -92,6 +101,8 @@ export class JsonGrammarMatcher implements GrammarMatcher {
   /** Closing cost right after the trigger: the smallest structure it opens (0 without a trigger). */
   private readonly triggerCost: number;
   private acceptedTokens = 0;
+  /** Index in the generated tokens of the grammar's first token (startAt). */
+  private start = 0;
   private readonly eos: number;
   private readonly eosIds: Set<number>;
   /**
@@ -113,7 +124,7 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     private readonly matcher: XgGrammarMatcher,
     private readonly vocab: ByteVocabulary,
     eosTokenIds: number[],
-    private readonly maxTokens: number,
+    readonly maxTokens: number,
     options: MatcherOptions = {},
   ) {
     if (eosTokenIds.length === 0) throw new Error('a JSON grammar needs an end-of-sequence token');
@@ -168,7 +179,12 @@ export class JsonGrammarMatcher implements GrammarMatcher {
   }
 
   catchUp(generated: readonly number[]): void {
-    while (this.acceptedTokens < generated.length) this.accept(generated[this.acceptedTokens]);
+    while (this.start + this.acceptedTokens < generated.length) this.accept(generated[this.start + this.acceptedTokens]);
+  }
+
+  startAt(index: number): void {
+    if (this.acceptedTokens > 0) throw new Error('startAt must come before the grammar accepts a token');
+    this.start = index;
   }
 
   logitsProcessor(): LogitsProcessor {

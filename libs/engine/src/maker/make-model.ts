@@ -4,7 +4,8 @@ import { familyTraits, ModelConfig, toHfConfig } from '../config';
 import { BYTES_PER_ELEMENT, StorageDtype } from '../dtype';
 import { SeededRandom } from '../random';
 import { TensorToWrite, writeSafetensors } from '../safetensors';
-import { BOS_ID, EOS_ID, GEMMA_SPECIAL_TOKENS, makeByteFallbackTokenizerFiles, makeTokenizerFiles, TokenizerFiles } from './tokenizer-files';
+import { QWEN3_CHAT_TEMPLATE } from './qwen3-chat-template';
+import { BOS_ID, CHATML_FORMAT, ChatFormat, EOS_ID, GEMMA_SPECIAL_TOKENS, makeByteFallbackTokenizerFiles, makeTokenizerFiles, TokenizerFiles } from './tokenizer-files';
 
 export type Preset = 'tiny' | 'tiny-qwen3' | 'tiny-gemma3' | 'tiny-llama3.2' | 'smollm2-135m' | 'qwen3-0.6b' | 'gemma3-270m' | 'llama3.2-1b';
 
@@ -219,7 +220,7 @@ export function makeModel(options: MakeModelOptions): MadeModel {
   const nearOnes = (name: string, n: number) => add(name, [n], rng.normals(n, 0.1).map((v) => unit + v));
 
   // Gemma's byte-fallback vocabulary, or byte-level BPE.
-  const tok: TokenizerFiles = config.modelType === 'gemma3_text' ? makeByteFallbackTokenizerFiles(V, config.maxPositionEmbeddings) : makeTokenizerFiles(V, config.maxPositionEmbeddings);
+  const tok: TokenizerFiles = config.modelType === 'gemma3_text' ? makeByteFallbackTokenizerFiles(V, config.maxPositionEmbeddings) : makeTokenizerFiles(V, config.maxPositionEmbeddings, chatFormat(config));
   const embeddings = shapedEmbeddings(rng, V, C, tok, config.tieWordEmbeddings);
   add('model.embed_tokens.weight', [V, C], embeddings.input);
   for (let i = 0; i < config.numLayers; i++) {
@@ -332,4 +333,9 @@ function writeWeights(dir: string, tensors: Record<string, TensorToWrite>, shard
   );
   files.push('model.safetensors.index.json');
   return files;
+}
+
+/** The family's chat template and its tokens: Qwen3's own (reasoning in <think> blocks), else ChatML. */
+function chatFormat(config: ModelConfig): ChatFormat {
+  return config.modelType === 'qwen3' ? { chatTemplate: QWEN3_CHAT_TEMPLATE, addedTokens: ['<think>', '</think>'] } : CHATML_FORMAT;
 }

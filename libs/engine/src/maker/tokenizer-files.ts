@@ -59,21 +59,35 @@ export interface TokenizerFiles {
   firstByteId: number;
 }
 
+/** A family's chat template and the tokens it adds to the vocabulary (at its end, not special, as Qwen3 has them). */
+export interface ChatFormat {
+  chatTemplate: string;
+  addedTokens: readonly string[];
+}
+
+/** The tiny presets' ChatML. */
+export const CHATML_FORMAT: ChatFormat = { chatTemplate: CHAT_TEMPLATE, addedTokens: [] };
+
 /**
  * A byte-level BPE tokenizer of exactly `vocabSize` ids: specials, the 256 byte symbols,
  * merges learned from the embedded corpus, then reserved tokens when the corpus runs out
- * of merges (they keep the shapes of a big vocabulary for benchmarks).
+ * of merges (they keep the shapes of a big vocabulary for benchmarks), then the chat
+ * format's own tokens.
  */
-export function makeTokenizerFiles(vocabSize: number, maxLength: number): TokenizerFiles {
-  const base = SPECIAL_TOKENS.length + 256;
-  if (vocabSize < base) throw new Error(`vocab size ${vocabSize} is below the ${base} specials and byte symbols`);
+export function makeTokenizerFiles(vocabSize: number, maxLength: number, format: ChatFormat = CHATML_FORMAT): TokenizerFiles {
+  const base = SPECIAL_TOKENS.length + 256 + format.addedTokens.length;
+  if (vocabSize < base) throw new Error(`vocab size ${vocabSize} is below the ${base} specials, byte symbols and chat tokens`);
   const merges = learnMerges(CORPUS, vocabSize - base, [...SPECIAL_TOKENS]);
   const vocab: Record<string, number> = {};
   let next = 0;
   for (const t of SPECIAL_TOKENS) vocab[t] = next++;
   for (const ch of [...bytesToUnicode()].sort()) vocab[ch] = next++;
   for (const [a, b] of merges) if (vocab[a + b] === undefined) vocab[a + b] = next++;
-  for (let i = 0; next < vocabSize; i++) vocab[`<|reserved_${i}|>`] = next++;
+  for (let i = 0; next < vocabSize - format.addedTokens.length; i++) vocab[`<|reserved_${i}|>`] = next++;
+  const formatTokens = format.addedTokens.map((content) => {
+    vocab[content] = next;
+    return { id: next++, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: false };
+  });
 
   const byteLevel = { add_prefix_space: false, trim_offsets: true, use_regex: true };
   const added = SPECIAL_TOKENS.map((content, id) => ({
@@ -89,7 +103,7 @@ export function makeTokenizerFiles(vocabSize: number, maxLength: number): Tokeni
     version: '1.0',
     truncation: null,
     padding: null,
-    added_tokens: added,
+    added_tokens: [...added, ...formatTokens],
     normalizer: null,
     pre_tokenizer: { type: 'ByteLevel', ...byteLevel },
     post_processor: { type: 'ByteLevel', ...byteLevel, trim_offsets: false },
@@ -109,10 +123,10 @@ export function makeTokenizerFiles(vocabSize: number, maxLength: number): Tokeni
   };
   const tokenizerConfig = {
     add_prefix_space: false,
-    added_tokens_decoder: Object.fromEntries(added.map(({ id, ...t }) => [String(id), t])),
+    added_tokens_decoder: Object.fromEntries([...added, ...formatTokens].map(({ id, ...t }) => [String(id), t])),
     additional_special_tokens: ['<|im_start|>', '<|im_end|>'],
     bos_token: '<|im_start|>',
-    chat_template: CHAT_TEMPLATE,
+    chat_template: format.chatTemplate,
     clean_up_tokenization_spaces: false,
     eos_token: '<|im_end|>',
     model_max_length: maxLength,

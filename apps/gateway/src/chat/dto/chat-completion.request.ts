@@ -19,7 +19,7 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
-import { IsChatContent, IsParametersSchema, IsStopSequences, IsToolChoice } from './chat-content.validators';
+import { IsChatContent, IsParametersSchema, IsStopSequences, IsTemplateKwargs, IsToolChoice } from './chat-content.validators';
 
 export class ToolCallFunctionDto {
   @IsString()
@@ -63,6 +63,11 @@ export class ChatMessageDto {
   @IsOptional()
   @IsString()
   tool_call_id?: string;
+
+  /** An assistant turn's reasoning, as a reasoning model returned it (vLLM's and DeepSeek's field). */
+  @IsOptional()
+  @IsString()
+  reasoning_content?: string;
 }
 
 export class JsonSchemaDto implements JsonSchemaFormat {
@@ -230,4 +235,9 @@ export class ChatCompletionRequest {
   @IsOptional()
   @IsBoolean()
   return_token_ids?: boolean;
+
+  /** Extension (vLLM, SGLang): variables for the model's chat template, e.g. {"enable_thinking": false}. */
+  @IsOptional()
+  @IsTemplateKwargs()
+  chat_template_kwargs?: Record<string, unknown> | null;
 }

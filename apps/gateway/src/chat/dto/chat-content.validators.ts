@@ -85,3 +85,30 @@ export function IsParametersSchema(options?: ValidationOptions): PropertyDecorat
     options,
   );
 }
+
+/** Most bytes of a request's chat_template_kwargs, as JSON: template switches, not documents. */
+const MAX_TEMPLATE_KWARGS_BYTES = 4096;
+
+/**
+ * `chat_template_kwargs`: variables for the model's chat template (vLLM's and SGLang's
+ * extension, e.g. {"enable_thinking": false}), an object of identifiers to JSON values.
+ */
+export function IsTemplateKwargs(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isTemplateKwargs',
+      validator: {
+        validate: (value: unknown) =>
+          value === null ||
+          value === undefined ||
+          (typeof value === 'object' &&
+            !Array.isArray(value) &&
+            Object.keys(value).every((key) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) &&
+            Buffer.byteLength(JSON.stringify(value)) <= MAX_TEMPLATE_KWARGS_BYTES),
+        defaultMessage: (args?: ValidationArguments) =>
+          `${args?.property ?? 'chat_template_kwargs'} must be an object of template variables (identifier keys, at most ${MAX_TEMPLATE_KWARGS_BYTES} bytes as JSON)`,
+      },
+    },
+    options,
+  );
+}

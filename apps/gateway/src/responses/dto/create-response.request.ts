@@ -17,6 +17,7 @@ import {
   ValidateNested,
   ValidationOptions,
 } from 'class-validator';
+import { IsTemplateKwargs } from '../../chat/dto/chat-content.validators';
 
 export class TextFormatDto {
   @IsIn(['text', 'json_object', 'json_schema'])
@@ -38,6 +39,12 @@ export class TextFormatDto {
   @IsOptional()
   @IsString()
   description?: string;
+}
+
+export class ReasoningConfigDto {
+  @IsOptional()
+  @IsIn(['none', 'minimal', 'low', 'medium', 'high'])
+  effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | null;
 }
 
 export class TextConfigDto {
@@ -118,6 +125,18 @@ export class CreateResponseRequest {
   @IsOptional()
   @IsString()
   user?: string;
+
+  /** `effort: "none"` turns a reasoning model's thinking off (chat_template_kwargs' enable_thinking: false). */
+  @IsOptional()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => ReasoningConfigDto)
+  reasoning?: ReasoningConfigDto | null;
+
+  /** Extension (vLLM, SGLang): variables for the model's chat template, e.g. {"enable_thinking": false}. */
+  @IsOptional()
+  @IsTemplateKwargs()
+  chat_template_kwargs?: Record<string, unknown> | null;
 }
 
 /** `input`: a non-empty string, or a non-empty list of item objects. */
