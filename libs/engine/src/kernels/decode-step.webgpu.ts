@@ -41,15 +41,16 @@ import { fusedKernelsApply } from './webgpu-program';
  *
  * Products are split along K (linearShader) so that a decoding step's narrow products, a few
  * hundred output columns at batch 1, still spread over the whole GPU; the split count is chosen
- * per step from the product's size (splitsFor). What a program that sums a product's splits
- * does besides sets the layout: folding RoPE into attention costs each query head a sum of its
- * KV head's splits (read where the q|k|v product just wrote them, small beside the cache that
- * attention reads) and no extra pass over memory. The SwiGLU sum stays a program of its own:
- * folded into the down product's input, every down workgroup would read 2 x (gate|up's splits)
- * partials for each input it now reads once, with splitsFor's splits as many floats as the down
- * weight itself for Qwen2.5-0.5B's shape at batch 32 and SmolLM2-135M's at batch 128 (four
- * times as many at 32), all of it L2 traffic a batch-128 product cannot spare; and capping
- * gate|up's splits to avoid that would leave gate|up a fraction of the workgroups it needs.
+ * per step from the product's size (splitsFor). A product's splits are summed by the program
+ * after it, so fusing means giving that program more work: RoPE folded into attention costs
+ * each query head a sum of its KV head's splits (read where the q|k|v product just wrote them,
+ * small beside the cache that attention reads) and no extra pass over memory. The SwiGLU sum
+ * stays a program of its own: folded into the down product's input, every down workgroup would
+ * read 2 x (gate|up's splits) partials for each input it now reads once; with splitsFor's
+ * splits, as many floats as the down weight itself for Qwen2.5-0.5B's shape at batch 32 and for
+ * SmolLM2-135M's at batch 128 (four times as many at 32), on top of a product that at large
+ * batches already reads its weight once per row tile; and capping gate|up's splits to avoid
+ * that would leave gate|up a fraction of the workgroups it needs.
  *
  * The model's weights and the KV cache stay the tfjs tensors they are (their GPUBuffers are
  * bound directly); the pipelines are compiled once per device, the weights' bind groups made
@@ -127,9 +128,9 @@ const NORMED: Record<ProductKind, boolean> = { qkv: true, o: false, gateUp: true
  * attention, SwiGLU), where the delta would read B once per row. 'makeXA': the product makes x A
  * in workgroups past its own column tiles (split along K like it), and finishResidual, one
  * workgroup a row, adds (x A) B: one dispatch fewer each for o and down, for B [rank, C] read
- * once per row rather than once per row tile, rank x R / K as much as the product's weight (R
- * rows a tile, K its in features: a fraction for down, K = I, and for o at the ranks adapters
- * use; B is small enough to come from cache).
+ * once per row rather than once per row tile, rank x R / K as much as the product's weight
+ * reads (R rows a tile, K its in features): small for down (K = I) and, at ranks well under
+ * K / R, for o; B is small enough to stay in cache.
  */
 const ADAPTER_MODE: Record<ProductKind, Exclude<LinearAdapters, 'none'>> = { qkv: 'addDelta', o: 'makeXA', gateUp: 'addDelta', down: 'makeXA' };
 

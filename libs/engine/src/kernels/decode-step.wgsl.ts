@@ -421,7 +421,7 @@ export function attentionShader(headDim: number): string {
  * query head writes that column into the cache; every head reads the cached columns before it
  * from the cache and folds the new one in last from its own copy, so no workgroup reads what
  * another writes. The k and v of the new column are computed once per query head rather than
- * once per KV head: (H + 2 H) D sums of the splits a token instead of RoPE's (H + 2 KV) D, read
+ * once per KV head: 3 H D sums of the splits a token instead of RoPE's (H + 2 KV) D, read
  * where the q|k|v product just wrote them, for one dispatch (and its barrier) fewer a layer.
  */
 export function ropeAttentionShader(headDim: number, splits: number): string {
