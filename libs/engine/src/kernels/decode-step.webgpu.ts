@@ -10,10 +10,12 @@ import {
   finishResidualShader,
   finishSwigluShader,
   flatGrid,
+  LinearAdapters,
   linearShader,
   MAX_HEAD_DIM,
   MAX_LORA_RANK,
   MAX_SPLITS,
+  ropeAttentionShader,
   ropeStoreShader,
   SAMPLE_SHADER,
   TILE_K,
@@ -25,18 +27,30 @@ import { fusedKernelsApply } from './webgpu-program';
 
 /**
  * A whole forward step of a Llama-family model on webgpu (decoding one token a row, or a
- * prompt's chunk), encoded by the engine rather than op by op through tfjs. Per layer nine
- * dispatches: the q|k|v product (input RMSNorm folded in); RoPE, which sums that product's K
- * splits, adds its bias and writes the KV cache's new columns in place; attention over the
- * cache; the output product; its sum into the residual stream (with the next norm's 1/rms);
- * the gate|up product (post-attention RMSNorm folded in); SwiGLU over its splits; the down
- * product; its sum into the residual stream. Then the lm_head product (final norm folded in) on
- * each row's last token and, for stepDrawn, the next token drawn on the GPU. Everything goes in
- * one command buffer and one queue submit, and only each row's token and logprob come back.
+ * prompt's chunk), encoded by the engine rather than op by op through tfjs. Per layer of a
+ * decoding step, eight dispatches: the q|k|v product (input RMSNorm folded in); attention over
+ * the cache, which first does RoPE's work for its token (sums that product's K splits, adds its
+ * bias, rotates q and k, and writes the KV cache's new column in place); the output product;
+ * its sum into the residual stream (with the next norm's 1/rms); the gate|up product
+ * (post-attention RMSNorm folded in); SwiGLU over its splits; the down product; its sum into
+ * the residual stream. A prompt's chunk, several new tokens a row, attends to new columns that
+ * other workgroups write, so RoPE runs on its own before attention there: nine. Then the
+ * lm_head product (final norm folded in) on each row's last token and, for stepDrawn, the next
+ * token drawn on the GPU. Everything goes in one command buffer and one queue submit, and only
+ * each row's token and logprob come back.
  *
  * Products are split along K (linearShader) so that a decoding step's narrow products, a few
  * hundred output columns at batch 1, still spread over the whole GPU; the split count is chosen
- * per step from the product's size (splitsFor).
+ * per step from the product's size (splitsFor). A product's splits are summed by the program
+ * after it, so fusing means giving that program more work: RoPE folded into attention costs
+ * each query head a sum of its KV head's splits (read where the q|k|v product just wrote them,
+ * small beside the cache that attention reads) and no extra pass over memory. The SwiGLU sum
+ * stays a program of its own: folded into the down product's input, every down workgroup would
+ * read 2 x (gate|up's splits) partials for each input it now reads once; with splitsFor's
+ * splits, as many floats as the down weight itself for Qwen2.5-0.5B's shape at batch 32 and for
+ * SmolLM2-135M's at batch 128 (four times as many at 32), on top of a product that at large
+ * batches already reads its weight once per row tile; and capping gate|up's splits to avoid
+ * that would leave gate|up a fraction of the workgroups it needs.
  *
  * The model's weights and the KV cache stay the tfjs tensors they are (their GPUBuffers are
  * bound directly); the pipelines are compiled once per device, the weights' bind groups made
@@ -44,11 +58,12 @@ import { fusedKernelsApply } from './webgpu-program';
  * (KVCache.reserve). tfjs's own queued work is submitted first, so a step sees what tfjs wrote.
  *
  * LoRA adapters (one for every row, or several routed row by row by LoraRouter) run in the step
- * too: a product with adapters first makes x A, and its first split adds (x A) B on each
- * adapter's rows, four dispatches more a layer. It applies to Llama and Qwen2 with float32
- * weights, a bias on q, k and v only, output widths that are multiples of 4 and head
- * dimensions up to MAX_HEAD_DIM (`for` and `applies` say where not). The same logits as the
- * tfjs path to float rounding (summed in another order).
+ * too, two dispatches more a layer (ADAPTER_MODE): q|k|v and gate|up make x A in a product of
+ * its own and add (x A) B in their first split; o and down make x A in extra workgroups of
+ * their own dispatch and the residual sum after them adds (x A) B. It applies to Llama and
+ * Qwen2 with float32 weights, a bias on q, k and v only, output widths that are multiples of 4
+ * and head dimensions up to MAX_HEAD_DIM (`for` and `applies` say where not). The same logits
+ * as the tfjs path to float rounding (summed in another order).
  */
 
 interface WebGpuBackendInternals {
@@ -87,6 +102,7 @@ interface LayerBinding {
   uniform: GPUBuffer;
   rope: GPUBindGroup;
   attention: GPUBindGroup;
+  ropeAttention: GPUBindGroup;
 }
 
 /** Bind groups of one layer's products and the programs that sum them, over the activation buffers. */
@@ -106,9 +122,22 @@ const PRODUCTS: readonly ProductKind[] = ['qkv', 'o', 'gateUp', 'down'];
 const NORMED: Record<ProductKind, boolean> = { qkv: true, o: false, gateUp: true, down: false };
 
 /**
+ * Where each product's adapters run, x A into loraIn and then (x A) B. 'addDelta': x A is a
+ * product of its own before the product, whose first split adds (x A) B, once per row tile;
+ * q|k|v and gate|up take it, since their splits are summed a thread per output (RoPE in
+ * attention, SwiGLU), where the delta would read B once per row. 'makeXA': the product makes x A
+ * in workgroups past its own column tiles (split along K like it), and finishResidual, one
+ * workgroup a row, adds (x A) B: one dispatch fewer each for o and down, for B [rank, C] read
+ * once per row rather than once per row tile, rank x R / K as much as the product's weight
+ * reads (R rows a tile, K its in features): small for down (K = I) and, at ranks well under
+ * K / R, for o; B is small enough to stay in cache.
+ */
+const ADAPTER_MODE: Record<ProductKind, Exclude<LinearAdapters, 'none'>> = { qkv: 'addDelta', o: 'makeXA', gateUp: 'addDelta', down: 'makeXA' };
+
+/**
  * A product's low-rank adapters as the step runs them: A of every adapted part side by side
- * [K, rank] (loraIn = x A, by the linear program before the product) and B block-diagonal
- * [rank, N] with alpha / r folded in (added by the product's first split).
+ * [K, rank] (loraIn = x A) and B block-diagonal [rank, N] with alpha / r folded in, placed as
+ * ADAPTER_MODE says.
  */
 interface ProductLora {
   /** The parts' A tensors these were made from: made again when the model's adapters change. */
@@ -119,20 +148,25 @@ interface ProductLora {
   /** The adapter (its column of rowAdapters) of each rank column, as last written, and where. */
   rankAdapter: Uint32Array;
   rankAdapterBuffer: GPUBuffer;
-  /** Bind groups of the x A product and of the product with the delta; null until made over the current buffers. */
-  groups: { down: GPUBindGroup; main: GPUBindGroup } | null;
+  /**
+   * Bind groups of the product with its adapters, and of the x A product before it (addDelta)
+   * or of the residual sum after it (makeXA); null until made over the current buffers.
+   */
+  groups: { product: GPUBindGroup; xA?: GPUBindGroup; finish?: GPUBindGroup } | null;
 }
 
 /** Bind group layouts shared by every variant of a program, so one bind group serves them all. */
 const LAYOUTS = {
   linear: ['uniform', 'read', 'read', 'write'],
   linearNorm: ['uniform', 'read', 'read', 'write', 'read', 'read'],
-  linearLora: ['uniform', 'read', 'read', 'write', 'read', 'read', 'uniform', 'read'],
-  linearNormLora: ['uniform', 'read', 'read', 'write', 'read', 'read', 'read', 'read', 'uniform', 'read'],
+  linearNormAddDelta: ['uniform', 'read', 'read', 'write', 'read', 'read', 'read', 'read', 'uniform', 'read'],
+  linearMakeXA: ['uniform', 'read', 'read', 'write', 'read', 'write'],
   finishResidual: ['uniform', 'read', 'read', 'write', 'write'],
+  finishResidualLora: ['uniform', 'read', 'read', 'write', 'write', 'read', 'read', 'uniform', 'read'],
   finishSwiglu: ['uniform', 'read', 'write'],
   rope: ['uniform', 'uniform', 'read', 'read', 'write', 'write', 'write', 'read'],
   attention: ['uniform', 'uniform', 'read', 'read', 'read', 'read', 'write'],
+  ropeAttention: ['uniform', 'uniform', 'read', 'write', 'write', 'read', 'write', 'read', 'read'],
   sample: ['uniform', 'read', 'read', 'write'],
 } satisfies Record<string, Binding[]>;
 
@@ -160,8 +194,8 @@ const PARTIAL_BYTES = 64 << 20;
 
 type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'rowAdapters' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'draws' | 'drawn' | 'readDrawn', GPUBuffer>;
 
-/** Most dispatches a layer records: nine, and each of the four products' x A where it has adapters. */
-const DISPATCHES_PER_LAYER = 9 + 4;
+/** Most dispatches a layer records: nine for a prompt's chunk (RoPE apart from attention), and the x A products of q|k|v and gate|up where they have adapters. */
+const DISPATCHES_PER_LAYER = 9 + 2;
 
 /** Most adapters sharing one step row by row (LoraRouter). */
 const MAX_ADAPTERS = 16;
@@ -212,9 +246,9 @@ export class WebGpuDecodeStep {
   private readonly stepUniform: GPUBuffer;
   private readonly sampleUniform: GPUBuffer;
   /** The uniforms of each product and of the programs that sum them, written per step. */
-  private readonly dims: Record<'qkv' | 'o' | 'gateUp' | 'down' | 'lmHead' | 'residual' | 'swiglu', GPUBuffer>;
-  /** The uniforms of each product's x A (its adapters' first factor). */
-  private readonly loraDims: Record<ProductKind, GPUBuffer>;
+  private readonly dims: Record<ProductKind | 'lmHead' | 'finishO' | 'finishDown' | 'swiglu', GPUBuffer>;
+  /** The uniforms of the x A products (their adapters' first factor) before q|k|v and gate|up; o and down (ADAPTER_MODE makeXA) leave theirs unused. */
+  private readonly xADims: Record<ProductKind, GPUBuffer>;
   /** Per layer and product, its adapters (null: none). */
   private lora: Record<ProductKind, ProductLora | null>[] = [];
   /** Tokens (rows times tokens a row) and rows the activation buffers hold. */
@@ -301,8 +335,8 @@ export class WebGpuDecodeStep {
     const uniform = () => owned(UNIFORM_BYTES, USAGE.uniform | USAGE.copyDst);
     this.stepUniform = uniform();
     this.sampleUniform = uniform();
-    this.dims = { qkv: uniform(), o: uniform(), gateUp: uniform(), down: uniform(), lmHead: uniform(), residual: uniform(), swiglu: uniform() };
-    this.loraDims = { qkv: uniform(), o: uniform(), gateUp: uniform(), down: uniform() };
+    this.dims = { qkv: uniform(), o: uniform(), gateUp: uniform(), down: uniform(), lmHead: uniform(), finishO: uniform(), finishDown: uniform(), swiglu: uniform() };
+    this.xADims = { qkv: uniform(), o: uniform(), gateUp: uniform(), down: uniform() };
     this.lora = model.blocks.map(() => ({ qkv: null, o: null, gateUp: null, down: null }));
     this.layerBindings = model.blocks.map(() => null);
   }
@@ -432,7 +466,6 @@ export class WebGpuDecodeStep {
     queue.writeBuffer(a.tables, 0, this.ropeTables(cache.lengths().flatMap((p) => Array.from({ length: T }, (_, t) => p + t))));
     queue.writeBuffer(this.mask as GPUBuffer, 0, cache.stepMask(T));
     queue.writeBuffer(this.stepUniform, 0, new Uint32Array([N, columns, cache.width, T]));
-    queue.writeBuffer(this.dims.residual, 0, dimsData([N, C / 4], [eps]));
     queue.writeBuffer(this.dims.swiglu, 0, dimsData([N, I / 4]));
     const plan = (buffer: GPUBuffer, inputs: number, K: number, n: number, options: { inStride?: number; inOffset?: number; maxSplits?: number } = {}): ProductPlan => {
       const p = splitsFor(inputs, K, n, options.maxSplits);
@@ -440,19 +473,21 @@ export class WebGpuDecodeStep {
       return p;
     };
     const rankOf = (kind: ProductKind) => this.lora.find((l) => l[kind])?.[kind]?.rank ?? 0;
-    // Each product's x A (its adapters' first factor), split along K as the products are.
-    const loraPlans = new Map<ProductKind, ProductPlan>();
+    // The x A products before q|k|v and gate|up (ADAPTER_MODE addDelta), split along K as the products are.
+    const xAPlans = new Map<ProductKind, ProductPlan>();
     const product = (kind: ProductKind, K: number, n: number): ProductPlan => {
       const p = splitsFor(N, K, n);
       const rank = rankOf(kind);
-      const a = rank > 0 ? splitsFor(N, K, rank) : null;
+      const a = rank > 0 && ADAPTER_MODE[kind] === 'addDelta' ? splitsFor(N, K, rank) : null;
       if (a) {
-        loraPlans.set(kind, a);
-        queue.writeBuffer(this.loraDims[kind], 0, dimsData([N, K, rank / 4, rank / 4, a.chunk, K, 0, 0, 0, 0]));
+        xAPlans.set(kind, a);
+        queue.writeBuffer(this.xADims[kind], 0, dimsData([N, K, rank / 4, rank / 4, a.chunk, K, 0, 0, 0, 0]));
       }
       queue.writeBuffer(this.dims[kind], 0, dimsData([N, K, n / 4, n / 4, p.chunk, K, 0, rank, MAX_ADAPTERS, a?.splits ?? 0]));
       return p;
     };
+    queue.writeBuffer(this.dims.finishO, 0, dimsData([N, C / 4, rankOf('o'), MAX_ADAPTERS], [eps]));
+    queue.writeBuffer(this.dims.finishDown, 0, dimsData([N, C / 4, rankOf('down'), MAX_ADAPTERS], [eps]));
     const qkvPlan = product('qkv', C, (H + 2 * KV) * D);
     const oPlan = product('o', H * D, C);
     const gateUpPlan = product('gateUp', C, 2 * I);
@@ -470,30 +505,42 @@ export class WebGpuDecodeStep {
       pass.dispatchWorkgroups(x, y, z);
       if (!shared) pass.end();
     };
-    const linear = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean, lora = false) => {
-      const kind: ProgramKind = norm ? (lora ? 'linearNormLora' : 'linearNorm') : lora ? 'linearLora' : 'linear';
-      run(label, this.pipeline(kind, p.tile, () => linearShader(p.tile, norm, lora)), group, p.columnTiles, p.rowTiles, p.splits);
+    const linear = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean, adapters: LinearAdapters = 'none', xATiles = 0) => {
+      // ADAPTER_MODE gives addDelta to the products with a norm, makeXA to those without.
+      const kind: ProgramKind = adapters === 'addDelta' ? 'linearNormAddDelta' : adapters === 'makeXA' ? 'linearMakeXA' : norm ? 'linearNorm' : 'linear';
+      run(label, this.pipeline(kind, p.tile, () => linearShader(p.tile, norm, adapters)), group, p.columnTiles + xATiles, p.rowTiles, p.splits);
     };
-    // A layer's product, after its adapters' x A where it has them.
+    // A layer's product, with its adapters where it has them (ADAPTER_MODE).
     const layerProduct = (l: number, kind: ProductKind, label: string, p: ProductPlan) => {
       const lora = this.lora[l][kind];
       if (!lora?.groups) return linear(label, this.layerGroups[l][kind], p, NORMED[kind]);
-      linear(`${label}_lora_a`, lora.groups.down, loraPlans.get(kind) as ProductPlan, NORMED[kind]);
-      linear(label, lora.groups.main, p, NORMED[kind], true);
+      if (ADAPTER_MODE[kind] === 'makeXA') return linear(label, lora.groups.product, p, NORMED[kind], 'makeXA', Math.ceil(lora.rank / 4 / WORKGROUP));
+      linear(`${label}_lora_a`, lora.groups.xA as GPUBindGroup, xAPlans.get(kind) as ProductPlan, NORMED[kind]);
+      linear(label, lora.groups.product, p, NORMED[kind], 'addDelta');
     };
-    const finishResidual = (group: GPUBindGroup, splits: number) => run('residual', this.pipeline('finishResidual', splits, () => finishResidualShader(splits)), group, N);
+    // The sum of o's or down's splits into the residual stream, with the product's adapters' delta where it has them.
+    const finishResidual = (l: number, kind: 'o' | 'down', p: ProductPlan) => {
+      const finish = this.lora[l][kind]?.groups?.finish;
+      const group = finish ?? this.layerGroups[l][kind === 'o' ? 'finishO' : 'finishDown'];
+      const program: ProgramKind = finish ? 'finishResidualLora' : 'finishResidual';
+      run('residual', this.pipeline(program, p.splits, () => finishResidualShader(p.splits, !!finish)), group, N);
+    };
     const pairs = N * (H + 2 * KV) * (D / 2);
     bindings.forEach((binding, l) => {
       const g = this.layerGroups[l];
       layerProduct(l, 'qkv', 'qkv', qkvPlan);
-      run('rope', this.pipeline('rope', qkvPlan.splits, () => ropeStoreShader(qkvPlan.splits)), binding.rope, ...flatGrid(pairs));
-      run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
+      if (T === 1) {
+        run('rope_attention', this.pipeline('ropeAttention', `${D}:${qkvPlan.splits}`, () => ropeAttentionShader(D, qkvPlan.splits)), binding.ropeAttention, H, N);
+      } else {
+        run('rope', this.pipeline('rope', qkvPlan.splits, () => ropeStoreShader(qkvPlan.splits)), binding.rope, ...flatGrid(pairs));
+        run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
+      }
       layerProduct(l, 'o', 'o', oPlan);
-      finishResidual(g.finishO, oPlan.splits);
+      finishResidual(l, 'o', oPlan);
       layerProduct(l, 'gateUp', 'gate_up', gateUpPlan);
       run('swiglu', this.pipeline('finishSwiglu', gateUpPlan.splits, () => finishSwigluShader(gateUpPlan.splits)), g.swiglu, ...flatGrid((N * I) / 4));
       layerProduct(l, 'down', 'down', downPlan);
-      finishResidual(g.finishDown, downPlan.splits);
+      finishResidual(l, 'down', downPlan);
     });
     if (head) linear('lm_head', this.headGroup as GPUBindGroup, headPlan, true);
     shared?.end();
@@ -569,11 +616,11 @@ export class WebGpuDecodeStep {
     this.layerGroups = this.layers.map((w) => ({
       qkv: this.group('linearNorm', [this.dims.qkv, a.x, w.qkv.weight, a.partial, w.inputNorm, a.rinv]),
       o: this.group('linear', [this.dims.o, a.heads, w.o.weight, a.partial]),
-      finishO: this.group('finishResidual', [this.dims.residual, a.partial, a.x, a.h, a.rinv]),
+      finishO: this.group('finishResidual', [this.dims.finishO, a.partial, a.x, a.h, a.rinv]),
       gateUp: this.group('linearNorm', [this.dims.gateUp, a.h, w.gateUp.weight, a.partial, w.postNorm, a.rinv]),
       swiglu: this.group('finishSwiglu', [this.dims.swiglu, a.partial, a.act]),
       down: this.group('linear', [this.dims.down, a.act, w.down.weight, a.partial]),
-      finishDown: this.group('finishResidual', [this.dims.residual, a.partial, a.h, a.x, a.rinv]),
+      finishDown: this.group('finishResidual', [this.dims.finishDown, a.partial, a.h, a.x, a.rinv]),
     }));
     this.headGroup = this.group('linearNorm', [this.dims.lmHead, a.x, this.lmHead.weight, a.logits, this.finalNorm, a.rinv]);
     for (const products of this.lora) for (const lora of Object.values(products)) if (lora) lora.groups = null;
@@ -625,23 +672,37 @@ export class WebGpuDecodeStep {
           this.device.queue.writeBuffer(lora.rankAdapterBuffer, 0, rankAdapter);
           lora.rankAdapter = rankAdapter;
         }
-        if (!lora.groups) {
-          const weights = this.layers[l];
-          const { inputs, norm } = {
-            qkv: { inputs: [a.x], norm: [weights.inputNorm, a.rinv] },
-            o: { inputs: [a.heads], norm: [] },
-            gateUp: { inputs: [a.h], norm: [weights.postNorm, a.rinv] },
-            down: { inputs: [a.act], norm: [] },
-          }[kind];
-          const normed = NORMED[kind];
-          lora.groups = {
-            down: this.group(normed ? 'linearNorm' : 'linear', [this.loraDims[kind], ...inputs, this.buffer(lora.a), a.loraIn, ...norm]),
-            main: this.group(normed ? 'linearNormLora' : 'linearLora', [this.dims[kind], ...inputs, weights[kind].weight, a.partial, ...norm, a.loraIn, this.buffer(lora.b), lora.rankAdapterBuffer, a.rowAdapters]),
-          };
-        }
+        if (!lora.groups) lora.groups = this.loraGroups(l, kind, lora);
       }
     });
     if (slots.size > 0) this.device.queue.writeBuffer(a.rowAdapters, 0, rowAdapters);
+  }
+
+  /** The bind groups of layer `l`'s `kind` product with its adapters, over the current buffers (ProductLora.groups). */
+  private loraGroups(l: number, kind: ProductKind, lora: ProductLora): NonNullable<ProductLora['groups']> {
+    const a = this.activations as Activations;
+    const weights = this.layers[l];
+    const delta = [a.loraIn, this.buffer(lora.b), lora.rankAdapterBuffer, a.rowAdapters];
+    switch (kind) {
+      case 'qkv':
+      case 'gateUp': {
+        const [input, gamma] = kind === 'qkv' ? [a.x, weights.inputNorm] : [a.h, weights.postNorm];
+        return {
+          xA: this.group('linearNorm', [this.xADims[kind], input, this.buffer(lora.a), a.loraIn, gamma, a.rinv]),
+          product: this.group('linearNormAddDelta', [this.dims[kind], input, weights[kind].weight, a.partial, gamma, a.rinv, ...delta]),
+        };
+      }
+      case 'o':
+        return {
+          product: this.group('linearMakeXA', [this.dims.o, a.heads, weights.o.weight, a.partial, this.buffer(lora.a), a.loraIn]),
+          finish: this.group('finishResidualLora', [this.dims.finishO, a.partial, a.x, a.h, a.rinv, ...delta]),
+        };
+      case 'down':
+        return {
+          product: this.group('linearMakeXA', [this.dims.down, a.act, weights.down.weight, a.partial, this.buffer(lora.a), a.loraIn]),
+          finish: this.group('finishResidualLora', [this.dims.finishDown, a.partial, a.h, a.x, a.rinv, ...delta]),
+        };
+    }
   }
 
   private dropLora(lora: ProductLora | null): void {
@@ -667,6 +728,7 @@ export class WebGpuDecodeStep {
       uniform,
       rope: this.group('rope', [this.stepUniform, uniform, a.partial, a.tables, a.q, k, v, this.layers[layer].qkvBias]),
       attention: this.group('attention', [this.stepUniform, uniform, a.q, k, v, this.mask as GPUBuffer, a.heads]),
+      ropeAttention: this.group('ropeAttention', [this.stepUniform, uniform, a.partial, k, v, this.mask as GPUBuffer, a.heads, a.tables, this.layers[layer].qkvBias]),
     };
     this.layerBindings[layer] = binding;
     return binding;

@@ -1,11 +1,12 @@
 /**
  * The WGSL programs of a decoding step on webgpu (decode-step.webgpu.ts encodes them): linear
- * products over splits of K with RMSNorm folded into their input; the programs that sum the
- * splits into the residual stream (with the next RMSNorm's 1/rms) or into SwiGLU; RoPE, which
- * sums the q|k|v splits and writes the KV cache's new columns in place; attention over the
- * cache; and the next token drawn from the logits. Each is one dispatch. Every program reads
- * its sizes from uniforms, so one compiled pipeline serves every batch size and cache width
- * (the split count, where a program unrolls over it, is compiled in).
+ * products over splits of K with RMSNorm folded into their input (and, where asked, their
+ * adapters' x A or (x A) B); the programs that sum the splits into the residual stream (with
+ * the next RMSNorm's 1/rms, and an adapter's delta) or into SwiGLU; RoPE, which sums the q|k|v
+ * splits and writes the KV cache's new columns in place; attention over the cache, which for a
+ * decoding step does RoPE's work itself; and the next token drawn from the logits. Each is one
+ * dispatch. Every program reads its sizes from uniforms, so one compiled pipeline serves every
+ * batch size and cache width (the split count, where a program unrolls over it, is compiled in).
  */
 
 /** Threads of a workgroup in every program here. */
@@ -40,6 +41,14 @@ const FLAT_INDEX = `(wg.y * groups.x + wg.x) * ${WORKGROUP}u + tid`;
 export const MAX_HEAD_DIM = 256;
 
 /**
+ * How a linear product takes the low-rank adapters (LoRA) of its weight: not at all;
+ * `addDelta`, its first split adding (x A) B, x A made by a product before it; or `makeXA`,
+ * making x A itself in workgroups past its own column tiles, over the same splits of K, for the
+ * program that sums its splits to add (x A) B (finishResidualShader).
+ */
+export type LinearAdapters = 'none' | 'addDelta' | 'makeXA';
+
+/**
  * A linear product's partial sums, x W over one split of K, for x [rows, K] and W [K, ldw] (a
  * row-major [in, out] weight read as vec4 columns): partial [splits, rows, n4] of vec4. One
  * workgroup computes `rows` rows by 64 vec4 columns (256 outputs) over `chunk` rows of the
@@ -51,46 +60,24 @@ export const MAX_HEAD_DIM = 256;
  * way in: x * rinv[row] * gamma, rinv computed by the program that wrote x. Dims: rows, k, n4
  * (output vec4 columns), ldw4 (weight row stride in vec4), chunk (K a split covers), inStride
  * and inOffset (input row r starts at r inStride + inOffset: the lm_head reads each sequence's
- * last token this way, and its rinv at (r inStride + inOffset) / k), rank and adapters (with
- * `lora`: the first split adds (x A) B, the low-rank adapters' delta, x A the sum of loraIn's
- * loraSplits splits [splits, rows, rank], made by this program before over the same input;
- * rank column j belongs to adapter rankAdapter[j], and row r takes it where rowAdapters [rows,
- * adapters] is 1, so that adapters sharing a batch row by row each apply to their own rows).
+ * last token this way, and its rinv at (r inStride + inOffset) / k), rank, adapters and
+ * loraSplits (the adapters, as `adapters` says: x A has `rank` columns, each of one adapter,
+ * rankAdapter[j]; row r takes adapter a where rowAdapters [rows, adapters] is 1, so that
+ * adapters sharing a batch row by row each apply to their own rows; with addDelta, x A is the
+ * sum of loraIn's loraSplits splits [splits, rows, rank]; with makeXA, x A [K, rank] is the
+ * weight of one more column tile, written to loraIn [splits, rows, rank]).
  */
-export function linearShader(rows: number, norm: boolean, lora = false): string {
+export function linearShader(rows: number, norm: boolean, adapters: LinearAdapters = 'none'): string {
   const R = rows;
   const loraBinding = norm ? 6 : 4;
-  return `
-struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, chunk : u32, inStride : u32, inOffset : u32, rank : u32, adapters : u32, loraSplits : u32 }
-@group(0) @binding(0) var<uniform> dims : Dims;
-@group(0) @binding(1) var<storage, read> x : array<f32>;
-@group(0) @binding(2) var<storage, read> w : array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> partial : array<vec4<f32>>;
-${norm ? '@group(0) @binding(4) var<storage, read> gamma : array<f32>;\n@group(0) @binding(5) var<storage, read> rinv : array<f32>;' : ''}
-${
-  lora
-    ? `@group(0) @binding(${loraBinding}) var<storage, read> loraIn : array<f32>;
-@group(0) @binding(${loraBinding + 1}) var<storage, read> loraB : array<vec4<f32>>;
-@group(0) @binding(${loraBinding + 2}) var<uniform> rankAdapter : array<vec4<u32>, ${MAX_LORA_RANK / 4}>;
-@group(0) @binding(${loraBinding + 3}) var<storage, read> rowAdapters : array<f32>;`
-    : ''
-}
-
-const R : u32 = ${R}u;
-const TK : u32 = ${TILE_K}u;
-var<workgroup> xs : array<f32, ${R * TILE_K}>;
-${lora ? `var<workgroup> loraU : array<f32, ${R * MAX_LORA_RANK}>;` : ''}
-
-@compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-  let col = wg.x * ${WORKGROUP}u + tid;
-  let row0 = wg.y * R;
-  let K = dims.k;
-  let kBegin = wg.z * dims.chunk;
-  let kEnd = min(K, kBegin + dims.chunk);
-  // Threads past the last column read its weights (and write nothing), so every load is in range.
-  let wcol = min(col, dims.n4 - 1u);
-  var acc : array<vec4<f32>, ${R}>;
+  const bindings = {
+    none: '',
+    addDelta: adapterDeltaWgsl(loraBinding),
+    makeXA: `@group(0) @binding(${loraBinding}) var<storage, read> loraA : array<vec4<f32>>;
+@group(0) @binding(${loraBinding + 1}) var<storage, read_write> loraIn : array<vec4<f32>>;`,
+  }[adapters];
+  // acc[r] += the tile's input rows times the weight's column wcol, over the workgroup's split of K.
+  const accumulate = (weight: string, ldw4: string) => `
   for (var k0 = kBegin; k0 < kEnd; k0 += TK) {
     for (var i = tid; i < R * TK; i += ${WORKGROUP}u) {
       let row = row0 + i / TK;
@@ -106,13 +93,61 @@ ${norm ? '        value = value * rinv[at / K] * gamma[k];' : ''}
     workgroupBarrier();
     for (var kk = 0u; kk < TK; kk++) {
       // Past kEnd the staged input is 0: the clamped row's weights add nothing.
-      let wv = w[min(k0 + kk, K - 1u) * dims.ldw4 + wcol];
+      let wv = ${weight}[min(k0 + kk, K - 1u) * ${ldw4} + wcol];
       for (var r = 0u; r < R; r++) { acc[r] += xs[r * TK + kk] * wv; }
     }
     workgroupBarrier();
-  }
+  }`;
+  const store = (out: string, n4: string) => `
+  if (col < ${n4}) {
+    for (var r = 0u; r < R; r++) {
+      let row = row0 + r;
+      if (row >= dims.rows) { break; }
+      ${out}[(wg.z * dims.rows + row) * ${n4} + col] = acc[r];
+    }
+  }`;
+  return `
+struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, chunk : u32, inStride : u32, inOffset : u32, rank : u32, adapters : u32, loraSplits : u32 }
+@group(0) @binding(0) var<uniform> dims : Dims;
+@group(0) @binding(1) var<storage, read> x : array<f32>;
+@group(0) @binding(2) var<storage, read> w : array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> partial : array<vec4<f32>>;
+${norm ? '@group(0) @binding(4) var<storage, read> gamma : array<f32>;\n@group(0) @binding(5) var<storage, read> rinv : array<f32>;' : ''}
+${bindings}
+
+const R : u32 = ${R}u;
+const TK : u32 = ${TILE_K}u;
+var<workgroup> xs : array<f32, ${R * TILE_K}>;
+${adapters === 'addDelta' ? `var<workgroup> loraU : array<f32, ${R * MAX_LORA_RANK}>;` : ''}
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let row0 = wg.y * R;
+  let K = dims.k;
+  let kBegin = wg.z * dims.chunk;
+  let kEnd = min(K, kBegin + dims.chunk);
+  let columnTiles = (dims.n4 + ${WORKGROUP - 1}u) / ${WORKGROUP}u;
+  var acc : array<vec4<f32>, ${R}>;
 ${
-  lora
+  adapters === 'makeXA'
+    ? `  // The adapters' x A: the workgroups past the product's column tiles, over the same split of
+  // K, into loraIn. wg.x is the same for the whole workgroup, so its barriers are too.
+  if (wg.x >= columnTiles) {
+    let rank4 = dims.rank / 4u;
+    let col = (wg.x - columnTiles) * ${WORKGROUP}u + tid;
+    let wcol = min(col, rank4 - 1u);
+${accumulate('loraA', 'rank4')}
+${store('loraIn', 'rank4')}
+    return;
+  }`
+    : ''
+}
+  let col = wg.x * ${WORKGROUP}u + tid;
+  // Threads past the last column read its weights (and write nothing), so every load is in range.
+  let wcol = min(col, dims.n4 - 1u);
+${accumulate('w', 'dims.ldw4')}
+${
+  adapters === 'addDelta'
     ? `  // The adapters' delta, once (by the first split): u = x A, the sum of loraIn's loraSplits
   // splits [splits, rows, rank], staged for the tile's rows with each rank column kept only on
   // the rows of its adapter; then u B [rank, n4] (block-diagonal over the parts, alpha / r
@@ -123,7 +158,7 @@ ${
       let j = i % dims.rank;
       var u = 0.0;
       for (var s = 0u; s < dims.loraSplits; s++) { u += loraIn[(s * dims.rows + row) * dims.rank + j]; }
-      loraU[i] = u * rowAdapters[row * dims.adapters + rankAdapter[j / 4u][j % 4u]];
+      loraU[i] = u * takes(row, j);
     }
     workgroupBarrier();
     if (col < dims.n4) {
@@ -135,38 +170,66 @@ ${
   }`
     : ''
 }
-  if (col >= dims.n4) { return; }
-  for (var r = 0u; r < R; r++) {
-    let row = row0 + r;
-    if (row >= dims.rows) { break; }
-    partial[(wg.z * dims.rows + row) * dims.n4 + col] = acc[r];
-  }
+${store('partial', 'dims.n4')}
+}`;
+}
+
+/**
+ * The bindings from `first` on of a program that adds the adapters' delta (x A) B: loraIn (x A's
+ * splits, f32), loraB [rank, n4] (vec4), rankAdapter (each rank column's adapter) and
+ * rowAdapters [rows, adapters]; and takes(row, j), 1 where row `row` takes rank column j's
+ * adapter, else 0. The program's dims have an `adapters` field (rowAdapters' row stride).
+ */
+function adapterDeltaWgsl(first: number): string {
+  return `@group(0) @binding(${first}) var<storage, read> loraIn : array<f32>;
+@group(0) @binding(${first + 1}) var<storage, read> loraB : array<vec4<f32>>;
+@group(0) @binding(${first + 2}) var<uniform> rankAdapter : array<vec4<u32>, ${MAX_LORA_RANK / 4}>;
+@group(0) @binding(${first + 3}) var<storage, read> rowAdapters : array<f32>;
+
+fn takes(row : u32, j : u32) -> f32 {
+  return rowAdapters[row * dims.adapters + rankAdapter[j / 4u][j % 4u]];
 }`;
 }
 
 /**
  * The residual stream's next value from a product's splits, one workgroup per row: y =
  * residual + the sum of `splits` partials, and rinv[row] = 1 / rms(y), which the next product's
- * RMSNorm takes. Dims: rows, n4 (vec4 columns), eps.
+ * RMSNorm takes. With `lora`, also the product's adapters' delta (x A) B, x A the sum of
+ * loraIn's `splits` splits (the product made it: makeXA): the row's x A staged in workgroup
+ * memory, then B [rank, n4] read once per row. Dims: rows, n4 (vec4 columns), rank, adapters
+ * (see linearShader), eps.
  */
-export function finishResidualShader(splits: number): string {
+export function finishResidualShader(splits: number, lora = false): string {
   return `
-struct Dims { rows : u32, n4 : u32, eps : f32, pad : u32 }
+struct Dims { rows : u32, n4 : u32, rank : u32, adapters : u32, eps : f32 }
 @group(0) @binding(0) var<uniform> dims : Dims;
 @group(0) @binding(1) var<storage, read> partial : array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> residual : array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> y : array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> rinv : array<f32>;
+${lora ? `${adapterDeltaWgsl(5)}\nvar<workgroup> loraU : array<f32, ${MAX_LORA_RANK}>;` : ''}
 var<workgroup> squares : array<f32, ${WORKGROUP}>;
 
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   let row = wg.x;
   let n4 = dims.n4;
+${
+  lora
+    ? `  // The row's x A, each rank column kept only if the row takes its adapter.
+  for (var j = tid; j < dims.rank; j += ${WORKGROUP}u) {
+    var u = 0.0;
+    for (var s = 0u; s < ${splits}u; s++) { u += loraIn[(s * dims.rows + row) * dims.rank + j]; }
+    loraU[j] = u * takes(row, j);
+  }
+  workgroupBarrier();`
+    : ''
+}
   var sum = 0.0;
   for (var c = tid; c < n4; c += ${WORKGROUP}u) {
     var value = residual[row * n4 + c];
     for (var s = 0u; s < ${splits}u; s++) { value += partial[(s * dims.rows + row) * n4 + c]; }
+${lora ? '    for (var j = 0u; j < dims.rank; j++) { value += loraU[j] * loraB[j * n4 + c]; }' : ''}
     y[row * n4 + c] = value;
     sum += dot(value, value);
   }
@@ -254,12 +317,42 @@ struct Layer { heads : u32, kvHeads : u32, headDim : u32, capacity : u32 }
 @group(0) @binding(1) var<uniform> layer : Layer;`;
 
 /**
+ * qkvPair(token, head, j): pair (j, j + D/2) of head `head` (q heads, then k, then v) of
+ * token `token`'s q|k|v, the q|k|v product's `splits` partial sums [splits, tokens, H + 2 KV,
+ * D] plus its bias (zeros where the model has none). rotate(x, table, j): that pair turned by
+ * RoPE, tables[table..] holding the token's cos then sin (Rope.tables). Needs the globals step,
+ * layer, qkv, bias and tables.
+ */
+function qkvPairWgsl(splits: number): string {
+  return `
+fn qkvPair(token : u32, head : u32, j : u32) -> vec2<f32> {
+  let D = layer.headDim;
+  let half = D / 2u;
+  let all = layer.heads + 2u * layer.kvHeads;
+  var x = vec2<f32>(bias[head * D + j], bias[head * D + j + half]);
+  for (var s = 0u; s < ${splits}u; s++) {
+    let src = ((s * step.tokens + token) * all + head) * D;
+    x += vec2<f32>(qkv[src + j], qkv[src + j + half]);
+  }
+  return x;
+}
+
+fn rotate(x : vec2<f32>, table : u32, j : u32) -> vec2<f32> {
+  let half = layer.headDim / 2u;
+  let c = tables[table + j];
+  let s = tables[table + half + j];
+  return vec2<f32>(x.x * c + (-x.y) * s, x.y * c + x.x * s);
+}`;
+}
+
+/**
  * RoPE on the step's q and k heads and the KV cache's new columns, from the q|k|v product's
- * `splits` partial sums and its bias (zeros where the model has none): for every token, q heads are
- * rotated into q [tokens, H, D], k heads rotated and v heads copied into the token's column
- * (column + its index in its row) of its row's cache [rows, KV, capacity, D]. One thread per
- * pair (j, j + D/2) of a head. tables [tokens, 4, D/2] holds cos and sin for q (times
- * 1/sqrt(D)), then for k, as Rope.tables.
+ * `splits` partial sums and its bias: for every token, q heads are rotated into q [tokens, H,
+ * D], k heads rotated and v heads copied into the token's column (column + its index in its
+ * row) of its row's cache [rows, KV, capacity, D]. One thread per pair (j, j + D/2) of a head.
+ * tables [tokens, 4, D/2] holds cos and sin for q (times 1/sqrt(D)), then for k, as
+ * Rope.tables. A prompt's chunk takes it before attentionShader; a decoding step, one new
+ * token a row, does its work in ropeAttentionShader instead.
  */
 export function ropeStoreShader(splits: number): string {
   return `${STEP_UNIFORMS}
@@ -269,6 +362,7 @@ export function ropeStoreShader(splits: number): string {
 @group(0) @binding(4) var<storage, read_write> q : array<f32>;
 @group(0) @binding(5) var<storage, read_write> keys : array<f32>;
 @group(0) @binding(6) var<storage, read_write> values : array<f32>;
+${qkvPairWgsl(splits)}
 
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
@@ -285,33 +379,22 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
   // The token's row of the cache and its column there.
   let row = token / step.perRow;
   let column = step.column + token % step.perRow;
-  // q|k|v of the token: its splits' partial sums, plus the bias.
-  var x1 = bias[head * D + j];
-  var x2 = bias[head * D + j + half];
-  for (var s = 0u; s < ${splits}u; s++) {
-    let src = ((s * step.tokens + token) * all + head) * D;
-    x1 += qkv[src + j];
-    x2 += qkv[src + j + half];
-  }
+  let x = qkvPair(token, head, j);
   if (head >= H + KV) {
     let dst = ((row * KV + head - H - KV) * layer.capacity + column) * D;
-    values[dst + j] = x1;
-    values[dst + j + half] = x2;
+    values[dst + j] = x.x;
+    values[dst + j + half] = x.y;
     return;
   }
-  let table = (token * 4u + select(2u, 0u, head < H)) * half;
-  let c = tables[table + j];
-  let s = tables[table + half + j];
-  let o1 = x1 * c + (-x2) * s;
-  let o2 = x2 * c + x1 * s;
+  let o = rotate(x, (token * 4u + select(2u, 0u, head < H)) * half, j);
   if (head < H) {
     let dst = (token * H + head) * D;
-    q[dst + j] = o1;
-    q[dst + j + half] = o2;
+    q[dst + j] = o.x;
+    q[dst + j + half] = o.y;
   } else {
     let dst = ((row * KV + head - H) * layer.capacity + column) * D;
-    keys[dst + j] = o1;
-    keys[dst + j + half] = o2;
+    keys[dst + j] = o.x;
+    keys[dst + j + half] = o.y;
   }
 }`;
 }
@@ -323,18 +406,43 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
  * tiles of one per thread with an online softmax (FlashAttention's running maximum and sum), so
  * any width fits. mask [tokens, columns]: 0 for a column the token sees, KVCache's MASKED for
  * padding and for the row's later new tokens (KVCache.stepMask). The head dimension is compiled
- * in, so a key's dot product is unrolled and its loads are in flight together.
+ * in, so a key's dot product is unrolled and its loads are in flight together. q [tokens, H, D]
+ * comes rotated from ropeStoreShader, the new columns already in the cache.
  */
 export function attentionShader(headDim: number): string {
+  return attentionProgram(headDim, null);
+}
+
+/**
+ * A decoding step's RoPE and attention in one program (one new token a row, so the step's
+ * tokens are its rows): as attentionShader, each workgroup first doing RoPE's work for its
+ * token from the q|k|v product's `splits` partial sums (ropeStoreShader's qkvPair): q of its
+ * head into workgroup memory, and the new column's k and v of its KV head. The KV group's first
+ * query head writes that column into the cache; every head reads the cached columns before it
+ * from the cache and folds the new one in last from its own copy, so no workgroup reads what
+ * another writes. The k and v of the new column are computed once per query head rather than
+ * once per KV head: 3 H D sums of the splits a token instead of RoPE's (H + 2 KV) D, read
+ * where the q|k|v product just wrote them, for one dispatch (and its barrier) fewer a layer.
+ */
+export function ropeAttentionShader(headDim: number, splits: number): string {
+  return attentionProgram(headDim, splits);
+}
+
+/** attentionShader, or with `ropeSplits` ropeAttentionShader. */
+function attentionProgram(headDim: number, ropeSplits: number | null): string {
+  const rope = ropeSplits !== null;
+  const cache = rope ? 'read_write' : 'read';
   return `${STEP_UNIFORMS}
-@group(0) @binding(2) var<storage, read> q : array<f32>;
-@group(0) @binding(3) var<storage, read> keys : array<f32>;
-@group(0) @binding(4) var<storage, read> values : array<f32>;
+@group(0) @binding(2) var<storage, read> ${rope ? 'qkv' : 'q'} : array<f32>;
+@group(0) @binding(3) var<storage, ${cache}> keys : array<f32>;
+@group(0) @binding(4) var<storage, ${cache}> values : array<f32>;
 @group(0) @binding(5) var<storage, read> mask : array<f32>;
 @group(0) @binding(6) var<storage, read_write> out : array<f32>;
+${rope ? `@group(0) @binding(7) var<storage, read> tables : array<f32>;\n@group(0) @binding(8) var<storage, read> bias : array<f32>;\n${qkvPairWgsl(ropeSplits)}` : ''}
 
 const DIMS_PER_THREAD : u32 = ${MAX_HEAD_DIM / WORKGROUP}u;
 var<workgroup> query : array<f32, ${MAX_HEAD_DIM}>;
+${rope ? `var<workgroup> newKey : array<f32, ${MAX_HEAD_DIM}>;\nvar<workgroup> newValue : array<f32, ${MAX_HEAD_DIM}>;` : ''}
 var<workgroup> weights : array<f32, ${WORKGROUP}>;
 ${WORKGROUP_REDUCTIONS_WGSL}
 
@@ -349,27 +457,57 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
   let kvHead = head / (H / layer.kvHeads);
   let base = (row * layer.kvHeads + kvHead) * layer.capacity * D;
   let qBase = (token * H + head) * D;
-  for (var d = tid; d < D; d += ${WORKGROUP}u) { query[d] = q[qBase + d]; }
+${
+  rope
+    ? `  let half = D / 2u;
+  for (var p = tid; p < 3u * half; p += ${WORKGROUP}u) {
+    let j = p % half;
+    if (p < half) {
+      let x = rotate(qkvPair(token, head, j), token * 4u * half, j);
+      query[j] = x.x;
+      query[j + half] = x.y;
+    } else if (p < 2u * half) {
+      let x = rotate(qkvPair(token, H + kvHead, j), (token * 4u + 2u) * half, j);
+      newKey[j] = x.x;
+      newKey[j + half] = x.y;
+    } else {
+      let x = qkvPair(token, H + layer.kvHeads + kvHead, j);
+      newValue[j] = x.x;
+      newValue[j + half] = x.y;
+    }
+  }
   workgroupBarrier();
+  if (head % (H / layer.kvHeads) == 0u) {
+    for (var d = tid; d < D; d += ${WORKGROUP}u) {
+      keys[base + step.column * D + d] = newKey[d];
+      values[base + step.column * D + d] = newValue[d];
+    }
+  }
+  // The loop reads the columns before the new one.
+  let cached = step.column;`
+    : `  for (var d = tid; d < D; d += ${WORKGROUP}u) { query[d] = q[qBase + d]; }
+  workgroupBarrier();
+  let cached = S;`
+}
 
   var runningMax = -3.402823e+38;
   var runningSum = 0.0;
   var acc : array<f32, ${MAX_HEAD_DIM / WORKGROUP}>;
-  for (var start = 0u; start < S; start += ${WORKGROUP}u) {
+  for (var start = 0u; start < cached; start += ${WORKGROUP}u) {
     let s = start + tid;
     var score = -3.402823e+38;
-    if (s < S) {
+    if (s < cached) {
       var dot = 0.0;
       for (var d = 0u; d < D; d++) { dot += query[d] * keys[base + s * D + d]; }
       score = dot + mask[token * S + s];
     }
     let newMax = max(runningMax, reduceMax(tid, score));
-    let weight = select(0.0, exp(score - newMax), s < S);
+    let weight = select(0.0, exp(score - newMax), s < cached);
     weights[tid] = weight;
     let rescale = exp(runningMax - newMax);
     runningSum = runningSum * rescale + reduceSum(tid, weight);
     runningMax = newMax;
-    let tile = min(${WORKGROUP}u, S - start);
+    let tile = min(${WORKGROUP}u, cached - start);
     for (var i = 0u; i < DIMS_PER_THREAD; i++) {
       let d = tid + i * ${WORKGROUP}u;
       if (d < D) {
@@ -380,6 +518,22 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     }
     workgroupBarrier();
   }
+${
+  rope
+    ? `  // The new column, from this workgroup's own k and v.
+  var dotPart = 0.0;
+  for (var d = tid; d < D; d += ${WORKGROUP}u) { dotPart += query[d] * newKey[d]; }
+  let score = reduceSum(tid, dotPart) + mask[token * S + step.column];
+  let newMax = max(runningMax, score);
+  let rescale = exp(runningMax - newMax);
+  let weight = exp(score - newMax);
+  runningSum = runningSum * rescale + weight;
+  for (var i = 0u; i < DIMS_PER_THREAD; i++) {
+    let d = tid + i * ${WORKGROUP}u;
+    if (d < D) { acc[i] = acc[i] * rescale + weight * newValue[d]; }
+  }`
+    : ''
+}
   for (var i = 0u; i < DIMS_PER_THREAD; i++) {
     let d = tid + i * ${WORKGROUP}u;
     if (d < D) { out[qBase + d] = acc[i] / runningSum; }
