@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChatMessage, ChatTemplate } from '../src/chat-template';
+import { GEMMA3_CHAT_TEMPLATE, QWEN3_CHAT_TEMPLATE } from '../src/maker/chat-templates';
+import { detectToolCallFormat } from '../src/tools';
 import { loadModel } from '../src/loader';
 import { PromptError, readChatPrompt } from '../src/prompt';
 import { makeTiny, useBackend } from './helpers';
@@ -67,6 +69,55 @@ describe('chat templates of real families', () => {
         '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>\n' +
         '<|im_start|>user\n<tool_response>\n{"temp": 21}\n</tool_response><|im_end|>\n<|im_start|>assistant\n',
     );
+  });
+});
+
+/** The messages clients send in an agent loop: system, developer, a call and its result, the next question. */
+const AGENT_TURNS: ChatMessage[] = [
+  { role: 'system', content: 'Be brief.' },
+  { role: 'user', content: 'Weather in Oslo?' },
+  { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] },
+  { role: 'tool', tool_call_id: 'call_1', content: '3 degrees' },
+  { role: 'assistant', content: 'It is 3 degrees.' },
+  { role: 'user', content: 'And tomorrow?' },
+];
+
+describe('chat templates of the families people train now, as published', () => {
+  it("renders Qwen3's: tools in the system turn, <tool_call> blocks, results as <tool_response> user turns, thinking switched by enable_thinking", () => {
+    const t = new ChatTemplate(QWEN3_CHAT_TEMPLATE);
+    const text = t.render(AGENT_TURNS, { tools: [WEATHER_TOOL] });
+    expect(text).toContain('<|im_start|>system\nBe brief.\n\n# Tools');
+    expect(text).toContain('<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call><|im_end|>');
+    expect(text).toContain('<|im_start|>user\n<tool_response>\n3 degrees\n</tool_response><|im_end|>');
+    expect(text.endsWith('<|im_start|>user\nAnd tomorrow?<|im_end|>\n<|im_start|>assistant\n')).toBe(true);
+    expect(t.render([{ role: 'user', content: 'Hi' }], { extra: { enable_thinking: false } }).endsWith('<|im_start|>assistant\n<think>\n\n</think>\n\n')).toBe(true);
+    expect(detectToolCallFormat(t.source)).toBe('hermes');
+  });
+
+  it("renders Llama 3.2's: tools in the first user turn, one JSON call with parameters, results as ipython turns", () => {
+    const t = familyTemplate('llama-3.2-1b-instruct');
+    const text = t.render(AGENT_TURNS, { tools: [WEATHER_TOOL], extra: { date_string: '28 Nov 2026' } });
+    expect(text.startsWith('<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 28 Nov 2026\n\nBe brief.<|eot_id|>')).toBe(true);
+    expect(text).toContain('"name": "get_weather"');
+    expect(text).toContain('Weather in Oslo?<|eot_id|>');
+    expect(text).toContain('<|start_header_id|>assistant<|end_header_id|>\n\n{"name": "get_weather", "parameters": {"city": "Oslo"}}<|eot_id|>');
+    expect(text).toContain('<|start_header_id|>ipython<|end_header_id|>\n\n');
+    expect(text.endsWith('<|start_header_id|>user<|end_header_id|>\n\nAnd tomorrow?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n')).toBe(true);
+    expect(detectToolCallFormat(t.source)).toBe('llama3-json');
+  });
+
+  it("renders Gemma 3's, which has no tool syntax: the tools, calls and results as hermes text in alternating turns", () => {
+    const t = new ChatTemplate(GEMMA3_CHAT_TEMPLATE, { bos_token: '<bos>' });
+    expect(t.supportsTools).toBe(false);
+    expect(detectToolCallFormat(t.source)).toBe('none');
+    const text = t.render(AGENT_TURNS, { tools: [WEATHER_TOOL] });
+    expect(text.startsWith('<bos><start_of_turn>user\nBe brief.\n\n# Tools')).toBe(true);
+    expect(text).toContain(JSON.stringify(WEATHER_TOOL));
+    expect(text).toContain('Weather in Oslo?<end_of_turn>\n<start_of_turn>model\n<tool_call>\n{"name": "get_weather", "arguments": {"city":"Oslo"}}\n</tool_call><end_of_turn>');
+    expect(text).toContain('<start_of_turn>user\n<tool_response>\n3 degrees\n</tool_response><end_of_turn>');
+    expect(text.endsWith('<start_of_turn>user\nAnd tomorrow?<end_of_turn>\n<start_of_turn>model\n')).toBe(true);
+    // Without tools, a plain conversation renders as Gemma's own template does.
+    expect(t.render([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }])).toBe('<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n');
   });
 });
 

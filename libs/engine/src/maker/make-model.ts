@@ -4,7 +4,7 @@ import { familyTraits, ModelConfig, toHfConfig } from '../config';
 import { BYTES_PER_ELEMENT, StorageDtype } from '../dtype';
 import { SeededRandom } from '../random';
 import { TensorToWrite, writeSafetensors } from '../safetensors';
-import { QWEN3_CHAT_TEMPLATE } from './qwen3-chat-template';
+import { QWEN3_CHAT_TEMPLATE } from './chat-templates';
 import { BOS_ID, CHATML_FORMAT, ChatFormat, EOS_ID, GEMMA_SPECIAL_TOKENS, makeByteFallbackTokenizerFiles, makeTokenizerFiles, TokenizerFiles } from './tokenizer-files';
 
 export type Preset = 'tiny' | 'tiny-qwen3' | 'tiny-gemma3' | 'tiny-llama3.2' | 'smollm2-135m' | 'qwen3-0.6b' | 'gemma3-270m' | 'llama3.2-1b';

@@ -1,4 +1,5 @@
 import { bytesToUnicode, learnMerges, learnPieceMerges, SPACE_MARK } from './bpe';
+import { GEMMA3_CHAT_TEMPLATE } from './chat-templates';
 import { CORPUS } from './corpus';
 
 /**
@@ -138,27 +139,6 @@ export function makeTokenizerFiles(vocabSize: number, maxLength: number, format:
   return { tokenizerJson, tokenizerConfig, learnedMerges: merges.length, bosId: BOS_ID, eosIds: [EOS_ID], firstByteId: SPECIAL_TOKENS.length };
 }
 
-/**
- * A Gemma-style chat template: turns between <start_of_turn> and <end_of_turn>, the assistant's
- * role named "model", a system message folded into the first user turn. The tool syntax of
- * Gemma 3, which has none of its own, is not part of it.
- */
-export const GEMMA_CHAT_TEMPLATE = `{{- bos_token }}
-{%- if messages[0].role == 'system' %}
-    {%- set prefix = messages[0].content + '\n\n' %}
-    {%- set turns = messages[1:] %}
-{%- else %}
-    {%- set prefix = '' %}
-    {%- set turns = messages %}
-{%- endif %}
-{%- for message in turns %}
-    {%- set role = 'model' if message.role == 'assistant' else message.role %}
-    {{- '<start_of_turn>' + role + '\n' + (prefix if loop.first else '') + (message.content | trim) + '<end_of_turn>\n' }}
-{%- endfor %}
-{%- if add_generation_prompt %}
-    {{- '<start_of_turn>model\n' }}
-{%- endif %}`;
-
 /** Gemma's special tokens first (its pad, eos, bos and unk ids), then its turn markers. */
 export const GEMMA_SPECIAL_TOKENS = ['<pad>', '<eos>', '<bos>', '<unk>', '<start_of_turn>', '<end_of_turn>'] as const;
 
@@ -226,7 +206,7 @@ export function makeByteFallbackTokenizerFiles(vocabSize: number, maxLength: num
     added_tokens_decoder: Object.fromEntries(added.map(({ id, ...t }) => [String(id), t])),
     additional_special_tokens: ['<start_of_turn>', '<end_of_turn>'],
     bos_token: '<bos>',
-    chat_template: GEMMA_CHAT_TEMPLATE,
+    chat_template: GEMMA3_CHAT_TEMPLATE,
     clean_up_tokenization_spaces: false,
     eos_token: '<eos>',
     model_max_length: maxLength,

@@ -1,8 +1,12 @@
 /**
+ * Chat templates as model families publish them (each checkpoint's tokenizer_config.json), for
+ * the maker's presets of those families: tests then render each family's real template.
+ */
+
+/**
  * The chat template Qwen3 checkpoints publish (Qwen/Qwen3-0.6B's tokenizer_config.json,
  * unchanged): hermes-style <tool_call> blocks, tool results as <tool_response> user turns, and
- * reasoning in <think> blocks that `enable_thinking: false` closes empty in the prompt. The
- * maker gives it to the Qwen3 presets, so tests render the family's real template.
+ * reasoning in <think> blocks that `enable_thinking: false` closes empty in the prompt.
  */
 export const QWEN3_CHAT_TEMPLATE = String.raw`{%- if tools %}
     {{- '<|im_start|>system\n' }}
@@ -89,3 +93,50 @@ export const QWEN3_CHAT_TEMPLATE = String.raw`{%- if tools %}
         {{- '<think>\n\n</think>\n\n' }}
     {%- endif %}
 {%- endif %}`;
+
+/**
+ * The chat template Gemma 3 checkpoints publish (google/gemma-3-270m-it and gemma-3-1b-it,
+ * unchanged): the assistant's role is "model", a system message is folded into the first user
+ * turn, roles must alternate, and there is no tool syntax (ChatTemplate supplies one).
+ */
+export const GEMMA3_CHAT_TEMPLATE = String.raw`{{ bos_token }}
+{%- if messages[0]['role'] == 'system' -%}
+    {%- if messages[0]['content'] is string -%}
+        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}
+    {%- else -%}
+        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}
+    {%- endif -%}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set first_user_prefix = "" -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}
+        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}
+    {%- endif -%}
+    {%- if (message['role'] == 'assistant') -%}
+        {%- set role = "model" -%}
+    {%- else -%}
+        {%- set role = message['role'] -%}
+    {%- endif -%}
+    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") }}
+    {%- if message['content'] is string -%}
+        {{ message['content'] | trim }}
+    {%- elif message['content'] is iterable -%}
+        {%- for item in message['content'] -%}
+            {%- if item['type'] == 'image' -%}
+                {{ '<start_of_image>' }}
+            {%- elif item['type'] == 'text' -%}
+                {{ item['text'] | trim }}
+            {%- endif -%}
+        {%- endfor -%}
+    {%- else -%}
+        {{ raise_exception("Invalid content type") }}
+    {%- endif -%}
+    {{ '<end_of_turn>\n' }}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{'<start_of_turn>model\n'}}
+{%- endif -%}
+`;
