@@ -6,13 +6,12 @@ import { WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
 import { LoadedModel, loadModel } from '../src/loader';
 import { DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights, readPeftAdapter, writePeftAdapter } from '../src/lora/peft';
 import { PRESETS } from '../src/maker/make-model';
-import { argmax } from '../src/sampling';
 import { byteTokens } from '../src/maker/tokenizer-files';
 import { checkpointedGradients, nextTokenRows } from '../src/training/checkpointing';
 import { buildSftSequence } from '../src/training/sequences';
 import { LoraTrainer } from '../src/training/trainer';
 import { gemma3ReferenceForward } from './gemma3-reference';
-import { decodeTokens, largestGradientAgainstDifference, makeTiny, maxAbsDiff, rowsOf, tempDir, useBackend, webgpuUnavailable } from './helpers';
+import { decodeTokens, engineGreedy, largestGradientAgainstDifference, makeTiny, maxAbsDiff, referenceGreedy, rowsOf, tempDir, useBackend, webgpuUnavailable } from './helpers';
 import { logSoftmax } from './qwen3-reference';
 
 /** google/gemma-3-270m's config.json as published. */
@@ -233,44 +232,14 @@ describe.each(['cpu', 'wasm'] as const)('Gemma 3 on %s against an independent re
   afterAll(() => lm.dispose());
 
   it("gives the reference's logprobs over a prompt past the window, and decodes its greedy tokens with their logprobs", () => {
-    // The engine: the prompt in one pass, then greedy decoding one token at a time with the KV cache.
-    const cache = lm.model.newCache();
-    cache.addEmptyRow();
-    const promptLogits = lm.model.forward([PROMPT], { cache });
-    const promptRows = rowsOf(promptLogits);
-    promptLogits.dispose();
-    const tokens: number[] = [];
-    const logprobs: number[] = [];
-    let last = promptRows[promptRows.length - 1];
-    for (let i = 0; i < GENERATED; i++) {
-      const lp = logSoftmax(last);
-      const token = argmax(lp);
-      tokens.push(token);
-      logprobs.push(lp[token]);
-      const step = lm.model.forward([[token]], { cache });
-      last = rowsOf(step)[0];
-      step.dispose();
-    }
-    cache.dispose();
-
+    const engine = engineGreedy(lm, PROMPT, GENERATED);
     // The reference: every position recomputed from scratch, greedy on its own logits.
-    const ref = gemma3ReferenceForward(dir, PROMPT);
-    promptRows.forEach((row, t) => expect(maxAbsDiff(logSoftmax(row), logSoftmax(ref[t]))).toBeLessThan(1e-4));
-    const refTokens: number[] = [];
-    const refLogprobs: number[] = [];
-    let refLast = ref[ref.length - 1];
-    for (let i = 0; i < GENERATED; i++) {
-      const lp = logSoftmax(refLast);
-      const token = argmax(lp);
-      refTokens.push(token);
-      refLogprobs.push(lp[token]);
-      const all = gemma3ReferenceForward(dir, [...PROMPT, ...refTokens]);
-      refLast = all[all.length - 1];
-    }
-    expect(tokens).toEqual(refTokens);
-    expect(maxAbsDiff(logprobs, refLogprobs)).toBeLessThan(1e-4);
+    const ref = referenceGreedy((tokens) => gemma3ReferenceForward(dir, tokens), PROMPT, GENERATED);
+    engine.promptRows.forEach((row, t) => expect(maxAbsDiff(logSoftmax(row), logSoftmax(ref.promptRows[t]))).toBeLessThan(1e-4));
+    expect(engine.tokens).toEqual(ref.tokens);
+    expect(maxAbsDiff(engine.logprobs, ref.logprobs)).toBeLessThan(1e-4);
     // Not a degenerate model: the greedy tokens vary.
-    expect(new Set(tokens).size).toBeGreaterThan(2);
+    expect(new Set(engine.tokens).size).toBeGreaterThan(2);
   });
 
   it('decodes the same greedy tokens in a batch whose rows have other lengths (padding columns inside the window)', async () => {

@@ -9,7 +9,8 @@ import { GenerationParams, GenerationStep, SequenceGenerator } from '../src/gene
 import type { LoadedModel } from '../src/loader';
 import { MakeModelOptions, makeModel } from '../src/maker/make-model';
 import type { LoraLayer } from '../src/lora/lora-layer';
-import type { SampledToken } from '../src/sampling';
+import { argmax, type SampledToken } from '../src/sampling';
+import { logSoftmax } from './qwen3-reference';
 
 export function tempDir(prefix: string): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), `engine-${prefix}-`));
@@ -121,4 +122,51 @@ export function largestGradientAgainstDifference(layers: readonly LoraLayer[], t
   const numeric = (at(eps) - at(-eps)) / (2 * eps);
   v.assign(tf.tensor(data, v.shape));
   return { analytic, numeric };
+}
+
+/** A greedy continuation: each chosen token and its logprob, and the logits of the prompt's positions. */
+export interface GreedyRun {
+  promptRows: ArrayLike<number>[];
+  tokens: number[];
+  logprobs: number[];
+}
+
+/** The engine's greedy continuation of `prompt` by `steps` tokens: the prompt in one pass, then one token at a time with the KV cache. */
+export function engineGreedy(lm: LoadedModel, prompt: number[], steps: number): GreedyRun {
+  const cache = lm.model.newCache();
+  cache.addEmptyRow();
+  const promptLogits = lm.model.forward([prompt], { cache });
+  const promptRows = rowsOf(promptLogits);
+  promptLogits.dispose();
+  const run: GreedyRun = { promptRows, tokens: [], logprobs: [] };
+  let last: ArrayLike<number> = promptRows[promptRows.length - 1];
+  for (let i = 0; i < steps; i++) {
+    const token = pushGreedy(run, last);
+    const step = lm.model.forward([[token]], { cache });
+    last = rowsOf(step)[0];
+    step.dispose();
+  }
+  cache.dispose();
+  return run;
+}
+
+/** A reference's greedy continuation, every position recomputed from scratch by `forward` (logits a position). */
+export function referenceGreedy(forward: (tokens: number[]) => ArrayLike<number>[], prompt: number[], steps: number): GreedyRun {
+  const promptRows = forward(prompt);
+  const run: GreedyRun = { promptRows, tokens: [], logprobs: [] };
+  let last = promptRows[promptRows.length - 1];
+  for (let i = 0; i < steps; i++) {
+    pushGreedy(run, last);
+    const all = forward([...prompt, ...run.tokens]);
+    last = all[all.length - 1];
+  }
+  return run;
+}
+
+function pushGreedy(run: GreedyRun, logits: ArrayLike<number>): number {
+  const lp = logSoftmax(logits);
+  const token = argmax(lp);
+  run.tokens.push(token);
+  run.logprobs.push(lp[token]);
+  return token;
 }

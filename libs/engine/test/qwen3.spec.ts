@@ -6,7 +6,7 @@ import { DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights } from '../src/lora/peft';
 import { PRESETS } from '../src/maker/make-model';
 import { checkpointedGradients, nextTokenRows } from '../src/training/checkpointing';
 import { LoraTrainer } from '../src/training/trainer';
-import { largestGradientAgainstDifference, makeTiny, maxAbsDiff, rowsOf, useBackend } from './helpers';
+import { engineGreedy, largestGradientAgainstDifference, makeTiny, maxAbsDiff, referenceGreedy, rowsOf, useBackend } from './helpers';
 import { logSoftmax, qwen3ReferenceForward } from './qwen3-reference';
 
 /** Qwen/Qwen3-0.6B's config.json as published. */
@@ -79,45 +79,15 @@ describe.each(['cpu', 'wasm'] as const)('Qwen3 on %s against an independent refe
   afterAll(() => lm.dispose());
 
   it('gives the reference\'s logprobs over a prompt, and decodes the reference\'s greedy tokens with their logprobs', () => {
-    // The engine: the prompt in one pass, then greedy decoding one token at a time with the KV cache.
-    const cache = lm.model.newCache();
-    cache.addEmptyRow();
-    const promptLogits = lm.model.forward([PROMPT], { cache });
-    const promptRows = rowsOf(promptLogits);
-    promptLogits.dispose();
-    const tokens: number[] = [];
-    const logprobs: number[] = [];
-    let last = promptRows[promptRows.length - 1];
-    for (let i = 0; i < GENERATED; i++) {
-      const lp = logSoftmax(last);
-      const token = argmax(lp);
-      tokens.push(token);
-      logprobs.push(lp[token]);
-      const step = lm.model.forward([[token]], { cache });
-      last = rowsOf(step)[0];
-      step.dispose();
-    }
-    cache.dispose();
-
+    const engine = engineGreedy(lm, PROMPT, GENERATED);
     // The reference: every position recomputed from scratch, greedy on its own logits.
-    const ref = qwen3ReferenceForward(dir, PROMPT);
-    promptRows.forEach((row, t) => expect(maxAbsDiff(logSoftmax(row), logSoftmax(ref[t]))).toBeLessThan(1e-4));
-    const refTokens: number[] = [];
-    const refLogprobs: number[] = [];
-    let refLast = ref[ref.length - 1];
-    for (let i = 0; i < GENERATED; i++) {
-      const lp = logSoftmax(refLast);
-      const token = argmax(lp);
-      refTokens.push(token);
-      refLogprobs.push(lp[token]);
-      const all = qwen3ReferenceForward(dir, [...PROMPT, ...refTokens]);
-      refLast = all[all.length - 1];
-    }
-    expect(tokens).toEqual(refTokens);
-    expect(maxAbsDiff(logprobs, refLogprobs)).toBeLessThan(1e-4);
+    const ref = referenceGreedy((tokens) => qwen3ReferenceForward(dir, tokens), PROMPT, GENERATED);
+    engine.promptRows.forEach((row, t) => expect(maxAbsDiff(logSoftmax(row), logSoftmax(ref.promptRows[t]))).toBeLessThan(1e-4));
+    expect(engine.tokens).toEqual(ref.tokens);
+    expect(maxAbsDiff(engine.logprobs, ref.logprobs)).toBeLessThan(1e-4);
     // Not a degenerate model: the greedy tokens vary, and positions' distributions differ.
-    expect(new Set(tokens).size).toBeGreaterThan(2);
-    expect(maxAbsDiff(logSoftmax(ref[0]), logSoftmax(ref[5]))).toBeGreaterThan(1e-2);
+    expect(new Set(engine.tokens).size).toBeGreaterThan(2);
+    expect(maxAbsDiff(logSoftmax(ref.promptRows[0]), logSoftmax(ref.promptRows[5]))).toBeGreaterThan(1e-2);
   });
 
   it('gives the reference\'s logprobs with tied embeddings, as Qwen3-0.6B ships', async () => {
@@ -174,9 +144,3 @@ describe.each(['cpu', 'wasm'] as const)('Qwen3 on %s against an independent refe
     }
   });
 });
-
-function argmax(values: ArrayLike<number>): number {
-  let best = 0;
-  for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
-  return best;
-}
