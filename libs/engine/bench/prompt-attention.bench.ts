@@ -2,7 +2,7 @@
  * A prompt's attention for one layer, SmolLM2-135M's grouping (3 KV heads x 3 query heads,
  * head_dim 64), one sequence of T new tokens with a causal mask: the WebAssembly kernel
  * (src/kernels/prompt-attention.ts) against the tfjs ops that compute it under a gradient
- * tape (model/attention.ts, attendWithOps: per KV head two 2-D matMuls, the mask, a softmax,
+ * tape (ops/attention.ts, attendWithOps: per KV head two 2-D matMuls, the mask, a softmax,
  * and the transposes between token-major and heads-first), on the wasm backend; and the kernel
  * divided between THREADS matmul threads (src/kernels/matmul-threads.ts, runPromptAttention),
  * as it runs in a process that started them (an inference worker's MATMUL_THREADS).
@@ -21,7 +21,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import { startMatMulThreads, stopMatMulThreads } from '../src/kernels/matmul';
 import { promptAttention, promptAttentionGradient } from '../src/kernels/prompt-attention';
-import { attendWithOps } from '../src/model/attention';
+import { attendWithOps } from '../src/ops/attention';
 import { MASKED } from '../src/model/kv-cache';
 
 const KV = 3;

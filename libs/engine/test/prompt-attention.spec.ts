@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { promptAttention, promptAttentionWithGradient } from '../src/kernels/prompt-attention';
-import { attend } from '../src/model/attention';
+import { attend } from '../src/ops/attention';
 import { MASKED } from '../src/model/kv-cache';
 import { ensureTrainingGradients } from '../src/training/gradients';
 import { maxAbsDiff, useBackend } from './helpers';

@@ -6,7 +6,7 @@ import { drawOnDevice, RowDraw } from '../src/kernels/sample';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel } from '../src/loader';
 import { PRESETS } from '../src/maker/make-model';
-import { attend } from '../src/model/attention';
+import { attend } from '../src/ops/attention';
 import { MASKED } from '../src/model/kv-cache';
 import { RMSNorm } from '../src/model/llama';
 import { Rope } from '../src/model/rope';

@@ -8,26 +8,26 @@ import { swigluKernelFor } from './swiglu';
 import { heapOffset, heapView, WasmBackendInternals } from './wasm-heap';
 
 /**
- * One decoder block of a decoding step (one new token per row) on tfjs-wasm as one call: the
- * steps of model/llama.ts's Block.forward, each by the WebAssembly kernel that the tfjs path
- * dispatches for it, called directly on tfjs-wasm's heap, with the step's keys and values
- * rotated and written straight into the KV cache's spare column. A one-sequence step of
+ * One decoder block of a decoding step (one new token per row) on tfjs-wasm as one call
+ * (ops/decoder-block.ts chooses it): the steps of model/llama.ts's Block.forward, each by the
+ * WebAssembly kernel that the tfjs path dispatches for it, called directly on tfjs-wasm's heap,
+ * with the step's keys and values rotated and written straight into the KV cache's spare column. A one-sequence step of
  * SmolLM2-135M otherwise makes about 23 tfjs dispatches per block (splits, reshapes, residual
  * adds, the kernels), each with tfjs's bookkeeping, which a token pays 30 times over.
  *
  * Low-rank adapters (a served LoRA checkpoint, or several routed row by row by LoraRouter)
- * are added after each product by the LoRA kernel, as FrozenLinear adds them at inference on
+ * are added after each product by the LoRA kernel, as ops/linear.ts adds them at inference on
  * wasm.
  *
  * The kernels and their order are the tfjs path's, and the residual adds are float32 adds
  * either way, so the block gives the same bits: a sequence decodes the same tokens and
  * logprobs by either path, alone or in a batch.
  *
- * It computes the Llama/Qwen2 block only: Block.decodeInOneCall keeps any other (Qwen3's
+ * It computes the Llama/Qwen2 block only: ops/decoder-block.ts keeps any other (Qwen3's
  * q_norm and k_norm, Gemma 3's norms and GeGLU: Block.isLlamaBlock) on the tfjs path.
  */
 
-/** A block's weights in the kernels' layouts (model/llama.ts's Block gathers them). */
+/** A block's weights in the kernels' layouts (ops/decoder-block.ts gathers them). */
 export interface DecodeBlockWeights {
   inputNorm: tf.Tensor1D;
   postAttentionNorm: tf.Tensor1D;

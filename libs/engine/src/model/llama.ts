@@ -1,19 +1,16 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { HiddenAct, ModelConfig } from '../config';
-import { decodeBlock, decodeBlockAvailable, decodeBlockFits } from '../kernels/decode-block';
-import { loraKernelsApply } from '../kernels/lora';
 import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights } from '../kernels/matmul';
-import { rmsNorm, rmsNormWithGradient } from '../kernels/rms-norm';
-import { swiglu, swigluWithGradient } from '../kernels/swiglu';
-import { geluTanh } from './activations';
-import { attend } from './attention';
-import { FrozenLinear, KeptProducts } from './linear';
+import { attend, decoderBlock, geglu, rmsNorm, swiglu } from '../ops';
+import { FrozenLinear } from './linear';
 import { KVCache, MASKED } from './kv-cache';
 import { Rope } from './rope';
 
 /**
- * A Llama-family decoder (Llama 2/3, SmolLM, Qwen2, Qwen3, Gemma 3) written against tfjs-core
- * ops only, so the same code runs on the tensorflow, wasm and cpu backends.
+ * A Llama-family decoder (Llama 2/3, SmolLM, Qwen2, Qwen3, Gemma 3): what each layer computes.
+ * The ops it is written in (ops/) choose how: a WebAssembly kernel, a WGSL program or tfjs ops,
+ * with or without a gradient, so the same code runs on the tensorflow, wasm, webgpu and cpu
+ * backends.
  *
  * Activations are kept 2-D, [tokens, features], between blocks: every projection is a plain
  * 2-D matMul (batched matMuls leave XNNPACK's fast path and have a wrong gradient in tfjs).
@@ -35,14 +32,6 @@ export interface StepContext extends AttentionInputs {
   cache: KVCache | null;
   /** The sliding-window layers' tables (their own RoPE base) and mask (ModelConfig.slidingWindow); absent without such layers. */
   sliding?: AttentionInputs;
-  /**
-   * Set when only the gradients of this pass are used, never its output (activation
-   * checkpointing's recompute): a block then skips what only its output needs, the down
-   * projection's product.
-   */
-  outputUnread?: boolean;
-  /** Projections' outputs kept from a checkpointed step's first pass for its recompute (KeptProducts). */
-  products?: KeptProducts;
 }
 
 export class RMSNorm {
@@ -53,12 +42,9 @@ export class RMSNorm {
     readonly epsilon: number,
   ) {}
 
+  /** x / sqrt(mean(x^2) + eps) * weight, over each row. */
   forward(x: tf.Tensor2D): tf.Tensor2D {
-    // One kernel instead of six on wasm (with a backward kernel under a gradient tape), one dispatch instead of five on webgpu (kernels/rms-norm.ts).
-    const fused = tf.engine().isTapeOn() ? rmsNormWithGradient(x, this.weight, this.epsilon) : rmsNorm(x, this.weight, this.epsilon);
-    if (fused) return fused;
-    const meanSquare = tf.mean(tf.square(x), -1, true);
-    return tf.mul(tf.mul(x, tf.rsqrt(tf.add(meanSquare, this.eps))), this.weight);
+    return rmsNorm(x, this.weight, this.epsilon, this.eps);
   }
 }
 
@@ -115,7 +101,7 @@ export class Attention {
     const N = B * T;
     const { cos, sin, mask } = this.inputsOf(ctx);
 
-    const [projected, vFlat] = splitColumns(this.qkv.forward(x, { kept: ctx.products }), [(H + KV) * D, KV * D]);
+    const [projected, vFlat] = splitColumns(this.qkv.forward(x), [(H + KV) * D, KV * D]);
     const qk = this.headNorms ? this.headNorms.forward(projected) : projected;
     // q and k heads side by side: one rotation for both (q carries the attention scale).
     const rotated = tf.reshape(this.rope.apply(tf.reshape(qk, [N, H + KV, D]), cos, sin), [N, (H + KV) * D]) as tf.Tensor2D;
@@ -124,11 +110,8 @@ export class Attention {
     let k = toHeadsFirst(tf.reshape(kFlat, [B, T, KV, D]));
     let v = toHeadsFirst(tf.reshape(vFlat, [B, T, KV, D]));
     if (ctx.cache) ({ k, v } = ctx.cache.append(this.layer, k, v));
-    // The recompute takes the first pass's attention output where it was kept (its gradient
-    // is still the kernel's, from q, k and v); the first pass keeps it.
-    const heads = attend(qFlat, k, v, mask, { B, H, T, cached: ctx.cache !== null }, ctx.products?.take(this) ?? null);
-    ctx.products?.keep(this, heads);
-    return this.o.forward(heads, { kept: ctx.products });
+    const heads = attend(qFlat, k, v, mask, { B, H, T, cached: ctx.cache !== null });
+    return this.o.forward(heads);
   }
 }
 
@@ -147,22 +130,9 @@ export class MLP {
     readonly activation: HiddenAct = 'silu',
   ) {}
 
-  /** outputUnread: only gradients through this are used (StepContext.outputUnread); products: StepContext.products. */
-  forward(x: tf.Tensor2D, outputUnread = false, products?: KeptProducts): tf.Tensor2D {
-    const gateUp = this.gateUp.forward(x, { kept: products });
-    return this.down.forward(this.gated(gateUp), { valueUnread: outputUnread });
-  }
-
-  /** act(gate) * up from gate | up side by side. */
-  private gated(gateUp: tf.Tensor2D): tf.Tensor2D {
-    if (this.activation === 'silu') {
-      // Inference on wasm: one kernel instead of four (kernels/swiglu.ts).
-      // Training on wasm: the same kernel with a gradient of its own.
-      const fused = tf.engine().isTapeOn() ? swigluWithGradient(gateUp) : swiglu(gateUp);
-      if (fused) return fused;
-    }
-    const [gate, up] = splitColumns(gateUp, [gateUp.shape[1] / 2, gateUp.shape[1] / 2]);
-    return tf.mul(this.activation === 'silu' ? tf.mul(gate, tf.sigmoid(gate)) : geluTanh(gate), up);
+  forward(x: tf.Tensor2D): tf.Tensor2D {
+    const gateUp = this.gateUp.forward(x);
+    return this.down.forward(this.activation === 'silu' ? swiglu(gateUp) : geglu(gateUp));
   }
 }
 
@@ -184,41 +154,17 @@ export class Block {
   ) {}
 
   forward(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D {
-    const decoded = this.decodeInOneCall(x, ctx);
-    if (decoded) return decoded;
-    const attended = this.attention.forward(this.inputNorm.forward(x), ctx);
-    const h: tf.Tensor2D = tf.add(x, this.sandwich ? this.sandwich.afterAttention.forward(attended) : attended);
-    // A norm after the MLP needs its true output for its gradient: only a residual add may take zeros (StepContext.outputUnread).
-    const mlpOut = this.mlp.forward(this.postAttentionNorm.forward(h), ctx.outputUnread === true && !this.sandwich, ctx.products);
-    return tf.add(h, this.sandwich ? this.sandwich.afterMlp.forward(mlpOut) : mlpOut);
+    const h: tf.Tensor2D = tf.add(x, this.afterAttention(this.attention.forward(this.inputNorm.forward(x), ctx)));
+    return tf.add(h, this.afterMlp(this.mlp.forward(this.postAttentionNorm.forward(h))));
   }
 
   /**
-   * A decoding step (one token per row) through this block as one call on wasm
-   * (kernels/decode-block.ts): the same kernels as forward's steps, in the same order, for the
-   * same bits, without tfjs's dispatch between them, low-rank adapters included (one for every
-   * row, or several routed row by row: LoraRouter). Null where it does not apply: not one token
-   * per row, no cached column to write in place, an adapter that is not low-rank, another
-   * backend or a gradient being recorded, or a block other than the Llama/Qwen2 one the kernel
-   * computes (isLlamaBlock).
+   * The projection whose output feeds nothing but the block's residual sum, or null: a pass that
+   * needs only gradients through the block (activation checkpointing's recompute) may skip its
+   * product, since no gradient reads its value. Gemma 3's norm after the MLP reads it.
    */
-  private decodeInOneCall(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D | null {
-    const { config, layer } = this.attention;
-    if (!this.isLlamaBlock || !ctx.cache || ctx.seqLen !== 1 || !decodeBlockAvailable() || !decodeBlockFits(config.hiddenSize, config.intermediateSize, config.headDim)) return null;
-    const target = ctx.cache.appendTarget(layer);
-    if (!target) return null;
-    // x stands for every projection's input here: the kernels need only its dtype, and widths that decodeBlockFits checked.
-    const [qkv, o, gateUp, down] = [this.attention.qkv, this.attention.o, this.mlp.gateUp, this.mlp.down].map((linear) => {
-      const product = linear.inferenceProduct(x.shape[0]);
-      return product && (product.lora.length === 0 || loraKernelsApply(x, product.lora)) ? product : null;
-    });
-    if (!qkv || !o || !gateUp || !down) return null;
-    const { cos, sin, mask } = this.attention.inputsOf(ctx);
-    return decodeBlock(
-      x,
-      { inputNorm: this.inputNorm.weight, postAttentionNorm: this.postAttentionNorm.weight, eps: this.inputNorm.epsilon, qkv, o, gateUp, down, plan: this.attention.qkv.matmulPlan },
-      { heads: config.numHeads, kvHeads: config.numKvHeads, headDim: config.headDim, cos, sin, mask, keys: target.k, values: target.v, column: target.column },
-    );
+  get residualProjection(): FrozenLinear | null {
+    return this.sandwich ? null : this.mlp.down;
   }
 
   /**
@@ -228,6 +174,14 @@ export class Block {
    */
   get isLlamaBlock(): boolean {
     return !this.attention.headNorms && !this.sandwich && this.mlp.activation === 'silu';
+  }
+
+  private afterAttention(y: tf.Tensor2D): tf.Tensor2D {
+    return this.sandwich ? this.sandwich.afterAttention.forward(y) : y;
+  }
+
+  private afterMlp(y: tf.Tensor2D): tf.Tensor2D {
+    return this.sandwich ? this.sandwich.afterMlp.forward(y) : y;
   }
 }
 
@@ -319,7 +273,7 @@ export class LlamaModel {
     // this is safe too: tfjs keeps its own clones of what the backward pass needs.
     for (const block of this.blocks) {
       const input = x;
-      x = tf.tidy(() => block.forward(input, ctx));
+      x = tf.tidy(() => decoderBlock(block, input, ctx));
     }
     cache?.endStep(T);
     if (options.lastOnly && T > 1) {

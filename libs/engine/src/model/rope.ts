@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig, RopeScaling } from '../config';
-import { rope, ropeWithGradient } from '../kernels/rope';
+import { rope } from '../ops';
 
 /**
  * Rotary position embeddings in the HF (rotate_half, non-interleaved) layout:
@@ -67,13 +67,7 @@ export class Rope {
 
   /** x: [N, heads, headDim] with cos/sin from tables(). */
   apply(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor3D {
-    // One kernel instead of six on wasm (the same bits), with a backward kernel under a tape;
-    // one dispatch instead of four on webgpu (kernels/rope.ts).
-    const rotatedByKernel = tf.engine().isTapeOn() ? ropeWithGradient(x, cos, sin) : rope(x, cos, sin);
-    if (rotatedByKernel) return rotatedByKernel;
-    const [n, heads, d] = x.shape;
-    const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * heads, d]), this.rotation), [n, heads, d]);
-    return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
+    return rope(x, cos, sin, this.rotation);
   }
 
   dispose(): void {

@@ -1,7 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { nextTokenLogitsGradient, NextTokenSoftmax, nextTokenSoftmax } from '../kernels/next-token-softmax';
-import { KeptProducts } from '../model/linear';
 import { contextTensors, type LlamaModel } from '../model/llama';
+import { OutputSlot, OutputStore, withOutputStore } from '../ops/kept-outputs';
+import { inputGradient } from '../ops/linear-gradient';
 
 /**
  * Most logits the lm_head makes at once, in floats (32 MB). With a 49k vocabulary that is
@@ -19,6 +20,86 @@ const MAX_LOGITS_PER_CHUNK = 1 << 23;
  * KEPT_PRODUCTS_MB sets it.
  */
 export const KEPT_PRODUCTS_BYTES = 1536 << 20;
+
+/**
+ * Outputs kept from the first pass of an activation-checkpointed step for its recompute, within
+ * a budget of bytes: frozen projections' products and attention's outputs, as the ops ask for
+ * their slots (ops/kept-outputs.ts). The recompute then takes each kept output instead of
+ * computing it again, and recomputes only what is cheap (norms, RoPE, activations), as
+ * selective recomputation does (Korthikanti et al., 2022, "Reducing Activation Recomputation in
+ * Large Transformer Models"). An output is kept by reference to the tensor the first pass made
+ * (no copy) and handed over once.
+ *
+ * Each block's pass runs in during(layer, ...): its outputs are known by their order in the
+ * pass, which the recompute repeats. The projections in `unread` (each block's
+ * residualProjection) are never kept, and the recompute, which reads only gradients through
+ * them, skips their products.
+ */
+export class KeptProducts implements OutputStore {
+  private readonly values = new Map<string, tf.Tensor2D>();
+  private bytes = 0;
+  private recording = true;
+  private layer = -1;
+  private next = 0;
+
+  constructor(
+    private readonly budgetBytes: number,
+    private readonly unread: ReadonlySet<object> = new Set(),
+  ) {}
+
+  /** Bytes of outputs kept now. */
+  get keptBytes(): number {
+    return this.bytes;
+  }
+
+  /** Runs block `layer`'s pass with this store in effect. */
+  during<T>(layer: number, pass: () => T): T {
+    [this.layer, this.next] = [layer, 0];
+    return withOutputStore(this, pass);
+  }
+
+  /** The first pass is over: from now on slots hand the kept outputs out, and keep nothing. */
+  replay(): void {
+    this.recording = false;
+  }
+
+  slot(op?: object): OutputSlot {
+    const key = `${this.layer}.${this.next++}`;
+    const unread = op !== undefined && this.unread.has(op);
+    return {
+      unread: unread && !this.recording,
+      take: () => this.take(key),
+      keep: (value) => {
+        if (!unread) this.keep(key, value);
+      },
+    };
+  }
+
+  /** First pass: keeps `value` as the output under `key` while the budget allows. */
+  keep(key: string, value: tf.Tensor2D): void {
+    const bytes = 4 * value.size;
+    if (!this.recording || this.values.has(key) || this.bytes + bytes > this.budgetBytes) return;
+    this.values.set(key, tf.keep(value.clone()));
+    this.bytes += bytes;
+  }
+
+  /** Recompute: the output kept under `key`, now the caller's (a tensor of the current scope), or null. */
+  take(key: string): tf.Tensor2D | null {
+    const kept = this.recording ? undefined : this.values.get(key);
+    if (!kept) return null;
+    this.values.delete(key);
+    this.bytes -= 4 * kept.size;
+    const value = kept.clone();
+    kept.dispose();
+    return value;
+  }
+
+  dispose(): void {
+    this.values.forEach((t) => t.dispose());
+    this.values.clear();
+    this.bytes = 0;
+  }
+}
 
 /** Rows of token ids right-padded to one length T, as next-token inputs and targets. */
 export interface NextTokenRows {
@@ -183,7 +264,7 @@ function headInputGradient(model: LlamaModel, kept: KeptSoftmax, targets: number
       'probabilities' in kept
         ? (tf.mul(tf.sub(tf.oneHot(ids, model.config.vocabSize), kept.probabilities), tf.expandDims(dLogprobs, 1)) as tf.Tensor2D)
         : nextTokenLogitsGradient(kept, ids, dLogprobs);
-    return model.lmHead.inputGradient(dLogits);
+    return inputGradient(model.lmHead, dLogits);
   });
 }
 
@@ -272,18 +353,18 @@ export async function checkpointedGradients(
 ): Promise<CheckpointedResult> {
   const { rows: R, length: T } = rows;
   const budget = options.keptProductsBytes ?? KEPT_PRODUCTS_BYTES;
-  const products = new KeptProducts(budget);
-  const ctx = { ...model.passContext(R, T), products };
+  const products = new KeptProducts(budget, new Set(model.blocks.flatMap((b) => b.residualProjection ?? [])));
+  const ctx = model.passContext(R, T);
   const kept: tf.Tensor[] = [];
   try {
     // 1. Forward, keeping the input of every block.
     const inputs: tf.Tensor2D[] = [];
     let x = model.embed(rows.inputs.flat());
     kept.push(x);
-    for (const block of model.blocks) {
+    for (const [layer, block] of model.blocks.entries()) {
       inputs.push(x);
       const input = x;
-      x = tf.tidy(() => block.forward(input, ctx));
+      x = tf.tidy(() => products.during(layer, () => block.forward(input, ctx)));
       kept.push(x);
     }
     const last = x;
@@ -351,16 +432,15 @@ export async function checkpointedGradients(
     parts.forEach((p) => p.dispose());
 
     // 4. Back through the blocks, recomputing each one under a tape. Only the gradients of
-    // the recomputed pass are used, which spares each block its down projection's product;
+    // the recomputed pass are used, which spares each block its residual projection's product;
     // the other projections' outputs and attention's are the first pass's, where they were kept.
-    const recompute = { ...ctx, outputUnread: true };
     const grads = new Map<string, tf.Tensor>();
     for (let layer = model.blocks.length - 1; layer >= 0; layer--) {
       const block = model.blocks[layer];
       const variables = blockVariables[layer] ?? [];
       const dy = dx;
       const [dInput, ...dVariables] = tf.tidy(() =>
-        tf.grads((input: tf.Tensor) => block.forward(input as tf.Tensor2D, recompute))([inputs[layer], ...variables], dy),
+        tf.grads((input: tf.Tensor) => products.during(layer, () => block.forward(input as tf.Tensor2D, ctx)))([inputs[layer], ...variables], dy),
       );
       dy.dispose();
       dx = dInput as tf.Tensor2D;

@@ -6,7 +6,7 @@ import { DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights, readPeftAdapter, writePef
 import { generate } from '../../src/generate';
 import { AdamW } from '../../src/training/adamw';
 import { NextTokenValues, checkpointedGradients, nextTokenRows } from '../../src/training/checkpointing';
-import { KeptProducts } from '../../src/model/linear';
+import { KeptProducts } from '../../src/training/checkpointing';
 import { buildSftSequence } from '../../src/training/sequences';
 import { LoraTrainer, StepMetrics } from '../../src/training/trainer';
 import { largestGradientAgainstDifference, makeTiny, maxAbsDiff, rowsOf, tempDir, useBackend } from '../helpers';

@@ -1,32 +1,37 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { decodeAttention } from '../kernels/decode-attention';
 import { promptAttention, promptAttentionWithGradient } from '../kernels/prompt-attention';
-import { ownColumns } from './kv-cache';
+import { ownColumns } from '../model/kv-cache';
+import { outputSlot } from './kept-outputs';
 
 /**
- * softmax(q k^T + mask) v for grouped-query attention, by the path that is fastest on the
- * backend and shape at hand: the model (llama.ts) says what attention is, this file how it is
- * computed. q is token-major as the projection makes it, [B*T, H*D] (T new tokens per row, the
- * G = H/KV query heads sharing each KV head side by side), k and v [B, KV, S, D] (the cache
- * included, and after the mask's S columns possibly spare ones that do not count); the result
- * has q's shape, ready for the output projection.
+ * softmax(q k^T + mask) v for grouped-query attention, by the implementation that fits the
+ * backend and shape at hand: the model (model/llama.ts) says what attention is, this file how
+ * it is computed. q is token-major as the projection makes it, [B*T, H*D] (T new tokens per
+ * row, the G = H/KV query heads sharing each KV head side by side), k and v [B, KV, S, D] (the
+ * cache included, and after the mask's S columns possibly spare ones that do not count); the
+ * result has q's shape, ready for the output projection.
  *
  * On wasm, one WebAssembly kernel reads q and writes the result in that layout
  * (kernels/decode-attention for decoding, kernels/prompt-attention for T tokens: the same
- * kernel), and under a gradient tape a second kernel gives its gradient. Elsewhere tfjs ops on
- * the heads-first layout [B*KV, G*T, D] (the G heads of a KV head one query row block each,
- * each KV head read once). `kept`: under a tape, the result as an earlier pass computed it
- * from the same inputs (a checkpointed step's recompute), which the kernel then stands on
- * instead of computing it again; its gradient is computed all the same.
+ * kernel), and under a gradient tape a second kernel gives its gradient. On webgpu a decoding
+ * step runs a WGSL program (kernels/decode-attention.webgpu.ts). Elsewhere tfjs ops on the
+ * heads-first layout [B*KV, G*T, D] (the G heads of a KV head one query row block each, each KV
+ * head read once), with a custom gradient of their own (attendOneHead).
+ *
+ * In an activation-checkpointed step (ops/kept-outputs.ts) the first pass keeps the result, and
+ * the recompute's gradient kernel stands on the kept result instead of computing it again; its
+ * gradient is computed all the same.
  */
-export function attend(
-  q: tf.Tensor2D,
-  k: tf.Tensor4D,
-  v: tf.Tensor4D,
-  mask: tf.Tensor4D,
-  dims: { B: number; H: number; T: number; cached: boolean },
-  kept: tf.Tensor2D | null = null,
-): tf.Tensor2D {
+export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dims: { B: number; H: number; T: number; cached: boolean }): tf.Tensor2D {
+  const slot = outputSlot();
+  const heads = attendBy(q, k, v, mask, dims, slot?.take() ?? null);
+  slot?.keep(heads);
+  return heads;
+}
+
+/** attend, with `kept` (or null) the result an earlier pass computed from the same inputs. */
+function attendBy(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dims: { B: number; H: number; T: number; cached: boolean }, kept: tf.Tensor2D | null): tf.Tensor2D {
   const { B, H, T } = dims;
   const [, KV, , D] = k.shape;
   if (T === 1) {

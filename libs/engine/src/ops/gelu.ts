@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { splitColumns } from '../kernels/matmul';
 
 /**
  * GELU's tanh approximation (PyTorch's gelu(approximate="tanh")), g(x) = x/2 (1 + tanh(u)) with
@@ -24,4 +25,10 @@ export function geluTanh(x: tf.Tensor2D): tf.Tensor2D {
     };
   });
   return f(x) as tf.Tensor2D;
+}
+
+/** GeGLU's gate, gelu(gate) * up for gateUp [M, 2F] = gate | up side by side -> [M, F], with tfjs ops on every backend. */
+export function geglu(gateUp: tf.Tensor2D): tf.Tensor2D {
+  const [gate, up] = splitColumns(gateUp, [gateUp.shape[1] / 2, gateUp.shape[1] / 2]);
+  return tf.mul(geluTanh(gate), up);
 }

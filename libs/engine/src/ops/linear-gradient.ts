@@ -1,0 +1,133 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { LoraPart, loraGradients, loraGradientsOnThreads } from '../kernels/lora';
+import { packedMatMul, packWeights, splitColumns } from '../kernels/matmul';
+import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../kernels/matmul-transposed';
+import type { FrozenLinear, LowRankAdapter } from '../model/linear';
+
+/**
+ * The gradients of a frozen projection (model/linear.ts) for training, as custom gradients
+ * (tf.customGrad) around the value ops/linear.ts computes.
+ *
+ * The weight is frozen: only the input gets a gradient, dx = dy W. On wasm it comes from the
+ * packed panels the forward product multiplies by (kernels/matmul-transposed.ts), faster than
+ * XNNPACK at training's row counts (docs/benchmarks.md, "Training step"), and XNNPACK never
+ * packs a copy of its own; while matmul threads run, it is divided between them. Elsewhere
+ * dx = (W^T dy^T)^T, a plain 2-D matMul with the stored [in, out] weight as the left operand
+ * and dy^T (small: [out, tokens]) as the right one, plus two cheap transposes of activations:
+ * no second [out, in] copy of the weights is kept.
+ */
+
+/** value(x), the projection's output, as a differentiable op of x with the gradient dx = dy W. */
+export function frozenProjectionWithGradient(l: FrozenLinear, x: tf.Tensor2D, value: (x: tf.Tensor2D) => tf.Tensor2D): tf.Tensor2D {
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => ({
+    value: value(args[0] as tf.Tensor2D),
+    gradFunc: (dy: tf.Tensor | tf.Tensor[]) => inputGradient(l, dy as tf.Tensor2D),
+  }));
+  return f(x) as tf.Tensor2D;
+}
+
+/**
+ * value(x), the projection's output with its low-rank adapters' deltas, as one differentiable
+ * op of x and of each adapter's factors (aT, bT in the parts' order). The backward pass is
+ * written out by hand: inside a custom gradient tfjs records nothing on its tape, so none of
+ * the ~10 intermediate tensors per projection is copied for the backward pass (the wasm
+ * backend copies every saved tensor), and only x is kept. With `kernelParts` (the adapters as
+ * the LoRA kernels take them, where they apply) the adapters' backward is one kernel call
+ * (kernels/lora.ts); otherwise tfjs ops.
+ */
+export function adaptedProjectionWithGradient(
+  l: FrozenLinear,
+  x: tf.Tensor2D,
+  adapters: (LowRankAdapter | undefined)[],
+  kernelParts: LoraPart[] | null,
+  value: (x: tf.Tensor2D) => tf.Tensor2D,
+): tf.Tensor2D {
+  const factors = adapters.flatMap((a) => (a ? [a.aT, a.bT] : []));
+  const sizes = l.parts.map((p) => p.outFeatures);
+  const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
+    const input = args[0] as tf.Tensor2D;
+    const save = args[args.length - 1] as tf.GradSaveFunc;
+    save([input]);
+    return {
+      value: value(input),
+      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
+        tf.tidy(() => {
+          const g = dy as tf.Tensor2D;
+          const xs = saved[0] as tf.Tensor2D;
+          if (kernelParts) {
+            // From DIVIDED_BACKWARD_THREADS matmul threads: the frozen dx and the adapters' backward
+            // divided between them, in one call.
+            const packed = l.packedWeights();
+            const divided = packed && loraGradientsOnThreads(xs, g, packed, kernelParts);
+            if (divided) return [divided.dx, ...divided.grads];
+            // Elsewhere the adapters' gradients need no frozen dx: they run on this thread
+            // while any matmul threads compute it, and their share of dx is added after.
+            const { dx, result } = inputGradientAlongside(l, g, () => loraGradients(xs, g, kernelParts));
+            return [tf.add(dx, result.dx), ...result.grads];
+          }
+          let dx = inputGradient(l, g);
+          const xT = tf.transpose(xs) as tf.Tensor2D;
+          const gs = sizes.length === 1 ? [g] : splitColumns(g, sizes);
+          const grads: tf.Tensor[] = [];
+          adapters.forEach((a, i) => {
+            if (!a) return;
+            // delta = s (x aT) bT: with gs = s dy_part, dbT = h^T gs, dh = gs bT^T, daT = x^T dh.
+            const gScaled = a.scaleFactor ? (tf.mul(gs[i], a.scaleFactor) as tf.Tensor2D) : gs[i];
+            const h = smallMatMul(xs, a.aT);
+            const dbT = tf.matMul(tf.transpose(h) as tf.Tensor2D, gScaled);
+            const dh = smallMatMul(gScaled, tf.transpose(a.bT) as tf.Tensor2D);
+            const daT = smallMatMul(xT, dh);
+            dx = tf.add(dx, tf.matMul(dh, tf.transpose(a.aT) as tf.Tensor2D));
+            grads.push(daT, dbT);
+          });
+          return [dx, ...grads];
+        }),
+    };
+  });
+  return f(x, ...factors) as tf.Tensor2D;
+}
+
+/**
+ * dx = dy W [tokens, in], the frozen projection's gradient w.r.t. its input (adapters not
+ * included): from the packed panels on wasm, else (W^T dy^T)^T, a plain 2-D matMul against
+ * the one stored [in, out] copy.
+ */
+export function inputGradient(l: FrozenLinear, dy: tf.Tensor2D): tf.Tensor2D {
+  const packed = l.packedWeights();
+  return (packed && packedMatMulTransposed(dy, packed)) ?? inputGradientWithOps(l, dy);
+}
+
+/** inputGradient(dy) and `meanwhile()`, at once where the matmul threads compute dx (packedMatMulTransposedAlongside). */
+function inputGradientAlongside<T>(l: FrozenLinear, dy: tf.Tensor2D, meanwhile: () => T): { dx: tf.Tensor2D; result: T } {
+  const packed = l.packedWeights();
+  return (packed && packedMatMulTransposedAlongside(dy, packed, meanwhile)) ?? { dx: inputGradientWithOps(l, dy), result: meanwhile() };
+}
+
+/** dx = (W^T dy^T)^T with tfjs ops. */
+function inputGradientWithOps(l: FrozenLinear, dy: tf.Tensor2D): tf.Tensor2D {
+  return tf.tidy(() => tf.transpose(tf.matMul(l.weightT, tf.transpose(dy)))) as tf.Tensor2D;
+}
+
+/**
+ * x w for a narrow w [K, n] (a LoRA factor: n = r columns) on the packed matmul kernel where it
+ * applies (wasm, n a multiple of 8, no gradient being recorded), w packed for the call:
+ * XNNPACK multiplies into 8 columns several times more slowly per multiply-add than into
+ * hundreds, and the packing is K x n floats. The adapters' products where the LoRA kernels do
+ * not apply, forward (ops/linear.ts) and backward. Always on the calling thread, in tfjs's
+ * heap, even while matmul threads run: one or two panels cannot be divided, and the threads'
+ * memory is for weights that stay. tf.matMul elsewhere.
+ */
+export function smallMatMul(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
+  if (w.shape[1] % 8 === 0 && !tf.engine().isTapeOn()) {
+    const packed = packWeights(w, 'f32', { onThreads: false });
+    if (packed) {
+      try {
+        const y = packedMatMul(x, packed);
+        if (y) return y;
+      } finally {
+        packed.dispose();
+      }
+    }
+  }
+  return tf.matMul(x, w);
+}

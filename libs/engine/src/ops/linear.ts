@@ -1,0 +1,91 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { addLoraDeltas, LoraPart, loraKernelsApply, projectWithLora } from '../kernels/lora';
+import { packedMatMul, type PackedWeights } from '../kernels/matmul';
+import type { FrozenLinear, LowRankAdapter } from '../model/linear';
+import { outputSlot } from './kept-outputs';
+import { adaptedProjectionWithGradient, frozenProjectionWithGradient, smallMatMul } from './linear-gradient';
+
+/**
+ * FrozenLinear.forward, x W^T + b plus the adapters' deltas, by the implementation that fits
+ * the backend and the pass:
+ *
+ * | pass | wasm | elsewhere |
+ * |---|---|---|
+ * | inference | the packed-weight kernel (kernels/matmul.ts; f32, bf16 or q8 panels, on the matmul threads where they run), low-rank adapters' deltas added by the LoRA kernel (kernels/lora.ts) | tf.matMul, each adapter's own forward |
+ * | training, low-rank adapters | the product and every delta in one kernel call, under one custom gradient with the LoRA backward kernel (ops/linear-gradient.ts) | tfjs ops under the same custom gradient, its backward written out |
+ * | training, no adapter | the packed kernel, with dx from the same panels | tf.matMul, dx by a plain 2-D matMul |
+ *
+ * On wasm, inference and training multiply by the same kernel and get the same products. The
+ * training routes take an output that an activation-checkpointed step kept for them
+ * (ops/kept-outputs.ts).
+ */
+export function linear(l: FrozenLinear, x: tf.Tensor2D): tf.Tensor2D {
+  const lowRank = l.backwardEnabled && l.hasAdapters ? l.lowRankAdapters() : null;
+  if (lowRank) return adaptedForTraining(l, x, lowRank);
+  const y = l.backwardEnabled ? frozenProjectionWithGradient(l, x, (input) => trainingValue(l, input, () => frozenProduct(l, input))) : frozenProduct(l, x);
+  return l.hasAdapters ? addAdapters(l, x, y) : y;
+}
+
+/**
+ * The projection's weight, bias and low-rank adapters as the WebAssembly kernels take them,
+ * for kernels that run several steps in one call (ops/decoder-block.ts), for an input of
+ * `tokens` rows; null where the product is something else (backward enabled, another backend,
+ * an adapter that is neither low-rank nor routed low-rank ones).
+ */
+export function packedProjection(l: FrozenLinear, tokens: number): { packed: PackedWeights; bias: tf.Tensor1D | null; lora: LoraPart[] } | null {
+  if (l.backwardEnabled) return null;
+  const packed = l.packedWeights();
+  const lora = l.adapterParts(tokens);
+  return packed && lora ? { packed, bias: l.bias, lora } : null;
+}
+
+/** x W^T + b: the packed kernel where it applies (wasm, no gradient being recorded: inside a custom gradient's forward function none is), else tfjs ops. */
+function frozenProduct(l: FrozenLinear, x: tf.Tensor2D): tf.Tensor2D {
+  const packed = l.packedWeights();
+  return (packed && packedMatMul(x, packed, l.bias, l.matmulPlan)) ?? l.product(x);
+}
+
+/** y plus the adapters' deltas: every low-rank one in one LoRA kernel call where it applies (wasm, no gradient being recorded), else each adapter's own forward. */
+function addAdapters(l: FrozenLinear, x: tf.Tensor2D, y: tf.Tensor2D): tf.Tensor2D {
+  const parts = tf.engine().isTapeOn() ? null : l.adapterParts(x.shape[0]);
+  if (parts && loraKernelsApply(x, parts)) return addLoraDeltas(y, x, parts);
+  return tf.add(y, l.adapterDeltas(x));
+}
+
+/** Training with low-rank adapters: the product and the deltas as one differentiable op, on the LoRA kernels where they apply (one call per pass). */
+function adaptedForTraining(l: FrozenLinear, x: tf.Tensor2D, adapters: (LowRankAdapter | undefined)[]): tf.Tensor2D {
+  const parts = l.adapterParts(x.shape[0]) as LoraPart[];
+  const kernelParts = loraKernelsApply(x, parts) ? parts : null;
+  return adaptedProjectionWithGradient(l, x, adapters, kernelParts, (input) =>
+    trainingValue(l, input, () => (kernelParts ? productWithLoraKernels(l, input, kernelParts) : productWithAdapters(l, input, adapters))),
+  );
+}
+
+/** x W^T + b plus the deltas of `parts` on the LoRA kernels: in one call with the packed product where it applies, else after frozenProduct's. */
+function productWithLoraKernels(l: FrozenLinear, x: tf.Tensor2D, parts: LoraPart[]): tf.Tensor2D {
+  const packed = l.packedWeights();
+  return (packed && projectWithLora(x, packed, l.bias, l.matmulPlan, parts)) ?? tf.tidy(() => addLoraDeltas(frozenProduct(l, x), x, parts));
+}
+
+/** x W^T + b plus the low-rank adapters' deltas with tfjs ops (undefined: no adapter on that part). */
+function productWithAdapters(l: FrozenLinear, x: tf.Tensor2D, adapters: (LowRankAdapter | undefined)[]): tf.Tensor2D {
+  const deltas = adapters.map((a, i) => (a ? lowRankDelta(x, a) : tf.zeros([x.shape[0], l.parts[i].outFeatures])));
+  return tf.add(frozenProduct(l, x), deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1));
+}
+
+/** A low-rank adapter's delta, s (x aT) bT, with x aT on the packed kernel where it applies. */
+function lowRankDelta(x: tf.Tensor2D, a: LowRankAdapter): tf.Tensor2D {
+  const delta = tf.matMul(smallMatMul(x, a.aT), a.bT) as tf.Tensor2D;
+  return a.scaleFactor ? (tf.mul(delta, a.scaleFactor) as tf.Tensor2D) : delta;
+}
+
+/** A training pass's value of the projection: zeros where the pass never reads it, the one an earlier pass kept, else `compute()` (offered to be kept). */
+function trainingValue(l: FrozenLinear, x: tf.Tensor2D, compute: () => tf.Tensor2D): tf.Tensor2D {
+  const slot = outputSlot(l);
+  if (slot?.unread) return tf.zeros([x.shape[0], l.outFeatures]);
+  const kept = slot?.take();
+  if (kept) return kept;
+  const value = compute();
+  slot?.keep(value);
+  return value;
+}
