@@ -33,6 +33,8 @@ export class InMemoryJobs {
       trainingStart: null,
       trainingEnd: null,
       attempts: 0,
+      fineTuning: null,
+      trainedTokens: null,
       messageSeq: null,
       ...fields,
     };
@@ -83,6 +85,19 @@ export class InMemoryJobs {
       if (this.events.some((e) => e.jobId === jobId && e.dedupeKey === dedupeKey)) return false;
       this.events.push({ jobId, type, data, dedupeKey });
       return true;
+    },
+    lastEvent: async (jobId: string, type: TrainingEventType) => {
+      const index = this.events.map((e) => e.jobId === jobId && e.type === type).lastIndexOf(true);
+      if (index < 0) return null;
+      const { data, dedupeKey } = this.events[index];
+      return { id: `event-${index}`, seq: BigInt(index), jobId, type, data, dedupeKey, createdAt: new Date('2026-01-01T00:00:00Z') };
+    },
+    recordTrainedTokens: async (id: string) => {
+      const row = this.rows.get(id);
+      if (row?.status !== 'succeeded') return;
+      row.trainedTokens = this.events
+        .filter((e) => e.jobId === id && e.type === 'gradient_step' && typeof e.data['num_tokens'] === 'number')
+        .reduce((sum, e) => sum + (e.data['num_tokens'] as number), 0);
     },
   } as unknown as TrainingJobRepository;
 
