@@ -51,7 +51,8 @@ export class InMemoryJobs {
   }
 
   readonly repository = {
-    create: async (job: NewJob) => this.summary(this.add({ ...job, experimentalConfig: job.experimentalConfig, ignoredConfigKeys: job.ignoredConfigKeys ?? [] })),
+    create: async (job: NewJob) =>
+      this.summary(this.add({ ...job, id: job.id ?? randomUUID(), experimentalConfig: job.experimentalConfig, ignoredConfigKeys: job.ignoredConfigKeys ?? [], fineTuning: job.fineTuning ?? null })),
     find: async (id: string) => {
       const row = this.rows.get(id);
       return row ? { ...row } : null;
