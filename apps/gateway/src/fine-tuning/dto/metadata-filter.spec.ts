@@ -12,6 +12,7 @@ describe('metadataFilter', () => {
 
   it('is null for metadata=null and undefined without a filter', () => {
     expect(metadataFilter({ metadata: 'null' })).toBeNull();
+    expect(metadataFilter({ metadata: '' })).toBeNull();
     expect(metadataFilter({ after: 'ftjob-x' })).toBeUndefined();
   });
 

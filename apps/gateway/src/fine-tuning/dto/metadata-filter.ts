@@ -16,7 +16,8 @@ export function metadataFilter(query: Record<string, unknown>): FineTuningMetada
     if (name !== undefined) pairs[name] = stringValue(key, value);
   }
   const nested = query['metadata'];
-  if (nested === 'null' && Object.keys(pairs).length === 0) return null;
+  // `metadata=null` as written, or `metadata=` as the SDKs' query encoder writes a null.
+  if ((nested === 'null' || nested === '') && Object.keys(pairs).length === 0) return null;
   if (typeof nested === 'object' && nested !== null && !Array.isArray(nested)) {
     for (const [name, value] of Object.entries(nested)) pairs[name] = stringValue(`metadata[${name}]`, value);
   } else if (nested !== undefined) {
