@@ -3,7 +3,7 @@ import { CallerScope, ErrorCode, FineTuningMetadataFilter, ServiceError, Subject
 import { RpcClient } from '@trainyard/messaging';
 import { CreateFineTuningJobRequest, requestedHyperparameters } from './dto/create-fine-tuning-job.request';
 import { FineTuningPageQuery } from './dto/list-fine-tuning.query';
-import { fromFineTuningId } from './fine-tuning-ids';
+import { FineTuningIdPrefix, fromFineTuningId } from './fine-tuning-ids';
 import {
   OpenAiFineTuningCheckpoint,
   OpenAiFineTuningEvent,
@@ -47,7 +47,7 @@ export class FineTuningJobsService {
 
   /** Newest first. */
   async list(scope: CallerScope, query: FineTuningPageQuery, metadata: FineTuningMetadataFilter | undefined): Promise<OpenAiPage<OpenAiFineTuningJob>> {
-    const after = query.after === undefined ? undefined : (fromFineTuningId('ftjob', query.after) ?? query.after);
+    const after = cursor('ftjob', query.after);
     const page = await this.rpc.request(Subjects.training.listJobs, { ...scope, fine_tuning: true, metadata, after, limit: query.limit });
     return openAiPage(page.data.map((job) => toOpenAiJob(asFineTuning(job))), page.has_more);
   }
@@ -66,7 +66,7 @@ export class FineTuningJobsService {
   /** Newest first, as OpenAI lists them. */
   async events(scope: CallerScope, id: string, query: FineTuningPageQuery): Promise<OpenAiPage<OpenAiFineTuningEvent>> {
     const job = await this.retrieve(scope, id);
-    const after = query.after === undefined ? undefined : (fromFineTuningId('ftevent', query.after) ?? query.after);
+    const after = cursor('ftevent', query.after);
     const page = await this.found(id, (jobId) =>
       this.rpc.request(Subjects.training.listEvents, { ...scope, job_id: jobId, fine_tuning: true, after, limit: query.limit, order: 'desc' }),
     );
@@ -74,7 +74,7 @@ export class FineTuningJobsService {
   }
 
   async checkpoints(scope: CallerScope, id: string, query: FineTuningPageQuery): Promise<OpenAiPage<OpenAiFineTuningCheckpoint>> {
-    const after = query.after === undefined ? undefined : (fromFineTuningId('ftckpt', query.after) ?? query.after);
+    const after = cursor('ftckpt', query.after);
     const page = await this.found(id, (jobId) =>
       this.rpc.request(Subjects.training.listJobCheckpoints, { ...scope, job_id: jobId, fine_tuning: true, after, limit: query.limit }),
     );
@@ -86,13 +86,25 @@ export class FineTuningJobsService {
    * caller's (or no fine-tuning job), are one answer naming the id as it was given.
    */
   private async found<T>(id: string, call: (jobId: string) => Promise<T>): Promise<T> {
-    const notFound = () => ServiceError.notFound(`No fine-tuning job found with id ${id}`);
+    const notFound = () => ServiceError.notFound(`Fine-tuning job ${shown(id)} not found`);
     const jobId = fromFineTuningId('ftjob', id);
     if (!jobId) throw notFound();
     return call(jobId).catch((err: unknown) => {
       throw err instanceof ServiceError && err.code === ErrorCode.NotFound ? notFound() : err;
     });
   }
+}
+
+/** The uuid behind a page's `after`, which must be an id of the listed kind. */
+function cursor(prefix: FineTuningIdPrefix, after: string | undefined): string | undefined {
+  if (after === undefined) return undefined;
+  const id = fromFineTuningId(prefix, after);
+  if (!id) throw ServiceError.invalid(`after: ${shown(after)} is not an id of this list (${prefix}-...)`, 'after');
+  return id;
+}
+
+function shown(id: string): string {
+  return id.length > 200 ? `${id.slice(0, 200)}...` : id;
 }
 
 /** Jobs asked for with fine_tuning: true always carry their fine-tuning details. */

@@ -156,6 +156,7 @@ export class TrainingJobsService {
    */
   async listCheckpoints(request: ListJobCheckpointsRequest): Promise<Page<JobCheckpointRecord>> {
     const job = await this.owned(request);
+    if (request.after !== undefined && request.after !== job.id) throw ServiceError.invalid(`after: ${request.after} is not a checkpoint of training job ${job.id}`, 'after');
     const found = job.checkpointStep === null || request.after === job.id ? null : await this.findCheckpoint(request, job.modelId, job.id, job.checkpointStep);
     if (!found) return emptyPage();
     const { model, checkpoint } = found;

@@ -60,6 +60,8 @@ describe('CreateFineTuningJobRequest', () => {
     ['seed', { seed: 1.5 }],
     ['seed', { seed: -1 }],
     ['metadata', { metadata: { k: 1 } }],
+    ['metadata', { metadata: { k: 'a\u0000b' } }],
+    ['metadata', { metadata: { 'x\udfff': 'v' } }],
     ['metadata', { metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }],
     ['method.supervised.hyperparameters.n_epochs', { method: { type: 'supervised', supervised: { hyperparameters: { n_epochs: 0 } } } }],
     ['method.supervised.hyperparameters.n_epochs', { method: { type: 'supervised', supervised: { hyperparameters: { n_epochs: 51 } } } }],

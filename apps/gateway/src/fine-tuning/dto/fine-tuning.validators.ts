@@ -22,6 +22,13 @@ export function IsAutoOr(bounds: { integer: boolean; min: number; max: number; e
   );
 }
 
+/** A NUL or half a surrogate pair: text PostgreSQL cannot store (metadata is stored as jsonb, and filtered on there). */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+export function isStorableText(text: string): boolean {
+  return !UNSTORABLE.test(text);
+}
+
 const MAX_METADATA_PAIRS = 16;
 const MAX_METADATA_KEY = 64;
 const MAX_METADATA_VALUE = 512;
@@ -37,11 +44,13 @@ export function IsOpenAiMetadata(options?: ValidationOptions): PropertyDecorator
           const entries = Object.entries(value);
           return (
             entries.length <= MAX_METADATA_PAIRS &&
-            entries.every(([key, v]) => key.length <= MAX_METADATA_KEY && typeof v === 'string' && v.length <= MAX_METADATA_VALUE)
+            entries.every(
+              ([key, v]) => key.length <= MAX_METADATA_KEY && typeof v === 'string' && v.length <= MAX_METADATA_VALUE && isStorableText(key) && isStorableText(v),
+            )
           );
         },
         defaultMessage: (args) =>
-          `${args?.property} must be an object of at most ${MAX_METADATA_PAIRS} pairs, keys of at most ${MAX_METADATA_KEY} characters and string values of at most ${MAX_METADATA_VALUE}`,
+          `${args?.property} must be an object of at most ${MAX_METADATA_PAIRS} pairs, keys of at most ${MAX_METADATA_KEY} characters and string values of at most ${MAX_METADATA_VALUE}, without NUL characters or unpaired surrogates`,
       },
     },
     options,

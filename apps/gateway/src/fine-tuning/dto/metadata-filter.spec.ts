@@ -19,5 +19,7 @@ describe('metadataFilter', () => {
   it('refuses a pair given twice and a metadata that is neither null nor pairs', () => {
     expect(() => metadataFilter({ 'metadata[team]': ['a', 'b'] })).toThrow(ServiceError);
     expect(() => metadataFilter({ metadata: 'team' })).toThrow(ServiceError);
+    expect(() => metadataFilter({ 'metadata[team]': 'a\u0000b' })).toThrow(ServiceError);
+    expect(() => metadataFilter({ 'metadata[\ud800]': 'a' })).toThrow(ServiceError);
   });
 });

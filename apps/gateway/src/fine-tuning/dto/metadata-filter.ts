@@ -1,6 +1,7 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import { FineTuningMetadataFilter, ServiceError } from '@trainyard/contracts';
 import type { Request } from 'express';
+import { isStorableText } from './fine-tuning.validators';
 
 const PAIR = /^metadata\[(.+)\]$/;
 
@@ -27,8 +28,8 @@ export function metadataFilter(query: Record<string, unknown>): FineTuningMetada
 }
 
 function stringValue(key: string, value: unknown): string {
-  if (typeof value === 'string') return value;
-  throw ServiceError.validation([{ loc: ['query', key], msg: `${key} must be given once, as a string`, type: 'value_error' }]);
+  if (typeof value === 'string' && isStorableText(key) && isStorableText(value)) return value;
+  throw ServiceError.validation([{ loc: ['query', 'metadata'], msg: `${key} must be given once, as text without NUL characters or unpaired surrogates`, type: 'value_error' }]);
 }
 
 /** The request's metadata filter (see metadataFilter). */
