@@ -135,6 +135,10 @@ describe('training jobs against real Postgres', () => {
       ['training_started', 'started'],
     ]);
     expect((await jobs.lastEvent(job.id, 'gradient_step'))?.dedupeKey).toBe('step:2');
+    const unstarted = await create();
+    const progress = await jobs.progress([job.id, unstarted.id]);
+    expect([...progress]).toEqual([[job.id, { steps_done: 2, num_steps: 2 }]]);
+    expect(await jobs.progress([])).toEqual(new Map());
   });
 
   it('counts the tokens of a job that succeeded, from its gradient steps, once or twice alike', async () => {

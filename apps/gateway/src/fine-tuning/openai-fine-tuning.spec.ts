@@ -1,6 +1,6 @@
 import type { FineTuningDetails, JobCheckpointRecord, TrainingJobRecord } from '@trainyard/contracts';
 import { fromFineTuningId, toFineTuningId } from './fine-tuning-ids';
-import { toOpenAiCheckpoint, toOpenAiEvent, toOpenAiJob } from './openai-fine-tuning';
+import { estimatedFinish, toOpenAiCheckpoint, toOpenAiEvent, toOpenAiJob } from './openai-fine-tuning';
 
 const JOB_ID = '0f8fad5b-d9cb-469f-a165-70867728950e';
 const HYPERPARAMETERS = { n_epochs: 3, batch_size: 2, learning_rate_multiplier: 1 };
@@ -32,6 +32,7 @@ function job(fields: Partial<TrainingJobRecord> = {}): TrainingJobRecord & { fin
     no_gradient_steps_reason: null,
     trained_tokens: null,
     fine_tuning: DETAILS,
+    progress: null,
     ...fields,
   } as TrainingJobRecord & { fine_tuning: FineTuningDetails };
 }
@@ -96,6 +97,24 @@ describe('toOpenAiJob', () => {
     const cancelled = toOpenAiJob(job({ status: 'cancelled', error_message: 'Training job was cancelled', training_end: '2026-11-28T10:05:00Z' }));
     expect(cancelled).toMatchObject({ error: null, fine_tuned_model: null, trained_tokens: null });
     expect(cancelled.finished_at).not.toBeNull();
+  });
+});
+
+describe('estimatedFinish', () => {
+  const start = Date.parse('2026-11-28T10:00:00Z');
+  const running = { status: 'running' as const, training_start: '2026-11-28T10:00:00Z' };
+
+  it('extends the pace of the steps so far to the steps left', () => {
+    // 2 of 6 steps in 60 s: 30 s a step, 4 left.
+    expect(estimatedFinish({ ...running, progress: { steps_done: 2, num_steps: 6 } }, start + 60_000)).toBe((start + 60_000 + 120_000) / 1000);
+    expect(toOpenAiJob(job({ ...running, progress: { steps_done: 2, num_steps: 6 } }), start + 60_000).estimated_finish).toBe((start + 180_000) / 1000);
+  });
+
+  it('is null before the first step, after the last one and when the job does not run', () => {
+    expect(estimatedFinish({ ...running, progress: { steps_done: 0, num_steps: 6 } }, start + 1_000)).toBeNull();
+    expect(estimatedFinish({ ...running, progress: { steps_done: 6, num_steps: 6 } }, start + 1_000)).toBeNull();
+    expect(estimatedFinish({ ...running, progress: null }, start + 1_000)).toBeNull();
+    expect(estimatedFinish({ status: 'queued', training_start: null, progress: { steps_done: 2, num_steps: 6 } }, start + 1_000)).toBeNull();
   });
 });
 

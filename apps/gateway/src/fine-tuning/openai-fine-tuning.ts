@@ -62,8 +62,8 @@ export interface OpenAiPage<T> {
   has_more: boolean;
 }
 
-/** A job created through /v1/fine_tuning/jobs in OpenAI's shape; its fine-tuned model is the checkpoint it made. */
-export function toOpenAiJob(job: TrainingJobRecord & { fine_tuning: NonNullable<TrainingJobRecord['fine_tuning']> }): OpenAiFineTuningJob {
+/** A job created through /v1/fine_tuning/jobs in OpenAI's shape; its fine-tuned model is the checkpoint it made. `now`: Unix ms. */
+export function toOpenAiJob(job: TrainingJobRecord & { fine_tuning: NonNullable<TrainingJobRecord['fine_tuning']> }, now = Date.now()): OpenAiFineTuningJob {
   const ft = job.fine_tuning;
   const finished = job.status === 'succeeded' || job.status === 'failed' || job.status === 'cancelled';
   return {
@@ -83,11 +83,22 @@ export function toOpenAiJob(job: TrainingJobRecord & { fine_tuning: NonNullable<
     trained_tokens: job.status === 'succeeded' ? job.trained_tokens : null,
     training_file: ft.training_file,
     validation_file: ft.validation_file,
-    estimated_finish: null,
+    estimated_finish: estimatedFinish(job, now),
     integrations: null,
     metadata: ft.metadata,
     user_provided_suffix: ft.suffix,
   };
+}
+
+/**
+ * When a running job should end, at the pace of its steps so far (time since it started,
+ * model loading included, per step reported); null before its first step and when not running.
+ */
+export function estimatedFinish(job: Pick<TrainingJobRecord, 'status' | 'training_start' | 'progress'>, now: number): number | null {
+  const progress = job.progress;
+  if (job.status !== 'running' || !progress || !job.training_start || progress.steps_done <= 0 || progress.steps_done >= progress.num_steps) return null;
+  const perStep = (now - Date.parse(job.training_start)) / progress.steps_done;
+  return Math.floor((now + perStep * (progress.num_steps - progress.steps_done)) / 1000);
 }
 
 /**

@@ -1,7 +1,8 @@
-import type { FineTuningDetails, TrainingEventRecord, TrainingEventType, TrainingJobRecord } from '@trainyard/contracts';
+import type { FineTuningDetails, JobStepProgress, TrainingEventRecord, TrainingEventType, TrainingJobRecord } from '@trainyard/contracts';
 import type { EventRow, JobRow } from './training-job.repository';
 
-export function toJobRecord(row: Omit<JobRow, 'payload'>): TrainingJobRecord {
+/** `progress`: how far a running job got, when it was looked up. */
+export function toJobRecord(row: Omit<JobRow, 'payload'>, progress: JobStepProgress | null = null): TrainingJobRecord {
   return {
     id: row.id,
     object: 'training_job',
@@ -19,6 +20,7 @@ export function toJobRecord(row: Omit<JobRow, 'payload'>): TrainingJobRecord {
     trained_tokens: row.trainedTokens ?? null,
     // Only the fine-tuning service writes the column, always from a FineTuningDetails.
     fine_tuning: (row.fineTuning ?? null) as FineTuningDetails | null,
+    progress: row.status === 'running' ? progress : null,
   };
 }
 

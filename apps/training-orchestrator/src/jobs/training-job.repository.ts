@@ -3,6 +3,7 @@ import { Prisma, PrismaService, unpackJson, packJson } from '@trainyard/db';
 import type {
   FineTuningDetails,
   FineTuningMetadataFilter,
+  JobStepProgress,
   SortOrder,
   TrainingEventType,
   TrainingJobPayload,
@@ -208,6 +209,19 @@ export class TrainingJobRepository {
       orderBy: { seq: order },
       take: limit + 1,
     });
+  }
+
+  /** How far each job got: the last gradient step it reported and the steps its training_started planned. */
+  async progress(jobIds: string[]): Promise<Map<string, JobStepProgress>> {
+    if (jobIds.length === 0) return new Map();
+    const rows = await this.prisma.$queryRaw<{ job_id: string; done: number | null; planned: number | null }[]>`
+      SELECT job_id::text AS job_id,
+        MAX(CASE WHEN type = 'gradient_step' AND dedupe_key ~ '^step:[0-9]{1,9}$' THEN substring(dedupe_key FROM 6)::integer END) AS done,
+        MAX(CASE WHEN type = 'training_started' AND jsonb_typeof(data->'num_sequences') = 'number' THEN (data->>'num_sequences')::numeric::integer END) AS planned
+      FROM job_events
+      WHERE job_id = ANY(${jobIds}::uuid[]) AND type IN ('gradient_step', 'training_started')
+      GROUP BY job_id`;
+    return new Map(rows.filter((r) => r.planned !== null).map((r) => [r.job_id, { steps_done: r.done ?? 0, num_steps: r.planned as number }]));
   }
 
   /** The job's newest event of a type. */

@@ -115,6 +115,22 @@ describe('TrainingJobsService', () => {
     });
   });
 
+  describe('progress', () => {
+    it('says how far a running job got, and nothing for one that does not run', async () => {
+      const running = jobs.add({ status: 'running' });
+      const done = jobs.add({ status: 'succeeded', checkpointStep: 1 });
+      for (const job of [running, done]) {
+        await service.appendEvent(job.id, 'training_started', { num_sequences: 5 }, 'started');
+        await service.appendEvent(job.id, 'gradient_step', { loss: 1 }, 'step:1');
+        await service.appendEvent(job.id, 'gradient_step', { loss: 1 }, 'step:2');
+      }
+      expect((await service.get({ ...CALLER, job_id: running.id })).progress).toEqual({ steps_done: 2, num_steps: 5 });
+      expect((await service.get({ ...CALLER, job_id: done.id })).progress).toBeNull();
+      const page = await service.list({ ...CALLER, limit: 10 });
+      expect(page.data.map((j) => j.progress)).toContainEqual({ steps_done: 2, num_steps: 5 });
+    });
+  });
+
   describe('listCheckpoints', () => {
     const list = (jobId: string, after?: string) => service.listCheckpoints({ ...CALLER, job_id: jobId, limit: 20, after });
     const checkpoint = (id: string, step: number): CheckpointRecord => ({ id, step, metrics: {}, created_at: '2026-01-01T00:05:00.000Z', adapter_sha256: 'x' });

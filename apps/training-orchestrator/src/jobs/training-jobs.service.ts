@@ -112,7 +112,7 @@ export class TrainingJobsService {
   }
 
   async get(request: JobRequest): Promise<TrainingJobRecord> {
-    return toJobRecord(await this.owned(request));
+    return (await this.records([await this.owned(request)]))[0];
   }
 
   async list(request: ListTrainingJobsRequest): Promise<Page<TrainingJobRecord>> {
@@ -132,8 +132,14 @@ export class TrainingJobsService {
       limit: request.limit,
       after,
     });
-    const data = rows.slice(0, request.limit).map(toJobRecord);
+    const data = await this.records(rows.slice(0, request.limit));
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > request.limit };
+  }
+
+  /** Job records, the running ones with how far they got. */
+  private async records(rows: Omit<JobRow, 'payload'>[]): Promise<TrainingJobRecord[]> {
+    const progress = await this.jobs.progress(rows.filter((r) => r.status === 'running').map((r) => r.id));
+    return rows.map((row) => toJobRecord(row, progress.get(row.id) ?? null));
   }
 
   async listEvents(request: ListJobEventsRequest): Promise<Page<TrainingEventRecord>> {
@@ -212,7 +218,7 @@ export class TrainingJobsService {
         this.bus.publish(Subjects.training.cancelRequested, { job_id: job.id });
       }
     }
-    return toJobRecord((await this.jobs.findSummary(job.id)) as JobRow);
+    return (await this.records([(await this.jobs.findSummary(job.id)) as JobRow]))[0];
   }
 
   /** Appends an event once per dedupe key and wakes whoever streams this job's events. */

@@ -38,6 +38,13 @@ export interface TrainingJobRecord {
   trained_tokens: number | null;
   /** Set when it was created through /v1/fine_tuning/jobs (our addition). */
   fine_tuning: FineTuningDetails | null;
+  /** While it runs: the gradient steps reported so far and those planned (our addition); null otherwise. */
+  progress: JobStepProgress | null;
+}
+
+export interface JobStepProgress {
+  steps_done: number;
+  num_steps: number;
 }
 
 export type TrainingEventType = 'training_started' | 'gradient_step' | 'training_ended' | 'training_failed';
