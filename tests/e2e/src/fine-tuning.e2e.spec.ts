@@ -18,6 +18,7 @@ const TERMINAL = ['succeeded', 'failed', 'cancelled'];
 
 describe('fine-tuning jobs through the openai SDK', () => {
   let stack: Stack;
+  let key: string;
   let client: OpenAI;
   let other: OpenAI;
   let trainingFile: string;
@@ -35,7 +36,8 @@ describe('fine-tuning jobs through the openai SDK', () => {
 
   beforeAll(async () => {
     stack = await Stack.start({ env: { EMBEDDED_BASE_MODEL: BASE, MAX_COMPLETION_TOKENS: '16' } });
-    client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: (await stack.createKey('acme')).key, maxRetries: 0 });
+    key = (await stack.createKey('acme')).key;
+    client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });
     other = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: (await stack.createKey('globex')).key, maxRetries: 0 });
     trainingFile = (await client.files.create({ file: await toFile(Buffer.from(TRAIN), 'train.jsonl'), purpose: 'fine-tune' })).id;
     validationFile = (await client.files.create({ file: await toFile(Buffer.from(VALID), 'valid.jsonl'), purpose: 'fine-tune' })).id;
@@ -105,7 +107,7 @@ describe('fine-tuning jobs through the openai SDK', () => {
 
     // One store: the preview API shows the same SFT job, the same events.
     const uuid = job.id.slice('ftjob-'.length).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
-    const preview = await stack.json<TrainingJobRecord>('GET', `/v1/preview/training-jobs/${uuid}`, client.apiKey);
+    const preview = await stack.json<TrainingJobRecord>('GET', `/v1/preview/training-jobs/${uuid}`, key);
     expect(preview).toMatchObject({ type: 'sft', status: 'succeeded', checkpoint_step: 1, fine_tuning: { suffix: 'capitals', seed: 7 } });
   }, 300_000);
 
