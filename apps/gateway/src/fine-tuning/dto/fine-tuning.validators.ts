@@ -22,11 +22,11 @@ export function IsAutoOr(bounds: { integer: boolean; min: number; max: number; e
   );
 }
 
-/** A NUL or half a surrogate pair: text PostgreSQL cannot store (metadata is stored as jsonb, and filtered on there). */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
+/** No NUL and no half of a surrogate pair: text PostgreSQL can store (metadata is stored as jsonb, and filtered on there). */
 export function isStorableText(text: string): boolean {
-  return !UNSTORABLE.test(text);
+  return !text.includes(String.fromCharCode(0)) && !LONE_SURROGATE.test(text);
 }
 
 const MAX_METADATA_PAIRS = 16;
