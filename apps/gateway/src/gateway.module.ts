@@ -6,6 +6,7 @@ import { ChatModule } from './chat/chat.module';
 import { GatewayConfig } from './config/gateway.config';
 import { ConsoleModule } from './console/console.module';
 import { FilesModule } from './files/files.module';
+import { FineTuningModule } from './fine-tuning/fine-tuning.module';
 import { ApiHealthController } from './health/api-health.controller';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { LimitsModule } from './limits/limits.module';
@@ -26,6 +27,7 @@ export class GatewayModule {
         IdempotencyModule,
         RegistryModule,
         TrainingModule,
+        FineTuningModule,
         FilesModule.forRoot(config),
         ChatModule.forRoot(config),
         ConsoleModule.forRoot(config),

@@ -7,6 +7,7 @@ import { OrchestratorConfig } from './config/orchestrator.config';
 import { AllowList, OutboundFetch } from './data/outbound-fetch';
 import { TrainingDataSource } from './data/training-data.source';
 import { WandbArtifacts } from './data/wandb-artifacts';
+import { FineTuningJobsService } from './fine-tuning/fine-tuning-jobs.service';
 import { JobQueue } from './jobs/job-queue';
 import { TrainingJobRepository } from './jobs/training-job.repository';
 import { TrainingJobsController } from './jobs/training-jobs.controller';
@@ -43,6 +44,7 @@ export class TrainingOrchestratorModule {
         WandbArtifacts,
         TrainingDataSource,
         TrainingJobsService,
+        FineTuningJobsService,
         JobLifecycleService,
         AbandonedJobsWatcher,
         StrandedJobsWatcher,

@@ -33,6 +33,8 @@ export class InMemoryJobs {
       trainingStart: null,
       trainingEnd: null,
       attempts: 0,
+      fineTuning: null,
+      trainedTokens: null,
       messageSeq: null,
       ...fields,
     };
@@ -49,7 +51,8 @@ export class InMemoryJobs {
   }
 
   readonly repository = {
-    create: async (job: NewJob) => this.summary(this.add({ ...job, experimentalConfig: job.experimentalConfig, ignoredConfigKeys: job.ignoredConfigKeys ?? [] })),
+    create: async (job: NewJob) =>
+      this.summary(this.add({ ...job, id: job.id ?? randomUUID(), experimentalConfig: job.experimentalConfig, ignoredConfigKeys: job.ignoredConfigKeys ?? [], fineTuning: job.fineTuning ?? null })),
     find: async (id: string) => {
       const row = this.rows.get(id);
       return row ? { ...row } : null;
@@ -83,6 +86,36 @@ export class InMemoryJobs {
       if (this.events.some((e) => e.jobId === jobId && e.dedupeKey === dedupeKey)) return false;
       this.events.push({ jobId, type, data, dedupeKey });
       return true;
+    },
+    lastEvent: async (jobId: string, type: TrainingEventType) => {
+      const index = this.events.map((e) => e.jobId === jobId && e.type === type).lastIndexOf(true);
+      if (index < 0) return null;
+      const { data, dedupeKey } = this.events[index];
+      return { id: `event-${index}`, seq: BigInt(index), jobId, type, data, dedupeKey, createdAt: new Date('2026-01-01T00:00:00Z') };
+    },
+    /** Newest first, as the SQL orders them; the filters beyond the model are the repository spec's to check. */
+    listForEntity: async (entityId: string, options: { modelId?: string; limit: number }) =>
+      [...this.rows.values()]
+        .filter((r) => r.entityId === entityId && (!options.modelId || r.modelId === options.modelId))
+        .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || b.id.localeCompare(a.id))
+        .slice(0, options.limit + 1)
+        .map((r) => this.summary(r)),
+    progress: async (jobIds: string[]) => {
+      const progress = new Map<string, { steps_done: number; num_steps: number }>();
+      for (const id of jobIds) {
+        const started = this.events.find((e) => e.jobId === id && e.type === 'training_started');
+        if (!started) continue;
+        const steps = this.events.filter((e) => e.jobId === id && e.type === 'gradient_step').map((e) => Number(e.dedupeKey.slice('step:'.length)));
+        progress.set(id, { steps_done: Math.max(0, ...steps), num_steps: started.data['num_sequences'] as number });
+      }
+      return progress;
+    },
+    recordTrainedTokens: async (id: string) => {
+      const row = this.rows.get(id);
+      if (row?.status !== 'succeeded') return;
+      row.trainedTokens = this.events
+        .filter((e) => e.jobId === id && e.type === 'gradient_step' && typeof e.data['num_tokens'] === 'number')
+        .reduce((sum, e) => sum + (e.data['num_tokens'] as number), 0);
     },
   } as unknown as TrainingJobRepository;
 

@@ -1,5 +1,5 @@
 import { Test, TestingModule } from '@nestjs/testing';
-import type { TrainingJobPayload } from '@trainyard/contracts';
+import type { FineTuningDetails, TrainingJobPayload } from '@trainyard/contracts';
 import { DbModule, PrismaService } from '@trainyard/db';
 import { ProcessHealthModule } from '@trainyard/runtime';
 import { createTestDatabase } from '@trainyard/testing';
@@ -120,5 +120,66 @@ describe('training jobs against real Postgres', () => {
     expect(seen).toEqual(all.map((j) => j.id));
     expect(await jobs.listForEntity(entityId, { limit: 100, modelId: otherModel })).toEqual([]);
     expect((await jobs.listForEntity(other, { limit: 100 })).map((r) => r.modelId)).toEqual([otherModel]);
+  });
+
+  it('pages events newest first too, strictly after the cursor, and finds the newest of a type', async () => {
+    const job = await create();
+    await jobs.appendEvent(job.id, 'training_started', { num_sequences: 2 }, 'started');
+    for (const step of [1, 2]) await jobs.appendEvent(job.id, 'gradient_step', { loss: step }, `step:${step}`);
+    await jobs.appendEvent(job.id, 'training_ended', {}, 'final');
+    const newest = await jobs.events(job.id, 2, undefined, 'desc');
+    expect(newest.map((e) => e.type)).toEqual(['training_ended', 'gradient_step', 'gradient_step']);
+    const older = await jobs.events(job.id, 2, newest[1].seq, 'desc');
+    expect(older.map((e) => [e.type, e.dedupeKey])).toEqual([
+      ['gradient_step', 'step:1'],
+      ['training_started', 'started'],
+    ]);
+    expect((await jobs.lastEvent(job.id, 'gradient_step'))?.dedupeKey).toBe('step:2');
+    const unstarted = await create();
+    const progress = await jobs.progress([job.id, unstarted.id]);
+    expect([...progress]).toEqual([[job.id, { steps_done: 2, num_steps: 2 }]]);
+    expect(await jobs.progress([])).toEqual(new Map());
+  });
+
+  it('counts the tokens of a job that succeeded, from its gradient steps, once or twice alike', async () => {
+    const job = await create();
+    await jobs.appendEvent(job.id, 'gradient_step', { loss: 1, num_tokens: 30 }, 'step:1');
+    await jobs.appendEvent(job.id, 'gradient_step', { loss: 1, num_tokens: 12 }, 'step:2');
+    await jobs.recordTrainedTokens(job.id);
+    expect((await jobs.findSummary(job.id))?.trainedTokens).toBeNull();
+    await jobs.finish(job.id, 'succeeded', { checkpointStep: 1 });
+    await jobs.recordTrainedTokens(job.id);
+    await jobs.recordTrainedTokens(job.id);
+    expect((await jobs.findSummary(job.id))?.trainedTokens).toBe(42);
+  });
+
+  it('lists fine-tuning jobs alone, filtered by every metadata pair, or by having none', async () => {
+    const prisma = moduleRef.get(PrismaService);
+    const entity = (await prisma.entity.create({ data: { name: 'initech' } })).id;
+    const model = (await prisma.model.create({ data: { entityId: entity, project: 'p', name: 'm', baseModel: 'b' } })).id;
+    const payload = { model_name: 'x', entity_name: 'initech', experimental_config: null };
+    const fineTuning = (metadata: Record<string, string> | null): FineTuningDetails => ({
+      base_model: 'b',
+      training_file: 'file-a',
+      validation_file: null,
+      suffix: null,
+      seed: 1,
+      metadata,
+      hyperparameters: { n_epochs: 1, batch_size: 1, learning_rate_multiplier: 1 },
+      model: { entity: 'initech', project: 'fine-tuning', name: 'm' },
+    });
+    const add = async (details?: FineTuningDetails) => (await jobs.create({ entityId: entity, modelId: model, type: 'sft', payload, experimentalConfig: null, fineTuning: details })).id;
+    await add();
+    const support = await add(fineTuning({ team: 'support', env: 'prod' }));
+    const sales = await add(fineTuning({ team: 'sales', env: 'prod' }));
+    const bare = await add(fineTuning(null));
+    const ids = async (filter: Parameters<TrainingJobRepository['listForEntity']>[1]) => (await jobs.listForEntity(entity, filter)).map((r) => r.id).sort();
+
+    expect(await ids({ limit: 100, fineTuning: true })).toEqual([support, sales, bare].sort());
+    expect(await ids({ limit: 100, metadata: { env: 'prod' } })).toEqual([support, sales].sort());
+    expect(await ids({ limit: 100, metadata: { env: 'prod', team: 'sales' } })).toEqual([sales]);
+    expect(await ids({ limit: 100, metadata: { team: 'nobody' } })).toEqual([]);
+    expect(await ids({ limit: 100, metadata: null })).toEqual([bare]);
+    expect((await jobs.findSummary(support))?.fineTuning).toEqual(fineTuning({ team: 'support', env: 'prod' }));
   });
 });

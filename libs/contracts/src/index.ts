@@ -17,4 +17,5 @@ export * from './registry/record-checkpoint.messages';
 export * from './health/health.messages';
 export * from './streams';
 export * from './subjects';
+export * from './training/fine-tuning.messages';
 export * from './training/training-jobs.messages';

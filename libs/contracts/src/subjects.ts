@@ -56,6 +56,7 @@ import type {
   TrainingEventRecord,
   TrainingJobRecord,
 } from './training/training-jobs.messages';
+import type { CreateFineTuningJobRequest, JobCheckpointRecord, ListJobCheckpointsRequest } from './training/fine-tuning.messages';
 
 /**
  * A request/reply subject together with the types of its request and reply, so both sides
@@ -150,6 +151,10 @@ export const Subjects = {
     listJobs: rpc<ListTrainingJobsRequest, Page<TrainingJobRecord>>('training.jobs.list.v1'),
     listEvents: rpc<ListJobEventsRequest, Page<TrainingEventRecord>>('training.job.events.list.v1'),
     cancelJob: rpc<JobRequest, TrainingJobRecord>('training.job.cancel.v1'),
+    /** POST /v1/fine_tuning/jobs: files checked, a model made for the job, the SFT job stored and queued. */
+    createFineTuningJob: rpc<CreateFineTuningJobRequest, TrainingJobRecord>('training.fine-tuning-job.create.v1'),
+    /** The checkpoint a job produced, once it has (one per job). */
+    listJobCheckpoints: rpc<ListJobCheckpointsRequest, Page<JobCheckpointRecord>>('training.job.checkpoints.list.v1'),
     /** Worker to orchestrator: may this worker run the job it pulled? */
     claimJob: rpc<ClaimJobRequest, ClaimJobReply>('training.job.claim.v1'),
     /** Worker to orchestrator: training_started and gradient_step, stored once each. */

@@ -276,6 +276,8 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
     theirJob: string;
     theirEvent: string;
     theirKey: string;
+    fineTuningJob: string;
+    theirFineTuningJob: string;
   };
   /** The console's session of acme: its cookie and CSRF token, for the console's own routes. */
   let consoleHeaders: Record<string, string>;
@@ -306,6 +308,17 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       async () => ['cancelled', 'succeeded', 'failed'].includes((await stack.json<TrainingJobRecord>('GET', `/v1/preview/training-jobs/${job.id}`, key)).status),
       { what: `job ${job.id} to end`, timeoutMs: 120_000, intervalMs: 200 },
     );
+    return job.id;
+  }
+
+  async function cancelledFineTuningJob(key: string, fileId: string): Promise<string> {
+    const job = await stack.json<{ id: string }>('POST', '/v1/fine_tuning/jobs', key, { model: BASE, training_file: fileId });
+    await stack.call('POST', `/v1/fine_tuning/jobs/${job.id}/cancel`, { key });
+    await waitFor(async () => ['cancelled', 'succeeded', 'failed'].includes((await stack.json<{ status: string }>('GET', `/v1/fine_tuning/jobs/${job.id}`, key)).status), {
+      what: `fine-tuning job ${job.id} to end`,
+      timeoutMs: 120_000,
+      intervalMs: 200,
+    });
     return job.id;
   }
 
@@ -341,6 +354,8 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
     ids.theirJob = await cancelledSftJob(globex, ids.theirModel, ids.theirFile);
     ids.events = (await stack.json<Page<TrainingEventRecord>>('GET', `/v1/preview/training-jobs/${ids.job}/events`, acme)).data.map((e) => e.id);
     ids.theirEvent = (await stack.json<Page<TrainingEventRecord>>('GET', `/v1/preview/training-jobs/${ids.theirJob}/events`, globex)).data[0].id;
+    ids.fineTuningJob = await cancelledFineTuningJob(acme, ids.file);
+    ids.theirFineTuningJob = await cancelledFineTuningJob(globex, ids.theirFile);
     const signIn = await send(stack.baseUrl, { method: 'POST', path: '/console/api/session', headers: JSON_TYPE, body: JSON.stringify({ key: acme }) });
     if (signIn.status !== 200) throw new Error(`console sign-in failed: ${signIn.status} ${signIn.text}`);
     const cookie = String(signIn.headers['set-cookie']).split(';')[0];
@@ -757,6 +772,73 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
         80,
       );
     });
+
+    it('POST /v1/fine_tuning/jobs', async () => {
+      // A valid body makes a model and a job: only invalid ones are sent.
+      const made = (valid: boolean): Oracle => (valid ? 'changes-data' : 'invalid');
+      const autoOr = (v: unknown, integer: boolean, min: number, max: number, exclusive = false) =>
+        nullish(v) || v === 'auto' || (isFinite(v) && (!integer || isInt(v)) && (exclusive ? v > min : v >= min) && v <= max);
+      const hyperparameters = (v: unknown) =>
+        nullish(v) ||
+        (isObject(v) &&
+          autoOr(v['n_epochs'], true, 1, 50) &&
+          autoOr(v['batch_size'], true, 1, 256) &&
+          autoOr(v['learning_rate_multiplier'], false, 0, 10, true));
+      const hyperparameterLike = fc.dictionary(fc.constantFrom('n_epochs', 'batch_size', 'learning_rate_multiplier'), fc.oneof(fc.constant('auto'), hostileNumber, hostileValue), { maxKeys: 3 });
+      await fuzzFields(
+        {
+          route: '/v1/fine_tuning/jobs',
+          method: 'POST',
+          path: () => '/v1/fine_tuning/jobs',
+          base: () => ({ model: BASE, training_file: ids.file }),
+          fields: {
+            model: {
+              oracle: (v) => made(v === BASE),
+              extra: fc.constantFrom('gpt-4o-mini', 'wandb-artifact:///acme/fuzz/target', 'wandb-artifact:///globex/fuzz/theirs', `${BASE}\u0000`, `../${BASE}`, `${BASE}/../../etc`),
+            },
+            training_file: {
+              oracle: (v) => made(v === ids.file),
+              extra: fc.constantFrom(ids.theirFile, `file-${'A'.repeat(24)}`, 'file-../../etc/passwd', `file://${ids.file}`, `${ids.file}\u0000`),
+            },
+            validation_file: {
+              oracle: (v) => made(nullish(v) || v === ids.file),
+              extra: fc.constantFrom(ids.theirFile, `file-${'A'.repeat(24)}`, 'file-../../etc/passwd'),
+            },
+            suffix: {
+              oracle: (v) => made(nullish(v) || v === '' || (typeof v === 'string' && /^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$/.test(v))),
+              extra: fc.constantFrom('../x', 'a/b', 'a:b', '.hidden', 'x'.repeat(65), 'ok-suffix'),
+            },
+            seed: { oracle: (v) => made(nullish(v) || (isInt(v) && v >= 0 && v <= 2_147_483_647)) },
+            metadata: {
+              oracle: (v) =>
+                made(
+                  nullish(v) ||
+                    (isObject(v) &&
+                      Object.keys(v).length <= 16 &&
+                      Object.entries(v).every(([key, value]) => key.length <= 64 && typeof value === 'string' && value.length <= 512 && storableText(key) && storableText(value))),
+                ),
+              extra: fc.dictionary(hostileString, fc.oneof(hostileString, hostileValue), { maxKeys: 20 }),
+            },
+            hyperparameters: { oracle: (v) => made(hyperparameters(v)), extra: hyperparameterLike },
+            method: {
+              oracle: (v) =>
+                made(
+                  nullish(v) ||
+                    (isObject(v) &&
+                      v['type'] === 'supervised' &&
+                      (nullish(v['supervised']) || (isObject(v['supervised']) && hyperparameters(v['supervised']['hyperparameters'])))),
+                ),
+              names: /method|type|hyperparameters|n_epochs|batch_size|learning_rate_multiplier/i,
+              extra: fc.record({
+                type: fc.oneof(fc.constantFrom('supervised', 'dpo', 'reinforcement'), hostileValue),
+                supervised: fc.oneof(fc.record({ hyperparameters: fc.oneof(hyperparameterLike, hostileValue) }), hostileValue),
+              }),
+            },
+          },
+        },
+        80,
+      );
+    });
   });
 
   describe("bodies of the console's own routes", () => {
@@ -810,6 +892,8 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       { method: 'POST', path: '/v1/preview/training-jobs' },
       { method: 'POST', path: '/v1/preview/sft-training-jobs' },
       { method: 'POST', path: `/v1/preview/training-jobs/${ids.job}/cancel` },
+      { method: 'POST', path: '/v1/fine_tuning/jobs' },
+      { method: 'POST', path: `/v1/fine_tuning/jobs/${ids.fineTuningJob}/cancel` },
       { method: 'POST', path: '/v1/files' },
       { method: 'POST', path: '/console/api/session' },
       { method: 'POST', path: '/console/api/keys' },
@@ -861,7 +945,7 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
         fc.asyncProperty(route(), malformed, async (r, body) => {
           const answer = await attempt(`${r.method} ${r.path.replace(/[0-9a-f-]{36}/g, '{id}')} malformed JSON`, { ...r, key: acme, headers: JSON_TYPE, body }, 'refuse');
           // OpenAI's routes answer an invalid body with 400, as OpenAI does; the others with FastAPI's 422.
-          const expected = /^\/v1\/(chat|responses|files)/.test(r.path) ? 400 : 422;
+          const expected = /^\/v1\/(chat|responses|files|fine_tuning)/.test(r.path) ? 400 : 422;
           if (body.trim() !== '' && answer.status !== expected) throw new Error(`expected ${expected} for malformed JSON ${JSON.stringify(body.slice(0, 60))}, got ${answer.status}`);
         }),
         settings(100),
@@ -944,6 +1028,9 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
           ids.theirJob,
           ids.theirCheckpoint,
           ids.theirKey,
+          ids.theirFineTuningJob,
+          `ftjob-${'0'.repeat(32)}`,
+          `ftjob-${ids.job.replaceAll('-', '')}`,
           ids.file,
           ids.job,
           ids.checkpoint,
@@ -964,6 +1051,10 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       ['GET', (id) => `/v1/preview/training-jobs/${id}`],
       ['GET', (id) => `/v1/preview/training-jobs/${id}/events`],
       ['POST', (id) => `/v1/preview/training-jobs/${id}/cancel`],
+      ['GET', (id) => `/v1/fine_tuning/jobs/${id}`],
+      ['GET', (id) => `/v1/fine_tuning/jobs/${id}/events`],
+      ['GET', (id) => `/v1/fine_tuning/jobs/${id}/checkpoints`],
+      ['POST', (id) => `/v1/fine_tuning/jobs/${id}/cancel`],
       // The console's session, not a bearer key, authenticates this one.
       ['DELETE', (id) => `/console/api/keys/${id}`, undefined, true],
     ];
@@ -1104,6 +1195,36 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
           await attempt('GET /v1/preview/training-jobs/{id}/events Last-Event-ID', { method: 'GET', path: `/v1/preview/training-jobs/${ids.job}/events`, key: acme, headers: { accept: 'text/event-stream', 'last-event-id': lastEventId } }, 'refuse', /after/);
         }),
         settings(20),
+      );
+    });
+
+    it('GET /v1/fine_tuning/jobs?after&limit&metadata, and the after of its events and checkpoints', async () => {
+      const own = { ftjob: ids.fineTuningJob, ftevent: 'none', ftckpt: 'none' };
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom('', '/events', '/checkpoints'),
+          fc.constantFrom('after', 'limit', 'metadata', 'metadata[team]'),
+          fc.oneof(queryValue, fc.constantFrom(ids.fineTuningJob, ids.theirFineTuningJob, ids.job, `ftevent-${'0'.repeat(32)}`, 'null', '1', '100')),
+          async (sub, name, value) => {
+            const list = sub === '' ? '/v1/fine_tuning/jobs' : `/v1/fine_tuning/jobs/${ids.fineTuningJob}${sub}`;
+            const decoded = decodeURIComponentSafe(value);
+            const prefix = sub === '' ? 'ftjob' : sub === '/events' ? 'ftevent' : 'ftckpt';
+            const valid =
+              decoded !== undefined &&
+              (name === 'limit'
+                ? Number.isInteger(Number(decoded)) && Number(decoded) >= 1 && Number(decoded) <= 100
+                : name === 'after'
+                  ? decoded === own[prefix]
+                  : name === 'metadata'
+                    ? sub !== '' || decoded === '' || decoded === 'null'
+                    : sub !== '' || storableText(decoded));
+            const query = `${name === 'metadata[team]' ? 'metadata%5Bteam%5D' : name}=${value}`;
+            // A filter value that is not UTF-8 is read as the query parser decodes it (U+FFFD for what is not): it matches nothing, or is refused.
+            const verdict: Verdict = valid ? 'accept' : name === 'metadata[team]' && decoded === undefined ? 'either' : 'refuse';
+            await attempt(`GET ${list.replace(ids.fineTuningJob, '{id}')} ?${name}`, { method: 'GET', path: `${list}?${query}`, key: acme }, verdict, /after|limit|metadata/);
+          },
+        ),
+        settings(60),
       );
     });
 

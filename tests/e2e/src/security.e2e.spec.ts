@@ -22,7 +22,7 @@ describe('security', () => {
   const secrets: string[] = [];
   let acme: string;
   let globex: string;
-  const acmeIds = {} as { model: string; checkpoint: string; file: string; job: string; event: string };
+  const acmeIds = {} as { model: string; checkpoint: string; file: string; job: string; event: string; fineTuningJob: string };
   let globexModel: string;
   let globexFile: string;
 
@@ -71,6 +71,14 @@ describe('security', () => {
       { what: 'the job to end', timeoutMs: 120_000, intervalMs: 200 },
     );
     acmeIds.event = (await stack.json<Page<TrainingEventRecord>>('GET', `/v1/preview/training-jobs/${job.id}/events`, acme)).data[0].id;
+    const fineTuning = await stack.json<{ id: string }>('POST', '/v1/fine_tuning/jobs', acme, { model: BASE, training_file: acmeIds.file, suffix: 'crown' });
+    acmeIds.fineTuningJob = fineTuning.id;
+    await stack.call('POST', `/v1/fine_tuning/jobs/${fineTuning.id}/cancel`, { key: acme });
+    await waitFor(async () => ['cancelled', 'succeeded', 'failed'].includes((await stack.json<{ status: string }>('GET', `/v1/fine_tuning/jobs/${fineTuning.id}`, acme)).status), {
+      what: 'the fine-tuning job to end',
+      timeoutMs: 120_000,
+      intervalMs: 200,
+    });
 
     globexModel = (await stack.json<{ id: string }>('POST', '/v1/preview/models', globex, { project: 'p', name: 'own', base_model: BASE, return_existing: true })).id;
     globexFile = ((await upload(globex, 'globex.jsonl')).json as { id: string }).id;
@@ -140,6 +148,7 @@ describe('security', () => {
   describe('entity isolation: every id of one entity is a 404 to another, exactly like an id that does not exist', () => {
     const ghost = randomUUID();
     const ghostFile = `file-${'Z'.repeat(24)}`;
+    const ghostFineTuningJob = `ftjob-${randomUUID().replaceAll('-', '')}`;
 
     /** [route, acme's id on it, a fresh id of the same form, request body]. */
     const routes = (): [string, (id: string) => string, string, string, unknown?][] => [
@@ -154,9 +163,13 @@ describe('security', () => {
       ['GET', (id) => `/v1/preview/training-jobs/${id}`, acmeIds.job, ghost],
       ['GET', (id) => `/v1/preview/training-jobs/${id}/events`, acmeIds.job, ghost],
       ['POST', (id) => `/v1/preview/training-jobs/${id}/cancel`, acmeIds.job, ghost],
+      ['GET', (id) => `/v1/fine_tuning/jobs/${id}`, acmeIds.fineTuningJob, ghostFineTuningJob],
+      ['GET', (id) => `/v1/fine_tuning/jobs/${id}/events`, acmeIds.fineTuningJob, ghostFineTuningJob],
+      ['GET', (id) => `/v1/fine_tuning/jobs/${id}/checkpoints`, acmeIds.fineTuningJob, ghostFineTuningJob],
+      ['POST', (id) => `/v1/fine_tuning/jobs/${id}/cancel`, acmeIds.fineTuningJob, ghostFineTuningJob],
     ];
 
-    it.each([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10])('route %i', async (index) => {
+    it.each([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14])('route %i', async (index) => {
       const [method, path, theirs, missing, body] = routes()[index];
       const denied = await call(method, path(theirs), globex, body);
       const absent = await call(method, path(missing), globex, body);
@@ -188,6 +201,15 @@ describe('security', () => {
       const theirJobsTrajectories = await call('GET', `/v1/preview/models/${globexModel}/trajectories?job_id=${acmeIds.job}`, globex);
       expect(theirJobsTrajectories.status).toBe(200);
       expect((theirJobsTrajectories.json as { data: unknown[] }).data).toEqual([]);
+      // A fine-tuning job on their file is refused as on a file that does not exist; their jobs are in no list of ours.
+      const fineTuneTheirFile = await call('POST', '/v1/fine_tuning/jobs', globex, { model: BASE, training_file: acmeIds.file });
+      const fineTuneNoFile = await call('POST', '/v1/fine_tuning/jobs', globex, { model: BASE, training_file: ghostFile });
+      expect(fineTuneTheirFile.status).toBe(400);
+      expect(fineTuneTheirFile.text.replaceAll(acmeIds.file, '<id>')).toBe(fineTuneNoFile.text.replaceAll(ghostFile, '<id>'));
+      const listed = (await call('GET', '/v1/fine_tuning/jobs', globex)).json as { data: unknown[] };
+      expect(listed.data).toEqual([]);
+      const afterTheirJob = await call('GET', `/v1/fine_tuning/jobs?after=${acmeIds.fineTuningJob}`, globex);
+      expect(afterTheirJob.status).toBe(400);
     });
 
     it('another entity\'s model can be neither listed, nor served, nor created into, nor used as a KL reference', async () => {
@@ -234,6 +256,7 @@ describe('security', () => {
       expect((await call('GET', `/v1/preview/models/${acmeIds.model}/checkpoints`, acme)).status).toBe(200);
       expect((await call('GET', `/v1/files/${acmeIds.file}/content`, acme)).text).toBe(DATASET);
       expect(((await call('GET', `/v1/preview/training-jobs/${acmeIds.job}`, acme)).json as { id: string }).id).toBe(acmeIds.job);
+      expect(((await call('GET', `/v1/fine_tuning/jobs/${acmeIds.fineTuningJob}`, acme)).json as { id: string }).id).toBe(acmeIds.fineTuningJob);
     });
   });
 

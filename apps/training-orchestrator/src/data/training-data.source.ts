@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { CallerScope, ErrorCode, ServiceError, Subjects } from '@trainyard/contracts';
+import { BlobRef, CallerScope, ErrorCode, ServiceError, Subjects } from '@trainyard/contracts';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
 import { OrchestratorConfig } from '../config/orchestrator.config';
 import { OutboundFetch, OutboundFetchError, OutboundTooLarge } from './outbound-fetch';
@@ -43,9 +43,28 @@ export class TrainingDataSource {
     return this.guarded(reference, async () => (await this.outbound.fetch(url, { maxBytes: this.config.SFT_DATA_MAX_BYTES })).body);
   }
 
+  /**
+   * A file the caller uploaded with purpose fine-tune, named by `field` of a fine-tuning
+   * request. A file that is not theirs is answered as one that does not exist.
+   */
+  async readUploadedFile(scope: CallerScope, fileId: string, field: string): Promise<string> {
+    const missing = () => ServiceError.invalid(`${field} ${shown(fileId)} is not a file you uploaded (POST /v1/files, purpose "fine-tune")`, field);
+    if (!FILE_ID.test(fileId)) throw missing();
+    const { file, content } = await this.rpc.request(Subjects.registry.getFileContent, { ...scope, file_id: fileId }).catch((err: unknown) => {
+      throw err instanceof ServiceError && err.code === ErrorCode.NotFound ? missing() : err;
+    });
+    // A refused file's blob is left to the bucket's TTL, as a too-large one is.
+    if (file.purpose !== 'fine-tune') throw ServiceError.invalid(`${field} ${fileId} was uploaded with purpose "${file.purpose}"; fine-tuning takes files of purpose "fine-tune"`, field);
+    return this.fileText(fileId, file.bytes, content, field);
+  }
+
   private async readFile(scope: CallerScope, fileId: string): Promise<string> {
     const { file, content } = await this.rpc.request(Subjects.registry.getFileContent, { ...scope, file_id: fileId });
-    if (file.bytes > this.config.SFT_DATA_MAX_BYTES) throw tooLarge(fileId, this.config.SFT_DATA_MAX_BYTES);
+    return this.fileText(fileId, file.bytes, content, 'training_data_url');
+  }
+
+  private async fileText(fileId: string, bytes: number, content: BlobRef, field: string): Promise<string> {
+    if (bytes > this.config.SFT_DATA_MAX_BYTES) throw tooLarge(fileId, this.config.SFT_DATA_MAX_BYTES, field);
     return (await this.blobs.take(content)).toString('utf8');
   }
 
@@ -84,6 +103,6 @@ function invalid(message: string): ServiceError {
   return ServiceError.invalid(message, 'training_data_url');
 }
 
-function tooLarge(what: string, limit: number): ServiceError {
-  return new ServiceError(ErrorCode.PayloadTooLarge, `training_data_url ${what} is larger than the ${limit} byte limit`, { param: 'training_data_url' });
+function tooLarge(what: string, limit: number, field = 'training_data_url'): ServiceError {
+  return new ServiceError(ErrorCode.PayloadTooLarge, `${field} ${what} is larger than the ${limit} byte limit`, { param: field });
 }

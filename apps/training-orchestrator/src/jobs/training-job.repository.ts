@@ -1,6 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { Prisma, PrismaService, unpackJson, packJson } from '@trainyard/db';
-import type { TrainingEventType, TrainingJobPayload, TrainingJobStatus, TrainingJobType } from '@trainyard/contracts';
+import type {
+  FineTuningDetails,
+  FineTuningMetadataFilter,
+  JobStepProgress,
+  SortOrder,
+  TrainingEventType,
+  TrainingJobPayload,
+  TrainingJobStatus,
+  TrainingJobType,
+} from '@trainyard/contracts';
 
 export interface JobRow {
   id: string;
@@ -19,6 +28,9 @@ export interface JobRow {
   trainingStart: Date | null;
   trainingEnd: Date | null;
   attempts: number;
+  /** A FineTuningDetails for a job made through /v1/fine_tuning/jobs, else null. */
+  fineTuning: unknown;
+  trainedTokens: number | null;
 }
 
 export interface EventRow {
@@ -27,16 +39,29 @@ export interface EventRow {
   jobId: string;
   type: string;
   data: unknown;
+  dedupeKey: string | null;
   createdAt: Date;
 }
 
 export interface NewJob {
+  /** Chosen by the caller when something made before the job (a fine-tuning job's model) is named after it. */
+  id?: string;
   entityId: string;
   modelId: string;
   type: TrainingJobType;
   payload: TrainingJobPayload;
   experimentalConfig: unknown;
   ignoredConfigKeys?: string[];
+  fineTuning?: FineTuningDetails;
+}
+
+/** Which of an entity's jobs a list holds. */
+export interface JobFilter {
+  modelId?: string;
+  /** Only jobs made through /v1/fine_tuning/jobs. */
+  fineTuning?: boolean;
+  /** Only fine-tuning jobs with every one of these metadata pairs; null: only those without metadata. */
+  metadata?: FineTuningMetadataFilter;
 }
 
 const TERMINAL: TrainingJobStatus[] = ['succeeded', 'failed', 'cancelled'];
@@ -49,12 +74,14 @@ export class TrainingJobRepository {
   create(job: NewJob): Promise<Omit<JobRow, 'payload'>> {
     return this.prisma.trainingJob.create({
       data: {
+        ...(job.id ? { id: job.id } : {}),
         entityId: job.entityId,
         modelId: job.modelId,
         type: job.type,
         payload: packJson(job.payload) as unknown as Prisma.InputJsonValue,
         experimentalConfig: (job.experimentalConfig ?? Prisma.JsonNull) as Prisma.InputJsonValue,
         ignoredConfigKeys: job.ignoredConfigKeys ?? [],
+        fineTuning: job.fineTuning ? (job.fineTuning as unknown as Prisma.InputJsonValue) : Prisma.DbNull,
       },
     });
   }
@@ -76,13 +103,14 @@ export class TrainingJobRepository {
    */
   listForEntity(
     entityId: string,
-    options: { modelId?: string; limit: number; after?: { createdAt: Date; id: string } },
+    options: JobFilter & { limit: number; after?: { createdAt: Date; id: string } },
   ): Promise<Omit<JobRow, 'payload'>[]> {
     const { modelId, limit, after } = options;
     return this.prisma.trainingJob.findMany({
       where: {
         entityId,
         ...(modelId ? { modelId } : {}),
+        AND: fineTuningConditions(options),
         ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
       },
       orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
@@ -174,14 +202,53 @@ export class TrainingJobRepository {
     return this.prisma.jobEvent.findFirst({ where: { id: eventId, jobId } });
   }
 
-  /** Oldest first, strictly after `afterSeq`; one extra row tells whether more follow. */
-  events(jobId: string, limit: number, afterSeq?: bigint): Promise<EventRow[]> {
+  /** Oldest first (or newest first), strictly after `afterSeq` in that order; one extra row tells whether more follow. */
+  events(jobId: string, limit: number, afterSeq?: bigint, order: SortOrder = 'asc'): Promise<EventRow[]> {
     return this.prisma.jobEvent.findMany({
-      where: { jobId, ...(afterSeq === undefined ? {} : { seq: { gt: afterSeq } }) },
-      orderBy: { seq: 'asc' },
+      where: { jobId, ...(afterSeq === undefined ? {} : { seq: order === 'asc' ? { gt: afterSeq } : { lt: afterSeq } }) },
+      orderBy: { seq: order },
       take: limit + 1,
     });
   }
+
+  /** How far each job got: the last gradient step it reported and the steps its training_started planned. */
+  async progress(jobIds: string[]): Promise<Map<string, JobStepProgress>> {
+    if (jobIds.length === 0) return new Map();
+    const rows = await this.prisma.$queryRaw<{ job_id: string; done: number | null; planned: number | null }[]>`
+      SELECT job_id::text AS job_id,
+        MAX(CASE WHEN type = 'gradient_step' AND dedupe_key ~ '^step:[0-9]{1,9}$' THEN substring(dedupe_key FROM 6)::integer END) AS done,
+        MAX(CASE WHEN type = 'training_started' AND jsonb_typeof(data->'num_sequences') = 'number' THEN (data->>'num_sequences')::numeric::integer END) AS planned
+      FROM job_events
+      WHERE job_id = ANY(${jobIds}::uuid[]) AND type IN ('gradient_step', 'training_started')
+      GROUP BY job_id`;
+    return new Map(rows.filter((r) => r.planned !== null).map((r) => [r.job_id, { steps_done: r.done ?? 0, num_steps: r.planned as number }]));
+  }
+
+  /** The job's newest event of a type. */
+  lastEvent(jobId: string, type: TrainingEventType): Promise<EventRow | null> {
+    return this.prisma.jobEvent.findFirst({ where: { jobId, type }, orderBy: { seq: 'desc' } });
+  }
+
+  /** trained_tokens of a job that succeeded: the num_tokens of its gradient steps, summed. Repeating it changes nothing. */
+  async recordTrainedTokens(id: string): Promise<void> {
+    await this.prisma.$executeRaw`
+      UPDATE training_jobs
+      SET trained_tokens = (
+        SELECT COALESCE(SUM((data->>'num_tokens')::numeric), 0)::integer
+        FROM job_events
+        WHERE job_id = ${id}::uuid AND type = 'gradient_step' AND jsonb_typeof(data->'num_tokens') = 'number'
+      )
+      WHERE id = ${id}::uuid AND status = 'succeeded'`;
+  }
+}
+
+/** The fine-tuning part of a job filter, as Prisma conditions on the fine_tuning column. */
+function fineTuningConditions({ fineTuning, metadata }: JobFilter): Prisma.TrainingJobWhereInput[] {
+  if (!fineTuning && metadata === undefined) return [];
+  const conditions: Prisma.TrainingJobWhereInput[] = [{ fineTuning: { not: Prisma.DbNull } }];
+  if (metadata === null) conditions.push({ fineTuning: { path: ['metadata'], equals: Prisma.JsonNull } });
+  for (const [key, value] of Object.entries(metadata ?? {})) conditions.push({ fineTuning: { path: ['metadata', key], equals: value } });
+  return conditions;
 }
 
 /** jsonb and text columns refuse NUL; an error message may quote sampled text that has one. */

@@ -4,12 +4,15 @@ import {
   ClaimJobReply,
   ClaimJobRequest,
   CompleteJobRequest,
+  CreateFineTuningJobRequest,
   CreateJobReply,
   CreateRlJobRequest,
   CreateSftJobRequest,
+  JobCheckpointRecord,
   JobProgress,
   JobProgressReply,
   JobRequest,
+  ListJobCheckpointsRequest,
   ListJobEventsRequest,
   ListTrainingJobsRequest,
   Page,
@@ -17,6 +20,7 @@ import {
   TrainingEventRecord,
   TrainingJobRecord,
 } from '@trainyard/contracts';
+import { FineTuningJobsService } from '../fine-tuning/fine-tuning-jobs.service';
 import { JobLifecycleService } from '../work/job-lifecycle.service';
 import { TrainingJobsService } from './training-jobs.service';
 
@@ -25,6 +29,7 @@ export class TrainingJobsController {
   constructor(
     private readonly jobs: TrainingJobsService,
     private readonly lifecycle: JobLifecycleService,
+    private readonly fineTuning: FineTuningJobsService,
   ) {}
 
   @MessagePattern(Subjects.training.createRlJob.name)
@@ -35,6 +40,11 @@ export class TrainingJobsController {
   @MessagePattern(Subjects.training.createSftJob.name)
   createSft(@Payload() request: CreateSftJobRequest): Promise<CreateJobReply> {
     return this.jobs.createSft(request);
+  }
+
+  @MessagePattern(Subjects.training.createFineTuningJob.name)
+  createFineTuning(@Payload() request: CreateFineTuningJobRequest): Promise<TrainingJobRecord> {
+    return this.fineTuning.create(request);
   }
 
   @MessagePattern(Subjects.training.getJob.name)
@@ -50,6 +60,11 @@ export class TrainingJobsController {
   @MessagePattern(Subjects.training.listEvents.name)
   events(@Payload() request: ListJobEventsRequest): Promise<Page<TrainingEventRecord>> {
     return this.jobs.listEvents(request);
+  }
+
+  @MessagePattern(Subjects.training.listJobCheckpoints.name)
+  checkpoints(@Payload() request: ListJobCheckpointsRequest): Promise<Page<JobCheckpointRecord>> {
+    return this.jobs.listCheckpoints(request);
   }
 
   @MessagePattern(Subjects.training.cancelJob.name)

@@ -1,4 +1,4 @@
-import { ErrorCode, ModelRecord, ServiceError, Subjects } from '@trainyard/contracts';
+import { CheckpointRecord, ErrorCode, FineTuningDetails, ModelRecord, ServiceError, Subjects } from '@trainyard/contracts';
 import { RpcClient } from '@trainyard/messaging';
 import { FakeBlobs, FakeBus, FakeJobQueue, InMemoryJobs } from '../../test/in-memory-jobs';
 import { TrainingDataSource } from '../data/training-data.source';
@@ -16,15 +16,19 @@ describe('TrainingJobsService', () => {
   let service: TrainingJobsService;
   /** What the registry answers for getModel: the caller's model, or a refusal. */
   let model: ModelRecord | ServiceError;
+  /** The model's checkpoints, newest first, as the registry lists them. */
+  let checkpoints: CheckpointRecord[];
 
   beforeEach(() => {
     jobs = new InMemoryJobs();
     queue = new FakeJobQueue();
     bus = new FakeBus();
     model = MODEL;
+    checkpoints = [];
     trainingData = SFT_LINE;
     const rpc = {
       request: async (subject: { name: string }) => {
+        if (subject.name === Subjects.registry.listCheckpoints.name) return { object: 'list', data: checkpoints, has_more: false };
         if (subject.name !== Subjects.registry.getModel.name) throw new Error(`unexpected request on ${subject.name}`);
         if (model instanceof ServiceError) throw model;
         return model;
@@ -93,6 +97,74 @@ describe('TrainingJobsService', () => {
         ['training_ended', {}],
         ['training_failed', { error_message: 'training job failed' }],
       ]);
+    });
+  });
+
+  describe('fine-tuning jobs', () => {
+    const details = { base_model: 'b' } as FineTuningDetails;
+
+    it('are the only jobs found when the request asks for fine-tuning jobs', async () => {
+      const art = jobs.add({ status: 'queued' });
+      const ft = jobs.add({ status: 'queued', fineTuning: details });
+      const get = (jobId: string) => service.get({ ...CALLER, job_id: jobId, fine_tuning: true });
+      await expect(get(art.id)).rejects.toMatchObject({ code: ErrorCode.NotFound });
+      expect(await get(ft.id)).toMatchObject({ id: ft.id, fine_tuning: details });
+      await expect(service.cancel({ ...CALLER, job_id: art.id, fine_tuning: true })).rejects.toMatchObject({ code: ErrorCode.NotFound });
+      expect(jobs.status(art.id)).toBe('queued');
+      expect(await service.get({ ...CALLER, job_id: art.id })).toMatchObject({ id: art.id, fine_tuning: null });
+    });
+  });
+
+  describe('progress', () => {
+    it('says how far a running job got, and nothing for one that does not run', async () => {
+      const running = jobs.add({ status: 'running' });
+      const done = jobs.add({ status: 'succeeded', checkpointStep: 1 });
+      for (const job of [running, done]) {
+        await service.appendEvent(job.id, 'training_started', { num_sequences: 5 }, 'started');
+        await service.appendEvent(job.id, 'gradient_step', { loss: 1 }, 'step:1');
+        await service.appendEvent(job.id, 'gradient_step', { loss: 1 }, 'step:2');
+      }
+      expect((await service.get({ ...CALLER, job_id: running.id })).progress).toEqual({ steps_done: 2, num_steps: 5 });
+      expect((await service.get({ ...CALLER, job_id: done.id })).progress).toBeNull();
+      const page = await service.list({ ...CALLER, limit: 10 });
+      expect(page.data.map((j) => j.progress)).toContainEqual({ steps_done: 2, num_steps: 5 });
+    });
+  });
+
+  describe('listCheckpoints', () => {
+    const list = (jobId: string, after?: string) => service.listCheckpoints({ ...CALLER, job_id: jobId, limit: 20, after });
+    const checkpoint = (id: string, step: number): CheckpointRecord => ({ id, step, metrics: {}, created_at: '2026-01-01T00:05:00.000Z', adapter_sha256: 'x' });
+
+    it('is the checkpoint the job wrote, named as chat serves it, with the metrics of its last step', async () => {
+      const job = jobs.add({ status: 'succeeded', checkpointStep: 2 });
+      checkpoints = [checkpoint('later', 3), checkpoint(job.id, 2), checkpoint('first', 1)];
+      await service.appendEvent(job.id, 'gradient_step', { loss: 2 }, 'step:1');
+      await service.appendEvent(job.id, 'gradient_step', { loss: 1, valid_loss: 1.5 }, 'step:2');
+      const page = await list(job.id);
+      expect(page).toMatchObject({ first_id: job.id, last_id: job.id, has_more: false });
+      expect(page.data).toEqual([
+        {
+          id: job.id,
+          job_id: job.id,
+          model_id: 'm-1',
+          step: 2,
+          model_name: 'wandb-artifact:///acme/project/agent:step2',
+          num_gradient_steps: 2,
+          last_step_metrics: { loss: 1, valid_loss: 1.5 },
+          created_at: '2026-01-01T00:05:00.000Z',
+        },
+      ]);
+      expect((await list(job.id, job.id)).data).toEqual([]);
+    });
+
+    it('is empty before the job succeeded, and once its checkpoint or model is gone', async () => {
+      const running = jobs.add({ status: 'running' });
+      expect((await list(running.id)).data).toEqual([]);
+      const done = jobs.add({ status: 'succeeded', checkpointStep: 2 });
+      checkpoints = [checkpoint('first', 1)];
+      expect((await list(done.id)).data).toEqual([]);
+      model = ServiceError.notFound('Model m-1 not found');
+      expect((await list(done.id)).data).toEqual([]);
     });
   });
 

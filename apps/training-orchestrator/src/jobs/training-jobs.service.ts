@@ -5,8 +5,11 @@ import {
   CreateRlJobRequest,
   CreateSftJobRequest,
   ErrorCode,
+  FineTuningDetails,
   isUuid,
+  JobCheckpointRecord,
   JobRequest,
+  ListJobCheckpointsRequest,
   ListJobEventsRequest,
   ListTrainingJobsRequest,
   ModelRecord,
@@ -21,12 +24,23 @@ import {
   TERMINAL_JOB_STATUSES,
 } from '@trainyard/contracts';
 import { BlobStore, MessageBus, RpcClient } from '@trainyard/messaging';
-import { mapArtTrajectoryGroups, parseSftJsonl, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/engine/wire';
+import { mapArtTrajectoryGroups, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/engine/wire';
+import { sftConversations } from '../data/sft-data';
 import { TrainingDataSource } from '../data/training-data.source';
 import { issueAt, pathToLoc } from './issues';
 import { JobQueue } from './job-queue';
-import { toEventRecord, toJobRecord } from './job-record';
+import { gradientStepNumber, toEventRecord, toJobRecord } from './job-record';
 import { JobRow, TrainingJobRepository } from './training-job.repository';
+
+/** A validated job, ready to be stored and queued. */
+export interface AcceptedJob {
+  type: 'rl' | 'sft';
+  payload: TrainingJobPayload;
+  ignoredConfigKeys: string[];
+  /** The job's id, when something made before it is named after it. */
+  id?: string;
+  fineTuning?: FineTuningDetails;
+}
 
 /** Creation (everything validated before a job exists), reads and cancellation of training jobs. */
 @Injectable()
@@ -55,7 +69,9 @@ export class TrainingJobsService {
     if (problems.length > 0) throw ServiceError.validation(problems);
     if (config.klRefAdapterPath !== null) await this.checkKlReference(request, config.klRefAdapterPath);
     const payload: TrainingJobPayload = { model_name: servingName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config };
-    return this.store(request, model, 'rl', payload, ignored.map((key) => `experimental_config.${key}`), raw);
+    const job = await this.accept(request, model, { type: 'rl', payload, ignoredConfigKeys: ignored.map((key) => `experimental_config.${key}`) });
+    this.keepTrajectories(request, job, raw);
+    return { id: job.id };
   }
 
   /**
@@ -88,19 +104,15 @@ export class TrainingJobsService {
     ];
     if (problems.length > 0) throw ServiceError.validation(problems);
     const text = await this.data.read(request, request.training_data_url);
-    const { conversations, issues } = parseSftJsonl(text);
-    if (issues.length > 0) {
-      throw ServiceError.validation(
-        issues.slice(0, 20).map((i) => issueAt(['body', 'training_data_url'], `training data ${i.path} ${i.message}`)),
-      );
-    }
+    const conversations = sftConversations(text, 'training_data_url', 'training data ');
     const payload: TrainingJobPayload = { model_name: servingName(model), entity_name: request.entity_name, conversations, config: request.config, experimental_config: null };
     const ignored = [...config.ignored.map((key) => `config.${key}`), ...experimental.ignored.map((key) => `experimental_config.${key}`)];
-    return this.store(request, model, 'sft', payload, ignored);
+    const job = await this.accept(request, model, { type: 'sft', payload, ignoredConfigKeys: ignored });
+    return { id: job.id };
   }
 
   async get(request: JobRequest): Promise<TrainingJobRecord> {
-    return toJobRecord(await this.owned(request));
+    return (await this.records([await this.owned(request)]))[0];
   }
 
   async list(request: ListTrainingJobsRequest): Promise<Page<TrainingJobRecord>> {
@@ -113,9 +125,21 @@ export class TrainingJobsService {
     // Another entity's model, or no model at all, simply has no jobs of this caller.
     const modelId = request.model_id;
     if (modelId !== undefined && !isUuid(modelId)) return emptyPage();
-    const rows = await this.jobs.listForEntity(request.entity_id, { modelId, limit: request.limit, after });
-    const data = rows.slice(0, request.limit).map(toJobRecord);
+    const rows = await this.jobs.listForEntity(request.entity_id, {
+      modelId,
+      fineTuning: request.fine_tuning,
+      metadata: request.metadata,
+      limit: request.limit,
+      after,
+    });
+    const data = await this.records(rows.slice(0, request.limit));
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > request.limit };
+  }
+
+  /** Job records, the running ones with how far they got. */
+  private async records(rows: Omit<JobRow, 'payload'>[]): Promise<TrainingJobRecord[]> {
+    const progress = await this.jobs.progress(rows.filter((r) => r.status === 'running').map((r) => r.id));
+    return rows.map((row) => toJobRecord(row, progress.get(row.id) ?? null));
   }
 
   async listEvents(request: ListJobEventsRequest): Promise<Page<TrainingEventRecord>> {
@@ -126,9 +150,54 @@ export class TrainingJobsService {
       if (!after) throw ServiceError.invalid(`after: ${request.after} is not an event of training job ${job.id}`, 'after');
       afterSeq = after.seq;
     }
-    const rows = await this.jobs.events(job.id, request.limit, afterSeq);
+    const rows = await this.jobs.events(job.id, request.limit, afterSeq, request.order);
     const data = rows.slice(0, request.limit).map(toEventRecord);
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > request.limit };
+  }
+
+  /**
+   * The checkpoint the job produced, as the registry still holds it: none before the job
+   * succeeded, nor once the checkpoint (or its model) was deleted. At most one per job, so a
+   * page after it is empty.
+   */
+  async listCheckpoints(request: ListJobCheckpointsRequest): Promise<Page<JobCheckpointRecord>> {
+    const job = await this.owned(request);
+    if (request.after !== undefined && request.after !== job.id) throw ServiceError.invalid(`after: ${request.after} is not a checkpoint of training job ${job.id}`, 'after');
+    const found = job.checkpointStep === null || request.after === job.id ? null : await this.findCheckpoint(request, job.modelId, job.id, job.checkpointStep);
+    if (!found) return emptyPage();
+    const { model, checkpoint } = found;
+    const last = await this.jobs.lastEvent(job.id, 'gradient_step');
+    const data: JobCheckpointRecord[] = [
+      {
+        id: checkpoint.id,
+        job_id: job.id,
+        model_id: model.id,
+        step: checkpoint.step,
+        model_name: servingName(model, checkpoint.step),
+        num_gradient_steps: last ? (gradientStepNumber(last) ?? 0) : 0,
+        last_step_metrics: last ? (toEventRecord(last).data as Record<string, number>) : {},
+        created_at: checkpoint.created_at,
+      },
+    ];
+    return { object: 'list', data, first_id: checkpoint.id, last_id: checkpoint.id, has_more: false };
+  }
+
+  /** The model's checkpoint at `step`, if it is still the one the job wrote (its id is the job's). */
+  private async findCheckpoint(scope: CallerScope, modelId: string, jobId: string, step: number) {
+    const model = await this.ownedModel(scope, modelId).catch((err: unknown) => {
+      if (err instanceof ServiceError && err.code === ErrorCode.NotFound) return null;
+      throw err;
+    });
+    if (!model) return null;
+    // Newest first: the job's checkpoint is usually on the first page, and steps only grow.
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.rpc.request(Subjects.registry.listCheckpoints, { ...scope, model_id: modelId, order: 'desc', limit: 100, after });
+      const checkpoint = page.data.find((c) => c.step === step);
+      if (checkpoint) return checkpoint.id === jobId ? { model, checkpoint } : null;
+      if (!page.has_more || (page.data.at(-1)?.step ?? 0) < step) return null;
+      after = page.last_id ?? undefined;
+    }
   }
 
   /**
@@ -149,7 +218,7 @@ export class TrainingJobsService {
         this.bus.publish(Subjects.training.cancelRequested, { job_id: job.id });
       }
     }
-    return toJobRecord((await this.jobs.findSummary(job.id)) as JobRow);
+    return (await this.records([(await this.jobs.findSummary(job.id)) as JobRow]))[0];
   }
 
   /** Appends an event once per dedupe key and wakes whoever streams this job's events. */
@@ -165,22 +234,15 @@ export class TrainingJobsService {
     else await this.appendEvent(jobId, 'training_failed', { error_message: errorMessage ?? `training job ${status}` }, 'final');
   }
 
-  /** Stores the job, hands its trajectory groups (RL) to the registry to keep, and queues it. */
-  private async store(
-    scope: CallerScope,
-    model: ModelRecord,
-    type: 'rl' | 'sft',
-    payload: TrainingJobPayload,
-    ignoredConfigKeys: string[],
-    trajectoryGroups?: unknown,
-  ): Promise<CreateJobReply> {
-    const job = await this.jobs.create({ entityId: scope.entity_id, modelId: model.id, type, payload, experimentalConfig: payload.experimental_config, ignoredConfigKeys });
+  /** Stores a validated job and queues it. */
+  async accept(scope: CallerScope, model: ModelRecord, accepted: AcceptedJob): Promise<Omit<JobRow, 'payload'>> {
+    const { type, payload, ignoredConfigKeys, id, fineTuning } = accepted;
+    const job = await this.jobs.create({ id, entityId: scope.entity_id, modelId: model.id, type, payload, experimentalConfig: payload.experimental_config, ignoredConfigKeys, fineTuning });
     if (ignoredConfigKeys.length > 0) this.logger.log(`job ${job.id}: accepted, ignoring ${ignoredConfigKeys.join(', ')}`);
-    if (trajectoryGroups !== undefined) this.keepTrajectories(scope, job, trajectoryGroups);
     // The job is stored, so it is accepted: a failed publish is retried by the queue, and a
     // 503 here would only make the client create it a second time.
     await this.queue.advance(model.id).catch((err: Error) => this.logger.warn(`job ${job.id} stored; queueing it later: ${err.message}`));
-    return { id: job.id };
+    return job;
   }
 
   /**
@@ -210,9 +272,12 @@ export class TrainingJobsService {
     return this.rpc.request(Subjects.registry.getModel, { entity_id: scope.entity_id, entity_name: scope.entity_name, model_id: modelId });
   }
 
+  /** The caller's job; with `fine_tuning`, only one made through /v1/fine_tuning/jobs. Anything else does not exist for them. */
   private async owned(request: JobRequest): Promise<Omit<JobRow, 'payload'>> {
     const job = isUuid(request.job_id) ? await this.jobs.findSummary(request.job_id) : null;
-    if (!job || job.entityId !== request.entity_id) throw ServiceError.notFound(`Training job ${request.job_id} not found`);
+    if (!job || job.entityId !== request.entity_id || (request.fine_tuning && job.fineTuning === null)) {
+      throw ServiceError.notFound(`Training job ${request.job_id} not found`);
+    }
     return job;
   }
 }

@@ -84,6 +84,8 @@ export class JobLifecycleService {
         ? { checkpointStep: request.checkpoint_step }
         : { errorMessage: request.outcome === 'failed' ? request.error_message : CANCELLED };
     await this.jobs.finish(request.job_id, status, fields);
+    // Also after a repeated report; it only counts what is stored.
+    if (status === 'succeeded') await this.jobs.recordTrainedTokens(request.job_id);
     const job = await this.jobs.findSummary(request.job_id);
     if (!job) throw ServiceError.notFound(`Training job ${request.job_id} not found`);
     // Also after a repeated report, so a crash between the two writes cannot lose the event.

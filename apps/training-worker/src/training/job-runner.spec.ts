@@ -155,6 +155,27 @@ describe('JobRunner (wasm, tiny model)', () => {
     expect(Array.from(b1).some((v, i) => v !== b0[i])).toBe(true);
   });
 
+  it('trains every epoch of an SFT job and measures the validation loss at the end of each', async () => {
+    const validation = [{ messages: [{ role: 'user', content: 'capital of Italy?' }, { role: 'assistant', content: 'Rome' }] }];
+    const payload = { conversations: CONVERSATIONS, config: { batch_size: 1, learning_rate: 1e-2 }, experimental_config: null, epochs: 2, shuffle_seed: 7, validation_conversations: validation };
+    const { rpc, jobRunner } = runner(payload);
+    await jobRunner.run(job('sft'), new AbortController().signal, () => undefined);
+    jobRunner.onModuleDestroy();
+
+    const progress = rpc.of(Subjects.training.reportProgress);
+    expect(progress[0]).toMatchObject({ kind: 'started', num_sequences: 4 });
+    const steps = progress.slice(1).map((p) => [p['step'], 'valid_loss' in (p['metrics'] as object)]);
+    expect(steps).toEqual([
+      [1, false],
+      [2, true],
+      [3, false],
+      [4, true],
+    ]);
+    const validLosses = progress.slice(1).flatMap((p) => (p['metrics'] as Record<string, number>)['valid_loss'] ?? []);
+    expect(validLosses.every((loss) => Number.isFinite(loss) && loss > 0)).toBe(true);
+    expect(rpc.of(Subjects.registry.recordCheckpoint)).toHaveLength(1);
+  });
+
   it('refuses an invalid SFT config before reporting anything', async () => {
     const { rpc, jobRunner } = runner({ conversations: CONVERSATIONS, config: { batch_size: 0 }, experimental_config: null });
     await expect(jobRunner.run(job('sft'), new AbortController().signal, () => undefined)).rejects.toThrow(/batch_size/);

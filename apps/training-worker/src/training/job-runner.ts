@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
 import { rlNoStepsReason, sftNoStepsReason } from './no-steps-reason';
+import { epochConfig, sftEpochs } from './sft-epochs';
 
 /** Why a job stopped early: a user's cancel, or this worker shutting down (the job is redelivered). */
 export class JobInterrupted extends Error {
@@ -80,10 +81,20 @@ export class JobRunner implements OnModuleDestroy {
       } else {
         const { config, errors } = validateSftConfig(payload.config);
         if (errors.length > 0) throw new Error(errors.map((e) => `${e.key} ${e.message}`).join('; '));
-        const conversations = payload.conversations ?? [];
-        const { numSequences } = trainer.planSft(conversations, config);
+        const epochs = sftEpochs(payload.conversations ?? [], payload.epochs ?? 1, payload.shuffle_seed);
+        const perEpoch = trainer.planSft(epochs[0], config).numSequences;
+        const numSequences = perEpoch * epochs.length;
         await report('started', numSequences, sftNoStepsReason(numSequences));
-        await trainer.trainSft(conversations, config, onStep, signal);
+        const validation = payload.validation_conversations ?? [];
+        for (const [epoch, conversations] of epochs.entries()) {
+          const first = epoch * perEpoch;
+          // The loss on the validation file after each epoch's last step, reported with that step.
+          const onEpochStep: OnStep = async (metrics, step) => {
+            const measured = step === perEpoch && validation.length > 0 ? { ...metrics, valid_loss: await trainer.sftLoss(validation) } : metrics;
+            await onStep(measured, first + step, numSequences);
+          };
+          await trainer.trainSft(conversations, epochConfig(config, first, perEpoch), onEpochStep, signal);
+        }
       }
       if (signal.aborted) throw signal.reason;
       const adapter = { baseModel: source.base_model, spec: current.spec, tensors: await trainer.exportAdapter() };

@@ -1,5 +1,7 @@
 import type { BlobRef } from '../registry/blob-ref';
+import type { SortOrder } from '../registry/checkpoints.messages';
 import type { CallerScope } from '../registry/models.messages';
+import type { FineTuningDetails, FineTuningMetadataFilter } from './fine-tuning.messages';
 
 export type TrainingJobType = 'rl' | 'sft';
 export type TrainingJobStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
@@ -32,6 +34,17 @@ export interface TrainingJobRecord {
    * trainable); null when it made some or has not been planned yet. Also in training_started.
    */
   no_gradient_steps_reason: string | null;
+  /** Tokens its gradient steps processed, once it succeeded (our addition; OpenAI's trained_tokens). */
+  trained_tokens: number | null;
+  /** Set when it was created through /v1/fine_tuning/jobs (our addition). */
+  fine_tuning: FineTuningDetails | null;
+  /** While it runs: the gradient steps reported so far and those planned (our addition); null otherwise. */
+  progress: JobStepProgress | null;
+}
+
+export interface JobStepProgress {
+  steps_done: number;
+  num_steps: number;
 }
 
 export type TrainingEventType = 'training_started' | 'gradient_step' | 'training_ended' | 'training_failed';
@@ -44,6 +57,8 @@ export interface TrainingEventRecord {
   data: Record<string, unknown>;
   /** ISO 8601. */
   created_at: string;
+  /** gradient_step only: the step's number in the job, from 1 (our addition). */
+  step?: number;
 }
 
 /** POST /v1/preview/training-jobs: the groups travel as a blob (they run to megabytes). */
@@ -68,12 +83,18 @@ export interface CreateJobReply {
 
 export interface JobRequest extends CallerScope {
   job_id: string;
+  /** Only a job created through /v1/fine_tuning/jobs; any other is not found. */
+  fine_tuning?: boolean;
 }
 
 /** GET /v1/preview/training-jobs (our addition): the caller's jobs, newest first. */
 export interface ListTrainingJobsRequest extends CallerScope {
   /** Only this model's jobs. */
   model_id?: string;
+  /** Only jobs created through /v1/fine_tuning/jobs. */
+  fine_tuning?: boolean;
+  /** Only fine-tuning jobs with this metadata (implies fine_tuning). */
+  metadata?: FineTuningMetadataFilter;
   /** Id of the last job already seen. */
   after?: string;
   limit: number;
@@ -81,9 +102,13 @@ export interface ListTrainingJobsRequest extends CallerScope {
 
 export interface ListJobEventsRequest extends CallerScope {
   job_id: string;
+  /** Only a job created through /v1/fine_tuning/jobs; any other is not found. */
+  fine_tuning?: boolean;
   /** Id of the last event already seen. */
   after?: string;
   limit: number;
+  /** asc (default): oldest first, as ART polls them; desc: newest first, as OpenAI lists them. */
+  order?: SortOrder;
 }
 
 /** Published (no reply) on `${Subjects.training.eventsAppended.name}.${job_id}` after each event is stored: a wake-up for SSE relays. */
@@ -110,8 +135,14 @@ export interface TrainingJobPayload {
   conversations?: TrainingConversation[];
   /** RL: as sent (the worker validates it into the trainer's config); SFT: null. */
   experimental_config: Record<string, unknown> | null;
-  /** SFT: as sent. */
+  /** SFT: as sent (a fine-tuning job: built from its hyperparameters). */
   config?: Record<string, unknown> | null;
+  /** SFT: passes over the conversations (default 1). */
+  epochs?: number;
+  /** SFT: when set, each epoch takes the conversations in an order drawn from this seed; otherwise in file order. */
+  shuffle_seed?: number;
+  /** SFT: held-out conversations whose loss is measured (valid_loss) at the end of each epoch, never trained on. */
+  validation_conversations?: TrainingConversation[];
 }
 
 export interface TrainingToolCall {
