@@ -11,8 +11,10 @@ import {
   ListTrainingJobsRequest,
   ModelRecord,
   Page,
+  RlJobPayload,
   ServiceError,
   servingName,
+  SftJobPayload,
   Subjects,
   TrainingEventRecord,
   TrainingEventType,
@@ -21,7 +23,7 @@ import {
   TERMINAL_JOB_STATUSES,
 } from '@trainyard/contracts';
 import { BlobStore, MessageBus, RpcClient } from '@trainyard/messaging';
-import { mapArtTrajectoryGroups, parseSftJsonl, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/engine/wire';
+import { mapArtTrajectoryGroups, parseSftJsonl, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/art';
 import { TrainingDataSource } from '../data/training-data.source';
 import { issueAt, pathToLoc } from './issues';
 import { JobQueue } from './job-queue';
@@ -46,16 +48,17 @@ export class TrainingJobsService {
     const model = await this.ownedModel(request, request.model_id);
     const raw = await this.blobs.takeJson(request.trajectory_groups);
     const { config, errors, ignored } = validateExperimentalConfig(request.experimental_config);
-    const requireLogprobs = !config.allowTrainingWithoutLogprobs && !config.precalculateLogprobs;
+    const { settings, klReference } = config;
+    const requireLogprobs = !settings.allowTrainingWithoutLogprobs && !settings.precalculateLogprobs;
     const { groups, issues } = mapArtTrajectoryGroups(raw, undefined, { requireLogprobs });
     const problems = [
       ...errors.map((e) => issueAt(['body', 'experimental_config', e.key], `experimental_config.${e.key} ${e.message}`)),
       ...issues.map((i) => issueAt(pathToLoc(i.path), `${i.path} ${i.message}`)),
     ];
     if (problems.length > 0) throw ServiceError.validation(problems);
-    if (config.klRefAdapterPath !== null) await this.checkKlReference(request, config.klRefAdapterPath);
-    const payload: TrainingJobPayload = { model_name: servingName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config };
-    return this.store(request, model, 'rl', payload, ignored.map((key) => `experimental_config.${key}`), raw);
+    if (klReference && 'model' in klReference) await this.checkKlReference(request, klReference.model);
+    const payload: RlJobPayload = { version: 2, type: 'rl', model_name: servingName(model), entity_name: request.entity_name, groups, settings, kl_reference: klReference };
+    return this.store(request, model, payload, request.experimental_config, ignored.map((key) => `experimental_config.${key}`), raw);
   }
 
   /**
@@ -94,9 +97,9 @@ export class TrainingJobsService {
         issues.slice(0, 20).map((i) => issueAt(['body', 'training_data_url'], `training data ${i.path} ${i.message}`)),
       );
     }
-    const payload: TrainingJobPayload = { model_name: servingName(model), entity_name: request.entity_name, conversations, config: request.config, experimental_config: null };
+    const payload: SftJobPayload = { version: 2, type: 'sft', model_name: servingName(model), entity_name: request.entity_name, conversations, settings: config.config };
     const ignored = [...config.ignored.map((key) => `config.${key}`), ...experimental.ignored.map((key) => `experimental_config.${key}`)];
-    return this.store(request, model, 'sft', payload, ignored);
+    return this.store(request, model, payload, null, ignored);
   }
 
   async get(request: JobRequest): Promise<TrainingJobRecord> {
@@ -165,16 +168,19 @@ export class TrainingJobsService {
     else await this.appendEvent(jobId, 'training_failed', { error_message: errorMessage ?? `training job ${status}` }, 'final');
   }
 
-  /** Stores the job, hands its trajectory groups (RL) to the registry to keep, and queues it. */
+  /**
+   * Stores the job (with the experimental_config it was sent, for its record), hands its
+   * trajectory groups (RL) to the registry to keep, and queues it.
+   */
   private async store(
     scope: CallerScope,
     model: ModelRecord,
-    type: 'rl' | 'sft',
     payload: TrainingJobPayload,
+    experimentalConfig: Record<string, unknown> | null,
     ignoredConfigKeys: string[],
     trajectoryGroups?: unknown,
   ): Promise<CreateJobReply> {
-    const job = await this.jobs.create({ entityId: scope.entity_id, modelId: model.id, type, payload, experimentalConfig: payload.experimental_config, ignoredConfigKeys });
+    const job = await this.jobs.create({ entityId: scope.entity_id, modelId: model.id, type: payload.type, payload, experimentalConfig, ignoredConfigKeys });
     if (ignoredConfigKeys.length > 0) this.logger.log(`job ${job.id}: accepted, ignoring ${ignoredConfigKeys.join(', ')}`);
     if (trajectoryGroups !== undefined) this.keepTrajectories(scope, job, trajectoryGroups);
     // The job is stored, so it is accepted: a failed publish is retried by the queue, and a
