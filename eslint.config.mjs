@@ -32,8 +32,8 @@ function boundaries(forTests = []) {
 export default [
   ...nx.configs['flat/base'],
   ...nx.configs['flat/typescript'],
-  // libs/engine/kernels holds AssemblyScript, which its own compiler checks (scripts/build-kernels.mjs).
-  { ignores: ['**/dist', '**/node_modules', '**/generated', '**/webpack.config.js', '**/jest.config.ts', 'tmp', 'var', 'libs/engine/kernels'] },
+  // libs/engine/assembly holds AssemblyScript, which its own compiler checks (scripts/build-kernels.mjs).
+  { ignores: ['**/dist', '**/node_modules', '**/generated', '**/webpack.config.js', '**/jest.config.ts', 'tmp', 'var', 'libs/engine/assembly'] },
   {
     files: ['**/*.ts', '**/*.tsx'],
     rules: {
