@@ -99,9 +99,8 @@ export interface JobEventsAppended {
  * The worker passes them to the trainer as they are and parses nothing of ART's. The shapes
  * are the engine's (RLTrajectoryGroup, SftConversation, RLTrainingConfig, SftTrainingConfig),
  * declared here structurally: the worker hands them to the engine's trainer, so the compiler
- * checks both ends against this one declaration. `version` 2 replaced payloads that carried
- * experimental_config and config as sent (the orchestrator upgrades a stored one when it is
- * claimed).
+ * checks both ends against this one declaration. A version 1 payload, stored with
+ * experimental_config or config as sent, is resolved by the orchestrator when it is claimed.
  */
 export type TrainingJobPayload = RlJobPayload | SftJobPayload;
 
