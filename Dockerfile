@@ -22,8 +22,10 @@ RUN npm ci --no-audit --no-fund
 # ---- build every app with Nx, and the embedded default model ---------------------------------
 FROM deps AS build
 COPY . .
-# Prisma's generate needs no engine but insists on finding one: any file satisfies it.
+# Prisma's generate needs no engine but insists on finding one: any file satisfies it. The
+# engine's WebAssembly kernels are compiled from libs/engine/assembly (never committed).
 RUN PRISMA_SCHEMA_ENGINE_BINARY="$(command -v node)" npx prisma generate \
+ && node scripts/build-kernels.mjs \
  && NX_DAEMON=false NX_NO_CLOUD=true npx nx run-many -t build --outputStyle=static \
  && npx tsx libs/engine/src/cli/make-model.ts --preset tiny --seed 0 --out /app/var/models/trainyard/tiny-chat
 

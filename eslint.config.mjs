@@ -6,14 +6,16 @@ function boundaries(forTests = []) {
     enforceBuildableLibDependency: true,
     allow: [],
     depConstraints: [
-      { sourceTag: 'type:app', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging', 'type:runtime', 'type:db', 'type:engine') },
+      { sourceTag: 'type:app', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging', 'type:runtime', 'type:db', 'type:engine', 'type:art') },
       { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: libs() },
+      // ART's request shapes parse into the contracts' training inputs, and know nothing else of ours.
+      { sourceTag: 'type:art', onlyDependOnLibsWithTags: libs('type:contracts') },
       { sourceTag: 'type:engine', onlyDependOnLibsWithTags: libs() },
       { sourceTag: 'type:messaging', onlyDependOnLibsWithTags: libs('type:contracts') },
       { sourceTag: 'type:runtime', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging') },
       { sourceTag: 'type:db', onlyDependOnLibsWithTags: libs('type:runtime', 'type:messaging', 'type:contracts') },
       { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts'] },
-      { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:testing', 'type:engine'] },
+      { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:testing', 'type:engine', 'type:art'] },
       // The web console runs in the browser: of ours, only the contracts (framework-free).
       { sourceTag: 'type:web', onlyDependOnLibsWithTags: libs('type:contracts') },
       { sourceTag: 'db:none', notDependOnLibsWithTags: ['type:db'] },
@@ -24,14 +26,14 @@ function boundaries(forTests = []) {
 
 // Module boundaries make the architecture's arrows real: apps never import apps (no lib
 // tag allows type:app); the web console (type:web) only the contracts; contracts and engine
-// import nothing of ours; apps tagged db:none
+// import nothing of ours, and ART's request shapes (type:art) only the contracts; apps tagged db:none
 // (they own no tables) cannot import the db lib, and apps tagged engine:none cannot load
 // tfjs; only tests may use the test harness.
 export default [
   ...nx.configs['flat/base'],
   ...nx.configs['flat/typescript'],
-  // libs/engine/kernels holds AssemblyScript, which its own compiler checks (scripts/build-kernels.mjs).
-  { ignores: ['**/dist', '**/node_modules', '**/generated', '**/webpack.config.js', '**/jest.config.ts', 'tmp', 'var', 'libs/engine/kernels'] },
+  // libs/engine/assembly holds AssemblyScript, which its own compiler checks (scripts/build-kernels.mjs).
+  { ignores: ['**/dist', '**/node_modules', '**/generated', '**/webpack.config.js', '**/jest.config.ts', 'tmp', 'var', 'libs/engine/assembly'] },
   {
     files: ['**/*.ts', '**/*.tsx'],
     rules: {

@@ -28,6 +28,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN PRISMA_SCHEMA_ENGINE_BINARY="$(command -v node)" npx prisma generate \
+ && node scripts/build-kernels.mjs \
  && NX_DAEMON=false NX_NO_CLOUD=true npx nx run-many -t build -p inference-worker,training-worker --outputStyle=static \
  && npx tsx libs/engine/src/cli/make-model.ts --preset tiny --seed 0 --out /app/var/models/trainyard/tiny-chat
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # npm start: installs what is missing, brings up PostgreSQL and NATS (or uses DATABASE_URL
-# and NATS_URL), applies migrations, builds, makes a development API key if none exists
-# yet, and runs every app until Ctrl-C (the registry writes the embedded default model,
-# var/models/trainyard/tiny-chat, on its first start).
+# and NATS_URL), applies migrations, generates the engine's kernels, builds, makes a
+# development API key if none exists yet, and runs every app until Ctrl-C (the registry
+# writes the embedded default model, var/models/trainyard/tiny-chat, on its first start).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 ensure_node
@@ -10,6 +10,7 @@ ensure_node_modules
 ensure_postgres trainyard
 ensure_nats
 generate_prisma_client
+generate_engine_kernels
 node scripts/db.mjs create-db
 node scripts/db.mjs migrate
 build_apps

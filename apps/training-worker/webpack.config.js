@@ -1,3 +1,3 @@
-const { appWebpackConfig } = require('../../tools/webpack/app-webpack.config');
+const { appWebpackConfig, ENGINE_ENTRY_POINTS } = require('../../tools/webpack/app-webpack.config');
 
-module.exports = appWebpackConfig(__dirname);
+module.exports = appWebpackConfig(__dirname, { additionalEntryPoints: ENGINE_ENTRY_POINTS });

@@ -154,6 +154,13 @@ generate_prisma_client() {
   PRISMA_SCHEMA_ENGINE_BINARY="$(command -v node)" npx prisma generate >/dev/null
 }
 
+# The engine's WebAssembly kernels are generated from libs/engine/assembly, never committed:
+# before anything typechecks, bundles or imports the engine. Quick when they are up to date.
+generate_engine_kernels() {
+  say "engine kernels (libs/engine/assembly)"
+  node scripts/build-kernels.mjs >/dev/null
+}
+
 build_apps() {
   say "building apps"
   npx nx run-many -t build --outputStyle=static >/dev/null || npx nx run-many -t build --outputStyle=static

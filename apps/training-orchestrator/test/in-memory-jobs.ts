@@ -1,10 +1,23 @@
 import { randomUUID } from 'node:crypto';
-import type { TrainingEventType, TrainingJobStatus } from '@trainyard/contracts';
+import type { SftJobPayload, TrainingEventType, TrainingJobStatus } from '@trainyard/contracts';
 import type { BlobStore, MessageBus } from '@trainyard/messaging';
 import type { JobQueue } from '../src/jobs/job-queue';
 import type { JobRow, NewJob, TrainingJobRepository } from '../src/jobs/training-job.repository';
 
 const TERMINAL: TrainingJobStatus[] = ['succeeded', 'failed', 'cancelled'];
+
+/** An SFT job's payload of no conversations, with `fields`. */
+export function sftPayload(fields: Partial<SftJobPayload> = {}): SftJobPayload {
+  return {
+    version: 2,
+    type: 'sft',
+    model_name: 'wandb-artifact:///acme/p/m',
+    entity_name: 'acme',
+    conversations: [],
+    settings: { batchSize: 'auto', learningRate: 5e-5, assistantTurns: 'all' },
+    ...fields,
+  };
+}
 
 /**
  * TrainingJobRepository in memory, for unit tests of the services above it: each state change
@@ -22,7 +35,7 @@ export class InMemoryJobs {
       modelId: 'm-1',
       type: 'sft',
       status: 'queued',
-      payload: { model_name: 'acme/project/agent', entity_name: 'acme', conversations: [], config: null, experimental_config: null },
+      payload: sftPayload({ model_name: 'acme/project/agent' }),
       experimentalConfig: null,
       ignoredConfigKeys: [],
       noStepsReason: null,

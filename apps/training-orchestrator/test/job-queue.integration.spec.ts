@@ -6,6 +6,7 @@ import { ProcessHealthModule } from '@trainyard/runtime';
 import { createTestDatabase, startNatsServer, TestNatsServer, waitFor } from '@trainyard/testing';
 import { JobQueue, REPUBLISH_INTERVAL_MS } from '../src/jobs/job-queue';
 import { TrainingJobRepository } from '../src/jobs/training-job.repository';
+import { sftPayload } from './in-memory-jobs';
 
 const PREFIX = 'jq';
 
@@ -42,7 +43,7 @@ describe('the training queue when the message bus is down (real Postgres and nat
     const prisma = moduleRef.get(PrismaService);
     const entityId = (await prisma.entity.create({ data: { name: 'acme' } })).id;
     const modelId = (await prisma.model.create({ data: { entityId, project: 'p', name: 'm', baseModel: 'b' } })).id;
-    await moduleRef.get(TrainingJobRepository).create({ entityId, modelId, type: 'sft', payload: { model_name: 'wandb-artifact:///acme/p/m', entity_name: 'acme', experimental_config: null }, experimentalConfig: null });
+    await moduleRef.get(TrainingJobRepository).create({ entityId, modelId, type: 'sft', payload: sftPayload(), experimentalConfig: null });
 
     await nats.kill();
     const failure = await moduleRef.get(JobQueue).advance(modelId).then(

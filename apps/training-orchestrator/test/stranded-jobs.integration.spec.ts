@@ -7,6 +7,7 @@ import { createTestDatabase, startNatsServer, TestNatsServer, waitFor } from '@t
 import { OrchestratorConfig } from '../src/config/orchestrator.config';
 import { JobQueue } from '../src/jobs/job-queue';
 import { TrainingJobRepository } from '../src/jobs/training-job.repository';
+import { sftPayload } from './in-memory-jobs';
 import { StrandedJobsWatcher } from '../src/work/stranded-jobs.watcher';
 
 const PREFIX = 'sj';
@@ -55,7 +56,7 @@ describe('heads without a message in the training queue (real Postgres and nats-
     const modelId = (await prisma.model.create({ data: { entityId, project: 'p', name, baseModel: 'b' } })).id;
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
-      const payload = { model_name: `wandb-artifact:///acme/p/${name}`, entity_name: 'acme', experimental_config: null };
+      const payload = sftPayload({ model_name: `wandb-artifact:///acme/p/${name}` });
       ids.push((await jobs.create({ entityId, modelId, type: 'sft', payload, experimentalConfig: null })).id);
     }
     return ids;

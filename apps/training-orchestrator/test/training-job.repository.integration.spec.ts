@@ -4,6 +4,7 @@ import { DbModule, PrismaService } from '@trainyard/db';
 import { ProcessHealthModule } from '@trainyard/runtime';
 import { createTestDatabase } from '@trainyard/testing';
 import { TrainingJobRepository } from '../src/jobs/training-job.repository';
+import { sftPayload } from './in-memory-jobs';
 
 describe('training jobs against real Postgres', () => {
   let db: { url: string; drop(): Promise<void> };
@@ -26,12 +27,12 @@ describe('training jobs against real Postgres', () => {
     await db?.drop();
   });
 
-  const create = (payload: TrainingJobPayload = { model_name: 'x', entity_name: 'nul \u0000 inside', experimental_config: null }) =>
-    jobs.create({ entityId, modelId, type: 'rl', payload, experimentalConfig: null });
+  const create = (payload: TrainingJobPayload = sftPayload({ model_name: 'x', entity_name: 'nul \u0000 inside' })) =>
+    jobs.create({ entityId, modelId, type: payload.type, payload, experimentalConfig: null });
 
   it('stores a payload jsonb could not hold, and reads it back', async () => {
     const job = await create();
-    expect((await jobs.find(job.id))?.payload).toEqual({ model_name: 'x', entity_name: 'nul \u0000 inside', experimental_config: null });
+    expect((await jobs.find(job.id))?.payload).toEqual(sftPayload({ model_name: 'x', entity_name: 'nul \u0000 inside' }));
   });
 
   it('lets one claim win; restarts a running job only through the message it was claimed by', async () => {
@@ -99,7 +100,7 @@ describe('training jobs against real Postgres', () => {
     const prisma = moduleRef.get(PrismaService);
     const other = (await prisma.entity.create({ data: { name: 'globex' } })).id;
     const otherModel = (await prisma.model.create({ data: { entityId: other, project: 'p', name: 'm', baseModel: 'b' } })).id;
-    await jobs.create({ entityId: other, modelId: otherModel, type: 'rl', payload: { model_name: 'x', entity_name: 'globex', experimental_config: null }, experimentalConfig: null });
+    await jobs.create({ entityId: other, modelId: otherModel, type: 'sft', payload: sftPayload({ model_name: 'x', entity_name: 'globex' }), experimentalConfig: null });
     // Same created_at for several jobs: the id breaks the tie, so pages neither skip nor repeat.
     const sameTime = new Date();
     for (let i = 0; i < 3; i++) {
@@ -157,7 +158,7 @@ describe('training jobs against real Postgres', () => {
     const prisma = moduleRef.get(PrismaService);
     const entity = (await prisma.entity.create({ data: { name: 'initech' } })).id;
     const model = (await prisma.model.create({ data: { entityId: entity, project: 'p', name: 'm', baseModel: 'b' } })).id;
-    const payload = { model_name: 'x', entity_name: 'initech', experimental_config: null };
+    const payload = sftPayload({ model_name: 'x', entity_name: 'initech' });
     const fineTuning = (metadata: Record<string, string> | null): FineTuningDetails => ({
       base_model: 'b',
       training_file: 'file-a',

@@ -155,8 +155,12 @@ export const Subjects = {
     createFineTuningJob: rpc<CreateFineTuningJobRequest, TrainingJobRecord>('training.fine-tuning-job.create.v1'),
     /** The checkpoint a job produced, once it has (one per job). */
     listJobCheckpoints: rpc<ListJobCheckpointsRequest, Page<JobCheckpointRecord>>('training.job.checkpoints.list.v1'),
-    /** Worker to orchestrator: may this worker run the job it pulled? */
-    claimJob: rpc<ClaimJobRequest, ClaimJobReply>('training.job.claim.v1'),
+    /**
+     * Worker to orchestrator: may this worker run the job it pulled? v2: the claimed job's
+     * payload carries resolved settings (TrainingJobPayload), so a worker that still reads
+     * experimental_config gets no reply rather than a job it would train with defaults.
+     */
+    claimJob: rpc<ClaimJobRequest, ClaimJobReply>('training.job.claim.v2'),
     /** Worker to orchestrator: training_started and gradient_step, stored once each. */
     reportProgress: rpc<JobProgress, JobProgressReply>('training.job.progress.v1'),
     /** Worker to orchestrator: the outcome; idempotent. */

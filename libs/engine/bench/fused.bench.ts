@@ -1,5 +1,5 @@
 /**
- * The matmul kernel's two arithmetics side by side (libs/engine/kernels/matmul.ts, section 2):
+ * The matmul kernel's two arithmetics side by side (libs/engine/assembly/matmul.ts, section 2):
  * a multiply then an add (matmulF32, matmulBf16) against one fused multiply-add
  * (matmulF32Fused, matmulBf16Fused: what the engine runs), over the gate|up projections of
  * 24 layers of a SmolLM2-135M-shaped model (576 x 3072 each, 170 MB as f32: streamed from

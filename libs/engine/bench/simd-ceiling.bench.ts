@@ -3,7 +3,7 @@
  * fused multiply-add does 4 of them at once, where native code on the same core may use AVX2's
  * 8 or AVX-512's 16. Times, on one thread:
  *
- *   - the kernel's fmaPeak (libs/engine/kernels/matmul.ts): 12 independent chains of
+ *   - the kernel's fmaPeak (libs/engine/assembly/matmul.ts): 12 independent chains of
  *     f32x4.relaxed_madd and nothing else, the most FLOP/s any tile can reach here;
  *   - the packed kernel's 4 x 8 tile (f32 panels, fused, as training and prefill run it) over
  *     a 576 x 1536 matrix in cache at 64 rows, a training step's gate|up shape: how close the

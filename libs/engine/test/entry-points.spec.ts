@@ -22,7 +22,7 @@ describe('tensor-free entry points', () => {
   });
 
   it.each([
-    ['@trainyard/engine/wire', '../src/wire', ['JsonSchemaChecker', 'validateExperimentalConfig', 'readChatPrompt', 'PromptError']],
+    ['@trainyard/engine/wire', '../src/wire', ['JsonSchemaChecker', 'readChatPrompt', 'PromptError']],
     ['@trainyard/engine/files', '../src/files', ['makeModel', 'parseModelConfig', 'ModelLoadError', 'writePeftAdapter', 'readPeftAdapter', 'initLoraWeights', 'ADAPTER_WEIGHTS_FILE']],
   ])('%s loads without it', (_name, entry, names) => {
     const exports = loadWithoutTfjs(entry) as Record<string, unknown>;

@@ -6,7 +6,7 @@ import { AdapterTensors, DEFAULT_LORA_SPEC, initLoraWeights } from '../src/lora/
 import { makeTiny, maxAbsDiff, useBackend } from './helpers';
 
 /**
- * The q8 arithmetic of the kernel (libs/engine/kernels/matmul.ts, section 8) written out in
+ * The q8 arithmetic of the kernel (libs/engine/assembly/matmul.ts, section 8) written out in
  * plain JS, in float32 step by step: what the kernel must give to the bit.
  */
 const BLOCK = 32;

@@ -6,10 +6,10 @@ import { LoraAttachment, applyAdapter } from '../src/lora/lora-layer';
 import { LoraRouter } from '../src/lora/lora-router';
 import { AdapterTensors, DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights } from '../src/lora/peft';
 import { checkpointedGradients, nextTokenRows } from '../src/training/checkpointing';
-import { validateExperimentalConfig } from '../src/training/experimental-config';
 import { RLTrajectoryGroup } from '../src/training/sequences';
 import { LoraTrainer, StepMetrics } from '../src/training/trainer';
 import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
+import { PPO, rlConfig } from './training/rl-config';
 
 /**
  * The engine's generic tfjs path on webgpu (Dawn over Vulkan) gives what it gives on cpu and wasm:
@@ -148,8 +148,7 @@ async function outcome(name: Compared, dir: string): Promise<Outcome> {
     } finally {
       sftTrainer.dispose();
     }
-    const { config, errors } = validateExperimentalConfig({ loss_fn: 'ppo', learning_rate: LR, kl_penalty_coef: 0.1 });
-    if (errors.length > 0) throw new Error(JSON.stringify(errors));
+    const config = rlConfig({ ...PPO, learningRate: LR, klPenaltyCoef: 0.1 });
     const rlTrainer = new LoraTrainer(lm, spec, init);
     let rl: StepMetrics;
     let rlAdapter: AdapterTensors;

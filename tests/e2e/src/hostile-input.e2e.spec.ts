@@ -1,5 +1,5 @@
 import type { CheckpointRecord, Page, TrainingEventRecord, TrainingJobRecord } from '@trainyard/contracts';
-import { mapArtTrajectoryGroups, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/engine/wire';
+import { mapArtTrajectoryGroups, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/art';
 import { waitFor } from '@trainyard/testing';
 import fc from 'fast-check';
 import { writeFileSync } from 'node:fs';

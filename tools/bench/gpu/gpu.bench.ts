@@ -51,8 +51,8 @@ import type { StorageDtype } from '../../../libs/engine/src/dtype';
 import { makeModel, Preset } from '../../../libs/engine/src/maker/make-model';
 import { Block } from '../../../libs/engine/src/model/llama';
 import { argmax } from '../../../libs/engine/src/sampling';
-import { validateExperimentalConfig } from '../../../libs/engine/src/training/experimental-config';
 import { LoraTrainer, RLPlan, RLPlanItem } from '../../../libs/engine/src/training/trainer';
+import { validateExperimentalConfig } from '../../../libs/art/src/experimental-config';
 
 /** What is measured, and how big. */
 interface Plan {
@@ -220,7 +220,7 @@ async function rlStep(lm: LoadedModel, plan: Plan): Promise<number> {
       return { sequence: { tokens: ids, mask, logprobs: mask.map((m) => (m ? -2 : NaN)) }, advantage: r % 2 === 0 ? 1 : -1, group: 0, trajectory: r };
     });
     const rl: RLPlan = { steps: [items], numSequences: 1, numGroupsSubmitted: 1, numGroupsTrainable: 1, numTrajectories: items.length, reward: 0, rewardStdDev: 1, learningRate: 1e-5 };
-    const { config } = validateExperimentalConfig({});
+    const config = validateExperimentalConfig({}).config.settings;
     await trainer.trainRl(rl, config);
     const time = await seconds(async () => {
       for (let s = 0; s < plan.trainSteps; s++) await trainer.trainRl(rl, config);

@@ -13,16 +13,18 @@ OUT="$(realpath -m "${1:-$ROOT/tmp/gpu-bench}")"
 cd "$ROOT"
 rm -rf "$OUT"
 mkdir -p "$OUT/node_modules/webgpu/dist/linux-x64"
-# esbuild as tsx (a dev dependency) brings it.
+node scripts/build-kernels.mjs >/dev/null
+# esbuild as tsx (a dev dependency) brings it. The matmul threads' helper script goes beside
+# the bundle, where the engine looks for it.
 node -e "
 const esbuild = require(require.resolve('esbuild', { paths: [require.resolve('tsx')] }));
 esbuild.buildSync({
-  entryPoints: ['tools/bench/gpu/gpu.bench.ts'],
-  outfile: process.argv[1],
+  entryPoints: { 'gpu-bench': 'tools/bench/gpu/gpu.bench.ts', 'matmul-threads.worker': 'libs/engine/src/kernels/matmul-threads.worker.ts' },
+  outdir: process.argv[1],
   bundle: true, platform: 'node', target: 'node24', format: 'cjs', logLevel: 'error',
   // Optional, absent here; selectBackend reports it missing.
   external: ['@tensorflow/tfjs-node-gpu'],
-});" "$OUT/gpu-bench.js"
+});" "$OUT"
 cp node_modules/webgpu/package.json node_modules/webgpu/LICENSE.md "$OUT/node_modules/webgpu/"
 cp node_modules/webgpu/dist/linux-x64/dawn.node "$OUT/node_modules/webgpu/dist/linux-x64/"
 cp node_modules/@tensorflow/tfjs-backend-wasm/dist/*.wasm "$OUT/"

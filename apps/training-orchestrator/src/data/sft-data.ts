@@ -1,5 +1,5 @@
 import { ServiceError, TrainingConversation } from '@trainyard/contracts';
-import { parseSftJsonl } from '@trainyard/engine/wire';
+import { parseSftJsonl } from '@trainyard/art';
 import { issueAt } from '../jobs/issues';
 
 /** Problems reported for one file; a file with thousands of bad lines still fits one error. */

@@ -1,4 +1,4 @@
-import { BaseModelInfo, CreateFineTuningJobRequest, ErrorCode, ModelRecord, ServiceError, Subjects } from '@trainyard/contracts';
+import { BaseModelInfo, CreateFineTuningJobRequest, ErrorCode, ModelRecord, ServiceError, SftJobPayload, Subjects } from '@trainyard/contracts';
 import { RpcClient } from '@trainyard/messaging';
 import { FakeBlobs, FakeBus, FakeJobQueue, InMemoryJobs } from '../../test/in-memory-jobs';
 import { TrainingDataSource } from '../data/training-data.source';
@@ -86,12 +86,14 @@ describe('FineTuningJobsService', () => {
     const payload = jobs.rows.get(record.id)?.payload;
     expect(payload).toMatchObject({
       model_name: `wandb-artifact:///acme/${FINE_TUNING_PROJECT}/bot-${hex}`,
-      config: { batch_size: 3, learning_rate: 0.5 * BASE_LEARNING_RATE },
+      version: 2,
+      type: 'sft',
+      settings: { batchSize: 3, learningRate: 0.5 * BASE_LEARNING_RATE, assistantTurns: 'all' },
       epochs: 2,
       shuffle_seed: 7,
       validation_conversations: [{ messages: [{ role: 'user', content: 'up' }, { role: 'assistant', content: 'down' }] }],
     });
-    expect(payload?.conversations).toHaveLength(3);
+    expect((payload as SftJobPayload).conversations).toHaveLength(3);
     expect(queue.advanced).toEqual(['m-ft']);
   });
 

@@ -7,9 +7,9 @@ import {
   ModelRecord,
   ServiceError,
   servingName,
+  SftJobPayload,
   Subjects,
   TrainingConversation,
-  TrainingJobPayload,
   TrainingJobRecord,
 } from '@trainyard/contracts';
 import { RpcClient } from '@trainyard/messaging';
@@ -18,7 +18,7 @@ import { sftConversations } from '../data/sft-data';
 import { TrainingDataSource } from '../data/training-data.source';
 import { toJobRecord } from '../jobs/job-record';
 import { TrainingJobsService } from '../jobs/training-jobs.service';
-import { resolveHyperparameters, sftConfig } from './hyperparameters';
+import { resolveHyperparameters, sftSettings } from './hyperparameters';
 
 /** The project of the models fine-tuning jobs make: `wandb-artifact:///{entity}/fine-tuning/{suffix}-{job}`. */
 export const FINE_TUNING_PROJECT = 'fine-tuning';
@@ -69,18 +69,19 @@ export class FineTuningJobsService {
       hyperparameters,
       model: { entity: model.entity, project: model.project, name: model.name },
     };
-    const payload: TrainingJobPayload = {
+    const payload: SftJobPayload = {
+      version: 2,
+      type: 'sft',
       model_name: servingName(model),
       entity_name: request.entity_name,
       conversations: training,
-      config: sftConfig(hyperparameters),
-      experimental_config: null,
+      settings: sftSettings(hyperparameters),
       epochs: hyperparameters.n_epochs,
       shuffle_seed: seed,
       ...(validation ? { validation_conversations: validation } : {}),
     };
     try {
-      return toJobRecord(await this.jobs.accept(scope, model, { id: jobId, type: 'sft', payload, ignoredConfigKeys: [], fineTuning }));
+      return toJobRecord(await this.jobs.accept(scope, model, { id: jobId, payload, experimentalConfig: null, ignoredConfigKeys: [], fineTuning }));
     } catch (err) {
       await this.discard(scope, model);
       throw err;

@@ -1,4 +1,4 @@
-import { autoEpochs, BASE_LEARNING_RATE, resolveHyperparameters, sftConfig } from './hyperparameters';
+import { autoEpochs, BASE_LEARNING_RATE, resolveHyperparameters, sftSettings } from './hyperparameters';
 
 describe('autoEpochs', () => {
   it('is 3 for a file of ordinary size', () => {
@@ -29,9 +29,9 @@ describe('resolveHyperparameters', () => {
   });
 });
 
-describe('sftConfig', () => {
+describe('sftSettings', () => {
   it('scales the engine’s default learning rate by the multiplier', () => {
-    expect(sftConfig({ n_epochs: 1, batch_size: 4, learning_rate_multiplier: 2 })).toEqual({ batch_size: 4, learning_rate: 2 * BASE_LEARNING_RATE });
+    expect(sftSettings({ n_epochs: 1, batch_size: 4, learning_rate_multiplier: 2 })).toEqual({ batchSize: 4, learningRate: 2 * BASE_LEARNING_RATE, assistantTurns: 'all' });
     expect(BASE_LEARNING_RATE).toBeGreaterThan(0);
   });
 });

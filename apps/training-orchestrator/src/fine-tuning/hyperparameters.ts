@@ -1,5 +1,8 @@
-import type { FineTuningHyperparameters, FineTuningHyperparametersInput } from '@trainyard/contracts';
-import { AUTO_SFT_BATCH_SIZE, validateSftConfig } from '@trainyard/engine/wire';
+import { validateSftConfig } from '@trainyard/art';
+import type { FineTuningHyperparameters, FineTuningHyperparametersInput, TrainingSftSettings } from '@trainyard/contracts';
+
+/** "auto" batch size: 8 conversations a step, at most the file's (the engine's own "auto" for SFT jobs). */
+const AUTO_BATCH_SIZE = 8;
 
 /**
  * "auto" epochs as OpenAI's fine-tuning cookbook describes them: 3 passes, raised for a small
@@ -25,12 +28,12 @@ export function resolveHyperparameters(input: FineTuningHyperparametersInput, ex
   const given = <T>(value: T | 'auto' | undefined): T | undefined => (value === 'auto' ? undefined : value);
   return {
     n_epochs: given(input.n_epochs) ?? autoEpochs(examples),
-    batch_size: given(input.batch_size) ?? Math.max(1, Math.min(AUTO_SFT_BATCH_SIZE, examples)),
+    batch_size: given(input.batch_size) ?? Math.max(1, Math.min(AUTO_BATCH_SIZE, examples)),
     learning_rate_multiplier: given(input.learning_rate_multiplier) ?? 1,
   };
 }
 
-/** The SFT config a fine-tuning job trains with (epochs and order travel beside it in the payload). */
-export function sftConfig(hyperparameters: FineTuningHyperparameters): Record<string, unknown> {
-  return { batch_size: hyperparameters.batch_size, learning_rate: BASE_LEARNING_RATE * hyperparameters.learning_rate_multiplier };
+/** The SFT settings a fine-tuning job trains with (epochs and order travel beside them in the payload). */
+export function sftSettings(hyperparameters: FineTuningHyperparameters): TrainingSftSettings {
+  return { batchSize: hyperparameters.batch_size, learningRate: BASE_LEARNING_RATE * hyperparameters.learning_rate_multiplier, assistantTurns: 'all' };
 }

@@ -10,6 +10,7 @@ import type {
   TrainingJobStatus,
   TrainingJobType,
 } from '@trainyard/contracts';
+import type { StoredJobPayload } from './job-payload';
 
 export interface JobRow {
   id: string;
@@ -17,7 +18,7 @@ export interface JobRow {
   modelId: string;
   type: TrainingJobType;
   status: TrainingJobStatus;
-  payload: TrainingJobPayload;
+  payload: StoredJobPayload;
   experimentalConfig: unknown;
   ignoredConfigKeys: string[] | null;
   noStepsReason: string | null;
@@ -88,8 +89,8 @@ export class TrainingJobRepository {
 
   async find(id: string): Promise<JobRow | null> {
     const row = await this.prisma.trainingJob.findUnique({ where: { id } });
-    // Only create() writes the column, always from a TrainingJobPayload.
-    return row && { ...row, payload: unpackJson(row.payload) as TrainingJobPayload };
+    // Only create() writes the column: a TrainingJobPayload, or a legacy one written before it.
+    return row && { ...row, payload: unpackJson(row.payload) as StoredJobPayload };
   }
 
   /** The job without its (large) payload. */

@@ -12,6 +12,7 @@ describe('TrainingJobsService', () => {
   let jobs: InMemoryJobs;
   let queue: FakeJobQueue;
   let bus: FakeBus;
+  let blobs: FakeBlobs;
   let trainingData: string;
   let service: TrainingJobsService;
   /** What the registry answers for getModel: the caller's model, or a refusal. */
@@ -23,19 +24,22 @@ describe('TrainingJobsService', () => {
     jobs = new InMemoryJobs();
     queue = new FakeJobQueue();
     bus = new FakeBus();
+    blobs = new FakeBlobs();
     model = MODEL;
     checkpoints = [];
     trainingData = SFT_LINE;
     const rpc = {
       request: async (subject: { name: string }) => {
         if (subject.name === Subjects.registry.listCheckpoints.name) return { object: 'list', data: checkpoints, has_more: false };
+        // A created RL job's groups are handed to the registry to keep (not awaited).
+        if (subject.name === Subjects.registry.recordTrajectories.name) return {};
         if (subject.name !== Subjects.registry.getModel.name) throw new Error(`unexpected request on ${subject.name}`);
         if (model instanceof ServiceError) throw model;
         return model;
       },
     } as unknown as RpcClient;
     const data = { read: async () => trainingData } as unknown as TrainingDataSource;
-    service = new TrainingJobsService(jobs.repository, queue.queue, rpc, new FakeBlobs().blobs, data, bus.bus);
+    service = new TrainingJobsService(jobs.repository, queue.queue, rpc, blobs.blobs, data, bus.bus);
   });
 
   const cancel = (jobId: string, entityId = 'e-1') => service.cancel({ ...CALLER, entity_id: entityId, job_id: jobId });
@@ -168,6 +172,48 @@ describe('TrainingJobsService', () => {
     });
   });
 
+  describe('createRl', () => {
+    /** One group of two trajectories, each a user message and a sampled Choice, as ART's client sends them. */
+    const GROUPS = [
+      {
+        trajectories: [0, 1].map((reward) => ({
+          reward,
+          messages_and_choices: [
+            { role: 'user', content: 'hi' },
+            { message: { role: 'assistant', content: 'ok' }, logprobs: { content: [5, 7].map((id) => ({ token_id: id, logprob: -1 })) } },
+          ],
+        })),
+      },
+    ];
+    const create = async (experimentalConfig: Record<string, unknown> | null) =>
+      service.createRl({ ...CALLER, model_id: 'm-1', trajectory_groups: await blobs.blobs.putJson(GROUPS), experimental_config: experimentalConfig });
+
+    it("stores the groups and experimental_config as the trainer's inputs, and the config as sent for the record", async () => {
+      const config = { loss_fn: 'ppo', kl_penalty_reference_step: 2, future_knob: 1 };
+      const { id } = await create(config);
+      const row = jobs.rows.get(id);
+      expect(row?.experimentalConfig).toEqual(config);
+      expect(row?.ignoredConfigKeys).toEqual(['experimental_config.future_knob']);
+      expect(row?.payload).toMatchObject({
+        version: 2,
+        type: 'rl',
+        model_name: 'wandb-artifact:///acme/project/agent',
+        settings: { lossFn: 'ppo', epsilon: 0.2, epsilonHigh: 0.2, learningRate: 5e-6 },
+        kl_reference: { step: 2 },
+      });
+      const choice = { choice: { tokenIds: [5, 7], logprobs: [-1, -1], message: { role: 'assistant', content: 'ok' } } };
+      expect(row?.payload).toMatchObject({ groups: [{ trajectories: [0, 1].map((reward) => ({ reward, messagesAndChoices: [{ role: 'user', content: 'hi' }, choice] })) }] });
+      expect(queue.advanced).toEqual(['m-1']);
+    });
+
+    it('refuses an invalid experimental_config naming the key, before storing anything', async () => {
+      const err = (await create({ kl_penalty_reference_step: -1 }).catch((e: unknown) => e)) as ServiceError;
+      expect(err.code).toBe(ErrorCode.ValidationFailed);
+      expect(err.details.issues?.map((i) => i.loc)).toEqual([['body', 'experimental_config', 'kl_penalty_reference_step']]);
+      expect(jobs.rows.size).toBe(0);
+    });
+  });
+
   describe('createSft', () => {
     const request = (extra: object = {}) => ({ ...CALLER, model_id: 'm-1', training_data_url: 'file-1', config: null, experimental_config: null, ...extra });
 
@@ -175,6 +221,18 @@ describe('TrainingJobsService', () => {
       const { id } = await service.createSft(request());
       expect(jobs.status(id)).toBe('queued');
       expect(queue.advanced).toEqual(['m-1']);
+    });
+
+    it("stores the config resolved into the trainer's settings", async () => {
+      const { id } = await service.createSft(request({ config: { batch_size: 2, assistant_turns: 'last' } }));
+      expect(jobs.rows.get(id)?.payload).toEqual({
+        version: 2,
+        type: 'sft',
+        model_name: 'wandb-artifact:///acme/project/agent',
+        entity_name: 'acme',
+        conversations: [JSON.parse(SFT_LINE)],
+        settings: { batchSize: 2, learningRate: 5e-5, assistantTurns: 'last' },
+      });
     });
 
     it('accepts a stored job even when the queue cannot take it yet (the queue retries)', async () => {

@@ -14,8 +14,10 @@ import {
   ListTrainingJobsRequest,
   ModelRecord,
   Page,
+  RlJobPayload,
   ServiceError,
   servingName,
+  SftJobPayload,
   Subjects,
   TrainingEventRecord,
   TrainingEventType,
@@ -24,7 +26,7 @@ import {
   TERMINAL_JOB_STATUSES,
 } from '@trainyard/contracts';
 import { BlobStore, MessageBus, RpcClient } from '@trainyard/messaging';
-import { mapArtTrajectoryGroups, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/engine/wire';
+import { mapArtTrajectoryGroups, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/art';
 import { sftConversations } from '../data/sft-data';
 import { TrainingDataSource } from '../data/training-data.source';
 import { issueAt, pathToLoc } from './issues';
@@ -34,8 +36,9 @@ import { JobRow, TrainingJobRepository } from './training-job.repository';
 
 /** A validated job, ready to be stored and queued. */
 export interface AcceptedJob {
-  type: 'rl' | 'sft';
   payload: TrainingJobPayload;
+  /** The experimental_config as sent, for the job's record (the payload holds what it resolved to). */
+  experimentalConfig: Record<string, unknown> | null;
   ignoredConfigKeys: string[];
   /** The job's id, when something made before it is named after it. */
   id?: string;
@@ -60,16 +63,18 @@ export class TrainingJobsService {
     const model = await this.ownedModel(request, request.model_id);
     const raw = await this.blobs.takeJson(request.trajectory_groups);
     const { config, errors, ignored } = validateExperimentalConfig(request.experimental_config);
-    const requireLogprobs = !config.allowTrainingWithoutLogprobs && !config.precalculateLogprobs;
+    const { settings, klReference } = config;
+    const requireLogprobs = !settings.allowTrainingWithoutLogprobs && !settings.precalculateLogprobs;
     const { groups, issues } = mapArtTrajectoryGroups(raw, undefined, { requireLogprobs });
     const problems = [
       ...errors.map((e) => issueAt(['body', 'experimental_config', e.key], `experimental_config.${e.key} ${e.message}`)),
       ...issues.map((i) => issueAt(pathToLoc(i.path), `${i.path} ${i.message}`)),
     ];
     if (problems.length > 0) throw ServiceError.validation(problems);
-    if (config.klRefAdapterPath !== null) await this.checkKlReference(request, config.klRefAdapterPath);
-    const payload: TrainingJobPayload = { model_name: servingName(model), entity_name: request.entity_name, groups, experimental_config: request.experimental_config };
-    const job = await this.accept(request, model, { type: 'rl', payload, ignoredConfigKeys: ignored.map((key) => `experimental_config.${key}`) });
+    if (klReference && 'model' in klReference) await this.checkKlReference(request, klReference.model);
+    const payload: RlJobPayload = { version: 2, type: 'rl', model_name: servingName(model), entity_name: request.entity_name, groups, settings, kl_reference: klReference };
+    const ignoredConfigKeys = ignored.map((key) => `experimental_config.${key}`);
+    const job = await this.accept(request, model, { payload, experimentalConfig: request.experimental_config, ignoredConfigKeys });
     this.keepTrajectories(request, job, raw);
     return { id: job.id };
   }
@@ -105,9 +110,9 @@ export class TrainingJobsService {
     if (problems.length > 0) throw ServiceError.validation(problems);
     const text = await this.data.read(request, request.training_data_url);
     const conversations = sftConversations(text, 'training_data_url', 'training data ');
-    const payload: TrainingJobPayload = { model_name: servingName(model), entity_name: request.entity_name, conversations, config: request.config, experimental_config: null };
+    const payload: SftJobPayload = { version: 2, type: 'sft', model_name: servingName(model), entity_name: request.entity_name, conversations, settings: config.config };
     const ignored = [...config.ignored.map((key) => `config.${key}`), ...experimental.ignored.map((key) => `experimental_config.${key}`)];
-    const job = await this.accept(request, model, { type: 'sft', payload, ignoredConfigKeys: ignored });
+    const job = await this.accept(request, model, { payload, experimentalConfig: null, ignoredConfigKeys: ignored });
     return { id: job.id };
   }
 
@@ -234,10 +239,10 @@ export class TrainingJobsService {
     else await this.appendEvent(jobId, 'training_failed', { error_message: errorMessage ?? `training job ${status}` }, 'final');
   }
 
-  /** Stores a validated job and queues it. */
+  /** Stores a validated job (with the experimental_config it was sent, for its record) and queues it. */
   async accept(scope: CallerScope, model: ModelRecord, accepted: AcceptedJob): Promise<Omit<JobRow, 'payload'>> {
-    const { type, payload, ignoredConfigKeys, id, fineTuning } = accepted;
-    const job = await this.jobs.create({ id, entityId: scope.entity_id, modelId: model.id, type, payload, experimentalConfig: payload.experimental_config, ignoredConfigKeys, fineTuning });
+    const { payload, experimentalConfig, ignoredConfigKeys, id, fineTuning } = accepted;
+    const job = await this.jobs.create({ id, entityId: scope.entity_id, modelId: model.id, type: payload.type, payload, experimentalConfig, ignoredConfigKeys, fineTuning });
     if (ignoredConfigKeys.length > 0) this.logger.log(`job ${job.id}: accepted, ignoring ${ignoredConfigKeys.join(', ')}`);
     // The job is stored, so it is accepted: a failed publish is retried by the queue, and a
     // 503 here would only make the client create it a second time.

@@ -32,6 +32,31 @@ describe('JobLifecycleService', () => {
       expect(jobs.rows.get(job.id)?.attempts).toBe(1);
     });
 
+    it("resolves a legacy payload's experimental_config for the worker, as a new job's is", async () => {
+      const groups = [{ trajectories: [] }];
+      const job = jobs.add({ type: 'rl', payload: { model_name: 'acme/project/agent', entity_name: 'acme', groups, experimental_config: { loss_fn: 'ppo', kl_penalty_step_lag: 1 } } });
+      const reply = await claim(job.id);
+      if (reply.action !== 'run') throw new Error('expected run');
+      expect(blobs.stored.get(reply.job.payload as unknown as string)).toEqual({
+        version: 2,
+        type: 'rl',
+        model_name: 'acme/project/agent',
+        entity_name: 'acme',
+        groups,
+        settings: expect.objectContaining({ lossFn: 'ppo', epsilon: 0.2, epsilonHigh: 0.2 }),
+        kl_reference: { steps_back: 1 },
+      });
+    });
+
+    it('fails a legacy job whose config no longer validates, naming the key, and hands it to no worker', async () => {
+      const job = jobs.add({ payload: { model_name: 'acme/project/agent', entity_name: 'acme', conversations: [], config: { batch_size: 0 }, experimental_config: null } });
+      expect(await claim(job.id)).toEqual({ action: 'skip', reason: 'its payload does not validate' });
+      expect(jobs.status(job.id)).toBe('failed');
+      expect(jobs.rows.get(job.id)?.errorMessage).toMatch(/^config\.batch_size /);
+      expect(blobs.stored.size).toBe(0);
+      expect(queue.advanced).toEqual(['m-1']);
+    });
+
     it.each(['succeeded', 'failed', 'cancelled'] as const)('skips a job already %s and leaves it so', async (status) => {
       const job = jobs.add({ status });
       expect(await claim(job.id)).toEqual({ action: 'skip', reason: `job already ${status}` });

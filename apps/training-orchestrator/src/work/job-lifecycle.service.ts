@@ -6,9 +6,11 @@ import {
   JobProgress,
   JobProgressReply,
   ServiceError,
+  TrainingJobPayload,
   TrainingJobRecord,
 } from '@trainyard/contracts';
 import { BlobStore } from '@trainyard/messaging';
+import { UnrunnablePayloadError, workPayload } from '../jobs/job-payload';
 import { JobQueue } from '../jobs/job-queue';
 import { toJobRecord } from '../jobs/job-record';
 import { TrainingJobRepository } from '../jobs/training-job.repository';
@@ -38,10 +40,17 @@ export class JobLifecycleService {
       await this.complete({ job_id: job.id, outcome: 'cancelled' });
       return { action: 'skip', reason: 'job was cancelled' };
     }
+    let payload: TrainingJobPayload;
+    try {
+      payload = workPayload(job.type, job.payload);
+    } catch (err) {
+      if (!(err instanceof UnrunnablePayloadError)) throw err;
+      await this.complete({ job_id: job.id, outcome: 'failed', error_message: err.message });
+      return { action: 'skip', reason: 'its payload does not validate' };
+    }
     // A running job restarts only when the message it was claimed through comes back (its holder stopped); any other message of it is a duplicate.
     if (!(await this.jobs.claim(job.id, request.message_seq))) return { action: 'skip', reason: `job is ${job.status} elsewhere` };
     if (job.status === 'running') this.logger.warn(`Restarting job ${job.id} on ${request.worker}: its previous worker stopped`);
-    const payload = job.payload;
     return {
       action: 'run',
       job: {

@@ -1,4 +1,5 @@
-import { BlobRef, ClaimedJob, ResolveModelReply, Subjects } from '@trainyard/contracts';
+import { validateExperimentalConfig } from '@trainyard/art';
+import { BlobRef, ClaimedJob, ResolveModelReply, RlJobPayload, SftJobPayload, Subjects, TrainingSftSettings } from '@trainyard/contracts';
 import {
   ADAPTER_CONFIG_FILE,
   ADAPTER_WEIGHTS_FILE,
@@ -40,6 +41,18 @@ const GROUPS = [
     })),
   },
 ];
+
+/** An SFT job's payload as the orchestrator stores it. */
+function sft(settings: Partial<TrainingSftSettings> = {}): SftJobPayload {
+  return { version: 2, type: 'sft', model_name: MODEL, entity_name: 'acme', conversations: CONVERSATIONS, settings: { batchSize: 'auto', learningRate: 5e-5, assistantTurns: 'all', ...settings } };
+}
+
+/** An RL job's payload as the orchestrator makes it of `experimentalConfig`. */
+function rl(experimentalConfig: Record<string, unknown> = {}): RlJobPayload {
+  const { config, errors } = validateExperimentalConfig(experimentalConfig);
+  if (errors.length > 0) throw new Error(JSON.stringify(errors));
+  return { version: 2, type: 'rl', model_name: MODEL, entity_name: 'acme', groups: GROUPS, settings: config.settings, kl_reference: config.klReference };
+}
 
 interface Call {
   subject: string;
@@ -121,7 +134,7 @@ describe('JobRunner (wasm, tiny model)', () => {
   }
 
   it('trains an SFT job, reports each step, and records the new adapter as the registry numbers it', async () => {
-    const { rpc, blobs, jobRunner } = runner({ conversations: CONVERSATIONS, config: { batch_size: 1, learning_rate: 1e-2 }, experimental_config: null });
+    const { rpc, blobs, jobRunner } = runner(sft({ batchSize: 1, learningRate: 1e-2 }));
     const step = await jobRunner.run(job('sft'), new AbortController().signal, () => undefined);
     jobRunner.onModuleDestroy();
 
@@ -157,7 +170,7 @@ describe('JobRunner (wasm, tiny model)', () => {
 
   it('trains every epoch of an SFT job and measures the validation loss at the end of each', async () => {
     const validation = [{ messages: [{ role: 'user', content: 'capital of Italy?' }, { role: 'assistant', content: 'Rome' }] }];
-    const payload = { conversations: CONVERSATIONS, config: { batch_size: 1, learning_rate: 1e-2 }, experimental_config: null, epochs: 2, shuffle_seed: 7, validation_conversations: validation };
+    const payload = { ...sft({ batchSize: 1, learningRate: 1e-2 }), epochs: 2, shuffle_seed: 7, validation_conversations: validation };
     const { rpc, jobRunner } = runner(payload);
     await jobRunner.run(job('sft'), new AbortController().signal, () => undefined);
     jobRunner.onModuleDestroy();
@@ -176,23 +189,8 @@ describe('JobRunner (wasm, tiny model)', () => {
     expect(rpc.of(Subjects.registry.recordCheckpoint)).toHaveLength(1);
   });
 
-  it('refuses an invalid SFT config before reporting anything', async () => {
-    const { rpc, jobRunner } = runner({ conversations: CONVERSATIONS, config: { batch_size: 0 }, experimental_config: null });
-    await expect(jobRunner.run(job('sft'), new AbortController().signal, () => undefined)).rejects.toThrow(/batch_size/);
-    jobRunner.onModuleDestroy();
-    expect(rpc.of(Subjects.training.reportProgress)).toEqual([]);
-    expect(rpc.of(Subjects.registry.recordCheckpoint)).toEqual([]);
-  });
-
-  it('refuses an invalid experimental_config of an RL job, naming the key', async () => {
-    const { rpc, jobRunner } = runner({ groups: GROUPS, experimental_config: { kl_penalty_reference_step: -1 } });
-    await expect(jobRunner.run(job('rl'), new AbortController().signal, () => undefined)).rejects.toThrow(/kl_penalty_reference_step/);
-    jobRunner.onModuleDestroy();
-    expect(rpc.of(Subjects.training.reportProgress)).toEqual([]);
-  });
-
   it("resolves the KL reference step within the job's own scope", async () => {
-    const { rpc, jobRunner } = runner({ groups: GROUPS, experimental_config: { kl_penalty_coef: 0.1, kl_penalty_reference_step: 0 } });
+    const { rpc, jobRunner } = runner(rl({ kl_penalty_coef: 0.1, kl_penalty_reference_step: 0 }));
     await jobRunner.run(job('rl'), new AbortController().signal, () => undefined);
     jobRunner.onModuleDestroy();
     expect(rpc.of(Subjects.registry.resolveModel)).toEqual([
@@ -203,8 +201,30 @@ describe('JobRunner (wasm, tiny model)', () => {
     expect(rpc.of(Subjects.registry.recordCheckpoint)).toHaveLength(1);
   });
 
+  it('counts a KL step lag back from the checkpoint the job starts from, and takes a named checkpoint as named', async () => {
+    const at3 = (model: string) => ({ base_model_dir: baseDir, adapter_path: adapterDir, step: model === MODEL ? 3 : 1 });
+    const lagged = runner(rl({ kl_penalty_coef: 0.1, kl_penalty_step_lag: 2 }), at3);
+    await lagged.jobRunner.run(job('rl'), new AbortController().signal, () => undefined);
+    lagged.jobRunner.onModuleDestroy();
+    expect(lagged.rpc.of(Subjects.registry.resolveModel)[1]).toEqual({ ...SCOPE, model: `${MODEL}:step1` });
+
+    const other = 'wandb-artifact:///acme/proj/other:step4';
+    const named = runner(rl({ kl_penalty_coef: 0.1, kl_ref_adapter_path: other }), at3);
+    await named.jobRunner.run(job('rl'), new AbortController().signal, () => undefined);
+    named.jobRunner.onModuleDestroy();
+    expect(named.rpc.of(Subjects.registry.resolveModel)[1]).toEqual({ ...SCOPE, model: other });
+  });
+
+  it('fails an RL job whose KL reference has no adapter, before its first step', async () => {
+    const { rpc, jobRunner } = runner(rl({ kl_penalty_coef: 0.1, kl_penalty_reference_step: 0 }), (model) => ({ base_model_dir: baseDir, adapter_path: model === MODEL ? adapterDir : null }));
+    await expect(jobRunner.run(job('rl'), new AbortController().signal, () => undefined)).rejects.toThrow(`the KL reference ${MODEL}:step0 has no adapter`);
+    jobRunner.onModuleDestroy();
+    expect(rpc.of(Subjects.training.reportProgress).filter((p) => p['kind'] === 'step')).toEqual([]);
+    expect(rpc.of(Subjects.registry.recordCheckpoint)).toEqual([]);
+  });
+
   it('passes on a cancel the orchestrator asks for in a progress reply', async () => {
-    const { rpc, jobRunner } = runner({ conversations: CONVERSATIONS, config: { batch_size: 1 }, experimental_config: null });
+    const { rpc, jobRunner } = runner(sft({ batchSize: 1 }));
     rpc.cancelRequested = true;
     const onCancel = jest.fn();
     await jobRunner.run(job('sft'), new AbortController().signal, onCancel);
@@ -213,7 +233,7 @@ describe('JobRunner (wasm, tiny model)', () => {
   });
 
   it('records nothing when the job is stopped', async () => {
-    const { rpc, jobRunner } = runner({ conversations: CONVERSATIONS, config: { batch_size: 1 }, experimental_config: null });
+    const { rpc, jobRunner } = runner(sft({ batchSize: 1 }));
     const abort = new AbortController();
     abort.abort(new JobInterrupted('cancelled'));
     await expect(jobRunner.run(job('sft'), abort.signal, () => undefined)).rejects.toThrow();
@@ -224,7 +244,7 @@ describe('JobRunner (wasm, tiny model)', () => {
   // After the other jobs that train: the matmul threads, once started, stay for the rest of the process.
   it('trains an SFT job on 2 matmul threads (MATMUL_THREADS) to the losses of one thread', async () => {
     const losses = async (threads: number) => {
-      const { rpc, jobRunner } = runner({ conversations: CONVERSATIONS, config: { batch_size: 1, learning_rate: 1e-2 }, experimental_config: null }, undefined, { MATMUL_THREADS: String(threads) });
+      const { rpc, jobRunner } = runner(sft({ batchSize: 1, learningRate: 1e-2 }), undefined, { MATMUL_THREADS: String(threads) });
       await jobRunner.run(job('sft'), new AbortController().signal, () => undefined);
       jobRunner.onModuleDestroy();
       expect(matMulThreads()).toBe(threads);
@@ -235,7 +255,7 @@ describe('JobRunner (wasm, tiny model)', () => {
   });
 
   it('fails a job whose model resolves to no adapter', async () => {
-    const { jobRunner } = runner({ conversations: CONVERSATIONS, config: null, experimental_config: null }, () => ({ base_model_dir: baseDir, adapter_path: null }));
+    const { jobRunner } = runner(sft(), () => ({ base_model_dir: baseDir, adapter_path: null }));
     await expect(jobRunner.run(job('sft'), new AbortController().signal, () => undefined)).rejects.toThrow(`${MODEL} resolved to no adapter`);
   });
 });

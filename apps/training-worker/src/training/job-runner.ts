@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { ClaimedJob, ServiceError, Subjects } from '@trainyard/contracts';
+import { ClaimedJob, ServiceError, Subjects, TrainingKlReference } from '@trainyard/contracts';
 import {
   ADAPTER_CONFIG_FILE,
   ADAPTER_WEIGHTS_FILE,
@@ -11,8 +11,6 @@ import {
   PeftAdapter,
   readPeftAdapter,
   StepMetrics,
-  validateExperimentalConfig,
-  validateSftConfig,
   writePeftAdapter,
 } from '@trainyard/engine';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
@@ -71,18 +69,16 @@ export class JobRunner implements OnModuleDestroy {
         const reply = await this.rpc.request(Subjects.training.reportProgress, { job_id: job.job_id, kind: 'step', step, metrics });
         if (reply.cancel_requested) onCancelRequested();
       };
-      if (job.type === 'rl') {
-        const { config, errors } = validateExperimentalConfig(payload.experimental_config);
-        if (errors.length > 0) throw new Error(errors.map((e) => `${e.key} ${e.message}`).join('; '));
-        const plan = trainer.planRl(payload.groups ?? [], config);
+      // The payload holds the trainer's own inputs, validated and resolved by the orchestrator.
+      if (payload.type === 'rl') {
+        const plan = trainer.planRl(payload.groups, payload.settings);
         await report('started', plan.numSequences, rlNoStepsReason(plan));
-        const referenceAdapter = await this.klReference(job, scope, config, source.step ?? 0, lm);
-        await trainer.trainRl(plan, config, onStep, signal, { referenceAdapter });
+        const referenceAdapter = payload.kl_reference ? await this.klReference(job, scope, payload.kl_reference, source.step ?? 0, lm) : undefined;
+        await trainer.trainRl(plan, payload.settings, onStep, signal, { referenceAdapter });
       } else {
-        const { config, errors } = validateSftConfig(payload.config);
-        if (errors.length > 0) throw new Error(errors.map((e) => `${e.key} ${e.message}`).join('; '));
-        const epochs = sftEpochs(payload.conversations ?? [], payload.epochs ?? 1, payload.shuffle_seed);
-        const perEpoch = trainer.planSft(epochs[0], config).numSequences;
+        const { settings } = payload;
+        const epochs = sftEpochs(payload.conversations, payload.epochs ?? 1, payload.shuffle_seed);
+        const perEpoch = trainer.planSft(epochs[0], settings).numSequences;
         const numSequences = perEpoch * epochs.length;
         await report('started', numSequences, sftNoStepsReason(numSequences));
         const validation = payload.validation_conversations ?? [];
@@ -93,7 +89,7 @@ export class JobRunner implements OnModuleDestroy {
             const measured = step === perEpoch && validation.length > 0 ? { ...metrics, valid_loss: await trainer.sftLoss(validation) } : metrics;
             await onStep(measured, first + step, numSequences);
           };
-          await trainer.trainSft(conversations, epochConfig(config, first, perEpoch), onEpochStep, signal);
+          await trainer.trainSft(conversations, epochConfig(settings, first, perEpoch), onEpochStep, signal);
         }
       }
       if (signal.aborted) throw signal.reason;
@@ -104,21 +100,22 @@ export class JobRunner implements OnModuleDestroy {
     }
   }
 
-  /** The KL penalty's reference adapter, when experimental_config names one. */
+  /**
+   * The KL penalty's reference adapter: a checkpoint of the job's model (a step, or a number of
+   * steps before `step`, the one this job trains from) or one named in full. Resolved with the
+   * job's own scope, it can never be another entity's adapter or any other file.
+   */
   private async klReference(
     job: ClaimedJob,
     scope: { entity_id: string; entity_name: string },
-    config: ReturnType<typeof validateExperimentalConfig>['config'],
+    reference: TrainingKlReference,
     step: number,
     lm: LoadedModel,
-  ): Promise<{ spec: PeftAdapter['spec']; tensors: PeftAdapter['tensors'] } | undefined> {
-    const refStep = config.klPenaltyReferenceStep ?? (config.klPenaltyStepLag !== null ? Math.max(0, step - config.klPenaltyStepLag) : null);
-    // kl_ref_adapter_path names one of the caller's checkpoints; resolved with the job's own
-    // scope, it can never point at another entity's adapter or at any other file.
-    const reference = refStep !== null ? `${job.model_name}:step${refStep}` : config.klRefAdapterPath;
-    if (reference === null) return undefined;
-    const path = (await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: reference })).adapter_path;
-    if (!path) return undefined;
+  ): Promise<{ spec: PeftAdapter['spec']; tensors: PeftAdapter['tensors'] }> {
+    const name =
+      'model' in reference ? reference.model : `${job.model_name}:step${'step' in reference ? reference.step : Math.max(0, step - reference.steps_back)}`;
+    const path = (await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: name })).adapter_path;
+    if (!path) throw new Error(`the KL reference ${name} has no adapter`);
     const adapter = await readPeftAdapter(path, lm.config);
     return { spec: adapter.spec, tensors: adapter.tensors };
   }

@@ -1,4 +1,4 @@
-import { validateSftConfig } from '@trainyard/engine';
+import type { SftTrainingConfig } from '@trainyard/engine';
 import { epochConfig, sftEpochs } from './sft-epochs';
 
 const ITEMS = Array.from({ length: 20 }, (_, i) => i);
@@ -26,9 +26,9 @@ describe('sftEpochs', () => {
 
 describe('epochConfig', () => {
   it('cuts a per-batch learning rate to the epoch and leaves a single one alone', () => {
-    const perBatch = validateSftConfig({ learning_rate: [1, 2, 3, 4] }).config;
+    const perBatch: SftTrainingConfig = { batchSize: 'auto', learningRate: [1, 2, 3, 4], assistantTurns: 'all' };
     expect(epochConfig(perBatch, 2, 2).learningRate).toEqual([3, 4]);
-    const single = validateSftConfig({ learning_rate: 0.5 }).config;
+    const single: SftTrainingConfig = { batchSize: 'auto', learningRate: 0.5, assistantTurns: 'all' };
     expect(epochConfig(single, 2, 2)).toBe(single);
   });
 });

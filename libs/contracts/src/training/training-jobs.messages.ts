@@ -119,30 +119,79 @@ export interface JobEventsAppended {
 // ---------------------------------------------------------------- work queue and worker
 
 /**
- * What the orchestrator stores with a job, validated and mapped from the request, and hands
- * to the worker that claims it. The trajectory and conversation shapes are the engine's
- * training inputs (RLTrajectoryGroup, SftConversation), declared here structurally: the
- * orchestrator builds them with the engine's mapping and the worker passes them to the
- * engine's trainer, so the compiler checks both ends against this one declaration.
+ * What the orchestrator stores with a job and hands to the worker that claims it: the
+ * request validated and resolved once, at creation (libs/art), into the engine's own inputs.
+ * The worker passes them to the trainer as they are and parses nothing of ART's. The shapes
+ * are the engine's (RLTrajectoryGroup, SftConversation, RLTrainingConfig, SftTrainingConfig),
+ * declared here structurally: the worker hands them to the engine's trainer, so the compiler
+ * checks both ends against this one declaration. A version 1 payload, stored with
+ * experimental_config or config as sent, is resolved by the orchestrator when it is claimed.
  */
-export interface TrainingJobPayload {
+export type TrainingJobPayload = RlJobPayload | SftJobPayload;
+
+interface JobPayloadBase {
+  version: 2;
   /** `wandb-artifact:///{entity}/{project}/{name}`. */
   model_name: string;
   entity_name: string;
-  /** RL only. */
-  groups?: TrainingTrajectoryGroup[];
-  /** SFT only. */
-  conversations?: TrainingConversation[];
-  /** RL: as sent (the worker validates it into the trainer's config); SFT: null. */
-  experimental_config: Record<string, unknown> | null;
-  /** SFT: as sent (a fine-tuning job: built from its hyperparameters). */
-  config?: Record<string, unknown> | null;
-  /** SFT: passes over the conversations (default 1). */
+}
+
+export interface RlJobPayload extends JobPayloadBase {
+  type: 'rl';
+  groups: TrainingTrajectoryGroup[];
+  settings: TrainingRlSettings;
+  /** The KL penalty's reference policy; null: the base model. */
+  kl_reference: TrainingKlReference | null;
+}
+
+export interface SftJobPayload extends JobPayloadBase {
+  type: 'sft';
+  conversations: TrainingConversation[];
+  settings: TrainingSftSettings;
+  /** Passes over the conversations (default 1). */
   epochs?: number;
-  /** SFT: when set, each epoch takes the conversations in an order drawn from this seed; otherwise in file order. */
+  /** When set, each epoch takes the conversations in an order drawn from this seed; otherwise in file order. */
   shuffle_seed?: number;
-  /** SFT: held-out conversations whose loss is measured (valid_loss) at the end of each epoch, never trained on. */
+  /** Held-out conversations whose loss is measured (valid_loss) at the end of each epoch, never trained on. */
   validation_conversations?: TrainingConversation[];
+}
+
+/**
+ * The checkpoint the KL penalty is measured against: a step of the job's own model, the
+ * checkpoint `steps_back` steps before the one the job trains from (known only when it runs),
+ * or a checkpoint named in full (`wandb-artifact:///{entity}/{project}/{name}:step{N}`, one
+ * of the caller's, resolved through the registry with the job's scope).
+ */
+export type TrainingKlReference = { step: number } | { steps_back: number } | { model: string };
+
+/** How an RL job trains: the policy loss, the advantages, the logprobs it trains against, the packing of steps. */
+export interface TrainingRlSettings {
+  learningRate: number;
+  lossFn: 'cispo' | 'ppo';
+  epsilon: number;
+  epsilonHigh: number;
+  importanceSamplingLevel: 'token' | 'sequence' | 'average' | 'geometric_average';
+  maxNegativeAdvantageImportanceSamplingWeight: number | null;
+  maskProbRatio: boolean;
+  kimiK2Tau: number | null;
+  klPenaltyCoef: number;
+  klPenaltySource: 'current_learner' | 'sample';
+  truncatedImportanceSampling: number | null;
+  scaleRewards: boolean;
+  advantageBalance: number;
+  precalculateLogprobs: boolean;
+  allowTrainingWithoutLogprobs: boolean;
+  /** Token budget of one gradient step (rows x padded length). */
+  packedSequenceLength: number;
+  logprobCalculationChunkSize: number;
+  numTrajectoriesLearningRateMultiplierPower: number;
+}
+
+/** How an SFT job trains: conversations per step, the learning rate (one per step when a list), which assistant turns carry loss. */
+export interface TrainingSftSettings {
+  batchSize: number | 'auto';
+  learningRate: number | number[];
+  assistantTurns: 'all' | 'last';
 }
 
 export interface TrainingToolCall {

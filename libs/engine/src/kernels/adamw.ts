@@ -4,7 +4,7 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
 
 /**
  * The optimizer's step as a WebAssembly SIMD kernel on tfjs-wasm (source:
- * libs/engine/kernels/adamw.ts), over tensors where tfjs keeps them: reading 2.4 M gradients
+ * libs/engine/assembly/adamw.ts), over tensors where tfjs keeps them: reading 2.4 M gradients
  * and parameters out of tfjs's heap, updating them in a JS loop and writing them back took
  * about 65 ms of a training step (docs/benchmarks.md, "Training step"). The results are the
  * bits of the JS loop in training/adamw.ts, which other backends run.

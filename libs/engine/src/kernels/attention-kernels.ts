@@ -1,7 +1,7 @@
 /**
- * The attention kernel's exports (libs/engine/kernels/attention.ts), in both its builds: on
- * tfjs-wasm's heap (attention.wasm.ts: decode-attention.ts, prompt-attention.ts) and on the
- * matmul threads' shared memory (attention-shared.wasm.ts: matmul-threads.ts). Every argument
+ * The attention kernel's exports (libs/engine/assembly/attention.ts), in both its builds: on
+ * tfjs-wasm's heap (ATTENTION_WASM: decode-attention.ts, prompt-attention.ts) and on the
+ * matmul threads' shared memory (ATTENTION_SHARED_WASM: matmul-threads.ts). Every argument
  * before the shapes is a byte offset in the memory the module runs on.
  */
 export interface AttentionKernels {

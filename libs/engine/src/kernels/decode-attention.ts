@@ -9,7 +9,7 @@ import { fusedKernelsApply } from './webgpu-program';
 
 /**
  * Attention for a decoding step as one WebAssembly SIMD kernel on tfjs-wasm (source:
- * libs/engine/kernels/attention.ts, which prompts run too: prompt-attention.ts). tfjs-wasm runs batched matMuls, which decoding
+ * libs/engine/assembly/attention.ts, which prompts run too: prompt-attention.ts). tfjs-wasm runs batched matMuls, which decoding
  * attention is made of (many small [G, D] x [D, S] products, one per sequence and KV head),
  * as a scalar loop; this kernel computes softmax(q k^T + mask) v for all of them in one
  * call, several times faster per layer (docs/benchmarks.md), and fuses the mask and the softmax.

@@ -7,7 +7,7 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
 
 /**
  * LoRA's products beside a frozen projection, for training on tfjs-wasm (source, with the
- * products written out: libs/engine/kernels/lora.ts): every adapter of one projection in one
+ * products written out: libs/engine/assembly/lora.ts): every adapter of one projection in one
  * kernel call per pass, the forward deltas added to the projection's product, and in the
  * backward pass the factors' gradients and the adapters' share of dx. As tfjs ops the same
  * took about a dozen dispatches per adapter and pass (two packed or XNNPACK products, the

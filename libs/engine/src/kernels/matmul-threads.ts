@@ -1,11 +1,13 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import './wasm-features';
 import type { PanelFormat } from './matmul';
 import type { AttentionKernels } from './attention-kernels';
-import { ATTENTION_SHARED_WASM } from './attention-shared.wasm';
-import { LORA_SHARED_WASM } from './lora-shared.wasm';
-import { MATMUL_SHARED_WASM } from './matmul-shared.wasm';
-import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
+import { ATTENTION_SHARED_WASM } from './attention.wasm';
+import { LORA_SHARED_WASM } from './lora.wasm';
+import { MATMUL_SHARED_WASM } from './matmul.wasm';
+import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed.wasm';
 
 /**
  * The matmul kernel on several threads, over one copy of the weights.
@@ -18,8 +20,8 @@ import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
  * tfjs-wasm's heap is not shared between threads, so the packed weights live here, in a
  * shared WebAssembly.Memory of the engine's own (the Arena below), and every thread
  * instantiates the same kernel modules (the kernel sources compiled for a shared memory:
- * matmul-shared.wasm.ts, matmul-transposed-shared.wasm.ts, attention-shared.wasm.ts,
- * lora-shared.wasm.ts) on it.
+ * MATMUL_SHARED_WASM, MATMUL_TRANSPOSED_SHARED_WASM, ATTENTION_SHARED_WASM, LORA_SHARED_WASM)
+ * on it. The helper threads run matmul-threads.worker.ts.
  * Two kinds of product run on the same panels:
  *   - the forward product out = x W (+ bias) (run), divided by panels of 8 output columns:
  *     each chunk is a contiguous range of them;
@@ -32,7 +34,7 @@ import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
  * between the products, divided by tiles of 4 query rows of one KV head, each computed alone;
  * and its gradient (runAttentionBackward), divided by KV heads, each head's dk and dv summed
  * over its tokens by one thread: the same bits again. A training projection's LoRA adapters
- * run there too (libs/engine/kernels/lora.ts): their deltas right after its frozen product,
+ * run there too (libs/engine/assembly/lora.ts): their deltas right after its frozen product,
  * on the copies already made, divided by rows (run's `lora`); and, on enough threads
  * (lora.ts's DIVIDED_BACKWARD_THREADS), its whole backward pass with the frozen dx
  * (runLoraInputGradient): h, dh and dx by rows, the factors' gradients by their rows and
@@ -64,7 +66,7 @@ import { MATMUL_TRANSPOSED_SHARED_WASM } from './matmul-transposed-shared.wasm';
 /** How long a helper spins for the next product before it sleeps (it then wakes on the next one, later). */
 const SPIN_MS = 2;
 
-/** Slots of the control block, an Int32Array over a SharedArrayBuffer (the helpers' script gets the same object). */
+/** Slots of the control block, an Int32Array over a SharedArrayBuffer (the helpers get the same object). */
 const SLOT = {
   /**
    * Twice the count of products published so far: even while the current product's
@@ -125,65 +127,44 @@ const PRODUCTS = [
 
 const productIndex = (name: (typeof PRODUCTS)[number]['name']) => PRODUCTS.findIndex((product) => product.name === name);
 
-/**
- * The helpers' code, run by worker_threads as a script (eval), so that it is the same file
- * under tsx, ts-jest and the apps' webpack bundles. It only runs the kernels' exports on the
- * ranges it is given; everything else happens on the calling thread.
- */
-const HELPER_SOURCE = `
-const { workerData } = require('node:worker_threads');
-const { memory, modules, productTable, control, spinMs, slots, thread } = workerData;
-const instances = modules.map((module) => new WebAssembly.Instance(module, { env: { memory } }).exports);
-const products = productTable.map(({ module, name, arity }) => [instances[module][name], arity]);
-const ctl = new Int32Array(control);
-let seen = 0;
-for (;;) {
-  let since = performance.now();
-  let generation;
-  while ((generation = Atomics.load(ctl, slots.Generation)) === seen || generation % 2 === 1) {
-    if (performance.now() - since > spinMs) {
-      Atomics.wait(ctl, slots.Generation, generation);
-      since = performance.now();
-    }
-  }
-  if (Atomics.load(ctl, slots.Stop) === 1) break;
-  Atomics.add(ctl, slots.Active, 1);
-  // Counted as active first, then checked: a caller that has begun writing the next product
-  // has changed the generation, and its arguments are not read.
-  if (Atomics.load(ctl, slots.Generation) === generation) {
-    seen = generation;
-    const [product, arity] = products[ctl[slots.Product]];
-    const args = Array.from(ctl.subarray(slots.Args, slots.Args + arity));
-    const [units, unit, divisor] = [ctl[slots.Units], ctl[slots.Unit], ctl[slots.Divisor]];
-    for (;;) {
-      const from = Atomics.load(ctl, slots.Next);
-      if (from >= units) break;
-      const to = Math.min(units, from + Math.ceil((units - from) / divisor));
-      if (Atomics.compareExchange(ctl, slots.Next, from, to) !== from) continue;
-      try {
-        product(...args, unit * from, unit * to, thread);
-      } catch {
-        Atomics.store(ctl, slots.Failed, 1);
-      }
-      if (Atomics.add(ctl, slots.Finished, to - from) + to - from === units) Atomics.notify(ctl, slots.Finished);
-    }
-  }
-  Atomics.sub(ctl, slots.Active, 1);
+/** What each helper thread (matmul-threads.worker.ts) is given as its workerData. */
+export interface HelperData {
+  memory: SharedMemory;
+  /** The kernel modules, compiled for a shared memory, that PRODUCTS' `module` indexes. */
+  modules: object[];
+  productTable: typeof PRODUCTS;
+  /** The control block's buffer (SLOT). */
+  control: SharedArrayBuffer;
+  spinMs: number;
+  slots: typeof SLOT;
+  /** 1 to threads - 1: the block of scratch the attention kernels give it. */
+  thread: number;
 }
-`;
 
-/** The part of the WebAssembly JS API used here (the project's TypeScript lib is es2022, without the DOM's declarations). */
+/**
+ * The helpers' script: matmul-threads.worker.ts beside this module in the sources (jest,
+ * tsx), or matmul-threads.worker.js beside the bundle that holds this module (an app's
+ * main.js: tools/webpack makes it an entry of the app's own).
+ */
+function helperScript(): string {
+  const script = ['matmul-threads.worker.js', 'matmul-threads.worker.ts'].map((name) => join(__dirname, name)).find((path) => existsSync(path));
+  if (!script) throw new Error(`matmul threads: no matmul-threads.worker.js or .ts beside ${__dirname} (a bundle must hold it as an entry: tools/webpack)`);
+  return script;
+}
+
+/** The part of the WebAssembly JS API used here and by the helpers (the project's TypeScript lib is es2022, without the DOM's declarations). */
 export interface SharedMemory {
   readonly buffer: SharedArrayBuffer;
   grow(pages: number): number;
 }
-declare const WebAssembly: {
+export interface WebAssemblyApi {
   Memory: new (descriptor: { initial: number; maximum: number; shared: true }) => SharedMemory;
   Module: new (bytes: Uint8Array) => object;
   Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
-};
+}
+declare const WebAssembly: WebAssemblyApi;
 
-/** matmulF32, matmulBf16, matmulQ8 and the fused matmulF32Fused and matmulBf16Fused (and their paired copies) of the kernel (libs/engine/kernels/matmul.ts). */
+/** matmulF32, matmulBf16, matmulQ8 and the fused matmulF32Fused and matmulBf16Fused (and their paired copies) of the kernel (libs/engine/assembly/matmul.ts). */
 type MatmulExport = (x: number, packed: number, bias: number, out: number, M: number, K: number, N: number, readAhead: number, oneRowWide: number, xt: number, panelFrom: number, panelTo: number) => void;
 
 /** The matmul kernel's exports that multiply, and the re-laying of panels: what both its builds, on tfjs's heap and on a shared memory, are called for. */
@@ -226,13 +207,13 @@ export function prepareRows(kernels: MatmulKernels, format: PanelFormat, paired:
   else if (readsRowScratch(format, paired, M)) kernels.interleaveRows(x, xt, M, K);
 }
 
-/** The transposed kernel's exports (libs/engine/kernels/matmul-transposed.ts), in both its builds. */
+/** The transposed kernel's exports (libs/engine/assembly/matmul-transposed.ts), in both its builds. */
 export interface TransposedKernels {
   transposeRows(dy: number, dyT: number, M: number, N: number): void;
   matmulTransposedF32(packed: number, dx: number, M: number, K: number, N: number, dyT: number, acc: number, kFrom: number, kTo: number): void;
 }
 
-/** The LoRA kernel's exports for the threads (libs/engine/kernels/lora.ts, its table of parts at the end). */
+/** The LoRA kernel's exports for the threads (libs/engine/assembly/lora.ts, its table of parts at the end). */
 interface LoraKernels {
   loraForwardRows(x: number, K: number, M: number, table: number, parts: number, y: number, yWidth: number, from: number, to: number, thread: number): void;
   adaptedBackwardFirst(packed: number, dx: number, M: number, K: number, N: number, dyT: number, acc: number, x: number, dy: number, table: number, parts: number, dxLora: number, from: number, to: number, thread: number): void;
@@ -339,7 +320,7 @@ export interface ThreadedProduct {
 
 /**
  * A LoRA adapter on columns [col, col + width) of a threaded product's output
- * (libs/engine/kernels/lora.ts): delta = scale (x aT) bT. The factors are views of tfjs's heap.
+ * (libs/engine/assembly/lora.ts): delta = scale (x aT) bT. The factors are views of tfjs's heap.
  */
 export interface ThreadedLoraPart {
   /** [K, r] */
@@ -390,7 +371,7 @@ export interface LoraInputGradient extends TransposedProduct {
 }
 
 /**
- * A prompt's attention (libs/engine/kernels/attention.ts, promptAttention): q and out [B T,
+ * A prompt's attention (libs/engine/assembly/attention.ts, promptAttention): q and out [B T,
  * KV G D] token-major, k and v [B, KV, stride, D] of which the first S columns count, mask
  * [maskRows, T, S]; all views of tfjs's heap, out written.
  */
@@ -411,7 +392,7 @@ export interface ThreadedAttention {
 }
 
 /**
- * A prompt's attention's gradient (libs/engine/kernels/attention.ts, attentionBackward): q, dO
+ * A prompt's attention's gradient (libs/engine/assembly/attention.ts, attentionBackward): q, dO
  * and dq [B T, KV G D] token-major, k, v, dk and dv [B, KV, S, D], mask [maskRows, T, S]; all
  * views of tfjs's heap, dq, dk and dv written.
  */
@@ -462,11 +443,10 @@ export class MatMulThreads {
     this.transposed = transposed as unknown as TransposedKernels;
     this.attention = attention as unknown as AttentionKernels;
     this.lora = lora as unknown as LoraKernels;
+    const script = helperScript();
     for (let index = 0; index < threads - 1; index++) {
-      const helper = new Worker(HELPER_SOURCE, {
-        eval: true,
-        workerData: { memory: this.memory, modules, productTable: PRODUCTS, control: this.control.buffer, spinMs: SPIN_MS, slots: SLOT, thread: index + 1 },
-      });
+      const workerData: HelperData = { memory: this.memory, modules, productTable: PRODUCTS, control: this.control.buffer, spinMs: SPIN_MS, slots: SLOT, thread: index + 1 };
+      const helper = new Worker(script, { workerData });
       // Helpers never keep the process alive, and a process exiting stops them.
       helper.unref();
       this.helpers.push(helper);

@@ -7,7 +7,7 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
 /**
  * The input gradient of a frozen projection, dx [M, K] = dy [M, N] W^T, from the panels that
  * packWeights made of W [K, N] for the forward pass (source, with the why of its loops:
- * libs/engine/kernels/matmul-transposed.ts). Training then multiplies by each weight matrix
+ * libs/engine/assembly/matmul-transposed.ts). Training then multiplies by each weight matrix
  * from one packed copy both ways, and never hands W to XNNPACK, which would pack a copy of
  * its own. A tfjs kernel for the wasm backend on tfjs's own memory, like packedMatMul; or,
  * for panels stored in the matmul threads' memory, divided between those threads by ranges of

@@ -6,7 +6,7 @@ import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from '.
 
 /**
  * The model's projections, x [M, K] W [K, N] (+ bias), as one WebAssembly SIMD kernel on
- * tfjs-wasm (source, with the why of its layout: libs/engine/kernels/matmul.ts). It is at
+ * tfjs-wasm (source, with the why of its layout: libs/engine/assembly/matmul.ts). It is at
  * least as fast as XNNPACK's matMul for every row count, decode and prefill alike
  * (bench/matmul.bench.ts; docs/benchmarks.md, "Matmul kernel"), so inference uses it for
  * all of them, and an inference process never has XNNPACK pack the weights a second time

@@ -4,7 +4,7 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
 
 /**
  * The lm_head's softmax of a training step and its gradient, as two WebAssembly SIMD kernels on
- * tfjs-wasm's heap (source: libs/engine/kernels/softmax.ts, nextTokenSoftmax and
+ * tfjs-wasm's heap (source: libs/engine/assembly/softmax.ts, nextTokenSoftmax and
  * nextTokenGradient): one pass of exponentials over the [n, vocabulary] logits where tfjs
  * makes eight or nine, and one pass for their gradient where tfjs makes three.
  */

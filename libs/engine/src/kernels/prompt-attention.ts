@@ -6,7 +6,7 @@ import { heapOffset, heapView, WasmBackendInternals } from './wasm-heap';
 
 /**
  * Attention over T new tokens per sequence (a prompt's prefill, or a training step's forward
- * pass) as one WebAssembly SIMD kernel on tfjs-wasm (source: libs/engine/kernels/attention.ts,
+ * pass) as one WebAssembly SIMD kernel on tfjs-wasm (source: libs/engine/assembly/attention.ts,
  * promptAttention: decoding's kernel in register tiles of 4 query rows, for head sizes that
  * are multiples of 8; others run decoding's own loops), and its gradient as a second kernel.
  * In tfjs ops the same is, per KV head, two 2-D matMuls, the mask, a softmax, and transposes

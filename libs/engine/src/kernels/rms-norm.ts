@@ -6,7 +6,7 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
 import { fusedKernelsApply } from './webgpu-program';
 
 /**
- * RMSNorm as one WebAssembly SIMD kernel on tfjs-wasm (source: libs/engine/kernels/rms-norm.ts),
+ * RMSNorm as one WebAssembly SIMD kernel on tfjs-wasm (source: libs/engine/assembly/rms-norm.ts),
  * where tfjs runs six: per-op dispatch is a large share of a decoding step (docs/benchmarks.md,
  * "Engine: decode, prefill and memory"). A tfjs kernel for the wasm backend on tfjs's own
  * memory, as the matmul kernel; null where it does not apply, for the caller to use tfjs ops.

@@ -7,7 +7,7 @@ import { fusedKernelsApply } from './webgpu-program';
 
 /**
  * Rotary position embeddings (model/rope.ts) as one WebAssembly SIMD kernel on tfjs-wasm
- * (source: libs/engine/kernels/rope.ts), where tfjs runs six, with the same bits. A tfjs
+ * (source: libs/engine/assembly/rope.ts), where tfjs runs six, with the same bits. A tfjs
  * kernel for the wasm backend on tfjs's own memory, as the matmul kernel; null where it does
  * not apply, for the caller to use tfjs ops. On webgpu the same kernel name runs a WGSL
  * program (rope.webgpu.ts).

@@ -3,7 +3,7 @@ import { instantiateOnOwnMemory, WasmMemory } from './wasm-heap';
 
 /**
  * The exponentials a sampler needs from one row of logits, in WebAssembly SIMD (source:
- * libs/engine/kernels/softmax.ts): about ten times faster than Math.exp over the vocabulary
+ * libs/engine/assembly/softmax.ts): about ten times faster than Math.exp over the vocabulary
  * (docs/benchmarks.md, "Sampling"). The module has a memory of its own, grown to the largest
  * row seen; each call copies the row in.
  */

@@ -5,7 +5,7 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
 
 /**
  * The MLP's SwiGLU gate, silu(gate) * up from the fused gate|up projection's output, as one
- * WebAssembly SIMD kernel on tfjs-wasm (source: libs/engine/kernels/swiglu.ts), where tfjs
+ * WebAssembly SIMD kernel on tfjs-wasm (source: libs/engine/assembly/swiglu.ts), where tfjs
  * runs four (split, sigmoid, multiply, multiply). A tfjs kernel for the wasm backend on
  * tfjs's own memory, as the matmul kernel; null where it does not apply, for the caller to
  * use tfjs ops.

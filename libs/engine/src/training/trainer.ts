@@ -5,7 +5,7 @@ import { AdapterTensors, DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights } from '..
 import type { LlamaModel } from '../model/llama';
 import { AdamW, AdamWOptions, REFERENCE_ADAMW } from './adamw';
 import { NextTokenLoss, checkpointedGradients, headLogprobs, nextTokenLogprobValues, nextTokenRows } from './checkpointing';
-import { AUTO_SFT_BATCH_SIZE, RLTrainingConfig, SftTrainingConfig } from './experimental-config';
+import { AUTO_SFT_BATCH_SIZE, RLTrainingConfig, SftTrainingConfig } from './training-config';
 import { ensureTrainingGradients } from './gradients';
 import { groupAdvantages, rlPolicyLoss } from './rl-loss';
 import { RLSequence, RLTrajectoryGroup, SftConversation, TokenSequence, buildRlSequence, buildSftSequence } from './sequences';
@@ -245,7 +245,7 @@ export class LoraTrainer {
           if (bad !== undefined) throw new Error(`${where}: token id ${bad} is outside the vocabulary`);
           const missing = sequence.mask.some((m, i) => m === 1 && sequence.logprobs[i] === null);
           if (missing && !config.allowTrainingWithoutLogprobs && !config.precalculateLogprobs) {
-            throw new Error(`${where}: a Choice has no sampling logprobs (set allow_training_without_logprobs or precalculate_logprobs)`);
+            throw new Error(`${where}: a Choice has no sampling logprobs (allowTrainingWithoutLogprobs or precalculateLogprobs would train it)`);
           }
           items.push({ sequence, advantage: advantages[t], group: g, trajectory: t });
         }
@@ -279,10 +279,8 @@ export class LoraTrainer {
   }
 
   /**
-   * One gradient step per packed step of the plan, with the policy loss of rl-loss.ts.
-   * options.referenceAdapter is the KL reference when kl_penalty_reference_step,
-   * kl_penalty_step_lag or kl_ref_adapter_path is set (the caller resolves it to tensors);
-   * without one the reference is the base model.
+   * One gradient step per packed step of the plan, with the policy loss of rl-loss.ts. The
+   * KL penalty's reference policy is options.referenceAdapter, or the base model without one.
    */
   async trainRl(
     groups: RLTrajectoryGroup[] | RLPlan,
@@ -292,8 +290,6 @@ export class LoraTrainer {
     options: { referenceAdapter?: { spec: LoraSpec; tensors: AdapterTensors } } = {},
   ): Promise<StepMetrics[]> {
     const plan = Array.isArray(groups) ? this.planRl(groups, config) : groups;
-    const needsReference = config.klPenaltyReferenceStep !== null || config.klPenaltyStepLag !== null || config.klRefAdapterPath !== null;
-    if (needsReference && !options.referenceAdapter) throw new Error('a KL reference step or adapter is configured but no reference adapter was given');
     const chunk = config.logprobCalculationChunkSize;
     const rowsOf = (step: RLPlanItem[]) => step.map((i) => i.sequence.tokens);
 

@@ -1,8 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { RLTrainingConfig, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '../../src/training/experimental-config';
 import { ensureTrainingGradients } from '../../src/training/gradients';
 import { RLLossInputs, groupAdvantages, rlPolicyLoss } from '../../src/training/rl-loss';
+import type { RLTrainingConfig } from '../../src/training/training-config';
 import { useBackend } from '../helpers';
+import { PPO, rlConfig } from './rl-config';
 
 /**
  * One row of three tokens, all trainable, weights 1: every option's effect can be worked out
@@ -12,16 +13,15 @@ const L = [-1, -2, -0.5];
 const OLD = [-1.5, -1, NaN];
 const denom = 3 + 1e-6;
 
-function run(options: Record<string, unknown>, extra: Partial<RLLossInputs> = {}, advantages = [1, 1, 1]) {
-  const { config, errors } = validateExperimentalConfig(options);
-  expect(errors).toEqual([]);
+function run(changes: Partial<RLTrainingConfig>, extra: Partial<RLLossInputs> = {}, advantages = [1, 1, 1]) {
+  const config = rlConfig(changes);
   {
     let metrics: ReturnType<typeof rlPolicyLoss> | null = null;
     const lp = tf.variable(tf.tensor2d(L, [1, 3]));
     const { value, grads } = tf.variableGrads(() => {
       metrics = rlPolicyLoss(
         { logprobs: lp as unknown as tf.Tensor2D, logprobValues: new Float32Array(L), oldLogprobs: new Float32Array(OLD), advantages: new Float32Array(advantages), mask: new Float32Array([1, 1, 1]), weights: new Float32Array([1, 1, 1]), ...extra },
-        config as RLTrainingConfig,
+        config,
       );
       return metrics.loss;
     }, [lp]);
@@ -48,49 +48,47 @@ describe('RL losses on a hand-checkable example', () => {
   });
 
   it('cispo epsilon_high clips the stop-gradient ratio from above', () => {
-    const { loss } = run({ epsilon_high: 0.2 });
+    const { loss } = run({ epsilonHigh: 0.2 });
     expect(loss).toBeCloseTo(-(1.2 * -1 + r[1] * -2 + 1 * -0.5) / denom, 5);
   });
 
   it('ppo: - min(ratio A, clip(ratio, 0.8, 1.2) A), gradient only where unclipped', () => {
-    const { loss, grad } = run({ loss_fn: 'ppo' });
+    const { loss, grad } = run(PPO);
     expect(loss).toBeCloseTo(-(1.2 + r[1] * 1 + 1) / denom, 5);
     // token 0 clipped (no gradient), token 1 below the range with A > 0: min picks ratio A (gradient ratio).
     expect(grad[0]).toBeCloseTo(0, 6);
     expect(grad[1]).toBeCloseTo(-r[1] / denom, 5);
     expect(grad[2]).toBeCloseTo(-1 / denom, 5);
-    // The legacy switch is the same loss.
-    expect(run({ ppo: true }).loss).toBeCloseTo(loss, 6);
   });
 
   it('ppo with a negative advantage takes the pessimistic side', () => {
-    const { loss } = run({ loss_fn: 'ppo' }, {}, [-1, -1, -1]);
+    const { loss } = run(PPO, {}, [-1, -1, -1]);
     // -min(-r, -clip(r)) = max(r, clip(r)): [r0, 0.8, 1]
     expect(loss).toBeCloseTo((r[0] + 0.8 + 1) / denom, 5);
   });
 
   it('importance_sampling_level sequence / average / geometric_average', () => {
     const seq = Math.exp((0.5 - 1 + 0) / 3);
-    expect(run({ importance_sampling_level: 'sequence' }).loss).toBeCloseTo(-(seq * (-1 - 2 - 0.5)) / denom, 5);
+    expect(run({ importanceSamplingLevel: 'sequence' }).loss).toBeCloseTo(-(seq * (-1 - 2 - 0.5)) / denom, 5);
     const avg = r.map((x) => (x + seq) / 2);
-    expect(run({ importance_sampling_level: 'average' }).loss).toBeCloseTo(-(avg[0] * -1 + avg[1] * -2 + avg[2] * -0.5) / denom, 5);
+    expect(run({ importanceSamplingLevel: 'average' }).loss).toBeCloseTo(-(avg[0] * -1 + avg[1] * -2 + avg[2] * -0.5) / denom, 5);
     const geo = r.map((x) => Math.sqrt(x * seq));
-    expect(run({ importance_sampling_level: 'geometric_average' }).loss).toBeCloseTo(-(geo[0] * -1 + geo[1] * -2 + geo[2] * -0.5) / denom, 5);
+    expect(run({ importanceSamplingLevel: 'geometric_average' }).loss).toBeCloseTo(-(geo[0] * -1 + geo[1] * -2 + geo[2] * -0.5) / denom, 5);
   });
 
   it('max_negative_advantage_importance_sampling_weight caps the ratio', () => {
-    expect(run({ max_negative_advantage_importance_sampling_weight: 1.1 }).loss).toBeCloseTo(-(1.1 * -1 + r[1] * -2 + 1 * -0.5) / denom, 5);
+    expect(run({ maxNegativeAdvantageImportanceSamplingWeight: 1.1 }).loss).toBeCloseTo(-(1.1 * -1 + r[1] * -2 + 1 * -0.5) / denom, 5);
   });
 
   it('mask_prob_ratio zeroes ratios outside (1-eps, 1+eps_high)', () => {
     // ppo, eps 0.2: token 0 (1.65) and token 1 (0.37) are outside, so only token 2 remains.
-    expect(run({ loss_fn: 'ppo', mask_prob_ratio: true }).loss).toBeCloseTo(-(0 + 0 + 1) / denom, 5);
+    expect(run({ ...PPO, maskProbRatio: true }).loss).toBeCloseTo(-(0 + 0 + 1) / denom, 5);
   });
 
   it('kimi_k2_tau subtracts tau * (l - l_old) from the advantage', () => {
     const tau = 0.5;
     const adv = [1 - tau * 0.5, 1 - tau * -1, 1];
-    expect(run({ kimi_k2_tau: tau }).loss).toBeCloseTo(-(r[0] * adv[0] * -1 + r[1] * adv[1] * -2 + adv[2] * -0.5) / denom, 5);
+    expect(run({ kimiK2Tau: tau }).loss).toBeCloseTo(-(r[0] * adv[0] * -1 + r[1] * adv[1] * -2 + adv[2] * -0.5) / denom, 5);
   });
 
   it('kl_penalty_coef adds c * (mean(d) - d) with d = l - l_ref, and reports kl_policy_ref and kl_div', () => {
@@ -99,7 +97,7 @@ describe('RL losses on a hand-checkable example', () => {
     const mean = (0 - 1 + 0.5) / denom;
     const c = 0.1;
     const adv = d.map((x) => 1 + c * (mean - x));
-    const { loss, metrics } = run({ kl_penalty_coef: c }, { refLogprobs: new Float32Array(ref) });
+    const { loss, metrics } = run({ klPenaltyCoef: c }, { refLogprobs: new Float32Array(ref) });
     expect(loss).toBeCloseTo(-(r[0] * adv[0] * -1 + r[1] * adv[1] * -2 + adv[2] * -0.5) / denom, 5);
     expect(metrics.klPolicyRef).toBeCloseTo(mean, 5);
     const k3 = d.map((x) => Math.exp(-x) + x - 1);
@@ -108,7 +106,7 @@ describe('RL losses on a hand-checkable example', () => {
     const ds = [-1.5 + 1, -1 + 1, -0.5 + 1];
     const means = (ds[0] + ds[1] + ds[2]) / denom;
     const advs = ds.map((x) => 1 + c * (means - x));
-    expect(run({ kl_penalty_coef: c, kl_penalty_source: 'sample' }, { refLogprobs: new Float32Array(ref) }).loss).toBeCloseTo(
+    expect(run({ klPenaltyCoef: c, klPenaltySource: 'sample' }, { refLogprobs: new Float32Array(ref) }).loss).toBeCloseTo(
       -(r[0] * advs[0] * -1 + r[1] * advs[1] * -2 + advs[2] * -0.5) / denom,
       5,
     );
@@ -117,10 +115,10 @@ describe('RL losses on a hand-checkable example', () => {
   it('truncated_importance_sampling multiplies by min(ratio, cap), or by exp(l_old - l_original) when precalculated', () => {
     const cap = 1.2;
     const base = [r[0] * -1, r[1] * -2, -0.5];
-    expect(run({ truncated_importance_sampling: cap }).loss).toBeCloseTo(-(base[0] * cap + base[1] * r[1] + base[2]) / denom, 5);
+    expect(run({ truncatedImportanceSampling: cap }).loss).toBeCloseTo(-(base[0] * cap + base[1] * r[1] + base[2]) / denom, 5);
     const original = new Float32Array([-1.5, -3, NaN]);
     const t = [1, Math.min(Math.exp(-1 + 3), cap), 1];
-    expect(run({ truncated_importance_sampling: cap }, { originalLogprobs: original }).loss).toBeCloseTo(-(base[0] * t[0] + base[1] * t[1] + base[2] * t[2]) / denom, 5);
+    expect(run({ truncatedImportanceSampling: cap }, { originalLogprobs: original }).loss).toBeCloseTo(-(base[0] * t[0] + base[1] * t[1] + base[2] * t[2]) / denom, 5);
   });
 
   it('weights and the mask scale each token; padding counts for nothing', () => {
@@ -134,58 +132,5 @@ describe('RL losses on a hand-checkable example', () => {
     groupAdvantages([1, 0, 1, 0], { scaleRewards: true, advantageBalance: 0 }).forEach((a, i) => expect(a).toBeCloseTo([0.5, -0.5, 0.5, -0.5][i] / (std + 1e-6), 6));
     expect(groupAdvantages([1, 0], { scaleRewards: false, advantageBalance: 0.5 })).toEqual([0.5, -0.25]);
     expect(groupAdvantages([1, 0], { scaleRewards: false, advantageBalance: -0.5 })).toEqual([0.25, -0.5]);
-  });
-});
-
-describe('validateExperimentalConfig', () => {
-  it('applies the documented defaults', () => {
-    const { config, errors } = validateExperimentalConfig(null);
-    expect(errors).toEqual([]);
-    expect(config).toMatchObject({ learningRate: 5e-6, lossFn: 'cispo', epsilon: 1, epsilonHigh: 4, importanceSamplingLevel: 'token', scaleRewards: true, klPenaltyCoef: 0 });
-    expect(validateExperimentalConfig({ loss_fn: 'ppo', epsilon: 0.3 }).config).toMatchObject({ epsilon: 0.3, epsilonHigh: 0.3 });
-    expect(validateExperimentalConfig({ normalize_advantages: false }).config.scaleRewards).toBe(false);
-  });
-
-  it('rejects unimplemented options and bad values naming the key, and lists unknown keys as ignored', () => {
-    const { errors, ignored } = validateExperimentalConfig({
-      not_a_key: 1,
-      plot_tensors: true,
-      scale_learning_rate_by_reward_std_dev: true,
-      loss_fn: 'dpo',
-      advantage_balance: 2,
-      epsilon: 'x',
-    });
-    expect(errors.map((e) => e.key).sort()).toEqual(['advantage_balance', 'epsilon', 'loss_fn', 'plot_tensors', 'scale_learning_rate_by_reward_std_dev']);
-    expect(ignored).toEqual(['not_a_key']);
-    expect(validateExperimentalConfig({ plot_tensors: false, scale_learning_rate_by_reward_std_dev: null })).toMatchObject({ errors: [], ignored: [] });
-  });
-});
-
-describe('validateSftConfig', () => {
-  it('defaults assistant_turns to "all", accepts "last", and rejects anything else naming it', () => {
-    expect(validateSftConfig(null)).toMatchObject({ config: { batchSize: 'auto', learningRate: 5e-5, assistantTurns: 'all' }, errors: [], ignored: [] });
-    expect(validateSftConfig({ assistant_turns: 'last' }).config.assistantTurns).toBe('last');
-    expect(validateSftConfig({ assistant_turns: null }).config.assistantTurns).toBe('all');
-    for (const bad of ['first', 'LAST', 1, true, ['last']]) {
-      expect(validateSftConfig({ assistant_turns: bad }).errors).toEqual([{ key: 'assistant_turns', message: expect.stringContaining('"last"') }]);
-    }
-  });
-
-  it('accepts keys it does not know and lists them; known keys are still checked', () => {
-    const { errors, ignored } = validateSftConfig({ batch_size: 0, learning_rate: 1e-4, epochs: 3, warmup_ratio: 0.1, metric_logging: { enabled: true } });
-    expect(errors.map((e) => e.key)).toEqual(['batch_size']);
-    expect(ignored).toEqual(['epochs', 'warmup_ratio']);
-  });
-});
-
-describe('validateSftExperimentalConfig', () => {
-  it('ignores every key but those of config, which it sends back to config', () => {
-    expect(validateSftExperimentalConfig(null)).toEqual({ errors: [], ignored: [] });
-    expect(validateSftExperimentalConfig({ future_knob: 1, packing: true })).toEqual({ errors: [], ignored: ['future_knob', 'packing'] });
-    expect(validateSftExperimentalConfig({ learning_rate: 1e-4, future_knob: 1 })).toEqual({
-      errors: [{ key: 'learning_rate', message: expect.stringContaining('config') }],
-      ignored: ['future_knob'],
-    });
-    expect(validateSftExperimentalConfig([1]).errors[0].key).toBe('experimental_config');
   });
 });

@@ -1,10 +1,10 @@
 import { LoadedModel, loadModel } from '../../src/loader';
 import { DEFAULT_LORA_SPEC } from '../../src/lora/peft';
 import { generateBatch } from '../../src/generate';
-import { validateExperimentalConfig } from '../../src/training/experimental-config';
 import { RLTrajectoryGroup, buildRlSequence } from '../../src/training/sequences';
 import { LoraTrainer, StepMetrics } from '../../src/training/trainer';
 import { makeTiny, useBackend } from '../helpers';
+import { PPO, rlConfig } from './rl-config';
 
 /**
  * A toy task with a verifiable reward: 1 when the completion's first token is an ordinary
@@ -67,8 +67,7 @@ describe('RL on a verifiable toy task (wasm, tiny model)', () => {
   });
 
   it.each(['cispo', 'ppo'] as const)('%s raises the mean reward from chance to at least 0.9', async (lossFn) => {
-    const { config, errors } = validateExperimentalConfig({ loss_fn: lossFn, learning_rate: 2e-3 });
-    expect(errors).toEqual([]);
+    const config = rlConfig({ ...(lossFn === 'ppo' ? PPO : {}), learningRate: 2e-3 });
     const trainer = new LoraTrainer(lm, { r: 8, alpha: 64, targetModules: DEFAULT_LORA_SPEC.targetModules }, undefined, { seed: 3 });
     try {
       const rewards: number[] = [];
@@ -111,7 +110,7 @@ describe('RL on a verifiable toy task (wasm, tiny model)', () => {
   it('skips groups whose rewards are all equal and knows num_sequences before training', async () => {
     const groups = await sampleGroups(5);
     const flat: RLTrajectoryGroup = { trajectories: groups[0].trajectories.map((t) => ({ ...t, reward: 1 })) };
-    const { config } = validateExperimentalConfig({ packed_sequence_length: 64 });
+    const config = rlConfig({ packedSequenceLength: 64 });
     const trainer = new LoraTrainer(lm, { r: 2, alpha: 4, targetModules: ['q_proj'] });
     try {
       const plan = trainer.planRl([flat, groups[1]], config);
@@ -127,7 +126,7 @@ describe('RL on a verifiable toy task (wasm, tiny model)', () => {
       const missing = { trajectories: groups[1].trajectories.map((t) => ({ ...t, messagesAndChoices: t.messagesAndChoices.map((m) => ('choice' in m ? { choice: { ...m.choice, logprobs: null } } : m)) })) };
       if (plan.numGroupsTrainable > 0) {
         expect(() => trainer.planRl([missing], config)).toThrow(/trajectory_groups\[0\]\.trajectories\[\d+\]: a Choice has no sampling logprobs/);
-        const allowed = validateExperimentalConfig({ allow_training_without_logprobs: true }).config;
+        const allowed = rlConfig({ packedSequenceLength: 64, allowTrainingWithoutLogprobs: true });
         expect(trainer.planRl([missing], allowed).numSequences).toBeGreaterThan(0);
       }
     } finally {

@@ -1,4 +1,4 @@
-import { mapArtTrajectoryGroups, parseSftJsonl } from './art-trajectories';
+import { mapArtTrajectoryGroups, parseSftJsonl } from './trajectories';
 
 const choice = (extra: Record<string, unknown> = {}) => ({
   index: 0,

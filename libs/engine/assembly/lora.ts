@@ -1,6 +1,6 @@
 // AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
-// loads it from src/kernels/lora.wasm.ts (generated, committed) and runs it on tfjs-wasm's own
-// memory, which it imports; and, compiled for a shared memory (lora-shared.wasm.ts), on the
+// loads it from src/kernels/lora.wasm.ts (generated at build) and runs it on tfjs-wasm's own
+// memory, which it imports; and, compiled for a shared memory (LORA_SHARED_WASM), on the
 // matmul threads (the exports at the end). No static data.
 //
 // LoRA's products beside a frozen projection y = x W, for training (src/kernels/lora.ts): one

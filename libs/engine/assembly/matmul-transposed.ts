@@ -1,5 +1,5 @@
 // AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
-// loads it from src/kernels/matmul-transposed.wasm.ts (generated, committed) and runs it on
+// loads it from src/kernels/matmul-transposed.wasm.ts (generated at build) and runs it on
 // tfjs-wasm's own memory, which it imports, as matmul.ts does; and, compiled for a shared
 // memory, on the matmul threads (section 4). No static data.
 //
@@ -32,8 +32,8 @@
 //    kernel ran at 0.65-0.8 of the forward kernel's rate (bench/transposed.bench.ts) where it
 //    now runs at about 0.9.
 //
-// 4. Threads. The same source is also compiled for a shared memory (matmul-transposed-shared
-//    .wasm.ts), where several threads divide one product by ranges of k (rows of W, columns of
+// 4. Threads. The same source is also compiled for a shared memory (MATMUL_TRANSPOSED_SHARED
+//    _WASM), where several threads divide one product by ranges of k (rows of W, columns of
 //    dx) in multiples of 4, one tile's height: the caller writes dyT once (transposeRows), and
 //    each thread reads all of it and writes only its own rows of acc and columns of dx. Each
 //    thread reads only its rows of every panel, so W is still read once per call in all.

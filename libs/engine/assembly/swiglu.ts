@@ -1,5 +1,5 @@
 // AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
-// loads it from src/kernels/swiglu.wasm.ts (generated, committed) and runs it on tfjs-wasm's
+// loads it from src/kernels/swiglu.wasm.ts (generated at build) and runs it on tfjs-wasm's
 // own memory, as the matmul kernel does. No static data: exp is shared/exp.ts's polynomial.
 //
 // The SwiGLU gate of the MLP, silu(gate) * up = gate * sigmoid(gate) * up, straight from the

@@ -1,5 +1,5 @@
 // AssemblyScript helpers shared by the kernels (imported, not a kernel of its own: scripts/
-// build-kernels.mjs compiles only the files directly under kernels/). No static data, as
+// build-kernels.mjs compiles only the files directly under assembly/). No static data, as
 // everywhere in the kernels: exp is a polynomial, not Mathf.exp and its tables.
 
 /** The largest of S floats (-Infinity for none but -Infinity). */

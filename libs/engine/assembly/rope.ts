@@ -1,5 +1,5 @@
 // AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
-// loads it from src/kernels/rope.wasm.ts (generated, committed) and runs it on tfjs-wasm's
+// loads it from src/kernels/rope.wasm.ts (generated at build) and runs it on tfjs-wasm's
 // own memory, as the matmul kernel does. No static data.
 //
 // Rotary position embeddings, x * cos + rotate_half(x) * sin with rotate_half(x) = [-x2, x1],

@@ -1,31 +1,23 @@
-import type { ImportanceSamplingLevel, RLLossOptions } from './rl-loss';
+import type { TrainingKlReference, TrainingRlSettings, TrainingSftSettings } from '@trainyard/contracts';
 
 /**
- * experimental_config of an RL training job (api.md), validated once before the job is
- * queued. A known key is either implemented (and mapped below) or rejected naming the key;
- * a key this service does not know (a newer client's) is accepted and returned in
- * `ignored`, so the job record and its training_started event can show it. null means
- * "default" for every key.
+ * experimental_config of an RL training job (api.md), validated once, before the job is
+ * queued, and resolved into what the job's payload carries: the trainer's settings and the
+ * KL penalty's reference. A known key is either implemented (and mapped below) or rejected
+ * naming the key; a key this service does not know (a newer client's) is accepted and
+ * returned in `ignored`, so the job record and its training_started event can show it. null
+ * means "default" for every key.
  */
-export interface RLTrainingConfig extends RLLossOptions {
-  learningRate: number;
-  scaleRewards: boolean;
-  advantageBalance: number;
-  precalculateLogprobs: boolean;
-  allowTrainingWithoutLogprobs: boolean;
-  /** Reference for the KL penalty: null is the base model; otherwise the caller must pass the adapter. */
-  klPenaltyReferenceStep: number | null;
-  klPenaltyStepLag: number | null;
+export interface RlJobConfig {
+  settings: TrainingRlSettings;
   /**
-   * kl_ref_adapter_path: despite its name, a checkpoint of one of the caller's own models
-   * (`wandb-artifact:///{entity}/{project}/{name}:step{N}`), resolved through the registry with
-   * the caller's scope; never read as a filesystem path.
+   * kl_penalty_reference_step, kl_penalty_step_lag or kl_ref_adapter_path; null when none is
+   * set (the reference is the base model). kl_ref_adapter_path, despite its name, is a
+   * checkpoint of one of the caller's own models
+   * (`wandb-artifact:///{entity}/{project}/{name}:step{N}`), resolved through the registry
+   * with the caller's scope; never read as a filesystem path.
    */
-  klRefAdapterPath: string | null;
-  /** Token budget of one gradient step (rows x padded length). */
-  packedSequenceLength: number;
-  logprobCalculationChunkSize: number;
-  numTrajectoriesLearningRateMultiplierPower: number;
+  klReference: TrainingKlReference | null;
 }
 
 export interface ConfigError {
@@ -64,13 +56,13 @@ export const RL_CONFIG_KEYS = [
   'plot_tensors',
 ] as const;
 
-/** Known keys the engine does not implement, and why; a non-default value is rejected. */
+/** Known keys this service does not implement, and why; a non-default value is rejected. */
 const UNIMPLEMENTED: Record<string, string> = {
   scale_learning_rate_by_reward_std_dev: 'is not implemented (only false is accepted)',
   plot_tensors: 'is not implemented: there is no tensor plotting here (only false is accepted)',
 };
 
-export function validateExperimentalConfig(raw: unknown): { config: RLTrainingConfig; errors: ConfigError[]; ignored: string[] } {
+export function validateExperimentalConfig(raw: unknown): { config: RlJobConfig; errors: ConfigError[]; ignored: string[] } {
   const errors: ConfigError[] = [];
   const obj = raw === null || raw === undefined ? {} : raw;
   if (typeof obj !== 'object' || Array.isArray(obj)) {
@@ -143,12 +135,12 @@ export function validateExperimentalConfig(raw: unknown): { config: RLTrainingCo
     errors.push({ key: 'kl_penalty_reference_step', message: 'kl_penalty_reference_step, kl_penalty_step_lag and kl_ref_adapter_path are mutually exclusive' });
   }
 
-  const config: RLTrainingConfig = {
+  const settings: TrainingRlSettings = {
     learningRate: num('learning_rate', 5e-6, positive),
     lossFn,
     epsilon,
     epsilonHigh,
-    importanceSamplingLevel: oneOf<ImportanceSamplingLevel>('importance_sampling_level', ['token', 'sequence', 'average', 'geometric_average'], 'token'),
+    importanceSamplingLevel: oneOf('importance_sampling_level', ['token', 'sequence', 'average', 'geometric_average'] as const, 'token'),
     maskProbRatio: bool('mask_prob_ratio', false),
     maxNegativeAdvantageImportanceSamplingWeight: optNum('max_negative_advantage_importance_sampling_weight', positive),
     kimiK2Tau: optNum('kimi_k2_tau'),
@@ -158,15 +150,20 @@ export function validateExperimentalConfig(raw: unknown): { config: RLTrainingCo
     allowTrainingWithoutLogprobs: bool('allow_training_without_logprobs', false),
     klPenaltyCoef: num('kl_penalty_coef', 0, nonNegative),
     klPenaltySource: oneOf('kl_penalty_source', ['current_learner', 'sample'] as const, 'current_learner'),
-    klPenaltyReferenceStep,
-    klPenaltyStepLag,
-    klRefAdapterPath,
     truncatedImportanceSampling: optNum('truncated_importance_sampling', positive),
     packedSequenceLength: num('packed_sequence_length', DEFAULT_PACKED_SEQUENCE_LENGTH, positiveInt),
     logprobCalculationChunkSize: num('logprob_calculation_chunk_size', 1024, positiveInt),
     numTrajectoriesLearningRateMultiplierPower: num('num_trajectories_learning_rate_multiplier_power', 0),
   };
-  return { config, errors, ignored };
+  const klReference: TrainingKlReference | null =
+    klPenaltyReferenceStep !== null
+      ? { step: klPenaltyReferenceStep }
+      : klPenaltyStepLag !== null
+        ? { steps_back: klPenaltyStepLag }
+        : klRefAdapterPath !== null
+          ? { model: klRefAdapterPath }
+          : null;
+  return { config: { settings, klReference }, errors, ignored };
 }
 
 /** Keys of `o` outside `known`, in the order they came. */
@@ -174,26 +171,15 @@ function unknownKeys(o: Record<string, unknown>, known: readonly string[]): stri
   return Object.keys(o).filter((key) => !known.includes(key));
 }
 
-/** Which assistant turns of an SFT conversation carry loss. */
-export type SftAssistantTurns = 'all' | 'last';
-
-/** The SFT job's `config` (api.md): batch_size, learning_rate (one per batch when a list) and assistant_turns. */
-export interface SftTrainingConfig {
-  batchSize: number | 'auto';
-  learningRate: number | number[];
-  assistantTurns: SftAssistantTurns;
-}
-
 export const SFT_CONFIG_KEYS = ['batch_size', 'learning_rate', 'metric_logging', 'assistant_turns'] as const;
 
-/** Conversations per batch when batch_size is "auto" or null. */
-export const AUTO_SFT_BATCH_SIZE = 8;
-
 /**
- * The SFT `config`, by the same policy as experimental_config: known keys are implemented
- * or rejected naming the key, unknown keys are accepted and returned in `ignored`.
+ * The SFT job's `config` (api.md: batch_size, learning_rate, one per batch when a list, and
+ * assistant_turns) as the payload's settings, by the same policy as experimental_config:
+ * known keys are implemented or rejected naming the key, unknown keys are accepted and
+ * returned in `ignored`.
  */
-export function validateSftConfig(raw: unknown): { config: SftTrainingConfig; errors: ConfigError[]; ignored: string[] } {
+export function validateSftConfig(raw: unknown): { config: TrainingSftSettings; errors: ConfigError[]; ignored: string[] } {
   const errors: ConfigError[] = [];
   const o = (raw && typeof raw === 'object' && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
   if (raw !== null && raw !== undefined && (typeof raw !== 'object' || Array.isArray(raw))) errors.push({ key: 'config', message: 'must be an object or null' });
@@ -212,7 +198,7 @@ export function validateSftConfig(raw: unknown): { config: SftTrainingConfig; er
     else if (Array.isArray(lr) && lr.length > 0 && lr.every(ok)) learningRate = lr as number[];
     else errors.push({ key: 'learning_rate', message: 'must be a positive number or a non-empty list of them (one per batch)' });
   }
-  let assistantTurns: SftAssistantTurns = 'all';
+  let assistantTurns: TrainingSftSettings['assistantTurns'] = 'all';
   const turns = o['assistant_turns'];
   if (turns !== null && turns !== undefined) {
     if (turns === 'all' || turns === 'last') assistantTurns = turns;

@@ -1,5 +1,5 @@
 // AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
-// loads it from src/kernels/rms-norm.wasm.ts (generated, committed) and runs it on tfjs-wasm's
+// loads it from src/kernels/rms-norm.wasm.ts (generated at build) and runs it on tfjs-wasm's
 // own memory, as the matmul kernel does. No static data.
 //
 // RMSNorm of a decoding step's rows, out = x / sqrt(mean(x^2) + eps) * weight, in one call

@@ -1,5 +1,5 @@
 // AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
-// loads it from src/kernels/adamw.wasm.ts (generated, committed) and runs it on tfjs-wasm's
+// loads it from src/kernels/adamw.wasm.ts (generated at build) and runs it on tfjs-wasm's
 // own memory, as the matmul kernel does. No static data.
 //
 // The optimizer's step over a LoRA adapter's parameters (2.4 M numbers for r 8 on seven

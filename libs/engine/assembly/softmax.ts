@@ -1,5 +1,5 @@
 // AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
-// loads it from src/kernels/softmax.wasm.ts (generated, committed). The sampler runs it on a
+// loads it from src/kernels/softmax.wasm.ts (generated at build). The sampler runs it on a
 // memory of its own: it works on logits already read back into JavaScript, and copies one row
 // in before each call. A training step runs nextTokenSoftmax and nextTokenGradient on tfjs's
 // heap (src/kernels/next-token-softmax.ts), on the lm_head's logits where tfjs keeps them.

@@ -1,5 +1,18 @@
-import type { ChatMessage, ToolCall, ToolDefinition } from '../chat-template';
-import type { RLChoice, RLHistory, RLHistoryItem, RLTrajectory, RLTrajectoryGroup, SftConversation } from './sequences';
+import type {
+  TrainingChatMessage as ChatMessage,
+  TrainingChoice,
+  TrainingConversation,
+  TrainingHistory,
+  TrainingToolCall as ToolCall,
+  TrainingTrajectory,
+  TrainingTrajectoryGroup,
+} from '@trainyard/contracts';
+
+/**
+ * ART's training data as its client sends it (trajectory groups of an RL job, the JSONL of an
+ * SFT job) to the training inputs a job's payload carries: the engine's trajectories and
+ * conversations (TrainingTrajectoryGroup, TrainingConversation).
+ */
 
 /** A problem in a request body, at a JSON path such as `trajectory_groups[0].trajectories[1].reward`. */
 export interface WireIssue {
@@ -8,6 +21,7 @@ export interface WireIssue {
 }
 
 type Obj = Record<string, unknown>;
+type TrainingHistoryItem = TrainingHistory['messagesAndChoices'][number];
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
@@ -20,7 +34,7 @@ export interface MapOptions {
 }
 
 /**
- * ART's trajectory groups (api.md, as its client sends them) to the trainer's RLTrajectoryGroups.
+ * ART's trajectory groups (api.md, as its client sends them) to the training inputs (TrainingTrajectoryGroup).
  * A Choice (recognised by its `message` key) keeps the exact token ids the chat completion
  * sampled: the choice's `token_ids`, else the `token_id` of each `logprobs.content` entry.
  * Its text is never re-tokenized. Unknown keys are ignored; every problem names its path.
@@ -29,9 +43,9 @@ export function mapArtTrajectoryGroups(
   raw: unknown,
   root = 'trajectory_groups',
   options: MapOptions = {},
-): { groups: RLTrajectoryGroup[]; issues: WireIssue[] } {
+): { groups: TrainingTrajectoryGroup[]; issues: WireIssue[] } {
   const issues: WireIssue[] = [];
-  const groups: RLTrajectoryGroup[] = [];
+  const groups: TrainingTrajectoryGroup[] = [];
   if (!Array.isArray(raw)) return { groups, issues: [{ path: root, message: 'must be a list of trajectory groups' }] };
   raw.forEach((group, g) => {
     const at = `${root}[${g}]`;
@@ -39,7 +53,7 @@ export function mapArtTrajectoryGroups(
       issues.push({ path: `${at}.trajectories`, message: 'is required and must be a list' });
       return;
     }
-    const trajectories: RLTrajectory[] = [];
+    const trajectories: TrainingTrajectory[] = [];
     group['trajectories'].forEach((t, i) => {
       const trajectory = mapTrajectory(t, `${at}.trajectories[${i}]`, issues, options);
       if (trajectory) trajectories.push(trajectory);
@@ -49,7 +63,7 @@ export function mapArtTrajectoryGroups(
   return { groups, issues };
 }
 
-function mapTrajectory(raw: unknown, at: string, issues: WireIssue[], options: MapOptions): RLTrajectory | null {
+function mapTrajectory(raw: unknown, at: string, issues: WireIssue[], options: MapOptions): TrainingTrajectory | null {
   if (!isObj(raw)) {
     issues.push({ path: at, message: 'must be an object' });
     return null;
@@ -57,7 +71,7 @@ function mapTrajectory(raw: unknown, at: string, issues: WireIssue[], options: M
   const reward = raw['reward'] ?? 0;
   if (typeof reward !== 'number' || !Number.isFinite(reward)) issues.push({ path: `${at}.reward`, message: 'must be a finite number' });
   const history = mapHistory(raw, at, issues, options);
-  const trajectory: RLTrajectory = { ...history, reward: typeof reward === 'number' ? reward : 0 };
+  const trajectory: TrainingTrajectory = { ...history, reward: typeof reward === 'number' ? reward : 0 };
   const extra = raw['additional_histories'];
   if (extra !== undefined && extra !== null) {
     if (!Array.isArray(extra)) issues.push({ path: `${at}.additional_histories`, message: 'must be a list' });
@@ -73,9 +87,9 @@ function mapTrajectory(raw: unknown, at: string, issues: WireIssue[], options: M
   return trajectory;
 }
 
-function mapHistory(raw: Obj, at: string, issues: WireIssue[], options: MapOptions): RLHistory {
+function mapHistory(raw: Obj, at: string, issues: WireIssue[], options: MapOptions): TrainingHistory {
   const items = raw['messages_and_choices'] ?? [];
-  const history: RLHistory = { messagesAndChoices: [] };
+  const history: TrainingHistory = { messagesAndChoices: [] };
   if (!Array.isArray(items)) issues.push({ path: `${at}.messages_and_choices`, message: 'must be a list' });
   else {
     items.forEach((item, i) => {
@@ -86,12 +100,12 @@ function mapHistory(raw: Obj, at: string, issues: WireIssue[], options: MapOptio
   const tools = raw['tools'];
   if (tools !== undefined && tools !== null) {
     if (!Array.isArray(tools) || !tools.every(isObj)) issues.push({ path: `${at}.tools`, message: 'must be a list of tool definitions' });
-    else history.tools = tools as ToolDefinition[];
+    else history.tools = tools as object[];
   }
   return history;
 }
 
-function mapItem(raw: unknown, at: string, issues: WireIssue[], options: MapOptions): RLHistoryItem | null {
+function mapItem(raw: unknown, at: string, issues: WireIssue[], options: MapOptions): TrainingHistoryItem | null {
   if (!isObj(raw)) {
     issues.push({ path: at, message: 'must be a chat message or a Choice object' });
     return null;
@@ -99,7 +113,7 @@ function mapItem(raw: unknown, at: string, issues: WireIssue[], options: MapOpti
   return 'message' in raw ? mapChoice(raw, at, issues, options) : mapMessage(raw, at, issues);
 }
 
-function mapChoice(raw: Obj, at: string, issues: WireIssue[], options: MapOptions): RLChoice | null {
+function mapChoice(raw: Obj, at: string, issues: WireIssue[], options: MapOptions): TrainingChoice | null {
   const message = mapMessage(raw['message'], `${at}.message`, issues);
   if (!message) return null;
   const logprobs = raw['logprobs'];
@@ -192,8 +206,8 @@ function textContent(content: unknown): string | null | undefined {
  * One line of an SFT JSONL file: `{"messages": [...], "tools": [...]?}` with the last message
  * from the assistant. Problems are named with the 1-based line number.
  */
-export function parseSftJsonl(text: string): { conversations: SftConversation[]; issues: WireIssue[] } {
-  const conversations: SftConversation[] = [];
+export function parseSftJsonl(text: string): { conversations: TrainingConversation[]; issues: WireIssue[] } {
+  const conversations: TrainingConversation[] = [];
   const issues: WireIssue[] = [];
   const lines = text.split(/\r?\n/);
   lines.forEach((line, index) => {
@@ -223,7 +237,7 @@ export function parseSftJsonl(text: string): { conversations: SftConversation[];
       issues.push({ path: `${at}: tools`, message: 'must be a list of tool definitions' });
       return;
     }
-    conversations.push({ messages: messages as ChatMessage[], ...(Array.isArray(tools) ? { tools: tools as ToolDefinition[] } : {}) });
+    conversations.push({ messages: messages as ChatMessage[], ...(Array.isArray(tools) ? { tools: tools as object[] } : {}) });
   });
   if (conversations.length === 0 && issues.length === 0) issues.push({ path: 'line 1', message: 'the file holds no conversations' });
   return { conversations, issues };

@@ -1,5 +1,5 @@
 // AssemblyScript, compiled to WebAssembly (SIMD) by scripts/build-kernels.mjs; the engine
-// loads it from src/kernels/matmul.wasm.ts (generated, committed) and runs it on tfjs-wasm's
+// loads it from src/kernels/matmul.wasm.ts (generated at build) and runs it on tfjs-wasm's
 // own memory, which it imports: it reads the input tensors and writes the output tensor
 // where tfjs keeps them, without copying. No static data (see decode-attention.ts).
 //

@@ -1,0 +1,5 @@
+export default {
+  displayName: 'art',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

@@ -1,0 +1,2 @@
+export * from './experimental-config';
+export * from './trajectories';
