@@ -200,6 +200,8 @@ describe('ResponseAssembler', () => {
       prompt,
       withTokens('Hel', [token('Hel', -0.5)]),
       withTokens('lo', [token('lo', -0.25)]),
+      // A token whose bytes are not a whole character yet: no text, but its logprob goes with the text.
+      withTokens('', [token('\ufffd', -2)]),
       withTokens('', [token('<tool_call>', -0.1)], { index: 0, id: 'call_a', name: 'f', arguments: '{}' }),
       finish('tool_calls', 'Hello', [['call_a', 'f', '{}']]),
       done,
@@ -208,14 +210,18 @@ describe('ResponseAssembler', () => {
     const expected = [
       { token: 'Hel', logprob: -0.5, bytes: [72, 101, 108], top_logprobs: [{ token: 'x', logprob: -3, bytes: [120] }] },
       { token: 'lo', logprob: -0.25, bytes: [108, 111], top_logprobs: [{ token: 'x', logprob: -3, bytes: [120] }] },
+      { token: '\ufffd', logprob: -2, bytes: [239, 191, 189], top_logprobs: [{ token: 'x', logprob: -3, bytes: [120] }] },
     ];
     expect(assembler.response()['output']).toMatchObject([{ type: 'message', content: [{ text: 'Hello', logprobs: expected }] }, { type: 'function_call' }]);
     const textEvents = stream.filter((e) => e.type === 'response.output_text.delta');
     expect(textEvents.map((e) => e['logprobs'])).toEqual([
       [{ token: 'Hel', logprob: -0.5, top_logprobs: [{ token: 'x', logprob: -3 }] }],
       [{ token: 'lo', logprob: -0.25, top_logprobs: [{ token: 'x', logprob: -3 }] }],
+      [{ token: '\ufffd', logprob: -2, top_logprobs: [{ token: 'x', logprob: -3 }] }],
     ]);
-    expect(stream.find((e) => e.type === 'response.output_text.done')?.['logprobs']).toHaveLength(2);
+    expect(textEvents.map((e) => e['delta'])).toEqual(['Hel', 'lo', '']);
+    expect(stream.find((e) => e.type === 'response.output_text.done')?.['logprobs']).toHaveLength(3);
+    expect(replay(stream)[0]).toMatchObject({ content: [{ text: 'Hello' }] });
     // Not asked for: the parts keep OpenAI's empty list.
     const plain = run(events).assembler.response()['output'] as { content?: { logprobs: unknown[] }[] }[];
     expect(plain[0].content?.[0].logprobs).toEqual([]);

@@ -110,6 +110,8 @@ export class ResponseAssembler {
         if (event.reasoning) return this.addReasoning(event.reasoning);
         // A call's tokens are not text: their logprobs have no output_text to go on.
         const out = event.text ? this.addText(event.text, event.tool_call ? [] : event.tokens) : [];
+        // Tokens without text (bytes of a character not yet whole, the end token) belong to the text they end, if any, as an empty delta.
+        if (!event.text && !event.tool_call && this.message && event.tokens.length > 0 && this.started.logprobs) out.push(...this.addText('', event.tokens));
         if (event.tool_call) out.push(...this.addCallFragment(event.tool_call));
         return out;
       }
