@@ -54,7 +54,7 @@ describe('the Responses API with the official openai client and the AI SDK', () 
       expect(data.usage?.total_tokens).toBe((data.usage?.input_tokens ?? 0) + (data.usage?.output_tokens ?? 0));
       expect(response.headers.get('x-trainyard-checkpoint-step')).toBe('base');
       expect((data as unknown as { checkpoint_step: number | null }).checkpoint_step).toBeNull();
-      expect(data.store).toBe(true);
+      expect((data as unknown as { store: boolean }).store).toBe(true);
     });
 
     it('puts instructions before the input, as a system message would be', async () => {
