@@ -9,8 +9,9 @@ import { PromptValidation } from './completions/prompt-validation';
 import { SchemaValidation } from './completions/schema-validation';
 import { WorkerSignals } from './completions/worker-signals';
 import { ChatConfig } from './config/chat.config';
+import { ResponseStateModule } from './stored-responses/response-state.module';
 
-/** Chat completions: resolves the model, schedules on inference workers, relays the result. */
+/** Chat completions: resolves the model, schedules on inference workers, relays the result; keeps the Responses API's state. */
 @Module({})
 export class ChatModule {
   static forRoot(config: ChatConfig): DynamicModule {
@@ -23,6 +24,7 @@ export class ChatModule {
           healthSubject: Subjects.chat.healthCheck,
           workQueues: ['inference'],
         }),
+        ResponseStateModule.forRoot(config),
       ],
       controllers: [CompletionsController],
       providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity, ModelResolutions, PromptValidation, SchemaValidation, WorkerSignals],

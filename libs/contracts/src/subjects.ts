@@ -8,6 +8,25 @@ import type {
   StartCompletionReply,
   StartCompletionRequest,
 } from './chat/chat-completion.messages';
+import type {
+  AddConversationItemsRequest,
+  ConversationIdRequest,
+  ConversationItemRequest,
+  ConversationRecord,
+  CreateConversationRequest,
+  DeleteConversationReply,
+  DeleteResponseReply,
+  ItemList,
+  ListConversationItemsRequest,
+  ListInputItemsRequest,
+  ResponseContextReply,
+  ResponseContextRequest,
+  ResponseIdRequest,
+  ResponseItem,
+  ResponseObject,
+  StoreResponseRequest,
+  UpdateConversationRequest,
+} from './chat/stored-responses.messages';
 import type { ServiceHealthReport, SystemCheckReport, WorkerAnnouncement } from './health/health.messages';
 import type { ListBaseModelsReply } from './registry/base-models.messages';
 import type {
@@ -113,6 +132,22 @@ export const Subjects = {
     completionLiveness: rpc<CompletionLivenessRequest, CompletionLivenessReply>('chat.completion.liveness.v1'),
     /** `${name}.${gateway}.${completion_id}` (COMPLETION_EVENTS_PREFIX): one completion's events, sent by its worker to the work item's reply_subject. */
     completionEvents: event<InferenceEventMessage>(COMPLETION_EVENTS_PREFIX),
+    /** Before a response runs: the earlier turns (previous_response_id, conversation) and the items its input references. */
+    responseContext: rpc<ResponseContextRequest, ResponseContextReply>('chat.response.context.v1'),
+    /** A response answered with `store`, or in a conversation: kept before its client sees it end. */
+    storeResponse: rpc<StoreResponseRequest, Empty>('chat.response.store.v1'),
+    getResponse: rpc<ResponseIdRequest, ResponseObject>('chat.response.get.v1'),
+    deleteResponse: rpc<ResponseIdRequest, DeleteResponseReply>('chat.response.delete.v1'),
+    listInputItems: rpc<ListInputItemsRequest, ItemList>('chat.response.input-items.list.v1'),
+    createConversation: rpc<CreateConversationRequest, ConversationRecord>('chat.conversation.create.v1'),
+    getConversation: rpc<ConversationIdRequest, ConversationRecord>('chat.conversation.get.v1'),
+    updateConversation: rpc<UpdateConversationRequest, ConversationRecord>('chat.conversation.update.v1'),
+    deleteConversation: rpc<ConversationIdRequest, DeleteConversationReply>('chat.conversation.delete.v1'),
+    listConversationItems: rpc<ListConversationItemsRequest, ItemList>('chat.conversation.items.list.v1'),
+    addConversationItems: rpc<AddConversationItemsRequest, ItemList>('chat.conversation.items.add.v1'),
+    getConversationItem: rpc<ConversationItemRequest, ResponseItem>('chat.conversation.item.get.v1'),
+    /** Answers with the conversation, as OpenAI does. */
+    deleteConversationItem: rpc<ConversationItemRequest, ConversationRecord>('chat.conversation.item.delete.v1'),
   },
   registry: {
     healthCheck: rpc<Empty, ServiceHealthReport>('registry.health.check.v1'),

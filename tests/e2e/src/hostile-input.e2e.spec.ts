@@ -554,7 +554,8 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
           route: '/v1/responses',
           method: 'POST',
           path: () => '/v1/responses',
-          base: () => ({ model: BASE, input: 'hi', max_output_tokens: 2 }),
+          // store: false, so that what is accepted stores nothing (see "afterwards").
+          base: () => ({ model: BASE, input: 'hi', max_output_tokens: 2, store: false }),
           fields: {
             model: { oracle: (v) => verdictOf(v === BASE), extra: fc.constantFrom('wandb-artifact:///globex/fuzz/theirs', `${BASE}/../../etc`, '..') },
             // A valid input may still be more than the context window, or more than the chat template takes.
@@ -591,7 +592,18 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
             },
             parallel_tool_calls: { oracle: nullableBool },
             stream: { oracle: nullableBool },
-            previous_response_id: { oracle: (v) => verdictOf(nullish(v)) },
+            // Only false stores nothing; true (or the default) would keep the response.
+            store: { oracle: (v) => (v === false ? 'valid' : nullish(v) || v === true ? 'changes-data' : 'invalid') },
+            // No stored response or conversation has these ids: 404, or 400 for what cannot be one.
+            previous_response_id: { oracle: (v) => verdictOf(nullish(v)), names: /previous[_ ]response/i },
+            conversation: { oracle: (v) => verdictOf(nullish(v)), names: /conversation/i, extra: fc.oneof(fc.string(), fc.record({ id: hostileValue })) },
+            metadata: {
+              oracle: (v) =>
+                verdictOf(nullish(v) || (isObject(v) && !Array.isArray(v) && Object.keys(v).length <= 16 && Object.entries(v).every(([k, x]) => k.length <= 64 && typeof x === 'string' && x.length <= 512))),
+              extra: fc.dictionary(fc.string({ maxLength: 70 }), fc.oneof(fc.string({ maxLength: 600 }), hostileValue), { maxKeys: 20 }),
+            },
+            include: { oracle: (v) => (nullish(v) ? 'valid' : Array.isArray(v) && v.every((x) => typeof x === 'string') ? 'either' : 'invalid'), names: /include|top_logprobs/i },
+            top_logprobs: { oracle: (v) => (nullish(v) || v === 0 ? 'valid' : isInt(v) && v >= 0 && v <= 20 ? 'either' : 'invalid'), names: /top_logprobs|include/i },
             user: { oracle: (v) => verdictOf(nullish(v) || typeof v === 'string') },
             chat_template_kwargs: { oracle: templateKwargs, names: /chat_template_kwargs|chat template/i },
             reasoning: {
@@ -1055,6 +1067,15 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       ['GET', (id) => `/v1/fine_tuning/jobs/${id}/events`],
       ['GET', (id) => `/v1/fine_tuning/jobs/${id}/checkpoints`],
       ['POST', (id) => `/v1/fine_tuning/jobs/${id}/cancel`],
+      ['GET', (id) => `/v1/responses/${id}`],
+      ['DELETE', (id) => `/v1/responses/${id}`],
+      ['GET', (id) => `/v1/responses/${id}/input_items`],
+      ['GET', (id) => `/v1/conversations/${id}`],
+      ['POST', (id) => `/v1/conversations/${id}`, { metadata: {} }],
+      ['DELETE', (id) => `/v1/conversations/${id}`],
+      ['GET', (id) => `/v1/conversations/${id}/items`],
+      ['POST', (id) => `/v1/conversations/${id}/items`, { items: [{ role: 'user', content: 'x' }] }],
+      ['DELETE', (id) => `/v1/conversations/${id}/items/${id}`],
       // The console's session, not a bearer key, authenticates this one.
       ['DELETE', (id) => `/console/api/keys/${id}`, undefined, true],
     ];

@@ -251,7 +251,7 @@ describe('k8s/', () => {
 
       const egress = find(objects, 'NetworkPolicy', 'no-database-egress');
       expect(JSON.stringify(egress.spec)).not.toContain('5432');
-      expect(JSON.stringify(egress.spec?.['podSelector'])).toContain('"values":["chat","inference-worker","training-worker"]');
+      expect(JSON.stringify(egress.spec?.['podSelector'])).toContain('"values":["inference-worker","training-worker"]');
     });
   });
 

@@ -54,7 +54,7 @@ describe('the Responses API with the official openai client and the AI SDK', () 
       expect(data.usage?.total_tokens).toBe((data.usage?.input_tokens ?? 0) + (data.usage?.output_tokens ?? 0));
       expect(response.headers.get('x-trainyard-checkpoint-step')).toBe('base');
       expect((data as unknown as { checkpoint_step: number | null }).checkpoint_step).toBeNull();
-      expect((data as unknown as { store: boolean }).store).toBe(false);
+      expect((data as unknown as { store: boolean }).store).toBe(true);
     });
 
     it('puts instructions before the input, as a system message would be', async () => {
@@ -218,10 +218,13 @@ describe('the Responses API with the official openai client and the AI SDK', () 
   });
 
   describe('refusals, in the OpenAI error envelope', () => {
-    it('refuses previous_response_id with 400 naming it (responses are not stored)', async () => {
-      const error = await failure(client.responses.create({ model, input: 'Hi', previous_response_id: 'resp_123' }));
-      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-      expect(error?.param).toBe('previous_response_id');
+    it('answers a previous_response_id or item_reference that names nothing stored with 404 naming it', async () => {
+      const previous = await failure(client.responses.create({ model, input: 'Hi', previous_response_id: 'resp_123' }));
+      expect(previous).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(previous?.param).toBe('previous_response_id');
+      const reference = await failure(client.responses.create({ model, input: [{ role: 'user', content: 'Hi' }, { type: 'item_reference', id: 'msg_nope' }] }));
+      expect(reference).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(reference?.param).toBe('input[1].id');
     });
 
     it.each([
@@ -231,6 +234,9 @@ describe('the Responses API with the official openai client and the AI SDK', () 
       [{ input: [{ type: 'function_call_output', call_id: 'call_9', output: 'x' }] }, 'input[0].call_id'],
       [{ tools: [{ type: 'web_search' }] }, 'tools[0].type'],
       [{ text: { format: { type: 'json_schema', name: 'x' } } }, 'text.format.schema'],
+      [{ previous_response_id: 'resp_1', conversation: 'conv_1' }, 'conversation'],
+      [{ top_logprobs: 2 }, 'top_logprobs'],
+      [{ metadata: { k: 5 } }, 'metadata'],
     ])('refuses %j with 400 naming %s', async (extra, param) => {
       const error = await failure(client.responses.create({ model, input: 'Hi', ...(extra as object) } as OpenAI.Responses.ResponseCreateParamsNonStreaming));
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);

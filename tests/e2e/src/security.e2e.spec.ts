@@ -22,9 +22,10 @@ describe('security', () => {
   const secrets: string[] = [];
   let acme: string;
   let globex: string;
-  const acmeIds = {} as { model: string; checkpoint: string; file: string; job: string; event: string; fineTuningJob: string };
+  const acmeIds = {} as { model: string; checkpoint: string; file: string; job: string; event: string; fineTuningJob: string; response: string; outputItem: string; conversation: string; conversationItem: string };
   let globexModel: string;
   let globexFile: string;
+  let globexConversation: string;
 
   const DATASET = JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] });
 
@@ -80,8 +81,16 @@ describe('security', () => {
       intervalMs: 200,
     });
 
+    // A stored response and a conversation of acme's, with an item each.
+    const response = await stack.json<{ id: string; output: { id: string }[] }>('POST', '/v1/responses', acme, { model: BASE, input: 'acme secret', max_output_tokens: 2 });
+    acmeIds.response = response.id;
+    acmeIds.outputItem = response.output[0].id;
+    acmeIds.conversation = (await stack.json<{ id: string }>('POST', '/v1/conversations', acme, { items: [{ role: 'user', content: 'acme secret' }] })).id;
+    acmeIds.conversationItem = (await stack.json<{ data: { id: string }[] }>('GET', `/v1/conversations/${acmeIds.conversation}/items`, acme)).data[0].id;
+
     globexModel = (await stack.json<{ id: string }>('POST', '/v1/preview/models', globex, { project: 'p', name: 'own', base_model: BASE, return_existing: true })).id;
     globexFile = ((await upload(globex, 'globex.jsonl')).json as { id: string }).id;
+    globexConversation = (await stack.json<{ id: string }>('POST', '/v1/conversations', globex, {})).id;
   }, 300_000);
 
   afterAll(() => stack?.stop(), 60_000);
@@ -149,6 +158,8 @@ describe('security', () => {
     const ghost = randomUUID();
     const ghostFile = `file-${'Z'.repeat(24)}`;
     const ghostFineTuningJob = `ftjob-${randomUUID().replaceAll('-', '')}`;
+    const ghostResponse = `resp_${'0'.repeat(32)}`;
+    const ghostConversation = `conv_${'0'.repeat(48)}`;
 
     /** [route, acme's id on it, a fresh id of the same form, request body]. */
     const routes = (): [string, (id: string) => string, string, string, unknown?][] => [
@@ -167,9 +178,21 @@ describe('security', () => {
       ['GET', (id) => `/v1/fine_tuning/jobs/${id}/events`, acmeIds.fineTuningJob, ghostFineTuningJob],
       ['GET', (id) => `/v1/fine_tuning/jobs/${id}/checkpoints`, acmeIds.fineTuningJob, ghostFineTuningJob],
       ['POST', (id) => `/v1/fine_tuning/jobs/${id}/cancel`, acmeIds.fineTuningJob, ghostFineTuningJob],
+      ['GET', (id) => `/v1/responses/${id}`, acmeIds.response, ghostResponse],
+      ['GET', (id) => `/v1/responses/${id}/input_items`, acmeIds.response, ghostResponse],
+      ['DELETE', (id) => `/v1/responses/${id}`, acmeIds.response, ghostResponse],
+      ['GET', (id) => `/v1/conversations/${id}`, acmeIds.conversation, ghostConversation],
+      ['POST', (id) => `/v1/conversations/${id}`, acmeIds.conversation, ghostConversation, { metadata: { taken: 'yes' } }],
+      ['DELETE', (id) => `/v1/conversations/${id}`, acmeIds.conversation, ghostConversation],
+      ['GET', (id) => `/v1/conversations/${id}/items`, acmeIds.conversation, ghostConversation],
+      ['POST', (id) => `/v1/conversations/${id}/items`, acmeIds.conversation, ghostConversation, { items: [{ role: 'user', content: 'planted' }] }],
+      ['GET', (id) => `/v1/conversations/${id}/items/${acmeIds.conversationItem}`, acmeIds.conversation, ghostConversation],
+      ['DELETE', (id) => `/v1/conversations/${id}/items/${acmeIds.conversationItem}`, acmeIds.conversation, ghostConversation],
+      // Each of its own conversations is a 404 for an item of acme's too.
+      ['GET', (id) => `/v1/conversations/${globexConversation}/items/${id}`, acmeIds.conversationItem, 'msg_ghost'],
     ];
 
-    it.each([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14])('route %i', async (index) => {
+    it.each(Array.from({ length: routes().length }, (_, i) => i))('route %i', async (index) => {
       const [method, path, theirs, missing, body] = routes()[index];
       const denied = await call(method, path(theirs), globex, body);
       const absent = await call(method, path(missing), globex, body);
@@ -210,6 +233,24 @@ describe('security', () => {
       expect(listed.data).toEqual([]);
       const afterTheirJob = await call('GET', `/v1/fine_tuning/jobs?after=${acmeIds.fineTuningJob}`, globex);
       expect(afterTheirJob.status).toBe(400);
+    });
+
+    it('another entity\'s responses and conversations can be neither continued, nor referenced, nor written to by a response', async () => {
+      const respond = (body: Record<string, unknown>) => call('POST', '/v1/responses', globex, { model: BASE, input: 'hi', max_output_tokens: 2, ...body });
+      const reference = (id: string) => ({ input: [{ type: 'item_reference', id }] });
+      /** [the body naming acme's id, acme's id, a fresh id of the same form]. */
+      const cases: [(id: string) => Record<string, unknown>, string, string][] = [
+        [(id) => ({ previous_response_id: id }), acmeIds.response, ghostResponse],
+        [(id) => ({ conversation: id }), acmeIds.conversation, ghostConversation],
+        [reference, acmeIds.outputItem, 'msg_ghost'],
+        [reference, acmeIds.conversationItem, 'msg_ghost'],
+      ];
+      for (const [body, theirs, missing] of cases) {
+        const denied = await respond(body(theirs));
+        const absent = await respond(body(missing));
+        expect([denied.status, absent.status]).toEqual([404, 404]);
+        expect(denied.text.replaceAll(theirs, '<id>')).toBe(absent.text.replaceAll(missing, '<id>'));
+      }
     });
 
     it('another entity\'s model can be neither listed, nor served, nor created into, nor used as a KL reference', async () => {
@@ -257,6 +298,10 @@ describe('security', () => {
       expect((await call('GET', `/v1/files/${acmeIds.file}/content`, acme)).text).toBe(DATASET);
       expect(((await call('GET', `/v1/preview/training-jobs/${acmeIds.job}`, acme)).json as { id: string }).id).toBe(acmeIds.job);
       expect(((await call('GET', `/v1/fine_tuning/jobs/${acmeIds.fineTuningJob}`, acme)).json as { id: string }).id).toBe(acmeIds.fineTuningJob);
+      expect(((await call('GET', `/v1/responses/${acmeIds.response}`, acme)).json as { id: string }).id).toBe(acmeIds.response);
+      const items = (await call('GET', `/v1/conversations/${acmeIds.conversation}/items`, acme)).json as { data: { id: string; content: { text: string }[] }[] };
+      expect(items.data.map((item) => [item.id, item.content[0].text])).toEqual([[acmeIds.conversationItem, 'acme secret']]);
+      expect(((await call('GET', `/v1/conversations/${acmeIds.conversation}`, acme)).json as { metadata: unknown }).metadata).toEqual({});
     });
   });
 

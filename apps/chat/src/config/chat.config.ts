@@ -1,9 +1,23 @@
-import { BaseServiceConfig } from '@trainyard/runtime';
+import { BaseServiceConfig, DATABASE_URL_PATTERN } from '@trainyard/runtime';
 import { Type } from 'class-transformer';
-import { IsInt, Min } from 'class-validator';
+import { IsInt, Matches, Max, Min } from 'class-validator';
 
 export class ChatConfig extends BaseServiceConfig {
   override HTTP_PORT = 3101;
+
+  /** Stored responses and conversations (the Responses API's state) live here. */
+  @Matches(DATABASE_URL_PATTERN, { message: 'must be a postgresql:// URL' })
+  DATABASE_URL!: string;
+
+  /**
+   * Days a stored response stays readable (and continuable with previous_response_id) after
+   * it was created, and a conversation after its last change; after that it is deleted.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(3650)
+  RESPONSE_RETENTION_DAYS = 30;
 
   /** Completions admitted beyond the ready workers' slots, counted exactly as they are admitted and end; past it, 429. */
   @Type(() => Number)

@@ -4,17 +4,19 @@ import { ChatCompletionsController } from './chat-completions.controller';
 import { ChatCompletionsService } from './chat-completions.service';
 import { CompletionEventsHub } from './completion-events.hub';
 import { CompletionRunner } from './completion-runner';
+import { ConversationsController } from '../conversations/conversations.controller';
+import { ResponseState } from '../responses/response-state';
 import { ResponsesController } from '../responses/responses.controller';
 import { ResponsesService } from '../responses/responses.service';
 
-/** POST /v1/chat/completions and POST /v1/responses: OpenAI shapes in, worker events relayed out. */
+/** POST /v1/chat/completions and the Responses API (responses, conversations): OpenAI shapes in, worker events relayed out. */
 @Module({})
 export class ChatModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: ChatModule,
-      controllers: [ChatCompletionsController, ResponsesController],
-      providers: [{ provide: GatewayConfig, useValue: config }, ChatCompletionsService, CompletionEventsHub, CompletionRunner, ResponsesService],
+      controllers: [ChatCompletionsController, ResponsesController, ConversationsController],
+      providers: [{ provide: GatewayConfig, useValue: config }, ChatCompletionsService, CompletionEventsHub, CompletionRunner, ResponsesService, ResponseState],
     };
   }
 }

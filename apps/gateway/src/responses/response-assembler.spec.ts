@@ -12,6 +12,11 @@ const echo: ResponseEcho = {
   tool_choice: 'auto',
   parallel_tool_calls: true,
   user: null,
+  store: true,
+  previous_response_id: 'resp_0',
+  conversation: null,
+  metadata: { run: '7' },
+  top_logprobs: null,
 };
 const prompt: InferenceEvent = { type: 'prompt', prompt_tokens: 5, prompt_token_ids: [1, 2, 3, 4, 5] };
 const delta = (text: string, tool_call?: { index: number; id?: string; name?: string; arguments: string }): InferenceEvent => ({
@@ -31,8 +36,8 @@ const finish = (finish_reason: 'stop' | 'length' | 'tool_calls', content: string
 });
 const done: InferenceEvent = { type: 'done', usage: { prompt_tokens: 5, completion_tokens: 2, cached_tokens: 4 } };
 
-function run(events: InferenceEvent[], setup: (a: ResponseAssembler) => void = () => undefined) {
-  const assembler = new ResponseAssembler('resp_1', started, echo);
+function run(events: InferenceEvent[], setup: (a: ResponseAssembler) => void = () => undefined, reply: StartCompletionReply = started) {
+  const assembler = new ResponseAssembler('resp_1', reply, echo);
   setup(assembler);
   const stream = events.flatMap((event) => assembler.apply(event));
   return { assembler, stream, types: stream.map((e) => e.type) };
@@ -92,8 +97,10 @@ describe('ResponseAssembler', () => {
       model: 'acme/p/m',
       instructions: 'Be brief.',
       max_output_tokens: 16,
-      store: false,
-      previous_response_id: null,
+      store: true,
+      previous_response_id: 'resp_0',
+      conversation: null,
+      metadata: { run: '7' },
       error: null,
       tools: [],
       tool_choice: 'auto',
@@ -178,6 +185,46 @@ describe('ResponseAssembler', () => {
       { type: 'function_call', call_id: 'call_a', arguments: '{"city":"Oslo"}' },
     ]);
     expect(replay(stream)).toEqual(output);
+  });
+
+  it('carries the text tokens\' logprobs on the output_text part and its events when the worker reports them; a call\'s tokens on none', () => {
+    const token = (t: string, logprob: number) => ({ id: 1, token: t, bytes: [...Buffer.from(t)], logprob, top_logprobs: [{ id: 2, token: 'x', bytes: [120], logprob: -3 }] });
+    const withTokens = (text: string, tokens: ReturnType<typeof token>[], tool_call?: { index: number; id?: string; name?: string; arguments: string }): InferenceEvent => ({
+      type: 'delta',
+      index: 0,
+      text,
+      tokens,
+      ...(tool_call ? { tool_call } : {}),
+    });
+    const events = [
+      prompt,
+      withTokens('Hel', [token('Hel', -0.5)]),
+      withTokens('lo', [token('lo', -0.25)]),
+      // A token whose bytes are not a whole character yet: no text, but its logprob goes with the text.
+      withTokens('', [token('\ufffd', -2)]),
+      withTokens('', [token('<tool_call>', -0.1)], { index: 0, id: 'call_a', name: 'f', arguments: '{}' }),
+      finish('tool_calls', 'Hello', [['call_a', 'f', '{}']]),
+      done,
+    ];
+    const { stream, assembler } = run(events, undefined, { ...started, logprobs: true });
+    const expected = [
+      { token: 'Hel', logprob: -0.5, bytes: [72, 101, 108], top_logprobs: [{ token: 'x', logprob: -3, bytes: [120] }] },
+      { token: 'lo', logprob: -0.25, bytes: [108, 111], top_logprobs: [{ token: 'x', logprob: -3, bytes: [120] }] },
+      { token: '\ufffd', logprob: -2, bytes: [239, 191, 189], top_logprobs: [{ token: 'x', logprob: -3, bytes: [120] }] },
+    ];
+    expect(assembler.response()['output']).toMatchObject([{ type: 'message', content: [{ text: 'Hello', logprobs: expected }] }, { type: 'function_call' }]);
+    const textEvents = stream.filter((e) => e.type === 'response.output_text.delta');
+    expect(textEvents.map((e) => e['logprobs'])).toEqual([
+      [{ token: 'Hel', logprob: -0.5, top_logprobs: [{ token: 'x', logprob: -3 }] }],
+      [{ token: 'lo', logprob: -0.25, top_logprobs: [{ token: 'x', logprob: -3 }] }],
+      [{ token: '\ufffd', logprob: -2, top_logprobs: [{ token: 'x', logprob: -3 }] }],
+    ]);
+    expect(textEvents.map((e) => e['delta'])).toEqual(['Hel', 'lo', '']);
+    expect(stream.find((e) => e.type === 'response.output_text.done')?.['logprobs']).toHaveLength(3);
+    expect(replay(stream)[0]).toMatchObject({ content: [{ text: 'Hello' }] });
+    // Not asked for: the parts keep OpenAI's empty list.
+    const plain = run(events).assembler.response()['output'] as { content?: { logprobs: unknown[] }[] }[];
+    expect(plain[0].content?.[0].logprobs).toEqual([]);
   });
 
   it('has no stream events for accepted, and an error event numbered in sequence', () => {

@@ -1,5 +1,5 @@
-import type { InferenceEvent, StartCompletionReply, ToolCallOutput } from '@trainyard/contracts';
-import { randomBytes } from 'node:crypto';
+import type { InferenceEvent, StartCompletionReply, TokenInfo, ToolCallOutput } from '@trainyard/contracts';
+import { newId } from './response-items';
 
 /** What a response repeats of its request, as the Responses API does. */
 export interface ResponseEcho {
@@ -12,13 +12,27 @@ export interface ResponseEcho {
   tool_choice: unknown;
   parallel_tool_calls: boolean;
   user: string | null;
+  store: boolean;
+  previous_response_id: string | null;
+  conversation: { id: string } | null;
+  metadata: Record<string, string>;
+  top_logprobs: number | null;
+}
+
+/** A token of output text with its logprob and alternatives, as output_text parts carry them. */
+interface OutputLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
 }
 
 interface OutputText {
   type: 'output_text';
   text: string;
   annotations: never[];
-  logprobs: never[];
+  /** Empty unless `include` asked for them. */
+  logprobs: OutputLogprob[];
 }
 
 interface MessageItem {
@@ -51,18 +65,16 @@ type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
 type OutputItem = ReasoningItem | MessageItem | FunctionCallItem;
 export type ResponseStreamEvent = { type: string; sequence_number: number } & Record<string, unknown>;
 
-/** Ids in OpenAI's style: a prefix and random hex. */
-export function newId(prefix: string): string {
-  return `${prefix}_${randomBytes(16).toString('hex')}`;
-}
-
 /**
  * Folds a completion's InferenceEvents into the Responses API's shapes: the whole `response`
  * object, or the `response.*` stream events in their documented order. Output items appear
  * in the order their first text or call fragment does: a reasoning model's reasoning item,
  * a message with one output_text part, then function calls. Text is streamed as it comes (the worker sends a call's markup as
  * neither text nor arguments); a call's arguments stream from the worker's tool-call
- * fragments, and the finish event's tool calls are the final word on every call. Pure: no I/O, so every shape decision is unit-tested here.
+ * fragments, and the finish event's tool calls are the final word on every call. When the
+ * worker reports logprobs (`include: ["message.output_text.logprobs"]`), the tokens of the text
+ * go with it: on each text delta event and on the output_text part. Pure: no I/O, so every
+ * shape decision is unit-tested here.
  */
 export class ResponseAssembler {
   readonly createdAt = Math.floor(Date.now() / 1000);
@@ -96,7 +108,10 @@ export class ResponseAssembler {
         return [this.event('response.created', { response: this.response() }), this.event('response.in_progress', { response: this.response() })];
       case 'delta': {
         if (event.reasoning) return this.addReasoning(event.reasoning);
-        const out = event.text ? this.addText(event.text) : [];
+        // A call's tokens are not text: their logprobs have no output_text to go on.
+        const out = event.text ? this.addText(event.text, event.tool_call ? [] : event.tokens) : [];
+        // Tokens without text (bytes of a character not yet whole, the end token) belong to the text they end, if any, as an empty delta.
+        if (!event.text && !event.tool_call && this.message && event.tokens.length > 0 && this.started.logprobs) out.push(...this.addText('', event.tokens));
         if (event.tool_call) out.push(...this.addCallFragment(event.tool_call));
         return out;
       }
@@ -149,18 +164,20 @@ export class ResponseAssembler {
       model: this.started.model,
       output: structuredClone(this.items),
       parallel_tool_calls: this.echo.parallel_tool_calls,
-      previous_response_id: null,
+      previous_response_id: this.echo.previous_response_id,
+      conversation: this.echo.conversation,
       reasoning: null,
-      store: false,
+      store: this.echo.store,
       temperature: this.echo.temperature,
       text: this.echo.text,
       tool_choice: this.echo.tool_choice,
       tools: this.echo.tools,
       top_p: this.echo.top_p,
+      top_logprobs: this.echo.top_logprobs,
       truncation: 'disabled',
       usage: this.usage,
       user: this.echo.user,
-      metadata: {},
+      metadata: this.echo.metadata,
       // Our addition, as in chat completions: which weights served this (null for a base model).
       checkpoint_step: this.started.checkpoint_step,
     };
@@ -200,13 +217,15 @@ export class ResponseAssembler {
     ];
   }
 
-  private addText(text: string): ResponseStreamEvent[] {
+  private addText(text: string, tokens: TokenInfo[] = []): ResponseStreamEvent[] {
     const out = this.closeReasoning();
     if (!this.message) out.push(...this.openMessage());
     const message = this.message as MessageItem;
+    const logprobs = this.started.logprobs ? tokens.map(outputLogprob) : [];
     message.content[0].text += text;
+    message.content[0].logprobs.push(...logprobs);
     this.text += text;
-    out.push(this.event('response.output_text.delta', { ...this.partPlace(message), delta: text, logprobs: [] }));
+    out.push(this.event('response.output_text.delta', { ...this.partPlace(message), delta: text, logprobs: logprobs.map(eventLogprob) }));
     return out;
   }
 
@@ -225,7 +244,7 @@ export class ResponseAssembler {
     message.status = this.finishReason === 'length' ? 'incomplete' : 'completed';
     const part = message.content[0];
     return [
-      this.event('response.output_text.done', { ...this.partPlace(message), text: part.text, logprobs: [] }),
+      this.event('response.output_text.done', { ...this.partPlace(message), text: part.text, logprobs: part.logprobs.map(eventLogprob) }),
       this.event('response.content_part.done', { ...this.partPlace(message), part: structuredClone(part) }),
       this.event('response.output_item.done', { output_index: this.items.indexOf(message), item: structuredClone(message) }),
     ];
@@ -282,4 +301,18 @@ export class ResponseAssembler {
   private event(type: string, fields: Record<string, unknown>): ResponseStreamEvent {
     return { type, sequence_number: this.sequence++, ...fields };
   }
+}
+
+function outputLogprob(token: TokenInfo): OutputLogprob {
+  return {
+    token: token.token,
+    logprob: token.logprob,
+    bytes: token.bytes,
+    top_logprobs: token.top_logprobs.map((alt) => ({ token: alt.token, logprob: alt.logprob, bytes: alt.bytes })),
+  };
+}
+
+/** The text events' form of a logprob: OpenAI's, without bytes. */
+function eventLogprob({ token, logprob, top_logprobs }: OutputLogprob) {
+  return { token, logprob, top_logprobs: top_logprobs.map((alt) => ({ token: alt.token, logprob: alt.logprob })) };
 }

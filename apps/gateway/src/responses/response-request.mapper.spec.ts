@@ -1,9 +1,15 @@
 import { ServiceError } from '@trainyard/contracts';
 import type { CreateResponseRequest } from './dto/create-response.request';
+import { PlacedItem, toInputEntries } from './response-items';
 import { toChatParams } from './response-request.mapper';
 
 const limits = { defaultMaxTokens: 512, maxCompletionTokens: 1024 };
-const map = (body: Partial<CreateResponseRequest>) => toChatParams({ model: 'm', input: 'Hi', ...body } as CreateResponseRequest, limits);
+/** The request's own items, as ResponseState hands them over when nothing is stored. */
+const itemsOf = (body: CreateResponseRequest) => toInputEntries(body.input) as PlacedItem[];
+const map = (body: Partial<CreateResponseRequest>, earlier: PlacedItem[] = []) => {
+  const full = { model: 'm', input: 'Hi', ...body } as CreateResponseRequest;
+  return toChatParams(full, [...earlier, ...itemsOf(full)], limits);
+};
 const refusal = (body: Partial<CreateResponseRequest>) => {
   try {
     map(body);
@@ -57,7 +63,8 @@ describe('toChatParams', () => {
 
   it('takes sampling settings and max_output_tokens, within the deployment limit', () => {
     expect(map({ temperature: 0, top_p: 0.5, max_output_tokens: 20 })).toMatchObject({ temperature: 0, top_p: 0.5, max_tokens: 20 });
-    expect(toChatParams({ model: 'm', input: 'Hi' } as CreateResponseRequest, { defaultMaxTokens: 512, maxCompletionTokens: 256 }).max_tokens).toBe(256);
+    const body = { model: 'm', input: 'Hi' } as CreateResponseRequest;
+    expect(toChatParams(body, itemsOf(body), { defaultMaxTokens: 512, maxCompletionTokens: 256 }).max_tokens).toBe(256);
     const error = refusal({ max_output_tokens: 2000 });
     expect({ code: error.code, param: error.details.param }).toEqual({ code: 'invalid_request', param: 'max_output_tokens' });
   });
@@ -94,11 +101,10 @@ describe('toChatParams', () => {
     [{ input: [{ type: 'function_call_output', call_id: 'nope', output: 'x' }] }, 'input[0].call_id'],
     [{ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input[0].content[0]'],
     [{ input: [{ role: 'tool', content: 'x' }] }, 'input[0].role'],
-    [{ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0].type'],
     [{ input: [{ role: 'user', content: 'a' }, { type: 'computer_call', action: {} }] }, 'input[1].type'],
     [{ input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }, 'input[0].call_id'],
-    [{ previous_response_id: 'resp_1' }, 'previous_response_id'],
-    [{ conversation: 'conv_1' }, 'conversation'],
+    [{ top_logprobs: 3 }, 'top_logprobs'],
+    [{ top_logprobs: 3, include: ['reasoning.encrypted_content'] }, 'top_logprobs'],
     [{ tools: [{ type: 'web_search' }] }, 'tools[0].type'],
     [{ tools: [{ type: 'function', name: 'f', parameters: 'x' }] }, 'tools[0].parameters'],
     [{ tools: [{ type: 'function', name: 'f', parameters: { type: 'object' } }, { type: 'function', name: 'g', parameters: { type: 'string' } }] }, 'tools[1].parameters'],
@@ -109,6 +115,26 @@ describe('toChatParams', () => {
     const error = refusal(body);
     expect(error.code).toBe('invalid_request');
     expect(error.details.param).toBe(param);
+  });
+
+  it('puts the earlier turns before the input, a call of theirs answerable by an output of this one', () => {
+    const earlier: PlacedItem[] = [
+      { item: { id: 'msg_1', type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Weather?' }] }, at: 'previous_response_id' },
+      { item: { id: 'fc_1', type: 'function_call', call_id: 'c1', name: 'weather', arguments: '{}' }, at: 'previous_response_id' },
+    ];
+    const params = map({ instructions: 'Be brief.', input: [{ type: 'function_call_output', call_id: 'c1', output: 'sunny' }] }, earlier);
+    expect(params.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Weather?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'weather', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'sunny' },
+    ]);
+  });
+
+  it('asks for logprobs when include names the output text\'s, with top_logprobs alternatives', () => {
+    expect(map({})).toMatchObject({ logprobs: false, top_logprobs: 0 });
+    expect(map({ include: ['message.output_text.logprobs'] })).toMatchObject({ logprobs: true, top_logprobs: 0 });
+    expect(map({ include: ['message.output_text.logprobs'], top_logprobs: 5 })).toMatchObject({ logprobs: true, top_logprobs: 5 });
   });
 
   it('maps text.format to the response format', () => {

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ErrorCode, InferenceEvent, ServiceError } from '@trainyard/contracts';
+import { DeleteResponseReply, ErrorCode, InferenceEvent, ItemList, ResponseObject, ServiceError, Subjects } from '@trainyard/contracts';
+import { RpcClient } from '@trainyard/messaging';
 import type { Response } from 'express';
 import type { Caller } from '../auth/caller';
 import { CompletionRunner, foldEvents } from '../chat/completion-runner';
@@ -8,32 +9,45 @@ import { httpStatus } from '../http/error-status';
 import { openEventStream } from '../http/event-stream';
 import { openAiEnvelope } from '../http/http-error.filter';
 import { CreateResponseRequest } from './dto/create-response.request';
-import { newId, ResponseAssembler, ResponseEcho, ResponseStreamEvent } from './response-assembler';
-import { toChatParams } from './response-request.mapper';
+import { ListItemsQuery } from './dto/list-items.query';
+import { ResponseAssembler, ResponseEcho, ResponseStreamEvent } from './response-assembler';
+import { newId } from './response-items';
+import { toChatParams, wantsLogprobs } from './response-request.mapper';
+import { conversationIdOf, ResponseState } from './response-state';
 
 /**
  * POST /v1/responses over the chat machinery: the request becomes the same start request as a
  * chat completion's, and the worker's events are folded into the Responses API's shapes, as
- * one `response` object or as its `response.*` Server-Sent Events. Stateless: nothing is stored.
+ * one `response` object or as its `response.*` Server-Sent Events. The stored state (earlier
+ * turns, what `store` keeps) is the chat service's, reached through ResponseState.
  */
 @Injectable()
 export class ResponsesService {
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     private readonly runner: CompletionRunner,
+    private readonly state: ResponseState,
+    private readonly rpc: RpcClient,
   ) {}
 
   async create(caller: Caller, body: CreateResponseRequest, res: Response): Promise<void> {
-    const params = toChatParams(body, { defaultMaxTokens: this.config.DEFAULT_MAX_TOKENS, maxCompletionTokens: this.config.MAX_COMPLETION_TOKENS });
+    const input = await this.state.input(caller, body);
+    const params = toChatParams(body, [...input.earlier, ...input.own], {
+      defaultMaxTokens: this.config.DEFAULT_MAX_TOKENS,
+      maxCompletionTokens: this.config.MAX_COMPLETION_TOKENS,
+    });
     const id = newId('resp');
     let assembler: ResponseAssembler | undefined;
     try {
-      await this.runner.run({ completionId: id, caller, params, logprobsRequested: false }, res, async (started, events) => {
-        assembler = new ResponseAssembler(id, started, echoOf(body));
+      await this.runner.run({ completionId: id, caller, params, logprobsRequested: wantsLogprobs(body) }, res, async (started, events) => {
+        const answer = new ResponseAssembler(id, started, echoOf(body));
+        assembler = answer;
+        const keep = () => this.state.keep(caller, body, answer.response() as ResponseObject, input);
         res.setHeader('x-trainyard-checkpoint-step', started.checkpoint_step === null ? 'base' : String(started.checkpoint_step));
-        if (body.stream) return this.stream(events, assembler, res);
-        await foldEvents(events, assembler);
-        res.status(200).json(assembler.response());
+        if (body.stream) return this.stream(events, answer, res, keep);
+        await foldEvents(events, answer);
+        await keep();
+        res.status(200).json(answer.response());
       });
     } catch (err) {
       if (!res.headersSent || !assembler) throw inResponsesTerms(err);
@@ -49,9 +63,28 @@ export class ResponsesService {
    * The stream opens with the worker's prompt event (response.created): what is refused before
    * that is still answered with its own status, as for a request that is not streamed.
    */
-  private async stream(events: AsyncIterable<InferenceEvent>, assembler: ResponseAssembler, res: Response): Promise<void> {
-    await foldEvents(events, assembler, (event) => send(res, event));
+  private async stream(events: AsyncIterable<InferenceEvent>, assembler: ResponseAssembler, res: Response, keep: () => Promise<void>): Promise<void> {
+    // The last event waits for the response to be kept: a client that saw it end may continue it at once.
+    let last: ResponseStreamEvent | undefined;
+    await foldEvents(events, assembler, (event) => {
+      if (event.type === 'response.completed' || event.type === 'response.incomplete') last = event;
+      else send(res, event);
+    });
+    await keep();
+    if (last) send(res, last);
     res.end();
+  }
+
+  get(caller: Caller, responseId: string): Promise<ResponseObject> {
+    return this.rpc.request(Subjects.chat.getResponse, { entity_id: caller.entityId, response_id: responseId });
+  }
+
+  delete(caller: Caller, responseId: string): Promise<DeleteResponseReply> {
+    return this.rpc.request(Subjects.chat.deleteResponse, { entity_id: caller.entityId, response_id: responseId });
+  }
+
+  inputItems(caller: Caller, responseId: string, query: ListItemsQuery): Promise<ItemList> {
+    return this.rpc.request(Subjects.chat.listInputItems, { entity_id: caller.entityId, response_id: responseId, after: query.after, limit: query.limit, order: query.order });
   }
 }
 
@@ -90,5 +123,10 @@ function echoOf(body: CreateResponseRequest): ResponseEcho {
     tool_choice: body.tool_choice ?? 'auto',
     parallel_tool_calls: body.parallel_tool_calls ?? true,
     user: body.user ?? null,
+    store: body.store !== false,
+    previous_response_id: body.previous_response_id ?? null,
+    conversation: body.conversation == null ? null : { id: conversationIdOf(body.conversation) as string },
+    metadata: body.metadata ?? {},
+    top_logprobs: body.top_logprobs ?? null,
   };
 }

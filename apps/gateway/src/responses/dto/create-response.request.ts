@@ -18,6 +18,10 @@ import {
   ValidationOptions,
 } from 'class-validator';
 import { IsTemplateKwargs } from '../../chat/dto/chat-content.validators';
+import { IsMetadata } from '../../http/metadata';
+
+/** Longest id a stored response or conversation may be named by (ours are 37 and 53 characters). */
+export const MAX_ID_LENGTH = 128;
 
 export class TextFormatDto {
   @IsIn(['text', 'json_object', 'json_schema'])
@@ -57,8 +61,8 @@ export class TextConfigDto {
 
 /**
  * POST /v1/responses. The items of `input` and `tools` are checked one by one where they are
- * turned into a chat request (ResponseRequestMapper), which names the item that is wrong.
- * Unknown fields (store, metadata, include, extra_body and the like) are dropped, not refused.
+ * turned into items and a chat request (response-items, ResponseRequestMapper), which name the
+ * item that is wrong. Unknown fields (extra_body and the like) are dropped, not refused.
  */
 export class CreateResponseRequest {
   /** As for chat completions: longer than any name that can resolve. */
@@ -114,13 +118,39 @@ export class CreateResponseRequest {
   @IsBoolean()
   stream?: boolean | null;
 
-  /** Stateless: refused with 400 when given (see ResponseRequestMapper). */
+  /** Keep the response and its input items for retrieval and continuation; OpenAI's default is true. */
+  @IsOptional()
+  @IsBoolean()
+  store?: boolean | null;
+
+  /** The earlier turns: that stored response's input items and output, before this input. */
   @IsOptional()
   @IsString()
+  @IsNotEmpty()
+  @MaxLength(MAX_ID_LENGTH)
   previous_response_id?: string | null;
 
+  /** A conversation (its id, or `{id}`): its items are the earlier turns, and this input and output are appended to it. */
   @IsOptional()
-  conversation?: unknown;
+  @IsConversationRef()
+  conversation?: string | { id: string } | null;
+
+  @IsOptional()
+  @IsMetadata()
+  metadata?: Record<string, string> | null;
+
+  /** `message.output_text.logprobs` puts logprobs on the output text; other values are accepted and have nothing to add. */
+  @IsOptional()
+  @IsArray()
+  @IsString({ each: true })
+  include?: string[] | null;
+
+  /** Alternatives per output token, with `include: ["message.output_text.logprobs"]`. */
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(20)
+  top_logprobs?: number | null;
 
   @IsOptional()
   @IsString()
@@ -137,6 +167,21 @@ export class CreateResponseRequest {
   @IsOptional()
   @IsTemplateKwargs()
   chat_template_kwargs?: Record<string, unknown> | null;
+}
+
+/** `conversation`: an id, or `{id}`. */
+function IsConversationRef(options?: ValidationOptions): PropertyDecorator {
+  const isId = (value: unknown) => typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH;
+  return ValidateBy(
+    {
+      name: 'isConversationRef',
+      validator: {
+        validate: (value: unknown) => isId(value) || (typeof value === 'object' && value !== null && isId((value as { id?: unknown }).id)),
+        defaultMessage: () => `conversation must be a conversation id or {"id": ...}, of at most ${MAX_ID_LENGTH} characters`,
+      },
+    },
+    options,
+  );
 }
 
 /** `input`: a non-empty string, or a non-empty list of item objects. */
