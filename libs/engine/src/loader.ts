@@ -4,6 +4,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { ChatTemplate } from './chat-template';
 import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig } from './config';
 import { roundTo, StorageDtype, transpose2d } from './dtype';
+import { ModelLoadError } from './errors';
 import { MatMulPlan, startMatMulThreads, tuneMatMul } from './kernels/matmul';
 import { FrozenLinear, LinearPart } from './model/linear';
 import { Attention, Block, HeadNorms, LlamaModel, MLP, RMSNorm } from './model/llama';
@@ -96,10 +97,19 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
   let model: LlamaModel;
   try {
     model = buildModel(config, checkpoint, options);
+  } catch (err) {
+    throw wasmMemoryExceeded(err, config, dir, options) ?? err;
   } finally {
     checkpoint.close();
   }
-  if (options.inferenceOnly) planMatMul(model, options);
+  if (options.inferenceOnly) {
+    try {
+      planMatMul(model, options);
+    } catch (err) {
+      model.dispose();
+      throw wasmMemoryExceeded(err, config, dir, options) ?? err;
+    }
+  }
 
   const eosToken = tokenizer.specialToken('eos_token');
   const eosFromTokenizer = eosToken ? tokenizer.tokenToId(eosToken) : undefined;
@@ -112,6 +122,34 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
   ];
   const prompt = new ChatPrompt(tokenizer, chatTemplate, config.maxPositionEmbeddings);
   return { dir, config, generationConfig, model, tokenizer, chatTemplate, prompt, eosTokenIds, dispose: () => model.dispose() };
+}
+
+/** WebAssembly's 32-bit memories: what the wasm backend's heap, and the matmul threads' shared weights, can hold at most. */
+const WASM_MEMORY_GIB = 4;
+
+/**
+ * A model too large for the wasm backend's memory, told as the limit it met rather than as the
+ * RangeError a memory that cannot grow any further throws (a bare "offset is out of bounds"),
+ * with what makes it fit: 8-bit weights, the matmul threads (whose packed weights live in a
+ * memory of their own) or a GPU worker. Null for any other failure.
+ */
+export function wasmMemoryExceeded(err: unknown, config: ModelConfig, dir: string, options: LoadOptions): ModelLoadError | null {
+  if (!(err instanceof RangeError) || tf.getBackend() !== 'wasm') return null;
+  const billions = (parameterCount(config) / 1e9).toFixed(2);
+  const held = options.inferenceOnly && options.weights === 'q8' ? 'as 8-bit weights' : 'as its checkpoint stores them';
+  return new ModelLoadError(
+    `does not fit in the wasm backend's ${WASM_MEMORY_GIB} GiB of memory (WebAssembly's 32-bit limit): its ${billions}B parameters ${held} ran out of room (${err.message}); ` +
+      'serve it with 8-bit weights, with MATMUL_THREADS of 2 or more (the packed weights then have a memory of their own), or on a GPU worker',
+    path.join(dir, 'config.json'),
+  );
+}
+
+/** Parameters of a model of this config: embeddings, every layer's projections and norms, the lm_head unless tied. */
+export function parameterCount(config: ModelConfig): number {
+  const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: KV, headDim: D, vocabSize: V, numLayers: L } = config;
+  const attention = C * (H + 2 * KV) * D + H * D * C;
+  const mlp = 3 * C * I;
+  return V * C * (config.tieWordEmbeddings ? 1 : 2) + L * (attention + mlp + 2 * C) + C;
 }
 
 /** Reads every tensor the config calls for, checking shapes, into a LlamaModel. */

@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { loadModel } from '../src/loader';
+import { ModelLoadError } from '../src/errors';
+import { loadModel, parameterCount, wasmMemoryExceeded } from '../src/loader';
+import { PRESETS } from '../src/maker/make-model';
 import { writeSafetensors, SafetensorsFile } from '../src/safetensors';
 import { makeTiny, maxAbsDiff, rowsOf, tempDir, useBackend } from './helpers';
 
@@ -94,5 +96,18 @@ describe('loading a model directory', () => {
     delete missing['model.norm.weight'];
     writeSafetensors(path.join(copy, 'model.safetensors'), missing);
     await expect(loadModel(copy)).rejects.toThrow(/tensor model\.norm\.weight\): tensor missing/);
+  });
+
+  it("counts a model's parameters as Hugging Face does (SmolLM2-135M: 134,515,008)", () => {
+    expect(parameterCount(PRESETS['smollm2-135m'])).toBe(134_515_008);
+  });
+
+  it("tells a wasm memory that cannot grow as the limit a model met, with what makes it fit, and nothing else", () => {
+    const config = PRESETS['smollm2-135m'];
+    const refusal = wasmMemoryExceeded(new RangeError('offset is out of bounds'), config, '/models/big', { inferenceOnly: true, weights: 'q8' });
+    expect(refusal).toBeInstanceOf(ModelLoadError);
+    expect(refusal?.file).toBe('/models/big/config.json');
+    expect(refusal?.reason).toMatch(/4 GiB .*0\.13B parameters as 8-bit weights .*offset is out of bounds.*MATMUL_THREADS/);
+    expect(wasmMemoryExceeded(new TypeError('not memory'), config, '/models/big', {})).toBeNull();
   });
 });
