@@ -34,8 +34,8 @@ export function repliesWithReasoning(markers: ReasoningMarkers | null, templateK
  * first is reasoning until its closing marker (an opening marker at its start dropped), then
  * answer; the markers themselves belong to neither, and each part's leading whitespace is
  * dropped (the templates put newlines around the markers). A reply that does not reason is
- * all answer, as generated. The token ids are untouched: they
- * cover the whole reply, markers included, so RL trains on exactly what was sampled.
+ * all answer, as generated. The token ids are untouched: they cover the whole reply, markers
+ * included, so RL trains on exactly what was sampled.
  */
 export class ReasoningSplitter {
   /** Whether the reply reasons first (the markers are known and the request did not turn it off). */
@@ -59,11 +59,6 @@ export class ReasoningSplitter {
 
   get answer(): string {
     return this.answerText;
-  }
-
-  /** Whether the reasoning part is over (or never was): text now goes to the answer. */
-  get answering(): boolean {
-    return !this.inReasoning;
   }
 
   /** The new reasoning and answer text that token `id`, decoded as `text`, adds. */
@@ -91,8 +86,9 @@ export class ReasoningSplitter {
   }
 }
 
+/** `text` without `prefix` at its start. */
 function withoutPrefix(text: string, prefix: string): string {
-  return prefix !== '' && text.startsWith(prefix) ? text.slice(prefix.length) : text;
+  return text.startsWith(prefix) ? text.slice(prefix.length) : text;
 }
 
 /** `text` without `suffix` at its end (a marker decoded as text; special markers decode to nothing). */
