@@ -21,6 +21,13 @@ export interface WorkQueueSpec<T = unknown> {
   readonly payload?: T;
 }
 
+/**
+ * How long a producer keeps trying to queue a message while JetStream cannot take it because
+ * the stream is electing a new leader (a server of a NATS cluster was lost): nats-server
+ * elects one within a few seconds. Past it, the producer gives up with a 503.
+ */
+export const QUEUE_FAILOVER_MS = 10_000;
+
 function workQueue<T>(spec: Omit<WorkQueueSpec<T>, 'payload'>): WorkQueueSpec<T> {
   return spec;
 }

@@ -302,6 +302,23 @@ describe('k8s/', () => {
       expect(config?.data?.['JETSTREAM_PREFIX']).toBe('');
     });
 
+    it('runs NATS as a three-server cluster that keeps three copies of every stream', () => {
+      const nats = find(objects, 'StatefulSet', 'nats');
+      expect(nats.spec?.['replicas']).toBe(3);
+      const conf = find(objects, 'ConfigMap', 'nats-config').data?.['nats.conf'] ?? '';
+      expect(conf).toMatch(/server_name:\s*\$POD_NAME/);
+      for (const i of [0, 1, 2]) expect(conf).toContain(`nats://nats-${i}.nats-headless:6222`);
+      const [c] = template(nats).spec.containers;
+      expect(env(c, 'POD_NAME')?.valueFrom?.fieldRef).toEqual({ fieldPath: 'metadata.name' });
+      expect(c.ports?.map((p) => p.containerPort)).toContain(6222);
+      const routes = JSON.stringify(find(objects, 'NetworkPolicy', 'nats-from-trainyard').spec);
+      expect(routes).toContain('"port":6222');
+      const config = ofKind(objects, 'ConfigMap').find((m) => m.metadata.name.startsWith('trainyard-config-'));
+      expect(config?.data?.['JETSTREAM_REPLICAS']).toBe('3');
+      const pdb = ofKind(objects, 'PodDisruptionBudget').find((p) => selects((p.spec as { selector: Selector }).selector, template(nats).metadata.labels));
+      expect(pdb?.spec?.['maxUnavailable']).toBe(1);
+    });
+
     it('pulls every Trainyard image from a registry with a pinned tag', () => {
       for (const w of ofKind(objects, 'Deployment')) {
         for (const c of containersOf(w)) expect(c.image).toMatch(/^[a-z0-9.-]+\/.+:[\w.-]+$/);

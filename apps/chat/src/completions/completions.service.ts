@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ErrorCode, InferenceWorkItem, ServiceError, StartCompletionReply, StartCompletionRequest, WorkQueues } from '@trainyard/contracts';
+import { ErrorCode, InferenceWorkItem, QUEUE_FAILOVER_MS, ServiceError, StartCompletionReply, StartCompletionRequest, WorkQueues } from '@trainyard/contracts';
 import { MessageBus } from '@trainyard/messaging';
 import { ChatConfig } from '../config/chat.config';
 import { InferenceCapacity } from './inference-capacity';
@@ -50,7 +50,7 @@ export class CompletionsService {
     };
     // The completion id as message id: a retried start inside the dedupe window is queued once.
     try {
-      await this.bus.enqueue(WorkQueues.inference, item, { id: request.completion_id });
+      await this.bus.enqueue(WorkQueues.inference, item, { id: request.completion_id, failoverMs: QUEUE_FAILOVER_MS });
     } catch (err) {
       this.capacity.release(request.completion_id);
       throw new ServiceError(ErrorCode.Unavailable, `The inference queue is unavailable: ${(err as Error).message}`, { retryAfterSeconds: 1 });

@@ -3,6 +3,7 @@ import {
   ChatCompletionParams,
   ErrorCode,
   InferenceEvent,
+  QUEUE_FAILOVER_MS,
   ServiceError,
   StartCompletionReply,
   Subjects,
@@ -89,14 +90,19 @@ export class CompletionRunner {
     };
     res.on('close', cancel);
     try {
-      const started = await this.rpc.request(Subjects.chat.startCompletion, {
-        completion_id: completionId,
-        entity_id: start.caller.entityId,
-        entity_name: start.caller.entityName,
-        logprobs_requested: start.logprobsRequested,
-        params: start.params,
-        reply_subject: inbox.subject,
-      });
+      // Chat may wait out a queue's failover before it answers (CompletionsService.start).
+      const started = await this.rpc.request(
+        Subjects.chat.startCompletion,
+        {
+          completion_id: completionId,
+          entity_id: start.caller.entityId,
+          entity_name: start.caller.entityName,
+          logprobs_requested: start.logprobsRequested,
+          params: start.params,
+          reply_subject: inbox.subject,
+        },
+        { timeoutMs: this.config.RPC_TIMEOUT_MS + QUEUE_FAILOVER_MS },
+      );
       await consume(started, this.events(inbox));
       finished = true;
     } catch (err) {

@@ -1,11 +1,11 @@
 import { CheckpointRecord, Page, Subjects, TrainingEventRecord, TrainingJobRecord, WorkerAnnouncement } from '@trainyard/contracts';
-import { waitFor } from '@trainyard/testing';
+import { TestNatsServer, waitFor } from '@trainyard/testing';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, JSONCodec } from 'nats';
 import { sseBlocks } from './sse';
-import { AppName, Stack } from './stack';
+import { AppName, NatsUnderTest, Stack } from './stack';
 
 // What the fault tests share: chat traffic that records how every request ended, training
 // jobs on the tiny model, and the checks that nothing was lost, doubled or half-written.
@@ -466,8 +466,12 @@ export interface FaultContext {
  * server; under the supervisor of `npm start` when `supervised`), the tiny model, a key and the
  * SFT data every job trains on.
  */
-export async function startFaultStack(database?: { url: string }, supervised?: { env?: Record<string, string> }): Promise<FaultContext> {
-  const stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '2000' }, database, supervised });
+export async function startFaultStack<Nats extends NatsUnderTest = TestNatsServer>(
+  database?: { url: string },
+  supervised?: { env?: Record<string, string> },
+  messaging?: { nats: () => Promise<Nats>; env: Record<string, string> },
+): Promise<FaultContext & { stack: Stack<Nats> }> {
+  const stack = await Stack.start<Nats>({ env: { MAX_COMPLETION_TOKENS: '2000', ...messaging?.env }, database, supervised, nats: messaging?.nats });
   stack.addTinyModel(BASE_MODEL);
   const { key } = await stack.createKey('acme');
   return { stack, key, fileId: await uploadSftData(stack, key, SFT_LINES) };
