@@ -102,7 +102,7 @@ export class RunningSampling implements DecodingWork {
   private result(): SampleTokensResult {
     const sequences: SampledTokenSequence[] = this.generators.map((g) => ({
       tokens: g.tokenIds,
-      logprobs: g.tokens.map((t) => t.logprob),
+      logprobs: g.tokens.map((t) => float32Digits(t.logprob)),
       stop_reason: g.finishReason ?? 'stop',
     }));
     return {
@@ -117,7 +117,7 @@ export class RunningSampling implements DecodingWork {
 /** The first prompt token has nothing before it: null, then one logprob per token. */
 function promptLogprobs(scores: PromptScores | null): (number | null)[] {
   if (!scores) throw new Error('the prompt was not scored');
-  return [null, ...scores.logprobs];
+  return [null, ...Array.from(scores.logprobs, float32Digits)];
 }
 
 function topkPromptLogprobs(scores: PromptScores | null): (TopkTokenLogprobs | null)[] {
@@ -126,8 +126,17 @@ function topkPromptLogprobs(scores: PromptScores | null): (TopkTokenLogprobs | n
   const rows: (TopkTokenLogprobs | null)[] = [null];
   for (let t = 0; t < scores.logprobs.length; t++) {
     const row: TopkTokenLogprobs = [];
-    for (let j = 0; j < top.k; j++) row.push([top.ids[t * top.k + j], top.logprobs[t * top.k + j]]);
+    for (let j = 0; j < top.k; j++) row.push([top.ids[t * top.k + j], float32Digits(top.logprobs[t * top.k + j])]);
     rows.push(row);
   }
   return rows;
+}
+
+/**
+ * A logprob with the 9 significant digits that pin down a float32 (what Tinker's protobuf
+ * carries, and the engine computes in): its JSON is about 13 characters instead of 20, so a
+ * larger result fits in one NATS message.
+ */
+function float32Digits(value: number): number {
+  return Number(value.toPrecision(9));
 }
