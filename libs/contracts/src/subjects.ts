@@ -140,7 +140,7 @@ export const Subjects = {
      * Give it a timeout as long as the sampling may take (the chat completion deadline).
      */
     sampleTokens: rpc<SampleTokensRequest, SampleTokensReply>('chat.tokens.sample.v1'),
-    /** `${name}.${chat instance}.${request_id}` (TOKEN_SAMPLE_EVENTS_PREFIX): a sampling's worker answers the chat replica waiting for it. */
+    /** `${name}.${sampling id}` (TOKEN_SAMPLE_EVENTS_PREFIX): a sampling's worker answers the chat replica waiting for it. */
     tokenSampleEvents: event<TokenSampleEvent>(TOKEN_SAMPLE_EVENTS_PREFIX),
     /** Before a response runs: the earlier turns (previous_response_id, conversation) and the items its input references. */
     responseContext: rpc<ResponseContextRequest, ResponseContextReply>('chat.response.context.v1'),

@@ -69,7 +69,7 @@ function checkSamplingParams(value: unknown, limits: SamplingLimits): TokenSampl
   if (!strings && !ids) throw ServiceError.invalid(`${field('stop')} must be a list of strings or a list of token ids`, field('stop'));
   if (stop.length > limits.maxStops) throw ServiceError.invalid(`${field('stop')} may hold at most ${limits.maxStops} entries`, field('stop'));
   const seed = p.seed ?? null;
-  if (seed !== null && !Number.isSafeInteger(seed)) throw ServiceError.invalid(`${field('seed')} must be an integer`, field('seed'));
+  if (seed !== null && !Number.isInteger(seed)) throw ServiceError.invalid(`${field('seed')} must be an integer`, field('seed'));
   return { max_tokens: maxTokens ?? limits.maxTokens, temperature, top_k: topK, top_p: topP, stop, seed };
 }
 

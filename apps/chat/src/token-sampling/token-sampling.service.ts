@@ -66,7 +66,10 @@ export class TokenSamplingService {
     if (limits) checkAgainstModel(request, limits, this.limits);
     else checkResultSize(request, request.sampling_params.max_tokens ?? this.limits.maxTokens, this.limits);
 
-    const id = request.request_id;
+    // Every call samples anew under an id of its own (its admission, its work item, its
+    // liveness): a caller that retries a request_id whose first call is still running gets its
+    // own answer, the same one for a given seed, instead of waiting on the first call's.
+    const id = randomUUID();
     await this.capacity.admit(id);
     const waiter = new SamplingWaiter(this.bus, this.workers, id);
     try {
@@ -89,7 +92,7 @@ export class TokenSamplingService {
         topk_prompt_logprobs: request.topk_prompt_logprobs,
       };
       try {
-        // The request id as message id: a retried request inside the dedupe window is queued once.
+        // A publish the client library retries is stored once.
         await this.bus.enqueue(WorkQueues.inference, item, { id });
       } catch (err) {
         throw new ServiceError(ErrorCode.Unavailable, `The inference queue is unavailable: ${(err as Error).message}`, { retryAfterSeconds: 1 });
@@ -97,7 +100,7 @@ export class TokenSamplingService {
       const result = await waiter.result(this.config.COMPLETION_DEADLINE_MS);
       return { ...result, model: request.model, base_model: resolved.base_model, checkpoint_step: resolved.step, model_id: resolved.model_id };
     } catch (err) {
-      if (!(err instanceof ServiceError)) this.logger.error(`token sampling ${id} failed: ${(err as Error).stack}`);
+      if (!(err instanceof ServiceError)) this.logger.error(`token sampling ${id} (request ${request.request_id}) failed: ${(err as Error).stack}`);
       throw err instanceof ServiceError ? err : new ServiceError(ErrorCode.Internal, 'Token sampling failed');
     } finally {
       waiter.close();
@@ -113,8 +116,7 @@ type Outcome = { result: SampleTokensResult } | { error: ServiceError };
  * nothing the worker sends is missed) until it is over.
  */
 class SamplingWaiter {
-  private readonly suffix = randomUUID();
-  readonly subject = `${TOKEN_SAMPLE_EVENTS_PREFIX}.${this.suffix}`;
+  readonly subject: string;
   private readonly subscription: EventSubscription;
   private accepted = false;
   /** How it ended (the first outcome counts), and who waits for it. */
@@ -128,8 +130,9 @@ class SamplingWaiter {
     private readonly workers: WorkerSignals,
     private readonly id: string,
   ) {
+    this.subject = `${TOKEN_SAMPLE_EVENTS_PREFIX}.${id}`;
     this.subscription = bus.subscribe(Subjects.chat.tokenSampleEvents, (event) => this.on(event), {
-      suffix: this.suffix,
+      suffix: id,
       onUndecodable: () => this.finish({ error: new ServiceError(ErrorCode.Internal, 'The inference worker sent an unreadable sampling result') }),
     });
   }

@@ -3,6 +3,8 @@ import { DrawnToken, GenerationStep, LoadedModel, PromptScores, RowDraw, Sequenc
 import { ChoiceSequence, DecodingWork } from './decoding-work';
 import type { ErrorEvent } from './inference-events';
 
+const SEEDS = 2 ** 32;
+
 /**
  * One token sampling on this worker (Tinker's asample): num_samples sequences of the same
  * prompt token ids, decoded in the batch of their base model beside chat completions, each
@@ -30,6 +32,8 @@ export class RunningSampling implements DecodingWork {
     const { sampling_params: p, num_samples } = item;
     const stopTokens = p.stop.filter((s): s is number => typeof s === 'number');
     const stopStrings = p.stop.filter((s): s is string => typeof s === 'string');
+    // Any integer seed, as 32 bits (what SeededRandom keeps), so that seed + i stays exact.
+    const seed = p.seed === null ? null : ((p.seed % SEEDS) + SEEDS) % SEEDS;
     this.generators = Array.from(
       { length: num_samples },
       (_, i) =>
@@ -39,7 +43,7 @@ export class RunningSampling implements DecodingWork {
             temperature: p.temperature,
             topP: p.top_p,
             topK: p.top_k > 0 ? p.top_k : 0,
-            seed: p.seed === null ? undefined : p.seed + i,
+            seed: seed === null ? undefined : seed + i,
             maxTokens,
             stop: stopStrings,
             stopTokenIds: stopTokens,

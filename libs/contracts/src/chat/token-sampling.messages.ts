@@ -34,13 +34,16 @@ export interface TokenSamplingParams {
    * end-of-sequence tokens always stop a sample.
    */
   stop: string[] | number[];
-  /** Same seed, same weights, same worker backend: same tokens. Sample i draws with seed + i. null: random. */
+  /**
+   * Same seed, same weights, same worker backend: same tokens. Any integer; sample i draws with
+   * (seed mod 2^32) + i. null: random.
+   */
   seed: number | null;
 }
 
 /** gateway -> chat (`chat.tokens.sample.v1`). */
 export interface SampleTokensRequest {
-  /** Unique per request; the admission and the work item go by it. */
+  /** The caller's id for the request, in chat's logs. Each call samples anew: a retry is a new sampling (the same one for a given seed). */
   request_id: string;
   entity_id: string;
   entity_name: string;
@@ -107,7 +110,7 @@ export type TokenSampleEvent =
   | { type: 'error'; error: WireError };
 
 /**
- * `${prefix}.${chat instance}.${request_id}`: where a token sampling's worker answers the chat
- * replica waiting for it (the work item's reply_subject; workers never build it).
+ * `${prefix}.${sampling id}`: where a token sampling's worker answers the chat replica waiting
+ * for it (the work item's reply_subject; workers never build it).
  */
 export const TOKEN_SAMPLE_EVENTS_PREFIX = 'chat.tokens.sample.events.v1';
