@@ -189,7 +189,7 @@ export class InferenceScheduler implements OnModuleDestroy {
    * the lengths before queueing (when it can read the model's config); these checks are a defence.
    */
   private openSampling(item: TokenSampleWorkItem, lm: LoadedModel, emit: (event: TokenSampleEvent) => void): RunningSampling | null {
-    const refuse = (code: ErrorCode, message: string, param: string) => {
+    const refuse = (code: ErrorCode, message: string, param?: string) => {
       this.release(item);
       emit(errorEvent(code, message, param));
       return null;
@@ -210,7 +210,7 @@ export class InferenceScheduler implements OnModuleDestroy {
       return sampling;
     } catch (err) {
       this.logger.error(`cannot open ${item.completion_id}: ${(err as Error).stack}`);
-      return refuse(ErrorCode.Internal, 'Sampling failed on the inference worker', 'sampling_params');
+      return refuse(ErrorCode.Internal, 'Sampling failed on the inference worker');
     }
   }
 
