@@ -27,6 +27,8 @@ import type {
   StoreResponseRequest,
   UpdateConversationRequest,
 } from './chat/stored-responses.messages';
+import type { SampleTokensReply, SampleTokensRequest, TokenSampleEvent } from './chat/token-sampling.messages';
+import { TOKEN_SAMPLE_EVENTS_PREFIX } from './chat/token-sampling.messages';
 import type { ServiceHealthReport, SystemCheckReport, WorkerAnnouncement } from './health/health.messages';
 import type { ListBaseModelsReply } from './registry/base-models.messages';
 import type {
@@ -132,6 +134,14 @@ export const Subjects = {
     completionLiveness: rpc<CompletionLivenessRequest, CompletionLivenessReply>('chat.completion.liveness.v1'),
     /** `${name}.${gateway}.${completion_id}` (COMPLETION_EVENTS_PREFIX): one completion's events, sent by its worker to the work item's reply_subject. */
     completionEvents: event<InferenceEventMessage>(COMPLETION_EVENTS_PREFIX),
+    /**
+     * Samples continuations of a prompt given as token ids (Tinker's asample): resolves the
+     * model, checks the request, admits it, queues it for a worker and answers with the result.
+     * Give it a timeout as long as the sampling may take (the chat completion deadline).
+     */
+    sampleTokens: rpc<SampleTokensRequest, SampleTokensReply>('chat.tokens.sample.v1'),
+    /** `${name}.${sampling id}` (TOKEN_SAMPLE_EVENTS_PREFIX): a sampling's worker answers the chat replica waiting for it. */
+    tokenSampleEvents: event<TokenSampleEvent>(TOKEN_SAMPLE_EVENTS_PREFIX),
     /** Before a response runs: the earlier turns (previous_response_id, conversation) and the items its input references. */
     responseContext: rpc<ResponseContextRequest, ResponseContextReply>('chat.response.context.v1'),
     /** A response answered with `store`, or in a conversation: kept before its client sees it end. */
