@@ -506,6 +506,8 @@ export interface FaultReport {
   unresolvedProbe: ChatOutcome;
   /** Requests sent once the part was back (after the first answer that followed its restart). */
   after: ChatOutcome[];
+  /** From the part's restart (its process started, or ready under the supervisor) to the first request answered after it. */
+  servedAgainMs: number;
   job: TrainingJobRecord;
 }
 
@@ -551,6 +553,7 @@ export async function runFault({ stack, key, fileId }: FaultContext, fault: Faul
     await (fault.whileDown ? fault.whileDown(jobId) : sleep(2_000));
     const restartedAt = Date.now();
     await fault.restart();
+    const startedAgainAt = Date.now();
     const back = await waitForChat(stack, key, model.name, `chat to answer again after the ${fault.name} fault`);
     const backAt = back.endedAt ?? Date.now();
     await waitFor(() => traffic.since(backAt).some(isSuccess), { what: 'the traffic to be answered again', timeoutMs: 60_000 });
@@ -579,6 +582,7 @@ export async function runFault({ stack, key, fileId }: FaultContext, fault: Faul
       whileDown: [probe, ...outcomes.filter((o) => o.startedAt >= killedAt && o.startedAt < restartedAt)],
       unresolvedProbe,
       after,
+      servedAgainMs: backAt - startedAgainAt,
       job,
     };
   } finally {
@@ -600,6 +604,7 @@ export function describeFault(report: FaultReport): string {
       ([kind, o]) => `long ${kind}: ${isSuccess(o) ? 'answered' : `${o.status} ${o.error?.code ?? ''}`} after ${ms([o])} ms`,
     ),
     `while down: ${count(report.whileDown, isSuccess)}/${report.whileDown.length} answered, failures ${failures(report.whileDown)}, slowest ${ms(report.whileDown)} ms`,
+    `answered again ${report.servedAgainMs} ms after the restart`,
     `after: ${count(report.after, isSuccess)}/${report.after.length} answered`,
     `job: ${report.job.status}${report.job.error_message ? ` (${report.job.error_message})` : ''}, step ${report.job.checkpoint_step}`,
   ].join('; ');
