@@ -6,6 +6,7 @@ import { InferenceCapacity } from './inference-capacity';
 import { ModelResolutions } from './model-resolutions';
 import { PromptValidation } from './prompt-validation';
 import { SchemaValidation } from './schema-validation';
+import { servedWeights } from './work-routing';
 
 /**
  * Policy lives here, not on the workers: which weights serve the name (through the
@@ -39,12 +40,7 @@ export class CompletionsService {
     const item: InferenceWorkItem = {
       completion_id: request.completion_id,
       reply_subject: request.reply_subject,
-      base_model: resolved.base_model,
-      base_model_dir: resolved.base_model_dir,
-      adapter:
-        resolved.adapter_path !== null && resolved.model_id !== null && resolved.step !== null
-          ? { path: resolved.adapter_path, sha256: resolved.adapter_sha256, step: resolved.step, model_id: resolved.model_id }
-          : null,
+      ...servedWeights(resolved),
       params: { ...request.params, logprobs, return_token_ids: request.params.return_token_ids || logprobs },
       deadline: Date.now() + this.config.COMPLETION_DEADLINE_MS,
     };

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   ErrorCode,
+  QUEUE_FAILOVER_MS,
   SampleTokensReply,
   SampleTokensRequest,
   SampleTokensResult,
@@ -17,6 +18,7 @@ import { ChatConfig } from '../config/chat.config';
 import { InferenceCapacity } from '../completions/inference-capacity';
 import { ModelResolutions } from '../completions/model-resolutions';
 import { WorkerSignals } from '../completions/worker-signals';
+import { servedWeights } from '../completions/work-routing';
 import { ModelLimitsCache } from './model-limits';
 import { checkAgainstModel, checkResultSize, checkSampleTokensRequest, SamplingLimits } from './sample-tokens.validation';
 
@@ -77,12 +79,7 @@ export class TokenSamplingService {
         kind: 'sample_tokens',
         completion_id: id,
         reply_subject: waiter.subject,
-        base_model: resolved.base_model,
-        base_model_dir: resolved.base_model_dir,
-        adapter:
-          resolved.adapter_path !== null && resolved.model_id !== null && resolved.step !== null
-            ? { path: resolved.adapter_path, sha256: resolved.adapter_sha256, step: resolved.step, model_id: resolved.model_id }
-            : null,
+        ...servedWeights(resolved),
         deadline: Date.now() + this.config.COMPLETION_DEADLINE_MS,
         model: request.model,
         prompt_tokens: request.prompt_tokens,
@@ -92,8 +89,8 @@ export class TokenSamplingService {
         topk_prompt_logprobs: request.topk_prompt_logprobs,
       };
       try {
-        // A publish the client library retries is stored once.
-        await this.bus.enqueue(WorkQueues.inference, item, { id });
+        // A publish retried (by the client library, or while the stream fails over) is stored once.
+        await this.bus.enqueue(WorkQueues.inference, item, { id, failoverMs: QUEUE_FAILOVER_MS });
       } catch (err) {
         throw new ServiceError(ErrorCode.Unavailable, `The inference queue is unavailable: ${(err as Error).message}`, { retryAfterSeconds: 1 });
       }
