@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { ErrorCode, ResponseItem, ResponseObject, ServiceError, Subjects } from '@trainyard/contracts';
+import { ErrorCode, ResponseItem, ResponseObject, ServedTrace, ServiceError, Subjects } from '@trainyard/contracts';
 import { RpcClient } from '@trainyard/messaging';
 import type { Caller } from '../auth/caller';
 import type { CreateResponseRequest } from './dto/create-response.request';
@@ -60,14 +60,14 @@ export class ResponseState {
    * input and its output to its conversation: before its client sees it end, so that the next
    * request can continue it at once.
    */
-  async keep(caller: Caller, body: CreateResponseRequest, response: ResponseObject, input: ResponseInput): Promise<void> {
+  async keep(caller: Caller, body: CreateResponseRequest, response: ResponseObject, input: ResponseInput, trace: ServedTrace): Promise<void> {
     const store = body.store !== false;
     const conversation = conversationIdOf(body.conversation);
     if (!store && conversation === null) return;
     const own: ResponseItem[] = input.own.map(({ item }) => item);
     await this.rpc.request(Subjects.chat.storeResponse, {
       entity_id: caller.entityId,
-      stored: store ? { response, input_items: [...input.earlier.map(({ item }) => item), ...own] } : null,
+      stored: store ? { response, input_items: [...input.earlier.map(({ item }) => item), ...own], trace } : null,
       conversation: conversation !== null ? { id: conversation, items: [...own, ...response.output] } : null,
     });
   }
