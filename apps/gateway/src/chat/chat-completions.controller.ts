@@ -35,7 +35,9 @@ export class ChatCompletionsController {
   @Post('completions/:segment')
   @HttpCode(200)
   @JsonBody()
-  async segment(@CallerParam() caller: Caller, @Param('segment') segment: string, @Body() raw: unknown, @Res() res: Response): Promise<void> {
+  async segment(@CallerParam() caller: Caller, @Param('segment') segment: string, @Body() sent: unknown, @Res() res: Response): Promise<void> {
+    // No body at all reads as an empty one: an update or export then names what it lacks.
+    const raw = sent ?? {};
     const isObject = typeof raw === 'object' && raw !== null && !Array.isArray(raw);
     if (!isObject || 'messages' in raw) return this.completions.create(caller, await validated(raw, ChatCompletionRequest), res);
     if (segment === 'export') return this.exports.export(caller, 'chat_completions', await validated(raw, ExportTrafficRequest), res);

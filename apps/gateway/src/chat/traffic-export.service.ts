@@ -30,7 +30,7 @@ export class TrafficExportService {
       res.type('application/jsonl').send(lines.map((line) => `${line}\n`).join(''));
       return;
     }
-    const { groups, skipped } = toArtGroups(records, { groupBy: body.group_by, rewardKey: body.reward_key });
+    const { groups, skipped } = toArtGroups(records, { groupBy: body.group_by ?? 'group_id', rewardKey: body.reward_key ?? 'reward' });
     res.status(200).json({ object: 'trajectory_groups.export', trajectory_groups: groups, skipped });
   }
 
@@ -52,12 +52,13 @@ export class TrafficExportService {
   }
 }
 
+/** The conditions given; a field sent as null is no condition. */
 function filterOf(body: ExportTrafficRequest): ExportFilter {
   return {
-    ...(body.ids !== undefined ? { ids: body.ids } : {}),
-    ...(body.model !== undefined ? { model: body.model } : {}),
-    ...(body.metadata !== undefined ? { metadata: body.metadata } : {}),
-    ...(body.created_after !== undefined ? { created_after: body.created_after } : {}),
-    ...(body.created_before !== undefined ? { created_before: body.created_before } : {}),
+    ...(body.ids != null ? { ids: body.ids } : {}),
+    ...(body.model != null ? { model: body.model } : {}),
+    ...(body.metadata != null ? { metadata: body.metadata } : {}),
+    ...(body.created_after != null ? { created_after: body.created_after } : {}),
+    ...(body.created_before != null ? { created_before: body.created_before } : {}),
   };
 }

@@ -1,8 +1,21 @@
 import type { SortOrder } from '@trainyard/contracts';
-import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, MaxLength, Min, ValidateIf } from 'class-validator';
-import { IsOpenAiMetadata } from '../../fine-tuning/dto/fine-tuning.validators';
+import { ArrayMaxSize, IsArray, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min, ValidateBy, ValidateIf, ValidationOptions } from 'class-validator';
+import { IsOpenAiMetadata, isStorableText } from '../../fine-tuning/dto/fine-tuning.validators';
 import { PageQuery } from '../../http/page.query';
+
+/** Text a query can compare in PostgreSQL: no NUL character, no half of a surrogate pair. */
+function IsStorableText(options?: ValidationOptions): PropertyDecorator {
+  return ValidateBy(
+    {
+      name: 'isStorableText',
+      validator: {
+        validate: (value: unknown) => typeof value === 'string' && isStorableText(value),
+        defaultMessage: (args) => `${args?.property} must be text without NUL characters or unpaired surrogates`,
+      },
+    },
+    options,
+  );
+}
 
 /** GET /v1/chat/completions: `after`, `limit`, `order` (oldest first by default, as OpenAI) and `model`; `metadata[k]=v` is read from the raw query. */
 export class ListChatCompletionsQuery extends PageQuery {
@@ -12,6 +25,7 @@ export class ListChatCompletionsQuery extends PageQuery {
   @IsOptional()
   @IsString()
   @MaxLength(1024)
+  @IsStorableText()
   model?: string;
 }
 
@@ -27,6 +41,9 @@ export class UpdateChatCompletionRequest {
   @IsOpenAiMetadata()
   metadata!: Record<string, string> | null;
 }
+
+/** The last second a Date holds (year 275760): a time range past it names no time. */
+const MAX_UNIX_SECONDS = 8_640_000_000_000;
 
 /** The largest `ids` list an export takes. */
 export const MAX_EXPORT_IDS = 1000;
@@ -44,43 +61,44 @@ export class ExportTrafficRequest {
   @IsArray()
   @ArrayMaxSize(MAX_EXPORT_IDS)
   @IsString({ each: true })
-  ids?: string[];
+  ids?: string[] | null;
 
   @IsOptional()
   @IsString()
   @MaxLength(1024)
-  model?: string;
+  @IsStorableText()
+  model?: string | null;
 
   /** Every pair must match. */
   @IsOptional()
   @IsOpenAiMetadata()
-  metadata?: Record<string, string>;
+  metadata?: Record<string, string> | null;
 
   /** Unix seconds: made at or after. */
   @IsOptional()
-  @Type(() => Number)
   @IsInt()
   @Min(0)
-  created_after?: number;
+  @Max(MAX_UNIX_SECONDS)
+  created_after?: number | null;
 
   /** Unix seconds: made before. */
   @IsOptional()
-  @Type(() => Number)
   @IsInt()
   @Min(0)
-  created_before?: number;
+  @Max(MAX_UNIX_SECONDS)
+  created_before?: number | null;
 
   /** `art`: the metadata key whose value puts trajectories in one group (default `group_id`); without it, each stands alone. */
   @IsOptional()
   @IsString()
   @IsNotEmpty()
   @MaxLength(64)
-  group_by = 'group_id';
+  group_by: string | null = 'group_id';
 
   /** `art`: the metadata key whose value (a number, as text) is the trajectory's reward (default `reward`). */
   @IsOptional()
   @IsString()
   @IsNotEmpty()
   @MaxLength(64)
-  reward_key = 'reward';
+  reward_key: string | null = 'reward';
 }
