@@ -650,6 +650,7 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
               created_before: { oracle: seconds },
               group_by: { oracle: optionalText(64, 1) },
               reward_key: { oracle: optionalText(64, 1) },
+              trajectory_by: { oracle: optionalText(64, 1) },
             },
           },
           60,
@@ -1290,6 +1291,36 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
             // A filter value that is not UTF-8 is read as the query parser decodes it (U+FFFD for what is not): it matches nothing, or is refused.
             const verdict: Verdict = valid ? 'accept' : name === 'metadata[team]' && decoded === undefined ? 'either' : 'refuse';
             await attempt(`GET ${list.replace(ids.fineTuningJob, '{id}')} ?${name}`, { method: 'GET', path: `${list}?${query}`, key: acme }, verdict, /after|limit|metadata/);
+          },
+        ),
+        settings(60),
+      );
+    });
+
+    it('GET /v1/chat/completions?after&limit&order&model&metadata', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom('after', 'limit', 'order', 'model', 'metadata', 'metadata[run]'),
+          fc.oneof(queryValue, fc.constantFrom(`chatcmpl-${ids.job}`, 'asc', 'desc', 'null', '1', '100', BASE)),
+          async (name, value) => {
+            const decoded = decodeURIComponentSafe(value);
+            // acme has no stored completion here: any `after` names none.
+            const valid =
+              decoded !== undefined &&
+              (name === 'limit'
+                ? Number.isInteger(Number(decoded)) && Number(decoded) >= 1 && Number(decoded) <= 100
+                : name === 'order'
+                  ? decoded === 'asc' || decoded === 'desc'
+                  : name === 'model'
+                    ? storableText(decoded) && decoded.length <= 1024
+                    : name === 'metadata'
+                      ? decoded === '' || decoded === 'null'
+                      : name === 'metadata[run]' && storableText(decoded));
+            const query = `${name === 'metadata[run]' ? 'metadata%5Brun%5D' : name}=${value}`;
+            // Text that is not UTF-8 is read as the query parser decodes it (U+FFFD for what is not): it matches nothing, or is refused.
+            const verdict: Verdict = valid ? 'accept' : (name === 'metadata[run]' || name === 'model') && decoded === undefined ? 'either' : 'refuse';
+            const answer = await attempt(`GET /v1/chat/completions ?${name}`, { method: 'GET', path: `/v1/chat/completions?${query}`, key: acme }, verdict, /after|limit|order|model|metadata/);
+            if (answer.status === 200) expect((answer.json as { data: unknown[] }).data).toEqual([]);
           },
         ),
         settings(60),

@@ -177,27 +177,45 @@ describe('stored chat completions as training data', () => {
       { what: `RL job ${job.id}`, timeoutMs: 240_000, intervalMs: 500 },
     );
     expect(done).toMatchObject({ status: 'succeeded', error_message: null, checkpoint_step: before + 1 });
+    // It trained on the served tokens: both groups had rewards to learn from.
+    const events = await stack.json<{ data: { type: string; data: Record<string, number> }[] }>('GET', `/v1/preview/training-jobs/${job.id}/events?limit=100`, key);
+    const steps = events.data.filter((e) => e.type === 'gradient_step');
+    expect(steps.length).toBeGreaterThan(0);
+    expect(Math.max(...steps.map((e) => e.data['num_groups_trainable'] ?? 0))).toBe(2);
+    expect(steps.reduce((sum, e) => sum + (e.data['num_trainable_tokens'] ?? 0), 0)).toBeGreaterThan(0);
   }, 300_000);
 
-  it('exports a stored conversation of the Responses API the same way, and it trains', async () => {
-    const first = await client.responses.create({ model: modelName, input: 'Say something.', max_output_tokens: 6, metadata: { run: `${run}-responses`, group_id: 'r', reward: '0' } });
-    const second = await client.responses.create({ model: modelName, previous_response_id: first.id, input: 'And then?', max_output_tokens: 6, metadata: { run: `${run}-responses`, group_id: 'r', reward: '1' } });
+  it('exports stored conversations of the Responses API, each run one trajectory, and it trains', async () => {
+    const runs: [OpenAI.Responses.Response, OpenAI.Responses.Response][] = [];
+    for (const [i, opener] of ['Say something.', 'Say anything.'].entries()) {
+      // The turns of one run share a trajectory_id; the last turn's metadata carries the reward.
+      const meta = { run: `${run}-responses`, group_id: 'r', trajectory_id: `conversation-${i}` };
+      const first = await client.responses.create({ model: modelName, input: opener, max_output_tokens: 6, metadata: meta });
+      const second = await client.responses.create({ model: modelName, previous_response_id: first.id, input: 'And then?', max_output_tokens: 6, metadata: { ...meta, reward: String(i) } });
+      runs.push([first, second]);
+    }
     const exported = await exportAs<ArtExport>(key, '/v1/responses/export', { format: 'art', metadata: { run: `${run}-responses` } });
     expect(exported.status).toBe(200);
+    expect(exported.body.skipped).toEqual([]);
     const [group] = exported.body.trajectory_groups;
-    expect(group.trajectories.map((t) => t.metadata['source_id'])).toEqual([first.id, second.id]);
-    // The continued turn was given the earlier turn: its messages hold it before the new input.
-    expect(group.trajectories[1].messages_and_choices.slice(0, -1)).toEqual([
-      { role: 'user', content: 'Say something.' },
-      { role: 'assistant', content: first.output_text },
-      { role: 'user', content: 'And then?' },
-    ]);
-    const choice = group.trajectories[1].messages_and_choices.at(-1);
-    expect(choice?.['message']).toMatchObject({ role: 'assistant', content: second.output_text });
-    expect(choice?.token_ids?.length).toBe(second.usage?.output_tokens);
+    expect(exported.body.trajectory_groups).toHaveLength(1);
+    expect(group.trajectories.map((t) => [t.metadata['source_ids'], t.reward])).toEqual(runs.map(([first, second], i) => [`${first.id},${second.id}`, i]));
+    group.trajectories.forEach((trajectory, i) => {
+      const [first, second] = runs[i];
+      const items = trajectory.messages_and_choices;
+      // Both turns' answers are Choices with the tokens they were served; the inputs are plain messages.
+      expect(items.map((item) => ('message' in item ? 'choice' : item['role']))).toEqual(['user', 'choice', 'user', 'choice']);
+      expect(items[0]).toEqual({ role: 'user', content: i === 0 ? 'Say something.' : 'Say anything.' });
+      expect(items[1]['message']).toMatchObject({ role: 'assistant', content: first.output_text });
+      expect(items[1].token_ids?.length).toBe(first.usage?.output_tokens);
+      expect(items[3]['message']).toMatchObject({ role: 'assistant', content: second.output_text });
+      expect(items[3].token_ids?.length).toBe(second.usage?.output_tokens);
+      expect(items[3].logprobs?.content.map((t) => t.token_id)).toEqual(items[3].token_ids);
+    });
 
-    const sft = await stack.fetch('/v1/responses/export', { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ format: 'sft', ids: [second.id] }) });
-    expect((await sft.text()).trim().split('\n')).toHaveLength(1);
+    const sft = await stack.fetch('/v1/responses/export', { method: 'POST', key, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ format: 'sft', ids: [runs[0][1].id] }) });
+    const lines = (await sft.text()).trim().split('\n').map((line) => JSON.parse(line) as { messages: { role: string }[] });
+    expect(lines.map((line) => line.messages.map((m) => m.role))).toEqual([['user', 'assistant', 'user', 'assistant']]);
 
     const job = await stack.json<{ id: string }>('POST', '/v1/preview/training-jobs', key, { model_id: model.id, trajectory_groups: exported.body.trajectory_groups });
     const done = await waitFor(

@@ -24,13 +24,14 @@ export class TrafficExportService {
 
   async export(caller: Caller, source: ExportSource, body: ExportTrafficRequest, res: Response): Promise<void> {
     const records = await this.records(caller, source, filterOf(body));
+    const trajectoryBy = body.trajectory_by ?? 'trajectory_id';
     if (body.format === 'sft') {
-      const { lines, skipped } = toSftLines(records);
+      const { lines, skipped } = toSftLines(records, { trajectoryBy });
       res.status(200).setHeader('x-trainyard-export-skipped', String(skipped.length));
       res.type('application/jsonl').send(lines.map((line) => `${line}\n`).join(''));
       return;
     }
-    const { groups, skipped } = toArtGroups(records, { groupBy: body.group_by ?? 'group_id', rewardKey: body.reward_key ?? 'reward' });
+    const { groups, skipped } = toArtGroups(records, { trajectoryBy, groupBy: body.group_by ?? 'group_id', rewardKey: body.reward_key ?? 'reward' });
     res.status(200).json({ object: 'trajectory_groups.export', trajectory_groups: groups, skipped });
   }
 

@@ -32,9 +32,11 @@ function record(id: string, metadata: Record<string, string>, served: ServedTrac
   return { id, object: 'chat.completion', created_at: 1_800_000_000, model: 'acme/p/agent', metadata, trace: served };
 }
 
+const sftOptions = { trajectoryBy: 'trajectory_id' };
+
 describe('stored traffic as SFT JSONL', () => {
   it('writes one line per choice: the messages the model was given, then its answer, with the tools', () => {
-    const { lines, skipped } = toSftLines([record('a', {}), record('b', {}, trace('b', 2))]);
+    const { lines, skipped } = toSftLines([record('a', {}), record('b', {}, trace('b', 2))], sftOptions);
     expect(skipped).toEqual([]);
     expect(lines.map((line) => JSON.parse(line))).toEqual([
       { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hi' }, { role: 'assistant', content: 'a0' }], tools: [tool] },
@@ -46,7 +48,7 @@ describe('stored traffic as SFT JSONL', () => {
   it('is a file the SFT jobs parse, tool calls included', () => {
     const served = trace('x');
     served.choices[0].message = { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{}' } }] };
-    const { lines } = toSftLines([record('a', {}), record('b', {}, served)]);
+    const { lines } = toSftLines([record('a', {}), record('b', {}, served)], sftOptions);
     const parsed = parseSftJsonl(lines.join('\n'));
     expect(parsed.issues).toEqual([]);
     expect(parsed.conversations).toHaveLength(2);
@@ -54,14 +56,14 @@ describe('stored traffic as SFT JSONL', () => {
   });
 
   it('names the records it cannot export: a response stored before traces were kept', () => {
-    const { lines, skipped } = toSftLines([record('old', {}, null), record('a', {})]);
+    const { lines, skipped } = toSftLines([record('old', {}, null), record('a', {})], sftOptions);
     expect(lines).toHaveLength(1);
     expect(skipped).toEqual([{ id: 'old', reason: expect.stringMatching(/before the tokens/) }]);
   });
 });
 
 describe('stored traffic as ART trajectory groups', () => {
-  const options = { groupBy: 'group_id', rewardKey: 'reward' };
+  const options = { trajectoryBy: 'trajectory_id', groupBy: 'group_id', rewardKey: 'reward' };
 
   it('groups by the metadata key in stored order, one trajectory per choice, reward from metadata', () => {
     const { groups, skipped } = toArtGroups(
@@ -113,9 +115,72 @@ describe('stored traffic as ART trajectory groups', () => {
   });
 
   it('reads other keys for the group and the reward when told to', () => {
-    const { groups } = toArtGroups([record('a', { rollout: 'r', score: '3' }), record('b', { rollout: 'r', score: '4' })], { groupBy: 'rollout', rewardKey: 'score' });
+    const { groups } = toArtGroups([record('a', { rollout: 'r', score: '3' }), record('b', { rollout: 'r', score: '4' })], { trajectoryBy: 'trajectory_id', groupBy: 'rollout', rewardKey: 'score' });
     expect(groups).toEqual([expect.objectContaining({ metadata: { rollout: 'r' } })]);
     expect(groups[0].trajectories.map((t) => t.reward)).toEqual([3, 4]);
+  });
+});
+
+describe('the turns of one run', () => {
+  const options = { trajectoryBy: 'trajectory_id', groupBy: 'group_id', rewardKey: 'reward' };
+  /** One turn of an agent run: the messages so far, and the answer it was served. */
+  function turn(id: string, messages: ServedTrace['messages'], answer: string, metadata: Record<string, string>, tokens = [id.charCodeAt(0)]): ExportRecord {
+    const served: ServedTrace = {
+      ...trace(id),
+      tools: null,
+      messages,
+      choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop', token_ids: tokens, logprobs: tokens.map((token_id) => ({ token_id, token: 't', logprob: -1 })) }],
+    };
+    return record(id, metadata, served);
+  }
+  const user = (content: string) => ({ role: 'user' as const, content });
+  const assistant = (content: string) => ({ role: 'assistant' as const, content });
+
+  it('joins the turns into one trajectory: each earlier Choice, as served, where the last turn repeats its answer', () => {
+    const meta = { trajectory_id: 'run-1', group_id: 'g' };
+    const first = turn('a', [user('hi')], 'hello', meta);
+    const second = turn('b', [user('hi'), assistant('hello'), user('more')], 'sure', { ...meta, reward: '2' });
+    const { groups, skipped } = toArtGroups([first, second], options);
+    expect(skipped).toEqual([]);
+    expect(groups).toHaveLength(1);
+    const [trajectory] = groups[0].trajectories;
+    expect(trajectory.reward).toBe(2);
+    expect(trajectory.metadata).toMatchObject({ source_id: 'b', source_ids: 'a,b' });
+    expect(trajectory.messages_and_choices.map((item) => ('token_ids' in item ? ['choice', item.token_ids] : [item.role, item.content]))).toEqual([
+      ['user', 'hi'],
+      ['choice', [97]],
+      ['user', 'more'],
+      ['choice', [98]],
+    ]);
+    // ART reads both Choices, with their ids and logprobs.
+    const mapped = mapArtTrajectoryGroups(JSON.parse(JSON.stringify(groups)), 'trajectory_groups', { requireLogprobs: true });
+    expect(mapped.issues).toEqual([]);
+    expect(mapped.groups[0].trajectories[0].messagesAndChoices.filter((item) => 'choice' in item)).toHaveLength(2);
+    // SFT writes the run once: the last turn, every assistant turn in it.
+    expect(toSftLines([first, second], sftOptions).lines).toHaveLength(1);
+  });
+
+  it('keeps a turn the last one does not continue as a trajectory of its own', () => {
+    const meta = { trajectory_id: 'run-2', reward: '1' };
+    const other = turn('a', [user('hi')], 'hello', meta);
+    const edited = turn('b', [user('hi'), assistant('HELLO'), user('more')], 'sure', meta);
+    const elsewhere = turn('c', [user('bye')], 'ok', meta);
+    const last = turn('d', [user('hi'), assistant('HELLO'), user('more'), assistant('sure'), user('end')], 'done', meta);
+    const { groups } = toArtGroups([other, edited, elsewhere, last], options);
+    const sources = groups.flatMap((g) => g.trajectories.map((t) => t.metadata['source_ids'] ?? t.metadata['source_id']));
+    expect(sources).toEqual(['a', 'c', 'b,d']);
+  });
+
+  it('leaves records without the key, or of other runs, apart', () => {
+    const a = turn('a', [user('hi')], 'hello', { reward: '1' });
+    const b = turn('b', [user('hi'), assistant('hello'), user('more')], 'sure', { reward: '1', trajectory_id: 'x' });
+    expect(toArtGroups([a, b], options).groups.flatMap((g) => g.trajectories)).toHaveLength(2);
+  });
+
+  it('names every turn of a run left out for want of a reward', () => {
+    const first = turn('a', [user('hi')], 'hello', { trajectory_id: 'r', reward: '1' });
+    const second = turn('b', [user('hi'), assistant('hello'), user('more')], 'sure', { trajectory_id: 'r' });
+    expect(toArtGroups([first, second], options).skipped.map((s) => s.id)).toEqual(['a', 'b']);
   });
 });
 

@@ -95,6 +95,13 @@ export class ExportTrafficRequest {
   @MaxLength(64)
   group_by: string | null = 'group_id';
 
+  /** The metadata key whose records are the turns of one run, exported as one trajectory (default `trajectory_id`). */
+  @IsOptional()
+  @IsString()
+  @IsNotEmpty()
+  @MaxLength(64)
+  trajectory_by: string | null = 'trajectory_id';
+
   /** `art`: the metadata key whose value (a number, as text) is the trajectory's reward (default `reward`). */
   @IsOptional()
   @IsString()
