@@ -107,6 +107,26 @@ describe('stored chat completions and their export against real Postgres', () =>
     expect((await failure(list({ after: 'chatcmpl-nope' })))?.details.param).toBe('after');
   });
 
+  it('pages large completions within one NATS reply, saying there are more', async () => {
+    const big = 'x'.repeat(300 * 1024);
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const completion: ChatCompletionObject = { id: `chatcmpl-big${i}`, object: 'chat.completion', created: 1, model: 'tiny', choices: [{ message: { content: big } }] };
+      await completions.store({ entity_id: acme, completion, metadata: { size: 'big' }, trace: trace('big') });
+      ids.push(completion.id);
+    }
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await completions.list({ entity_id: acme, limit: 20, order: 'asc', metadata: { size: 'big' }, after });
+      expect(Buffer.byteLength(JSON.stringify(page))).toBeLessThan(1024 * 1024);
+      seen.push(...page.data.map((c) => c.id));
+      if (!page.has_more) break;
+      after = page.last_id ?? undefined;
+    }
+    expect(seen).toEqual(ids);
+  });
+
   it('sets metadata, and deletes for good', async () => {
     const completion = await store(acme, { reward: '0' });
     expect((await completions.update({ entity_id: acme, completion_id: completion.id, metadata: { reward: '1' } })).metadata).toEqual({ reward: '1' });

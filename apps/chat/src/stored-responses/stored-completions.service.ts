@@ -46,8 +46,8 @@ export class StoredCompletionsService {
       { afterSeq, take: request.limit, order: request.order, model: request.model, metadata: request.metadata },
       cutoff,
     );
-    const data = rows.slice(0, request.limit).map(toObject);
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > request.limit };
+    const data = withinReply(rows.slice(0, request.limit).map(toObject));
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > data.length };
   }
 
   async get(request: ChatCompletionIdRequest): Promise<ChatCompletionObject> {
@@ -77,8 +77,8 @@ export class StoredCompletionsService {
       if (at < 0) throw ServiceError.invalid(`after: no message '${clip(request.after)}' in this completion`, 'after');
       start = at + 1;
     }
-    const data = ordered.slice(start, start + request.limit);
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: start + request.limit < ordered.length };
+    const data = withinReply(ordered.slice(start, start + request.limit));
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: start + data.length < ordered.length };
   }
 
   private async owned(request: ChatCompletionIdRequest): Promise<StoredChatCompletionRow> {
@@ -86,6 +86,23 @@ export class StoredCompletionsService {
     if (!row) throw completionNotFound(request.completion_id);
     return row;
   }
+}
+
+/**
+ * A page's items as far as they fit in one NATS reply (at least one): a stored completion may be
+ * large (its logprobs), and a shorter page with `has_more` is one the SDKs page on from.
+ */
+export const MAX_PAGE_BYTES = 768 * 1024;
+
+function withinReply<T>(items: T[]): T[] {
+  let bytes = 0;
+  const kept: T[] = [];
+  for (const item of items) {
+    bytes += Buffer.byteLength(JSON.stringify(item));
+    if (kept.length > 0 && bytes > MAX_PAGE_BYTES) break;
+    kept.push(item);
+  }
+  return kept;
 }
 
 function completionNotFound(id: string): ServiceError {
