@@ -58,7 +58,7 @@ describe('stored traffic as SFT JSONL', () => {
   it('names the records it cannot export: a response stored before traces were kept', () => {
     const { lines, skipped } = toSftLines([record('old', {}, null), record('a', {})], sftOptions);
     expect(lines).toHaveLength(1);
-    expect(skipped).toEqual([{ id: 'old', reason: expect.stringMatching(/before the tokens/) }]);
+    expect(skipped).toEqual([{ id: 'old', reason: expect.stringMatching(/without the tokens/) }]);
   });
 });
 

@@ -64,7 +64,7 @@ interface Unit {
   sources: string[];
 }
 
-const NO_TRACE = 'stored before the tokens it was served were kept: nothing to train on';
+const NO_TRACE = 'kept without the tokens it was served (stored before they were kept, or too large to keep with them): nothing to train on';
 
 /** The SFT JSONL lines of the records (each line without its newline). */
 export function toSftLines(records: ExportRecord[], options: ExportOptions): { lines: string[]; skipped: SkippedRecord[] } {
