@@ -9,6 +9,19 @@ import type {
   StartCompletionRequest,
 } from './chat/chat-completion.messages';
 import type {
+  ChatCompletionIdRequest,
+  ChatCompletionList,
+  ChatCompletionMessageList,
+  ChatCompletionObject,
+  DeleteChatCompletionReply,
+  ExportPageReply,
+  ExportPageRequest,
+  ListChatCompletionMessagesRequest,
+  ListChatCompletionsRequest,
+  StoreChatCompletionRequest,
+  UpdateChatCompletionRequest,
+} from './chat/stored-completions.messages';
+import type {
   AddConversationItemsRequest,
   ConversationIdRequest,
   ConversationItemRequest,
@@ -158,6 +171,15 @@ export const Subjects = {
     getConversationItem: rpc<ConversationItemRequest, ResponseItem>('chat.conversation.item.get.v1'),
     /** Answers with the conversation, as OpenAI does. */
     deleteConversationItem: rpc<ConversationItemRequest, ConversationRecord>('chat.conversation.item.delete.v1'),
+    /** A chat completion answered with `store: true`: kept before its client sees it end. */
+    storeChatCompletion: rpc<StoreChatCompletionRequest, Empty>('chat.stored-completion.store.v1'),
+    listChatCompletions: rpc<ListChatCompletionsRequest, ChatCompletionList>('chat.stored-completions.list.v1'),
+    getChatCompletion: rpc<ChatCompletionIdRequest, ChatCompletionObject>('chat.stored-completion.get.v1'),
+    updateChatCompletion: rpc<UpdateChatCompletionRequest, ChatCompletionObject>('chat.stored-completion.update.v1'),
+    deleteChatCompletion: rpc<ChatCompletionIdRequest, DeleteChatCompletionReply>('chat.stored-completion.delete.v1'),
+    listChatCompletionMessages: rpc<ListChatCompletionMessagesRequest, ChatCompletionMessageList>('chat.stored-completion.messages.list.v1'),
+    /** One page of stored completions or responses with what they were served, for an export. */
+    exportPage: rpc<ExportPageRequest, ExportPageReply>('chat.stored-traffic.export-page.v1'),
   },
   registry: {
     healthCheck: rpc<Empty, ServiceHealthReport>('registry.health.check.v1'),

@@ -37,11 +37,13 @@ export class CompletionsService {
     const trainable = resolved.adapter_path !== null;
     // RL needs the sampled tokens and their logprobs, so trainable models report them unless told not to.
     const logprobs = request.logprobs_requested ?? trainable;
+    // A stored completion keeps them for training even when its answer does not show them.
+    const reported = logprobs || request.record_tokens === true;
     const item: InferenceWorkItem = {
       completion_id: request.completion_id,
       reply_subject: request.reply_subject,
       ...servedWeights(resolved),
-      params: { ...request.params, logprobs, return_token_ids: request.params.return_token_ids || logprobs },
+      params: { ...request.params, logprobs: reported, return_token_ids: request.params.return_token_ids || reported },
       deadline: Date.now() + this.config.COMPLETION_DEADLINE_MS,
     };
     // The completion id as message id: a retried start inside the dedupe window is queued once.

@@ -40,6 +40,8 @@ export interface CompletionStart {
   params: ChatCompletionParams;
   /** Whether the caller asked for logprobs (true/false) or left it to the model's default (null). */
   logprobsRequested: boolean | null;
+  /** The answer is stored for training: the worker reports its tokens and their logprobs whether or not they are shown. */
+  recordTokens?: boolean;
 }
 
 /**
@@ -98,6 +100,7 @@ export class CompletionRunner {
           entity_id: start.caller.entityId,
           entity_name: start.caller.entityName,
           logprobs_requested: start.logprobsRequested,
+          ...(start.recordTokens ? { record_tokens: true } : {}),
           params: start.params,
           reply_subject: inbox.subject,
         },

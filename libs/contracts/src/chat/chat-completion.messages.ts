@@ -84,6 +84,11 @@ export interface StartCompletionRequest {
   entity_name: string;
   /** Whether the caller asked for logprobs explicitly (true/false) or left it to the default (null). */
   logprobs_requested: boolean | null;
+  /**
+   * The completion is stored for training (`store`): the worker reports every token's logprob
+   * and the token ids, whether or not the answer shows them. Absent from older gateways.
+   */
+  record_tokens?: boolean;
   params: ChatCompletionParams;
   reply_subject: string;
 }
