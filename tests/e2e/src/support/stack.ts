@@ -186,7 +186,7 @@ export class Stack<Nats extends NatsUnderTest = NatsUnderTest> {
             if (live.pid !== child.pid) return false;
             return (await fetch(`http://127.0.0.1:${port}/health/ready`)).ok;
           },
-          { what: `${logName} to be ready`, timeoutMs: 30_000, intervalMs: 200 },
+          { what: `${logName} to be ready`, timeoutMs: 60_000, intervalMs: 200 },
         ),
       ]);
     } catch (err) {
