@@ -103,4 +103,28 @@ describe('parseSftJsonl', () => {
   it('refuses an empty file', () => {
     expect(parseSftJsonl('\n\n').issues).toEqual([{ path: 'line 1', message: 'the file holds no conversations' }]);
   });
+
+  it("keeps OpenAI's weight 0 on an assistant message, and refuses a weight it cannot honour", () => {
+    const turns = (first: unknown, last: unknown = {}) => [
+      { role: 'user', content: 'a' },
+      { role: 'assistant', content: 'b', ...(first as object) },
+      { role: 'user', content: 'c' },
+      { role: 'assistant', content: 'd', ...(last as object) },
+    ];
+    const good = parseSftJsonl([line(turns({ weight: 0 }, { weight: 1 })), line(turns({ weight: null }))].join('\n'));
+    expect(good.issues).toEqual([]);
+    expect(good.conversations.map((c) => c.messages.map((m) => m.weight))).toEqual([
+      [undefined, 0, undefined, undefined],
+      [undefined, undefined, undefined, undefined],
+    ]);
+    const bad = parseSftJsonl(
+      [line(turns({ weight: 0.5 })), line([{ role: 'user', content: 'a', weight: 0 }, { role: 'assistant', content: 'b' }]), line(turns({ weight: 0 }, { weight: 0 }))].join('\n'),
+    );
+    expect(bad.conversations).toEqual([]);
+    expect(bad.issues).toEqual([
+      { path: 'line 1: messages[1].weight', message: 'must be 0 or 1' },
+      { path: 'line 2: messages[0].weight', message: expect.stringMatching(/assistant messages only/) },
+      { path: 'line 3', message: 'every assistant message has weight 0: at least one must be trained' },
+    ]);
+  });
 });

@@ -204,7 +204,9 @@ function textContent(content: unknown): string | null | undefined {
 
 /**
  * One line of an SFT JSONL file: `{"messages": [...], "tools": [...]?}` with the last message
- * from the assistant. Problems are named with the 1-based line number.
+ * from the assistant. An assistant message may carry OpenAI's `weight` (0 or 1): 0 keeps it as
+ * context without loss, so a line needs one of weight 1. Problems are named with the 1-based
+ * line number.
  */
 export function parseSftJsonl(text: string): { conversations: TrainingConversation[]; issues: WireIssue[] } {
   const conversations: TrainingConversation[] = [];
@@ -225,11 +227,15 @@ export function parseSftJsonl(text: string): { conversations: TrainingConversati
       return;
     }
     const before = issues.length;
-    const messages = value['messages'].map((m, i) => mapMessage(m, `${at}: messages[${i}]`, issues));
+    const messages = value['messages'].map((m, i) => withWeight(mapMessage(m, `${at}: messages[${i}]`, issues), m, `${at}: messages[${i}]`, issues));
     if (issues.length > before) return;
     const last = messages[messages.length - 1] as ChatMessage;
     if (last.role !== 'assistant') {
       issues.push({ path: at, message: 'the last message must be from the assistant (only assistant tokens are trained)' });
+      return;
+    }
+    if (messages.every((m) => m?.role !== 'assistant' || m.weight === 0)) {
+      issues.push({ path: at, message: 'every assistant message has weight 0: at least one must be trained' });
       return;
     }
     const tools = value['tools'];
@@ -241,4 +247,19 @@ export function parseSftJsonl(text: string): { conversations: TrainingConversati
   });
   if (conversations.length === 0 && issues.length === 0) issues.push({ path: 'line 1', message: 'the file holds no conversations' });
   return { conversations, issues };
+}
+
+/** The message with OpenAI's SFT `weight` of an assistant message kept (0 only: 1 is the default). */
+function withWeight(message: ChatMessage | null, raw: unknown, at: string, issues: WireIssue[]): ChatMessage | null {
+  const weight = isObj(raw) ? raw['weight'] : undefined;
+  if (message === null || weight === undefined || weight === null) return message;
+  if (weight !== 0 && weight !== 1) {
+    issues.push({ path: `${at}.weight`, message: 'must be 0 or 1' });
+    return null;
+  }
+  if (message.role !== 'assistant') {
+    issues.push({ path: `${at}.weight`, message: 'is for assistant messages only (it says whether the message is trained)' });
+    return null;
+  }
+  return weight === 0 ? { ...message, weight: 0 } : message;
 }

@@ -285,6 +285,10 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
     theirKey: string;
     fineTuningJob: string;
     theirFineTuningJob: string;
+    /** Another entity's stored response, one of its output items, and its conversation. */
+    theirResponse: string;
+    theirOutputItem: string;
+    theirConversation: string;
   };
   /** The console's session of acme: its cookie and CSRF token, for the console's own routes. */
   let consoleHeaders: Record<string, string>;
@@ -363,6 +367,10 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
     ids.theirEvent = (await stack.json<Page<TrainingEventRecord>>('GET', `/v1/preview/training-jobs/${ids.theirJob}/events`, globex)).data[0].id;
     ids.fineTuningJob = await cancelledFineTuningJob(acme, ids.file);
     ids.theirFineTuningJob = await cancelledFineTuningJob(globex, ids.theirFile);
+    const theirResponse = await stack.json<{ id: string; output: { id: string }[] }>('POST', '/v1/responses', globex, { model: BASE, input: 'theirs', max_output_tokens: 2 });
+    ids.theirResponse = theirResponse.id;
+    ids.theirOutputItem = theirResponse.output[0].id;
+    ids.theirConversation = (await stack.json<{ id: string }>('POST', '/v1/conversations', globex, { items: [{ type: 'message', role: 'user', content: 'theirs' }] })).id;
     const signIn = await send(stack.baseUrl, { method: 'POST', path: '/console/api/session', headers: JSON_TYPE, body: JSON.stringify({ key: acme }) });
     if (signIn.status !== 200) throw new Error(`console sign-in failed: ${signIn.status} ${signIn.text}`);
     const cookie = String(signIn.headers['set-cookie']).split(';')[0];
@@ -608,8 +616,13 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
             // Only false stores nothing; true (or the default) would keep the response.
             store: { oracle: (v) => (v === false ? 'valid' : nullish(v) || v === true ? 'changes-data' : 'invalid') },
             // No stored response or conversation has these ids: 404, or 400 for what cannot be one.
-            previous_response_id: { oracle: (v) => verdictOf(nullish(v)), names: /previous[_ ]response/i },
-            conversation: { oracle: (v) => verdictOf(nullish(v)), names: /conversation/i, extra: fc.oneof(fc.string(), fc.record({ id: hostileValue })) },
+            // Another entity's response and conversation are refused as ones that do not exist.
+            previous_response_id: { oracle: (v) => verdictOf(nullish(v)), names: /previous[_ ]response/i, extra: fc.constantFrom(ids.theirResponse, ids.theirOutputItem) },
+            conversation: {
+              oracle: (v) => verdictOf(nullish(v)),
+              names: /conversation/i,
+              extra: fc.oneof(fc.string(), fc.record({ id: hostileValue }), fc.constantFrom(ids.theirConversation, { id: ids.theirConversation })),
+            },
             metadata: {
               oracle: (v) => verdictOf(nullish(v) || metadataValid(v)),
               extra: fc.dictionary(fc.string({ maxLength: 70 }), fc.oneof(fc.string({ maxLength: 600 }), hostileValue), { maxKeys: 20 }),
@@ -1085,6 +1098,9 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
           ids.theirCheckpoint,
           ids.theirKey,
           ids.theirFineTuningJob,
+          ids.theirResponse,
+          ids.theirOutputItem,
+          ids.theirConversation,
           `ftjob-${'0'.repeat(32)}`,
           `ftjob-${ids.job.replaceAll('-', '')}`,
           ids.file,

@@ -3,7 +3,8 @@ import { generateObject, generateText, streamText } from 'ai';
 import OpenAI from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
-import { Stack } from './support/stack';
+import { failure, startOpenAIStack } from './support/openai-stack';
+import type { Stack } from './support/stack';
 
 // The Responses API (POST /v1/responses) through the whole stack, with the clients that call it
 // by default: the official openai SDK (create, stream, parse) and the AI SDK's OpenAI provider.
@@ -15,10 +16,7 @@ describe('the Responses API with the official openai client and the AI SDK', () 
   let key: string;
 
   beforeAll(async () => {
-    stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '256' } });
-    model = stack.addTinyModel();
-    key = (await stack.createKey('acme')).key;
-    client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });
+    ({ stack, client, model, key } = await startOpenAIStack());
   }, 120_000);
 
   afterAll(() => stack?.stop(), 60_000);
@@ -35,7 +33,6 @@ describe('the Responses API with the official openai client and the AI SDK', () 
       })
     ).choices[0].message.content;
 
-  const failure = (promise: Promise<unknown>) => promise.then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
 
   describe('responses.create', () => {
     it('answers in the Responses shape, with usage and the checkpoint that served it', async () => {

@@ -1,7 +1,8 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, ModelMessage } from 'ai';
 import OpenAI from 'openai';
-import { Stack } from './support/stack';
+import { failure, startOpenAIStack } from './support/openai-stack';
+import type { Stack } from './support/stack';
 
 // The Responses API's state through the whole stack: stored responses (retrieve, input_items,
 // previous_response_id, delete), conversations, and output-text logprobs, with the official
@@ -14,15 +15,11 @@ describe('stored responses, conversations and logprobs with the openai SDK and t
   let key: string;
 
   beforeAll(async () => {
-    stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '256' } });
-    model = stack.addTinyModel();
-    key = (await stack.createKey('acme')).key;
-    client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });
+    ({ stack, client, model, key } = await startOpenAIStack());
   }, 120_000);
 
   afterAll(() => stack?.stop(), 60_000);
 
-  const failure = (promise: Promise<unknown>) => promise.then(() => undefined, (e: unknown) => e as InstanceType<typeof OpenAI.APIError>);
   const greedy = () => ({ model, max_output_tokens: 8, temperature: 0 });
   /** The same turns sent whole, nothing stored: what a continued response must equal, greedy. */
   const stateless = (input: OpenAI.Responses.ResponseInput) => client.responses.create({ ...greedy(), store: false, input });

@@ -5,7 +5,8 @@ import Ajv from 'ajv';
 import OpenAI from 'openai';
 import { zodFunction } from 'openai/helpers/zod';
 import { z } from 'zod';
-import { Stack } from './support/stack';
+import { startOpenAIStack } from './support/openai-stack';
+import type { Stack } from './support/stack';
 
 // Tool calling through the whole stack with the clients agents are written with: the official
 // openai SDK, the Vercel AI SDK (openai.chat) and LangChain's ChatOpenAI, on the embedded
@@ -53,10 +54,7 @@ describe('tool calling with real clients', () => {
   let key: string;
 
   beforeAll(async () => {
-    stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '256' } });
-    model = stack.addTinyModel();
-    key = (await stack.createKey('acme')).key;
-    client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });
+    ({ stack, client, model, key } = await startOpenAIStack());
   }, 120_000);
 
   afterAll(() => stack?.stop(), 60_000);

@@ -206,6 +206,8 @@ export interface TrainingChatMessage {
   tool_calls?: TrainingToolCall[];
   tool_call_id?: string;
   name?: string;
+  /** SFT, an assistant message only: 0 keeps it as context without loss (OpenAI's chat JSONL `weight`); absent or 1 trains it. */
+  weight?: 0 | 1;
 }
 
 /** A sampled assistant turn: its own token ids and sampling logprobs are what RL trains on. */

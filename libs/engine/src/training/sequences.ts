@@ -59,7 +59,8 @@ export interface RLTrajectoryGroup {
 }
 
 export interface SftConversation {
-  messages: ChatMessage[];
+  /** `weight` 0 on an assistant message: context only, no loss (OpenAI's chat JSONL); absent or 1 trains it. */
+  messages: (ChatMessage & { weight?: 0 | 1 })[];
   tools?: ToolDefinition[];
 }
 
@@ -80,6 +81,7 @@ function templateOf(lm: Tokenizing): ChatTemplate {
 /**
  * Token sequence of an SFT conversation; mask 1 on every assistant turn, or with
  * `assistantTurns` "last" on the last one only (the earlier ones stay as context, mask 0).
+ * An assistant message of `weight` 0 is context too, whichever turns are trained.
  */
 export function buildSftSequence(lm: Tokenizing, conversation: SftConversation, assistantTurns: 'all' | 'last' = 'all'): TokenSequence {
   const template = templateOf(lm);
@@ -102,7 +104,8 @@ export function buildSftSequence(lm: Tokenizing, conversation: SftConversation, 
       throw new Error(`messages[${i}]: the chat template does not render this conversation incrementally, so the assistant turn cannot be located`);
     }
     push(prompt.slice(done.length), 0);
-    push(through.slice(prompt.length), assistantTurns === 'all' || i === last ? 1 : 0);
+    const trained = (assistantTurns === 'all' || i === last) && message.weight !== 0;
+    push(through.slice(prompt.length), trained ? 1 : 0);
     done = through;
   });
   if (!mask.includes(1)) throw new Error('the conversation has no assistant message to train on');

@@ -81,6 +81,18 @@ describe('LoRA training (wasm, tiny model)', () => {
     expect(buildSftSequence(lm, CONVERSATIONS[0], 'last')).toEqual(buildSftSequence(lm, CONVERSATIONS[0], 'all'));
   });
 
+  it('keeps an assistant message of weight 0 as context, without loss, under either setting', () => {
+    const [user, call, tool, answer] = CONVERSATIONS[3].messages;
+    const weighted = { ...CONVERSATIONS[3], messages: [user, { ...call, weight: 0 as const }, tool, answer] };
+    const all = buildSftSequence(lm, CONVERSATIONS[3], 'all');
+    const seq = buildSftSequence(lm, weighted, 'all');
+    expect(seq.tokens).toEqual(all.tokens);
+    expect(lm.tokenizer.decode(seq.tokens.filter((_, i) => seq.mask[i] === 1), { skipSpecialTokens: false })).toBe('rain<|im_end|>\n');
+    // Weight 1 is the default; a last turn of weight 0 under "last" leaves nothing to train.
+    expect(buildSftSequence(lm, { ...CONVERSATIONS[3], messages: [user, { ...call, weight: 1 as const }, tool, answer] })).toEqual(all);
+    expect(() => buildSftSequence(lm, { ...CONVERSATIONS[3], messages: [user, call, tool, { ...answer, weight: 0 as const }] }, 'last')).toThrow(/no assistant message to train on/);
+  });
+
   // Rank 2 runs the adapters' products as tfjs ops, rank 4 on the LoRA kernels (kernels/lora.ts).
   it.each([2, 4])('LoRA parameter gradients match central finite differences (r %i)', (r) => {
     const spec: LoraSpec = { r, alpha: 2 * r, targetModules: DEFAULT_LORA_SPEC.targetModules };
