@@ -53,10 +53,13 @@ export class AdamW {
   /**
    * Applies one update. Returns the global gradient norm before clipping (what torch's
    * clip_grad_norm_ returns and trainers log as grad_norm). Does not dispose `grads`.
+   * `overrides` replace the optimizer's options for this step only (a Tinker client sends
+   * Adam's settings with every optim_step).
    */
-  async apply(params: tf.Variable[], grads: tf.Tensor[], learningRate: number): Promise<number> {
+  async apply(params: tf.Variable[], grads: tf.Tensor[], learningRate: number, overrides: AdamWOptions = {}): Promise<number> {
     if (params.length !== grads.length) throw new Error(`${params.length} parameters, ${grads.length} gradients`);
-    const { beta1, beta2, eps, weightDecay, maxGradNorm } = this.options;
+    const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
+    const { beta1, beta2, eps, weightDecay, maxGradNorm } = { ...this.options, ...defined } as Required<AdamWOptions>;
     params.forEach((p, i) => {
       if (!tf.util.arraysEqual(p.shape, grads[i].shape)) throw new Error(`gradient ${i} has shape [${grads[i].shape}], parameter [${p.shape}]`);
     });

@@ -463,7 +463,7 @@ interface MicroBatch {
 }
 
 /** Row indices grouped so that rows x longest row stays within `budget` tokens. */
-function microBatches(lengths: number[], budget: number): number[][] {
+export function microBatches(lengths: number[], budget: number): number[][] {
   const out: number[][] = [];
   let current: number[] = [];
   let longest = 0;
