@@ -76,6 +76,19 @@ import type {
   TrainingJobRecord,
 } from './training/training-jobs.messages';
 import type { CreateFineTuningJobRequest, JobCheckpointRecord, ListJobCheckpointsRequest } from './training/fine-tuning.messages';
+import type {
+  ClaimTinkerCallReply,
+  ClaimTinkerCallRequest,
+  CompleteTinkerCallRequest,
+  CreateTinkerModelRequest,
+  CreateTinkerSessionRequest,
+  RetrieveTinkerFutureRequest,
+  SubmitTinkerCallRequest,
+  TinkerFutureReply,
+  TinkerFutureState,
+  TinkerSessionReply,
+  TinkerSessionRequest,
+} from './training/tinker.messages';
 
 /**
  * A request/reply subject together with the types of its request and reply, so both sides
@@ -204,6 +217,21 @@ export const Subjects = {
     cancelRequested: event<CancelTrainingJob>('training.job.cancel-requested.v1'),
     /** `${name}.${job_id}`: an event of that job was stored. */
     eventsAppended: event<JobEventsAppended>('training.job.events.v1'),
+    /** The Tinker API's sessions, training clients and futures (tinker.messages.ts). */
+    tinker: {
+      createSession: rpc<CreateTinkerSessionRequest, TinkerSessionReply>('training.tinker.session.create.v1'),
+      heartbeat: rpc<TinkerSessionRequest, Empty>('training.tinker.session.heartbeat.v1'),
+      /** A training client on a registry model of its own; its future is done at once. */
+      createModel: rpc<CreateTinkerModelRequest, TinkerFutureReply>('training.tinker.model.create.v1'),
+      /** forward_backward, forward, optim_step, save_weights_for_sampler: stored, then queued. */
+      submit: rpc<SubmitTinkerCallRequest, TinkerFutureReply>('training.tinker.call.submit.v1'),
+      /** A future's state now (the gateway holds the SDK's poll by asking again). */
+      retrieve: rpc<RetrieveTinkerFutureRequest, TinkerFutureState>('training.tinker.future.retrieve.v1'),
+      /** Worker to orchestrator: may this worker run the call it pulled, now? */
+      claim: rpc<ClaimTinkerCallRequest, ClaimTinkerCallReply>('training.tinker.call.claim.v1'),
+      /** Worker to orchestrator: the call's result or error; idempotent. */
+      complete: rpc<CompleteTinkerCallRequest, Empty>('training.tinker.call.complete.v1'),
+    },
   },
   health: {
     healthCheck: rpc<Empty, ServiceHealthReport>('health.health.check.v1'),

@@ -123,3 +123,6 @@ export function parseTrainingClientId(id: string): { sessionId: string; modelSeq
   const match = /^([0-9a-f-]{36}):train:(\d{1,9})$/.exec(id);
   return match ? { sessionId: match[1], modelSeqId: Number(match[2]) } : null;
 }
+
+/** The built-in losses the SDK names (LossFnType). */
+export const TINKER_LOSS_FUNCTIONS = ['cross_entropy', 'importance_sampling', 'ppo', 'cispo', 'dro'] as const;

@@ -8,7 +8,8 @@ import { TINKER_PUBLIC_DESCRIPTOR } from './tinker-public.descriptor';
  * BatchedTensor per field with int64 byte offsets (num_datums + 1 of them).
  */
 
-const root = protobuf.Root.fromJSON(TINKER_PUBLIC_DESCRIPTOR);
+// Map fields (keyType) are IMapField, which the INamespace type does not list.
+const root = protobuf.Root.fromJSON(TINKER_PUBLIC_DESCRIPTOR as unknown as protobuf.INamespace);
 const ForwardBackwardRequestType = root.lookupType('tinker_public.ForwardBackwardRequest');
 const ForwardBackwardOutputType = root.lookupType('tinker_public.ForwardBackwardOutput');
 const SampleResponseType = root.lookupType('tinker_public.SampleResponse');

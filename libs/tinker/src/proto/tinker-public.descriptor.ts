@@ -1,12 +1,10 @@
-import type { INamespace } from 'protobufjs';
-
 /**
  * The SDK's protobuf package `tinker_public`, as protobufjs JSON: decoded from the serialized
  * FileDescriptorProto in thinking-machines-lab/tinker 0.25.0 (commit d595dc2),
  * src/tinker/proto/tinker_public_pb2.py, with protobufjs/ext/descriptor (Root.fromDescriptor,
  * then toJSON). Field numbers and types are the SDK's; do not edit by hand.
  */
-export const TINKER_PUBLIC_DESCRIPTOR: INamespace = {
+export const TINKER_PUBLIC_DESCRIPTOR = {
   "nested": {
     "tinker_public": {
       "nested": {
