@@ -3,6 +3,7 @@ import {
   CreateTinkerModelRequest,
   CreateTinkerSessionRequest,
   ErrorCode,
+  isUuid,
   RetrieveTinkerFutureRequest,
   ServiceError,
   Subjects,
@@ -54,12 +55,12 @@ export class TinkerService implements OnApplicationBootstrap {
   }
 
   async heartbeat(request: TinkerSessionRequest): Promise<Record<string, never>> {
-    if (!(await this.repo.heartbeat(request.entity_id, request.session_id))) throw ServiceError.notFound(`Session ${request.session_id} not found`);
+    if (!isUuid(request.session_id) || !(await this.repo.heartbeat(request.entity_id, request.session_id))) throw ServiceError.notFound(`Session ${request.session_id} not found`);
     return {};
   }
 
   async createModel(request: CreateTinkerModelRequest): Promise<TinkerFutureReply> {
-    if (!(await this.repo.sessionExists(request.entity_id, request.session_id))) throw ServiceError.notFound(`Session ${request.session_id} not found`);
+    if (!isUuid(request.session_id) || !(await this.repo.sessionExists(request.entity_id, request.session_id))) throw ServiceError.notFound(`Session ${request.session_id} not found`);
     const clientId = `${request.session_id}:train:${request.model_seq_id}`;
     const model = await this.rpc.request(Subjects.registry.createModel, {
       entity_id: request.entity_id,
@@ -93,7 +94,7 @@ export class TinkerService implements OnApplicationBootstrap {
   }
 
   async retrieve(request: RetrieveTinkerFutureRequest): Promise<TinkerFutureState> {
-    const future = await this.repo.findFuture(request.entity_id, request.request_id);
+    const future = isUuid(request.request_id) ? await this.repo.findFuture(request.entity_id, request.request_id) : null;
     if (!future) throw ServiceError.notFound(`Future ${request.request_id} not found`);
     if (future.status === 'failed') {
       return { state: 'failed', kind: future.kind, error: future.error ?? 'failed', category: future.errorCategory === 'User' ? 'User' : future.errorCategory === 'Server' ? 'Server' : 'Unknown' };
