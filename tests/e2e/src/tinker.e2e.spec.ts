@@ -58,8 +58,8 @@ describe('Tinker API with the real tinker SDK', () => {
       body: init.raw ? Buffer.from(init.raw) : init.body === undefined ? undefined : JSON.stringify(init.body),
     });
 
-  it('runs an SL loop whose loss falls, then serves the saved sampler weights by chat completions', async () => {
-    const { stdout } = await promisify(execFile)('python3', [join(PYTHON_DIR, 'sl_loop.py'), stack.baseUrl, BASE, JSON.stringify(SEQUENCES)], {
+  it('runs an SL loop whose loss falls, serves the saved weights, and takes an RL step on a sample from them', async () => {
+    const { stdout } = await promisify(execFile)('python3', [join(PYTHON_DIR, 'sl_loop.py'), stack.baseUrl, BASE, JSON.stringify(SEQUENCES), 'wandb-artifact:///acme/tinker/'], {
       env: { ...process.env, PYTHONPATH: pythonPath, TINKER_API_KEY: `tml-${key}` },
       timeout: 300_000,
       maxBuffer: 16 << 20,
@@ -71,6 +71,11 @@ describe('Tinker API with the real tinker SDK', () => {
       forward_loss: number;
       logprob_lengths: number[];
       path: string;
+      sampled_logprobs: number[];
+      trainer_logprobs: number[];
+      rl_loss: number;
+      completion_tokens: number;
+      ppo_loss: number;
     };
     expect(out.models).toContain(BASE);
     expect(out.model_id).toMatch(/^[0-9a-f-]{36}:train:0$/);
@@ -90,6 +95,13 @@ describe('Tinker API with the real tinker SDK', () => {
     });
     expect(completion.choices[0].message.role).toBe('assistant');
     expect(completion.usage?.completion_tokens).toBeGreaterThan(0);
+
+    // Sampled from the saved weights: the trainer gives the sampled tokens the sampler's logprobs.
+    expect(out.trainer_logprobs).toHaveLength(out.sampled_logprobs.length);
+    out.trainer_logprobs.forEach((lp, i) => expect(Math.abs(lp - out.sampled_logprobs[i])).toBeLessThan(1e-3));
+    // On-policy importance sampling: every ratio is 1, so the loss is minus the summed advantages.
+    expect(Math.abs(out.rl_loss + out.completion_tokens)).toBeLessThan(1e-2 * out.completion_tokens);
+    expect(Number.isFinite(out.ppo_loss)).toBe(true);
 
     // Another entity's key sees neither the training client nor its futures.
     const foreign = await tinker('optim_step', { apiKey: `tml-${otherKey}`, body: { model_id: out.model_id, seq_id: 100, adam_params: { learning_rate: 0.001, beta1: 0.9, beta2: 0.95, eps: 1e-12 } } });
