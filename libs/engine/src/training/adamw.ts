@@ -84,6 +84,33 @@ export class AdamW {
     return norm;
   }
 
+  /** Steps taken and each parameter's first and second moments (null where it has none yet), for a saved training state. */
+  async exportMoments(params: tf.Variable[]): Promise<{ step: number; moments: ({ m: Float32Array; v: Float32Array } | null)[] }> {
+    const moments = [];
+    for (const p of params) {
+      const heap = this.heapMoments.get(p);
+      const js = this.jsMoments.get(p);
+      if (heap) moments.push({ m: (await heap.m.data()) as Float32Array, v: (await heap.v.data()) as Float32Array });
+      else if (js) moments.push({ m: js.m.slice(), v: js.v.slice() });
+      else moments.push(null);
+    }
+    return { step: this.t, moments };
+  }
+
+  /** Restores exportMoments' result onto `params` (the same parameters, in the same order, maybe new variables). */
+  importMoments(params: tf.Variable[], state: { step: number; moments: ({ m: Float32Array; v: Float32Array } | null)[] }): void {
+    if (state.moments.length !== params.length) throw new Error(`${state.moments.length} moments for ${params.length} parameters`);
+    this.dispose();
+    this.t = state.step;
+    params.forEach((p, i) => {
+      const moment = state.moments[i];
+      if (!moment) return;
+      if (moment.m.length !== p.size || moment.v.length !== p.size) throw new Error(`moments ${i} have ${moment.m.length} values for a parameter of ${p.size}`);
+      if (adamwKernelAvailable()) this.heapMoments.set(p, { m: tf.keep(tf.tensor(moment.m, p.shape)), v: tf.keep(tf.tensor(moment.v, p.shape)) });
+      else this.jsMoments.set(p, { m: moment.m.slice(), v: moment.v.slice() });
+    });
+  }
+
   dispose(): void {
     for (const { m, v } of this.heapMoments.values()) tf.dispose([m, v]);
     this.heapMoments.clear();

@@ -1,7 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { LoadedModel } from '../loader';
 import { LoraAttachment } from '../lora/lora-layer';
-import { AdapterTensors, LoraSpec, initLoraWeights } from '../lora/peft';
+import { AdapterTensors, LoraSpec, LoraTarget, initLoraWeights } from '../lora/peft';
+import { SafetensorsFile, TensorToWrite, writeSafetensors } from '../safetensors';
 import { AdamW, AdamWOptions } from './adamw';
 import { NextTokenRows, NextTokenValues, checkpointedGradients, nextTokenLogprobValues } from './checkpointing';
 import { ensureTrainingGradients } from './gradients';
@@ -193,8 +194,8 @@ export interface TrainingClientOptions {
  * length of a call, so calls on different clients must not overlap.
  */
 export class LoraTrainingClient {
-  private readonly attachment: LoraAttachment;
-  private readonly optimizer = new AdamW();
+  private attachment: LoraAttachment;
+  private optimizer = new AdamW();
   private readonly accumulated = new Map<string, tf.Tensor>();
   private pending = 0;
   private readonly microBatchTokens: number;
@@ -311,6 +312,35 @@ export class LoraTrainingClient {
     return this.attachment.exportTensors();
   }
 
+  /** The adapter and Adam's state (steps, moments): what save_state keeps. Accumulated gradients are not part of it. */
+  async exportState(): Promise<TrainingState> {
+    const { step, moments } = await this.optimizer.exportMoments(this.attachment.variables());
+    return { spec: this.spec, adapter: await this.exportAdapter(), optimizer: { step, moments: momentsByName(this.attachment, moments) } };
+  }
+
+  /**
+   * Replaces the adapter with a saved state's, and Adam's state with its (`optimizer`) or a
+   * fresh one; accumulated gradients are dropped. The state must have this client's LoRA spec.
+   */
+  async loadState(state: TrainingState, options: { optimizer: boolean }): Promise<void> {
+    const want = describeSpec(this.spec);
+    if (describeSpec(state.spec) !== want) throw new InvalidTrainingInput(`the saved state's LoRA (${describeSpec(state.spec)}) is not this training client's (${want})`);
+    const attachment = LoraAttachment.attach(this.lm.model, this.spec, state.adapter, { trainable: true });
+    attachment.detach();
+    const optimizer = new AdamW();
+    if (options.optimizer) {
+      const named = momentOrder(attachment);
+      optimizer.importMoments(attachment.variables(), { step: state.optimizer.step, moments: named.map((name) => state.optimizer.moments.get(name) ?? null) });
+    }
+    this.attachment.dispose();
+    this.optimizer.dispose();
+    this.accumulated.forEach((t) => t.dispose());
+    this.accumulated.clear();
+    this.pending = 0;
+    this.attachment = attachment;
+    this.optimizer = optimizer;
+  }
+
   dispose(): void {
     this.attachment.dispose();
     this.optimizer.dispose();
@@ -358,4 +388,74 @@ function restoreOrder(n: number, groups: number[][], produced: Float32Array[]): 
   const out = new Array<Float32Array>(n);
   groups.flat().forEach((datum, k) => (out[datum] = produced[k]));
   return out;
+}
+
+// ---------------------------------------------------------------- saved training state
+
+/** A training client's adapter and optimizer, as save_state keeps them. */
+export interface TrainingState {
+  spec: LoraSpec;
+  /** PEFT names and layouts. */
+  adapter: AdapterTensors;
+  /** Adam's step count and each variable's moments (in the variable's own layout), by momentName. */
+  optimizer: { step: number; moments: Map<string, { m: Float32Array; v: Float32Array }> };
+}
+
+const STATE_FORMAT = 'trainyard-lora-training-state-v1';
+
+function describeSpec(spec: LoraSpec): string {
+  return `rank ${spec.r}, alpha ${spec.alpha}, ${[...spec.targetModules].sort().join('+')}`;
+}
+
+/** The name of each trainable variable's moments, in attachment.variables() order: `<layer>.<target>.A|B`. */
+function momentOrder(attachment: LoraAttachment): string[] {
+  return attachment.layers.flatMap((l) => [`${l.layer}.${l.target}.A`, `${l.layer}.${l.target}.B`]);
+}
+
+function momentsByName(attachment: LoraAttachment, moments: ({ m: Float32Array; v: Float32Array } | null)[]): TrainingState['optimizer']['moments'] {
+  const out: TrainingState['optimizer']['moments'] = new Map();
+  momentOrder(attachment).forEach((name, i) => {
+    const moment = moments[i];
+    if (moment) out.set(name, moment);
+  });
+  return out;
+}
+
+/** A training state as one safetensors file: the adapter under its PEFT names, moments as `optimizer.m.<name>` / `optimizer.v.<name>`. */
+export function writeTrainingState(file: string, state: TrainingState): void {
+  const tensors: Record<string, TensorToWrite> = {};
+  for (const [name, t] of state.adapter) tensors[name] = { shape: t.shape, data: t.data };
+  for (const [name, { m, v }] of state.optimizer.moments) {
+    tensors[`optimizer.m.${name}`] = { shape: [m.length], data: m };
+    tensors[`optimizer.v.${name}`] = { shape: [v.length], data: v };
+  }
+  writeSafetensors(file, tensors, {
+    format: STATE_FORMAT,
+    r: String(state.spec.r),
+    alpha: String(state.spec.alpha),
+    target_modules: state.spec.targetModules.join(','),
+    optimizer_step: String(state.optimizer.step),
+  });
+}
+
+export function readTrainingState(file: string): TrainingState {
+  const st = SafetensorsFile.open(file);
+  try {
+    const meta = st.metadata;
+    if (meta['format'] !== STATE_FORMAT) throw new InvalidTrainingInput(`${file} is not a saved training state`);
+    const spec: LoraSpec = { r: Number(meta['r']), alpha: Number(meta['alpha']), targetModules: meta['target_modules'].split(',') as LoraTarget[] };
+    const adapter: AdapterTensors = new Map();
+    const moments: TrainingState['optimizer']['moments'] = new Map();
+    for (const name of st.tensors.keys()) {
+      if (name.startsWith('optimizer.m.')) {
+        const key = name.slice('optimizer.m.'.length);
+        moments.set(key, { m: st.read(name).data, v: st.read(`optimizer.v.${key}`).data });
+      } else if (!name.startsWith('optimizer.')) {
+        adapter.set(name, st.read(name));
+      }
+    }
+    return { spec, adapter, optimizer: { step: Number(meta['optimizer_step']), moments } };
+  } finally {
+    st.close();
+  }
 }

@@ -3,8 +3,9 @@ import { generate } from '../../src/generate';
 import { LoadedModel, loadModel } from '../../src/loader';
 import { applyAdapter } from '../../src/lora/lora-layer';
 import { DEFAULT_LORA_SPEC } from '../../src/lora/peft';
-import { LoraTrainingClient, TrainingDatum, primitiveLoss, resolveLossConfig } from '../../src/training/primitives';
-import { maxAbsDiff, makeTiny, useBackend } from '../helpers';
+import { LoraTrainingClient, TrainingDatum, primitiveLoss, readTrainingState, resolveLossConfig, writeTrainingState } from '../../src/training/primitives';
+import { maxAbsDiff, makeTiny, tempDir, useBackend } from '../helpers';
+import { join } from 'node:path';
 
 const ADAM = { learningRate: 1e-2, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0, gradClipNorm: 0 };
 
@@ -96,6 +97,41 @@ describe('training primitives (wasm, tiny model)', () => {
     } finally {
       halves.dispose();
       whole.dispose();
+    }
+  });
+
+  it('a saved state (adapter and Adam moments), loaded into another client, trains on exactly as the first one does', async () => {
+    const first = new LoraTrainingClient(lm, DEFAULT_LORA_SPEC, undefined, { seed: 4 });
+    const second = new LoraTrainingClient(lm, DEFAULT_LORA_SPEC, undefined, { seed: 5 });
+    try {
+      for (let i = 0; i < 2; i++) {
+        await first.forwardBackward(data, 'cross_entropy');
+        await first.optimStep(ADAM);
+      }
+      const file = join(tempDir('state'), 'state.safetensors');
+      writeTrainingState(file, await first.exportState());
+      await second.loadState(readTrainingState(file), { optimizer: true });
+      expect(second.step).toBe(2);
+      // The same next step from both: equal only if the moments and the step count came along.
+      await first.forwardBackward(data, 'cross_entropy');
+      await first.optimStep(ADAM);
+      await second.forwardBackward(data, 'cross_entropy');
+      await second.optimStep(ADAM);
+      const [a, b] = [await first.exportAdapter(), await second.exportAdapter()];
+      for (const [name, t] of a) expect(maxAbsDiff(b.get(name)!.data, t.data)).toBeLessThan(1e-6);
+
+      // Without the optimizer, Adam starts over: the next step differs.
+      const fresh = new LoraTrainingClient(lm, DEFAULT_LORA_SPEC);
+      try {
+        await fresh.loadState(readTrainingState(file), { optimizer: false });
+        expect(fresh.step).toBe(0);
+        await expect(fresh.loadState({ ...readTrainingState(file), spec: { ...DEFAULT_LORA_SPEC, r: 4 } }, { optimizer: true })).rejects.toThrow(/is not this training client's/);
+      } finally {
+        fresh.dispose();
+      }
+    } finally {
+      first.dispose();
+      second.dispose();
     }
   });
 
