@@ -83,11 +83,15 @@ import type {
   CreateTinkerModelRequest,
   CreateTinkerSessionRequest,
   RetrieveTinkerFutureRequest,
+  StoreTinkerStateRequest,
   SubmitTinkerCallRequest,
   TinkerFutureReply,
   TinkerFutureState,
   TinkerSessionReply,
   TinkerSessionRequest,
+  TinkerStateReply,
+  TinkerStateRequest,
+  TinkerWeightsInfoReply,
 } from './training/tinker.messages';
 
 /**
@@ -231,6 +235,12 @@ export const Subjects = {
       claim: rpc<ClaimTinkerCallRequest, ClaimTinkerCallReply>('training.tinker.call.claim.v1'),
       /** Worker to orchestrator: the call's result or error; idempotent. */
       complete: rpc<CompleteTinkerCallRequest, Empty>('training.tinker.call.complete.v1'),
+      /** Worker to orchestrator: a save_weights call's state, kept in PostgreSQL. */
+      storeState: rpc<StoreTinkerStateRequest, Empty>('training.tinker.state.store.v1'),
+      /** A saved state's bytes (parked as a blob), for load_weights. */
+      getState: rpc<TinkerStateRequest, TinkerStateReply>('training.tinker.state.get.v1'),
+      /** POST /api/v1/weights_info: the base model and LoRA settings of a saved state. */
+      weightsInfo: rpc<TinkerStateRequest, TinkerWeightsInfoReply>('training.tinker.state.info.v1'),
     },
   },
   health: {

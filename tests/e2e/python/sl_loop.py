@@ -1,5 +1,6 @@
 """The real Tinker SDK's loops, as a user writes them: create a LoRA training client,
-forward_backward (cross_entropy) + optim_step a few times, forward, save_weights_for_sampler;
+forward_backward (cross_entropy) + optim_step a few times, forward, save_state and a second
+client made from that state, save_weights_for_sampler;
 then sample from the saved weights (through chat completions, with logprobs and token ids),
 score the sample with the trainer (forward) and take one RL step (importance_sampling) on it.
 Prints one JSON object with what the e2e test checks.
@@ -44,6 +45,18 @@ def main() -> None:
         logprob_lengths = [len(output["logprobs"].tolist()) for output in result.loss_fn_outputs]
 
     forward = training.forward(data, "cross_entropy").result()
+
+    # save_state, then a new training client from it (weights_info, create_model, load_state
+    # with the optimizer): both take the same next step.
+    state = training.save_state("sl-state").result()
+    resumed = service.create_training_client_from_state_with_optimizer(state.path)
+    resumed_loss = resumed.forward(data, "cross_entropy").result().metrics["loss:sum"]
+    next_losses = []
+    for client in (training, resumed):
+        client.forward_backward(data, "cross_entropy").result()
+        client.optim_step(types.AdamParams(learning_rate=1e-2)).result()
+        next_losses.append(client.forward(data, "cross_entropy").result().metrics["loss:sum"])
+
     saved = training.save_weights_for_sampler("sl-final").result()
 
     # Sample from the saved weights (chat completions serve them under the training client's
@@ -91,6 +104,10 @@ def main() -> None:
                 "forward_loss": forward.metrics["loss:sum"],
                 "logprob_lengths": logprob_lengths,
                 "path": saved.path,
+                "state_path": state.path,
+                "resumed_model_id": resumed.model_id,
+                "resumed_loss": resumed_loss,
+                "next_losses": next_losses,
                 "sampled_logprobs": sampled_logprobs,
                 "trainer_logprobs": trainer_logprobs,
                 "rl_loss": rl_result.metrics["loss:sum"],

@@ -58,7 +58,7 @@ describe('Tinker API with the real tinker SDK', () => {
       body: init.raw ? Buffer.from(init.raw) : init.body === undefined ? undefined : JSON.stringify(init.body),
     });
 
-  it('runs an SL loop whose loss falls, serves the saved weights, and takes an RL step on a sample from them', async () => {
+  it('runs an SL loop whose loss falls, resumes from save_state, serves the saved weights, and takes an RL step on a sample from them', async () => {
     const { stdout } = await promisify(execFile)('python3', [join(PYTHON_DIR, 'sl_loop.py'), stack.baseUrl, BASE, JSON.stringify(SEQUENCES), 'wandb-artifact:///acme/tinker/'], {
       env: { ...process.env, PYTHONPATH: pythonPath, TINKER_API_KEY: `tml-${key}` },
       timeout: 300_000,
@@ -71,6 +71,10 @@ describe('Tinker API with the real tinker SDK', () => {
       forward_loss: number;
       logprob_lengths: number[];
       path: string;
+      state_path: string;
+      resumed_model_id: string;
+      resumed_loss: number;
+      next_losses: number[];
       sampled_logprobs: number[];
       trainer_logprobs: number[];
       rl_loss: number;
@@ -85,6 +89,12 @@ describe('Tinker API with the real tinker SDK', () => {
     expect(out.forward_loss).toBeLessThan(out.losses[4]);
     expect(out.logprob_lengths).toEqual(SEQUENCES.map((s) => s.length - 1));
     expect(out.path).toBe(`tinker://${out.model_id}/sampler_weights/sl-final`);
+
+    // save_state, and a client made from it with the optimizer: the same weights, and the same next step.
+    expect(out.state_path).toBe(`tinker://${out.model_id}/weights/sl-state`);
+    expect(out.resumed_model_id).not.toBe(out.model_id);
+    expect(Math.abs(out.resumed_loss - out.forward_loss)).toBeLessThan(1e-3 * out.forward_loss);
+    expect(Math.abs(out.next_losses[1] - out.next_losses[0])).toBeLessThan(1e-3 * out.next_losses[0]);
 
     // The saved weights are the newest checkpoint of the client's model, served under its name.
     const client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });

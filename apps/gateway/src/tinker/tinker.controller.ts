@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Headers, HttpCode, Post, Req, Res } from '@nestjs/common';
-import type { TinkerFutureReply } from '@trainyard/contracts';
+import type { TinkerFutureReply, TinkerWeightsInfoReply } from '@trainyard/contracts';
 import type { ClientConfigResponse, ClientDynamicConfigResponse, GetServerCapabilitiesResponse } from '@trainyard/tinker';
 import type { Request, Response } from 'express';
 import { Caller, CallerParam } from '../auth/caller';
@@ -8,10 +8,13 @@ import {
   ClientConfigRequest,
   CreateModelRequest,
   CreateSessionRequest,
+  LoadWeightsRequest,
   OptimStepRequest,
   RetrieveFutureRequest,
   SaveWeightsForSamplerRequest,
+  SaveWeightsRequest,
   SessionHeartbeatRequest,
+  WeightsInfoRequest,
 } from './dto/tinker.requests';
 import { TinkerGatewayService } from './tinker.service';
 
@@ -84,6 +87,27 @@ export class TinkerController {
   @HttpCode(200)
   saveWeightsForSampler(@CallerParam() caller: Caller, @Body() body: SaveWeightsForSamplerRequest): Promise<TinkerFutureReply> {
     return this.tinker.saveWeightsForSampler(scopeOf(caller), body);
+  }
+
+  /** save_state */
+  @Post('save_weights')
+  @HttpCode(200)
+  saveWeights(@CallerParam() caller: Caller, @Body() body: SaveWeightsRequest): Promise<TinkerFutureReply> {
+    return this.tinker.saveWeights(scopeOf(caller), body);
+  }
+
+  /** load_state, load_state_with_optimizer */
+  @Post('load_weights')
+  @HttpCode(200)
+  loadWeights(@CallerParam() caller: Caller, @Body() body: LoadWeightsRequest): Promise<TinkerFutureReply> {
+    return this.tinker.loadWeights(scopeOf(caller), body);
+  }
+
+  /** create_training_client_from_state asks it first: the saved state's base model and LoRA settings. */
+  @Post('weights_info')
+  @HttpCode(200)
+  weightsInfo(@CallerParam() caller: Caller, @Body() body: WeightsInfoRequest): Promise<TinkerWeightsInfoReply> {
+    return this.tinker.weightsInfo(scopeOf(caller), body.tinker_path);
   }
 
   /** Held until the future is done (or try_again); forward_backward's result as protobuf when the SDK asks for it. */

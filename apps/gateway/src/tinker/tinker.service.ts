@@ -11,6 +11,8 @@ import {
   TinkerLoraConfig,
   TinkerResult,
   TinkerSaveWeightsResult,
+  TinkerStatePathResult,
+  TinkerWeightsInfoReply,
 } from '@trainyard/contracts';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
 import {
@@ -24,7 +26,15 @@ import {
   decodeForwardBackwardRequest,
   encodeForwardBackwardOutput,
 } from '@trainyard/tinker';
-import { AdamParamsBody, CreateModelRequest, CreateSessionRequest, LoraConfigBody, SaveWeightsForSamplerRequest } from './dto/tinker.requests';
+import {
+  AdamParamsBody,
+  CreateModelRequest,
+  CreateSessionRequest,
+  LoadWeightsRequest,
+  LoraConfigBody,
+  SaveWeightsForSamplerRequest,
+  SaveWeightsRequest,
+} from './dto/tinker.requests';
 
 /** How long retrieve_future holds the SDK's poll before answering try_again (the SDK waits 45 s). */
 export const HOLD_POLL_MS = 35_000;
@@ -125,6 +135,19 @@ export class TinkerGatewayService {
     return this.submit(scope, body.model_id, body.seq_id, { kind: 'save_weights_for_sampler', name: body.path });
   }
 
+  /** save_state: the adapter and Adam's state under tinker://<model_id>/weights/<name>. */
+  saveWeights(scope: CallerScope, body: SaveWeightsRequest): Promise<TinkerFutureReply> {
+    return this.submit(scope, body.model_id, body.seq_id, { kind: 'save_weights', name: body.path, overwrite: body.overwrite });
+  }
+
+  loadWeights(scope: CallerScope, body: LoadWeightsRequest): Promise<TinkerFutureReply> {
+    return this.submit(scope, body.model_id, body.seq_id, { kind: 'load_weights', path: body.path, optimizer: body.optimizer });
+  }
+
+  weightsInfo(scope: CallerScope, path: string): Promise<TinkerWeightsInfoReply> {
+    return this.rpc.request(Subjects.training.tinker.weightsInfo, { ...scope, path });
+  }
+
   /**
    * The future's result, holding the poll until it is done or HOLD_POLL_MS passed (then
    * try_again, which the SDK follows with another poll at once). `protobuf`: the client asked
@@ -167,6 +190,9 @@ export class TinkerGatewayService {
       }
       case 'create_model':
         return { json: { ...result, type: 'create_model' } };
+      case 'save_weights':
+      case 'load_weights':
+        return { json: { path: (result as TinkerStatePathResult).path, type: state.kind } };
       case 'optim_step':
         return { json: result };
     }

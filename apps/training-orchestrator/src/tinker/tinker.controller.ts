@@ -13,6 +13,10 @@ import {
   TinkerFutureState,
   TinkerSessionReply,
   TinkerSessionRequest,
+  StoreTinkerStateRequest,
+  TinkerStateReply,
+  TinkerStateRequest,
+  TinkerWeightsInfoReply,
 } from '@trainyard/contracts';
 import { TinkerCallsService } from './tinker-calls.service';
 import { TinkerService } from './tinker.service';
@@ -57,5 +61,20 @@ export class TinkerController {
   @MessagePattern(Subjects.training.tinker.complete.name)
   complete(@Payload() request: CompleteTinkerCallRequest): Promise<Record<string, never>> {
     return this.calls.complete(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.storeState.name)
+  storeState(@Payload() request: StoreTinkerStateRequest): Promise<Record<string, never>> {
+    return this.tinker.storeState(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.getState.name)
+  getState(@Payload() request: TinkerStateRequest): Promise<TinkerStateReply> {
+    return this.tinker.getState(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.weightsInfo.name)
+  weightsInfo(@Payload() request: TinkerStateRequest): Promise<TinkerWeightsInfoReply> {
+    return this.tinker.weightsInfo(request);
   }
 }

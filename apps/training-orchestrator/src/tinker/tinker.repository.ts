@@ -119,6 +119,29 @@ export class TinkerRepository {
     return this.prisma.tinkerFuture.findMany({ where: { status: { in: ['queued', 'running'] } }, select: { id: true }, orderBy: { createdAt: 'asc' } });
   }
 
+  /**
+   * Keeps a saved state. A second save of one call keeps the first; another call's save under a
+   * path already taken replaces it only with `overwrite`, else returns false.
+   */
+  async storeState(state: { id: string; entityId: string; clientId: string; path: string; baseModel: string; loraConfig: TinkerLoraConfig; data: Buffer }, overwrite: boolean): Promise<boolean> {
+    return this.prisma.$transaction(async (tx) => {
+      const existing = await tx.tinkerSavedState.findUnique({ where: { entityId_path: { entityId: state.entityId, path: state.path } }, select: { id: true } });
+      if (existing?.id === state.id) return true;
+      if (existing && !overwrite) return false;
+      if (existing) await tx.tinkerSavedState.delete({ where: { id: existing.id } });
+      await tx.tinkerSavedState.create({ data: { ...state, data: new Uint8Array(state.data), loraConfig: state.loraConfig as unknown as Prisma.InputJsonValue } });
+      return true;
+    });
+  }
+
+  async findState(entityId: string, path: string, withData: boolean): Promise<{ path: string; baseModel: string; loraConfig: TinkerLoraConfig; data: Uint8Array | null } | null> {
+    const row = await this.prisma.tinkerSavedState.findUnique({
+      where: { entityId_path: { entityId, path } },
+      select: { path: true, baseModel: true, loraConfig: true, data: withData },
+    });
+    return row && { path: row.path, baseModel: row.baseModel, loraConfig: row.loraConfig as unknown as TinkerLoraConfig, data: (row as { data?: Uint8Array }).data ?? null };
+  }
+
   /** Runs `fn` with the future and its client locked (FOR UPDATE), so that claims and completions of one client are serialised. */
   async withLockedCall<T>(id: string, fn: (tx: Tx, future: FutureRow | null, client: ClientRow | null) => Promise<T>): Promise<T> {
     return this.prisma.$transaction(async (tx) => {

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { ClaimedTinkerCall, Subjects, TinkerCall, TinkerDatum, TinkerLoraConfig, TinkerResult } from '@trainyard/contracts';
+import { ClaimedTinkerCall, ErrorCode, ServiceError, Subjects, TinkerCall, TinkerDatum, TinkerLoraConfig, TinkerResult } from '@trainyard/contracts';
 import {
   ADAPTER_CONFIG_FILE,
   ADAPTER_WEIGHTS_FILE,
@@ -12,11 +12,13 @@ import {
   LossFunction,
   TrainingDatum,
   loadModel,
+  readTrainingState,
   writePeftAdapter,
+  writeTrainingState,
 } from '@trainyard/engine';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
 import { samplerWeightsPath } from '@trainyard/tinker';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
@@ -38,6 +40,9 @@ export class TinkerCallFailed extends Error {
     super(message);
   }
 }
+
+/** The calls that change a client's state step by step, so that one failing halfway leaves it neither before nor after. */
+const CHANGES_STATE_IN_PLACE = new Set<TinkerCall['kind']>(['forward_backward', 'optim_step']);
 
 interface HeldClient {
   client: LoraTrainingClient;
@@ -94,7 +99,12 @@ export class TinkerExecutor implements OnModuleDestroy {
         if (!err.stateLost) held.appliedSeq = claimed.seq_id;
         throw err;
       }
-      // Half a forward_backward may have been accumulated: the state is no longer what the calls made it.
+      if (!CHANGES_STATE_IN_PLACE.has(call.kind)) {
+        // A save or a load changes nothing of the client unless it completes.
+        held.appliedSeq = claimed.seq_id;
+        throw new TinkerCallFailed(`${call.kind} failed: ${(err as Error).message}`, 'Server');
+      }
+      // Half a forward_backward may have been accumulated, half an optim_step applied: the state is no longer what the calls made it.
       this.drop(claimed.client_id);
       throw new TinkerCallFailed(`${call.kind} failed in the worker: ${(err as Error).message}`, 'Server', true);
     }
@@ -115,6 +125,49 @@ export class TinkerExecutor implements OnModuleDestroy {
       }
       case 'save_weights_for_sampler':
         return this.saveForSampler(claimed, client, call.name);
+      case 'save_weights':
+        return this.saveState(claimed, client, call.name, call.overwrite);
+      case 'load_weights':
+        return this.loadState(claimed, client, call.path, call.optimizer);
+    }
+  }
+
+  /** save_state: the adapter and Adam's state, as one safetensors file kept by the orchestrator. */
+  private async saveState(claimed: ClaimedTinkerCall, client: LoraTrainingClient, name: string, overwrite: boolean): Promise<TinkerResult> {
+    const path = `tinker://${claimed.client_id}/weights/${name}`;
+    const dir = await mkdtemp(join(tmpdir(), 'trainyard-tinker-'));
+    try {
+      const file = join(dir, 'state.safetensors');
+      writeTrainingState(file, await client.exportState());
+      const data = await this.blobs.put(await readFile(file));
+      await this.rpc
+        .request(
+          Subjects.training.tinker.storeState,
+          { request_id: claimed.request_id, entity_id: claimed.entity_id, client_id: claimed.client_id, path, overwrite, base_model: claimed.base_model, lora_config: claimed.lora_config, data },
+          { timeoutMs: 60_000 },
+        )
+        .catch(asUserError(ErrorCode.Conflict));
+      return { path };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** load_state: a saved state of the caller's entity replaces the client's adapter (and, with `optimizer`, Adam's state). */
+  private async loadState(claimed: ClaimedTinkerCall, client: LoraTrainingClient, path: string, optimizer: boolean): Promise<TinkerResult> {
+    const scope = { entity_id: claimed.entity_id, entity_name: claimed.entity_name };
+    const saved = await this.rpc.request(Subjects.training.tinker.getState, { ...scope, path }, { timeoutMs: 60_000 }).catch(asUserError(ErrorCode.NotFound));
+    const dir = await mkdtemp(join(tmpdir(), 'trainyard-tinker-'));
+    try {
+      const file = join(dir, 'state.safetensors');
+      await writeFile(file, await this.blobs.take(saved.data));
+      if (saved.base_model !== claimed.base_model) {
+        throw new TinkerCallFailed(`${path} was saved from ${saved.base_model}; this training client trains ${claimed.base_model}`, 'User');
+      }
+      await client.loadState(readTrainingState(file), { optimizer });
+      return { path };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   }
 
@@ -181,6 +234,14 @@ export class TinkerExecutor implements OnModuleDestroy {
     this.clients.get(clientId)?.client.dispose();
     this.clients.delete(clientId);
   }
+}
+
+/** A refusal of the orchestrator's with this code is the caller's error (category User), not a failure of ours. */
+function asUserError(code: ErrorCode): (err: unknown) => never {
+  return (err) => {
+    if (err instanceof ServiceError && err.code === code) throw new TinkerCallFailed(err.message, 'User');
+    throw err;
+  };
 }
 
 const ATTENTION: LoraTarget[] = ['q_proj', 'k_proj', 'v_proj', 'o_proj'];

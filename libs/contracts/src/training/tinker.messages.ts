@@ -8,7 +8,7 @@ import type { CallerScope } from '../registry/models.messages';
  * state in memory and run its calls in seq_id order). The SDK's own shapes live in libs/tinker.
  */
 
-export type TinkerCallKind = 'forward_backward' | 'forward' | 'optim_step' | 'save_weights_for_sampler';
+export type TinkerCallKind = 'forward_backward' | 'forward' | 'optim_step' | 'save_weights_for_sampler' | 'save_weights' | 'load_weights';
 export type TinkerFutureKind = TinkerCallKind | 'create_model';
 
 /** The SDK's LoraConfig, defaults filled in. */
@@ -47,7 +47,11 @@ export interface TinkerAdamParams {
 export type TinkerCall =
   | { kind: 'forward_backward' | 'forward'; loss_fn: string; loss_fn_config: Record<string, number>; data: TinkerDatum[] }
   | { kind: 'optim_step'; adam_params: TinkerAdamParams }
-  | { kind: 'save_weights_for_sampler'; name: string };
+  | { kind: 'save_weights_for_sampler'; name: string }
+  /** save_state: the adapter and Adam's state, kept under tinker://<client>/weights/<name>. */
+  | { kind: 'save_weights'; name: string; overwrite: boolean }
+  /** load_state / load_state_with_optimizer: a saved state of the caller's, onto this client. */
+  | { kind: 'load_weights'; path: string; optimizer: boolean };
 
 /** forward / forward_backward: per datum, the targets' log-probs; metrics keyed `name:reduction`. */
 export interface TinkerForwardBackwardResult {
@@ -71,7 +75,12 @@ export interface TinkerCreateModelResult {
   model_id: string;
 }
 
-export type TinkerResult = TinkerForwardBackwardResult | TinkerOptimStepResult | TinkerSaveWeightsResult | TinkerCreateModelResult;
+/** save_weights and load_weights: the state's `tinker://<client>/weights/<name>` path. */
+export interface TinkerStatePathResult {
+  path: string;
+}
+
+export type TinkerResult = TinkerForwardBackwardResult | TinkerOptimStepResult | TinkerSaveWeightsResult | TinkerCreateModelResult | TinkerStatePathResult;
 
 // ---------------------------------------------------------------- gateway -> orchestrator
 
@@ -167,3 +176,40 @@ export type CompleteTinkerCallRequest = {
       state_lost?: boolean;
     }
 );
+
+// ---------------------------------------------------------------- saved states
+
+/** Worker to orchestrator: keep a client's saved state (a safetensors file of adapter and Adam moments). */
+export interface StoreTinkerStateRequest {
+  /** The save_weights call: storing twice for one call keeps the first. */
+  request_id: string;
+  entity_id: string;
+  client_id: string;
+  path: string;
+  overwrite: boolean;
+  base_model: string;
+  lora_config: TinkerLoraConfig;
+  data: BlobRef;
+}
+
+/** A saved state of the caller's entity, by its tinker:// path. */
+export interface TinkerStateRequest extends CallerScope {
+  path: string;
+}
+
+export interface TinkerStateReply {
+  path: string;
+  base_model: string;
+  lora_config: TinkerLoraConfig;
+  data: BlobRef;
+}
+
+/** What create_training_client_from_state asks before it creates the client (the SDK's WeightsInfoResponse). */
+export interface TinkerWeightsInfoReply {
+  base_model: string;
+  is_lora: boolean;
+  lora_rank: number;
+  train_unembed: boolean;
+  train_mlp: boolean;
+  train_attn: boolean;
+}

@@ -147,6 +147,51 @@ export class SaveWeightsForSamplerRequest {
   ttl_seconds?: number;
 }
 
+/** POST /api/v1/save_weights (the SDK's save_state) */
+export class SaveWeightsRequest {
+  @IsString()
+  model_id!: string;
+
+  @IsInt()
+  @Min(1)
+  seq_id!: number;
+
+  /** The name under tinker://<model_id>/weights/. */
+  @Matches(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/, { message: 'path must be 1 to 128 letters, digits, ".", "_" or "-"' })
+  path!: string;
+
+  @IsOptional()
+  @IsBoolean()
+  overwrite = false;
+
+  @IsOptional()
+  @IsInt()
+  ttl_seconds?: number;
+}
+
+/** POST /api/v1/load_weights (load_state, load_state_with_optimizer) */
+export class LoadWeightsRequest {
+  /** Required here: creating a client through load_weights (create_model_via_load_weights) is off. */
+  @IsString()
+  model_id!: string;
+
+  @IsInt()
+  @Min(1)
+  seq_id!: number;
+
+  @Matches(/^tinker:\/\/\S+\/weights\/\S+$/, { message: 'path must be a tinker://<model_id>/weights/<name> path that save_state returned' })
+  path!: string;
+
+  @IsBoolean()
+  optimizer!: boolean;
+}
+
+/** POST /api/v1/weights_info */
+export class WeightsInfoRequest {
+  @IsString()
+  tinker_path!: string;
+}
+
 /** POST /api/v1/retrieve_future */
 export class RetrieveFutureRequest {
   @IsString()
