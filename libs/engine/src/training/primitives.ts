@@ -4,9 +4,8 @@ import { LoraAttachment } from '../lora/lora-layer';
 import { AdapterTensors, LoraSpec, LoraTarget, initLoraWeights } from '../lora/peft';
 import { SafetensorsFile, TensorToWrite, writeSafetensors } from '../safetensors';
 import { AdamW, AdamWOptions } from './adamw';
-import { NextTokenRows, NextTokenValues, checkpointedGradients, nextTokenLogprobValues } from './checkpointing';
+import { NextTokenLoss, NextTokenRows, NextTokenValues, checkpointedGradients, nextTokenLogprobValues } from './checkpointing';
 import { ensureTrainingGradients } from './gradients';
-import { microBatches } from './trainer';
 
 /**
  * Training primitives: forward, forward_backward with a built-in loss, optim_step. What a
@@ -28,7 +27,9 @@ import { microBatches } from './trainer';
  *
  * forward_backward adds dL/dθ to the client's accumulated gradients; optim_step applies Adam to
  * them and clears them, so two forward_backward calls on halves of a batch and then one
- * optim_step take the same step as one call on the whole batch.
+ * optim_step take the same step as one call on the whole batch. Our own SFT and RL jobs
+ * (LoraTrainer) run on the same client: their losses through accumulate(), their steps through
+ * applyGradients().
  */
 
 export const LOSS_FUNCTIONS = ['cross_entropy', 'importance_sampling', 'ppo', 'cispo', 'dro'] as const;
@@ -185,6 +186,21 @@ export interface TrainingClientOptions {
   keptProductsBytes?: number;
   /** Positions per lm_head chunk. Default 1024. */
   headChunk?: number;
+  /** Adam's settings where a step does not give its own (optimStep always does). */
+  optimizer?: AdamWOptions;
+  /**
+   * Keep the adapter attached to the model between calls: for a client that has the model to
+   * itself (a training job's LoraTrainer). Otherwise it is attached only during each call, so
+   * that several clients can share one model.
+   */
+  attached?: boolean;
+}
+
+/** Where a loss over next-token rows reads: see CheckpointOptions. */
+export interface AccumulateOptions {
+  chunk: number;
+  withEntropy: boolean;
+  scored?: ArrayLike<number>;
 }
 
 /**
@@ -194,12 +210,13 @@ export interface TrainingClientOptions {
  * length of a call, so calls on different clients must not overlap.
  */
 export class LoraTrainingClient {
-  private attachment: LoraAttachment;
-  private optimizer = new AdamW();
+  private adapter: LoraAttachment;
+  private adam: AdamW;
   private readonly accumulated = new Map<string, tf.Tensor>();
   private pending = 0;
   private readonly microBatchTokens: number;
   private readonly headChunk: number;
+  private readonly keepAttached: boolean;
 
   constructor(
     readonly lm: LoadedModel,
@@ -211,10 +228,21 @@ export class LoraTrainingClient {
     // The model's projections keep what their backward pass needs from now on (idempotent).
     for (const { linear } of lm.model.linears()) linear.enableBackward();
     lm.model.lmHead.enableBackward();
-    this.attachment = LoraAttachment.attach(lm.model, spec, init ?? initLoraWeights(lm.config, spec, options.seed ?? 0), { trainable: true });
-    this.attachment.detach();
+    this.keepAttached = options.attached ?? false;
+    this.adapter = LoraAttachment.attach(lm.model, spec, init ?? initLoraWeights(lm.config, spec, options.seed ?? 0), { trainable: true });
+    if (!this.keepAttached) this.adapter.detach();
+    this.adam = new AdamW(options.optimizer);
     this.microBatchTokens = options.microBatchTokens ?? 2048;
     this.headChunk = options.headChunk ?? 1024;
+  }
+
+  /** The adapter's variables and hooks (attached to the model only during calls, unless `attached`). */
+  get attachment(): LoraAttachment {
+    return this.adapter;
+  }
+
+  get optimizer(): AdamW {
+    return this.adam;
   }
 
   /** forward_backward calls whose gradients wait for the next optim_step. */
@@ -224,7 +252,7 @@ export class LoraTrainingClient {
 
   /** optim_steps taken. */
   get step(): number {
-    return this.optimizer.step;
+    return this.adam.step;
   }
 
   /** Per-datum log-probs of the targets, and the loss's value when one is named; no gradient. */
@@ -254,42 +282,39 @@ export class LoraTrainingClient {
     const config = resolveLossConfig(lossFn, lossConfig);
     validateData(data, lossFn, this.lm.config.vocabSize, this.lm.config.maxPositionEmbeddings);
     return this.withAdapter(async () => {
-      const byLayer = this.attachment.variablesByLayer();
       const groups = this.microBatchesOf(data);
       const logprobs: Float32Array[] = [];
       let loss = 0;
       for (const rows of groups) {
         const batch = rows.map((i) => data[i]);
         const next = datumRows(batch);
-        let seen: NextTokenValues | null = null;
-        const { value, grads } = await checkpointedGradients(
-          this.lm.model,
-          next,
-          byLayer,
-          (l, values) => {
-            seen = values;
-            return primitiveLoss(lossFn, config, batch, l, values.logprobs);
-          },
-          { chunk: this.headChunk, withEntropy: false, scored: realPositions(batch, next.length), keptProductsBytes: this.options.keptProductsBytes },
-        );
+        const { value, values } = await this.accumulateAttached(next, (l, v) => primitiveLoss(lossFn, config, batch, l, v.logprobs), {
+          chunk: this.headChunk,
+          withEntropy: false,
+          scored: realPositions(batch, next.length),
+        });
         loss += value;
-        logprobs.push(...unpad(batch, (seen as NextTokenValues | null)!.logprobs, next.length));
-        this.accumulate(grads);
+        logprobs.push(...unpad(batch, values.logprobs, next.length));
       }
       this.pending++;
       return { logprobs: restoreOrder(data.length, groups, logprobs), metrics: { 'loss:sum': loss } };
     });
   }
 
-  /** One Adam step on the accumulated gradients (zeros where nothing was accumulated), which are then cleared. */
-  async optimStep(params: AdamParams): Promise<{ metrics: Record<string, number> }> {
-    if (!(params.learningRate >= 0)) throw new InvalidTrainingInput(`adam_params.learning_rate must be a number >= 0, got ${params.learningRate}`);
-    const vars = this.attachment.variables();
+  /**
+   * forward_backward with any loss over next-token rows: its value, the log-probs it saw, and
+   * its gradients added to the accumulated ones. What our SFT and RL jobs' steps are made of.
+   */
+  accumulate(rows: NextTokenRows, loss: NextTokenLoss, options: AccumulateOptions): Promise<{ value: number; values: NextTokenValues }> {
+    return this.withAdapter(() => this.accumulateAttached(rows, loss, options));
+  }
+
+  /** Adam on the accumulated gradients (zeros where none), which are then cleared; the global gradient norm before clipping. */
+  async applyGradients(learningRate: number, overrides: AdamWOptions = {}): Promise<number> {
+    const vars = this.adapter.variables();
     const grads = vars.map((v) => this.accumulated.get(v.name) ?? tf.zerosLike(v));
-    const overrides: AdamWOptions = { beta1: params.beta1, beta2: params.beta2, eps: params.eps, weightDecay: params.weightDecay, maxGradNorm: params.gradClipNorm };
     try {
-      const gradNorm = await this.optimizer.apply(vars, grads, params.learningRate, overrides);
-      return { metrics: { 'grad_norm:mean': gradNorm, 'learning_rate:mean': params.learningRate } };
+      return await this.adam.apply(vars, grads, learningRate, overrides);
     } finally {
       tf.dispose(grads);
       this.accumulated.clear();
@@ -297,10 +322,30 @@ export class LoraTrainingClient {
     }
   }
 
+  /** Drops the accumulated gradients (a step that failed halfway). */
+  discardGradients(): void {
+    this.accumulated.forEach((t) => t.dispose());
+    this.accumulated.clear();
+    this.pending = 0;
+  }
+
+  /** One Adam step on the accumulated gradients (zeros where nothing was accumulated), which are then cleared. */
+  async optimStep(params: AdamParams): Promise<{ metrics: Record<string, number> }> {
+    if (!(params.learningRate >= 0)) throw new InvalidTrainingInput(`adam_params.learning_rate must be a number >= 0, got ${params.learningRate}`);
+    const gradNorm = await this.applyGradients(params.learningRate, {
+      beta1: params.beta1,
+      beta2: params.beta2,
+      eps: params.eps,
+      weightDecay: params.weightDecay,
+      maxGradNorm: params.gradClipNorm,
+    });
+    return { metrics: { 'grad_norm:mean': gradNorm, 'learning_rate:mean': params.learningRate } };
+  }
+
   /** The accumulated gradients as numbers, one per adapter variable in attachment order, null where none (checks and diagnostics). */
   async gradientValues(): Promise<(Float32Array | null)[]> {
     const out: (Float32Array | null)[] = [];
-    for (const v of this.attachment.variables()) {
+    for (const v of this.adapter.variables()) {
       const t = this.accumulated.get(v.name);
       out.push(t ? ((await t.data()) as Float32Array) : null);
     }
@@ -309,13 +354,13 @@ export class LoraTrainingClient {
 
   /** The adapter in PEFT names and layouts. */
   exportAdapter(): Promise<AdapterTensors> {
-    return this.attachment.exportTensors();
+    return this.adapter.exportTensors();
   }
 
   /** The adapter and Adam's state (steps, moments): what save_state keeps. Accumulated gradients are not part of it. */
   async exportState(): Promise<TrainingState> {
-    const { step, moments } = await this.optimizer.exportMoments(this.attachment.variables());
-    return { spec: this.spec, adapter: await this.exportAdapter(), optimizer: { step, moments: momentsByName(this.attachment, moments) } };
+    const { step, moments } = await this.adam.exportMoments(this.adapter.variables());
+    return { spec: this.spec, adapter: await this.exportAdapter(), optimizer: { step, moments: momentsByName(this.adapter, moments) } };
   }
 
   /**
@@ -325,30 +370,53 @@ export class LoraTrainingClient {
   async loadState(state: TrainingState, options: { optimizer: boolean }): Promise<void> {
     const want = describeSpec(this.spec);
     if (describeSpec(state.spec) !== want) throw new InvalidTrainingInput(`the saved state's LoRA (${describeSpec(state.spec)}) is not this training client's (${want})`);
-    const attachment = LoraAttachment.attach(this.lm.model, this.spec, state.adapter, { trainable: true });
-    attachment.detach();
-    const optimizer = new AdamW();
+    // The old adapter leaves the hooks first: attaching the new one takes them over.
+    const old = this.adapter;
+    old.detach();
+    let attachment: LoraAttachment;
+    try {
+      attachment = LoraAttachment.attach(this.lm.model, this.spec, state.adapter, { trainable: true });
+    } catch (err) {
+      if (this.keepAttached) old.reattach();
+      throw err;
+    }
+    if (!this.keepAttached) attachment.detach();
+    const optimizer = new AdamW(this.options.optimizer);
     if (options.optimizer) {
       const named = momentOrder(attachment);
       optimizer.importMoments(attachment.variables(), { step: state.optimizer.step, moments: named.map((name) => state.optimizer.moments.get(name) ?? null) });
     }
-    this.attachment.dispose();
-    this.optimizer.dispose();
-    this.accumulated.forEach((t) => t.dispose());
-    this.accumulated.clear();
-    this.pending = 0;
-    this.attachment = attachment;
-    this.optimizer = optimizer;
+    old.dispose();
+    this.adam.dispose();
+    this.discardGradients();
+    this.adapter = attachment;
+    this.adam = optimizer;
   }
 
   dispose(): void {
-    this.attachment.dispose();
-    this.optimizer.dispose();
-    this.accumulated.forEach((t) => t.dispose());
-    this.accumulated.clear();
+    this.adapter.dispose();
+    this.adam.dispose();
+    this.discardGradients();
   }
 
-  private accumulate(grads: Map<string, tf.Tensor>): void {
+  /** accumulate(), the adapter attached. */
+  private async accumulateAttached(rows: NextTokenRows, loss: NextTokenLoss, options: AccumulateOptions): Promise<{ value: number; values: NextTokenValues }> {
+    let seen: NextTokenValues | null = null;
+    const { value, grads } = await checkpointedGradients(
+      this.lm.model,
+      rows,
+      this.adapter.variablesByLayer(),
+      (l, values) => {
+        seen = values;
+        return loss(l, values);
+      },
+      { ...options, keptProductsBytes: this.options.keptProductsBytes },
+    );
+    this.addGradients(grads);
+    return { value, values: seen as unknown as NextTokenValues };
+  }
+
+  private addGradients(grads: Map<string, tf.Tensor>): void {
     for (const [name, grad] of grads) {
       const previous = this.accumulated.get(name);
       if (!previous) {
@@ -369,11 +437,12 @@ export class LoraTrainingClient {
   }
 
   private async withAdapter<T>(fn: () => Promise<T>): Promise<T> {
-    this.attachment.reattach();
+    if (this.keepAttached) return fn();
+    this.adapter.reattach();
     try {
       return await fn();
     } finally {
-      this.attachment.detach();
+      this.adapter.detach();
     }
   }
 }
@@ -458,4 +527,22 @@ export function readTrainingState(file: string): TrainingState {
   } finally {
     st.close();
   }
+}
+
+/** Row indices grouped so that rows x longest row stays within `budget` tokens. */
+export function microBatches(lengths: number[], budget: number): number[][] {
+  const out: number[][] = [];
+  let current: number[] = [];
+  let longest = 0;
+  lengths.forEach((length, i) => {
+    if (current.length > 0 && Math.max(longest, length) * (current.length + 1) > budget) {
+      out.push(current);
+      current = [];
+      longest = 0;
+    }
+    current.push(i);
+    longest = Math.max(longest, length);
+  });
+  if (current.length > 0) out.push(current);
+  return out;
 }
