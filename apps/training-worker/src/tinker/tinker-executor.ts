@@ -23,6 +23,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
 
+/**
+ * A training client no call has used for this long is dropped from memory: a session the user
+ * walked away from must not hold its adapter and optimizer here for ever. A later call of it
+ * fails as a lost state does (TinkerCallsService), saying so.
+ */
+export const CLIENT_IDLE_MS = 60 * 60_000;
+
 /** Tinker's LoRA scale: alpha is fixed, so the update's size does not depend on the rank's choice through alpha/r alone. */
 export const TINKER_LORA_ALPHA = 32;
 
@@ -50,6 +57,7 @@ interface HeldClient {
   appliedSeq: number;
   /** That call's result, for a redelivery of it whose first completion did not reach the orchestrator. */
   last?: { requestId: string; result: TinkerResult };
+  usedAt: number;
 }
 
 /**
@@ -80,10 +88,12 @@ export class TinkerExecutor implements OnModuleDestroy {
   }
 
   async run(claimed: ClaimedTinkerCall): Promise<TinkerResult> {
+    this.dropIdle(Date.now());
     const call = await this.blobs.takeJson(claimed.call);
     const again = this.clients.get(claimed.client_id);
     if (again?.last?.requestId === claimed.request_id && again.appliedSeq === claimed.seq_id) return again.last.result;
     const held = await this.clientFor(claimed);
+    held.usedAt = Date.now();
     try {
       const result = await this.execute(claimed, held.client, call);
       held.appliedSeq = claimed.seq_id;
@@ -212,7 +222,7 @@ export class TinkerExecutor implements OnModuleDestroy {
     const lm = await this.model(claimed);
     const spec = loraSpec(claimed.lora_config);
     const client = new LoraTrainingClient(lm, spec, undefined, { seed: claimed.lora_config.seed ?? 0, keptProductsBytes: this.config.KEPT_PRODUCTS_MB * 2 ** 20 });
-    const fresh = { client, appliedSeq: 0 };
+    const fresh: HeldClient = { client, appliedSeq: 0, usedAt: Date.now() };
     this.clients.set(claimed.client_id, fresh);
     this.logger.log(`training client ${claimed.client_id}: rank ${spec.r} on ${claimed.base_model} (${spec.targetModules.join(', ')})`);
     return fresh;
@@ -228,6 +238,14 @@ export class TinkerExecutor implements OnModuleDestroy {
       this.logger.log(`loaded ${dir} for Tinker training clients`);
     }
     return lm;
+  }
+
+  private dropIdle(now: number): void {
+    for (const [id, held] of this.clients) {
+      if (now - held.usedAt < CLIENT_IDLE_MS) continue;
+      this.logger.log(`training client ${id}: idle for ${Math.round((now - held.usedAt) / 60_000)} min, dropped from memory`);
+      this.drop(id);
+    }
   }
 
   private drop(clientId: string): void {
