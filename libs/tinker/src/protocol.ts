@@ -105,23 +105,19 @@ export interface ForwardBackwardOutputJson {
   metrics: Record<string, number>;
 }
 
-/** The request types the SDK names in X-Tinker-Request-Type, one per kind of future. */
-export type TinkerRequestType = 'CreateModel' | 'ForwardBackward' | 'OptimStep' | 'SaveWeightsForSampler';
-
 /** `tinker://<model_id>/sampler_weights/<name>`: how the SDK names saved sampler weights. */
 export function samplerWeightsPath(modelId: string, name: string): string {
   return `tinker://${modelId}/sampler_weights/${name}`;
 }
 
+/** `tinker://<model_id>/weights/<name>`: how the SDK names a saved state (save_state). */
+export function statePath(modelId: string, name: string): string {
+  return `tinker://${modelId}/weights/${name}`;
+}
+
 /** A training client's id as the SDK expects it: `<session_id>:train:<model_seq_id>`. */
 export function trainingClientId(sessionId: string, modelSeqId: number): string {
   return `${sessionId}:train:${modelSeqId}`;
-}
-
-/** The session and sequence number of a training client id, or null if it is not one. */
-export function parseTrainingClientId(id: string): { sessionId: string; modelSeqId: number } | null {
-  const match = /^([0-9a-f-]{36}):train:(\d{1,9})$/.exec(id);
-  return match ? { sessionId: match[1], modelSeqId: Number(match[2]) } : null;
 }
 
 /** The built-in losses the SDK names (LossFnType). */

@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { ClaimTinkerCallReply, ClaimTinkerCallRequest, CompleteTinkerCallRequest, servingName } from '@trainyard/contracts';
 import { BlobStore } from '@trainyard/messaging';
-import { ClientRow } from './tinker.repository';
-import { TinkerRepository } from './tinker.repository';
-import { TINKER_PROJECT } from './tinker.service';
+import { ClientRow, TinkerRepository } from './tinker.repository';
+import { TINKER_PROJECT, registryName } from './tinker.service';
 
 /**
  * A worker that has not claimed or finished a call of a training client for this long no
@@ -83,9 +82,4 @@ export class TinkerCallsService {
     });
     return {};
   }
-}
-
-/** The registry model name of a training client (`<session>:train:<n>` -> `<session>-train-<n>`). */
-export function registryName(clientId: string): string {
-  return clientId.replace(/:/g, '-');
 }

@@ -19,8 +19,14 @@ import {
   WorkQueues,
 } from '@trainyard/contracts';
 import { BlobStore, MessageBus, RpcClient } from '@trainyard/messaging';
+import { trainingClientId } from '@trainyard/tinker';
 import { randomUUID } from 'node:crypto';
 import { TinkerRepository } from './tinker.repository';
+
+/** The registry model name of a training client (`<session>:train:<n>` -> `<session>-train-<n>`): a name segment has no colons. */
+export function registryName(clientId: string): string {
+  return clientId.replace(/:/g, '-');
+}
 
 /** The registry project every Tinker training client's model lives in. */
 export const TINKER_PROJECT = 'tinker';
@@ -65,13 +71,13 @@ export class TinkerService implements OnApplicationBootstrap {
 
   async createModel(request: CreateTinkerModelRequest): Promise<TinkerFutureReply> {
     if (!isUuid(request.session_id) || !(await this.repo.sessionExists(request.entity_id, request.session_id))) throw ServiceError.notFound(`Session ${request.session_id} not found`);
-    const clientId = `${request.session_id}:train:${request.model_seq_id}`;
+    const clientId = trainingClientId(request.session_id, request.model_seq_id);
     const model = await this.rpc.request(Subjects.registry.createModel, {
       entity_id: request.entity_id,
       entity_name: request.entity_name,
       entity: null,
       project: TINKER_PROJECT,
-      name: `${request.session_id}-train-${request.model_seq_id}`,
+      name: registryName(clientId),
       base_model: request.base_model,
       return_existing: true,
     });

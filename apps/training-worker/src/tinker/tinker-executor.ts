@@ -17,7 +17,7 @@ import {
   writeTrainingState,
 } from '@trainyard/engine';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
-import { samplerWeightsPath } from '@trainyard/tinker';
+import { samplerWeightsPath, statePath } from '@trainyard/tinker';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -144,7 +144,7 @@ export class TinkerExecutor implements OnModuleDestroy {
 
   /** save_state: the adapter and Adam's state, as one safetensors file kept by the orchestrator. */
   private async saveState(claimed: ClaimedTinkerCall, client: LoraTrainingClient, name: string, overwrite: boolean): Promise<TinkerResult> {
-    const path = `tinker://${claimed.client_id}/weights/${name}`;
+    const path = statePath(claimed.client_id, name);
     const dir = await mkdtemp(join(tmpdir(), 'trainyard-tinker-'));
     try {
       const file = join(dir, 'state.safetensors');
