@@ -10,8 +10,11 @@ import { SchemaValidation } from './completions/schema-validation';
 import { WorkerSignals } from './completions/worker-signals';
 import { ChatConfig } from './config/chat.config';
 import { ResponseStateModule } from './stored-responses/response-state.module';
+import { ModelLimitsCache } from './token-sampling/model-limits';
+import { TokenSamplingController } from './token-sampling/token-sampling.controller';
+import { TokenSamplingService } from './token-sampling/token-sampling.service';
 
-/** Chat completions: resolves the model, schedules on inference workers, relays the result; keeps the Responses API's state. */
+/** Chat completions and token sampling: resolves the model, schedules on inference workers, relays the result; keeps the Responses API's state. */
 @Module({})
 export class ChatModule {
   static forRoot(config: ChatConfig): DynamicModule {
@@ -26,8 +29,8 @@ export class ChatModule {
         }),
         ResponseStateModule.forRoot(config),
       ],
-      controllers: [CompletionsController],
-      providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity, ModelResolutions, PromptValidation, SchemaValidation, WorkerSignals],
+      controllers: [CompletionsController, TokenSamplingController],
+      providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity, ModelResolutions, PromptValidation, SchemaValidation, WorkerSignals, TokenSamplingService, ModelLimitsCache],
     };
   }
 }

@@ -8,6 +8,7 @@ import { ConversationRepository } from '../src/stored-responses/conversation.rep
 import { ConversationsService } from '../src/stored-responses/conversations.service';
 import { ExpiredStateSweeper } from '../src/stored-responses/expired-state.sweeper';
 import { Retention } from '../src/stored-responses/retention';
+import { StoredChatCompletionRepository } from '../src/stored-responses/stored-chat-completion.repository';
 import { StoredResponseRepository } from '../src/stored-responses/stored-response.repository';
 import { StoredResponsesService } from '../src/stored-responses/stored-responses.service';
 
@@ -36,6 +37,7 @@ describe('stored responses and conversations against real Postgres', () => {
         ConversationRepository,
         StoredResponsesService,
         ConversationsService,
+        StoredChatCompletionRepository,
         ExpiredStateSweeper,
       ],
     }).compile();
@@ -165,7 +167,7 @@ describe('stored responses and conversations against real Postgres', () => {
     expect((await failure(conversations.get({ entity_id: acme, conversation_id: conversation.id })))?.code).toBe('not_found');
     expect((await responses.context({ entity_id: acme, previous_response_id: null, conversation_id: null, item_ids: ['msg_old', 'msg_oldc'] })).references).toEqual([]);
 
-    expect(await sweeper.sweep()).toEqual({ responses: 1, conversations: 1 });
+    expect(await sweeper.sweep()).toEqual({ responses: 1, conversations: 1, completions: 0 });
     expect(await prisma.responseItem.count({ where: { responseId: old.id } })).toBe(0);
     expect(await prisma.conversationItem.count({ where: { conversationId: conversation.id } })).toBe(0);
     expect((await responses.get({ entity_id: acme, response_id: fresh.id })).id).toBe(fresh.id);

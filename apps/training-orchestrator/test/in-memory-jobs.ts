@@ -81,10 +81,17 @@ export class InMemoryJobs {
       Object.assign(row, { status: 'running', trainingStart: row.trainingStart ?? new Date(), attempts: row.attempts + 1, messageSeq });
       return true;
     },
-    finish: async (id: string, status: TrainingJobStatus, fields: { errorMessage?: string; checkpointStep?: number } = {}, onlyFrom?: TrainingJobStatus) => {
+    finish: async (
+      id: string,
+      status: TrainingJobStatus,
+      fields: { errorMessage?: string; checkpointStep?: number },
+      finalEvent: { type: TrainingEventType; data: Record<string, unknown> },
+      onlyFrom?: TrainingJobStatus,
+    ) => {
       const row = this.rows.get(id);
       if (!row || (onlyFrom ? row.status !== onlyFrom : TERMINAL.includes(row.status))) return false;
       Object.assign(row, { status, trainingEnd: new Date(), errorMessage: fields.errorMessage ?? null, checkpointStep: fields.checkpointStep ?? null });
+      if (!this.events.some((e) => e.jobId === id && e.dedupeKey === 'final')) this.events.push({ jobId: id, ...finalEvent, dedupeKey: 'final' });
       return true;
     },
     setNoStepsReason: async (id: string, reason: string | null) => {

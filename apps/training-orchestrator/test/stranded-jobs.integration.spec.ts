@@ -12,6 +12,8 @@ import { StrandedJobsWatcher } from '../src/work/stranded-jobs.watcher';
 
 const PREFIX = 'sj';
 
+
+const ENDED = { type: 'training_ended' as const, data: {} };
 describe('heads without a message in the training queue (real Postgres and nats-server)', () => {
   let db: { url: string; drop(): Promise<void> };
   let nats: TestNatsServer;
@@ -86,7 +88,7 @@ describe('heads without a message in the training queue (real Postgres and nats-
     // With their messages in the queue, a second scan changes nothing.
     expect(await watcher.scan()).toEqual([]);
     await drain();
-    for (const id of [running, queuedHead, behind]) await jobs.finish(id, 'succeeded');
+    for (const id of [running, queuedHead, behind]) await jobs.finish(id, 'succeeded', {}, ENDED);
   }, 30_000);
 
   it('leaves alone a running head whose message is still held, and one that was claimed again since it was seen', async () => {
@@ -101,7 +103,7 @@ describe('heads without a message in the training queue (real Postgres and nats-
     expect(await jobs.claim(held, 5)).toBe(true);
     expect(await jobs.requeue(held, 1)).toBe(false);
     expect((await jobs.find(held))?.status).toBe('running');
-    await jobs.finish(held, 'succeeded');
+    await jobs.finish(held, 'succeeded', {}, ENDED);
   }, 30_000);
 
   it('reads every message the stream holds, past acknowledged ones', async () => {

@@ -6,6 +6,8 @@ import { createTestDatabase } from '@trainyard/testing';
 import { TrainingJobRepository } from '../src/jobs/training-job.repository';
 import { sftPayload } from './in-memory-jobs';
 
+
+const ENDED = { type: 'training_ended' as const, data: {} };
 describe('training jobs against real Postgres', () => {
   let db: { url: string; drop(): Promise<void> };
   let moduleRef: TestingModule;
@@ -44,9 +46,12 @@ describe('training jobs against real Postgres', () => {
     // Another message of the running job is a duplicate; the winning message again is a redelivery.
     expect(await jobs.claim(job.id, seq === 11 ? 12 : 11)).toBe(false);
     expect(await jobs.claim(job.id, seq)).toBe(true);
-    expect(await jobs.finish(job.id, 'succeeded', { checkpointStep: 1 })).toBe(true);
+    expect(await jobs.finish(job.id, 'succeeded', { checkpointStep: 1 }, ENDED)).toBe(true);
+    // The final event is stored with the end, once.
+    expect((await jobs.events(job.id, 10)).map((e) => [e.type, e.dedupeKey])).toEqual([['training_ended', 'final']]);
     expect(await jobs.claim(job.id, seq)).toBe(false);
-    expect(await jobs.finish(job.id, 'failed')).toBe(false);
+    expect(await jobs.finish(job.id, 'failed', { errorMessage: 'late' }, { type: 'training_failed', data: { error_message: 'late' } })).toBe(false);
+    expect((await jobs.events(job.id, 10)).map((e) => e.type)).toEqual(['training_ended']);
   });
 
   it('claims a job put back in the queue through its new message, and then only through that one', async () => {
@@ -148,7 +153,7 @@ describe('training jobs against real Postgres', () => {
     await jobs.appendEvent(job.id, 'gradient_step', { loss: 1, num_tokens: 12 }, 'step:2');
     await jobs.recordTrainedTokens(job.id);
     expect((await jobs.findSummary(job.id))?.trainedTokens).toBeNull();
-    await jobs.finish(job.id, 'succeeded', { checkpointStep: 1 });
+    await jobs.finish(job.id, 'succeeded', { checkpointStep: 1 }, ENDED);
     await jobs.recordTrainedTokens(job.id);
     await jobs.recordTrainedTokens(job.id);
     expect((await jobs.findSummary(job.id))?.trainedTokens).toBe(42);

@@ -1,5 +1,7 @@
 export * from './chat/chat-completion.messages';
+export * from './chat/stored-completions.messages';
 export * from './chat/stored-responses.messages';
+export * from './chat/token-sampling.messages';
 export * from './console/console.views';
 export * from './errors';
 export * from './headers';

@@ -1,4 +1,4 @@
-import type { InferenceWorkItem } from './chat/chat-completion.messages';
+import type { InferenceWork } from './chat/chat-completion.messages';
 import type { TinkerWorkItem } from './training/tinker.messages';
 import type { TrainingWorkItem } from './training/training-jobs.messages';
 
@@ -24,6 +24,13 @@ export interface WorkQueueSpec<T = unknown> {
   readonly payload?: T;
 }
 
+/**
+ * How long a producer keeps trying to queue a message while JetStream cannot take it because
+ * the stream is electing a new leader (a server of a NATS cluster was lost): nats-server
+ * elects one within a few seconds. Past it, the producer gives up with a 503.
+ */
+export const QUEUE_FAILOVER_MS = 10_000;
+
 function workQueue<T>(spec: Omit<WorkQueueSpec<T>, 'payload'>): WorkQueueSpec<T> {
   return spec;
 }
@@ -31,7 +38,7 @@ function workQueue<T>(spec: Omit<WorkQueueSpec<T>, 'payload'>): WorkQueueSpec<T>
 export const WorkQueues = {
   // Workers ack a completion the moment they take it: a message only goes unacked when it
   // reached a worker that died before reading it, and it should go to another one soon.
-  inference: workQueue<InferenceWorkItem>({ stream: 'INFERENCE_WORK', subject: 'work.inference.v1', consumer: 'inference-workers', ackWaitMs: 10_000 }),
+  inference: workQueue<InferenceWork>({ stream: 'INFERENCE_WORK', subject: 'work.inference.v1', consumer: 'inference-workers', ackWaitMs: 10_000 }),
   // Training workers heartbeat every few seconds: a crashed one's job is redelivered soon.
   training: workQueue<TrainingWorkItem>({ stream: 'TRAINING_WORK', subject: 'work.training.v1', consumer: 'training-workers', ackWaitMs: 20_000 }),
   // Tinker calls (forward_backward, optim_step, ...), one future per message; the worker that

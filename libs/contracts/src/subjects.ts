@@ -9,6 +9,19 @@ import type {
   StartCompletionRequest,
 } from './chat/chat-completion.messages';
 import type {
+  ChatCompletionIdRequest,
+  ChatCompletionList,
+  ChatCompletionMessageList,
+  ChatCompletionObject,
+  DeleteChatCompletionReply,
+  ExportPageReply,
+  ExportPageRequest,
+  ListChatCompletionMessagesRequest,
+  ListChatCompletionsRequest,
+  StoreChatCompletionRequest,
+  UpdateChatCompletionRequest,
+} from './chat/stored-completions.messages';
+import type {
   AddConversationItemsRequest,
   ConversationIdRequest,
   ConversationItemRequest,
@@ -27,6 +40,8 @@ import type {
   StoreResponseRequest,
   UpdateConversationRequest,
 } from './chat/stored-responses.messages';
+import type { SampleTokensReply, SampleTokensRequest, TokenSampleEvent } from './chat/token-sampling.messages';
+import { TOKEN_SAMPLE_EVENTS_PREFIX } from './chat/token-sampling.messages';
 import type { ServiceHealthReport, SystemCheckReport, WorkerAnnouncement } from './health/health.messages';
 import type { ListBaseModelsReply } from './registry/base-models.messages';
 import type {
@@ -149,6 +164,14 @@ export const Subjects = {
     completionLiveness: rpc<CompletionLivenessRequest, CompletionLivenessReply>('chat.completion.liveness.v1'),
     /** `${name}.${gateway}.${completion_id}` (COMPLETION_EVENTS_PREFIX): one completion's events, sent by its worker to the work item's reply_subject. */
     completionEvents: event<InferenceEventMessage>(COMPLETION_EVENTS_PREFIX),
+    /**
+     * Samples continuations of a prompt given as token ids (Tinker's asample): resolves the
+     * model, checks the request, admits it, queues it for a worker and answers with the result.
+     * Give it a timeout as long as the sampling may take (the chat completion deadline).
+     */
+    sampleTokens: rpc<SampleTokensRequest, SampleTokensReply>('chat.tokens.sample.v1'),
+    /** `${name}.${sampling id}` (TOKEN_SAMPLE_EVENTS_PREFIX): a sampling's worker answers the chat replica waiting for it. */
+    tokenSampleEvents: event<TokenSampleEvent>(TOKEN_SAMPLE_EVENTS_PREFIX),
     /** Before a response runs: the earlier turns (previous_response_id, conversation) and the items its input references. */
     responseContext: rpc<ResponseContextRequest, ResponseContextReply>('chat.response.context.v1'),
     /** A response answered with `store`, or in a conversation: kept before its client sees it end. */
@@ -165,6 +188,15 @@ export const Subjects = {
     getConversationItem: rpc<ConversationItemRequest, ResponseItem>('chat.conversation.item.get.v1'),
     /** Answers with the conversation, as OpenAI does. */
     deleteConversationItem: rpc<ConversationItemRequest, ConversationRecord>('chat.conversation.item.delete.v1'),
+    /** A chat completion answered with `store: true`: kept before its client sees it end. */
+    storeChatCompletion: rpc<StoreChatCompletionRequest, Empty>('chat.stored-completion.store.v1'),
+    listChatCompletions: rpc<ListChatCompletionsRequest, ChatCompletionList>('chat.stored-completions.list.v1'),
+    getChatCompletion: rpc<ChatCompletionIdRequest, ChatCompletionObject>('chat.stored-completion.get.v1'),
+    updateChatCompletion: rpc<UpdateChatCompletionRequest, ChatCompletionObject>('chat.stored-completion.update.v1'),
+    deleteChatCompletion: rpc<ChatCompletionIdRequest, DeleteChatCompletionReply>('chat.stored-completion.delete.v1'),
+    listChatCompletionMessages: rpc<ListChatCompletionMessagesRequest, ChatCompletionMessageList>('chat.stored-completion.messages.list.v1'),
+    /** One page of stored completions or responses with what they were served, for an export. */
+    exportPage: rpc<ExportPageRequest, ExportPageReply>('chat.stored-traffic.export-page.v1'),
   },
   registry: {
     healthCheck: rpc<Empty, ServiceHealthReport>('registry.health.check.v1'),

@@ -17,6 +17,21 @@ export interface PromptReuse {
   namespace: string;
 }
 
+/** Most logits the lm_head makes at once while scoring a prompt, in floats (32 MB), as training's chunks. */
+const MAX_SCORED_LOGITS = 1 << 23;
+
+/**
+ * A prompt's own next-token logprobs, from the prefill that joined it (joinScored): for each
+ * position t >= 1, log p(prompt[t] | prompt[..t]) = log_softmax(logits)[prompt[t]], the number
+ * the training forward (targetLogprobs) computes; and with topK the k most likely tokens there.
+ */
+export interface PromptScores {
+  /** [prompt.length - 1]: position t's value at index t - 1. */
+  logprobs: Float32Array;
+  /** With topK > 0, row-major [prompt.length - 1, k]: ids and logprobs, most likely first; else null. */
+  top: { k: number; ids: Int32Array; logprobs: Float32Array } | null;
+}
+
 /**
  * Sequences decoding together: the unit continuous batching is built on. Each sequence joins
  * with its prompt (prefilled alone, then merged into the shared KV cache), advances one token
@@ -80,6 +95,83 @@ export class DecodeBatch<Id = string> {
     } finally {
       own.dispose();
     }
+  }
+
+  /**
+   * As join, and scores the prompt on the way: every position's logits are kept (in chunks)
+   * to give the prompt's logprobs and, with `topK`, its top-k tokens per position. The whole
+   * prompt is prefilled (a prompt-cache hit would skip the positions to score); it is still
+   * stored there for the prompts that follow.
+   */
+  async joinScored(id: Id, prompt: number[], topK: number, reuse?: PromptReuse): Promise<{ logits: Float32Array; scores: PromptScores }> {
+    if (this.has(id)) throw new Error(`sequence ${String(id)} is already in the batch`);
+    if (prompt.length === 0) throw new Error('empty prompt');
+    const own = this.model.newCache();
+    own.addEmptyRow();
+    try {
+      const { logits, scores } = await this.prefillScored(own, prompt, topK);
+      reuse?.cache.store(this.model, reuse.namespace, prompt, own, logits);
+      this.cache.merge(own);
+      this.members.push(id);
+      this.reused.set(id, 0);
+      return { logits, scores };
+    } finally {
+      own.dispose();
+    }
+  }
+
+  private async prefillScored(cache: KVCache, prompt: number[], topK: number): Promise<{ logits: Float32Array; scores: PromptScores }> {
+    const V = this.model.config.vocabSize;
+    const T = prompt.length;
+    const k = Math.min(Math.max(0, topK), V);
+    const logprobs = new Float32Array(T - 1);
+    const top = k > 0 ? { k, ids: new Int32Array((T - 1) * k), logprobs: new Float32Array((T - 1) * k) } : null;
+    const headRows = Math.max(1, Math.floor(MAX_SCORED_LOGITS / V));
+    let last: Float32Array | null = null;
+    for (let start = 0; start < T; start += PREFILL_CHUNK) {
+      const chunk = prompt.slice(start, start + PREFILL_CHUNK);
+      const hidden = this.model.hidden([chunk], { cache });
+      try {
+        for (let from = 0; from < chunk.length; from += headRows) {
+          const n = Math.min(headRows, chunk.length - from);
+          // Position p (of the prompt) predicts prompt[p + 1]; the last one predicts the first new token.
+          const first = start + from;
+          const scored = Math.min(n, T - 1 - first);
+          const [values, topValues, topIds, lastRow] = tf.tidy(() => {
+            const logits = this.model.lmHead.forward(tf.slice(hidden, [from, 0], [n, -1]));
+            const out: tf.Tensor[] = [];
+            if (scored > 0) {
+              const logSoftmax = tf.logSoftmax(tf.slice(logits, [0, 0], [scored, -1]));
+              const at = prompt.slice(first + 1, first + 1 + scored).map((target, r) => r * V + target);
+              out.push(tf.gather(tf.reshape(logSoftmax, [-1]), tf.tensor1d(at, 'int32')));
+              if (top) {
+                const best = tf.topk(logSoftmax, k);
+                out.push(best.values, best.indices);
+              } else {
+                out.push(tf.zeros([0]), tf.zeros([0], 'int32'));
+              }
+            } else {
+              out.push(tf.zeros([0]), tf.zeros([0]), tf.zeros([0], 'int32'));
+            }
+            out.push(first + n === T ? tf.slice(logits, [n - 1, 0], [1, -1]) : tf.zeros([0]));
+            return out;
+          });
+          try {
+            logprobs.set((await values.data()) as Float32Array, first);
+            if (top && scored > 0) {
+              top.logprobs.set((await topValues.data()) as Float32Array, first * k);
+              top.ids.set((await topIds.data()) as Int32Array, first * k);
+            }
+            if (first + n === T) last = Float32Array.from((await lastRow.data()) as Float32Array);
+          } finally {
+            tf.dispose([values, topValues, topIds, lastRow]);
+          }
+        }
+      } finally {
+        hidden.dispose();
+      }
+    }
+    return { logits: last as Float32Array, scores: { logprobs, top } };
   }
 
   /** Runs `tokens` through a one-row cache in chunks of PREFILL_CHUNK: the logits after the last. */

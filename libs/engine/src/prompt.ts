@@ -81,6 +81,20 @@ export function readChatPrompt(dir: string): ChatPrompt {
   return new ChatPrompt(tokenizer, chatTemplate, config.maxPositionEmbeddings);
 }
 
+/** What a prompt of raw token ids is checked against before it is queued: its ids and its length. */
+export interface ModelLimits {
+  /** Token ids run from 0 to vocabSize - 1 (config.json vocab_size: the embedding's rows). */
+  vocabSize: number;
+  /** Most tokens a sequence may hold, prompt and reply (config.json max_position_embeddings). */
+  contextWindow: number;
+}
+
+/** A model directory's ModelLimits, from its config.json alone. */
+export function readModelLimits(dir: string): ModelLimits {
+  const config = parseModelConfig(readJson(dir, 'config.json'), path.join(dir, 'config.json'));
+  return { vocabSize: config.vocabSize, contextWindow: config.maxPositionEmbeddings };
+}
+
 export function readJson(dir: string, name: string): Record<string, unknown> {
   const file = path.join(dir, name);
   if (!fs.existsSync(file)) throw new ModelLoadError('missing file', file);

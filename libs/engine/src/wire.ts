@@ -6,5 +6,6 @@
  * `@trainyard/engine` itself.
  */
 export { JsonSchemaChecker } from './grammar/schema-check';
-export { ChatPrompt, PromptError, readChatPrompt } from './prompt';
+export { ChatPrompt, PromptError, readChatPrompt, readModelLimits } from './prompt';
+export type { ModelLimits } from './prompt';
 export type { ChatMessage, ToolDefinition } from './chat-template';

@@ -16,13 +16,15 @@ export const BLOB_TTL_MS = 15 * 60_000;
 @Injectable()
 export class BlobStore {
   readonly bucket: string;
+  private readonly replicas: number;
   private store?: Promise<ObjectStore>;
 
   constructor(
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
-    @Inject(MESSAGING_OPTIONS) options: Pick<MessagingOptions, 'streamPrefix'>,
+    @Inject(MESSAGING_OPTIONS) options: Pick<MessagingOptions, 'streamPrefix'> & Partial<Pick<MessagingOptions, 'jetstreamReplicas'>>,
   ) {
     this.bucket = options.streamPrefix ? `${options.streamPrefix.toUpperCase()}_BLOBS` : 'BLOBS';
+    this.replicas = options.jetstreamReplicas ?? 1;
   }
 
   async put(data: Uint8Array): Promise<BlobRef> {
@@ -62,7 +64,7 @@ export class BlobStore {
   private open(): Promise<ObjectStore> {
     this.store ??= this.nc
       .jetstream()
-      .views.os(this.bucket, { ttl: nanos(BLOB_TTL_MS), storage: StorageType.File })
+      .views.os(this.bucket, { ttl: nanos(BLOB_TTL_MS), storage: StorageType.File, replicas: this.replicas })
       .catch((err) => {
         this.store = undefined;
         throw err;

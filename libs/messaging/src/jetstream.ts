@@ -6,13 +6,16 @@ export interface WorkQueueSettings {
   ackWaitMs: number;
   /** Deliveries before a message is given up. */
   maxDeliver: number;
+  /** Servers of a NATS cluster that each hold the stream (1 on one server; 3 in a cluster). */
+  replicas: number;
 }
 
-const DEFAULT_SETTINGS: WorkQueueSettings = { ackWaitMs: 60_000, maxDeliver: 5 };
+const DEFAULT_SETTINGS: WorkQueueSettings = { ackWaitMs: 60_000, maxDeliver: 5, replicas: 1 };
 
 /**
  * Creates (or brings up to date) a work-queue stream and its shared durable pull consumer.
- * Safe to call from every replica at every start: it converges on the same definition.
+ * Safe to call from every replica at every start: it converges on the same definition,
+ * replica count included (a deployment that moved to a cluster raises it in place).
  */
 export async function ensureWorkQueue(
   nc: NatsConnection,
@@ -21,7 +24,7 @@ export async function ensureWorkQueue(
   settings: Partial<WorkQueueSettings> = {},
 ): Promise<WorkQueueSpec> {
   const spec = resolveWorkQueue(base, prefix);
-  const { ackWaitMs, maxDeliver } = {
+  const { ackWaitMs, maxDeliver, replicas } = {
     ...DEFAULT_SETTINGS,
     ...(spec.ackWaitMs ? { ackWaitMs: spec.ackWaitMs } : {}),
     ...(spec.maxDeliver ? { maxDeliver: spec.maxDeliver } : {}),
@@ -33,10 +36,11 @@ export async function ensureWorkQueue(
     subjects: [spec.subject],
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
+    num_replicas: replicas,
   };
   try {
     await jsm.streams.info(spec.stream);
-    await jsm.streams.update(spec.stream, { subjects: stream.subjects });
+    await jsm.streams.update(spec.stream, { subjects: stream.subjects, num_replicas: replicas });
   } catch (err) {
     if (!isNotFound(err)) throw err;
     await addIgnoringRace(() => jsm.streams.add(stream));

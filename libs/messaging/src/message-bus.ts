@@ -214,10 +214,26 @@ export class MessageBus {
   /**
    * Adds a message to a JetStream work queue; resolves once the stream stored it. With `id`,
    * a message already stored under that id within the stream's dedupe window is not stored again.
+   *
+   * With `id` and `failoverMs`, a stream that cannot answer (no leader while a cluster elects
+   * one, or no reply in time) is asked again every QUEUE_RETRY_MS until `failoverMs` has passed:
+   * the id makes the retries safe, since a publish that was stored but not acknowledged is
+   * stored once.
    */
-  async enqueue<T>(queue: WorkQueueSpec<T>, payload: T, options: { id?: string } = {}): Promise<void> {
+  async enqueue<T>(queue: WorkQueueSpec<T>, payload: T, options: { id?: string; failoverMs?: number } = {}): Promise<void> {
     const spec = resolveWorkQueue(queue, this.streamPrefix);
-    await this.nc.jetstream().publish(spec.subject, encodeMessage(payload), options.id ? { msgID: options.id } : undefined);
+    const data = encodeMessage(payload);
+    const giveUpAt = Date.now() + (options.id ? (options.failoverMs ?? 0) : 0);
+    for (;;) {
+      try {
+        await this.nc.jetstream().publish(spec.subject, data, options.id ? { msgID: options.id } : undefined);
+        return;
+      } catch (err) {
+        const retriable = err instanceof NatsError && (err.code === ErrorCode.NoResponders || err.code === ErrorCode.Timeout);
+        if (!retriable || Date.now() + QUEUE_RETRY_MS > giveUpAt) throw err;
+        await new Promise((resolve) => setTimeout(resolve, QUEUE_RETRY_MS));
+      }
+    }
   }
 
   /** The queue's shared durable consumer (ensureWorkQueue made it), to pull messages from. */
@@ -309,6 +325,9 @@ export class MessageBus {
 
 /** JetStream API error code of a message get that found none. */
 const NO_MESSAGE_FOUND = 10037;
+
+/** Pause between attempts to queue a message on a stream that cannot answer (see enqueue). */
+const QUEUE_RETRY_MS = 250;
 
 /** JetStream's advisory when a consumer stops redelivering a message. */
 interface MaxDeliveriesAdvisory {

@@ -12,4 +12,6 @@ export interface MessagingOptions {
   rpcTimeoutMs: number;
   /** Prefix for JetStream stream names and work subjects ('' in production). */
   streamPrefix: string;
+  /** Servers that each hold every stream and bucket this app creates (3 on a three-server cluster). */
+  jetstreamReplicas: number;
 }

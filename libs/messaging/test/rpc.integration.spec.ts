@@ -56,7 +56,7 @@ describe('RpcClient against a real nats-server', () => {
     nats = await startNatsServer();
     replicas = [await startReplica(nats.url, 'a'), await startReplica(nats.url, 'b')];
     const client = await Test.createTestingModule({
-      imports: [MessagingModule.forRoot({ servers: [nats.url], connectionName: 'test', rpcTimeoutMs: 2_000, streamPrefix: '' })],
+      imports: [MessagingModule.forRoot({ servers: [nats.url], connectionName: 'test', rpcTimeoutMs: 2_000, streamPrefix: '', jetstreamReplicas: 1 })],
     }).compile();
     const app = client.createNestApplication();
     await app.init();

@@ -50,6 +50,7 @@ export class ServiceRuntimeModule {
           connectionName: name,
           rpcTimeoutMs: config.RPC_TIMEOUT_MS,
           streamPrefix: config.JETSTREAM_PREFIX,
+          jetstreamReplicas: config.JETSTREAM_REPLICAS,
         }),
         ProcessHealthModule,
       ],
@@ -58,6 +59,7 @@ export class ServiceRuntimeModule {
         { provide: SERVICE_IDENTITY, useValue: identity },
         { provide: WORK_QUEUES, useValue: options.workQueues ?? [] },
         { provide: STREAM_PREFIX, useValue: config.JETSTREAM_PREFIX },
+        { provide: STREAM_REPLICAS, useValue: config.JETSTREAM_REPLICAS },
         MessagingReadiness,
         GracefulShutdown,
       ],
@@ -68,6 +70,7 @@ export class ServiceRuntimeModule {
 
 const WORK_QUEUES = Symbol('WORK_QUEUES');
 const STREAM_PREFIX = Symbol('STREAM_PREFIX');
+const STREAM_REPLICAS = Symbol('STREAM_REPLICAS');
 
 @Injectable()
 class MessagingReadiness implements OnModuleInit {
@@ -76,12 +79,13 @@ class MessagingReadiness implements OnModuleInit {
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
     @Inject(WORK_QUEUES) private readonly queues: WorkQueueName[],
     @Inject(STREAM_PREFIX) private readonly prefix: string,
+    @Inject(STREAM_REPLICAS) private readonly replicas: number,
   ) {}
 
   async onModuleInit(): Promise<void> {
     this.readiness.register('nats', async () => ({ rtt_ms: await this.nc.rtt() }));
     for (const queue of this.queues) {
-      const spec = await ensureWorkQueue(this.nc, WorkQueues[queue], this.prefix);
+      const spec = await ensureWorkQueue(this.nc, WorkQueues[queue], this.prefix, { replicas: this.replicas });
       this.readiness.register(`${queue}-queue`, async () => ({
         stream: spec.stream,
         pending: await workQueueDepth(this.nc, WorkQueues[queue], this.prefix),

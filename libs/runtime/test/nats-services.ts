@@ -20,7 +20,7 @@ export async function startService(module: Type, server: DrainingNatsServer): Pr
 export async function startRpcClient(url: string): Promise<{ rpc: RpcClient; close: () => Promise<void> }> {
   const client = (
     await Test.createTestingModule({
-      imports: [MessagingModule.forRoot({ servers: [url], connectionName: 'test', rpcTimeoutMs: 5_000, streamPrefix: '' })],
+      imports: [MessagingModule.forRoot({ servers: [url], connectionName: 'test', rpcTimeoutMs: 5_000, streamPrefix: '', jetstreamReplicas: 1 })],
     }).compile()
   ).createNestApplication();
   await client.init();

@@ -1,4 +1,5 @@
 export * from './database';
+export * from './nats-cluster';
 export * from './nats-server';
 export * from './postgres-server';
 export * from './wait';

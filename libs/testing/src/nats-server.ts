@@ -19,8 +19,7 @@ export interface TestNatsServer {
 }
 
 export async function startNatsServer(): Promise<TestNatsServer> {
-  const binary = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find(existsSync);
-  if (!binary) throw new Error('nats-server is not installed: run the tests through `npm test`, which installs it');
+  const binary = natsServerBinary();
   const port = await freePort();
   const storeDir = mkdtempSync(join(tmpdir(), 'trainyard-nats-'));
   let child: ChildProcess | undefined;
@@ -55,6 +54,13 @@ export async function startNatsServer(): Promise<TestNatsServer> {
   };
 }
 
+/** The installed nats-server; `npm test` installs it. */
+export function natsServerBinary(): string {
+  const binary = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find(existsSync);
+  if (!binary) throw new Error('nats-server is not installed: run the tests through `npm test`, which installs it');
+  return binary;
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -66,7 +72,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-function portAnswers(port: number): Promise<boolean> {
+export function portAnswers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
     socket.once('connect', () => {

@@ -1,4 +1,4 @@
-import { startPostgresServer, TestPostgresServer } from '@trainyard/testing';
+import { startPostgresServer, TestNatsServer, TestPostgresServer } from '@trainyard/testing';
 import { describeFault, FaultContext, isCleanFailure, runFault, startFaultStack, writeFaultSummary } from './support/faults';
 import { Stack } from './support/stack';
 
@@ -9,14 +9,14 @@ import { Stack } from './support/stack';
 
 describe('faults: NATS and PostgreSQL killed during chat traffic and training', () => {
   let postgres: TestPostgresServer;
-  let stack: Stack;
+  let stack: Stack<TestNatsServer>;
   let ctx: FaultContext;
   const summary: Record<string, string> = {};
 
   beforeAll(async () => {
     postgres = await startPostgresServer();
-    ctx = await startFaultStack({ url: postgres.url });
-    stack = ctx.stack;
+    const started = await startFaultStack({ url: postgres.url });
+    [ctx, stack] = [started, started.stack];
   }, 180_000);
 
   afterAll(async () => {

@@ -188,6 +188,13 @@ type Oracle = 'valid' | 'invalid' | 'either' | 'changes-data';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const nullish = (v: unknown) => v === null || v === undefined;
+/** OpenAI's metadata: at most 16 pairs, keys of at most 64 characters, string values of at most 512, all storable. */
+const metadataValid = (v: unknown) =>
+  typeof v === 'object' &&
+  v !== null &&
+  !Array.isArray(v) &&
+  Object.keys(v).length <= 16 &&
+  Object.entries(v).every(([k, x]) => k.length <= 64 && typeof x === 'string' && x.length <= 512 && storableText(k) && storableText(x));
 const isFinite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
 const between = (v: unknown, min: number, max: number) => isFinite(v) && v >= min && v <= max;
@@ -537,6 +544,12 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
             user: { oracle: (v) => verdictOf(nullish(v) || typeof v === 'string') },
             return_token_ids: { oracle: nullableBool },
             chat_template_kwargs: { oracle: templateKwargs, names: /chat_template_kwargs|chat template/i },
+            // Only true keeps the completion.
+            store: { oracle: (v) => (v === true ? 'changes-data' : verdictOf(nullish(v) || v === false)) },
+            metadata: {
+              oracle: (v) => verdictOf(nullish(v) || metadataValid(v)),
+              extra: fc.dictionary(fc.string({ maxLength: 70 }), fc.oneof(fc.string({ maxLength: 600 }), hostileValue), { maxKeys: 20 }),
+            },
           },
         },
         240,
@@ -598,8 +611,7 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
             previous_response_id: { oracle: (v) => verdictOf(nullish(v)), names: /previous[_ ]response/i },
             conversation: { oracle: (v) => verdictOf(nullish(v)), names: /conversation/i, extra: fc.oneof(fc.string(), fc.record({ id: hostileValue })) },
             metadata: {
-              oracle: (v) =>
-                verdictOf(nullish(v) || (isObject(v) && !Array.isArray(v) && Object.keys(v).length <= 16 && Object.entries(v).every(([k, x]) => k.length <= 64 && typeof x === 'string' && x.length <= 512))),
+              oracle: (v) => verdictOf(nullish(v) || metadataValid(v)),
               extra: fc.dictionary(fc.string({ maxLength: 70 }), fc.oneof(fc.string({ maxLength: 600 }), hostileValue), { maxKeys: 20 }),
             },
             include: { oracle: (v) => (nullish(v) ? 'valid' : Array.isArray(v) && v.every((x) => typeof x === 'string') ? 'either' : 'invalid'), names: /include|top_logprobs/i },
@@ -614,6 +626,36 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
         },
         200,
       );
+    });
+
+    it('POST /v1/chat/completions/export and /v1/responses/export', async () => {
+      // class-validator counts a surrogate pair (and drops a variation selector) as it measures: past the limit in UTF-16 units may still be within it.
+      const optionalText = (max: number, min = 0) => (v: unknown): Oracle =>
+        nullish(v) ? 'valid' : typeof v !== 'string' || v.length < min ? 'invalid' : v.length <= max ? 'valid' : 'either';
+      const modelName = (v: unknown): Oracle => (typeof v === 'string' && !storableText(v) ? 'invalid' : optionalText(1024)(v));
+      const seconds = (v: unknown) => verdictOf(nullish(v) || (isInt(v) && v >= 0 && v <= 8_640_000_000_000));
+      for (const path of ['/v1/chat/completions/export', '/v1/responses/export']) {
+        await fuzzFields(
+          {
+            route: path,
+            method: 'POST',
+            path: () => path,
+            base: () => ({ format: 'art', metadata: { fuzz: 'none' } }),
+            fields: {
+              format: { oracle: (v) => verdictOf(v === 'sft' || v === 'art') },
+              ids: { oracle: (v) => verdictOf(nullish(v) || (Array.isArray(v) && v.length <= 1000 && v.every((x) => typeof x === 'string'))), extra: fc.array(hostileString, { maxLength: 4 }) },
+              model: { oracle: modelName },
+              metadata: { oracle: (v) => verdictOf(nullish(v) || metadataValid(v)) },
+              created_after: { oracle: seconds },
+              created_before: { oracle: seconds },
+              group_by: { oracle: optionalText(64, 1) },
+              reward_key: { oracle: optionalText(64, 1) },
+              trajectory_by: { oracle: optionalText(64, 1) },
+            },
+          },
+          60,
+        );
+      }
     });
 
     it('POST /v1/preview/models (get-or-create of an existing model)', async () => {
@@ -898,6 +940,8 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       { method: 'POST', path: '/v1/chat/completions/' },
       { method: 'POST', path: '/v1/chat/completions/x%00y' },
       { method: 'POST', path: '/v1/responses' },
+      { method: 'POST', path: '/v1/chat/completions/export' },
+      { method: 'POST', path: '/v1/responses/export' },
       { method: 'POST', path: '/v1/preview/models' },
       { method: 'DELETE', path: `/v1/preview/models/${ids.model}/checkpoints` },
       { method: 'POST', path: `/v1/preview/models/${ids.model}/log` },
@@ -1076,6 +1120,10 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       ['GET', (id) => `/v1/conversations/${id}/items`],
       ['POST', (id) => `/v1/conversations/${id}/items`, { items: [{ role: 'user', content: 'x' }] }],
       ['DELETE', (id) => `/v1/conversations/${id}/items/${id}`],
+      ['GET', (id) => `/v1/chat/completions/${id}`],
+      ['GET', (id) => `/v1/chat/completions/${id}/messages`],
+      ['POST', (id) => `/v1/chat/completions/${id}`, { metadata: {} }],
+      ['DELETE', (id) => `/v1/chat/completions/${id}`],
       // The console's session, not a bearer key, authenticates this one.
       ['DELETE', (id) => `/console/api/keys/${id}`, undefined, true],
     ];
@@ -1243,6 +1291,36 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
             // A filter value that is not UTF-8 is read as the query parser decodes it (U+FFFD for what is not): it matches nothing, or is refused.
             const verdict: Verdict = valid ? 'accept' : name === 'metadata[team]' && decoded === undefined ? 'either' : 'refuse';
             await attempt(`GET ${list.replace(ids.fineTuningJob, '{id}')} ?${name}`, { method: 'GET', path: `${list}?${query}`, key: acme }, verdict, /after|limit|metadata/);
+          },
+        ),
+        settings(60),
+      );
+    });
+
+    it('GET /v1/chat/completions?after&limit&order&model&metadata', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom('after', 'limit', 'order', 'model', 'metadata', 'metadata[run]'),
+          fc.oneof(queryValue, fc.constantFrom(`chatcmpl-${ids.job}`, 'asc', 'desc', 'null', '1', '100', BASE)),
+          async (name, value) => {
+            const decoded = decodeURIComponentSafe(value);
+            // acme has no stored completion here: any `after` names none.
+            const valid =
+              decoded !== undefined &&
+              (name === 'limit'
+                ? Number.isInteger(Number(decoded)) && Number(decoded) >= 1 && Number(decoded) <= 100
+                : name === 'order'
+                  ? decoded === 'asc' || decoded === 'desc'
+                  : name === 'model'
+                    ? storableText(decoded) && decoded.length <= 1024
+                    : name === 'metadata'
+                      ? decoded === '' || decoded === 'null'
+                      : name === 'metadata[run]' && storableText(decoded));
+            const query = `${name === 'metadata[run]' ? 'metadata%5Brun%5D' : name}=${value}`;
+            // Text that is not UTF-8 is read as the query parser decodes it (U+FFFD for what is not): it matches nothing, or is refused.
+            const verdict: Verdict = valid ? 'accept' : (name === 'metadata[run]' || name === 'model') && decoded === undefined ? 'either' : 'refuse';
+            const answer = await attempt(`GET /v1/chat/completions ?${name}`, { method: 'GET', path: `/v1/chat/completions?${query}`, key: acme }, verdict, /after|limit|order|model|metadata/);
+            if (answer.status === 200) expect((answer.json as { data: unknown[] }).data).toEqual([]);
           },
         ),
         settings(60),

@@ -209,8 +209,10 @@ describe('k8s/', () => {
     });
 
     it('autoscales the gateway, chat and the inference workers', () => {
-      const targets = ofKind(objects, 'HorizontalPodAutoscaler').map((h) => (h.spec as { scaleTargetRef: { kind: string; name: string } }).scaleTargetRef);
-      expect(targets.map((t) => `${t.kind}/${t.name}`).sort()).toEqual(['Deployment/chat', 'Deployment/gateway', 'Deployment/inference-worker']);
+      const targets = [...ofKind(objects, 'HorizontalPodAutoscaler'), ...ofKind(objects, 'ScaledObject')].map(
+        (h) => (h.spec as { scaleTargetRef: { name: string } }).scaleTargetRef.name,
+      );
+      expect(targets).toEqual(expect.arrayContaining(['chat', 'gateway', 'inference-worker']));
     });
 
     it('covers every app with a PodDisruptionBudget', () => {
@@ -300,6 +302,48 @@ describe('k8s/', () => {
       expect(find(objects, 'Ingress', 'gateway').spec?.['tls']).toHaveLength(1);
       const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
       expect(config?.data?.['JETSTREAM_PREFIX']).toBe('');
+    });
+
+    it('scales the workers on their work queues with KEDA, in place of a CPU autoscaler', () => {
+      type Trigger = { type: string; metadata: Record<string, string> };
+      const scaled = ofKind(objects, 'ScaledObject').map((o) => {
+        const spec = o.spec as { scaleTargetRef: { name: string }; minReplicaCount: number; triggers: Trigger[] };
+        return { target: spec.scaleTargetRef.name, min: spec.minReplicaCount, triggers: spec.triggers.map((t) => [t.type, t.metadata['stream'], t.metadata['consumer']]) };
+      });
+      expect(scaled).toEqual([
+        { target: 'inference-worker', min: 1, triggers: [['nats-jetstream', 'INFERENCE_WORK', 'inference-workers']] },
+        { target: 'training-worker', min: 0, triggers: [['nats-jetstream', 'TRAINING_WORK', 'training-workers']] },
+      ]);
+      const hpas = ofKind(objects, 'HorizontalPodAutoscaler').map((h) => (h.spec as { scaleTargetRef: { name: string } }).scaleTargetRef.name);
+      expect(hpas.sort()).toEqual(['chat', 'gateway']);
+      // The scaler reads the lag from NATS's monitoring port, which a policy opens to KEDA's namespace.
+      expect(JSON.stringify(find(objects, 'NetworkPolicy', 'nats-monitoring-from-keda').spec)).toContain('"port":8222');
+      expect(find(objects, 'Deployment', 'training-worker').spec?.['replicas']).toBeUndefined();
+    });
+
+    it('runs two or more of the gateway, chat, the registry and the orchestrator', () => {
+      for (const name of ['model-registry', 'training-orchestrator']) expect([name, find(objects, 'Deployment', name).spec?.['replicas']]).toEqual([name, 2]);
+      for (const name of ['gateway', 'chat']) {
+        const hpa = find(objects, 'HorizontalPodAutoscaler', name).spec as { minReplicas: number };
+        expect([name, hpa.minReplicas]).toEqual([name, 2]);
+      }
+    });
+
+    it('runs NATS as a three-server cluster that keeps three copies of every stream', () => {
+      const nats = find(objects, 'StatefulSet', 'nats');
+      expect(nats.spec?.['replicas']).toBe(3);
+      const conf = find(objects, 'ConfigMap', 'nats-config').data?.['nats.conf'] ?? '';
+      expect(conf).toMatch(/server_name:\s*\$POD_NAME/);
+      for (const i of [0, 1, 2]) expect(conf).toContain(`nats://nats-${i}.nats-headless:6222`);
+      const [c] = template(nats).spec.containers;
+      expect(env(c, 'POD_NAME')?.valueFrom?.fieldRef).toEqual({ fieldPath: 'metadata.name' });
+      expect(c.ports?.map((p) => p.containerPort)).toContain(6222);
+      const routes = JSON.stringify(find(objects, 'NetworkPolicy', 'nats-from-trainyard').spec);
+      expect(routes).toContain('"port":6222');
+      const config = ofKind(objects, 'ConfigMap').find((m) => m.metadata.name.startsWith('trainyard-config-'));
+      expect(config?.data?.['JETSTREAM_REPLICAS']).toBe('3');
+      const pdb = ofKind(objects, 'PodDisruptionBudget').find((p) => selects((p.spec as { selector: Selector }).selector, template(nats).metadata.labels));
+      expect(pdb?.spec?.['maxUnavailable']).toBe(1);
     });
 
     it('pulls every Trainyard image from a registry with a pinned tag', () => {

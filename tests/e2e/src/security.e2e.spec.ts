@@ -22,7 +22,7 @@ describe('security', () => {
   const secrets: string[] = [];
   let acme: string;
   let globex: string;
-  const acmeIds = {} as { model: string; checkpoint: string; file: string; job: string; event: string; fineTuningJob: string; response: string; outputItem: string; conversation: string; conversationItem: string };
+  const acmeIds = {} as { model: string; checkpoint: string; file: string; job: string; event: string; fineTuningJob: string; response: string; outputItem: string; conversation: string; conversationItem: string; chatCompletion: string };
   let globexModel: string;
   let globexFile: string;
   let globexConversation: string;
@@ -87,6 +87,10 @@ describe('security', () => {
     acmeIds.outputItem = response.output[0].id;
     acmeIds.conversation = (await stack.json<{ id: string }>('POST', '/v1/conversations', acme, { items: [{ role: 'user', content: 'acme secret' }] })).id;
     acmeIds.conversationItem = (await stack.json<{ data: { id: string }[] }>('GET', `/v1/conversations/${acmeIds.conversation}/items`, acme)).data[0].id;
+    // A stored chat completion of acme's, with the metadata an export filters on.
+    acmeIds.chatCompletion = (
+      await stack.json<{ id: string }>('POST', '/v1/chat/completions', acme, { model: BASE, messages: [{ role: 'user', content: 'acme secret' }], max_tokens: 2, store: true, metadata: { secret: 'acme', reward: '1' } })
+    ).id;
 
     globexModel = (await stack.json<{ id: string }>('POST', '/v1/preview/models', globex, { project: 'p', name: 'own', base_model: BASE, return_existing: true })).id;
     globexFile = ((await upload(globex, 'globex.jsonl')).json as { id: string }).id;
@@ -160,6 +164,7 @@ describe('security', () => {
     const ghostFineTuningJob = `ftjob-${randomUUID().replaceAll('-', '')}`;
     const ghostResponse = `resp_${'0'.repeat(32)}`;
     const ghostConversation = `conv_${'0'.repeat(48)}`;
+    const ghostChatCompletion = `chatcmpl-${randomUUID()}`;
 
     /** [route, acme's id on it, a fresh id of the same form, request body]. */
     const routes = (): [string, (id: string) => string, string, string, unknown?][] => [
@@ -188,6 +193,10 @@ describe('security', () => {
       ['POST', (id) => `/v1/conversations/${id}/items`, acmeIds.conversation, ghostConversation, { items: [{ role: 'user', content: 'planted' }] }],
       ['GET', (id) => `/v1/conversations/${id}/items/${acmeIds.conversationItem}`, acmeIds.conversation, ghostConversation],
       ['DELETE', (id) => `/v1/conversations/${id}/items/${acmeIds.conversationItem}`, acmeIds.conversation, ghostConversation],
+      ['GET', (id) => `/v1/chat/completions/${id}`, acmeIds.chatCompletion, ghostChatCompletion],
+      ['GET', (id) => `/v1/chat/completions/${id}/messages`, acmeIds.chatCompletion, ghostChatCompletion],
+      ['POST', (id) => `/v1/chat/completions/${id}`, acmeIds.chatCompletion, ghostChatCompletion, { metadata: { taken: 'yes' } }],
+      ['DELETE', (id) => `/v1/chat/completions/${id}`, acmeIds.chatCompletion, ghostChatCompletion],
       // Each of its own conversations is a 404 for an item of acme's too.
       ['GET', (id) => `/v1/conversations/${globexConversation}/items/${id}`, acmeIds.conversationItem, 'msg_ghost'],
     ];
@@ -253,6 +262,24 @@ describe('security', () => {
       }
     });
 
+    it('another entity\'s stored completions and responses are in none of its lists or exports', async () => {
+      const listed = (await call('GET', '/v1/chat/completions?metadata[secret]=acme', globex)).json as { data: unknown[] };
+      expect(listed.data).toEqual([]);
+      const afterTheirs = await call('GET', `/v1/chat/completions?after=${acmeIds.chatCompletion}`, globex);
+      const afterNone = await call('GET', `/v1/chat/completions?after=${ghostChatCompletion}`, globex);
+      expect([afterTheirs.status, afterNone.status]).toEqual([400, 400]);
+      expect(afterTheirs.text.replaceAll(acmeIds.chatCompletion, '<id>')).toBe(afterNone.text.replaceAll(ghostChatCompletion, '<id>'));
+      for (const [path, id] of [['/v1/chat/completions/export', acmeIds.chatCompletion], ['/v1/responses/export', acmeIds.response]]) {
+        for (const body of [{ ids: [id] }, { metadata: { secret: 'acme' } }, {}]) {
+          const art = await call('POST', path, globex, { format: 'art', ...body });
+          expect(art.status).toBe(200);
+          expect(art.json).toEqual({ object: 'trajectory_groups.export', trajectory_groups: [], skipped: [] });
+          const sft = await call('POST', path, globex, { format: 'sft', ...body });
+          expect([sft.status, sft.text]).toEqual([200, '']);
+        }
+      }
+    });
+
     it('another entity\'s model can be neither listed, nor served, nor created into, nor used as a KL reference', async () => {
       const listed = (await call('GET', '/v1/models', globex)).json as { data: { id: string }[] };
       expect(listed.data.map((m) => m.id)).not.toContain('wandb-artifact:///acme/secret-project/crown-jewels');
@@ -299,6 +326,10 @@ describe('security', () => {
       expect(((await call('GET', `/v1/preview/training-jobs/${acmeIds.job}`, acme)).json as { id: string }).id).toBe(acmeIds.job);
       expect(((await call('GET', `/v1/fine_tuning/jobs/${acmeIds.fineTuningJob}`, acme)).json as { id: string }).id).toBe(acmeIds.fineTuningJob);
       expect(((await call('GET', `/v1/responses/${acmeIds.response}`, acme)).json as { id: string }).id).toBe(acmeIds.response);
+      const completion = (await call('GET', `/v1/chat/completions/${acmeIds.chatCompletion}`, acme)).json as { id: string; metadata: unknown };
+      expect(completion).toMatchObject({ id: acmeIds.chatCompletion, metadata: { secret: 'acme', reward: '1' } });
+      const exported = (await call('POST', '/v1/chat/completions/export', acme, { format: 'art', ids: [acmeIds.chatCompletion] })).json as { trajectory_groups: unknown[] };
+      expect(exported.trajectory_groups).toHaveLength(1);
       const items = (await call('GET', `/v1/conversations/${acmeIds.conversation}/items`, acme)).json as { data: { id: string; content: { text: string }[] }[] };
       expect(items.data.map((item) => [item.id, item.content[0].text])).toEqual([[acmeIds.conversationItem, 'acme secret']]);
       expect(((await call('GET', `/v1/conversations/${acmeIds.conversation}`, acme)).json as { metadata: unknown }).metadata).toEqual({});

@@ -128,6 +128,12 @@ describe('CompletionsService', () => {
     expect(steps.queued[1].item.params).toMatchObject({ logprobs: true, return_token_ids: true });
   });
 
+  it('has the worker report tokens and logprobs of a stored completion, though its answer does not show them', async () => {
+    const reply = await service.start(request({ logprobs_requested: false, record_tokens: true }));
+    expect(steps.queued[0].item.params).toMatchObject({ logprobs: true, return_token_ids: true });
+    expect(reply.logprobs).toBe(false);
+  });
+
   it('keeps return_token_ids when asked for without logprobs', async () => {
     await service.start(request({}, { return_token_ids: true }));
     expect(steps.queued[0].item.params).toMatchObject({ logprobs: false, return_token_ids: true });

@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ErrorCode, InferenceWorkItem, ServiceError, StartCompletionReply, StartCompletionRequest, WorkQueues } from '@trainyard/contracts';
+import { ErrorCode, InferenceWorkItem, QUEUE_FAILOVER_MS, ServiceError, StartCompletionReply, StartCompletionRequest, WorkQueues } from '@trainyard/contracts';
 import { MessageBus } from '@trainyard/messaging';
 import { ChatConfig } from '../config/chat.config';
 import { InferenceCapacity } from './inference-capacity';
 import { ModelResolutions } from './model-resolutions';
 import { PromptValidation } from './prompt-validation';
 import { SchemaValidation } from './schema-validation';
+import { servedWeights } from './work-routing';
 
 /**
  * Policy lives here, not on the workers: which weights serve the name (through the
@@ -36,21 +37,18 @@ export class CompletionsService {
     const trainable = resolved.adapter_path !== null;
     // RL needs the sampled tokens and their logprobs, so trainable models report them unless told not to.
     const logprobs = request.logprobs_requested ?? trainable;
+    // A stored completion keeps them for training even when its answer does not show them.
+    const reported = logprobs || request.record_tokens === true;
     const item: InferenceWorkItem = {
       completion_id: request.completion_id,
       reply_subject: request.reply_subject,
-      base_model: resolved.base_model,
-      base_model_dir: resolved.base_model_dir,
-      adapter:
-        resolved.adapter_path !== null && resolved.model_id !== null && resolved.step !== null
-          ? { path: resolved.adapter_path, sha256: resolved.adapter_sha256, step: resolved.step, model_id: resolved.model_id }
-          : null,
-      params: { ...request.params, logprobs, return_token_ids: request.params.return_token_ids || logprobs },
+      ...servedWeights(resolved),
+      params: { ...request.params, logprobs: reported, return_token_ids: request.params.return_token_ids || reported },
       deadline: Date.now() + this.config.COMPLETION_DEADLINE_MS,
     };
     // The completion id as message id: a retried start inside the dedupe window is queued once.
     try {
-      await this.bus.enqueue(WorkQueues.inference, item, { id: request.completion_id });
+      await this.bus.enqueue(WorkQueues.inference, item, { id: request.completion_id, failoverMs: QUEUE_FAILOVER_MS });
     } catch (err) {
       this.capacity.release(request.completion_id);
       throw new ServiceError(ErrorCode.Unavailable, `The inference queue is unavailable: ${(err as Error).message}`, { retryAfterSeconds: 1 });

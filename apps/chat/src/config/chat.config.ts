@@ -72,4 +72,24 @@ export class ChatConfig extends BaseServiceConfig {
   @IsInt()
   @Min(1)
   PROMPT_TOKENIZER_CACHE_SIZE = 4;
+
+  /** Token samplings (Tinker's asample): most samples one request may ask for. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(256)
+  MAX_TOKEN_SAMPLES = 16;
+
+  /** Token samplings: most tokens per sample (sampling_params.max_tokens), and what a request without max_tokens gets. */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  MAX_SAMPLE_TOKENS = 4096;
+
+  /** Token samplings: most top-k prompt logprobs per position (topk_prompt_logprobs). */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(1000)
+  MAX_TOPK_PROMPT_LOGPROBS = 20;
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { isStateId, ItemPageQuery, ResponseItem } from '@trainyard/contracts';
-import { PrismaService, unpackJson } from '@trainyard/db';
+import { isStateId, ItemPageQuery, ResponseItem, ServedTrace } from '@trainyard/contracts';
+import { Prisma, PrismaService, unpackJson } from '@trainyard/db';
 import { ConversationRepository, newestOfEach, packed } from './conversation.repository';
 import { ItemRow, pageBounds } from './item-page';
 
@@ -16,7 +16,16 @@ export interface StoredResponseRow {
 /** What one answered response leaves behind: the response with its items, and/or items appended to a conversation. */
 export interface ResponseRecord {
   entityId: string;
-  stored: { id: string; body: Record<string, unknown>; input: ResponseItem[]; output: ResponseItem[] } | null;
+  stored: {
+    id: string;
+    body: Record<string, unknown>;
+    input: ResponseItem[];
+    output: ResponseItem[];
+    /** What an export filters on and trains on. */
+    model: string | null;
+    metadata: Record<string, string>;
+    trace: ServedTrace | null;
+  } | null;
   conversation: { id: string; items: ResponseItem[] } | null;
 }
 
@@ -40,7 +49,9 @@ export class StoredResponseRepository {
       const { stored, conversation, entityId } = record;
       if (conversation && !(await this.conversations.append(entityId, conversation.id, conversation.items, cutoff, tx))) return false;
       if (stored) {
-        await tx.storedResponse.create({ data: { id: stored.id, entityId, body: packed(stored.body) } });
+        await tx.storedResponse.create({
+          data: { id: stored.id, entityId, body: packed(stored.body), model: stored.model, metadata: stored.metadata, trace: stored.trace === null ? Prisma.DbNull : packed(stored.trace) },
+        });
         const rows = [
           ...stored.input.map((item) => ({ kind: 'input', item })),
           ...stored.output.map((item) => ({ kind: 'output', item })),

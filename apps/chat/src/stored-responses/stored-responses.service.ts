@@ -64,7 +64,15 @@ export class StoredResponsesService {
     const recorded = await this.responses.record(
       {
         entityId: request.entity_id,
-        stored: stored && { id: stored.response.id, body: withoutOutput(stored.response), input: stored.input_items, output: stored.response.output },
+        stored: stored && {
+          id: stored.response.id,
+          body: withoutOutput(stored.response),
+          input: stored.input_items,
+          output: stored.response.output,
+          model: typeof stored.response['model'] === 'string' ? stored.response['model'] : null,
+          metadata: metadataOf(stored.response),
+          trace: stored.trace ?? null,
+        },
         conversation,
       },
       this.retention.cutoff(),
@@ -103,6 +111,13 @@ export class StoredResponsesService {
 function withoutOutput(response: ResponseObject): Record<string, unknown> {
   const { output: _output, ...body } = response;
   return body;
+}
+
+/** The response's `metadata` pairs (string values only: what an export filters on). */
+function metadataOf(response: ResponseObject): Record<string, string> {
+  const metadata = response['metadata'];
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return {};
+  return Object.fromEntries(Object.entries(metadata).filter((pair): pair is [string, string] => typeof pair[1] === 'string'));
 }
 
 export function responseNotFound(id: string): ServiceError {

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ChatCompletionParams, ChatMessageInput, ErrorCode, FunctionTool, InferenceEvent, JsonSchemaFormat, ServiceError, ToolChoice } from '@trainyard/contracts';
+import { ChatCompletionObject, ChatCompletionParams, ChatMessageInput, ErrorCode, FunctionTool, InferenceEvent, JsonSchemaFormat, ServiceError, ToolChoice } from '@trainyard/contracts';
 import type { Response } from 'express';
 import { randomUUID } from 'node:crypto';
 import type { Caller } from '../auth/caller';
@@ -7,6 +7,8 @@ import { GatewayConfig } from '../config/gateway.config';
 import { CompletionAssembler } from './completion-assembler';
 import { CompletionRunner, foldEvents } from './completion-runner';
 import { ChatCompletionRequest, ChatMessageDto } from './dto/chat-completion.request';
+import { recorded, ServedTraceRecorder } from './served-trace.recorder';
+import { StoredCompletions } from './stored-completions';
 import { checkToolChoice } from './tool-choice';
 import { unmatchedToolResult } from './tool-results';
 import { HTTP_STATUS_BY_CODE } from '../http/error-status';
@@ -23,17 +25,24 @@ export class ChatCompletionsService {
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     private readonly runner: CompletionRunner,
+    private readonly stored: StoredCompletions,
   ) {}
 
   async create(caller: Caller, body: ChatCompletionRequest, res: Response): Promise<void> {
     const params = this.normalize(body);
     const completionId = `chatcmpl-${randomUUID()}`;
+    const store = body.store === true;
     try {
-      await this.runner.run({ completionId, caller, params, logprobsRequested: body.logprobs ?? null }, res, async (started, events) => {
+      await this.runner.run({ completionId, caller, params, logprobsRequested: body.logprobs ?? null, recordTokens: store }, res, async (started, served) => {
         const assembler = new CompletionAssembler(completionId, started, { n: params.n, returnTokenIds: params.return_token_ids || started.logprobs });
+        const recorder = new ServedTraceRecorder(started, params);
+        const events = store ? recorded(served, recorder) : served;
+        // Kept before the client sees the end, so that a list right after it finds it.
+        const keep = store ? () => this.stored.store(caller, assembler.response() as ChatCompletionObject, body.metadata ?? {}, recorder.trace()) : async () => undefined;
         res.setHeader('x-trainyard-checkpoint-step', started.checkpoint_step === null ? 'base' : String(started.checkpoint_step));
-        if (body.stream) return this.stream(events, assembler, res, body.stream_options?.include_usage === true);
+        if (body.stream) return this.stream(events, assembler, res, body.stream_options?.include_usage === true, keep);
         await foldEvents(events, assembler);
+        await keep();
         res.status(200).json(assembler.response());
       });
     } catch (err) {
@@ -50,12 +59,19 @@ export class ChatCompletionsService {
    * that (the prompt does not fit, JSON mode's budget, a template that cannot render these
    * messages) is still answered with its own status, as for a request that is not streamed.
    */
-  private async stream(events: AsyncIterable<InferenceEvent>, assembler: CompletionAssembler, res: Response, includeUsage: boolean): Promise<void> {
+  private async stream(
+    events: AsyncIterable<InferenceEvent>,
+    assembler: CompletionAssembler,
+    res: Response,
+    includeUsage: boolean,
+    keep: () => Promise<void>,
+  ): Promise<void> {
     const send = (data: string) => {
       if (!res.headersSent) openEventStream(res);
       res.write(`data: ${data}\n\n`);
     };
     await foldEvents(events, assembler, (chunk) => send(JSON.stringify(chunk)));
+    await keep();
     if (includeUsage) send(JSON.stringify(assembler.usageChunk()));
     send('[DONE]');
     res.end();

@@ -51,6 +51,18 @@ describe('CompletionEventsReader', () => {
     expect(request).toHaveBeenCalledWith('c2');
   });
 
+  it('reads the last events that arrive while the probe finds the finished worker gone', async () => {
+    const { inbox, push } = inboxOf('c6');
+    const { probe } = fakeProbe(async () => {
+      // The worker sent its end and then let go of the completion: the end is in transit.
+      setTimeout(() => push({ seq: 1, type: 'done', usage: { prompt_tokens: 1, completion_tokens: 0 } }), 10);
+      return false;
+    });
+    const reader = new CompletionEventsReader(probe, inbox, options);
+    push({ seq: 0, type: 'accepted' });
+    expect((await reader.next()).value).toMatchObject({ type: 'done' });
+  });
+
   it('keeps waiting while the worker answers for a slow completion', async () => {
     const { inbox, push } = inboxOf('c3');
     const { probe, request } = fakeProbe(answered);

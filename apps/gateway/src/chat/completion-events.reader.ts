@@ -9,6 +9,9 @@ import type { CompletionInbox } from './completion-events.hub';
  */
 export type LivenessProbe = (completionId: string) => Promise<boolean | null>;
 
+/** How long events already on their way are waited for once the worker is known to be gone. */
+const LATE_EVENTS_GRACE_MS = 500;
+
 export interface CompletionEventsOptions {
   /** Silence after which the completion fails with 504, whatever the cause. */
   idleTimeoutMs: number;
@@ -67,17 +70,21 @@ export class CompletionEventsReader {
       }
       const received = await settledWithin(next, Math.min(this.options.probeAfterMs, this.options.idleTimeoutMs - silent));
       if (received) return received;
-      if (this.accepted) await this.probe();
+      if (this.accepted && (await this.workerGone())) {
+        // A worker that finished lets go of the completion right after sending its last events,
+        // so they can reach the inbox while the probe is out: they are the answer, not a loss.
+        const late = await settledWithin(next, LATE_EVENTS_GRACE_MS);
+        if (late) return late;
+        throw new ServiceError(ErrorCode.Unavailable, 'The inference worker generating this completion stopped before it finished; retry the request', {
+          retryAfterSeconds: 1,
+        });
+      }
     }
   }
 
-  private async probe(): Promise<void> {
-    // Unknown (a slow answer, a reconnecting bus, chat restarting): keep waiting, within the idle timeout.
-    if ((await this.probeLiveness(this.inbox.completionId)) === false) {
-      throw new ServiceError(ErrorCode.Unavailable, 'The inference worker generating this completion stopped before it finished; retry the request', {
-        retryAfterSeconds: 1,
-      });
-    }
+  /** Unknown (a slow answer, a reconnecting bus, chat restarting) is not gone: keep waiting, within the idle timeout. */
+  private async workerGone(): Promise<boolean> {
+    return (await this.probeLiveness(this.inbox.completionId)) === false;
   }
 
 }

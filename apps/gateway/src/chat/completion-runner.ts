@@ -3,6 +3,7 @@ import {
   ChatCompletionParams,
   ErrorCode,
   InferenceEvent,
+  QUEUE_FAILOVER_MS,
   ServiceError,
   StartCompletionReply,
   Subjects,
@@ -39,6 +40,8 @@ export interface CompletionStart {
   params: ChatCompletionParams;
   /** Whether the caller asked for logprobs (true/false) or left it to the model's default (null). */
   logprobsRequested: boolean | null;
+  /** The answer is stored for training: the worker reports its tokens and their logprobs whether or not they are shown. */
+  recordTokens?: boolean;
 }
 
 /**
@@ -89,14 +92,20 @@ export class CompletionRunner {
     };
     res.on('close', cancel);
     try {
-      const started = await this.rpc.request(Subjects.chat.startCompletion, {
-        completion_id: completionId,
-        entity_id: start.caller.entityId,
-        entity_name: start.caller.entityName,
-        logprobs_requested: start.logprobsRequested,
-        params: start.params,
-        reply_subject: inbox.subject,
-      });
+      // Chat may wait out a queue's failover before it answers (CompletionsService.start).
+      const started = await this.rpc.request(
+        Subjects.chat.startCompletion,
+        {
+          completion_id: completionId,
+          entity_id: start.caller.entityId,
+          entity_name: start.caller.entityName,
+          logprobs_requested: start.logprobsRequested,
+          ...(start.recordTokens ? { record_tokens: true } : {}),
+          params: start.params,
+          reply_subject: inbox.subject,
+        },
+        { timeoutMs: this.config.RPC_TIMEOUT_MS + QUEUE_FAILOVER_MS },
+      );
       await consume(started, this.events(inbox));
       finished = true;
     } catch (err) {

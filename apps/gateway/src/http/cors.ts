@@ -2,7 +2,7 @@ import { ErrorCode, REQUEST_ID_HEADER, ServiceError } from '@trainyard/contracts
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 /** What a browser script may read of an answer besides the body. */
-const EXPOSED_HEADERS = [REQUEST_ID_HEADER, 'x-trainyard-checkpoint-step', 'retry-after', 'x-should-retry'].join(', ');
+const EXPOSED_HEADERS = [REQUEST_ID_HEADER, 'x-trainyard-checkpoint-step', 'x-trainyard-export-skipped', 'retry-after', 'x-should-retry'].join(', ');
 const ALLOWED_METHODS = 'GET, POST, DELETE, OPTIONS';
 const PREFLIGHT_MAX_AGE_SECONDS = 600;
 

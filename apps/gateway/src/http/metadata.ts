@@ -1,4 +1,5 @@
 import { ValidateBy, ValidationArguments, ValidationOptions } from 'class-validator';
+import { isStorableText } from '../fine-tuning/dto/fine-tuning.validators';
 
 /** OpenAI's `metadata`: at most 16 pairs, keys of at most 64 characters, string values of at most 512. */
 export const METADATA_LIMITS = { pairs: 16, keyLength: 64, valueLength: 512 } as const;
@@ -11,6 +12,8 @@ export function metadataProblem(value: unknown): string | null {
     if (key.length > METADATA_LIMITS.keyLength) return `metadata keys may be at most ${METADATA_LIMITS.keyLength} characters`;
     if (typeof v !== 'string') return 'metadata values must be strings';
     if (v.length > METADATA_LIMITS.valueLength) return `metadata values may be at most ${METADATA_LIMITS.valueLength} characters`;
+    // Kept as plain jsonb (exports filter on it), which refuses these.
+    if (!isStorableText(key) || !isStorableText(v)) return 'metadata keys and values may not hold NUL characters or unpaired surrogates';
   }
   return null;
 }

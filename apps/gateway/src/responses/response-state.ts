@@ -1,9 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { ErrorCode, ResponseItem, ResponseObject, ServiceError, Subjects } from '@trainyard/contracts';
+import { ErrorCode, ResponseItem, ResponseObject, ServedTrace, ServiceError, StoreResponseRequest, Subjects } from '@trainyard/contracts';
 import { RpcClient } from '@trainyard/messaging';
 import type { Caller } from '../auth/caller';
 import type { CreateResponseRequest } from './dto/create-response.request';
 import { PlacedItem, toInputEntries } from './response-items';
+
+/** The most a store request may be: one NATS message (1 MiB), less room for its headers. */
+export const MAX_STORE_BYTES = 1000 * 1024;
 
 /** A response's input: the earlier turns it continues, and its own items (references resolved). */
 export interface ResponseInput {
@@ -60,15 +63,19 @@ export class ResponseState {
    * input and its output to its conversation: before its client sees it end, so that the next
    * request can continue it at once.
    */
-  async keep(caller: Caller, body: CreateResponseRequest, response: ResponseObject, input: ResponseInput): Promise<void> {
+  async keep(caller: Caller, body: CreateResponseRequest, response: ResponseObject, input: ResponseInput, trace: ServedTrace): Promise<void> {
     const store = body.store !== false;
     const conversation = conversationIdOf(body.conversation);
     if (!store && conversation === null) return;
     const own: ResponseItem[] = input.own.map(({ item }) => item);
-    await this.rpc.request(Subjects.chat.storeResponse, {
+    const request: StoreResponseRequest = {
       entity_id: caller.entityId,
-      stored: store ? { response, input_items: [...input.earlier.map(({ item }) => item), ...own] } : null,
+      stored: store ? { response, input_items: [...input.earlier.map(({ item }) => item), ...own], trace } : null,
       conversation: conversation !== null ? { id: conversation, items: [...own, ...response.output] } : null,
-    });
+    };
+    // The trace repeats the input; a response that only fits without it is kept without it
+    // (an export names it as having no tokens) rather than not kept at all.
+    if (request.stored && Buffer.byteLength(JSON.stringify(request)) > MAX_STORE_BYTES) request.stored = { ...request.stored, trace: undefined };
+    await this.rpc.request(Subjects.chat.storeResponse, request);
   }
 }

@@ -4,6 +4,7 @@ import { RpcClient } from '@trainyard/messaging';
 import type { Response } from 'express';
 import type { Caller } from '../auth/caller';
 import { CompletionRunner, foldEvents } from '../chat/completion-runner';
+import { recorded, ServedTraceRecorder } from '../chat/served-trace.recorder';
 import { GatewayConfig } from '../config/gateway.config';
 import { httpStatus } from '../http/error-status';
 import { openEventStream } from '../http/event-stream';
@@ -37,12 +38,16 @@ export class ResponsesService {
       maxCompletionTokens: this.config.MAX_COMPLETION_TOKENS,
     });
     const id = newId('resp');
+    const store = body.store !== false;
     let assembler: ResponseAssembler | undefined;
     try {
-      await this.runner.run({ completionId: id, caller, params, logprobsRequested: wantsLogprobs(body) }, res, async (started, events) => {
+      await this.runner.run({ completionId: id, caller, params, logprobsRequested: wantsLogprobs(body), recordTokens: store }, res, async (started, served) => {
         const answer = new ResponseAssembler(id, started, echoOf(body));
         assembler = answer;
-        const keep = () => this.state.keep(caller, body, answer.response() as ResponseObject, input);
+        // A stored response keeps the tokens it was served, for export as training data.
+        const recorder = new ServedTraceRecorder(started, params);
+        const events = store ? recorded(served, recorder) : served;
+        const keep = () => this.state.keep(caller, body, answer.response() as ResponseObject, input, recorder.trace());
         res.setHeader('x-trainyard-checkpoint-step', started.checkpoint_step === null ? 'base' : String(started.checkpoint_step));
         if (body.stream) return this.stream(events, answer, res, keep);
         await foldEvents(events, answer);

@@ -5,6 +5,7 @@ import {
   GenerationStep,
   GrammarMatcher,
   LoadedModel,
+  PromptScores,
   ReasoningGate,
   ReasoningSplitter,
   ReplyPart,
@@ -15,22 +16,8 @@ import {
   ToolCallStream,
   ToolCallSyntax,
 } from '@trainyard/engine';
-
-/**
- * One choice of a running completion: its row's key in a DecodeBatch. Compared by identity, so
- * a step's outputs lead straight back to the completion and the choice that asked for them.
- */
-export class ChoiceSequence {
-  constructor(
-    readonly completion: RunningCompletion,
-    readonly index: number,
-  ) {}
-
-  /** How DecodeBatch names the sequence in its errors. */
-  toString(): string {
-    return `${this.completion.id}#${this.index}`;
-  }
-}
+import { ChoiceSequence, DecodingWork } from './decoding-work';
+import type { ErrorEvent } from './inference-events';
 
 /**
  * One chat completion on this worker: its rendered prompt and one SequenceGenerator per
@@ -41,13 +28,15 @@ export class ChoiceSequence {
  * OpenAI response, in order: prompt, deltas (reasoning, message text and tool-call pieces),
  * one finish per choice, done.
  */
-export class RunningCompletion {
+export class RunningCompletion implements DecodingWork {
   readonly generators: SequenceGenerator[];
   /** Each choice's key in its model's DecodeBatch, by choice index. */
   readonly sequences: readonly ChoiceSequence[];
   cancelled = false;
   /** Prompt tokens reused from the worker's prompt cache rather than prefilled (reported in usage). */
   cachedTokens = 0;
+  /** A chat completion reports no prompt logprobs. */
+  readonly promptScoring = null;
   private finished = 0;
   private readonly matchers: GrammarMatcher[];
   /** With tools: each choice's reply split into text and calls as it is generated. */
@@ -151,7 +140,11 @@ export class RunningCompletion {
     for (const matcher of this.matchers.splice(0)) matcher.dispose();
   }
 
-  fail(error: InferenceEvent & { type: 'error' }): void {
+  scored(_scores: PromptScores): void {
+    // Never asked for (promptScoring is null).
+  }
+
+  fail(error: ErrorEvent): void {
     this.emit(error);
   }
 

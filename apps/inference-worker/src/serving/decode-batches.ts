@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { ErrorCode } from '@trainyard/contracts';
 import { DecodeBatch, DrawnToken, drawOnDeviceAvailable, LoraAttachment, LoraRouter, PromptCache, RowDraw } from '@trainyard/engine';
 import { AdapterCache } from '../models/adapter-cache';
-import { ChoiceSequence, RunningCompletion } from './completion';
+import { ChoiceSequence, DecodingWork } from './decoding-work';
 import { errorEvent } from './inference-events';
 import type { Admission } from './slot-ledger';
 
@@ -43,11 +43,11 @@ export class DecodeBatches {
   }
 
   /**
-   * Prefills each choice into the batch of its base model and samples its first token; each
-   * choice is seated in `admission` as it starts decoding (or finishes at once). A failed
+   * Prefills each sequence into the batch of its base model and samples its first token; each
+   * sequence is seated in `admission` as it starts decoding (or finishes at once). A failed
    * prefill (out of memory, say) fails this completion alone; the batch goes on.
    */
-  async join(completion: RunningCompletion, adapter: LoraAttachment | null, admission: Admission): Promise<void> {
+  async join(completion: DecodingWork, adapter: LoraAttachment | null, admission: Admission): Promise<void> {
     const { item } = completion;
     const batch = this.batchFor(item.base_model_dir, completion);
     batch.router.route([adapter]);
@@ -55,7 +55,15 @@ export class DecodeBatches {
     const reuse = this.prompts ? { cache: this.prompts, namespace: item.adapter ? AdapterCache.key(item.adapter) : '' } : undefined;
     try {
       for (const sequence of completion.sequences) {
-        const logits = await batch.decode.join(sequence, completion.promptIds, reuse);
+        let logits: Float32Array;
+        if (sequence.index === 0 && completion.promptScoring !== null) {
+          // The prompt's own logprobs, from a prefill that keeps every position's logits.
+          const joined = await batch.decode.joinScored(sequence, completion.promptIds, completion.promptScoring, reuse);
+          completion.scored(joined.scores);
+          logits = joined.logits;
+        } else {
+          logits = await batch.decode.join(sequence, completion.promptIds, reuse);
+        }
         // The prompt is counted once, like prompt_tokens: what its first choice did not prefill.
         if (sequence.index === 0) completion.cachedTokens = batch.decode.reusedTokens(sequence);
         const next = completion.advance(sequence.index, logits);
@@ -105,7 +113,7 @@ export class DecodeBatches {
   }
 
   /** Takes a completion's sequences out of its batch. */
-  retire(completion: RunningCompletion): void {
+  retire(completion: DecodingWork): void {
     const batch = this.batches.get(completion.item.base_model_dir);
     for (const sequence of completion.sequences) {
       if (batch?.decode.has(sequence)) this.leave(batch, sequence);
@@ -128,7 +136,7 @@ export class DecodeBatches {
     this.pending.clear();
   }
 
-  private batchFor(model: string, completion: RunningCompletion): Batch {
+  private batchFor(model: string, completion: DecodingWork): Batch {
     let batch = this.batches.get(model);
     if (!batch) {
       const { model: weights } = completion.lm;

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChatCompletionParams, ErrorCode, InferenceEvent, InferenceWorkItem } from '@trainyard/contracts';
-import { LoadedModel, loadModel, ModelLoadError, selectBackend } from '@trainyard/engine';
+import { ChatCompletionParams, ErrorCode, InferenceEvent, InferenceWorkItem, SampleTokensResult, TokenSampleWorkItem, TokenSamplingParams } from '@trainyard/contracts';
+import { LoadedModel, loadModel, ModelLoadError, selectBackend, sequenceLogprobs } from '@trainyard/engine';
 import { makeModel } from '@trainyard/engine/files';
 import { MessageBus } from '@trainyard/messaging';
 import { GracefulShutdown, ReadinessService, WorkerLoad } from '@trainyard/runtime';
@@ -105,6 +105,25 @@ function params(extra: Partial<ChatCompletionParams> = {}): ChatCompletionParams
 
 function item(id: string, extra: Partial<ChatCompletionParams> = {}): InferenceWorkItem {
   return { completion_id: id, reply_subject: `reply.${id}`, base_model: 'tiny', base_model_dir: 'tiny', adapter: null, params: params(extra), deadline: Date.now() + 60_000 };
+}
+
+function sampleItem(id: string, prompt: number[], extra: Partial<TokenSampleWorkItem> = {}, sampling: Partial<TokenSamplingParams> = {}): TokenSampleWorkItem {
+  return {
+    kind: 'sample_tokens',
+    completion_id: id,
+    reply_subject: `reply.${id}`,
+    base_model: 'tiny',
+    base_model_dir: 'tiny',
+    adapter: null,
+    deadline: Date.now() + 60_000,
+    model: 'tiny',
+    prompt_tokens: prompt,
+    num_samples: 1,
+    sampling_params: { max_tokens: 6, temperature: 1, top_k: -1, top_p: 1, stop: [], seed: 5, ...sampling },
+    prompt_logprobs: false,
+    topk_prompt_logprobs: 0,
+    ...extra,
+  };
 }
 
 /** Lets queued callbacks, the decode loop's turns included, run until `done()` holds. */
@@ -424,6 +443,85 @@ describe('InferenceScheduler', () => {
       expect(bus.types('gone')).not.toContain('done');
       expect(bus.of('gone').filter((e) => e.type === 'delta').length).toBeLessThan(200);
       expect(bus.of('stay').at(-1)).toMatchObject({ type: 'done', usage: { completion_tokens: 8 } });
+      expectAllReleased();
+    });
+  });
+
+  describe('a token sampling', () => {
+    const prompt = [3, 17, 42, 99, 7, 250, 11];
+    const resultOf = (id: string) => (bus.of(id).find((e) => (e.type as string) === 'result') as unknown as { result: SampleTokensResult }).result;
+
+    it("samples num_samples sequences in one batch, each token's logprob the model's own log-softmax at temperature 1, then lets go of everything", async () => {
+      start();
+      await scheduler.admit(sampleItem('s', prompt, { num_samples: 3, prompt_logprobs: true, topk_prompt_logprobs: 2 }));
+      await bus.when('s', 'result' as InferenceEvent['type']);
+      expect(bus.types('s')).toEqual(['accepted', 'result']);
+      const result = resultOf('s');
+      expect(result.sequences).toHaveLength(3);
+      const eos = new Set(lm.eosTokenIds);
+      for (const sequence of result.sequences) {
+        expect(sequence.logprobs).toHaveLength(sequence.tokens.length);
+        const last = sequence.tokens[sequence.tokens.length - 1];
+        expect(sequence.stop_reason).toBe(eos.has(last) ? 'stop' : 'length');
+        if (sequence.stop_reason === 'length') expect(sequence.tokens).toHaveLength(6);
+        const own = await sequenceLogprobs(lm.model, [...prompt, ...sequence.tokens]);
+        const sampled = [...own.slice(prompt.length - 1)];
+        sequence.logprobs.forEach((logprob, i) => expect(Math.abs(logprob - sampled[i])).toBeLessThan(1e-4));
+      }
+      // Seeds seed, seed + 1, seed + 2: the samples differ.
+      expect(new Set(result.sequences.map((s) => s.tokens.join(','))).size).toBeGreaterThan(1);
+      const own = await sequenceLogprobs(lm.model, prompt);
+      expect(result.prompt_logprobs?.[0]).toBeNull();
+      (result.prompt_logprobs ?? []).slice(1).forEach((logprob, i) => expect(Math.abs((logprob as number) - own[i])).toBeLessThan(1e-4));
+      expect(result.topk_prompt_logprobs).toHaveLength(prompt.length);
+      expect(result.topk_prompt_logprobs?.[0]).toBeNull();
+      for (const [t, row] of (result.topk_prompt_logprobs ?? []).entries()) {
+        if (t === 0) continue;
+        expect(row).toHaveLength(2);
+        const [[, best], [, second]] = row as [number, number][];
+        expect(best).toBeGreaterThanOrEqual(second);
+        expect(best).toBeGreaterThanOrEqual((result.prompt_logprobs?.[t] as number) - 1e-6);
+      }
+      await until(() => scheduler.heldSequences === 0, 'the sampling retired');
+      expectAllReleased();
+    });
+
+    it('gives the same samples for the same seed, stops on a stop token it includes, and reports the tempered logprob', async () => {
+      start();
+      await scheduler.admit(sampleItem('a', prompt, { num_samples: 2 }, { max_tokens: 12 }));
+      await scheduler.admit(sampleItem('b', prompt, { num_samples: 2 }, { max_tokens: 12 }));
+      await bus.when('a', 'result' as InferenceEvent['type']);
+      await bus.when('b', 'result' as InferenceEvent['type']);
+      expect(resultOf('b').sequences).toEqual(resultOf('a').sequences);
+      // Stop on the second token the first sample drew: it ends there, with it.
+      const stopAt = resultOf('a').sequences[0].tokens[1];
+      await scheduler.admit(sampleItem('c', prompt, {}, { max_tokens: 12, stop: [stopAt] }));
+      await bus.when('c', 'result' as InferenceEvent['type']);
+      const stopped = resultOf('c').sequences[0];
+      expect(stopped.stop_reason).toBe('stop');
+      expect(stopped.tokens[stopped.tokens.length - 1]).toBe(stopAt);
+      expect(stopped.tokens.length).toBeLessThanOrEqual(2);
+      // At temperature 0.5 the first token's logprob is log_softmax(logits / 0.5) there: the distribution it was drawn from.
+      await scheduler.admit(sampleItem('t', prompt, {}, { max_tokens: 1, temperature: 0.5 }));
+      await bus.when('t', 'result' as InferenceEvent['type']);
+      const tempered = resultOf('t').sequences[0];
+      const logits = lm.model.forward([prompt], { lastOnly: true });
+      const row = (await logits.data()) as Float32Array;
+      logits.dispose();
+      const scaled = [...row].map((x) => x / 0.5);
+      const max = Math.max(...scaled);
+      const lse = max + Math.log(scaled.reduce((sum, x) => sum + Math.exp(x - max), 0));
+      expect(Math.abs(tempered.logprobs[0] - (scaled[tempered.tokens[0]] - lse))).toBeLessThan(1e-3);
+    });
+
+    it('refuses token ids outside the vocabulary and a prompt that fills the context window, naming the prompt', async () => {
+      start();
+      await scheduler.admit(sampleItem('v', [1, lm.config.vocabSize]));
+      await scheduler.admit(sampleItem('w', Array.from({ length: lm.prompt.contextWindow }, () => 5)));
+      await bus.when('v', 'error');
+      await bus.when('w', 'error');
+      expect(bus.of('v').at(-1)).toMatchObject({ type: 'error', error: { code: ErrorCode.InvalidRequest, details: { param: 'prompt' } } });
+      expect(bus.of('w').at(-1)).toMatchObject({ type: 'error', error: { code: ErrorCode.ContextLengthExceeded, details: { param: 'prompt' } } });
       expectAllReleased();
     });
   });

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { ErrorCode, InferenceEvent, InferenceWorkItem, ServiceError, Subjects } from '@trainyard/contracts';
+import { ErrorCode, InferenceEvent, InferenceWork, InferenceWorkItem, InferenceWorkRouting, ServiceError, Subjects, TokenSampleEvent, TokenSampleWorkItem } from '@trainyard/contracts';
 import { CompiledGrammar, GrammarError, LoadedModel, LoraAttachment, ModelLoadError, PromptCache, PromptError, ToolCallSyntax } from '@trainyard/engine';
 import { MessageBus } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort, WorkerLoad } from '@trainyard/runtime';
@@ -7,12 +7,14 @@ import { InferenceWorkerConfig } from '../config/inference-worker.config';
 import { AdapterCache } from '../models/adapter-cache';
 import { ModelCache } from '../models/model-cache';
 import { RunningCompletion } from './completion';
+import type { DecodingWork } from './decoding-work';
 import { CompletionGrammars } from './completion-grammars';
 import { CompletionHolds } from './completion-holds';
 import { DecodeBatches } from './decode-batches';
 import { EarlyCancels } from './early-cancels';
-import { errorEvent, grammarErrorEvent } from './inference-events';
+import { ErrorEvent, errorEvent, grammarErrorEvent } from './inference-events';
 import { Admission, SlotLedger } from './slot-ledger';
+import { RunningSampling } from './token-sampling';
 
 type Emit = (event: InferenceEvent) => void;
 
@@ -26,11 +28,14 @@ type Emit = (event: InferenceEvent) => void;
  * keeps each accepted completion's shutdown hold and liveness answer, EarlyCancels remembers
  * completions cancelled before they decode, CompletionGrammars compiles what constrains a reply,
  * DecodeBatches runs the batches. This class takes a completion through them and retires it.
+ * A token sampling (RunningSampling) takes the same way, without the grammar and the chat
+ * template, and answers with one result event instead of a stream.
  */
 @Injectable()
 export class InferenceScheduler implements OnModuleDestroy {
   private readonly logger = new Logger(InferenceScheduler.name);
-  private readonly running = new Map<string, RunningCompletion>();
+  /** Chat completions and token samplings decoding on this worker, by id. */
+  private readonly running = new Map<string, DecodingWork>();
   private readonly batches: DecodeBatches;
   private readonly slots: SlotLedger;
   private readonly holds: CompletionHolds;
@@ -81,15 +86,16 @@ export class InferenceScheduler implements OnModuleDestroy {
     this.slots.stop();
   }
 
-  /** Prefills a new completion into the batch of its model and starts decoding it. */
-  async admit(item: InferenceWorkItem): Promise<void> {
+  /** Prefills a new completion (or token sampling) into the batch of its model and starts decoding it. */
+  async admit(item: InferenceWork): Promise<void> {
     if (this.cancels.take(item.completion_id)) return;
     // Redelivered while this worker still has it (a stall longer than the ack wait): run it once.
     if (this.holds.has(item.completion_id)) return;
     // Its sequences are held from now until each one decodes (or is done).
-    const admission = this.slots.admit(item.params.n);
+    const admission = this.slots.admit(item.kind === 'sample_tokens' ? item.num_samples : item.params.n);
     try {
-      await this.start(item, admission);
+      if (item.kind === 'sample_tokens') await this.startSampling(item, admission);
+      else await this.start(item, admission);
     } finally {
       admission.close();
     }
@@ -121,7 +127,7 @@ export class InferenceScheduler implements OnModuleDestroy {
     this.holds.take(item.completion_id);
     const emit = this.emitter(item);
     emit({ type: 'accepted' });
-    const weights = await this.loadWeights(item, emit);
+    const weights = await this.loadWeights(item, item.params.model, emit);
     if (!weights) return;
     const toolSyntax = this.grammars.toolSyntax(weights.lm, item);
     const grammar = await this.prepareGrammar(weights.lm, item, toolSyntax, emit);
@@ -139,6 +145,75 @@ export class InferenceScheduler implements OnModuleDestroy {
     this.startLoop();
   }
 
+  /** Takes a token sampling from the queue to its first tokens: accept, load, check, prefill. */
+  private async startSampling(item: TokenSampleWorkItem, admission: Admission): Promise<void> {
+    this.holds.take(item.completion_id);
+    const emit = this.samplingEmitter(item);
+    emit({ type: 'accepted' });
+    const weights = await this.loadWeights(item, item.model, emit);
+    if (!weights) return;
+    await this.exclusive(async () => {
+      if (this.cancels.take(item.completion_id)) {
+        this.release(item);
+        return;
+      }
+      const sampling = this.openSampling(item, weights.lm, emit);
+      if (sampling) await this.batches.join(sampling, weights.adapter, admission);
+      this.retireFinished();
+    });
+    this.startLoop();
+  }
+
+  /**
+   * How a token sampling's events are sent to the chat replica waiting for it. A result NATS
+   * cannot carry (chat bounds the request so that it fits) becomes an error rather than silence.
+   */
+  private samplingEmitter(item: TokenSampleWorkItem): (event: TokenSampleEvent) => void {
+    return (event) => {
+      try {
+        this.bus.publishTo(Subjects.chat.tokenSampleEvents, item.reply_subject, event);
+      } catch (err) {
+        this.logger.error(`cannot send ${event.type} of ${item.completion_id}: ${(err as Error).message}`);
+        if (event.type !== 'result') return;
+        try {
+          this.bus.publishTo(Subjects.chat.tokenSampleEvents, item.reply_subject, errorEvent(ErrorCode.Internal, `The sampling result could not be sent: ${(err as Error).message}`));
+        } catch {
+          // The connection is gone: chat sees the worker stop answering for it.
+        }
+      }
+    };
+  }
+
+  /**
+   * The running sampling, or null once the refusal has been told. Chat checks the token ids and
+   * the lengths before queueing (when it can read the model's config); these checks are a defence.
+   */
+  private openSampling(item: TokenSampleWorkItem, lm: LoadedModel, emit: (event: TokenSampleEvent) => void): RunningSampling | null {
+    const refuse = (code: ErrorCode, message: string, param?: string) => {
+      this.release(item);
+      emit(errorEvent(code, message, param));
+      return null;
+    };
+    const vocab = lm.config.vocabSize;
+    const prompt = item.prompt_tokens;
+    const bad = prompt.findIndex((id) => !Number.isInteger(id) || id < 0 || id >= vocab);
+    if (prompt.length === 0) return refuse(ErrorCode.InvalidRequest, 'prompt has no tokens', 'prompt');
+    if (bad >= 0) return refuse(ErrorCode.InvalidRequest, `prompt token ${bad} is ${prompt[bad]}, outside the vocabulary of ${item.model} (0 to ${vocab - 1})`, 'prompt');
+    const window = lm.prompt.contextWindow;
+    const maxTokens = lm.prompt.room(prompt.length, item.sampling_params.max_tokens ?? window);
+    if (maxTokens < 1) {
+      return refuse(ErrorCode.ContextLengthExceeded, `This model's maximum context length is ${window} tokens, but the prompt has ${prompt.length}, leaving no room to sample`, 'prompt');
+    }
+    try {
+      const sampling = new RunningSampling(item, lm, maxTokens, emit);
+      this.running.set(sampling.id, sampling);
+      return sampling;
+    } catch (err) {
+      this.logger.error(`cannot open ${item.completion_id}: ${(err as Error).stack}`);
+      return refuse(ErrorCode.Internal, 'Sampling failed on the inference worker');
+    }
+  }
+
   /** How a completion's events are sent: numbered from 0, so the gateway notices one lost in transit. */
   private emitter(item: InferenceWorkItem): Emit {
     let seq = 0;
@@ -146,7 +221,7 @@ export class InferenceScheduler implements OnModuleDestroy {
   }
 
   /** The base model and the checkpoint's adapter, or null once the failure has been told. */
-  private async loadWeights(item: InferenceWorkItem, emit: Emit): Promise<{ lm: LoadedModel; adapter: LoraAttachment | null } | null> {
+  private async loadWeights(item: InferenceWorkRouting, model: string, emit: (event: ErrorEvent) => void): Promise<{ lm: LoadedModel; adapter: LoraAttachment | null } | null> {
     try {
       const lm = await this.models.acquire(item.base_model_dir);
       const adapter = item.adapter ? await this.adapters.acquire(lm, item.adapter) : null;
@@ -155,8 +230,8 @@ export class InferenceScheduler implements OnModuleDestroy {
       this.release(item);
       this.logger.error(`cannot load weights for ${item.completion_id}: ${(err as Error).message}`);
       // A model directory the engine cannot read fails the same way on every worker: the request is at fault, not the moment.
-      if (err instanceof ModelLoadError) emit(errorEvent(ErrorCode.InvalidRequest, `The model ${item.params.model} cannot be served by this engine: ${err.reason}${err.tensor ? ` (tensor ${err.tensor})` : ''}`, 'model'));
-      else emit(errorEvent(ErrorCode.Unavailable, `The weights of ${item.params.model} could not be loaded on this worker`));
+      if (err instanceof ModelLoadError) emit(errorEvent(ErrorCode.InvalidRequest, `The model ${model} cannot be served by this engine: ${err.reason}${err.tensor ? ` (tensor ${err.tensor})` : ''}`, 'model'));
+      else emit(errorEvent(ErrorCode.Unavailable, `The weights of ${model} could not be loaded on this worker`));
       return null;
     }
   }
@@ -220,7 +295,7 @@ export class InferenceScheduler implements OnModuleDestroy {
   }
 
   /** Lets go of the weights a completion held, of its hold on shutdown, and stops answering for it. */
-  private release(item: InferenceWorkItem): void {
+  private release(item: InferenceWorkRouting): void {
     this.models.release(item.base_model_dir);
     if (item.adapter) this.adapters.release(item.adapter);
     this.holds.release(item.completion_id);

@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { InferenceWorkItem, Subjects, WorkQueues } from '@trainyard/contracts';
+import { InferenceWork, Subjects, WorkQueues } from '@trainyard/contracts';
 import { EventSubscription, MessageBus, WorkMessage, WorkQueueReader } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort } from '@trainyard/runtime';
 import { InferenceScheduler } from './inference-scheduler';
@@ -54,7 +54,7 @@ export class WorkQueueConsumer implements OnApplicationBootstrap, OnModuleDestro
   }
 
   /** One request for work, announced to the peers while it is outstanding. */
-  private async ask(queue: WorkQueueReader<InferenceWorkItem>): Promise<WorkMessage<InferenceWorkItem> | null> {
+  private async ask(queue: WorkQueueReader<InferenceWork>): Promise<WorkMessage<InferenceWork> | null> {
     this.asking = true;
     this.announce();
     try {

@@ -168,17 +168,25 @@ export class TrainingJobRepository {
   }
 
   /** Moves an unfinished job to a final state; false if it already was final. */
+  /**
+   * Ends the job (unless it already ended, or is not in `onlyFrom`) and stores its final event
+   * in the same transaction, so that whoever sees the job ended finds its final event too.
+   */
   async finish(
     id: string,
     status: TrainingJobStatus,
-    fields: { errorMessage?: string; checkpointStep?: number } = {},
+    fields: { errorMessage?: string; checkpointStep?: number },
+    finalEvent: { type: TrainingEventType; data: Record<string, unknown> },
     onlyFrom?: TrainingJobStatus,
   ): Promise<boolean> {
-    const { count } = await this.prisma.trainingJob.updateMany({
-      where: { id, status: onlyFrom ?? { notIn: TERMINAL } },
-      data: { status, trainingEnd: new Date(), errorMessage: withoutNul(fields.errorMessage) ?? null, checkpointStep: fields.checkpointStep ?? null },
+    return this.prisma.$transaction(async (tx) => {
+      const { count } = await tx.trainingJob.updateMany({
+        where: { id, status: onlyFrom ?? { notIn: TERMINAL } },
+        data: { status, trainingEnd: new Date(), errorMessage: withoutNul(fields.errorMessage) ?? null, checkpointStep: fields.checkpointStep ?? null },
+      });
+      if (count === 1) await tx.$executeRaw`${insertEvent(id, finalEvent.type, finalEvent.data, FINAL_EVENT_KEY)}`;
+      return count === 1;
     });
-    return count === 1;
   }
 
   /** What the worker found when it planned the job: why it will make no gradient step, if it will make none. */
@@ -192,10 +200,7 @@ export class TrainingJobRepository {
 
   /** Stores an event once per dedupe key: a redelivered report adds nothing. */
   async appendEvent(jobId: string, type: TrainingEventType, data: Record<string, unknown>, dedupeKey: string): Promise<boolean> {
-    const rows = await this.prisma.$executeRaw`
-      INSERT INTO job_events (id, job_id, type, data, dedupe_key)
-      VALUES (gen_random_uuid(), ${jobId}::uuid, ${type}, ${withoutNul(JSON.stringify(data))}::jsonb, ${dedupeKey})
-      ON CONFLICT (job_id, dedupe_key) DO NOTHING`;
+    const rows = await this.prisma.$executeRaw`${insertEvent(jobId, type, data, dedupeKey)}`;
     return rows === 1;
   }
 
@@ -255,4 +260,15 @@ function fineTuningConditions({ fineTuning, metadata }: JobFilter): Prisma.Train
 /** jsonb and text columns refuse NUL; an error message may quote sampled text that has one. */
 function withoutNul<T extends string | undefined>(text: T): T {
   return (text === undefined ? text : text.split(String.fromCharCode(0)).join('').split('\\u0000').join('')) as T;
+}
+
+/** The dedupe key of a job's one final event (training_ended or training_failed). */
+export const FINAL_EVENT_KEY = 'final';
+
+/** Stores an event once per dedupe key. */
+function insertEvent(jobId: string, type: TrainingEventType, data: Record<string, unknown>, dedupeKey: string): Prisma.Sql {
+  return Prisma.sql`
+    INSERT INTO job_events (id, job_id, type, data, dedupe_key)
+    VALUES (gen_random_uuid(), ${jobId}::uuid, ${type}, ${withoutNul(JSON.stringify(data))}::jsonb, ${dedupeKey})
+    ON CONFLICT (job_id, dedupe_key) DO NOTHING`;
 }

@@ -21,6 +21,7 @@ import {
   Subjects,
   TrainingEventRecord,
   TrainingEventType,
+  TrainingJobStatus,
   TrainingJobPayload,
   TrainingJobRecord,
   TERMINAL_JOB_STATUSES,
@@ -32,7 +33,7 @@ import { TrainingDataSource } from '../data/training-data.source';
 import { issueAt, pathToLoc } from './issues';
 import { JobQueue } from './job-queue';
 import { gradientStepNumber, toEventRecord, toJobRecord } from './job-record';
-import { JobRow, TrainingJobRepository } from './training-job.repository';
+import { FINAL_EVENT_KEY, JobRow, TrainingJobRepository } from './training-job.repository';
 
 /** A validated job, ready to be stored and queued. */
 export interface AcceptedJob {
@@ -216,8 +217,7 @@ export class TrainingJobsService {
     }
     if (job.status !== 'cancelled') {
       await this.jobs.requestCancel(job.id);
-      if (await this.jobs.finish(job.id, 'cancelled', { errorMessage: CANCELLED }, 'queued')) {
-        await this.recordFinalEvent(job.id, 'cancelled', CANCELLED);
+      if (await this.finish(job.id, 'cancelled', { errorMessage: CANCELLED }, 'queued')) {
         await this.queue.advance(job.modelId);
       } else {
         this.bus.publish(Subjects.training.cancelRequested, { job_id: job.id });
@@ -233,10 +233,20 @@ export class TrainingJobsService {
     }
   }
 
-  /** The one final event of a job: training_ended on success, training_failed otherwise. */
+  /**
+   * Ends a job that has not ended (and is in `onlyFrom`, when given) with its final event, in
+   * one transaction; false when it had already ended.
+   */
+  async finish(jobId: string, status: TrainingJobStatus, fields: { errorMessage?: string; checkpointStep?: number }, onlyFrom?: TrainingJobStatus): Promise<boolean> {
+    const ended = await this.jobs.finish(jobId, status, fields, finalEvent(status, fields.errorMessage ?? null), onlyFrom);
+    if (ended) this.bus.publish(Subjects.training.eventsAppended, { job_id: jobId }, { suffix: jobId });
+    return ended;
+  }
+
+  /** The job's final event, if it is not stored yet (a job ended before events were written with it). */
   async recordFinalEvent(jobId: string, status: string, errorMessage: string | null): Promise<void> {
-    if (status === 'succeeded') await this.appendEvent(jobId, 'training_ended', {}, 'final');
-    else await this.appendEvent(jobId, 'training_failed', { error_message: errorMessage ?? `training job ${status}` }, 'final');
+    const { type, data } = finalEvent(status, errorMessage);
+    await this.appendEvent(jobId, type, data, FINAL_EVENT_KEY);
   }
 
   /** Stores a validated job (with the experimental_config it was sent, for its record) and queues it. */
@@ -288,6 +298,12 @@ export class TrainingJobsService {
 }
 
 export const CANCELLED = 'Training job was cancelled';
+
+/** The one final event of a job: training_ended on success, training_failed otherwise. */
+function finalEvent(status: string, errorMessage: string | null): { type: TrainingEventType; data: Record<string, unknown> } {
+  if (status === 'succeeded') return { type: 'training_ended', data: {} };
+  return { type: 'training_failed', data: { error_message: errorMessage ?? `training job ${status}` } };
+}
 
 export function isTerminal(status: string): boolean {
   return (TERMINAL_JOB_STATUSES as readonly string[]).includes(status);

@@ -37,9 +37,8 @@ export class AbandonedJobsWatcher implements OnApplicationBootstrap, OnModuleDes
   /** The message is removed from the stream once this resolves. */
   private async abandon({ job_id }: TrainingWorkItem, deliveries: number): Promise<void> {
     const reason = `Training gave up after ${deliveries} attempts: the training worker stopped or could not report each time`;
-    if (await this.jobs.finish(job_id, 'failed', { errorMessage: reason })) {
+    if (await this.service.finish(job_id, 'failed', { errorMessage: reason })) {
       this.logger.error(`job ${job_id}: ${reason}`);
-      await this.service.recordFinalEvent(job_id, 'failed', reason);
       const job = await this.jobs.findSummary(job_id);
       if (job) await this.queue.advance(job.modelId);
     }

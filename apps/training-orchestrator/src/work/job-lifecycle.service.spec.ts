@@ -14,7 +14,7 @@ describe('JobLifecycleService', () => {
     queue = new FakeJobQueue();
     blobs = new FakeBlobs();
     const bus = new FakeBus();
-    // Only appendEvent and recordFinalEvent are used here: they need the repository and the bus.
+    // Only finish, appendEvent and recordFinalEvent are used here: they need the repository and the bus.
     const service = new TrainingJobsService(jobs.repository, queue.queue, null as never, blobs.blobs, null as never, bus.bus);
     lifecycle = new JobLifecycleService(jobs.repository, service, queue.queue, blobs.blobs);
   });

@@ -92,12 +92,12 @@ export class JobLifecycleService {
       request.outcome === 'succeeded'
         ? { checkpointStep: request.checkpoint_step }
         : { errorMessage: request.outcome === 'failed' ? request.error_message : CANCELLED };
-    await this.jobs.finish(request.job_id, status, fields);
+    await this.service.finish(request.job_id, status, fields);
     // Also after a repeated report; it only counts what is stored.
     if (status === 'succeeded') await this.jobs.recordTrainedTokens(request.job_id);
     const job = await this.jobs.findSummary(request.job_id);
     if (!job) throw ServiceError.notFound(`Training job ${request.job_id} not found`);
-    // Also after a repeated report, so a crash between the two writes cannot lose the event.
+    // A repeated report of a job that ended before its final event was stored with it.
     await this.service.recordFinalEvent(job.id, job.status, job.errorMessage);
     await this.queue.advance(job.modelId);
     return toJobRecord(job);

@@ -1,4 +1,5 @@
 import type { WireError } from '../errors';
+import type { TokenSampleWorkItem } from './token-sampling.messages';
 
 /** A chat message as the OpenAI API carries it; text-part content is joined by the gateway. */
 export interface ChatMessageInput {
@@ -83,6 +84,11 @@ export interface StartCompletionRequest {
   entity_name: string;
   /** Whether the caller asked for logprobs explicitly (true/false) or left it to the default (null). */
   logprobs_requested: boolean | null;
+  /**
+   * The completion is stored for training (`store`): the worker reports every token's logprob
+   * and the token ids, whether or not the answer shows them. Absent from older gateways.
+   */
+  record_tokens?: boolean;
   params: ChatCompletionParams;
   reply_subject: string;
 }
@@ -98,17 +104,27 @@ export interface StartCompletionReply {
   logprobs: boolean;
 }
 
-/** chat -> inference worker, through the inference work queue. */
-export interface InferenceWorkItem {
+/** What every item of the inference work queue carries: its id, where to answer, which weights, until when. */
+export interface InferenceWorkRouting {
+  /** The work's id (a completion's, or a token sampling's request_id): cancels and liveness go by it. */
   completion_id: string;
   reply_subject: string;
   base_model: string;
   base_model_dir: string;
   adapter: { path: string; sha256: string | null; step: number; model_id: string } | null;
-  params: ChatCompletionParams;
   /** Epoch ms after which nobody waits for this any more: a worker drops it unstarted. */
   deadline: number;
 }
+
+/** chat -> inference worker, through the inference work queue: a chat completion. */
+export interface InferenceWorkItem extends InferenceWorkRouting {
+  /** Absent on items queued before token sampling existed. */
+  kind?: 'chat_completion';
+  params: ChatCompletionParams;
+}
+
+/** Everything the inference work queue carries: chat completions and token samplings. */
+export type InferenceWork = InferenceWorkItem | TokenSampleWorkItem;
 
 export interface TokenInfo {
   id: number;

@@ -1,4 +1,5 @@
 import type { SortOrder } from '../registry/checkpoints.messages';
+import type { ServedTrace } from './stored-completions.messages';
 
 /**
  * Stored responses and conversations (OpenAI's Responses state), kept by the chat service:
@@ -55,7 +56,12 @@ export interface ResponseContextReply {
 /** gateway -> chat, once a response is answered and before its client sees the end of it. */
 export interface StoreResponseRequest extends EntityScope {
   /** Kept for retrieval (`store`): the response, and every input item the model was given. */
-  stored: { response: ResponseObject; input_items: ResponseItem[] } | null;
+  stored: {
+    response: ResponseObject;
+    input_items: ResponseItem[];
+    /** What the model was served, for export as training data (absent from older gateways). */
+    trace?: ServedTrace;
+  } | null;
   /** A conversation the response was made in: its own input items and its output are appended. */
   conversation: { id: string; items: ResponseItem[] } | null;
 }

@@ -38,6 +38,16 @@ export class BaseServiceConfig {
   JETSTREAM_PREFIX = '';
 
   /**
+   * Servers of the NATS cluster that each keep a copy of every work queue and blob bucket:
+   * 1 on one server, 3 on a three-server cluster (a queue then survives the loss of one).
+   */
+  @IsInt()
+  @Min(1)
+  @Max(5)
+  @Type(() => Number)
+  JETSTREAM_REPLICAS = 1;
+
+  /**
    * On SIGTERM, how long work in progress (HTTP and NATS requests, completions being
    * generated) may take to finish; past it, what is left is failed clearly or handed back.
    */

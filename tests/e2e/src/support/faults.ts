@@ -1,11 +1,11 @@
 import { CheckpointRecord, Page, Subjects, TrainingEventRecord, TrainingJobRecord, WorkerAnnouncement } from '@trainyard/contracts';
-import { waitFor } from '@trainyard/testing';
+import { TestNatsServer, waitFor } from '@trainyard/testing';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, JSONCodec } from 'nats';
 import { sseBlocks } from './sse';
-import { AppName, Stack } from './stack';
+import { AppName, NatsUnderTest, Stack } from './stack';
 
 // What the fault tests share: chat traffic that records how every request ended, training
 // jobs on the tiny model, and the checks that nothing was lost, doubled or half-written.
@@ -466,8 +466,12 @@ export interface FaultContext {
  * server; under the supervisor of `npm start` when `supervised`), the tiny model, a key and the
  * SFT data every job trains on.
  */
-export async function startFaultStack(database?: { url: string }, supervised?: { env?: Record<string, string> }): Promise<FaultContext> {
-  const stack = await Stack.start({ env: { MAX_COMPLETION_TOKENS: '2000' }, database, supervised });
+export async function startFaultStack<Nats extends NatsUnderTest = TestNatsServer>(
+  database?: { url: string },
+  supervised?: { env?: Record<string, string> },
+  messaging?: { nats: () => Promise<Nats>; env: Record<string, string> },
+): Promise<FaultContext & { stack: Stack<Nats> }> {
+  const stack = await Stack.start<Nats>({ env: { MAX_COMPLETION_TOKENS: '2000', ...messaging?.env }, database, supervised, nats: messaging?.nats });
   stack.addTinyModel(BASE_MODEL);
   const { key } = await stack.createKey('acme');
   return { stack, key, fileId: await uploadSftData(stack, key, SFT_LINES) };
@@ -502,6 +506,8 @@ export interface FaultReport {
   unresolvedProbe: ChatOutcome;
   /** Requests sent once the part was back (after the first answer that followed its restart). */
   after: ChatOutcome[];
+  /** From the part's restart (its process started, or ready under the supervisor) to the first request answered after it. */
+  servedAgainMs: number;
   job: TrainingJobRecord;
 }
 
@@ -547,6 +553,7 @@ export async function runFault({ stack, key, fileId }: FaultContext, fault: Faul
     await (fault.whileDown ? fault.whileDown(jobId) : sleep(2_000));
     const restartedAt = Date.now();
     await fault.restart();
+    const startedAgainAt = Date.now();
     const back = await waitForChat(stack, key, model.name, `chat to answer again after the ${fault.name} fault`);
     const backAt = back.endedAt ?? Date.now();
     await waitFor(() => traffic.since(backAt).some(isSuccess), { what: 'the traffic to be answered again', timeoutMs: 60_000 });
@@ -575,6 +582,7 @@ export async function runFault({ stack, key, fileId }: FaultContext, fault: Faul
       whileDown: [probe, ...outcomes.filter((o) => o.startedAt >= killedAt && o.startedAt < restartedAt)],
       unresolvedProbe,
       after,
+      servedAgainMs: backAt - startedAgainAt,
       job,
     };
   } finally {
@@ -596,6 +604,7 @@ export function describeFault(report: FaultReport): string {
       ([kind, o]) => `long ${kind}: ${isSuccess(o) ? 'answered' : `${o.status} ${o.error?.code ?? ''}`} after ${ms([o])} ms`,
     ),
     `while down: ${count(report.whileDown, isSuccess)}/${report.whileDown.length} answered, failures ${failures(report.whileDown)}, slowest ${ms(report.whileDown)} ms`,
+    `answered again ${report.servedAgainMs} ms after the restart`,
     `after: ${count(report.after, isSuccess)}/${report.after.length} answered`,
     `job: ${report.job.status}${report.job.error_message ? ` (${report.job.error_message})` : ''}, step ${report.job.checkpoint_step}`,
   ].join('; ');

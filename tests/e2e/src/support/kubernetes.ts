@@ -33,16 +33,21 @@ export function render(dir: string): K8sObject[] {
 type Validated = { validate(): void };
 type ModelClass = new (data: unknown) => Validated;
 
+/** Packages of the custom resources the manifests use, by API group (their CRDs' schemas). */
+const CUSTOM_RESOURCE_MODELS: Record<string, string> = { 'keda.sh': '@kubernetes-models/keda' };
+
 /**
  * Validates an object against the Kubernetes OpenAPI schema of its apiVersion and kind, as
  * vendored (precompiled) by the kubernetes-models package: types, required fields, enums.
+ * Custom resources are checked against their CRD's schema (CUSTOM_RESOURCE_MODELS).
  * Returns the problem, or undefined when it is valid.
  */
 export function schemaProblem(object: K8sObject): string | undefined {
   const [group, version] = object.apiVersion.includes('/') ? object.apiVersion.split('/') : [undefined, object.apiVersion];
   let models: Record<string, ModelClass>;
   try {
-    models = require(group ? `kubernetes-models/${group}/${version}` : `kubernetes-models/${version}`);
+    const custom = group ? CUSTOM_RESOURCE_MODELS[group] : undefined;
+    models = require(custom ? `${custom}/${group}/${version}` : group ? `kubernetes-models/${group}/${version}` : `kubernetes-models/${version}`);
   } catch {
     return `no schema for apiVersion ${object.apiVersion}`;
   }

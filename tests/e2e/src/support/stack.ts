@@ -28,13 +28,19 @@ export type AppName =
  * `supervised`: the apps run under scripts/run-all.mjs, the supervisor `npm start` runs, which
  * starts them again when they die (see Supervisor); otherwise each is a child of the test.
  */
-export class Stack {
+/** What a stack runs on: one nats-server (the default) or a cluster of them. */
+export interface NatsUnderTest {
+  url: string;
+  stop(): Promise<void>;
+}
+
+export class Stack<Nats extends NatsUnderTest = NatsUnderTest> {
   private readonly processes = new Map<AppName, ChildProcess>();
   private readonly replicas: ChildProcess[] = [];
   private supervisor?: Supervisor;
 
   private constructor(
-    readonly nats: TestNatsServer,
+    readonly nats: Nats,
     readonly databaseUrl: string,
     private readonly dropDatabase: () => Promise<void>,
     readonly modelsDir: string,
@@ -48,14 +54,17 @@ export class Stack {
   /**
    * `database`: a migrated database to use instead of a fresh one on the shared server (a
    * test that crashes PostgreSQL brings its own private server); it is not dropped at stop.
+   * `nats`: starts what the stack runs on instead of one private nats-server (a cluster).
    */
-  static async start(options: { env?: Record<string, string>; database?: { url: string }; supervised?: { env?: Record<string, string> } } = {}): Promise<Stack> {
+  static async start<Nats extends NatsUnderTest = TestNatsServer>(
+    options: { env?: Record<string, string>; database?: { url: string }; supervised?: { env?: Record<string, string> }; nats?: () => Promise<Nats> } = {},
+  ): Promise<Stack<Nats>> {
     for (const app of STACK.apps) {
       if (!existsSync(join(ROOT, 'dist/apps', app.name, 'main.js'))) {
         throw new Error(`dist/apps/${app.name}/main.js is missing: build first (npm test does, or npx nx run-many -t build)`);
       }
     }
-    const nats = await startNatsServer();
+    const nats = options.nats ? await options.nats() : ((await startNatsServer()) as unknown as Nats);
     const db = options.database ? { url: options.database.url, drop: async () => undefined } : await createTestDatabase();
     const modelsDir = mkdtempSync(join(tmpdir(), 'trainyard-models-'));
     const artifactsDir = mkdtempSync(join(tmpdir(), 'trainyard-artifacts-'));
@@ -177,7 +186,7 @@ export class Stack {
             if (live.pid !== child.pid) return false;
             return (await fetch(`http://127.0.0.1:${port}/health/ready`)).ok;
           },
-          { what: `${logName} to be ready`, timeoutMs: 30_000, intervalMs: 200 },
+          { what: `${logName} to be ready`, timeoutMs: 60_000, intervalMs: 200 },
         ),
       ]);
     } catch (err) {

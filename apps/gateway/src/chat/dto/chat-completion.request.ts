@@ -19,6 +19,7 @@ import {
   ValidateIf,
   ValidateNested,
 } from 'class-validator';
+import { IsOpenAiMetadata } from '../../fine-tuning/dto/fine-tuning.validators';
 import { IsChatContent, IsParametersSchema, IsStopSequences, IsTemplateKwargs, IsToolChoice } from './chat-content.validators';
 
 export class ToolCallFunctionDto {
@@ -240,4 +241,14 @@ export class ChatCompletionRequest {
   @IsOptional()
   @IsTemplateKwargs()
   chat_template_kwargs?: Record<string, unknown> | null;
+
+  /** OpenAI's stored completions: keep this one (off by default, as OpenAI), with the tokens served, for listing and export. */
+  @IsOptional()
+  @IsBoolean()
+  store?: boolean | null;
+
+  /** Kept with a stored completion; what lists and exports filter on. */
+  @IsOptional()
+  @IsOpenAiMetadata()
+  metadata?: Record<string, string> | null;
 }

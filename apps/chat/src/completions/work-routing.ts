@@ -1,0 +1,13 @@
+import type { InferenceWorkRouting, ResolveModelReply } from '@trainyard/contracts';
+
+/** The weights an inference work item names: the resolved base model and, for a checkpoint, its adapter. */
+export function servedWeights(resolved: ResolveModelReply): Pick<InferenceWorkRouting, 'base_model' | 'base_model_dir' | 'adapter'> {
+  return {
+    base_model: resolved.base_model,
+    base_model_dir: resolved.base_model_dir,
+    adapter:
+      resolved.adapter_path !== null && resolved.model_id !== null && resolved.step !== null
+        ? { path: resolved.adapter_path, sha256: resolved.adapter_sha256, step: resolved.step, model_id: resolved.model_id }
+        : null,
+  };
+}
