@@ -32,6 +32,7 @@ ensure_node_modules
 ensure_nats_binary
 ensure_chromium
 ensure_vulkan
+ensure_tinker_sdk
 ensure_postgres postgres
 export TEST_DATABASE_URL="$DATABASE_URL"
 generate_prisma_client

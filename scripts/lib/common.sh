@@ -115,6 +115,16 @@ ensure_nats_binary() {
   export PATH="$PATH:/usr/sbin"
 }
 
+# The Tinker SDK's e2e test runs the real `tinker` package (vendored, pure Python, under
+# tests/e2e/python/vendor) on the machine's python3; its two compiled dependencies come from
+# Debian: protobuf's runtime and zstandard. Their dist-packages folder goes on PYTHONPATH
+# after the vendored one (tests/e2e/python/README.md).
+ensure_tinker_sdk() {
+  command -v python3 >/dev/null || apt_install python3
+  [ -d /usr/lib/python3/dist-packages/google/protobuf ] && [ -d /usr/lib/python3/dist-packages/zstandard ] \
+    || apt_install python3-protobuf python3-zstandard
+}
+
 # Headless Chromium for the console's browser tests (playwright-core drives it; a test tool's
 # own browser download does not work offline). Debian's package, installed once.
 CHROMIUM=/usr/bin/chromium

@@ -11,6 +11,7 @@ import { ApiHealthController } from './health/api-health.controller';
 import { IdempotencyModule } from './idempotency/idempotency.module';
 import { LimitsModule } from './limits/limits.module';
 import { RegistryModule } from './registry/registry.module';
+import { TinkerModule } from './tinker/tinker.module';
 import { TrainingModule } from './training/training.module';
 
 /** HTTP edge: authentication, validation, OpenAI and preview shapes; NATS client only. */
@@ -27,6 +28,7 @@ export class GatewayModule {
         IdempotencyModule,
         RegistryModule,
         TrainingModule,
+        TinkerModule,
         FineTuningModule,
         FilesModule.forRoot(config),
         ChatModule.forRoot(config),

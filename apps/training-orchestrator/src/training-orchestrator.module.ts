@@ -15,8 +15,12 @@ import { TrainingJobsService } from './jobs/training-jobs.service';
 import { AbandonedJobsWatcher } from './work/abandoned-jobs.watcher';
 import { JobLifecycleService } from './work/job-lifecycle.service';
 import { StrandedJobsWatcher } from './work/stranded-jobs.watcher';
+import { TinkerCallsService } from './tinker/tinker-calls.service';
+import { TinkerController } from './tinker/tinker.controller';
+import { TinkerRepository } from './tinker/tinker.repository';
+import { TinkerService } from './tinker/tinker.service';
 
-/** Training jobs, their states and events; feeds the training queue. */
+/** Training jobs, their states and events; feeds the training queue. Tinker sessions, training clients and futures; feeds the Tinker queue. */
 @Module({})
 export class TrainingOrchestratorModule {
   static forRoot(config: OrchestratorConfig): DynamicModule {
@@ -27,11 +31,11 @@ export class TrainingOrchestratorModule {
           name: 'training-orchestrator',
           config,
           healthSubject: Subjects.training.healthCheck,
-          workQueues: ['training'],
+          workQueues: ['training', 'tinker'],
         }),
         DbModule.forRoot(config.DATABASE_URL),
       ],
-      controllers: [TrainingJobsController],
+      controllers: [TrainingJobsController, TinkerController],
       providers: [
         { provide: OrchestratorConfig, useValue: config },
         BlobStore,
@@ -48,6 +52,9 @@ export class TrainingOrchestratorModule {
         JobLifecycleService,
         AbandonedJobsWatcher,
         StrandedJobsWatcher,
+        TinkerRepository,
+        TinkerService,
+        TinkerCallsService,
       ],
     };
   }

@@ -5,15 +5,17 @@ import { ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
 import { TrainingWorkerConfig } from './config/training-worker.config';
 import { JobRunner } from './training/job-runner';
 import { TrainingQueueConsumer } from './training/training-queue.consumer';
+import { TinkerExecutor } from './tinker/tinker-executor';
+import { TinkerQueueConsumer } from './tinker/tinker-queue.consumer';
 
-/** Consumes training jobs with TensorFlow.js, writes checkpoints and reports events. */
+/** Consumes training jobs and Tinker calls with TensorFlow.js, writes checkpoints and reports events. */
 @Module({})
 export class TrainingWorkerModule {
   static forRoot(config: TrainingWorkerConfig, backend: BackendInfo): DynamicModule {
     return {
       module: TrainingWorkerModule,
       imports: [
-        ServiceRuntimeModule.forRoot({ name: 'training-worker', config, workQueues: ['training'] }),
+        ServiceRuntimeModule.forRoot({ name: 'training-worker', config, workQueues: ['training', 'tinker'] }),
         WorkerPresenceModule.forRoot(
           {
             kind: 'training',
@@ -26,7 +28,7 @@ export class TrainingWorkerModule {
           { requireGpu: config.REQUIRE_GPU },
         ),
       ],
-      providers: [{ provide: TrainingWorkerConfig, useValue: config }, BlobStore, JobRunner, TrainingQueueConsumer],
+      providers: [{ provide: TrainingWorkerConfig, useValue: config }, BlobStore, JobRunner, TrainingQueueConsumer, TinkerExecutor, TinkerQueueConsumer],
     };
   }
 }

@@ -22,3 +22,4 @@ export * from './streams';
 export * from './subjects';
 export * from './training/fine-tuning.messages';
 export * from './training/training-jobs.messages';
+export * from './training/tinker.messages';

@@ -1,4 +1,5 @@
 import type { InferenceWork } from './chat/chat-completion.messages';
+import type { TinkerWorkItem } from './training/tinker.messages';
 import type { TrainingWorkItem } from './training/training-jobs.messages';
 
 /**
@@ -17,6 +18,8 @@ export interface WorkQueueSpec<T = unknown> {
   consumer: string;
   /** How long a worker may hold a message without acking or saying it is still working. */
   ackWaitMs?: number;
+  /** Deliveries before a message is given up (-1: never); the messaging default where absent. */
+  maxDeliver?: number;
   /** Phantom field: carries the message type only, never set. */
   readonly payload?: T;
 }
@@ -38,6 +41,10 @@ export const WorkQueues = {
   inference: workQueue<InferenceWork>({ stream: 'INFERENCE_WORK', subject: 'work.inference.v1', consumer: 'inference-workers', ackWaitMs: 10_000 }),
   // Training workers heartbeat every few seconds: a crashed one's job is redelivered soon.
   training: workQueue<TrainingWorkItem>({ stream: 'TRAINING_WORK', subject: 'work.training.v1', consumer: 'training-workers', ackWaitMs: 20_000 }),
+  // Tinker calls (forward_backward, optim_step, ...), one future per message; the worker that
+  // holds a training client runs its calls in seq_id order and says when one must wait.
+  // A call handed back because its turn has not come is delivered again: never given up on.
+  tinker: workQueue<TinkerWorkItem>({ stream: 'TINKER_WORK', subject: 'work.tinker.v1', consumer: 'tinker-workers', ackWaitMs: 20_000, maxDeliver: -1 }),
 } as const;
 
 export type WorkQueueName = keyof typeof WorkQueues;

@@ -91,6 +91,23 @@ import type {
   TrainingJobRecord,
 } from './training/training-jobs.messages';
 import type { CreateFineTuningJobRequest, JobCheckpointRecord, ListJobCheckpointsRequest } from './training/fine-tuning.messages';
+import type {
+  ClaimTinkerCallReply,
+  ClaimTinkerCallRequest,
+  CompleteTinkerCallRequest,
+  CreateTinkerModelRequest,
+  CreateTinkerSessionRequest,
+  RetrieveTinkerFutureRequest,
+  StoreTinkerStateRequest,
+  SubmitTinkerCallRequest,
+  TinkerFutureReply,
+  TinkerFutureState,
+  TinkerSessionReply,
+  TinkerSessionRequest,
+  TinkerStateReply,
+  TinkerStateRequest,
+  TinkerWeightsInfoReply,
+} from './training/tinker.messages';
 
 /**
  * A request/reply subject together with the types of its request and reply, so both sides
@@ -236,6 +253,27 @@ export const Subjects = {
     cancelRequested: event<CancelTrainingJob>('training.job.cancel-requested.v1'),
     /** `${name}.${job_id}`: an event of that job was stored. */
     eventsAppended: event<JobEventsAppended>('training.job.events.v1'),
+    /** The Tinker API's sessions, training clients and futures (tinker.messages.ts). */
+    tinker: {
+      createSession: rpc<CreateTinkerSessionRequest, TinkerSessionReply>('training.tinker.session.create.v1'),
+      heartbeat: rpc<TinkerSessionRequest, Empty>('training.tinker.session.heartbeat.v1'),
+      /** A training client on a registry model of its own; its future is done at once. */
+      createModel: rpc<CreateTinkerModelRequest, TinkerFutureReply>('training.tinker.model.create.v1'),
+      /** forward_backward, forward, optim_step, save_weights_for_sampler: stored, then queued. */
+      submit: rpc<SubmitTinkerCallRequest, TinkerFutureReply>('training.tinker.call.submit.v1'),
+      /** A future's state now (the gateway holds the SDK's poll by asking again). */
+      retrieve: rpc<RetrieveTinkerFutureRequest, TinkerFutureState>('training.tinker.future.retrieve.v1'),
+      /** Worker to orchestrator: may this worker run the call it pulled, now? */
+      claim: rpc<ClaimTinkerCallRequest, ClaimTinkerCallReply>('training.tinker.call.claim.v1'),
+      /** Worker to orchestrator: the call's result or error; idempotent. */
+      complete: rpc<CompleteTinkerCallRequest, Empty>('training.tinker.call.complete.v1'),
+      /** Worker to orchestrator: a save_weights call's state, kept in PostgreSQL. */
+      storeState: rpc<StoreTinkerStateRequest, Empty>('training.tinker.state.store.v1'),
+      /** A saved state's bytes (parked as a blob), for load_weights. */
+      getState: rpc<TinkerStateRequest, TinkerStateReply>('training.tinker.state.get.v1'),
+      /** POST /api/v1/weights_info: the base model and LoRA settings of a saved state. */
+      weightsInfo: rpc<TinkerStateRequest, TinkerWeightsInfoReply>('training.tinker.state.info.v1'),
+    },
   },
   health: {
     healthCheck: rpc<Empty, ServiceHealthReport>('health.health.check.v1'),

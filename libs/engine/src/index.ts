@@ -35,6 +35,7 @@ export * from './training/sequences';
 export * from './training/rl-loss';
 export * from './training/training-config';
 export * from './training/trainer';
+export * from './training/primitives';
 export { KEPT_PRODUCTS_BYTES } from './training/checkpointing';
 export * from './grammar';
 export * from './tools';

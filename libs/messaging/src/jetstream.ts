@@ -24,7 +24,12 @@ export async function ensureWorkQueue(
   settings: Partial<WorkQueueSettings> = {},
 ): Promise<WorkQueueSpec> {
   const spec = resolveWorkQueue(base, prefix);
-  const { ackWaitMs, maxDeliver, replicas } = { ...DEFAULT_SETTINGS, ...(spec.ackWaitMs ? { ackWaitMs: spec.ackWaitMs } : {}), ...settings };
+  const { ackWaitMs, maxDeliver, replicas } = {
+    ...DEFAULT_SETTINGS,
+    ...(spec.ackWaitMs ? { ackWaitMs: spec.ackWaitMs } : {}),
+    ...(spec.maxDeliver ? { maxDeliver: spec.maxDeliver } : {}),
+    ...settings,
+  };
   const jsm = await nc.jetstreamManager();
   const stream = {
     name: spec.stream,

@@ -27,6 +27,8 @@ export function configureHttp(nest: INestApplication, config: GatewayConfig): vo
   serveConsole(app, config);
   app.useBodyParser('json', { limit: config.MAX_BODY_BYTES, verify: refuseDeepJson });
   app.useBodyParser('urlencoded', { limit: config.MAX_BODY_BYTES, extended: false });
+  // The Tinker SDK's forward_backward body: tinker_public protobuf bytes.
+  app.useBodyParser('raw', { limit: config.MAX_BODY_BYTES, type: 'application/x-protobuf' });
   app.use(refuseReservedKeys);
   app.use(translateBodyParserErrors);
   app.useGlobalPipes(createValidationPipe());

@@ -53,10 +53,13 @@ export class AdamW {
   /**
    * Applies one update. Returns the global gradient norm before clipping (what torch's
    * clip_grad_norm_ returns and trainers log as grad_norm). Does not dispose `grads`.
+   * `overrides` replace the optimizer's options for this step only (a Tinker client sends
+   * Adam's settings with every optim_step).
    */
-  async apply(params: tf.Variable[], grads: tf.Tensor[], learningRate: number): Promise<number> {
+  async apply(params: tf.Variable[], grads: tf.Tensor[], learningRate: number, overrides: AdamWOptions = {}): Promise<number> {
     if (params.length !== grads.length) throw new Error(`${params.length} parameters, ${grads.length} gradients`);
-    const { beta1, beta2, eps, weightDecay, maxGradNorm } = this.options;
+    const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
+    const { beta1, beta2, eps, weightDecay, maxGradNorm } = { ...this.options, ...defined } as Required<AdamWOptions>;
     params.forEach((p, i) => {
       if (!tf.util.arraysEqual(p.shape, grads[i].shape)) throw new Error(`gradient ${i} has shape [${grads[i].shape}], parameter [${p.shape}]`);
     });
@@ -79,6 +82,33 @@ export class AdamW {
     if (g) await this.applyInJs(params, g, step);
     else this.applyOnHeap(params, grads, step);
     return norm;
+  }
+
+  /** Steps taken and each parameter's first and second moments (null where it has none yet), for a saved training state. */
+  async exportMoments(params: tf.Variable[]): Promise<{ step: number; moments: ({ m: Float32Array; v: Float32Array } | null)[] }> {
+    const moments = [];
+    for (const p of params) {
+      const heap = this.heapMoments.get(p);
+      const js = this.jsMoments.get(p);
+      if (heap) moments.push({ m: (await heap.m.data()) as Float32Array, v: (await heap.v.data()) as Float32Array });
+      else if (js) moments.push({ m: js.m.slice(), v: js.v.slice() });
+      else moments.push(null);
+    }
+    return { step: this.t, moments };
+  }
+
+  /** Restores exportMoments' result onto `params` (the same parameters, in the same order, maybe new variables). */
+  importMoments(params: tf.Variable[], state: { step: number; moments: ({ m: Float32Array; v: Float32Array } | null)[] }): void {
+    if (state.moments.length !== params.length) throw new Error(`${state.moments.length} moments for ${params.length} parameters`);
+    this.dispose();
+    this.t = state.step;
+    params.forEach((p, i) => {
+      const moment = state.moments[i];
+      if (!moment) return;
+      if (moment.m.length !== p.size || moment.v.length !== p.size) throw new Error(`moments ${i} have ${moment.m.length} values for a parameter of ${p.size}`);
+      if (adamwKernelAvailable()) this.heapMoments.set(p, { m: tf.keep(tf.tensor(moment.m, p.shape)), v: tf.keep(tf.tensor(moment.v, p.shape)) });
+      else this.jsMoments.set(p, { m: moment.m.slice(), v: moment.v.slice() });
+    });
   }
 
   dispose(): void {

@@ -1,12 +1,12 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { LoadedModel } from '../loader';
 import { LoraAttachment } from '../lora/lora-layer';
-import { AdapterTensors, DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights } from '../lora/peft';
+import { AdapterTensors, DEFAULT_LORA_SPEC, LoraSpec } from '../lora/peft';
 import type { LlamaModel } from '../model/llama';
 import { AdamW, AdamWOptions, REFERENCE_ADAMW } from './adamw';
-import { NextTokenLoss, checkpointedGradients, headLogprobs, nextTokenLogprobValues, nextTokenRows } from './checkpointing';
+import { NextTokenLoss, headLogprobs, nextTokenLogprobValues, nextTokenRows } from './checkpointing';
+import { LoraTrainingClient, microBatches } from './primitives';
 import { AUTO_SFT_BATCH_SIZE, RLTrainingConfig, SftTrainingConfig } from './training-config';
-import { ensureTrainingGradients } from './gradients';
 import { groupAdvantages, rlPolicyLoss } from './rl-loss';
 import { RLSequence, RLTrajectoryGroup, SftConversation, TokenSequence, buildRlSequence, buildSftSequence } from './sequences';
 
@@ -70,14 +70,16 @@ interface ForwardResult {
 /**
  * LoRA fine-tuning of a loaded model: the base weights stay frozen (their backward pass is
  * the custom gradient of FrozenLinear), only the adapter's A and B matrices are trained, with
- * AdamW. One trainer owns the model's adapter hooks until dispose().
+ * AdamW. The jobs' planning and losses (SFT, RL) over the training primitives: every gradient
+ * step is LoraTrainingClient.accumulate per micro-batch, then applyGradients, the same
+ * operations a Tinker client's forward_backward and optim_step are. One trainer owns the
+ * model's adapter hooks until dispose().
  */
 export class LoraTrainer {
-  readonly attachment: LoraAttachment;
-  readonly optimizer: AdamW;
+  /** The adapter, its accumulated gradients and AdamW: the primitives this trainer's steps run on. */
+  readonly client: LoraTrainingClient;
   private readonly model: LlamaModel;
   private readonly microBatchTokens: number;
-  private readonly keptProductsBytes: number | undefined;
 
   constructor(
     readonly lm: LoadedModel,
@@ -85,24 +87,31 @@ export class LoraTrainer {
     init?: AdapterTensors,
     options: TrainerOptions = {},
   ) {
-    ensureTrainingGradients();
     this.model = lm.model;
-    for (const { linear } of this.model.linears()) linear.enableBackward();
-    this.model.lmHead.enableBackward();
-    this.attachment = LoraAttachment.attach(this.model, spec, init ?? initLoraWeights(lm.config, spec, options.seed ?? 0), { trainable: true });
-    this.optimizer = new AdamW({ ...REFERENCE_ADAMW, ...options.optimizer });
+    this.client = new LoraTrainingClient(lm, spec, init, {
+      seed: options.seed,
+      keptProductsBytes: options.keptProductsBytes,
+      optimizer: { ...REFERENCE_ADAMW, ...options.optimizer },
+      attached: true,
+    });
     this.microBatchTokens = options.microBatchTokens ?? 2048;
-    this.keptProductsBytes = options.keptProductsBytes;
+  }
+
+  get attachment(): LoraAttachment {
+    return this.client.attachment;
+  }
+
+  get optimizer(): AdamW {
+    return this.client.optimizer;
   }
 
   /** The current adapter in PEFT names and layouts, for writePeftAdapter. */
   exportAdapter(): Promise<AdapterTensors> {
-    return this.attachment.exportTensors();
+    return this.client.exportAdapter();
   }
 
   dispose(): void {
-    this.attachment.dispose();
-    this.optimizer.dispose();
+    this.client.dispose();
     for (const { linear } of this.model.linears()) linear.disableBackward();
     this.model.lmHead.disableBackward();
   }
@@ -418,33 +427,21 @@ export class LoraTrainer {
    * already normalised by the whole batch). Returns the summed loss and the gradient norm.
    */
   private async gradientStep(learningRate: number, micro: MicroBatch[]): Promise<{ loss: number; gradNorm: number }> {
-    const byLayer = this.attachment.variablesByLayer();
-    const vars = byLayer.flat();
-    const sums = new Map<string, tf.Tensor>();
     let loss = 0;
     try {
       for (const batch of micro) {
-        const { value, grads } = await checkpointedGradients(this.model, nextTokenRows(batch.sequences), byLayer, batch.loss, {
+        const { value } = await this.client.accumulate(nextTokenRows(batch.sequences), batch.loss, {
           chunk: batch.chunk ?? HEAD_CHUNK,
           withEntropy: batch.withEntropy,
           scored: batch.scored,
-          keptProductsBytes: this.keptProductsBytes,
         });
         loss += value;
-        for (const [name, grad] of grads) {
-          const previous = sums.get(name);
-          sums.set(name, previous ? tf.add(previous, grad) : grad);
-          if (previous) {
-            previous.dispose();
-            grad.dispose();
-          }
-        }
       }
-      const gradNorm = await this.optimizer.apply(vars, vars.map((v) => sums.get(v.name) as tf.Tensor), learningRate);
-      return { loss, gradNorm };
-    } finally {
-      sums.forEach((t) => t.dispose());
+    } catch (err) {
+      this.client.discardGradients();
+      throw err;
     }
+    return { loss, gradNorm: await this.client.applyGradients(learningRate) };
   }
 }
 
@@ -460,22 +457,4 @@ interface MicroBatch {
   chunk?: number;
   /** The positions the loss reads (nonzero), [rows * T]: checkpointedGradients runs the lm_head only there. */
   scored?: Float32Array;
-}
-
-/** Row indices grouped so that rows x longest row stays within `budget` tokens. */
-function microBatches(lengths: number[], budget: number): number[][] {
-  const out: number[][] = [];
-  let current: number[] = [];
-  let longest = 0;
-  lengths.forEach((length, i) => {
-    if (current.length > 0 && Math.max(longest, length) * (current.length + 1) > budget) {
-      out.push(current);
-      current = [];
-      longest = 0;
-    }
-    current.push(i);
-    longest = Math.max(longest, length);
-  });
-  if (current.length > 0) out.push(current);
-  return out;
 }

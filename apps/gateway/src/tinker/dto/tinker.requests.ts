@@ -1,0 +1,203 @@
+import { Type } from 'class-transformer';
+import { IsArray, IsBoolean, IsInt, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateIf, ValidateNested } from 'class-validator';
+
+/**
+ * The JSON bodies of the Tinker SDK's routes (tinker 0.25.0, src/tinker/types). Fields the SDK
+ * sends that nothing here reads (`type`, `project_id`, `user_metadata` of a model) are stripped.
+ */
+
+/** POST /api/v1/client/config and client/dynamic_config */
+export class ClientConfigRequest {
+  @IsOptional()
+  @IsString()
+  sdk_version?: string;
+}
+
+/** POST /api/v1/create_session */
+export class CreateSessionRequest {
+  @IsOptional()
+  @IsArray()
+  @IsString({ each: true })
+  tags: string[] = [];
+
+  @IsOptional()
+  @IsObject()
+  user_metadata: Record<string, unknown> = {};
+
+  @IsOptional()
+  @IsString()
+  sdk_version?: string;
+}
+
+/** POST /api/v1/session_heartbeat */
+export class SessionHeartbeatRequest {
+  @IsString()
+  session_id!: string;
+}
+
+export class LoraConfigBody {
+  @IsInt()
+  @Min(1)
+  @Max(256)
+  rank!: number;
+
+  @ValidateIf((_, v) => v !== null && v !== undefined)
+  @IsInt()
+  seed: number | null = null;
+
+  @IsOptional()
+  @IsBoolean()
+  train_unembed = true;
+
+  @IsOptional()
+  @IsBoolean()
+  train_mlp = true;
+
+  @IsOptional()
+  @IsBoolean()
+  train_attn = true;
+}
+
+/** POST /api/v1/create_model */
+export class CreateModelRequest {
+  @IsString()
+  session_id!: string;
+
+  @IsInt()
+  @Min(0)
+  @Max(1_000_000)
+  model_seq_id!: number;
+
+  @IsString()
+  @MaxLength(256)
+  base_model!: string;
+
+  /** The SDK's default when absent: rank 32, every part trained. */
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => LoraConfigBody)
+  lora_config?: LoraConfigBody;
+}
+
+export class AdamParamsBody {
+  @IsNumber()
+  @Min(0)
+  learning_rate = 1e-4;
+
+  @IsNumber()
+  @Min(0)
+  @Max(0.999999)
+  beta1 = 0.9;
+
+  @IsNumber()
+  @Min(0)
+  @Max(0.999999)
+  beta2 = 0.95;
+
+  @IsNumber()
+  @Min(0)
+  eps = 1e-12;
+
+  @IsOptional()
+  @IsNumber()
+  @Min(0)
+  weight_decay = 0;
+
+  /** 0: no clipping. */
+  @IsOptional()
+  @IsNumber()
+  @Min(0)
+  grad_clip_norm = 0;
+}
+
+/** POST /api/v1/optim_step */
+export class OptimStepRequest {
+  @IsString()
+  model_id!: string;
+
+  @IsInt()
+  @Min(1)
+  seq_id!: number;
+
+  @ValidateNested()
+  @Type(() => AdamParamsBody)
+  adam_params!: AdamParamsBody;
+}
+
+/** POST /api/v1/save_weights_for_sampler */
+export class SaveWeightsForSamplerRequest {
+  @IsString()
+  model_id!: string;
+
+  @IsInt()
+  @Min(1)
+  seq_id!: number;
+
+  /** The name under tinker://<model_id>/sampler_weights/. */
+  @IsOptional()
+  @Matches(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/, { message: 'path must be 1 to 128 letters, digits, ".", "_" or "-"' })
+  path?: string;
+
+  @IsOptional()
+  @IsInt()
+  sampling_session_seq_id?: number;
+
+  @IsOptional()
+  @IsInt()
+  ttl_seconds?: number;
+}
+
+/** POST /api/v1/save_weights (the SDK's save_state) */
+export class SaveWeightsRequest {
+  @IsString()
+  model_id!: string;
+
+  @IsInt()
+  @Min(1)
+  seq_id!: number;
+
+  /** The name under tinker://<model_id>/weights/. */
+  @Matches(/^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/, { message: 'path must be 1 to 128 letters, digits, ".", "_" or "-"' })
+  path!: string;
+
+  @IsOptional()
+  @IsBoolean()
+  overwrite = false;
+
+  @IsOptional()
+  @IsInt()
+  ttl_seconds?: number;
+}
+
+/** POST /api/v1/load_weights (load_state, load_state_with_optimizer) */
+export class LoadWeightsRequest {
+  /** Required here: creating a client through load_weights (create_model_via_load_weights) is off. */
+  @IsString()
+  model_id!: string;
+
+  @IsInt()
+  @Min(1)
+  seq_id!: number;
+
+  @Matches(/^tinker:\/\/\S+\/weights\/\S+$/, { message: 'path must be a tinker://<model_id>/weights/<name> path that save_state returned' })
+  path!: string;
+
+  @IsBoolean()
+  optimizer!: boolean;
+}
+
+/** POST /api/v1/weights_info */
+export class WeightsInfoRequest {
+  @IsString()
+  tinker_path!: string;
+}
+
+/** POST /api/v1/retrieve_future */
+export class RetrieveFutureRequest {
+  @IsString()
+  request_id!: string;
+
+  @IsOptional()
+  @IsBoolean()
+  allow_metadata_only = false;
+}

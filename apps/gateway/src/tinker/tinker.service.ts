@@ -1,0 +1,205 @@
+import { Injectable } from '@nestjs/common';
+import {
+  CallerScope,
+  ServiceError,
+  Subjects,
+  TinkerCall,
+  TinkerDatum,
+  TinkerForwardBackwardResult,
+  TinkerFutureReply,
+  TinkerFutureState,
+  TinkerLoraConfig,
+  TinkerResult,
+  TinkerSaveWeightsResult,
+  TinkerStatePathResult,
+  TinkerWeightsInfoReply,
+} from '@trainyard/contracts';
+import { BlobStore, RpcClient } from '@trainyard/messaging';
+import {
+  ClientConfigResponse,
+  ForwardBackwardOutputJson,
+  GetServerCapabilitiesResponse,
+  RequestFailedResponse,
+  TINKER_LOSS_FUNCTIONS,
+  TinkerProtocolError,
+  TryAgainResponse,
+  decodeForwardBackwardRequest,
+  encodeForwardBackwardOutput,
+} from '@trainyard/tinker';
+import {
+  AdamParamsBody,
+  CreateModelRequest,
+  CreateSessionRequest,
+  LoadWeightsRequest,
+  LoraConfigBody,
+  SaveWeightsForSamplerRequest,
+  SaveWeightsRequest,
+} from './dto/tinker.requests';
+
+/** How long retrieve_future holds the SDK's poll before answering try_again (the SDK waits 45 s). */
+export const HOLD_POLL_MS = 35_000;
+/** How often a held poll asks the orchestrator again. */
+const POLL_INTERVAL_MS = 100;
+
+/** What retrieve_future answers: JSON, or protobuf bytes (forward_backward's result, when asked for). */
+export type FutureAnswer = { json: unknown } | { protobuf: Uint8Array };
+
+/**
+ * The Tinker SDK's protocol over our training primitives: validates and decodes what the SDK
+ * sends, hands sessions and calls to the training orchestrator, and answers futures in the
+ * shapes (JSON or tinker_public protobuf) the SDK reads.
+ */
+@Injectable()
+export class TinkerGatewayService {
+  constructor(
+    private readonly rpc: RpcClient,
+    private readonly blobs: BlobStore,
+  ) {}
+
+  /** Plain httpx (no pyqwest), uncompressed forward_backward bodies, no JWT exchange. */
+  clientConfig(): ClientConfigResponse {
+    return {
+      use_pyqwest_transport: false,
+      proto_compress_fwdbwd: false,
+      parallel_fwdbwd_chunks: true,
+      fwdbwd_max_chunk_len: 1024,
+      fwdbwd_max_chunk_bytes_count: 5_000_000,
+      pjwt_auth_enabled: false,
+      sample_no_retries: false,
+      create_model_via_load_weights: false,
+    };
+  }
+
+  async capabilities(): Promise<GetServerCapabilitiesResponse> {
+    const { base_models } = await this.rpc.request(Subjects.registry.listBaseModels, {});
+    return { supported_models: base_models.filter((m) => m.unsupported === null).map((m) => ({ model_name: m.id })) };
+  }
+
+  createSession(scope: CallerScope, body: CreateSessionRequest): Promise<{ session_id: string }> {
+    return this.rpc.request(Subjects.training.tinker.createSession, { ...scope, tags: body.tags, user_metadata: body.user_metadata, sdk_version: body.sdk_version ?? null });
+  }
+
+  async heartbeat(scope: CallerScope, sessionId: string): Promise<{ type: 'session_heartbeat' }> {
+    await this.rpc.request(Subjects.training.tinker.heartbeat, { ...scope, session_id: sessionId });
+    return { type: 'session_heartbeat' };
+  }
+
+  createModel(scope: CallerScope, body: CreateModelRequest): Promise<TinkerFutureReply> {
+    const lora = body.lora_config ?? Object.assign(new LoraConfigBody(), { rank: 32 });
+    if (!lora.train_attn && !lora.train_mlp) throw ServiceError.invalid('lora_config trains nothing: set train_attn or train_mlp', 'lora_config');
+    const loraConfig: TinkerLoraConfig = { rank: lora.rank, seed: lora.seed ?? null, train_attn: lora.train_attn, train_mlp: lora.train_mlp, train_unembed: lora.train_unembed };
+    return this.rpc.request(Subjects.training.tinker.createModel, { ...scope, session_id: body.session_id, model_seq_id: body.model_seq_id, base_model: body.base_model, lora_config: loraConfig });
+  }
+
+  /** POST forward_backward: the SDK's protobuf body, checked and queued as a forward or forward_backward call. */
+  async forwardBackward(scope: CallerScope, body: unknown): Promise<TinkerFutureReply> {
+    if (!(body instanceof Uint8Array)) throw ServiceError.invalid('forward_backward takes a tinker_public.ForwardBackwardRequest body with Content-Type: application/x-protobuf');
+    let request;
+    try {
+      request = decodeForwardBackwardRequest(body);
+    } catch (err) {
+      if (err instanceof TinkerProtocolError) throw ServiceError.invalid(err.message);
+      throw err;
+    }
+    if (!request.modelId) throw ServiceError.invalid('model_id is missing', 'model_id');
+    if (request.seqId < 1) throw ServiceError.invalid(`seq_id must be 1 or more, got ${request.seqId}`, 'seq_id');
+    if (!(TINKER_LOSS_FUNCTIONS as readonly string[]).includes(request.lossFn)) {
+      throw ServiceError.invalid(`loss_fn ${JSON.stringify(request.lossFn)} is not one of ${TINKER_LOSS_FUNCTIONS.join(', ')}`, 'loss_fn');
+    }
+    if (request.data.length === 0) throw ServiceError.invalid('data is empty', 'data');
+    const data: TinkerDatum[] = request.data.map((d, i) => {
+      const T = d.modelInput.length;
+      if (T === 0) throw ServiceError.invalid(`data[${i}].model_input has no tokens`, 'data');
+      const targets = d.lossFnInputs.target_tokens;
+      if (!targets) throw ServiceError.invalid(`data[${i}].loss_fn_inputs.target_tokens is missing`, 'data');
+      for (const [name, t] of Object.entries(d.lossFnInputs)) {
+        if (t.values.length !== T) throw ServiceError.invalid(`data[${i}].loss_fn_inputs.${name} has ${t.values.length} values for ${T} input tokens`, 'data');
+      }
+      return { model_input: d.modelInput, loss_fn_inputs: d.lossFnInputs };
+    });
+    const call: TinkerCall = { kind: request.forwardOnly ? 'forward' : 'forward_backward', loss_fn: request.lossFn, loss_fn_config: request.lossFnConfig, data };
+    return this.submit(scope, request.modelId, request.seqId, call);
+  }
+
+  optimStep(scope: CallerScope, modelId: string, seqId: number, adam: AdamParamsBody): Promise<TinkerFutureReply> {
+    return this.submit(scope, modelId, seqId, { kind: 'optim_step', adam_params: { ...adam } });
+  }
+
+  saveWeightsForSampler(scope: CallerScope, body: SaveWeightsForSamplerRequest): Promise<TinkerFutureReply> {
+    if (body.path === undefined) {
+      throw ServiceError.invalid(
+        'save_weights_for_sampler without a path (save_weights_and_get_sampling_client) needs sampling sessions, which this service does not offer yet: pass a name',
+        'path',
+      );
+    }
+    return this.submit(scope, body.model_id, body.seq_id, { kind: 'save_weights_for_sampler', name: body.path });
+  }
+
+  /** save_state: the adapter and Adam's state under tinker://<model_id>/weights/<name>. */
+  saveWeights(scope: CallerScope, body: SaveWeightsRequest): Promise<TinkerFutureReply> {
+    return this.submit(scope, body.model_id, body.seq_id, { kind: 'save_weights', name: body.path, overwrite: body.overwrite });
+  }
+
+  loadWeights(scope: CallerScope, body: LoadWeightsRequest): Promise<TinkerFutureReply> {
+    return this.submit(scope, body.model_id, body.seq_id, { kind: 'load_weights', path: body.path, optimizer: body.optimizer });
+  }
+
+  weightsInfo(scope: CallerScope, path: string): Promise<TinkerWeightsInfoReply> {
+    return this.rpc.request(Subjects.training.tinker.weightsInfo, { ...scope, path });
+  }
+
+  /**
+   * The future's result, holding the poll until it is done or HOLD_POLL_MS passed (then
+   * try_again, which the SDK follows with another poll at once). `protobuf`: the client asked
+   * for application/x-protobuf, which the SDK requires for forward_backward's result.
+   */
+  async retrieve(scope: CallerScope, requestId: string, protobuf: boolean, signal?: AbortSignal): Promise<FutureAnswer> {
+    const deadline = Date.now() + HOLD_POLL_MS;
+    for (;;) {
+      const state = await this.rpc.request(Subjects.training.tinker.retrieve, { ...scope, request_id: requestId });
+      if (state.state !== 'pending') return this.answer(state, protobuf);
+      if (Date.now() >= deadline || signal?.aborted) {
+        const tryAgain: TryAgainResponse = { type: 'try_again', request_id: requestId, queue_state: 'active' };
+        return { json: tryAgain };
+      }
+      await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+    }
+  }
+
+  private async answer(state: Exclude<TinkerFutureState, { state: 'pending' }>, protobuf: boolean): Promise<FutureAnswer> {
+    if (state.state === 'failed') {
+      const failed: RequestFailedResponse = { error: state.error, category: state.category };
+      return { json: failed };
+    }
+    const result: TinkerResult = state.result ?? (await this.blobs.takeJson(state.result_blob!));
+    switch (state.kind) {
+      case 'forward':
+      case 'forward_backward': {
+        const output = result as TinkerForwardBackwardResult;
+        if (protobuf) return { protobuf: encodeForwardBackwardOutput({ lossFnOutputs: output.loss_fn_outputs, metrics: output.metrics }) };
+        const json: ForwardBackwardOutputJson = {
+          loss_fn_output_type: 'ArrayRecord',
+          loss_fn_outputs: output.loss_fn_outputs.map((o) => ({ logprobs: { data: o.logprobs, dtype: 'float32', shape: [o.logprobs.length] } })),
+          metrics: output.metrics,
+        };
+        return { json };
+      }
+      case 'save_weights_for_sampler': {
+        const { path } = result as TinkerSaveWeightsResult;
+        return { json: { path, type: 'save_weights_for_sampler' } };
+      }
+      case 'create_model':
+        return { json: { ...result, type: 'create_model' } };
+      case 'save_weights':
+      case 'load_weights':
+        return { json: { path: (result as TinkerStatePathResult).path, type: state.kind } };
+      case 'optim_step':
+        return { json: result };
+    }
+  }
+
+  private async submit(scope: CallerScope, modelId: string, seqId: number, call: TinkerCall): Promise<TinkerFutureReply> {
+    // A forward_backward's data runs to megabytes: it travels to the orchestrator as a blob.
+    return this.rpc.request(Subjects.training.tinker.submit, { ...scope, model_id: modelId, seq_id: seqId, call: await this.blobs.putJson(call) }, { timeoutMs: 30_000 });
+  }
+}

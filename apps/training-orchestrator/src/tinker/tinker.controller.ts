@@ -1,0 +1,80 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import {
+  ClaimTinkerCallReply,
+  ClaimTinkerCallRequest,
+  CompleteTinkerCallRequest,
+  CreateTinkerModelRequest,
+  CreateTinkerSessionRequest,
+  RetrieveTinkerFutureRequest,
+  Subjects,
+  SubmitTinkerCallRequest,
+  TinkerFutureReply,
+  TinkerFutureState,
+  TinkerSessionReply,
+  TinkerSessionRequest,
+  StoreTinkerStateRequest,
+  TinkerStateReply,
+  TinkerStateRequest,
+  TinkerWeightsInfoReply,
+} from '@trainyard/contracts';
+import { TinkerCallsService } from './tinker-calls.service';
+import { TinkerService } from './tinker.service';
+
+@Controller()
+export class TinkerController {
+  constructor(
+    private readonly tinker: TinkerService,
+    private readonly calls: TinkerCallsService,
+  ) {}
+
+  @MessagePattern(Subjects.training.tinker.createSession.name)
+  createSession(@Payload() request: CreateTinkerSessionRequest): Promise<TinkerSessionReply> {
+    return this.tinker.createSession(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.heartbeat.name)
+  heartbeat(@Payload() request: TinkerSessionRequest): Promise<Record<string, never>> {
+    return this.tinker.heartbeat(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.createModel.name)
+  createModel(@Payload() request: CreateTinkerModelRequest): Promise<TinkerFutureReply> {
+    return this.tinker.createModel(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.submit.name)
+  submit(@Payload() request: SubmitTinkerCallRequest): Promise<TinkerFutureReply> {
+    return this.tinker.submit(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.retrieve.name)
+  retrieve(@Payload() request: RetrieveTinkerFutureRequest): Promise<TinkerFutureState> {
+    return this.tinker.retrieve(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.claim.name)
+  claim(@Payload() request: ClaimTinkerCallRequest): Promise<ClaimTinkerCallReply> {
+    return this.calls.claim(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.complete.name)
+  complete(@Payload() request: CompleteTinkerCallRequest): Promise<Record<string, never>> {
+    return this.calls.complete(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.storeState.name)
+  storeState(@Payload() request: StoreTinkerStateRequest): Promise<Record<string, never>> {
+    return this.tinker.storeState(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.getState.name)
+  getState(@Payload() request: TinkerStateRequest): Promise<TinkerStateReply> {
+    return this.tinker.getState(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.weightsInfo.name)
+  weightsInfo(@Payload() request: TinkerStateRequest): Promise<TinkerWeightsInfoReply> {
+    return this.tinker.weightsInfo(request);
+  }
+}

@@ -1,0 +1,215 @@
+import type { BlobRef } from '../registry/blob-ref';
+import type { CallerScope } from '../registry/models.messages';
+
+/**
+ * The Tinker training primitives between the gateway (which speaks the SDK's protocol), the
+ * training orchestrator (which owns sessions, training clients and futures, in PostgreSQL) and
+ * the training workers (which hold each training client's adapter, gradients and optimizer
+ * state in memory and run its calls in seq_id order). The SDK's own shapes live in libs/tinker.
+ */
+
+export type TinkerCallKind = 'forward_backward' | 'forward' | 'optim_step' | 'save_weights_for_sampler' | 'save_weights' | 'load_weights';
+export type TinkerFutureKind = TinkerCallKind | 'create_model';
+
+/** The SDK's LoraConfig, defaults filled in. */
+export interface TinkerLoraConfig {
+  rank: number;
+  seed: number | null;
+  train_attn: boolean;
+  train_mlp: boolean;
+  train_unembed: boolean;
+}
+
+/** A loss input as decoded from the SDK's protobuf Tensor: values row-major in `shape`. */
+export interface TinkerTensor {
+  dtype: string;
+  shape: number[];
+  values: number[];
+}
+
+export interface TinkerDatum {
+  /** Input tokens (every encoded_text chunk, in order). */
+  model_input: number[];
+  loss_fn_inputs: Record<string, TinkerTensor>;
+}
+
+export interface TinkerAdamParams {
+  learning_rate: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  weight_decay: number;
+  /** 0: no clipping. */
+  grad_clip_norm: number;
+}
+
+/** One call on a training client, validated by the gateway; what a worker executes. */
+export type TinkerCall =
+  | { kind: 'forward_backward' | 'forward'; loss_fn: string; loss_fn_config: Record<string, number>; data: TinkerDatum[] }
+  | { kind: 'optim_step'; adam_params: TinkerAdamParams }
+  | { kind: 'save_weights_for_sampler'; name: string }
+  /** save_state: the adapter and Adam's state, kept under tinker://<client>/weights/<name>. */
+  | { kind: 'save_weights'; name: string; overwrite: boolean }
+  /** load_state / load_state_with_optimizer: a saved state of the caller's, onto this client. */
+  | { kind: 'load_weights'; path: string; optimizer: boolean };
+
+/** forward / forward_backward: per datum, the targets' log-probs; metrics keyed `name:reduction`. */
+export interface TinkerForwardBackwardResult {
+  loss_fn_outputs: { logprobs: number[] }[];
+  metrics: Record<string, number>;
+}
+
+export interface TinkerOptimStepResult {
+  metrics: Record<string, number>;
+}
+
+export interface TinkerSaveWeightsResult {
+  /** `tinker://<training client id>/sampler_weights/<name>`. */
+  path: string;
+  /** The registry checkpoint the weights became, and the name chat completions serve it by. */
+  checkpoint_step: number;
+  model: string;
+}
+
+export interface TinkerCreateModelResult {
+  model_id: string;
+}
+
+/** save_weights and load_weights: the state's `tinker://<client>/weights/<name>` path. */
+export interface TinkerStatePathResult {
+  path: string;
+}
+
+export type TinkerResult = TinkerForwardBackwardResult | TinkerOptimStepResult | TinkerSaveWeightsResult | TinkerCreateModelResult | TinkerStatePathResult;
+
+// ---------------------------------------------------------------- gateway -> orchestrator
+
+export interface CreateTinkerSessionRequest extends CallerScope {
+  tags: string[];
+  user_metadata: Record<string, unknown>;
+  sdk_version: string | null;
+}
+
+export interface TinkerSessionReply {
+  session_id: string;
+}
+
+export interface TinkerSessionRequest extends CallerScope {
+  session_id: string;
+}
+
+export interface CreateTinkerModelRequest extends CallerScope {
+  session_id: string;
+  model_seq_id: number;
+  base_model: string;
+  lora_config: TinkerLoraConfig;
+}
+
+/** A call on a training client; a repeated (client, seq_id) answers the first future. */
+export interface SubmitTinkerCallRequest extends CallerScope {
+  model_id: string;
+  seq_id: number;
+  call: BlobRef<TinkerCall>;
+}
+
+export interface TinkerFutureReply {
+  request_id: string;
+  model_id?: string;
+}
+
+export interface RetrieveTinkerFutureRequest extends CallerScope {
+  request_id: string;
+}
+
+export type TinkerFutureState =
+  | { state: 'pending'; kind: TinkerFutureKind }
+  /** result inline when small, else parked as a blob. */
+  | { state: 'succeeded'; kind: TinkerFutureKind; result?: TinkerResult; result_blob?: BlobRef<TinkerResult> }
+  | { state: 'failed'; kind: TinkerFutureKind; error: string; category: 'User' | 'Server' | 'Unknown' };
+
+// ---------------------------------------------------------------- worker <-> orchestrator
+
+/** The work queue's message: one future to run. */
+export interface TinkerWorkItem {
+  request_id: string;
+}
+
+export interface ClaimTinkerCallRequest {
+  request_id: string;
+  worker: string;
+}
+
+export interface ClaimedTinkerCall {
+  request_id: string;
+  seq_id: number;
+  /** The training client: its id, owner, registry model and LoRA settings. */
+  client_id: string;
+  entity_id: string;
+  entity_name: string;
+  /** The registry model the client trains (its checkpoints are the saved sampler weights). */
+  model_id: string;
+  model_name: string;
+  base_model: string;
+  lora_config: TinkerLoraConfig;
+  /** seq_id of the client's last applied call: 0 for a client no call has touched yet. */
+  applied_seq: number;
+  call: BlobRef<TinkerCall>;
+}
+
+export type ClaimTinkerCallReply =
+  | { action: 'run'; call: ClaimedTinkerCall }
+  /** Done already, or failed without running (the client's state was lost): acknowledge and drop. */
+  | { action: 'skip'; reason: string }
+  /** Not this call's turn yet (an earlier seq_id is not applied), or another worker holds the client: retry soon. */
+  | { action: 'wait'; reason: string };
+
+export type CompleteTinkerCallRequest = {
+  request_id: string;
+  worker: string;
+} & (
+  | { outcome: 'succeeded'; result: BlobRef<TinkerResult> }
+  | {
+      outcome: 'failed';
+      error: string;
+      category: 'User' | 'Server';
+      /** The worker does not hold the client's state it was asked to continue: every later call fails too. */
+      state_lost?: boolean;
+    }
+);
+
+// ---------------------------------------------------------------- saved states
+
+/** Worker to orchestrator: keep a client's saved state (a safetensors file of adapter and Adam moments). */
+export interface StoreTinkerStateRequest {
+  /** The save_weights call: storing twice for one call keeps the first. */
+  request_id: string;
+  entity_id: string;
+  client_id: string;
+  path: string;
+  overwrite: boolean;
+  base_model: string;
+  lora_config: TinkerLoraConfig;
+  data: BlobRef;
+}
+
+/** A saved state of the caller's entity, by its tinker:// path. */
+export interface TinkerStateRequest extends CallerScope {
+  path: string;
+}
+
+export interface TinkerStateReply {
+  path: string;
+  base_model: string;
+  lora_config: TinkerLoraConfig;
+  data: BlobRef;
+}
+
+/** What create_training_client_from_state asks before it creates the client (the SDK's WeightsInfoResponse). */
+export interface TinkerWeightsInfoReply {
+  base_model: string;
+  is_lora: boolean;
+  lora_rank: number;
+  train_unembed: boolean;
+  train_mlp: boolean;
+  train_attn: boolean;
+}

@@ -1,0 +1,5 @@
+export default {
+  displayName: 'tinker',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

@@ -1,0 +1,4 @@
+from .distro import main
+
+if __name__ == "__main__":
+    main()

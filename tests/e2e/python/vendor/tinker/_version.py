@@ -1,0 +1,4 @@
+from importlib.metadata import version
+
+__title__ = "tinker"
+__version__ = version(__title__)

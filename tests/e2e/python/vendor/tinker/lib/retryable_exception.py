@@ -1,0 +1,3 @@
+class RetryableException(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)

@@ -1,0 +1,3 @@
+from typing_extensions import Literal, TypeAlias
+
+StopReason: TypeAlias = Literal["length", "stop"]

@@ -1,0 +1,3 @@
+from ._pydantic_types.optim_step_response import OptimStepResponse as OptimStepResponse
+
+__all__ = ["OptimStepResponse"]

@@ -1,0 +1,1 @@
+from .untyped_api_future import UntypedAPIFuture as UntypedAPIFuture

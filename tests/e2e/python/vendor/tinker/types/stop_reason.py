@@ -1,0 +1,3 @@
+from ._pydantic_types.stop_reason import StopReason as StopReason
+
+__all__ = ["StopReason"]
