@@ -18,6 +18,7 @@ import { StrandedJobsWatcher } from './work/stranded-jobs.watcher';
 import { TinkerCallsService } from './tinker/tinker-calls.service';
 import { TinkerController } from './tinker/tinker.controller';
 import { TinkerRepository } from './tinker/tinker.repository';
+import { TinkerSamplingService } from './tinker/tinker-sampling.service';
 import { TinkerService } from './tinker/tinker.service';
 
 /** Training jobs, their states and events; feeds the training queue. Tinker sessions, training clients and futures; feeds the Tinker queue. */
@@ -54,6 +55,7 @@ export class TrainingOrchestratorModule {
         StrandedJobsWatcher,
         TinkerRepository,
         TinkerService,
+        TinkerSamplingService,
         TinkerCallsService,
       ],
     };

@@ -97,9 +97,12 @@ import type {
   CompleteTinkerCallRequest,
   CreateTinkerModelRequest,
   CreateTinkerSessionRequest,
+  ResolveTinkerSamplerReply,
+  ResolveTinkerSamplerRequest,
   RetrieveTinkerFutureRequest,
   StoreTinkerStateRequest,
   SubmitTinkerCallRequest,
+  SubmitTinkerSampleRequest,
   TinkerFutureReply,
   TinkerFutureState,
   TinkerSessionReply,
@@ -273,6 +276,10 @@ export const Subjects = {
       getState: rpc<TinkerStateRequest, TinkerStateReply>('training.tinker.state.get.v1'),
       /** POST /api/v1/weights_info: the base model and LoRA settings of a saved state. */
       weightsInfo: rpc<TinkerStateRequest, TinkerWeightsInfoReply>('training.tinker.state.info.v1'),
+      /** create_sampling_session: the serving name of saved sampler weights. */
+      resolveSampler: rpc<ResolveTinkerSamplerRequest, ResolveTinkerSamplerReply>('training.tinker.sampler.resolve.v1'),
+      /** asample: stored as a future and sampled through chat (chat.tokens.sample.v1). */
+      sample: rpc<SubmitTinkerSampleRequest, TinkerFutureReply>('training.tinker.sample.submit.v1'),
     },
   },
   health: {

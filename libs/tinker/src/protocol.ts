@@ -110,6 +110,28 @@ export function samplerWeightsPath(modelId: string, name: string): string {
   return `tinker://${modelId}/sampler_weights/${name}`;
 }
 
+/** The training client and name of a `tinker://<model_id>/sampler_weights/<name>` path; null for any other string. */
+export function parseSamplerWeightsPath(path: string): { modelId: string; name: string } | null {
+  const match = /^tinker:\/\/([^/]+)\/sampler_weights\/(.+)$/.exec(path);
+  return match ? { modelId: match[1], name: match[2] } : null;
+}
+
+/**
+ * A sampling session is a handle on the weights it samples: their serving name, encoded. It
+ * needs no storage (it survives any restart, on any gateway replica), and names nothing a key
+ * could not name itself: chat resolves the serving name with the caller's own scope.
+ */
+export function samplingSessionId(servingName: string): string {
+  return `sampling-${Buffer.from(servingName, 'utf8').toString('base64url')}`;
+}
+
+/** The serving name a sampling session samples; null when the id is not one samplingSessionId made. */
+export function servingNameOfSamplingSession(id: string): string | null {
+  if (!id.startsWith('sampling-')) return null;
+  const name = Buffer.from(id.slice('sampling-'.length), 'base64url').toString('utf8');
+  return name.length > 0 && samplingSessionId(name) === id ? name : null;
+}
+
 /** `tinker://<model_id>/weights/<name>`: how the SDK names a saved state (save_state). */
 export function statePath(modelId: string, name: string): string {
   return `tinker://${modelId}/weights/${name}`;

@@ -59,6 +59,22 @@ def main() -> None:
 
     saved = training.save_weights_for_sampler("sl-final").result()
 
+    # Sampling through the SDK: a sampling client on the saved path, and one that
+    # save_weights_and_get_sampling_client makes (unnamed weights, the same training state), with
+    # the same seed: the same tokens. The trainer then scores prompt and sample.
+    prompt_ids_sdk = sequences[0][:5]
+    params = types.SamplingParams(max_tokens=6, temperature=1.0, seed=7)
+    by_path = service.create_sampling_client(model_path=saved.path)
+    sdk_sample = by_path.sample(
+        prompt=types.ModelInput.from_ints(prompt_ids_sdk), num_samples=2, sampling_params=params, include_prompt_logprobs=True
+    ).result()
+    by_session = training.save_weights_and_get_sampling_client()
+    session_sample = by_session.sample(prompt=types.ModelInput.from_ints(prompt_ids_sdk), num_samples=1, sampling_params=params).result()
+    sdk_tokens = list(sdk_sample.sequences[0].tokens)
+    sdk_all = prompt_ids_sdk + sdk_tokens
+    sdk_scored = training.forward([datum(sdk_all, weights=np.ones(len(sdk_all) - 1, dtype=np.float32))], "cross_entropy").result()
+    sdk_trainer = sdk_scored.loss_fn_outputs[0]["logprobs"].tolist()
+
     # Sample from the saved weights (chat completions serve them under the training client's
     # model name), then score the same tokens with the trainer.
     key = os.environ["TINKER_API_KEY"].removeprefix("tml-")
@@ -113,6 +129,13 @@ def main() -> None:
                 "rl_loss": rl_result.metrics["loss:sum"],
                 "completion_tokens": len(completion_ids),
                 "ppo_loss": ppo_result.metrics["loss:sum"],
+                "sdk_samples": len(sdk_sample.sequences),
+                "sdk_tokens": sdk_tokens,
+                "sdk_stop_reason": str(sdk_sample.sequences[0].stop_reason),
+                "sdk_logprobs": list(sdk_sample.sequences[0].logprobs or []),
+                "sdk_prompt_logprobs": [None if lp is None or lp != lp else lp for lp in (sdk_sample.prompt_logprobs or [])],
+                "sdk_trainer_logprobs": sdk_trainer,
+                "session_tokens": list(session_sample.sequences[0].tokens),
             }
         )
     )

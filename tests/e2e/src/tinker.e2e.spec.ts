@@ -80,6 +80,13 @@ describe('Tinker API with the real tinker SDK', () => {
       rl_loss: number;
       completion_tokens: number;
       ppo_loss: number;
+      sdk_samples: number;
+      sdk_tokens: number[];
+      sdk_stop_reason: string;
+      sdk_logprobs: number[];
+      sdk_prompt_logprobs: (number | null)[];
+      sdk_trainer_logprobs: number[];
+      session_tokens: number[];
     };
     expect(out.models).toContain(BASE);
     expect(out.model_id).toMatch(/^[0-9a-f-]{36}:train:0$/);
@@ -109,6 +116,21 @@ describe('Tinker API with the real tinker SDK', () => {
     // Sampled from the saved weights: the trainer gives the sampled tokens the sampler's logprobs.
     expect(out.trainer_logprobs).toHaveLength(out.sampled_logprobs.length);
     out.trainer_logprobs.forEach((lp, i) => expect(Math.abs(lp - out.sampled_logprobs[i])).toBeLessThan(1e-3));
+    // Sampled through the SDK (asample on a sampling session, protobuf SampleResponse): the
+    // trainer's logprobs of the prompt and of the sampled tokens are the sampler's.
+    const promptLength = 5;
+    expect(out.sdk_samples).toBe(2);
+    expect(out.sdk_tokens.length).toBeGreaterThan(0);
+    expect(out.sdk_tokens.length).toBeLessThanOrEqual(6);
+    expect(out.sdk_stop_reason).toMatch(/stop|length/i);
+    expect(out.sdk_logprobs).toHaveLength(out.sdk_tokens.length);
+    out.sdk_logprobs.forEach((lp, i) => expect(Math.abs(lp - out.sdk_trainer_logprobs[promptLength - 1 + i])).toBeLessThan(1e-3));
+    expect(out.sdk_prompt_logprobs).toHaveLength(promptLength);
+    expect(out.sdk_prompt_logprobs[0]).toBeNull();
+    out.sdk_prompt_logprobs.slice(1).forEach((lp, i) => expect(Math.abs((lp as number) - out.sdk_trainer_logprobs[i])).toBeLessThan(1e-3));
+    // save_weights_and_get_sampling_client: the same training state and seed, the same tokens.
+    expect(out.session_tokens).toEqual(out.sdk_tokens);
+
     // On-policy importance sampling: every ratio is 1, so the loss is minus the summed advantages.
     expect(Math.abs(out.rl_loss + out.completion_tokens)).toBeLessThan(1e-2 * out.completion_tokens);
     expect(Number.isFinite(out.ppo_loss)).toBe(true);
@@ -116,6 +138,11 @@ describe('Tinker API with the real tinker SDK', () => {
     // Another entity's key sees neither the training client nor its futures.
     const foreign = await tinker('optim_step', { apiKey: `tml-${otherKey}`, body: { model_id: out.model_id, seq_id: 100, adam_params: { learning_rate: 0.001, beta1: 0.9, beta2: 0.95, eps: 1e-12 } } });
     expect(foreign.status).toBe(404);
+    // Nor its sampler weights.
+    const foreignSampler = await tinker('create_sampling_session', { apiKey: `tml-${otherKey}`, body: { session_id: 'any', sampling_session_seq_id: 0, model_path: out.path } });
+    expect(foreignSampler.status).toBe(404);
+    const notAPath = await tinker('create_sampling_session', { apiKey: `tml-${key}`, body: { session_id: 'any', sampling_session_seq_id: 0, model_path: 'tinker://x/weights/y' } });
+    expect(notAPath.status).toBe(400);
   }, 360_000);
 
   it('takes the key as the SDK sends it, and refuses bad requests with a 4xx that names the problem', async () => {

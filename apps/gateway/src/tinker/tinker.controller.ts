@@ -7,10 +7,12 @@ import { scopeOf } from '../registry/caller-scope';
 import {
   ClientConfigRequest,
   CreateModelRequest,
+  CreateSamplingSessionRequest,
   CreateSessionRequest,
   LoadWeightsRequest,
   OptimStepRequest,
   RetrieveFutureRequest,
+  SampleRequest,
   SaveWeightsForSamplerRequest,
   SaveWeightsRequest,
   SessionHeartbeatRequest,
@@ -101,6 +103,19 @@ export class TinkerController {
   @HttpCode(200)
   loadWeights(@CallerParam() caller: Caller, @Body() body: LoadWeightsRequest): Promise<TinkerFutureReply> {
     return this.tinker.loadWeights(scopeOf(caller), body);
+  }
+
+  @Post('create_sampling_session')
+  @HttpCode(200)
+  createSamplingSession(@CallerParam() caller: Caller, @Body() body: CreateSamplingSessionRequest): Promise<{ sampling_session_id: string }> {
+    return this.tinker.createSamplingSession(scopeOf(caller), body);
+  }
+
+  /** A future whose result (retrieve_future) is a tinker_public.SampleResponse. */
+  @Post('asample')
+  @HttpCode(200)
+  sample(@CallerParam() caller: Caller, @Body() body: SampleRequest): Promise<TinkerFutureReply> {
+    return this.tinker.sample(scopeOf(caller), body);
   }
 
   /** create_training_client_from_state asks it first: the saved state's base model and LoRA settings. */

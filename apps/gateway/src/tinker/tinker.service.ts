@@ -10,6 +10,7 @@ import {
   TinkerFutureState,
   TinkerLoraConfig,
   TinkerResult,
+  TinkerSampleResult,
   TinkerSaveWeightsResult,
   TinkerStatePathResult,
   TinkerWeightsInfoReply,
@@ -25,13 +26,18 @@ import {
   TryAgainResponse,
   decodeForwardBackwardRequest,
   encodeForwardBackwardOutput,
+  encodeSampleResponse,
+  samplingSessionId,
+  servingNameOfSamplingSession,
 } from '@trainyard/tinker';
 import {
   AdamParamsBody,
   CreateModelRequest,
+  CreateSamplingSessionRequest,
   CreateSessionRequest,
   LoadWeightsRequest,
   LoraConfigBody,
+  SampleRequest,
   SaveWeightsForSamplerRequest,
   SaveWeightsRequest,
 } from './dto/tinker.requests';
@@ -125,14 +131,9 @@ export class TinkerGatewayService {
     return this.submit(scope, modelId, seqId, { kind: 'optim_step', adam_params: { ...adam } });
   }
 
+  /** Without a name (save_weights_and_get_sampling_client), the weights are named after the call's seq_id. */
   saveWeightsForSampler(scope: CallerScope, body: SaveWeightsForSamplerRequest): Promise<TinkerFutureReply> {
-    if (body.path === undefined) {
-      throw ServiceError.invalid(
-        'save_weights_for_sampler without a path (save_weights_and_get_sampling_client) needs sampling sessions, which this service does not offer yet: pass a name',
-        'path',
-      );
-    }
-    return this.submit(scope, body.model_id, body.seq_id, { kind: 'save_weights_for_sampler', name: body.path });
+    return this.submit(scope, body.model_id, body.seq_id, { kind: 'save_weights_for_sampler', name: body.path ?? `seq-${body.seq_id}` });
   }
 
   /** save_state: the adapter and Adam's state under tinker://<model_id>/weights/<name>. */
@@ -142,6 +143,51 @@ export class TinkerGatewayService {
 
   loadWeights(scope: CallerScope, body: LoadWeightsRequest): Promise<TinkerFutureReply> {
     return this.submit(scope, body.model_id, body.seq_id, { kind: 'load_weights', path: body.path, optimizer: body.optimizer });
+  }
+
+  /** create_sampling_session: a handle on the weights (samplingSessionId), checked to exist for the caller now. */
+  async createSamplingSession(scope: CallerScope, body: CreateSamplingSessionRequest): Promise<{ sampling_session_id: string }> {
+    return { sampling_session_id: samplingSessionId(await this.samplingTarget(scope, body)) };
+  }
+
+  /** asample: a future the orchestrator keeps, sampled through chat; its result is a SampleResponse. */
+  async sample(scope: CallerScope, body: SampleRequest): Promise<TinkerFutureReply> {
+    let model: string;
+    if (body.sampling_session_id !== undefined) {
+      const named = servingNameOfSamplingSession(body.sampling_session_id);
+      if (named === null) throw ServiceError.invalid(`sampling_session_id ${JSON.stringify(body.sampling_session_id)} is not a sampling session of this service`, 'sampling_session_id');
+      model = named;
+    } else {
+      model = await this.samplingTarget(scope, body);
+    }
+    const prompt_tokens = body.prompt.chunks.flatMap((c) => c.tokens);
+    const params = body.sampling_params;
+    return this.rpc.request(Subjects.training.tinker.sample, {
+      ...scope,
+      sample: {
+        model,
+        prompt_tokens,
+        num_samples: body.num_samples,
+        sampling_params: {
+          max_tokens: params.max_tokens ?? null,
+          temperature: params.temperature,
+          top_k: params.top_k,
+          top_p: params.top_p,
+          // Chat takes a string, strings or token ids, and names what else is wrong.
+          stop: (params.stop ?? []) as string[],
+          seed: params.seed ?? null,
+        },
+        prompt_logprobs: body.prompt_logprobs ?? false,
+        topk_prompt_logprobs: body.topk_prompt_logprobs,
+      },
+    });
+  }
+
+  /** The serving name of saved sampler weights (tinker:// path, resolved for the caller) or of a base model. */
+  private async samplingTarget(scope: CallerScope, target: { model_path?: string; base_model?: string }): Promise<string> {
+    if (target.model_path !== undefined) return (await this.rpc.request(Subjects.training.tinker.resolveSampler, { ...scope, path: target.model_path })).model;
+    if (target.base_model !== undefined) return target.base_model;
+    throw ServiceError.invalid('one of model_path (saved sampler weights) or base_model is required', 'model_path');
   }
 
   weightsInfo(scope: CallerScope, path: string): Promise<TinkerWeightsInfoReply> {
@@ -185,8 +231,9 @@ export class TinkerGatewayService {
         return { json };
       }
       case 'save_weights_for_sampler': {
-        const { path } = result as TinkerSaveWeightsResult;
-        return { json: { path, type: 'save_weights_for_sampler' } };
+        const { path, model } = result as TinkerSaveWeightsResult;
+        // A sampling session on the saved weights, for save_weights_and_get_sampling_client.
+        return { json: { path, sampling_session_id: samplingSessionId(model), type: 'save_weights_for_sampler' } };
       }
       case 'create_model':
         return { json: { ...result, type: 'create_model' } };
@@ -195,6 +242,23 @@ export class TinkerGatewayService {
         return { json: { path: (result as TinkerStatePathResult).path, type: state.kind } };
       case 'optim_step':
         return { json: result };
+      case 'sample': {
+        const sampled = result as TinkerSampleResult;
+        const response = {
+          sequences: sampled.sequences.map((s) => ({ stopReason: s.stop_reason, tokens: s.tokens, logprobs: s.logprobs })),
+          // The first prompt token has no logprob: NaN in the packed floats, as the SDK reads it (None).
+          promptLogprobs: sampled.prompt_logprobs?.map((l) => l ?? Number.NaN) ?? null,
+        };
+        if (protobuf) return { protobuf: encodeSampleResponse(response) };
+        return {
+          json: {
+            type: 'sample',
+            sequences: sampled.sequences.map((s) => ({ stop_reason: s.stop_reason, tokens: s.tokens, logprobs: s.logprobs })),
+            prompt_logprobs: sampled.prompt_logprobs,
+            topk_prompt_logprobs: sampled.topk_prompt_logprobs,
+          },
+        };
+      }
     }
   }
 

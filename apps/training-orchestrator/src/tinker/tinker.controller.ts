@@ -6,9 +6,12 @@ import {
   CompleteTinkerCallRequest,
   CreateTinkerModelRequest,
   CreateTinkerSessionRequest,
+  ResolveTinkerSamplerReply,
+  ResolveTinkerSamplerRequest,
   RetrieveTinkerFutureRequest,
   Subjects,
   SubmitTinkerCallRequest,
+  SubmitTinkerSampleRequest,
   TinkerFutureReply,
   TinkerFutureState,
   TinkerSessionReply,
@@ -19,6 +22,7 @@ import {
   TinkerWeightsInfoReply,
 } from '@trainyard/contracts';
 import { TinkerCallsService } from './tinker-calls.service';
+import { TinkerSamplingService } from './tinker-sampling.service';
 import { TinkerService } from './tinker.service';
 
 @Controller()
@@ -26,7 +30,18 @@ export class TinkerController {
   constructor(
     private readonly tinker: TinkerService,
     private readonly calls: TinkerCallsService,
+    private readonly sampling: TinkerSamplingService,
   ) {}
+
+  @MessagePattern(Subjects.training.tinker.resolveSampler.name)
+  resolveSampler(@Payload() request: ResolveTinkerSamplerRequest): Promise<ResolveTinkerSamplerReply> {
+    return this.sampling.resolveSampler(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.sample.name)
+  sample(@Payload() request: SubmitTinkerSampleRequest): Promise<TinkerFutureReply> {
+    return this.sampling.submit(request);
+  }
 
   @MessagePattern(Subjects.training.tinker.createSession.name)
   createSession(@Payload() request: CreateTinkerSessionRequest): Promise<TinkerSessionReply> {

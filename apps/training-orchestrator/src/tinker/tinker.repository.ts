@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Prisma, PrismaService, packJson, unpackJson } from '@trainyard/db';
-import type { TinkerCall, TinkerFutureKind, TinkerLoraConfig, TinkerResult } from '@trainyard/contracts';
+import type { CallerScope, TinkerCall, TinkerFutureKind, TinkerLoraConfig, TinkerResult, TinkerSampleCall, TinkerSaveWeightsResult } from '@trainyard/contracts';
 
 export type FutureStatus = 'queued' | 'running' | 'succeeded' | 'failed';
 
@@ -114,9 +114,43 @@ export class TinkerRepository {
     return row?.request ? (unpackJson(row.request) as TinkerCall) : null;
   }
 
-  /** Futures not yet done: at start they are queued again, since a crash may have lost their messages. */
+  /** Calls not yet done: at start they are queued again, since a crash may have lost their messages. */
   unfinished(): Promise<{ id: string }[]> {
-    return this.prisma.tinkerFuture.findMany({ where: { status: { in: ['queued', 'running'] } }, select: { id: true }, orderBy: { createdAt: 'asc' } });
+    return this.prisma.tinkerFuture.findMany({ where: { status: { in: ['queued', 'running'] }, kind: { not: 'sample' } }, select: { id: true }, orderBy: { createdAt: 'asc' } });
+  }
+
+  /** A sampling, stored as running: the orchestrator runs it through chat at once. */
+  async createSample(sample: { id: string; scope: CallerScope; call: TinkerSampleCall }): Promise<void> {
+    await this.prisma.tinkerFuture.create({
+      data: { id: sample.id, entityId: sample.scope.entity_id, kind: 'sample', status: 'running', request: packJson({ scope: sample.scope, call: sample.call }) as unknown as Prisma.InputJsonValue },
+    });
+  }
+
+  /** Samplings not yet done (their orchestrator stopped): each with what it was asked. */
+  async unfinishedSamples(): Promise<{ id: string; scope: CallerScope; call: TinkerSampleCall }[]> {
+    const rows = await this.prisma.tinkerFuture.findMany({ where: { status: { in: ['queued', 'running'] }, kind: 'sample' }, select: { id: true, request: true }, orderBy: { createdAt: 'asc' } });
+    return rows.filter((r) => r.request).map((r) => ({ id: r.id, ...(unpackJson(r.request) as { scope: CallerScope; call: TinkerSampleCall }) }));
+  }
+
+  /** A sampling's outcome; a sampling already done (by another orchestrator) keeps its first. */
+  async finishSample(id: string, outcome: { result: TinkerResult } | { error: string; category: string }): Promise<void> {
+    await this.prisma.tinkerFuture.updateMany({
+      where: { id, status: { in: ['queued', 'running'] } },
+      data:
+        'result' in outcome
+          ? { status: 'succeeded', result: packJson(outcome.result) as unknown as Prisma.InputJsonValue, request: Prisma.DbNull, completedAt: new Date() }
+          : { status: 'failed', error: outcome.error, errorCategory: outcome.category, request: Prisma.DbNull, completedAt: new Date() },
+    });
+  }
+
+  /** The sampler weights a training client saved (save_weights_for_sampler's results), newest first. */
+  async samplerWeights(entityId: string, clientId: string): Promise<TinkerSaveWeightsResult[]> {
+    const rows = await this.prisma.tinkerFuture.findMany({
+      where: { entityId, clientId, kind: 'save_weights_for_sampler', status: 'succeeded' },
+      select: { result: true },
+      orderBy: { createdAt: 'desc' },
+    });
+    return rows.filter((r) => r.result).map((r) => unpackJson(r.result) as TinkerSaveWeightsResult);
   }
 
   /**

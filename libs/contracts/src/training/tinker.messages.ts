@@ -1,3 +1,4 @@
+import type { SampleTokensRequest, SampleTokensResult } from '../chat/token-sampling.messages';
 import type { BlobRef } from '../registry/blob-ref';
 import type { CallerScope } from '../registry/models.messages';
 
@@ -9,7 +10,7 @@ import type { CallerScope } from '../registry/models.messages';
  */
 
 export type TinkerCallKind = 'forward_backward' | 'forward' | 'optim_step' | 'save_weights_for_sampler' | 'save_weights' | 'load_weights';
-export type TinkerFutureKind = TinkerCallKind | 'create_model';
+export type TinkerFutureKind = TinkerCallKind | 'create_model' | 'sample';
 
 /** The SDK's LoraConfig, defaults filled in. */
 export interface TinkerLoraConfig {
@@ -80,7 +81,10 @@ export interface TinkerStatePathResult {
   path: string;
 }
 
-export type TinkerResult = TinkerForwardBackwardResult | TinkerOptimStepResult | TinkerSaveWeightsResult | TinkerCreateModelResult | TinkerStatePathResult;
+/** asample: what chat's token sampling returns. */
+export type TinkerSampleResult = SampleTokensResult;
+
+export type TinkerResult = TinkerForwardBackwardResult | TinkerOptimStepResult | TinkerSaveWeightsResult | TinkerCreateModelResult | TinkerStatePathResult | TinkerSampleResult;
 
 // ---------------------------------------------------------------- gateway -> orchestrator
 
@@ -115,6 +119,25 @@ export interface SubmitTinkerCallRequest extends CallerScope {
 export interface TinkerFutureReply {
   request_id: string;
   model_id?: string;
+}
+
+/** asample: a sampling of the weights a serving name names (resolved from the sampling session). */
+export type TinkerSampleCall = Omit<SampleTokensRequest, 'request_id' | 'entity_id' | 'entity_name'>;
+
+/** Stored as a future, run by the orchestrator through chat's token sampling. */
+export interface SubmitTinkerSampleRequest extends CallerScope {
+  sample: TinkerSampleCall;
+}
+
+/** Saved sampler weights of the caller's, by their `tinker://<client>/sampler_weights/<name>` path. */
+export interface ResolveTinkerSamplerRequest extends CallerScope {
+  path: string;
+}
+
+export interface ResolveTinkerSamplerReply {
+  /** The serving name chat samples and completes it by (`<model>:step<n>`). */
+  model: string;
+  base_model: string;
 }
 
 export interface RetrieveTinkerFutureRequest extends CallerScope {

@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { IsArray, IsBoolean, IsInt, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateIf, ValidateNested } from 'class-validator';
+import { Allow, IsArray, IsBoolean, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateIf, ValidateNested } from 'class-validator';
 
 /**
  * The JSON bodies of the Tinker SDK's routes (tinker 0.25.0, src/tinker/types). Fields the SDK
@@ -200,4 +200,106 @@ export class RetrieveFutureRequest {
   @IsOptional()
   @IsBoolean()
   allow_metadata_only = false;
+}
+
+/** POST /api/v1/create_sampling_session: a base model, or saved sampler weights by their tinker:// path. */
+export class CreateSamplingSessionRequest {
+  @IsString()
+  session_id!: string;
+
+  @IsInt()
+  sampling_session_seq_id!: number;
+
+  @IsOptional()
+  @IsString()
+  base_model?: string;
+
+  @IsOptional()
+  @IsString()
+  model_path?: string;
+}
+
+/** One chunk of a ModelInput: only token chunks (encoded_text); images are not served here. */
+export class ModelInputChunkBody {
+  @IsIn(['encoded_text'], { message: 'only encoded_text chunks are supported (no image chunks)' })
+  type!: 'encoded_text';
+
+  @IsArray()
+  @IsInt({ each: true })
+  tokens!: number[];
+}
+
+export class ModelInputBody {
+  @IsArray()
+  @ValidateNested({ each: true })
+  @Type(() => ModelInputChunkBody)
+  chunks!: ModelInputChunkBody[];
+}
+
+/** The SDK's SamplingParams, its defaults filled in; chat checks the values against the model. */
+export class SamplingParamsBody {
+  @IsOptional()
+  @IsInt()
+  max_tokens?: number | null;
+
+  @IsOptional()
+  @IsNumber()
+  temperature = 1;
+
+  @IsOptional()
+  @IsInt()
+  top_k = -1;
+
+  @IsOptional()
+  @IsNumber()
+  top_p = 1;
+
+  @IsOptional()
+  @IsInt()
+  seed?: number | null;
+
+  /** A string, strings or token ids (chat checks which). */
+  @Allow()
+  stop?: unknown;
+}
+
+/** POST /api/v1/asample */
+export class SampleRequest {
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  num_samples = 1;
+
+  @ValidateNested()
+  @Type(() => ModelInputBody)
+  prompt!: ModelInputBody;
+
+  @ValidateNested()
+  @Type(() => SamplingParamsBody)
+  sampling_params!: SamplingParamsBody;
+
+  @IsOptional()
+  @IsString()
+  sampling_session_id?: string;
+
+  @IsOptional()
+  @IsString()
+  base_model?: string;
+
+  @IsOptional()
+  @IsString()
+  model_path?: string;
+
+  @IsOptional()
+  @IsInt()
+  seq_id?: number;
+
+  @IsOptional()
+  @IsBoolean()
+  prompt_logprobs?: boolean;
+
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  topk_prompt_logprobs = 0;
 }
