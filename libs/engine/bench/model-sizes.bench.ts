@@ -81,7 +81,8 @@ function tryWay(dir: string, way: Way): Outcome {
     return JSON.parse(out.trim().split('\n').at(-1) as string) as Outcome;
   } catch (err) {
     // A process that died (a crash, not an error the loader threw) is what must never happen.
-    return { loaded: false, detail: `process died: ${(err as Error).message.split('\n')[0]}` };
+    const stderr = (err as { stderr?: string }).stderr ?? '';
+    return { loaded: false, detail: `process died: ${stderr.trim().split('\n').filter(Boolean).at(-1) ?? (err as Error).message.split('\n')[0]}` };
   }
 }
 

@@ -92,6 +92,8 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
     fs.existsSync(path.join(dir, 'generation_config.json')) ? readJson(dir, 'generation_config.json') : {},
   );
 
+  const tooLarge = tooLargeToTrainOnWasm(config, dir, options);
+  if (tooLarge) throw tooLarge;
   startMatMulThreads(options.matmulThreads ?? 1);
   const checkpoint = new Checkpoint(dir);
   let model: LlamaModel;
@@ -140,6 +142,28 @@ export function wasmMemoryExceeded(err: unknown, config: ModelConfig, dir: strin
   return new ModelLoadError(
     `does not fit in the wasm backend's ${WASM_MEMORY_GIB} GiB of memory (WebAssembly's 32-bit limit): its ${billions}B parameters ${held} ran out of room (${err.message}); ` +
       'serve it with 8-bit weights, with MATMUL_THREADS of 2 or more (the packed weights then have a memory of their own), or on a GPU worker',
+    path.join(dir, 'config.json'),
+  );
+}
+
+/**
+ * Most bytes of f32 weights a model to train may have on the wasm backend: training holds every
+ * weight as f32 (LoRA's gradients flow through them) in a 4 GiB memory that the step's
+ * activations share. A 1.24B model (4.96 GB of f32 weights) loads past it with a corrupted heap
+ * (its first free fails with "memory access out of bounds"; libs/engine/bench/model-sizes.bench.ts),
+ * so the loader refuses it up front.
+ */
+const WASM_TRAINING_WEIGHT_BYTES = 3 * 2 ** 30;
+
+/** A model too large to train on the wasm backend, as a clear load error; null when it fits or is not trained there. */
+export function tooLargeToTrainOnWasm(config: ModelConfig, dir: string, options: LoadOptions): ModelLoadError | null {
+  if (options.inferenceOnly || tf.getBackend() !== 'wasm') return null;
+  const bytes = parameterCount(config) * 4;
+  if (bytes <= WASM_TRAINING_WEIGHT_BYTES) return null;
+  const gib = (n: number) => (n / 2 ** 30).toFixed(1);
+  return new ModelLoadError(
+    `is too large to train on the wasm backend: its ${(parameterCount(config) / 1e9).toFixed(2)}B parameters take ${gib(bytes)} GiB as f32 weights, ` +
+      `above the ${gib(WASM_TRAINING_WEIGHT_BYTES)} GiB a training worker's ${WASM_MEMORY_GIB} GiB wasm memory holds beside a step's activations; train it on a GPU worker`,
     path.join(dir, 'config.json'),
   );
 }

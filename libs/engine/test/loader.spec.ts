@@ -110,4 +110,20 @@ describe('loading a model directory', () => {
     expect(refusal?.reason).toMatch(/4 GiB .*0\.13B parameters as 8-bit weights .*offset is out of bounds.*MATMUL_THREADS/);
     expect(wasmMemoryExceeded(new TypeError('not memory'), config, '/models/big', {})).toBeNull();
   });
+
+  it('refuses to train on wasm a model whose f32 weights pass what its memory holds, before reading a weight; serving it is not refused', async () => {
+    // Llama 3.2 1B's shape in config.json over the tiny model's files: refused before any tensor is read.
+    const big = copyDir(dir, 'loader-big');
+    const config = JSON.parse(fs.readFileSync(path.join(big, 'config.json'), 'utf8')) as Record<string, unknown>;
+    Object.assign(config, { hidden_size: 2048, intermediate_size: 8192, num_hidden_layers: 16, num_attention_heads: 32, num_key_value_heads: 8, head_dim: 64, vocab_size: 128256, tie_word_embeddings: true });
+    fs.writeFileSync(path.join(big, 'config.json'), JSON.stringify(config));
+    const refusal = await loadModel(big).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(refusal).toBeInstanceOf(ModelLoadError);
+    expect((refusal as ModelLoadError).reason).toMatch(/too large to train on the wasm backend: its 1\.24B parameters take 4\.6 GiB as f32 weights.*GPU worker/);
+    // For serving, the same directory gets as far as its weights (whose shapes are the tiny model's).
+    await expect(loadModel(big, { inferenceOnly: true })).rejects.toThrow(/shape|tensor/i);
+  });
 });
