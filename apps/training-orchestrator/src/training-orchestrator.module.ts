@@ -18,6 +18,7 @@ import { StrandedJobsWatcher } from './work/stranded-jobs.watcher';
 import { TinkerCallsService } from './tinker/tinker-calls.service';
 import { TinkerController } from './tinker/tinker.controller';
 import { TinkerRepository } from './tinker/tinker.repository';
+import { TinkerRunsService } from './tinker/tinker-runs.service';
 import { TinkerSamplingService } from './tinker/tinker-sampling.service';
 import { TinkerService } from './tinker/tinker.service';
 
@@ -56,6 +57,7 @@ export class TrainingOrchestratorModule {
         TinkerRepository,
         TinkerService,
         TinkerSamplingService,
+        TinkerRunsService,
         TinkerCallsService,
       ],
     };

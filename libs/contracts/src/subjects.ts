@@ -97,6 +97,7 @@ import type {
   CompleteTinkerCallRequest,
   CreateTinkerModelRequest,
   CreateTinkerSessionRequest,
+  ListTinkerTrainingRunsRequest,
   ResolveTinkerSamplerReply,
   ResolveTinkerSamplerRequest,
   RetrieveTinkerFutureRequest,
@@ -108,7 +109,11 @@ import type {
   TinkerSessionReply,
   TinkerSessionRequest,
   TinkerStateReply,
+  TinkerCheckpointsReply,
   TinkerStateRequest,
+  TinkerTrainingRunRecord,
+  TinkerTrainingRunRequest,
+  TinkerTrainingRunsReply,
   TinkerWeightsInfoReply,
 } from './training/tinker.messages';
 
@@ -280,6 +285,10 @@ export const Subjects = {
       resolveSampler: rpc<ResolveTinkerSamplerRequest, ResolveTinkerSamplerReply>('training.tinker.sampler.resolve.v1'),
       /** asample: stored as a future and sampled through chat (chat.tokens.sample.v1). */
       sample: rpc<SubmitTinkerSampleRequest, TinkerFutureReply>('training.tinker.sample.submit.v1'),
+      /** The REST client's listings: the caller's training clients and what each saved. */
+      listTrainingRuns: rpc<ListTinkerTrainingRunsRequest, TinkerTrainingRunsReply>('training.tinker.runs.list.v1'),
+      getTrainingRun: rpc<TinkerTrainingRunRequest, TinkerTrainingRunRecord>('training.tinker.run.get.v1'),
+      listCheckpoints: rpc<TinkerTrainingRunRequest, TinkerCheckpointsReply>('training.tinker.run.checkpoints.v1'),
     },
   },
   health: {

@@ -111,6 +111,12 @@ def main() -> None:
     training.optim_step(types.AdamParams(learning_rate=1e-3)).result()
     ppo_result = training.forward([rl], "ppo", {"clip_low_threshold": 0.9, "clip_high_threshold": 1.1}).result()
 
+    # The REST client's listings: this key's training runs and what each saved.
+    rest = service.create_rest_client()
+    runs = rest.list_training_runs().result()
+    run = rest.get_training_run(training.model_id).result()
+    checkpoints = rest.list_checkpoints(training.model_id).result()
+
     print(
         json.dumps(
             {
@@ -136,6 +142,12 @@ def main() -> None:
                 "sdk_prompt_logprobs": [None if lp is None or lp != lp else lp for lp in (sdk_sample.prompt_logprobs or [])],
                 "sdk_trainer_logprobs": sdk_trainer,
                 "session_tokens": list(session_sample.sequences[0].tokens),
+                "runs": [r.training_run_id for r in runs.training_runs],
+                "runs_total": runs.cursor.total_count,
+                "run_rank": run.lora_rank,
+                "run_base": run.base_model,
+                "run_last_sampler": run.last_sampler_checkpoint.tinker_path if run.last_sampler_checkpoint else None,
+                "checkpoints": [[c.checkpoint_type, c.tinker_path] for c in checkpoints.checkpoints],
             }
         )
     )

@@ -87,6 +87,12 @@ describe('Tinker API with the real tinker SDK', () => {
       sdk_prompt_logprobs: (number | null)[];
       sdk_trainer_logprobs: number[];
       session_tokens: number[];
+      runs: string[];
+      runs_total: number;
+      run_rank: number;
+      run_base: string;
+      run_last_sampler: string | null;
+      checkpoints: [string, string][];
     };
     expect(out.models).toContain(BASE);
     expect(out.model_id).toMatch(/^[0-9a-f-]{36}:train:0$/);
@@ -134,6 +140,16 @@ describe('Tinker API with the real tinker SDK', () => {
     // On-policy importance sampling: every ratio is 1, so the loss is minus the summed advantages.
     expect(Math.abs(out.rl_loss + out.completion_tokens)).toBeLessThan(1e-2 * out.completion_tokens);
     expect(Number.isFinite(out.ppo_loss)).toBe(true);
+
+    // The REST client lists both training clients (the resumed one too), and what the first saved, oldest first.
+    expect(out.runs.sort()).toEqual([out.model_id, out.resumed_model_id].sort());
+    expect(out.runs_total).toBe(2);
+    expect([out.run_rank, out.run_base]).toEqual([8, BASE]);
+    // The last sampler weights are the unnamed ones save_weights_and_get_sampling_client saved.
+    expect(out.run_last_sampler?.startsWith(`tinker://${out.model_id}/sampler_weights/`)).toBe(true);
+    expect(out.run_last_sampler).toMatch(/\/sampler_weights\/seq-\d+$/);
+    expect(out.checkpoints.map(([type]) => type)).toEqual(['training', 'sampler', 'sampler']);
+    expect(out.checkpoints.map(([, path]) => path).slice(0, 2)).toEqual([out.state_path, out.path]);
 
     // Another entity's key sees neither the training client nor its futures.
     const foreign = await tinker('optim_step', { apiKey: `tml-${otherKey}`, body: { model_id: out.model_id, seq_id: 100, adam_params: { learning_rate: 0.001, beta1: 0.9, beta2: 0.95, eps: 1e-12 } } });

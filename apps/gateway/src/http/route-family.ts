@@ -9,7 +9,7 @@ const DETAIL_ROUTES = /^\/(preview|health|system-check)(\/|$)/;
 
 /** The Tinker SDK's routes, `<service root>/api/v1/<name>`: they answer `{detail}` as the preview routes do. */
 const TINKER_ROUTE =
-  /\/api\/v1\/(client\/config|client\/dynamic_config|get_server_capabilities|create_session|session_heartbeat|telemetry|create_model|forward_backward|forward|optim_step|save_weights_for_sampler|retrieve_future|save_weights|load_weights|weights_info|asample|create_sampling_session)$/;
+  /\/api\/v1\/(client\/config|client\/dynamic_config|get_server_capabilities|create_session|session_heartbeat|telemetry|create_model|forward_backward|forward|optim_step|save_weights_for_sampler|retrieve_future|save_weights|load_weights|weights_info|asample|create_sampling_session|training_runs(\/[^/]+(\/checkpoints)?)?)$/;
 
 export function isTinkerRoute(path: string): boolean {
   return TINKER_ROUTE.test(path.split('?')[0]);

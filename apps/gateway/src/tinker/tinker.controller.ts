@@ -1,5 +1,5 @@
-import { Body, Controller, Get, Headers, HttpCode, Post, Req, Res } from '@nestjs/common';
-import type { TinkerFutureReply, TinkerWeightsInfoReply } from '@trainyard/contracts';
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
+import type { TinkerCheckpointsReply, TinkerFutureReply, TinkerTrainingRunRecord, TinkerTrainingRunsReply, TinkerWeightsInfoReply } from '@trainyard/contracts';
 import type { ClientConfigResponse, ClientDynamicConfigResponse, GetServerCapabilitiesResponse } from '@trainyard/tinker';
 import type { Request, Response } from 'express';
 import { Caller, CallerParam } from '../auth/caller';
@@ -9,6 +9,7 @@ import {
   CreateModelRequest,
   CreateSamplingSessionRequest,
   CreateSessionRequest,
+  ListTrainingRunsQuery,
   LoadWeightsRequest,
   OptimStepRequest,
   RetrieveFutureRequest,
@@ -29,6 +30,24 @@ const PROTOBUF = 'application/x-protobuf';
 @Controller('api/v1')
 export class TinkerController {
   constructor(private readonly tinker: TinkerGatewayService) {}
+
+  /** RestClient.list_training_runs: the key's training clients, newest first. */
+  @Get('training_runs')
+  trainingRuns(@CallerParam() caller: Caller, @Query() query: ListTrainingRunsQuery): Promise<TinkerTrainingRunsReply> {
+    return this.tinker.trainingRuns(scopeOf(caller), query.limit, query.offset);
+  }
+
+  /** RestClient.get_training_run (and get_training_run_by_tinker_path). */
+  @Get('training_runs/:training_run_id')
+  trainingRun(@CallerParam() caller: Caller, @Param('training_run_id') id: string): Promise<TinkerTrainingRunRecord> {
+    return this.tinker.trainingRun(scopeOf(caller), id);
+  }
+
+  /** RestClient.list_checkpoints: the run's sampler weights and saved states, oldest first. */
+  @Get('training_runs/:training_run_id/checkpoints')
+  checkpoints(@CallerParam() caller: Caller, @Param('training_run_id') id: string): Promise<TinkerCheckpointsReply> {
+    return this.tinker.checkpoints(scopeOf(caller), id);
+  }
 
   @Post('client/config')
   @HttpCode(200)

@@ -12,7 +12,10 @@ import {
   TinkerResult,
   TinkerSampleResult,
   TinkerSaveWeightsResult,
+  TinkerCheckpointsReply,
   TinkerStatePathResult,
+  TinkerTrainingRunRecord,
+  TinkerTrainingRunsReply,
   TinkerWeightsInfoReply,
 } from '@trainyard/contracts';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
@@ -188,6 +191,18 @@ export class TinkerGatewayService {
     if (target.model_path !== undefined) return (await this.rpc.request(Subjects.training.tinker.resolveSampler, { ...scope, path: target.model_path })).model;
     if (target.base_model !== undefined) return target.base_model;
     throw ServiceError.invalid('one of model_path (saved sampler weights) or base_model is required', 'model_path');
+  }
+
+  trainingRuns(scope: CallerScope, limit: number, offset: number): Promise<TinkerTrainingRunsReply> {
+    return this.rpc.request(Subjects.training.tinker.listTrainingRuns, { ...scope, limit, offset });
+  }
+
+  trainingRun(scope: CallerScope, id: string): Promise<TinkerTrainingRunRecord> {
+    return this.rpc.request(Subjects.training.tinker.getTrainingRun, { ...scope, training_run_id: id });
+  }
+
+  checkpoints(scope: CallerScope, id: string): Promise<TinkerCheckpointsReply> {
+    return this.rpc.request(Subjects.training.tinker.listCheckpoints, { ...scope, training_run_id: id });
   }
 
   weightsInfo(scope: CallerScope, path: string): Promise<TinkerWeightsInfoReply> {

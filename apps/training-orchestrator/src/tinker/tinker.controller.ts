@@ -6,6 +6,7 @@ import {
   CompleteTinkerCallRequest,
   CreateTinkerModelRequest,
   CreateTinkerSessionRequest,
+  ListTinkerTrainingRunsRequest,
   ResolveTinkerSamplerReply,
   ResolveTinkerSamplerRequest,
   RetrieveTinkerFutureRequest,
@@ -18,10 +19,15 @@ import {
   TinkerSessionRequest,
   StoreTinkerStateRequest,
   TinkerStateReply,
+  TinkerCheckpointsReply,
   TinkerStateRequest,
+  TinkerTrainingRunRecord,
+  TinkerTrainingRunRequest,
+  TinkerTrainingRunsReply,
   TinkerWeightsInfoReply,
 } from '@trainyard/contracts';
 import { TinkerCallsService } from './tinker-calls.service';
+import { TinkerRunsService } from './tinker-runs.service';
 import { TinkerSamplingService } from './tinker-sampling.service';
 import { TinkerService } from './tinker.service';
 
@@ -31,7 +37,23 @@ export class TinkerController {
     private readonly tinker: TinkerService,
     private readonly calls: TinkerCallsService,
     private readonly sampling: TinkerSamplingService,
+    private readonly runs: TinkerRunsService,
   ) {}
+
+  @MessagePattern(Subjects.training.tinker.listTrainingRuns.name)
+  listTrainingRuns(@Payload() request: ListTinkerTrainingRunsRequest): Promise<TinkerTrainingRunsReply> {
+    return this.runs.list(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.getTrainingRun.name)
+  getTrainingRun(@Payload() request: TinkerTrainingRunRequest): Promise<TinkerTrainingRunRecord> {
+    return this.runs.get(request);
+  }
+
+  @MessagePattern(Subjects.training.tinker.listCheckpoints.name)
+  listCheckpoints(@Payload() request: TinkerTrainingRunRequest): Promise<TinkerCheckpointsReply> {
+    return this.runs.checkpoints(request);
+  }
 
   @MessagePattern(Subjects.training.tinker.resolveSampler.name)
   resolveSampler(@Payload() request: ResolveTinkerSamplerRequest): Promise<ResolveTinkerSamplerReply> {

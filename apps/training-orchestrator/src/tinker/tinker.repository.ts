@@ -85,6 +85,39 @@ export class TinkerRepository {
     return row && toClientRow(row);
   }
 
+  /** The entity's training clients, newest first, a page of them and how many there are. */
+  async listClients(entityId: string, limit: number, offset: number): Promise<{ rows: (ClientRow & { createdAt: Date })[]; total: number }> {
+    const [rows, total] = await Promise.all([
+      this.prisma.tinkerTrainingClient.findMany({ where: { entityId }, include: { session: { include: { entity: true } } }, orderBy: { createdAt: 'desc' }, take: limit, skip: offset }),
+      this.prisma.tinkerTrainingClient.count({ where: { entityId } }),
+    ]);
+    return { rows: rows.map((r) => ({ ...toClientRow(r), createdAt: r.createdAt })), total };
+  }
+
+  /** When each client was last called (its newest future), by client id. */
+  async lastRequestTimes(clientIds: string[]): Promise<Map<string, Date>> {
+    const rows = await this.prisma.tinkerFuture.groupBy({ by: ['clientId'], where: { clientId: { in: clientIds } }, _max: { createdAt: true } });
+    return new Map(rows.filter((r) => r.clientId && r._max.createdAt).map((r) => [r.clientId as string, r._max.createdAt as Date]));
+  }
+
+  /** What a client saved: sampler weights (with when) and states (with when and their size), oldest first. */
+  async savedBy(entityId: string, clientId: string): Promise<{ sampler: { path: string; at: Date }[]; states: { path: string; at: Date; bytes: number }[] }> {
+    const [futures, states] = await Promise.all([
+      this.prisma.tinkerFuture.findMany({
+        where: { entityId, clientId, kind: 'save_weights_for_sampler', status: 'succeeded' },
+        select: { result: true, completedAt: true, createdAt: true },
+        orderBy: { createdAt: 'asc' },
+      }),
+      this.prisma.$queryRaw<{ path: string; created_at: Date; bytes: number }[]>`
+        SELECT path, created_at, octet_length(data)::integer AS bytes FROM tinker_saved_states
+        WHERE entity_id = ${entityId}::uuid AND client_id = ${clientId} ORDER BY created_at ASC`,
+    ]);
+    return {
+      sampler: futures.filter((f) => f.result).map((f) => ({ path: (unpackJson(f.result) as TinkerSaveWeightsResult).path, at: f.completedAt ?? f.createdAt })),
+      states: states.map((s) => ({ path: s.path, at: s.created_at, bytes: s.bytes })),
+    };
+  }
+
   /** Stores a call; a second submit of the same (client, seq_id) returns the first future's id. */
   async createCall(future: { id: string; entityId: string; clientId: string; kind: TinkerFutureKind; seqId: number; request: TinkerCall }): Promise<{ id: string; created: boolean }> {
     try {

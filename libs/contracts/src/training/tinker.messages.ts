@@ -140,6 +140,49 @@ export interface ResolveTinkerSamplerReply {
   base_model: string;
 }
 
+// ---------------------------------------------------------------- training runs (the REST client's listings)
+
+/** A saved sampler weight (`sampler`) or saved state (`training`), as the SDK's Checkpoint. */
+export interface TinkerCheckpointRecord {
+  checkpoint_id: string;
+  checkpoint_type: 'training' | 'sampler';
+  /** ISO time it was saved. */
+  time: string;
+  tinker_path: string;
+  size_bytes: number | null;
+}
+
+/** A training client, as the SDK's TrainingRun. */
+export interface TinkerTrainingRunRecord {
+  training_run_id: string;
+  base_model: string;
+  model_owner: string;
+  is_lora: true;
+  corrupted: boolean;
+  lora_rank: number;
+  last_request_time: string;
+  last_checkpoint: TinkerCheckpointRecord | null;
+  last_sampler_checkpoint: TinkerCheckpointRecord | null;
+}
+
+export interface ListTinkerTrainingRunsRequest extends CallerScope {
+  limit: number;
+  offset: number;
+}
+
+export interface TinkerTrainingRunsReply {
+  training_runs: TinkerTrainingRunRecord[];
+  cursor: { offset: number; limit: number; total_count: number };
+}
+
+export interface TinkerTrainingRunRequest extends CallerScope {
+  training_run_id: string;
+}
+
+export interface TinkerCheckpointsReply {
+  checkpoints: TinkerCheckpointRecord[];
+}
+
 export interface RetrieveTinkerFutureRequest extends CallerScope {
   request_id: string;
 }

@@ -303,3 +303,25 @@ export class SampleRequest {
   @Min(0)
   topk_prompt_logprobs = 0;
 }
+
+/** GET /api/v1/training_runs (the REST client's list_training_runs); access_scope and project_id are read as "owned" and all. */
+export class ListTrainingRunsQuery {
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  limit = 20;
+
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  offset = 0;
+
+  @Allow()
+  access_scope?: unknown;
+
+  @Allow()
+  project_id?: unknown;
+}
