@@ -97,3 +97,14 @@ export function rmsNormWithGradient(x: tf.Tensor2D, weight: tf.Tensor1D, eps: nu
     (dy, [saved]) => tf.engine().runKernel(BACKWARD_KERNEL, { x: saved, weight, dy }, { eps }) as tf.Tensor,
   );
 }
+
+/**
+ * The backward kernel alone on wasm: dx of rmsNorm for its output's gradient dy (the weight is
+ * frozen), or null where it does not apply, for the caller to use tfjs ops. What an explicit
+ * backward (ops/norm.ts, rmsNormBackward) runs without a tape.
+ */
+export function rmsNormGradient(x: tf.Tensor2D, weight: tf.Tensor1D, dy: tf.Tensor2D, eps: number): tf.Tensor2D | null {
+  if (!float32(x, weight) || dy.dtype !== 'float32' || !onWasm(x)) return null;
+  assertWeightFits(x, weight);
+  return tf.engine().runKernel(BACKWARD_KERNEL, { x, weight, dy }, { eps }) as tf.Tensor2D;
+}

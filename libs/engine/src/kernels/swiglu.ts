@@ -78,3 +78,13 @@ export function swigluWithGradient(gateUp: tf.Tensor2D): tf.Tensor2D | null {
     (dy, [saved]) => tf.engine().runKernel(BACKWARD_KERNEL, { gateUp: saved, dy }) as tf.Tensor,
   );
 }
+
+/**
+ * The backward kernel alone on wasm: d gateUp [M, 2F] of swiglu for its output's gradient dy
+ * [M, F], or null where it does not apply. What an explicit backward (ops/swiglu.ts,
+ * swigluBackward) runs without a tape.
+ */
+export function swigluGradient(gateUp: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D | null {
+  if (!onWasm(gateUp) || dy.dtype !== 'float32') return null;
+  return tf.engine().runKernel(BACKWARD_KERNEL, { gateUp, dy }) as tf.Tensor2D;
+}

@@ -1,8 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { decodeAttention } from '../kernels/decode-attention';
-import { promptAttention, promptAttentionWithGradient } from '../kernels/prompt-attention';
+import { promptAttention, promptAttentionGradient, promptAttentionWithGradient } from '../kernels/prompt-attention';
 import { ownColumns } from '../model/kv-cache';
 import { outputSlot } from './kept-outputs';
+import { savedActivations } from './saved-activations';
 
 /**
  * softmax(q k^T + mask) v for grouped-query attention, by the implementation that fits the
@@ -21,13 +22,51 @@ import { outputSlot } from './kept-outputs';
  *
  * In an activation-checkpointed step (ops/kept-outputs.ts) the first pass keeps the result, and
  * the recompute's gradient kernel stands on the kept result instead of computing it again; its
- * gradient is computed all the same.
+ * gradient is computed all the same. In a pass that saves activations for an explicit backward
+ * (ops/saved-activations.ts) it saves q, k, v, the mask and the result, which attendBackward reads.
  */
 export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dims: { B: number; H: number; T: number; cached: boolean }): tf.Tensor2D {
   const slot = outputSlot();
   const heads = attendBy(q, k, v, mask, dims, slot?.take() ?? null);
   slot?.keep(heads);
+  savedActivations()?.saveAttention({ q, k, v, mask, out: heads, B: dims.B, H: dims.H, T: dims.T });
   return heads;
+}
+
+/**
+ * d loss / d q, k, v of attend (uncached: every key is one of the T tokens) from its result's
+ * gradient dO, laid out as q, k and v are. With P = softmax(q k^T + mask) per head (q carries
+ * the scale) and O = P v, as FlashAttention's backward pass computes it:
+ *
+ *   dV = P^T dO,   dP = dO v^T,   dS = P * (dP - rowsum(dO * O)),   dq = dS k,   dk = dS^T q
+ *
+ * (rowsum(dP * P) = rowsum(dO * O), since O = P v). P is recomputed from q and k, not kept:
+ * [heads, T, S] per layer would outweigh every other saved activation at training's lengths.
+ * Grouped-query attention sums dk and dv over the G query heads of each KV head, which the
+ * heads-first layout [B*KV, G*T, D] does in the products. On wasm the attention backward
+ * kernel (kernels/prompt-attention.ts); elsewhere tfjs ops, batched over rows and KV heads.
+ */
+export function attendBackward(saved: { q: tf.Tensor2D; k: tf.Tensor4D; v: tf.Tensor4D; mask: tf.Tensor4D; out: tf.Tensor2D; B: number; H: number; T: number }, dO: tf.Tensor2D): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] {
+  const { q, k, v, mask, out, B, H, T } = saved;
+  const kernel = promptAttentionGradient(q, k, v, mask, dO, T);
+  if (kernel) return kernel;
+  return tf.tidy(() => {
+    const [, KV, S, D] = k.shape;
+    const G = H / KV;
+    const headsFirst = (x: tf.Tensor2D) => tf.reshape(tf.transpose(tf.reshape(x, [B, T, KV, G, D]), [0, 2, 3, 1, 4]), [B * KV, G * T, D]) as tf.Tensor3D;
+    const tokenMajor = (x: tf.Tensor3D) => tf.reshape(tf.transpose(tf.reshape(x, [B, KV, G, T, D]), [0, 3, 1, 2, 4]), [B * T, H * D]) as tf.Tensor2D;
+    const [qh, dOh] = [headsFirst(q), headsFirst(dO)];
+    const [kh, vh] = [tf.reshape(k, [B * KV, S, D]), tf.reshape(v, [B * KV, S, D])] as tf.Tensor3D[];
+    const scores = tf.reshape(tf.matMul(qh, kh, false, true), [B, H, T, S]);
+    const p = tf.reshape(tf.softmax(tf.add(scores, mask)), [B * KV, G * T, S]) as tf.Tensor3D;
+    const dV = tf.matMul(p, dOh, true, false);
+    const dP = tf.matMul(dOh, vh, false, true);
+    const rowDot = tf.sum(tf.mul(dOh, headsFirst(out)), -1, true);
+    const dS = tf.mul(p, tf.sub(dP, rowDot)) as tf.Tensor3D;
+    const dq = tokenMajor(tf.matMul(dS, kh));
+    const dK = tf.matMul(dS, qh, true, false);
+    return [dq, tf.reshape(dK, [B, KV, S, D]), tf.reshape(dV, [B, KV, S, D])] as [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D];
+  });
 }
 
 /** attend, with `kept` (or null) the result an earlier pass computed from the same inputs. */

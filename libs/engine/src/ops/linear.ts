@@ -4,6 +4,7 @@ import { packedMatMul, type PackedWeights } from '../kernels/matmul';
 import type { FrozenLinear, LowRankAdapter } from '../model/linear';
 import { outputSlot } from './kept-outputs';
 import { adaptedProjectionWithGradient, frozenProjectionWithGradient, smallMatMul } from './linear-gradient';
+import { savedActivations } from './saved-activations';
 
 /**
  * FrozenLinear.forward, x W^T + b plus the adapters' deltas, by the implementation that fits
@@ -17,9 +18,12 @@ import { adaptedProjectionWithGradient, frozenProjectionWithGradient, smallMatMu
  *
  * On wasm, inference and training multiply by the same kernel and get the same products. The
  * training routes take an output that an activation-checkpointed step kept for them
- * (ops/kept-outputs.ts).
+ * (ops/kept-outputs.ts). In a pass that saves activations for an explicit backward
+ * (ops/saved-activations.ts) a projection being trained through saves its input x, which
+ * linearBackward (ops/linear-gradient.ts) reads.
  */
 export function linear(l: FrozenLinear, x: tf.Tensor2D): tf.Tensor2D {
+  if (l.backwardEnabled) savedActivations()?.saveLinearInput(l, x);
   const lowRank = l.backwardEnabled && l.hasAdapters ? l.lowRankAdapters() : null;
   if (lowRank) return adaptedForTraining(l, x, lowRank);
   const y = l.backwardEnabled ? frozenProjectionWithGradient(l, x, (input) => trainingValue(l, input, () => frozenProduct(l, input))) : frozenProduct(l, x);

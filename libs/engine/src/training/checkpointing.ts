@@ -1,8 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { nextTokenLogitsGradient, NextTokenSoftmax, nextTokenSoftmax } from '../kernels/next-token-softmax';
 import { contextTensors, type LlamaModel } from '../model/llama';
+import { BlockBackwardContext, decoderBlockBackward, decoderBlockSaving, decoderBlockSavedBytes } from '../ops/decoder-block-gradient';
 import { OutputSlot, OutputStore, withOutputStore } from '../ops/kept-outputs';
 import { inputGradient } from '../ops/linear-gradient';
+import { SavedActivations } from '../ops/saved-activations';
 
 /**
  * Most logits the lm_head makes at once, in floats (32 MB). With a 49k vocabulary that is
@@ -296,8 +298,14 @@ export interface CheckpointOptions {
    * is dropped. Absent: every position.
    */
   scored?: ArrayLike<number>;
-  /** Most bytes of projections' and attention's outputs and lm_head softmax kept from the forward pass for the backward (default KEPT_PRODUCTS_BYTES). */
+  /**
+   * Most bytes kept from the forward pass for the backward (default KEPT_PRODUCTS_BYTES): first
+   * the activations of the blocks differentiated in one pass, then the projections' and
+   * attention's outputs of the others, then lm_head softmax.
+   */
   keptProductsBytes?: number;
+  /** Whether blocks whose activations fit the budget are differentiated in one pass (default true); false: every block recomputed, as before. */
+  singlePass?: boolean;
 }
 
 /** The indices of the nonzero weights, or null for all positions (none given, all nonzero, or none nonzero). */
@@ -353,18 +361,30 @@ export async function checkpointedGradients(
 ): Promise<CheckpointedResult> {
   const { rows: R, length: T } = rows;
   const budget = options.keptProductsBytes ?? KEPT_PRODUCTS_BYTES;
-  const products = new KeptProducts(budget, new Set(model.blocks.flatMap((b) => b.residualProjection ?? [])));
+  // The first blocks whose saved activations fit the budget run once (onePass[layer] holds what
+  // they saved); the rest are recomputed, keeping their products within what is left.
+  let savedBytes = 0;
+  const onePass: (SavedActivations | null)[] = model.blocks.map((block) => {
+    const bytes = decoderBlockSavedBytes(block, R * T);
+    if (options.singlePass === false || savedBytes + bytes > budget) return null;
+    savedBytes += bytes;
+    return new SavedActivations();
+  });
+  const products = new KeptProducts(budget - savedBytes, new Set(model.blocks.flatMap((b) => b.residualProjection ?? [])));
   const ctx = model.passContext(R, T);
+  const backwardContext = new BlockBackwardContext(ctx);
   const kept: tf.Tensor[] = [];
   try {
-    // 1. Forward, keeping the input of every block.
+    // 1. Forward, keeping the input of every block (and, in the blocks run once, what their
+    // backward reads).
     const inputs: tf.Tensor2D[] = [];
     let x = model.embed(rows.inputs.flat());
     kept.push(x);
     for (const [layer, block] of model.blocks.entries()) {
       inputs.push(x);
       const input = x;
-      x = tf.tidy(() => products.during(layer, () => block.forward(input, ctx)));
+      const saved = onePass[layer];
+      x = tf.tidy(() => (saved ? decoderBlockSaving(block, input, ctx, saved) : products.during(layer, () => block.forward(input, ctx))));
       kept.push(x);
     }
     const last = x;
@@ -382,7 +402,7 @@ export async function checkpointedGradients(
     const targets = scored ? scored.map((i) => rows.targets[i]) : rows.targets;
     const N = targets.length;
     const size = headChunkSize(options.chunk, model.config.vocabSize);
-    const headBudget = Math.max(0, budget - products.keptBytes);
+    const headBudget = Math.max(0, budget - savedBytes - products.keptBytes);
     const { values: head, kept: softmaxes } = await headPass(model, headInput, targets, options.chunk, options.withEntropy, headBudget);
     for (const softmax of softmaxes) if (softmax) kept.push(...keptTensors(softmax));
     const values = scored ? spread(head, scored, R * T) : head;
@@ -431,17 +451,23 @@ export async function checkpointedGradients(
     });
     parts.forEach((p) => p.dispose());
 
-    // 4. Back through the blocks, recomputing each one under a tape. Only the gradients of
-    // the recomputed pass are used, which spares each block its residual projection's product;
-    // the other projections' outputs and attention's are the first pass's, where they were kept.
+    // 4. Back through the blocks from the last. A block run once: its explicit backward from
+    // what its forward saved (ops/decoder-block-gradient.ts). Any other: recomputed under a
+    // tape. Only the gradients of the recomputed pass are used, which spares each block its
+    // residual projection's product; the other projections' outputs and attention's are the
+    // first pass's, where they were kept.
     const grads = new Map<string, tf.Tensor>();
     for (let layer = model.blocks.length - 1; layer >= 0; layer--) {
       const block = model.blocks[layer];
       const variables = blockVariables[layer] ?? [];
       const dy = dx;
-      const [dInput, ...dVariables] = tf.tidy(() =>
-        tf.grads((input: tf.Tensor) => products.during(layer, () => block.forward(input as tf.Tensor2D, ctx)))([inputs[layer], ...variables], dy),
-      );
+      const saved = onePass[layer];
+      const [dInput, ...dVariables] = tf.tidy(() => {
+        if (!saved) return tf.grads((input: tf.Tensor) => products.during(layer, () => block.forward(input as tf.Tensor2D, ctx)))([inputs[layer], ...variables], dy);
+        const back = decoderBlockBackward(block, saved, dy, backwardContext);
+        return [back.dx, ...variables.map((v) => back.grads.get(v) ?? tf.zerosLike(v))];
+      });
+      saved?.dispose();
       dy.dispose();
       dx = dInput as tf.Tensor2D;
       variables.forEach((v, i) => grads.set(v.name, dVariables[i]));
@@ -450,6 +476,8 @@ export async function checkpointedGradients(
     return { value: lossValue, grads };
   } finally {
     kept.forEach((t) => t.dispose());
+    onePass.forEach((saved) => saved?.dispose());
+    backwardContext.dispose();
     products.dispose();
     contextTensors(ctx).forEach((t) => t.dispose());
   }
