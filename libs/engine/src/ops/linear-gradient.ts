@@ -78,17 +78,16 @@ function adaptedProjectionGradient(l: FrozenLinear, xs: tf.Tensor2D, g: tf.Tenso
   }
   const sizes = l.parts.map((p) => p.outFeatures);
   let dx = inputGradient(l, g);
-  const xT = tf.transpose(xs) as tf.Tensor2D;
   const gs = sizes.length === 1 ? [g] : splitColumns(g, sizes);
   const grads: tf.Tensor[] = [];
   adapters.forEach((a, i) => {
     if (!a) return;
     const gScaled = a.scaleFactor ? (tf.mul(gs[i], a.scaleFactor) as tf.Tensor2D) : gs[i];
-    const h = smallMatMul(xs, a.aT);
-    const dbT = tf.matMul(tf.transpose(h) as tf.Tensor2D, gScaled);
-    const dh = smallMatMul(gScaled, tf.transpose(a.bT) as tf.Tensor2D);
-    const daT = smallMatMul(xT, dh);
-    dx = tf.add(dx, tf.matMul(dh, tf.transpose(a.aT) as tf.Tensor2D));
+    const h = product(xs, a.aT, false, false, true);
+    const dbT = product(h, gScaled, true, false);
+    const dh = product(gScaled, a.bT, false, true, true);
+    const daT = product(xs, dh, true, false, true);
+    dx = tf.add(dx, product(dh, a.aT, false, true));
     grads.push(daT, dbT);
   });
   return [dx, ...grads];
@@ -133,9 +132,22 @@ function inputGradientAlongside<T>(l: FrozenLinear, dy: tf.Tensor2D, meanwhile: 
   return (packed && packedMatMulTransposedAlongside(dy, packed, meanwhile)) ?? { dx: inputGradientWithOps(l, dy), result: meanwhile() };
 }
 
-/** dx = (W^T dy^T)^T with tfjs ops. */
+/** dx = dy W with tfjs ops: (W^T dy^T)^T on wasm (see product), elsewhere one matMul by the [in, out] weight transposed. */
 function inputGradientWithOps(l: FrozenLinear, dy: tf.Tensor2D): tf.Tensor2D {
+  if (tf.getBackend() !== 'wasm') return tf.matMul(dy, l.weightT, false, true);
   return tf.tidy(() => tf.transpose(tf.matMul(l.weightT, tf.transpose(dy)))) as tf.Tensor2D;
+}
+
+/**
+ * a b with either operand transposed. On wasm the transposes are explicit (cheap: activations
+ * and LoRA factors) and the product a plain one, because a transposed matMul leaves XNNPACK's
+ * fast path, and `narrow` products (into r columns) go to smallMatMul's packed kernel;
+ * elsewhere (webgpu, cpu) one matMul with its transpose flags, one dispatch instead of two or three.
+ */
+function product(a: tf.Tensor2D, b: tf.Tensor2D, transposeA: boolean, transposeB: boolean, narrow = false): tf.Tensor2D {
+  if (tf.getBackend() !== 'wasm') return tf.matMul(a, b, transposeA, transposeB);
+  const [left, right] = [transposeA ? (tf.transpose(a) as tf.Tensor2D) : a, transposeB ? (tf.transpose(b) as tf.Tensor2D) : b];
+  return narrow ? smallMatMul(left, right) : tf.matMul(left, right);
 }
 
 /**
