@@ -89,7 +89,7 @@ export function attendWithOps(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, ma
   const [, KV, S, D] = k.shape;
   const G = H / KV;
   const heads = T === 1 ? tf.reshape(q, [B * KV, G, D]) : tf.reshape(tf.transpose(tf.reshape(q, [B, T, KV, G, D]), [0, 2, 3, 1, 4]), [B * KV, G * T, D]);
-  const out = (attendsPerGroup(B * KV, T) ? attendPerGroup : attendBatched)(heads as tf.Tensor3D, k, v, mask, [B, H, T, S]);
+  const out = (attendsPerGroup(B * KV, T, H * T * S * B) ? attendPerGroup : attendBatched)(heads as tf.Tensor3D, k, v, mask, [B, H, T, S]);
   return (T === 1 ? tf.reshape(out, [B, H * D]) : tf.reshape(tf.transpose(tf.reshape(out, [B, KV, G, T, D]), [0, 3, 1, 2, 4]), [B * T, H * D])) as tf.Tensor2D;
 }
 
@@ -99,11 +99,17 @@ export function attendWithOps(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, ma
  * loop on wasm (0.5-1.5 GMAC/s measured here), while plain 2-D ones take XNNPACK's fast path,
  * and so do their gradients (training/gradients). One token per row (decoding off wasm, many
  * small groups) stays batched: per-group splits and concats would cost more dispatches than
- * they save.
+ * they save. So does webgpu outside a tape (a training step's one forward pass, whose backward
+ * is attendBackward's) while the `scores` of all heads fit BATCHED_SCORES: a dispatch per op
+ * for every head, where per-group attention takes about six per group.
  */
-function attendsPerGroup(groups: number, T: number): boolean {
+function attendsPerGroup(groups: number, T: number, scores: number): boolean {
+  if (tf.getBackend() === 'webgpu' && !tf.engine().isTapeOn() && scores <= BATCHED_SCORES) return false;
   return T >= 2 && (groups <= 8 || T >= 16);
 }
+
+/** Most attention scores (floats) a batched attention computes at once on webgpu: 64 MB, within WebGPU's default storage buffer binding size of 128 MB. */
+const BATCHED_SCORES = 1 << 24;
 
 /** q [B*KV, G*T, D], k and v [B, KV, S, D] -> heads [B*KV, G*T, D]. */
 function attendBatched(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, [B, H, T, S]: number[]): tf.Tensor3D {

@@ -78,11 +78,14 @@ function adaptedProjectionGradient(l: FrozenLinear, xs: tf.Tensor2D, g: tf.Tenso
   }
   const sizes = l.parts.map((p) => p.outFeatures);
   let dx = inputGradient(l, g);
-  const gs = sizes.length === 1 ? [g] : splitColumns(g, sizes);
+  // A scale the adapters share multiplies dy once, before it is split between them.
+  const shared = sharedScale(adapters);
+  const scaled = shared ? (tf.mul(g, shared) as tf.Tensor2D) : g;
+  const gs = sizes.length === 1 ? [scaled] : splitColumns(scaled, sizes);
   const grads: tf.Tensor[] = [];
   adapters.forEach((a, i) => {
     if (!a) return;
-    const gScaled = a.scaleFactor ? (tf.mul(gs[i], a.scaleFactor) as tf.Tensor2D) : gs[i];
+    const gScaled = shared === undefined && a.scaleFactor ? (tf.mul(gs[i], a.scaleFactor) as tf.Tensor2D) : gs[i];
     const h = product(xs, a.aT, false, false, true);
     const dbT = product(h, gScaled, true, false);
     const dh = product(gScaled, a.bT, false, true, true);
@@ -91,6 +94,12 @@ function adaptedProjectionGradient(l: FrozenLinear, xs: tf.Tensor2D, g: tf.Tenso
     grads.push(daT, dbT);
   });
   return [dx, ...grads];
+}
+
+/** The scale every adapter present shares (LoraAttachment's alpha / r), null where none has one, undefined where they differ. */
+export function sharedScale(adapters: (LowRankAdapter | undefined)[]): tf.Scalar | null | undefined {
+  const scales = new Set(adapters.flatMap((a) => (a ? [a.scaleFactor] : [])));
+  return scales.size > 1 ? undefined : ([...scales][0] ?? null);
 }
 
 /**

@@ -3,7 +3,7 @@ import { addLoraDeltas, LoraPart, loraKernelsApply, projectWithLora } from '../k
 import { packedMatMul, type PackedWeights } from '../kernels/matmul';
 import type { FrozenLinear, LowRankAdapter } from '../model/linear';
 import { outputSlot } from './kept-outputs';
-import { adaptedProjectionWithGradient, frozenProjectionWithGradient, smallMatMul } from './linear-gradient';
+import { adaptedProjectionWithGradient, frozenProjectionWithGradient, sharedScale, smallMatMul } from './linear-gradient';
 import { savedActivations } from './saved-activations';
 
 /**
@@ -73,14 +73,17 @@ function productWithLoraKernels(l: FrozenLinear, x: tf.Tensor2D, parts: LoraPart
 
 /** x W^T + b plus the low-rank adapters' deltas with tfjs ops (undefined: no adapter on that part). */
 function productWithAdapters(l: FrozenLinear, x: tf.Tensor2D, adapters: (LowRankAdapter | undefined)[]): tf.Tensor2D {
-  const deltas = adapters.map((a, i) => (a ? lowRankDelta(x, a) : tf.zeros([x.shape[0], l.parts[i].outFeatures])));
-  return tf.add(frozenProduct(l, x), deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1));
+  // A scale the adapters share multiplies their deltas side by side once, not each one.
+  const shared = sharedScale(adapters);
+  const deltas = adapters.map((a, i) => (a ? lowRankDelta(x, a, shared === undefined) : tf.zeros([x.shape[0], l.parts[i].outFeatures])));
+  const delta = deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1);
+  return tf.add(frozenProduct(l, x), shared ? tf.mul(delta, shared) : delta);
 }
 
-/** A low-rank adapter's delta, s (x aT) bT, with x aT on the packed kernel where it applies. */
-function lowRankDelta(x: tf.Tensor2D, a: LowRankAdapter): tf.Tensor2D {
+/** A low-rank adapter's delta, (x aT) bT, times its scale when `scaled`, with x aT on the packed kernel where it applies. */
+function lowRankDelta(x: tf.Tensor2D, a: LowRankAdapter, scaled: boolean): tf.Tensor2D {
   const delta = tf.matMul(smallMatMul(x, a.aT), a.bT) as tf.Tensor2D;
-  return a.scaleFactor ? (tf.mul(delta, a.scaleFactor) as tf.Tensor2D) : delta;
+  return scaled && a.scaleFactor ? (tf.mul(delta, a.scaleFactor) as tf.Tensor2D) : delta;
 }
 
 /** A training pass's value of the projection: zeros where the pass never reads it, the one an earlier pass kept, else `compute()` (offered to be kept). */

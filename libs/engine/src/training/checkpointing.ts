@@ -14,11 +14,12 @@ const MAX_LOGITS_PER_CHUNK = 1 << 23;
 
 /**
  * Most bytes a step keeps from its forward pass for the backward, unless
- * CheckpointOptions.keptProductsBytes says otherwise: the projections' and attention's outputs
- * (KeptProducts) first, then the lm_head chunks' softmax, each of which spares the backward a
- * product or an attention pass. 1.5 GB: for a 135M model's step of the default packing's
- * 2,048 tokens, every output (about 1.27 GB) and 10 of its 12 head chunks (0.38 GB for all);
- * longer steps keep the first layers' outputs and recompute the rest. The training worker's
+ * CheckpointOptions.keptProductsBytes says otherwise: first the activations of the blocks run
+ * once (their explicit backward needs no second forward pass), then for the others the
+ * projections' and attention's outputs (KeptProducts), then the lm_head chunks' softmax, each
+ * of which spares the backward a product or an attention pass. 1.5 GB: for a 135M model's step
+ * of the default packing's 2,048 tokens, 23 of its 30 blocks run once (64.5 MB each) and the
+ * rest keep most of their outputs; shorter steps run every block once. The training worker's
  * KEPT_PRODUCTS_MB sets it.
  */
 export const KEPT_PRODUCTS_BYTES = 1536 << 20;
@@ -335,21 +336,25 @@ export interface CheckpointedResult {
 
 /**
  * The value of loss(log p(targets)) and its gradients w.r.t. each block's trainable variables,
- * by activation checkpointing (Chen et al., 2016, "Training Deep Nets with Sublinear Memory
- * Cost"):
+ * with the forward pass run once where memory allows, and by activation checkpointing (Chen et
+ * al., 2016, "Training Deep Nets with Sublinear Memory Cost") where it does not:
  *
- * 1. forward through the blocks without a gradient tape, keeping only each block's input;
+ * 1. forward through the blocks without a gradient tape, keeping each block's input; the first
+ *    blocks whose activations fit keptProductsBytes (decoderBlockSavedBytes) also save what
+ *    their explicit backward reads (ops/decoder-block-gradient.ts);
  * 2. the lm_head in chunks of positions, as values; then the loss and d loss / d log-probs;
  * 3. back through the head chunk by chunk (each chunk's logits and softmax recomputed,
  *    unless step 2 kept its softmax) and the final norm;
- * 4. back through the blocks from the last: each is run again under a tape, and its
- *    vector-Jacobian product gives the gradient for its input and for its variables.
+ * 4. back through the blocks from the last: a block that saved its activations by its explicit
+ *    backward; any other is run again under a tape, and its vector-Jacobian product gives the
+ *    gradient for its input and for its variables.
  *
- * Memory then grows with layers x tokens x hidden plus one block's intermediates, instead of
- * every intermediate of every layer (which, copied by the wasm backend for the tape, ran a
- * 135M model out of memory at a few hundred tokens). The price is a second forward pass; the
- * first pass keeps the outputs of the projections the recompute reads (q|k|v, o, gate|up) and
- * of attention, and step 2 the chunks' softmax, within keptProductsBytes, so that the backward
+ * Memory then grows with layers x tokens x hidden, plus the saved activations within the
+ * budget, plus one block's intermediates, instead of every intermediate of every layer (which,
+ * copied by the wasm backend for the tape, ran a 135M model out of memory at a few hundred
+ * tokens). A recomputed block costs a second forward pass; its first pass keeps the outputs of
+ * the projections the recompute reads (q|k|v, o, gate|up) and of attention, and step 2 the
+ * chunks' softmax, within what the saved activations left of the budget, so that the backward
  * computes them again only where they did not fit.
  */
 export async function checkpointedGradients(
