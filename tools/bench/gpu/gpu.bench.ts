@@ -318,8 +318,9 @@ async function profile(lm: LoadedModel, plan: Plan): Promise<string | null> {
  * What a step costs in WebGPU work, counted (countGpuWork) on two depths of the tiny model so
  * that per-layer figures are differences, not assumptions: dispatches a layer of a decoding
  * step (base model, and with a LoRA adapter on all seven projections), queue submits of a
- * step, bytes read back a row; and of a LoRA SFT step, forward passes (blocks run per layer)
- * and dispatches a layer.
+ * step, bytes read back a row; and of a LoRA SFT step, forward passes (Block.forward calls per
+ * layer: 1 where every block runs its forward once and its explicit backward, 2 where all are
+ * recomputed for their backward, training/checkpointing.ts) and dispatches a layer.
  */
 async function gpuCounts(where: string): Promise<Record<string, number>> {
   const measured: { layers: number; base: GpuCounts; lora: GpuCounts; train: GpuCounts; forwardPasses: number }[] = [];
