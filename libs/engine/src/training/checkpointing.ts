@@ -14,13 +14,13 @@ const MAX_LOGITS_PER_CHUNK = 1 << 23;
 
 /**
  * Most bytes a step keeps from its forward pass for the backward, unless
- * CheckpointOptions.keptProductsBytes says otherwise: first the activations of the blocks run
- * once (their explicit backward needs no second forward pass), then for the others the
- * projections' and attention's outputs (KeptProducts), then the lm_head chunks' softmax, each
- * of which spares the backward a product or an attention pass. 1.5 GB: for a 135M model's step
- * of the default packing's 2,048 tokens, 23 of its 30 blocks run once (64.5 MB each) and the
- * rest keep most of their outputs; shorter steps run every block once. The training worker's
- * KEPT_PRODUCTS_MB sets it.
+ * CheckpointOptions.keptProductsBytes says otherwise: the activations every block saves to run
+ * its forward once, where they fit; else the projections' and attention's outputs of the
+ * recomputed blocks (KeptProducts); then the lm_head chunks' softmax. Each spares the backward
+ * a product or an attention pass. 1.5 GB: a 135M model's step of up to about 1,700 tokens runs
+ * its forward once (31.5 KB a token and layer); one of the default packing's 2,048 tokens (1.93
+ * GB of activations) recomputes, keeping every output (about 1.27 GB) and 10 of its 12 head
+ * chunks (0.38 GB for all). The training worker's KEPT_PRODUCTS_MB sets it.
  */
 export const KEPT_PRODUCTS_BYTES = 1536 << 20;
 
@@ -300,12 +300,12 @@ export interface CheckpointOptions {
    */
   scored?: ArrayLike<number>;
   /**
-   * Most bytes kept from the forward pass for the backward (default KEPT_PRODUCTS_BYTES): first
-   * the activations of the blocks differentiated in one pass, then the projections' and
-   * attention's outputs of the others, then lm_head softmax.
+   * Most bytes kept from the forward pass for the backward (default KEPT_PRODUCTS_BYTES): the
+   * blocks' activations for one forward pass where they all fit, else the projections' and
+   * attention's outputs for the recompute; then lm_head softmax.
    */
   keptProductsBytes?: number;
-  /** Whether blocks whose activations fit the budget are differentiated in one pass (default true); false: every block recomputed, as before. */
+  /** Whether the blocks run their forward once where their activations fit the budget (default true); false: every block recomputed. */
   singlePass?: boolean;
 }
 
@@ -339,23 +339,23 @@ export interface CheckpointedResult {
  * with the forward pass run once where memory allows, and by activation checkpointing (Chen et
  * al., 2016, "Training Deep Nets with Sublinear Memory Cost") where it does not:
  *
- * 1. forward through the blocks without a gradient tape, keeping each block's input; the first
- *    blocks whose activations fit keptProductsBytes (decoderBlockSavedBytes) also save what
- *    their explicit backward reads (ops/decoder-block-gradient.ts);
+ * 1. forward through the blocks without a gradient tape, keeping each block's input; where the
+ *    blocks' activations fit keptProductsBytes (decoderBlockSavedBytes), each also saves what
+ *    its explicit backward reads (ops/decoder-block-gradient.ts);
  * 2. the lm_head in chunks of positions, as values; then the loss and d loss / d log-probs;
  * 3. back through the head chunk by chunk (each chunk's logits and softmax recomputed,
  *    unless step 2 kept its softmax) and the final norm;
- * 4. back through the blocks from the last: a block that saved its activations by its explicit
- *    backward; any other is run again under a tape, and its vector-Jacobian product gives the
- *    gradient for its input and for its variables.
+ * 4. back through the blocks from the last: by each block's explicit backward from what it
+ *    saved; or, where they did not fit, each is run again under a tape, and its vector-Jacobian
+ *    product gives the gradient for its input and for its variables.
  *
  * Memory then grows with layers x tokens x hidden, plus the saved activations within the
  * budget, plus one block's intermediates, instead of every intermediate of every layer (which,
  * copied by the wasm backend for the tape, ran a 135M model out of memory at a few hundred
- * tokens). A recomputed block costs a second forward pass; its first pass keeps the outputs of
- * the projections the recompute reads (q|k|v, o, gate|up) and of attention, and step 2 the
- * chunks' softmax, within what the saved activations left of the budget, so that the backward
- * computes them again only where they did not fit.
+ * tokens). Recomputing costs a second forward pass; its first pass keeps the outputs of the
+ * projections the recompute reads (q|k|v, o, gate|up) and of attention, and step 2 the chunks'
+ * softmax, within the budget, so that the backward computes them again only where they did
+ * not fit.
  */
 export async function checkpointedGradients(
   model: LlamaModel,
@@ -366,16 +366,15 @@ export async function checkpointedGradients(
 ): Promise<CheckpointedResult> {
   const { rows: R, length: T } = rows;
   const budget = options.keptProductsBytes ?? KEPT_PRODUCTS_BYTES;
-  // The first blocks whose saved activations fit the budget run once (onePass[layer] holds what
-  // they saved); the rest are recomputed, keeping their products within what is left.
-  let savedBytes = 0;
-  const onePass: (SavedActivations | null)[] = model.blocks.map((block) => {
-    const bytes = decoderBlockSavedBytes(block, R * T);
-    if (options.singlePass === false || savedBytes + bytes > budget) return null;
-    savedBytes += bytes;
-    return new SavedActivations();
-  });
-  const products = new KeptProducts(budget - savedBytes, new Set(model.blocks.flatMap((b) => b.residualProjection ?? [])));
+  // Every block runs its forward once (onePass[layer] holds what it saved) where all their saved
+  // activations fit the budget; otherwise every block is recomputed, keeping its products within
+  // the budget. Not some of each: a byte of kept products or head softmax spares a recompute
+  // more work (a product) than a byte of saved activations spares one that keeps its products
+  // (norms, RoPE, activations and the tape).
+  const savedBytes = model.blocks.reduce((sum, block) => sum + decoderBlockSavedBytes(block, R * T), 0);
+  const once = options.singlePass !== false && savedBytes <= budget;
+  const onePass = model.blocks.map(() => (once ? new SavedActivations() : null));
+  const products = new KeptProducts(once ? 0 : budget, new Set(model.blocks.flatMap((b) => b.residualProjection ?? [])));
   const ctx = model.passContext(R, T);
   const backwardContext = new BlockBackwardContext(ctx);
   const kept: tf.Tensor[] = [];
@@ -407,7 +406,7 @@ export async function checkpointedGradients(
     const targets = scored ? scored.map((i) => rows.targets[i]) : rows.targets;
     const N = targets.length;
     const size = headChunkSize(options.chunk, model.config.vocabSize);
-    const headBudget = Math.max(0, budget - savedBytes - products.keptBytes);
+    const headBudget = Math.max(0, budget - (once ? savedBytes : 0) - products.keptBytes);
     const { values: head, kept: softmaxes } = await headPass(model, headInput, targets, options.chunk, options.withEntropy, headBudget);
     for (const softmax of softmaxes) if (softmax) kept.push(...keptTensors(softmax));
     const values = scored ? spread(head, scored, R * T) : head;

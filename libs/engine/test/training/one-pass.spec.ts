@@ -247,19 +247,20 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
       const L = lm.config.numLayers;
       const once = await blocksRun({});
       const twice = await blocksRun({ singlePass: false });
-      // A budget for the first block's activations only: the others recomputed.
-      const mixed = await blocksRun({ keptProductsBytes: decoderBlockSavedBytes(lm.model.blocks[0], 2 * T) });
+      // Once where every block's activations fit the budget, else every block recomputed.
+      const total = lm.model.blocks.reduce((sum, block) => sum + decoderBlockSavedBytes(block, 2 * T), 0);
+      const [fits, short] = [await blocksRun({ keptProductsBytes: total }), await blocksRun({ keptProductsBytes: total - 1 })];
       passes.mockRestore();
       try {
-        expect([once.blocks, twice.blocks, mixed.blocks]).toEqual([L, 2 * L, 2 * L - 1]);
+        expect([once.blocks, twice.blocks, fits.blocks, short.blocks]).toEqual([L, 2 * L, L, 2 * L]);
         expect(Math.abs(once.value - (await taped.value.data())[0])).toBeLessThan(1e-5 * Math.abs(once.value));
         // Compared on clones: expectClose disposes what it compared.
         const c = (t: tf.Tensor | undefined) => (t as tf.Tensor).clone();
-        await expectClose(vars.flatMap((v) => [[c(once.grads.get(v.name)), c(taped.grads[v.name])], [c(once.grads.get(v.name)), c(twice.grads.get(v.name))], [c(mixed.grads.get(v.name)), c(twice.grads.get(v.name))]] as [tf.Tensor, tf.Tensor][]));
+        await expectClose(vars.flatMap((v) => [[c(once.grads.get(v.name)), c(taped.grads[v.name])], [c(once.grads.get(v.name)), c(twice.grads.get(v.name))], [c(short.grads.get(v.name)), c(twice.grads.get(v.name))]] as [tf.Tensor, tf.Tensor][]));
       } finally {
         taped.value.dispose();
         Object.values(taped.grads).forEach((t) => t.dispose());
-        for (const r of [once, twice, mixed]) r.grads.forEach((t) => t.dispose());
+        for (const r of [once, twice, fits, short]) r.grads.forEach((t) => t.dispose());
         weights.dispose();
       }
     });
