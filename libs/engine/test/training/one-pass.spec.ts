@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { BackendName } from '../../src/backend';
+import { countGpuWork } from '../../src/kernels/gpu-counters';
 import { loadModel, LoadedModel } from '../../src/loader';
 import { DEFAULT_LORA_SPEC, initLoraWeights, LoraSpec } from '../../src/lora/peft';
 import { Preset } from '../../src/maker/make-model';
@@ -265,4 +266,37 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
       }
     });
   });
+});
+
+(BACKENDS.includes('webgpu') ? describe : describe.skip)('a LoRA SFT step on webgpu', () => {
+  beforeAll(async () => {
+    await useBackend('webgpu');
+    ensureTrainingGradients();
+  });
+  afterAll(() => tf.engine().endScope());
+
+  // What tools/bench/gpu/gpu.bench.ts --count reports as train_forward_passes and
+  // train_dispatches_per_layer, held where this change left it (goal: 1 and at most 40).
+  it('runs each block once and makes at most 130 dispatches a layer', async () => {
+    const counted: { layers: number; dispatches: number; blocks: number }[] = [];
+    for (const layers of [2, 4]) {
+      const lm = await loadModel(makeTiny(`one-pass-count-${layers}`, { overrides: { numLayers: layers } }));
+      const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: 2 * 32 });
+      const passes = jest.spyOn(Block.prototype, 'forward');
+      try {
+        const rows = [0, 1].map((r) => ({ tokens: Array.from({ length: 32 }, (_, i) => 3 + ((r * 7919 + i * 104729) % 500)), mask: new Array(32).fill(1) }));
+        await trainer.sftStepOnTokens(rows, 1e-4); // compiles the pipelines
+        passes.mockClear();
+        const { counts } = await countGpuWork(() => trainer.sftStepOnTokens(rows, 1e-4));
+        counted.push({ layers, dispatches: counts.dispatches, blocks: passes.mock.calls.length });
+      } finally {
+        passes.mockRestore();
+        trainer.dispose();
+        lm.dispose();
+      }
+    }
+    const [a, b] = counted;
+    expect(counted.map((c) => c.blocks / c.layers)).toEqual([1, 1]);
+    expect((b.dispatches - a.dispatches) / (b.layers - a.layers)).toBeLessThanOrEqual(130);
+  }, 120_000);
 });
