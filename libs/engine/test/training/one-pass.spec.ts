@@ -146,16 +146,17 @@ describe.each(BACKENDS)('explicit backward of each op on %s gives tf.grad of its
   });
 });
 
-/** LoRA with nonzero B on every projection, so that every factor has a gradient. */
-function adapter(lm: LoadedModel, seed: number): { spec: LoraSpec; tensors: ReturnType<typeof initLoraWeights> } {
-  const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
+/** LoRA with nonzero B on `targets` (every projection by default), so that every factor has a gradient. */
+function adapter(lm: LoadedModel, seed: number, targets: LoraSpec['targetModules'] = DEFAULT_LORA_SPEC.targetModules): { spec: LoraSpec; tensors: ReturnType<typeof initLoraWeights> } {
+  const spec: LoraSpec = { r: 2, alpha: 4, targetModules: targets };
   const tensors = initLoraWeights(lm.config, spec, seed);
   for (const [name, t] of tensors) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.cos(5 * i + name.length)));
   return { spec, tensors };
 }
 
-const FAMILIES: [string, Preset, Record<string, unknown>][] = [
+const FAMILIES: [string, Preset, Record<string, unknown>, LoraSpec['targetModules']?][] = [
   ['Llama', 'tiny', {}],
+  ['Llama, LoRA on q and v only', 'tiny', {}, ['q_proj', 'v_proj']],
   ['Qwen2 (q, k, v biases)', 'tiny', { modelType: 'qwen2', qkvBias: true }],
   ['Qwen3 (q_norm, k_norm)', 'tiny-qwen3', {}],
   ['Gemma 3 (1 + w norms, GeGLU, norms on the outputs, sliding window)', 'tiny-gemma3', {}],
@@ -169,12 +170,12 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
   });
   afterAll(() => tf.engine().endScope());
 
-  describe.each(FAMILIES)('%s', (_, preset, overrides) => {
+  describe.each(FAMILIES)('%s', (_, preset, overrides, targets) => {
     let lm: LoadedModel;
     let trainer: LoraTrainer;
     beforeAll(async () => {
       lm = await loadModel(makeTiny(`one-pass-${preset}`, { preset, overrides }));
-      const { spec, tensors } = adapter(lm, 3);
+      const { spec, tensors } = adapter(lm, 3, targets);
       trainer = new LoraTrainer(lm, spec, tensors);
     });
     afterAll(() => {
