@@ -24,8 +24,9 @@ export function rmsNorm(x: tf.Tensor2D, weight: tf.Tensor1D, epsilon: number, ep
  *
  *   dx = r g - x r^3 mean(g x)
  *
- * (the second term is the gradient through r: dr/dx = -r^3 x / C). The backward kernel on wasm,
- * tfjs ops elsewhere.
+ * (the second term is the gradient through r: dr/dx = -r^3 x / C). Gemma's norms, which scale
+ * by 1 + w, hold that sum as their weight (the loader adds it), so the same maths applies. The
+ * backward kernel on wasm, one WGSL dispatch on webgpu (kernels/rms-norm.ts), tfjs ops elsewhere.
  */
 export function rmsNormBackward(x: tf.Tensor2D, weight: tf.Tensor1D, dy: tf.Tensor2D, epsilon: number, eps: tf.Scalar): tf.Tensor2D {
   const kernel = rmsNormGradient(x, weight, dy, epsilon);
