@@ -44,9 +44,14 @@ export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.
  * [heads, T, S] per layer would outweigh every other saved activation at training's lengths.
  * Grouped-query attention sums dk and dv over the G query heads of each KV head, which the
  * heads-first layout [B*KV, G*T, D] does in the products. On wasm the attention backward
- * kernel (kernels/prompt-attention.ts); elsewhere tfjs ops, batched over rows and KV heads.
+ * kernel (kernels/prompt-attention.ts); elsewhere tfjs ops, batched over rows and KV heads
+ * (rows in chunks where their scores outgrow `maxScores`, BATCHED_SCORES unless a test says).
  */
-export function attendBackward(saved: { q: tf.Tensor2D; k: tf.Tensor4D; v: tf.Tensor4D; mask: tf.Tensor4D; out: tf.Tensor2D; B: number; H: number; T: number }, dO: tf.Tensor2D): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] {
+export function attendBackward(
+  saved: { q: tf.Tensor2D; k: tf.Tensor4D; v: tf.Tensor4D; mask: tf.Tensor4D; out: tf.Tensor2D; B: number; H: number; T: number },
+  dO: tf.Tensor2D,
+  maxScores = BATCHED_SCORES,
+): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] {
   const { q, k, v, mask, out, B, H, T } = saved;
   const kernel = promptAttentionGradient(q, k, v, mask, dO, T);
   if (kernel) return kernel;
@@ -55,17 +60,25 @@ export function attendBackward(saved: { q: tf.Tensor2D; k: tf.Tensor4D; v: tf.Te
     const G = H / KV;
     const headsFirst = (x: tf.Tensor2D) => tf.reshape(tf.transpose(tf.reshape(x, [B, T, KV, G, D]), [0, 2, 3, 1, 4]), [B * KV, G * T, D]) as tf.Tensor3D;
     const tokenMajor = (x: tf.Tensor3D) => tf.reshape(tf.transpose(tf.reshape(x, [B, KV, G, T, D]), [0, 3, 1, 2, 4]), [B * T, H * D]) as tf.Tensor2D;
-    const [qh, dOh] = [headsFirst(q), headsFirst(dO)];
+    const [qh, dOh, outh] = [headsFirst(q), headsFirst(dO), headsFirst(out)];
     const [kh, vh] = [tf.reshape(k, [B * KV, S, D]), tf.reshape(v, [B * KV, S, D])] as tf.Tensor3D[];
-    const scores = tf.reshape(tf.matMul(qh, kh, false, true), [B, H, T, S]);
-    const p = tf.reshape(tf.softmax(tf.add(scores, mask)), [B * KV, G * T, S]) as tf.Tensor3D;
-    const dV = tf.matMul(p, dOh, true, false);
-    const dP = tf.matMul(dOh, vh, false, true);
-    const rowDot = tf.sum(tf.mul(dOh, headsFirst(out)), -1, true);
-    const dS = tf.mul(p, tf.sub(dP, rowDot)) as tf.Tensor3D;
-    const dq = tokenMajor(tf.matMul(dS, kh));
-    const dK = tf.matMul(dS, qh, true, false);
-    return [dq, tf.reshape(dK, [B, KV, S, D]), tf.reshape(dV, [B, KV, S, D])] as [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D];
+    // Rows of the batch a chunk at a time, so that its [heads, T, S] tensors stay within
+    // maxScores (one row's whatever its size): all rows at once for training's usual steps.
+    const rowsPerChunk = Math.max(1, Math.floor(maxScores / (H * T * S)));
+    const parts: tf.Tensor3D[][] = [];
+    for (let b = 0; b < B; b += rowsPerChunk) {
+      const n = Math.min(rowsPerChunk, B - b);
+      const rows = (x: tf.Tensor3D) => (n === B ? x : (tf.slice(x, [b * KV, 0, 0], [n * KV, -1, -1]) as tf.Tensor3D));
+      const m = mask.shape[0] === 1 || n === B ? mask : tf.slice(mask, [b, 0, 0, 0], [n, -1, -1, -1]);
+      const [qc, dOc, kc, vc] = [rows(qh), rows(dOh), rows(kh), rows(vh)];
+      const scores = tf.reshape(tf.matMul(qc, kc, false, true), [n, H, T, S]);
+      const p = tf.reshape(tf.softmax(tf.add(scores, m)), [n * KV, G * T, S]) as tf.Tensor3D;
+      const dP = tf.matMul(dOc, vc, false, true);
+      const dS = tf.mul(p, tf.sub(dP, tf.sum(tf.mul(dOc, rows(outh)), -1, true))) as tf.Tensor3D;
+      parts.push([tf.matMul(dS, kc), tf.matMul(dS, qc, true, false), tf.matMul(p, dOc, true, false)]);
+    }
+    const [dq, dK, dV] = [0, 1, 2].map((i) => (parts.length === 1 ? parts[0][i] : tf.concat(parts.map((part) => part[i])))) as tf.Tensor3D[];
+    return [tokenMajor(dq), tf.reshape(dK, [B, KV, S, D]), tf.reshape(dV, [B, KV, S, D])] as [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D];
   });
 }
 
