@@ -31,12 +31,16 @@
  * larger model can be made in another process while the smaller ones are measured); --kernels on|off|both (webgpu's fused kernels;
  * default both, or WEBGPU_FUSED_KERNELS when it is set); --budget SECONDS (default 270: a
  * model's second engine pass, generic ops, is skipped when the run would take longer with it,
- * so that the whole run stays under 5 minutes).
+ * so that the whole run stays under 5 minutes); --kept-mb MB (what a training step may keep from
+ * its forward pass for the backward, TrainerOptions.keptProductsBytes: default 16384 on webgpu,
+ * where every block of the measured steps then runs its forward once, up to the 3B shape's
+ * 6.4 GB; the engine's 1.5 GB elsewhere).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
 import { BackendName, selectBackend } from '../../../libs/engine/src/backend';
 import type { ModelConfig } from '../../../libs/engine/src/config';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
@@ -182,8 +186,14 @@ async function decode(lm: LoadedModel, plan: Plan, size: number): Promise<number
   }
 }
 
+/** TrainerOptions.keptProductsBytes of the measured training steps (--kept-mb). */
+function keptProductsBytes(): number | undefined {
+  const mb = option('--kept-mb') ?? (tf.getBackend() === 'webgpu' ? '16384' : undefined);
+  return mb === undefined ? undefined : Number(mb) * 2 ** 20;
+}
+
 async function sft(lm: LoadedModel, plan: Plan): Promise<number> {
-  const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: plan.trainRows * plan.trainTokens });
+  const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: plan.trainRows * plan.trainTokens, keptProductsBytes: keptProductsBytes() });
   try {
     const rows = Array.from({ length: plan.trainRows }, (_, r) => {
       const ids = tokens(plan.trainTokens, 100 + r, lm.config.vocabSize);
@@ -212,7 +222,7 @@ function randomLoraWeights(config: ModelConfig): AdapterTensors {
  * one untimed step: tokens/s.
  */
 async function rlStep(lm: LoadedModel, plan: Plan): Promise<number> {
-  const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: plan.trainRows * plan.trainTokens });
+  const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: plan.trainRows * plan.trainTokens, keptProductsBytes: keptProductsBytes() });
   try {
     const items: RLPlanItem[] = Array.from({ length: plan.trainRows }, (_, r) => {
       const ids = tokens(plan.trainTokens, 100 + r, lm.config.vocabSize);
@@ -318,8 +328,9 @@ async function profile(lm: LoadedModel, plan: Plan): Promise<string | null> {
  * What a step costs in WebGPU work, counted (countGpuWork) on two depths of the tiny model so
  * that per-layer figures are differences, not assumptions: dispatches a layer of a decoding
  * step (base model, and with a LoRA adapter on all seven projections), queue submits of a
- * step, bytes read back a row; and of a LoRA SFT step, forward passes (blocks run per layer)
- * and dispatches a layer.
+ * step, bytes read back a row; and of a LoRA SFT step, forward passes (Block.forward calls per
+ * layer: 1 where every block runs its forward once and its explicit backward, 2 where all are
+ * recomputed for their backward, training/checkpointing.ts) and dispatches a layer.
  */
 async function gpuCounts(where: string): Promise<Record<string, number>> {
   const measured: { layers: number; base: GpuCounts; lora: GpuCounts; train: GpuCounts; forwardPasses: number }[] = [];

@@ -19,12 +19,13 @@ export class TrainingWorkerConfig extends WorkerConfig {
   MATMUL_THREADS = 1;
 
   /**
-   * Memory (MiB) a training step may use to keep its frozen projections' and attention's
-   * outputs and its lm_head's softmax from the forward pass, so that the backward does not
-   * compute them again. A SmolLM2-135M step of 2,048 tokens keeps nearly all of them within
-   * the default and takes 16-22 % less time than with 256 (docs/benchmarks.md, "Training
-   * step"); 0 recomputes every product. Lower it for a model that leaves the worker little
-   * memory.
+   * Memory (MiB) a training step may use to keep from its forward pass for the backward: the
+   * blocks' activations, so that the forward runs once, where they fit; else the frozen
+   * projections' and attention's outputs for the recompute; then the lm_head's softmax
+   * (docs/benchmarks.md, "Training step"). Within the default a SmolLM2-135M step of up to
+   * about 1,700 tokens runs its forward once, and one of 2,048 keeps nearly every output; 0
+   * recomputes every block and product. Raise it on a GPU with memory to spare; lower it for a
+   * model that leaves the worker little memory.
    */
   @Type(() => Number)
   @IsInt()

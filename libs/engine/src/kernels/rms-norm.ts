@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { RMS_NORM_WASM } from './rms-norm.wasm';
-import { RMS_NORM_KERNEL } from './rms-norm.webgpu';
+import { RMS_NORM_BACKWARD_KERNEL, RMS_NORM_KERNEL } from './rms-norm.webgpu';
 import { withBackwardKernel } from './kernel-gradient';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsApply } from './webgpu-program';
@@ -14,7 +14,7 @@ import { fusedKernelsApply } from './webgpu-program';
  */
 const KERNEL_NAME = RMS_NORM_KERNEL;
 
-const BACKWARD_KERNEL = 'TrainyardRmsNormBackward';
+const BACKWARD_KERNEL = RMS_NORM_BACKWARD_KERNEL;
 
 type RmsNormFunction = (x: number, weight: number, out: number, M: number, C: number, eps: number) => void;
 type RmsNormBackwardFunction = (x: number, weight: number, dy: number, dx: number, M: number, C: number, eps: number) => void;
@@ -96,4 +96,16 @@ export function rmsNormWithGradient(x: tf.Tensor2D, weight: tf.Tensor1D, eps: nu
     (input) => tf.engine().runKernel(KERNEL_NAME, { x: input, weight }, { eps }) as tf.Tensor2D,
     (dy, [saved]) => tf.engine().runKernel(BACKWARD_KERNEL, { x: saved, weight, dy }, { eps }) as tf.Tensor,
   );
+}
+
+/**
+ * The backward kernel alone: dx of rmsNorm for its output's gradient dy (the weight is frozen),
+ * on wasm, or on webgpu as one WGSL dispatch (rms-norm.webgpu.ts) where the fused kernels apply;
+ * null elsewhere, for the caller to use tfjs ops. What an explicit backward (ops/norm.ts,
+ * rmsNormBackward) runs without a tape.
+ */
+export function rmsNormGradient(x: tf.Tensor2D, weight: tf.Tensor1D, dy: tf.Tensor2D, eps: number): tf.Tensor2D | null {
+  if (!float32(x, weight) || dy.dtype !== 'float32' || (!onWasm(x) && !fusedKernelsApply())) return null;
+  assertWeightFits(x, weight);
+  return tf.engine().runKernel(BACKWARD_KERNEL, { x, weight, dy }, { eps }) as tf.Tensor2D;
 }

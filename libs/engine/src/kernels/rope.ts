@@ -80,3 +80,13 @@ export function ropeWithGradient(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tenso
     (dy, [c, s]) => tf.engine().runKernel(BACKWARD_KERNEL, { x: dy, cos: c, sin: s }) as tf.Tensor,
   );
 }
+
+/**
+ * The backward kernel alone on wasm: dx of rope for its output's gradient dy, or null where it
+ * does not apply (another backend, not float32, D not a multiple of 8). What an explicit
+ * backward (ops/rope.ts, ropeBackward) runs without a tape.
+ */
+export function ropeGradient(dy: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor3D | null {
+  if (!tablesFit(dy, cos, sin) || !onWasm(dy)) return null;
+  return tf.engine().runKernel(BACKWARD_KERNEL, { x: dy, cos, sin }) as tf.Tensor3D;
+}

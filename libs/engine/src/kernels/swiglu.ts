@@ -1,6 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { SWIGLU_WASM } from './swiglu.wasm';
+import { SWIGLU_BACKWARD_KERNEL } from './swiglu.webgpu';
 import { withBackwardKernel } from './kernel-gradient';
+import { fusedKernelsApply } from './webgpu-program';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 
 /**
@@ -12,7 +14,7 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
  */
 const KERNEL_NAME = 'TrainyardSwiGlu';
 
-const BACKWARD_KERNEL = 'TrainyardSwiGluBackward';
+const BACKWARD_KERNEL = SWIGLU_BACKWARD_KERNEL;
 
 type SwiGluFunction = (gateUp: number, out: number, M: number, F: number) => void;
 type SwiGluBackwardFunction = (gateUp: number, dy: number, dGateUp: number, M: number, F: number) => void;
@@ -77,4 +79,15 @@ export function swigluWithGradient(gateUp: tf.Tensor2D): tf.Tensor2D | null {
     (input) => tf.engine().runKernel(KERNEL_NAME, { gateUp: input }) as tf.Tensor2D,
     (dy, [saved]) => tf.engine().runKernel(BACKWARD_KERNEL, { gateUp: saved, dy }) as tf.Tensor,
   );
+}
+
+/**
+ * The backward kernel alone: d gateUp [M, 2F] of swiglu for its output's gradient dy [M, F], on
+ * wasm, or on webgpu as one WGSL dispatch (swiglu.webgpu.ts) where the fused kernels apply; null
+ * elsewhere. What an explicit backward (ops/swiglu.ts, swigluBackward) runs without a tape.
+ */
+export function swigluGradient(gateUp: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D | null {
+  if (gateUp.dtype !== 'float32' || dy.dtype !== 'float32') return null;
+  if (!onWasm(gateUp) && !fusedKernelsApply()) return null;
+  return tf.engine().runKernel(BACKWARD_KERNEL, { gateUp, dy }) as tf.Tensor2D;
 }

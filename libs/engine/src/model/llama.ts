@@ -38,7 +38,7 @@ export class RMSNorm {
   constructor(
     readonly weight: tf.Tensor1D,
     /** epsilon as a tensor, shared by the model's norms, and as a number, for the fused kernels. */
-    private readonly eps: tf.Scalar,
+    readonly eps: tf.Scalar,
     readonly epsilon: number,
   ) {}
 
@@ -78,7 +78,7 @@ export class Attention {
   constructor(
     readonly config: ModelConfig,
     readonly layer: number,
-    private readonly rope: Rope,
+    readonly rope: Rope,
     /** q_proj | k_proj | v_proj fused. */
     readonly qkv: FrozenLinear,
     readonly o: FrozenLinear,

@@ -1,8 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { decodeAttention } from '../kernels/decode-attention';
-import { promptAttention, promptAttentionWithGradient } from '../kernels/prompt-attention';
+import { promptAttention, promptAttentionGradient, promptAttentionWithGradient } from '../kernels/prompt-attention';
 import { ownColumns } from '../model/kv-cache';
 import { outputSlot } from './kept-outputs';
+import { savedActivations } from './saved-activations';
 
 /**
  * softmax(q k^T + mask) v for grouped-query attention, by the implementation that fits the
@@ -21,13 +22,64 @@ import { outputSlot } from './kept-outputs';
  *
  * In an activation-checkpointed step (ops/kept-outputs.ts) the first pass keeps the result, and
  * the recompute's gradient kernel stands on the kept result instead of computing it again; its
- * gradient is computed all the same.
+ * gradient is computed all the same. In a pass that saves activations for an explicit backward
+ * (ops/saved-activations.ts) it saves q, k, v, the mask and the result, which attendBackward reads.
  */
 export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dims: { B: number; H: number; T: number; cached: boolean }): tf.Tensor2D {
   const slot = outputSlot();
   const heads = attendBy(q, k, v, mask, dims, slot?.take() ?? null);
   slot?.keep(heads);
+  savedActivations()?.saveAttention({ q, k, v, mask, out: heads, B: dims.B, H: dims.H, T: dims.T });
   return heads;
+}
+
+/**
+ * d loss / d q, k, v of attend (uncached: every key is one of the T tokens) from its result's
+ * gradient dO, laid out as q, k and v are. With P = softmax(q k^T + mask) per head (q carries
+ * the scale) and O = P v, as FlashAttention's backward pass computes it:
+ *
+ *   dV = P^T dO,   dP = dO v^T,   dS = P * (dP - rowsum(dO * O)),   dq = dS k,   dk = dS^T q
+ *
+ * (rowsum(dP * P) = rowsum(dO * O), since O = P v). P is recomputed from q and k, not kept:
+ * [heads, T, S] per layer would outweigh every other saved activation at training's lengths.
+ * Grouped-query attention sums dk and dv over the G query heads of each KV head, which the
+ * heads-first layout [B*KV, G*T, D] does in the products. On wasm the attention backward
+ * kernel (kernels/prompt-attention.ts); elsewhere tfjs ops, batched over rows and KV heads
+ * (rows in chunks where their scores outgrow `maxScores`, BATCHED_SCORES unless a test says).
+ */
+export function attendBackward(
+  saved: { q: tf.Tensor2D; k: tf.Tensor4D; v: tf.Tensor4D; mask: tf.Tensor4D; out: tf.Tensor2D; B: number; H: number; T: number },
+  dO: tf.Tensor2D,
+  maxScores = BATCHED_SCORES,
+): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] {
+  const { q, k, v, mask, out, B, H, T } = saved;
+  const kernel = promptAttentionGradient(q, k, v, mask, dO, T);
+  if (kernel) return kernel;
+  return tf.tidy(() => {
+    const [, KV, S, D] = k.shape;
+    const G = H / KV;
+    const headsFirst = (x: tf.Tensor2D) => tf.reshape(tf.transpose(tf.reshape(x, [B, T, KV, G, D]), [0, 2, 3, 1, 4]), [B * KV, G * T, D]) as tf.Tensor3D;
+    const tokenMajor = (x: tf.Tensor3D) => tf.reshape(tf.transpose(tf.reshape(x, [B, KV, G, T, D]), [0, 3, 1, 2, 4]), [B * T, H * D]) as tf.Tensor2D;
+    const [qh, dOh, outh] = [headsFirst(q), headsFirst(dO), headsFirst(out)];
+    const [kh, vh] = [tf.reshape(k, [B * KV, S, D]), tf.reshape(v, [B * KV, S, D])] as tf.Tensor3D[];
+    // Rows of the batch a chunk at a time, so that its [heads, T, S] tensors stay within
+    // maxScores (one row's whatever its size): all rows at once for training's usual steps.
+    const rowsPerChunk = Math.max(1, Math.floor(maxScores / (H * T * S)));
+    const parts: tf.Tensor3D[][] = [];
+    for (let b = 0; b < B; b += rowsPerChunk) {
+      const n = Math.min(rowsPerChunk, B - b);
+      const rows = (x: tf.Tensor3D) => (n === B ? x : (tf.slice(x, [b * KV, 0, 0], [n * KV, -1, -1]) as tf.Tensor3D));
+      const m = mask.shape[0] === 1 || n === B ? mask : tf.slice(mask, [b, 0, 0, 0], [n, -1, -1, -1]);
+      const [qc, dOc, kc, vc] = [rows(qh), rows(dOh), rows(kh), rows(vh)];
+      const scores = tf.reshape(tf.matMul(qc, kc, false, true), [n, H, T, S]);
+      const p = tf.reshape(tf.softmax(tf.add(scores, m)), [n * KV, G * T, S]) as tf.Tensor3D;
+      const dP = tf.matMul(dOc, vc, false, true);
+      const dS = tf.mul(p, tf.sub(dP, tf.sum(tf.mul(dOc, rows(outh)), -1, true))) as tf.Tensor3D;
+      parts.push([tf.matMul(dS, kc), tf.matMul(dS, qc, true, false), tf.matMul(p, dOc, true, false)]);
+    }
+    const [dq, dK, dV] = [0, 1, 2].map((i) => (parts.length === 1 ? parts[0][i] : tf.concat(parts.map((part) => part[i])))) as tf.Tensor3D[];
+    return [tokenMajor(dq), tf.reshape(dK, [B, KV, S, D]), tf.reshape(dV, [B, KV, S, D])] as [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D];
+  });
 }
 
 /** attend, with `kept` (or null) the result an earlier pass computed from the same inputs. */
@@ -50,7 +102,7 @@ export function attendWithOps(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, ma
   const [, KV, S, D] = k.shape;
   const G = H / KV;
   const heads = T === 1 ? tf.reshape(q, [B * KV, G, D]) : tf.reshape(tf.transpose(tf.reshape(q, [B, T, KV, G, D]), [0, 2, 3, 1, 4]), [B * KV, G * T, D]);
-  const out = (attendsPerGroup(B * KV, T) ? attendPerGroup : attendBatched)(heads as tf.Tensor3D, k, v, mask, [B, H, T, S]);
+  const out = (attendsPerGroup(B * KV, T, H * T * S * B) ? attendPerGroup : attendBatched)(heads as tf.Tensor3D, k, v, mask, [B, H, T, S]);
   return (T === 1 ? tf.reshape(out, [B, H * D]) : tf.reshape(tf.transpose(tf.reshape(out, [B, KV, G, T, D]), [0, 3, 1, 2, 4]), [B * T, H * D])) as tf.Tensor2D;
 }
 
@@ -60,11 +112,17 @@ export function attendWithOps(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, ma
  * loop on wasm (0.5-1.5 GMAC/s measured here), while plain 2-D ones take XNNPACK's fast path,
  * and so do their gradients (training/gradients). One token per row (decoding off wasm, many
  * small groups) stays batched: per-group splits and concats would cost more dispatches than
- * they save.
+ * they save. So does webgpu outside a tape (a training step's one forward pass, whose backward
+ * is attendBackward's) while the `scores` of all heads fit BATCHED_SCORES: a dispatch per op
+ * for every head, where per-group attention takes about six per group.
  */
-function attendsPerGroup(groups: number, T: number): boolean {
+function attendsPerGroup(groups: number, T: number, scores: number): boolean {
+  if (tf.getBackend() === 'webgpu' && !tf.engine().isTapeOn() && scores <= BATCHED_SCORES) return false;
   return T >= 2 && (groups <= 8 || T >= 16);
 }
+
+/** Most attention scores (floats) a batched attention computes at once on webgpu: 64 MB, within WebGPU's default storage buffer binding size of 128 MB. */
+const BATCHED_SCORES = 1 << 24;
 
 /** q [B*KV, G*T, D], k and v [B, KV, S, D] -> heads [B*KV, G*T, D]. */
 function attendBatched(q: tf.Tensor3D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, [B, H, T, S]: number[]): tf.Tensor3D {

@@ -3,14 +3,18 @@
  * and the pass: a WebAssembly kernel on tfjs-wasm, a WGSL program on webgpu, or plain tfjs ops
  * (any backend, and the reference the kernels are tested against). Under a gradient tape an op
  * runs its kernel together with the kernel's gradient, or tfjs ops that tfjs differentiates.
+ * Without a tape, each op's gradient is also a function of its own beside it (rmsNormBackward,
+ * ropeBackward, attendBackward, swigluBackward, gegluBackward, linearBackward), which a training
+ * step's one forward pass differentiates a block with (decoder-block-gradient.ts): the ops save
+ * what those read (saved-activations.ts).
  *
  * | op | wasm | webgpu | elsewhere |
  * |---|---|---|---|
- * | rmsNorm | kernels/rms-norm.ts (+ backward kernel) | WGSL (inference) | tfjs ops |
- * | rope | kernels/rope.ts (+ backward kernel) | WGSL (inference) | tfjs ops |
- * | swiglu | kernels/swiglu.ts (+ backward kernel) | tfjs ops | tfjs ops |
+ * | rmsNorm | kernels/rms-norm.ts (+ backward kernel) | WGSL, forward and explicit backward, outside a tape | tfjs ops |
+ * | rope | kernels/rope.ts (+ backward kernel) | WGSL outside a tape (its backward too: the same kernel) | tfjs ops |
+ * | swiglu | kernels/swiglu.ts (+ backward kernel) | tfjs ops; explicit backward WGSL | tfjs ops |
  * | geglu | tfjs ops, GELU's gradient written out (ops/gelu.ts) | tfjs ops | tfjs ops |
- * | attend | kernels/decode-attention.ts, kernels/prompt-attention.ts (+ backward kernel) | WGSL (decoding) | tfjs ops, tiled custom gradient |
+ * | attend | kernels/decode-attention.ts, kernels/prompt-attention.ts (+ backward kernel) | WGSL (decoding); tfjs ops, batched outside a tape | tfjs ops, tiled custom gradient; explicit backward batched |
  * | linear (FrozenLinear.forward) | kernels/matmul.ts, kernels/lora.ts; gradients ops/linear-gradient.ts | tfjs ops | tfjs ops |
  * | decoderBlock | kernels/decode-block.ts (decoding, one call per block) | Block.forward | Block.forward |
  *

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { LoraPart, loraGradients, loraGradientsOnThreads } from '../kernels/lora';
+import { LoraPart, loraGradients, loraGradientsOnThreads, loraKernelsApply } from '../kernels/lora';
 import { packedMatMul, packWeights, splitColumns } from '../kernels/matmul';
 import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../kernels/matmul-transposed';
 import type { FrozenLinear, LowRankAdapter } from '../model/linear';
@@ -43,48 +43,86 @@ export function adaptedProjectionWithGradient(
   value: (x: tf.Tensor2D) => tf.Tensor2D,
 ): tf.Tensor2D {
   const factors = adapters.flatMap((a) => (a ? [a.aT, a.bT] : []));
-  const sizes = l.parts.map((p) => p.outFeatures);
   const f = tf.customGrad((...args: (tf.Tensor | tf.GradSaveFunc)[]) => {
     const input = args[0] as tf.Tensor2D;
     const save = args[args.length - 1] as tf.GradSaveFunc;
     save([input]);
     return {
       value: value(input),
-      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) =>
-        tf.tidy(() => {
-          const g = dy as tf.Tensor2D;
-          const xs = saved[0] as tf.Tensor2D;
-          if (kernelParts) {
-            // From DIVIDED_BACKWARD_THREADS matmul threads: the frozen dx and the adapters' backward
-            // divided between them, in one call.
-            const packed = l.packedWeights();
-            const divided = packed && loraGradientsOnThreads(xs, g, packed, kernelParts);
-            if (divided) return [divided.dx, ...divided.grads];
-            // Elsewhere the adapters' gradients need no frozen dx: they run on this thread
-            // while any matmul threads compute it, and their share of dx is added after.
-            const { dx, result } = inputGradientAlongside(l, g, () => loraGradients(xs, g, kernelParts));
-            return [tf.add(dx, result.dx), ...result.grads];
-          }
-          let dx = inputGradient(l, g);
-          const xT = tf.transpose(xs) as tf.Tensor2D;
-          const gs = sizes.length === 1 ? [g] : splitColumns(g, sizes);
-          const grads: tf.Tensor[] = [];
-          adapters.forEach((a, i) => {
-            if (!a) return;
-            // delta = s (x aT) bT: with gs = s dy_part, dbT = h^T gs, dh = gs bT^T, daT = x^T dh.
-            const gScaled = a.scaleFactor ? (tf.mul(gs[i], a.scaleFactor) as tf.Tensor2D) : gs[i];
-            const h = smallMatMul(xs, a.aT);
-            const dbT = tf.matMul(tf.transpose(h) as tf.Tensor2D, gScaled);
-            const dh = smallMatMul(gScaled, tf.transpose(a.bT) as tf.Tensor2D);
-            const daT = smallMatMul(xT, dh);
-            dx = tf.add(dx, tf.matMul(dh, tf.transpose(a.aT) as tf.Tensor2D));
-            grads.push(daT, dbT);
-          });
-          return [dx, ...grads];
-        }),
+      gradFunc: (dy: tf.Tensor | tf.Tensor[], saved: tf.Tensor[]) => tf.tidy(() => adaptedProjectionGradient(l, saved[0] as tf.Tensor2D, dy as tf.Tensor2D, adapters, kernelParts)),
     };
   });
   return f(x, ...factors) as tf.Tensor2D;
+}
+
+/**
+ * The gradients of a projection with low-rank adapters from its input x and its output's
+ * gradient dy: [dx, then daT and dbT of each adapter present, in the parts' order]. With
+ * h = x aT and gs = s dy_part (s the adapter's scale), delta = s h bT gives
+ *
+ *   dbT = h^T gs,   dh = gs bT^T,   daT = x^T dh,   dx = dy W + sum of dh aT^T
+ *
+ * From the LoRA kernels where `kernelParts` is given (kernels/lora.ts), else tfjs ops.
+ */
+function adaptedProjectionGradient(l: FrozenLinear, xs: tf.Tensor2D, g: tf.Tensor2D, adapters: (LowRankAdapter | undefined)[], kernelParts: LoraPart[] | null): tf.Tensor[] {
+  if (kernelParts) {
+    // From DIVIDED_BACKWARD_THREADS matmul threads: the frozen dx and the adapters' backward
+    // divided between them, in one call.
+    const packed = l.packedWeights();
+    const divided = packed && loraGradientsOnThreads(xs, g, packed, kernelParts);
+    if (divided) return [divided.dx, ...divided.grads];
+    // Elsewhere the adapters' gradients need no frozen dx: they run on this thread
+    // while any matmul threads compute it, and their share of dx is added after.
+    const { dx, result } = inputGradientAlongside(l, g, () => loraGradients(xs, g, kernelParts));
+    return [tf.add(dx, result.dx), ...result.grads];
+  }
+  const sizes = l.parts.map((p) => p.outFeatures);
+  let dx = inputGradient(l, g);
+  // A scale the adapters share multiplies dy once, before it is split between them.
+  const shared = sharedScale(adapters);
+  const scaled = shared ? (tf.mul(g, shared) as tf.Tensor2D) : g;
+  const gs = sizes.length === 1 ? [scaled] : splitColumns(scaled, sizes);
+  const grads: tf.Tensor[] = [];
+  adapters.forEach((a, i) => {
+    if (!a) return;
+    const gScaled = shared === undefined && a.scaleFactor ? (tf.mul(gs[i], a.scaleFactor) as tf.Tensor2D) : gs[i];
+    const h = product(xs, a.aT, false, false, true);
+    const dbT = product(h, gScaled, true, false);
+    const dh = product(gScaled, a.bT, false, true, true);
+    const daT = product(xs, dh, true, false, true);
+    dx = tf.add(dx, product(dh, a.aT, false, true));
+    grads.push(daT, dbT);
+  });
+  return [dx, ...grads];
+}
+
+/** The scale every adapter present shares (LoraAttachment's alpha / r), null where none has one, undefined where they differ. */
+export function sharedScale(adapters: (LowRankAdapter | undefined)[]): tf.Scalar | null | undefined {
+  const scales = new Set(adapters.flatMap((a) => (a ? [a.scaleFactor] : [])));
+  return scales.size > 1 ? undefined : ([...scales][0] ?? null);
+}
+
+/**
+ * The explicit backward of linear (ops/linear.ts) without a tape, from the input x it saved and
+ * its output's gradient dy: dx, and the gradient of each low-rank adapter's factors by the
+ * factor (aT, bT: the trained variables). The same maths, and kernels, as the custom gradients
+ * above.
+ */
+export function linearBackward(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } {
+  const grads = new Map<tf.Tensor, tf.Tensor>();
+  if (!l.hasAdapters) return { dx: inputGradient(l, dy), grads };
+  const adapters = l.lowRankAdapters();
+  if (!adapters) throw new Error(`${l.parts.map((p) => p.name).join('|')}: an explicit backward needs low-rank adapters`);
+  const parts = l.adapterParts(x.shape[0]) as LoraPart[];
+  const kernelParts = loraKernelsApply(x, parts) ? parts : null;
+  const [dx, ...factorGrads] = adaptedProjectionGradient(l, x, dy, adapters, kernelParts);
+  adapters
+    .filter((a): a is LowRankAdapter => a !== undefined)
+    .forEach((a, i) => {
+      grads.set(a.aT, factorGrads[2 * i]);
+      grads.set(a.bT, factorGrads[2 * i + 1]);
+    });
+  return { dx: dx as tf.Tensor2D, grads };
 }
 
 /**
@@ -103,9 +141,22 @@ function inputGradientAlongside<T>(l: FrozenLinear, dy: tf.Tensor2D, meanwhile: 
   return (packed && packedMatMulTransposedAlongside(dy, packed, meanwhile)) ?? { dx: inputGradientWithOps(l, dy), result: meanwhile() };
 }
 
-/** dx = (W^T dy^T)^T with tfjs ops. */
+/** dx = dy W with tfjs ops: (W^T dy^T)^T on wasm (see product), elsewhere one matMul by the [in, out] weight transposed. */
 function inputGradientWithOps(l: FrozenLinear, dy: tf.Tensor2D): tf.Tensor2D {
+  if (tf.getBackend() !== 'wasm') return tf.matMul(dy, l.weightT, false, true);
   return tf.tidy(() => tf.transpose(tf.matMul(l.weightT, tf.transpose(dy)))) as tf.Tensor2D;
+}
+
+/**
+ * a b with either operand transposed. On wasm the transposes are explicit (cheap: activations
+ * and LoRA factors) and the product a plain one, because a transposed matMul leaves XNNPACK's
+ * fast path, and `narrow` products (into r columns) go to smallMatMul's packed kernel;
+ * elsewhere (webgpu, cpu) one matMul with its transpose flags, one dispatch instead of two or three.
+ */
+function product(a: tf.Tensor2D, b: tf.Tensor2D, transposeA: boolean, transposeB: boolean, narrow = false): tf.Tensor2D {
+  if (tf.getBackend() !== 'wasm') return tf.matMul(a, b, transposeA, transposeB);
+  const [left, right] = [transposeA ? (tf.transpose(a) as tf.Tensor2D) : a, transposeB ? (tf.transpose(b) as tf.Tensor2D) : b];
+  return narrow ? smallMatMul(left, right) : tf.matMul(left, right);
 }
 
 /**

@@ -3,7 +3,8 @@ import { addLoraDeltas, LoraPart, loraKernelsApply, projectWithLora } from '../k
 import { packedMatMul, type PackedWeights } from '../kernels/matmul';
 import type { FrozenLinear, LowRankAdapter } from '../model/linear';
 import { outputSlot } from './kept-outputs';
-import { adaptedProjectionWithGradient, frozenProjectionWithGradient, smallMatMul } from './linear-gradient';
+import { adaptedProjectionWithGradient, frozenProjectionWithGradient, sharedScale, smallMatMul } from './linear-gradient';
+import { savedActivations } from './saved-activations';
 
 /**
  * FrozenLinear.forward, x W^T + b plus the adapters' deltas, by the implementation that fits
@@ -17,9 +18,12 @@ import { adaptedProjectionWithGradient, frozenProjectionWithGradient, smallMatMu
  *
  * On wasm, inference and training multiply by the same kernel and get the same products. The
  * training routes take an output that an activation-checkpointed step kept for them
- * (ops/kept-outputs.ts).
+ * (ops/kept-outputs.ts). In a pass that saves activations for an explicit backward
+ * (ops/saved-activations.ts) a projection being trained through saves its input x, which
+ * linearBackward (ops/linear-gradient.ts) reads.
  */
 export function linear(l: FrozenLinear, x: tf.Tensor2D): tf.Tensor2D {
+  if (l.backwardEnabled) savedActivations()?.saveLinearInput(l, x);
   const lowRank = l.backwardEnabled && l.hasAdapters ? l.lowRankAdapters() : null;
   if (lowRank) return adaptedForTraining(l, x, lowRank);
   const y = l.backwardEnabled ? frozenProjectionWithGradient(l, x, (input) => trainingValue(l, input, () => frozenProduct(l, input))) : frozenProduct(l, x);
@@ -69,14 +73,17 @@ function productWithLoraKernels(l: FrozenLinear, x: tf.Tensor2D, parts: LoraPart
 
 /** x W^T + b plus the low-rank adapters' deltas with tfjs ops (undefined: no adapter on that part). */
 function productWithAdapters(l: FrozenLinear, x: tf.Tensor2D, adapters: (LowRankAdapter | undefined)[]): tf.Tensor2D {
-  const deltas = adapters.map((a, i) => (a ? lowRankDelta(x, a) : tf.zeros([x.shape[0], l.parts[i].outFeatures])));
-  return tf.add(frozenProduct(l, x), deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1));
+  // A scale the adapters share multiplies their deltas side by side once, not each one.
+  const shared = sharedScale(adapters);
+  const deltas = adapters.map((a, i) => (a ? lowRankDelta(x, a, shared === undefined) : tf.zeros([x.shape[0], l.parts[i].outFeatures])));
+  const delta = deltas.length === 1 ? deltas[0] : tf.concat(deltas, 1);
+  return tf.add(frozenProduct(l, x), shared ? tf.mul(delta, shared) : delta);
 }
 
-/** A low-rank adapter's delta, s (x aT) bT, with x aT on the packed kernel where it applies. */
-function lowRankDelta(x: tf.Tensor2D, a: LowRankAdapter): tf.Tensor2D {
+/** A low-rank adapter's delta, (x aT) bT, times its scale when `scaled`, with x aT on the packed kernel where it applies. */
+function lowRankDelta(x: tf.Tensor2D, a: LowRankAdapter, scaled: boolean): tf.Tensor2D {
   const delta = tf.matMul(smallMatMul(x, a.aT), a.bT) as tf.Tensor2D;
-  return a.scaleFactor ? (tf.mul(delta, a.scaleFactor) as tf.Tensor2D) : delta;
+  return scaled && a.scaleFactor ? (tf.mul(delta, a.scaleFactor) as tf.Tensor2D) : delta;
 }
 
 /** A training pass's value of the projection: zeros where the pass never reads it, the one an earlier pass kept, else `compute()` (offered to be kept). */

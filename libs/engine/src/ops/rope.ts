@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { rope as ropeKernel, ropeWithGradient } from '../kernels/rope';
+import { rope as ropeKernel, ropeGradient, ropeWithGradient } from '../kernels/rope';
 
 /**
  * Rotary position embeddings, x * cos + rotate_half(x) * sin for x, cos and sin [N, heads, D]:
@@ -13,4 +13,19 @@ export function rope(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D, rotatio
   const [n, heads, d] = x.shape;
   const rotated = tf.reshape(tf.matMul(tf.reshape(x, [n * heads, d]), rotation), [n, heads, d]);
   return tf.add(tf.mul(x, cos), tf.mul(rotated, sin));
+}
+
+/**
+ * d loss / d x of rope from its output's gradient dy. rope is linear in x: y = x cos + (x R) sin
+ * with R the rotation, so dx = dy cos + (dy sin) R^T, and R^T = -R (rotate_half's transpose is
+ * its inverse, a rotation by -90 degrees in each pair of halves). RoPE's tables hold the same
+ * angle in both halves of a head (sin[j] = sin[j + D/2]), so (dy sin) R = (dy R) sin and
+ *
+ *   dx = dy cos - (dy R) sin = rope(dy, cos, -sin)
+ *
+ * which is rope's own kernel with the sines negated (`negatedSin`, the caller's: one table per
+ * step) on webgpu and with ops; on wasm the backward kernel, from cos and sin.
+ */
+export function ropeBackward(dy: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D, negatedSin: tf.Tensor3D, rotation: tf.Tensor2D): tf.Tensor3D {
+  return ropeGradient(dy, cos, sin) ?? rope(dy, cos, negatedSin, rotation);
 }

@@ -1,8 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { nextTokenLogitsGradient, NextTokenSoftmax, nextTokenSoftmax } from '../kernels/next-token-softmax';
 import { contextTensors, type LlamaModel } from '../model/llama';
+import { BlockBackwardContext, decoderBlockBackward, decoderBlockSaving, decoderBlockSavedBytes } from '../ops/decoder-block-gradient';
 import { OutputSlot, OutputStore, withOutputStore } from '../ops/kept-outputs';
 import { inputGradient } from '../ops/linear-gradient';
+import { SavedActivations } from '../ops/saved-activations';
 
 /**
  * Most logits the lm_head makes at once, in floats (32 MB). With a 49k vocabulary that is
@@ -12,12 +14,13 @@ const MAX_LOGITS_PER_CHUNK = 1 << 23;
 
 /**
  * Most bytes a step keeps from its forward pass for the backward, unless
- * CheckpointOptions.keptProductsBytes says otherwise: the projections' and attention's outputs
- * (KeptProducts) first, then the lm_head chunks' softmax, each of which spares the backward a
- * product or an attention pass. 1.5 GB: for a 135M model's step of the default packing's
- * 2,048 tokens, every output (about 1.27 GB) and 10 of its 12 head chunks (0.38 GB for all);
- * longer steps keep the first layers' outputs and recompute the rest. The training worker's
- * KEPT_PRODUCTS_MB sets it.
+ * CheckpointOptions.keptProductsBytes says otherwise: the activations every block saves to run
+ * its forward once, where they fit; else the projections' and attention's outputs of the
+ * recomputed blocks (KeptProducts); then the lm_head chunks' softmax. Each spares the backward
+ * a product or an attention pass. 1.5 GB: a 135M model's step of up to about 1,700 tokens runs
+ * its forward once (31.5 KB a token and layer); one of the default packing's 2,048 tokens (1.93
+ * GB of activations) recomputes, keeping every output (about 1.27 GB) and 10 of its 12 head
+ * chunks (0.38 GB for all). The training worker's KEPT_PRODUCTS_MB sets it.
  */
 export const KEPT_PRODUCTS_BYTES = 1536 << 20;
 
@@ -296,8 +299,14 @@ export interface CheckpointOptions {
    * is dropped. Absent: every position.
    */
   scored?: ArrayLike<number>;
-  /** Most bytes of projections' and attention's outputs and lm_head softmax kept from the forward pass for the backward (default KEPT_PRODUCTS_BYTES). */
+  /**
+   * Most bytes kept from the forward pass for the backward (default KEPT_PRODUCTS_BYTES): the
+   * blocks' activations for one forward pass where they all fit, else the projections' and
+   * attention's outputs for the recompute; then lm_head softmax.
+   */
   keptProductsBytes?: number;
+  /** Whether the blocks run their forward once where their activations fit the budget (default true); false: every block recomputed. */
+  singlePass?: boolean;
 }
 
 /** The indices of the nonzero weights, or null for all positions (none given, all nonzero, or none nonzero). */
@@ -327,22 +336,26 @@ export interface CheckpointedResult {
 
 /**
  * The value of loss(log p(targets)) and its gradients w.r.t. each block's trainable variables,
- * by activation checkpointing (Chen et al., 2016, "Training Deep Nets with Sublinear Memory
- * Cost"):
+ * with the forward pass run once where memory allows, and by activation checkpointing (Chen et
+ * al., 2016, "Training Deep Nets with Sublinear Memory Cost") where it does not:
  *
- * 1. forward through the blocks without a gradient tape, keeping only each block's input;
+ * 1. forward through the blocks without a gradient tape, keeping each block's input; where the
+ *    blocks' activations fit keptProductsBytes (decoderBlockSavedBytes), each also saves what
+ *    its explicit backward reads (ops/decoder-block-gradient.ts);
  * 2. the lm_head in chunks of positions, as values; then the loss and d loss / d log-probs;
  * 3. back through the head chunk by chunk (each chunk's logits and softmax recomputed,
  *    unless step 2 kept its softmax) and the final norm;
- * 4. back through the blocks from the last: each is run again under a tape, and its
- *    vector-Jacobian product gives the gradient for its input and for its variables.
+ * 4. back through the blocks from the last: by each block's explicit backward from what it
+ *    saved; or, where they did not fit, each is run again under a tape, and its vector-Jacobian
+ *    product gives the gradient for its input and for its variables.
  *
- * Memory then grows with layers x tokens x hidden plus one block's intermediates, instead of
- * every intermediate of every layer (which, copied by the wasm backend for the tape, ran a
- * 135M model out of memory at a few hundred tokens). The price is a second forward pass; the
- * first pass keeps the outputs of the projections the recompute reads (q|k|v, o, gate|up) and
- * of attention, and step 2 the chunks' softmax, within keptProductsBytes, so that the backward
- * computes them again only where they did not fit.
+ * Memory then grows with layers x tokens x hidden, plus the saved activations within the
+ * budget, plus one block's intermediates, instead of every intermediate of every layer (which,
+ * copied by the wasm backend for the tape, ran a 135M model out of memory at a few hundred
+ * tokens). Recomputing costs a second forward pass; its first pass keeps the outputs of the
+ * projections the recompute reads (q|k|v, o, gate|up) and of attention, and step 2 the chunks'
+ * softmax, within the budget, so that the backward computes them again only where they did
+ * not fit.
  */
 export async function checkpointedGradients(
   model: LlamaModel,
@@ -353,18 +366,29 @@ export async function checkpointedGradients(
 ): Promise<CheckpointedResult> {
   const { rows: R, length: T } = rows;
   const budget = options.keptProductsBytes ?? KEPT_PRODUCTS_BYTES;
-  const products = new KeptProducts(budget, new Set(model.blocks.flatMap((b) => b.residualProjection ?? [])));
+  // Every block runs its forward once (onePass[layer] holds what it saved) where all their saved
+  // activations fit the budget; otherwise every block is recomputed, keeping its products within
+  // the budget. Not some of each: a byte of kept products or head softmax spares a recompute
+  // more work (a product) than a byte of saved activations spares one that keeps its products
+  // (norms, RoPE, activations and the tape).
+  const savedBytes = model.blocks.reduce((sum, block) => sum + decoderBlockSavedBytes(block, R * T), 0);
+  const once = options.singlePass !== false && savedBytes <= budget;
+  const onePass = model.blocks.map(() => (once ? new SavedActivations() : null));
+  const products = new KeptProducts(once ? 0 : budget, new Set(model.blocks.flatMap((b) => b.residualProjection ?? [])));
   const ctx = model.passContext(R, T);
+  const backwardContext = new BlockBackwardContext(ctx);
   const kept: tf.Tensor[] = [];
   try {
-    // 1. Forward, keeping the input of every block.
+    // 1. Forward, keeping the input of every block (and, in the blocks run once, what their
+    // backward reads).
     const inputs: tf.Tensor2D[] = [];
     let x = model.embed(rows.inputs.flat());
     kept.push(x);
     for (const [layer, block] of model.blocks.entries()) {
       inputs.push(x);
       const input = x;
-      x = tf.tidy(() => products.during(layer, () => block.forward(input, ctx)));
+      const saved = onePass[layer];
+      x = tf.tidy(() => (saved ? decoderBlockSaving(block, input, ctx, saved) : products.during(layer, () => block.forward(input, ctx))));
       kept.push(x);
     }
     const last = x;
@@ -382,7 +406,7 @@ export async function checkpointedGradients(
     const targets = scored ? scored.map((i) => rows.targets[i]) : rows.targets;
     const N = targets.length;
     const size = headChunkSize(options.chunk, model.config.vocabSize);
-    const headBudget = Math.max(0, budget - products.keptBytes);
+    const headBudget = Math.max(0, budget - (once ? savedBytes : 0) - products.keptBytes);
     const { values: head, kept: softmaxes } = await headPass(model, headInput, targets, options.chunk, options.withEntropy, headBudget);
     for (const softmax of softmaxes) if (softmax) kept.push(...keptTensors(softmax));
     const values = scored ? spread(head, scored, R * T) : head;
@@ -431,17 +455,23 @@ export async function checkpointedGradients(
     });
     parts.forEach((p) => p.dispose());
 
-    // 4. Back through the blocks, recomputing each one under a tape. Only the gradients of
-    // the recomputed pass are used, which spares each block its residual projection's product;
-    // the other projections' outputs and attention's are the first pass's, where they were kept.
+    // 4. Back through the blocks from the last. A block run once: its explicit backward from
+    // what its forward saved (ops/decoder-block-gradient.ts). Any other: recomputed under a
+    // tape. Only the gradients of the recomputed pass are used, which spares each block its
+    // residual projection's product; the other projections' outputs and attention's are the
+    // first pass's, where they were kept.
     const grads = new Map<string, tf.Tensor>();
     for (let layer = model.blocks.length - 1; layer >= 0; layer--) {
       const block = model.blocks[layer];
       const variables = blockVariables[layer] ?? [];
       const dy = dx;
-      const [dInput, ...dVariables] = tf.tidy(() =>
-        tf.grads((input: tf.Tensor) => products.during(layer, () => block.forward(input as tf.Tensor2D, ctx)))([inputs[layer], ...variables], dy),
-      );
+      const saved = onePass[layer];
+      const [dInput, ...dVariables] = tf.tidy(() => {
+        if (!saved) return tf.grads((input: tf.Tensor) => products.during(layer, () => block.forward(input as tf.Tensor2D, ctx)))([inputs[layer], ...variables], dy);
+        const back = decoderBlockBackward(block, saved, dy, backwardContext);
+        return [back.dx, ...variables.map((v) => back.grads.get(v) ?? tf.zerosLike(v))];
+      });
+      saved?.dispose();
       dy.dispose();
       dx = dInput as tf.Tensor2D;
       variables.forEach((v, i) => grads.set(v.name, dVariables[i]));
@@ -450,6 +480,8 @@ export async function checkpointedGradients(
     return { value: lossValue, grads };
   } finally {
     kept.forEach((t) => t.dispose());
+    onePass.forEach((saved) => saved?.dispose());
+    backwardContext.dispose();
     products.dispose();
     contextTensors(ctx).forEach((t) => t.dispose());
   }

@@ -241,7 +241,8 @@ describe('LoRA training (wasm, tiny model)', () => {
       const gradients = async (keptProductsBytes: number) => {
         take.mockClear();
         head.mockClear();
-        const { value, grads } = await checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossOf, { chunk: 8, withEntropy: false, keptProductsBytes });
+        // The recomputing path (singlePass off): a budget that held every block's activations would run each block once instead.
+        const { value, grads } = await checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossOf, { chunk: 8, withEntropy: false, keptProductsBytes, singlePass: false });
         const taken = take.mock.results.filter((r) => r.value !== null).length;
         const bits = new Map([...grads].map(([name, g]) => [name, Array.from(g.dataSync())]));
         grads.forEach((g) => g.dispose());

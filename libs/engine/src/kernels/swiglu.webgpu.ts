@@ -1,0 +1,49 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { runProgram, WgslProgram } from './webgpu-program';
+
+/**
+ * SwiGLU's backward as one elementwise WGSL dispatch on webgpu: for gateUp [M, 2F] (gate | up)
+ * and the output's gradient dy [M, F], each invocation writes one column pair of d gateUp,
+ *
+ *   d gate = dy u s (1 + g (1 - s)),   d up = dy g s,   s = sigmoid(g)
+ *
+ * (ops/swiglu.ts, swigluBackward), where the generic ops take about ten dispatches (a split,
+ * the sigmoid, the products and a concat). Dispatched by swiglu.ts, which registers the same
+ * kernel name for wasm.
+ */
+export const SWIGLU_BACKWARD_KERNEL = 'TrainyardSwiGluBackward';
+const WORKGROUP = 64;
+
+function program(M: number, F: number): WgslProgram {
+  return {
+    variableNames: ['gateUp', 'dy'],
+    outputShape: [M, 2 * F],
+    shaderKey: 'trainyardSwiGluBackward',
+    dispatchLayout: { x: [0, 1] },
+    dispatch: [Math.ceil((M * F) / WORKGROUP), 1, 1],
+    workgroupSize: [WORKGROUP, 1, 1],
+    getUserCode: () => `
+      fn main(index : i32) {
+        let F = uniforms.dyShape[1];
+        if (index >= uniforms.dyShape[0] * F) { return; }
+        let row = index / F;
+        let col = index - row * F;
+        let at = row * 2 * F + col;
+        let g = gateUp[at];
+        let u = gateUp[at + F];
+        let d = dy[index];
+        let s = 1.0 / (1.0 + exp(-g));
+        setOutputAtIndex(at, d * u * s * (1.0 + g * (1.0 - s)));
+        setOutputAtIndex(at + F, d * g * s);
+      }`,
+  };
+}
+
+tf.registerKernel({
+  kernelName: SWIGLU_BACKWARD_KERNEL,
+  backendName: 'webgpu',
+  kernelFunc: ({ inputs, backend }) => {
+    const { gateUp, dy } = inputs as Record<'gateUp' | 'dy', tf.TensorInfo>;
+    return runProgram(backend, program(dy.shape[0], dy.shape[1]), [gateUp, dy]);
+  },
+});
