@@ -92,7 +92,7 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
     fs.existsSync(path.join(dir, 'generation_config.json')) ? readJson(dir, 'generation_config.json') : {},
   );
 
-  const tooLarge = tooLargeToTrainOnWasm(config, dir, options);
+  const tooLarge = tooLargeToTrainOnWasm(config, dir, options) ?? tooLargeToServeOnWasm(config, dir, options);
   if (tooLarge) throw tooLarge;
   startMatMulThreads(options.matmulThreads ?? 1);
   const checkpoint = new Checkpoint(dir);
@@ -136,7 +136,9 @@ const WASM_MEMORY_GIB = 4;
  * memory of their own) or a GPU worker. Null for any other failure.
  */
 export function wasmMemoryExceeded(err: unknown, config: ModelConfig, dir: string, options: LoadOptions): ModelLoadError | null {
-  if (!(err instanceof RangeError) || tf.getBackend() !== 'wasm') return null;
+  // A memory that cannot grow: a RangeError where tfjs grows it, a RuntimeError where a kernel writes past its end.
+  const outOfMemory = err instanceof RangeError || (err instanceof WebAssembly.RuntimeError && /memory access out of bounds/.test(err.message));
+  if (!outOfMemory || tf.getBackend() !== 'wasm') return null;
   const billions = (parameterCount(config) / 1e9).toFixed(2);
   const held = options.inferenceOnly && options.weights === 'q8' ? 'as 8-bit weights' : 'as its checkpoint stores them';
   return new ModelLoadError(
@@ -167,6 +169,32 @@ export function tooLargeToTrainOnWasm(config: ModelConfig, dir: string, options:
     path.join(dir, 'config.json'),
   );
 }
+
+/**
+ * A model too large to serve on the wasm backend's one memory, as a clear load error; null when
+ * it may fit. With one matmul thread the packed weights share the 4 GiB memory with the
+ * embeddings, the KV caches and the activations: weights past WASM_SERVING_WEIGHT_BYTES (at
+ * their least, 2 bytes a parameter for a bf16 checkpoint, 34/32 for q8) do not load
+ * (Qwen3-1.7B's shape in bf16 failed with "memory access out of bounds";
+ * libs/engine/bench/model-sizes.bench.ts). With matmul threads the packed weights have a memory
+ * of their own, and what does not fit there is told by wasmMemoryExceeded.
+ */
+export function tooLargeToServeOnWasm(config: ModelConfig, dir: string, options: LoadOptions): ModelLoadError | null {
+  if (!options.inferenceOnly || (options.matmulThreads ?? 1) > 1 || tf.getBackend() !== 'wasm') return null;
+  const q8 = options.weights === 'q8';
+  const bytes = parameterCount(config) * (q8 ? 34 / 32 : 2);
+  if (bytes <= WASM_SERVING_WEIGHT_BYTES) return null;
+  const gib = (n: number) => (n / 2 ** 30).toFixed(1);
+  return new ModelLoadError(
+    `does not fit in the wasm backend's ${WASM_MEMORY_GIB} GiB of memory (WebAssembly's 32-bit limit): its ${(parameterCount(config) / 1e9).toFixed(2)}B parameters take at least ${gib(bytes)} GiB ` +
+      `${q8 ? 'as 8-bit weights' : 'as 16-bit weights'}, above the ${gib(WASM_SERVING_WEIGHT_BYTES)} GiB one memory holds beside the embeddings and KV caches; ` +
+      `${q8 ? '' : 'serve it with 8-bit weights (WEIGHTS=q8), '}with MATMUL_THREADS of 2 or more (the packed weights then have a memory of their own), or on a GPU worker`,
+    path.join(dir, 'config.json'),
+  );
+}
+
+/** Most bytes of packed weights one wasm memory holds with its embeddings, KV caches and activations. */
+const WASM_SERVING_WEIGHT_BYTES = 3 * 2 ** 30;
 
 /** Parameters of a model of this config: embeddings, every layer's projections and norms, the lm_head unless tied. */
 export function parameterCount(config: ModelConfig): number {

@@ -126,4 +126,20 @@ describe('loading a model directory', () => {
     // For serving, the same directory gets as far as its weights (whose shapes are the tiny model's).
     await expect(loadModel(big, { inferenceOnly: true })).rejects.toThrow(/shape|tensor/i);
   });
+
+  it('refuses to serve on one wasm memory a model whose 16-bit weights pass what it holds, and says what makes it fit', async () => {
+    // Qwen3-1.7B's shape: 3.2 GiB as bf16 does not fit one memory; as q8 (1.7 GiB) or with matmul threads it may.
+    const big = copyDir(dir, 'loader-serve');
+    const config = JSON.parse(fs.readFileSync(path.join(big, 'config.json'), 'utf8')) as Record<string, unknown>;
+    Object.assign(config, { hidden_size: 2048, intermediate_size: 6144, num_hidden_layers: 28, num_attention_heads: 16, num_key_value_heads: 8, head_dim: 128, vocab_size: 151936, tie_word_embeddings: true });
+    fs.writeFileSync(path.join(big, 'config.json'), JSON.stringify(config));
+    const refusal = await loadModel(big, { inferenceOnly: true }).then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(refusal).toBeInstanceOf(ModelLoadError);
+    expect((refusal as ModelLoadError).reason).toMatch(/1\.72B parameters take at least 3\.2 GiB as 16-bit weights.*WEIGHTS=q8.*MATMUL_THREADS/);
+    await expect(loadModel(big, { inferenceOnly: true, weights: 'q8' })).rejects.toThrow(/shape|tensor/i);
+    await expect(loadModel(big, { inferenceOnly: true, matmulThreads: 2 })).rejects.toThrow(/shape|tensor/i);
+  });
 });
