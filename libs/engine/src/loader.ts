@@ -137,7 +137,7 @@ const WASM_MEMORY_GIB = 4;
  */
 export function wasmMemoryExceeded(err: unknown, config: ModelConfig, dir: string, options: LoadOptions): ModelLoadError | null {
   // A memory that cannot grow: a RangeError where tfjs grows it, a RuntimeError where a kernel writes past its end.
-  const outOfMemory = err instanceof RangeError || (err instanceof WebAssembly.RuntimeError && /memory access out of bounds/.test(err.message));
+  const outOfMemory = err instanceof RangeError || (err instanceof Error && err.name === 'RuntimeError' && /memory access out of bounds/.test(err.message));
   if (!outOfMemory || tf.getBackend() !== 'wasm') return null;
   const billions = (parameterCount(config) / 1e9).toFixed(2);
   const held = options.inferenceOnly && options.weights === 'q8' ? 'as 8-bit weights' : 'as its checkpoint stores them';
