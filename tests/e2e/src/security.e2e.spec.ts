@@ -22,7 +22,7 @@ describe('security', () => {
   const secrets: string[] = [];
   let acme: string;
   let globex: string;
-  const acmeIds = {} as { model: string; checkpoint: string; file: string; job: string; event: string; fineTuningJob: string; response: string; outputItem: string; conversation: string; conversationItem: string; chatCompletion: string };
+  const acmeIds = {} as { model: string; checkpoint: string; file: string; job: string; event: string; fineTuningJob: string; response: string; outputItem: string; conversation: string; conversationItem: string; chatCompletion: string; tinkerClient: string; tinkerFuture: string };
   let globexModel: string;
   let globexFile: string;
   let globexConversation: string;
@@ -91,6 +91,11 @@ describe('security', () => {
     acmeIds.chatCompletion = (
       await stack.json<{ id: string }>('POST', '/v1/chat/completions', acme, { model: BASE, messages: [{ role: 'user', content: 'acme secret' }], max_tokens: 2, store: true, metadata: { secret: 'acme', reward: '1' } })
     ).id;
+
+    // A Tinker training client of acme's (its create_model future is done at once).
+    const session = (await call('POST', '/api/v1/create_session', acme, { tags: [], user_metadata: {}, sdk_version: '0.25.0' })).json as { session_id: string };
+    const created = (await call('POST', '/api/v1/create_model', acme, { session_id: session.session_id, model_seq_id: 0, base_model: BASE, lora_config: { rank: 8 } })).json as { request_id: string; model_id: string };
+    [acmeIds.tinkerClient, acmeIds.tinkerFuture] = [created.model_id, created.request_id];
 
     globexModel = (await stack.json<{ id: string }>('POST', '/v1/preview/models', globex, { project: 'p', name: 'own', base_model: BASE, return_existing: true })).id;
     globexFile = ((await upload(globex, 'globex.jsonl')).json as { id: string }).id;
@@ -197,6 +202,8 @@ describe('security', () => {
       ['GET', (id) => `/v1/chat/completions/${id}/messages`, acmeIds.chatCompletion, ghostChatCompletion],
       ['POST', (id) => `/v1/chat/completions/${id}`, acmeIds.chatCompletion, ghostChatCompletion, { metadata: { taken: 'yes' } }],
       ['DELETE', (id) => `/v1/chat/completions/${id}`, acmeIds.chatCompletion, ghostChatCompletion],
+      ['GET', (id) => `/api/v1/training_runs/${id}`, acmeIds.tinkerClient, `${ghost}:train:0`],
+      ['GET', (id) => `/api/v1/training_runs/${id}/checkpoints`, acmeIds.tinkerClient, `${ghost}:train:0`],
       // Each of its own conversations is a 404 for an item of acme's too.
       ['GET', (id) => `/v1/conversations/${globexConversation}/items/${id}`, acmeIds.conversationItem, 'msg_ghost'],
     ];
@@ -242,6 +249,18 @@ describe('security', () => {
       expect(listed.data).toEqual([]);
       const afterTheirJob = await call('GET', `/v1/fine_tuning/jobs?after=${acmeIds.fineTuningJob}`, globex);
       expect(afterTheirJob.status).toBe(400);
+      // Tinker: their training client takes no call, their future is not ours to read, their runs are in no list of ours.
+      const adam = { learning_rate: 0.001, beta1: 0.9, beta2: 0.95, eps: 1e-12 };
+      const theirClient = await call('POST', '/api/v1/optim_step', globex, { model_id: acmeIds.tinkerClient, seq_id: 1, adam_params: adam });
+      const noClient = await call('POST', '/api/v1/optim_step', globex, { model_id: `${ghost}:train:0`, seq_id: 1, adam_params: adam });
+      expect(theirClient.status).toBe(404);
+      expect(theirClient.text.replaceAll(acmeIds.tinkerClient, '<id>')).toBe(noClient.text.replaceAll(`${ghost}:train:0`, '<id>'));
+      const theirFuture = await call('POST', '/api/v1/retrieve_future', globex, { request_id: acmeIds.tinkerFuture });
+      expect(theirFuture.status).toBe(404);
+      const runs = (await call('GET', '/api/v1/training_runs', globex)).json as { training_runs: unknown[] };
+      expect(runs.training_runs).toEqual([]);
+      const theirSampler = await call('POST', '/api/v1/create_sampling_session', globex, { session_id: 'any', sampling_session_seq_id: 0, model_path: `tinker://${acmeIds.tinkerClient}/sampler_weights/x` });
+      expect(theirSampler.status).toBe(404);
     });
 
     it('another entity\'s responses and conversations can be neither continued, nor referenced, nor written to by a response', async () => {
