@@ -6,11 +6,13 @@ function boundaries(forTests = []) {
     enforceBuildableLibDependency: true,
     allow: [],
     depConstraints: [
-      { sourceTag: 'type:app', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging', 'type:runtime', 'type:db', 'type:engine', 'type:art') },
+      { sourceTag: 'type:app', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging', 'type:runtime', 'type:db', 'type:engine', 'type:art', 'type:artifacts') },
       { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: libs() },
       // ART's request shapes parse into the contracts' training inputs, and know nothing else of ours.
       { sourceTag: 'type:art', onlyDependOnLibsWithTags: libs('type:contracts') },
       { sourceTag: 'type:engine', onlyDependOnLibsWithTags: libs() },
+      // The artifact store (content-addressed objects on disk or S3) knows nothing else of ours.
+      { sourceTag: 'type:artifacts', onlyDependOnLibsWithTags: libs() },
       { sourceTag: 'type:messaging', onlyDependOnLibsWithTags: libs('type:contracts') },
       { sourceTag: 'type:runtime', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging') },
       { sourceTag: 'type:db', onlyDependOnLibsWithTags: libs('type:runtime', 'type:messaging', 'type:contracts') },

@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { ArtifactStore, assertDigest } from './artifact-store';
+import { readBundleManifest } from './bundles';
+
+interface Entry {
+  path: string;
+  bytes: number;
+  /** Readers using the entry's files now: it is not evicted while held. */
+  holds: number;
+  ready: Promise<void>;
+}
+
+export interface ArtifactCacheOptions {
+  dir: string;
+  /** Bytes kept on disk; beyond them the least recently used entries not in use go. */
+  maxBytes: number;
+}
+
+/**
+ * A worker's local copy of the artifacts it reads, fetched by digest from the artifact store
+ * and verified on the way in, so a worker needs nothing of the registry's disk. Bounded in
+ * bytes: the least recently used entries go first, never one a reader holds (an entry larger
+ * than the bound is kept only while held). Files of one bundle share one directory, named by
+ * the bundle's digest, so code that reads a directory (a PEFT adapter) reads it as it is.
+ *
+ * Its entries are dropped at start: what a killed process left there is not trusted.
+ */
+export class ArtifactCache {
+  readonly dir: string;
+  private readonly maxBytes: number;
+  /** Insertion order is recency: an entry used is moved to the end. */
+  private readonly entries = new Map<string, Entry>();
+  private usedBytes = 0;
+  private started?: Promise<void>;
+
+  constructor(
+    private readonly store: ArtifactStore,
+    options: ArtifactCacheOptions,
+  ) {
+    this.dir = resolve(options.dir);
+    this.maxBytes = options.maxBytes;
+  }
+
+  /** Bytes on disk now (held entries included). */
+  get bytes(): number {
+    return this.usedBytes;
+  }
+
+  /** Runs `use` with the path of a verified local copy of one object, held until `use` settles. */
+  withFile<T>(sha256: string, use: (path: string) => Promise<T>): Promise<T> {
+    return this.with(`file-${assertDigest(sha256)}`, use, (target) => this.store.getToFile(sha256, target));
+  }
+
+  /** Runs `use` with a local directory holding a bundle's files, each verified, held until `use` settles. */
+  withBundle<T>(sha256: string, use: (dir: string) => Promise<T>): Promise<T> {
+    return this.with(`bundle-${assertDigest(sha256)}`, use, async (target) => {
+      const manifest = await readBundleManifest(this.store, sha256);
+      await mkdir(target);
+      let bytes = 0;
+      for (const file of manifest.files) bytes += (await this.store.getToFile(file.sha256, join(target, file.name))).bytes;
+      return { bytes };
+    });
+  }
+
+  private async with<T>(key: string, use: (path: string) => Promise<T>, fetch: (target: string) => Promise<{ bytes: number }>): Promise<T> {
+    await this.start();
+    let entry = this.entries.get(key);
+    if (entry) {
+      this.entries.delete(key);
+    } else {
+      const path = join(this.dir, key);
+      const created: Entry = { path, bytes: 0, holds: 0, ready: Promise.resolve() };
+      created.ready = this.fill(path, fetch).then(
+        (bytes) => {
+          created.bytes = bytes;
+          this.usedBytes += bytes;
+        },
+        (err: unknown) => {
+          if (this.entries.get(key) === created) this.entries.delete(key);
+          throw err;
+        },
+      );
+      entry = created;
+    }
+    this.entries.set(key, entry);
+    entry.holds++;
+    try {
+      await entry.ready;
+      return await use(entry.path);
+    } finally {
+      entry.holds--;
+      await this.evict();
+    }
+  }
+
+  /** Fetches into a private temporary path, then renames it into place: a crash leaves no half entry. */
+  private async fill(path: string, fetch: (target: string) => Promise<{ bytes: number }>): Promise<number> {
+    const temp = join(this.dir, '.tmp', randomUUID());
+    await mkdir(join(this.dir, '.tmp'), { recursive: true });
+    try {
+      const { bytes } = await fetch(temp);
+      await rm(path, { recursive: true, force: true });
+      await rename(temp, path);
+      return bytes;
+    } catch (err) {
+      await rm(temp, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  private async evict(): Promise<void> {
+    for (const [key, entry] of this.entries) {
+      if (this.usedBytes <= this.maxBytes) return;
+      if (entry.holds > 0) continue;
+      this.entries.delete(key);
+      this.usedBytes -= entry.bytes;
+      await rm(entry.path, { recursive: true, force: true });
+    }
+  }
+
+  private start(): Promise<void> {
+    this.started ??= (async () => {
+      await mkdir(this.dir, { recursive: true });
+      // Only what this cache writes, in case the directory was set to one that holds other things.
+      for (const name of await readdir(this.dir)) {
+        if (name === '.tmp' || /^(file|bundle)-[0-9a-f]{64}$/.test(name)) await rm(join(this.dir, name), { recursive: true, force: true });
+      }
+    })();
+    return this.started;
+  }
+}

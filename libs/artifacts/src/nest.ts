@@ -1,0 +1,1 @@
+export { ArtifactsModule } from './artifacts.module';
