@@ -17,7 +17,7 @@ function boundaries(forTests = []) {
       { sourceTag: 'type:runtime', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging') },
       { sourceTag: 'type:db', onlyDependOnLibsWithTags: libs('type:runtime', 'type:messaging', 'type:contracts') },
       { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts'] },
-      { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:testing', 'type:engine', 'type:art'] },
+      { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:testing', 'type:engine', 'type:art', 'type:artifacts'] },
       // The web console runs in the browser: of ours, only the contracts (framework-free).
       { sourceTag: 'type:web', onlyDependOnLibsWithTags: libs('type:contracts') },
       { sourceTag: 'db:none', notDependOnLibsWithTags: ['type:db'] },

@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { BackendInfo } from '@trainyard/engine';
+import { ArtifactsModule } from '@trainyard/artifacts/nest';
 import { ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
 import { InferenceWorkerConfig } from './config/inference-worker.config';
 import { AdapterCache } from './models/adapter-cache';
@@ -27,6 +28,7 @@ export class InferenceWorkerModule {
           },
           { requireGpu: config.REQUIRE_GPU },
         ),
+        ArtifactsModule.forRoot(config),
       ],
       providers: [{ provide: InferenceWorkerConfig, useValue: config }, ModelCache, AdapterCache, InferenceScheduler, PeerLoads, WorkQueueConsumer],
     };

@@ -1,8 +1,10 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { BackendInfo } from '@trainyard/engine';
+import { ArtifactsModule } from '@trainyard/artifacts/nest';
 import { BlobStore } from '@trainyard/messaging';
 import { ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
 import { TrainingWorkerConfig } from './config/training-worker.config';
+import { AdapterArtifacts } from './training/adapter-artifacts';
 import { JobRunner } from './training/job-runner';
 import { TrainingQueueConsumer } from './training/training-queue.consumer';
 
@@ -25,8 +27,9 @@ export class TrainingWorkerModule {
           },
           { requireGpu: config.REQUIRE_GPU },
         ),
+        ArtifactsModule.forRoot(config),
       ],
-      providers: [{ provide: TrainingWorkerConfig, useValue: config }, BlobStore, JobRunner, TrainingQueueConsumer],
+      providers: [{ provide: TrainingWorkerConfig, useValue: config }, BlobStore, AdapterArtifacts, JobRunner, TrainingQueueConsumer],
     };
   }
 }

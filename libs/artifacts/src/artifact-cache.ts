@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ArtifactStore, assertDigest } from './artifact-store';
 import { readBundleManifest } from './bundles';
@@ -13,7 +14,11 @@ interface Entry {
 }
 
 export interface ArtifactCacheOptions {
-  dir: string;
+  /**
+   * This process's own directory. Empty: a private temporary directory, removed at close
+   * (several workers on one machine must never share one: each evicts its own entries).
+   */
+  dir?: string;
   /** Bytes kept on disk; beyond them the least recently used entries not in use go. */
   maxBytes: number;
 }
@@ -28,19 +33,37 @@ export interface ArtifactCacheOptions {
  * Its entries are dropped at start: what a killed process left there is not trusted.
  */
 export class ArtifactCache {
-  readonly dir: string;
+  private dirPath?: string;
   private readonly maxBytes: number;
   /** Insertion order is recency: an entry used is moved to the end. */
   private readonly entries = new Map<string, Entry>();
   private usedBytes = 0;
   private started?: Promise<void>;
+  private readonly configured: boolean;
 
   constructor(
     private readonly store: ArtifactStore,
     options: ArtifactCacheOptions,
   ) {
-    this.dir = resolve(options.dir);
+    this.dirPath = options.dir ? resolve(options.dir) : undefined;
+    this.configured = this.dirPath !== undefined;
     this.maxBytes = options.maxBytes;
+  }
+
+  private get dir(): string {
+    if (!this.dirPath) throw new Error('The artifact cache is not started');
+    return this.dirPath;
+  }
+
+  /** Removes a temporary directory the cache made itself (a configured one stays, emptied at the next start). */
+  async close(): Promise<void> {
+    const made = this.started && !this.configured ? this.dirPath : undefined;
+    if (made) await rm(made, { recursive: true, force: true });
+  }
+
+  /** For Nest: closed with the application. */
+  onModuleDestroy(): Promise<void> {
+    return this.close();
   }
 
   /** Bytes on disk now (held entries included). */
@@ -122,6 +145,7 @@ export class ArtifactCache {
 
   private start(): Promise<void> {
     this.started ??= (async () => {
+      this.dirPath ??= await mkdtemp(join(tmpdir(), 'trainyard-artifact-cache-'));
       await mkdir(this.dir, { recursive: true });
       // Only what this cache writes, in case the directory was set to one that holds other things.
       for (const name of await readdir(this.dir)) {

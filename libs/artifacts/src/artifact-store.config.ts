@@ -76,9 +76,13 @@ export function withArtifactStore<TBase extends Constructor>(Base: TBase) {
 /** Adds the store's settings and a local cache's (for the workers, which read artifacts by digest). */
 export function withArtifactCache<TBase extends Constructor>(Base: TBase) {
   class WithArtifactCache extends withArtifactStore(Base) implements ArtifactCacheSettings {
-    /** Local disk for artifacts fetched from the store; this process's own (not shared). */
+    /**
+     * Local disk for artifacts fetched from the store, this process's own: never shared by two
+     * workers. Empty (the default): a private temporary directory, removed at shutdown. In
+     * Kubernetes, an emptyDir volume.
+     */
     @IsString()
-    ARTIFACT_CACHE_DIR = 'var/cache/artifacts';
+    ARTIFACT_CACHE_DIR = '';
 
     /** Bound of that cache (MiB): beyond it the least recently used artifacts not in use are deleted. */
     @Type(() => Number)

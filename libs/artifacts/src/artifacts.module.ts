@@ -11,7 +11,7 @@ import { ArtifactCacheSettings, ArtifactStoreSettings, createArtifactStore } fro
 export class ArtifactsModule {
   static forRoot(settings: ArtifactStoreSettings & Partial<ArtifactCacheSettings>, store: ArtifactStore = createArtifactStore(settings)): DynamicModule {
     const providers: DynamicModule['providers'] = [{ provide: ARTIFACT_STORE, useValue: store }];
-    if (settings.ARTIFACT_CACHE_DIR && settings.ARTIFACT_CACHE_MB) {
+    if (settings.ARTIFACT_CACHE_MB !== undefined) {
       providers.push({ provide: ArtifactCache, useValue: new ArtifactCache(store, { dir: settings.ARTIFACT_CACHE_DIR, maxBytes: settings.ARTIFACT_CACHE_MB * 2 ** 20 }) });
     }
     return { module: ArtifactsModule, global: true, providers, exports: providers.map((p) => ('provide' in p ? p.provide : p)) };

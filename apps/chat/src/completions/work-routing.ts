@@ -6,8 +6,8 @@ export function servedWeights(resolved: ResolveModelReply): Pick<InferenceWorkRo
     base_model: resolved.base_model,
     base_model_dir: resolved.base_model_dir,
     adapter:
-      resolved.adapter_path !== null && resolved.model_id !== null && resolved.step !== null
-        ? { path: resolved.adapter_path, sha256: resolved.adapter_sha256, step: resolved.step, model_id: resolved.model_id }
+      resolved.adapter_bundle !== null && resolved.model_id !== null && resolved.step !== null
+        ? { bundle: resolved.adapter_bundle, sha256: resolved.adapter_sha256, step: resolved.step, model_id: resolved.model_id }
         : null,
   };
 }

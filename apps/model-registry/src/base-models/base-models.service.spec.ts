@@ -41,6 +41,6 @@ describe('base models the engine cannot load', () => {
     expect(refusal).toBeInstanceOf(ServiceError);
     expect(refusal).toMatchObject({ code: ErrorCode.InvalidRequest, details: { param: 'model' } });
     expect((refusal as ServiceError).message).toMatch(/^The model `google\/gemma-3-4b-it` cannot be served by this engine: unsupported architecture \["Gemma3ForConditionalGeneration"\]; supported: .*Gemma3ForCausalLM/);
-    await expect(resolver.resolve({ model: 'Qwen/Qwen3-tiny', ...scope })).resolves.toMatchObject({ base_model: 'Qwen/Qwen3-tiny', adapter_path: null });
+    await expect(resolver.resolve({ model: 'Qwen/Qwen3-tiny', ...scope })).resolves.toMatchObject({ base_model: 'Qwen/Qwen3-tiny', adapter_bundle: null });
   });
 });

@@ -64,6 +64,11 @@ export class CheckpointRepository {
     });
   }
 
+  /** Points a legacy row at its adapter's bundle, unless another replica already did. */
+  async setAdapter(id: string, fromPath: string, adapter: { adapterPath: string; adapterSha256: string }): Promise<void> {
+    await this.prisma.checkpoint.updateMany({ where: { id, adapterPath: fromPath }, data: adapter });
+  }
+
   /**
    * Deletes the given steps unless that would leave the model with none. The model row is
    * locked for the check and the delete, so two concurrent deletes cannot each leave the

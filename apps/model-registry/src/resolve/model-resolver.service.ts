@@ -35,7 +35,7 @@ export class ModelResolverService {
       const found = await this.baseModels.find(parsed.id);
       if (!found) throw notFound();
       const base = servable(found);
-      return { base_model: base.id, base_model_dir: base.dir, model_id: null, step: null, adapter_path: null, adapter_sha256: null };
+      return { base_model: base.id, base_model_dir: base.dir, model_id: null, step: null, adapter_bundle: null, adapter_sha256: null };
     }
 
     if (parsed.entity !== request.entity_name) throw notFound();
@@ -54,7 +54,7 @@ export class ModelResolverService {
       base_model_dir: base.dir,
       model_id: model.id,
       step: checkpoint.step,
-      adapter_path: this.adapters.localPath(checkpoint.adapterPath),
+      adapter_bundle: await this.adapters.bundleOf(checkpoint.adapterPath, (adapter) => this.checkpoints.setAdapter(checkpoint.id, checkpoint.adapterPath, adapter)),
       adapter_sha256: checkpoint.adapterSha256,
     };
   }

@@ -12,8 +12,11 @@ export interface ResolveModelReply {
   base_model_dir: string;
   model_id: string | null;
   step: number | null;
-  /** Absolute path of the PEFT adapter directory. */
-  adapter_path: string | null;
+  /**
+   * SHA-256 of the PEFT adapter's bundle manifest in the artifact store: workers fetch it by
+   * this digest into their own cache (they need no access to the registry's disk).
+   */
+  adapter_bundle: string | null;
   /** SHA-256 of adapter_model.safetensors: a cache key that changes if the files do. */
   adapter_sha256: string | null;
 }
