@@ -2,7 +2,7 @@ import { readBundle } from '@trainyard/artifacts';
 import { CheckpointRecord, Page, Subjects, TrainingEventRecord, TrainingJobRecord, WorkerAnnouncement } from '@trainyard/contracts';
 import { TestNatsServer, waitFor } from '@trainyard/testing';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, JSONCodec } from 'nats';
 import { sseBlocks } from './sse';
