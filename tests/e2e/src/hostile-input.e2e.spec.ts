@@ -1472,7 +1472,7 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       );
     });
 
-    it('any filename is only a label: accepted ones round-trip exactly and are stored under the file id, the rest are refused naming it', async () => {
+    it('any filename is only a label: accepted ones round-trip exactly and are stored by the digest of their content, the rest are refused naming it', async () => {
       const pct = (name: string) => [...Buffer.from(name, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0').toUpperCase()}`).join('');
       const names = fc.oneof(
         hostileString.filter((s) => s.length <= 300),

@@ -348,7 +348,7 @@ describe('security', () => {
       '\u202elsonj.{tag}.exe',
     ];
 
-    it('cannot leave the artifact root, whatever their name: stored under their id, the name only a label without a path', async () => {
+    it('cannot leave the artifact root, whatever their name: stored by the digest of their content, the name only a label without a path', async () => {
       const tag = randomUUID().slice(0, 8);
       const parent = dirname(stack.artifactsDir);
       const outsideBefore = readdirSync(parent).filter((n) => n.includes(tag));
