@@ -9,6 +9,8 @@ import { AdapterFiles } from '../src/artifacts/adapter-files';
 import { ArtifactSweeper } from '../src/artifacts/artifact-sweeper';
 import { LegacyArtifactDirs } from '../src/artifacts/legacy-artifact-dirs';
 import { BaseModelsService } from '../src/base-models/base-models.service';
+import { lockReferencesExclusive } from '../src/artifacts/references-lock';
+import { CheckpointRecorderService } from '../src/checkpoints/checkpoint-recorder.service';
 import { CheckpointRepository } from '../src/checkpoints/checkpoint.repository';
 import { CheckpointsService } from '../src/checkpoints/checkpoints.service';
 import { digestOfRef } from '../src/common/artifact-ref';
@@ -27,7 +29,7 @@ describe.each<StoreKind>(['disk', 's3'])('registry storage against real Postgres
   let entityId: string;
 
   beforeAll(async () => {
-    fixture = await startRegistryFixture([ArtifactSweeper, CheckpointsService], kind);
+    fixture = await startRegistryFixture([ArtifactSweeper, CheckpointsService, CheckpointRecorderService], kind);
     ({ moduleRef, modelsDir, store, legacy } = fixture);
     models = moduleRef.get(ModelsService);
     checkpoints = moduleRef.get(CheckpointsService);
@@ -75,6 +77,31 @@ describe.each<StoreKind>(['disk', 's3'])('registry storage against real Postgres
     expect(await danglingCheckpoints()).toEqual([]);
   });
 
+  it('never lets a checkpoint come to name an adapter the sweep is deleting: the record waits for the sweep, then refuses', async () => {
+    const model = await create('recorded-during-sweep');
+    const base = await moduleRef.get(BaseModelsService).find(BASE);
+    if (!base) throw new Error(`${BASE} is missing from ${modelsDir}`);
+    const orphan = await moduleRef.get(AdapterFiles).writeInitial(randomUUID(), base);
+    const bundle = digestOfRef(orphan.adapterPath) as string;
+    const jobId = randomUUID();
+    let recording: Promise<unknown> = Promise.resolve();
+    // What the sweep does under its exclusive hold, with a checkpoint recorded meanwhile.
+    await prisma.$transaction(async (tx) => {
+      await lockReferencesExclusive(tx);
+      recording = moduleRef
+        .get(CheckpointRecorderService)
+        .record({ entity_id: entityId, entity_name: 'acme', model_id: model.id, job_id: jobId, adapter_bundle: bundle, metrics: {} })
+        .catch((err: Error) => err);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      for (const file of (await readBundleManifest(store, bundle)).files) if (file.name !== 'adapter_config.json') await store.delete(file.sha256);
+      await store.delete(bundle);
+    });
+    // Refused: unavailable when it waited on the lock, invalid when it came after the deletes.
+    expect(await recording).toMatchObject({ code: expect.stringMatching(/^(unavailable|invalid_request)$/) });
+    expect(await prisma.checkpoint.count({ where: { id: jobId } })).toBe(0);
+    expect(await danglingCheckpoints()).toEqual([]);
+  });
+
   it('sweeps the objects of deleted checkpoints once no row names them', async () => {
     const model = await create('deleted');
     const before = await stored();
@@ -98,7 +125,8 @@ describe.each<StoreKind>(['disk', 's3'])('registry storage against real Postgres
     const row = await prisma.checkpoint.create({ data: { modelId: model.id, step: 1, adapterPath, adapterSha256: step0.adapterSha256 } });
 
     const repo = moduleRef.get(CheckpointRepository);
-    const bundle = await moduleRef.get(AdapterFiles).bundleOf(row.adapterPath, (adapter) => repo.setAdapter(row.id, row.adapterPath, adapter));
+    const adapters = moduleRef.get(AdapterFiles);
+    const bundle = await adapters.bundleOf(row.adapterPath, (adapter) => repo.setAdapter(row.id, row.adapterPath, adapter, () => adapters.assertStored(adapter)));
     expect(bundle).toBe(digestOfRef(step0.adapterPath));
     expect((await prisma.checkpoint.findUniqueOrThrow({ where: { id: row.id } })).adapterPath).toBe(`sha256:${bundle}`);
     // The directory is now litter: the sweep removes it.

@@ -8,7 +8,7 @@ import {
   ArtifactNotFoundError,
   StoredBundle,
 } from '@trainyard/artifacts';
-import { ServiceError } from '@trainyard/contracts';
+import { ErrorCode, ServiceError } from '@trainyard/contracts';
 import {
   ADAPTER_CONFIG_FILE,
   ADAPTER_WEIGHTS_FILE,
@@ -85,6 +85,23 @@ export class AdapterFiles {
       if (!(await this.store.has(file.sha256))) throw ServiceError.invalid(`adapter_bundle: ${file.name} (${file.sha256}) is not in the artifact store`, 'adapter_bundle');
     }
     return stored({ sha256: bundleSha256, files });
+  }
+
+  /**
+   * Throws unless the adapter's manifest and files are all in the store: called under the
+   * references lock just before a row comes to name them (see references-lock.ts).
+   */
+  async assertStored(adapter: StoredAdapter): Promise<void> {
+    const digest = digestOfRef(adapter.adapterPath);
+    if (!digest) return;
+    const present = await readBundleManifest(this.store, digest).then(
+      async (manifest) => (await Promise.all(manifest.files.map((f) => this.store.has(f.sha256)))).every(Boolean),
+      (err: unknown) => {
+        if (err instanceof ArtifactNotFoundError) return false;
+        throw err;
+      },
+    );
+    if (!present) throw new ServiceError(ErrorCode.Unavailable, `Adapter ${digest} was removed from the artifact store by its sweep as it was being recorded; try again`);
   }
 
   /**

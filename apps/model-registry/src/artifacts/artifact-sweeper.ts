@@ -1,11 +1,15 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { ARTIFACT_STORE, ArtifactNotFoundError, ArtifactStore, readBundleManifest } from '@trainyard/artifacts';
-import { PrismaService } from '@trainyard/db';
+import { Prisma, PrismaService } from '@trainyard/db';
 import { digestOfRef } from '../common/artifact-ref';
 import { LegacyArtifactDirs, LegacyEntry } from './legacy-artifact-dirs';
+import { lockReferencesExclusive } from './references-lock';
 
 /** Younger than this, an unreferenced artifact may be a write another replica or a worker is about to record. */
 export const SWEEP_GRACE_MS = 10 * 60_000;
+
+/** The longest the sweep holds the references lock (recording checkpoints and files waits on it). */
+const SWEEP_TIMEOUT_MS = 10 * 60_000;
 
 /**
  * Deletes what no row refers to: objects of the artifact store (adapters' bundles and their
@@ -13,8 +17,9 @@ export const SWEEP_GRACE_MS = 10 * 60_000;
  * row was written; and legacy directories under ARTIFACT_ROOT likewise. Rows are the truth.
  * Runs once at start, in the background.
  *
- * Candidates are listed before the references are read, and only objects older than the grace
- * period are candidates, so an object a writer stores and records meanwhile is kept.
+ * Only objects older than the grace period are candidates; what is referenced is read, and the
+ * unreferenced deleted, under the references lock's exclusive hold, so a row written meanwhile
+ * either is seen or finds (under its shared hold) that its object is gone and says so.
  */
 @Injectable()
 export class ArtifactSweeper implements OnApplicationBootstrap {
@@ -34,26 +39,30 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
   async sweep(olderThan: Date): Promise<number> {
     const candidates: string[] = [];
     for await (const object of this.store.list()) if (object.modifiedAt < olderThan) candidates.push(object.sha256);
-    const live = await this.referencedObjects();
-    let removed = 0;
-    for (const sha256 of candidates) {
-      if (live.has(sha256)) continue;
-      await this.store.delete(sha256);
-      removed++;
-    }
+    // Under the exclusive references lock: no row naming a candidate can be written meanwhile.
+    let removed = await this.prisma.$transaction(
+      async (tx) => {
+        await lockReferencesExclusive(tx);
+        const live = await this.referencedObjects(tx);
+        const unreferenced = candidates.filter((sha256) => !live.has(sha256));
+        for (const sha256 of unreferenced) await this.store.delete(sha256);
+        return unreferenced.length;
+      },
+      { timeout: SWEEP_TIMEOUT_MS, maxWait: SWEEP_TIMEOUT_MS },
+    );
     removed += await this.sweepLegacy(olderThan);
     if (removed > 0) this.logger.log(`Removed ${removed} unreferenced artifact(s)`);
     return removed;
   }
 
   /** Every object a row names: files' contents, adapters' manifests and the files they list. */
-  async referencedObjects(): Promise<Set<string>> {
+  async referencedObjects(db: Prisma.TransactionClient = this.prisma): Promise<Set<string>> {
     const live = new Set<string>();
-    for (const row of await this.prisma.file.findMany({ select: { storagePath: true } })) {
+    for (const row of await db.file.findMany({ select: { storagePath: true } })) {
       const digest = digestOfRef(row.storagePath);
       if (digest) live.add(digest);
     }
-    for (const row of await this.prisma.checkpoint.findMany({ select: { adapterPath: true } })) {
+    for (const row of await db.checkpoint.findMany({ select: { adapterPath: true } })) {
       const digest = digestOfRef(row.adapterPath);
       if (!digest || live.has(digest)) continue;
       live.add(digest);

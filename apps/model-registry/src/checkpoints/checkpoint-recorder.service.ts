@@ -24,6 +24,7 @@ export class CheckpointRecorderService {
     const existing = await this.checkpoints.findInModel(model.id, request.job_id);
     if (existing) return toCheckpointRecord(existing);
     const adapter = await this.adapters.checkTrained(request.adapter_bundle);
-    return toCheckpointRecord(await this.checkpoints.createNext(model.id, request.job_id, adapter, request.metrics));
+    const row = await this.checkpoints.createNext(model.id, request.job_id, adapter, request.metrics, () => this.adapters.assertStored(adapter));
+    return toCheckpointRecord(row);
   }
 }

@@ -42,15 +42,22 @@ export class FilesService {
   async create(request: CreateFileRequest): Promise<FileRecord> {
     const data = await this.blobs.take(request.content);
     const stored = await this.store.put(data);
-    const row = await this.files.create({
+    // Stored again if the sweep removed an identical, unreferenced upload meanwhile.
+    const stillStored = async () => {
+      if (!(await this.store.has(stored.sha256))) await this.store.put(data);
+    };
+    const row = await this.files.create(
+      {
       id: newFileId(),
       entityId: request.entity_id,
       filename: request.filename,
       purpose: request.purpose,
       bytes: stored.bytes,
       sha256: stored.sha256,
-      storagePath: artifactRef(stored.sha256),
-    });
+        storagePath: artifactRef(stored.sha256),
+      },
+      stillStored,
+    );
     return toFileRecord(row);
   }
 

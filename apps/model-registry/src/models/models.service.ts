@@ -68,6 +68,7 @@ export class ModelsService {
       const model = await this.models.createWithFirstCheckpoint(
         { id: modelId, entityId: request.entity_id, project: request.project, name: request.name, baseModel: base.id },
         { id: checkpointId, ...adapter },
+        () => this.adapters.assertStored(adapter),
       );
       return toModelRecord(model);
     } catch (err) {

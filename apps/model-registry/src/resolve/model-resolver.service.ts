@@ -54,7 +54,9 @@ export class ModelResolverService {
       base_model_dir: base.dir,
       model_id: model.id,
       step: checkpoint.step,
-      adapter_bundle: await this.adapters.bundleOf(checkpoint.adapterPath, (adapter) => this.checkpoints.setAdapter(checkpoint.id, checkpoint.adapterPath, adapter)),
+      adapter_bundle: await this.adapters.bundleOf(checkpoint.adapterPath, (adapter) =>
+        this.checkpoints.setAdapter(checkpoint.id, checkpoint.adapterPath, adapter, () => this.adapters.assertStored(adapter)),
+      ),
       adapter_sha256: checkpoint.adapterSha256,
     };
   }
