@@ -10,7 +10,7 @@ import type { Prisma } from '@trainyard/db';
 const ARTIFACT_REFERENCES_LOCK = 7_490_318_224_001;
 
 export async function lockReferencesShared(tx: Prisma.TransactionClient): Promise<void> {
-  void tx;
+  await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock_shared(${ARTIFACT_REFERENCES_LOCK}::bigint)`;
 }
 
 export async function lockReferencesExclusive(tx: Prisma.TransactionClient): Promise<void> {
