@@ -9,6 +9,7 @@ import { AdapterFiles } from './artifacts/adapter-files';
 import { ArtifactSweeper } from './artifacts/artifact-sweeper';
 import { LegacyArtifactDirs } from './artifacts/legacy-artifact-dirs';
 import { BaseModelsController } from './base-models/base-models.controller';
+import { BaseModelBundles } from './base-models/base-model-bundles';
 import { BaseModelsService } from './base-models/base-models.service';
 import { EmbeddedBaseModel } from './base-models/embedded-base-model';
 import { CheckpointRecorderController } from './checkpoints/checkpoint-recorder.controller';
@@ -59,6 +60,7 @@ export class ModelRegistryModule {
         { provide: LegacyArtifactDirs, useValue: new LegacyArtifactDirs(config.ARTIFACT_ROOT) },
         BlobStore,
         BaseModelsService,
+        BaseModelBundles,
         EmbeddedBaseModel,
         AdapterFiles,
         ArtifactSweeper,

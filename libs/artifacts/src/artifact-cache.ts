@@ -155,3 +155,17 @@ export class ArtifactCache {
     return this.started;
   }
 }
+
+/**
+ * Runs `use` on a base model's directory: with `source` 'store' and the model published (a
+ * bundle digest), a verified local copy from the cache, held while `use` runs (a model is
+ * read whole while it loads); otherwise the directory the registry named, on a shared volume.
+ */
+export function withModelFiles<T>(
+  cache: ArtifactCache,
+  source: 'volume' | 'store',
+  model: { dir: string; bundle?: string | null },
+  use: (dir: string) => Promise<T>,
+): Promise<T> {
+  return source === 'store' && model.bundle ? cache.withBundle(model.bundle, use) : use(model.dir);
+}

@@ -21,6 +21,7 @@ export interface ArtifactStoreSettings {
 export interface ArtifactCacheSettings {
   ARTIFACT_CACHE_DIR: string;
   ARTIFACT_CACHE_MB: number;
+  BASE_MODEL_SOURCE: 'volume' | 'store';
 }
 
 const toBoolean = ({ value }: { value: unknown }) => (typeof value === 'string' ? ['true', '1', 'yes'].includes(value.trim().toLowerCase()) : value);
@@ -89,6 +90,15 @@ export function withArtifactCache<TBase extends Constructor>(Base: TBase) {
     @IsInt()
     @Min(1)
     ARTIFACT_CACHE_MB = 4096;
+
+    /**
+     * Where base models are loaded from: `volume`, the directory the registry names (a shared
+     * volume, read-only is enough); `store`, the artifact store, fetched by digest into the
+     * cache (the registry publishes them: PUBLISH_BASE_MODELS), the directory serving only
+     * while a model is not published yet.
+     */
+    @IsIn(['volume', 'store'])
+    BASE_MODEL_SOURCE: 'volume' | 'store' = 'volume';
   }
   return WithArtifactCache;
 }

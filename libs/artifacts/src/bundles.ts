@@ -45,10 +45,15 @@ export async function putBundle(store: ArtifactStore, files: { name: string; dat
   return putManifest(store, stored);
 }
 
-/** Stores every file of a flat directory as one bundle (files streamed: they may be large). */
-export async function putBundleFromDir(store: ArtifactStore, dir: string): Promise<StoredBundle> {
+/**
+ * Stores every file of a flat directory as one bundle (files streamed: they may be large).
+ * `skipDirectories`: leaves subdirectories out (a Hugging Face model's `onnx/` and the like)
+ * instead of refusing them.
+ */
+export async function putBundleFromDir(store: ArtifactStore, dir: string, options: { skipDirectories?: boolean } = {}): Promise<StoredBundle> {
   const stored: BundleFile[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true })) {
+    if (entry.isDirectory() && options.skipDirectories) continue;
     if (!entry.isFile()) throw new InvalidBundleError(`${join(dir, entry.name)} is not a file: a bundle is one flat directory`);
     stored.push({ name: entry.name, ...(await store.putFile(join(dir, entry.name))) });
   }

@@ -1,6 +1,7 @@
-import { readBundleManifest, S3ArtifactStore } from '@trainyard/artifacts';
+import { DiskArtifactStore, putBundleFromDir, readBundleManifest, S3ArtifactStore } from '@trainyard/artifacts';
 import { startS3Server, TestS3Server, waitFor } from '@trainyard/testing';
-import { existsSync, readdirSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, utimesSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { Stack } from './support/stack';
@@ -9,6 +10,10 @@ import { Stack } from './support/stack';
 // job's checkpoint written by the training worker, and that checkpoint served by chat
 // completions, with both workers given no ARTIFACT_ROOT they could read (a path under
 // /dev/null): every adapter they load comes from the bucket, by digest, through their cache.
+// The registry publishes the base model to the bucket too (PUBLISH_BASE_MODELS), and the
+// workers load it from there (BASE_MODEL_SOURCE=store): once it is published, the weights on
+// the models volume are broken behind everyone's back (same size, same time, garbage header),
+// so a worker that read the volume could neither train nor serve.
 
 const BASE = 'trainyard/tiny-chat';
 const NO_ROOT = '/dev/null/no-artifact-root';
@@ -24,12 +29,25 @@ describe('the artifact store in S3-compatible object storage', () => {
 
   beforeAll(async () => {
     s3 = await startS3Server('trainyard-e2e');
-    const workers = { ARTIFACT_ROOT: NO_ROOT, ARTIFACT_CACHE_MB: '64' };
+    const workers = { ARTIFACT_ROOT: NO_ROOT, ARTIFACT_CACHE_MB: '64', BASE_MODEL_SOURCE: 'store' };
     stack = await Stack.start({
       env: { ...s3.env, S3_PREFIX: 'stack/', EMBEDDED_BASE_MODEL: BASE, MAX_COMPLETION_TOKENS: '8' },
-      appEnv: { 'inference-worker': workers, 'training-worker': workers },
+      appEnv: { 'inference-worker': workers, 'training-worker': workers, 'model-registry': { PUBLISH_BASE_MODELS: 'true' } },
     });
     store = stack.artifacts() as S3ArtifactStore;
+
+    // The bundle the registry publishes is the one these files make (the manifest is deterministic).
+    const modelDir = join(stack.modelsDir, BASE);
+    const scratch = mkdtempSync(join(tmpdir(), 'e2e-base-bundle-'));
+    const expected = (await putBundleFromDir(new DiskArtifactStore(scratch), modelDir, { skipDirectories: true })).sha256;
+    rmSync(scratch, { recursive: true, force: true });
+    await waitFor(() => store.has(expected), { what: `the base model's bundle ${expected} in the bucket`, timeoutMs: 30_000 });
+    const weights = join(modelDir, 'model.safetensors');
+    const { atime, mtime } = statSync(weights);
+    const fd = openSync(weights, 'r+');
+    writeSync(fd, Buffer.alloc(64, 0xff), 0, 64, 0);
+    closeSync(fd);
+    utimesSync(weights, atime, mtime);
     client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: (await stack.createKey('acme')).key, maxRetries: 0 });
   }, 120_000);
 

@@ -8,7 +8,7 @@ import { ModelResolutions } from './model-resolutions';
 import { PromptValidation } from './prompt-validation';
 import { SchemaValidation } from './schema-validation';
 
-const BASE: ResolveModelReply = { base_model: 'tiny', base_model_dir: '/models/tiny', model_id: null, step: null, adapter_bundle: null, adapter_sha256: null };
+const BASE: ResolveModelReply = { base_model: 'tiny', base_model_dir: '/models/tiny', base_model_bundle: null, model_id: null, step: null, adapter_bundle: null, adapter_sha256: null };
 const CHECKPOINT: ResolveModelReply = { ...BASE, model_id: 'm-1', step: 7, adapter_bundle: '/artifacts/m-1/step7', adapter_sha256: 'abc' };
 
 function request(extra: Partial<StartCompletionRequest> = {}, params: Partial<ChatCompletionParams> = {}): StartCompletionRequest {

@@ -18,7 +18,7 @@ import { ChatConfig } from '../config/chat.config';
 import { ModelLimitsCache } from './model-limits';
 import { TokenSamplingService } from './token-sampling.service';
 
-const CHECKPOINT: ResolveModelReply = { base_model: 'tiny', base_model_dir: '/models/tiny', model_id: 'm-1', step: 3, adapter_bundle: '/artifacts/m-1/step3', adapter_sha256: 'abc' };
+const CHECKPOINT: ResolveModelReply = { base_model: 'tiny', base_model_dir: '/models/tiny', base_model_bundle: null, model_id: 'm-1', step: 3, adapter_bundle: '/artifacts/m-1/step3', adapter_sha256: 'abc' };
 const RESULT: SampleTokensResult = {
   sequences: [{ tokens: [5, 6], logprobs: [-1.5, -0.25], stop_reason: 'length' }],
   prompt_logprobs: null,

@@ -35,7 +35,7 @@ describe('base models the engine cannot load', () => {
 
   it('are refused by name before any worker tries them: invalid_request naming the architecture', async () => {
     // A base model needs neither the database nor the artifact store.
-    const resolver = new ModelResolverService(baseModels, {} as never, {} as never, {} as never);
+    const resolver = new ModelResolverService(baseModels, {} as never, {} as never, {} as never, { bundleOf: async () => null } as never);
     const scope = { entity_id: 'e1', entity_name: 'acme' };
     const refusal = await resolver.resolve({ model: 'google/gemma-3-4b-it', ...scope }).catch((err: unknown) => err);
     expect(refusal).toBeInstanceOf(ServiceError);

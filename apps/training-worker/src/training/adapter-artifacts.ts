@@ -1,12 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ARTIFACT_STORE, ArtifactCache, ArtifactStore, putBundleFromDir } from '@trainyard/artifacts';
+import { ARTIFACT_STORE, ArtifactCache, ArtifactStore, putBundleFromDir, withModelFiles } from '@trainyard/artifacts';
 import { ModelConfig, PeftAdapter, readPeftAdapter, writePeftAdapter } from '@trainyard/engine';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { TrainingWorkerConfig } from '../config/training-worker.config';
 
 /**
- * PEFT adapters in the artifact store, as the training worker uses them: read by bundle digest
+ * The training worker's artifacts: base models (from the store with BASE_MODEL_SOURCE=store),
+ * and PEFT adapters in the artifact store: read by bundle digest
  * through the worker's own cache (verified, never the registry's disk), and written as a new
  * bundle whose digest the registry records.
  */
@@ -15,7 +17,13 @@ export class AdapterArtifacts {
   constructor(
     @Inject(ARTIFACT_STORE) private readonly store: ArtifactStore,
     private readonly cache: ArtifactCache,
+    @Inject(TrainingWorkerConfig) private readonly config: TrainingWorkerConfig,
   ) {}
+
+  /** Loads a base model from its directory, or from the artifact store with BASE_MODEL_SOURCE=store. */
+  loadBaseModel<T>(model: { dir: string; bundle: string | null }, load: (dir: string) => Promise<T>): Promise<T> {
+    return withModelFiles(this.cache, this.config.BASE_MODEL_SOURCE, model, load);
+  }
 
   read(bundle: string, config: ModelConfig): Promise<PeftAdapter> {
     return this.cache.withBundle(bundle, (dir) => readPeftAdapter(dir, config));

@@ -136,7 +136,7 @@ describe('JobRunner (wasm, tiny model)', () => {
     const rpc = new FakeRpc(resolved);
     const blobs = new FakeBlobs(payload);
     const config = loadConfig(TrainingWorkerConfig, env);
-    const adapters = new AdapterArtifacts(store, new ArtifactCache(store, { dir: join(root, `cache-${Math.random()}`), maxBytes: 2 ** 30 }));
+    const adapters = new AdapterArtifacts(store, new ArtifactCache(store, { dir: join(root, `cache-${Math.random()}`), maxBytes: 2 ** 30 }), config);
     const jobRunner = new JobRunner(rpc as unknown as RpcClient, blobs as unknown as BlobStore, config, adapters);
     return { rpc, blobs, jobRunner };
   }

@@ -32,6 +32,8 @@ export class JobRunner implements OnModuleDestroy {
   private readonly logger = new Logger(JobRunner.name);
   /** The last base model loaded: consecutive jobs of one model skip the load. */
   private loaded?: LoadedModel;
+  /** The directory the registry named for it (its files may have come from the artifact store). */
+  private loadedFrom?: string;
 
   constructor(
     private readonly rpc: RpcClient,
@@ -50,7 +52,7 @@ export class JobRunner implements OnModuleDestroy {
     const scope = { entity_id: job.entity_id, entity_name: job.entity_name };
     const source = await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: job.model_name });
     if (!source.adapter_bundle) throw new Error(`${job.model_name} resolved to no adapter`);
-    const lm = await this.model(source.base_model_dir);
+    const lm = await this.model(source.base_model_dir, source.base_model_bundle);
     const current = await this.adapters.read(source.adapter_bundle, lm.config);
     const trainer = new LoraTrainer(lm, current.spec, current.tensors, { keptProductsBytes: this.config.KEPT_PRODUCTS_MB * 2 ** 20 });
     try {
@@ -126,11 +128,12 @@ export class JobRunner implements OnModuleDestroy {
     return checkpoint.step;
   }
 
-  private async model(dir: string): Promise<LoadedModel> {
-    if (this.loaded?.dir === dir) return this.loaded;
+  private async model(dir: string, bundle: string | null): Promise<LoadedModel> {
+    if (this.loaded && this.loadedFrom === dir) return this.loaded;
     this.loaded?.dispose();
     this.loaded = undefined;
-    this.loaded = await loadModel(dir, { matmulThreads: this.config.MATMUL_THREADS });
+    this.loaded = await this.adapters.loadBaseModel({ dir, bundle }, (local) => loadModel(local, { matmulThreads: this.config.MATMUL_THREADS }));
+    this.loadedFrom = dir;
     this.logger.log(`loaded ${dir}; matmul on ${matMulThreads()} thread${matMulThreads() === 1 ? '' : 's'}`);
     return this.loaded;
   }

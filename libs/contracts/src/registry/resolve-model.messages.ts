@@ -10,6 +10,11 @@ export interface ResolveModelReply {
   base_model: string;
   /** Absolute path of the base model's directory. */
   base_model_dir: string;
+  /**
+   * SHA-256 of the base model's files as a bundle in the artifact store, when the registry
+   * publishes base models there (PUBLISH_BASE_MODELS) and has published this one; else null.
+   */
+  base_model_bundle: string | null;
   model_id: string | null;
   step: number | null;
   /**
