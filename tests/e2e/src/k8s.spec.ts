@@ -188,13 +188,16 @@ describe('k8s/', () => {
     it('shares the models volume (and, with the disk artifact store, the artifacts volume) between the registry and the workers, at the same paths', () => {
       const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
       const onDisk = (config?.data?.['ARTIFACT_STORE'] ?? 'disk') === 'disk';
+      const modelsFromStore = config?.data?.['BASE_MODEL_SOURCE'] === 'store';
       for (const name of SHARED_STORAGE_APPS) {
         const spec = template(find(objects, 'Deployment', name)).spec;
         const [c] = spec.containers;
         const claim = (volume: string) => spec.volumes?.find((v) => v.name === volume)?.persistentVolumeClaim?.claimName;
         const mounts = Object.fromEntries((c.volumeMounts ?? []).map((m) => [claim(m.name), m.mountPath]));
-        expect(mounts).toMatchObject({ 'trainyard-models': '/app/var/models', ...(onDisk ? { 'trainyard-artifacts': '/app/var/artifacts' } : {}) });
+        const mountsModels = !(modelsFromStore && WORKERS.includes(name));
+        expect(mounts).toMatchObject({ ...(mountsModels ? { 'trainyard-models': '/app/var/models' } : {}), ...(onDisk ? { 'trainyard-artifacts': '/app/var/artifacts' } : {}) });
         if (!onDisk) expect(mounts['trainyard-artifacts']).toBeUndefined();
+        if (!mountsModels) expect(mounts['trainyard-models']).toBeUndefined();
       }
       expect(config?.data).toMatchObject({ MODELS_DIR: '/app/var/models', ARTIFACT_ROOT: '/app/var/artifacts', NATS_URL: 'nats://nats:4222' });
       for (const name of ['trainyard-models', ...(onDisk ? ['trainyard-artifacts'] : [])]) expect(find(objects, 'PersistentVolumeClaim', name)).toBeDefined();
@@ -334,6 +337,20 @@ describe('k8s/', () => {
       }
       // The workers may reach NATS and DNS only, and the object store over HTTPS.
       expect(JSON.stringify(find(objects, 'NetworkPolicy', 'workers-to-object-storage').spec)).toContain('"port":443');
+    });
+
+    it('gives the workers base models from the bucket too: no worker mounts a shared volume', () => {
+      const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
+      expect(config?.data).toMatchObject({ PUBLISH_BASE_MODELS: 'true', BASE_MODEL_SOURCE: 'store' });
+      for (const name of WORKERS) {
+        const spec = template(find(objects, 'Deployment', name)).spec;
+        expect([name, (spec.volumes ?? []).filter((v) => v.persistentVolumeClaim)]).toEqual([name, []]);
+      }
+      // The registry lists and publishes the models volume's models; chat reads their tokenizers.
+      for (const name of ['model-registry', 'chat']) {
+        const spec = template(find(objects, 'Deployment', name)).spec;
+        expect(spec.volumes?.map((v) => v.persistentVolumeClaim?.claimName)).toContain('trainyard-models');
+      }
     });
 
     it('scales the workers on their work queues with KEDA, in place of a CPU autoscaler', () => {
