@@ -2,9 +2,9 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { Subjects } from '@trainyard/contracts';
 import { DbModule } from '@trainyard/db';
 import { BlobStore } from '@trainyard/messaging';
-import { ServiceRuntimeModule } from '@trainyard/runtime';
+import { ReadinessService, ServiceRuntimeModule } from '@trainyard/runtime';
 import { ArtifactStore } from '@trainyard/artifacts';
-import { ArtifactsModule } from '@trainyard/artifacts/nest';
+import { artifactStoreProbe, ArtifactsModule } from '@trainyard/artifacts/nest';
 import { AdapterFiles } from './artifacts/adapter-files';
 import { ArtifactSweeper } from './artifacts/artifact-sweeper';
 import { LegacyArtifactDirs } from './artifacts/legacy-artifact-dirs';
@@ -58,6 +58,7 @@ export class ModelRegistryModule {
       providers: [
         { provide: RegistryConfig, useValue: config },
         { provide: LegacyArtifactDirs, useValue: new LegacyArtifactDirs(config.ARTIFACT_ROOT) },
+        artifactStoreProbe(ReadinessService),
         BlobStore,
         BaseModelsService,
         BaseModelBundles,

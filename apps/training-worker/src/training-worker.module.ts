@@ -1,8 +1,8 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { BackendInfo } from '@trainyard/engine';
-import { ArtifactsModule } from '@trainyard/artifacts/nest';
+import { artifactStoreProbe, ArtifactsModule } from '@trainyard/artifacts/nest';
 import { BlobStore } from '@trainyard/messaging';
-import { ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
+import { ReadinessService, ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
 import { TrainingWorkerConfig } from './config/training-worker.config';
 import { AdapterArtifacts } from './training/adapter-artifacts';
 import { JobRunner } from './training/job-runner';
@@ -29,7 +29,7 @@ export class TrainingWorkerModule {
         ),
         ArtifactsModule.forRoot(config),
       ],
-      providers: [{ provide: TrainingWorkerConfig, useValue: config }, BlobStore, AdapterArtifacts, JobRunner, TrainingQueueConsumer],
+      providers: [{ provide: TrainingWorkerConfig, useValue: config }, artifactStoreProbe(ReadinessService), BlobStore, AdapterArtifacts, JobRunner, TrainingQueueConsumer],
     };
   }
 }

@@ -1,1 +1,1 @@
-export { ArtifactsModule } from './artifacts.module';
+export { artifactStoreProbe, ArtifactsModule } from './artifacts.module';
