@@ -2,6 +2,7 @@ import { TestingModule } from '@nestjs/testing';
 import { ArtifactStore, readBundleManifest } from '@trainyard/artifacts';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { ArtifactSweeper } from '../src/artifacts/artifact-sweeper';
 import { BaseModelBundles } from '../src/base-models/base-model-bundles';
 import { BaseModelsService, InstalledBaseModel } from '../src/base-models/base-models.service';
 import { RegistryConfig } from '../src/config/registry.config';
@@ -15,7 +16,7 @@ describe('base models published to the artifact store', () => {
   let base: InstalledBaseModel;
 
   beforeAll(async () => {
-    fixture = await startRegistryFixture([BaseModelBundles]);
+    fixture = await startRegistryFixture([ArtifactSweeper]);
     ({ moduleRef, store } = fixture);
     bundles = moduleRef.get(BaseModelBundles);
     base = (await moduleRef.get(BaseModelsService).find(BASE)) as InstalledBaseModel;
@@ -41,5 +42,15 @@ describe('base models published to the artifact store', () => {
     const second = await bundles.bundleOf(base);
     expect(second).toMatch(/^[0-9a-f]{64}$/);
     expect(second).not.toBe(first);
+  });
+
+  it('keeps the published models through the artifact sweep (no row names them), and drops what no model has any more', async () => {
+    const current = (await bundles.bundleOf(base)) as string;
+    const files = (await readBundleManifest(store, current)).files;
+    const stale = await store.put(Buffer.from('a file of no model, and of no row'));
+    await moduleRef.get(ArtifactSweeper).sweep(new Date(Date.now() + 60_000));
+    expect(await store.has(current)).toBe(true);
+    for (const file of files) expect([file.name, await store.has(file.sha256)]).toEqual([file.name, true]);
+    expect(await store.has(stale.sha256)).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { ARTIFACT_STORE, ArtifactNotFoundError, ArtifactStore, readBundleManifest } from '@trainyard/artifacts';
 import { Prisma, PrismaService } from '@trainyard/db';
+import { BaseModelBundles } from '../base-models/base-model-bundles';
 import { digestOfRef } from '../common/artifact-ref';
 import { LegacyArtifactDirs, LegacyEntry } from './legacy-artifact-dirs';
 import { lockReferencesExclusive } from './references-lock';
@@ -29,6 +30,7 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
     @Inject(ARTIFACT_STORE) private readonly store: ArtifactStore,
     private readonly legacy: LegacyArtifactDirs,
     private readonly prisma: PrismaService,
+    private readonly baseModels: BaseModelBundles,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -39,12 +41,15 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
   async sweep(olderThan: Date): Promise<number> {
     const candidates: string[] = [];
     for await (const object of this.store.list()) if (object.modifiedAt < olderThan) candidates.push(object.sha256);
+    // Published base models are named by no row: kept as long as they are installed (published
+    // first, outside the lock: a large model takes a while).
+    const baseModels = await this.baseModels.objects();
     // Under the exclusive references lock: no row naming a candidate can be written meanwhile.
     let removed = await this.prisma.$transaction(
       async (tx) => {
         await lockReferencesExclusive(tx);
         const live = await this.referencedObjects(tx);
-        const unreferenced = candidates.filter((sha256) => !live.has(sha256));
+        const unreferenced = candidates.filter((sha256) => !live.has(sha256) && !baseModels.has(sha256));
         for (const sha256 of unreferenced) await this.store.delete(sha256);
         return unreferenced.length;
       },

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { ARTIFACT_STORE, ArtifactStore, putBundleFromDir } from '@trainyard/artifacts';
+import { ARTIFACT_STORE, ArtifactStore, putBundleFromDir, readBundleManifest } from '@trainyard/artifacts';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RegistryConfig } from '../config/registry.config';
@@ -38,20 +38,42 @@ export class BaseModelBundles implements OnApplicationBootstrap {
   /** The model's bundle digest, or null when publishing is off, fails, or is still going on. */
   async bundleOf(base: InstalledBaseModel): Promise<string | null> {
     if (!this.config.PUBLISH_BASE_MODELS) return null;
-    const signature = await signatureOf(base.dir);
-    let entry = this.published.get(base.dir);
-    if (!entry || entry.signature !== signature) {
-      const bundle = this.publish(base);
-      entry = { signature, bundle };
-      this.published.set(base.dir, entry);
-    }
+    const { bundle } = await this.entryFor(base);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), PUBLISH_WAIT_MS)));
     try {
-      return await Promise.race([entry.bundle, timeout]);
+      return await Promise.race([bundle, timeout]);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Every object of the installed base models' bundles, each published first (however long it
+   * takes): the artifact sweep keeps them, as no row names them.
+   */
+  async objects(): Promise<Set<string>> {
+    const objects = new Set<string>();
+    if (!this.config.PUBLISH_BASE_MODELS) return objects;
+    for (const base of await this.baseModels.list()) {
+      if (base.unsupported) continue;
+      const bundle = await (await this.entryFor(base)).bundle;
+      if (!bundle) continue;
+      objects.add(bundle);
+      for (const file of (await readBundleManifest(this.store, bundle)).files) objects.add(file.sha256);
+    }
+    return objects;
+  }
+
+  /** The bundle being (or already) stored for the model's files as they are now. */
+  private async entryFor(base: InstalledBaseModel): Promise<{ bundle: Promise<string | null> }> {
+    const signature = await signatureOf(base.dir);
+    let entry = this.published.get(base.dir);
+    if (!entry || entry.signature !== signature) {
+      entry = { signature, bundle: this.publish(base) };
+      this.published.set(base.dir, entry);
+    }
+    return entry;
   }
 
   private async publish(base: InstalledBaseModel): Promise<string | null> {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AdapterFiles } from '../../src/artifacts/adapter-files';
 import { LegacyArtifactDirs } from '../../src/artifacts/legacy-artifact-dirs';
+import { BaseModelBundles } from '../../src/base-models/base-model-bundles';
 import { BaseModelsService } from '../../src/base-models/base-models.service';
 import { CheckpointRepository } from '../../src/checkpoints/checkpoint.repository';
 import { RegistryConfig } from '../../src/config/registry.config';
@@ -57,6 +58,7 @@ export async function startRegistryFixture(extra: Provider[] = [], kind: StoreKi
       { provide: ARTIFACT_STORE, useValue: store },
       { provide: LegacyArtifactDirs, useValue: legacy },
       BaseModelsService,
+      BaseModelBundles,
       AdapterFiles,
       ModelRepository,
       ModelsService,
