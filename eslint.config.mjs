@@ -6,18 +6,20 @@ function boundaries(forTests = []) {
     enforceBuildableLibDependency: true,
     allow: [],
     depConstraints: [
-      { sourceTag: 'type:app', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging', 'type:runtime', 'type:db', 'type:engine', 'type:art', 'type:tinker') },
+      { sourceTag: 'type:app', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging', 'type:runtime', 'type:db', 'type:engine', 'type:art', 'type:tinker', 'type:artifacts') },
       { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: libs() },
       // ART's request shapes parse into the contracts' training inputs, and know nothing else of ours.
       { sourceTag: 'type:art', onlyDependOnLibsWithTags: libs('type:contracts') },
       { sourceTag: 'type:engine', onlyDependOnLibsWithTags: libs() },
       // The Tinker SDK's wire protocol (JSON shapes, tinker_public protobuf) knows nothing else of ours.
       { sourceTag: 'type:tinker', onlyDependOnLibsWithTags: libs() },
+      // The artifact store (content-addressed objects on disk or S3) knows nothing else of ours.
+      { sourceTag: 'type:artifacts', onlyDependOnLibsWithTags: libs() },
       { sourceTag: 'type:messaging', onlyDependOnLibsWithTags: libs('type:contracts') },
       { sourceTag: 'type:runtime', onlyDependOnLibsWithTags: libs('type:contracts', 'type:messaging') },
       { sourceTag: 'type:db', onlyDependOnLibsWithTags: libs('type:runtime', 'type:messaging', 'type:contracts') },
       { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts'] },
-      { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:testing', 'type:engine', 'type:art', 'type:tinker'] },
+      { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:contracts', 'type:testing', 'type:engine', 'type:art', 'type:tinker', 'type:artifacts'] },
       // The web console runs in the browser: of ours, only the contracts (framework-free).
       { sourceTag: 'type:web', onlyDependOnLibsWithTags: libs('type:contracts') },
       { sourceTag: 'db:none', notDependOnLibsWithTags: ['type:db'] },

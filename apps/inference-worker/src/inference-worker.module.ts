@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { BackendInfo } from '@trainyard/engine';
-import { ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
+import { artifactStoreProbe, ArtifactsModule } from '@trainyard/artifacts/nest';
+import { ReadinessService, ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
 import { InferenceWorkerConfig } from './config/inference-worker.config';
 import { AdapterCache } from './models/adapter-cache';
 import { ModelCache } from './models/model-cache';
@@ -27,8 +28,9 @@ export class InferenceWorkerModule {
           },
           { requireGpu: config.REQUIRE_GPU },
         ),
+        ArtifactsModule.forRoot(config),
       ],
-      providers: [{ provide: InferenceWorkerConfig, useValue: config }, ModelCache, AdapterCache, InferenceScheduler, PeerLoads, WorkQueueConsumer],
+      providers: [{ provide: InferenceWorkerConfig, useValue: config }, artifactStoreProbe(ReadinessService), ModelCache, AdapterCache, InferenceScheduler, PeerLoads, WorkQueueConsumer],
     };
   }
 }

@@ -2,12 +2,14 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { Subjects } from '@trainyard/contracts';
 import { DbModule } from '@trainyard/db';
 import { BlobStore } from '@trainyard/messaging';
-import { ServiceRuntimeModule } from '@trainyard/runtime';
+import { ReadinessService, ServiceRuntimeModule } from '@trainyard/runtime';
+import { ArtifactStore } from '@trainyard/artifacts';
+import { artifactStoreProbe, ArtifactsModule } from '@trainyard/artifacts/nest';
 import { AdapterFiles } from './artifacts/adapter-files';
-import { ARTIFACT_STORE } from './artifacts/artifact-store';
 import { ArtifactSweeper } from './artifacts/artifact-sweeper';
-import { LocalArtifactStore } from './artifacts/local-artifact-store';
+import { LegacyArtifactDirs } from './artifacts/legacy-artifact-dirs';
 import { BaseModelsController } from './base-models/base-models.controller';
+import { BaseModelBundles } from './base-models/base-model-bundles';
 import { BaseModelsService } from './base-models/base-models.service';
 import { EmbeddedBaseModel } from './base-models/embedded-base-model';
 import { CheckpointRecorderController } from './checkpoints/checkpoint-recorder.controller';
@@ -31,15 +33,17 @@ import { TrajectoriesController } from './trajectories/trajectories.controller';
 import { TrajectoriesService } from './trajectories/trajectories.service';
 import { TrajectoryRepository } from './trajectories/trajectory.repository';
 
-/** Models, checkpoints, adapters on disk, metrics logs, kept trajectories and uploaded files. */
+/** Models, checkpoints, adapters in the artifact store, metrics logs, kept trajectories and uploaded files. */
 @Module({})
 export class ModelRegistryModule {
-  static forRoot(config: RegistryConfig): DynamicModule {
+  /** `store` replaces the one the config names (tests). */
+  static forRoot(config: RegistryConfig, store?: ArtifactStore): DynamicModule {
     return {
       module: ModelRegistryModule,
       imports: [
         ServiceRuntimeModule.forRoot({ name: 'model-registry', config, healthSubject: Subjects.registry.healthCheck }),
         DbModule.forRoot(config.DATABASE_URL),
+        ArtifactsModule.forRoot(config, store),
       ],
       controllers: [
         BaseModelsController,
@@ -53,9 +57,11 @@ export class ModelRegistryModule {
       ],
       providers: [
         { provide: RegistryConfig, useValue: config },
-        { provide: ARTIFACT_STORE, useValue: new LocalArtifactStore(config.ARTIFACT_ROOT) },
+        { provide: LegacyArtifactDirs, useValue: new LegacyArtifactDirs(config.ARTIFACT_ROOT) },
+        artifactStoreProbe(ReadinessService),
         BlobStore,
         BaseModelsService,
+        BaseModelBundles,
         EmbeddedBaseModel,
         AdapterFiles,
         ArtifactSweeper,

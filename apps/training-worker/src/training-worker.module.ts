@@ -1,8 +1,10 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { BackendInfo } from '@trainyard/engine';
+import { artifactStoreProbe, ArtifactsModule } from '@trainyard/artifacts/nest';
 import { BlobStore } from '@trainyard/messaging';
-import { ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
+import { ReadinessService, ServiceRuntimeModule, WorkerPresenceModule } from '@trainyard/runtime';
 import { TrainingWorkerConfig } from './config/training-worker.config';
+import { AdapterArtifacts } from './training/adapter-artifacts';
 import { JobRunner } from './training/job-runner';
 import { TrainingQueueConsumer } from './training/training-queue.consumer';
 import { TinkerExecutor } from './tinker/tinker-executor';
@@ -27,8 +29,18 @@ export class TrainingWorkerModule {
           },
           { requireGpu: config.REQUIRE_GPU },
         ),
+        ArtifactsModule.forRoot(config),
       ],
-      providers: [{ provide: TrainingWorkerConfig, useValue: config }, BlobStore, JobRunner, TrainingQueueConsumer, TinkerExecutor, TinkerQueueConsumer],
+      providers: [
+        { provide: TrainingWorkerConfig, useValue: config },
+        artifactStoreProbe(ReadinessService),
+        BlobStore,
+        AdapterArtifacts,
+        JobRunner,
+        TrainingQueueConsumer,
+        TinkerExecutor,
+        TinkerQueueConsumer,
+      ],
     };
   }
 }

@@ -228,7 +228,7 @@ export const Subjects = {
     deleteFile: rpc<FileRequest, DeleteFileReply>('registry.file.delete.v1'),
     getModel: rpc<GetModelRequest, ModelRecord>('registry.model.get.v1'),
     /** A training job's new checkpoint, step = newest + 1, exactly once per job. */
-    recordCheckpoint: rpc<RecordCheckpointRequest, CheckpointRecord>('registry.checkpoint.record.v1'),
+    recordCheckpoint: rpc<RecordCheckpointRequest, CheckpointRecord>('registry.checkpoint.record.v2'),
     /**
      * A model's resolutions may have changed; published and flushed before the change is
      * acknowledged. Subscribed without a queue group: every chat replica must see every one.

@@ -4,3 +4,4 @@ export * from './nats-server';
 export * from './postgres-server';
 export * from './wait';
 export * from './chat-params';
+export * from './s3-server';

@@ -28,6 +28,11 @@ const gpuOverride = parse(readFileSync(join(ROOT, 'docker-compose.gpu.yml'), 'ut
 const webgpuOverride = parse(readFileSync(join(ROOT, 'docker-compose.webgpu.yml'), 'utf8'), { merge: true }) as {
   services: Record<string, Service>;
 };
+// Compose's `!override` (replace a list of the base file instead of adding to it) read as the list itself.
+const s3Override = parse(readFileSync(join(ROOT, 'docker-compose.s3.yml'), 'utf8'), {
+  merge: true,
+  customTags: [{ tag: '!override', collection: 'seq', resolve: (seq: unknown) => seq as never }],
+}) as { services: Record<string, Service>; volumes: Record<string, unknown> };
 const WORKERS = ['inference-worker', 'training-worker'];
 const stack = JSON.parse(readFileSync(join(ROOT, 'scripts/stack.json'), 'utf8')) as {
   apps: { name: string; port: number; database: boolean }[];
@@ -101,6 +106,26 @@ describe('docker-compose.yml', () => {
     }
     // Chat reads base models' tokenizers (prompt lengths) at the paths the registry hands out.
     expect(compose.services['chat'].volumes).toEqual(['models:/app/var/models:ro']);
+  });
+
+  it('runs without an S3 server: the disk artifact store is the default', () => {
+    for (const service of Object.values(compose.services)) expect(service.environment?.['ARTIFACT_STORE']).toBeUndefined();
+    expect(Object.keys(compose.services)).not.toContain('minio');
+  });
+
+  it('has an S3 override: a MinIO server and its bucket, the registry and workers on it, no artifacts volume', () => {
+    expect(Object.keys(s3Override.services).sort()).toEqual(['minio', 'minio-init', 'model-registry', ...WORKERS].sort());
+    expect(s3Override.services['minio'].image).toMatch(/^minio\/minio:RELEASE\./);
+    expect(s3Override.services['minio'].healthcheck?.test.join(' ')).toContain('mc ready');
+    for (const name of ['model-registry', ...WORKERS]) {
+      const service = s3Override.services[name];
+      expect(service.environment).toMatchObject({ ARTIFACT_STORE: 's3', S3_ENDPOINT: 'http://minio:9000', S3_BUCKET: 'trainyard-artifacts', S3_FORCE_PATH_STYLE: 'true' });
+      expect(service.depends_on?.['minio-init']).toEqual({ condition: 'service_completed_successfully' });
+      // Replaces the base file's list: the models volume stays, the artifacts volume goes.
+      expect(service.volumes).toEqual(['models:/app/var/models']);
+    }
+    // The bucket the apps use is the one the init container creates.
+    expect(JSON.stringify(s3Override.services['minio-init'])).toContain('mc mb --ignore-existing trainyard/trainyard-artifacts');
   });
 
   it('has a GPU override that runs both workers from the GPU image, requiring a GPU', () => {

@@ -2,6 +2,7 @@ import type { CheckpointRecord, Page, TrainingEventRecord, TrainingJobRecord } f
 import { mapArtTrajectoryGroups, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/art';
 import { waitFor } from '@trainyard/testing';
 import fc from 'fast-check';
+import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Answer, check, filesUnder, HostileRequest, multipart, Part, send, sendRaw, storedState, Tally, Verdict } from './support/hostile-http';
@@ -1487,7 +1488,7 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
       );
     });
 
-    it('any filename is only a label: accepted ones round-trip exactly and are stored under the file id, the rest are refused naming it', async () => {
+    it('any filename is only a label: accepted ones round-trip exactly and are stored by the digest of their content, the rest are refused naming it', async () => {
       const pct = (name: string) => [...Buffer.from(name, 'utf8')].map((b) => `%${b.toString(16).padStart(2, '0').toUpperCase()}`).join('');
       const names = fc.oneof(
         hostileString.filter((s) => s.length <= 300),
@@ -1515,8 +1516,10 @@ describe(`hostile input on every route (fast-check seed ${SEED}; FUZZ_SEED=${SEE
           if (content.text !== data) throw new Error(`content of ${file.id} changed`);
           const disposition = String(content.headers['content-disposition']);
           if (decodeURIComponent(disposition.split("filename*=UTF-8''")[1] ?? '') !== label) throw new Error(`Content-Disposition ${disposition} does not carry the name`);
-          const stored = Object.keys(filesUnder(stack.artifactsDir)).filter((path) => path.endsWith(file.id));
-          if (stored.length !== 1 || !/^files\/[0-9a-f-]{36}\/file-[A-Za-z0-9]{24}$/.test(stored[0])) throw new Error(`stored at ${stored.join(', ')}`);
+          // Stored by the digest of its content, whatever its name.
+          const digest = createHash('sha256').update(data).digest('hex');
+          const stored = Object.keys(filesUnder(stack.artifactsDir)).filter((path) => path.endsWith(digest));
+          if (stored.length !== 1 || stored[0] !== `objects/sha256/${digest.slice(0, 2)}/${digest}`) throw new Error(`stored at ${stored.join(', ')}`);
           await attempt('DELETE /v1/files/{id}', { method: 'DELETE', path: `/v1/files/${file.id}`, key: acme }, 'accept');
         }),
         settings(30),

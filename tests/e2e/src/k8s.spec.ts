@@ -20,7 +20,7 @@ interface Container {
   image: string;
   args?: string[];
   env?: EnvVar[];
-  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string; optional?: boolean } }[];
   ports?: { name?: string; containerPort: number }[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
@@ -31,7 +31,7 @@ interface PodSpec {
   containers: Container[];
   restartPolicy?: string;
   initContainers?: Container[];
-  volumes?: { name: string; persistentVolumeClaim?: { claimName: string } }[];
+  volumes?: { name: string; persistentVolumeClaim?: { claimName: string }; emptyDir?: unknown }[];
   nodeSelector?: Record<string, string>;
   tolerations?: { key?: string; operator?: string; effect?: string }[];
 }
@@ -185,17 +185,22 @@ describe('k8s/', () => {
       }
     });
 
-    it('shares the models and artifact volumes between the registry and the workers, at the same paths', () => {
+    it('shares the models volume (and, with the disk artifact store, the artifacts volume) between the registry and the workers, at the same paths', () => {
+      const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
+      const onDisk = (config?.data?.['ARTIFACT_STORE'] ?? 'disk') === 'disk';
+      const modelsFromStore = config?.data?.['BASE_MODEL_SOURCE'] === 'store';
       for (const name of SHARED_STORAGE_APPS) {
         const spec = template(find(objects, 'Deployment', name)).spec;
         const [c] = spec.containers;
         const claim = (volume: string) => spec.volumes?.find((v) => v.name === volume)?.persistentVolumeClaim?.claimName;
         const mounts = Object.fromEntries((c.volumeMounts ?? []).map((m) => [claim(m.name), m.mountPath]));
-        expect(mounts).toMatchObject({ 'trainyard-models': '/app/var/models', 'trainyard-artifacts': '/app/var/artifacts' });
+        const mountsModels = !(modelsFromStore && WORKERS.includes(name));
+        expect(mounts).toMatchObject({ ...(mountsModels ? { 'trainyard-models': '/app/var/models' } : {}), ...(onDisk ? { 'trainyard-artifacts': '/app/var/artifacts' } : {}) });
+        if (!onDisk) expect(mounts['trainyard-artifacts']).toBeUndefined();
+        if (!mountsModels) expect(mounts['trainyard-models']).toBeUndefined();
       }
-      const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
       expect(config?.data).toMatchObject({ MODELS_DIR: '/app/var/models', ARTIFACT_ROOT: '/app/var/artifacts', NATS_URL: 'nats://nats:4222' });
-      for (const name of ['trainyard-models', 'trainyard-artifacts']) expect(find(objects, 'PersistentVolumeClaim', name)).toBeDefined();
+      for (const name of ['trainyard-models', ...(onDisk ? ['trainyard-artifacts'] : [])]) expect(find(objects, 'PersistentVolumeClaim', name)).toBeDefined();
       // Chat reads base models' tokenizers (prompt lengths), read-only, at the same path.
       const chat = template(find(objects, 'Deployment', 'chat')).spec;
       const models = chat.volumes?.find((v) => v.persistentVolumeClaim?.claimName === 'trainyard-models');
@@ -302,6 +307,50 @@ describe('k8s/', () => {
       expect(find(objects, 'Ingress', 'gateway').spec?.['tls']).toHaveLength(1);
       const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
       expect(config?.data?.['JETSTREAM_PREFIX']).toBe('');
+    });
+
+    it('keeps artifacts in object storage: no ReadWriteMany claim for them, every worker reads adapters from the bucket', () => {
+      const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
+      expect(config?.data).toMatchObject({ ARTIFACT_STORE: 's3', S3_BUCKET: expect.stringMatching(/^[a-z0-9][a-z0-9.-]+$/), S3_REGION: expect.any(String) });
+      const claims = ofKind(objects, 'PersistentVolumeClaim');
+      expect(claims.map((c) => c.metadata.name)).not.toContain('trainyard-artifacts');
+      for (const workload of [...ofKind(objects, 'Deployment'), ...ofKind(objects, 'StatefulSet')]) {
+        const spec = template(workload).spec;
+        const mountsArtifacts = spec.containers.some((c) => (c.volumeMounts ?? []).some((m) => m.mountPath === '/app/var/artifacts'));
+        expect([workload.metadata.name, mountsArtifacts]).toEqual([workload.metadata.name, false]);
+      }
+      for (const name of SHARED_STORAGE_APPS) {
+        const spec = template(find(objects, 'Deployment', name)).spec;
+        const [c] = spec.containers;
+        // The bucket's settings, and its credentials from a Secret when there is one (else IRSA / workload identity).
+        expect(c.envFrom).toContainEqual({ configMapRef: { name: config?.metadata.name } });
+        expect(c.envFrom).toContainEqual({ secretRef: { name: 'trainyard-s3', optional: true } });
+      }
+      for (const name of WORKERS) {
+        const spec = template(find(objects, 'Deployment', name)).spec;
+        const [c] = spec.containers;
+        // Each worker's own bounded cache of what it fetched, on an emptyDir.
+        expect(env(c, 'ARTIFACT_CACHE_DIR')?.value).toBe('/app/var/cache/artifacts');
+        expect(Number(env(c, 'ARTIFACT_CACHE_MB')?.value)).toBeGreaterThan(0);
+        const cache = c.volumeMounts?.find((m) => m.mountPath === '/app/var/cache/artifacts');
+        expect(spec.volumes?.find((v) => v.name === cache?.name)?.emptyDir).toBeDefined();
+      }
+      // The workers may reach NATS and DNS only, and the object store over HTTPS.
+      expect(JSON.stringify(find(objects, 'NetworkPolicy', 'workers-to-object-storage').spec)).toContain('"port":443');
+    });
+
+    it('gives the workers base models from the bucket too: no worker mounts a shared volume', () => {
+      const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
+      expect(config?.data).toMatchObject({ PUBLISH_BASE_MODELS: 'true', BASE_MODEL_SOURCE: 'store' });
+      for (const name of WORKERS) {
+        const spec = template(find(objects, 'Deployment', name)).spec;
+        expect([name, (spec.volumes ?? []).filter((v) => v.persistentVolumeClaim)]).toEqual([name, []]);
+      }
+      // The registry lists and publishes the models volume's models; chat reads their tokenizers.
+      for (const name of ['model-registry', 'chat']) {
+        const spec = template(find(objects, 'Deployment', name)).spec;
+        expect(spec.volumes?.map((v) => v.persistentVolumeClaim?.claimName)).toContain('trainyard-models');
+      }
     });
 
     it('scales the workers on their work queues with KEDA, in place of a CPU autoscaler', () => {

@@ -1,5 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { sha256Of } from '@trainyard/artifacts';
 import OpenAI, { toFile } from 'openai';
 import { Stack } from './support/stack';
 
@@ -21,10 +20,13 @@ describe('files, end to end through the official openai client', () => {
 
   afterAll(() => stack?.stop(), 60_000);
 
-  const storedFiles = () => {
-    const dir = join(stack.artifactsDir, 'files');
-    return existsSync(dir) ? readdirSync(dir).flatMap((entity) => readdirSync(join(dir, entity))) : [];
+  /** The digests of every object in the artifact store (uploads are stored by their content's SHA-256). */
+  const storedObjects = async () => {
+    const all: string[] = [];
+    for await (const object of stack.artifacts().list()) all.push(object.sha256);
+    return all;
   };
+  const fileRows = (id: string) => stack.withDatabase(async (db) => Number((await db.query('SELECT count(*) FROM files WHERE id = $1', [id])).rows[0].count));
 
   it('uploads a dataset larger than a NATS message, lists it, reads it back byte for byte and deletes it', async () => {
     const line = JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello there' }] });
@@ -41,10 +43,11 @@ describe('files, end to end through the official openai client', () => {
 
     const content = Buffer.from(await (await acme.files.content(file.id)).arrayBuffer());
     expect(content.equals(dataset)).toBe(true);
-    expect(storedFiles()).toContain(file.id);
+    expect(await storedObjects()).toContain(sha256Of(dataset));
 
     expect(await acme.files.delete(file.id)).toEqual({ id: file.id, object: 'file', deleted: true });
-    expect(storedFiles()).not.toContain(file.id);
+    // The row goes at once; the object with the registry's sweep, once no row names it.
+    expect(await fileRows(file.id)).toBe(0);
     await expect(acme.files.retrieve(file.id)).rejects.toMatchObject({ status: 404 });
   });
 
@@ -60,7 +63,7 @@ describe('files, end to end through the official openai client', () => {
   });
 
   it('refuses a file over the upload limit with 413 in the OpenAI envelope, storing nothing', async () => {
-    const before = storedFiles().length;
+    const before = (await storedObjects()).length;
     const error = await acme.files
       .create({ file: await toFile(Buffer.alloc(MAX_UPLOAD_BYTES + 1, 'x'), 'big.jsonl'), purpose: 'fine-tune' })
       .catch((e: InstanceType<typeof OpenAI.APIError>) => e);
@@ -69,7 +72,7 @@ describe('files, end to end through the official openai client', () => {
       message: `File is larger than the upload limit of ${MAX_UPLOAD_BYTES} bytes`,
       type: 'invalid_request_error',
     });
-    expect(storedFiles()).toHaveLength(before);
+    expect(await storedObjects()).toHaveLength(before);
   });
 
   it('refuses another purpose and a request without a file with 400 naming the field', async () => {
@@ -105,7 +108,7 @@ describe('files, end to end through the official openai client', () => {
     const retry = await upload();
     expect(retry.status).toBe(200);
     expect(((await retry.json()) as { id: string }).id).toBe(first.id);
-    expect(storedFiles().filter((id) => id === first.id)).toHaveLength(1);
+    expect(await fileRows(first.id)).toBe(1);
     const all: string[] = [];
     for await (const f of acme.files.list()) if (f.filename === 'once.jsonl') all.push(f.id);
     expect(all).toEqual([first.id]);

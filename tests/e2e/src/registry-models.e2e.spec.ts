@@ -1,6 +1,6 @@
+import { readBundleManifest } from '@trainyard/artifacts';
 import type { CheckpointRecord, Page, ResolveModelReply } from '@trainyard/contracts';
 import { randomUUID } from 'node:crypto';
-import { cpSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, JSONCodec, NatsConnection } from 'nats';
 import OpenAI from 'openai';
@@ -42,10 +42,9 @@ describe('model registry, end to end over HTTP', () => {
   const checkpoints = (key: string, modelId: string, query = '') =>
     call<Page<CheckpointRecord>>('GET', `/v1/preview/models/${modelId}/checkpoints${query}`, key);
 
-  const adapterDirs = (modelId: string) => {
-    const dir = join(stack.artifactsDir, 'adapters', modelId);
-    return existsSync(dir) ? readdirSync(dir) : [];
-  };
+  /** The digests of the adapter bundles a model's checkpoints name in the artifact store. */
+  const adapterBundles = (modelId: string): Promise<string[]> =>
+    stack.withDatabase(async (db) => (await db.query('SELECT adapter_path FROM checkpoints WHERE model_id = $1', [modelId])).rows.map((r: { adapter_path: string }) => r.adapter_path.replace(/^sha256:/, '')));
 
   describe('base models', () => {
     it('lists the embedded default, which is always there', async () => {
@@ -70,7 +69,7 @@ describe('model registry, end to end over HTTP', () => {
   describe('the whole lifecycle', () => {
     let model: ModelReply;
 
-    it('creates a model with checkpoint step 0 backed by a PEFT adapter on disk', async () => {
+    it('creates a model with checkpoint step 0 backed by a PEFT adapter in the artifact store', async () => {
       const res = await createModel(acme, { project: 'agents', name: 'lifecycle' });
       expect(res.status).toBe(200);
       model = res.body;
@@ -86,8 +85,8 @@ describe('model registry, end to end over HTTP', () => {
       expect(page.body.data).toEqual([
         { id: expect.any(String), step: 0, metrics: {}, created_at: expect.any(String), adapter_sha256: expect.stringMatching(/^[0-9a-f]{64}$/) },
       ]);
-      const [dir] = adapterDirs(model.id);
-      expect(readdirSync(join(stack.artifactsDir, 'adapters', model.id, dir)).sort()).toEqual([
+      const [bundle] = await adapterBundles(model.id);
+      expect((await readBundleManifest(stack.artifacts(), bundle)).files.map((f) => f.name)).toEqual([
         'adapter_config.json',
         'adapter_model.safetensors',
       ]);
@@ -97,7 +96,7 @@ describe('model registry, end to end over HTTP', () => {
       const again = await createModel(acme, { project: 'agents', name: 'lifecycle', entity: 'acme' });
       expect(again.status).toBe(200);
       expect(again.body).toEqual(model);
-      expect(adapterDirs(model.id)).toHaveLength(1);
+      expect(await adapterBundles(model.id)).toHaveLength(1);
     });
 
     it('serves the model at once: resolves every accepted name form to its newest adapter', async () => {
@@ -106,12 +105,13 @@ describe('model registry, end to end over HTTP', () => {
         const resolve = (name: string, entity = 'acme') => resolveOverNats(nc, stack, entity, name);
         const newest = await resolve('wandb-artifact:///acme/agents/lifecycle');
         expect(newest).toMatchObject({ base_model: BASE, model_id: model.id, step: 0 });
-        expect(existsSync(join(newest.adapter_path as string, 'adapter_model.safetensors'))).toBe(true);
+        expect(newest.adapter_bundle).toEqual((await adapterBundles(model.id))[0]);
+        expect(await stack.artifacts().has(newest.adapter_bundle as string)).toBe(true);
         expect(newest.base_model_dir).toBe(join(stack.modelsDir, BASE));
         for (const name of ['wandb-artifact:///acme/agents/lifecycle:step0', 'wandb-artifact:///acme/agents/lifecycle:latest', 'wandb-artifact:///acme/agents/lifecycle:v0', 'acme/agents/lifecycle:step0', 'acme/agents/lifecycle']) {
           expect(await resolve(name)).toMatchObject({ model_id: model.id, step: 0 });
         }
-        expect(await resolve(BASE)).toMatchObject({ base_model: BASE, model_id: null, step: null, adapter_path: null });
+        expect(await resolve(BASE)).toMatchObject({ base_model: BASE, model_id: null, step: null, adapter_bundle: null });
         // Another entity naming acme's model gets exactly what a missing model gets.
         const foreign = await resolveOverNats(nc, stack, 'globex', 'wandb-artifact:///acme/agents/lifecycle').catch((e: Error) => e);
         const missing = await resolve('wandb-artifact:///acme/agents/nope').catch((e: Error) => e);
@@ -205,12 +205,12 @@ describe('model registry, end to end over HTTP', () => {
       expect((await checkpoints(acme, model.id)).body.data.map((c) => c.step)).toEqual([0, 1, 3]);
     });
 
-    it('deletes the model with its checkpoints and adapter files', async () => {
-      expect(adapterDirs(model.id).length).toBeGreaterThan(0);
+    it('deletes the model with its checkpoints (their objects go with the registry\'s sweep)', async () => {
+      expect((await adapterBundles(model.id)).length).toBeGreaterThan(0);
       const res = await call('DELETE', `/v1/preview/models/${model.id}`, acme);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ model_id: model.id, deleted_checkpoints: 3, deleted_run: false });
-      expect(existsSync(join(stack.artifactsDir, 'adapters', model.id))).toBe(false);
+      expect(await adapterBundles(model.id)).toEqual([]);
       expect((await checkpoints(acme, model.id)).status).toBe(404);
       expect((await call('DELETE', `/v1/preview/models/${model.id}`, acme)).status).toBe(404);
       // The name is free again.
@@ -448,14 +448,13 @@ async function resolveOverNats(nc: NatsConnection, stack: Stack, entity: string,
   return reply.response as ResolveModelReply;
 }
 
-/** Adds checkpoints as a finished training job would (adapter files first, then rows), through the database. */
+/** Adds checkpoints as a finished training job would (rows naming a stored adapter: step 0's), through the database. */
 async function seedCheckpoints(stack: Stack, modelId: string, steps: number[]): Promise<number[]> {
   return stack.withDatabase(async (db) => {
     const { rows: [first] } = await db.query('SELECT adapter_path, adapter_sha256 FROM checkpoints WHERE model_id = $1 AND step = 0', [modelId]);
     for (const step of steps) {
       const id = randomUUID();
-      const adapterPath = `adapters/${modelId}/${id}`;
-      cpSync(join(stack.artifactsDir, first.adapter_path), join(stack.artifactsDir, adapterPath), { recursive: true });
+      const adapterPath = first.adapter_path;
       await db.query('INSERT INTO checkpoints (id, model_id, step, adapter_path, adapter_sha256) VALUES ($1, $2, $3, $4, $5)', [
         id,
         modelId,

@@ -367,12 +367,11 @@ describe('security', () => {
       '\u202elsonj.{tag}.exe',
     ];
 
-    it('cannot leave the artifact root, whatever their name: stored under their id, the name only a label without a path', async () => {
+    it('cannot leave the artifact root, whatever their name: stored by the digest of their content, the name only a label without a path', async () => {
       const tag = randomUUID().slice(0, 8);
       const parent = dirname(stack.artifactsDir);
       const outsideBefore = readdirSync(parent).filter((n) => n.includes(tag));
       const before = Object.keys(filesUnder(stack.artifactsDir));
-      const entity = await stack.entityId('acme');
       for (const template of NAMES) {
         const filename = template.replace('{tag}', tag);
         const answer = await upload(acme, filename, `{"n":${JSON.stringify(filename)}}`);
@@ -390,7 +389,8 @@ describe('security', () => {
       }
       const added = Object.keys(filesUnder(stack.artifactsDir)).filter((p) => !before.includes(p));
       expect(added).toHaveLength(NAMES.length);
-      for (const path of added) expect(path).toMatch(new RegExp(`^files/${entity}/file-[A-Za-z0-9]{24}$`));
+      // Stored by the digest of their content: no part of a name reaches a path.
+      for (const path of added) expect(path).toMatch(/^objects\/sha256\/[0-9a-f]{2}\/[0-9a-f]{64}$/);
       expect(readdirSync(parent).filter((n) => n.includes(tag))).toEqual(outsideBefore);
       expect(existsSync(`/tmp/trainyard-escape-${tag}.jsonl`)).toBe(false);
     });

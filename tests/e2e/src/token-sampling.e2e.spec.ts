@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { putBundleFromDir, readBundle } from '@trainyard/artifacts';
 import { ErrorCode, SampleTokensReply, SampleTokensRequest, Subjects, TokenSamplingParams, WireError } from '@trainyard/contracts';
 import { LoadedModel, loadModel, LoraAttachment, readPeftAdapter, SeededRandom, selectBackend, sequenceLogprobs, writePeftAdapter } from '@trainyard/engine';
 import { connect, JSONCodec, NatsConnection } from 'nats';
@@ -134,15 +136,20 @@ describe('token sampling over NATS (chat.tokens.sample.v1)', () => {
       return_existing: true,
     });
     // Step 1: the step-0 adapter with B drawn at random, so that the adapter changes the logits.
-    const adapterPath = `adapters/${created.id}/${randomUUID()}`;
     const adapter = await stack.withDatabase(async (db) => {
       const { rows: [first] } = await db.query('SELECT adapter_path FROM checkpoints WHERE model_id = $1 AND step = 0', [created.id]);
-      const step0 = await readPeftAdapter(join(stack.artifactsDir, first.adapter_path), lm.config);
+      const store = stack.artifacts();
+      const dir = mkdtempSync(join(tmpdir(), 'token-sampling-adapter-'));
+      for (const [name, data] of await readBundle(store, first.adapter_path.replace(/^sha256:/, ''))) writeFileSync(join(dir, name), data);
+      const step0 = await readPeftAdapter(dir, lm.config);
       const rng = new SeededRandom(3);
       for (const [name, tensor] of step0.tensors) if (name.includes('lora_B')) tensor.data = rng.normals(tensor.data.length, 0.05);
-      mkdirSync(join(stack.artifactsDir, adapterPath), { recursive: true });
-      await writePeftAdapter(join(stack.artifactsDir, adapterPath), step0);
-      await db.query('INSERT INTO checkpoints (id, model_id, step, adapter_path, adapter_sha256) VALUES ($1, $2, 1, $3, $4)', [randomUUID(), created.id, adapterPath, 'e2e-random-b']);
+      rmSync(dir, { recursive: true });
+      mkdirSync(dir);
+      await writePeftAdapter(dir, step0);
+      const bundle = await putBundleFromDir(store, dir);
+      rmSync(dir, { recursive: true });
+      await db.query('INSERT INTO checkpoints (id, model_id, step, adapter_path, adapter_sha256) VALUES ($1, $2, 1, $3, $4)', [randomUUID(), created.id, `sha256:${bundle.sha256}`, 'e2e-random-b']);
       await db.query('UPDATE models SET last_step = 1 WHERE id = $1', [created.id]);
       return step0;
     });

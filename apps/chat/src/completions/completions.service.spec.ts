@@ -8,8 +8,8 @@ import { ModelResolutions } from './model-resolutions';
 import { PromptValidation } from './prompt-validation';
 import { SchemaValidation } from './schema-validation';
 
-const BASE: ResolveModelReply = { base_model: 'tiny', base_model_dir: '/models/tiny', model_id: null, step: null, adapter_path: null, adapter_sha256: null };
-const CHECKPOINT: ResolveModelReply = { ...BASE, model_id: 'm-1', step: 7, adapter_path: '/artifacts/m-1/step7', adapter_sha256: 'abc' };
+const BASE: ResolveModelReply = { base_model: 'tiny', base_model_dir: '/models/tiny', base_model_bundle: null, model_id: null, step: null, adapter_bundle: null, adapter_sha256: null };
+const CHECKPOINT: ResolveModelReply = { ...BASE, model_id: 'm-1', step: 7, adapter_bundle: '/artifacts/m-1/step7', adapter_sha256: 'abc' };
 
 function request(extra: Partial<StartCompletionRequest> = {}, params: Partial<ChatCompletionParams> = {}): StartCompletionRequest {
   return {
@@ -113,7 +113,7 @@ describe('CompletionsService', () => {
     steps.resolution = CHECKPOINT;
     const reply = await service.start(request());
     const { item } = steps.queued[0];
-    expect(item.adapter).toEqual({ path: '/artifacts/m-1/step7', sha256: 'abc', step: 7, model_id: 'm-1' });
+    expect(item.adapter).toEqual({ bundle: '/artifacts/m-1/step7', sha256: 'abc', step: 7, model_id: 'm-1' });
     expect(item.params.logprobs).toBe(true);
     expect(item.params.return_token_ids).toBe(true);
     expect(reply).toMatchObject({ checkpoint_step: 7, model_id: 'm-1', logprobs: true });

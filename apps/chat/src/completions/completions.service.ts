@@ -34,7 +34,7 @@ export class CompletionsService {
     this.prompts.check(resolved.base_model_dir, request.params);
     await this.capacity.admit(request.completion_id);
 
-    const trainable = resolved.adapter_path !== null;
+    const trainable = resolved.adapter_bundle !== null;
     // RL needs the sampled tokens and their logprobs, so trainable models report them unless told not to.
     const logprobs = request.logprobs_requested ?? trainable;
     // A stored completion keeps them for training even when its answer does not show them.

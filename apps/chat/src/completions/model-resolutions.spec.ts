@@ -10,7 +10,7 @@ type Status = { type: 'disconnect' | 'reconnect'; data: string };
 type Connection = Parameters<RequestConnection['attach']>[0];
 
 function trained(modelId: string, step: number): ResolveModelReply {
-  return { base_model: 'base', base_model_dir: '/models/base', model_id: modelId, step, adapter_path: `/a/${modelId}/${step}`, adapter_sha256: 'f'.repeat(64) };
+  return { base_model: 'base', base_model_dir: '/models/base', base_model_bundle: null, model_id: modelId, step, adapter_bundle: `/a/${modelId}/${step}`, adapter_sha256: 'f'.repeat(64) };
 }
 
 /**

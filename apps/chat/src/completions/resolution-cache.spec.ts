@@ -2,10 +2,10 @@ import type { ResolveModelReply } from '@trainyard/contracts';
 import { ResolutionCache, resolutionKey } from './resolution-cache';
 
 function trained(modelId: string, step: number): ResolveModelReply {
-  return { base_model: 'base', base_model_dir: '/models/base', model_id: modelId, step, adapter_path: `/a/${modelId}/${step}`, adapter_sha256: 'f'.repeat(64) };
+  return { base_model: 'base', base_model_dir: '/models/base', base_model_bundle: null, model_id: modelId, step, adapter_bundle: `/a/${modelId}/${step}`, adapter_sha256: 'f'.repeat(64) };
 }
 
-const base: ResolveModelReply = { base_model: 'base', base_model_dir: '/models/base', model_id: null, step: null, adapter_path: null, adapter_sha256: null };
+const base: ResolveModelReply = { base_model: 'base', base_model_dir: '/models/base', base_model_bundle: null, model_id: null, step: null, adapter_bundle: null, adapter_sha256: null };
 
 describe('ResolutionCache', () => {
   let now: number;

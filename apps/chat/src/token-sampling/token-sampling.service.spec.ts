@@ -18,7 +18,7 @@ import { ChatConfig } from '../config/chat.config';
 import { ModelLimitsCache } from './model-limits';
 import { TokenSamplingService } from './token-sampling.service';
 
-const CHECKPOINT: ResolveModelReply = { base_model: 'tiny', base_model_dir: '/models/tiny', model_id: 'm-1', step: 3, adapter_path: '/artifacts/m-1/step3', adapter_sha256: 'abc' };
+const CHECKPOINT: ResolveModelReply = { base_model: 'tiny', base_model_dir: '/models/tiny', base_model_bundle: null, model_id: 'm-1', step: 3, adapter_bundle: '/artifacts/m-1/step3', adapter_sha256: 'abc' };
 const RESULT: SampleTokensResult = {
   sequences: [{ tokens: [5, 6], logprobs: [-1.5, -0.25], stop_reason: 'length' }],
   prompt_logprobs: null,
@@ -135,7 +135,7 @@ describe('TokenSamplingService', () => {
     expect(item).toMatchObject({
       kind: 'sample_tokens',
       base_model_dir: '/models/tiny',
-      adapter: { path: '/artifacts/m-1/step3', sha256: 'abc', step: 3, model_id: 'm-1' },
+      adapter: { bundle: '/artifacts/m-1/step3', sha256: 'abc', step: 3, model_id: 'm-1' },
       prompt_tokens: [1, 2, 3],
       num_samples: 1,
       sampling_params: { max_tokens: 2, seed: 4 },

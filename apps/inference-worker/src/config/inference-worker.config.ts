@@ -1,9 +1,11 @@
 import { ONE_ROW_TILE_SETTINGS, OneRowTileSetting, READ_AHEAD_SETTINGS, ReadAheadSetting, WEIGHTS_SETTINGS, WeightsSetting } from '@trainyard/engine';
+import { withArtifactCache } from '@trainyard/artifacts';
 import { WorkerConfig } from '@trainyard/runtime';
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, Max, Min } from 'class-validator';
 
-export class InferenceWorkerConfig extends WorkerConfig {
+/** With the artifact store's settings and the worker's local cache of it (ARTIFACT_CACHE_DIR, ARTIFACT_CACHE_MB). */
+export class InferenceWorkerConfig extends withArtifactCache(WorkerConfig) {
   override HTTP_PORT = 3105;
 
   /** Sequences decoded together in one forward step (n > 1 counts each choice). */

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { ArtifactCache } from '@trainyard/artifacts';
 import type { InferenceWorkItem } from '@trainyard/contracts';
 import { applyAdapter, LoadedModel, LoraAttachment, readPeftAdapter } from '@trainyard/engine';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
@@ -6,9 +7,10 @@ import { InferenceWorkerConfig } from '../config/inference-worker.config';
 export type Adapter = NonNullable<InferenceWorkItem['adapter']>;
 
 /**
- * LoRA adapters loaded from the artifact store, keyed by path and checksum: a new
- * checkpoint has a new path, and rewritten files a new checksum, so a cached adapter is
- * never stale. Each one is kept detached; the scheduler's LoraRouter hooks in, row by row,
+ * LoRA adapters loaded from the artifact store, keyed by their bundle's digest, which pins
+ * every byte of their files: a cached adapter is never stale. The files come through the
+ * worker's own ArtifactCache (fetched by digest and verified; the registry's disk is never
+ * read). Each one is kept detached; the scheduler's LoraRouter hooks in, row by row,
  * those a forward pass needs. The least recently used unheld adapter goes beyond the limit.
  */
 @Injectable()
@@ -17,10 +19,13 @@ export class AdapterCache {
   private readonly adapters = new Map<string, Promise<LoraAttachment>>();
   private readonly holders = new Map<string, number>();
 
-  constructor(@Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig) {}
+  constructor(
+    @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
+    private readonly files: ArtifactCache,
+  ) {}
 
   static key(adapter: Adapter): string {
-    return `${adapter.path}@${adapter.sha256 ?? ''}`;
+    return adapter.bundle;
   }
 
   acquire(lm: LoadedModel, adapter: Adapter): Promise<LoraAttachment> {
@@ -30,8 +35,8 @@ export class AdapterCache {
     if (loaded) {
       this.adapters.delete(key);
     } else {
-      this.logger.log(`loading adapter ${adapter.path} (step ${adapter.step})`);
-      loaded = readPeftAdapter(adapter.path, lm.config).then((files) => {
+      this.logger.log(`loading adapter ${adapter.bundle} (model ${adapter.model_id}, step ${adapter.step})`);
+      loaded = this.files.withBundle(adapter.bundle, (dir) => readPeftAdapter(dir, lm.config)).then((files) => {
         const attachment = applyAdapter(lm, files);
         attachment.detach();
         return attachment;

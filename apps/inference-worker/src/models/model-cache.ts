@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { ArtifactCache, withModelFiles } from '@trainyard/artifacts';
 import { describeMatMulPlan, LoadedModel, loadModel, matMulThreads } from '@trainyard/engine';
 import { InferenceWorkerConfig } from '../config/inference-worker.config';
 
@@ -13,10 +14,16 @@ export class ModelCache implements OnModuleDestroy {
   private readonly holders = new Map<string, number>();
   private readonly unloadListeners: ((model: LoadedModel) => void)[] = [];
 
-  constructor(@Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig) {}
+  constructor(
+    @Inject(InferenceWorkerConfig) private readonly config: InferenceWorkerConfig,
+    private readonly files: ArtifactCache,
+  ) {}
 
-  /** The model, held until release(dir) is called once for every acquire. */
-  acquire(dir: string): Promise<LoadedModel> {
+  /**
+   * The model, held until release(dir) is called once for every acquire. `dir` names it; with
+   * BASE_MODEL_SOURCE=store its files come from the artifact store when it is there (`bundle`).
+   */
+  acquire(dir: string, bundle?: string | null): Promise<LoadedModel> {
     this.holders.set(dir, (this.holders.get(dir) ?? 0) + 1);
     let model = this.models.get(dir);
     if (model) {
@@ -24,7 +31,8 @@ export class ModelCache implements OnModuleDestroy {
     } else {
       this.logger.log(`loading ${dir}`);
       const { MATMUL_READ_AHEAD: readAhead, MATMUL_ONE_ROW_TILE: oneRowTile, MATMUL_THREADS: matmulThreads, WEIGHTS: weights } = this.config;
-      model = loadModel(dir, { inferenceOnly: true, readAhead, oneRowTile, matmulThreads, weights });
+      const options = { inferenceOnly: true, readAhead, oneRowTile, matmulThreads, weights };
+      model = withModelFiles(this.files, this.config.BASE_MODEL_SOURCE, { dir, bundle }, (local) => loadModel(local, options));
       model.then(
         (loaded) => this.logger.log(`loaded ${dir}; weights ${weights}, matmul ${describeMatMulPlan(loaded.model.matmulPlan)}, on ${matMulThreads()} thread${matMulThreads() === 1 ? '' : 's'}`),
         () => this.models.delete(dir),

@@ -223,7 +223,7 @@ export class InferenceScheduler implements OnModuleDestroy {
   /** The base model and the checkpoint's adapter, or null once the failure has been told. */
   private async loadWeights(item: InferenceWorkRouting, model: string, emit: (event: ErrorEvent) => void): Promise<{ lm: LoadedModel; adapter: LoraAttachment | null } | null> {
     try {
-      const lm = await this.models.acquire(item.base_model_dir);
+      const lm = await this.models.acquire(item.base_model_dir, item.base_model_bundle);
       const adapter = item.adapter ? await this.adapters.acquire(lm, item.adapter) : null;
       return { lm, adapter };
     } catch (err) {

@@ -1,14 +1,26 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { PrismaService } from '@trainyard/db';
-import { ARTIFACT_STORE, ArtifactEntry, ArtifactStore } from './artifact-store';
+import { ARTIFACT_STORE, ArtifactNotFoundError, ArtifactStore, readBundleManifest } from '@trainyard/artifacts';
+import { Prisma, PrismaService } from '@trainyard/db';
+import { BaseModelBundles } from '../base-models/base-model-bundles';
+import { digestOfRef } from '../common/artifact-ref';
+import { LegacyArtifactDirs, LegacyEntry } from './legacy-artifact-dirs';
+import { lockReferencesExclusive } from './references-lock';
 
-/** Younger than this, an unreferenced artifact may be a write another replica is about to record. */
+/** Younger than this, an unreferenced artifact may be a write another replica or a worker is about to record. */
 export const SWEEP_GRACE_MS = 10 * 60_000;
 
+/** The longest the sweep holds the references lock (recording checkpoints and files waits on it). */
+const SWEEP_TIMEOUT_MS = 10 * 60_000;
+
 /**
- * Removes what crashes leave behind: staging of interrupted writes, and adapters or files
- * that were written but never recorded (or whose rows were deleted before their files).
- * Runs once at start, in the background; rows are the truth, files without rows are litter.
+ * Deletes what no row refers to: objects of the artifact store (adapters' bundles and their
+ * files, uploaded files) once every row naming them is gone, or that a crash left before their
+ * row was written; and legacy directories under ARTIFACT_ROOT likewise. Rows are the truth.
+ * Runs once at start, in the background.
+ *
+ * Only objects older than the grace period are candidates; what is referenced is read, and the
+ * unreferenced deleted, under the references lock's exclusive hold, so a row written meanwhile
+ * either is seen or finds (under its shared hold) that its object is gone and says so.
  */
 @Injectable()
 export class ArtifactSweeper implements OnApplicationBootstrap {
@@ -16,41 +28,79 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
 
   constructor(
     @Inject(ARTIFACT_STORE) private readonly store: ArtifactStore,
+    private readonly legacy: LegacyArtifactDirs,
     private readonly prisma: PrismaService,
+    private readonly baseModels: BaseModelBundles,
   ) {}
 
   onApplicationBootstrap(): void {
     this.sweep(new Date(Date.now() - SWEEP_GRACE_MS)).catch((err: Error) => this.logger.warn(`Artifact sweep failed: ${err.message}`));
   }
 
-  /** Returns how many artifacts it removed. */
+  /** Returns how many objects and legacy directories it removed. */
   async sweep(olderThan: Date): Promise<number> {
-    let removed = await this.store.sweepStaging(olderThan);
-    const adapters = await this.orphans('adapters', olderThan, async (keys) => {
-      const rows = await this.prisma.checkpoint.findMany({ where: { adapterPath: { in: keys } }, select: { adapterPath: true } });
-      return new Set(rows.map((r) => r.adapterPath));
-    });
-    const files = await this.orphans('files', olderThan, async (keys) => {
-      const rows = await this.prisma.file.findMany({ where: { storagePath: { in: keys } }, select: { storagePath: true } });
-      return new Set(rows.map((r) => r.storagePath));
-    });
-    for (const entry of [...adapters, ...files]) {
-      await this.store.remove(entry.key);
-      removed++;
-    }
+    const candidates: string[] = [];
+    for await (const object of this.store.list()) if (object.modifiedAt < olderThan) candidates.push(object.sha256);
+    // Published base models are named by no row: kept as long as they are installed (published
+    // first, outside the lock: a large model takes a while).
+    const baseModels = await this.baseModels.objects();
+    // Under the exclusive references lock: no row naming a candidate can be written meanwhile.
+    let removed = await this.prisma.$transaction(
+      async (tx) => {
+        await lockReferencesExclusive(tx);
+        const live = await this.referencedObjects(tx);
+        const unreferenced = candidates.filter((sha256) => !live.has(sha256) && !baseModels.has(sha256));
+        for (const sha256 of unreferenced) await this.store.delete(sha256);
+        return unreferenced.length;
+      },
+      { timeout: SWEEP_TIMEOUT_MS, maxWait: SWEEP_TIMEOUT_MS },
+    );
+    removed += await this.sweepLegacy(olderThan);
     if (removed > 0) this.logger.log(`Removed ${removed} unreferenced artifact(s)`);
     return removed;
   }
 
+  /** Every object a row names: files' contents, adapters' manifests and the files they list. */
+  async referencedObjects(db: Prisma.TransactionClient = this.prisma): Promise<Set<string>> {
+    const live = new Set<string>();
+    for (const row of await db.file.findMany({ select: { storagePath: true } })) {
+      const digest = digestOfRef(row.storagePath);
+      if (digest) live.add(digest);
+    }
+    for (const row of await db.checkpoint.findMany({ select: { adapterPath: true } })) {
+      const digest = digestOfRef(row.adapterPath);
+      if (!digest || live.has(digest)) continue;
+      live.add(digest);
+      try {
+        for (const file of (await readBundleManifest(this.store, digest)).files) live.add(file.sha256);
+      } catch (err) {
+        // A manifest already gone protects nothing; anything else stops the sweep (keep, never guess).
+        if (!(err instanceof ArtifactNotFoundError)) throw err;
+        this.logger.warn(`A checkpoint names adapter bundle ${digest}, which is not in the artifact store`);
+      }
+    }
+    return live;
+  }
+
+  private async sweepLegacy(olderThan: Date): Promise<number> {
+    await this.legacy.sweepStaging();
+    const adapters = await this.legacyOrphans('adapters', olderThan, async (keys) => {
+      const rows = await this.prisma.checkpoint.findMany({ where: { adapterPath: { in: keys } }, select: { adapterPath: true } });
+      return new Set(rows.map((r) => r.adapterPath));
+    });
+    const files = await this.legacyOrphans('files', olderThan, async (keys) => {
+      const rows = await this.prisma.file.findMany({ where: { storagePath: { in: keys } }, select: { storagePath: true } });
+      return new Set(rows.map((r) => r.storagePath));
+    });
+    for (const entry of [...adapters, ...files]) await this.legacy.remove(entry.key);
+    return adapters.length + files.length;
+  }
+
   /** Two levels under a root (`adapters/<model>/<checkpoint>`, `files/<entity>/<file>`), minus those recorded. */
-  private async orphans(
-    root: string,
-    olderThan: Date,
-    recorded: (keys: string[]) => Promise<Set<string>>,
-  ): Promise<ArtifactEntry[]> {
-    const found: ArtifactEntry[] = [];
-    for (const owner of await this.store.list(root)) {
-      const entries = (await this.store.list(owner.key)).filter((e) => e.modifiedAt < olderThan);
+  private async legacyOrphans(root: string, olderThan: Date, recorded: (keys: string[]) => Promise<Set<string>>): Promise<LegacyEntry[]> {
+    const found: LegacyEntry[] = [];
+    for (const owner of await this.legacy.list(root)) {
+      const entries = (await this.legacy.list(owner.key)).filter((e) => e.modifiedAt < olderThan);
       if (entries.length === 0) continue;
       const known = await recorded(entries.map((e) => e.key));
       found.push(...entries.filter((e) => !known.has(e.key)));

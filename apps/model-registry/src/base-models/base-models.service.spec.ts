@@ -35,12 +35,12 @@ describe('base models the engine cannot load', () => {
 
   it('are refused by name before any worker tries them: invalid_request naming the architecture', async () => {
     // A base model needs neither the database nor the artifact store.
-    const resolver = new ModelResolverService(baseModels, {} as never, {} as never, {} as never);
+    const resolver = new ModelResolverService(baseModels, {} as never, {} as never, {} as never, { bundleOf: async () => null } as never);
     const scope = { entity_id: 'e1', entity_name: 'acme' };
     const refusal = await resolver.resolve({ model: 'google/gemma-3-4b-it', ...scope }).catch((err: unknown) => err);
     expect(refusal).toBeInstanceOf(ServiceError);
     expect(refusal).toMatchObject({ code: ErrorCode.InvalidRequest, details: { param: 'model' } });
     expect((refusal as ServiceError).message).toMatch(/^The model `google\/gemma-3-4b-it` cannot be served by this engine: unsupported architecture \["Gemma3ForConditionalGeneration"\]; supported: .*Gemma3ForCausalLM/);
-    await expect(resolver.resolve({ model: 'Qwen/Qwen3-tiny', ...scope })).resolves.toMatchObject({ base_model: 'Qwen/Qwen3-tiny', adapter_path: null });
+    await expect(resolver.resolve({ model: 'Qwen/Qwen3-tiny', ...scope })).resolves.toMatchObject({ base_model: 'Qwen/Qwen3-tiny', adapter_bundle: null });
   });
 });

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { SortOrder } from '@trainyard/contracts';
 import { PrismaService } from '@trainyard/db';
+import { lockReferencesShared, StillStored } from '../artifacts/references-lock';
 import { isUuid } from '../common/ids';
 
 export interface CheckpointRow {
@@ -54,13 +55,30 @@ export class CheckpointRepository {
    * A training job's checkpoint at the model's next step (never reused), with the job's id as
    * its own: under the model's row lock, a second request for the same job finds the first.
    */
-  async createNext(modelId: string, id: string, adapter: { adapterPath: string; adapterSha256: string }, metrics: Record<string, number>): Promise<CheckpointRow> {
+  async createNext(
+    modelId: string,
+    id: string,
+    adapter: { adapterPath: string; adapterSha256: string },
+    metrics: Record<string, number>,
+    stillStored: StillStored,
+  ): Promise<CheckpointRow> {
     return this.prisma.$transaction(async (tx) => {
       await tx.$queryRaw`SELECT id FROM models WHERE id = ${modelId}::uuid FOR UPDATE`;
       const existing = await tx.checkpoint.findFirst({ where: { id, modelId } });
       if (existing) return existing;
+      await lockReferencesShared(tx);
+      await stillStored();
       const model = await tx.model.update({ where: { id: modelId }, data: { lastStep: { increment: 1 } } });
       return tx.checkpoint.create({ data: { id, modelId, step: model.lastStep, metrics, ...adapter } });
+    });
+  }
+
+  /** Points a legacy row at its adapter's bundle, unless another replica already did. */
+  async setAdapter(id: string, fromPath: string, adapter: { adapterPath: string; adapterSha256: string }, stillStored: StillStored): Promise<void> {
+    await this.prisma.$transaction(async (tx) => {
+      await lockReferencesShared(tx);
+      await stillStored();
+      await tx.checkpoint.updateMany({ where: { id, adapterPath: fromPath }, data: adapter });
     });
   }
 

@@ -1,8 +1,10 @@
+import { withArtifactStore } from '@trainyard/artifacts';
 import { BaseServiceConfig, DATABASE_URL_PATTERN } from '@trainyard/runtime';
-import { Type } from 'class-transformer';
-import { IsInt, IsString, Matches, Min } from 'class-validator';
+import { Transform, Type } from 'class-transformer';
+import { IsBoolean, IsInt, IsString, Matches, Min } from 'class-validator';
 
-export class RegistryConfig extends BaseServiceConfig {
+/** The artifact store's settings (ARTIFACT_STORE, ARTIFACT_ROOT, S3_*) come with withArtifactStore. */
+export class RegistryConfig extends withArtifactStore(BaseServiceConfig) {
   override HTTP_PORT = 3102;
 
   @Matches(DATABASE_URL_PATTERN, { message: 'must be a postgresql:// URL' })
@@ -19,9 +21,13 @@ export class RegistryConfig extends BaseServiceConfig {
   @Matches(/^([A-Za-z0-9._-]+\/)?[A-Za-z0-9._-]+$|^$/, { message: 'must be empty, <name> or <org>/<name>' })
   EMBEDDED_BASE_MODEL = 'trainyard/tiny-chat';
 
-  /** Root of the local artifact store: adapters and uploaded files live under here. */
-  @IsString()
-  ARTIFACT_ROOT = 'var/artifacts';
+  /**
+   * Also stores the base models found under MODELS_DIR in the artifact store, so that workers
+   * with BASE_MODEL_SOURCE=store need no models volume.
+   */
+  @Transform(({ value }) => (typeof value === 'string' ? ['true', '1', 'yes'].includes(value.trim().toLowerCase()) : value))
+  @IsBoolean()
+  PUBLISH_BASE_MODELS = false;
 
   /** Per model, the most trajectories kept (POST .../log and RL jobs' groups); beyond it the oldest go. */
   @IsInt()

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@trainyard/db';
+import { lockReferencesShared, StillStored } from '../artifacts/references-lock';
 
 export interface FileRow {
   id: string;
@@ -16,8 +17,12 @@ export interface FileRow {
 export class FileRepository {
   constructor(private readonly prisma: PrismaService) {}
 
-  create(row: Omit<FileRow, 'createdAt'>): Promise<FileRow> {
-    return this.prisma.file.create({ data: row });
+  create(row: Omit<FileRow, 'createdAt'>, stillStored: StillStored): Promise<FileRow> {
+    return this.prisma.$transaction(async (tx) => {
+      await lockReferencesShared(tx);
+      await stillStored();
+      return tx.file.create({ data: row });
+    });
   }
 
   findOwned(entityId: string, fileId: string): Promise<FileRow | null> {

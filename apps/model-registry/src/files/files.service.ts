@@ -9,9 +9,11 @@ import {
   ListFilesRequest,
   ServiceError,
 } from '@trainyard/contracts';
+import { ARTIFACT_STORE, ArtifactStore } from '@trainyard/artifacts';
 import { BlobStore } from '@trainyard/messaging';
 import { randomBytes } from 'node:crypto';
-import { ARTIFACT_STORE, artifactKeys, ArtifactStore } from '../artifacts/artifact-store';
+import { LegacyArtifactDirs } from '../artifacts/legacy-artifact-dirs';
+import { artifactRef, digestOfRef } from '../common/artifact-ref';
 import { FileRepository, FileRow } from './file.repository';
 
 const FILE_ID = /^file-[A-Za-z0-9]{24}$/;
@@ -22,36 +24,41 @@ function newFileId(): string {
   return `file-${Array.from(randomBytes(24), (b) => ALPHABET[b % ALPHABET.length]).join('')}`;
 }
 
-/** Uploaded files (SFT datasets), stored like artifacts and owned by the uploading entity. */
+/**
+ * Uploaded files (SFT datasets), owned by the uploading entity; their bytes are an object in
+ * the artifact store (shared by identical uploads: deleting a file deletes its row, and the
+ * sweep the object once no row refers to it).
+ */
 @Injectable()
 export class FilesService {
   constructor(
     private readonly files: FileRepository,
     private readonly blobs: BlobStore,
     @Inject(ARTIFACT_STORE) private readonly store: ArtifactStore,
+    private readonly legacy: LegacyArtifactDirs,
   ) {}
 
-  /** Bytes first, row after: a row always points at a complete file. */
+  /** Bytes first, row after: a row always points at a complete object. */
   async create(request: CreateFileRequest): Promise<FileRecord> {
     const data = await this.blobs.take(request.content);
-    const id = newFileId();
-    const storagePath = artifactKeys.file(request.entity_id, id);
-    const stored = await this.store.putFile(storagePath, data);
-    try {
-      const row = await this.files.create({
-        id,
-        entityId: request.entity_id,
-        filename: request.filename,
-        purpose: request.purpose,
-        bytes: stored.bytes,
-        sha256: stored.sha256,
-        storagePath,
-      });
-      return toFileRecord(row);
-    } catch (err) {
-      await this.store.remove(storagePath);
-      throw err;
-    }
+    const stored = await this.store.put(data);
+    // Stored again if the sweep removed an identical, unreferenced upload meanwhile.
+    const stillStored = async () => {
+      if (!(await this.store.has(stored.sha256))) await this.store.put(data);
+    };
+    const row = await this.files.create(
+      {
+      id: newFileId(),
+      entityId: request.entity_id,
+      filename: request.filename,
+      purpose: request.purpose,
+      bytes: stored.bytes,
+      sha256: stored.sha256,
+        storagePath: artifactRef(stored.sha256),
+      },
+      stillStored,
+    );
+    return toFileRecord(row);
   }
 
   async list(request: ListFilesRequest): Promise<ListFilesReply> {
@@ -66,14 +73,15 @@ export class FilesService {
   /** The bytes travel back as a blob: a dataset is usually larger than one NATS message. */
   async content(request: FileRequest): Promise<FileContentReply> {
     const row = await this.getOwned(request);
-    const content = await this.blobs.put(await this.store.readFile(row.storagePath));
+    const digest = digestOfRef(row.storagePath);
+    const content = await this.blobs.put(digest ? await this.store.get(digest) : await this.legacy.readFile(row.storagePath));
     return { file: toFileRecord(row), content };
   }
 
   async delete(request: FileRequest): Promise<DeleteFileReply> {
     const row = await this.getOwned(request);
     if (!(await this.files.delete(row.id))) throw notFound(request.file_id);
-    await this.store.remove(row.storagePath);
+    if (!digestOfRef(row.storagePath)) await this.legacy.remove(row.storagePath);
     return { id: row.id, object: 'file', deleted: true };
   }
 

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { PrismaService } from '@trainyard/db';
+import { lockReferencesShared, StillStored } from '../artifacts/references-lock';
 import { isUuid } from '../common/ids';
 
 export interface ModelRow {
@@ -55,10 +56,15 @@ export class ModelRepository {
   async createWithFirstCheckpoint(
     model: { id: string; entityId: string; project: string; name: string; baseModel: string },
     checkpoint: FirstCheckpoint,
+    stillStored: StillStored,
   ): Promise<ModelRow> {
-    const row = await this.prisma.model.create({
-      data: { ...model, lastStep: 0, checkpoints: { create: { ...checkpoint, step: 0 } } },
-      include: withEntity,
+    const row = await this.prisma.$transaction(async (tx) => {
+      await lockReferencesShared(tx);
+      await stillStored();
+      return tx.model.create({
+        data: { ...model, lastStep: 0, checkpoints: { create: { ...checkpoint, step: 0 } } },
+        include: withEntity,
+      });
     });
     return toRow(row);
   }

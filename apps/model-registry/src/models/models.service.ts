@@ -63,15 +63,16 @@ export class ModelsService {
     }
     const modelId = randomUUID();
     const checkpointId = randomUUID();
-    const adapter = await this.adapters.writeInitial(modelId, checkpointId, base);
+    const adapter = await this.adapters.writeInitial(modelId, base);
     try {
       const model = await this.models.createWithFirstCheckpoint(
         { id: modelId, entityId: request.entity_id, project: request.project, name: request.name, baseModel: base.id },
         { id: checkpointId, ...adapter },
+        () => this.adapters.assertStored(adapter),
       );
       return toModelRecord(model);
     } catch (err) {
-      await this.adapters.removeAllOf(modelId);
+      // The initial adapter's objects stay for the sweep: another model may share them.
       // A concurrent create of the same name won the race: answer as if it had come first.
       if (isUniqueViolation(err)) {
         const winner = await this.existing(request);
@@ -85,7 +86,8 @@ export class ModelsService {
     const model = await this.getOwned(entityId, modelId);
     const deleted = await this.models.delete(model.id);
     if (!deleted) throw ServiceError.notFound(`Model ${modelId} not found`);
-    // After the rows: a crash here leaves files without rows (swept), never rows without files.
+    // After the rows: a crash here leaves legacy files without rows (swept), never rows without
+    // files. Objects in the artifact store go with the sweep once no row refers to them.
     await this.adapters.removeAllOf(model.id);
     return { model_id: model.id, deleted_checkpoints: deleted.deletedCheckpoints, deleted_run: model.runId !== null };
   }

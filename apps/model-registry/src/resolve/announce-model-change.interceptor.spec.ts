@@ -118,7 +118,7 @@ describe('the registry announces model changes before it replies', () => {
   it.each([
     ['a model deleted', Subjects.registry.deleteModel.name, scope],
     ['checkpoints deleted', Subjects.registry.deleteCheckpoints.name, { ...scope, steps: [1] }],
-    ['a checkpoint recorded', Subjects.registry.recordCheckpoint.name, { ...scope, job_id: 'job-1', files: [], metrics: {} }],
+    ['a checkpoint recorded', Subjects.registry.recordCheckpoint.name, { ...scope, job_id: 'job-1', adapter_bundle: 'a'.repeat(64), metrics: {} }],
   ])('%s: publishes after the work, flushes, and only then replies', async (_, subject, payload) => {
     const reply = await replyAfterFlush(subject, payload);
     expect(reply).toBeDefined();
@@ -148,7 +148,7 @@ describe('the registry announces model changes before it replies', () => {
   });
 
   it('does not acknowledge a change it could not announce: unavailable, with Retry-After', async () => {
-    const outcome = transport.request(Subjects.registry.recordCheckpoint.name, { ...scope, job_id: 'job-1', files: [], metrics: {} }).catch((err: unknown) => err);
+    const outcome = transport.request(Subjects.registry.recordCheckpoint.name, { ...scope, job_id: 'job-1', adapter_bundle: 'a'.repeat(64), metrics: {} }).catch((err: unknown) => err);
     await waitUntil(() => flushes.length === 1);
     flushes[0].reject(new Error('DISCONNECT'));
     expect(await outcome).toMatchObject({ code: ErrorCode.Unavailable, details: { retryAfterSeconds: 1 } });

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ErrorCode, ResolveModelReply, ResolveModelRequest, ServiceError } from '@trainyard/contracts';
 import { AdapterFiles } from '../artifacts/adapter-files';
+import { BaseModelBundles } from '../base-models/base-model-bundles';
 import { BaseModelsService, InstalledBaseModel } from '../base-models/base-models.service';
 import { CheckpointRepository } from '../checkpoints/checkpoint.repository';
 import { ModelRepository } from '../models/model.repository';
@@ -18,6 +19,7 @@ export class ModelResolverService {
     private readonly models: ModelRepository,
     private readonly checkpoints: CheckpointRepository,
     private readonly adapters: AdapterFiles,
+    private readonly baseBundles: BaseModelBundles,
   ) {}
 
   async resolve(request: ResolveModelRequest): Promise<ResolveModelReply> {
@@ -35,7 +37,7 @@ export class ModelResolverService {
       const found = await this.baseModels.find(parsed.id);
       if (!found) throw notFound();
       const base = servable(found);
-      return { base_model: base.id, base_model_dir: base.dir, model_id: null, step: null, adapter_path: null, adapter_sha256: null };
+      return { base_model: base.id, base_model_dir: base.dir, base_model_bundle: await this.baseBundles.bundleOf(base), model_id: null, step: null, adapter_bundle: null, adapter_sha256: null };
     }
 
     if (parsed.entity !== request.entity_name) throw notFound();
@@ -52,9 +54,12 @@ export class ModelResolverService {
     return {
       base_model: base.id,
       base_model_dir: base.dir,
+      base_model_bundle: await this.baseBundles.bundleOf(base),
       model_id: model.id,
       step: checkpoint.step,
-      adapter_path: this.adapters.localPath(checkpoint.adapterPath),
+      adapter_bundle: await this.adapters.bundleOf(checkpoint.adapterPath, (adapter) =>
+        this.checkpoints.setAdapter(checkpoint.id, checkpoint.adapterPath, adapter, () => this.adapters.assertStored(adapter)),
+      ),
       adapter_sha256: checkpoint.adapterSha256,
     };
   }

@@ -1,15 +1,16 @@
 import { Provider } from '@nestjs/common';
 import { Test, TestingModule } from '@nestjs/testing';
+import { ARTIFACT_STORE, ArtifactStore, DiskArtifactStore, S3ArtifactStore } from '@trainyard/artifacts';
 import { DbModule } from '@trainyard/db';
 import { makeModel } from '@trainyard/engine/files';
 import { ProcessHealthModule } from '@trainyard/runtime';
-import { createTestDatabase } from '@trainyard/testing';
+import { createTestDatabase, startS3Server, TestS3Server } from '@trainyard/testing';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AdapterFiles } from '../../src/artifacts/adapter-files';
-import { ARTIFACT_STORE } from '../../src/artifacts/artifact-store';
-import { LocalArtifactStore } from '../../src/artifacts/local-artifact-store';
+import { LegacyArtifactDirs } from '../../src/artifacts/legacy-artifact-dirs';
+import { BaseModelBundles } from '../../src/base-models/base-model-bundles';
 import { BaseModelsService } from '../../src/base-models/base-models.service';
 import { CheckpointRepository } from '../../src/checkpoints/checkpoint.repository';
 import { RegistryConfig } from '../../src/config/registry.config';
@@ -20,30 +21,44 @@ export const BASE = 'trainyard/tiny-chat';
 
 export interface RegistryFixture {
   moduleRef: TestingModule;
-  store: LocalArtifactStore;
-  /** Artifact root on disk. */
+  store: ArtifactStore;
+  legacy: LegacyArtifactDirs;
+  /** Artifact root on disk (legacy directories; the disk store's objects). */
   root: string;
   modelsDir: string;
   close(): Promise<void>;
 }
 
+export type StoreKind = 'disk' | 's3';
+
 /**
  * The registry's model and checkpoint services on a fresh database and temporary folders
- * (artifacts, and a models dir holding the tiny base model), plus any extra providers.
+ * (artifacts, and a models dir holding the tiny base model), plus any extra providers; the
+ * artifact store on disk or in a private S3-compatible server.
  */
-export async function startRegistryFixture(extra: Provider[] = []): Promise<RegistryFixture> {
+export async function startRegistryFixture(extra: Provider[] = [], kind: StoreKind = 'disk'): Promise<RegistryFixture> {
   const db = await createTestDatabase();
   const root = mkdtempSync(join(tmpdir(), 'registry-artifacts-'));
   const modelsDir = mkdtempSync(join(tmpdir(), 'registry-models-'));
   makeModel({ preset: 'tiny', out: join(modelsDir, BASE), seed: 0 });
-  const store = new LocalArtifactStore(root);
+  let s3: TestS3Server | undefined;
+  let store: ArtifactStore;
+  if (kind === 's3') {
+    s3 = await startS3Server();
+    store = new S3ArtifactStore({ endpoint: s3.endpoint, bucket: s3.bucket, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, forcePathStyle: true });
+  } else {
+    store = new DiskArtifactStore(root);
+  }
+  const legacy = new LegacyArtifactDirs(root);
   const config = Object.assign(new RegistryConfig(), { DATABASE_URL: db.url, MODELS_DIR: modelsDir, ARTIFACT_ROOT: root });
   const moduleRef = await Test.createTestingModule({
     imports: [ProcessHealthModule, DbModule.forRoot(db.url)],
     providers: [
       { provide: RegistryConfig, useValue: config },
       { provide: ARTIFACT_STORE, useValue: store },
+      { provide: LegacyArtifactDirs, useValue: legacy },
       BaseModelsService,
+      BaseModelBundles,
       AdapterFiles,
       ModelRepository,
       ModelsService,
@@ -54,11 +69,14 @@ export async function startRegistryFixture(extra: Provider[] = []): Promise<Regi
   return {
     moduleRef,
     store,
+    legacy,
     root,
     modelsDir,
     close: async () => {
       await moduleRef.close();
       await db.drop();
+      if (store instanceof S3ArtifactStore) store.destroy();
+      await s3?.stop();
       rmSync(root, { recursive: true, force: true });
       rmSync(modelsDir, { recursive: true, force: true });
     },

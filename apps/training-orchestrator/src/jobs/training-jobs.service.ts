@@ -272,7 +272,7 @@ export class TrainingJobsService {
         if (err instanceof ServiceError && err.code === ErrorCode.ModelNotFound) return null;
         throw err;
       });
-    if (resolved?.adapter_path) return;
+    if (resolved?.adapter_bundle) return;
     const shown = reference.length > 200 ? `${reference.slice(0, 200)}...` : reference;
     throw ServiceError.validation([
       issueAt(

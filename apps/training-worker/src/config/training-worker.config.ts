@@ -1,9 +1,11 @@
+import { withArtifactCache } from '@trainyard/artifacts';
 import { KEPT_PRODUCTS_BYTES } from '@trainyard/engine';
 import { WorkerConfig } from '@trainyard/runtime';
 import { Type } from 'class-transformer';
 import { IsInt, Max, Min } from 'class-validator';
 
-export class TrainingWorkerConfig extends WorkerConfig {
+/** With the artifact store's settings and the worker's local cache of it (ARTIFACT_CACHE_DIR, ARTIFACT_CACHE_MB). */
+export class TrainingWorkerConfig extends withArtifactCache(WorkerConfig) {
   override HTTP_PORT = 3106;
 
   /**

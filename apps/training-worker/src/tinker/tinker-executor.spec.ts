@@ -1,3 +1,4 @@
+import { ArtifactCache, DiskArtifactStore } from '@trainyard/artifacts';
 import { BlobRef, ClaimedTinkerCall, Subjects, TinkerCall, TinkerForwardBackwardResult } from '@trainyard/contracts';
 import { makeModel, selectBackend } from '@trainyard/engine';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
@@ -6,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
+import { AdapterArtifacts } from '../training/adapter-artifacts';
 import { TinkerCallFailed, TinkerExecutor } from './tinker-executor';
 
 const LORA = { rank: 4, seed: 1, train_attn: true, train_mlp: true, train_unembed: true };
@@ -55,11 +57,14 @@ describe('TinkerExecutor (wasm, tiny model)', () => {
     blobs = new FakeBlobs();
     const rpc = {
       request: async (subject: { name: string }) => {
-        if (subject.name === Subjects.registry.resolveModel.name) return { base_model: 'tiny', base_model_dir: baseDir, model_id: null, step: null, adapter_path: null };
+        if (subject.name === Subjects.registry.resolveModel.name) return { base_model: 'tiny', base_model_dir: baseDir, base_model_bundle: null, model_id: null, step: null, adapter_bundle: null };
         throw new Error(`unexpected request on ${subject.name}`);
       },
     } as unknown as RpcClient;
-    executor = new TinkerExecutor(rpc, blobs as unknown as BlobStore, loadConfig(TrainingWorkerConfig, {}));
+    const config = loadConfig(TrainingWorkerConfig, {});
+    const store = new DiskArtifactStore(join(root, 'artifacts'));
+    const adapters = new AdapterArtifacts(store, new ArtifactCache(store, { dir: join(root, `cache-${calls}`), maxBytes: 2 ** 30 }), config);
+    executor = new TinkerExecutor(rpc, blobs as unknown as BlobStore, adapters, config);
   });
   afterEach(() => executor.onModuleDestroy());
 

@@ -1,8 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { ClaimedTinkerCall, ErrorCode, ServiceError, Subjects, TinkerCall, TinkerDatum, TinkerLoraConfig, TinkerResult } from '@trainyard/contracts';
 import {
-  ADAPTER_CONFIG_FILE,
-  ADAPTER_WEIGHTS_FILE,
   InvalidTrainingInput,
   LOSS_FUNCTIONS,
   LoadedModel,
@@ -13,7 +11,6 @@ import {
   TrainingDatum,
   loadModel,
   readTrainingState,
-  writePeftAdapter,
   writeTrainingState,
 } from '@trainyard/engine';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
@@ -22,6 +19,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
+import { AdapterArtifacts } from '../training/adapter-artifacts';
 
 /**
  * A training client no call has used for this long is dropped from memory: a session the user
@@ -77,6 +75,7 @@ export class TinkerExecutor implements OnModuleDestroy {
   constructor(
     private readonly rpc: RpcClient,
     private readonly blobs: BlobStore,
+    private readonly adapters: AdapterArtifacts,
     @Inject(TrainingWorkerConfig) private readonly config: TrainingWorkerConfig,
   ) {}
 
@@ -181,29 +180,22 @@ export class TinkerExecutor implements OnModuleDestroy {
     }
   }
 
-  /** The adapter becomes the next checkpoint of the client's registry model (exactly once: its id is the call's). */
+  /** The adapter, stored in the artifact store, becomes the next checkpoint of the client's registry model (exactly once: its id is the call's). */
   private async saveForSampler(claimed: ClaimedTinkerCall, client: LoraTrainingClient, name: string): Promise<TinkerResult> {
-    const dir = await mkdtemp(join(tmpdir(), 'trainyard-tinker-'));
-    try {
-      await writePeftAdapter(dir, { baseModel: claimed.base_model, spec: client.spec, tensors: await client.exportAdapter() });
-      const files = [];
-      for (const file of [ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE]) files.push({ name: file, content: await this.blobs.put(await readFile(join(dir, file))) });
-      const checkpoint = await this.rpc.request(
-        Subjects.registry.recordCheckpoint,
-        {
-          entity_id: claimed.entity_id,
-          entity_name: claimed.entity_name,
-          model_id: claimed.model_id,
-          job_id: claimed.request_id,
-          files,
-          metrics: { 'tinker/optim_steps': client.step },
-        },
-        { timeoutMs: 60_000 },
-      );
-      return { path: samplerWeightsPath(claimed.client_id, name), checkpoint_step: checkpoint.step, model: `${claimed.model_name}:step${checkpoint.step}` };
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    const adapter_bundle = await this.adapters.write({ baseModel: claimed.base_model, spec: client.spec, tensors: await client.exportAdapter() });
+    const checkpoint = await this.rpc.request(
+      Subjects.registry.recordCheckpoint,
+      {
+        entity_id: claimed.entity_id,
+        entity_name: claimed.entity_name,
+        model_id: claimed.model_id,
+        job_id: claimed.request_id,
+        adapter_bundle,
+        metrics: { 'tinker/optim_steps': client.step },
+      },
+      { timeoutMs: 60_000 },
+    );
+    return { path: samplerWeightsPath(claimed.client_id, name), checkpoint_step: checkpoint.step, model: `${claimed.model_name}:step${checkpoint.step}` };
   }
 
   /** The client this worker holds, or a fresh one for a client no call has touched yet. */
@@ -230,10 +222,10 @@ export class TinkerExecutor implements OnModuleDestroy {
 
   private async model(claimed: ClaimedTinkerCall): Promise<LoadedModel> {
     const scope = { entity_id: claimed.entity_id, entity_name: claimed.entity_name };
-    const { base_model_dir: dir } = await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: claimed.base_model });
+    const { base_model_dir: dir, base_model_bundle: bundle } = await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: claimed.base_model });
     let lm = this.models.get(dir);
     if (!lm) {
-      lm = await loadModel(dir, { matmulThreads: this.config.MATMUL_THREADS });
+      lm = await this.adapters.loadBaseModel({ dir, bundle }, (local) => loadModel(local, { matmulThreads: this.config.MATMUL_THREADS }));
       this.models.set(dir, lm);
       this.logger.log(`loaded ${dir} for Tinker training clients`);
     }

@@ -1,4 +1,5 @@
 import { validateExperimentalConfig } from '@trainyard/art';
+import { ArtifactCache, DiskArtifactStore, putBundleFromDir, readBundleManifest } from '@trainyard/artifacts';
 import { BlobRef, ClaimedJob, ResolveModelReply, RlJobPayload, SftJobPayload, Subjects, TrainingSftSettings } from '@trainyard/contracts';
 import {
   ADAPTER_CONFIG_FILE,
@@ -14,11 +15,12 @@ import {
 } from '@trainyard/engine';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
 import { loadConfig } from '@trainyard/runtime';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
+import { AdapterArtifacts } from './adapter-artifacts';
 import { checkpointMetrics, JobInterrupted, JobRunner } from './job-runner';
 
 const MODEL = 'wandb-artifact:///acme/proj/agent';
@@ -110,6 +112,8 @@ describe('JobRunner (wasm, tiny model)', () => {
   let root: string;
   let baseDir: string;
   let adapterDir: string;
+  let adapterBundle: string;
+  let store: DiskArtifactStore;
 
   beforeAll(async () => {
     await selectBackend('wasm');
@@ -119,22 +123,26 @@ describe('JobRunner (wasm, tiny model)', () => {
     adapterDir = await mkdtemp(join(root, 'adapter-'));
     const config = await readModelConfig(baseDir);
     await writePeftAdapter(adapterDir, { baseModel: 'tiny', spec: DEFAULT_LORA_SPEC, tensors: initLoraWeights(config, DEFAULT_LORA_SPEC, 1) });
+    store = new DiskArtifactStore(join(root, 'artifacts'));
+    adapterBundle = (await putBundleFromDir(store, adapterDir)).sha256;
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   function runner(
     payload: unknown,
-    resolved: (model: string) => Partial<ResolveModelReply> = () => ({ base_model_dir: baseDir, adapter_path: adapterDir }),
+    resolved: (model: string) => Partial<ResolveModelReply> = () => ({ base_model_dir: baseDir, adapter_bundle: adapterBundle }),
     env: Record<string, string> = {},
   ) {
     const rpc = new FakeRpc(resolved);
     const blobs = new FakeBlobs(payload);
-    const jobRunner = new JobRunner(rpc as unknown as RpcClient, blobs as unknown as BlobStore, loadConfig(TrainingWorkerConfig, env));
+    const config = loadConfig(TrainingWorkerConfig, env);
+    const adapters = new AdapterArtifacts(store, new ArtifactCache(store, { dir: join(root, `cache-${Math.random()}`), maxBytes: 2 ** 30 }), config);
+    const jobRunner = new JobRunner(rpc as unknown as RpcClient, blobs as unknown as BlobStore, config, adapters);
     return { rpc, blobs, jobRunner };
   }
 
   it('trains an SFT job, reports each step, and records the new adapter as the registry numbers it', async () => {
-    const { rpc, blobs, jobRunner } = runner(sft({ batchSize: 1, learningRate: 1e-2 }));
+    const { rpc, jobRunner } = runner(sft({ batchSize: 1, learningRate: 1e-2 }));
     const step = await jobRunner.run(job('sft'), new AbortController().signal, () => undefined);
     jobRunner.onModuleDestroy();
 
@@ -149,17 +157,16 @@ describe('JobRunner (wasm, tiny model)', () => {
 
     const [record] = rpc.of(Subjects.registry.recordCheckpoint);
     expect(record).toMatchObject({ ...SCOPE, model_id: 'm1', job_id: 'j1' });
-    const files = record['files'] as { name: string; content: BlobRef }[];
-    expect(files.map((f) => f.name)).toEqual([ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE]);
+    const bundle = record['adapter_bundle'] as string;
+    expect((await readBundleManifest(store, bundle)).files.map((f) => f.name)).toEqual([ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE]);
     // The metrics are the means of the steps' own, under "training/".
     const metrics = record['metrics'] as Record<string, number>;
     const losses = progress.slice(1).map((p) => (p['metrics'] as Record<string, number>)['loss']);
     expect(metrics['training/loss']).toBeCloseTo((losses[0] + losses[1]) / 2, 6);
 
-    // The files put are a PEFT adapter that differs from the one the job started from.
-    const out = await mkdtemp(join(root, 'recorded-'));
-    for (const f of files) writeFileSync(join(out, f.name), blobs.put_.get(f.content.name) ?? Buffer.alloc(0));
-    const [before, after] = [await readPeftAdapter(adapterDir), await readPeftAdapter(out)];
+    // The bundle stored is a PEFT adapter that differs from the one the job started from.
+    const cache = new ArtifactCache(store, { dir: join(root, 'check-cache'), maxBytes: 2 ** 30 });
+    const [before, after] = [await readPeftAdapter(adapterDir), await cache.withBundle(bundle, (dir) => readPeftAdapter(dir))];
     expect(after.baseModel).toBe('tiny');
     const name = [...before.tensors.keys()].find((n) => n.includes('lora_B')) ?? '';
     const [b0, b1] = [before.tensors.get(name)?.data ?? [], after.tensors.get(name)?.data ?? []];
@@ -202,7 +209,7 @@ describe('JobRunner (wasm, tiny model)', () => {
   });
 
   it('counts a KL step lag back from the checkpoint the job starts from, and takes a named checkpoint as named', async () => {
-    const at3 = (model: string) => ({ base_model_dir: baseDir, adapter_path: adapterDir, step: model === MODEL ? 3 : 1 });
+    const at3 = (model: string) => ({ base_model_dir: baseDir, adapter_bundle: adapterBundle, step: model === MODEL ? 3 : 1 });
     const lagged = runner(rl({ kl_penalty_coef: 0.1, kl_penalty_step_lag: 2 }), at3);
     await lagged.jobRunner.run(job('rl'), new AbortController().signal, () => undefined);
     lagged.jobRunner.onModuleDestroy();
@@ -216,7 +223,7 @@ describe('JobRunner (wasm, tiny model)', () => {
   });
 
   it('fails an RL job whose KL reference has no adapter, before its first step', async () => {
-    const { rpc, jobRunner } = runner(rl({ kl_penalty_coef: 0.1, kl_penalty_reference_step: 0 }), (model) => ({ base_model_dir: baseDir, adapter_path: model === MODEL ? adapterDir : null }));
+    const { rpc, jobRunner } = runner(rl({ kl_penalty_coef: 0.1, kl_penalty_reference_step: 0 }), (model) => ({ base_model_dir: baseDir, adapter_bundle: model === MODEL ? adapterBundle : null }));
     await expect(jobRunner.run(job('rl'), new AbortController().signal, () => undefined)).rejects.toThrow(`the KL reference ${MODEL}:step0 has no adapter`);
     jobRunner.onModuleDestroy();
     expect(rpc.of(Subjects.training.reportProgress).filter((p) => p['kind'] === 'step')).toEqual([]);
@@ -255,7 +262,7 @@ describe('JobRunner (wasm, tiny model)', () => {
   });
 
   it('fails a job whose model resolves to no adapter', async () => {
-    const { jobRunner } = runner(sft(), () => ({ base_model_dir: baseDir, adapter_path: null }));
+    const { jobRunner } = runner(sft(), () => ({ base_model_dir: baseDir, adapter_bundle: null }));
     await expect(jobRunner.run(job('sft'), new AbortController().signal, () => undefined)).rejects.toThrow(`${MODEL} resolved to no adapter`);
   });
 });

@@ -1,23 +1,17 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { ClaimedJob, ServiceError, Subjects, TrainingKlReference } from '@trainyard/contracts';
 import {
-  ADAPTER_CONFIG_FILE,
-  ADAPTER_WEIGHTS_FILE,
   LoadedModel,
   loadModel,
   LoraTrainer,
   matMulThreads,
   OnStep,
   PeftAdapter,
-  readPeftAdapter,
   StepMetrics,
-  writePeftAdapter,
 } from '@trainyard/engine';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
+import { AdapterArtifacts } from './adapter-artifacts';
 import { rlNoStepsReason, sftNoStepsReason } from './no-steps-reason';
 import { epochConfig, sftEpochs } from './sft-epochs';
 
@@ -38,11 +32,14 @@ export class JobRunner implements OnModuleDestroy {
   private readonly logger = new Logger(JobRunner.name);
   /** The last base model loaded: consecutive jobs of one model skip the load. */
   private loaded?: LoadedModel;
+  /** The directory the registry named for it (its files may have come from the artifact store). */
+  private loadedFrom?: string;
 
   constructor(
     private readonly rpc: RpcClient,
     private readonly blobs: BlobStore,
     @Inject(TrainingWorkerConfig) private readonly config: TrainingWorkerConfig,
+    private readonly adapters: AdapterArtifacts,
   ) {}
 
   onModuleDestroy(): void {
@@ -54,9 +51,9 @@ export class JobRunner implements OnModuleDestroy {
     const payload = await this.blobs.takeJson(job.payload);
     const scope = { entity_id: job.entity_id, entity_name: job.entity_name };
     const source = await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: job.model_name });
-    if (!source.adapter_path) throw new Error(`${job.model_name} resolved to no adapter`);
-    const lm = await this.model(source.base_model_dir);
-    const current = await readPeftAdapter(source.adapter_path, lm.config);
+    if (!source.adapter_bundle) throw new Error(`${job.model_name} resolved to no adapter`);
+    const lm = await this.model(source.base_model_dir, source.base_model_bundle);
+    const current = await this.adapters.read(source.adapter_bundle, lm.config);
     const trainer = new LoraTrainer(lm, current.spec, current.tensors, { keptProductsBytes: this.config.KEPT_PRODUCTS_MB * 2 ** 20 });
     try {
       const report = async (kind: 'started', num_sequences: number, no_gradient_steps_reason: string | null) => {
@@ -114,37 +111,29 @@ export class JobRunner implements OnModuleDestroy {
   ): Promise<{ spec: PeftAdapter['spec']; tensors: PeftAdapter['tensors'] }> {
     const name =
       'model' in reference ? reference.model : `${job.model_name}:step${'step' in reference ? reference.step : Math.max(0, step - reference.steps_back)}`;
-    const path = (await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: name })).adapter_path;
-    if (!path) throw new Error(`the KL reference ${name} has no adapter`);
-    const adapter = await readPeftAdapter(path, lm.config);
+    const bundle = (await this.rpc.request(Subjects.registry.resolveModel, { ...scope, model: name })).adapter_bundle;
+    if (!bundle) throw new Error(`the KL reference ${name} has no adapter`);
+    const adapter = await this.adapters.read(bundle, lm.config);
     return { spec: adapter.spec, tensors: adapter.tensors };
   }
 
   private async record(job: ClaimedJob, scope: { entity_id: string; entity_name: string }, adapter: PeftAdapter, metrics: Record<string, number>): Promise<number> {
-    const dir = await mkdtemp(join(tmpdir(), 'trainyard-adapter-'));
-    try {
-      await writePeftAdapter(dir, adapter);
-      const files = [];
-      for (const name of [ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE]) {
-        files.push({ name, content: await this.blobs.put(await readFile(join(dir, name))) });
-      }
-      const checkpoint = await this.rpc.request(
-        Subjects.registry.recordCheckpoint,
-        { ...scope, model_id: job.model_id, job_id: job.job_id, files, metrics },
-        { timeoutMs: 60_000 },
-      );
-      this.logger.log(`job ${job.job_id}: checkpoint step ${checkpoint.step} recorded`);
-      return checkpoint.step;
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    const adapter_bundle = await this.adapters.write(adapter);
+    const checkpoint = await this.rpc.request(
+      Subjects.registry.recordCheckpoint,
+      { ...scope, model_id: job.model_id, job_id: job.job_id, adapter_bundle, metrics },
+      { timeoutMs: 60_000 },
+    );
+    this.logger.log(`job ${job.job_id}: checkpoint step ${checkpoint.step} recorded`);
+    return checkpoint.step;
   }
 
-  private async model(dir: string): Promise<LoadedModel> {
-    if (this.loaded?.dir === dir) return this.loaded;
+  private async model(dir: string, bundle: string | null): Promise<LoadedModel> {
+    if (this.loaded && this.loadedFrom === dir) return this.loaded;
     this.loaded?.dispose();
     this.loaded = undefined;
-    this.loaded = await loadModel(dir, { matmulThreads: this.config.MATMUL_THREADS });
+    this.loaded = await this.adapters.loadBaseModel({ dir, bundle }, (local) => loadModel(local, { matmulThreads: this.config.MATMUL_THREADS }));
+    this.loadedFrom = dir;
     this.logger.log(`loaded ${dir}; matmul on ${matMulThreads()} thread${matMulThreads() === 1 ? '' : 's'}`);
     return this.loaded;
   }

@@ -111,7 +111,10 @@ export interface InferenceWorkRouting {
   reply_subject: string;
   base_model: string;
   base_model_dir: string;
-  adapter: { path: string; sha256: string | null; step: number; model_id: string } | null;
+  /** The base model in the artifact store (ResolveModelReply.base_model_bundle); absent on items queued before it existed. */
+  base_model_bundle?: string | null;
+  /** The checkpoint's adapter: `bundle` is its digest in the artifact store (ResolveModelReply.adapter_bundle). */
+  adapter: { bundle: string; sha256: string | null; step: number; model_id: string } | null;
   /** Epoch ms after which nobody waits for this any more: a worker drops it unstarted. */
   deadline: number;
 }

@@ -1,7 +1,8 @@
+import { readBundle } from '@trainyard/artifacts';
 import { CheckpointRecord, Page, Subjects, TrainingEventRecord, TrainingJobRecord, WorkerAnnouncement } from '@trainyard/contracts';
 import { TestNatsServer, waitFor } from '@trainyard/testing';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, JSONCodec } from 'nats';
 import { sseBlocks } from './sse';
@@ -421,8 +422,8 @@ export async function expectJobEndedOnce(stack: Stack, key: string, jobId: strin
 
 /**
  * The model's checkpoints are steps 0..n, each once, one per succeeded job (with the job's
- * id); every adapter on disk is whole (its digest is the recorded one) and no adapter lies
- * there without a checkpoint; each one is served by chat.
+ * id); every adapter in the artifact store is whole (its manifest lists both files, each
+ * verified, the weights' digest the recorded one); each one is served by chat.
  */
 export async function expectCheckpointsIntact(stack: Stack, key: string, model: TrainableModel, jobs: TrainingJobRecord[]): Promise<void> {
   const checkpoints: CheckpointRecord[] = [];
@@ -442,11 +443,15 @@ export async function expectCheckpointsIntact(stack: Stack, key: string, model: 
     expect(checkpoints.filter((c) => c.id === job.id).map((c) => c.step)).toEqual([job.checkpoint_step]);
   }
 
-  const adapterDir = join(stack.artifactsDir, 'adapters', model.id);
-  expect(readdirSync(adapterDir).sort()).toEqual(checkpoints.map((c) => c.id).sort());
+  const store = stack.artifacts();
+  const bundles = await stack.withDatabase(async (db) => {
+    const { rows } = await db.query('SELECT id, adapter_path FROM checkpoints WHERE model_id = $1', [model.id]);
+    return new Map(rows.map((r: { id: string; adapter_path: string }) => [r.id, r.adapter_path.replace(/^sha256:/, '')]));
+  });
   for (const checkpoint of checkpoints) {
-    const weights = readFileSync(join(adapterDir, checkpoint.id, 'adapter_model.safetensors'));
-    expect(createHash('sha256').update(weights).digest('hex')).toBe(checkpoint.adapter_sha256);
+    const files = await readBundle(store, bundles.get(checkpoint.id) as string);
+    expect([...files.keys()]).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
+    expect(createHash('sha256').update(files.get('adapter_model.safetensors') as Buffer).digest('hex')).toBe(checkpoint.adapter_sha256);
     const served = await chatRequest(stack, key, { model: `${model.name}:step${checkpoint.step}`, maxTokens: 4 }).done;
     expect(served).toMatchObject({ status: 200, step: String(checkpoint.step) });
   }

@@ -1,3 +1,4 @@
+import { ArtifactStore, DiskArtifactStore, S3ArtifactStore } from '@trainyard/artifacts';
 import { makeModel, MakeModelOptions } from '@trainyard/engine';
 import { createTestDatabase, freePort, startNatsServer, TestNatsServer, waitFor } from '@trainyard/testing';
 import { ChildProcess, execFile, spawn } from 'node:child_process';
@@ -48,6 +49,7 @@ export class Stack<Nats extends NatsUnderTest = NatsUnderTest> {
     private readonly ports: Map<AppName, number>,
     private readonly env: Record<string, string>,
     readonly logDir: string,
+    private readonly appEnv: Partial<Record<AppName, Record<string, string>>> = {},
   ) {
   }
 
@@ -55,9 +57,16 @@ export class Stack<Nats extends NatsUnderTest = NatsUnderTest> {
    * `database`: a migrated database to use instead of a fresh one on the shared server (a
    * test that crashes PostgreSQL brings its own private server); it is not dropped at stop.
    * `nats`: starts what the stack runs on instead of one private nats-server (a cluster).
+   * `appEnv`: settings of one app only, over `env` (not under the supervisor).
    */
   static async start<Nats extends NatsUnderTest = TestNatsServer>(
-    options: { env?: Record<string, string>; database?: { url: string }; supervised?: { env?: Record<string, string> }; nats?: () => Promise<Nats> } = {},
+    options: {
+      env?: Record<string, string>;
+      appEnv?: Partial<Record<AppName, Record<string, string>>>;
+      database?: { url: string };
+      supervised?: { env?: Record<string, string> };
+      nats?: () => Promise<Nats>;
+    } = {},
   ): Promise<Stack<Nats>> {
     for (const app of STACK.apps) {
       if (!existsSync(join(ROOT, 'dist/apps', app.name, 'main.js'))) {
@@ -86,7 +95,7 @@ export class Stack<Nats extends NatsUnderTest = NatsUnderTest> {
       RPC_TIMEOUT_MS: '5000',
       ...options.env,
     };
-    const stack = new Stack(nats, db.url, db.drop, modelsDir, artifactsDir, ports, env, logDir);
+    const stack = new Stack(nats, db.url, db.drop, modelsDir, artifactsDir, ports, env, logDir, options.appEnv);
     try {
       if (options.supervised) {
         stack.supervisor = Supervisor.start({ ...env, ...options.supervised.env, PATH: process.env['PATH'] ?? '', DATABASE_URL: db.url, PORT_OFFSET: String(offset), INFERENCE_WORKERS: '1' }, logDir);
@@ -105,6 +114,21 @@ export class Stack<Nats extends NatsUnderTest = NatsUnderTest> {
   /** The gateway's address (its port may change when another process took the first one). */
   get baseUrl(): string {
     return `http://127.0.0.1:${this.ports.get('gateway')}`;
+  }
+
+  /** The artifact store the stack's apps use: on disk under artifactsDir, or the S3 server its env names. */
+  artifacts(): ArtifactStore {
+    const env = this.env;
+    if (env['ARTIFACT_STORE'] !== 's3') return new DiskArtifactStore(this.artifactsDir);
+    return new S3ArtifactStore({
+      endpoint: env['S3_ENDPOINT'],
+      bucket: env['S3_BUCKET'],
+      region: env['S3_REGION'] ?? 'us-east-1',
+      prefix: env['S3_PREFIX'],
+      accessKeyId: env['S3_ACCESS_KEY_ID'],
+      secretAccessKey: env['S3_SECRET_ACCESS_KEY'],
+      forcePathStyle: env['S3_FORCE_PATH_STYLE'] === 'true',
+    });
   }
 
   /** The prefix of this stack's JetStream streams and consumers. */
@@ -160,7 +184,7 @@ export class Stack<Nats extends NatsUnderTest = NatsUnderTest> {
   private async launch(name: AppName, port: number, logName: string): Promise<ChildProcess> {
     const app = STACK.apps.find((a) => a.name === name);
     if (!app) throw new Error(`unknown app ${name}`);
-    const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', ...this.env, HTTP_PORT: String(port) };
+    const env: Record<string, string> = { PATH: process.env['PATH'] ?? '', ...this.env, ...this.appEnv[name], HTTP_PORT: String(port) };
     if (app.database) env['DATABASE_URL'] = this.databaseUrl;
     const child = spawn(process.execPath, [join(ROOT, 'dist/apps', name, 'main.js')], {
       env,

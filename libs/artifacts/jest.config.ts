@@ -1,0 +1,5 @@
+export default {
+  displayName: 'artifacts',
+  preset: '../../jest.preset.js',
+  rootDir: '.',
+};

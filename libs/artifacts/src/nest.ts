@@ -1,0 +1,1 @@
+export { artifactStoreProbe, ArtifactsModule } from './artifacts.module';
