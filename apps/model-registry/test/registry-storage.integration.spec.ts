@@ -113,6 +113,18 @@ describe.each<StoreKind>(['disk', 's3'])('registry storage against real Postgres
     expect(await danglingCheckpoints()).toEqual([]);
   });
 
+  it("deletes an object at once when no row names it any more (a deleted file's bytes), and keeps one a row still names", async () => {
+    const sweeper = moduleRef.get(ArtifactSweeper);
+    const lone = await store.put(Buffer.from(`deleted upload ${randomUUID()}`));
+    const named = await store.put(Buffer.from(`kept upload ${randomUUID()}`));
+    const file = { entityId, filename: 'kept.jsonl', purpose: 'fine-tune', bytes: named.bytes, sha256: named.sha256, storagePath: `sha256:${named.sha256}` };
+    await prisma.file.create({ data: { id: `file-${randomUUID().replaceAll('-', '').slice(0, 24)}`, ...file } });
+    expect(await sweeper.deleteIfUnreferenced(lone.sha256)).toBe(true);
+    expect(await store.has(lone.sha256)).toBe(false);
+    expect(await sweeper.deleteIfUnreferenced(named.sha256)).toBe(false);
+    expect(await store.has(named.sha256)).toBe(true);
+  });
+
   it('moves a legacy adapter directory into the store when first resolved, and records its bundle', async () => {
     const model = await create('legacy');
     const step0 = await prisma.checkpoint.findFirstOrThrow({ where: { modelId: model.id } });

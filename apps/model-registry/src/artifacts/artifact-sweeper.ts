@@ -60,6 +60,22 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
     return removed;
   }
 
+  /**
+   * Deletes one object now if no row names it any more (a file deleted by its owner: its bytes
+   * go with it, not at the next sweep). Under the exclusive references lock, as the sweep.
+   */
+  async deleteIfUnreferenced(sha256: string): Promise<boolean> {
+    return this.prisma.$transaction(
+      async (tx) => {
+        await lockReferencesExclusive(tx);
+        if ((await this.referencedObjects(tx)).has(sha256) || (await this.baseModels.objects()).has(sha256)) return false;
+        await this.store.delete(sha256);
+        return true;
+      },
+      { timeout: SWEEP_TIMEOUT_MS, maxWait: SWEEP_TIMEOUT_MS },
+    );
+  }
+
   /** Every object a row names: files' contents, adapters' manifests and the files they list. */
   async referencedObjects(db: Prisma.TransactionClient = this.prisma): Promise<Set<string>> {
     const live = new Set<string>();

@@ -12,6 +12,7 @@ import {
 import { ARTIFACT_STORE, ArtifactStore } from '@trainyard/artifacts';
 import { BlobStore } from '@trainyard/messaging';
 import { randomBytes } from 'node:crypto';
+import { ArtifactSweeper } from '../artifacts/artifact-sweeper';
 import { LegacyArtifactDirs } from '../artifacts/legacy-artifact-dirs';
 import { artifactRef, digestOfRef } from '../common/artifact-ref';
 import { FileRepository, FileRow } from './file.repository';
@@ -36,6 +37,7 @@ export class FilesService {
     private readonly blobs: BlobStore,
     @Inject(ARTIFACT_STORE) private readonly store: ArtifactStore,
     private readonly legacy: LegacyArtifactDirs,
+    private readonly sweeper: ArtifactSweeper,
   ) {}
 
   /** Bytes first, row after: a row always points at a complete object. */
@@ -81,7 +83,10 @@ export class FilesService {
   async delete(request: FileRequest): Promise<DeleteFileReply> {
     const row = await this.getOwned(request);
     if (!(await this.files.delete(row.id))) throw notFound(request.file_id);
-    if (!digestOfRef(row.storagePath)) await this.legacy.remove(row.storagePath);
+    const digest = digestOfRef(row.storagePath);
+    // Deleting a file deletes its bytes, unless another row names the same content.
+    if (digest) await this.sweeper.deleteIfUnreferenced(digest);
+    else await this.legacy.remove(row.storagePath);
     return { id: row.id, object: 'file', deleted: true };
   }
 
