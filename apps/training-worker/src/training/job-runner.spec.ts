@@ -1,6 +1,6 @@
 import { validateExperimentalConfig } from '@trainyard/art';
 import { ArtifactCache, DiskArtifactStore, putBundleFromDir, readBundleManifest } from '@trainyard/artifacts';
-import { BlobRef, ClaimedJob, ResolveModelReply, RlJobPayload, SftJobPayload, Subjects, TrainingSftSettings } from '@trainyard/contracts';
+import { BlobRef, ClaimedJob, ErrorCode, ResolveModelReply, RlJobPayload, ServiceError, SftJobPayload, Subjects, TrainingSftSettings } from '@trainyard/contracts';
 import {
   ADAPTER_CONFIG_FILE,
   ADAPTER_WEIGHTS_FILE,
@@ -65,6 +65,8 @@ interface Call {
 class FakeRpc {
   readonly calls: Call[] = [];
   cancelRequested = false;
+  /** Progress reports whose answer is lost (a timeout), before they are answered. */
+  lostReports = 0;
 
   constructor(private readonly resolved: (model: string) => Partial<ResolveModelReply>) {}
 
@@ -74,6 +76,10 @@ class FakeRpc {
       case Subjects.registry.resolveModel.name:
         return { base_model: 'tiny', model_id: 'm1', step: 0, adapter_sha256: null, ...this.resolved(payload['model'] as string) };
       case Subjects.training.reportProgress.name:
+        if (this.lostReports > 0) {
+          this.lostReports--;
+          throw new ServiceError(ErrorCode.Timeout, `${subject.name} timed out`);
+        }
         return { cancel_requested: this.cancelRequested };
       case Subjects.registry.recordCheckpoint.name:
         return { step: 1 };
@@ -140,6 +146,15 @@ describe('JobRunner (wasm, tiny model)', () => {
     const jobRunner = new JobRunner(rpc as unknown as RpcClient, blobs as unknown as BlobStore, config, adapters);
     return { rpc, blobs, jobRunner };
   }
+
+  it('asks again for a progress report whose answer was lost, instead of giving the job back', async () => {
+    const { rpc, jobRunner } = runner(sft({ batchSize: 1, learningRate: 1e-2 }));
+    rpc.lostReports = 2;
+    expect(await jobRunner.run(job('sft'), new AbortController().signal, () => undefined)).toBe(1);
+    jobRunner.onModuleDestroy();
+    // The started report went three times (two answers lost), then each step once.
+    expect(rpc.of(Subjects.training.reportProgress).map((p) => p['kind'])).toEqual(['started', 'started', 'started', 'step', 'step']);
+  });
 
   it('trains an SFT job, reports each step, and records the new adapter as the registry numbers it', async () => {
     const { rpc, jobRunner } = runner(sft({ batchSize: 1, learningRate: 1e-2 }));

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { ClaimedJob, ServiceError, Subjects, TrainingKlReference } from '@trainyard/contracts';
+import { ClaimedJob, ErrorCode, JobProgress, JobProgressReply, ServiceError, Subjects, TrainingKlReference } from '@trainyard/contracts';
 import {
   LoadedModel,
   loadModel,
@@ -14,6 +14,10 @@ import { TrainingWorkerConfig } from '../config/training-worker.config';
 import { AdapterArtifacts } from './adapter-artifacts';
 import { rlNoStepsReason, sftNoStepsReason } from './no-steps-reason';
 import { epochConfig, sftEpochs } from './sft-epochs';
+
+/** Attempts at a progress report whose answer is lost, and the pause between them. */
+const PROGRESS_ATTEMPTS = 3;
+const PROGRESS_RETRY_MS = 500;
 
 /** Why a job stopped early: a user's cancel, or this worker shutting down (the job is redelivered). */
 export class JobInterrupted extends Error {
@@ -57,13 +61,13 @@ export class JobRunner implements OnModuleDestroy {
     const trainer = new LoraTrainer(lm, current.spec, current.tensors, { keptProductsBytes: this.config.KEPT_PRODUCTS_MB * 2 ** 20 });
     try {
       const report = async (kind: 'started', num_sequences: number, no_gradient_steps_reason: string | null) => {
-        const reply = await this.rpc.request(Subjects.training.reportProgress, { job_id: job.job_id, kind, num_sequences, no_gradient_steps_reason });
+        const reply = await this.reportProgress({ job_id: job.job_id, kind, num_sequences, no_gradient_steps_reason });
         if (reply.cancel_requested) onCancelRequested();
       };
       const steps: StepMetrics[] = [];
       const onStep: OnStep = async (metrics, step) => {
         steps.push(metrics);
-        const reply = await this.rpc.request(Subjects.training.reportProgress, { job_id: job.job_id, kind: 'step', step, metrics });
+        const reply = await this.reportProgress({ job_id: job.job_id, kind: 'step', step, metrics });
         if (reply.cancel_requested) onCancelRequested();
       };
       // The payload holds the trainer's own inputs, validated and resolved by the orchestrator.
@@ -126,6 +130,24 @@ export class JobRunner implements OnModuleDestroy {
     );
     this.logger.log(`job ${job.job_id}: checkpoint step ${checkpoint.step} recorded`);
     return checkpoint.step;
+  }
+
+  /**
+   * A progress report, asked again when its answer was lost (the NATS server the request went
+   * through died, or the orchestrator is failing over): the orchestrator stores each report once
+   * (by its kind and step), so a report repeated is harmless, while giving up puts the whole
+   * job back to run again from its start.
+   */
+  private async reportProgress(progress: JobProgress): Promise<JobProgressReply> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.rpc.request(Subjects.training.reportProgress, progress);
+      } catch (err) {
+        const lost = err instanceof ServiceError && (err.code === ErrorCode.Timeout || err.code === ErrorCode.Unavailable);
+        if (!lost || attempt === PROGRESS_ATTEMPTS) throw err;
+        await new Promise((resolve) => setTimeout(resolve, PROGRESS_RETRY_MS));
+      }
+    }
   }
 
   private async model(dir: string, bundle: string | null): Promise<LoadedModel> {
