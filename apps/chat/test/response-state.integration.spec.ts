@@ -1,22 +1,14 @@
-import { Test, TestingModule } from '@nestjs/testing';
 import { ResponseItem, ResponseObject, ServiceError } from '@trainyard/contracts';
-import { DbModule, PrismaService } from '@trainyard/db';
-import { ProcessHealthModule } from '@trainyard/runtime';
-import { createTestDatabase } from '@trainyard/testing';
-import { ChatConfig } from '../src/config/chat.config';
-import { ConversationRepository } from '../src/stored-responses/conversation.repository';
+import { PrismaService } from '@trainyard/db';
 import { ConversationsService } from '../src/stored-responses/conversations.service';
 import { ExpiredStateSweeper } from '../src/stored-responses/expired-state.sweeper';
-import { Retention } from '../src/stored-responses/retention';
-import { StoredChatCompletionRepository } from '../src/stored-responses/stored-chat-completion.repository';
-import { StoredResponseRepository } from '../src/stored-responses/stored-response.repository';
 import { StoredResponsesService } from '../src/stored-responses/stored-responses.service';
+import { startStoredStateFixture, StoredStateFixture } from './support/stored-state-fixture';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 describe('stored responses and conversations against real Postgres', () => {
-  let db: { url: string; drop(): Promise<void> };
-  let moduleRef: TestingModule;
+  let fixture: StoredStateFixture;
   let prisma: PrismaService;
   let responses: StoredResponsesService;
   let conversations: ConversationsService;
@@ -26,33 +18,14 @@ describe('stored responses and conversations against real Postgres', () => {
   let serial = 0;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const config = Object.assign(new ChatConfig(), { RESPONSE_RETENTION_DAYS: 30 });
-    moduleRef = await Test.createTestingModule({
-      imports: [ProcessHealthModule, DbModule.forRoot(db.url)],
-      providers: [
-        { provide: ChatConfig, useValue: config },
-        Retention,
-        StoredResponseRepository,
-        ConversationRepository,
-        StoredResponsesService,
-        ConversationsService,
-        StoredChatCompletionRepository,
-        ExpiredStateSweeper,
-      ],
-    }).compile();
-    prisma = moduleRef.get(PrismaService);
-    responses = moduleRef.get(StoredResponsesService);
-    conversations = moduleRef.get(ConversationsService);
-    sweeper = moduleRef.get(ExpiredStateSweeper);
-    acme = (await prisma.entity.create({ data: { name: 'acme' } })).id;
-    globex = (await prisma.entity.create({ data: { name: 'globex' } })).id;
+    fixture = await startStoredStateFixture();
+    ({ prisma, acme, globex } = fixture);
+    responses = fixture.moduleRef.get(StoredResponsesService);
+    conversations = fixture.moduleRef.get(ConversationsService);
+    sweeper = fixture.moduleRef.get(ExpiredStateSweeper);
   });
 
-  afterAll(async () => {
-    await moduleRef?.close();
-    await db?.drop();
-  });
+  afterAll(() => fixture?.close());
 
   const message = (id: string, text: string, role = 'user'): ResponseItem => ({ id, type: 'message', role, content: [{ type: 'input_text', text }], status: 'completed' });
   const responseObject = (output: ResponseItem[]): ResponseObject => ({ id: `resp_${String(++serial).padStart(32, '0')}`, object: 'response', status: 'completed', output });

@@ -1,24 +1,15 @@
-import { Test, TestingModule } from '@nestjs/testing';
 import { ChatCompletionObject, ResponseObject, ServedTrace, ServiceError } from '@trainyard/contracts';
-import { DbModule, PrismaService } from '@trainyard/db';
-import { ProcessHealthModule } from '@trainyard/runtime';
-import { createTestDatabase } from '@trainyard/testing';
-import { ChatConfig } from '../src/config/chat.config';
-import { ConversationRepository } from '../src/stored-responses/conversation.repository';
+import { PrismaService } from '@trainyard/db';
 import { ExpiredStateSweeper } from '../src/stored-responses/expired-state.sweeper';
-import { Retention } from '../src/stored-responses/retention';
-import { StoredChatCompletionRepository } from '../src/stored-responses/stored-chat-completion.repository';
 import { StoredCompletionsService } from '../src/stored-responses/stored-completions.service';
-import { StoredResponseRepository } from '../src/stored-responses/stored-response.repository';
 import { StoredResponsesService } from '../src/stored-responses/stored-responses.service';
-import { StoredTrafficRepository } from '../src/stored-responses/stored-traffic.repository';
 import { TrafficExportService } from '../src/stored-responses/traffic-export.service';
+import { startStoredStateFixture, StoredStateFixture } from './support/stored-state-fixture';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 describe('stored chat completions and their export against real Postgres', () => {
-  let db: { url: string; drop(): Promise<void> };
-  let moduleRef: TestingModule;
+  let fixture: StoredStateFixture;
   let prisma: PrismaService;
   let completions: StoredCompletionsService;
   let responses: StoredResponsesService;
@@ -29,36 +20,15 @@ describe('stored chat completions and their export against real Postgres', () =>
   let serial = 0;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    const config = Object.assign(new ChatConfig(), { RESPONSE_RETENTION_DAYS: 30 });
-    moduleRef = await Test.createTestingModule({
-      imports: [ProcessHealthModule, DbModule.forRoot(db.url)],
-      providers: [
-        { provide: ChatConfig, useValue: config },
-        Retention,
-        StoredResponseRepository,
-        ConversationRepository,
-        StoredResponsesService,
-        StoredChatCompletionRepository,
-        StoredCompletionsService,
-        StoredTrafficRepository,
-        TrafficExportService,
-        ExpiredStateSweeper,
-      ],
-    }).compile();
-    prisma = moduleRef.get(PrismaService);
-    completions = moduleRef.get(StoredCompletionsService);
-    responses = moduleRef.get(StoredResponsesService);
-    exports = moduleRef.get(TrafficExportService);
-    sweeper = moduleRef.get(ExpiredStateSweeper);
-    acme = (await prisma.entity.create({ data: { name: 'acme' } })).id;
-    globex = (await prisma.entity.create({ data: { name: 'globex' } })).id;
+    fixture = await startStoredStateFixture();
+    ({ prisma, acme, globex } = fixture);
+    completions = fixture.moduleRef.get(StoredCompletionsService);
+    responses = fixture.moduleRef.get(StoredResponsesService);
+    exports = fixture.moduleRef.get(TrafficExportService);
+    sweeper = fixture.moduleRef.get(ExpiredStateSweeper);
   });
 
-  afterAll(async () => {
-    await moduleRef?.close();
-    await db?.drop();
-  });
+  afterAll(() => fixture?.close());
 
   const failure = (promise: Promise<unknown>) => promise.then(() => undefined, (err: unknown) => err as ServiceError);
   const trace = (text: string): ServedTrace => ({
