@@ -1,7 +1,7 @@
 import { Empty, EventSubject, resolveWorkQueue, RpcSubject, WorkQueueSpec } from '@trainyard/contracts';
 import { connect, ConnectionOptions, ErrorCode, JsMsg, MsgRequest, NatsConnection, NatsError, RequestStrategy, StoredMsg, Subscription } from 'nats';
 import { decodeMessage, encodeMessage } from './codec';
-import { ensureWorkQueue, WorkQueueSettings, workQueueDepth } from './jetstream';
+import { ensureWorkQueue, isJetStreamUnavailable, WorkQueueSettings, workQueueDepth } from './jetstream';
 import { TokenRoutedSubscription } from './token-routed.subscription';
 
 /** A subscription made through the bus; unsubscribing after the connection closed is a no-op. */
@@ -229,8 +229,7 @@ export class MessageBus {
         await this.nc.jetstream().publish(spec.subject, data, options.id ? { msgID: options.id } : undefined);
         return;
       } catch (err) {
-        const retriable = err instanceof NatsError && (err.code === ErrorCode.NoResponders || err.code === ErrorCode.Timeout);
-        if (!retriable || Date.now() + QUEUE_RETRY_MS > giveUpAt) throw err;
+        if (!isJetStreamUnavailable(err) || Date.now() + QUEUE_RETRY_MS > giveUpAt) throw err;
         await new Promise((resolve) => setTimeout(resolve, QUEUE_RETRY_MS));
       }
     }

@@ -45,4 +45,20 @@ describe('work queues on a three-server JetStream cluster', () => {
     await waitFor(() => workQueueDepth(nc, WorkQueues.inference, 'cl').then((depth) => depth === 1), { what: 'one message in the queue', timeoutMs: 20_000 });
     await member.start();
   }, 60_000);
+
+  it('makes a work queue while the cluster elects a new meta leader', async () => {
+    await cluster.waitForJetStream();
+    const leader = await cluster.metaLeader();
+    const member = cluster.members.find((m) => m.name === leader);
+    if (!member) throw new Error('no meta leader');
+    await member.kill();
+    try {
+      // Asked at once: the first answers are "temporarily unavailable" or none at all.
+      const spec = await ensureWorkQueue(nc, WorkQueues.tinker, 'cl', { replicas: 2 });
+      const jsm = await nc.jetstreamManager();
+      expect((await jsm.consumers.info(spec.stream, spec.consumer)).config.durable_name).toBe(spec.consumer);
+    } finally {
+      await member.start();
+    }
+  }, 120_000);
 });

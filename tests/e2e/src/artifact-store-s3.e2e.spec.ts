@@ -1,6 +1,6 @@
 import { DiskArtifactStore, putBundleFromDir, readBundleManifest, S3ArtifactStore } from '@trainyard/artifacts';
 import { startS3Server, TestS3Server, waitFor } from '@trainyard/testing';
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, utimesSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
@@ -42,12 +42,18 @@ describe('the artifact store in S3-compatible object storage', () => {
     const expected = (await putBundleFromDir(new DiskArtifactStore(scratch), modelDir, { skipDirectories: true })).sha256;
     rmSync(scratch, { recursive: true, force: true });
     await waitFor(() => store.has(expected), { what: `the base model's bundle ${expected} in the bucket`, timeoutMs: 30_000 });
+    // Broken in a copy outside the model's directory, renamed over the original with its time,
+    // so that the registry never sees the directory change (it would publish the broken weights
+    // as a new bundle, which would be right).
     const weights = join(modelDir, 'model.safetensors');
+    const broken = join(stack.modelsDir, '.broken-model.safetensors');
     const { atime, mtime } = statSync(weights);
-    const fd = openSync(weights, 'r+');
+    copyFileSync(weights, broken);
+    const fd = openSync(broken, 'r+');
     writeSync(fd, Buffer.alloc(64, 0xff), 0, 64, 0);
     closeSync(fd);
-    utimesSync(weights, atime, mtime);
+    utimesSync(broken, atime, mtime);
+    renameSync(broken, weights);
     client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: (await stack.createKey('acme')).key, maxRetries: 0 });
   }, 120_000);
 
