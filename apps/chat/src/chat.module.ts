@@ -1,6 +1,8 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { Subjects } from '@trainyard/contracts';
+import { ArtifactsModule } from '@trainyard/artifacts/nest';
 import { ServiceRuntimeModule } from '@trainyard/runtime';
+import { BaseModelFiles } from './base-models/base-model-files';
 import { CompletionsController } from './completions/completions.controller';
 import { CompletionsService } from './completions/completions.service';
 import { InferenceCapacity } from './completions/inference-capacity';
@@ -28,9 +30,10 @@ export class ChatModule {
           workQueues: ['inference'],
         }),
         ResponseStateModule.forRoot(config),
+        ArtifactsModule.forRoot(config),
       ],
       controllers: [CompletionsController, TokenSamplingController],
-      providers: [{ provide: ChatConfig, useValue: config }, CompletionsService, InferenceCapacity, ModelResolutions, PromptValidation, SchemaValidation, WorkerSignals, TokenSamplingService, ModelLimitsCache],
+      providers: [{ provide: ChatConfig, useValue: config }, BaseModelFiles, CompletionsService, InferenceCapacity, ModelResolutions, PromptValidation, SchemaValidation, WorkerSignals, TokenSamplingService, ModelLimitsCache],
     };
   }
 }

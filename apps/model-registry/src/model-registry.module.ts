@@ -12,6 +12,7 @@ import { BaseModelsController } from './base-models/base-models.controller';
 import { BaseModelBundles } from './base-models/base-model-bundles';
 import { BaseModelsService } from './base-models/base-models.service';
 import { EmbeddedBaseModel } from './base-models/embedded-base-model';
+import { PublishedBaseModelRepository } from './base-models/published-base-model.repository';
 import { CheckpointRecorderController } from './checkpoints/checkpoint-recorder.controller';
 import { CheckpointRecorderService } from './checkpoints/checkpoint-recorder.service';
 import { CheckpointRepository } from './checkpoints/checkpoint.repository';
@@ -61,6 +62,7 @@ export class ModelRegistryModule {
         artifactStoreProbe(ReadinessService),
         BlobStore,
         BaseModelsService,
+        PublishedBaseModelRepository,
         BaseModelBundles,
         EmbeddedBaseModel,
         AdapterFiles,

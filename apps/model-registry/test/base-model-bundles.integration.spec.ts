@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { ArtifactSweeper } from '../src/artifacts/artifact-sweeper';
 import { BaseModelBundles } from '../src/base-models/base-model-bundles';
 import { BaseModelsService, InstalledBaseModel } from '../src/base-models/base-models.service';
+import { PublishedBaseModelRepository } from '../src/base-models/published-base-model.repository';
 import { RegistryConfig } from '../src/config/registry.config';
 import { BASE, RegistryFixture, startRegistryFixture } from './support/registry-fixture';
 
@@ -44,7 +45,7 @@ describe('base models published to the artifact store', () => {
     expect(second).not.toBe(first);
   });
 
-  it('keeps the published models through the artifact sweep (no row names them), and drops what no model has any more', async () => {
+  it('keeps the published models through the artifact sweep while the catalogue names them, and drops what nothing names', async () => {
     const current = (await bundles.bundleOf(base)) as string;
     const files = (await readBundleManifest(store, current)).files;
     const stale = await store.put(Buffer.from('a file of no model, and of no row'));
@@ -52,5 +53,54 @@ describe('base models published to the artifact store', () => {
     expect(await store.has(current)).toBe(true);
     for (const file of files) expect([file.name, await store.has(file.sha256)]).toEqual([file.name, true]);
     expect(await store.has(stale.sha256)).toBe(false);
+  });
+
+  it('records the model in the catalogue, where a replica without the models volume lists and resolves it', async () => {
+    const current = (await bundles.bundleOf(base)) as string;
+    const config = Object.assign(new RegistryConfig(), { MODELS_DIR: join(fixture.modelsDir, 'not-mounted'), PUBLISH_BASE_MODELS: false });
+    const catalogue = moduleRef.get(PublishedBaseModelRepository);
+    const elsewhere = new BaseModelsService(config, catalogue);
+    const listed = await elsewhere.list();
+    expect(listed.map(({ id, architecture, unsupported, publishedBundle }) => ({ id, architecture, unsupported, publishedBundle }))).toEqual([
+      { id: BASE, architecture: base.architecture, unsupported: null, publishedBundle: current },
+    ]);
+    const found = (await elsewhere.find(BASE)) as InstalledBaseModel;
+    expect(found.created).toBe(base.created);
+    // Publishing off on that replica: it names the catalogue's bundle, and hashes nothing.
+    const bundlesThere = new BaseModelBundles(config, store, elsewhere, catalogue);
+    expect(await bundlesThere.bundleOf(found)).toBe(current);
+    // Told to publish without a models directory (a volume that did not mount), it leaves the catalogue alone.
+    await expect(bundlesThere.publishAll()).rejects.toThrow(/is not a directory: nothing to publish/);
+    expect((await catalogue.list()).map((row) => row.id)).toEqual([BASE]);
+  });
+
+  it('does not hash unchanged files again after a restart, and publishes again what changed', async () => {
+    const current = (await bundles.bundleOf(base)) as string;
+    const config = moduleRef.get(RegistryConfig);
+    const restarted = () => new BaseModelBundles(config, store, moduleRef.get(BaseModelsService), moduleRef.get(PublishedBaseModelRepository));
+    const putFile = jest.spyOn(store, 'putFile');
+    try {
+      expect(await restarted().bundleOf(base)).toBe(current);
+      expect(putFile).not.toHaveBeenCalled();
+      appendFileSync(join(base.dir, 'generation_config.json'), ' ');
+      const changed = await restarted().bundleOf(base);
+      expect(changed).not.toBe(current);
+      expect(putFile).toHaveBeenCalled();
+      expect((await moduleRef.get(PublishedBaseModelRepository).find(BASE))?.bundle).toBe(changed);
+    } finally {
+      putFile.mockRestore();
+    }
+  });
+
+  it('removes from the catalogue, on a full publish, the models gone from the volume', async () => {
+    const catalogue = moduleRef.get(PublishedBaseModelRepository);
+    const kept = (await bundles.bundleOf(base)) as string;
+    const gone = { id: 'acme/removed', architecture: 'llama', bundle: kept, signature: 'x', createdAt: new Date() };
+    await catalogue.save(gone, async () => undefined);
+    expect(await catalogue.find(gone.id)).not.toBeNull();
+    const { published, removed } = await bundles.publishAll();
+    expect(published).toEqual([BASE]);
+    expect(removed).toEqual([gone.id]);
+    expect((await catalogue.list()).map((row) => row.id)).toEqual([BASE]);
   });
 });

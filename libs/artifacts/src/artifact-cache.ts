@@ -5,6 +5,15 @@ import { join, resolve } from 'node:path';
 import { ArtifactStore, assertDigest } from './artifact-store';
 import { readBundleManifest } from './bundles';
 
+/** Suffix of a bundle's entry that holds all but its weights. */
+const WITHOUT_WEIGHTS = '-without-weights';
+const ENTRY_NAME = /^(file|bundle)-[0-9a-f]{64}(-without-weights)?$/;
+
+/** A model's weights, by the file extensions checkpoints use (a sharded checkpoint's index is JSON, kept). */
+export function isWeightsFile(name: string): boolean {
+  return /\.(safetensors|bin|pt|pth|gguf|ckpt|h5|msgpack|onnx)$/i.test(name);
+}
+
 interface Entry {
   path: string;
   bytes: number;
@@ -76,13 +85,21 @@ export class ArtifactCache {
     return this.with(`file-${assertDigest(sha256)}`, use, (target) => this.store.getToFile(sha256, target));
   }
 
-  /** Runs `use` with a local directory holding a bundle's files, each verified, held until `use` settles. */
-  withBundle<T>(sha256: string, use: (dir: string) => Promise<T>): Promise<T> {
-    return this.with(`bundle-${assertDigest(sha256)}`, use, async (target) => {
+  /**
+   * Runs `use` with a local directory holding a bundle's files, each verified, held until `use`
+   * settles. With `weights: false`, all but the weights (config, tokenizer, chat template): what
+   * a process that counts tokens reads of a model.
+   */
+  withBundle<T>(sha256: string, use: (dir: string) => Promise<T>, options: { weights?: boolean } = {}): Promise<T> {
+    const weights = options.weights ?? true;
+    return this.with(`bundle-${assertDigest(sha256)}${weights ? '' : WITHOUT_WEIGHTS}`, use, async (target) => {
       const manifest = await readBundleManifest(this.store, sha256);
       await mkdir(target);
       let bytes = 0;
-      for (const file of manifest.files) bytes += (await this.store.getToFile(file.sha256, join(target, file.name))).bytes;
+      for (const file of manifest.files) {
+        if (!weights && isWeightsFile(file.name)) continue;
+        bytes += (await this.store.getToFile(file.sha256, join(target, file.name))).bytes;
+      }
       return { bytes };
     });
   }
@@ -149,7 +166,7 @@ export class ArtifactCache {
       await mkdir(this.dir, { recursive: true });
       // Only what this cache writes, in case the directory was set to one that holds other things.
       for (const name of await readdir(this.dir)) {
-        if (name === '.tmp' || /^(file|bundle)-[0-9a-f]{64}$/.test(name)) await rm(join(this.dir, name), { recursive: true, force: true });
+        if (name === '.tmp' || ENTRY_NAME.test(name)) await rm(join(this.dir, name), { recursive: true, force: true });
       }
     })();
     return this.started;

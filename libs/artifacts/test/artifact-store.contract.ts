@@ -145,6 +145,19 @@ export function describeArtifactStoreContract(name: string, start: () => Promise
         await expect(readdir(dirA)).rejects.toThrow(/ENOENT/);
       });
 
+      it('fetches a bundle without its weights for a reader that needs only its config and tokenizer', async () => {
+        const model = await putBundle(store, [
+          { name: 'model.safetensors', data: Buffer.alloc(900, 5) },
+          { name: 'config.json', data: unique('config') },
+          { name: 'tokenizer.json', data: unique('tokenizer') },
+        ]);
+        const cache = new ArtifactCache(store, { dir: join(work, 'cache'), maxBytes: 10_000 });
+        await cache.withBundle(model.sha256, async (dir) => expect((await readdir(dir)).sort()).toEqual(['config.json', 'tokenizer.json']), { weights: false });
+        expect(cache.bytes).toBeLessThan(900);
+        // The whole bundle is an entry of its own.
+        await cache.withBundle(model.sha256, async (dir) => expect((await readdir(dir)).sort()).toEqual(['config.json', 'model.safetensors', 'tokenizer.json']));
+      });
+
       it('never evicts an entry a reader holds', async () => {
         const a = await putBundle(store, [{ name: 'w.bin', data: Buffer.alloc(800, 3) }]);
         const b = await putBundle(store, [{ name: 'w.bin', data: Buffer.alloc(800, 4) }]);

@@ -31,7 +31,7 @@ export class CompletionsService {
       entity_name: request.entity_name,
       model: request.params.model,
     });
-    this.prompts.check(resolved.base_model_dir, request.params);
+    await this.prompts.check(resolved, request.params);
     await this.capacity.admit(request.completion_id);
 
     const trainable = resolved.adapter_bundle !== null;

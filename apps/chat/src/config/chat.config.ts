@@ -1,8 +1,13 @@
+import { withArtifactCache } from '@trainyard/artifacts';
 import { BaseServiceConfig, DATABASE_URL_PATTERN } from '@trainyard/runtime';
 import { Type } from 'class-transformer';
 import { IsInt, Matches, Max, Min } from 'class-validator';
 
-export class ChatConfig extends BaseServiceConfig {
+/**
+ * The artifact store's and cache's settings (withArtifactCache) serve BASE_MODEL_SOURCE=store:
+ * chat then reads base models' tokenizers from their bundles, without a models volume.
+ */
+export class ChatConfig extends withArtifactCache(BaseServiceConfig) {
   override HTTP_PORT = 3101;
 
   /** Stored responses and conversations (the Responses API's state) live here. */

@@ -64,7 +64,7 @@ export class TokenSamplingService {
   async sample(given: SampleTokensRequest): Promise<SampleTokensReply> {
     const request = checkSampleTokensRequest(given, this.limits);
     const resolved = await this.resolutions.resolve({ entity_id: request.entity_id, entity_name: request.entity_name, model: request.model });
-    const limits = this.models.of(resolved.base_model_dir);
+    const limits = await this.models.of(resolved);
     if (limits) checkAgainstModel(request, limits, this.limits);
     else checkResultSize(request, request.sampling_params.max_tokens ?? this.limits.maxTokens, this.limits);
 

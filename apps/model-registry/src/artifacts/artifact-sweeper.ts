@@ -41,15 +41,15 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
   async sweep(olderThan: Date): Promise<number> {
     const candidates: string[] = [];
     for await (const object of this.store.list()) if (object.modifiedAt < olderThan) candidates.push(object.sha256);
-    // Published base models are named by no row: kept as long as they are installed (published
-    // first, outside the lock: a large model takes a while).
-    const baseModels = await this.baseModels.objects();
+    // Base models this process is publishing have no catalogue row yet: their publishes finish
+    // first (outside the lock: a large model takes a while).
+    await this.baseModels.settled();
     // Under the exclusive references lock: no row naming a candidate can be written meanwhile.
     let removed = await this.prisma.$transaction(
       async (tx) => {
         await lockReferencesExclusive(tx);
         const live = await this.referencedObjects(tx);
-        const unreferenced = candidates.filter((sha256) => !live.has(sha256) && !baseModels.has(sha256));
+        const unreferenced = candidates.filter((sha256) => !live.has(sha256));
         for (const sha256 of unreferenced) await this.store.delete(sha256);
         return unreferenced.length;
       },
@@ -65,10 +65,11 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
    * go with it, not at the next sweep). Under the exclusive references lock, as the sweep.
    */
   async deleteIfUnreferenced(sha256: string): Promise<boolean> {
+    await this.baseModels.settled();
     return this.prisma.$transaction(
       async (tx) => {
         await lockReferencesExclusive(tx);
-        if ((await this.referencedObjects(tx)).has(sha256) || (await this.baseModels.objects()).has(sha256)) return false;
+        if ((await this.referencedObjects(tx)).has(sha256)) return false;
         await this.store.delete(sha256);
         return true;
       },
@@ -76,23 +77,33 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
     );
   }
 
-  /** Every object a row names: files' contents, adapters' manifests and the files they list. */
+  /**
+   * Every object a row names: files' contents, and the bundles of adapters and published base
+   * models with the files their manifests list.
+   */
   async referencedObjects(db: Prisma.TransactionClient = this.prisma): Promise<Set<string>> {
     const live = new Set<string>();
     for (const row of await db.file.findMany({ select: { storagePath: true } })) {
       const digest = digestOfRef(row.storagePath);
       if (digest) live.add(digest);
     }
+    const bundles = new Map<string, string>();
     for (const row of await db.checkpoint.findMany({ select: { adapterPath: true } })) {
       const digest = digestOfRef(row.adapterPath);
-      if (!digest || live.has(digest)) continue;
+      if (digest) bundles.set(digest, 'A checkpoint names adapter bundle');
+    }
+    for (const row of await db.publishedBaseModel.findMany({ select: { id: true, bundle: true } })) {
+      bundles.set(row.bundle, `Base model ${row.id} is published as bundle`);
+    }
+    for (const [digest, namedBy] of bundles) {
+      if (live.has(digest)) continue;
       live.add(digest);
       try {
         for (const file of (await readBundleManifest(this.store, digest)).files) live.add(file.sha256);
       } catch (err) {
         // A manifest already gone protects nothing; anything else stops the sweep (keep, never guess).
         if (!(err instanceof ArtifactNotFoundError)) throw err;
-        this.logger.warn(`A checkpoint names adapter bundle ${digest}, which is not in the artifact store`);
+        this.logger.warn(`${namedBy} ${digest}, which is not in the artifact store`);
       }
     }
     return live;

@@ -1,19 +1,23 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { ARTIFACT_STORE, ArtifactStore, putBundleFromDir, readBundleManifest } from '@trainyard/artifacts';
+import { ARTIFACT_STORE, ArtifactNotFoundError, ArtifactStore, putBundleFromDir } from '@trainyard/artifacts';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RegistryConfig } from '../config/registry.config';
 import { BaseModelsService, InstalledBaseModel } from './base-models.service';
+import { PublishedBaseModelRepository } from './published-base-model.repository';
 
 /** How long a resolve waits for a base model being published before answering without it. */
 const PUBLISH_WAIT_MS = 2_000;
 
 /**
  * With PUBLISH_BASE_MODELS, the base models under MODELS_DIR are also stored in the artifact
- * store (each a bundle of its top-level files), so that workers with BASE_MODEL_SOURCE=store
- * load them by digest into their own cache instead of mounting the models volume. A model is
+ * store (each a bundle of its top-level files) and recorded in the catalogue of published
+ * models, so that workers with BASE_MODEL_SOURCE=store load them by digest into their own
+ * cache, and registry replicas without the models volume list and resolve them. A model is
  * published at start and whenever its files change (their names, sizes and times are its
- * signature); a resolve names the bundle once it is stored.
+ * signature: files the catalogue already holds under the same signature are not hashed
+ * again); a resolve names the bundle once it is stored. A model gone from the volume leaves
+ * the catalogue at the next full publish (start, or `main.js publish-base-models`).
  */
 @Injectable()
 export class BaseModelBundles implements OnApplicationBootstrap {
@@ -25,18 +29,35 @@ export class BaseModelBundles implements OnApplicationBootstrap {
     @Inject(RegistryConfig) private readonly config: RegistryConfig,
     @Inject(ARTIFACT_STORE) private readonly store: ArtifactStore,
     private readonly baseModels: BaseModelsService,
+    private readonly catalogue: PublishedBaseModelRepository,
   ) {}
 
   onApplicationBootstrap(): void {
     if (!this.config.PUBLISH_BASE_MODELS) return;
-    void this.baseModels
-      .list()
-      .then((models) => Promise.all(models.filter((m) => !m.unsupported).map((m) => this.bundleOf(m))))
-      .catch((err: Error) => this.logger.warn(`Could not publish the base models: ${err.message}`));
+    this.publishAll().catch((err: Error) => this.logger.warn(`Could not publish the base models: ${err.message}`));
+  }
+
+  /**
+   * Publishes every supported model on disk (however long it takes) and removes from the
+   * catalogue those no longer there. Returns the ids published and removed. Without a models
+   * directory it publishes nothing and removes nothing: a volume that failed to mount must not
+   * empty the catalogue.
+   */
+  async publishAll(): Promise<{ published: string[]; removed: string[] }> {
+    if (!(await this.baseModels.hasModelsDir())) {
+      throw new Error(`MODELS_DIR (${this.baseModels.root ?? 'empty'}) is not a directory: nothing to publish, the catalogue is left as it is`);
+    }
+    const models = (await this.baseModels.listOnDisk()).filter((m) => !m.unsupported);
+    const published: string[] = [];
+    for (const model of models) if (await (await this.entryFor(model)).bundle) published.push(model.id);
+    const removed = await this.catalogue.deleteExcept(models.map((m) => m.id));
+    for (const id of removed) this.logger.log(`Base model ${id} left the catalogue: it is no longer under MODELS_DIR`);
+    return { published, removed };
   }
 
   /** The model's bundle digest, or null when publishing is off, fails, or is still going on. */
   async bundleOf(base: InstalledBaseModel): Promise<string | null> {
+    if (base.publishedBundle) return base.publishedBundle;
     if (!this.config.PUBLISH_BASE_MODELS) return null;
     const { bundle } = await this.entryFor(base);
     let timer: NodeJS.Timeout | undefined;
@@ -48,21 +69,9 @@ export class BaseModelBundles implements OnApplicationBootstrap {
     }
   }
 
-  /**
-   * Every object of the installed base models' bundles, each published first (however long it
-   * takes): the artifact sweep keeps them, as no row names them.
-   */
-  async objects(): Promise<Set<string>> {
-    const objects = new Set<string>();
-    if (!this.config.PUBLISH_BASE_MODELS) return objects;
-    for (const base of await this.baseModels.list()) {
-      if (base.unsupported) continue;
-      const bundle = await (await this.entryFor(base)).bundle;
-      if (!bundle) continue;
-      objects.add(bundle);
-      for (const file of (await readBundleManifest(this.store, bundle)).files) objects.add(file.sha256);
-    }
-    return objects;
+  /** Resolves once the publishes this process has under way are done (the artifact sweep waits: their objects have no row yet). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.published.values()].map((entry) => entry.bundle));
   }
 
   /** The bundle being (or already) stored for the model's files as they are now. */
@@ -70,15 +79,23 @@ export class BaseModelBundles implements OnApplicationBootstrap {
     const signature = await signatureOf(base.dir);
     let entry = this.published.get(base.dir);
     if (!entry || entry.signature !== signature) {
-      entry = { signature, bundle: this.publish(base) };
+      entry = { signature, bundle: this.publish(base, signature) };
       this.published.set(base.dir, entry);
     }
     return entry;
   }
 
-  private async publish(base: InstalledBaseModel): Promise<string | null> {
+  private async publish(base: InstalledBaseModel, signature: string): Promise<string | null> {
     try {
+      const known = await this.catalogue.find(base.id);
+      if (known && known.signature === signature && (await this.store.has(known.bundle))) return known.bundle;
       const { sha256, files } = await putBundleFromDir(this.store, base.dir, { skipDirectories: true });
+      await this.catalogue.save(
+        { id: base.id, architecture: base.architecture, bundle: sha256, signature, createdAt: new Date(base.created * 1000) },
+        async () => {
+          if (!(await this.store.has(sha256))) throw new ArtifactNotFoundError(sha256);
+        },
+      );
       this.logger.log(`Base model ${base.id} is in the artifact store as ${sha256} (${files.length} files)`);
       return sha256;
     } catch (err) {

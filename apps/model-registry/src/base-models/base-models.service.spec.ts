@@ -20,7 +20,7 @@ describe('base models the engine cannot load', () => {
     makeModel({ preset: 'tiny-gemma3', out: join(root, 'google', 'gemma-3-tiny') });
     mkdirSync(join(root, 'google', 'gemma-3-4b-it'), { recursive: true });
     writeFileSync(join(root, 'google', 'gemma-3-4b-it', 'config.json'), JSON.stringify(GEMMA3_4B_CONFIG));
-    baseModels = new BaseModelsService({ MODELS_DIR: root } as RegistryConfig);
+    baseModels = new BaseModelsService({ MODELS_DIR: root } as RegistryConfig, { list: async () => [], find: async () => null } as never);
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 

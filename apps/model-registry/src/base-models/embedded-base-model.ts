@@ -22,9 +22,11 @@ export class EmbeddedBaseModel implements OnModuleInit {
 
   async onModuleInit(): Promise<void> {
     const id = this.config.EMBEDDED_BASE_MODEL;
-    if (!id || (await this.baseModels.find(id))) return;
-    const target = join(this.baseModels.root, id);
-    const staging = join(this.baseModels.root, `.embedded-${process.pid}-${Date.now()}`);
+    const root = this.baseModels.root;
+    // Without a models directory there is nowhere to write it (the catalogue's models only).
+    if (!id || !root || (await this.baseModels.findOnDisk(id))) return;
+    const target = join(root, id);
+    const staging = join(root, `.embedded-${process.pid}-${Date.now()}`);
     try {
       makeModel({ preset: 'tiny', out: staging, seed: 0 });
       await mkdir(dirname(target), { recursive: true });

@@ -10,7 +10,10 @@ export class RegistryConfig extends withArtifactStore(BaseServiceConfig) {
   @Matches(DATABASE_URL_PATTERN, { message: 'must be a postgresql:// URL' })
   DATABASE_URL!: string;
 
-  /** Base models: Hugging Face model directories under here, as <name>/ or <org>/<name>/. */
+  /**
+   * Base models: Hugging Face model directories under here, as <name>/ or <org>/<name>/. Empty
+   * for a replica without a models volume: it serves the models published to the artifact store.
+   */
   @IsString()
   MODELS_DIR = 'var/models';
 
@@ -22,8 +25,9 @@ export class RegistryConfig extends withArtifactStore(BaseServiceConfig) {
   EMBEDDED_BASE_MODEL = 'trainyard/tiny-chat';
 
   /**
-   * Also stores the base models found under MODELS_DIR in the artifact store, so that workers
-   * with BASE_MODEL_SOURCE=store need no models volume.
+   * Also stores the base models found under MODELS_DIR in the artifact store, recorded in the
+   * catalogue of published models, so that workers and chat with BASE_MODEL_SOURCE=store, and
+   * registry replicas with an empty MODELS_DIR, need no models volume.
    */
   @Transform(({ value }) => (typeof value === 'string' ? ['true', '1', 'yes'].includes(value.trim().toLowerCase()) : value))
   @IsBoolean()

@@ -12,6 +12,7 @@ import { AdapterFiles } from '../../src/artifacts/adapter-files';
 import { LegacyArtifactDirs } from '../../src/artifacts/legacy-artifact-dirs';
 import { BaseModelBundles } from '../../src/base-models/base-model-bundles';
 import { BaseModelsService } from '../../src/base-models/base-models.service';
+import { PublishedBaseModelRepository } from '../../src/base-models/published-base-model.repository';
 import { CheckpointRepository } from '../../src/checkpoints/checkpoint.repository';
 import { RegistryConfig } from '../../src/config/registry.config';
 import { ModelRepository } from '../../src/models/model.repository';
@@ -58,6 +59,7 @@ export async function startRegistryFixture(extra: Provider[] = [], kind: StoreKi
       { provide: ARTIFACT_STORE, useValue: store },
       { provide: LegacyArtifactDirs, useValue: legacy },
       BaseModelsService,
+      PublishedBaseModelRepository,
       BaseModelBundles,
       AdapterFiles,
       ModelRepository,
