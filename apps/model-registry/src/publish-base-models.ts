@@ -2,7 +2,7 @@ import { Logger, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ArtifactsModule } from '@trainyard/artifacts/nest';
 import { DbModule } from '@trainyard/db';
-import { logLevels } from '@trainyard/runtime';
+import { logLevels, ProcessHealthModule } from '@trainyard/runtime';
 import { BaseModelBundles } from './base-models/base-model-bundles';
 import { BaseModelsService } from './base-models/base-models.service';
 import { EmbeddedBaseModel } from './base-models/embedded-base-model';
@@ -26,7 +26,7 @@ export async function publishBaseModels(config: RegistryConfig): Promise<void> {
   const app = await NestFactory.createApplicationContext(
     {
       module: BaseModelPublishingModule,
-      imports: [DbModule.forRoot(config.DATABASE_URL), ArtifactsModule.forRoot(config)],
+      imports: [ProcessHealthModule, DbModule.forRoot(config.DATABASE_URL), ArtifactsModule.forRoot(config)],
       providers: [{ provide: RegistryConfig, useValue: settings }, BaseModelsService, PublishedBaseModelRepository, BaseModelBundles, EmbeddedBaseModel],
     },
     { logger: logLevels(config.LOG_LEVEL) },

@@ -194,14 +194,16 @@ describe('k8s/', () => {
         const [c] = spec.containers;
         const claim = (volume: string) => spec.volumes?.find((v) => v.name === volume)?.persistentVolumeClaim?.claimName;
         const mounts = Object.fromEntries((c.volumeMounts ?? []).map((m) => [claim(m.name), m.mountPath]));
-        const mountsModels = !(modelsFromStore && WORKERS.includes(name));
+        // With base models from the store, only the publishing CronJob mounts the models volume.
+        const mountsModels = !modelsFromStore;
         expect(mounts).toMatchObject({ ...(mountsModels ? { 'trainyard-models': '/app/var/models' } : {}), ...(onDisk ? { 'trainyard-artifacts': '/app/var/artifacts' } : {}) });
         if (!onDisk) expect(mounts['trainyard-artifacts']).toBeUndefined();
         if (!mountsModels) expect(mounts['trainyard-models']).toBeUndefined();
       }
       expect(config?.data).toMatchObject({ MODELS_DIR: '/app/var/models', ARTIFACT_ROOT: '/app/var/artifacts', NATS_URL: 'nats://nats:4222' });
       for (const name of ['trainyard-models', ...(onDisk ? ['trainyard-artifacts'] : [])]) expect(find(objects, 'PersistentVolumeClaim', name)).toBeDefined();
-      // Chat reads base models' tokenizers (prompt lengths), read-only, at the same path.
+      // Chat reads base models' tokenizers (prompt lengths), read-only, at the same path (from the bucket with models from the store).
+      if (modelsFromStore) return;
       const chat = template(find(objects, 'Deployment', 'chat')).spec;
       const models = chat.volumes?.find((v) => v.persistentVolumeClaim?.claimName === 'trainyard-models');
       expect(chat.containers[0].volumeMounts).toContainEqual({ name: models?.name, mountPath: '/app/var/models', readOnly: true });
@@ -301,9 +303,11 @@ describe('k8s/', () => {
       }
     });
 
-    it('uses an external PostgreSQL, ReadWriteMany volumes, TLS and bare stream names', () => {
+    it('uses an external PostgreSQL, no ReadWriteMany volume, TLS and bare stream names', () => {
       expect(ofKind(objects, 'StatefulSet').map((s) => s.metadata.name)).toEqual(['nats']);
-      for (const pvc of ofKind(objects, 'PersistentVolumeClaim')) expect(pvc.spec?.['accessModes']).toEqual(['ReadWriteMany']);
+      const claims = ofKind(objects, 'PersistentVolumeClaim');
+      expect(claims.length).toBeGreaterThan(0);
+      for (const pvc of claims) expect([pvc.metadata.name, pvc.spec?.['accessModes']]).toEqual([pvc.metadata.name, ['ReadWriteOnce']]);
       expect(find(objects, 'Ingress', 'gateway').spec?.['tls']).toHaveLength(1);
       const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
       expect(config?.data?.['JETSTREAM_PREFIX']).toBe('');
@@ -339,18 +343,28 @@ describe('k8s/', () => {
       expect(JSON.stringify(find(objects, 'NetworkPolicy', 'workers-to-object-storage').spec)).toContain('"port":443');
     });
 
-    it('gives the workers base models from the bucket too: no worker mounts a shared volume', () => {
+    it('takes base models from the bucket: no service or worker mounts a volume, a CronJob publishes them', () => {
       const config = ofKind(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith('trainyard-config-'));
-      expect(config?.data).toMatchObject({ PUBLISH_BASE_MODELS: 'true', BASE_MODEL_SOURCE: 'store' });
-      for (const name of WORKERS) {
-        const spec = template(find(objects, 'Deployment', name)).spec;
-        expect([name, (spec.volumes ?? []).filter((v) => v.persistentVolumeClaim)]).toEqual([name, []]);
+      expect(config?.data).toMatchObject({ BASE_MODEL_SOURCE: 'store' });
+      expect(config?.data?.['PUBLISH_BASE_MODELS']).toBeUndefined();
+      for (const deployment of ofKind(objects, 'Deployment')) {
+        const spec = template(deployment).spec;
+        expect([deployment.metadata.name, (spec.volumes ?? []).filter((v) => v.persistentVolumeClaim)]).toEqual([deployment.metadata.name, []]);
       }
-      // The registry lists and publishes the models volume's models; chat reads their tokenizers.
-      for (const name of ['model-registry', 'chat']) {
-        const spec = template(find(objects, 'Deployment', name)).spec;
-        expect(spec.volumes?.map((v) => v.persistentVolumeClaim?.claimName)).toContain('trainyard-models');
-      }
+      // The registry lists the catalogue of published models; chat reads their tokenizers from the bucket.
+      const [registry] = template(find(objects, 'Deployment', 'model-registry')).spec.containers;
+      expect(env(registry, 'MODELS_DIR')?.value).toBe('');
+      const [chat] = template(find(objects, 'Deployment', 'chat')).spec.containers;
+      expect(chat.envFrom).toContainEqual({ secretRef: { name: 'trainyard-s3', optional: true } });
+      // The publisher: the registry's image in its publish-base-models mode, the only mount of the models volume.
+      const cron = find(objects, 'CronJob', 'publish-base-models');
+      const job = (cron.spec as { jobTemplate: { spec: { template: PodTemplate } } }).jobTemplate.spec.template;
+      const [publisher] = job.spec.containers;
+      expect(publisher.args).toEqual(['node', 'dist/apps/model-registry/main.js', 'publish-base-models']);
+      expect(env(publisher, 'DATABASE_URL')?.valueFrom).toEqual({ secretKeyRef: { name: 'trainyard-database', key: 'DATABASE_URL' } });
+      expect(job.metadata?.labels?.['trainyard.dev/database']).toBe('true');
+      const mount = publisher.volumeMounts?.find((m) => m.mountPath === env(publisher, 'MODELS_DIR')?.value);
+      expect(job.spec.volumes?.find((v) => v.name === mount?.name)?.persistentVolumeClaim?.claimName).toBe('trainyard-models');
     });
 
     it('scales the workers on their work queues with KEDA, in place of a CPU autoscaler', () => {

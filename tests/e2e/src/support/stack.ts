@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
 
-const ROOT = join(__dirname, '../../../..');
+export const ROOT = join(__dirname, '../../../..');
 const STACK: { apps: { name: AppName; database: boolean; port: number }[] } = JSON.parse(
   readFileSync(join(ROOT, 'scripts/stack.json'), 'utf8'),
 );
