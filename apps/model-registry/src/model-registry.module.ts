@@ -32,6 +32,7 @@ import { ModelResolverController } from './resolve/model-resolver.controller';
 import { ModelResolverService } from './resolve/model-resolver.service';
 import { TrajectoriesController } from './trajectories/trajectories.controller';
 import { TrajectoriesService } from './trajectories/trajectories.service';
+import { TrajectoryObjects } from './trajectories/trajectory-objects';
 import { TrajectoryRepository } from './trajectories/trajectory.repository';
 
 /** Models, checkpoints, adapters in the artifact store, metrics logs, kept trajectories and uploaded files. */
@@ -73,6 +74,7 @@ export class ModelRegistryModule {
         CheckpointsService,
         CheckpointRecorderService,
         TrajectoryRepository,
+        TrajectoryObjects,
         TrajectoriesService,
         MetricsLogService,
         ModelResolverService,

@@ -70,6 +70,7 @@ export class InMemoryJobs {
       const row = this.rows.get(id);
       return row ? { ...row } : null;
     },
+    unfinishedAmong: async (ids: string[]) => ids.filter((id) => ['queued', 'running'].includes(this.rows.get(id)?.status ?? '')),
     findSummary: async (id: string) => {
       const row = this.rows.get(id);
       return row ? this.summary(row) : null;
@@ -177,6 +178,14 @@ export class FakeBlobs {
       this.stored.set(id, value);
       return id;
     },
-    takeJson: async (id: string) => this.stored.get(id),
+    takeJson: async (id: string) => this.take(id),
+    readJson: async (id: string) => this.stored.get(id),
+    discard: async (id: string) => void this.take(id),
   } as unknown as BlobStore;
+
+  private take(id: string): unknown {
+    const value = this.stored.get(id);
+    this.stored.delete(id);
+    return value;
+  }
 }

@@ -3,6 +3,7 @@ import type {
   TrainingChoice,
   TrainingConversation,
   TrainingHistory,
+  TrainingRlSettings,
   TrainingToolCall as ToolCall,
   TrainingTrajectory,
   TrainingTrajectoryGroup,
@@ -31,6 +32,19 @@ export interface MapOptions {
    * them unless experimental_config allows training without them or recomputes them.
    */
   requireLogprobs?: boolean;
+}
+
+/**
+ * An RL job's groups, as its client sent them, to the trainer's inputs under the job's
+ * settings: what the orchestrator validates a new job with, and what the worker maps the
+ * stored groups with (they passed once, so they pass again).
+ */
+export function rlTrainingGroups(
+  raw: unknown,
+  settings: Pick<TrainingRlSettings, 'allowTrainingWithoutLogprobs' | 'precalculateLogprobs'>,
+): { groups: TrainingTrajectoryGroup[]; issues: WireIssue[] } {
+  const requireLogprobs = !settings.allowTrainingWithoutLogprobs && !settings.precalculateLogprobs;
+  return mapArtTrajectoryGroups(raw, undefined, { requireLogprobs });
 }
 
 /**

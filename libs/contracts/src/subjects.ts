@@ -71,7 +71,14 @@ import type {
 } from './registry/models.messages';
 import type { ModelsChanged } from './registry/models-changed.messages';
 import type { ResolveModelReply, ResolveModelRequest } from './registry/resolve-model.messages';
-import type { ListTrajectoriesRequest, RecordTrajectoriesReply, RecordTrajectoriesRequest, TrajectoryRecord } from './registry/trajectories.messages';
+import type {
+  ListTrajectoriesRequest,
+  RecordTrajectoriesReply,
+  RecordTrajectoriesRequest,
+  StoredTrajectoryGroups,
+  StoreJobTrajectoriesRequest,
+  TrajectoryRecord,
+} from './registry/trajectories.messages';
 import type { GetModelRequest, RecordCheckpointRequest } from './registry/record-checkpoint.messages';
 import type {
   CancelTrainingJob,
@@ -81,6 +88,8 @@ import type {
   CreateJobReply,
   CreateRlJobRequest,
   CreateSftJobRequest,
+  EndedJobsReply,
+  EndedJobsRequest,
   JobEventsAppended,
   JobProgress,
   JobProgressReply,
@@ -215,8 +224,10 @@ export const Subjects = {
     /** Used by chat completions: a model name to the base model and adapter to load. */
     resolveModel: rpc<ResolveModelRequest, ResolveModelReply>('registry.model.resolve.v1'),
     logTrajectories: rpc<LogTrajectoriesRequest, LogTrajectoriesReply>('registry.model.log.v1'),
-    /** A training job's trajectory groups, kept beside the logged ones; repeating it stores nothing twice. */
-    recordTrajectories: rpc<RecordTrajectoriesRequest, RecordTrajectoriesReply>('registry.trajectories.record.v1'),
+    /** An RL job's trajectory groups into the artifact store, once, held for the job; repeating it stores nothing twice. */
+    storeJobTrajectories: rpc<StoreJobTrajectoriesRequest, StoredTrajectoryGroups>('registry.trajectories.store.v1'),
+    /** A stored job's groups kept beside the logged ones, naming the object stored for it; repeating it stores nothing twice. */
+    recordTrajectories: rpc<RecordTrajectoriesRequest, RecordTrajectoriesReply>('registry.trajectories.record.v2'),
     listTrajectories: rpc<ListTrajectoriesRequest, Page<TrajectoryRecord>>('registry.trajectories.list.v1'),
     listCheckpoints: rpc<ListCheckpointsRequest, Page<CheckpointRecord>>('registry.checkpoints.list.v1'),
     deleteCheckpoints: rpc<DeleteCheckpointsRequest, DeleteCheckpointsReply>('registry.checkpoints.delete.v1'),
@@ -250,13 +261,17 @@ export const Subjects = {
     /**
      * Worker to orchestrator: may this worker run the job it pulled? v2: the claimed job's
      * payload carries resolved settings (TrainingJobPayload), so a worker that still reads
-     * experimental_config gets no reply rather than a job it would train with defaults.
+     * experimental_config gets no reply rather than a job it would train with defaults. v3: an
+     * RL job's payload names its groups in the artifact store (version 3), so a worker that
+     * expects them inline gets no reply rather than a job it cannot read.
      */
-    claimJob: rpc<ClaimJobRequest, ClaimJobReply>('training.job.claim.v2'),
+    claimJob: rpc<ClaimJobRequest, ClaimJobReply>('training.job.claim.v3'),
     /** Worker to orchestrator: training_started and gradient_step, stored once each. */
     reportProgress: rpc<JobProgress, JobProgressReply>('training.job.progress.v1'),
     /** Worker to orchestrator: the outcome; idempotent. */
     completeJob: rpc<CompleteJobRequest, TrainingJobRecord>('training.job.complete.v1'),
+    /** Registry to orchestrator, sweeping the artifact store: of these jobs, those that will not run again. */
+    endedJobs: rpc<EndedJobsRequest, EndedJobsReply>('training.jobs.ended.v1'),
     /** Every training worker listens; the one running the job aborts it. */
     cancelRequested: event<CancelTrainingJob>('training.job.cancel-requested.v1'),
     /** `${name}.${job_id}`: an event of that job was stored. */

@@ -40,12 +40,24 @@ export class BlobStore {
 
   /** Reads a blob once and deletes it; fails if it is gone or not what the sender parked. */
   async take(ref: BlobRef): Promise<Buffer> {
+    const data = await this.read(ref);
+    await this.discard(ref);
+    return data;
+  }
+
+  async takeJson<T>(ref: BlobRef<T>): Promise<T> {
+    return parseJson(await this.take(ref));
+  }
+
+  /**
+   * Reads a blob and leaves it for the next reader, who takes it: one blob handed over to two
+   * processes (the orchestrator validates an RL job's groups, the registry stores them).
+   */
+  async read(ref: BlobRef): Promise<Buffer> {
     if (ref.bucket !== this.bucket) {
       throw new ServiceError(ErrorCode.Internal, `Blob ${ref.name} is in bucket ${ref.bucket}, not ${this.bucket}`);
     }
-    const store = await this.open();
-    const data = await store.getBlob(ref.name);
-    await store.delete(ref.name).catch(() => undefined);
+    const data = await (await this.open()).getBlob(ref.name);
     if (!data) {
       throw new ServiceError(ErrorCode.InvalidRequest, `The uploaded payload ${ref.name} expired before it was read; send it again`);
     }
@@ -55,9 +67,14 @@ export class BlobStore {
     return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   }
 
-  async takeJson<T>(ref: BlobRef<T>): Promise<T> {
-    const text = (await this.take(ref)).toString('utf8');
-    return JSON.parse(text) as T;
+  async readJson<T>(ref: BlobRef<T>): Promise<T> {
+    return parseJson(await this.read(ref));
+  }
+
+  /** Deletes a blob nobody will read (best effort: the bucket's TTL removes it otherwise). */
+  async discard(ref: BlobRef): Promise<void> {
+    if (ref.bucket !== this.bucket) return;
+    await (await this.open()).delete(ref.name).catch(() => undefined);
   }
 
   /** Creates the bucket on first use (idempotent across replicas); a failure is retried next time. */
@@ -71,6 +88,10 @@ export class BlobStore {
       });
     return this.store;
   }
+}
+
+function parseJson<T>(data: Buffer): T {
+  return JSON.parse(data.toString('utf8')) as T;
 }
 
 export function sha256(data: Uint8Array): string {

@@ -44,6 +44,19 @@ describe('BlobStore on a real JetStream object store', () => {
     expect(await receiver.takeJson(await sender.putJson(value))).toEqual(value);
   });
 
+  it('lets one reader read a blob and leave it for the next, who takes it (one blob, two processes)', async () => {
+    const ref = await sender.putJson({ groups: [1, 2] });
+    expect(await sender.readJson(ref)).toEqual({ groups: [1, 2] });
+    expect(await receiver.takeJson(ref)).toEqual({ groups: [1, 2] });
+    await expect(sender.read(ref)).rejects.toThrow(/expired before it was read/);
+  });
+
+  it('discards a blob nobody will read', async () => {
+    const ref = await sender.putJson({ refused: true });
+    await sender.discard(ref);
+    await expect(receiver.take(ref)).rejects.toThrow(/expired before it was read/);
+  });
+
   it('refuses a blob whose digest does not match the reference', async () => {
     const ref = await sender.put(Buffer.from('hello'));
     const error = await receiver.take({ ...ref, sha256: '0'.repeat(64) }).catch((e: ServiceError) => e);

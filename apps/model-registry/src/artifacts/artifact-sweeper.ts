@@ -1,6 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { ARTIFACT_STORE, ArtifactNotFoundError, ArtifactStore, readBundleManifest } from '@trainyard/artifacts';
+import { Subjects } from '@trainyard/contracts';
 import { Prisma, PrismaService } from '@trainyard/db';
+import { RpcClient } from '@trainyard/messaging';
 import { BaseModelBundles } from '../base-models/base-model-bundles';
 import { digestOfRef } from '../common/artifact-ref';
 import { LegacyArtifactDirs, LegacyEntry } from './legacy-artifact-dirs';
@@ -12,11 +14,19 @@ export const SWEEP_GRACE_MS = 10 * 60_000;
 /** The longest the sweep holds the references lock (recording checkpoints and files waits on it). */
 const SWEEP_TIMEOUT_MS = 10 * 60_000;
 
+/** Job ids per question to the orchestrator (a NATS message holds about 25,000). */
+const ENDED_JOBS_CHUNK = 1_000;
+
 /**
  * Deletes what no row refers to: objects of the artifact store (adapters' bundles and their
- * files, uploaded files) once every row naming them is gone, or that a crash left before their
- * row was written; and legacy directories under ARTIFACT_ROOT likewise. Rows are the truth.
- * Runs once at start, in the background.
+ * files, uploaded files, RL jobs' trajectory groups) once every row naming them is gone, or
+ * that a crash left before their row was written; and legacy directories under ARTIFACT_ROOT
+ * likewise. Rows are the truth. Runs once at start, in the background.
+ *
+ * A job's trajectory groups are named by its hold (JobTrajectoryGroups) and by its kept
+ * trajectories. The sweep first drops the holds of jobs the orchestrator says have ended (or
+ * never were stored); from then on the kept trajectories alone keep the object, until the
+ * retention limits have removed the last of them. Without an answer it drops no hold.
  *
  * Only objects older than the grace period are candidates; what is referenced is read, and the
  * unreferenced deleted, under the references lock's exclusive hold, so a row written meanwhile
@@ -31,6 +41,7 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
     private readonly legacy: LegacyArtifactDirs,
     private readonly prisma: PrismaService,
     private readonly baseModels: BaseModelBundles,
+    private readonly rpc: RpcClient,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -44,10 +55,12 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
     // Base models this process is publishing have no catalogue row yet: their publishes finish
     // first (outside the lock: a large model takes a while).
     await this.baseModels.settled();
+    const ended = await this.endedJobHolds(olderThan);
     // Under the exclusive references lock: no row naming a candidate can be written meanwhile.
     let removed = await this.prisma.$transaction(
       async (tx) => {
         await lockReferencesExclusive(tx);
+        if (ended.length > 0) await tx.jobTrajectoryGroups.deleteMany({ where: { jobId: { in: ended } } });
         const live = await this.referencedObjects(tx);
         const unreferenced = candidates.filter((sha256) => !live.has(sha256));
         for (const sha256 of unreferenced) await this.store.delete(sha256);
@@ -78,11 +91,33 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
   }
 
   /**
-   * Every object a row names: files' contents, and the bundles of adapters and published base
-   * models with the files their manifests list.
+   * The jobs whose trajectory groups are held, held since before `olderThan` (a younger hold's
+   * job may not be stored yet), that the orchestrator says will not run again. None when it
+   * does not answer: a hold kept too long costs bytes, one dropped too early a job.
+   */
+  private async endedJobHolds(olderThan: Date): Promise<string[]> {
+    const held = (await this.prisma.jobTrajectoryGroups.findMany({ where: { createdAt: { lt: olderThan } }, select: { jobId: true } })).map((h) => h.jobId);
+    const ended: string[] = [];
+    try {
+      for (let i = 0; i < held.length; i += ENDED_JOBS_CHUNK) {
+        ended.push(...(await this.rpc.request(Subjects.training.endedJobs, { job_ids: held.slice(i, i + ENDED_JOBS_CHUNK) })).job_ids);
+      }
+    } catch (err) {
+      this.logger.warn(`Keeping every job's trajectory groups this sweep: the orchestrator did not say which jobs ended (${(err as Error).message})`);
+      return [];
+    }
+    return ended;
+  }
+
+  /**
+   * Every object a row names: files' contents, jobs' trajectory groups, and the bundles of
+   * adapters and published base models with the files their manifests list.
    */
   async referencedObjects(db: Prisma.TransactionClient = this.prisma): Promise<Set<string>> {
     const live = new Set<string>();
+    for (const row of await db.jobTrajectoryGroups.findMany({ select: { sha256: true } })) live.add(row.sha256);
+    const kept = await db.trajectory.findMany({ where: { objectSha256: { not: null } }, select: { objectSha256: true }, distinct: ['objectSha256'] });
+    for (const row of kept) if (row.objectSha256) live.add(row.objectSha256);
     for (const row of await db.file.findMany({ select: { storagePath: true } })) {
       const digest = digestOfRef(row.storagePath);
       if (digest) live.add(digest);

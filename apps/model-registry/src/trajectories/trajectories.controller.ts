@@ -5,6 +5,8 @@ import {
   Page,
   RecordTrajectoriesReply,
   RecordTrajectoriesRequest,
+  StoredTrajectoryGroups,
+  StoreJobTrajectoriesRequest,
   Subjects,
   TrajectoryRecord,
 } from '@trainyard/contracts';
@@ -13,6 +15,11 @@ import { TrajectoriesService } from './trajectories.service';
 @Controller()
 export class TrajectoriesController {
   constructor(private readonly trajectories: TrajectoriesService) {}
+
+  @MessagePattern(Subjects.registry.storeJobTrajectories.name)
+  storeJobGroups(@Payload() request: StoreJobTrajectoriesRequest): Promise<StoredTrajectoryGroups> {
+    return this.trajectories.storeJobGroups(request);
+  }
 
   @MessagePattern(Subjects.registry.recordTrajectories.name)
   record(@Payload() request: RecordTrajectoriesRequest): Promise<RecordTrajectoriesReply> {

@@ -1,8 +1,13 @@
 import type { TrajectoryRecord } from '@trainyard/contracts';
-import { unpackJson } from '@trainyard/db';
 import type { TrajectoryRow } from './trajectory.repository';
 
-export function toTrajectoryRecord(row: TrajectoryRow): TrajectoryRecord {
+/** A trajectory as sent and its group's other keys, read from its row or from the job's stored groups. */
+export interface TrajectoryContent {
+  trajectory: Record<string, unknown>;
+  group: Record<string, unknown>;
+}
+
+export function toTrajectoryRecord(row: TrajectoryRow, content: TrajectoryContent): TrajectoryRecord {
   return {
     id: row.id,
     object: 'trajectory',
@@ -15,8 +20,8 @@ export function toTrajectoryRecord(row: TrajectoryRow): TrajectoryRecord {
     index: row.trajectoryIndex,
     reward: row.reward,
     bytes: row.bytes,
-    trajectory: unpackJson(row.data) as Record<string, unknown>,
-    group: unpackJson(row.groupData) as Record<string, unknown>,
+    trajectory: content.trajectory,
+    group: content.group,
     created_at: row.createdAt.toISOString(),
   };
 }

@@ -30,6 +30,18 @@ export function trajectoryRows(groups: unknown): TrajectoryRowInput[] {
   return rows;
 }
 
+/**
+ * One trajectory of stored groups, as trajectoryRows made its row: the trajectory and its
+ * group's other keys. Null if the groups have no trajectory there.
+ */
+export function trajectoryAt(groups: unknown, groupIndex: number, trajectoryIndex: number): Pick<TrajectoryRowInput, 'data' | 'groupData'> | null {
+  const group: unknown = Array.isArray(groups) ? groups[groupIndex] : undefined;
+  if (!isObject(group) || !Array.isArray(group['trajectories'])) return null;
+  const { trajectories, ...groupData } = group;
+  const trajectory: unknown = (trajectories as unknown[])[trajectoryIndex];
+  return isObject(trajectory) ? { data: trajectory, groupData } : null;
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

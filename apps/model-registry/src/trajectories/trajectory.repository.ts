@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { SortOrder } from '@trainyard/contracts';
 import { packJson, Prisma, PrismaService } from '@trainyard/db';
+import { lockReferencesShared, StillStored } from '../artifacts/references-lock';
 import { isUuid } from '../common/ids';
 import type { TrajectoryRowInput } from './trajectory-rows';
 
@@ -16,8 +17,10 @@ export interface TrajectoryRow {
   trajectoryIndex: number;
   reward: number;
   bytes: number;
+  /** Packed; null when objectSha256 names the groups it is in. */
   data: unknown;
   groupData: unknown;
+  objectSha256: string | null;
   createdAt: Date;
 }
 
@@ -28,6 +31,20 @@ export interface TrajectoryBatch {
   step: number;
   split: string;
   rows: TrajectoryRowInput[];
+  /**
+   * The job's groups in the artifact store (held by its JobTrajectoryGroups row): the rows name
+   * it and hold no JSON of their own. Absent for a logged batch, whose rows hold their JSON.
+   */
+  objectSha256?: string;
+}
+
+/** An RL job's groups in the artifact store, held for the job. */
+export interface JobGroupsRow {
+  jobId: string;
+  modelId: string;
+  sha256: string;
+  bytes: number;
+  createdAt: Date;
 }
 
 /** Per model: the most trajectories kept, and the most bytes of their JSON. */
@@ -57,6 +74,7 @@ export class TrajectoryRepository {
     return this.prisma.$transaction(
       async (tx) => {
         await tx.$queryRaw`SELECT id FROM models WHERE id = ${batch.modelId}::uuid FOR UPDATE`;
+        if (batch.objectSha256 !== undefined) await this.assertHeld(tx, batch.jobId, batch.objectSha256);
         const already = await tx.trajectory.count({ where: { modelId: batch.modelId, batchId: batch.batchId } });
         let added = 0;
         if (already === 0 && batch.rows.length > 0) {
@@ -71,8 +89,12 @@ export class TrajectoryRepository {
               trajectoryIndex: row.trajectoryIndex,
               reward: row.reward,
               bytes: row.bytes,
-              data: packJson(row.data) as unknown as Prisma.InputJsonValue,
-              groupData: packJson(row.groupData) as unknown as Prisma.InputJsonValue,
+              ...(batch.objectSha256 !== undefined
+                ? { objectSha256: batch.objectSha256 }
+                : {
+                    data: packJson(row.data) as unknown as Prisma.InputJsonValue,
+                    groupData: packJson(row.groupData) as unknown as Prisma.InputJsonValue,
+                  }),
             })),
           }));
         }
@@ -93,6 +115,33 @@ export class TrajectoryRepository {
       },
       { timeout: 60_000 },
     );
+  }
+
+  /**
+   * Holds an RL job's stored groups for the job (a repeated call keeps the first hold), under
+   * the references lock's shared hold: `stillStored` checks the object is there, since the
+   * sweep may have just removed identical bytes no row named.
+   */
+  async holdJobGroups(hold: Omit<JobGroupsRow, 'createdAt'>, stillStored: StillStored): Promise<JobGroupsRow> {
+    return this.prisma.$transaction(async (tx) => {
+      await lockReferencesShared(tx);
+      await stillStored();
+      return tx.jobTrajectoryGroups.upsert({ where: { jobId: hold.jobId }, create: hold, update: {} });
+    });
+  }
+
+  findJobGroups(jobId: string): Promise<JobGroupsRow | null> {
+    return this.prisma.jobTrajectoryGroups.findUnique({ where: { jobId } });
+  }
+
+  /**
+   * Rows may name the job's object only while its hold stands: the sweep drops holds, and
+   * deletes what no row names, under the references lock's exclusive hold.
+   */
+  private async assertHeld(tx: Prisma.TransactionClient, jobId: string | null, sha256: string): Promise<void> {
+    await lockReferencesShared(tx);
+    const hold = jobId === null ? null : await tx.jobTrajectoryGroups.findUnique({ where: { jobId } });
+    if (hold?.sha256 !== sha256) throw new Error(`Job ${jobId}'s trajectory groups ${sha256} are no longer held`);
   }
 
   async findInModel(modelId: string, id: string): Promise<TrajectoryRow | null> {

@@ -3,8 +3,9 @@ import { Test, TestingModule } from '@nestjs/testing';
 import { ARTIFACT_STORE, ArtifactStore, DiskArtifactStore, S3ArtifactStore } from '@trainyard/artifacts';
 import { DbModule } from '@trainyard/db';
 import { makeModel } from '@trainyard/engine/files';
+import { BlobStore, MessagingModule } from '@trainyard/messaging';
 import { ProcessHealthModule } from '@trainyard/runtime';
-import { createTestDatabase, startS3Server, TestS3Server } from '@trainyard/testing';
+import { createTestDatabase, startNatsServer, startS3Server, TestNatsServer, TestS3Server } from '@trainyard/testing';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +28,8 @@ export interface RegistryFixture {
   /** Artifact root on disk (legacy directories; the disk store's objects). */
   root: string;
   modelsDir: string;
+  /** A private nats-server the registry's messaging (requests, blobs) runs on. */
+  nats: TestNatsServer;
   close(): Promise<void>;
 }
 
@@ -34,11 +37,12 @@ export type StoreKind = 'disk' | 's3';
 
 /**
  * The registry's model and checkpoint services on a fresh database and temporary folders
- * (artifacts, and a models dir holding the tiny base model), plus any extra providers; the
- * artifact store on disk or in a private S3-compatible server.
+ * (artifacts, and a models dir holding the tiny base model) and a private nats-server, plus
+ * any extra providers; the artifact store on disk or in a private S3-compatible server.
  */
 export async function startRegistryFixture(extra: Provider[] = [], kind: StoreKind = 'disk'): Promise<RegistryFixture> {
   const db = await createTestDatabase();
+  const nats = await startNatsServer();
   const root = mkdtempSync(join(tmpdir(), 'registry-artifacts-'));
   const modelsDir = mkdtempSync(join(tmpdir(), 'registry-models-'));
   makeModel({ preset: 'tiny', out: join(modelsDir, BASE), seed: 0 });
@@ -53,7 +57,11 @@ export async function startRegistryFixture(extra: Provider[] = [], kind: StoreKi
   const legacy = new LegacyArtifactDirs(root);
   const config = Object.assign(new RegistryConfig(), { DATABASE_URL: db.url, MODELS_DIR: modelsDir, ARTIFACT_ROOT: root });
   const moduleRef = await Test.createTestingModule({
-    imports: [ProcessHealthModule, DbModule.forRoot(db.url)],
+    imports: [
+      ProcessHealthModule,
+      DbModule.forRoot(db.url),
+      MessagingModule.forRoot({ servers: [nats.url], connectionName: 'registry-test', rpcTimeoutMs: 5_000, streamPrefix: 'rt', jetstreamReplicas: 1 }),
+    ],
     providers: [
       { provide: RegistryConfig, useValue: config },
       { provide: ARTIFACT_STORE, useValue: store },
@@ -65,6 +73,7 @@ export async function startRegistryFixture(extra: Provider[] = [], kind: StoreKi
       ModelRepository,
       ModelsService,
       CheckpointRepository,
+      BlobStore,
       ...extra,
     ],
   }).compile();
@@ -74,8 +83,10 @@ export async function startRegistryFixture(extra: Provider[] = [], kind: StoreKi
     legacy,
     root,
     modelsDir,
+    nats,
     close: async () => {
       await moduleRef.close();
+      await nats.stop();
       await db.drop();
       if (store instanceof S3ArtifactStore) store.destroy();
       await s3?.stop();

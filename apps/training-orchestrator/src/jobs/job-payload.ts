@@ -23,12 +23,12 @@ export type StoredJobPayload = TrainingJobPayload | LegacyJobPayload;
 export class UnrunnablePayloadError extends Error {}
 
 /**
- * The payload a worker is handed: a version 2 one as stored; a legacy one validated and
+ * The payload a worker is handed: a version 2 or 3 one as stored; a legacy one validated and
  * resolved by the rules a new job's config passes at creation (it passed them once, so it
  * fails only where they have changed since: then UnrunnablePayloadError names the key).
  */
 export function workPayload(type: TrainingJobType, stored: StoredJobPayload): TrainingJobPayload {
-  if (stored.version === 2) return stored;
+  if (stored.version !== undefined) return stored;
   const base = { version: 2, model_name: stored.model_name, entity_name: stored.entity_name } as const;
   if (type === 'rl') {
     const { config, errors } = validateExperimentalConfig(stored.experimental_config);

@@ -87,6 +87,13 @@ export class TrainingJobRepository {
     });
   }
 
+  /** Those of `ids` that are queued or running: a worker may still read their payload. */
+  async unfinishedAmong(ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.prisma.trainingJob.findMany({ where: { id: { in: ids }, status: { in: ['queued', 'running'] } }, select: { id: true } });
+    return rows.map((row) => row.id);
+  }
+
   async find(id: string): Promise<JobRow | null> {
     const row = await this.prisma.trainingJob.findUnique({ where: { id } });
     // Only create() writes the column: a TrainingJobPayload, or a legacy one written before it.

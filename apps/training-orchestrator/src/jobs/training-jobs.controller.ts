@@ -8,6 +8,8 @@ import {
   CreateJobReply,
   CreateRlJobRequest,
   CreateSftJobRequest,
+  EndedJobsReply,
+  EndedJobsRequest,
   JobCheckpointRecord,
   JobProgress,
   JobProgressReply,
@@ -35,6 +37,11 @@ export class TrainingJobsController {
   @MessagePattern(Subjects.training.createRlJob.name)
   createRl(@Payload() request: CreateRlJobRequest): Promise<CreateJobReply> {
     return this.jobs.createRl(request);
+  }
+
+  @MessagePattern(Subjects.training.endedJobs.name)
+  ended(@Payload() request: EndedJobsRequest): Promise<EndedJobsReply> {
+    return this.jobs.ended(request);
   }
 
   @MessagePattern(Subjects.training.createSftJob.name)

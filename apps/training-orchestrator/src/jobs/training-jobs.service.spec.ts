@@ -6,6 +6,7 @@ import { CANCELLED, TrainingJobsService } from './training-jobs.service';
 
 const CALLER = { entity_id: 'e-1', entity_name: 'acme' };
 const MODEL = { id: 'm-1', entity: 'acme', project: 'project', name: 'agent' } as unknown as ModelRecord;
+const STORED_GROUPS = { sha256: 'a'.repeat(64), bytes: 1234 };
 const SFT_LINE = JSON.stringify({ messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] });
 
 describe('TrainingJobsService', () => {
@@ -19,6 +20,8 @@ describe('TrainingJobsService', () => {
   let model: ModelRecord | ServiceError;
   /** The model's checkpoints, newest first, as the registry lists them. */
   let checkpoints: CheckpointRecord[];
+  /** What the registry was asked, by subject. */
+  let asked: { subject: string; request: Record<string, unknown> }[];
 
   beforeEach(() => {
     jobs = new InMemoryJobs();
@@ -28,10 +31,17 @@ describe('TrainingJobsService', () => {
     model = MODEL;
     checkpoints = [];
     trainingData = SFT_LINE;
+    asked = [];
     const rpc = {
-      request: async (subject: { name: string }) => {
+      request: async (subject: { name: string }, request: Record<string, unknown>) => {
+        asked.push({ subject: subject.name, request });
         if (subject.name === Subjects.registry.listCheckpoints.name) return { object: 'list', data: checkpoints, has_more: false };
-        // A created RL job's groups are handed to the registry to keep (not awaited).
+        // The registry takes the gateway's blob into the artifact store and answers its digest.
+        if (subject.name === Subjects.registry.storeJobTrajectories.name) {
+          blobs.blobs.takeJson(request['trajectory_groups'] as never);
+          return STORED_GROUPS;
+        }
+        // A created RL job's groups are then kept as trajectories (not awaited).
         if (subject.name === Subjects.registry.recordTrajectories.name) return {};
         if (subject.name !== Subjects.registry.getModel.name) throw new Error(`unexpected request on ${subject.name}`);
         if (model instanceof ServiceError) throw model;
@@ -188,22 +198,32 @@ describe('TrainingJobsService', () => {
     const create = async (experimentalConfig: Record<string, unknown> | null) =>
       service.createRl({ ...CALLER, model_id: 'm-1', trajectory_groups: await blobs.blobs.putJson(GROUPS), experimental_config: experimentalConfig });
 
-    it("stores the groups and experimental_config as the trainer's inputs, and the config as sent for the record", async () => {
+    it("stores the experimental_config as the trainer's settings, the config as sent for the record, and names the groups stored once", async () => {
       const config = { loss_fn: 'ppo', kl_penalty_reference_step: 2, future_knob: 1 };
       const { id } = await create(config);
       const row = jobs.rows.get(id);
       expect(row?.experimentalConfig).toEqual(config);
       expect(row?.ignoredConfigKeys).toEqual(['experimental_config.future_knob']);
-      expect(row?.payload).toMatchObject({
-        version: 2,
+      expect(row?.payload).toEqual({
+        version: 3,
         type: 'rl',
         model_name: 'wandb-artifact:///acme/project/agent',
-        settings: { lossFn: 'ppo', epsilon: 0.2, epsilonHigh: 0.2, learningRate: 5e-6 },
+        entity_name: 'acme',
+        trajectory_groups: STORED_GROUPS,
+        settings: expect.objectContaining({ lossFn: 'ppo', epsilon: 0.2, epsilonHigh: 0.2, learningRate: 5e-6 }),
         kl_reference: { step: 2 },
       });
-      const choice = { choice: { tokenIds: [5, 7], logprobs: [-1, -1], message: { role: 'assistant', content: 'ok' } } };
-      expect(row?.payload).toMatchObject({ groups: [{ trajectories: [0, 1].map((reward) => ({ reward, messagesAndChoices: [{ role: 'user', content: 'hi' }, choice] })) }] });
       expect(queue.advanced).toEqual(['m-1']);
+    });
+
+    it("hands the gateway's blob to the registry to store for the job, parks nothing again, and keeps the trajectories by reference", async () => {
+      const { id } = await create(null);
+      const stores = asked.filter((a) => a.subject === Subjects.registry.storeJobTrajectories.name);
+      expect(stores).toEqual([{ subject: Subjects.registry.storeJobTrajectories.name, request: expect.objectContaining({ job_id: id, model_id: 'm-1', trajectory_groups: 'blob-1' }) }]);
+      // The one blob the gateway parked was taken by the registry; the orchestrator parked none of its own.
+      expect(blobs.stored.size).toBe(0);
+      const record = asked.find((a) => a.subject === Subjects.registry.recordTrajectories.name);
+      expect(record?.request).toEqual({ ...CALLER, model_id: 'm-1', job_id: id, split: 'train', as_of: expect.any(String) });
     });
 
     it('refuses an invalid experimental_config naming the key, before storing anything', async () => {
@@ -211,6 +231,26 @@ describe('TrainingJobsService', () => {
       expect(err.code).toBe(ErrorCode.ValidationFailed);
       expect(err.details.issues?.map((i) => i.loc)).toEqual([['body', 'experimental_config', 'kl_penalty_reference_step']]);
       expect(jobs.rows.size).toBe(0);
+      expect(asked.map((a) => a.subject)).not.toContain(Subjects.registry.storeJobTrajectories.name);
+      // Nobody will read the groups: their blob is gone.
+      expect(blobs.stored.size).toBe(0);
+    });
+
+    it('refuses groups without sampling logprobs unless the settings allow them, as the worker will map them', async () => {
+      const noLogprobs = [{ trajectories: [{ reward: 1, messages_and_choices: [{ role: 'user', content: 'hi' }, { message: { role: 'assistant', content: 'ok' }, token_ids: [5] }] }] }];
+      const request = async (experimental_config: Record<string, unknown> | null) =>
+        service.createRl({ ...CALLER, model_id: 'm-1', trajectory_groups: await blobs.blobs.putJson(noLogprobs), experimental_config });
+      await expect(request(null)).rejects.toMatchObject({ code: ErrorCode.ValidationFailed });
+      await expect(request({ allow_training_without_logprobs: true })).resolves.toEqual({ id: expect.any(String) });
+    });
+  });
+
+  describe('ended', () => {
+    it('names the jobs that will not run again: ended, or no job at all; never a queued or running one', async () => {
+      const [queued, running, succeeded, failed, cancelled] = (['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const).map((status) => jobs.add({ status }).id);
+      const unknown = '00000000-0000-4000-8000-000000000000';
+      const reply = await service.ended({ job_ids: [queued, running, succeeded, failed, cancelled, unknown, 'not-a-uuid'] });
+      expect(reply.job_ids).toEqual([succeeded, failed, cancelled, unknown, 'not-a-uuid']);
     });
   });
 

@@ -4,6 +4,8 @@ import {
   CreateJobReply,
   CreateRlJobRequest,
   CreateSftJobRequest,
+  EndedJobsReply,
+  EndedJobsRequest,
   ErrorCode,
   FineTuningDetails,
   isUuid,
@@ -14,7 +16,7 @@ import {
   ListTrainingJobsRequest,
   ModelRecord,
   Page,
-  RlJobPayload,
+  RlJobPayloadV3,
   ServiceError,
   servingName,
   SftJobPayload,
@@ -27,7 +29,8 @@ import {
   TERMINAL_JOB_STATUSES,
 } from '@trainyard/contracts';
 import { BlobStore, MessageBus, RpcClient } from '@trainyard/messaging';
-import { mapArtTrajectoryGroups, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/art';
+import { rlTrainingGroups, validateExperimentalConfig, validateSftConfig, validateSftExperimentalConfig } from '@trainyard/art';
+import { randomUUID } from 'node:crypto';
 import { sftConversations } from '../data/sft-data';
 import { TrainingDataSource } from '../data/training-data.source';
 import { issueAt, pathToLoc } from './issues';
@@ -60,44 +63,65 @@ export class TrainingJobsService {
     private readonly bus: MessageBus,
   ) {}
 
+  /**
+   * The groups are validated here and stored once, by the registry, as one object in the
+   * artifact store: the job's payload names it, and so do its kept trajectories and its
+   * worker's read. The gateway's blob is read here and taken by the registry, never parked again.
+   */
   async createRl(request: CreateRlJobRequest): Promise<CreateJobReply> {
     const model = await this.ownedModel(request, request.model_id);
-    const raw = await this.blobs.takeJson(request.trajectory_groups);
-    const { config, errors, ignored } = validateExperimentalConfig(request.experimental_config);
-    const { settings, klReference } = config;
-    const requireLogprobs = !settings.allowTrainingWithoutLogprobs && !settings.precalculateLogprobs;
-    const { groups, issues } = mapArtTrajectoryGroups(raw, undefined, { requireLogprobs });
-    const problems = [
-      ...errors.map((e) => issueAt(['body', 'experimental_config', e.key], `experimental_config.${e.key} ${e.message}`)),
-      ...issues.map((i) => issueAt(pathToLoc(i.path), `${i.path} ${i.message}`)),
-    ];
-    if (problems.length > 0) throw ServiceError.validation(problems);
-    if (klReference && 'model' in klReference) await this.checkKlReference(request, klReference.model);
-    const payload: RlJobPayload = { version: 2, type: 'rl', model_name: servingName(model), entity_name: request.entity_name, groups, settings, kl_reference: klReference };
-    const ignoredConfigKeys = ignored.map((key) => `experimental_config.${key}`);
-    const job = await this.accept(request, model, { payload, experimentalConfig: request.experimental_config, ignoredConfigKeys });
-    this.keepTrajectories(request, job, raw);
+    const id = randomUUID();
+    let payload: RlJobPayloadV3;
+    let ignoredConfigKeys: string[];
+    try {
+      const raw = await this.blobs.readJson(request.trajectory_groups);
+      const { config, errors, ignored } = validateExperimentalConfig(request.experimental_config);
+      const { settings, klReference } = config;
+      const { issues } = rlTrainingGroups(raw, settings);
+      const problems = [
+        ...errors.map((e) => issueAt(['body', 'experimental_config', e.key], `experimental_config.${e.key} ${e.message}`)),
+        ...issues.map((i) => issueAt(pathToLoc(i.path), `${i.path} ${i.message}`)),
+      ];
+      if (problems.length > 0) throw ServiceError.validation(problems);
+      if (klReference && 'model' in klReference) await this.checkKlReference(request, klReference.model);
+      // Stored for the job before the job is: a stored job's groups are always there to read.
+      const stored = await this.rpc.request(
+        Subjects.registry.storeJobTrajectories,
+        { entity_id: request.entity_id, entity_name: request.entity_name, model_id: model.id, job_id: id, trajectory_groups: request.trajectory_groups },
+        { timeoutMs: STORE_GROUPS_TIMEOUT_MS },
+      );
+      payload = { version: 3, type: 'rl', model_name: servingName(model), entity_name: request.entity_name, trajectory_groups: stored, settings, kl_reference: klReference };
+      ignoredConfigKeys = ignored.map((key) => `experimental_config.${key}`);
+    } catch (err) {
+      await this.blobs.discard(request.trajectory_groups);
+      throw err;
+    }
+    const job = await this.accept(request, model, { id, payload, experimentalConfig: request.experimental_config, ignoredConfigKeys });
+    this.keepTrajectories(request, job);
     return { id: job.id };
   }
 
   /**
-   * The job's groups, as sent, go to the registry's kept trajectories (split "train", at the
-   * step that was newest when the job was created), so the job's page can show what it trained
-   * on. Not awaited: storing them must not delay the reply, and the job stands without them
-   * (a failure is logged).
+   * The job's groups, as stored for it, go to the registry's kept trajectories (split "train",
+   * at the step that was newest when the job was created), so the job's page can show what it
+   * trained on; the rows name the stored groups. Not awaited: keeping them must not delay the
+   * reply, and the job stands without them (a failure is logged).
    */
-  private keepTrajectories(scope: CallerScope, job: { id: string; modelId: string; createdAt: Date }, groups: unknown): void {
+  private keepTrajectories(scope: CallerScope, job: { id: string; modelId: string; createdAt: Date }): void {
     const caller = { entity_id: scope.entity_id, entity_name: scope.entity_name };
-    this.blobs
-      .putJson(groups)
-      .then((blob) =>
-        this.rpc.request(
-          Subjects.registry.recordTrajectories,
-          { ...caller, model_id: job.modelId, job_id: job.id, split: 'train', as_of: job.createdAt.toISOString(), trajectory_groups: blob },
-          { timeoutMs: 60_000 },
-        ),
+    this.rpc
+      .request(
+        Subjects.registry.recordTrajectories,
+        { ...caller, model_id: job.modelId, job_id: job.id, split: 'train', as_of: job.createdAt.toISOString() },
+        { timeoutMs: 60_000 },
       )
       .catch((err: Error) => this.logger.warn(`job ${job.id}: its trajectories were not kept: ${err.message}`));
+  }
+
+  /** Of these job ids, those that will not run again: ended, or naming no job (the registry then lets go of their groups). */
+  async ended(request: EndedJobsRequest): Promise<EndedJobsReply> {
+    const unfinished = new Set(await this.jobs.unfinishedAmong(request.job_ids.filter(isUuid)));
+    return { job_ids: request.job_ids.filter((id) => !unfinished.has(id)) };
   }
 
   async createSft(request: CreateSftJobRequest): Promise<CreateJobReply> {
@@ -298,6 +322,9 @@ export class TrainingJobsService {
 }
 
 export const CANCELLED = 'Training job was cancelled';
+
+/** Storing an RL job's groups (megabytes into the artifact store) within the gateway's 30 s for the whole creation. */
+const STORE_GROUPS_TIMEOUT_MS = 25_000;
 
 /** The one final event of a job: training_ended on success, training_failed otherwise. */
 function finalEvent(status: string, errorMessage: string | null): { type: TrainingEventType; data: Record<string, unknown> } {

@@ -1,16 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ARTIFACT_STORE, ArtifactCache, ArtifactStore, putBundleFromDir, withModelFiles } from '@trainyard/artifacts';
 import { ModelConfig, PeftAdapter, readPeftAdapter, writePeftAdapter } from '@trainyard/engine';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
 
 /**
  * The training worker's artifacts: base models (from the store with BASE_MODEL_SOURCE=store),
- * and PEFT adapters in the artifact store: read by bundle digest
+ * PEFT adapters in the artifact store: read by bundle digest
  * through the worker's own cache (verified, never the registry's disk), and written as a new
- * bundle whose digest the registry records.
+ * bundle whose digest the registry records; and RL jobs' trajectory groups, read by digest.
  */
 @Injectable()
 export class AdapterArtifacts {
@@ -27,6 +27,11 @@ export class AdapterArtifacts {
 
   read(bundle: string, config: ModelConfig): Promise<PeftAdapter> {
     return this.cache.withBundle(bundle, (dir) => readPeftAdapter(dir, config));
+  }
+
+  /** A JSON object of the store (an RL job's trajectory groups), read whole through the cache. */
+  readJson(sha256: string): Promise<unknown> {
+    return this.cache.withFile(sha256, async (path) => JSON.parse(await readFile(path, 'utf8')) as unknown);
   }
 
   /** Stores the adapter's files and returns its bundle's digest. */

@@ -44,16 +44,39 @@ const GROUPS = [
   },
 ];
 
+/** The same group as the client sends it (ART's shape), what an RL job's stored groups hold. */
+const ART_GROUPS = [
+  {
+    trajectories: [0, 1].map((reward) => ({
+      messages_and_choices: [
+        { role: 'user', content: 'hi' },
+        { message: { role: 'assistant', content: 'ok' }, logprobs: { content: [5 + reward, 7].map((token_id) => ({ token_id, logprob: -1 })) } },
+      ],
+      reward,
+    })),
+    metadata: { task: 'greeting' },
+  },
+];
+
+/** ART_GROUPS in the artifact store, as the registry stores an RL job's groups. */
+let storedGroups: { sha256: string; bytes: number };
+
 /** An SFT job's payload as the orchestrator stores it. */
 function sft(settings: Partial<TrainingSftSettings> = {}): SftJobPayload {
   return { version: 2, type: 'sft', model_name: MODEL, entity_name: 'acme', conversations: CONVERSATIONS, settings: { batchSize: 'auto', learningRate: 5e-5, assistantTurns: 'all', ...settings } };
 }
 
-/** An RL job's payload as the orchestrator makes it of `experimentalConfig`. */
+/** An RL job's payload as the orchestrator makes it of `experimentalConfig`: its groups named in the artifact store. */
 function rl(experimentalConfig: Record<string, unknown> = {}): RlJobPayload {
   const { config, errors } = validateExperimentalConfig(experimentalConfig);
   if (errors.length > 0) throw new Error(JSON.stringify(errors));
-  return { version: 2, type: 'rl', model_name: MODEL, entity_name: 'acme', groups: GROUPS, settings: config.settings, kl_reference: config.klReference };
+  return { version: 3, type: 'rl', model_name: MODEL, entity_name: 'acme', trajectory_groups: storedGroups, settings: config.settings, kl_reference: config.klReference };
+}
+
+/** The same job as stored before its groups were stored once: held in the payload (version 2). */
+function rlInline(experimentalConfig: Record<string, unknown> = {}): RlJobPayload {
+  const { version: _, trajectory_groups: __, ...rest } = rl(experimentalConfig) as Extract<RlJobPayload, { version: 3 }>;
+  return { ...rest, version: 2, groups: GROUPS };
 }
 
 interface Call {
@@ -97,9 +120,13 @@ class FakeRpc {
 class FakeBlobs {
   readonly put_: Map<string, Buffer> = new Map();
 
+  /** Blobs read: the payload only (an RL job's groups come from the artifact store). */
+  taken = 0;
+
   constructor(private readonly payload: unknown) {}
 
   async takeJson(): Promise<unknown> {
+    this.taken++;
     return this.payload;
   }
 
@@ -131,6 +158,7 @@ describe('JobRunner (wasm, tiny model)', () => {
     await writePeftAdapter(adapterDir, { baseModel: 'tiny', spec: DEFAULT_LORA_SPEC, tensors: initLoraWeights(config, DEFAULT_LORA_SPEC, 1) });
     store = new DiskArtifactStore(join(root, 'artifacts'));
     adapterBundle = (await putBundleFromDir(store, adapterDir)).sha256;
+    storedGroups = await store.put(Buffer.from(JSON.stringify(ART_GROUPS)));
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -209,6 +237,27 @@ describe('JobRunner (wasm, tiny model)', () => {
     const validLosses = progress.slice(1).flatMap((p) => (p['metrics'] as Record<string, number>)['valid_loss'] ?? []);
     expect(validLosses.every((loss) => Number.isFinite(loss) && loss > 0)).toBe(true);
     expect(rpc.of(Subjects.registry.recordCheckpoint)).toHaveLength(1);
+  });
+
+  it('reads an RL job\'s groups by digest from the artifact store and trains on them as on the same groups held in an older payload', async () => {
+    const losses = async (payload: RlJobPayload) => {
+      const { rpc, blobs, jobRunner } = runner(payload);
+      expect(await jobRunner.run(job('rl'), new AbortController().signal, () => undefined)).toBe(1);
+      jobRunner.onModuleDestroy();
+      expect(blobs.taken).toBe(1);
+      return rpc.of(Subjects.training.reportProgress).flatMap((p) => (p['kind'] === 'step' ? [(p['metrics'] as Record<string, number>)['loss']] : []));
+    };
+    const byReference = await losses(rl({ learning_rate: 1e-2 }));
+    expect(byReference).toHaveLength(1);
+    expect(Number.isFinite(byReference[0])).toBe(true);
+    expect(await losses(rlInline({ learning_rate: 1e-2 }))).toEqual(byReference);
+  });
+
+  it('fails an RL job whose stored groups are not in the artifact store, before its first step', async () => {
+    const { rpc, jobRunner } = runner({ ...rl(), trajectory_groups: { sha256: 'f'.repeat(64), bytes: 10 } });
+    await expect(jobRunner.run(job('rl'), new AbortController().signal, () => undefined)).rejects.toThrow(/not in the artifact store/);
+    jobRunner.onModuleDestroy();
+    expect(rpc.of(Subjects.training.reportProgress)).toEqual([]);
   });
 
   it("resolves the KL reference step within the job's own scope", async () => {

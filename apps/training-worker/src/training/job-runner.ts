@@ -1,5 +1,16 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { ClaimedJob, ErrorCode, JobProgress, JobProgressReply, ServiceError, Subjects, TrainingKlReference } from '@trainyard/contracts';
+import { rlTrainingGroups } from '@trainyard/art';
+import {
+  ClaimedJob,
+  ErrorCode,
+  JobProgress,
+  JobProgressReply,
+  RlJobPayload,
+  ServiceError,
+  Subjects,
+  TrainingKlReference,
+  TrainingTrajectoryGroup,
+} from '@trainyard/contracts';
 import {
   LoadedModel,
   loadModel,
@@ -72,7 +83,7 @@ export class JobRunner implements OnModuleDestroy {
       };
       // The payload holds the trainer's own inputs, validated and resolved by the orchestrator.
       if (payload.type === 'rl') {
-        const plan = trainer.planRl(payload.groups, payload.settings);
+        const plan = trainer.planRl(await this.rlGroups(payload), payload.settings);
         await report('started', plan.numSequences, rlNoStepsReason(plan));
         const referenceAdapter = payload.kl_reference ? await this.klReference(job, scope, payload.kl_reference, source.step ?? 0, lm) : undefined;
         await trainer.trainRl(plan, payload.settings, onStep, signal, { referenceAdapter });
@@ -99,6 +110,18 @@ export class JobRunner implements OnModuleDestroy {
     } finally {
       trainer.dispose();
     }
+  }
+
+  /**
+   * An RL job's groups for the trainer: read by digest from the artifact store (version 3) and
+   * mapped as the orchestrator validated them, or held in the payload (version 2, stored before).
+   */
+  private async rlGroups(payload: RlJobPayload): Promise<TrainingTrajectoryGroup[]> {
+    if (payload.version === 2) return payload.groups;
+    const raw = await this.adapters.readJson(payload.trajectory_groups.sha256);
+    const { groups, issues } = rlTrainingGroups(raw, payload.settings);
+    if (issues.length > 0) throw new Error(`the job's trajectory groups no longer validate: ${issues[0].path} ${issues[0].message}`);
+    return groups;
   }
 
   /**

@@ -31,15 +31,39 @@ export interface TrajectoryRecord {
   created_at: string;
 }
 
-/** Registry-internal: a training job's groups, kept as split "train". */
+/**
+ * An RL training job's trajectory groups as stored: one content-addressed object in the
+ * artifact store (the JSON array as the client sent it), which the job's payload, the job's
+ * kept trajectories and the worker's read all name by its digest.
+ */
+export interface StoredTrajectoryGroups {
+  sha256: string;
+  bytes: number;
+}
+
+/**
+ * Registry-internal, before the job is stored: the groups (parked as a blob by the gateway and
+ * validated by the orchestrator) become one object in the artifact store, held for the job
+ * until it has ended. Repeating it stores nothing twice.
+ */
+export interface StoreJobTrajectoriesRequest extends CallerScope {
+  model_id: string;
+  /** The job's id, chosen before it is stored: what the object is held for. */
+  job_id: string;
+  /** The JSON array of trajectory groups, as the client sent it. */
+  trajectory_groups: BlobRef;
+}
+
+/**
+ * Registry-internal, once the job is stored: its groups (the object stored for it) kept as
+ * trajectories of split "train"; each row names the object, none copies it.
+ */
 export interface RecordTrajectoriesRequest extends CallerScope {
   model_id: string;
   job_id: string;
   split: string;
   /** ISO 8601, when the job was created: they are kept at the model's newest step then, the policy that produced them. */
   as_of: string;
-  /** The JSON array of trajectory groups, as the client sent it. */
-  trajectory_groups: BlobRef;
 }
 
 export interface RecordTrajectoriesReply {

@@ -1,4 +1,5 @@
 import type { BlobRef } from '../registry/blob-ref';
+import type { StoredTrajectoryGroups } from '../registry/trajectories.messages';
 import type { SortOrder } from '../registry/checkpoints.messages';
 import type { CallerScope } from '../registry/models.messages';
 import type { FineTuningDetails, FineTuningMetadataFilter } from './fine-tuning.messages';
@@ -121,30 +122,47 @@ export interface JobEventsAppended {
 /**
  * What the orchestrator stores with a job and hands to the worker that claims it: the
  * request validated and resolved once, at creation (libs/art), into the engine's own inputs.
- * The worker passes them to the trainer as they are and parses nothing of ART's. The shapes
- * are the engine's (RLTrajectoryGroup, SftConversation, RLTrainingConfig, SftTrainingConfig),
- * declared here structurally: the worker hands them to the engine's trainer, so the compiler
- * checks both ends against this one declaration. A version 1 payload, stored with
- * experimental_config or config as sent, is resolved by the orchestrator when it is claimed.
+ * The shapes are the engine's (RLTrajectoryGroup, SftConversation, RLTrainingConfig,
+ * SftTrainingConfig), declared here structurally: the worker hands them to the engine's
+ * trainer, so the compiler checks both ends against this one declaration. An RL job's groups
+ * (version 3) are not in it: they are one object in the artifact store, named by digest. A
+ * version 1 payload, stored with experimental_config or config as sent, is resolved by the
+ * orchestrator when it is claimed.
  */
 export type TrainingJobPayload = RlJobPayload | SftJobPayload;
 
 interface JobPayloadBase {
-  version: 2;
   /** `wandb-artifact:///{entity}/{project}/{name}`. */
   model_name: string;
   entity_name: string;
 }
 
-export interface RlJobPayload extends JobPayloadBase {
+/** An RL job: version 3 names its groups in the artifact store; version 2 (stored before) holds them. */
+export type RlJobPayload = RlJobPayloadV3 | RlJobPayloadV2;
+
+interface RlJobPayloadBase extends JobPayloadBase {
   type: 'rl';
-  groups: TrainingTrajectoryGroup[];
   settings: TrainingRlSettings;
   /** The KL penalty's reference policy; null: the base model. */
   kl_reference: TrainingKlReference | null;
 }
 
+export interface RlJobPayloadV3 extends RlJobPayloadBase {
+  version: 3;
+  /**
+   * The trajectory groups as the client sent them, validated at creation; the worker reads
+   * them by digest and maps them for the trainer (libs/art's rlTrainingGroups).
+   */
+  trajectory_groups: StoredTrajectoryGroups;
+}
+
+export interface RlJobPayloadV2 extends RlJobPayloadBase {
+  version: 2;
+  groups: TrainingTrajectoryGroup[];
+}
+
 export interface SftJobPayload extends JobPayloadBase {
+  version: 2;
   type: 'sft';
   conversations: TrainingConversation[];
   settings: TrainingSftSettings;
@@ -268,7 +286,7 @@ export interface ClaimedJob {
   entity_name: string;
   /** `wandb-artifact:///{entity}/{project}/{name}`: resolves to the base model and the newest adapter. */
   model_name: string;
-  /** What the job trains on and with, parked as a blob. */
+  /** What the job trains on and with, parked as a blob (an RL job's groups are not in it: it names them). */
   payload: BlobRef<TrainingJobPayload>;
 }
 
@@ -289,6 +307,16 @@ export type CompleteJobRequest =
   | { job_id: string; outcome: 'succeeded'; checkpoint_step: number }
   | { job_id: string; outcome: 'failed'; error_message: string }
   | { job_id: string; outcome: 'cancelled' };
+
+/** Registry to orchestrator, when it sweeps the artifact store: which of these jobs will not run again. */
+export interface EndedJobsRequest {
+  job_ids: string[];
+}
+
+export interface EndedJobsReply {
+  /** Those of the request's ids that have ended (succeeded, failed or cancelled) or name no job. */
+  job_ids: string[];
+}
 
 /** Every training worker listens; the one running the job aborts it between steps. */
 export interface CancelTrainingJob {
