@@ -1,7 +1,7 @@
 import { TestingModule } from '@nestjs/testing';
 import { ArtifactStore, readBundleManifest } from '@trainyard/artifacts';
 import { ErrorCode, ServiceError } from '@trainyard/contracts';
-import { PrismaService } from '@trainyard/db';
+import { lockReferencesExclusive, PrismaService } from '@trainyard/db';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +9,6 @@ import { AdapterFiles } from '../src/artifacts/adapter-files';
 import { ArtifactSweeper } from '../src/artifacts/artifact-sweeper';
 import { LegacyArtifactDirs } from '../src/artifacts/legacy-artifact-dirs';
 import { BaseModelsService } from '../src/base-models/base-models.service';
-import { lockReferencesExclusive } from '../src/artifacts/references-lock';
 import { CheckpointRecorderService } from '../src/checkpoints/checkpoint-recorder.service';
 import { CheckpointRepository } from '../src/checkpoints/checkpoint.repository';
 import { CheckpointsService } from '../src/checkpoints/checkpoints.service';
@@ -123,6 +122,19 @@ describe.each<StoreKind>(['disk', 's3'])('registry storage against real Postgres
     expect(await store.has(lone.sha256)).toBe(false);
     expect(await sweeper.deleteIfUnreferenced(named.sha256)).toBe(false);
     expect(await store.has(named.sha256)).toBe(true);
+  });
+
+  it("keeps a Tinker saved state's object while its row names it, and sweeps it once the row is gone", async () => {
+    const state = await store.put(Buffer.from(`tinker state ${randomUUID()}`));
+    const row = await prisma.tinkerSavedState.create({
+      data: { id: randomUUID(), entityId, path: `tinker://c-${randomUUID()}/weights/s`, clientId: 'c', baseModel: BASE, loraConfig: { rank: 4 }, sha256: state.sha256, bytes: state.bytes },
+    });
+    const sweeper = moduleRef.get(ArtifactSweeper);
+    await sweeper.sweep(new Date(Date.now() + 1_000));
+    expect(await store.has(state.sha256)).toBe(true);
+    await prisma.tinkerSavedState.delete({ where: { id: row.id } });
+    await sweeper.sweep(new Date(Date.now() + 1_000));
+    expect(await store.has(state.sha256)).toBe(false);
   });
 
   it('moves a legacy adapter directory into the store when first resolved, and records its bundle', async () => {

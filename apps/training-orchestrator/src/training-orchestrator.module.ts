@@ -1,3 +1,4 @@
+import { ArtifactsModule } from '@trainyard/artifacts/nest';
 import { DynamicModule, Module } from '@nestjs/common';
 import { Subjects } from '@trainyard/contracts';
 import { DbModule } from '@trainyard/db';
@@ -21,6 +22,7 @@ import { TinkerRepository } from './tinker/tinker.repository';
 import { TinkerRunsService } from './tinker/tinker-runs.service';
 import { TinkerSamplingService } from './tinker/tinker-sampling.service';
 import { TinkerService } from './tinker/tinker.service';
+import { TinkerStatesService } from './tinker/tinker-states.service';
 
 /** Training jobs, their states and events; feeds the training queue. Tinker sessions, training clients and futures; feeds the Tinker queue. */
 @Module({})
@@ -36,6 +38,7 @@ export class TrainingOrchestratorModule {
           workQueues: ['training', 'tinker'],
         }),
         DbModule.forRoot(config.DATABASE_URL),
+        ArtifactsModule.forRoot(config),
       ],
       controllers: [TrainingJobsController, TinkerController],
       providers: [
@@ -58,6 +61,7 @@ export class TrainingOrchestratorModule {
         TinkerService,
         TinkerSamplingService,
         TinkerRunsService,
+        TinkerStatesService,
         TinkerCallsService,
       ],
     };

@@ -291,9 +291,9 @@ export const Subjects = {
       /** Worker to orchestrator: the call's result or error; idempotent. */
       complete: rpc<CompleteTinkerCallRequest, Empty>('training.tinker.call.complete.v1'),
       /** Worker to orchestrator: a save_weights call's state, kept in PostgreSQL. */
-      storeState: rpc<StoreTinkerStateRequest, Empty>('training.tinker.state.store.v1'),
+      storeState: rpc<StoreTinkerStateRequest, Empty>('training.tinker.state.store.v2'),
       /** A saved state's bytes (parked as a blob), for load_weights. */
-      getState: rpc<TinkerStateRequest, TinkerStateReply>('training.tinker.state.get.v1'),
+      getState: rpc<TinkerStateRequest, TinkerStateReply>('training.tinker.state.get.v2'),
       /** POST /api/v1/weights_info: the base model and LoRA settings of a saved state. */
       weightsInfo: rpc<TinkerStateRequest, TinkerWeightsInfoReply>('training.tinker.state.info.v1'),
       /** create_sampling_session: the serving name of saved sampler weights. */

@@ -3,3 +3,4 @@ export * from './db.module';
 export * from './packed-json';
 export * from './prisma.service';
 export * from './generated/prisma/client';
+export * from './artifact-references-lock';

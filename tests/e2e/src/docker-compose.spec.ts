@@ -106,6 +106,9 @@ describe('docker-compose.yml', () => {
     }
     // Chat reads base models' tokenizers (prompt lengths) at the paths the registry hands out.
     expect(compose.services['chat'].volumes).toEqual(['models:/app/var/models:ro']);
+    // The orchestrator records Tinker's saved states, objects of the same store.
+    expect(compose.services['training-orchestrator'].volumes).toEqual(['artifacts:/app/var/artifacts']);
+    expect(compose.services['training-orchestrator'].environment).toMatchObject({ ARTIFACT_ROOT: '/app/var/artifacts' });
   });
 
   it('runs without an S3 server: the disk artifact store is the default', () => {
@@ -114,7 +117,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('has an S3 override: a MinIO server and its bucket, the registry and workers on it, no artifacts volume', () => {
-    expect(Object.keys(s3Override.services).sort()).toEqual(['minio', 'minio-init', 'model-registry', ...WORKERS].sort());
+    expect(Object.keys(s3Override.services).sort()).toEqual(['minio', 'minio-init', 'model-registry', 'training-orchestrator', ...WORKERS].sort());
     expect(s3Override.services['minio'].image).toMatch(/^minio\/minio:RELEASE\./);
     expect(s3Override.services['minio'].healthcheck?.test.join(' ')).toContain('mc ready');
     for (const name of ['model-registry', ...WORKERS]) {
@@ -124,6 +127,8 @@ describe('docker-compose.yml', () => {
       // Replaces the base file's list: the models volume stays, the artifacts volume goes.
       expect(service.volumes).toEqual(['models:/app/var/models']);
     }
+    expect(s3Override.services['training-orchestrator'].environment).toMatchObject({ ARTIFACT_STORE: 's3', S3_BUCKET: 'trainyard-artifacts' });
+    expect(s3Override.services['training-orchestrator'].volumes).toEqual([]);
     // The bucket the apps use is the one the init container creates.
     expect(JSON.stringify(s3Override.services['minio-init'])).toContain('mc mb --ignore-existing trainyard/trainyard-artifacts');
   });

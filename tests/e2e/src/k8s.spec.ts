@@ -52,6 +52,8 @@ const appDirs = readdirSync(join(ROOT, 'apps'), { withFileTypes: true })
   .sort();
 const WORKERS = ['inference-worker', 'training-worker'];
 const SHARED_STORAGE_APPS = ['model-registry', ...WORKERS];
+/** Apps that read or write the artifact store: its volume with the disk store, the bucket with S3. */
+const ARTIFACT_APPS = [...SHARED_STORAGE_APPS, 'training-orchestrator'];
 
 const overlays = { dev: render('k8s/overlays/dev'), production: render('k8s/overlays/production') };
 
@@ -200,6 +202,10 @@ describe('k8s/', () => {
         if (!onDisk) expect(mounts['trainyard-artifacts']).toBeUndefined();
         if (!mountsModels) expect(mounts['trainyard-models']).toBeUndefined();
       }
+      // The orchestrator records Tinker's saved states: the artifacts volume with the disk store.
+      const orchestrator = template(find(objects, 'Deployment', 'training-orchestrator')).spec;
+      const artifactsClaim = orchestrator.volumes?.find((v) => v.persistentVolumeClaim?.claimName === 'trainyard-artifacts');
+      expect(orchestrator.containers[0].volumeMounts?.find((m) => m.name === artifactsClaim?.name)?.mountPath).toBe(onDisk ? '/app/var/artifacts' : undefined);
       expect(config?.data).toMatchObject({ MODELS_DIR: '/app/var/models', ARTIFACT_ROOT: '/app/var/artifacts', NATS_URL: 'nats://nats:4222' });
       for (const name of ['trainyard-models', ...(onDisk ? ['trainyard-artifacts'] : [])]) expect(find(objects, 'PersistentVolumeClaim', name)).toBeDefined();
       // Chat reads base models' tokenizers (prompt lengths), read-only, at the same path (from the bucket with models from the store).
@@ -323,7 +329,7 @@ describe('k8s/', () => {
         const mountsArtifacts = spec.containers.some((c) => (c.volumeMounts ?? []).some((m) => m.mountPath === '/app/var/artifacts'));
         expect([workload.metadata.name, mountsArtifacts]).toEqual([workload.metadata.name, false]);
       }
-      for (const name of SHARED_STORAGE_APPS) {
+      for (const name of ARTIFACT_APPS) {
         const spec = template(find(objects, 'Deployment', name)).spec;
         const [c] = spec.containers;
         // The bucket's settings, and its credentials from a Secret when there is one (else IRSA / workload identity).

@@ -108,6 +108,10 @@ describe('Tinker API with the real tinker SDK', () => {
     expect(out.resumed_model_id).not.toBe(out.model_id);
     expect(Math.abs(out.resumed_loss - out.forward_loss)).toBeLessThan(1e-3 * out.forward_loss);
     expect(Math.abs(out.next_losses[1] - out.next_losses[0])).toBeLessThan(1e-3 * out.next_losses[0]);
+    // The state is one object in the artifact store, which its row names; no bytes in PostgreSQL.
+    const saved = await stack.withDatabase(async (db) => (await db.query('SELECT sha256, bytes, data FROM tinker_saved_states WHERE path = $1', [out.state_path])).rows);
+    expect(saved).toEqual([{ sha256: expect.stringMatching(/^[0-9a-f]{64}$/), bytes: expect.any(Number), data: null }]);
+    expect(await stack.artifacts().has(saved[0].sha256)).toBe(true);
 
     // The saved weights are the newest checkpoint of the client's model, served under its name.
     const client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });

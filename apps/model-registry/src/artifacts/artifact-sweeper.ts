@@ -1,12 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { ARTIFACT_STORE, ArtifactNotFoundError, ArtifactStore, readBundleManifest } from '@trainyard/artifacts';
 import { Subjects } from '@trainyard/contracts';
-import { Prisma, PrismaService } from '@trainyard/db';
+import { lockReferencesExclusive, Prisma, PrismaService } from '@trainyard/db';
 import { RpcClient } from '@trainyard/messaging';
 import { BaseModelBundles } from '../base-models/base-model-bundles';
 import { digestOfRef } from '../common/artifact-ref';
 import { LegacyArtifactDirs, LegacyEntry } from './legacy-artifact-dirs';
-import { lockReferencesExclusive } from './references-lock';
 
 /** Younger than this, an unreferenced artifact may be a write another replica or a worker is about to record. */
 export const SWEEP_GRACE_MS = 10 * 60_000;
@@ -110,14 +109,16 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
   }
 
   /**
-   * Every object a row names: files' contents, jobs' trajectory groups, and the bundles of
-   * adapters and published base models with the files their manifests list.
+   * Every object a row names: files' contents, jobs' trajectory groups, Tinker's saved states,
+   * and the bundles of adapters and published base models with the files their manifests list.
    */
   async referencedObjects(db: Prisma.TransactionClient = this.prisma): Promise<Set<string>> {
     const live = new Set<string>();
     for (const row of await db.jobTrajectoryGroups.findMany({ select: { sha256: true } })) live.add(row.sha256);
     const kept = await db.trajectory.findMany({ where: { objectSha256: { not: null } }, select: { objectSha256: true }, distinct: ['objectSha256'] });
     for (const row of kept) if (row.objectSha256) live.add(row.objectSha256);
+    // Tinker's saved states: the training worker stores them, the orchestrator's rows name them.
+    for (const row of await db.tinkerSavedState.findMany({ where: { sha256: { not: null } }, select: { sha256: true } })) if (row.sha256) live.add(row.sha256);
     for (const row of await db.file.findMany({ select: { storagePath: true } })) {
       const digest = digestOfRef(row.storagePath);
       if (digest) live.add(digest);

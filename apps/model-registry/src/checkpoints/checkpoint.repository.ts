@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { SortOrder } from '@trainyard/contracts';
-import { PrismaService } from '@trainyard/db';
-import { lockReferencesShared, StillStored } from '../artifacts/references-lock';
+import { lockReferencesShared, PrismaService, StillStored } from '@trainyard/db';
 import { isUuid } from '../common/ids';
 
 export interface CheckpointRow {

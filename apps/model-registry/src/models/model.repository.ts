@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { PrismaService } from '@trainyard/db';
-import { lockReferencesShared, StillStored } from '../artifacts/references-lock';
+import { lockReferencesShared, PrismaService, StillStored } from '@trainyard/db';
 import { isUuid } from '../common/ids';
 
 export interface ModelRow {

@@ -1,9 +1,11 @@
+import { withArtifactStore } from '@trainyard/artifacts';
 import { Transform, Type } from 'class-transformer';
 import { BaseServiceConfig, DATABASE_URL_PATTERN, splitList } from '@trainyard/runtime';
 import { IsInt, IsString, Matches, Min, registerDecorator } from 'class-validator';
 import { allowEntryProblem } from '../data/outbound-fetch';
 
-export class OrchestratorConfig extends BaseServiceConfig {
+/** The artifact store's settings (withArtifactStore): Tinker's saved states are objects there. */
+export class OrchestratorConfig extends withArtifactStore(BaseServiceConfig) {
   override HTTP_PORT = 3103;
 
   @Matches(DATABASE_URL_PATTERN, { message: 'must be a postgresql:// URL' })

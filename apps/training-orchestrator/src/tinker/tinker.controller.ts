@@ -29,6 +29,7 @@ import {
 import { TinkerCallsService } from './tinker-calls.service';
 import { TinkerRunsService } from './tinker-runs.service';
 import { TinkerSamplingService } from './tinker-sampling.service';
+import { TinkerStatesService } from './tinker-states.service';
 import { TinkerService } from './tinker.service';
 
 @Controller()
@@ -38,6 +39,7 @@ export class TinkerController {
     private readonly calls: TinkerCallsService,
     private readonly sampling: TinkerSamplingService,
     private readonly runs: TinkerRunsService,
+    private readonly states: TinkerStatesService,
   ) {}
 
   @MessagePattern(Subjects.training.tinker.listTrainingRuns.name)
@@ -102,16 +104,16 @@ export class TinkerController {
 
   @MessagePattern(Subjects.training.tinker.storeState.name)
   storeState(@Payload() request: StoreTinkerStateRequest): Promise<Record<string, never>> {
-    return this.tinker.storeState(request);
+    return this.states.save(request);
   }
 
   @MessagePattern(Subjects.training.tinker.getState.name)
   getState(@Payload() request: TinkerStateRequest): Promise<TinkerStateReply> {
-    return this.tinker.getState(request);
+    return this.states.get(request);
   }
 
   @MessagePattern(Subjects.training.tinker.weightsInfo.name)
   weightsInfo(@Payload() request: TinkerStateRequest): Promise<TinkerWeightsInfoReply> {
-    return this.tinker.weightsInfo(request);
+    return this.states.weightsInfo(request);
   }
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Prisma, PrismaService, packJson, unpackJson } from '@trainyard/db';
+import { lockReferencesShared, packJson, Prisma, PrismaService, StillStored, unpackJson } from '@trainyard/db';
 import type { CallerScope, TinkerCall, TinkerFutureKind, TinkerLoraConfig, TinkerResult, TinkerSampleCall, TinkerSaveWeightsResult } from '@trainyard/contracts';
 
 export type FutureStatus = 'queued' | 'running' | 'succeeded' | 'failed';
@@ -109,7 +109,7 @@ export class TinkerRepository {
         orderBy: { createdAt: 'asc' },
       }),
       this.prisma.$queryRaw<{ path: string; created_at: Date; bytes: number }[]>`
-        SELECT path, created_at, octet_length(data)::integer AS bytes FROM tinker_saved_states
+        SELECT path, created_at, COALESCE(bytes, octet_length(data))::integer AS bytes FROM tinker_saved_states
         WHERE entity_id = ${entityId}::uuid AND client_id = ${clientId} ORDER BY created_at ASC`,
     ]);
     return {
@@ -188,25 +188,46 @@ export class TinkerRepository {
 
   /**
    * Keeps a saved state. A second save of one call keeps the first; another call's save under a
-   * path already taken replaces it only with `overwrite`, else returns false.
+   * path already taken replaces it only with `overwrite`, else returns false. Written under the
+   * artifact references lock, with `stillStored` checking the state's object is there.
    */
-  async storeState(state: { id: string; entityId: string; clientId: string; path: string; baseModel: string; loraConfig: TinkerLoraConfig; data: Buffer }, overwrite: boolean): Promise<boolean> {
+  async storeState(
+    state: { id: string; entityId: string; clientId: string; path: string; baseModel: string; loraConfig: TinkerLoraConfig; sha256: string; bytes: number },
+    overwrite: boolean,
+    stillStored: StillStored,
+  ): Promise<boolean> {
     return this.prisma.$transaction(async (tx) => {
+      await lockReferencesShared(tx);
       const existing = await tx.tinkerSavedState.findUnique({ where: { entityId_path: { entityId: state.entityId, path: state.path } }, select: { id: true } });
       if (existing?.id === state.id) return true;
       if (existing && !overwrite) return false;
+      await stillStored();
       if (existing) await tx.tinkerSavedState.delete({ where: { id: existing.id } });
-      await tx.tinkerSavedState.create({ data: { ...state, data: new Uint8Array(state.data), loraConfig: state.loraConfig as unknown as Prisma.InputJsonValue } });
+      await tx.tinkerSavedState.create({ data: { ...state, loraConfig: state.loraConfig as unknown as Prisma.InputJsonValue } });
       return true;
     });
   }
 
-  async findState(entityId: string, path: string, withData: boolean): Promise<{ path: string; baseModel: string; loraConfig: TinkerLoraConfig; data: Uint8Array | null } | null> {
+  /** Points a state saved with its bytes in the row at its object in the artifact store, and drops the bytes. */
+  async moveStateToStore(id: string, object: { sha256: string; bytes: number }, stillStored: StillStored): Promise<void> {
+    await this.prisma.$transaction(async (tx) => {
+      await lockReferencesShared(tx);
+      await stillStored();
+      await tx.tinkerSavedState.update({ where: { id }, data: { sha256: object.sha256, bytes: object.bytes, data: null } });
+    });
+  }
+
+  async findState(
+    entityId: string,
+    path: string,
+    withData: boolean,
+  ): Promise<{ id: string; path: string; baseModel: string; loraConfig: TinkerLoraConfig; sha256: string | null; data: Uint8Array | null } | null> {
     const row = await this.prisma.tinkerSavedState.findUnique({
       where: { entityId_path: { entityId, path } },
-      select: { path: true, baseModel: true, loraConfig: true, data: withData },
+      select: { id: true, path: true, baseModel: true, loraConfig: true, sha256: true, data: withData },
     });
-    return row && { path: row.path, baseModel: row.baseModel, loraConfig: row.loraConfig as unknown as TinkerLoraConfig, data: (row as { data?: Uint8Array }).data ?? null };
+    if (!row) return null;
+    return { id: row.id, path: row.path, baseModel: row.baseModel, loraConfig: row.loraConfig as unknown as TinkerLoraConfig, sha256: row.sha256, data: (row as { data?: Uint8Array | null }).data ?? null };
   }
 
   /** Runs `fn` with the future and its client locked (FOR UPDATE), so that claims and completions of one client are serialised. */

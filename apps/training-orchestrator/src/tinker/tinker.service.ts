@@ -12,10 +12,6 @@ import {
   TinkerFutureState,
   TinkerSessionReply,
   TinkerSessionRequest,
-  StoreTinkerStateRequest,
-  TinkerStateReply,
-  TinkerStateRequest,
-  TinkerWeightsInfoReply,
   WorkQueues,
 } from '@trainyard/contracts';
 import { BlobStore, MessageBus, RpcClient } from '@trainyard/messaging';
@@ -117,29 +113,6 @@ export class TinkerService implements OnApplicationBootstrap {
     const json = JSON.stringify(result);
     if (json.length <= INLINE_RESULT_BYTES) return { state: 'succeeded', kind: future.kind, result };
     return { state: 'succeeded', kind: future.kind, result_blob: await this.blobs.putJson(result) };
-  }
-
-  async storeState(request: StoreTinkerStateRequest): Promise<Record<string, never>> {
-    const data = await this.blobs.take(request.data);
-    const stored = await this.repo.storeState(
-      { id: request.request_id, entityId: request.entity_id, clientId: request.client_id, path: request.path, baseModel: request.base_model, loraConfig: request.lora_config, data },
-      request.overwrite,
-    );
-    if (!stored) throw ServiceError.conflict(`A state is already saved at ${request.path}; save under another name, or with overwrite=True`);
-    return {};
-  }
-
-  async getState(request: TinkerStateRequest): Promise<TinkerStateReply> {
-    const state = await this.repo.findState(request.entity_id, request.path, true);
-    if (!state?.data) throw ServiceError.notFound(`No saved state at ${request.path}`);
-    return { path: state.path, base_model: state.baseModel, lora_config: state.loraConfig, data: await this.blobs.put(state.data) };
-  }
-
-  async weightsInfo(request: TinkerStateRequest): Promise<TinkerWeightsInfoReply> {
-    const state = await this.repo.findState(request.entity_id, request.path, false);
-    if (!state) throw ServiceError.notFound(`No saved state at ${request.path}`);
-    const lora = state.loraConfig;
-    return { base_model: state.baseModel, is_lora: true, lora_rank: lora.rank, train_unembed: lora.train_unembed, train_mlp: lora.train_mlp, train_attn: lora.train_attn };
   }
 
   private async enqueue(requestId: string, messageId = requestId): Promise<void> {

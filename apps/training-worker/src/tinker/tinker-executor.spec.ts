@@ -63,8 +63,9 @@ describe('TinkerExecutor (wasm, tiny model)', () => {
     } as unknown as RpcClient;
     const config = loadConfig(TrainingWorkerConfig, {});
     const store = new DiskArtifactStore(join(root, 'artifacts'));
-    const adapters = new AdapterArtifacts(store, new ArtifactCache(store, { dir: join(root, `cache-${calls}`), maxBytes: 2 ** 30 }), config);
-    executor = new TinkerExecutor(rpc, blobs as unknown as BlobStore, adapters, config);
+    const cache = new ArtifactCache(store, { dir: join(root, `cache-${calls}`), maxBytes: 2 ** 30 });
+    const adapters = new AdapterArtifacts(store, cache, config);
+    executor = new TinkerExecutor(rpc, blobs as unknown as BlobStore, adapters, config, store, cache);
   });
   afterEach(() => executor.onModuleDestroy());
 

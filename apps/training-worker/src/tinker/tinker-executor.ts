@@ -13,9 +13,10 @@ import {
   readTrainingState,
   writeTrainingState,
 } from '@trainyard/engine';
+import { ARTIFACT_STORE, ArtifactCache, ArtifactStore } from '@trainyard/artifacts';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
 import { samplerWeightsPath, statePath } from '@trainyard/tinker';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
@@ -77,6 +78,8 @@ export class TinkerExecutor implements OnModuleDestroy {
     private readonly blobs: BlobStore,
     private readonly adapters: AdapterArtifacts,
     @Inject(TrainingWorkerConfig) private readonly config: TrainingWorkerConfig,
+    @Inject(ARTIFACT_STORE) private readonly store: ArtifactStore,
+    private readonly cache: ArtifactCache,
   ) {}
 
   onModuleDestroy(): void {
@@ -141,18 +144,18 @@ export class TinkerExecutor implements OnModuleDestroy {
     }
   }
 
-  /** save_state: the adapter and Adam's state, as one safetensors file kept by the orchestrator. */
+  /** save_state: the adapter and Adam's state, as one safetensors file in the artifact store, recorded by the orchestrator. */
   private async saveState(claimed: ClaimedTinkerCall, client: LoraTrainingClient, name: string, overwrite: boolean): Promise<TinkerResult> {
     const path = statePath(claimed.client_id, name);
     const dir = await mkdtemp(join(tmpdir(), 'trainyard-tinker-'));
     try {
       const file = join(dir, 'state.safetensors');
       writeTrainingState(file, await client.exportState());
-      const data = await this.blobs.put(await readFile(file));
+      const state = await this.store.putFile(file);
       await this.rpc
         .request(
           Subjects.training.tinker.storeState,
-          { request_id: claimed.request_id, entity_id: claimed.entity_id, client_id: claimed.client_id, path, overwrite, base_model: claimed.base_model, lora_config: claimed.lora_config, data },
+          { request_id: claimed.request_id, entity_id: claimed.entity_id, client_id: claimed.client_id, path, overwrite, base_model: claimed.base_model, lora_config: claimed.lora_config, state },
           { timeoutMs: 60_000 },
         )
         .catch(asUserError(ErrorCode.Conflict));
@@ -166,18 +169,11 @@ export class TinkerExecutor implements OnModuleDestroy {
   private async loadState(claimed: ClaimedTinkerCall, client: LoraTrainingClient, path: string, optimizer: boolean): Promise<TinkerResult> {
     const scope = { entity_id: claimed.entity_id, entity_name: claimed.entity_name };
     const saved = await this.rpc.request(Subjects.training.tinker.getState, { ...scope, path }, { timeoutMs: 60_000 }).catch(asUserError(ErrorCode.NotFound));
-    const dir = await mkdtemp(join(tmpdir(), 'trainyard-tinker-'));
-    try {
-      const file = join(dir, 'state.safetensors');
-      await writeFile(file, await this.blobs.take(saved.data));
-      if (saved.base_model !== claimed.base_model) {
-        throw new TinkerCallFailed(`${path} was saved from ${saved.base_model}; this training client trains ${claimed.base_model}`, 'User');
-      }
-      await client.loadState(readTrainingState(file), { optimizer });
-      return { path };
-    } finally {
-      await rm(dir, { recursive: true, force: true });
+    if (saved.base_model !== claimed.base_model) {
+      throw new TinkerCallFailed(`${path} was saved from ${saved.base_model}; this training client trains ${claimed.base_model}`, 'User');
     }
+    await this.cache.withFile(saved.sha256, async (file) => client.loadState(readTrainingState(file), { optimizer }));
+    return { path };
   }
 
   /** The adapter, stored in the artifact store, becomes the next checkpoint of the client's registry model (exactly once: its id is the call's). */

@@ -255,7 +255,8 @@ export interface StoreTinkerStateRequest {
   overwrite: boolean;
   base_model: string;
   lora_config: TinkerLoraConfig;
-  data: BlobRef;
+  /** The state file (safetensors), stored by the worker in the artifact store. */
+  state: { sha256: string; bytes: number };
 }
 
 /** A saved state of the caller's entity, by its tinker:// path. */
@@ -267,7 +268,8 @@ export interface TinkerStateReply {
   path: string;
   base_model: string;
   lora_config: TinkerLoraConfig;
-  data: BlobRef;
+  /** The state file's digest in the artifact store. */
+  sha256: string;
 }
 
 /** What create_training_client_from_state asks before it creates the client (the SDK's WeightsInfoResponse). */

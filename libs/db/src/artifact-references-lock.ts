@@ -1,4 +1,4 @@
-import type { Prisma } from '@trainyard/db';
+import type { Prisma } from './generated/prisma/client';
 
 /**
  * The artifact store's objects are shared (content-addressed) and deleted by the sweep once no
