@@ -41,7 +41,7 @@ RUN npm install --no-save --omit=dev --no-audit --no-fund --foreground-scripts @
  && test -n "$(find node_modules/@tensorflow/tfjs-node-gpu/deps/lib -name 'libtensorflow.so*')" \
  && npm cache clean --force
 
-# ---- runtime: CUDA 11.8 + cuDNN 8, with Node 20 copied from the official image ------------------
+# ---- runtime: CUDA 11.8 + cuDNN 8, with Node 24 copied from the official image ------------------
 FROM ${NODE_IMAGE} AS node
 FROM ${CUDA_IMAGE} AS gpu-worker
 RUN apt-get update \

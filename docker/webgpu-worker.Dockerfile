@@ -18,7 +18,7 @@
 # VK_ADD_DRIVER_FILES: added to the loader's own search, not in place of it); where the
 # library is absent, as on other vendors' GPUs, the loader skips that ICD.
 
-ARG NODE_IMAGE=node:20.20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # ---- build the two workers with Nx -----------------------------------------------------------
 FROM ${NODE_IMAGE} AS build
@@ -44,7 +44,7 @@ RUN npm ci --omit=dev --omit=optional --no-audit --no-fund \
  && test -f node_modules/@tensorflow/tfjs-backend-webgpu/package.json \
  && npm cache clean --force
 
-# ---- runtime: Node 20 with the Vulkan loader ----------------------------------------------------
+# ---- runtime: Node 24 with the Vulkan loader ----------------------------------------------------
 FROM ${NODE_IMAGE} AS webgpu-worker
 RUN apt-get update \
  && apt-get install -y --no-install-recommends tini ca-certificates libvulkan1 \

@@ -1,4 +1,4 @@
-import { mapArtTrajectoryGroups, parseSftJsonl } from './trajectories';
+import { artTrajectoryPath, mapArtTrajectoryGroups, parseSftJsonl } from './trajectories';
 
 const choice = (extra: Record<string, unknown> = {}) => ({
   index: 0,
@@ -74,6 +74,13 @@ describe('mapArtTrajectoryGroups', () => {
   it('asks for logprobs when a Choice carries no token ids at all', () => {
     const { issues } = mapArtTrajectoryGroups([{ trajectories: [{ messages_and_choices: [{ message: { role: 'assistant', content: 'x' } }] }] }]);
     expect(issues[0].message).toMatch(/logprobs: true/);
+  });
+});
+
+describe('artTrajectoryPath', () => {
+  it("names a trajectory, or one of its additional histories, by its place in the request's trajectory_groups", () => {
+    expect(artTrajectoryPath(2, 5)).toBe('trajectory_groups[2].trajectories[5]');
+    expect(artTrajectoryPath(0, 1, 1)).toBe('trajectory_groups[0].trajectories[1].additional_histories[0]');
   });
 });
 

@@ -48,6 +48,15 @@ export function rlTrainingGroups(
 }
 
 /**
+ * Where a trajectory is in an RL job's request, as its other problems are named: history 0 is
+ * the trajectory's own, h > 0 its additional_histories[h - 1]. The worker names with it a
+ * trajectory the trainer refuses (the engine's TrajectoryError gives the indices).
+ */
+export function artTrajectoryPath(group: number, trajectory: number, history = 0, root = 'trajectory_groups'): string {
+  return `${root}[${group}].trajectories[${trajectory}]${history > 0 ? `.additional_histories[${history - 1}]` : ''}`;
+}
+
+/**
  * ART's trajectory groups (api.md, as its client sends them) to the training inputs (TrainingTrajectoryGroup).
  * A Choice (recognised by its `message` key) keeps the exact token ids the chat completion
  * sampled: the choice's `token_ids`, else the `token_id` of each `logprobs.content` entry.

@@ -260,6 +260,14 @@ describe('JobRunner (wasm, tiny model)', () => {
     expect(rpc.of(Subjects.training.reportProgress)).toEqual([]);
   });
 
+  it('fails an RL job with a trajectory the trainer cannot train, naming it by its place in the request, before its first step', async () => {
+    const outside = { trajectories: GROUPS[0].trajectories.map((t, i) => (i === 1 ? { ...t, messagesAndChoices: [t.messagesAndChoices[0], { choice: { ...(t.messagesAndChoices[1] as { choice: object }).choice, tokenIds: [10_000_000, 7] } }] } : t)) };
+    const { rpc, jobRunner } = runner({ ...rlInline(), groups: [outside] });
+    await expect(jobRunner.run(job('rl'), new AbortController().signal, () => undefined)).rejects.toThrow(/^trajectory_groups\[0\]\.trajectories\[1\]: token id 10000000 is outside the vocabulary$/);
+    jobRunner.onModuleDestroy();
+    expect(rpc.of(Subjects.training.reportProgress)).toEqual([]);
+  });
+
   it("resolves the KL reference step within the job's own scope", async () => {
     const { rpc, jobRunner } = runner(rl({ kl_penalty_coef: 0.1, kl_penalty_reference_step: 0 }));
     await jobRunner.run(job('rl'), new AbortController().signal, () => undefined);

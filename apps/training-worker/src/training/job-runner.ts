@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { rlTrainingGroups } from '@trainyard/art';
+import { artTrajectoryPath, rlTrainingGroups } from '@trainyard/art';
 import {
   ClaimedJob,
   ErrorCode,
@@ -9,6 +9,7 @@ import {
   ServiceError,
   Subjects,
   TrainingKlReference,
+  TrainingRlSettings,
   TrainingTrajectoryGroup,
 } from '@trainyard/contracts';
 import {
@@ -18,7 +19,9 @@ import {
   matMulThreads,
   OnStep,
   PeftAdapter,
+  RLPlan,
   StepMetrics,
+  TrajectoryError,
 } from '@trainyard/engine';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
@@ -83,7 +86,7 @@ export class JobRunner implements OnModuleDestroy {
       };
       // The payload holds the trainer's own inputs, validated and resolved by the orchestrator.
       if (payload.type === 'rl') {
-        const plan = trainer.planRl(await this.rlGroups(payload), payload.settings);
+        const plan = planRl(trainer, await this.rlGroups(payload), payload.settings);
         await report('started', plan.numSequences, rlNoStepsReason(plan));
         const referenceAdapter = payload.kl_reference ? await this.klReference(job, scope, payload.kl_reference, source.step ?? 0, lm) : undefined;
         await trainer.trainRl(plan, payload.settings, onStep, signal, { referenceAdapter });
@@ -181,6 +184,20 @@ export class JobRunner implements OnModuleDestroy {
     this.loadedFrom = dir;
     this.logger.log(`loaded ${dir}; matmul on ${matMulThreads()} thread${matMulThreads() === 1 ? '' : 's'}`);
     return this.loaded;
+  }
+}
+
+/**
+ * The trainer's plan of an RL job's groups. A trajectory it cannot train fails the job, named by
+ * its place in the job's request (trajectory_groups[g].trajectories[t]...), as the
+ * orchestrator names the problems it finds before queueing.
+ */
+function planRl(trainer: LoraTrainer, groups: TrainingTrajectoryGroup[], settings: TrainingRlSettings): RLPlan {
+  try {
+    return trainer.planRl(groups, settings);
+  } catch (err) {
+    if (err instanceof TrajectoryError) throw new Error(`${artTrajectoryPath(err.group, err.trajectory, err.history)}: ${err.reason}`);
+    throw err;
   }
 }
 

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { TrajectoryError } from '../errors';
 import type { LoadedModel } from '../loader';
 import { LoraAttachment } from '../lora/lora-layer';
 import { AdapterTensors, DEFAULT_LORA_SPEC, LoraSpec } from '../lora/peft';
@@ -219,7 +220,9 @@ export class LoraTrainer {
    * Tokenizes and packs trajectory groups: advantages per group, groups whose rewards are all
    * equal skipped, trajectories with zero advantage left out, histories packed into gradient
    * steps of at most packedSequenceLength tokens (rows x padded length; a longer history gets a
-   * step of its own). Throws, naming the trajectory, on missing logprobs when not allowed.
+   * step of its own). A history it cannot train (its chat template fails, it is too long, a token
+   * is outside the vocabulary, or it lacks logprobs where they are needed) throws a
+   * TrajectoryError naming its place.
    */
   planRl(groups: RLTrajectoryGroup[], config: RLTrainingConfig): RLPlan {
     const items: RLPlanItem[] = [];
@@ -239,22 +242,22 @@ export class LoraTrainer {
       group.trajectories.forEach((trajectory, t) => {
         if (advantages[t] === 0) return;
         for (const [h, history] of [trajectory, ...(trajectory.additionalHistories ?? [])].entries()) {
-          const where = `trajectory_groups[${g}].trajectories[${t}]${h > 0 ? `.additional_histories[${h - 1}]` : ''}`;
+          const refuse = (reason: string) => new TrajectoryError(g, t, h, reason);
           let sequence: RLSequence;
           try {
             sequence = buildRlSequence(this.lm, history);
           } catch (err) {
-            throw new Error(`${where}: ${(err as Error).message}`);
+            throw refuse((err as Error).message);
           }
           if (!sequence.mask.includes(1)) continue;
           if (sequence.tokens.length > this.lm.config.maxPositionEmbeddings) {
-            throw new Error(`${where}: ${sequence.tokens.length} tokens exceed the model's ${this.lm.config.maxPositionEmbeddings} positions`);
+            throw refuse(`${sequence.tokens.length} tokens exceed the model's ${this.lm.config.maxPositionEmbeddings} positions`);
           }
           const bad = sequence.tokens.find((id) => !(Number.isInteger(id) && id >= 0 && id < this.lm.config.vocabSize));
-          if (bad !== undefined) throw new Error(`${where}: token id ${bad} is outside the vocabulary`);
+          if (bad !== undefined) throw refuse(`token id ${bad} is outside the vocabulary`);
           const missing = sequence.mask.some((m, i) => m === 1 && sequence.logprobs[i] === null);
           if (missing && !config.allowTrainingWithoutLogprobs && !config.precalculateLogprobs) {
-            throw new Error(`${where}: a Choice has no sampling logprobs (allowTrainingWithoutLogprobs or precalculateLogprobs would train it)`);
+            throw refuse('a Choice has no sampling logprobs (allowTrainingWithoutLogprobs or precalculateLogprobs would train it)');
           }
           items.push({ sequence, advantage: advantages[t], group: g, trajectory: t });
         }

@@ -125,7 +125,7 @@ describe('RL on a verifiable toy task (wasm, tiny model)', () => {
       expect(steps).toBe(plan.numSequences);
       const missing = { trajectories: groups[1].trajectories.map((t) => ({ ...t, messagesAndChoices: t.messagesAndChoices.map((m) => ('choice' in m ? { choice: { ...m.choice, logprobs: null } } : m)) })) };
       if (plan.numGroupsTrainable > 0) {
-        expect(() => trainer.planRl([missing], config)).toThrow(/trajectory_groups\[0\]\.trajectories\[\d+\]: a Choice has no sampling logprobs/);
+        expect(() => trainer.planRl([missing], config)).toThrow(/^groups\[0\]\.trajectories\[\d+\]: a Choice has no sampling logprobs/);
         const allowed = rlConfig({ packedSequenceLength: 64, allowTrainingWithoutLogprobs: true });
         expect(trainer.planRl([missing], allowed).numSequences).toBeGreaterThan(0);
       }
