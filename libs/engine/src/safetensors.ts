@@ -111,9 +111,15 @@ export class SafetensorsFile {
 
 export interface TensorToWrite {
   shape: number[];
-  data: Float32Array;
+  /** The values, or a function giving the stored bytes at write time (a writer that holds no whole model in memory). */
+  data: Float32Array | (() => Uint8Array);
   /** Stored dtype; float32 data is narrowed on write. Default F32. */
   dtype?: StorageDtype;
+}
+
+/** Bytes a tensor takes in the file. */
+export function storedBytes(t: Pick<TensorToWrite, 'shape' | 'dtype'>): number {
+  return t.shape.reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[t.dtype ?? 'F32'];
 }
 
 /**
@@ -132,8 +138,8 @@ export function writeSafetensors(
     const t = tensors[name];
     const dtype = t.dtype ?? 'F32';
     const count = t.shape.reduce((a, b) => a * b, 1);
-    if (count !== t.data.length) throw new Error(`${name}: shape [${t.shape}] does not match ${t.data.length} values`);
-    const bytes = count * BYTES_PER_ELEMENT[dtype];
+    if (typeof t.data !== 'function' && count !== t.data.length) throw new Error(`${name}: shape [${t.shape}] does not match ${t.data.length} values`);
+    const bytes = storedBytes(t);
     header[name] = { dtype, shape: t.shape, data_offsets: [offset, offset + bytes] };
     offset += bytes;
   }
@@ -150,7 +156,9 @@ export function writeSafetensors(
     fs.writeSync(fd, headerBytes);
     for (const name of names) {
       const t = tensors[name];
-      fs.writeSync(fd, fromFloat32(t.data, t.dtype ?? 'F32'));
+      const bytes = typeof t.data === 'function' ? t.data() : fromFloat32(t.data, t.dtype ?? 'F32');
+      if (bytes.byteLength !== storedBytes(t)) throw new Error(`${name}: ${bytes.byteLength} bytes for shape [${t.shape}] ${t.dtype ?? 'F32'}`);
+      fs.writeSync(fd, bytes);
     }
   } finally {
     fs.closeSync(fd);

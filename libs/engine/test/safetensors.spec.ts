@@ -65,6 +65,19 @@ describe('safetensors', () => {
     st.close();
   });
 
+  it('writes tensors whose stored bytes are given at write time, and refuses bytes that do not match the shape', () => {
+    const file = path.join(dir, 'lazy.safetensors');
+    const a = Float32Array.from({ length: 6 }, (_, i) => i - 2);
+    const stored = new Uint8Array(f32ToBf16(a).buffer);
+    let asked = 0;
+    writeSafetensors(file, { lazy: { shape: [2, 3], dtype: 'BF16', data: () => (asked++, stored) } });
+    expect(asked).toBe(1);
+    const st = SafetensorsFile.open(file);
+    expect(Array.from(st.read('lazy').data)).toEqual(Array.from(a));
+    st.close();
+    expect(() => writeSafetensors(file, { short: { shape: [2, 3], dtype: 'BF16', data: () => stored.subarray(2) } })).toThrow(/short: 10 bytes for shape \[2,3\] BF16/);
+  });
+
   it('rejects truncated files and unknown tensors naming the file and tensor', () => {
     const file = path.join(dir, 'b.safetensors');
     writeSafetensors(file, { w: { shape: [4], data: new Float32Array(4) } });

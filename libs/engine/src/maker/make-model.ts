@@ -1,9 +1,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { familyTraits, ModelConfig, toHfConfig } from '../config';
-import { BYTES_PER_ELEMENT, StorageDtype } from '../dtype';
+import { fromFloat32, StorageDtype } from '../dtype';
 import { SeededRandom } from '../random';
-import { TensorToWrite, writeSafetensors } from '../safetensors';
+import { storedBytes, TensorToWrite, writeSafetensors } from '../safetensors';
 import { QWEN3_CHAT_TEMPLATE } from './chat-templates';
 import { BOS_ID, CHATML_FORMAT, ChatFormat, EOS_ID, GEMMA_SPECIAL_TOKENS, makeByteFallbackTokenizerFiles, makeTokenizerFiles, TokenizerFiles } from './tokenizer-files';
 
@@ -186,8 +186,12 @@ export function makeModel(options: MakeModelOptions): MadeModel {
 
   const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: KV, headDim: D, vocabSize: V } = config;
   const tensors: Record<string, TensorToWrite> = {};
+  // Each tensor's stored bytes go to a scratch file as they are drawn (in a fixed order, which the
+  // seeded draws depend on), and are copied into the checkpoint in its own order: the maker holds
+  // one tensor at a time, not the model (a 4B model is 16 GB as f32).
+  const scratch = new ScratchFile(path.join(dir, '.maker-scratch'));
   const add = (name: string, shape: number[], data: Float32Array) => {
-    tensors[name] = { shape, data, dtype };
+    tensors[name] = { shape, data: scratch.append(fromFloat32(data, dtype)), dtype };
   };
   const random = (name: string, shape: number[], scale = std) => add(name, shape, rng.normals(shape.reduce((a, b) => a * b, 1), scale));
   // Gemma's norms scale by 1 + w: its weights that scale by one are zeros.
@@ -232,7 +236,12 @@ export function makeModel(options: MakeModelOptions): MadeModel {
   ones('model.norm.weight', C);
   if (!config.tieWordEmbeddings) add('lm_head.weight', [V, C], embeddings.output);
 
-  const files = writeWeights(dir, tensors, Math.max(1, options.shards ?? 1));
+  let files: string[];
+  try {
+    files = writeWeights(dir, tensors, Math.max(1, options.shards ?? 1));
+  } finally {
+    scratch.remove();
+  }
   const json = (name: string, value: unknown) => {
     fs.writeFileSync(path.join(dir, name), JSON.stringify(value, null, 2) + '\n');
     files.push(name);
@@ -300,7 +309,7 @@ function writeWeights(dir: string, tensors: Record<string, TensorToWrite>, shard
     writeSafetensors(path.join(dir, file), part, { format: 'pt' });
     for (const [n, t] of Object.entries(part)) {
       weightMap[n] = file;
-      totalSize += t.data.length * BYTES_PER_ELEMENT[t.dtype ?? 'F32'];
+      totalSize += storedBytes(t);
     }
     files.push(file);
   }
@@ -315,4 +324,31 @@ function writeWeights(dir: string, tensors: Record<string, TensorToWrite>, shard
 /** The family's chat template and its tokens: Qwen3's own (reasoning in <think> blocks), else ChatML. */
 function chatFormat(config: ModelConfig): ChatFormat {
   return config.modelType === 'qwen3' ? { chatTemplate: QWEN3_CHAT_TEMPLATE, addedTokens: ['<think>', '</think>'] } : CHATML_FORMAT;
+}
+
+/** Bytes appended to a file, each piece read back once by the function append returns. */
+class ScratchFile {
+  private readonly fd: number;
+  private size = 0;
+
+  constructor(private readonly file: string) {
+    this.fd = fs.openSync(file, 'w+');
+  }
+
+  append(bytes: Uint8Array): () => Uint8Array {
+    const offset = this.size;
+    fs.writeSync(this.fd, bytes, 0, bytes.byteLength, offset);
+    this.size += bytes.byteLength;
+    const length = bytes.byteLength;
+    return () => {
+      const out = Buffer.allocUnsafe(length);
+      for (let done = 0; done < length; ) done += fs.readSync(this.fd, out, done, length - done, offset + done);
+      return out;
+    };
+  }
+
+  remove(): void {
+    fs.closeSync(this.fd);
+    fs.rmSync(this.file, { force: true });
+  }
 }
