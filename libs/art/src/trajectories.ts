@@ -11,8 +11,9 @@ import type {
 
 /**
  * ART's training data as its client sends it (trajectory groups of an RL job, the JSONL of an
- * SFT job) to the training inputs a job's payload carries: the engine's trajectories and
- * conversations (TrainingTrajectoryGroup, TrainingConversation).
+ * SFT job) to the training inputs a job's payload carries: trajectory groups the worker plans
+ * into the trainer's token sequences, and the engine's conversations (TrainingTrajectoryGroup,
+ * TrainingConversation).
  */
 
 /** A problem in a request body, at a JSON path such as `trajectory_groups[0].trajectories[1].reward`. */
@@ -50,7 +51,7 @@ export function rlTrainingGroups(
 /**
  * Where a trajectory is in an RL job's request, as its other problems are named: history 0 is
  * the trajectory's own, h > 0 its additional_histories[h - 1]. The worker names with it a
- * trajectory the trainer refuses (the engine's TrajectoryError gives the indices).
+ * trajectory its RL plan cannot train.
  */
 export function artTrajectoryPath(group: number, trajectory: number, history = 0, root = 'trajectory_groups'): string {
   return `${root}[${group}].trajectories[${trajectory}]${history > 0 ? `.additional_histories[${history - 1}]` : ''}`;

@@ -33,6 +33,7 @@ export * from './training/gradients';
 export * from './training/adamw';
 export * from './training/sequences';
 export * from './training/rl-loss';
+export * from './training/rl-steps';
 export * from './training/training-config';
 export * from './training/trainer';
 export * from './training/primitives';

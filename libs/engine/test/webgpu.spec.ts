@@ -6,7 +6,8 @@ import { LoraAttachment, applyAdapter } from '../src/lora/lora-layer';
 import { LoraRouter } from '../src/lora/lora-router';
 import { AdapterTensors, DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights } from '../src/lora/peft';
 import { checkpointedGradients, nextTokenRows } from '../src/training/checkpointing';
-import { RLTrajectoryGroup } from '../src/training/sequences';
+import { RLPlan } from '../src/training/rl-steps';
+import { buildRlSequence, Tokenizing } from '../src/training/sequences';
 import { LoraTrainer, StepMetrics } from '../src/training/trainer';
 import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
 import { PPO, rlConfig } from './training/rl-config';
@@ -67,13 +68,13 @@ function servingAdapter(lm: Awaited<ReturnType<typeof loadModel>>, spec: LoraSpe
   return a;
 }
 
-/** Two trajectories of one prompt with different rewards and sampling log-probs off the policy's. */
-function rlGroups(): RLTrajectoryGroup[] {
-  const trajectory = (tokenIds: number[], logprobs: number[], reward: number) => ({
-    messagesAndChoices: [{ role: 'user', content: 'pick' }, { choice: { tokenIds, logprobs, message: { role: 'assistant', content: 'x' } } }],
-    reward,
+/** One step of two answers to one prompt, advantages 1 and -1, with sampling log-probs off the policy's. */
+function rlPlan(lm: Tokenizing): RLPlan {
+  const item = (tokenIds: number[], logprobs: number[], advantage: number) => ({
+    sequence: buildRlSequence(lm, { messagesAndChoices: [{ role: 'user', content: 'pick' }, { choice: { tokenIds, logprobs, message: { role: 'assistant', content: 'x' } } }] }),
+    advantage,
   });
-  return [{ trajectories: [trajectory([40, 42, 44], [-6.1, -6.4, -5.9], 1), trajectory([41, 43, 45], [-6.3, -6.0, -6.2], 0)] }];
+  return { steps: [[item([40, 42, 44], [-6.1, -6.4, -5.9], 1), item([41, 43, 45], [-6.3, -6.0, -6.2], -1)]], learningRate: LR };
 }
 
 async function outcome(name: Compared, dir: string): Promise<Outcome> {
@@ -148,12 +149,12 @@ async function outcome(name: Compared, dir: string): Promise<Outcome> {
     } finally {
       sftTrainer.dispose();
     }
-    const config = rlConfig({ ...PPO, learningRate: LR, klPenaltyCoef: 0.1 });
+    const config = rlConfig({ ...PPO, klPenaltyCoef: 0.1 });
     const rlTrainer = new LoraTrainer(lm, spec, init);
     let rl: StepMetrics;
     let rlAdapter: AdapterTensors;
     try {
-      [rl] = await rlTrainer.trainRl(rlGroups(), { ...config, allowTrainingWithoutLogprobs: true });
+      [rl] = await rlTrainer.trainRl(rlPlan(lm), config);
       rlAdapter = await rlTrainer.exportAdapter();
     } finally {
       rlTrainer.dispose();

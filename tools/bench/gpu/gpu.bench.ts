@@ -55,7 +55,8 @@ import type { StorageDtype } from '../../../libs/engine/src/dtype';
 import { makeModel, Preset } from '../../../libs/engine/src/maker/make-model';
 import { Block } from '../../../libs/engine/src/model/llama';
 import { argmax } from '../../../libs/engine/src/sampling';
-import { LoraTrainer, RLPlan, RLPlanItem } from '../../../libs/engine/src/training/trainer';
+import { RLPlan, RLPlanItem } from '../../../libs/engine/src/training/rl-steps';
+import { LoraTrainer } from '../../../libs/engine/src/training/trainer';
 import { validateExperimentalConfig } from '../../../libs/art/src/experimental-config';
 
 /** What is measured, and how big. */
@@ -227,9 +228,9 @@ async function rlStep(lm: LoadedModel, plan: Plan): Promise<number> {
     const items: RLPlanItem[] = Array.from({ length: plan.trainRows }, (_, r) => {
       const ids = tokens(plan.trainTokens, 100 + r, lm.config.vocabSize);
       const mask = ids.map((_, i) => (i < 8 ? 0 : 1));
-      return { sequence: { tokens: ids, mask, logprobs: mask.map((m) => (m ? -2 : NaN)) }, advantage: r % 2 === 0 ? 1 : -1, group: 0, trajectory: r };
+      return { sequence: { tokens: ids, mask, logprobs: mask.map((m) => (m ? -2 : NaN)) }, advantage: r % 2 === 0 ? 1 : -1 };
     });
-    const rl: RLPlan = { steps: [items], numSequences: 1, numGroupsSubmitted: 1, numGroupsTrainable: 1, numTrajectories: items.length, reward: 0, rewardStdDev: 1, learningRate: 1e-5 };
+    const rl: RLPlan = { steps: [items], learningRate: 1e-5 };
     const config = validateExperimentalConfig({}).config.settings;
     await trainer.trainRl(rl, config);
     const time = await seconds(async () => {

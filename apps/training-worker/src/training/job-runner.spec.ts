@@ -245,7 +245,13 @@ describe('JobRunner (wasm, tiny model)', () => {
       expect(await jobRunner.run(job('rl'), new AbortController().signal, () => undefined)).toBe(1);
       jobRunner.onModuleDestroy();
       expect(blobs.taken).toBe(1);
-      return rpc.of(Subjects.training.reportProgress).flatMap((p) => (p['kind'] === 'step' ? [(p['metrics'] as Record<string, number>)['loss']] : []));
+      const steps = rpc.of(Subjects.training.reportProgress).flatMap((p) => (p['kind'] === 'step' ? [p['metrics'] as Record<string, number>] : []));
+      // Each step reports the job's rewards beside the trainer's own metrics, and so does the checkpoint.
+      for (const metrics of steps) {
+        expect(metrics).toMatchObject({ reward: 0.5, reward_std_dev: 0.5, num_trajectories: 2, num_groups_submitted: 1, num_groups_trainable: 1, num_trainable_tokens: 4 });
+      }
+      expect(rpc.of(Subjects.registry.recordCheckpoint)[0]['metrics']).toMatchObject({ 'training/reward': 0.5, 'training/num_trajectories': 2 });
+      return steps.map((metrics) => metrics['loss']);
     };
     const byReference = await losses(rl({ learning_rate: 1e-2 }));
     expect(byReference).toHaveLength(1);

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { artTrajectoryPath, rlTrainingGroups } from '@trainyard/art';
+import { rlTrainingGroups } from '@trainyard/art';
 import {
   ClaimedJob,
   ErrorCode,
@@ -9,24 +9,14 @@ import {
   ServiceError,
   Subjects,
   TrainingKlReference,
-  TrainingRlSettings,
   TrainingTrajectoryGroup,
 } from '@trainyard/contracts';
-import {
-  LoadedModel,
-  loadModel,
-  LoraTrainer,
-  matMulThreads,
-  OnStep,
-  PeftAdapter,
-  RLPlan,
-  StepMetrics,
-  TrajectoryError,
-} from '@trainyard/engine';
+import { LoadedModel, loadModel, LoraTrainer, matMulThreads, OnStep, PeftAdapter, StepMetrics } from '@trainyard/engine';
 import { BlobStore, RpcClient } from '@trainyard/messaging';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
 import { AdapterArtifacts } from './adapter-artifacts';
 import { rlNoStepsReason, sftNoStepsReason } from './no-steps-reason';
+import { planRlJob, rlJobMetrics } from './rl-plan';
 import { epochConfig, sftEpochs } from './sft-epochs';
 
 /** Attempts at a progress report whose answer is lost, and the pause between them. */
@@ -84,12 +74,16 @@ export class JobRunner implements OnModuleDestroy {
         const reply = await this.reportProgress({ job_id: job.job_id, kind: 'step', step, metrics });
         if (reply.cancel_requested) onCancelRequested();
       };
-      // The payload holds the trainer's own inputs, validated and resolved by the orchestrator.
+      // The payload holds the job validated and resolved by the orchestrator: an RL job's groups
+      // are planned here into the trainer's token sequences (rl-plan.ts), an SFT job's
+      // conversations go to the trainer as they are.
       if (payload.type === 'rl') {
-        const plan = planRl(trainer, await this.rlGroups(payload), payload.settings);
+        const plan = planRlJob(lm, await this.rlGroups(payload), payload.settings);
         await report('started', plan.numSequences, rlNoStepsReason(plan));
         const referenceAdapter = payload.kl_reference ? await this.klReference(job, scope, payload.kl_reference, source.step ?? 0, lm) : undefined;
-        await trainer.trainRl(plan, payload.settings, onStep, signal, { referenceAdapter });
+        // Each step reports the trainer's metrics and the job's rewards (reward, num_trajectories...).
+        const onRlStep: OnStep = (metrics, step, numSteps) => onStep({ ...metrics, ...rlJobMetrics(plan) }, step, numSteps);
+        await trainer.trainRl(plan, payload.settings, onRlStep, signal, { referenceAdapter });
       } else {
         const { settings } = payload;
         const epochs = sftEpochs(payload.conversations, payload.epochs ?? 1, payload.shuffle_seed);
@@ -184,20 +178,6 @@ export class JobRunner implements OnModuleDestroy {
     this.loadedFrom = dir;
     this.logger.log(`loaded ${dir}; matmul on ${matMulThreads()} thread${matMulThreads() === 1 ? '' : 's'}`);
     return this.loaded;
-  }
-}
-
-/**
- * The trainer's plan of an RL job's groups. A trajectory it cannot train fails the job, named by
- * its place in the job's request (trajectory_groups[g].trajectories[t]...), as the
- * orchestrator names the problems it finds before queueing.
- */
-function planRl(trainer: LoraTrainer, groups: TrainingTrajectoryGroup[], settings: TrainingRlSettings): RLPlan {
-  try {
-    return trainer.planRl(groups, settings);
-  } catch (err) {
-    if (err instanceof TrajectoryError) throw new Error(`${artTrajectoryPath(err.group, err.trajectory, err.history)}: ${err.reason}`);
-    throw err;
   }
 }
 

@@ -1,11 +1,11 @@
-import type { RLPlan } from '@trainyard/engine';
+import type { RlJobPlan } from './rl-plan';
 
 /**
  * Why an RL plan holds no gradient step, in words a user can act on; null when it holds some.
- * The engine skips groups whose rewards are all equal (no advantage) and histories with no
+ * The plan skips groups whose rewards are all equal (no advantage) and histories with no
  * sampled Choice tokens (nothing to train), so those are the two reasons a job can end empty.
  */
-export function rlNoStepsReason(plan: Pick<RLPlan, 'numSequences' | 'numGroupsSubmitted' | 'numGroupsTrainable'>): string | null {
+export function rlNoStepsReason(plan: Pick<RlJobPlan, 'numSequences' | 'numGroupsSubmitted' | 'numGroupsTrainable'>): string | null {
   if (plan.numSequences > 0) return null;
   if (plan.numGroupsSubmitted === 0) return 'No trajectory groups were submitted.';
   if (plan.numGroupsTrainable === 0) {

@@ -121,12 +121,14 @@ export interface JobEventsAppended {
 
 /**
  * What the orchestrator stores with a job and hands to the worker that claims it: the
- * request validated and resolved once, at creation (libs/art), into the engine's own inputs.
- * The shapes are the engine's (RLTrajectoryGroup, SftConversation, RLTrainingConfig,
- * SftTrainingConfig), declared here structurally: the worker hands them to the engine's
- * trainer, so the compiler checks both ends against this one declaration. An RL job's groups
- * (version 3) are not in it: they are one object in the artifact store, named by digest. A
- * version 1 payload, stored with experimental_config or config as sent, is resolved by the
+ * request validated and resolved once, at creation (libs/art), into the training inputs. An
+ * SFT job's conversations and settings are the engine's own shapes (SftConversation,
+ * SftTrainingConfig), declared here structurally, and an RL job's settings hold the engine's
+ * (RLTrainingConfig) and the planning's: the worker hands them to the engine's trainer, so the
+ * compiler checks both ends against this one declaration. An RL job's trajectory groups are
+ * planned by the worker into the trainer's token sequences and advantages (its rl-plan.ts);
+ * version 3 does not hold them: they are one object in the artifact store, named by digest.
+ * A version 1 payload, stored with experimental_config or config as sent, is resolved by the
  * orchestrator when it is claimed.
  */
 export type TrainingJobPayload = RlJobPayload | SftJobPayload;

@@ -184,22 +184,3 @@ export function rlPolicyLoss(inputs: RLLossInputs, options: RLLossOptions): RLLo
   }
   return { loss, entropy, klDiv, klPolicyRef };
 }
-
-/**
- * Group-relative advantages: A_i = r_i - mean, divided by (population std + 1e-6) when
- * scaleRewards; then advantage_balance b > 0 scales negative advantages by (1 - b), b < 0
- * scales positive ones by (1 + b).
- */
-export function groupAdvantages(rewards: number[], options: { scaleRewards: boolean; advantageBalance: number }): number[] {
-  if (rewards.length === 0) return [];
-  const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
-  const std = Math.sqrt(rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / rewards.length);
-  const b = options.advantageBalance;
-  return rewards.map((r) => {
-    let a = r - mean;
-    if (options.scaleRewards) a /= std + 1e-6;
-    if (b > 0 && a < 0) a *= 1 - b;
-    if (b < 0 && a > 0) a *= 1 + b;
-    return a;
-  });
-}

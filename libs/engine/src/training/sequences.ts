@@ -43,19 +43,10 @@ export interface RLChoice {
 
 export type RLHistoryItem = ChatMessage | RLChoice;
 
+/** A conversation whose Choices are trained: the messages and sampled turns, in order, and its tools. */
 export interface RLHistory {
   messagesAndChoices: RLHistoryItem[];
   tools?: ToolDefinition[];
-}
-
-export interface RLTrajectory extends RLHistory {
-  reward: number;
-  /** Other histories of the same episode, trained with the same reward (and advantage). */
-  additionalHistories?: RLHistory[];
-}
-
-export interface RLTrajectoryGroup {
-  trajectories: RLTrajectory[];
 }
 
 export interface SftConversation {

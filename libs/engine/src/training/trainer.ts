@@ -1,5 +1,4 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { TrajectoryError } from '../errors';
 import type { LoadedModel } from '../loader';
 import { LoraAttachment } from '../lora/lora-layer';
 import { AdapterTensors, DEFAULT_LORA_SPEC, LoraSpec } from '../lora/peft';
@@ -7,9 +6,10 @@ import type { LlamaModel } from '../model/llama';
 import { AdamW, AdamWOptions, REFERENCE_ADAMW } from './adamw';
 import { NextTokenLoss, headLogprobs, nextTokenLogprobValues, nextTokenRows } from './checkpointing';
 import { LoraTrainingClient, microBatches } from './primitives';
+import { rlPolicyLoss } from './rl-loss';
+import { RLPlan, RLPlanItem } from './rl-steps';
+import { SftConversation, TokenSequence, buildSftSequence } from './sequences';
 import { AUTO_SFT_BATCH_SIZE, RLTrainingConfig, SftTrainingConfig } from './training-config';
-import { groupAdvantages, rlPolicyLoss } from './rl-loss';
-import { RLSequence, RLTrajectoryGroup, SftConversation, TokenSequence, buildRlSequence, buildSftSequence } from './sequences';
 
 /** Metrics of one gradient step: numbers only (the client calls float() on each). */
 export type StepMetrics = Record<string, number>;
@@ -31,29 +31,6 @@ export interface TrainerOptions {
   keptProductsBytes?: number;
 }
 
-/** One trajectory history ready to train: its tokens, sampling logprobs and advantage. */
-export interface RLPlanItem {
-  sequence: RLSequence;
-  advantage: number;
-  group: number;
-  trajectory: number;
-}
-
-/** What trainRl will do, known before the first step (num_sequences = steps.length). */
-export interface RLPlan {
-  steps: RLPlanItem[][];
-  numSequences: number;
-  numGroupsSubmitted: number;
-  numGroupsTrainable: number;
-  numTrajectories: number;
-  /** Mean reward over every submitted trajectory. */
-  reward: number;
-  /** Mean over groups of the population std of their rewards. */
-  rewardStdDev: number;
-  /** learning_rate x num_trajectories ^ num_trajectories_learning_rate_multiplier_power. */
-  learningRate: number;
-}
-
 export class TrainingAbortedError extends Error {
   constructor() {
     super('training was cancelled');
@@ -71,10 +48,10 @@ interface ForwardResult {
 /**
  * LoRA fine-tuning of a loaded model: the base weights stay frozen (their backward pass is
  * the custom gradient of FrozenLinear), only the adapter's A and B matrices are trained, with
- * AdamW. The jobs' planning and losses (SFT, RL) over the training primitives: every gradient
- * step is LoraTrainingClient.accumulate per micro-batch, then applyGradients, the same
- * operations a Tinker client's forward_backward and optim_step are. One trainer owns the
- * model's adapter hooks until dispose().
+ * AdamW. The jobs' losses (SFT on conversations, RL on token sequences with their advantages)
+ * over the training primitives: every gradient step is LoraTrainingClient.accumulate per
+ * micro-batch, then applyGradients, the same operations a Tinker client's forward_backward and
+ * optim_step are. One trainer owns the model's adapter hooks until dispose().
  */
 export class LoraTrainer {
   /** The adapter, its accumulated gradients and AdamW: the primitives this trainer's steps run on. */
@@ -217,91 +194,17 @@ export class LoraTrainer {
   // ---------------------------------------------------------------- RL
 
   /**
-   * Tokenizes and packs trajectory groups: advantages per group, groups whose rewards are all
-   * equal skipped, trajectories with zero advantage left out, histories packed into gradient
-   * steps of at most packedSequenceLength tokens (rows x padded length; a longer history gets a
-   * step of its own). A history it cannot train (its chat template fails, it is too long, a token
-   * is outside the vocabulary, or it lacks logprobs where they are needed) throws a
-   * TrajectoryError naming its place.
-   */
-  planRl(groups: RLTrajectoryGroup[], config: RLTrainingConfig): RLPlan {
-    const items: RLPlanItem[] = [];
-    let rewardSum = 0;
-    let stdSum = 0;
-    let numTrajectories = 0;
-    let trainableGroups = 0;
-    groups.forEach((group, g) => {
-      const rewards = group.trajectories.map((t) => t.reward);
-      numTrajectories += rewards.length;
-      rewardSum += rewards.reduce((a, b) => a + b, 0);
-      const mean = rewards.reduce((a, b) => a + b, 0) / Math.max(rewards.length, 1);
-      stdSum += Math.sqrt(rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / Math.max(rewards.length, 1));
-      if (rewards.length < 2 || rewards.every((r) => r === rewards[0])) return;
-      trainableGroups++;
-      const advantages = groupAdvantages(rewards, config);
-      group.trajectories.forEach((trajectory, t) => {
-        if (advantages[t] === 0) return;
-        for (const [h, history] of [trajectory, ...(trajectory.additionalHistories ?? [])].entries()) {
-          const refuse = (reason: string) => new TrajectoryError(g, t, h, reason);
-          let sequence: RLSequence;
-          try {
-            sequence = buildRlSequence(this.lm, history);
-          } catch (err) {
-            throw refuse((err as Error).message);
-          }
-          if (!sequence.mask.includes(1)) continue;
-          if (sequence.tokens.length > this.lm.config.maxPositionEmbeddings) {
-            throw refuse(`${sequence.tokens.length} tokens exceed the model's ${this.lm.config.maxPositionEmbeddings} positions`);
-          }
-          const bad = sequence.tokens.find((id) => !(Number.isInteger(id) && id >= 0 && id < this.lm.config.vocabSize));
-          if (bad !== undefined) throw refuse(`token id ${bad} is outside the vocabulary`);
-          const missing = sequence.mask.some((m, i) => m === 1 && sequence.logprobs[i] === null);
-          if (missing && !config.allowTrainingWithoutLogprobs && !config.precalculateLogprobs) {
-            throw refuse('a Choice has no sampling logprobs (allowTrainingWithoutLogprobs or precalculateLogprobs would train it)');
-          }
-          items.push({ sequence, advantage: advantages[t], group: g, trajectory: t });
-        }
-      });
-    });
-    const steps: RLPlanItem[][] = [];
-    let current: RLPlanItem[] = [];
-    let longest = 0;
-    for (const item of items) {
-      const length = item.sequence.tokens.length;
-      const widened = Math.max(longest, length) * (current.length + 1);
-      if (current.length > 0 && widened > config.packedSequenceLength) {
-        steps.push(current);
-        current = [];
-        longest = 0;
-      }
-      current.push(item);
-      longest = Math.max(longest, length);
-    }
-    if (current.length > 0) steps.push(current);
-    return {
-      steps,
-      numSequences: steps.length,
-      numGroupsSubmitted: groups.length,
-      numGroupsTrainable: trainableGroups,
-      numTrajectories,
-      reward: rewardSum / Math.max(numTrajectories, 1),
-      rewardStdDev: stdSum / Math.max(groups.length, 1),
-      learningRate: config.learningRate * Math.pow(Math.max(numTrajectories, 1), config.numTrajectoriesLearningRateMultiplierPower),
-    };
-  }
-
-  /**
-   * One gradient step per packed step of the plan, with the policy loss of rl-loss.ts. The
-   * KL penalty's reference policy is options.referenceAdapter, or the base model without one.
+   * One gradient step per step of the plan (rl-steps.ts: token sequences with their masks,
+   * sampling logprobs and advantages), with the policy loss of rl-loss.ts. The KL penalty's
+   * reference policy is options.referenceAdapter, or the base model without one.
    */
   async trainRl(
-    groups: RLTrajectoryGroup[] | RLPlan,
+    plan: RLPlan,
     config: RLTrainingConfig,
     onStep?: OnStep,
     signal?: AbortSignal,
     options: { referenceAdapter?: { spec: LoraSpec; tensors: AdapterTensors } } = {},
   ): Promise<StepMetrics[]> {
-    const plan = Array.isArray(groups) ? this.planRl(groups, config) : groups;
     const chunk = config.logprobCalculationChunkSize;
     const rowsOf = (step: RLPlanItem[]) => step.map((i) => i.sequence.tokens);
 
@@ -370,12 +273,7 @@ export class LoraTrainer {
         ...(metrics as StepMetrics),
         grad_norm: gradNorm,
         learning_rate: plan.learningRate,
-        reward: plan.reward,
-        reward_std_dev: plan.rewardStdDev,
-        num_trajectories: plan.numTrajectories,
         num_trainable_tokens: total,
-        num_groups_submitted: plan.numGroupsSubmitted,
-        num_groups_trainable: plan.numGroupsTrainable,
         tokens_per_second: step.reduce((s, i) => s + i.sequence.tokens.length, 0) / seconds,
       };
       all.push(stepMetrics);

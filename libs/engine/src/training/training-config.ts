@@ -6,23 +6,12 @@ import type { RLLossOptions } from './rl-loss';
  * experimental_config, libs/art) before the job reaches a worker.
  */
 
-/** An RL job: the policy loss (RLLossOptions), the advantages, the logprobs it trains against and the packing of its steps. */
+/** RL's gradient steps: the policy loss (RLLossOptions) and the logprobs it trains against. */
 export interface RLTrainingConfig extends RLLossOptions {
-  learningRate: number;
-  /** Divide each group's centred rewards by their standard deviation (groupAdvantages). */
-  scaleRewards: boolean;
-  /** In [-1, 1]: weights the positive advantages against the negative ones (groupAdvantages). */
-  advantageBalance: number;
   /** Recompute the old logprobs with the current policy before the first update, instead of the sampling ones. */
   precalculateLogprobs: boolean;
-  /** Train on Choices without sampling logprobs (their old logprob is the current policy's); otherwise planRl refuses them. */
-  allowTrainingWithoutLogprobs: boolean;
-  /** Token budget of one gradient step (rows x padded length). */
-  packedSequenceLength: number;
   /** Positions of the lm_head's softmax computed at once. */
   logprobCalculationChunkSize: number;
-  /** The learning rate is multiplied by num_trajectories to this power. */
-  numTrajectoriesLearningRateMultiplierPower: number;
 }
 
 /** Which assistant turns of an SFT conversation carry loss. */

@@ -1,12 +1,11 @@
 import type { RLTrainingConfig } from '../../src/training/training-config';
 
 /**
- * An RL job's settings as ART's experimental_config defaults them (libs/art): cispo, its clip
- * range 1 - 1 to 1 + 4, importance sampling per token against the sampling logprobs, rewards
- * scaled by their spread, no KL penalty. The engine has no defaults of its own.
+ * RL steps' settings as ART's experimental_config defaults them (libs/art): cispo, its clip
+ * range 1 - 1 to 1 + 4, importance sampling per token against the sampling logprobs, no KL
+ * penalty. The engine has no defaults of its own.
  */
 export const CISPO: RLTrainingConfig = {
-  learningRate: 5e-6,
   lossFn: 'cispo',
   epsilon: 1,
   epsilonHigh: 4,
@@ -17,13 +16,8 @@ export const CISPO: RLTrainingConfig = {
   klPenaltyCoef: 0,
   klPenaltySource: 'current_learner',
   truncatedImportanceSampling: null,
-  scaleRewards: true,
-  advantageBalance: 0,
   precalculateLogprobs: false,
-  allowTrainingWithoutLogprobs: false,
-  packedSequenceLength: 2048,
   logprobCalculationChunkSize: 1024,
-  numTrajectoriesLearningRateMultiplierPower: 0,
 };
 
 /** ppo with ART's clip range for it, 1 - 0.2 to 1 + 0.2. */
