@@ -43,4 +43,11 @@ describe('base models the engine cannot load', () => {
     expect((refusal as ServiceError).message).toMatch(/^The model `google\/gemma-3-4b-it` cannot be served by this engine: unsupported architecture \["Gemma3ForConditionalGeneration"\]; supported: .*Gemma3ForCausalLM/);
     await expect(resolver.resolve({ model: 'Qwen/Qwen3-tiny', ...scope })).resolves.toMatchObject({ base_model: 'Qwen/Qwen3-tiny', adapter_bundle: null });
   });
+
+  it('answers an id that names no base model (a NUL, a hidden part, a path) as absent, without asking the catalogue', async () => {
+    const catalogue = { list: async () => [], find: async (id: string) => Promise.reject(new Error(`the catalogue was asked for ${JSON.stringify(id)}`)) };
+    const strict = new BaseModelsService({ MODELS_DIR: root } as RegistryConfig, catalogue as never);
+    for (const id of ['\u0000', 'a\u0000b', '.hidden', 'org/.hidden', '../etc', 'a/b/c', '']) expect(await strict.find(id)).toBeUndefined();
+    await expect(strict.find('Qwen/Qwen3-tiny')).resolves.toMatchObject({ id: 'Qwen/Qwen3-tiny' });
+  });
 });

@@ -76,6 +76,7 @@ export class BaseModelsService {
 
   /** The installed base model with this id, if there is one. */
   async find(id: string): Promise<InstalledBaseModel | undefined> {
+    if (!isModelId(id)) return undefined;
     const onDisk = await this.findOnDisk(id);
     if (onDisk) return onDisk;
     const row = await this.published.find(id);
@@ -84,8 +85,7 @@ export class BaseModelsService {
 
   /** The model with this id under MODELS_DIR, if it is there. */
   async findOnDisk(id: string): Promise<InstalledBaseModel | undefined> {
-    if (!/^([A-Za-z0-9._-]+\/)?[A-Za-z0-9._-]+$/.test(id) || id.split('/').some((s) => s.startsWith('.'))) return undefined;
-    return this.read(id);
+    return isModelId(id) ? this.read(id) : undefined;
   }
 
   /** Only supported models are published, so one from the catalogue is servable. */
@@ -114,6 +114,11 @@ export class BaseModelsService {
       return undefined;
     }
   }
+}
+
+/** `<name>` or `<org>/<name>`, of safe characters, no part hidden: anything else names no base model (and never reaches a path or a query). */
+function isModelId(id: string): boolean {
+  return /^([A-Za-z0-9._-]+\/)?[A-Za-z0-9._-]+$/.test(id) && !id.split('/').some((part) => part.startsWith('.'));
 }
 
 /** Why the engine cannot load a model of this config.json, or null when it can. */
