@@ -50,18 +50,19 @@ TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 
 
 def read_safetensors(path, device, dtypes):
+    """Each tensor of one safetensors file as float32 (read one at a time: a 1B model in f32 is held once)."""
+    out = {}
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = entry["data_offsets"]
-        t = torch.frombuffer(bytearray(data[begin:end]), dtype=DTYPES[entry["dtype"]]).reshape(entry["shape"])
-        out[name] = t.to(device=device, dtype=torch.float32)
-        dtypes[name] = DTYPES[entry["dtype"]]
+        for name, entry in header.items():
+            if name == "__metadata__":
+                continue
+            begin, end = entry["data_offsets"]
+            f.seek(8 + n + begin)
+            t = torch.frombuffer(bytearray(f.read(end - begin)), dtype=DTYPES[entry["dtype"]]).reshape(entry["shape"])
+            out[name] = t.to(device=device, dtype=torch.float32)
+            dtypes[name] = DTYPES[entry["dtype"]]
     return out
 
 

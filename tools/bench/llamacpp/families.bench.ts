@@ -183,7 +183,7 @@ function child(args: string[]): Run {
 }
 
 /** The f32 model directory of a shape, made once (in a child: the maker holds every weight while it writes). */
-function modelDir(name: string, shape: Shape): string {
+function modelDir(name: string): string {
   const dir = path.join(ROOT, 'var/models', `bench-${name}`);
   if (!fs.existsSync(path.join(dir, 'config.json'))) {
     const out = spawnSync(process.execPath, [...process.execArgv, __filename, '--make', name, dir], { stdio: 'inherit' });
@@ -221,7 +221,7 @@ async function bench(): Promise<void> {
   const rows: string[] = [];
   const notes: string[] = [];
   for (const name of names) {
-    const dir = modelDir(name, SHAPES[name]);
+    const dir = modelDir(name);
     const vocab = (JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as { vocab_size: number }).vocab_size;
     const ids = prompt(PROMPT_TOKENS, vocab);
     const runs = new Map<string, Run[]>(DECODERS.map((d) => [d.name, []]));
@@ -236,14 +236,12 @@ async function bench(): Promise<void> {
         else (runs.get(decoder.name) as Run[]).push(run);
       }
     }
-    const cell = (d: Decoder, figure: 'prefill' | 'decode') => {
+    const cell = (d: Decoder) => {
       const rs = runs.get(d.name) as Run[];
-      return rs.length ? median(rs.map((r) => r[figure])).toFixed(figure === 'decode' ? 2 : 1) : 'n/a';
+      return rs.length ? `${median(rs.map((r) => r.prefill)).toFixed(1)} / ${median(rs.map((r) => r.decode)).toFixed(2)}` : 'did not run';
     };
-    for (const d of DECODERS) {
-      rows.push(`| ${name} | ${d.name} | ${cell(d, 'prefill')} | ${cell(d, 'decode')} |`);
-      if (failed.has(d.name)) notes.push(`${name}, ${d.name}: ${failed.get(d.name)}`);
-    }
+    rows.push(`| ${name} | ${DECODERS.map(cell).join(' | ')} |`);
+    for (const d of DECODERS) if (failed.has(d.name)) notes.push(`${name}, ${d.name}: ${failed.get(d.name)}`);
     const tokensOf = (n: string) => runs.get(n)?.[0]?.tokens ?? [];
     const agree = (a: string, b: string) => {
       if (!tokensOf(a).length || !tokensOf(b).length) return `${b}: not run`;
@@ -252,7 +250,8 @@ async function bench(): Promise<void> {
     };
     notes.push(`${name}, greedy tokens against engine f32: ${agree('engine, f32', 'llama.cpp, F32')}; ${agree('engine, f32', 'PyTorch eager, f32')}; engine q8 against llama.cpp Q8_0: ${agree('engine, q8', 'llama.cpp, Q8_0')}`);
   }
-  console.log(`\n${machine()}\n\n| shape | decoder | prefill, tokens/s | decode, tokens/s |\n|---|---|---|---|\n${rows.join('\n')}\n`);
+  const header = `| tokens/s, prefill / decode | ${DECODERS.map((d) => d.name).join(' | ')} |\n|---|${DECODERS.map(() => '---|').join('')}`;
+  console.log(`\n${machine()}\n\n${header}\n${rows.join('\n')}\n`);
   for (const n of notes) console.log(n);
 }
 
