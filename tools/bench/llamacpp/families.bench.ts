@@ -179,7 +179,9 @@ function child(args: string[]): Run {
   const out = spawnSync(process.execPath, [...process.execArgv, __filename, ...args], { encoding: 'utf8', maxBuffer: 1 << 24 });
   const line = lastLine(out.stdout);
   if (out.status === 0 && line.startsWith('{')) return JSON.parse(line) as Run;
-  return { prefill: NaN, decode: NaN, tokens: [], error: lastLine(out.stderr) || `exit ${out.status} ${out.signal ?? ''}` };
+  // The error's own line, not the last of its stack.
+  const error = out.stderr.split('\n').find((l) => /\w*Error\b/.test(l)) ?? lastLine(out.stderr);
+  return { prefill: NaN, decode: NaN, tokens: [], error: error.trim() || `exit ${out.status} ${out.signal ?? ''}` };
 }
 
 /** The f32 model directory of a shape, made once (in a child: the maker holds every weight while it writes). */
@@ -248,7 +250,10 @@ async function bench(): Promise<void> {
       const at = firstDifference(tokensOf(a), tokensOf(b));
       return `${b}: ${at < 0 ? `all ${STEPS} the same` : `first difference at token ${at}`}`;
     };
-    notes.push(`${name}, greedy tokens against engine f32: ${agree('engine, f32', 'llama.cpp, F32')}; ${agree('engine, f32', 'PyTorch eager, f32')}; engine q8 against llama.cpp Q8_0: ${agree('engine, q8', 'llama.cpp, Q8_0')}`);
+    notes.push(
+      `${name}, greedy tokens against engine f32: ${agree('engine, f32', 'llama.cpp, F32')}; ${agree('engine, f32', 'PyTorch eager, f32')}; ` +
+        `llama.cpp F32 against PyTorch: ${agree('llama.cpp, F32', 'PyTorch eager, f32')}; engine q8 against llama.cpp Q8_0: ${agree('engine, q8', 'llama.cpp, Q8_0')}`,
+    );
   }
   const header = `| tokens/s, prefill / decode | ${DECODERS.map((d) => d.name).join(' | ')} |\n|---|${DECODERS.map(() => '---|').join('')}`;
   console.log(`\n${machine()}\n\n${header}\n${rows.join('\n')}\n`);
