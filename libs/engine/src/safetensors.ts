@@ -205,6 +205,13 @@ export class Checkpoint {
     return info.dtype;
   }
 
+  /** A tensor's shape, from the header: no data is read. */
+  shapeOf(name: string): number[] {
+    const info = this.open(name).tensors.get(name);
+    if (!info) throw new ModelLoadError('tensor missing from checkpoint', this.fileOf(name), name);
+    return [...info.shape];
+  }
+
   /** The file a tensor lives in, for error messages. */
   fileOf(name: string): string {
     return this.location.get(name) ?? path.join(this.dir, 'model.safetensors');

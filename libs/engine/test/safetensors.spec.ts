@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../src/dtype';
 import { ModelLoadError } from '../src/errors';
-import { SafetensorsFile, writeSafetensors } from '../src/safetensors';
+import { Checkpoint, SafetensorsFile, writeSafetensors } from '../src/safetensors';
 import { tempDir } from './helpers';
 
 describe('float16 / bfloat16 conversion', () => {
@@ -87,5 +87,15 @@ describe('safetensors', () => {
     fs.truncateSync(file, fs.statSync(file).size - 4);
     expect(() => SafetensorsFile.open(file)).toThrow(ModelLoadError);
     expect(() => SafetensorsFile.open(file)).toThrow(/tensor w/);
+  });
+
+  it("gives a checkpoint tensor's shape from the header, and names a missing one", () => {
+    const ckpt = path.join(dir, 'ckpt');
+    fs.mkdirSync(ckpt);
+    writeSafetensors(path.join(ckpt, 'model.safetensors'), { 'model.w': { shape: [2, 3], data: new Float32Array(6), dtype: 'BF16' } });
+    const checkpoint = new Checkpoint(ckpt);
+    expect(checkpoint.shapeOf('model.w')).toEqual([2, 3]);
+    expect(() => checkpoint.shapeOf('model.nope')).toThrow(/tensor missing from checkpoint/);
+    checkpoint.close();
   });
 });

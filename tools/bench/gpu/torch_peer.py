@@ -7,12 +7,28 @@ figures with PyTorch's on one machine (OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 
 Debian's PyTorch needs an optimized BLAS such as libopenblas0-pthread installed).
 
 Reads the model directory the engine's model maker wrote (config.json, model.safetensors in
-Hugging Face names), runs a Llama/Qwen2 decoder written out in plain torch ops (float32;
-matmuls in full float32, PyTorch's default), on CUDA when there is a GPU, and prints one JSON
-line: {"prefill": tokens/s, "decode": {"1": ..., "32": ...}, "sft": tokens/s, "device": name,
-"logits": the first 16 logits of the prompt's last position, which gpu.bench.ts compares};
-with "matmul": [M, K, N] in the plan, also "matmul": GFLOP/s of one plain [M, K] x [K, N]
-product (the best of 3 runs of 50).
+Hugging Face names), runs a decoder of the llama, qwen2, qwen3 or gemma3_text family written
+out in plain torch ops from the published architectures (float32; matmuls in full float32,
+PyTorch's default), on CUDA when there is a GPU, and prints one JSON line: {"prefill":
+tokens/s, "decode": {"1": ..., "32": ...}, "sft": tokens/s, "device": name, "logits": the
+first 16 logits of the prompt's last position, which gpu.bench.ts compares}; each figure only
+when the plan asks for it (prefillTokens; decodeBatches with decodePrompt and decodeSteps;
+trainRows, trainTokens and trainSteps). With "matmul": [M, K, N] in the plan, also "matmul":
+GFLOP/s of one plain [M, K] x [K, N] product (the best of 3 runs of 50). With "generate":
+{"prompt": [ids], "steps": n}, one sequence as tools/bench/llamacpp/families.bench.ts times
+it: after a short warm-up, the prompt's prefill (tokens/s) and n greedy tokens, the first from
+the prefill's logits (decode tokens/s over the n - 1 after it), with each token's logprob:
+{"generate": {"prefill": ..., "decode": ..., "tokens": [...], "logprobs": [...]}}.
+
+The families (each from its Hugging Face modeling code's published behaviour):
+- qwen3: RMSNorm of each head's queries and keys (q_norm, k_norm) before RoPE; head_dim from
+  the config.
+- gemma3_text: RMSNorm scaling by (1 + w), in float32; a norm before and after attention and
+  before and after the MLP; q_norm and k_norm; GELU (tanh) gate; embeddings times
+  sqrt(hidden) (rounded to the embeddings' stored dtype); scores scaled by
+  query_pre_attn_scalar^-0.5; the layers layer_types names sliding_attention see only the last
+  sliding_window positions and rotate with rope_local_base_freq.
+- llama with rope_scaling of type llama3: Meta's frequency-dependent rescaling of RoPE.
 The prompts are the ones gpu.bench.ts uses, so both sides do the same work: prefill of one
 prompt with the logits of its last position; greedy decoding of a batch whose sequences all
 start from a prompt of the same length (argmax on the device); one LoRA SFT step (r 8,
@@ -33,18 +49,20 @@ DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
-def read_safetensors(path, device):
+def read_safetensors(path, device, dtypes):
+    """Each tensor of one safetensors file as float32 (read one at a time: a 1B model in f32 is held once)."""
+    out = {}
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
         header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = entry["data_offsets"]
-        t = torch.frombuffer(bytearray(data[begin:end]), dtype=DTYPES[entry["dtype"]]).reshape(entry["shape"])
-        out[name] = t.to(device=device, dtype=torch.float32)
+        for name, entry in header.items():
+            if name == "__metadata__":
+                continue
+            begin, end = entry["data_offsets"]
+            f.seek(8 + n + begin)
+            t = torch.frombuffer(bytearray(f.read(end - begin)), dtype=DTYPES[entry["dtype"]]).reshape(entry["shape"])
+            out[name] = t.to(device=device, dtype=torch.float32)
+            dtypes[name] = DTYPES[entry["dtype"]]
     return out
 
 
@@ -56,10 +74,10 @@ def read_model(directory, device):
             files = sorted(set(json.load(f)["weight_map"].values()))
     except FileNotFoundError:
         files = ["model.safetensors"]
-    weights = {}
+    weights, dtypes = {}, {}
     for file in files:
-        weights.update(read_safetensors(f"{directory}/{file}", device))
-    return config, weights
+        weights.update(read_safetensors(f"{directory}/{file}", device, dtypes))
+    return config, weights, dtypes
 
 
 def token_ids(count, seed, vocab):
@@ -67,12 +85,33 @@ def token_ids(count, seed, vocab):
     return [3 + ((seed * 7919 + i * 104729) % (vocab - 3)) for i in range(count)]
 
 
-class Decoder:
-    """A Llama-family decoder: RMSNorm, RoPE, grouped-query attention, SwiGLU, optional LoRA."""
+def inverse_frequencies(base, head_dim, scaling, device):
+    """RoPE's base^(-2i/d); with rope_scaling of type llama3, Meta's rescaling of the long wavelengths."""
+    half = torch.arange(0, head_dim, 2, dtype=torch.float32, device=device)
+    inv = 1.0 / (base ** (half / head_dim))
+    kind = (scaling or {}).get("rope_type") or (scaling or {}).get("type") or "default"
+    if kind == "default":
+        return inv
+    if kind == "linear":
+        return inv / scaling["factor"]
+    if kind != "llama3":
+        raise SystemExit(f"torch_peer: rope_scaling {kind} is not supported")
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old = scaling["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv
+    smooth = (old / wavelen - low) / (high - low)
+    blended = (1 - smooth) * inv / factor + smooth * inv
+    return torch.where(wavelen > old / low, inv / factor, torch.where(wavelen < old / high, inv, blended))
 
-    def __init__(self, config, weights):
+
+class Decoder:
+    """A decoder of the Llama family: RMSNorm, RoPE, grouped-query attention, a gated MLP, optional LoRA; with Qwen3's and Gemma 3's differences."""
+
+    def __init__(self, config, weights, dtypes):
         self.c = config
         self.w = weights
+        self.family = config.get("model_type", "llama")
+        self.gemma = self.family == "gemma3_text"
         self.layers = config["num_hidden_layers"]
         self.heads = config["num_attention_heads"]
         self.kv_heads = config["num_key_value_heads"]
@@ -80,12 +119,32 @@ class Decoder:
         self.eps = config["rms_norm_eps"]
         lm_head = weights.get("lm_head.weight")
         self.lm_head = lm_head if lm_head is not None else weights["model.embed_tokens.weight"]
-        half = torch.arange(0, self.head_dim, 2, dtype=torch.float32, device=self.lm_head.device)
-        self.inv_freq = 1.0 / (config["rope_theta"] ** (half / self.head_dim))
+        device = self.lm_head.device
+        self.inv_freq = inverse_frequencies(config["rope_theta"], self.head_dim, config.get("rope_scaling"), device)
+        self.qk_norm = self.family in ("qwen3", "gemma3_text")
+        # Gemma 3's own: scores scaled by query_pre_attn_scalar^-0.5, embeddings by sqrt(hidden)
+        # in their stored dtype, and a window on the layers layer_types names.
+        self.scale = (config["query_pre_attn_scalar"] if self.gemma else self.head_dim) ** -0.5
+        embed_dtype = dtypes.get("model.embed_tokens.weight", torch.float32)
+        self.embed_scale = torch.tensor(config["hidden_size"] ** 0.5, dtype=embed_dtype).float().item() if self.gemma else 1.0
+        self.window = [None] * self.layers
+        self.local_inv_freq = None
+        if self.gemma and config.get("sliding_window"):
+            types = config.get("layer_types") or [
+                "full_attention" if (i + 1) % config.get("sliding_window_pattern", 6) == 0 else "sliding_attention" for i in range(self.layers)
+            ]
+            self.window = [config["sliding_window"] if t == "sliding_attention" else None for t in types]
+            self.local_inv_freq = inverse_frequencies(config.get("rope_local_base_freq", 10000.0), self.head_dim, None, device)
         self.lora = None
 
     def norm(self, x, weight):
+        if self.gemma:
+            # Gemma's RMSNorm: (1 + w), computed in float32.
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * (1.0 + weight)
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * weight
+
+    def act(self, x):
+        return F.gelu(x, approximate="tanh") if self.gemma else F.silu(x)
 
     def linear(self, x, layer, module, target):
         prefix = f"model.layers.{layer}.{module}.{target}"
@@ -95,21 +154,26 @@ class Decoder:
             y = y + scale * F.linear(F.linear(x, a), b)
         return y
 
-    def rope(self, x, positions):
-        freqs = positions[:, None].float() * self.inv_freq[None, :]
+    def rope(self, x, positions, inv_freq):
+        freqs = positions[:, None].float() * inv_freq[None, :]
         cos, sin = torch.cat([freqs, freqs], -1).cos(), torch.cat([freqs, freqs], -1).sin()
         x1, x2 = x[..., : self.head_dim // 2], x[..., self.head_dim // 2 :]
         return x * cos + torch.cat([-x2, x1], -1) * sin
 
-    def attention(self, q, k, v, causal):
+    def attention(self, q, k, v, causal, window=None):
+        """Causal attention of the last T positions over all S; with `window`, a query at p sees keys at p - window < k <= p."""
         k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
         v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
-        if hasattr(F, "scaled_dot_product_attention"):
+        T, S = q.shape[-2], k.shape[-2]
+        if window is None and self.scale == self.head_dim**-0.5 and hasattr(F, "scaled_dot_product_attention"):
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
-        if causal:
-            T, S = scores.shape[-2:]
-            scores = scores + torch.full((T, S), float("-inf"), device=q.device).triu(S - T + 1)
+        scores = (q @ k.transpose(-1, -2)) * self.scale
+        query = torch.arange(S - T, S, device=q.device)[:, None]
+        key = torch.arange(S, device=q.device)[None, :]
+        hidden = key > query
+        if window is not None:
+            hidden = hidden | (query - key >= window)
+        scores = scores.masked_fill(hidden, float("-inf"))
         return scores.softmax(-1) @ v
 
     def hidden(self, ids, cache=None):
@@ -117,13 +181,18 @@ class Decoder:
         B, T = ids.shape
         start = 0 if cache is None or not cache else cache[0][0].shape[2]
         positions = torch.arange(start, start + T, device=ids.device)
-        x = self.w["model.embed_tokens.weight"][ids]
+        x = self.w["model.embed_tokens.weight"][ids] * self.embed_scale
         for i in range(self.layers):
-            h = self.norm(x, self.w[f"model.layers.{i}.input_layernorm.weight"])
+            p = f"model.layers.{i}"
+            h = self.norm(x, self.w[f"{p}.input_layernorm.weight"])
             q = self.linear(h, i, "self_attn", "q_proj").view(B, T, self.heads, self.head_dim).transpose(1, 2)
             k = self.linear(h, i, "self_attn", "k_proj").view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
             v = self.linear(h, i, "self_attn", "v_proj").view(B, T, self.kv_heads, self.head_dim).transpose(1, 2)
-            q, k = self.rope(q, positions), self.rope(k, positions)
+            if self.qk_norm:
+                q = self.norm(q, self.w[f"{p}.self_attn.q_norm.weight"])
+                k = self.norm(k, self.w[f"{p}.self_attn.k_norm.weight"])
+            inv_freq = self.inv_freq if self.window[i] is None else self.local_inv_freq
+            q, k = self.rope(q, positions, inv_freq), self.rope(k, positions, inv_freq)
             if cache is not None:
                 if len(cache) > i:
                     k = torch.cat([cache[i][0], k], 2)
@@ -131,11 +200,18 @@ class Decoder:
                     cache[i] = (k, v)
                 else:
                     cache.append((k, v))
-            a = self.attention(q, k, v, causal=T > 1).transpose(1, 2).reshape(B, T, -1)
-            x = x + self.linear(a, i, "self_attn", "o_proj")
-            h = self.norm(x, self.w[f"model.layers.{i}.post_attention_layernorm.weight"])
-            m = F.silu(self.linear(h, i, "mlp", "gate_proj")) * self.linear(h, i, "mlp", "up_proj")
-            x = x + self.linear(m, i, "mlp", "down_proj")
+            a = self.attention(q, k, v, causal=T > 1, window=self.window[i]).transpose(1, 2).reshape(B, T, -1)
+            a = self.linear(a, i, "self_attn", "o_proj")
+            if self.gemma:
+                # Gemma 3's four norms: on the attention's output, before the MLP, on the MLP's output.
+                x = x + self.norm(a, self.w[f"{p}.post_attention_layernorm.weight"])
+                h = self.norm(x, self.w[f"{p}.pre_feedforward_layernorm.weight"])
+            else:
+                x = x + a
+                h = self.norm(x, self.w[f"{p}.post_attention_layernorm.weight"])
+            m = self.act(self.linear(h, i, "mlp", "gate_proj")) * self.linear(h, i, "mlp", "up_proj")
+            m = self.linear(m, i, "mlp", "down_proj")
+            x = x + (self.norm(m, self.w[f"{p}.post_feedforward_layernorm.weight"]) if self.gemma else m)
         return self.norm(x, self.w["model.norm.weight"])
 
     def logits(self, hidden):
@@ -168,41 +244,8 @@ def timed(device, fn):
     return time.perf_counter() - t0
 
 
-def main():
-    directory, plan = sys.argv[1], json.loads(sys.argv[2])
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    config, weights = read_model(directory, device)
-    model = Decoder(config, weights)
-    V = config["vocab_size"]
-    figures = {"decode": {}, "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu"}
-
-    with torch.no_grad():
-        prompt = torch.tensor([token_ids(plan["prefillTokens"], 1, V)], device=device)
-
-        def prefill():
-            return model.logits(model.hidden(prompt, [])[:, -1])
-
-        figures["logits"] = prefill()[0, :16].tolist()
-        figures["prefill"] = plan["prefillTokens"] / min(timed(device, prefill), timed(device, prefill))
-
-        for size in plan["decodeBatches"]:
-            prompts = torch.tensor([token_ids(plan["decodePrompt"], 10 + i, V) for i in range(size)], device=device)
-            cache = []
-            state = {"next": model.logits(model.hidden(prompts, cache)[:, -1:]).argmax(-1)}
-
-            def step():
-                state["next"] = model.logits(model.hidden(state["next"], cache)).argmax(-1)
-
-            step()
-            step()
-
-            def steps():
-                for _ in range(plan["decodeSteps"]):
-                    step()
-
-            figures["decode"][str(size)] = size * plan["decodeSteps"] / timed(device, steps)
-            del cache
-
+def sft(model, device, plan, V):
+    """Tokens/s of LoRA SFT steps (r 8, alpha 16 on all seven projections, AdamW)."""
     params = model.attach_lora()
     optimizer = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.1)
     rows = torch.tensor([token_ids(plan["trainTokens"], 100 + r, V) for r in range(plan["trainRows"])], device=device)
@@ -223,7 +266,72 @@ def main():
         for _ in range(plan["trainSteps"]):
             sft_step()
 
-    figures["sft"] = plan["trainRows"] * plan["trainTokens"] * plan["trainSteps"] / timed(device, sft_steps)
+    return plan["trainRows"] * plan["trainTokens"] * plan["trainSteps"] / timed(device, sft_steps)
+
+
+def generate(model, device, prompt, steps):
+    """Prefills `prompt` and decodes `steps` greedy tokens (the first from the prefill's logits): the rates, tokens and logprobs."""
+    cache = []
+    sync(device)
+    t0 = time.perf_counter()
+    logprobs = model.logits(model.hidden(torch.tensor([prompt], device=device), cache)[:, -1]).log_softmax(-1)
+    token = logprobs.argmax(-1)
+    sync(device)
+    t1 = time.perf_counter()
+    tokens, chosen = [token.item()], [logprobs[0, token].item()]
+    for _ in range(steps - 1):
+        logprobs = model.logits(model.hidden(token[:, None], cache)[:, -1]).log_softmax(-1)
+        token = logprobs.argmax(-1)
+        tokens.append(token.item())
+        chosen.append(logprobs[0, token].item())
+    sync(device)
+    t2 = time.perf_counter()
+    return {"prefill": len(prompt) / (t1 - t0), "decode": (steps - 1) / (t2 - t1) if steps > 1 else None, "tokens": tokens, "logprobs": chosen}
+
+
+def main():
+    directory, plan = sys.argv[1], json.loads(sys.argv[2])
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    config, weights, dtypes = read_model(directory, device)
+    model = Decoder(config, weights, dtypes)
+    V = config["vocab_size"]
+    figures = {"decode": {}, "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu"}
+
+    with torch.no_grad():
+        if "generate" in plan:
+            prompt, steps = plan["generate"]["prompt"], plan["generate"]["steps"]
+            generate(model, device, prompt[:8], 2)  # warm-up
+            figures["generate"] = generate(model, device, prompt, steps)
+
+        if "prefillTokens" in plan:
+            prompt = torch.tensor([token_ids(plan["prefillTokens"], 1, V)], device=device)
+
+            def prefill():
+                return model.logits(model.hidden(prompt, [])[:, -1])
+
+            figures["logits"] = prefill()[0, :16].tolist()
+            figures["prefill"] = plan["prefillTokens"] / min(timed(device, prefill), timed(device, prefill))
+
+        for size in plan.get("decodeBatches", []):
+            prompts = torch.tensor([token_ids(plan["decodePrompt"], 10 + i, V) for i in range(size)], device=device)
+            cache = []
+            state = {"next": model.logits(model.hidden(prompts, cache)[:, -1:]).argmax(-1)}
+
+            def step():
+                state["next"] = model.logits(model.hidden(state["next"], cache)).argmax(-1)
+
+            step()
+            step()
+
+            def steps():
+                for _ in range(plan["decodeSteps"]):
+                    step()
+
+            figures["decode"][str(size)] = size * plan["decodeSteps"] / timed(device, steps)
+            del cache
+
+    if "trainSteps" in plan:
+        figures["sft"] = sft(model, device, plan, V)
 
     if "matmul" in plan:
         m, k, n = plan["matmul"]
