@@ -92,12 +92,13 @@ export async function loadModel(dir: string, options: LoadOptions = {}): Promise
     fs.existsSync(path.join(dir, 'generation_config.json')) ? readJson(dir, 'generation_config.json') : {},
   );
 
-  const tooLarge = tooLargeToTrainOnWasm(config, dir, options) ?? tooLargeToServeOnWasm(config, dir, options);
-  if (tooLarge) throw tooLarge;
-  startMatMulThreads(options.matmulThreads ?? 1);
   const checkpoint = new Checkpoint(dir);
   let model: LlamaModel;
   try {
+    const stored = checkpoint.dtypeOf('model.embed_tokens.weight');
+    const tooLarge = tooLargeToTrainOnWasm(config, dir, options) ?? tooLargeToServeOnWasm(config, dir, options, stored);
+    if (tooLarge) throw tooLarge;
+    startMatMulThreads(options.matmulThreads ?? 1);
     model = buildModel(config, checkpoint, options);
   } catch (err) {
     throw wasmMemoryExceeded(err, config, dir, options) ?? err;
@@ -173,21 +174,22 @@ export function tooLargeToTrainOnWasm(config: ModelConfig, dir: string, options:
 /**
  * A model too large to serve on the wasm backend's one memory, as a clear load error; null when
  * it may fit. With one matmul thread the packed weights share the 4 GiB memory with the
- * embeddings, the KV caches and the activations: weights past WASM_SERVING_WEIGHT_BYTES (at
- * their least, 2 bytes a parameter for a bf16 checkpoint, 34/32 for q8) do not load
+ * embeddings, the KV caches and the activations: weights past WASM_SERVING_WEIGHT_BYTES (held
+ * as stored: 4 bytes a parameter for an f32 checkpoint, 2 for bf16 or f16; 34/32 for q8) do not load
  * (Qwen3-1.7B's shape in bf16 failed with "memory access out of bounds";
  * libs/engine/bench/model-sizes.bench.ts). With matmul threads the packed weights have a memory
  * of their own, and what does not fit there is told by wasmMemoryExceeded.
  */
-export function tooLargeToServeOnWasm(config: ModelConfig, dir: string, options: LoadOptions): ModelLoadError | null {
+export function tooLargeToServeOnWasm(config: ModelConfig, dir: string, options: LoadOptions, storedDtype = 'BF16'): ModelLoadError | null {
   if (!options.inferenceOnly || (options.matmulThreads ?? 1) > 1 || tf.getBackend() !== 'wasm') return null;
   const q8 = options.weights === 'q8';
-  const bytes = parameterCount(config) * (q8 ? 34 / 32 : 2);
+  const bytesPerParameter = q8 ? 34 / 32 : storedDtype === 'F32' ? 4 : 2;
+  const bytes = parameterCount(config) * bytesPerParameter;
   if (bytes <= WASM_SERVING_WEIGHT_BYTES) return null;
   const gib = (n: number) => (n / 2 ** 30).toFixed(1);
   return new ModelLoadError(
     `does not fit in the wasm backend's ${WASM_MEMORY_GIB} GiB of memory (WebAssembly's 32-bit limit): its ${(parameterCount(config) / 1e9).toFixed(2)}B parameters take at least ${gib(bytes)} GiB ` +
-      `${q8 ? 'as 8-bit weights' : 'as 16-bit weights'}, above the ${gib(WASM_SERVING_WEIGHT_BYTES)} GiB one memory holds beside the embeddings and KV caches; ` +
+      `${q8 ? 'as 8-bit weights' : bytesPerParameter === 4 ? 'as 32-bit weights' : 'as 16-bit weights'}, above the ${gib(WASM_SERVING_WEIGHT_BYTES)} GiB one memory holds beside the embeddings and KV caches; ` +
       `${q8 ? '' : 'serve it with 8-bit weights (WEIGHTS=q8), '}with MATMUL_THREADS of 2 or more (the packed weights then have a memory of their own), or on a GPU worker`,
     path.join(dir, 'config.json'),
   );

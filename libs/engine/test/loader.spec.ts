@@ -111,7 +111,7 @@ describe('loading a model directory', () => {
     expect(wasmMemoryExceeded(new TypeError('not memory'), config, '/models/big', {})).toBeNull();
   });
 
-  it('refuses to train on wasm a model whose f32 weights pass what its memory holds, before reading a weight; serving it is not refused', async () => {
+  it('refuses to train on wasm a model whose f32 weights pass what its memory holds, before reading a weight, and to serve it on one memory as f32', async () => {
     // Llama 3.2 1B's shape in config.json over the tiny model's files: refused before any tensor is read.
     const big = copyDir(dir, 'loader-big');
     const config = JSON.parse(fs.readFileSync(path.join(big, 'config.json'), 'utf8')) as Record<string, unknown>;
@@ -123,13 +123,15 @@ describe('loading a model directory', () => {
     );
     expect(refusal).toBeInstanceOf(ModelLoadError);
     expect((refusal as ModelLoadError).reason).toMatch(/too large to train on the wasm backend: its 1\.24B parameters take 4\.6 GiB as f32 weights.*GPU worker/);
-    // For serving, the same directory gets as far as its weights (whose shapes are the tiny model's).
-    await expect(loadModel(big, { inferenceOnly: true })).rejects.toThrow(/shape|tensor/i);
+    // Served on one memory as stored (f32, 4 bytes a parameter) it does not fit either; as q8 it
+    // gets as far as its weights (whose shapes are the tiny model's).
+    await expect(loadModel(big, { inferenceOnly: true })).rejects.toThrow(/1\.24B parameters take at least 4\.6 GiB as 32-bit weights.*WEIGHTS=q8/);
+    await expect(loadModel(big, { inferenceOnly: true, weights: 'q8' })).rejects.toThrow(/shape|tensor/i);
   });
 
   it('refuses to serve on one wasm memory a model whose 16-bit weights pass what it holds, and says what makes it fit', async () => {
-    // Qwen3-1.7B's shape: 3.2 GiB as bf16 does not fit one memory; as q8 (1.7 GiB) or with matmul threads it may.
-    const big = copyDir(dir, 'loader-serve');
+    // Qwen3-1.7B's shape over a bf16 checkpoint: 3.2 GiB does not fit one memory; as q8 (1.7 GiB) or with matmul threads it may.
+    const big = copyDir(makeTiny('loader-bf16', { dtype: 'BF16' }), 'loader-serve');
     const config = JSON.parse(fs.readFileSync(path.join(big, 'config.json'), 'utf8')) as Record<string, unknown>;
     Object.assign(config, { hidden_size: 2048, intermediate_size: 6144, num_hidden_layers: 28, num_attention_heads: 16, num_key_value_heads: 8, head_dim: 128, vocab_size: 151936, tie_word_embeddings: true });
     fs.writeFileSync(path.join(big, 'config.json'), JSON.stringify(config));
