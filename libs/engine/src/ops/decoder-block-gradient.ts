@@ -4,6 +4,7 @@ import type { FrozenLinear } from '../model/linear';
 import type { Attention, Block, HeadNorms, MLP, RMSNorm, StepContext } from '../model/llama';
 import { attendBackward } from './attention';
 import { gegluBackward } from './gelu';
+import { savedAdapterColumns } from './linear';
 import { linearBackward } from './linear-gradient';
 import { rmsNormBackward } from './norm';
 import { ropeBackward } from './rope';
@@ -35,10 +36,12 @@ export function decoderBlockSaving(block: Block, x: tf.Tensor2D, ctx: StepContex
  * | the gate's input gate\|up, down's input | 3 F |
  * | q_norm's and k_norm's inputs (Qwen3, Gemma 3) | (H + KV) D |
  * | the norms after attention and after the MLP: their inputs (Gemma 3) | 2 C |
+ * | each projection's adapters' x A, where the webgpu LoRA programs run it (ops/linear.ts) | their ranks |
  */
 export function decoderBlockSavedBytes(block: Block, tokens: number): number {
   const { hiddenSize: C, intermediateSize: F, numHeads: H, numKvHeads: KV, headDim: D } = block.attention.config;
-  const perToken = 3 * C + 2 * H * D + 2 * KV * D + 3 * F + (block.attention.headNorms ? (H + KV) * D : 0) + (block.sandwich ? 2 * C : 0);
+  const adapterColumns = [block.attention.qkv, block.attention.o, block.mlp.gateUp, block.mlp.down].reduce((sum, l) => sum + savedAdapterColumns(l), 0);
+  const perToken = 3 * C + 2 * H * D + 2 * KV * D + 3 * F + (block.attention.headNorms ? (H + KV) * D : 0) + (block.sandwich ? 2 * C : 0) + adapterColumns;
   return 4 * tokens * perToken;
 }
 
@@ -96,7 +99,7 @@ class Backward {
   }
 
   linear(l: FrozenLinear, dy: tf.Tensor2D): tf.Tensor2D {
-    const { dx, grads } = linearBackward(l, this.saved.linearInput(l), dy);
+    const { dx, grads } = linearBackward(l, this.saved.linearInput(l), dy, this.saved.adapterProduct(l));
     grads.forEach((g, factor) => this.grads.set(factor, g));
     return dx;
   }

@@ -1,8 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { LoraPart, loraGradients, loraGradientsOnThreads, loraKernelsApply } from '../kernels/lora';
+import { loraBackwardOnWebGpu } from '../kernels/lora.webgpu';
 import { packedMatMul, packWeights, splitColumns } from '../kernels/matmul';
 import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../kernels/matmul-transposed';
 import type { FrozenLinear, LowRankAdapter } from '../model/linear';
+import { webGpuLoraParts } from './linear';
 
 /**
  * The gradients of a frozen projection (model/linear.ts) for training, as custom gradients
@@ -106,13 +108,23 @@ export function sharedScale(adapters: (LowRankAdapter | undefined)[]): tf.Scalar
  * The explicit backward of linear (ops/linear.ts) without a tape, from the input x it saved and
  * its output's gradient dy: dx, and the gradient of each low-rank adapter's factors by the
  * factor (aT, bT: the trained variables). The same maths, and kernels, as the custom gradients
- * above.
+ * above; on webgpu, where the forward saved its adapters' x A (`xa`), the LoRA programs
+ * (kernels/lora.webgpu.ts).
  */
-export function linearBackward(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } {
+export function linearBackward(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D, xa: tf.Tensor2D | null = null): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } {
   const grads = new Map<tf.Tensor, tf.Tensor>();
   if (!l.hasAdapters) return { dx: inputGradient(l, dy), grads };
   const adapters = l.lowRankAdapters();
   if (!adapters) throw new Error(`${l.parts.map((p) => p.name).join('|')}: an explicit backward needs low-rank adapters`);
+  const webGpuParts = xa && webGpuLoraParts(l, adapters);
+  const onWebGpu = webGpuParts && loraBackwardOnWebGpu(x, xa, dy, l.weightT, webGpuParts);
+  if (webGpuParts && onWebGpu) {
+    webGpuParts.forEach((p, i) => {
+      grads.set(p.aT, onWebGpu.grads[i][0]);
+      grads.set(p.bT, onWebGpu.grads[i][1]);
+    });
+    return { dx: onWebGpu.dx, grads };
+  }
   const parts = l.adapterParts(x.shape[0]) as LoraPart[];
   const kernelParts = loraKernelsApply(x, parts) ? parts : null;
   const [dx, ...factorGrads] = adaptedProjectionGradient(l, x, dy, adapters, kernelParts);
