@@ -2,7 +2,18 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import { countGpuWork } from '../src/kernels/gpu-counters';
 import { loraBackwardOnWebGpu, loraForwardOnWebGpu } from '../src/kernels/lora.webgpu';
+import { promptAttention, promptAttentionGradient } from '../src/kernels/prompt-attention';
+import { rmsNormGradient } from '../src/kernels/rms-norm';
+import { ropeQkvGradient } from '../src/kernels/rope';
+import { swiglu, swigluGradient } from '../src/kernels/swiglu';
+import { rmsNormBackward } from '../src/ops/norm';
+import { ropeBackward } from '../src/ops/rope';
+import { swiglu as swigluOps, swigluBackward } from '../src/ops/swiglu';
+import { Rope } from '../src/model/rope';
+import { PRESETS } from '../src/maker/make-model';
+import { MASKED } from '../src/model/kv-cache';
 import { SeededRandom } from '../src/random';
+import { ensureTrainingGradients } from '../src/training/gradients';
 import { webgpuUnavailable } from './helpers';
 
 /**
@@ -94,7 +105,145 @@ function reference(c: Case): Float32Array[] {
   });
 }
 
+/** Attention's sizes: B rows of T tokens, KV heads of G query heads each, head size D, and the mask (causal, one per row or within a window). */
+interface AttentionCase {
+  name: string;
+  B: number;
+  T: number;
+  KV: number;
+  G: number;
+  D: number;
+  maskRows: number;
+  window: number;
+}
+
+const ATTENTION_CASES: AttentionCase[] = [
+  { name: 'causal, grouped queries', B: 2, T: 13, KV: 2, G: 2, D: 16, maskRows: 1, window: Infinity },
+  { name: 'a mask per row (padding), one query head a KV head', B: 3, T: 9, KV: 2, G: 1, D: 8, maskRows: 3, window: Infinity },
+  { name: 'within a sliding window, head size 64', B: 1, T: 20, KV: 1, G: 4, D: 64, maskRows: 1, window: 6 },
+];
+
+function attentionInputs(c: AttentionCase) {
+  const { B, T, KV, G, D } = c;
+  const mask = new Float32Array(c.maskRows * T * T);
+  for (let b = 0; b < c.maskRows; b++)
+    for (let i = 0; i < T; i++)
+      for (let j = 0; j < T; j++) {
+        // Row b's first b positions are padding: no query reads them (but each reads itself).
+        const padded = j < b && j !== i;
+        if (j > i || j <= i - c.window || padded) mask[(b * T + i) * T + j] = MASKED;
+      }
+  return { q: random(B * T * KV * G * D, 50, 0.5), k: random(B * KV * T * D, 51, 0.5), v: random(B * KV * T * D, 52), dO: random(B * T * KV * G * D, 53), mask };
+}
+
+/** softmax(q k^T + mask) v and its gradients w.r.t. q, k and v in plain tfjs ops (each query head's KV head repeated), on the backend in use. */
+function attentionReference(c: AttentionCase): Float32Array[] {
+  const { B, T, KV, G, D } = c;
+  const H = KV * G;
+  const x = attentionInputs(c);
+  return tf.tidy(() => {
+    const mask = tf.tensor4d(x.mask, [c.maskRows, 1, T, T]);
+    const f = (q: tf.Tensor, k: tf.Tensor, v: tf.Tensor) => {
+      const tile = (t: tf.Tensor) => tf.reshape(tf.concat(Array.from({ length: G }, () => tf.reshape(t, [B, KV, 1, T, D])), 2), [B * H, T, D]);
+      const qh = tf.reshape(tf.transpose(tf.reshape(q, [B, T, H, D]), [0, 2, 1, 3]), [B * H, T, D]);
+      const scores = tf.add(tf.reshape(tf.matMul(qh, tile(k), false, true), [B, H, T, T]), mask);
+      const out = tf.matMul(tf.reshape(tf.softmax(scores), [B * H, T, T]), tile(v));
+      return tf.reshape(tf.transpose(tf.reshape(out, [B, H, T, D]), [0, 2, 1, 3]), [B * T, H * D]);
+    };
+    const [q, k, v] = [tf.tensor2d(x.q, [B * T, H * D]), tf.tensor4d(x.k, [B, KV, T, D]), tf.tensor4d(x.v, [B, KV, T, D])];
+    const dO = tf.tensor2d(x.dO, [B * T, H * D]);
+    const grads = tf.grads((a: tf.Tensor, b: tf.Tensor, c2: tf.Tensor) => f(a, b, c2))([q, k, v], dO);
+    return [f(q, k, v), ...grads].map((t) => t.dataSync() as Float32Array);
+  });
+}
+
 suite('WGSL training kernels give the cpu backend results', () => {
+  beforeAll(() => ensureTrainingGradients());
+  /** `kernel`'s values on webgpu (in `dispatches` dispatches) within RELATIVE of `reference`'s on cpu, on the same inputs made by `inputs`. */
+  async function againstCpu(inputs: () => tf.Tensor[], reference: (x: tf.Tensor[]) => tf.Tensor, kernel: (x: tf.Tensor[]) => tf.Tensor | null, dispatches: number): Promise<void> {
+    await selectBackend('cpu');
+    const want = tf.tidy(() => reference(inputs()).dataSync() as Float32Array);
+    await selectBackend('webgpu');
+    const before = tf.memory().numTensors;
+    const x = inputs();
+    try {
+      const { result, counts } = await countGpuWork(async () => kernel(x));
+      if (!result) throw new Error('the program did not apply');
+      expect(counts.dispatches).toBe(dispatches);
+      expectClose((await result.data()) as Float32Array, want);
+      result.dispose();
+    } finally {
+      tf.dispose(x);
+    }
+    expect(tf.memory().numTensors).toBe(before);
+  }
+
+  it('SwiGLU forward, and its backward', async () => {
+    const [M, F] = [7, 40];
+    const inputs = () => [tf.tensor2d(random(M * 2 * F, 60, 3), [M, 2 * F]), tf.tensor2d(random(M * F, 61), [M, F])];
+    await againstCpu(inputs, ([g]) => swigluOps(g as tf.Tensor2D), ([g]) => swiglu(g as tf.Tensor2D), 1);
+    await againstCpu(inputs, ([g, dy]) => swigluBackward(g as tf.Tensor2D, dy as tf.Tensor2D), ([g, dy]) => swigluGradient(g as tf.Tensor2D, dy as tf.Tensor2D), 1);
+  }, 60_000);
+
+  it("RMSNorm's backward with the residual stream's gradient added", async () => {
+    const [M, C] = [9, 72];
+    const inputs = () => [tf.tensor2d(random(M * C, 62), [M, C]), tf.tensor1d(random(C, 63)), tf.tensor2d(random(M * C, 64), [M, C]), tf.tensor2d(random(M * C, 65), [M, C]), tf.scalar(1e-5)];
+    await againstCpu(
+      inputs,
+      ([x, w, dy, r, eps]) => rmsNormBackward(x as tf.Tensor2D, w as tf.Tensor1D, dy as tf.Tensor2D, 1e-5, eps as tf.Scalar, r as tf.Tensor2D),
+      ([x, w, dy, r]) => rmsNormGradient(x as tf.Tensor2D, w as tf.Tensor1D, dy as tf.Tensor2D, 1e-5, r as tf.Tensor2D),
+      1,
+    );
+  }, 60_000);
+
+  it("q|k|v's gradient through RoPE and the heads' layouts, in one dispatch", async () => {
+    const config = { ...PRESETS.tiny, numHeads: 4, numKvHeads: 2, headDim: 16 };
+    const { numHeads: H, numKvHeads: KV, headDim: D } = config;
+    const [B, T] = [2, 5];
+    const N = B * T;
+    const inputs = () => {
+      const rope = new Rope(config);
+      const { cos, sin } = rope.tables(Array.from({ length: N }, (_, i) => (i % T) + 3));
+      rope.dispose();
+      return [tf.tensor2d(random(N * H * D, 66), [N, H * D]), tf.tensor4d(random(N * KV * D, 67), [B, KV, T, D]), tf.tensor4d(random(N * KV * D, 68), [B, KV, T, D]), cos, sin];
+    };
+    // The generic route of ops/decoder-block-gradient.ts: k and v back token-major, RoPE's backward on q|k, v beside.
+    const reference = ([dq, dk, dv, cos, sin]: tf.Tensor[]) => {
+      const rope = new Rope(config);
+      const tokenMajor = (x: tf.Tensor) => tf.reshape(tf.transpose(x, [0, 2, 1, 3]), [N, KV * D]);
+      const rotated = tf.reshape(tf.concat([dq, tokenMajor(dk)], 1), [N, H + KV, D]) as tf.Tensor3D;
+      const dqk = tf.reshape(ropeBackward(rotated, cos as tf.Tensor3D, sin as tf.Tensor3D, tf.neg(sin) as tf.Tensor3D, rope.rotation), [N, (H + KV) * D]);
+      const out = tf.concat([dqk, tokenMajor(dv)], 1);
+      rope.dispose();
+      return out;
+    };
+    await againstCpu(inputs, reference, ([dq, dk, dv, cos, sin]) => ropeQkvGradient(dq as tf.Tensor2D, dk as tf.Tensor4D, dv as tf.Tensor4D, cos as tf.Tensor3D, sin as tf.Tensor3D), 1);
+  }, 60_000);
+
+  it.each(ATTENTION_CASES)('prompt attention forward and backward: $name', async (c) => {
+    await selectBackend('cpu');
+    const want = attentionReference(c);
+    await selectBackend('webgpu');
+    const before = tf.memory().numTensors;
+    const { B, T, KV, G, D } = c;
+    const x = attentionInputs(c);
+    const inputs = [tf.tensor2d(x.q, [B * T, KV * G * D]), tf.tensor4d(x.k, [B, KV, T, D]), tf.tensor4d(x.v, [B, KV, T, D]), tf.tensor4d(x.mask, [c.maskRows, 1, T, T]), tf.tensor2d(x.dO, [B * T, KV * G * D])] as const;
+    const [q, k, v, mask, dO] = inputs;
+    try {
+      const forward = await countGpuWork(async () => promptAttention(q, k, v, mask, T));
+      const backward = await countGpuWork(async () => promptAttentionGradient(q, k, v, mask, dO, T));
+      if (!forward.result || !backward.result) throw new Error('the attention programs did not apply');
+      // One dispatch forward; dq (with each row's statistics), then dk and dv.
+      expect([forward.counts.dispatches, backward.counts.dispatches]).toEqual([1, 2]);
+      const got = [forward.result, ...backward.result];
+      for (const [i, t] of got.entries()) expectClose((await t.data()) as Float32Array, want[i]);
+      tf.dispose(got);
+    } finally {
+      tf.dispose([...inputs]);
+    }
+    expect(tf.memory().numTensors).toBe(before);
+  }, 60_000);
+
   afterAll(() => selectBackend('wasm'));
 
   it.each(CASES)('LoRA projection forward and backward: $name', async (c) => {

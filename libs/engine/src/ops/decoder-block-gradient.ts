@@ -7,7 +7,7 @@ import { gegluBackward } from './gelu';
 import { savedAdapterColumns } from './linear';
 import { linearBackward } from './linear-gradient';
 import { rmsNormBackward } from './norm';
-import { ropeBackward } from './rope';
+import { ropeBackward, ropeQkvBackward } from './rope';
 import { SavedActivations, withSavedActivations } from './saved-activations';
 import { swigluBackward } from './swiglu';
 
@@ -79,9 +79,9 @@ export class BlockBackwardContext {
 export function decoderBlockBackward(block: Block, saved: SavedActivations, dy: tf.Tensor2D, ctx: BlockBackwardContext): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } {
   const back = new Backward(saved, ctx);
   const dMlp = block.sandwich ? back.norm(block.sandwich.afterMlp, dy) : dy;
-  const dh = tf.add(dy, back.norm(block.postAttentionNorm, back.mlp(block.mlp, dMlp))) as tf.Tensor2D;
+  const dh = back.norm(block.postAttentionNorm, back.mlp(block.mlp, dMlp), dy);
   const dAttention = block.sandwich ? back.norm(block.sandwich.afterAttention, dh) : dh;
-  const dx = tf.add(dh, back.norm(block.inputNorm, back.attention(block.attention, dAttention))) as tf.Tensor2D;
+  const dx = back.norm(block.inputNorm, back.attention(block.attention, dAttention), dh);
   return { dx, grads: back.grads };
 }
 
@@ -94,8 +94,9 @@ class Backward {
     private readonly ctx: BlockBackwardContext,
   ) {}
 
-  norm(n: RMSNorm, dy: tf.Tensor2D): tf.Tensor2D {
-    return rmsNormBackward(this.saved.normInput(n.weight), n.weight, dy, n.epsilon, n.eps);
+  /** The norm's dx, plus `residual` where given (the residual stream's gradient past it). */
+  norm(n: RMSNorm, dy: tf.Tensor2D, residual: tf.Tensor2D | null = null): tf.Tensor2D {
+    return rmsNormBackward(this.saved.normInput(n.weight), n.weight, dy, n.epsilon, n.eps, residual);
   }
 
   linear(l: FrozenLinear, dy: tf.Tensor2D): tf.Tensor2D {
@@ -117,9 +118,12 @@ class Backward {
     const saved = this.saved.attention();
     const N = saved.B * saved.T;
     const [dq, dk, dv] = attendBackward(saved, this.linear(attention.o, dy));
+    const { cos, sin } = attention.inputsOf(this.ctx.step);
+    // Without head norms, RoPE's backward and the layouts in one kernel where there is one.
+    const fused = attention.headNorms ? null : ropeQkvBackward(dq, dk, dv, cos, sin);
+    if (fused) return this.linear(attention.qkv, fused);
     // k and v were laid heads-first, [B, KV, T, D]: back to token-major [N, KV * D].
     const tokenMajor = (x: tf.Tensor4D) => tf.reshape(tf.transpose(x, [0, 2, 1, 3]), [N, KV * D]) as tf.Tensor2D;
-    const { cos, sin } = attention.inputsOf(this.ctx.step);
     const dRotated = tf.reshape(tf.concat([dq, tokenMajor(dk)], 1), [N, H + KV, D]) as tf.Tensor3D;
     const dqk = tf.reshape(ropeBackward(dRotated, cos, sin, this.ctx.negatedSin(sin), attention.rope.rotation), [N, (H + KV) * D]) as tf.Tensor2D;
     const dProjected = attention.headNorms ? this.headNorms(attention.headNorms, dqk, [H, KV, D]) : dqk;
