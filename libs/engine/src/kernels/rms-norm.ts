@@ -109,6 +109,6 @@ export function rmsNormGradient(x: tf.Tensor2D, weight: tf.Tensor1D, dy: tf.Tens
   assertWeightFits(x, weight);
   // On webgpu the program adds the residual gradient itself; the wasm kernel's dx gets it added after.
   if (residual && !onWasm(x)) return tf.engine().runKernel(BACKWARD_KERNEL, { x, weight, dy, residual }, { eps }) as tf.Tensor2D;
-  const dx = tf.engine().runKernel(BACKWARD_KERNEL, { x, weight, dy }, { eps }) as tf.Tensor2D;
-  return residual ? tf.tidy(() => tf.add(dx, residual) as tf.Tensor2D) : dx;
+  const dx = () => tf.engine().runKernel(BACKWARD_KERNEL, { x, weight, dy }, { eps }) as tf.Tensor2D;
+  return residual ? tf.tidy(() => tf.add(dx(), residual) as tf.Tensor2D) : dx();
 }

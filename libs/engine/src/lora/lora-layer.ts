@@ -29,7 +29,7 @@ export class LoraLayer implements LinearAdapter {
     /** alpha / r, or null when it is already folded into bT. */
     private readonly scale: tf.Scalar | null,
     /** alpha / r as a number (1 where folded into bT). */
-    readonly scaleValue: number = 1,
+    readonly scaleValue = 1,
   ) {}
 
   /** alpha / r as a scalar tensor, or null when it is folded into bT. */
