@@ -40,8 +40,10 @@ export interface WebGpuLoraPart {
 /** Most adapters on one projection the programs take (q, k and v): the product's bindings are x, W, the bias, h, the B's and y. */
 export const MAX_WEBGPU_LORA_PARTS = 3;
 
-/** Side of the products' square tiles: 16 x 16 threads, one output each. */
-const TILE = 16;
+/** The products' output tiles: TILE x TILE a workgroup of THREADS (16 x 16, 4 x 4 outputs each), DEPTH of the inner dimension a step. */
+const TILE = 64;
+const DEPTH = 16;
+const THREADS = 256;
 const WORKGROUP = 64;
 
 /** A part's compiled-in sizes: its rank, its offset among h's R columns, its columns of y. */
@@ -123,33 +125,63 @@ ${FLAT_MAIN}
 
 /**
  * A tiled product out [M, cols] = left [M, inner] right, with right read as [inner, cols]
- * (`rightAt(k, c)`: W's [K, N] for y, W^T for dx), tiles of TILE x TILE staged in workgroup
- * memory; `epilogue` adds to `acc` at (row, col) before the store.
+ * (`rightAt(k, c)`: W [K, N] for y, W^T for dx, `rightRowMajor` telling which of k and c is
+ * contiguous in memory, so that neighbouring threads load neighbouring floats). A workgroup of
+ * 16 x 16 threads computes a TILE x TILE block of the output, each thread 4 x 4 of it in
+ * registers, stepping through `inner` DEPTH at a time with both operands' slices staged in
+ * workgroup memory; `finish(row, col, acc)` gives the value stored (the epilogue: bias, the
+ * adapters' part).
  */
-function tiledProduct(inner: number, cols: number, left: string, rightAt: (k: string, c: string) => string, epilogue: string, out: string): string {
-  return `var<workgroup> ls : array<f32, ${TILE * TILE}>;
-var<workgroup> rs : array<f32, ${TILE * TILE}>;
-@compute @workgroup_size(${TILE}, ${TILE})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>) {
-  let row = wg.y * ${TILE}u + lid.y;
-  let col = wg.x * ${TILE}u + lid.x;
-  var acc = 0.0;
-  for (var k0 = 0u; k0 < ${inner}u; k0 += ${TILE}u) {
-    let kl = k0 + lid.x;
-    var lv = 0.0;
-    if (row < u.M && kl < ${inner}u) { lv = ${left}[row * ${inner}u + kl]; }
-    ls[lid.y * ${TILE}u + lid.x] = lv;
-    let kr = k0 + lid.y;
-    var rv = 0.0;
-    if (kr < ${inner}u && col < ${cols}u) { rv = ${rightAt('kr', 'col')}; }
-    rs[lid.y * ${TILE}u + lid.x] = rv;
+function tiledProduct(inner: number, cols: number, left: string, rightAt: (k: string, c: string) => string, rightRowMajor: boolean, out: string): string {
+  const loads = (TILE * DEPTH) / THREADS;
+  return `var<workgroup> ls : array<f32, ${TILE * DEPTH}>;
+var<workgroup> rs : array<f32, ${DEPTH * TILE}>;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let row0 = wg.y * ${TILE}u;
+  let col0 = wg.x * ${TILE}u;
+  var acc : array<f32, 16>;
+  for (var k0 = 0u; k0 < ${inner}u; k0 += ${DEPTH}u) {
+    // ls [TILE rows][DEPTH], rs [DEPTH][TILE cols]: ${loads} loads a thread each.
+    for (var n = 0u; n < ${loads}u; n++) {
+      let e = tid + n * ${THREADS}u;
+      let r = e / ${DEPTH}u;
+      let kl = k0 + e % ${DEPTH}u;
+      var lv = 0.0;
+      if (row0 + r < u.M && kl < ${inner}u) { lv = ${left}[(row0 + r) * ${inner}u + kl]; }
+      ls[e] = lv;
+      ${
+        rightRowMajor
+          ? `let kk = e / ${TILE}u;
+      let c = e % ${TILE}u;`
+          : `let c = e / ${DEPTH}u;
+      let kk = e % ${DEPTH}u;`
+      }
+      let kr = k0 + kk;
+      var rv = 0.0;
+      if (kr < ${inner}u && col0 + c < ${cols}u) { rv = ${rightAt('kr', '(col0 + c)')}; }
+      rs[kk * ${TILE}u + c] = rv;
+    }
     workgroupBarrier();
-    for (var kk = 0u; kk < ${TILE}u; kk++) { acc += ls[lid.y * ${TILE}u + kk] * rs[kk * ${TILE}u + lid.x]; }
+    for (var kk = 0u; kk < ${DEPTH}u; kk++) {
+      var a : array<f32, 4>;
+      var b : array<f32, 4>;
+      for (var i = 0u; i < 4u; i++) {
+        a[i] = ls[(lid.y * 4u + i) * ${DEPTH}u + kk];
+        b[i] = rs[kk * ${TILE}u + lid.x * 4u + i];
+      }
+      for (var i = 0u; i < 4u; i++) {
+        for (var j = 0u; j < 4u; j++) { acc[i * 4u + j] += a[i] * b[j]; }
+      }
+    }
     workgroupBarrier();
   }
-  if (row < u.M && col < ${cols}u) {
-${epilogue}
-    ${out}[row * ${cols}u + col] = acc;
+  for (var i = 0u; i < 4u; i++) {
+    for (var j = 0u; j < 4u; j++) {
+      let row = row0 + lid.y * 4u + i;
+      let col = col0 + lid.x * 4u + j;
+      if (row < u.M && col < ${cols}u) { ${out}[row * ${cols}u + col] = finish(row, col, acc[i * 4u + j]); }
+    }
   }
 }`;
 }
@@ -159,18 +191,22 @@ function productProgram(l: Layout, M: number): MultiOutputProgram {
   const { K, N, R } = l;
   const deltas = l.parts
     .map(
-      (p, i) => `    if (col >= ${p.col}u && col < ${p.col + p.width}u) {
-      var d = 0.0;
-      for (var j = 0u; j < ${p.r}u; j++) { d += h[row * ${R}u + ${p.off}u + j] * b${i}[j * ${p.width}u + col - ${p.col}u]; }
-      acc += ${f32(p.scale)} * d;
-    }`,
+      (p, i) => `  if (col >= ${p.col}u && col < ${p.col + p.width}u) {
+    var d = 0.0;
+    for (var j = 0u; j < ${p.r}u; j++) { d += h[row * ${R}u + ${p.off}u + j] * b${i}[j * ${p.width}u + col - ${p.col}u]; }
+    y += ${f32(p.scale)} * d;
+  }`,
     )
     .join('\n');
-  const epilogue = `${l.bias ? '    acc += bias[col];\n' : ''}${deltas}`;
   return {
     key: keyOf('Product', l),
     wgsl: () => `${bindings(['x', 'w', ...(l.bias ? ['bias'] : []), 'h', ...l.parts.map((_, i) => `b${i}`)], ['y'])}
-${tiledProduct(K, N, 'x', (k, c) => `w[${k} * ${N}u + ${c}]`, epilogue, 'y')}`,
+fn finish(row : u32, col : u32, acc : f32) -> f32 {
+  var y = acc;
+${l.bias ? '  y += bias[col];\n' : ''}${deltas}
+  return y;
+}
+${tiledProduct(K, N, 'x', (k, c) => `w[${k} * ${N}u + ${c}]`, true, 'y')}`,
     outputShapes: [[M, N]],
     dispatch: [Math.ceil(N / TILE), Math.ceil(M / TILE), 1],
     uniforms: [{ type: 'uint32', value: M }],
@@ -208,13 +244,16 @@ ${FLAT_MAIN}
 /** dx = dy W^T + dh_p A_p^T: the frozen product (W read transposed), its epilogue adding the adapters' part. */
 function dxProgram(l: Layout, M: number): MultiOutputProgram {
   const { K, N, R } = l;
-  const epilogue = l.parts
-    .map((p, i) => `    for (var j = 0u; j < ${p.r}u; j++) { acc += dh[row * ${R}u + ${p.off}u + j] * a${i}[col * ${p.r}u + j]; }`)
-    .join('\n');
+  const adapters = l.parts.map((p, i) => `  for (var j = 0u; j < ${p.r}u; j++) { dx += dh[row * ${R}u + ${p.off}u + j] * a${i}[col * ${p.r}u + j]; }`).join('\n');
   return {
     key: keyOf('Dx', l),
     wgsl: () => `${bindings(['dy', 'w', 'dh', ...l.parts.map((_, i) => `a${i}`)], ['dx'])}
-${tiledProduct(N, K, 'dy', (n, c) => `w[${c} * ${N}u + ${n}]`, epilogue, 'dx')}`,
+fn finish(row : u32, col : u32, acc : f32) -> f32 {
+  var dx = acc;
+${adapters}
+  return dx;
+}
+${tiledProduct(N, K, 'dy', (n, c) => `w[${c} * ${N}u + ${n}]`, false, 'dx')}`,
     outputShapes: [[M, K]],
     dispatch: [Math.ceil(K / TILE), Math.ceil(M / TILE), 1],
     uniforms: [{ type: 'uint32', value: M }],
