@@ -114,9 +114,9 @@ export function attendWithOps(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, ma
  * loop on wasm (0.5-1.5 GMAC/s measured here), while plain 2-D ones take XNNPACK's fast path,
  * and so do their gradients (training/gradients). One token per row (decoding off wasm, many
  * small groups) stays batched: per-group splits and concats would cost more dispatches than
- * they save. So does webgpu outside a tape (a training step's one forward pass, whose backward
- * is attendBackward's) while the `scores` of all heads fit BATCHED_SCORES: a dispatch per op
- * for every head, where per-group attention takes about six per group.
+ * they save. So does webgpu outside a tape where its WGSL kernel is off (WEBGPU_FUSED_KERNELS)
+ * while the `scores` of all heads fit BATCHED_SCORES: a dispatch per op for every head, where
+ * per-group attention takes about six per group.
  */
 function attendsPerGroup(groups: number, T: number, scores: number): boolean {
   if (tf.getBackend() === 'webgpu' && !tf.engine().isTapeOn() && scores <= BATCHED_SCORES) return false;
