@@ -246,6 +246,34 @@ suite('WGSL training kernels give the cpu backend results', () => {
 
   afterAll(() => selectBackend('wasm'));
 
+  it("the MLP's down projection's backward with SwiGLU's, in one dispatch", async () => {
+    const [M, F, N, r] = [21, 40, 36, 8];
+    const inputs = () => [
+      tf.tensor2d(random(M * F, 70), [M, F]),
+      tf.tensor2d(random(F * N, 71, 0.2), [F, N]),
+      tf.tensor2d(random(M * N, 72), [M, N]),
+      tf.tensor2d(random(F * r, 73, 0.3), [F, r]),
+      tf.tensor2d(random(r * N, 74, 0.3), [r, N]),
+      tf.tensor2d(random(M * 2 * F, 75, 3), [M, 2 * F]),
+    ];
+    // dx = dy W^T + s (dy B^T) A^T, then SwiGLU's backward on it.
+    const reference = ([, w, dy, a, b, gateUp]: tf.Tensor[]) => {
+      const dh = tf.matMul(tf.mul(dy, 2), b, false, true);
+      const dx = tf.add(tf.matMul(dy, w, false, true), tf.matMul(dh, a, false, true)) as tf.Tensor2D;
+      return swigluBackward(gateUp as tf.Tensor2D, dx);
+    };
+    const kernel = ([x, w, dy, a, b, gateUp]: tf.Tensor[]) => {
+      const parts = [{ aT: a as tf.Tensor2D, bT: b as tf.Tensor2D, scale: 2, col: 0, width: N }];
+      const h = tf.matMul(x, a) as tf.Tensor2D;
+      const back = loraBackwardOnWebGpu(x as tf.Tensor2D, h, dy as tf.Tensor2D, w as tf.Tensor2D, parts, gateUp as tf.Tensor2D);
+      h.dispose();
+      back?.grads.flat().forEach((g) => g.dispose());
+      return back?.dx ?? null;
+    };
+    // The x A product above, then dh, dx with SwiGLU's backward, the factors' gradients.
+    await againstCpu(inputs, reference, kernel, 4);
+  }, 60_000);
+
   it.each(CASES)('LoRA projection forward and backward: $name', async (c) => {
     await selectBackend('cpu');
     const want = reference(c);

@@ -16,8 +16,8 @@ import { fusedKernelsApply, MultiOutputProgram, runMultiOutputProgram, workgroup
  *
  * The forward is two dispatches (h, then y with the adapters' delta added to the frozen product
  * in its epilogue); the backward three or four (dh; dx, frozen and adapters' parts in one
- * product; every factor's gradient in one program, or the A's and the B's in two where their
- * tensors would pass eight storage buffers). The generic ops take 7 dispatches a projection
+ * product, for the MLP's down SwiGLU's backward too; every factor's gradient in one program, or
+ * the A's and the B's in two where their tensors would pass eight storage buffers). The generic ops take 7 dispatches a projection
  * forward and 14 backward for one adapter, about three times that for q|k|v's three. h is an
  * output of the forward, saved for the backward (ops/saved-activations.ts) instead of
  * recomputed.
@@ -129,10 +129,10 @@ ${FLAT_MAIN}
  * contiguous in memory, so that neighbouring threads load neighbouring floats). A workgroup of
  * 16 x 16 threads computes a TILE x TILE block of the output, each thread 4 x 4 of it in
  * registers, stepping through `inner` DEPTH at a time with both operands' slices staged in
- * workgroup memory; `finish(row, col, acc)` gives the value stored (the epilogue: bias, the
- * adapters' part).
+ * workgroup memory; `finish(row, col, acc)` gives the value (the epilogue: bias, the adapters'
+ * part), which `store` writes.
  */
-function tiledProduct(inner: number, cols: number, left: string, rightAt: (k: string, c: string) => string, rightRowMajor: boolean, out: string): string {
+function tiledProduct(inner: number, cols: number, left: string, rightAt: (k: string, c: string) => string, rightRowMajor: boolean, store: (row: string, col: string, value: string) => string): string {
   const loads = (TILE * DEPTH) / THREADS;
   return `var<workgroup> ls : array<f32, ${TILE * DEPTH}>;
 var<workgroup> rs : array<f32, ${DEPTH * TILE}>;
@@ -180,7 +180,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_id) lid
     for (var j = 0u; j < 4u; j++) {
       let row = row0 + lid.y * 4u + i;
       let col = col0 + lid.x * 4u + j;
-      if (row < u.M && col < ${cols}u) { ${out}[row * ${cols}u + col] = finish(row, col, acc[i * 4u + j]); }
+      if (row < u.M && col < ${cols}u) { ${store('row', 'col', 'finish(row, col, acc[i * 4u + j])')} }
     }
   }
 }`;
@@ -206,7 +206,7 @@ fn finish(row : u32, col : u32, acc : f32) -> f32 {
 ${l.bias ? '  y += bias[col];\n' : ''}${deltas}
   return y;
 }
-${tiledProduct(K, N, 'x', (k, c) => `w[${k} * ${N}u + ${c}]`, true, 'y')}`,
+${tiledProduct(K, N, 'x', (k, c) => `w[${k} * ${N}u + ${c}]`, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
     outputShapes: [[M, N]],
     dispatch: [Math.ceil(N / TILE), Math.ceil(M / TILE), 1],
     uniforms: [{ type: 'uint32', value: M }],
@@ -241,20 +241,34 @@ ${FLAT_MAIN}
   };
 }
 
-/** dx = dy W^T + dh_p A_p^T: the frozen product (W read transposed), its epilogue adding the adapters' part. */
-function dxProgram(l: Layout, M: number): MultiOutputProgram {
+/**
+ * dx = dy W^T + dh_p A_p^T: the frozen product (W read transposed), its epilogue adding the
+ * adapters' part. With `swiglu` the projection is the MLP's down, whose input was
+ * silu(gate) * up of gateUp [M, 2K] (an input here): its store writes SwiGLU's backward instead
+ * (ops/swiglu.ts), d gate = dx u s (1 + g (1 - s)) and d up = dx g s, s = sigmoid(g), into d gateUp
+ * [M, 2K]: one dispatch fewer, the same arithmetic as swiglu.webgpu.ts's.
+ */
+function dxProgram(l: Layout, M: number, swiglu: boolean): MultiOutputProgram {
   const { K, N, R } = l;
   const adapters = l.parts.map((p, i) => `  for (var j = 0u; j < ${p.r}u; j++) { dx += dh[row * ${R}u + ${p.off}u + j] * a${i}[col * ${p.r}u + j]; }`).join('\n');
+  const store = swiglu
+    ? (row: string, col: string, value: string) => `let d = ${value};
+        let at = ${row} * ${2 * K}u + ${col};
+        let g = gateUp[at];
+        let s = 1.0 / (1.0 + exp(-g));
+        dx[at] = d * gateUp[at + ${K}u] * s * (1.0 + g * (1.0 - s));
+        dx[at + ${K}u] = d * g * s;`
+    : (row: string, col: string, value: string) => `dx[${row} * ${K}u + ${col}] = ${value};`;
   return {
-    key: keyOf('Dx', l),
-    wgsl: () => `${bindings(['dy', 'w', 'dh', ...l.parts.map((_, i) => `a${i}`)], ['dx'])}
+    key: keyOf(swiglu ? 'DxSwiGlu' : 'Dx', l),
+    wgsl: () => `${bindings(['dy', 'w', 'dh', ...l.parts.map((_, i) => `a${i}`), ...(swiglu ? ['gateUp'] : [])], ['dx'])}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   var dx = acc;
 ${adapters}
   return dx;
 }
-${tiledProduct(N, K, 'dy', (n, c) => `w[${c} * ${N}u + ${n}]`, false, 'dx')}`,
-    outputShapes: [[M, K]],
+${tiledProduct(N, K, 'dy', (n, c) => `w[${c} * ${N}u + ${n}]`, false, store)}`,
+    outputShapes: [[M, swiglu ? 2 * K : K]],
     dispatch: [Math.ceil(K / TILE), Math.ceil(M / TILE), 1],
     uniforms: [{ type: 'uint32', value: M }],
   };
@@ -356,7 +370,8 @@ tf.registerKernel({
     const l = layoutFor(x, w, aTs, a);
     const M = x.shape[0];
     const [dh] = runMultiOutputProgram(backend, dhProgram(l, M), [dy, ...bTs]);
-    const [dx] = runMultiOutputProgram(backend, dxProgram(l, M), [dy, w, dh, ...aTs]);
+    const gateUp = inputs['gateUp'] as tf.TensorInfo | undefined;
+    const [dx] = runMultiOutputProgram(backend, dxProgram(l, M, gateUp !== undefined), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : [])]);
     // Every factor's gradient in one program where its 4 inputs and 2P outputs fit the bindings.
     const grads =
       4 + 2 * P <= 8
@@ -392,10 +407,23 @@ export function loraForwardOnWebGpu(x: tf.Tensor2D, weightT: tf.Tensor2D, bias: 
   return { y, h };
 }
 
-/** dx and each part's [dA, dB] from x, the forward's h and dy; null where the programs do not apply. */
-export function loraBackwardOnWebGpu(x: tf.Tensor2D, h: tf.Tensor2D, dy: tf.Tensor2D, weightT: tf.Tensor2D, parts: WebGpuLoraPart[]): { dx: tf.Tensor2D; grads: [tf.Tensor2D, tf.Tensor2D][] } | null {
+/**
+ * dx and each part's [dA, dB] from x, the forward's h and dy; null where the programs do not
+ * apply. With `gateUp` (the projection is the MLP's down, its input SwiGLU's of gateUp), dx is
+ * d gateUp [M, 2K] through SwiGLU, in the same dispatch.
+ */
+export function loraBackwardOnWebGpu(
+  x: tf.Tensor2D,
+  h: tf.Tensor2D,
+  dy: tf.Tensor2D,
+  weightT: tf.Tensor2D,
+  parts: WebGpuLoraPart[],
+  gateUp: tf.Tensor2D | null = null,
+): { dx: tf.Tensor2D; grads: [tf.Tensor2D, tf.Tensor2D][] } | null {
   if (!loraKernelsApplyOnWebGpu(x, parts) || weightT.dtype !== 'float32' || dy.dtype !== 'float32') return null;
+  // The dx program binds dy, W, dh, the A's, gateUp and dx.
+  if (gateUp && (gateUp.dtype !== 'float32' || gateUp.shape[1] !== 2 * x.shape[1] || 5 + parts.length > 8)) return null;
   const { tensors, attrs } = callInputs(parts);
-  const [dx, ...grads] = tf.engine().runKernel(LORA_BACKWARD_KERNEL, { x, w: weightT, h, dy, ...tensors }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];
+  const [dx, ...grads] = tf.engine().runKernel(LORA_BACKWARD_KERNEL, { x, w: weightT, h, dy, ...tensors, ...(gateUp ? { gateUp } : {}) }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];
   return { dx, grads: parts.map((_, i) => [grads[2 * i], grads[2 * i + 1]]) };
 }

@@ -5,7 +5,7 @@ import type { Attention, Block, HeadNorms, MLP, RMSNorm, StepContext } from '../
 import { attendBackward } from './attention';
 import { gegluBackward } from './gelu';
 import { savedAdapterColumns } from './linear';
-import { linearBackward } from './linear-gradient';
+import { linearBackward, linearBackwardThroughSwiglu } from './linear-gradient';
 import { rmsNormBackward } from './norm';
 import { ropeBackward, ropeQkvBackward } from './rope';
 import { SavedActivations, withSavedActivations } from './saved-activations';
@@ -100,16 +100,23 @@ class Backward {
   }
 
   linear(l: FrozenLinear, dy: tf.Tensor2D): tf.Tensor2D {
-    const { dx, grads } = linearBackward(l, this.saved.linearInput(l), dy, this.saved.adapterProduct(l));
-    grads.forEach((g, factor) => this.grads.set(factor, g));
-    return dx;
+    return this.collect(linearBackward(l, this.saved.linearInput(l), dy, this.saved.adapterProduct(l))) as tf.Tensor2D;
   }
 
   /** y = down(act(gate) * up), gate|up = gateUp(x). */
   mlp(mlp: MLP, dy: tf.Tensor2D): tf.Tensor2D {
-    const dGated = this.linear(mlp.down, dy);
     const gateUp = this.saved.gateInput();
+    // down's backward and SwiGLU's in one kernel where there is one.
+    const fused = mlp.activation === 'silu' ? this.collect(linearBackwardThroughSwiglu(mlp.down, this.saved.linearInput(mlp.down), dy, this.saved.adapterProduct(mlp.down), gateUp)) : null;
+    if (fused) return this.linear(mlp.gateUp, fused);
+    const dGated = this.linear(mlp.down, dy);
     return this.linear(mlp.gateUp, mlp.activation === 'silu' ? swigluBackward(gateUp, dGated) : gegluBackward(gateUp, dGated));
+  }
+
+  /** A linear backward's dx, its factors' gradients collected; null for null. */
+  private collect(back: { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } | null): tf.Tensor2D | null {
+    back?.grads.forEach((g, factor) => this.grads.set(factor, g));
+    return back?.dx ?? null;
   }
 
   /** y = o(attend(rope(head_norms(q|k)), v)), q|k|v = qkv(x): Attention.forward in reverse. */

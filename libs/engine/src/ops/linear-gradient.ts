@@ -112,19 +112,12 @@ export function sharedScale(adapters: (LowRankAdapter | undefined)[]): tf.Scalar
  * (kernels/lora.webgpu.ts).
  */
 export function linearBackward(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D, xa: tf.Tensor2D | null = null): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } {
+  const onWebGpu = xa && linearBackwardOnWebGpu(l, x, dy, xa, null);
+  if (onWebGpu) return onWebGpu;
   const grads = new Map<tf.Tensor, tf.Tensor>();
   if (!l.hasAdapters) return { dx: inputGradient(l, dy), grads };
   const adapters = l.lowRankAdapters();
   if (!adapters) throw new Error(`${l.parts.map((p) => p.name).join('|')}: an explicit backward needs low-rank adapters`);
-  const webGpuParts = xa && webGpuLoraParts(l, adapters);
-  const onWebGpu = webGpuParts && loraBackwardOnWebGpu(x, xa, dy, l.weightT, webGpuParts);
-  if (webGpuParts && onWebGpu) {
-    webGpuParts.forEach((p, i) => {
-      grads.set(p.aT, onWebGpu.grads[i][0]);
-      grads.set(p.bT, onWebGpu.grads[i][1]);
-    });
-    return { dx: onWebGpu.dx, grads };
-  }
   const parts = l.adapterParts(x.shape[0]) as LoraPart[];
   const kernelParts = loraKernelsApply(x, parts) ? parts : null;
   const [dx, ...factorGrads] = adaptedProjectionGradient(l, x, dy, adapters, kernelParts);
@@ -135,6 +128,29 @@ export function linearBackward(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D,
       grads.set(a.bT, factorGrads[2 * i + 1]);
     });
   return { dx: dx as tf.Tensor2D, grads };
+}
+
+/**
+ * linearBackward for the MLP's down projection `l` whose input was swiglu(gateUp): d gateUp
+ * through SwiGLU (ops/swiglu.ts, swigluBackward) instead of dx, where the webgpu LoRA programs
+ * compute both in one dispatch; null elsewhere, for the caller to run the two backwards apart.
+ */
+export function linearBackwardThroughSwiglu(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D, xa: tf.Tensor2D | null, gateUp: tf.Tensor2D): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } | null {
+  return xa && linearBackwardOnWebGpu(l, x, dy, xa, gateUp);
+}
+
+/** linearBackward by the webgpu LoRA programs (with SwiGLU's backward given `gateUp`), or null where they do not apply. */
+function linearBackwardOnWebGpu(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D, xa: tf.Tensor2D, gateUp: tf.Tensor2D | null): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } | null {
+  const adapters = l.hasAdapters ? l.lowRankAdapters() : null;
+  const parts = adapters && webGpuLoraParts(l, adapters);
+  const result = parts && loraBackwardOnWebGpu(x, xa, dy, l.weightT, parts, gateUp);
+  if (!parts || !result) return null;
+  const grads = new Map<tf.Tensor, tf.Tensor>();
+  parts.forEach((p, i) => {
+    grads.set(p.aT, result.grads[i][0]);
+    grads.set(p.bT, result.grads[i][1]);
+  });
+  return { dx: result.dx, grads };
 }
 
 /**
