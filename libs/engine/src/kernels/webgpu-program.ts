@@ -68,7 +68,9 @@ export function fusedKernelsEnabled(): boolean {
 
 /**
  * True when a fused kernel may run now: on webgpu, switched on, and outside a gradient tape
- * (the kernels have no gradients; training differentiates through the generic ops).
+ * (the kernels register no tape gradients: a taped pass differentiates through the generic ops,
+ * while a training step's explicit backward, ops/decoder-block-gradient.ts, runs the kernels'
+ * own backward programs).
  */
 export function fusedKernelsApply(): boolean {
   return enabled && tf.getBackend() === 'webgpu' && !tf.engine().isTapeOn();
