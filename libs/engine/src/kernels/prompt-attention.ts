@@ -2,6 +2,8 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { AttentionKernels } from './attention-kernels';
 import { attentionKernelFor, attentionThreads, runAttentionKernel } from './decode-attention';
 import { withBackwardKernel } from './kernel-gradient';
+import { MAX_WEBGPU_ATTENTION_HEAD_DIM } from './prompt-attention.webgpu';
+import { fusedKernelsApply } from './webgpu-program';
 import { heapOffset, heapView, WasmBackendInternals } from './wasm-heap';
 
 /**
@@ -12,7 +14,9 @@ import { heapOffset, heapView, WasmBackendInternals } from './wasm-heap';
  * In tfjs ops the same is, per KV head, two 2-D matMuls, the mask, a softmax, and transposes
  * of q and of the output between the projections' token-major layout and heads-first (and
  * under a tape, their gradients); the kernels read q and dO and write the output and dq
- * token-major, and skip each token's causal future, half of a prompt's scores.
+ * token-major, and skip each token's causal future, half of a prompt's scores. On webgpu the
+ * same kernel names run WGSL (prompt-attention.webgpu.ts), outside a tape, where k and v hold
+ * exactly the mask's columns.
  */
 const KERNEL_NAME = 'TrainyardPromptAttention';
 const BACKWARD_KERNEL = 'TrainyardPromptAttentionBackward';
@@ -63,7 +67,8 @@ tf.registerKernel({
 /** The kernels' attributes for these shapes, or null where they do not apply (see promptAttention). */
 function attrsFor(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, T: number): Attrs | null {
   const [B, KV, S, D] = k.shape;
-  if (tf.getBackend() !== 'wasm' || D % 4 !== 0 || attentionKernelFor(tf.backend()) === null) return null;
+  const onWebGpu = fusedKernelsApply() && D <= MAX_WEBGPU_ATTENTION_HEAD_DIM && mask.shape[3] === S;
+  if (!onWebGpu && (tf.getBackend() !== 'wasm' || D % 4 !== 0 || attentionKernelFor(tf.backend()) === null)) return null;
   if ([q, k, v, mask].some((t) => t.dtype !== 'float32')) return null;
   const H = q.shape[1] / D;
   const masks = mask.shape[0];

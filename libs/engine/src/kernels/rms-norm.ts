@@ -101,11 +101,14 @@ export function rmsNormWithGradient(x: tf.Tensor2D, weight: tf.Tensor1D, eps: nu
 /**
  * The backward kernel alone: dx of rmsNorm for its output's gradient dy (the weight is frozen),
  * on wasm, or on webgpu as one WGSL dispatch (rms-norm.webgpu.ts) where the fused kernels apply;
- * null elsewhere, for the caller to use tfjs ops. What an explicit backward (ops/norm.ts,
- * rmsNormBackward) runs without a tape.
+ * null elsewhere, for the caller to use tfjs ops. With `residual`, dx + residual (on webgpu in
+ * the same dispatch). What an explicit backward (ops/norm.ts, rmsNormBackward) runs without a tape.
  */
-export function rmsNormGradient(x: tf.Tensor2D, weight: tf.Tensor1D, dy: tf.Tensor2D, eps: number): tf.Tensor2D | null {
+export function rmsNormGradient(x: tf.Tensor2D, weight: tf.Tensor1D, dy: tf.Tensor2D, eps: number, residual: tf.Tensor2D | null = null): tf.Tensor2D | null {
   if (!float32(x, weight) || dy.dtype !== 'float32' || (!onWasm(x) && !fusedKernelsApply())) return null;
   assertWeightFits(x, weight);
-  return tf.engine().runKernel(BACKWARD_KERNEL, { x, weight, dy }, { eps }) as tf.Tensor2D;
+  // On webgpu the program adds the residual gradient itself; the wasm kernel's dx gets it added after.
+  if (residual && !onWasm(x)) return tf.engine().runKernel(BACKWARD_KERNEL, { x, weight, dy, residual }, { eps }) as tf.Tensor2D;
+  const dx = () => tf.engine().runKernel(BACKWARD_KERNEL, { x, weight, dy }, { eps }) as tf.Tensor2D;
+  return residual ? tf.tidy(() => tf.add(dx(), residual) as tf.Tensor2D) : dx();
 }

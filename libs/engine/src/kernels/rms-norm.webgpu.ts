@@ -9,7 +9,7 @@ import { runProgram, WgslProgram, WORKGROUP_INDEX } from './webgpu-program';
  * rsqrt, two muls) and two intermediate tensors per norm, two norms per layer.
  */
 export const RMS_NORM_KERNEL = 'TrainyardRmsNorm';
-/** Its gradient with respect to x, dx = r g - x r^3 mean(g x) with g = dy * weight (ops/norm.ts, rmsNormBackward). */
+/** Its gradient with respect to x, dx = r g - x r^3 mean(g x) with g = dy * weight (ops/norm.ts, rmsNormBackward), plus a residual gradient where one is given. */
 export const RMS_NORM_BACKWARD_KERNEL = 'TrainyardRmsNormBackward';
 const WORKGROUP = 64;
 
@@ -62,13 +62,14 @@ tf.registerKernel({
 /**
  * The backward as one dispatch, one workgroup per row like the forward: the row's sums of x^2
  * and of g x (g = dy * weight) in one pass of tree reductions, then dx = r g - x r^3 mean(g x)
- * with r = 1 / sqrt(mean(x^2) + eps). The generic ops take about a dozen dispatches.
+ * with r = 1 / sqrt(mean(x^2) + eps), and with `residual` that gradient added (a block's
+ * residual stream: one dispatch fewer). The generic ops take about a dozen dispatches.
  */
-function backwardProgram(rows: number, C: number): WgslProgram {
+function backwardProgram(rows: number, C: number, residual: boolean): WgslProgram {
   return {
-    variableNames: ['x', 'weight', 'dy'],
+    variableNames: ['x', 'weight', 'dy', ...(residual ? ['residual'] : [])],
     outputShape: [rows, C],
-    shaderKey: 'trainyardRmsNormBackward',
+    shaderKey: `trainyardRmsNormBackward_${residual}`,
     dispatchLayout: { x: [0, 1] },
     dispatch: [rows, 1, 1],
     workgroupSize: [WORKGROUP, 1, 1],
@@ -102,7 +103,7 @@ function backwardProgram(rows: number, C: number): WgslProgram {
         let r = inverseSqrt(squares[0] / f32(C) + uniforms.eps);
         let k = r * r * r * products[0] / f32(C);
         for (var c = tid; valid && c < C; c += ${WORKGROUP}) {
-          setOutputAtIndex(base + c, r * dy[base + c] * weight[c] - x[base + c] * k);
+          setOutputAtIndex(base + c, r * dy[base + c] * weight[c] - x[base + c] * k${residual ? ' + residual[base + c]' : ''});
         }
       }`,
   };
@@ -112,8 +113,8 @@ tf.registerKernel({
   kernelName: RMS_NORM_BACKWARD_KERNEL,
   backendName: 'webgpu',
   kernelFunc: ({ inputs, backend, attrs }) => {
-    const { x, weight, dy } = inputs as Record<'x' | 'weight' | 'dy', tf.TensorInfo>;
+    const { x, weight, dy, residual } = inputs as Record<'x' | 'weight' | 'dy', tf.TensorInfo> & { residual?: tf.TensorInfo };
     const { eps } = attrs as unknown as { eps: number };
-    return runProgram(backend, backwardProgram(x.shape[0], x.shape[1]), [x, weight, dy], [{ type: 'float32', data: [eps] }]);
+    return runProgram(backend, backwardProgram(x.shape[0], x.shape[1], residual !== undefined), [x, weight, dy, ...(residual ? [residual] : [])], [{ type: 'float32', data: [eps] }]);
   },
 });

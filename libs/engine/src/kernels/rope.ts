@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ROPE_WASM } from './rope.wasm';
-import { ROPE_KERNEL } from './rope.webgpu';
+import { ROPE_KERNEL, ROPE_QKV_BACKWARD_KERNEL } from './rope.webgpu';
 import { withBackwardKernel } from './kernel-gradient';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsApply } from './webgpu-program';
@@ -89,4 +89,14 @@ export function ropeWithGradient(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tenso
 export function ropeGradient(dy: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor3D | null {
   if (!tablesFit(dy, cos, sin) || !onWasm(dy)) return null;
   return tf.engine().runKernel(BACKWARD_KERNEL, { x: dy, cos, sin }) as tf.Tensor3D;
+}
+
+/**
+ * d(q|k|v) [N, (H + 2 KV) D] from attention's dq [N, H*D], dk and dv [B, KV, T, D] through RoPE
+ * (tables cos, sin [N, H + KV, D]) in one WGSL dispatch (rope.webgpu.ts), or null where it does
+ * not apply: not webgpu with the fused kernels, not float32, D odd.
+ */
+export function ropeQkvGradient(dq: tf.Tensor2D, dk: tf.Tensor4D, dv: tf.Tensor4D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor2D | null {
+  if (!fusedKernelsApply() || cos.shape[2] % 2 !== 0 || [dq, dk, dv, cos, sin].some((t) => t.dtype !== 'float32')) return null;
+  return tf.engine().runKernel(ROPE_QKV_BACKWARD_KERNEL, { dq, dk, dv, cos, sin }) as tf.Tensor2D;
 }

@@ -44,3 +44,64 @@ tf.registerKernel({
     return runProgram(backend, program(x.shape), [x, cos, sin]);
   },
 });
+
+/**
+ * The gradient of q|k|v's projection output through RoPE and the heads' layouts in one
+ * elementwise dispatch, for an explicit backward (ops/decoder-block-gradient.ts) where nothing
+ * sits between the projection and RoPE: from attention's gradients dq (token-major [N, H*D]),
+ * dk and dv (heads-first [B, KV, T, D]) and the tables cos, sin [N, H + KV, D], each thread
+ * writes one element of d(q|k|v) [N, (H + 2 KV) D]: the q and k columns RoPE's backward, dy cos
+ * - rotate_half(dy) sin (ops/rope.ts, ropeBackward), read from dq or from dk's heads-first
+ * place; the v columns dv's, moved. The generic route takes five dispatches: two transposes,
+ * two concats and RoPE's.
+ */
+export const ROPE_QKV_BACKWARD_KERNEL = 'TrainyardRopeQkvBackward';
+
+function qkvBackwardProgram(N: number, H: number, KV: number, D: number): WgslProgram {
+  return {
+    variableNames: ['dq', 'dk', 'dv', 'cosT', 'sinT'],
+    outputShape: [N, (H + 2 * KV) * D],
+    shaderKey: `trainyardRopeQkvBackward_${H}_${KV}_${D}`,
+    dispatchLayout: { x: [0, 1] },
+    dispatch: [Math.ceil((N * (H + 2 * KV) * D) / WORKGROUP), 1, 1],
+    workgroupSize: [WORKGROUP, 1, 1],
+    size: true,
+    getUserCode: () => `
+      // Element e of head row (n, head): q heads from dq, k heads from dk [B, KV, T, D] (n = b T + t).
+      fn gradientAt(n : i32, head : i32, e : i32) -> f32 {
+        if (head < ${H}) { return dq[(n * ${H} + head) * ${D} + e]; }
+        let T = uniforms.dkShape[2];
+        return dk[(((n / T) * ${KV} + head - ${H}) * T + n % T) * ${D} + e];
+      }
+      fn main(index : i32) {
+        if (index >= uniforms.size) { return; }
+        let width = ${(H + 2 * KV) * D};
+        let n = index / width;
+        let c = index % width;
+        let head = c / ${D};
+        let e = c % ${D};
+        if (head >= ${H + KV}) {
+          let T = uniforms.dvShape[2];
+          setOutputAtIndex(index, dv[(((n / T) * ${KV} + head - ${H + KV}) * T + n % T) * ${D} + e]);
+          return;
+        }
+        let half = ${D / 2};
+        let first = e < half;
+        let partner = gradientAt(n, head, select(e - half, e + half, first));
+        let at = (n * ${H + KV} + head) * ${D} + e;
+        // dx = dy cos - rotate_half(dy) sin, rotate_half(dy) = [-dy2, dy1].
+        setOutputAtIndex(index, gradientAt(n, head, e) * cosT[at] + select(-partner, partner, first) * sinT[at]);
+      }`,
+  };
+}
+
+tf.registerKernel({
+  kernelName: ROPE_QKV_BACKWARD_KERNEL,
+  backendName: 'webgpu',
+  kernelFunc: ({ inputs, backend }) => {
+    const { dq, dk, dv, cos, sin } = inputs as Record<'dq' | 'dk' | 'dv' | 'cos' | 'sin', tf.TensorInfo>;
+    const [N, heads, D] = cos.shape;
+    const KV = dk.shape[1];
+    return runProgram(backend, qkvBackwardProgram(N, heads - KV, KV, D), [dq, dk, dv, cos, sin]);
+  },
+});

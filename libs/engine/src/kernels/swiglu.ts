@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { SWIGLU_WASM } from './swiglu.wasm';
-import { SWIGLU_BACKWARD_KERNEL } from './swiglu.webgpu';
+import { SWIGLU_BACKWARD_KERNEL, SWIGLU_KERNEL } from './swiglu.webgpu';
 import { withBackwardKernel } from './kernel-gradient';
 import { fusedKernelsApply } from './webgpu-program';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
@@ -10,9 +10,9 @@ import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap
  * WebAssembly SIMD kernel on tfjs-wasm (source: libs/engine/assembly/swiglu.ts), where tfjs
  * runs four (split, sigmoid, multiply, multiply). A tfjs kernel for the wasm backend on
  * tfjs's own memory, as the matmul kernel; null where it does not apply, for the caller to
- * use tfjs ops.
+ * use tfjs ops. On webgpu the same kernel name runs a WGSL program (swiglu.webgpu.ts).
  */
-const KERNEL_NAME = 'TrainyardSwiGlu';
+const KERNEL_NAME = SWIGLU_KERNEL;
 
 const BACKWARD_KERNEL = SWIGLU_BACKWARD_KERNEL;
 
@@ -53,11 +53,11 @@ tf.registerKernel({
 
 /**
  * gate * sigmoid(gate) * up for gateUp [M, 2F] = gate | up side by side: [M, F]; or null
- * where tfjs ops should compute it: another backend, not float32, F not a multiple of 4, or
- * while a gradient is being recorded (the kernel has none).
+ * where tfjs ops should compute it: another backend, fused webgpu kernels off, not float32, F
+ * not a multiple of 4 on wasm, or while a gradient is being recorded (the kernel has none).
  */
 export function swiglu(gateUp: tf.Tensor2D): tf.Tensor2D | null {
-  if (tf.engine().isTapeOn() || !onWasm(gateUp)) return null;
+  if (tf.engine().isTapeOn() || !(onWasm(gateUp) || (fusedKernelsApply() && gateUp.dtype === 'float32' && gateUp.shape[1] % 2 === 0))) return null;
   return tf.engine().runKernel(KERNEL_NAME, { gateUp }) as tf.Tensor2D;
 }
 

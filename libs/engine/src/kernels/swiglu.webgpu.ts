@@ -2,6 +2,43 @@ import * as tf from '@tensorflow/tfjs-core';
 import { runProgram, WgslProgram } from './webgpu-program';
 
 /**
+ * SwiGLU, silu(gate) * up for gateUp [M, 2F] (gate | up) -> [M, F], as one elementwise WGSL
+ * dispatch on webgpu, where the generic ops take five (two slices, the sigmoid, two products).
+ * Dispatched by swiglu.ts, which registers the same kernel name for wasm.
+ */
+export const SWIGLU_KERNEL = 'TrainyardSwiGlu';
+
+function forwardProgram(M: number, F: number): WgslProgram {
+  return {
+    variableNames: ['gateUp'],
+    outputShape: [M, F],
+    shaderKey: 'trainyardSwiGlu',
+    dispatchLayout: { x: [0, 1] },
+    dispatch: [Math.ceil((M * F) / WORKGROUP), 1, 1],
+    workgroupSize: [WORKGROUP, 1, 1],
+    size: true,
+    getUserCode: () => `
+      fn main(index : i32) {
+        if (index >= uniforms.size) { return; }
+        let F = uniforms.outShape[1];
+        let row = index / F;
+        let at = row * 2 * F + index - row * F;
+        let g = gateUp[at];
+        setOutputAtIndex(index, g / (1.0 + exp(-g)) * gateUp[at + F]);
+      }`,
+  };
+}
+
+tf.registerKernel({
+  kernelName: SWIGLU_KERNEL,
+  backendName: 'webgpu',
+  kernelFunc: ({ inputs, backend }) => {
+    const { gateUp } = inputs as Record<'gateUp', tf.TensorInfo>;
+    return runProgram(backend, forwardProgram(gateUp.shape[0], gateUp.shape[1] / 2), [gateUp]);
+  },
+});
+
+/**
  * SwiGLU's backward as one elementwise WGSL dispatch on webgpu: for gateUp [M, 2F] (gate | up)
  * and the output's gradient dy [M, F], each invocation writes one column pair of d gateUp,
  *

@@ -68,8 +68,87 @@ export function fusedKernelsEnabled(): boolean {
 
 /**
  * True when a fused kernel may run now: on webgpu, switched on, and outside a gradient tape
- * (the kernels have no gradients; training differentiates through the generic ops).
+ * (the kernels register no tape gradients: a taped pass differentiates through the generic ops,
+ * while a training step's explicit backward, ops/decoder-block-gradient.ts, runs the kernels'
+ * own backward programs).
  */
 export function fusedKernelsApply(): boolean {
   return enabled && tf.getBackend() === 'webgpu' && !tf.engine().isTapeOn();
+}
+
+/**
+ * A WGSL program with several outputs, which tfjs's runWebGPUProgram (one output a program)
+ * cannot run: a LoRA projection's backward makes dx and the adapters' factor gradients, one
+ * tensor each. The program is whole WGSL with its own bindings: 0 the uniforms (a struct of
+ * 4-byte scalars, in `uniforms`' order), then the inputs (read-only storage) in order, then the
+ * outputs (read-write storage), at most eight storage buffers in all (WebGPU's default
+ * maxStorageBuffersPerShaderStage, which tfjs's device keeps). runMultiOutputProgram records its
+ * dispatch in tfjs's own command encoder and compute pass, as runWebGPUProgram records one, so
+ * it is ordered with tfjs's work and submitted with it.
+ */
+export interface MultiOutputProgram {
+  /** Names the compiled pipeline: two programs with one key must have one WGSL. */
+  key: string;
+  wgsl(): string;
+  outputShapes: number[][];
+  dispatch: [number, number, number];
+  uniforms: { type: 'uint32' | 'float32'; value: number }[];
+}
+
+/** What runMultiOutputProgram uses of tfjs-backend-webgpu 4.22's WebGPUBackend. */
+interface WebGpuBackendRecording {
+  device: GPUDevice;
+  commandEncoder: GPUCommandEncoder | null;
+  computePassEncoder: GPUComputePassEncoder | null;
+  dispatchCountInPass: number;
+  commandQueueOwnedIds: WeakSet<object>;
+  makeTensorInfo(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+  uploadToGPU(dataId: object): void;
+  tensorToBinding(tensor: tf.TensorInfo): GPUBufferBinding;
+  makeUniforms(uniforms: { type: string; data: number[] }[]): GPUBufferBinding;
+  ensureCommandEncoderReady(): void;
+  endComputePassEncoder(): void;
+  submitQueue(): void;
+}
+
+/** Most storage buffers one program binds (WebGPU's default maxStorageBuffersPerShaderStage). */
+export const MAX_STORAGE_BUFFERS = 8;
+
+const pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
+
+/** Runs `program` on the webgpu backend that called a kernelFunc: its outputs, new tensors. */
+export function runMultiOutputProgram(backend: object, program: MultiOutputProgram, inputs: tf.TensorInfo[]): tf.TensorInfo[] {
+  const b = backend as WebGpuBackendRecording;
+  if (inputs.length + program.outputShapes.length > MAX_STORAGE_BUFFERS) throw new Error(`${program.key}: ${inputs.length} inputs and ${program.outputShapes.length} outputs exceed ${MAX_STORAGE_BUFFERS} storage buffers`);
+  const outputs = program.outputShapes.map((shape) => b.makeTensorInfo(shape, 'float32'));
+  [...inputs, ...outputs].forEach((t) => b.uploadToGPU(t.dataId));
+  let cache = pipelines.get(b.device);
+  if (!cache) pipelines.set(b.device, (cache = new Map()));
+  let pipeline = cache.get(program.key);
+  if (!pipeline) {
+    pipeline = b.device.createComputePipeline({ layout: 'auto', compute: { module: b.device.createShaderModule({ code: program.wgsl() }), entryPoint: 'main' } });
+    cache.set(program.key, pipeline);
+  }
+  const uniforms = b.makeUniforms(program.uniforms.map((u) => ({ type: u.type, data: [u.value] })));
+  const resources = [uniforms, ...[...inputs, ...outputs].map((t) => b.tensorToBinding(t))];
+  const bindGroup = b.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: resources.map((resource, binding) => ({ binding, resource })) });
+  [...inputs, ...outputs].forEach((t) => b.commandQueueOwnedIds.add(t.dataId));
+  b.ensureCommandEncoderReady();
+  if (!b.computePassEncoder) b.computePassEncoder = (b.commandEncoder as GPUCommandEncoder).beginComputePass({});
+  b.computePassEncoder.setPipeline(pipeline);
+  b.computePassEncoder.setBindGroup(0, bindGroup);
+  b.computePassEncoder.dispatchWorkgroups(...program.dispatch);
+  b.dispatchCountInPass++;
+  // As runWebGPUProgram: the pass is submitted every WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE dispatches.
+  if (b.dispatchCountInPass >= (tf.env().get('WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE') as number)) {
+    b.endComputePassEncoder();
+    b.submitQueue();
+  }
+  return outputs;
+}
+
+/** Workgroups along x, then y, for `count` workgroups in all (65,535 a dimension); the program takes its workgroup as wg.y * groups.x + wg.x. */
+export function workgroupGrid(count: number): [number, number, number] {
+  const y = Math.ceil(count / 65535);
+  return [Math.ceil(count / y), y, 1];
 }

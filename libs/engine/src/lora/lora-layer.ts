@@ -28,6 +28,8 @@ export class LoraLayer implements LinearAdapter {
     readonly bT: tf.Tensor2D,
     /** alpha / r, or null when it is already folded into bT. */
     private readonly scale: tf.Scalar | null,
+    /** alpha / r as a number (1 where folded into bT). */
+    readonly scaleValue = 1,
   ) {}
 
   /** alpha / r as a scalar tensor, or null when it is folded into bT. */
@@ -114,7 +116,7 @@ export class LoraAttachment {
           const a = make(aT, [inFeatures, spec.r]);
           const b = make(bT, [spec.r, outFeatures]);
           owned.push(a, b);
-          layers.push(new LoraLayer(target, layer, a, b, scale));
+          layers.push(new LoraLayer(target, layer, a, b, scale, scale ? scaleValue : 1));
         }
       }
     } catch (err) {

@@ -17,6 +17,8 @@ export interface LowRankAdapter extends LinearAdapter {
   readonly aT: tf.Tensor2D;
   readonly bT: tf.Tensor2D;
   readonly scaleFactor: tf.Scalar | null;
+  /** scaleFactor as a number, for kernels that compile it in (kernels/lora.webgpu.ts); absent where unknown. */
+  readonly scaleValue?: number;
 }
 
 export function isLowRank(adapter: LinearAdapter): adapter is LowRankAdapter {

@@ -15,8 +15,10 @@ import { savedActivations } from './saved-activations';
  *
  * On wasm, one WebAssembly kernel reads q and writes the result in that layout
  * (kernels/decode-attention for decoding, kernels/prompt-attention for T tokens: the same
- * kernel), and under a gradient tape a second kernel gives its gradient. On webgpu a decoding
- * step runs a WGSL program (kernels/decode-attention.webgpu.ts). Elsewhere tfjs ops on the
+ * kernel), and under a gradient tape a second kernel gives its gradient. On webgpu, outside a
+ * tape, a decoding step runs a WGSL program (kernels/decode-attention.webgpu.ts), and T tokens
+ * the same kernel names as wasm's in WGSL (kernels/prompt-attention.webgpu.ts), their gradient
+ * too. Elsewhere tfjs ops on the
  * heads-first layout [B*KV, G*T, D] (the G heads of a KV head one query row block each, each KV
  * head read once), with a custom gradient of their own (attendOneHead).
  *
@@ -44,7 +46,7 @@ export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.
  * [heads, T, S] per layer would outweigh every other saved activation at training's lengths.
  * Grouped-query attention sums dk and dv over the G query heads of each KV head, which the
  * heads-first layout [B*KV, G*T, D] does in the products. On wasm the attention backward
- * kernel (kernels/prompt-attention.ts); elsewhere tfjs ops, batched over rows and KV heads
+ * kernel (kernels/prompt-attention.ts), on webgpu its WGSL twin; elsewhere tfjs ops, batched over rows and KV heads
  * (rows in chunks where their scores outgrow `maxScores`, BATCHED_SCORES unless a test says).
  */
 export function attendBackward(
@@ -112,9 +114,9 @@ export function attendWithOps(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, ma
  * loop on wasm (0.5-1.5 GMAC/s measured here), while plain 2-D ones take XNNPACK's fast path,
  * and so do their gradients (training/gradients). One token per row (decoding off wasm, many
  * small groups) stays batched: per-group splits and concats would cost more dispatches than
- * they save. So does webgpu outside a tape (a training step's one forward pass, whose backward
- * is attendBackward's) while the `scores` of all heads fit BATCHED_SCORES: a dispatch per op
- * for every head, where per-group attention takes about six per group.
+ * they save. So does webgpu outside a tape where its WGSL kernel is off (WEBGPU_FUSED_KERNELS)
+ * while the `scores` of all heads fit BATCHED_SCORES: a dispatch per op for every head, where
+ * per-group attention takes about six per group.
  */
 function attendsPerGroup(groups: number, T: number, scores: number): boolean {
   if (tf.getBackend() === 'webgpu' && !tf.engine().isTapeOn() && scores <= BATCHED_SCORES) return false;

@@ -4,9 +4,10 @@ import type { FrozenLinear } from '../model/linear';
 import type { Attention, Block, HeadNorms, MLP, RMSNorm, StepContext } from '../model/llama';
 import { attendBackward } from './attention';
 import { gegluBackward } from './gelu';
-import { linearBackward } from './linear-gradient';
+import { savedAdapterColumns } from './linear';
+import { linearBackward, linearBackwardThroughSwiglu } from './linear-gradient';
 import { rmsNormBackward } from './norm';
-import { ropeBackward } from './rope';
+import { ropeBackward, ropeQkvBackward } from './rope';
 import { SavedActivations, withSavedActivations } from './saved-activations';
 import { swigluBackward } from './swiglu';
 
@@ -35,10 +36,12 @@ export function decoderBlockSaving(block: Block, x: tf.Tensor2D, ctx: StepContex
  * | the gate's input gate\|up, down's input | 3 F |
  * | q_norm's and k_norm's inputs (Qwen3, Gemma 3) | (H + KV) D |
  * | the norms after attention and after the MLP: their inputs (Gemma 3) | 2 C |
+ * | each projection's adapters' x A, where the webgpu LoRA programs run it (ops/linear.ts) | their ranks |
  */
 export function decoderBlockSavedBytes(block: Block, tokens: number): number {
   const { hiddenSize: C, intermediateSize: F, numHeads: H, numKvHeads: KV, headDim: D } = block.attention.config;
-  const perToken = 3 * C + 2 * H * D + 2 * KV * D + 3 * F + (block.attention.headNorms ? (H + KV) * D : 0) + (block.sandwich ? 2 * C : 0);
+  const adapterColumns = [block.attention.qkv, block.attention.o, block.mlp.gateUp, block.mlp.down].reduce((sum, l) => sum + savedAdapterColumns(l), 0);
+  const perToken = 3 * C + 2 * H * D + 2 * KV * D + 3 * F + (block.attention.headNorms ? (H + KV) * D : 0) + (block.sandwich ? 2 * C : 0) + adapterColumns;
   return 4 * tokens * perToken;
 }
 
@@ -76,9 +79,9 @@ export class BlockBackwardContext {
 export function decoderBlockBackward(block: Block, saved: SavedActivations, dy: tf.Tensor2D, ctx: BlockBackwardContext): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } {
   const back = new Backward(saved, ctx);
   const dMlp = block.sandwich ? back.norm(block.sandwich.afterMlp, dy) : dy;
-  const dh = tf.add(dy, back.norm(block.postAttentionNorm, back.mlp(block.mlp, dMlp))) as tf.Tensor2D;
+  const dh = back.norm(block.postAttentionNorm, back.mlp(block.mlp, dMlp), dy);
   const dAttention = block.sandwich ? back.norm(block.sandwich.afterAttention, dh) : dh;
-  const dx = tf.add(dh, back.norm(block.inputNorm, back.attention(block.attention, dAttention))) as tf.Tensor2D;
+  const dx = back.norm(block.inputNorm, back.attention(block.attention, dAttention), dh);
   return { dx, grads: back.grads };
 }
 
@@ -91,21 +94,29 @@ class Backward {
     private readonly ctx: BlockBackwardContext,
   ) {}
 
-  norm(n: RMSNorm, dy: tf.Tensor2D): tf.Tensor2D {
-    return rmsNormBackward(this.saved.normInput(n.weight), n.weight, dy, n.epsilon, n.eps);
+  /** The norm's dx, plus `residual` where given (the residual stream's gradient past it). */
+  norm(n: RMSNorm, dy: tf.Tensor2D, residual: tf.Tensor2D | null = null): tf.Tensor2D {
+    return rmsNormBackward(this.saved.normInput(n.weight), n.weight, dy, n.epsilon, n.eps, residual);
   }
 
   linear(l: FrozenLinear, dy: tf.Tensor2D): tf.Tensor2D {
-    const { dx, grads } = linearBackward(l, this.saved.linearInput(l), dy);
-    grads.forEach((g, factor) => this.grads.set(factor, g));
-    return dx;
+    return this.collect(linearBackward(l, this.saved.linearInput(l), dy, this.saved.adapterProduct(l))) as tf.Tensor2D;
   }
 
   /** y = down(act(gate) * up), gate|up = gateUp(x). */
   mlp(mlp: MLP, dy: tf.Tensor2D): tf.Tensor2D {
-    const dGated = this.linear(mlp.down, dy);
     const gateUp = this.saved.gateInput();
+    // down's backward and SwiGLU's in one kernel where there is one.
+    const fused = mlp.activation === 'silu' ? this.collect(linearBackwardThroughSwiglu(mlp.down, this.saved.linearInput(mlp.down), dy, this.saved.adapterProduct(mlp.down), gateUp)) : null;
+    if (fused) return this.linear(mlp.gateUp, fused);
+    const dGated = this.linear(mlp.down, dy);
     return this.linear(mlp.gateUp, mlp.activation === 'silu' ? swigluBackward(gateUp, dGated) : gegluBackward(gateUp, dGated));
+  }
+
+  /** A linear backward's dx, its factors' gradients collected; null for null. */
+  private collect(back: { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } | null): tf.Tensor2D | null {
+    back?.grads.forEach((g, factor) => this.grads.set(factor, g));
+    return back?.dx ?? null;
   }
 
   /** y = o(attend(rope(head_norms(q|k)), v)), q|k|v = qkv(x): Attention.forward in reverse. */
@@ -114,9 +125,12 @@ class Backward {
     const saved = this.saved.attention();
     const N = saved.B * saved.T;
     const [dq, dk, dv] = attendBackward(saved, this.linear(attention.o, dy));
+    const { cos, sin } = attention.inputsOf(this.ctx.step);
+    // Without head norms, RoPE's backward and the layouts in one kernel where there is one.
+    const fused = attention.headNorms ? null : ropeQkvBackward(dq, dk, dv, cos, sin);
+    if (fused) return this.linear(attention.qkv, fused);
     // k and v were laid heads-first, [B, KV, T, D]: back to token-major [N, KV * D].
     const tokenMajor = (x: tf.Tensor4D) => tf.reshape(tf.transpose(x, [0, 2, 1, 3]), [N, KV * D]) as tf.Tensor2D;
-    const { cos, sin } = attention.inputsOf(this.ctx.step);
     const dRotated = tf.reshape(tf.concat([dq, tokenMajor(dk)], 1), [N, H + KV, D]) as tf.Tensor3D;
     const dqk = tf.reshape(ropeBackward(dRotated, cos, sin, this.ctx.negatedSin(sin), attention.rope.rotation), [N, (H + KV) * D]) as tf.Tensor2D;
     const dProjected = attention.headNorms ? this.headNorms(attention.headNorms, dqk, [H, KV, D]) : dqk;

@@ -10,12 +10,12 @@
  *
  * | op | wasm | webgpu | elsewhere |
  * |---|---|---|---|
- * | rmsNorm | kernels/rms-norm.ts (+ backward kernel) | WGSL, forward and explicit backward, outside a tape | tfjs ops |
- * | rope | kernels/rope.ts (+ backward kernel) | WGSL outside a tape (its backward too: the same kernel) | tfjs ops |
- * | swiglu | kernels/swiglu.ts (+ backward kernel) | tfjs ops; explicit backward WGSL | tfjs ops |
+ * | rmsNorm | kernels/rms-norm.ts (+ backward kernel) | WGSL, forward and explicit backward (the residual's gradient added), outside a tape | tfjs ops |
+ * | rope | kernels/rope.ts (+ backward kernel) | WGSL outside a tape; explicit backward with q\|k\|v's layouts in one WGSL dispatch (ropeQkvBackward) | tfjs ops |
+ * | swiglu | kernels/swiglu.ts (+ backward kernel) | WGSL outside a tape, forward and explicit backward (with the down projection's LoRA backward, in its program) | tfjs ops |
  * | geglu | tfjs ops, GELU's gradient written out (ops/gelu.ts) | tfjs ops | tfjs ops |
- * | attend | kernels/decode-attention.ts, kernels/prompt-attention.ts (+ backward kernel) | WGSL (decoding); tfjs ops, batched outside a tape | tfjs ops, tiled custom gradient; explicit backward batched |
- * | linear (FrozenLinear.forward) | kernels/matmul.ts, kernels/lora.ts; gradients ops/linear-gradient.ts | tfjs ops | tfjs ops |
+ * | attend | kernels/decode-attention.ts, kernels/prompt-attention.ts (+ backward kernel) | WGSL outside a tape: decoding, and T tokens (kernels/prompt-attention.webgpu.ts, forward and explicit backward) | tfjs ops, tiled custom gradient; explicit backward batched |
+ * | linear (FrozenLinear.forward) | kernels/matmul.ts, kernels/lora.ts; gradients ops/linear-gradient.ts | training with low-rank adapters outside a tape: WGSL forward and explicit backward (kernels/lora.webgpu.ts); else tfjs ops | tfjs ops |
  * | decoderBlock | kernels/decode-block.ts (decoding, one call per block) | Block.forward | Block.forward |
  *
  * A whole decoding step on webgpu runs as one encoded step instead (kernels/decode-step.webgpu.ts,

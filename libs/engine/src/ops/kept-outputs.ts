@@ -38,3 +38,8 @@ export function withOutputStore<T>(store: OutputStore, pass: () => T): T {
 export function outputSlot(op?: object): OutputSlot | null {
   return current?.slot(op) ?? null;
 }
+
+/** Whether a store is in effect: a pass whose outputs are kept or taken by their order, which every op must then ask for its slot. */
+export function outputStoreActive(): boolean {
+  return current !== null;
+}

@@ -1,8 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { LoraPart, loraGradients, loraGradientsOnThreads, loraKernelsApply } from '../kernels/lora';
+import { loraBackwardOnWebGpu } from '../kernels/lora.webgpu';
 import { packedMatMul, packWeights, splitColumns } from '../kernels/matmul';
 import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../kernels/matmul-transposed';
 import type { FrozenLinear, LowRankAdapter } from '../model/linear';
+import { webGpuLoraParts } from './linear';
 
 /**
  * The gradients of a frozen projection (model/linear.ts) for training, as custom gradients
@@ -106,9 +108,12 @@ export function sharedScale(adapters: (LowRankAdapter | undefined)[]): tf.Scalar
  * The explicit backward of linear (ops/linear.ts) without a tape, from the input x it saved and
  * its output's gradient dy: dx, and the gradient of each low-rank adapter's factors by the
  * factor (aT, bT: the trained variables). The same maths, and kernels, as the custom gradients
- * above.
+ * above; on webgpu, where the forward saved its adapters' x A (`xa`), the LoRA programs
+ * (kernels/lora.webgpu.ts).
  */
-export function linearBackward(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } {
+export function linearBackward(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D, xa: tf.Tensor2D | null = null): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } {
+  const onWebGpu = xa && linearBackwardOnWebGpu(l, x, dy, xa, null);
+  if (onWebGpu) return onWebGpu;
   const grads = new Map<tf.Tensor, tf.Tensor>();
   if (!l.hasAdapters) return { dx: inputGradient(l, dy), grads };
   const adapters = l.lowRankAdapters();
@@ -123,6 +128,29 @@ export function linearBackward(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D)
       grads.set(a.bT, factorGrads[2 * i + 1]);
     });
   return { dx: dx as tf.Tensor2D, grads };
+}
+
+/**
+ * linearBackward for the MLP's down projection `l` whose input was swiglu(gateUp): d gateUp
+ * through SwiGLU (ops/swiglu.ts, swigluBackward) instead of dx, where the webgpu LoRA programs
+ * compute both in one dispatch; null elsewhere, for the caller to run the two backwards apart.
+ */
+export function linearBackwardThroughSwiglu(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D, xa: tf.Tensor2D | null, gateUp: tf.Tensor2D): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } | null {
+  return xa && linearBackwardOnWebGpu(l, x, dy, xa, gateUp);
+}
+
+/** linearBackward by the webgpu LoRA programs (with SwiGLU's backward given `gateUp`), or null where they do not apply. */
+function linearBackwardOnWebGpu(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D, xa: tf.Tensor2D, gateUp: tf.Tensor2D | null): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } | null {
+  const adapters = l.hasAdapters ? l.lowRankAdapters() : null;
+  const parts = adapters && webGpuLoraParts(l, adapters);
+  const result = parts && loraBackwardOnWebGpu(x, xa, dy, l.weightT, parts, gateUp);
+  if (!parts || !result) return null;
+  const grads = new Map<tf.Tensor, tf.Tensor>();
+  parts.forEach((p, i) => {
+    grads.set(p.aT, result.grads[i][0]);
+    grads.set(p.bT, result.grads[i][1]);
+  });
+  return { dx: result.dx, grads };
 }
 
 /**

@@ -1,8 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { addLoraDeltas, LoraPart, loraKernelsApply, projectWithLora } from '../kernels/lora';
+import { loraForwardOnWebGpu, loraKernelsApplyOnWebGpu, WebGpuLoraPart } from '../kernels/lora.webgpu';
 import { packedMatMul, type PackedWeights } from '../kernels/matmul';
 import type { FrozenLinear, LowRankAdapter } from '../model/linear';
-import { outputSlot } from './kept-outputs';
+import { outputSlot, outputStoreActive } from './kept-outputs';
 import { adaptedProjectionWithGradient, frozenProjectionWithGradient, sharedScale, smallMatMul } from './linear-gradient';
 import { savedActivations } from './saved-activations';
 
@@ -13,7 +14,7 @@ import { savedActivations } from './saved-activations';
  * | pass | wasm | elsewhere |
  * |---|---|---|
  * | inference | the packed-weight kernel (kernels/matmul.ts; f32, bf16 or q8 panels, on the matmul threads where they run), low-rank adapters' deltas added by the LoRA kernel (kernels/lora.ts) | tf.matMul, each adapter's own forward |
- * | training, low-rank adapters | the product and every delta in one kernel call, under one custom gradient with the LoRA backward kernel (ops/linear-gradient.ts) | tfjs ops under the same custom gradient, its backward written out |
+ * | training, low-rank adapters | the product and every delta in one kernel call, under one custom gradient with the LoRA backward kernel (ops/linear-gradient.ts) | webgpu outside a tape: two WGSL dispatches (kernels/lora.webgpu.ts), x A saved for the explicit backward; else tfjs ops under the same custom gradient, its backward written out |
  * | training, no adapter | the packed kernel, with dx from the same panels | tf.matMul, dx by a plain 2-D matMul |
  *
  * On wasm, inference and training multiply by the same kernel and get the same products. The
@@ -25,7 +26,7 @@ import { savedActivations } from './saved-activations';
 export function linear(l: FrozenLinear, x: tf.Tensor2D): tf.Tensor2D {
   if (l.backwardEnabled) savedActivations()?.saveLinearInput(l, x);
   const lowRank = l.backwardEnabled && l.hasAdapters ? l.lowRankAdapters() : null;
-  if (lowRank) return adaptedForTraining(l, x, lowRank);
+  if (lowRank) return adaptedOnWebGpu(l, x, lowRank) ?? adaptedForTraining(l, x, lowRank);
   const y = l.backwardEnabled ? frozenProjectionWithGradient(l, x, (input) => trainingValue(l, input, () => frozenProduct(l, input))) : frozenProduct(l, x);
   return l.hasAdapters ? addAdapters(l, x, y) : y;
 }
@@ -54,6 +55,46 @@ function addAdapters(l: FrozenLinear, x: tf.Tensor2D, y: tf.Tensor2D): tf.Tensor
   const parts = tf.engine().isTapeOn() ? null : l.adapterParts(x.shape[0]);
   if (parts && loraKernelsApply(x, parts)) return addLoraDeltas(y, x, parts);
   return tf.add(y, l.adapterDeltas(x));
+}
+
+/**
+ * Training with low-rank adapters on webgpu outside a tape (a training step's one forward pass,
+ * or log-probs read as values): the product and the deltas by the LoRA programs, and in a pass
+ * that saves activations their x A saved beside x for linearBackward. Null where the programs do
+ * not apply, or where an activation-checkpointed pass keeps outputs by their order
+ * (ops/kept-outputs.ts): its recompute runs the generic route, slot for slot.
+ */
+function adaptedOnWebGpu(l: FrozenLinear, x: tf.Tensor2D, adapters: (LowRankAdapter | undefined)[]): tf.Tensor2D | null {
+  if (outputStoreActive()) return null;
+  const parts = webGpuLoraParts(l, adapters);
+  const result = parts && loraForwardOnWebGpu(x, l.weightT, l.bias, parts);
+  if (!result) return null;
+  savedActivations()?.saveAdapterProduct(l, result.h);
+  return result.y;
+}
+
+/** Columns of the x A that linear saves for a projection in a pass saving activations (its adapters' ranks together where the LoRA programs run it), 0 where it saves none. */
+export function savedAdapterColumns(l: FrozenLinear): number {
+  const adapters = l.backwardEnabled && l.hasAdapters ? l.lowRankAdapters() : null;
+  const parts = adapters && webGpuLoraParts(l, adapters);
+  if (!parts || outputStoreActive() || !loraKernelsApplyOnWebGpu(parts[0].aT, parts)) return 0;
+  return parts.reduce((sum, p) => sum + p.aT.shape[1], 0);
+}
+
+/** The adapters as the webgpu LoRA programs take them, with the output columns of their parts; null where a scale is not known as a number. */
+export function webGpuLoraParts(l: FrozenLinear, adapters: (LowRankAdapter | undefined)[]): WebGpuLoraPart[] | null {
+  const parts: WebGpuLoraPart[] = [];
+  let col = 0;
+  for (const [i, part] of l.parts.entries()) {
+    const a = adapters[i];
+    if (a) {
+      const scale = a.scaleFactor ? a.scaleValue : 1;
+      if (scale === undefined) return null;
+      parts.push({ aT: a.aT, bT: a.bT, scale, col, width: part.outFeatures });
+    }
+    col += part.outFeatures;
+  }
+  return parts;
 }
 
 /** Training with low-rank adapters: the product and the deltas as one differentiable op, on the LoRA kernels where they apply (one call per pass). */

@@ -25,16 +25,19 @@ export function rmsNorm(x: tf.Tensor2D, weight: tf.Tensor1D, epsilon: number, ep
  *   dx = r g - x r^3 mean(g x)
  *
  * (the second term is the gradient through r: dr/dx = -r^3 x / C). Gemma's norms, which scale
- * by 1 + w, hold that sum as their weight (the loader adds it), so the same maths applies. The
- * backward kernel on wasm, one WGSL dispatch on webgpu (kernels/rms-norm.ts), tfjs ops elsewhere.
+ * by 1 + w, hold that sum as their weight (the loader adds it), so the same maths applies. With
+ * `residual` (the gradient the residual stream carries past the norm) it returns dx + residual.
+ * The backward kernel on wasm, one WGSL dispatch on webgpu, residual included (kernels/rms-norm.ts),
+ * tfjs ops elsewhere.
  */
-export function rmsNormBackward(x: tf.Tensor2D, weight: tf.Tensor1D, dy: tf.Tensor2D, epsilon: number, eps: tf.Scalar): tf.Tensor2D {
-  const kernel = rmsNormGradient(x, weight, dy, epsilon);
+export function rmsNormBackward(x: tf.Tensor2D, weight: tf.Tensor1D, dy: tf.Tensor2D, epsilon: number, eps: tf.Scalar, residual: tf.Tensor2D | null = null): tf.Tensor2D {
+  const kernel = rmsNormGradient(x, weight, dy, epsilon, residual);
   if (kernel) return kernel;
   return tf.tidy(() => {
     const r = tf.rsqrt(tf.add(tf.mean(tf.square(x), -1, true), eps));
     const g = tf.mul(dy, weight);
     const meanGx = tf.mean(tf.mul(g, x), -1, true);
-    return tf.sub(tf.mul(g, r), tf.mul(x, tf.mul(tf.pow(r, 3), meanGx))) as tf.Tensor2D;
+    const dx = tf.sub(tf.mul(g, r), tf.mul(x, tf.mul(tf.pow(r, 3), meanGx))) as tf.Tensor2D;
+    return residual ? (tf.add(dx, residual) as tf.Tensor2D) : dx;
   });
 }

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { rope as ropeKernel, ropeGradient, ropeWithGradient } from '../kernels/rope';
+import { rope as ropeKernel, ropeGradient, ropeQkvGradient, ropeWithGradient } from '../kernels/rope';
 
 /**
  * Rotary position embeddings, x * cos + rotate_half(x) * sin for x, cos and sin [N, heads, D]:
@@ -28,4 +28,15 @@ export function rope(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D, rotatio
  */
 export function ropeBackward(dy: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D, negatedSin: tf.Tensor3D, rotation: tf.Tensor2D): tf.Tensor3D {
   return ropeGradient(dy, cos, sin) ?? rope(dy, cos, negatedSin, rotation);
+}
+
+/**
+ * The gradient of the q|k|v projection's output [N, (H + 2 KV) D] where q and k went straight
+ * into rope (no q_norm or k_norm) and attention took k and v heads-first: from attention's dq
+ * (token-major), dk and dv ([B, KV, T, D]), ropeBackward on the q and k heads and dv moved back
+ * token-major, side by side. One WGSL dispatch on webgpu (kernels/rope.ts); null elsewhere, for
+ * the caller to write it out with ops.
+ */
+export function ropeQkvBackward(dq: tf.Tensor2D, dk: tf.Tensor4D, dv: tf.Tensor4D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor2D | null {
+  return ropeQkvGradient(dq, dk, dv, cos, sin);
 }

@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs-core';
  * What one pass over a decoder block keeps for its explicit backward (ops/decoder-block-gradient.ts):
  * while a store is in effect, each op that has a backward of its own saves, by reference, the
  * tensors that backward reads, as its own gradient function would under a tape: a norm its
- * input, a projection its input, the gated activation its gate|up input, attention its q, k, v,
+ * input, a projection its input (and, where its kernel made it, its adapters' x A), the gated activation its gate|up input, attention its q, k, v,
  * mask and output. The model's forward (Block.forward) knows nothing of it, and runs unchanged
  * and without a tape. Outside such a pass no store is in effect and the ops save nothing.
  *
@@ -29,6 +29,7 @@ export interface SavedAttention {
 export class SavedActivations {
   private readonly norms = new Map<tf.Tensor, tf.Tensor2D>();
   private readonly linears = new Map<object, tf.Tensor2D>();
+  private readonly adapterProducts = new Map<object, tf.Tensor2D>();
   private gateUp: tf.Tensor2D | null = null;
   private attentionInputs: SavedAttention | null = null;
   /** Tensors of the step that outlive it anyway (the mask, the block's input): never disposed here. */
@@ -56,6 +57,16 @@ export class SavedActivations {
 
   linearInput(linear: object): tf.Tensor2D {
     return this.get(this.linears, linear, 'projection');
+  }
+
+  /** A projection's x [A_0 | A_1 | ...], its adapters' first factors' product, where its forward made one (kernels/lora.webgpu.ts). */
+  saveAdapterProduct(linear: object, h: tf.Tensor2D): void {
+    this.put(this.adapterProducts, linear, h, "adapters' product");
+  }
+
+  /** The projection's saved adapters' product, or null where its forward saved none. */
+  adapterProduct(linear: object): tf.Tensor2D | null {
+    return this.adapterProducts.get(linear) ?? null;
   }
 
   /** The gated activation's input gate|up [M, 2F]. */
@@ -97,6 +108,7 @@ export class SavedActivations {
     this.owned.clear();
     this.norms.clear();
     this.linears.clear();
+    this.adapterProducts.clear();
     this.gateUp = null;
     this.attentionInputs = null;
   }

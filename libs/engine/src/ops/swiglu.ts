@@ -6,7 +6,7 @@ import { savedActivations } from './saved-activations';
 /**
  * SwiGLU's gate, silu(gate) * up for gateUp [M, 2F] = gate | up side by side -> [M, F]: one
  * kernel instead of four on wasm, with its backward kernel under a gradient tape
- * (kernels/swiglu.ts); tfjs ops elsewhere. In a pass that saves activations for an explicit
+ * (kernels/swiglu.ts); one WGSL dispatch on webgpu outside a tape; tfjs ops elsewhere. In a pass that saves activations for an explicit
  * backward it saves gateUp, which swigluBackward reads.
  */
 export function swiglu(gateUp: tf.Tensor2D): tf.Tensor2D {
@@ -23,7 +23,8 @@ export function swiglu(gateUp: tf.Tensor2D): tf.Tensor2D {
  *
  *   d gate = dy u s (1 + g (1 - s)),   d up = dy g s
  *
- * side by side as gateUp is. The backward kernel on wasm, tfjs ops elsewhere.
+ * side by side as gateUp is. The backward kernel on wasm, one WGSL dispatch on webgpu, tfjs ops
+ * elsewhere.
  */
 export function swigluBackward(gateUp: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D {
   const kernel = swigluGradient(gateUp, dy);

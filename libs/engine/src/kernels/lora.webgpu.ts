@@ -1,0 +1,429 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { fusedKernelsApply, MultiOutputProgram, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
+
+/**
+ * A frozen projection with low-rank adapters (LoRA) for training on webgpu, forward and
+ * backward, as WGSL: x [M, K], the frozen weight W [K, N] ([in, out], model/linear.ts), an
+ * optional bias [N], and adapters p on output columns [col_p, col_p + width_p), each with
+ * factors A_p [K, r_p] and B_p [r_p, width_p] (the trained aT and bT) and a scale s_p:
+ *
+ *   h = x [A_0 | A_1 | ...]              [M, R], R the ranks together
+ *   y = x W + b + s_p h_p B_p            on part p's columns
+ *
+ * and, from the output's gradient dy [M, N] (ops/linear-gradient.ts has the same maths in ops):
+ *
+ *   dh_p = s_p dy_p B_p^T,   dx = dy W^T + dh_p A_p^T,   dA_p = x^T dh_p,   dB_p = s_p h_p^T dy_p
+ *
+ * The forward is two dispatches (h, then y with the adapters' delta added to the frozen product
+ * in its epilogue); the backward three or four (dh; dx, frozen and adapters' parts in one
+ * product, for the MLP's down SwiGLU's backward too; every factor's gradient in one program, or
+ * the A's and the B's in two where their tensors would pass eight storage buffers). The generic ops take 7 dispatches a projection
+ * forward and 14 backward for one adapter, about three times that for q|k|v's three. h is an
+ * output of the forward, saved for the backward (ops/saved-activations.ts) instead of
+ * recomputed.
+ *
+ * Sizes other than M are compiled into each program (a projection's shapes never change); M is
+ * a uniform, so one pipeline serves every step's token count.
+ */
+export const LORA_FORWARD_KERNEL = 'TrainyardLoraForward';
+export const LORA_BACKWARD_KERNEL = 'TrainyardLoraBackward';
+
+/** One adapter as the kernels take it: its factors, its scale as a number, the output columns it covers. */
+export interface WebGpuLoraPart {
+  aT: tf.Tensor2D;
+  bT: tf.Tensor2D;
+  scale: number;
+  col: number;
+  width: number;
+}
+
+/** Most adapters on one projection the programs take (q, k and v): the product's bindings are x, W, the bias, h, the B's and y. */
+export const MAX_WEBGPU_LORA_PARTS = 3;
+
+/** The products' output tiles: TILE x TILE a workgroup of THREADS (16 x 16, 4 x 4 outputs each), DEPTH of the inner dimension a step. */
+const TILE = 64;
+const DEPTH = 16;
+const THREADS = 256;
+const WORKGROUP = 64;
+
+/** A part's compiled-in sizes: its rank, its offset among h's R columns, its columns of y. */
+interface PartLayout {
+  r: number;
+  off: number;
+  col: number;
+  width: number;
+  scale: number;
+}
+
+interface Layout {
+  K: number;
+  N: number;
+  R: number;
+  bias: boolean;
+  parts: PartLayout[];
+}
+
+function layoutOf(K: number, N: number, bias: boolean, parts: { r: number; col: number; width: number; scale: number }[]): Layout {
+  let off = 0;
+  const laid = parts.map((p) => {
+    const part = { ...p, off };
+    off += p.r;
+    return part;
+  });
+  return { K, N, R: off, bias, parts: laid };
+}
+
+/** A key naming a layout's programs. */
+function keyOf(kind: string, l: Layout): string {
+  return `trainyardLora${kind}_${l.K}_${l.N}_${l.bias}_${l.parts.map((p) => `${p.r},${p.col},${p.width},${p.scale}`).join(';')}`;
+}
+
+/** Floats as WGSL literals (a scale compiled in). */
+const f32 = (x: number) => (Number.isInteger(x) ? `${x}.0` : `${x}`);
+
+/** The bindings: 0 the uniforms, then the inputs, then the outputs. */
+function bindings(inputs: string[], outputs: string[]): string {
+  return [
+    'struct Uniforms { M : u32 }',
+    '@group(0) @binding(0) var<uniform> u : Uniforms;',
+    ...inputs.map((name, i) => `@group(0) @binding(${i + 1}) var<storage, read> ${name} : array<f32>;`),
+    ...outputs.map((name, i) => `@group(0) @binding(${inputs.length + i + 1}) var<storage, read_write> ${name} : array<f32>;`),
+  ].join('\n');
+}
+
+/** An entry point over a flat grid of WORKGROUP threads a workgroup: `i` the thread's element. */
+const FLAT_MAIN = `@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let i = (wg.y * groups.x + wg.x) * ${WORKGROUP}u + tid;`;
+
+/** h = x [A_0 | A_1 | ...], one thread an element of h [M, R]. */
+function xaProgram(l: Layout, M: number): MultiOutputProgram {
+  const { K, R } = l;
+  const branches = l.parts
+    .map(
+      (p, i) => `if (j < ${p.off + p.r}u) {
+      for (var k = 0u; k < ${K}u; k++) { acc += x[m * ${K}u + k] * a${i}[k * ${p.r}u + j - ${p.off}u]; }
+    }`,
+    )
+    .join(' else ');
+  return {
+    key: keyOf('XA', l),
+    wgsl: () => `${bindings(['x', ...l.parts.map((_, i) => `a${i}`)], ['h'])}
+${FLAT_MAIN}
+  if (i >= u.M * ${R}u) { return; }
+  let m = i / ${R}u;
+  let j = i % ${R}u;
+  var acc = 0.0;
+  ${branches}
+  h[i] = acc;
+}`,
+    outputShapes: [[M, R]],
+    dispatch: workgroupGrid(Math.ceil((M * R) / WORKGROUP)),
+    uniforms: [{ type: 'uint32', value: M }],
+  };
+}
+
+/**
+ * A tiled product out [M, cols] = left [M, inner] right, with right read as [inner, cols]
+ * (`rightAt(k, c)`: W [K, N] for y, W^T for dx, `rightRowMajor` telling which of k and c is
+ * contiguous in memory, so that neighbouring threads load neighbouring floats). A workgroup of
+ * 16 x 16 threads computes a TILE x TILE block of the output, each thread 4 x 4 of it in
+ * registers, stepping through `inner` DEPTH at a time with both operands' slices staged in
+ * workgroup memory; `finish(row, col, acc)` gives the value (the epilogue: bias, the adapters'
+ * part), which `store` writes.
+ */
+function tiledProduct(inner: number, cols: number, left: string, rightAt: (k: string, c: string) => string, rightRowMajor: boolean, store: (row: string, col: string, value: string) => string): string {
+  const loads = (TILE * DEPTH) / THREADS;
+  return `var<workgroup> ls : array<f32, ${TILE * DEPTH}>;
+var<workgroup> rs : array<f32, ${DEPTH * TILE}>;
+@compute @workgroup_size(16, 16)
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let row0 = wg.y * ${TILE}u;
+  let col0 = wg.x * ${TILE}u;
+  var acc : array<f32, 16>;
+  for (var k0 = 0u; k0 < ${inner}u; k0 += ${DEPTH}u) {
+    // ls [TILE rows][DEPTH], rs [DEPTH][TILE cols]: ${loads} loads a thread each.
+    for (var n = 0u; n < ${loads}u; n++) {
+      let e = tid + n * ${THREADS}u;
+      let r = e / ${DEPTH}u;
+      let kl = k0 + e % ${DEPTH}u;
+      var lv = 0.0;
+      if (row0 + r < u.M && kl < ${inner}u) { lv = ${left}[(row0 + r) * ${inner}u + kl]; }
+      ls[e] = lv;
+      ${
+        rightRowMajor
+          ? `let kk = e / ${TILE}u;
+      let c = e % ${TILE}u;`
+          : `let c = e / ${DEPTH}u;
+      let kk = e % ${DEPTH}u;`
+      }
+      let kr = k0 + kk;
+      var rv = 0.0;
+      if (kr < ${inner}u && col0 + c < ${cols}u) { rv = ${rightAt('kr', '(col0 + c)')}; }
+      rs[kk * ${TILE}u + c] = rv;
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < ${DEPTH}u; kk++) {
+      var a : array<f32, 4>;
+      var b : array<f32, 4>;
+      for (var i = 0u; i < 4u; i++) {
+        a[i] = ls[(lid.y * 4u + i) * ${DEPTH}u + kk];
+        b[i] = rs[kk * ${TILE}u + lid.x * 4u + i];
+      }
+      for (var i = 0u; i < 4u; i++) {
+        for (var j = 0u; j < 4u; j++) { acc[i * 4u + j] += a[i] * b[j]; }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 4u; i++) {
+    for (var j = 0u; j < 4u; j++) {
+      let row = row0 + lid.y * 4u + i;
+      let col = col0 + lid.x * 4u + j;
+      if (row < u.M && col < ${cols}u) { ${store('row', 'col', 'finish(row, col, acc[i * 4u + j])')} }
+    }
+  }
+}`;
+}
+
+/** y = x W + b + s_p h_p B_p: the frozen product, its epilogue adding the bias and each part's delta on its columns. */
+function productProgram(l: Layout, M: number): MultiOutputProgram {
+  const { K, N, R } = l;
+  const deltas = l.parts
+    .map(
+      (p, i) => `  if (col >= ${p.col}u && col < ${p.col + p.width}u) {
+    var d = 0.0;
+    for (var j = 0u; j < ${p.r}u; j++) { d += h[row * ${R}u + ${p.off}u + j] * b${i}[j * ${p.width}u + col - ${p.col}u]; }
+    y += ${f32(p.scale)} * d;
+  }`,
+    )
+    .join('\n');
+  return {
+    key: keyOf('Product', l),
+    wgsl: () => `${bindings(['x', 'w', ...(l.bias ? ['bias'] : []), 'h', ...l.parts.map((_, i) => `b${i}`)], ['y'])}
+fn finish(row : u32, col : u32, acc : f32) -> f32 {
+  var y = acc;
+${l.bias ? '  y += bias[col];\n' : ''}${deltas}
+  return y;
+}
+${tiledProduct(K, N, 'x', (k, c) => `w[${k} * ${N}u + ${c}]`, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
+    outputShapes: [[M, N]],
+    dispatch: [Math.ceil(N / TILE), Math.ceil(M / TILE), 1],
+    uniforms: [{ type: 'uint32', value: M }],
+  };
+}
+
+/** dh_p = s_p dy_p B_p^T, one thread an element of dh [M, R]. */
+function dhProgram(l: Layout, M: number): MultiOutputProgram {
+  const { N, R } = l;
+  const branches = l.parts
+    .map(
+      (p, i) => `if (j < ${p.off + p.r}u) {
+      for (var n = 0u; n < ${p.width}u; n++) { acc += dy[m * ${N}u + ${p.col}u + n] * b${i}[(j - ${p.off}u) * ${p.width}u + n]; }
+      acc *= ${f32(p.scale)};
+    }`,
+    )
+    .join(' else ');
+  return {
+    key: keyOf('Dh', l),
+    wgsl: () => `${bindings(['dy', ...l.parts.map((_, i) => `b${i}`)], ['dh'])}
+${FLAT_MAIN}
+  if (i >= u.M * ${R}u) { return; }
+  let m = i / ${R}u;
+  let j = i % ${R}u;
+  var acc = 0.0;
+  ${branches}
+  dh[i] = acc;
+}`,
+    outputShapes: [[M, R]],
+    dispatch: workgroupGrid(Math.ceil((M * R) / WORKGROUP)),
+    uniforms: [{ type: 'uint32', value: M }],
+  };
+}
+
+/**
+ * dx = dy W^T + dh_p A_p^T: the frozen product (W read transposed), its epilogue adding the
+ * adapters' part. With `swiglu` the projection is the MLP's down, whose input was
+ * silu(gate) * up of gateUp [M, 2K] (an input here): its store writes SwiGLU's backward instead
+ * (ops/swiglu.ts), d gate = dx u s (1 + g (1 - s)) and d up = dx g s, s = sigmoid(g), into d gateUp
+ * [M, 2K]: one dispatch fewer, the same arithmetic as swiglu.webgpu.ts's.
+ */
+function dxProgram(l: Layout, M: number, swiglu: boolean): MultiOutputProgram {
+  const { K, N, R } = l;
+  const adapters = l.parts.map((p, i) => `  for (var j = 0u; j < ${p.r}u; j++) { dx += dh[row * ${R}u + ${p.off}u + j] * a${i}[col * ${p.r}u + j]; }`).join('\n');
+  const store = swiglu
+    ? (row: string, col: string, value: string) => `let d = ${value};
+        let at = ${row} * ${2 * K}u + ${col};
+        let g = gateUp[at];
+        let s = 1.0 / (1.0 + exp(-g));
+        dx[at] = d * gateUp[at + ${K}u] * s * (1.0 + g * (1.0 - s));
+        dx[at + ${K}u] = d * g * s;`
+    : (row: string, col: string, value: string) => `dx[${row} * ${K}u + ${col}] = ${value};`;
+  return {
+    key: keyOf(swiglu ? 'DxSwiGlu' : 'Dx', l),
+    wgsl: () => `${bindings(['dy', 'w', 'dh', ...l.parts.map((_, i) => `a${i}`), ...(swiglu ? ['gateUp'] : [])], ['dx'])}
+fn finish(row : u32, col : u32, acc : f32) -> f32 {
+  var dx = acc;
+${adapters}
+  return dx;
+}
+${tiledProduct(N, K, 'dy', (n, c) => `w[${c} * ${N}u + ${n}]`, false, store)}`,
+    outputShapes: [[M, swiglu ? 2 * K : K]],
+    dispatch: [Math.ceil(K / TILE), Math.ceil(M / TILE), 1],
+    uniforms: [{ type: 'uint32', value: M }],
+  };
+}
+
+/**
+ * The factors' gradients, each summed over the M rows by one thread an element: dA_p = x^T dh_p
+ * [K, r_p] (`which` 'A': inputs x and dh), dB_p = s_p h_p^T dy_p [r_p, width_p] ('B': inputs h
+ * and dy), or both in one program ('AB'), the outputs in the parts' order, A's before B's.
+ */
+function gradsProgram(l: Layout, M: number, which: 'A' | 'B' | 'AB'): MultiOutputProgram {
+  const { K, N, R } = l;
+  const blocks: { name: string; size: number; shape: number[]; body: string }[] = [];
+  if (which !== 'B')
+    l.parts.forEach((p, i) =>
+      blocks.push({
+        name: `da${i}`,
+        size: K * p.r,
+        shape: [K, p.r],
+        body: `let k = e / ${p.r}u;
+    let j = e % ${p.r}u;
+    for (var m = 0u; m < u.M; m++) { acc += x[m * ${K}u + k] * dh[m * ${R}u + ${p.off}u + j]; }
+    da${i}[e] = acc;`,
+      }),
+    );
+  if (which !== 'A')
+    l.parts.forEach((p, i) =>
+      blocks.push({
+        name: `db${i}`,
+        size: p.r * p.width,
+        shape: [p.r, p.width],
+        body: `let j = e / ${p.width}u;
+    let n = e % ${p.width}u;
+    for (var m = 0u; m < u.M; m++) { acc += h[m * ${R}u + ${p.off}u + j] * dy[m * ${N}u + ${p.col}u + n]; }
+    db${i}[e] = ${f32(p.scale)} * acc;`,
+      }),
+    );
+  let start = 0;
+  const branches = blocks
+    .map((b) => {
+      const code = `if (i < ${start + b.size}u) {
+    let e = i - ${start}u;
+    ${b.body}
+  }`;
+      start += b.size;
+      return code;
+    })
+    .join(' else ');
+  const inputs = which === 'A' ? ['x', 'dh'] : which === 'B' ? ['h', 'dy'] : ['x', 'dh', 'h', 'dy'];
+  return {
+    key: keyOf(`Grads${which}`, l),
+    wgsl: () => `${bindings(inputs, blocks.map((b) => b.name))}
+${FLAT_MAIN}
+  var acc = 0.0;
+  ${branches}
+}`,
+    outputShapes: blocks.map((b) => b.shape),
+    dispatch: workgroupGrid(Math.ceil(start / WORKGROUP)),
+    uniforms: [{ type: 'uint32', value: M }],
+  };
+}
+
+interface Attrs {
+  bias: boolean;
+  parts: { col: number; width: number; scale: number }[];
+}
+
+/** The layout of a call: x [M, K], W [K, N], the A's ranks. */
+function layoutFor(x: tf.TensorInfo, w: tf.TensorInfo, aTs: tf.TensorInfo[], attrs: Attrs): Layout {
+  return layoutOf(x.shape[1], w.shape[1], attrs.bias, attrs.parts.map((p, i) => ({ ...p, r: aTs[i].shape[1] })));
+}
+
+tf.registerKernel({
+  kernelName: LORA_FORWARD_KERNEL,
+  backendName: 'webgpu',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const a = attrs as unknown as Attrs;
+    const P = a.parts.length;
+    const { x, w, bias } = inputs as Record<string, tf.TensorInfo>;
+    const aTs = Array.from({ length: P }, (_, i) => inputs[`a${i}`] as tf.TensorInfo);
+    const bTs = Array.from({ length: P }, (_, i) => inputs[`b${i}`] as tf.TensorInfo);
+    const l = layoutFor(x, w, aTs, a);
+    const M = x.shape[0];
+    const [h] = runMultiOutputProgram(backend, xaProgram(l, M), [x, ...aTs]);
+    const [y] = runMultiOutputProgram(backend, productProgram(l, M), [x, w, ...(a.bias ? [bias] : []), h, ...bTs]);
+    return [y, h];
+  },
+});
+
+tf.registerKernel({
+  kernelName: LORA_BACKWARD_KERNEL,
+  backendName: 'webgpu',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const a = attrs as unknown as Attrs;
+    const P = a.parts.length;
+    const { x, w, h, dy } = inputs as Record<string, tf.TensorInfo>;
+    const aTs = Array.from({ length: P }, (_, i) => inputs[`a${i}`] as tf.TensorInfo);
+    const bTs = Array.from({ length: P }, (_, i) => inputs[`b${i}`] as tf.TensorInfo);
+    const l = layoutFor(x, w, aTs, a);
+    const M = x.shape[0];
+    const [dh] = runMultiOutputProgram(backend, dhProgram(l, M), [dy, ...bTs]);
+    const gateUp = inputs['gateUp'] as tf.TensorInfo | undefined;
+    const [dx] = runMultiOutputProgram(backend, dxProgram(l, M, gateUp !== undefined), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : [])]);
+    // Every factor's gradient in one program where its 4 inputs and 2P outputs fit the bindings.
+    const grads =
+      4 + 2 * P <= 8
+        ? runMultiOutputProgram(backend, gradsProgram(l, M, 'AB'), [x, dh, h, dy])
+        : [...runMultiOutputProgram(backend, gradsProgram(l, M, 'A'), [x, dh]), ...runMultiOutputProgram(backend, gradsProgram(l, M, 'B'), [h, dy])];
+    (backend as unknown as { disposeData(dataId: object): void }).disposeData(dh.dataId);
+    // In the parts' order, A then B of each.
+    const [dA, dB] = [grads.slice(0, P), grads.slice(P)];
+    return [dx, ...dA.flatMap((g, i) => [g, dB[i]])];
+  },
+});
+
+/** Whether the programs take this projection: webgpu with fused kernels on and no tape, float32, 1 to 3 adapters. */
+export function loraKernelsApplyOnWebGpu(x: tf.Tensor2D, parts: WebGpuLoraPart[]): boolean {
+  return fusedKernelsApply() && x.dtype === 'float32' && parts.length > 0 && parts.length <= MAX_WEBGPU_LORA_PARTS && parts.every((p) => p.aT.dtype === 'float32' && p.bT.dtype === 'float32');
+}
+
+function callInputs(parts: WebGpuLoraPart[]): { tensors: tf.NamedTensorMap; attrs: Attrs } {
+  const tensors: tf.NamedTensorMap = {};
+  parts.forEach((p, i) => {
+    tensors[`a${i}`] = p.aT;
+    tensors[`b${i}`] = p.bT;
+  });
+  return { tensors, attrs: { bias: false, parts: parts.map(({ col, width, scale }) => ({ col, width, scale })) } };
+}
+
+/** y = x W + b plus the parts' deltas, and h = x [A_0 | ...] for the backward; null where the programs do not apply (loraKernelsApplyOnWebGpu). */
+export function loraForwardOnWebGpu(x: tf.Tensor2D, weightT: tf.Tensor2D, bias: tf.Tensor1D | null, parts: WebGpuLoraPart[]): { y: tf.Tensor2D; h: tf.Tensor2D } | null {
+  if (!loraKernelsApplyOnWebGpu(x, parts) || weightT.dtype !== 'float32') return null;
+  const { tensors, attrs } = callInputs(parts);
+  attrs.bias = bias !== null;
+  const [y, h] = tf.engine().runKernel(LORA_FORWARD_KERNEL, { x, w: weightT, ...(bias ? { bias } : {}), ...tensors }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];
+  return { y, h };
+}
+
+/**
+ * dx and each part's [dA, dB] from x, the forward's h and dy; null where the programs do not
+ * apply. With `gateUp` (the projection is the MLP's down, its input SwiGLU's of gateUp), dx is
+ * d gateUp [M, 2K] through SwiGLU, in the same dispatch.
+ */
+export function loraBackwardOnWebGpu(
+  x: tf.Tensor2D,
+  h: tf.Tensor2D,
+  dy: tf.Tensor2D,
+  weightT: tf.Tensor2D,
+  parts: WebGpuLoraPart[],
+  gateUp: tf.Tensor2D | null = null,
+): { dx: tf.Tensor2D; grads: [tf.Tensor2D, tf.Tensor2D][] } | null {
+  if (!loraKernelsApplyOnWebGpu(x, parts) || weightT.dtype !== 'float32' || dy.dtype !== 'float32') return null;
+  // The dx program binds dy, W, dh, the A's, gateUp and dx.
+  if (gateUp && (gateUp.dtype !== 'float32' || gateUp.shape[1] !== 2 * x.shape[1] || 5 + parts.length > 8)) return null;
+  const { tensors, attrs } = callInputs(parts);
+  const [dx, ...grads] = tf.engine().runKernel(LORA_BACKWARD_KERNEL, { x, w: weightT, h, dy, ...tensors, ...(gateUp ? { gateUp } : {}) }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];
+  return { dx, grads: parts.map((_, i) => [grads[2 * i], grads[2 * i + 1]]) };
+}
