@@ -69,8 +69,10 @@ export interface LoadOptions {
    * How many threads every projection is divided between, for the whole process
    * (kernels/matmul-threads.ts): the packed weights are then kept once in a memory they
    * share. Default 1. A process that decodes or trains on all of a machine's cores sets their
-   * number. Training divides its forward products and its input gradients through the frozen
-   * weights (f32 panels); LoRA's narrow products stay on the calling thread.
+   * number. Training divides its forward products (LoRA's deltas included) and its input
+   * gradients through the frozen weights (f32 panels); the LoRA backward is divided from
+   * DIVIDED_BACKWARD_THREADS threads on (kernels/lora.ts), below that it runs on the calling
+   * thread beside the helpers' dx.
    */
   matmulThreads?: number;
   /**

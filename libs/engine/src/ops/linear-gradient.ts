@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { LoraPart, loraGradients, loraGradientsOnThreads, loraKernelsApply } from '../kernels/lora';
 import { loraBackwardOnWebGpu } from '../kernels/lora.webgpu';
-import { packedMatMul, packWeights, splitColumns } from '../kernels/matmul';
+import { splitColumns } from '../kernels/matmul';
 import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../kernels/matmul-transposed';
 import type { FrozenLinear, LowRankAdapter } from '../model/linear';
 import { webGpuLoraParts } from './linear';
@@ -88,10 +88,10 @@ function adaptedProjectionGradient(l: FrozenLinear, xs: tf.Tensor2D, g: tf.Tenso
   adapters.forEach((a, i) => {
     if (!a) return;
     const gScaled = shared === undefined && a.scaleFactor ? (tf.mul(gs[i], a.scaleFactor) as tf.Tensor2D) : gs[i];
-    const h = product(xs, a.aT, false, false, true);
+    const h = product(xs, a.aT, false, false);
     const dbT = product(h, gScaled, true, false);
-    const dh = product(gScaled, a.bT, false, true, true);
-    const daT = product(xs, dh, true, false, true);
+    const dh = product(gScaled, a.bT, false, true);
+    const daT = product(xs, dh, true, false);
     dx = tf.add(dx, product(dh, a.aT, false, true));
     grads.push(daT, dbT);
   });
@@ -178,35 +178,13 @@ function inputGradientWithOps(l: FrozenLinear, dy: tf.Tensor2D): tf.Tensor2D {
 /**
  * a b with either operand transposed. On wasm the transposes are explicit (cheap: activations
  * and LoRA factors) and the product a plain one, because a transposed matMul leaves XNNPACK's
- * fast path, and `narrow` products (into r columns) go to smallMatMul's packed kernel;
- * elsewhere (webgpu, cpu) one matMul with its transpose flags, one dispatch instead of two or three.
+ * fast path; elsewhere (webgpu, cpu) one matMul with its transpose flags, one dispatch instead
+ * of two or three. On wasm the adapters' gradients come here only where the LoRA kernels do
+ * not apply (loraKernelsApply: the input's features or an adapted part's width not a multiple
+ * of 4).
  */
-function product(a: tf.Tensor2D, b: tf.Tensor2D, transposeA: boolean, transposeB: boolean, narrow = false): tf.Tensor2D {
+function product(a: tf.Tensor2D, b: tf.Tensor2D, transposeA: boolean, transposeB: boolean): tf.Tensor2D {
   if (tf.getBackend() !== 'wasm') return tf.matMul(a, b, transposeA, transposeB);
   const [left, right] = [transposeA ? (tf.transpose(a) as tf.Tensor2D) : a, transposeB ? (tf.transpose(b) as tf.Tensor2D) : b];
-  return narrow ? smallMatMul(left, right) : tf.matMul(left, right);
-}
-
-/**
- * x w for a narrow w [K, n] (a LoRA factor: n = r columns) on the packed matmul kernel where it
- * applies (wasm, n a multiple of 8, no gradient being recorded), w packed for the call:
- * XNNPACK multiplies into 8 columns several times more slowly per multiply-add than into
- * hundreds, and the packing is K x n floats. The adapters' products where the LoRA kernels do
- * not apply, forward (ops/linear.ts) and backward. Always on the calling thread, in tfjs's
- * heap, even while matmul threads run: one or two panels cannot be divided, and the threads'
- * memory is for weights that stay. tf.matMul elsewhere.
- */
-export function smallMatMul(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
-  if (w.shape[1] % 8 === 0 && !tf.engine().isTapeOn()) {
-    const packed = packWeights(w, 'f32', { onThreads: false });
-    if (packed) {
-      try {
-        const y = packedMatMul(x, packed);
-        if (y) return y;
-      } finally {
-        packed.dispose();
-      }
-    }
-  }
-  return tf.matMul(x, w);
+  return tf.matMul(left, right);
 }

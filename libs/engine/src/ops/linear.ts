@@ -4,7 +4,7 @@ import { loraForwardOnWebGpu, loraKernelsApplyOnWebGpu, WebGpuLoraPart } from '.
 import { packedMatMul, type PackedWeights } from '../kernels/matmul';
 import type { FrozenLinear, LowRankAdapter } from '../model/linear';
 import { outputSlot, outputStoreActive } from './kept-outputs';
-import { adaptedProjectionWithGradient, frozenProjectionWithGradient, sharedScale, smallMatMul } from './linear-gradient';
+import { adaptedProjectionWithGradient, frozenProjectionWithGradient, sharedScale } from './linear-gradient';
 import { savedActivations } from './saved-activations';
 
 /**
@@ -121,9 +121,9 @@ function productWithAdapters(l: FrozenLinear, x: tf.Tensor2D, adapters: (LowRank
   return tf.add(frozenProduct(l, x), shared ? tf.mul(delta, shared) : delta);
 }
 
-/** A low-rank adapter's delta, (x aT) bT, times its scale when `scaled`, with x aT on the packed kernel where it applies. */
+/** A low-rank adapter's delta, (x aT) bT, times its scale when `scaled`. */
 function lowRankDelta(x: tf.Tensor2D, a: LowRankAdapter, scaled: boolean): tf.Tensor2D {
-  const delta = tf.matMul(smallMatMul(x, a.aT), a.bT) as tf.Tensor2D;
+  const delta = tf.matMul(tf.matMul(x, a.aT), a.bT) as tf.Tensor2D;
   return scaled && a.scaleFactor ? (tf.mul(delta, a.scaleFactor) as tf.Tensor2D) : delta;
 }
 

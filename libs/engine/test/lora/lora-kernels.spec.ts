@@ -1,5 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { addLoraDeltas, LoraPart, loraGradients, loraKernelsApply } from '../../src/kernels/lora';
+import { FrozenLinear, LowRankAdapter } from '../../src/model/linear';
+import { linearBackward } from '../../src/ops/linear-gradient';
+import { ensureTrainingGradients } from '../../src/training/gradients';
 import { maxAbsDiff, useBackend } from '../helpers';
 
 /** Parts of `widths` columns side by side; `present[i]` false leaves part i without an adapter. */
@@ -95,6 +98,41 @@ describe('LoRA kernels (wasm)', () => {
       expect(loraKernelsApply(x, partsOf(8, 4, [6], [true], false, 1))).toBe(false);
       expect(loraKernelsApply(tf.zeros([3, 6]) as tf.Tensor2D, partsOf(6, 4, [8], [true], false, 1))).toBe(false);
       expect(loraKernelsApply(x, [])).toBe(false);
+    });
+  });
+
+  it('a projection they leave to tfjs ops (widths and K of 6 and 10, rank 8) trains by the gradients of the plain formula', () => {
+    ensureTrainingGradients();
+    tf.tidy(() => {
+      const [M, K, r, widths] = [5, 6, 8, [10, 6]];
+      const N = widths[0] + widths[1];
+      const w = tf.randomNormal([K, N], 0, 1, 'float32', 11) as tf.Tensor2D;
+      const factors = widths.flatMap((width, i) => [tf.randomNormal([K, r], 0, 0.5, 'float32', 12 + 2 * i), tf.randomNormal([r, width], 0, 0.5, 'float32', 13 + 2 * i)] as tf.Tensor2D[]);
+      const scale = tf.scalar(2 / r);
+      const adapter = (aT: tf.Tensor2D, bT: tf.Tensor2D): LowRankAdapter => ({ lowRank: true, aT, bT, scaleFactor: scale, forward: (x) => tf.mul(tf.matMul(tf.matMul(x, aT), bT), scale) as tf.Tensor2D });
+      const l = new FrozenLinear(
+        widths.map((outFeatures, i) => ({ name: `p${i}`, outFeatures })),
+        K,
+        w,
+        null,
+      );
+      l.setAdapter('p0', adapter(factors[0], factors[1]));
+      l.setAdapter('p1', adapter(factors[2], factors[3]));
+      l.enableBackward();
+      const x = tf.randomNormal([M, K], 0, 1, 'float32', 17) as tf.Tensor2D;
+      const dy = tf.randomNormal([M, N], 0, 1, 'float32', 18) as tf.Tensor2D;
+      expect(loraKernelsApply(x, l.adapterParts(M) as LoraPart[])).toBe(false);
+      // The reference: x W plus each part's s (x aT) bT, differentiated by tfjs's own gradients.
+      const formula = (x: tf.Tensor, a0: tf.Tensor, b0: tf.Tensor, a1: tf.Tensor, b1: tf.Tensor) =>
+        tf.add(tf.matMul(x as tf.Tensor2D, w), tf.mul(tf.concat([tf.matMul(tf.matMul(x as tf.Tensor2D, a0 as tf.Tensor2D), b0 as tf.Tensor2D), tf.matMul(tf.matMul(x as tf.Tensor2D, a1 as tf.Tensor2D), b1 as tf.Tensor2D)], 1), scale));
+      const want = tf.grads(formula)([x, ...factors], dy);
+      const got = tf.grads((input: tf.Tensor) => l.forward(input as tf.Tensor2D))([x, ...factors], dy);
+      const explicit = linearBackward(l, x, dy);
+      expect(maxAbsDiff(l.forward(x).dataSync(), formula(x, ...(factors as [tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor])).dataSync())).toBeLessThan(1e-4);
+      want.forEach((g, i) => expect(maxAbsDiff(got[i].dataSync(), g.dataSync())).toBeLessThan(1e-4));
+      expect(maxAbsDiff(explicit.dx.dataSync(), want[0].dataSync())).toBeLessThan(1e-4);
+      factors.forEach((f, i) => expect(maxAbsDiff((explicit.grads.get(f) as tf.Tensor).dataSync(), want[i + 1].dataSync())).toBeLessThan(1e-4));
+      l.dispose();
     });
   });
 });
