@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { fusedKernelsApply, MultiOutputProgram, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
+import { disposeIntermediate, flatMain, fusedKernelsApply, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
  * A frozen projection with low-rank adapters (LoRA) for training on webgpu, forward and
@@ -81,46 +81,49 @@ function keyOf(kind: string, l: Layout): string {
 /** Floats as WGSL literals (a scale compiled in). */
 const f32 = (x: number) => (Number.isInteger(x) ? `${x}.0` : `${x}`);
 
-/** The bindings: 0 the uniforms, then the inputs, then the outputs. */
+/** The bindings (webgpu-program.ts's order): 0 the uniforms, M alone, then the inputs, then the outputs. */
 function bindings(inputs: string[], outputs: string[]): string {
-  return [
-    'struct Uniforms { M : u32 }',
-    '@group(0) @binding(0) var<uniform> u : Uniforms;',
-    ...inputs.map((name, i) => `@group(0) @binding(${i + 1}) var<storage, read> ${name} : array<f32>;`),
-    ...outputs.map((name, i) => `@group(0) @binding(${inputs.length + i + 1}) var<storage, read_write> ${name} : array<f32>;`),
-  ].join('\n');
+  return multiOutputBindings('M : u32', inputs, outputs);
 }
 
 /** An entry point over a flat grid of WORKGROUP threads a workgroup: `i` the thread's element. */
-const FLAT_MAIN = `@compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-  let i = (wg.y * groups.x + wg.x) * ${WORKGROUP}u + tid;`;
+const FLAT_MAIN = flatMain(WORKGROUP);
 
-/** h = x [A_0 | A_1 | ...], one thread an element of h [M, R]. */
-function xaProgram(l: Layout, M: number): MultiOutputProgram {
-  const { K, R } = l;
+/**
+ * A program with one thread an element (m, j) of an [M, R] output `out` (h, or its gradient
+ * dh): `sum(p, i)` is the WGSL that adds the element's terms into `acc`, for the part p (the
+ * i-th) whose columns of R hold j.
+ */
+function rankColumnsProgram(l: Layout, M: number, kind: string, inputs: string[], out: string, sum: (p: PartLayout, i: number) => string): MultiOutputProgram {
+  const { R } = l;
   const branches = l.parts
     .map(
       (p, i) => `if (j < ${p.off + p.r}u) {
-      for (var k = 0u; k < ${K}u; k++) { acc += x[m * ${K}u + k] * a${i}[k * ${p.r}u + j - ${p.off}u]; }
+      ${sum(p, i)}
     }`,
     )
     .join(' else ');
   return {
-    key: keyOf('XA', l),
-    wgsl: () => `${bindings(['x', ...l.parts.map((_, i) => `a${i}`)], ['h'])}
+    key: keyOf(kind, l),
+    wgsl: () => `${bindings(inputs, [out])}
 ${FLAT_MAIN}
   if (i >= u.M * ${R}u) { return; }
   let m = i / ${R}u;
   let j = i % ${R}u;
   var acc = 0.0;
   ${branches}
-  h[i] = acc;
+  ${out}[i] = acc;
 }`,
     outputShapes: [[M, R]],
     dispatch: workgroupGrid(Math.ceil((M * R) / WORKGROUP)),
     uniforms: [{ type: 'uint32', value: M }],
   };
+}
+
+/** h = x [A_0 | A_1 | ...], one thread an element of h [M, R]. */
+function xaProgram(l: Layout, M: number): MultiOutputProgram {
+  const { K } = l;
+  return rankColumnsProgram(l, M, 'XA', ['x', ...l.parts.map((_, i) => `a${i}`)], 'h', (p, i) => `for (var k = 0u; k < ${K}u; k++) { acc += x[m * ${K}u + k] * a${i}[k * ${p.r}u + j - ${p.off}u]; }`);
 }
 
 /**
@@ -215,30 +218,16 @@ ${tiledProduct(K, N, 'x', (k, c) => `w[${k} * ${N}u + ${c}]`, true, (row, col, v
 
 /** dh_p = s_p dy_p B_p^T, one thread an element of dh [M, R]. */
 function dhProgram(l: Layout, M: number): MultiOutputProgram {
-  const { N, R } = l;
-  const branches = l.parts
-    .map(
-      (p, i) => `if (j < ${p.off + p.r}u) {
-      for (var n = 0u; n < ${p.width}u; n++) { acc += dy[m * ${N}u + ${p.col}u + n] * b${i}[(j - ${p.off}u) * ${p.width}u + n]; }
-      acc *= ${f32(p.scale)};
-    }`,
-    )
-    .join(' else ');
-  return {
-    key: keyOf('Dh', l),
-    wgsl: () => `${bindings(['dy', ...l.parts.map((_, i) => `b${i}`)], ['dh'])}
-${FLAT_MAIN}
-  if (i >= u.M * ${R}u) { return; }
-  let m = i / ${R}u;
-  let j = i % ${R}u;
-  var acc = 0.0;
-  ${branches}
-  dh[i] = acc;
-}`,
-    outputShapes: [[M, R]],
-    dispatch: workgroupGrid(Math.ceil((M * R) / WORKGROUP)),
-    uniforms: [{ type: 'uint32', value: M }],
-  };
+  const { N } = l;
+  return rankColumnsProgram(
+    l,
+    M,
+    'Dh',
+    ['dy', ...l.parts.map((_, i) => `b${i}`)],
+    'dh',
+    (p, i) => `for (var n = 0u; n < ${p.width}u; n++) { acc += dy[m * ${N}u + ${p.col}u + n] * b${i}[(j - ${p.off}u) * ${p.width}u + n]; }
+      acc *= ${f32(p.scale)};`,
+  );
 }
 
 /**
@@ -377,7 +366,7 @@ tf.registerKernel({
       4 + 2 * P <= 8
         ? runMultiOutputProgram(backend, gradsProgram(l, M, 'AB'), [x, dh, h, dy])
         : [...runMultiOutputProgram(backend, gradsProgram(l, M, 'A'), [x, dh]), ...runMultiOutputProgram(backend, gradsProgram(l, M, 'B'), [h, dy])];
-    (backend as unknown as { disposeData(dataId: object): void }).disposeData(dh.dataId);
+    disposeIntermediate(backend, dh);
     // In the parts' order, A then B of each.
     const [dA, dB] = [grads.slice(0, P), grads.slice(P)];
     return [dx, ...dA.flatMap((g, i) => [g, dB[i]])];

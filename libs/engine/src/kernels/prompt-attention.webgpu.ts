@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { MultiOutputProgram, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
+import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
  * Attention over T new tokens per sequence on webgpu, forward and backward, as WGSL: the same
@@ -55,10 +55,7 @@ function uniforms(d: Dims): MultiOutputProgram['uniforms'] {
 /** The bindings (0 the uniforms, inputs, outputs) and the helpers every program here shares. */
 function header(d: Dims, inputs: string[], outputs: string[]): string {
   const { KV, G, D } = d;
-  return `struct Uniforms { B : u32, T : u32, S : u32, maskRows : u32 }
-@group(0) @binding(0) var<uniform> u : Uniforms;
-${inputs.map((name, i) => `@group(0) @binding(${i + 1}) var<storage, read> ${name} : array<f32>;`).join('\n')}
-${outputs.map((name, i) => `@group(0) @binding(${inputs.length + i + 1}) var<storage, read_write> ${name} : array<f32>;`).join('\n')}
+  return `${multiOutputBindings('B : u32, T : u32, S : u32, maskRows : u32', inputs, outputs)}
 const KV : u32 = ${KV}u;
 const G : u32 = ${G}u;
 const D : u32 = ${D}u;
@@ -72,9 +69,7 @@ fn score(qi : u32, kj : u32) -> f32 {
   for (var d = 0u; d < D; d++) { sum += q[qi + d] * k[kj + d]; }
   return sum;
 }
-@compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-  let i = (wg.y * groups.x + wg.x) * ${WORKGROUP}u + tid;`;
+${flatMain(WORKGROUP)}`;
 }
 
 /** A query row's thread: i over B * KV * G * T, token t fastest (its neighbours read the same keys). */
@@ -213,7 +208,7 @@ tf.registerKernel({
     const d = dimsOf(q, k, mask, attrs as unknown as Attrs);
     const [dq, stats] = runMultiOutputProgram(backend, queryGradientProgram(d), [q, k, v, mask, dO]);
     const [dk, dv] = runMultiOutputProgram(backend, keyGradientProgram(d), [q, k, v, mask, dO, stats]);
-    (backend as unknown as { disposeData(dataId: object): void }).disposeData(stats.dataId);
+    disposeIntermediate(backend, stats);
     return [dq, dk, dv];
   },
 });

@@ -7,6 +7,7 @@ import { runProgram, WgslProgram } from './webgpu-program';
  * Dispatched by swiglu.ts, which registers the same kernel name for wasm.
  */
 export const SWIGLU_KERNEL = 'TrainyardSwiGlu';
+const WORKGROUP = 64;
 
 function forwardProgram(M: number, F: number): WgslProgram {
   return {
@@ -49,7 +50,6 @@ tf.registerKernel({
  * kernel name for wasm.
  */
 export const SWIGLU_BACKWARD_KERNEL = 'TrainyardSwiGluBackward';
-const WORKGROUP = 64;
 
 function program(M: number, F: number): WgslProgram {
   return {

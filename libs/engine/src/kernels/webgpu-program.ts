@@ -152,3 +152,33 @@ export function workgroupGrid(count: number): [number, number, number] {
   const y = Math.ceil(count / 65535);
   return [Math.ceil(count / y), y, 1];
 }
+
+/**
+ * The WGSL declaring a MultiOutputProgram's bindings in runMultiOutputProgram's order: 0 the
+ * uniforms as `u`, a struct of `uniformFields` ("M : u32"), then `inputs` read-only, then
+ * `outputs` read-write, every one an array<f32>.
+ */
+export function multiOutputBindings(uniformFields: string, inputs: string[], outputs: string[]): string {
+  return [
+    `struct Uniforms { ${uniformFields} }`,
+    '@group(0) @binding(0) var<uniform> u : Uniforms;',
+    ...inputs.map((name, i) => `@group(0) @binding(${i + 1}) var<storage, read> ${name} : array<f32>;`),
+    ...outputs.map((name, i) => `@group(0) @binding(${inputs.length + i + 1}) var<storage, read_write> ${name} : array<f32>;`),
+  ].join('\n');
+}
+
+/**
+ * The opening of an entry point over a flat grid of `workgroup` threads a workgroup, dispatched
+ * as workgroupGrid lays it out: `i` the thread's index among all of them. The body that follows
+ * closes `main`.
+ */
+export function flatMain(workgroup: number): string {
+  return `@compute @workgroup_size(${workgroup})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let i = (wg.y * groups.x + wg.x) * ${workgroup}u + tid;`;
+}
+
+/** Frees a tensor a kernelFunc made on the webgpu backend for its own use (an intermediate between its programs). */
+export function disposeIntermediate(backend: object, tensor: tf.TensorInfo): void {
+  (backend as { disposeData(dataId: object): void }).disposeData(tensor.dataId);
+}
