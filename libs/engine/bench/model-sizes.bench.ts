@@ -117,9 +117,9 @@ async function main(): Promise<void> {
 
 function table(results: Map<string, Map<Way, Outcome>>): string {
   const ways = Object.keys(WAYS) as Way[];
-  const cell = (o: Outcome | undefined) => (o === undefined ? 'not tried (a smaller model did not fit)' : o.loaded ? `loads (${o.detail})` : `**does not fit**: ${o.detail.replace(/\|/g, '/').slice(0, 160)}`);
+  const cell = (o: Outcome | undefined) => (o === undefined ? 'not tried (refused for a smaller model)' : o.loaded ? `loads (${o.detail})` : `**refused**: ${shortReason(o.detail)}`);
   const lines = [
-    `Loaded on the wasm backend, ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${new Date().toISOString().slice(0, 10)} (\`libs/engine/bench/model-sizes.bench.ts\`):`,
+    `Loaded on the wasm backend, ${cpuName()}, ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${new Date().toISOString().slice(0, 10)} (\`libs/engine/bench/model-sizes.bench.ts\`):`,
     '',
     `| model (random weights, bf16 checkpoint) | parameters | ${ways.join(' | ')} |`,
     `|---|---|${ways.map(() => '---').join('|')}|`,
@@ -130,6 +130,26 @@ function table(results: Map<string, Map<Way, Outcome>>): string {
     lines.push(`| ${name} | ${(params / 1e9).toFixed(2)}B | ${ways.map((w) => cell(row.get(w))).join(' | ')} |`);
   }
   return lines.join('\n');
+}
+
+/** The CPU's name with its family and model where Linux tells them (the doc's machine table names machines by them). */
+function cpuName(): string {
+  const name = os.cpus()[0]?.model.trim() ?? 'unknown CPU';
+  const info = fs.existsSync('/proc/cpuinfo') ? fs.readFileSync('/proc/cpuinfo', 'utf8') : '';
+  const field = (key: string) => new RegExp(`^${key}\\s*:\\s*(\\d+)`, 'm').exec(info)?.[1];
+  const [family, model] = [field('cpu family'), field('model')];
+  return family && model ? `${name} family ${family} model ${model}` : name;
+}
+
+/**
+ * The loader's refusal without the error's name, the model's path and the advice that follows:
+ * "its 1.72B parameters take at least 3.2 GiB as 16-bit weights". A process that died is shown whole.
+ */
+function shortReason(detail: string): string {
+  const reason = detail
+    .replace(/^ModelLoadError: \S*config\.json: /, '')
+    .replace(/^(does not fit in the wasm backend's 4 GiB of memory \(WebAssembly's 32-bit limit\)|is too large to train on the wasm backend): /, '');
+  return reason.split(/, above | \(matmul threads|; /)[0].replace(/\|/g, '/').slice(0, 200);
 }
 
 if (process.argv[2] === '--load') void loadOnce(process.argv[3], process.argv[4] as Way);
