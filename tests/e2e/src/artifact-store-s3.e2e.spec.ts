@@ -47,12 +47,15 @@ describe('the artifact store in S3-compatible object storage', () => {
     // as a new bundle, which would be right).
     const weights = join(modelDir, 'model.safetensors');
     const broken = join(stack.modelsDir, '.broken-model.safetensors');
-    const { atime, mtime } = statSync(weights);
+    const { atime, mtimeMs } = statSync(weights);
     copyFileSync(weights, broken);
     const fd = openSync(broken, 'r+');
     writeSync(fd, Buffer.alloc(64, 0xff), 0, 64, 0);
     closeSync(fd);
-    utimesSync(broken, atime, mtime);
+    // The same millisecond (what the registry's signature reads): set in its middle, as seconds
+    // in a double lose a few nanoseconds and the millisecond's start could read as the one before.
+    utimesSync(broken, atime, (Math.floor(mtimeMs) + 0.5) / 1000);
+    expect(Math.floor(statSync(broken).mtimeMs)).toBe(Math.floor(mtimeMs));
     renameSync(broken, weights);
     client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: (await stack.createKey('acme')).key, maxRetries: 0 });
   }, 120_000);
