@@ -160,6 +160,24 @@ describe('structured output with the openai SDK, the AI SDK and LangChain', () =
       const structured = chatOpenAI().withStructuredOutput(Amounts, { name: 'amounts', method: 'jsonSchema' });
       for (const _ of SEEDS) expect(Amounts.safeParse(await structured.invoke('Numbers.')).success).toBe(true);
     });
+
+    it('openai: ranges zod writes (min, max, gt, lt) hold every value, negative ones included', async () => {
+      const Reading = z.object({ celsius: z.number().int().min(-40).max(-1), share: z.number().gt(0).lt(1), floor: z.number().int().gte(-3).lte(12) });
+      for (const seed of SEEDS) {
+        const chat = await client.chat.completions.parse({ model, messages: [{ role: 'user', content: 'Read it.' }], max_tokens: BUDGET, temperature: 1, seed, response_format: zodResponseFormat(Reading, 'reading') });
+        expect([chat.choices[0].message.content, Reading.safeParse(chat.choices[0].message.parsed).success]).toEqual([chat.choices[0].message.content, true]);
+      }
+      const empty = await failure(
+        client.chat.completions.create({
+          model,
+          messages: [{ role: 'user', content: 'Hi' }],
+          max_tokens: BUDGET,
+          response_format: { type: 'json_schema', json_schema: { name: 'none', schema: { type: 'object', properties: { n: { type: 'integer', exclusiveMinimum: 1, exclusiveMaximum: 2 } }, required: ['n'] } } },
+        }),
+      );
+      expect([empty?.status, empty?.param]).toEqual([400, 'response_format']);
+      expect(empty?.message).toMatch(/holds no integer/);
+    });
   });
 
   describe('what the grammar cannot honour is a 400 naming the field, as OpenAI writes it', () => {

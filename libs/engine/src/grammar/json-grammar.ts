@@ -3,6 +3,7 @@ import { callOpening, ToolCallSyntax } from '../tools/tool-call-syntax';
 import { ByteVocabulary } from './byte-vocabulary';
 import { GrammarMatcher, GrammarTrigger, JsonGrammarMatcher, MatcherOptions, MAX_CLOSING_BYTES } from './json-matcher';
 import { withBoundedNumbers } from './number-bounds';
+import { NumberRanges } from './number-ranges';
 import { ANY_WHITESPACE, ONE_LINE, SchemaProbe } from './schema-probe';
 import { ToolCallLexer } from './tool-call-lexer';
 import { Xgrammar, XgCompiledGrammar, XgGrammarCompiler, XgGrammarMatcher, loadXgrammar, matcherFactory } from './xgrammar-loader';
@@ -198,12 +199,14 @@ export class JsonGrammarCompiler {
 
   /**
    * A checked schema as xgrammar EBNF, written as JSON mode writes JSON, with numbers that
-   * parse to finite values and exact integers (see number-bounds).
+   * parse to finite values and exact integers (see number-bounds) and ranges written by
+   * number-ranges.
    */
   private async ebnf(schema: string, strict: boolean): Promise<string> {
-    const grammar = await this.api.Grammar.fromJSONSchema(schema, ANY_WHITESPACE, ONE_LINE, undefined, strict);
+    const ranges = NumberRanges.of(schema);
+    const grammar = await this.api.Grammar.fromJSONSchema(ranges.schema, ANY_WHITESPACE, ONE_LINE, undefined, strict);
     try {
-      return withBoundedNumbers(withoutRawControlCharacters(grammar.toString()));
+      return ranges.splice(withBoundedNumbers(withoutRawControlCharacters(grammar.toString())));
     } finally {
       grammar.dispose();
     }

@@ -1,3 +1,4 @@
+import { NumberRanges } from './number-ranges';
 import { XgrammarCopy, isWasmAbort, loadXgrammar } from './xgrammar-loader';
 
 /**
@@ -27,10 +28,12 @@ export class SchemaProbe {
   }
 
   private async tryConvert(schema: string, strict: boolean, anyWhitespace: boolean, indent: number): Promise<void> {
+    // Numeric ranges are written by number-ranges, which refuses a range that holds no value.
+    const { schema: withoutRanges } = NumberRanges.of(schema);
     const copy = (this.copy ??= loadXgrammar());
     copy.takeErrors();
     try {
-      const grammar = await copy.api.Grammar.fromJSONSchema(schema, anyWhitespace, indent, undefined, strict);
+      const grammar = await copy.api.Grammar.fromJSONSchema(withoutRanges, anyWhitespace, indent, undefined, strict);
       grammar.dispose();
     } catch (err) {
       if (isWasmAbort(err)) this.copy = null;

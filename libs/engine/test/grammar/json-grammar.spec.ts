@@ -442,6 +442,72 @@ describe('JSON grammar', () => {
         }
       }
     });
+
+    describe('ranges (minimum, maximum and their exclusive forms) hold exactly the values in range', () => {
+      const RANGES: Record<string, unknown>[] = [
+        { type: 'integer', minimum: -3 },
+        { type: 'integer', maximum: -7 },
+        { type: 'integer', exclusiveMinimum: 0 },
+        { type: 'integer', minimum: -20, exclusiveMaximum: 17 },
+        { type: 'integer', exclusiveMinimum: -5.5, maximum: 2.5 },
+        { type: 'integer', minimum: 99, maximum: 1001 },
+        { type: 'number', minimum: -3 },
+        { type: 'number', exclusiveMinimum: 0 },
+        { type: 'number', exclusiveMaximum: 1 },
+        { type: 'number', minimum: 0, maximum: 1 },
+        { type: 'number', exclusiveMinimum: -2.5, exclusiveMaximum: -0.25 },
+        { type: 'number', minimum: 0.05, maximum: 0.5 },
+        { type: 'number', exclusiveMinimum: 10, maximum: 10.75, description: 'a price' },
+        { type: 'number', minimum: 1.5, exclusiveMaximum: 100 },
+      ];
+      // Written as JSON.stringify writes numbers (no "-0", no exponent), plus trailing zeros.
+      const CANDIDATES = [
+        ...Array.from({ length: 61 }, (_, i) => String(i - 30)),
+        ...['0.5', '0.05', '0.049', '0.0501', '0.25', '-0.25', '-0.3', '-0.2', '0.999', '1.0', '1.00', '1.5', '1.49', '-2.5', '-2.49', '-2.51', '-3.5', '-2.25', '-3.0'],
+        ...['10.5', '10.75', '10.750', '10.751', '10.0', '10.0001', '99.99', '100.0', '0.0', '0.000001', '1000', '1001', '1002', '98', '99'],
+      ];
+      const one = (schema: Record<string, unknown>) => compiler.compile({ kind: 'schema', schema: { type: 'object', properties: { x: schema }, required: ['x'] }, strict: true });
+
+      it.each(RANGES.map((schema) => [JSON.stringify(schema), schema]))('%s: as a JSON Schema validator says', async (_name, schema) => {
+        const grammar = await one(schema);
+        const validate = ajv.compile(schema);
+        const candidates = schema.type === 'integer' ? CANDIDATES.filter((c) => /^-?\d+$/.test(c)) : CANDIDATES;
+        const wrong = candidates.filter((c) => accepts(grammar, `{"x": ${c}}`) !== validate(JSON.parse(c)));
+        expect(wrong).toEqual([]);
+        for (const malformed of ['-', '.5', '-.5', '01', '-01', '1.', '--1', '0.5.1', '1-']) expect([malformed, accepts(grammar, `{"x": ${malformed}}`)]).toEqual([malformed, false]);
+      });
+
+      it('keeps a side without a bound within what a double holds exactly', async () => {
+        expect(accepts(await one({ type: 'integer', minimum: -3 }), '{"x": 9007199254740991}')).toBe(true);
+        expect(accepts(await one({ type: 'integer', minimum: -3 }), '{"x": 9007199254740992}')).toBe(false);
+        expect(accepts(await one({ type: 'number', maximum: 0 }), '{"x": -9007199254740991.5}')).toBe(false);
+        expect(accepts(await one({ type: 'number', maximum: 0 }), '{"x": -9007199254740990.5}')).toBe(true);
+      });
+
+      it('samples values in range from a model that loves digits', async () => {
+        const vocab = new ByteVocabulary(lm.tokenizer);
+        const digitsAndSigns = [...Array(vocab.size).keys()].filter((id) => vocab.bytes(id).length > 0 && [...vocab.bytes(id)].every((b) => (b >= 0x30 && b <= 0x39) || b === 0x2d || b === 0x2e));
+        const loveDigits = (logits: Float32Array) => {
+          for (const id of digitsAndSigns) logits[id] += 30;
+        };
+        for (const schema of [{ type: 'integer', minimum: -3, maximum: 40 }, { type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 1 }]) {
+          const grammar = await one(schema);
+          for (let seed = 0; seed < 3; seed++) {
+            const out = await generateJson(grammar, 'How much?', { maxTokens: 48, temperature: 1, seed, logitsProcessor: loveDigits });
+            expect([out.text, ajv.validate(schema, JSON.parse(out.text).x)]).toEqual([out.text, true]);
+          }
+        }
+      });
+
+      it('refuses a range that holds no value, naming the schema', async () => {
+        for (const schema of [{ type: 'integer', minimum: 5, maximum: 4 }, { type: 'integer', exclusiveMinimum: 1, exclusiveMaximum: 2 }, { type: 'number', exclusiveMinimum: 1, maximum: 1 }, { type: 'integer', minimum: 1e19 }]) {
+          await expect(one(schema)).rejects.toThrow(GrammarError);
+          await expect(one(schema)).rejects.toThrow(/holds no/);
+        }
+        await expect(one({ type: 'number', minimum: 'one' })).rejects.toThrow(/minimum must be a finite number/);
+        await expect(one({ type: 'number', maximum: 1e300 })).rejects.toThrow(/maximum must be within ±1e21/);
+      });
+    });
   });
 
   it('rejects schemas it cannot compile with a GrammarError naming the problem', async () => {
