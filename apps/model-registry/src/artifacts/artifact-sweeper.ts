@@ -1,10 +1,11 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { ARTIFACT_STORE, ArtifactNotFoundError, ArtifactStore, readBundleManifest } from '@trainyard/artifacts';
 import { Subjects } from '@trainyard/contracts';
 import { lockReferencesExclusive, Prisma, PrismaService } from '@trainyard/db';
 import { RpcClient } from '@trainyard/messaging';
 import { BaseModelBundles } from '../base-models/base-model-bundles';
 import { digestOfRef } from '../common/artifact-ref';
+import { RegistryConfig } from '../config/registry.config';
 import { LegacyArtifactDirs, LegacyEntry } from './legacy-artifact-dirs';
 
 /** Younger than this, an unreferenced artifact may be a write another replica or a worker is about to record. */
@@ -20,7 +21,8 @@ const ENDED_JOBS_CHUNK = 1_000;
  * Deletes what no row refers to: objects of the artifact store (adapters' bundles and their
  * files, uploaded files, RL jobs' trajectory groups) once every row naming them is gone, or
  * that a crash left before their row was written; and legacy directories under ARTIFACT_ROOT
- * likewise. Rows are the truth. Runs once at start, in the background.
+ * likewise. Rows are the truth. Runs at start and every ARTIFACT_SWEEP_INTERVAL_S, in the
+ * background, one sweep at a time.
  *
  * A job's trajectory groups are named by its hold (JobTrajectoryGroups) and by its kept
  * trajectories. The sweep first drops the holds of jobs the orchestrator says have ended (or
@@ -32,8 +34,11 @@ const ENDED_JOBS_CHUNK = 1_000;
  * either is seen or finds (under its shared hold) that its object is gone and says so.
  */
 @Injectable()
-export class ArtifactSweeper implements OnApplicationBootstrap {
+export class ArtifactSweeper implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(ArtifactSweeper.name);
+  private timer: NodeJS.Timeout | null = null;
+  /** The sweep under way, if any: a timer that fires meanwhile skips its turn. */
+  private running: Promise<void> | null = null;
 
   constructor(
     @Inject(ARTIFACT_STORE) private readonly store: ArtifactStore,
@@ -41,10 +46,31 @@ export class ArtifactSweeper implements OnApplicationBootstrap {
     private readonly prisma: PrismaService,
     private readonly baseModels: BaseModelBundles,
     private readonly rpc: RpcClient,
+    @Inject(RegistryConfig) private readonly config: RegistryConfig,
   ) {}
 
   onApplicationBootstrap(): void {
-    this.sweep(new Date(Date.now() - SWEEP_GRACE_MS)).catch((err: Error) => this.logger.warn(`Artifact sweep failed: ${err.message}`));
+    this.sweepInBackground();
+    const interval = this.config.ARTIFACT_SWEEP_INTERVAL_S;
+    if (interval > 0) {
+      this.timer = setInterval(() => this.sweepInBackground(), interval * 1000);
+      this.timer.unref();
+    }
+  }
+
+  /** No sweep starts after this; one under way is not waited for (its transaction ends with the connection). */
+  onApplicationShutdown(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** Starts a sweep unless one is under way; a failure is logged, and the next turn tries again. */
+  private sweepInBackground(): void {
+    if (this.running) return;
+    this.running = this.sweep(new Date(Date.now() - SWEEP_GRACE_MS))
+      .then(() => undefined)
+      .catch((err: Error) => this.logger.warn(`Artifact sweep failed: ${err.message}`))
+      .finally(() => (this.running = null));
   }
 
   /** Returns how many objects and legacy directories it removed. */

@@ -33,6 +33,15 @@ export class RegistryConfig extends withArtifactStore(BaseServiceConfig) {
   @IsBoolean()
   PUBLISH_BASE_MODELS = false;
 
+  /**
+   * Seconds between sweeps of the artifact store (and of ended jobs' trajectory holds); the
+   * first runs at start. 0 sweeps at start only.
+   */
+  @IsInt()
+  @Min(0)
+  @Type(() => Number)
+  ARTIFACT_SWEEP_INTERVAL_S = 3600;
+
   /** Per model, the most trajectories kept (POST .../log and RL jobs' groups); beyond it the oldest go. */
   @IsInt()
   @Min(1)
