@@ -325,9 +325,13 @@ interface Attrs {
   parts: { col: number; width: number; scale: number }[];
 }
 
-/** The layout of a call: x [M, K], W [K, N], the A's ranks. */
-function layoutFor(x: tf.TensorInfo, w: tf.TensorInfo, aTs: tf.TensorInfo[], attrs: Attrs): Layout {
-  return layoutOf(x.shape[1], w.shape[1], attrs.bias, attrs.parts.map((p, i) => ({ ...p, r: aTs[i].shape[1] })));
+/** A call's factors (a0.., b0..), its layout (x [M, K], W [K, N], the A's ranks) and M. */
+function callOf(inputs: tf.NamedTensorInfoMap, attrs: Attrs): { aTs: tf.TensorInfo[]; bTs: tf.TensorInfo[]; l: Layout; M: number } {
+  const { x, w } = inputs as Record<string, tf.TensorInfo>;
+  const aTs = attrs.parts.map((_, i) => inputs[`a${i}`] as tf.TensorInfo);
+  const bTs = attrs.parts.map((_, i) => inputs[`b${i}`] as tf.TensorInfo);
+  const l = layoutOf(x.shape[1], w.shape[1], attrs.bias, attrs.parts.map((p, i) => ({ ...p, r: aTs[i].shape[1] })));
+  return { aTs, bTs, l, M: x.shape[0] };
 }
 
 tf.registerKernel({
@@ -335,12 +339,8 @@ tf.registerKernel({
   backendName: 'webgpu',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const a = attrs as unknown as Attrs;
-    const P = a.parts.length;
     const { x, w, bias } = inputs as Record<string, tf.TensorInfo>;
-    const aTs = Array.from({ length: P }, (_, i) => inputs[`a${i}`] as tf.TensorInfo);
-    const bTs = Array.from({ length: P }, (_, i) => inputs[`b${i}`] as tf.TensorInfo);
-    const l = layoutFor(x, w, aTs, a);
-    const M = x.shape[0];
+    const { aTs, bTs, l, M } = callOf(inputs, a);
     const [h] = runMultiOutputProgram(backend, xaProgram(l, M), [x, ...aTs]);
     const [y] = runMultiOutputProgram(backend, productProgram(l, M), [x, w, ...(a.bias ? [bias] : []), h, ...bTs]);
     return [y, h];
@@ -354,10 +354,7 @@ tf.registerKernel({
     const a = attrs as unknown as Attrs;
     const P = a.parts.length;
     const { x, w, h, dy } = inputs as Record<string, tf.TensorInfo>;
-    const aTs = Array.from({ length: P }, (_, i) => inputs[`a${i}`] as tf.TensorInfo);
-    const bTs = Array.from({ length: P }, (_, i) => inputs[`b${i}`] as tf.TensorInfo);
-    const l = layoutFor(x, w, aTs, a);
-    const M = x.shape[0];
+    const { aTs, bTs, l, M } = callOf(inputs, a);
     const [dh] = runMultiOutputProgram(backend, dhProgram(l, M), [dy, ...bTs]);
     const gateUp = inputs['gateUp'] as tf.TensorInfo | undefined;
     const [dx] = runMultiOutputProgram(backend, dxProgram(l, M, gateUp !== undefined), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : [])]);
