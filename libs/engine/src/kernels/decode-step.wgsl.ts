@@ -487,7 +487,9 @@ ${
   let cached = step.column;`
     : `  for (var d = tid; d < D; d += ${WORKGROUP}u) { query[d] = q[qBase + d]; }
   workgroupBarrier();
-  let cached = S;`
+  // The row's new tokens sit at columns step.column on, so the mask hides every column after
+  // this token's own (the causal future: half a prompt chunk's pairs), which would weigh 0.
+  let cached = min(S, step.column + token % step.perRow + 1u);`
 }
 
   var runningMax = -3.402823e+38;

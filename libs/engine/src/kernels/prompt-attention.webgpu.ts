@@ -15,13 +15,20 @@ import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings,
  * The backward is two, with P recomputed from q and k rather than kept (ops/attention.ts,
  * attendBackward, has the maths): a thread a query row computes its log-sum-exp, D = rowsum(P *
  * dP) (= rowsum(dO * O)) and dq = sum_s P (dP - D) k_s in two passes over the keys, and writes
- * the log-sum-exp and D beside dq; then a thread a key row (b, KV head, s) sums over the G*T
- * query rows that read it dk = sum P (dP - D) q and dv = sum P dO. The generic ops take about
- * fifteen, with [heads, T, S] tensors between them.
+ * the log-sum-exp, D and its visible columns beside dq; then a thread a key row (b, KV head, s)
+ * sums over the G*T query rows that read it dk = sum P (dP - D) q and dv = sum P dO. The
+ * generic ops take about fifteen, with [heads, T, S] tensors between them.
+ *
+ * A query row's columns after its last visible one (the mask hides them: a prompt's causal
+ * future, about half of a training step's pairs) weigh exactly 0, so every program stops
+ * before them, as the wasm kernels do; the results are the same bits. A row the mask hides
+ * whole reads every column, as softmax over equal scores does.
  */
 const KERNEL_NAME = 'TrainyardPromptAttention';
 const BACKWARD_KERNEL = 'TrainyardPromptAttentionBackward';
 const WORKGROUP = 64;
+/** Mask values below this hide a column (KVCache's MASKED is -1e9), as the wasm kernels read them. */
+const HIDDEN = '-1e8';
 
 /** Largest head dimension the programs take: each thread keeps one or two rows of D floats in registers. */
 export const MAX_WEBGPU_ATTENTION_HEAD_DIM = 256;
@@ -69,6 +76,12 @@ fn score(qi : u32, kj : u32) -> f32 {
   for (var d = 0u; d < D; d++) { sum += q[qi + d] * k[kj + d]; }
   return sum;
 }
+// The columns query row (b, t) reads: up to its last one the mask does not hide (all S where it hides every one).
+fn visibleColumns(b : u32, t : u32) -> u32 {
+  var n = u.S;
+  while (n > 0u && maskAt(b, t, n - 1u) < ${HIDDEN}) { n--; }
+  return select(u.S, n, n > 0u);
+}
 ${flatMain(WORKGROUP)}`;
 }
 
@@ -78,7 +91,8 @@ const QUERY_ROW = `  if (i >= u.B * KV * G * u.T) { return; }
   let head = (i / u.T) % (KV * G);
   let b = i / (u.T * KV * G);
   let kvh = head / G;
-  let qi = queryAt(b, head, t);`;
+  let qi = queryAt(b, head, t);
+  let visible = visibleColumns(b, t);`;
 
 function forwardProgram(d: Dims): MultiOutputProgram {
   return {
@@ -88,7 +102,7 @@ ${QUERY_ROW}
   var acc : array<f32, ${d.D}>;
   var m = -3.0e38;
   var l = 0.0;
-  for (var s = 0u; s < u.S; s++) {
+  for (var s = 0u; s < visible; s++) {
     let kj = keyAt(b, kvh, s);
     let x = score(qi, kj) + maskAt(b, t, s);
     let mNew = max(m, x);
@@ -106,7 +120,7 @@ ${QUERY_ROW}
   };
 }
 
-/** dq, and each query row's [log-sum-exp, D] for the key rows' program. */
+/** dq, and each query row's [log-sum-exp, D, visible columns] for the key rows' program. */
 function queryGradientProgram(d: Dims): MultiOutputProgram {
   return {
     key: `trainyardPromptAttentionDq_${d.KV}_${d.G}_${d.D}`,
@@ -114,7 +128,7 @@ function queryGradientProgram(d: Dims): MultiOutputProgram {
 ${QUERY_ROW}
   var m = -3.0e38;
   var l = 0.0;
-  for (var s = 0u; s < u.S; s++) {
+  for (var s = 0u; s < visible; s++) {
     let x = score(qi, keyAt(b, kvh, s)) + maskAt(b, t, s);
     let mNew = max(m, x);
     l = l * exp(m - mNew) + exp(x - mNew);
@@ -125,7 +139,7 @@ ${QUERY_ROW}
   var pdpk : array<f32, ${d.D}>;
   var pk : array<f32, ${d.D}>;
   var rowD = 0.0;
-  for (var s = 0u; s < u.S; s++) {
+  for (var s = 0u; s < visible; s++) {
     let kj = keyAt(b, kvh, s);
     let p = exp(score(qi, kj) + maskAt(b, t, s) - lse);
     var dp = 0.0;
@@ -137,12 +151,13 @@ ${QUERY_ROW}
     }
   }
   for (var e = 0u; e < D; e++) { dq[qi + e] = pdpk[e] - rowD * pk[e]; }
-  stats[2u * i] = lse;
-  stats[2u * i + 1u] = rowD;
+  stats[3u * i] = lse;
+  stats[3u * i + 1u] = rowD;
+  stats[3u * i + 2u] = f32(visible);
 }`,
     outputShapes: [
       [d.B * d.T, d.KV * d.G * d.D],
-      [d.B * d.KV * d.G * d.T, 2],
+      [d.B * d.KV * d.G * d.T, 3],
     ],
     dispatch: workgroupGrid(Math.ceil((d.B * d.KV * d.G * d.T) / WORKGROUP)),
     uniforms: uniforms(d),
@@ -166,10 +181,12 @@ function keyGradientProgram(d: Dims): MultiOutputProgram {
     for (var t = 0u; t < u.T; t++) {
       let qi = queryAt(b, head, t);
       let row = ((b * KV + kvh) * G + g) * u.T + t;
-      let p = exp(score(qi, kj) + maskAt(b, t, s) - stats[2u * row]);
+      // Past the row's visible columns P is 0: nothing to add.
+      if (f32(s) >= stats[3u * row + 2u]) { continue; }
+      let p = exp(score(qi, kj) + maskAt(b, t, s) - stats[3u * row]);
       var dp = 0.0;
       for (var e = 0u; e < D; e++) { dp += dO[qi + e] * v[kj + e]; }
-      let ds = p * (dp - stats[2u * row + 1u]);
+      let ds = p * (dp - stats[3u * row + 1u]);
       for (var e = 0u; e < D; e++) {
         dkAcc[e] += ds * q[qi + e];
         dvAcc[e] += p * dO[qi + e];
