@@ -185,6 +185,37 @@ suite('WGSL training kernels give the cpu backend results', () => {
     await againstCpu(inputs, ([g, dy]) => swigluBackward(g as tf.Tensor2D, dy as tf.Tensor2D), ([g, dy]) => swigluGradient(g as tf.Tensor2D, dy as tf.Tensor2D), 1);
   }, 60_000);
 
+  it('are timed by tf.profile as tfjs times its own programs, with the same values', async () => {
+    await selectBackend('webgpu');
+    const c = ATTENTION_CASES[0];
+    const x = attentionInputs(c);
+    const inputs = [
+      tf.tensor2d(x.q, [c.B * c.T, c.KV * c.G * c.D]),
+      tf.tensor4d(x.k, [c.B, c.KV, c.T, c.D]),
+      tf.tensor4d(x.v, [c.B, c.KV, c.T, c.D]),
+      tf.tensor4d(x.mask, [c.maskRows, 1, c.T, c.T]),
+    ] as const;
+    const attend = () => promptAttention(...inputs, c.T) as tf.Tensor;
+    try {
+      const plain = attend();
+      const want = await plain.data();
+      plain.dispose();
+      let profiled: tf.Tensor | null = null;
+      const info = await tf.profile(() => {
+        profiled = attend();
+      });
+      expect(await (profiled as unknown as tf.Tensor).data()).toEqual(want);
+      (profiled as unknown as tf.Tensor).dispose();
+      const timed = info.kernels.filter((k) => k.name === 'TrainyardPromptAttention');
+      expect(timed).toHaveLength(1);
+      const supported = (tf.backend() as unknown as { supportTimestampQuery: boolean }).supportTimestampQuery;
+      // Without timestamp queries tfjs reports 0 for every kernel; with them, the program's own time.
+      expect(supported ? Number(timed[0].kernelTimeMs) > 0 : Number(timed[0].kernelTimeMs) === 0).toBe(true);
+    } finally {
+      tf.dispose([...inputs]);
+    }
+  }, 60_000);
+
   it("RMSNorm's backward with the residual stream's gradient added", async () => {
     const [M, C] = [9, 72];
     const inputs = () => [tf.tensor2d(random(M * C, 62), [M, C]), tf.tensor1d(random(C, 63)), tf.tensor2d(random(M * C, 64), [M, C]), tf.tensor2d(random(M * C, 65), [M, C]), tf.scalar(1e-5)];

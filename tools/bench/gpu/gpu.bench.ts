@@ -6,7 +6,8 @@
  * through DecodeBatch.stepDrawn), decode with a LoRA adapter at the smallest and largest batch,
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
- * only), then where one step's GPU time goes (WebGpuDecodeStep.profile). On webgpu the engine
+ * only), then where one step's GPU time goes (WebGpuDecodeStep.profile) and where a LoRA SFT
+ * step's goes, kernel by kernel (tf.profile). On webgpu the engine
  * runs its own WGSL (the encoded step and the fused kernels), or with --kernels off tfjs's
  * generic ops (WEBGPU_FUSED_KERNELS=off), or both in turn.
  *
@@ -272,6 +273,8 @@ async function measure(dir: string, plan: Plan): Promise<Figures> {
     }
     progress('GPU profile');
     figures.profile = await profile(lm, plan);
+    const training = await trainingProfile(lm, plan);
+    if (training) figures.profile = [figures.profile, training].filter(Boolean).join('\n\n');
     return figures;
   } finally {
     lm.dispose();
@@ -323,6 +326,45 @@ async function profile(lm: LoadedModel, plan: Plan): Promise<string | null> {
     step.dispose();
   }
   return ['| GPU time of one step, µs | total | by dispatch kind |', '|---|---|---|', ...lines].join('\n');
+}
+
+/** Kernels a training step's profile names one by one; the rest are summed as "other". */
+const PROFILED_KERNELS = 12;
+
+/**
+ * Where the GPU time of one LoRA SFT step goes (the measured step's sizes), per tfjs kernel in
+ * milliseconds with how many times it ran: tf.profile times each kernel's programs with
+ * timestamp queries, the engine's own WGSL programs too (runMultiOutputProgram), each
+ * dispatch in a pass of its own. Null off webgpu or without timestamp queries.
+ */
+async function trainingProfile(lm: LoadedModel, plan: Plan): Promise<string | null> {
+  if (tf.getBackend() !== 'webgpu') return null;
+  const backend = tf.backend() as unknown as { supportTimestampQuery?: boolean };
+  if (!backend.supportTimestampQuery) return null;
+  const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: plan.trainRows * plan.trainTokens, keptProductsBytes: keptProductsBytes() });
+  try {
+    const rows = Array.from({ length: plan.trainRows }, (_, r) => {
+      const ids = tokens(plan.trainTokens, 100 + r, lm.config.vocabSize);
+      return { tokens: ids, mask: ids.map((_, i) => (i < 8 ? 0 : 1)) };
+    });
+    await trainer.sftStepOnTokens(rows, 1e-4); // compiles the step's pipelines
+    const info = await tf.profile(() => trainer.sftStepOnTokens(rows, 1e-4));
+    const byKernel = new Map<string, { ms: number; runs: number }>();
+    for (const kernel of info.kernels) {
+      const entry = byKernel.get(kernel.name) ?? { ms: 0, runs: 0 };
+      entry.ms += Number(kernel.kernelTimeMs) || 0;
+      entry.runs++;
+      byKernel.set(kernel.name, entry);
+    }
+    const sorted = [...byKernel.entries()].sort((a, b) => b[1].ms - a[1].ms);
+    const shown = sorted.slice(0, PROFILED_KERNELS);
+    const rest = sorted.slice(PROFILED_KERNELS).reduce((a, [, e]) => ({ ms: a.ms + e.ms, runs: a.runs + e.runs }), { ms: 0, runs: 0 });
+    const total = sorted.reduce((a, [, e]) => a + e.ms, 0);
+    const cells = [...shown.map(([name, e]) => `${name} ${e.ms.toFixed(1)} (${e.runs})`), ...(rest.runs > 0 ? [`other ${rest.ms.toFixed(1)} (${rest.runs})`] : [])];
+    return ['| GPU time of one LoRA SFT step, ms | total | by kernel (runs) |', '|---|---|---|', `| ${plan.trainRows} x ${plan.trainTokens} tokens | ${total.toFixed(1)} | ${cells.join(', ')} |`].join('\n');
+  } finally {
+    trainer.dispose();
+  }
 }
 
 /**

@@ -109,6 +109,13 @@ interface WebGpuBackendRecording {
   ensureCommandEncoderReady(): void;
   endComputePassEncoder(): void;
   submitQueue(): void;
+  /** Set while tf.profile (or tf.time) times kernels: each program's name and GPU time go here. */
+  activeTimers: { name: string; query: Promise<number> }[] | null;
+  supportTimestampQuery: boolean;
+  querySet: GPUQuerySet | null;
+  querySetCount: number;
+  /** The GPU time of the last timed pass, in ms (0 without timestamp queries). */
+  getQueryTime(): Promise<number>;
 }
 
 /** Most storage buffers one program binds (WebGPU's default maxStorageBuffersPerShaderStage). */
@@ -134,13 +141,25 @@ export function runMultiOutputProgram(backend: object, program: MultiOutputProgr
   const bindGroup = b.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: resources.map((resource, binding) => ({ binding, resource })) });
   [...inputs, ...outputs].forEach((t) => b.commandQueueOwnedIds.add(t.dataId));
   b.ensureCommandEncoderReady();
-  if (!b.computePassEncoder) b.computePassEncoder = (b.commandEncoder as GPUCommandEncoder).beginComputePass({});
+  // While tf.profile times kernels, as runWebGPUProgram: the dispatch in a pass of its own whose
+  // start and end go to the backend's query set, its time pushed under the program's key.
+  const timed = b.activeTimers !== null && b.activeTimers !== undefined;
+  if (timed && b.supportTimestampQuery) {
+    b.endComputePassEncoder();
+    b.querySet ??= b.device.createQuerySet({ type: 'timestamp', count: b.querySetCount });
+    b.computePassEncoder = (b.commandEncoder as GPUCommandEncoder).beginComputePass({ timestampWrites: { querySet: b.querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
+  } else if (!b.computePassEncoder) {
+    b.computePassEncoder = (b.commandEncoder as GPUCommandEncoder).beginComputePass({});
+  }
   b.computePassEncoder.setPipeline(pipeline);
   b.computePassEncoder.setBindGroup(0, bindGroup);
   b.computePassEncoder.dispatchWorkgroups(...program.dispatch);
   b.dispatchCountInPass++;
   // As runWebGPUProgram: the pass is submitted every WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE dispatches.
-  if (b.dispatchCountInPass >= (tf.env().get('WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE') as number)) {
+  if (timed) {
+    b.endComputePassEncoder();
+    (b.activeTimers as NonNullable<typeof b.activeTimers>).push({ name: program.key, query: b.getQueryTime() });
+  } else if (b.dispatchCountInPass >= (tf.env().get('WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE') as number)) {
     b.endComputePassEncoder();
     b.submitQueue();
   }
