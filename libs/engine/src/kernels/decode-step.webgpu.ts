@@ -7,6 +7,8 @@ import type { FrozenLinear } from '../model/linear';
 import { inverseFrequencies } from '../model/rope';
 import {
   attentionShader,
+  promptAttentionShader,
+  promptQueryTile,
   finishResidualShader,
   finishSwigluShader,
   flatGrid,
@@ -533,7 +535,9 @@ export class WebGpuDecodeStep {
         run('rope_attention', this.pipeline('ropeAttention', `${D}:${qkvPlan.splits}`, () => ropeAttentionShader(D, qkvPlan.splits)), binding.ropeAttention, H, N);
       } else {
         run('rope', this.pipeline('rope', qkvPlan.splits, () => ropeStoreShader(qkvPlan.splits)), binding.rope, ...flatGrid(pairs));
-        run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
+        const queryTile = promptQueryTile(D);
+        if (queryTile) run('attention', this.pipeline('attention', `tiled:${D}`, () => promptAttentionShader(D)), binding.attention, H, rows * Math.ceil(T / queryTile));
+        else run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
       }
       layerProduct(l, 'o', 'o', oPlan);
       finishResidual(l, 'o', oPlan);

@@ -414,6 +414,133 @@ export function attentionShader(headDim: number): string {
 }
 
 /**
+ * Query tokens a workgroup of promptAttentionShader takes for a head dimension (16 up to 64, 8
+ * up to 128, 4 up to 256, so that each thread keeps 16 or fewer of the tile's output floats and
+ * the tiles fit 16 KB of workgroup memory); null where D does not divide into the threads.
+ */
+export function promptQueryTile(headDim: number): number | null {
+  const tq = headDim <= 64 ? 16 : headDim <= 128 ? 8 : headDim <= MAX_HEAD_DIM ? 4 : null;
+  return tq !== null && (tq * headDim) % WORKGROUP === 0 ? tq : null;
+}
+
+/**
+ * A prompt chunk's attention (T new tokens a row, the columns already in the cache) as
+ * FlashAttention does it: a workgroup takes `promptQueryTile(D)` query tokens of one row for one query head, so that each key and value it loads into workgroup
+ * memory serves all of them. Per tile of TK columns: the tokens' scores (q . k + mask), each
+ * token's running maximum and sum (online softmax), then the output's running sums, each
+ * thread holding TQ * D / 64 of them. The loop ends at the tile's last token's own column, the
+ * mask hiding every column after it. Bindings and uniforms are attentionShader's; the grid is
+ * (heads, rows x tiles of a row).
+ */
+export function promptAttentionShader(headDim: number): string {
+  const D = headDim;
+  const TQ = promptQueryTile(D);
+  if (TQ === null) throw new Error(`prompt attention tiles take no head dimension ${D}`);
+  const TK = D <= 128 ? 16 : 8;
+  const perThread = (TQ * D) / WORKGROUP;
+  return `${STEP_UNIFORMS}
+@group(0) @binding(2) var<storage, read> q : array<f32>;
+@group(0) @binding(3) var<storage, read> keys : array<f32>;
+@group(0) @binding(4) var<storage, read> values : array<f32>;
+@group(0) @binding(5) var<storage, read> mask : array<f32>;
+@group(0) @binding(6) var<storage, read_write> out : array<f32>;
+
+const D : u32 = ${D}u;
+const TQ : u32 = ${TQ}u;
+const TK : u32 = ${TK}u;
+// Each thread's share of the output: PER_THREAD dimensions of one query token.
+const PER_THREAD : u32 = ${perThread}u;
+const THREADS_A_TOKEN : u32 = ${WORKGROUP / TQ}u;
+var<workgroup> qs : array<f32, ${TQ * D}>;
+// The tile's keys, then its values.
+var<workgroup> kv : array<f32, ${TK * D}>;
+// The tile's scores, then their weights exp(score - max).
+var<workgroup> ps : array<f32, ${TQ * TK}>;
+var<workgroup> runningMax : array<f32, ${TQ}>;
+var<workgroup> runningSum : array<f32, ${TQ}>;
+var<workgroup> rescale : array<f32, ${TQ}>;
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let H = layer.heads;
+  let S = step.columns;
+  let T = step.perRow;
+  let tilesARow = (T + TQ - 1u) / TQ;
+  let head = wg.x;
+  let row = wg.y / tilesARow;
+  let t0 = (wg.y % tilesARow) * TQ;
+  let queries = min(TQ, T - t0);
+  let firstToken = row * T + t0;
+  let kvHead = head / (H / layer.kvHeads);
+  let base = (row * layer.kvHeads + kvHead) * layer.capacity * D;
+  for (var e = tid; e < TQ * D; e += ${WORKGROUP}u) {
+    let i = min(e / D, queries - 1u);
+    qs[e] = q[((firstToken + i) * H + head) * D + e % D];
+  }
+  if (tid < TQ) {
+    runningMax[tid] = -3.402823e+38;
+    runningSum[tid] = 0.0;
+  }
+  let mine = tid / THREADS_A_TOKEN;
+  let d0 = (tid % THREADS_A_TOKEN) * PER_THREAD;
+  var acc : array<f32, ${perThread}>;
+  // The tile's last token sees up to its own column; every later one is hidden.
+  let cached = min(S, step.column + t0 + queries);
+  workgroupBarrier();
+  for (var start = 0u; start < cached; start += TK) {
+    let tile = min(TK, cached - start);
+    for (var e = tid; e < TK * D; e += ${WORKGROUP}u) {
+      kv[e] = keys[base + (start + min(e / D, tile - 1u)) * D + e % D];
+    }
+    workgroupBarrier();
+    for (var e = tid; e < TQ * TK; e += ${WORKGROUP}u) {
+      let i = e / TK;
+      let k = e % TK;
+      var score = -3.402823e+38;
+      if (i < queries && k < tile) {
+        var dot = 0.0;
+        for (var d = 0u; d < D; d++) { dot += qs[i * D + d] * kv[k * D + d]; }
+        score = dot + mask[(firstToken + i) * S + start + k];
+      }
+      ps[e] = score;
+    }
+    workgroupBarrier();
+    if (tid < TQ) {
+      var newMax = runningMax[tid];
+      for (var k = 0u; k < tile; k++) { newMax = max(newMax, ps[tid * TK + k]); }
+      var sum = 0.0;
+      for (var k = 0u; k < TK; k++) {
+        let weight = select(0.0, exp(ps[tid * TK + k] - newMax), k < tile);
+        ps[tid * TK + k] = weight;
+        sum += weight;
+      }
+      let scale = exp(runningMax[tid] - newMax);
+      runningSum[tid] = runningSum[tid] * scale + sum;
+      runningMax[tid] = newMax;
+      rescale[tid] = scale;
+    }
+    // The keys are read: the values take their place.
+    for (var e = tid; e < TK * D; e += ${WORKGROUP}u) {
+      kv[e] = values[base + (start + min(e / D, tile - 1u)) * D + e % D];
+    }
+    workgroupBarrier();
+    let scale = rescale[mine];
+    for (var j = 0u; j < PER_THREAD; j++) {
+      var sum = acc[j] * scale;
+      for (var k = 0u; k < tile; k++) { sum += ps[mine * TK + k] * kv[k * D + d0 + j]; }
+      acc[j] = sum;
+    }
+    workgroupBarrier();
+  }
+  if (mine < queries) {
+    let at = ((firstToken + mine) * H + head) * D + d0;
+    let inverse = 1.0 / runningSum[mine];
+    for (var j = 0u; j < PER_THREAD; j++) { out[at + j] = acc[j] * inverse; }
+  }
+}`;
+}
+
+/**
  * A decoding step's RoPE and attention in one program (one new token a row, so the step's
  * tokens are its rows): as attentionShader, each workgroup first doing RoPE's work for its
  * token from the q|k|v product's `splits` partial sums (ropeStoreShader's qkvPair): q of its
