@@ -263,24 +263,33 @@ ${tiledProduct(N, K, 'dy', (n, c) => `w[${c} * ${N}u + ${n}]`, false, store)}`,
   };
 }
 
+/** Threads that share one factor gradient element's sum over the rows, each taking every ROW_LANES-th row. */
+const ROW_LANES = 8;
+/** Elements a workgroup of the factors' gradients computes (ROW_LANES x ELEMENTS threads). */
+const ELEMENTS = 32;
+
 /**
- * The factors' gradients, each summed over the M rows by one thread an element: dA_p = x^T dh_p
- * [K, r_p] (`which` 'A': inputs x and dh), dB_p = s_p h_p^T dy_p [r_p, width_p] ('B': inputs h
- * and dy), or both in one program ('AB'), the outputs in the parts' order, A's before B's.
+ * The factors' gradients, each a sum over the M rows: dA_p = x^T dh_p [K, r_p] (`which` 'A':
+ * inputs x and dh), dB_p = s_p h_p^T dy_p [r_p, width_p] ('B': inputs h and dy), or both in one
+ * program ('AB'), the outputs in the parts' order, A's before B's. A workgroup takes ELEMENTS
+ * elements, each summed by ROW_LANES threads over every ROW_LANES-th row and the partial sums
+ * added in workgroup memory: a training step's M is a thousand rows or more, and a thread an
+ * element leaves the GPU with a few thousand threads each walking all of them in turn.
  */
 function gradsProgram(l: Layout, M: number, which: 'A' | 'B' | 'AB'): MultiOutputProgram {
   const { K, N, R } = l;
-  const blocks: { name: string; size: number; shape: number[]; body: string }[] = [];
+  const blocks: { name: string; size: number; shape: number[]; sum: string; store: string }[] = [];
+  const rows = (body: string) => `for (var m = lane; m < u.M; m += ${ROW_LANES}u) { ${body} }`;
   if (which !== 'B')
     l.parts.forEach((p, i) =>
       blocks.push({
         name: `da${i}`,
         size: K * p.r,
         shape: [K, p.r],
-        body: `let k = e / ${p.r}u;
+        sum: `let k = e / ${p.r}u;
     let j = e % ${p.r}u;
-    for (var m = 0u; m < u.M; m++) { acc += x[m * ${K}u + k] * dh[m * ${R}u + ${p.off}u + j]; }
-    da${i}[e] = acc;`,
+    ${rows(`acc += x[m * ${K}u + k] * dh[m * ${R}u + ${p.off}u + j];`)}`,
+        store: `da${i}[e] = total;`,
       }),
     );
   if (which !== 'A')
@@ -289,33 +298,48 @@ function gradsProgram(l: Layout, M: number, which: 'A' | 'B' | 'AB'): MultiOutpu
         name: `db${i}`,
         size: p.r * p.width,
         shape: [p.r, p.width],
-        body: `let j = e / ${p.width}u;
+        sum: `let j = e / ${p.width}u;
     let n = e % ${p.width}u;
-    for (var m = 0u; m < u.M; m++) { acc += h[m * ${R}u + ${p.off}u + j] * dy[m * ${N}u + ${p.col}u + n]; }
-    db${i}[e] = ${f32(p.scale)} * acc;`,
+    ${rows(`acc += h[m * ${R}u + ${p.off}u + j] * dy[m * ${N}u + ${p.col}u + n];`)}`,
+        store: `db${i}[e] = ${f32(p.scale)} * total;`,
       }),
     );
-  let start = 0;
-  const branches = blocks
-    .map((b) => {
-      const code = `if (i < ${start + b.size}u) {
+  // The branch of the block that holds element i, with `code(block)` inside.
+  const branches = (code: (b: (typeof blocks)[number]) => string) => {
+    let start = 0;
+    return blocks
+      .map((b) => {
+        const branch = `if (i < ${start + b.size}u) {
     let e = i - ${start}u;
-    ${b.body}
+    ${code(b)}
   }`;
-      start += b.size;
-      return code;
-    })
-    .join(' else ');
+        start += b.size;
+        return branch;
+      })
+      .join(' else ');
+  };
+  const total = blocks.reduce((sum, b) => sum + b.size, 0);
   const inputs = which === 'A' ? ['x', 'dh'] : which === 'B' ? ['h', 'dy'] : ['x', 'dh', 'h', 'dy'];
   return {
     key: keyOf(`Grads${which}`, l),
     wgsl: () => `${bindings(inputs, blocks.map((b) => b.name))}
-${FLAT_MAIN}
+var<workgroup> partial : array<f32, ${ROW_LANES * ELEMENTS}>;
+@compute @workgroup_size(${ROW_LANES * ELEMENTS})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let i = (wg.y * groups.x + wg.x) * ${ELEMENTS}u + tid % ${ELEMENTS}u;
+  let lane = tid / ${ELEMENTS}u;
   var acc = 0.0;
-  ${branches}
+  ${branches((b) => b.sum)}
+  partial[tid] = acc;
+  workgroupBarrier();
+  if (lane == 0u) {
+    var total = 0.0;
+    for (var r = 0u; r < ${ROW_LANES}u; r++) { total += partial[r * ${ELEMENTS}u + tid]; }
+    ${branches((b) => b.store)}
+  }
 }`,
     outputShapes: blocks.map((b) => b.shape),
-    dispatch: workgroupGrid(Math.ceil(start / WORKGROUP)),
+    dispatch: workgroupGrid(Math.ceil(total / ELEMENTS)),
     uniforms: [{ type: 'uint32', value: M }],
   };
 }
