@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { disposeIntermediate, flatMain, fusedKernelsApply, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
+import { disposeIntermediate, fusedKernelsApply, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
  * A frozen projection with low-rank adapters (LoRA) for training on webgpu, forward and
@@ -44,7 +44,6 @@ export const MAX_WEBGPU_LORA_PARTS = 3;
 const TILE = 64;
 const DEPTH = 16;
 const THREADS = 256;
-const WORKGROUP = 64;
 
 /** A part's compiled-in sizes: its rank, its offset among h's R columns, its columns of y. */
 interface PartLayout {
@@ -86,44 +85,81 @@ function bindings(inputs: string[], outputs: string[]): string {
   return multiOutputBindings('M : u32', inputs, outputs);
 }
 
-/** An entry point over a flat grid of WORKGROUP threads a workgroup: `i` the thread's element. */
-const FLAT_MAIN = flatMain(WORKGROUP);
+
+/** Threads that share one element's sum, each taking every LANES-th term. */
+const LANES = 8;
+/** Elements a workgroup of sharedSums computes (LANES x ELEMENTS threads). */
+const ELEMENTS = 32;
 
 /**
- * A program with one thread an element (m, j) of an [M, R] output `out` (h, or its gradient
- * dh): `sum(p, i)` is the WGSL that adds the element's terms into `acc`, for the part p (the
- * i-th) whose columns of R hold j.
+ * The entry point of a program whose `count` output elements (`bound`, the WGSL of that count,
+ * which may read the uniforms) are each a long sum (over the rows M, or over K): a workgroup
+ * takes ELEMENTS elements with LANES threads each. For element
+ * `i`, `sum` is WGSL adding into `acc` the terms `t = lane, lane + LANES, ...` (TERMS: the loop
+ * header `for (var t = lane; t < n; t += LANES)` is `terms(n)`); the lanes' sums are added in
+ * workgroup memory and `store` writes `total` for element i. A thread an element would leave the
+ * GPU with a few thousand threads, each walking a thousand terms in turn.
  */
-function rankColumnsProgram(l: Layout, M: number, kind: string, inputs: string[], out: string, sum: (p: PartLayout, i: number) => string): MultiOutputProgram {
+function sharedSums(count: number, bound: string, sum: string, store: string): { main: string; dispatch: [number, number, number] } {
+  return {
+    main: `var<workgroup> partial : array<f32, ${LANES * ELEMENTS}>;
+@compute @workgroup_size(${LANES * ELEMENTS})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let i = (wg.y * groups.x + wg.x) * ${ELEMENTS}u + tid % ${ELEMENTS}u;
+  let lane = tid / ${ELEMENTS}u;
+  var acc = 0.0;
+  if (i < ${bound}) {
+    ${sum}
+  }
+  partial[tid] = acc;
+  workgroupBarrier();
+  if (lane == 0u && i < ${bound}) {
+    var total = 0.0;
+    for (var r = 0u; r < ${LANES}u; r++) { total += partial[r * ${ELEMENTS}u + tid]; }
+    ${store}
+  }
+}`,
+    dispatch: workgroupGrid(Math.ceil(count / ELEMENTS)),
+  };
+}
+
+/** `for (var t = lane; t < n; t += LANES)`: a lane's share of n terms (sharedSums). */
+const terms = (n: string) => `for (var t = lane; t < ${n}; t += ${LANES}u)`;
+
+/**
+ * A program an element (m, j) of an [M, R] output `out` (h, or its gradient dh), each a sum
+ * (sharedSums): `sum(p, i)` is the WGSL that adds the element's terms into `acc`, `scale(p)` what
+ * the total is multiplied by, for the part p (the i-th) whose columns of R hold j.
+ */
+function rankColumnsProgram(l: Layout, M: number, kind: string, inputs: string[], out: string, sum: (p: PartLayout, i: number) => string, scale: (p: PartLayout) => number): MultiOutputProgram {
   const { R } = l;
-  const branches = l.parts
-    .map(
-      (p, i) => `if (j < ${p.off + p.r}u) {
-      ${sum(p, i)}
+  const branches = (code: (p: PartLayout, i: number) => string) =>
+    l.parts
+      .map(
+        (p, i) => `if (j < ${p.off + p.r}u) {
+      ${code(p, i)}
     }`,
-    )
-    .join(' else ');
+      )
+      .join(' else ');
+  const where = `let m = i / ${R}u;
+  let j = i % ${R}u;`;
+  const { main, dispatch } = sharedSums(M * R, `u.M * ${R}u`, `${where}
+    ${branches(sum)}`, `${where}
+    ${branches((p) => `${out}[i] = ${f32(scale(p))} * total;`)}`);
   return {
     key: keyOf(kind, l),
     wgsl: () => `${bindings(inputs, [out])}
-${FLAT_MAIN}
-  if (i >= u.M * ${R}u) { return; }
-  let m = i / ${R}u;
-  let j = i % ${R}u;
-  var acc = 0.0;
-  ${branches}
-  ${out}[i] = acc;
-}`,
+${main}`,
     outputShapes: [[M, R]],
-    dispatch: workgroupGrid(Math.ceil((M * R) / WORKGROUP)),
+    dispatch,
     uniforms: [{ type: 'uint32', value: M }],
   };
 }
 
-/** h = x [A_0 | A_1 | ...], one thread an element of h [M, R]. */
+/** h = x [A_0 | A_1 | ...], an element of h [M, R] a sum over K. */
 function xaProgram(l: Layout, M: number): MultiOutputProgram {
   const { K } = l;
-  return rankColumnsProgram(l, M, 'XA', ['x', ...l.parts.map((_, i) => `a${i}`)], 'h', (p, i) => `for (var k = 0u; k < ${K}u; k++) { acc += x[m * ${K}u + k] * a${i}[k * ${p.r}u + j - ${p.off}u]; }`);
+  return rankColumnsProgram(l, M, 'XA', ['x', ...l.parts.map((_, i) => `a${i}`)], 'h', (p, i) => `${terms(`${K}u`)} { acc += x[m * ${K}u + t] * a${i}[t * ${p.r}u + j - ${p.off}u]; }`, () => 1);
 }
 
 /**
@@ -216,7 +252,7 @@ ${tiledProduct(K, N, 'x', (k, c) => `w[${k} * ${N}u + ${c}]`, true, (row, col, v
   };
 }
 
-/** dh_p = s_p dy_p B_p^T, one thread an element of dh [M, R]. */
+/** dh_p = s_p dy_p B_p^T, an element of dh [M, R] a sum over the part's width. */
 function dhProgram(l: Layout, M: number): MultiOutputProgram {
   const { N } = l;
   return rankColumnsProgram(
@@ -225,8 +261,8 @@ function dhProgram(l: Layout, M: number): MultiOutputProgram {
     'Dh',
     ['dy', ...l.parts.map((_, i) => `b${i}`)],
     'dh',
-    (p, i) => `for (var n = 0u; n < ${p.width}u; n++) { acc += dy[m * ${N}u + ${p.col}u + n] * b${i}[(j - ${p.off}u) * ${p.width}u + n]; }
-      acc *= ${f32(p.scale)};`,
+    (p, i) => `${terms(`${p.width}u`)} { acc += dy[m * ${N}u + ${p.col}u + t] * b${i}[(j - ${p.off}u) * ${p.width}u + t]; }`,
+    (p) => p.scale,
   );
 }
 
@@ -263,23 +299,14 @@ ${tiledProduct(N, K, 'dy', (n, c) => `w[${c} * ${N}u + ${n}]`, false, store)}`,
   };
 }
 
-/** Threads that share one factor gradient element's sum over the rows, each taking every ROW_LANES-th row. */
-const ROW_LANES = 8;
-/** Elements a workgroup of the factors' gradients computes (ROW_LANES x ELEMENTS threads). */
-const ELEMENTS = 32;
-
 /**
- * The factors' gradients, each a sum over the M rows: dA_p = x^T dh_p [K, r_p] (`which` 'A':
- * inputs x and dh), dB_p = s_p h_p^T dy_p [r_p, width_p] ('B': inputs h and dy), or both in one
- * program ('AB'), the outputs in the parts' order, A's before B's. A workgroup takes ELEMENTS
- * elements, each summed by ROW_LANES threads over every ROW_LANES-th row and the partial sums
- * added in workgroup memory: a training step's M is a thousand rows or more, and a thread an
- * element leaves the GPU with a few thousand threads each walking all of them in turn.
+ * The factors' gradients, each a sum over the M rows (sharedSums): dA_p = x^T dh_p [K, r_p]
+ * (`which` 'A': inputs x and dh), dB_p = s_p h_p^T dy_p [r_p, width_p] ('B': inputs h and dy), or
+ * both in one program ('AB'), the outputs in the parts' order, A's before B's.
  */
 function gradsProgram(l: Layout, M: number, which: 'A' | 'B' | 'AB'): MultiOutputProgram {
   const { K, N, R } = l;
   const blocks: { name: string; size: number; shape: number[]; sum: string; store: string }[] = [];
-  const rows = (body: string) => `for (var m = lane; m < u.M; m += ${ROW_LANES}u) { ${body} }`;
   if (which !== 'B')
     l.parts.forEach((p, i) =>
       blocks.push({
@@ -288,7 +315,7 @@ function gradsProgram(l: Layout, M: number, which: 'A' | 'B' | 'AB'): MultiOutpu
         shape: [K, p.r],
         sum: `let k = e / ${p.r}u;
     let j = e % ${p.r}u;
-    ${rows(`acc += x[m * ${K}u + k] * dh[m * ${R}u + ${p.off}u + j];`)}`,
+    ${terms('u.M')} { acc += x[t * ${K}u + k] * dh[t * ${R}u + ${p.off}u + j]; }`,
         store: `da${i}[e] = total;`,
       }),
     );
@@ -300,7 +327,7 @@ function gradsProgram(l: Layout, M: number, which: 'A' | 'B' | 'AB'): MultiOutpu
         shape: [p.r, p.width],
         sum: `let j = e / ${p.width}u;
     let n = e % ${p.width}u;
-    ${rows(`acc += h[m * ${R}u + ${p.off}u + j] * dy[m * ${N}u + ${p.col}u + n];`)}`,
+    ${terms('u.M')} { acc += h[t * ${R}u + ${p.off}u + j] * dy[t * ${N}u + ${p.col}u + n]; }`,
         store: `db${i}[e] = ${f32(p.scale)} * total;`,
       }),
     );
@@ -318,28 +345,20 @@ function gradsProgram(l: Layout, M: number, which: 'A' | 'B' | 'AB'): MultiOutpu
       })
       .join(' else ');
   };
-  const total = blocks.reduce((sum, b) => sum + b.size, 0);
+  const count = blocks.reduce((sum, b) => sum + b.size, 0);
+  const { main, dispatch } = sharedSums(
+    count,
+    `${count}u`,
+    branches((b) => b.sum),
+    branches((b) => b.store),
+  );
   const inputs = which === 'A' ? ['x', 'dh'] : which === 'B' ? ['h', 'dy'] : ['x', 'dh', 'h', 'dy'];
   return {
     key: keyOf(`Grads${which}`, l),
     wgsl: () => `${bindings(inputs, blocks.map((b) => b.name))}
-var<workgroup> partial : array<f32, ${ROW_LANES * ELEMENTS}>;
-@compute @workgroup_size(${ROW_LANES * ELEMENTS})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-  let i = (wg.y * groups.x + wg.x) * ${ELEMENTS}u + tid % ${ELEMENTS}u;
-  let lane = tid / ${ELEMENTS}u;
-  var acc = 0.0;
-  ${branches((b) => b.sum)}
-  partial[tid] = acc;
-  workgroupBarrier();
-  if (lane == 0u) {
-    var total = 0.0;
-    for (var r = 0u; r < ${ROW_LANES}u; r++) { total += partial[r * ${ELEMENTS}u + tid]; }
-    ${branches((b) => b.store)}
-  }
-}`,
+${main}`,
     outputShapes: blocks.map((b) => b.shape),
-    dispatch: workgroupGrid(Math.ceil(total / ELEMENTS)),
+    dispatch,
     uniforms: [{ type: 'uint32', value: M }],
   };
 }
