@@ -79,10 +79,13 @@ function start(unit) {
 }
 
 function exited(unit, code, signal) {
+  // The pid goes in the line: an exit is said on stderr and a start on stdout, which a reader of
+  // both may see in either order.
+  const pid = unit.child?.pid;
   unit.child = undefined;
   const how = signal ?? `code ${code}`;
   if (stopping) {
-    say(`${unit.name} stopped (${how})`);
+    say(`${unit.name} stopped (${how}), pid ${pid}`);
     if ([...units.values()].every((u) => !u.child)) process.exit(process.exitCode ?? 0);
     return;
   }
@@ -95,7 +98,7 @@ function exited(unit, code, signal) {
     return;
   }
   const delay = Math.min(MAX_RESTART_DELAY_MS, restartDelayMs * 2 ** (unit.quickExits - 1));
-  shout(`${unit.name} exited (${how}) after ${ranMs} ms; restarting in ${delay} ms (restart ${unit.quickExits} of at most ${restartLimit} in a row)`);
+  shout(`${unit.name} exited (${how}) after ${ranMs} ms, pid ${pid}; restarting in ${delay} ms (restart ${unit.quickExits} of at most ${restartLimit} in a row)`);
   unit.timer = setTimeout(() => {
     unit.timer = undefined;
     if (!stopping) start(unit);

@@ -462,8 +462,10 @@ export class Supervisor {
       this.output += `${line}\n`;
       const started = /^supervisor +\| (\S+) started, pid (\d+)$/.exec(line);
       if (started) this.pids.set(started[1], Number(started[2]));
+      // An exit (said on stderr) may be read after the next start (said on stdout): it names its pid.
       const gone = /^supervisor +\| (\S+) (exited|stopped) /.exec(line);
-      if (gone) this.pids.delete(gone[1]);
+      const pid = /, pid (\d+)/.exec(line)?.[1];
+      if (gone && (pid === undefined || this.pids.get(gone[1]) === Number(pid))) this.pids.delete(gone[1]);
     }
     this.notify();
   }
