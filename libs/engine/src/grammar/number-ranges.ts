@@ -9,8 +9,8 @@
  * Each bounded integer or number schema is swapped for a placeholder `const` before xgrammar
  * sees the schema (NumberRanges.of), and the placeholder's literal in xgrammar's EBNF is then
  * replaced by a rule built here (splice). The rules allow exactly the values in range, written
- * as JSON.stringify writes them apart from the exponent: an optional minus sign, an integer
- * part without leading zeros and, for `number`, an optional fraction. A side without a bound
+ * without an exponent: an optional minus sign (never "-0"), an integer part without leading
+ * zeros and, for `number`, an optional fraction. A side without a bound
  * of its own is bounded by ±(2^53 - 1), as number-bounds bounds every unbounded number.
  */
 

@@ -425,12 +425,12 @@ export function promptQueryTile(headDim: number): number | null {
 
 /**
  * A prompt chunk's attention (T new tokens a row, the columns already in the cache) as
- * FlashAttention does it: a workgroup takes `promptQueryTile(D)` query tokens of one row for one query head, so that each key and value it loads into workgroup
- * memory serves all of them. Per tile of TK columns: the tokens' scores (q . k + mask), each
- * token's running maximum and sum (online softmax), then the output's running sums, each
- * thread holding TQ * D / 64 of them. The loop ends at the tile's last token's own column, the
- * mask hiding every column after it. Bindings and uniforms are attentionShader's; the grid is
- * (heads, rows x tiles of a row).
+ * FlashAttention does it: a workgroup takes `promptQueryTile(D)` query tokens of one row for
+ * one query head, so that each key and value it loads into workgroup memory serves all of
+ * them. Per tile of TK columns: the tokens' scores (q . k + mask), each token's running maximum
+ * and sum (online softmax), then the output's running sums, each thread holding TQ * D / 64 of
+ * them. The loop ends at the tile's last token's own column, the mask hiding every column after
+ * it. Bindings and uniforms are attentionShader's; the grid is (heads, rows x tiles of a row).
  */
 export function promptAttentionShader(headDim: number): string {
   const D = headDim;
