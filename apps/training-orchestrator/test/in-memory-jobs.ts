@@ -93,6 +93,7 @@ export class InMemoryJobs {
       if (!row || (onlyFrom ? row.status !== onlyFrom : TERMINAL.includes(row.status))) return false;
       Object.assign(row, { status, trainingEnd: new Date(), errorMessage: fields.errorMessage ?? null, checkpointStep: fields.checkpointStep ?? null });
       if (!this.events.some((e) => e.jobId === id && e.dedupeKey === 'final')) this.events.push({ jobId: id, ...finalEvent, dedupeKey: 'final' });
+      if (status === 'succeeded') await this.repository.recordTrainedTokens(id);
       return true;
     },
     setNoStepsReason: async (id: string, reason: string | null) => {

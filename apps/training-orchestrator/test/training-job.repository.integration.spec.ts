@@ -147,16 +147,21 @@ describe('training jobs against real Postgres', () => {
     expect(await jobs.progress([])).toEqual(new Map());
   });
 
-  it('counts the tokens of a job that succeeded, from its gradient steps, once or twice alike', async () => {
+  it('counts the tokens of a job as it succeeds, from its gradient steps, once or twice alike', async () => {
     const job = await create();
     await jobs.appendEvent(job.id, 'gradient_step', { loss: 1, num_tokens: 30 }, 'step:1');
     await jobs.appendEvent(job.id, 'gradient_step', { loss: 1, num_tokens: 12 }, 'step:2');
     await jobs.recordTrainedTokens(job.id);
     expect((await jobs.findSummary(job.id))?.trainedTokens).toBeNull();
+    // With the status, in one transaction: no reader sees it succeeded without its tokens.
     await jobs.finish(job.id, 'succeeded', { checkpointStep: 1 }, ENDED);
-    await jobs.recordTrainedTokens(job.id);
+    expect((await jobs.findSummary(job.id))?.trainedTokens).toBe(42);
     await jobs.recordTrainedTokens(job.id);
     expect((await jobs.findSummary(job.id))?.trainedTokens).toBe(42);
+    const failed = await create();
+    await jobs.appendEvent(failed.id, 'gradient_step', { loss: 1, num_tokens: 7 }, 'step:1');
+    await jobs.finish(failed.id, 'failed', { errorMessage: 'boom' }, ENDED);
+    expect((await jobs.findSummary(failed.id))?.trainedTokens).toBeNull();
   });
 
   it('lists fine-tuning jobs alone, filtered by every metadata pair, or by having none', async () => {

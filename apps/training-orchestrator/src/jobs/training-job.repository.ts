@@ -191,7 +191,11 @@ export class TrainingJobRepository {
         where: { id, status: onlyFrom ?? { notIn: TERMINAL } },
         data: { status, trainingEnd: new Date(), errorMessage: withoutNul(fields.errorMessage) ?? null, checkpointStep: fields.checkpointStep ?? null },
       });
-      if (count === 1) await tx.$executeRaw`${insertEvent(id, finalEvent.type, finalEvent.data, FINAL_EVENT_KEY)}`;
+      if (count === 1) {
+        await tx.$executeRaw`${insertEvent(id, finalEvent.type, finalEvent.data, FINAL_EVENT_KEY)}`;
+        // In the same transaction: a job is never seen succeeded without its trained_tokens.
+        if (status === 'succeeded') await this.recordTrainedTokens(id, tx);
+      }
       return count === 1;
     });
   }
@@ -242,9 +246,9 @@ export class TrainingJobRepository {
     return this.prisma.jobEvent.findFirst({ where: { jobId, type }, orderBy: { seq: 'desc' } });
   }
 
-  /** trained_tokens of a job that succeeded: the num_tokens of its gradient steps, summed. Repeating it changes nothing. */
-  async recordTrainedTokens(id: string): Promise<void> {
-    await this.prisma.$executeRaw`
+  /** trained_tokens of a job that succeeded: the num_tokens of its gradient steps, summed (finish does it). Repeating it changes nothing. */
+  async recordTrainedTokens(id: string, db: Prisma.TransactionClient = this.prisma): Promise<void> {
+    await db.$executeRaw`
       UPDATE training_jobs
       SET trained_tokens = (
         SELECT COALESCE(SUM((data->>'num_tokens')::numeric), 0)::integer

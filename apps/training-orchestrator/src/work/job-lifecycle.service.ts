@@ -93,8 +93,6 @@ export class JobLifecycleService {
         ? { checkpointStep: request.checkpoint_step }
         : { errorMessage: request.outcome === 'failed' ? request.error_message : CANCELLED };
     await this.service.finish(request.job_id, status, fields);
-    // Also after a repeated report; it only counts what is stored.
-    if (status === 'succeeded') await this.jobs.recordTrainedTokens(request.job_id);
     const job = await this.jobs.findSummary(request.job_id);
     if (!job) throw ServiceError.notFound(`Training job ${request.job_id} not found`);
     // A repeated report of a job that ended before its final event was stored with it.
