@@ -194,13 +194,23 @@ function keptProductsBytes(): number | undefined {
   return mb === undefined ? undefined : Number(mb) * 2 ** 20;
 }
 
+/** The trainer every measured training step runs on: LoRA on DEFAULT_LORA_SPEC, the step's rows in one micro-batch. */
+function benchTrainer(lm: LoadedModel, plan: Plan): LoraTrainer {
+  return new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: plan.trainRows * plan.trainTokens, keptProductsBytes: keptProductsBytes() });
+}
+
+/** A training step's rows: plan.trainRows sequences of plan.trainTokens tokens, the first 8 of each without loss. */
+function trainingRows(lm: LoadedModel, plan: Plan): { tokens: number[]; mask: number[] }[] {
+  return Array.from({ length: plan.trainRows }, (_, r) => {
+    const ids = tokens(plan.trainTokens, 100 + r, lm.config.vocabSize);
+    return { tokens: ids, mask: ids.map((_, i) => (i < 8 ? 0 : 1)) };
+  });
+}
+
 async function sft(lm: LoadedModel, plan: Plan): Promise<number> {
-  const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: plan.trainRows * plan.trainTokens, keptProductsBytes: keptProductsBytes() });
+  const trainer = benchTrainer(lm, plan);
   try {
-    const rows = Array.from({ length: plan.trainRows }, (_, r) => {
-      const ids = tokens(plan.trainTokens, 100 + r, lm.config.vocabSize);
-      return { tokens: ids, mask: ids.map((_, i) => (i < 8 ? 0 : 1)) };
-    });
+    const rows = trainingRows(lm, plan);
     await trainer.sftStepOnTokens(rows, 1e-4);
     const time = await seconds(async () => {
       for (let s = 0; s < plan.trainSteps; s++) await trainer.sftStepOnTokens(rows, 1e-4);
@@ -224,13 +234,12 @@ function randomLoraWeights(config: ModelConfig): AdapterTensors {
  * one untimed step: tokens/s.
  */
 async function rlStep(lm: LoadedModel, plan: Plan): Promise<number> {
-  const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: plan.trainRows * plan.trainTokens, keptProductsBytes: keptProductsBytes() });
+  const trainer = benchTrainer(lm, plan);
   try {
-    const items: RLPlanItem[] = Array.from({ length: plan.trainRows }, (_, r) => {
-      const ids = tokens(plan.trainTokens, 100 + r, lm.config.vocabSize);
-      const mask = ids.map((_, i) => (i < 8 ? 0 : 1));
-      return { sequence: { tokens: ids, mask, logprobs: mask.map((m) => (m ? -2 : NaN)) }, advantage: r % 2 === 0 ? 1 : -1 };
-    });
+    const items: RLPlanItem[] = trainingRows(lm, plan).map(({ tokens: ids, mask }, r) => ({
+      sequence: { tokens: ids, mask, logprobs: mask.map((m) => (m ? -2 : NaN)) },
+      advantage: r % 2 === 0 ? 1 : -1,
+    }));
     const rl: RLPlan = { steps: [items], learningRate: 1e-5 };
     const config = validateExperimentalConfig({}).config.settings;
     await trainer.trainRl(rl, config);
@@ -341,12 +350,9 @@ async function trainingProfile(lm: LoadedModel, plan: Plan): Promise<string | nu
   if (tf.getBackend() !== 'webgpu') return null;
   const backend = tf.backend() as unknown as { supportTimestampQuery?: boolean };
   if (!backend.supportTimestampQuery) return null;
-  const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: plan.trainRows * plan.trainTokens, keptProductsBytes: keptProductsBytes() });
+  const trainer = benchTrainer(lm, plan);
   try {
-    const rows = Array.from({ length: plan.trainRows }, (_, r) => {
-      const ids = tokens(plan.trainTokens, 100 + r, lm.config.vocabSize);
-      return { tokens: ids, mask: ids.map((_, i) => (i < 8 ? 0 : 1)) };
-    });
+    const rows = trainingRows(lm, plan);
     await trainer.sftStepOnTokens(rows, 1e-4); // compiles the step's pipelines
     const info = await tf.profile(() => trainer.sftStepOnTokens(rows, 1e-4));
     const byKernel = new Map<string, { ms: number; runs: number }>();

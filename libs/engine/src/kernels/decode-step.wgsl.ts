@@ -438,12 +438,7 @@ export function promptAttentionShader(headDim: number): string {
   if (TQ === null) throw new Error(`prompt attention tiles take no head dimension ${D}`);
   const TK = D <= 128 ? 16 : 8;
   const perThread = (TQ * D) / WORKGROUP;
-  return `${STEP_UNIFORMS}
-@group(0) @binding(2) var<storage, read> q : array<f32>;
-@group(0) @binding(3) var<storage, read> keys : array<f32>;
-@group(0) @binding(4) var<storage, read> values : array<f32>;
-@group(0) @binding(5) var<storage, read> mask : array<f32>;
-@group(0) @binding(6) var<storage, read_write> out : array<f32>;
+  return `${attentionBindings(false)}
 
 const D : u32 = ${D}u;
 const TQ : u32 = ${TQ}u;
@@ -555,16 +550,25 @@ export function ropeAttentionShader(headDim: number, splits: number): string {
   return attentionProgram(headDim, splits);
 }
 
-/** attentionShader, or with `ropeSplits` ropeAttentionShader. */
-function attentionProgram(headDim: number, ropeSplits: number | null): string {
-  const rope = ropeSplits !== null;
+/**
+ * The bindings every attention program shares (the pipeline layouts `attention` and
+ * `ropeAttention`, through binding 6): q (with `rope`, the q|k|v product's splits), the cache's
+ * keys and values (written with `rope`), the mask and the output.
+ */
+function attentionBindings(rope: boolean): string {
   const cache = rope ? 'read_write' : 'read';
   return `${STEP_UNIFORMS}
 @group(0) @binding(2) var<storage, read> ${rope ? 'qkv' : 'q'} : array<f32>;
 @group(0) @binding(3) var<storage, ${cache}> keys : array<f32>;
 @group(0) @binding(4) var<storage, ${cache}> values : array<f32>;
 @group(0) @binding(5) var<storage, read> mask : array<f32>;
-@group(0) @binding(6) var<storage, read_write> out : array<f32>;
+@group(0) @binding(6) var<storage, read_write> out : array<f32>;`;
+}
+
+/** attentionShader, or with `ropeSplits` ropeAttentionShader. */
+function attentionProgram(headDim: number, ropeSplits: number | null): string {
+  const rope = ropeSplits !== null;
+  return `${attentionBindings(rope)}
 ${rope ? `@group(0) @binding(7) var<storage, read> tables : array<f32>;\n@group(0) @binding(8) var<storage, read> bias : array<f32>;\n${qkvPairWgsl(ropeSplits)}` : ''}
 
 const DIMS_PER_THREAD : u32 = ${MAX_HEAD_DIM / WORKGROUP}u;
