@@ -4,10 +4,10 @@ import { countGpuWork } from '../src/kernels/gpu-counters';
 import { loraBackwardOnWebGpu, loraForwardOnWebGpu } from '../src/kernels/lora.webgpu';
 import { promptAttention, promptAttentionGradient } from '../src/kernels/prompt-attention';
 import { rmsNormGradient } from '../src/kernels/rms-norm';
-import { ropeQkvGradient } from '../src/kernels/rope';
+import { ropeQkv, ropeQkvGradient } from '../src/kernels/rope';
 import { swiglu, swigluGradient } from '../src/kernels/swiglu';
 import { rmsNormBackward } from '../src/ops/norm';
-import { ropeBackward } from '../src/ops/rope';
+import { rope as ropeOps, ropeBackward } from '../src/ops/rope';
 import { swiglu as swigluOps, swigluBackward } from '../src/ops/swiglu';
 import { Rope } from '../src/model/rope';
 import { PRESETS } from '../src/maker/make-model';
@@ -121,6 +121,9 @@ const ATTENTION_CASES: AttentionCase[] = [
   { name: 'causal, grouped queries', B: 2, T: 13, KV: 2, G: 2, D: 16, maskRows: 1, window: Infinity },
   { name: 'a mask per row (padding), one query head a KV head', B: 3, T: 9, KV: 2, G: 1, D: 8, maskRows: 3, window: Infinity },
   { name: 'within a sliding window, head size 64', B: 1, T: 20, KV: 1, G: 4, D: 64, maskRows: 1, window: 6 },
+  // Several query and key tiles a head, the last of each part-filled (tilesFor(32): 16 queries, 16 keys a tile).
+  { name: 'several tiles a head, padding, head size 32', B: 2, T: 37, KV: 2, G: 3, D: 32, maskRows: 2, window: Infinity },
+  { name: 'head size 128 (8-query tiles)', B: 1, T: 19, KV: 2, G: 2, D: 128, maskRows: 1, window: Infinity },
 ];
 
 function attentionInputs(c: AttentionCase) {
@@ -249,6 +252,49 @@ suite('WGSL training kernels give the cpu backend results', () => {
       return out;
     };
     await againstCpu(inputs, reference, ([dq, dk, dv, cos, sin]) => ropeQkvGradient(dq as tf.Tensor2D, dk as tf.Tensor4D, dv as tf.Tensor4D, cos as tf.Tensor3D, sin as tf.Tensor3D), 1);
+  }, 60_000);
+
+  it("q|k|v's projection output through RoPE into attention's layouts, in one dispatch", async () => {
+    const config = { ...PRESETS.tiny, numHeads: 4, numKvHeads: 2, headDim: 16 };
+    const { numHeads: H, numKvHeads: KV, headDim: D } = config;
+    const [B, T] = [3, 7];
+    const N = B * T;
+    const inputs = () => {
+      const rope = new Rope(config);
+      const { cos, sin } = rope.tables(Array.from({ length: N }, (_, i) => (i % T) + 2));
+      rope.dispose();
+      return [tf.tensor2d(random(N * (H + 2 * KV) * D, 69), [N, (H + 2 * KV) * D]), cos, sin];
+    };
+    // The generic route of model/llama.ts: split, rotate q|k, split, k and v heads-first.
+    await selectBackend('cpu');
+    const want = tf.tidy(() => {
+      const [qkv, cos, sin] = inputs();
+      const rope = new Rope(config);
+      const [qk, v] = tf.split(qkv, [(H + KV) * D, KV * D], 1);
+      const rotated = tf.reshape(ropeOps(tf.reshape(qk, [N, H + KV, D]) as tf.Tensor3D, cos as tf.Tensor3D, sin as tf.Tensor3D, rope.rotation), [N, (H + KV) * D]);
+      rope.dispose();
+      const [q, k] = tf.split(rotated, [H * D, KV * D], 1);
+      const headsFirst = (x: tf.Tensor) => tf.transpose(tf.reshape(x, [B, T, KV, D]), [0, 2, 1, 3]);
+      return [q, headsFirst(k), headsFirst(v)].map((t) => t.dataSync() as Float32Array);
+    });
+    await selectBackend('webgpu');
+    const before = tf.memory().numTensors;
+    const [qkv, cos, sin] = inputs();
+    try {
+      const { result, counts } = await countGpuWork(async () => ropeQkv(qkv as tf.Tensor2D, cos as tf.Tensor3D, sin as tf.Tensor3D, KV, T));
+      if (!result) throw new Error('the program did not apply');
+      expect(counts.dispatches).toBe(1);
+      expect(result.map((t) => t.shape)).toEqual([
+        [N, H * D],
+        [B, KV, T, D],
+        [B, KV, T, D],
+      ]);
+      for (const [i, t] of result.entries()) expectClose((await t.data()) as Float32Array, want[i]);
+      tf.dispose(result);
+    } finally {
+      tf.dispose([qkv, cos, sin]);
+    }
+    expect(tf.memory().numTensors).toBe(before);
   }, 60_000);
 
   it.each(ATTENTION_CASES)('prompt attention forward and backward: $name', async (c) => {

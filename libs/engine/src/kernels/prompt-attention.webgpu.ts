@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
+import { disposeIntermediate, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
  * Attention over T new tokens per sequence on webgpu, forward and backward, as WGSL: the same
@@ -7,22 +7,32 @@ import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings,
  * [B*T, H*D] (scaled), k and v [B, KV, S, D], the mask [B or 1, 1, T, S] additive; the G = H / KV
  * query heads of a KV head read its keys.
  *
- * The forward is one dispatch, a thread a query row (b, head, t) running softmax online over the
- * keys, as FlashAttention does: the running maximum m, the running sum l of exp(score - m) and
- * the output's running sum, rescaled whenever m grows; the scores never exist as a tensor. The
- * generic ops take six dispatches (two transposes, two batched matMuls, the mask, a softmax).
+ * Every program works in tiles, as FlashAttention does: a workgroup stages a block of rows in
+ * workgroup memory once and each row it loads serves the whole block on the other side, where a
+ * thread a row would read every key from global memory for itself.
+ *
+ * The forward is one dispatch, a workgroup a tile of TQ query tokens of one head, taking the keys
+ * TK at a time: the tile's scores, then softmax online over them (the running maximum m and sum
+ * l of exp(score - m) of each query, the output's running sums rescaled whenever m grows); the
+ * scores never exist as a tensor. The generic ops take six dispatches (two transposes, two
+ * batched matMuls, the mask, a softmax).
  *
  * The backward is two, with P recomputed from q and k rather than kept (ops/attention.ts,
- * attendBackward, has the maths): a thread a query row computes its log-sum-exp, D = rowsum(P *
- * dP) (= rowsum(dO * O)) and dq = sum_s P (dP - D) k_s in two passes over the keys, and writes
- * the log-sum-exp, D and its visible columns beside dq; then a thread a key row (b, KV head, s)
- * sums over the G*T query rows that read it dk = sum P (dP - D) q and dv = sum P dO. The
- * generic ops take about fifteen, with [heads, T, S] tensors between them.
+ * attendBackward, has the maths). The same query tiles first find each query's log-sum-exp
+ * over the keys, then in a second pass D = rowsum(P * dP) (= rowsum(dO * O)) and dq = sum_s P
+ * (dP - D) k_s, and write the log-sum-exp, D and the query's visible columns beside dq. Then a
+ * workgroup a tile of KT keys of one KV head (b, kvh, s0) walks the G * T queries that read them
+ * QT at a time, summing dk = sum P (dP - D) q and dv = sum P dO. The generic ops take about
+ * fifteen, with [heads, T, S] tensors between them.
  *
- * A query row's columns after its last visible one (the mask hides them: a prompt's causal
- * future, about half of a training step's pairs) weigh exactly 0, so every program stops
- * before them, as the wasm kernels do; the results are the same bits. A row the mask hides
- * whole reads every column, as softmax over equal scores does.
+ * A query's columns after its last visible one (the mask hides them: a prompt's causal future,
+ * about half of a training step's pairs) weigh exactly 0, so a query tile stops after the last
+ * column any of its queries sees, and a key tile skips the query tiles that see none of its
+ * keys. A query the mask hides whole reads every column, as softmax over equal scores does.
+ *
+ * Workgroup memory holds the staged rows with a stride of D + 1 floats, so that threads reading
+ * one dimension of consecutive rows (a score's dot products) fall in different banks; the tiles
+ * are sized to WebGPU's default 16 KB of it (tilesFor).
  */
 const KERNEL_NAME = 'TrainyardPromptAttention';
 const BACKWARD_KERNEL = 'TrainyardPromptAttentionBackward';
@@ -30,7 +40,7 @@ const WORKGROUP = 64;
 /** Mask values below this hide a column (KVCache's MASKED is -1e9), as the wasm kernels read them. */
 const HIDDEN = '-1e8';
 
-/** Largest head dimension the programs take: each thread keeps one or two rows of D floats in registers. */
+/** Largest head dimension the programs take: each thread keeps at most 16 floats of a tile's output (or two such arrays) in registers. */
 export const MAX_WEBGPU_ATTENTION_HEAD_DIM = 256;
 
 interface Attrs {
@@ -50,6 +60,18 @@ interface Dims {
   maskRows: number;
 }
 
+/**
+ * The tiles for head dimension D: TQ queries a workgroup of the forward and dq programs (a
+ * thread keeps TQ * D / 64 floats of the tile's output, 16 for the usual D of 64 and 128) with
+ * TK keys staged at a time; KT keys a workgroup of the dk/dv program with QT queries at a time.
+ * Each fits 16 KB of workgroup memory with its staged rows of D + 1 floats (dq's, the largest:
+ * q, dO, TK keys, two TQ x TK blocks).
+ */
+export function tilesFor(D: number): { TQ: number; TK: number; KT: number; QT: number } {
+  const TQ = D <= 64 ? 16 : D <= 128 ? 8 : 4;
+  return { TQ, TK: Math.min(16, Math.floor(1024 / D)), KT: TQ, QT: TQ / 2 };
+}
+
 function dimsOf(q: tf.TensorInfo, k: tf.TensorInfo, mask: tf.TensorInfo, attrs: Attrs): Dims {
   const [B, KV, , D] = k.shape;
   return { B, KV, G: attrs.groupSize, T: attrs.T, S: mask.shape[3], D, maskRows: mask.shape[0] };
@@ -59,150 +81,348 @@ function uniforms(d: Dims): MultiOutputProgram['uniforms'] {
   return [d.B, d.T, d.S, d.maskRows].map((value) => ({ type: 'uint32' as const, value }));
 }
 
-/** The bindings (0 the uniforms, inputs, outputs) and the helpers every program here shares. */
+/** Floats a thread keeps of a tile of `rows` x D outputs: elements tid, tid + 64, ... */
+const perThread = (rows: number, D: number) => Math.ceil((rows * D) / WORKGROUP);
+
+/** The bindings (0 the uniforms, inputs, outputs), the sizes and the helpers every program here shares. */
 function header(d: Dims, inputs: string[], outputs: string[]): string {
   const { KV, G, D } = d;
+  const { TQ, TK, KT, QT } = tilesFor(D);
   return `${multiOutputBindings('B : u32, T : u32, S : u32, maskRows : u32', inputs, outputs)}
 const KV : u32 = ${KV}u;
 const G : u32 = ${G}u;
 const D : u32 = ${D}u;
 const HD : u32 = ${KV * G * D}u;
-// Where query row (b, head, t) starts in q, dO and dq (token-major), key row (b, kvh, s) in k and v.
+// A staged row's stride in workgroup memory.
+const RS : u32 = ${D + 1}u;
+const WG : u32 = ${WORKGROUP}u;
+const TQ : u32 = ${TQ}u;
+const TK : u32 = ${TK}u;
+const KT : u32 = ${KT}u;
+const QT : u32 = ${QT}u;
+// Where query (b, head, t) starts in q, dO and dq (token-major), key (b, kvh, s) in k and v.
 fn queryAt(b : u32, head : u32, t : u32) -> u32 { return (b * u.T + t) * HD + head * D; }
 fn keyAt(b : u32, kvh : u32, s : u32) -> u32 { return ((b * KV + kvh) * u.S + s) * D; }
 fn maskAt(b : u32, t : u32, s : u32) -> f32 { return mask[(select(b, 0u, u.maskRows == 1u) * u.T + t) * u.S + s]; }
-fn score(qi : u32, kj : u32) -> f32 {
-  var sum = 0.0;
-  for (var d = 0u; d < D; d++) { sum += q[qi + d] * k[kj + d]; }
-  return sum;
-}
-// The columns query row (b, t) reads: up to its last one the mask does not hide (all S where it hides every one).
+// The columns query (b, t) reads: up to its last one the mask does not hide (all S where it hides every one).
 fn visibleColumns(b : u32, t : u32) -> u32 {
   var n = u.S;
   while (n > 0u && maskAt(b, t, n - 1u) < ${HIDDEN}) { n--; }
   return select(u.S, n, n > 0u);
-}
-${flatMain(WORKGROUP)}`;
+}`;
 }
 
-/** A query row's thread: i over B * KV * G * T, token t fastest (its neighbours read the same keys). */
-const QUERY_ROW = `  if (i >= u.B * KV * G * u.T) { return; }
-  let t = i % u.T;
-  let head = (i / u.T) % (KV * G);
-  let b = i / (u.T * KV * G);
+/** The entry point's opening: the workgroup's index w among all, returning past the last of `count`. */
+const OPENING = (count: string) => `@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let w = wg.y * groups.x + wg.x;
+  if (w >= ${count}) { return; }`;
+
+/**
+ * A query tile's set-up (forward and dq): which tile w is (TQ tokens t0.. of one head, the
+ * `queries` of them before T), q's rows staged in qs (a tile's last rows past T repeat its
+ * last), each query's visible columns in vis, and `columns`, the most any of them sees: the
+ * keys the tile reads, the same for the whole workgroup.
+ */
+const QUERY_TILE = `${OPENING('u.B * KV * G * ((u.T + TQ - 1u) / TQ)')}
+  let tiles = (u.T + TQ - 1u) / TQ;
+  let t0 = (w % tiles) * TQ;
+  let head = (w / tiles) % (KV * G);
+  let b = w / (tiles * KV * G);
   let kvh = head / G;
-  let qi = queryAt(b, head, t);
-  let visible = visibleColumns(b, t);`;
+  let queries = min(TQ, u.T - t0);
+  for (var e = tid; e < TQ * D; e += WG) { qs[(e / D) * RS + e % D] = q[queryAt(b, head, t0 + min(e / D, queries - 1u)) + e % D]; }
+  if (tid < TQ) {
+    vis[tid] = visibleColumns(b, t0 + min(tid, queries - 1u));
+    runningMax[tid] = -3.402823e+38;
+    runningSum[tid] = 0.0;
+  }
+  workgroupBarrier();
+  if (tid == 0u) {
+    var most = 0u;
+    for (var i = 0u; i < TQ; i++) { most = max(most, vis[i]); }
+    tileColumns = most;
+  }
+  let columns = workgroupUniformLoad(&tileColumns);`;
+
+/** The workgroup memory QUERY_TILE fills, and the keys' block (TK rows). */
+const QUERY_TILE_MEMORY = `var<workgroup> qs : array<f32, TQ * RS>;
+var<workgroup> kv : array<f32, TK * RS>;
+var<workgroup> ps : array<f32, TQ * TK>;
+var<workgroup> vis : array<u32, TQ>;
+var<workgroup> runningMax : array<f32, TQ>;
+var<workgroup> runningSum : array<f32, TQ>;
+var<workgroup> tileColumns : u32;
+// The dot product of staged rows: a of a block, b of another.
+fn dotRows(a : u32, b : u32) -> f32 {
+  var sum = 0.0;
+  for (var d = 0u; d < D; d++) { sum += qs[a * RS + d] * kv[b * RS + d]; }
+  return sum;
+}`;
+
+/** Stages rows start.. of the KV head's `source` (k or v), `tile` of them, in kv (a block's last rows past the tile repeat its last). */
+const stageKeys = (source: string) => `for (var e = tid; e < TK * D; e += WG) { kv[(e / D) * RS + e % D] = ${source}[keyAt(b, kvh, start + min(e / D, tile - 1u)) + e % D]; }`;
+
+/** Each query's scores against the staged keys into ps (the lowest float past the tile). */
+const SCORES = `for (var e = tid; e < TQ * TK; e += WG) {
+      let i = e / TK;
+      let c = e % TK;
+      ps[e] = select(-3.402823e+38, dotRows(i, c) + maskAt(b, t0 + min(i, queries - 1u), start + c), c < tile);
+    }`;
+
+/** Query i's running maximum and sum over the scores in ps, their weights exp(score - max) left in ps; `scale` how much the sums before shrink. */
+const ONLINE_SOFTMAX = `var newMax = runningMax[tid];
+      for (var c = 0u; c < tile; c++) { newMax = max(newMax, ps[tid * TK + c]); }
+      var sum = 0.0;
+      for (var c = 0u; c < TK; c++) {
+        let weight = select(0.0, exp(ps[tid * TK + c] - newMax), c < tile);
+        ps[tid * TK + c] = weight;
+        sum += weight;
+      }
+      let scale = exp(runningMax[tid] - newMax);
+      runningSum[tid] = runningSum[tid] * scale + sum;
+      runningMax[tid] = newMax;`;
 
 function forwardProgram(d: Dims): MultiOutputProgram {
+  const { TQ } = tilesFor(d.D);
+  const per = perThread(TQ, d.D);
   return {
     key: `trainyardPromptAttention_${d.KV}_${d.G}_${d.D}`,
     wgsl: () => `${header(d, ['q', 'k', 'v', 'mask'], ['out'])}
-${QUERY_ROW}
-  var acc : array<f32, ${d.D}>;
-  var m = -3.0e38;
-  var l = 0.0;
-  for (var s = 0u; s < visible; s++) {
-    let kj = keyAt(b, kvh, s);
-    let x = score(qi, kj) + maskAt(b, t, s);
-    let mNew = max(m, x);
-    let rescale = exp(m - mNew);
-    let p = exp(x - mNew);
-    l = l * rescale + p;
-    for (var e = 0u; e < D; e++) { acc[e] = acc[e] * rescale + p * v[kj + e]; }
-    m = mNew;
+${QUERY_TILE_MEMORY}
+var<workgroup> rescale : array<f32, TQ>;
+${QUERY_TILE}
+  var acc : array<f32, ${per}>;
+  for (var start = 0u; start < columns; start += TK) {
+    let tile = min(TK, columns - start);
+    ${stageKeys('k')}
+    workgroupBarrier();
+    ${SCORES}
+    workgroupBarrier();
+    if (tid < TQ) {
+      ${ONLINE_SOFTMAX}
+      rescale[tid] = scale;
+    }
+    // The keys are read: the values take their place.
+    ${stageKeys('v')}
+    workgroupBarrier();
+    for (var j = 0u; j < ${per}u; j++) {
+      let e = tid + j * WG;
+      if (e < TQ * D) {
+        let i = e / D;
+        var sum = acc[j] * rescale[i];
+        for (var c = 0u; c < tile; c++) { sum += ps[i * TK + c] * kv[c * RS + e % D]; }
+        acc[j] = sum;
+      }
+    }
+    workgroupBarrier();
   }
-  for (var e = 0u; e < D; e++) { out[qi + e] = acc[e] / l; }
+  for (var j = 0u; j < ${per}u; j++) {
+    let e = tid + j * WG;
+    if (e < queries * D) { out[queryAt(b, head, t0 + e / D) + e % D] = acc[j] / runningSum[e / D]; }
+  }
 }`,
     outputShapes: [[d.B * d.T, d.KV * d.G * d.D]],
-    dispatch: workgroupGrid(Math.ceil((d.B * d.KV * d.G * d.T) / WORKGROUP)),
+    dispatch: workgroupGrid(d.B * d.KV * d.G * Math.ceil(d.T / TQ)),
     uniforms: uniforms(d),
   };
 }
 
-/** dq, and each query row's [log-sum-exp, D, visible columns] for the key rows' program. */
+/** dq, and each query's [log-sum-exp, D, visible columns] for the key tiles' program. */
 function queryGradientProgram(d: Dims): MultiOutputProgram {
+  const { TQ } = tilesFor(d.D);
+  const per = perThread(TQ, d.D);
   return {
     key: `trainyardPromptAttentionDq_${d.KV}_${d.G}_${d.D}`,
     wgsl: () => `${header(d, ['q', 'k', 'v', 'mask', 'dO'], ['dq', 'stats'])}
-${QUERY_ROW}
-  var m = -3.0e38;
-  var l = 0.0;
-  for (var s = 0u; s < visible; s++) {
-    let x = score(qi, keyAt(b, kvh, s)) + maskAt(b, t, s);
-    let mNew = max(m, x);
-    l = l * exp(m - mNew) + exp(x - mNew);
-    m = mNew;
-  }
-  let lse = m + log(l);
-  // dq = sum_s P (dP - D) k_s = sum_s P dP k_s - D sum_s P k_s, D = sum_s P dP: both sums in one pass.
-  var pdpk : array<f32, ${d.D}>;
-  var pk : array<f32, ${d.D}>;
-  var rowD = 0.0;
-  for (var s = 0u; s < visible; s++) {
-    let kj = keyAt(b, kvh, s);
-    let p = exp(score(qi, kj) + maskAt(b, t, s) - lse);
-    var dp = 0.0;
-    for (var e = 0u; e < D; e++) { dp += dO[qi + e] * v[kj + e]; }
-    rowD += p * dp;
-    for (var e = 0u; e < D; e++) {
-      pdpk[e] += p * dp * k[kj + e];
-      pk[e] += p * k[kj + e];
+${QUERY_TILE_MEMORY}
+var<workgroup> dOs : array<f32, TQ * RS>;
+var<workgroup> dps : array<f32, TQ * TK>;
+var<workgroup> lse : array<f32, TQ>;
+var<workgroup> rowD : array<f32, TQ>;
+${QUERY_TILE}
+  for (var e = tid; e < TQ * D; e += WG) { dOs[(e / D) * RS + e % D] = dO[queryAt(b, head, t0 + min(e / D, queries - 1u)) + e % D]; }
+  // Each query's log-sum-exp over its scores.
+  for (var start = 0u; start < columns; start += TK) {
+    let tile = min(TK, columns - start);
+    ${stageKeys('k')}
+    workgroupBarrier();
+    ${SCORES}
+    workgroupBarrier();
+    if (tid < TQ) {
+      ${ONLINE_SOFTMAX}
     }
+    workgroupBarrier();
   }
-  for (var e = 0u; e < D; e++) { dq[qi + e] = pdpk[e] - rowD * pk[e]; }
-  stats[3u * i] = lse;
-  stats[3u * i + 1u] = rowD;
-  stats[3u * i + 2u] = f32(visible);
+  if (tid < TQ) {
+    lse[tid] = runningMax[tid] + log(runningSum[tid]);
+    rowD[tid] = 0.0;
+  }
+  // dq = sum_s P (dP - D) k_s = sum_s P dP k_s - D sum_s P k_s, D = sum_s P dP: both sums in one pass.
+  var pdpk : array<f32, ${per}>;
+  var pk : array<f32, ${per}>;
+  for (var start = 0u; start < columns; start += TK) {
+    let tile = min(TK, columns - start);
+    ${stageKeys('v')}
+    workgroupBarrier();
+    for (var e = tid; e < TQ * TK; e += WG) {
+      let i = e / TK;
+      let c = e % TK;
+      var dp = 0.0;
+      for (var dd = 0u; dd < D; dd++) { dp += dOs[i * RS + dd] * kv[c * RS + dd]; }
+      dps[e] = dp;
+    }
+    workgroupBarrier();
+    ${stageKeys('k')}
+    workgroupBarrier();
+    for (var e = tid; e < TQ * TK; e += WG) {
+      let i = e / TK;
+      let c = e % TK;
+      ps[e] = select(0.0, exp(dotRows(i, c) + maskAt(b, t0 + min(i, queries - 1u), start + c) - lse[i]), c < tile);
+    }
+    workgroupBarrier();
+    if (tid < TQ) {
+      var sum = rowD[tid];
+      for (var c = 0u; c < tile; c++) { sum += ps[tid * TK + c] * dps[tid * TK + c]; }
+      rowD[tid] = sum;
+    }
+    for (var j = 0u; j < ${per}u; j++) {
+      let e = tid + j * WG;
+      if (e < TQ * D) {
+        let i = e / D;
+        for (var c = 0u; c < tile; c++) {
+          let p = ps[i * TK + c];
+          let kd = kv[c * RS + e % D];
+          pdpk[j] += p * dps[i * TK + c] * kd;
+          pk[j] += p * kd;
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var j = 0u; j < ${per}u; j++) {
+    let e = tid + j * WG;
+    if (e < queries * D) { dq[queryAt(b, head, t0 + e / D) + e % D] = pdpk[j] - rowD[e / D] * pk[j]; }
+  }
+  if (tid < queries) {
+    let row = (b * KV * G + head) * u.T + t0 + tid;
+    stats[3u * row] = lse[tid];
+    stats[3u * row + 1u] = rowD[tid];
+    stats[3u * row + 2u] = f32(vis[tid]);
+  }
 }`,
     outputShapes: [
       [d.B * d.T, d.KV * d.G * d.D],
       [d.B * d.KV * d.G * d.T, 3],
     ],
-    dispatch: workgroupGrid(Math.ceil((d.B * d.KV * d.G * d.T) / WORKGROUP)),
+    dispatch: workgroupGrid(d.B * d.KV * d.G * Math.ceil(d.T / TQ)),
     uniforms: uniforms(d),
   };
 }
 
-/** dk and dv, a thread a key row (b, kvh, s), summed over the G * T query rows of its KV head. */
+/** dk and dv, a workgroup a tile of KT keys (b, kvh, s0..), summed over the G * T queries of its KV head QT at a time. */
 function keyGradientProgram(d: Dims): MultiOutputProgram {
+  const { KT } = tilesFor(d.D);
+  const per = perThread(KT, d.D);
   return {
     key: `trainyardPromptAttentionDkv_${d.KV}_${d.G}_${d.D}`,
     wgsl: () => `${header(d, ['q', 'k', 'v', 'mask', 'dO', 'stats'], ['dk', 'dv'])}
-  if (i >= u.B * KV * u.S) { return; }
-  let s = i % u.S;
-  let kvh = (i / u.S) % KV;
-  let b = i / (u.S * KV);
-  let kj = keyAt(b, kvh, s);
-  var dkAcc : array<f32, ${d.D}>;
-  var dvAcc : array<f32, ${d.D}>;
+var<workgroup> ks : array<f32, KT * RS>;
+var<workgroup> vs : array<f32, KT * RS>;
+var<workgroup> qs : array<f32, QT * RS>;
+var<workgroup> dOs : array<f32, QT * RS>;
+// A key's P and dS = P (dP - D) for each query of the tile, key-major.
+var<workgroup> ps : array<f32, KT * QT>;
+var<workgroup> dss : array<f32, KT * QT>;
+var<workgroup> lse : array<f32, QT>;
+var<workgroup> rowD : array<f32, QT>;
+var<workgroup> vis : array<f32, QT>;
+var<workgroup> seen : u32;
+${OPENING('u.B * KV * ((u.S + KT - 1u) / KT)')}
+  let tiles = (u.S + KT - 1u) / KT;
+  let s0 = (w % tiles) * KT;
+  let kvh = (w / tiles) % KV;
+  let b = w / (tiles * KV);
+  let keys = min(KT, u.S - s0);
+  for (var e = tid; e < KT * D; e += WG) {
+    let at = keyAt(b, kvh, s0 + min(e / D, keys - 1u)) + e % D;
+    ks[(e / D) * RS + e % D] = k[at];
+    vs[(e / D) * RS + e % D] = v[at];
+  }
+  var dkAcc : array<f32, ${per}>;
+  var dvAcc : array<f32, ${per}>;
   for (var g = 0u; g < G; g++) {
     let head = kvh * G + g;
-    for (var t = 0u; t < u.T; t++) {
-      let qi = queryAt(b, head, t);
-      let row = ((b * KV + kvh) * G + g) * u.T + t;
-      // Past the row's visible columns P is 0: nothing to add.
-      if (f32(s) >= stats[3u * row + 2u]) { continue; }
-      let p = exp(score(qi, kj) + maskAt(b, t, s) - stats[3u * row]);
-      var dp = 0.0;
-      for (var e = 0u; e < D; e++) { dp += dO[qi + e] * v[kj + e]; }
-      let ds = p * (dp - stats[3u * row + 1u]);
-      for (var e = 0u; e < D; e++) {
-        dkAcc[e] += ds * q[qi + e];
-        dvAcc[e] += p * dO[qi + e];
+    let firstRow = (b * KV * G + head) * u.T;
+    for (var t0 = 0u; t0 < u.T; t0 += QT) {
+      let queries = min(QT, u.T - t0);
+      // Skip the tile when none of its queries sees the first key (a causal mask's earlier queries).
+      if (tid == 0u) {
+        var sees = 0u;
+        for (var i = 0u; i < queries; i++) { sees = max(sees, select(0u, 1u, f32(s0) < stats[3u * (firstRow + t0 + i) + 2u])); }
+        seen = sees;
       }
+      if (workgroupUniformLoad(&seen) == 0u) { continue; }
+      for (var e = tid; e < QT * D; e += WG) {
+        let at = queryAt(b, head, t0 + min(e / D, queries - 1u)) + e % D;
+        qs[(e / D) * RS + e % D] = q[at];
+        dOs[(e / D) * RS + e % D] = dO[at];
+      }
+      if (tid < QT) {
+        let row = firstRow + t0 + min(tid, queries - 1u);
+        lse[tid] = stats[3u * row];
+        rowD[tid] = stats[3u * row + 1u];
+        // A query past T sees nothing.
+        vis[tid] = select(stats[3u * row + 2u], 0.0, tid >= queries);
+      }
+      workgroupBarrier();
+      for (var e = tid; e < KT * QT; e += WG) {
+        let c = e / QT;
+        let i = e % QT;
+        let s = s0 + min(c, keys - 1u);
+        var p = 0.0;
+        var ds = 0.0;
+        if (f32(s) < vis[i]) {
+          var score = 0.0;
+          var dp = 0.0;
+          for (var dd = 0u; dd < D; dd++) {
+            score += qs[i * RS + dd] * ks[c * RS + dd];
+            dp += dOs[i * RS + dd] * vs[c * RS + dd];
+          }
+          p = exp(score + maskAt(b, t0 + min(i, queries - 1u), s) - lse[i]);
+          ds = p * (dp - rowD[i]);
+        }
+        ps[e] = p;
+        dss[e] = ds;
+      }
+      workgroupBarrier();
+      for (var j = 0u; j < ${per}u; j++) {
+        let e = tid + j * WG;
+        if (e < KT * D) {
+          let c = e / D;
+          for (var i = 0u; i < QT; i++) {
+            dkAcc[j] += dss[c * QT + i] * qs[i * RS + e % D];
+            dvAcc[j] += ps[c * QT + i] * dOs[i * RS + e % D];
+          }
+        }
+      }
+      workgroupBarrier();
     }
   }
-  for (var e = 0u; e < D; e++) {
-    dk[kj + e] = dkAcc[e];
-    dv[kj + e] = dvAcc[e];
+  for (var j = 0u; j < ${per}u; j++) {
+    let e = tid + j * WG;
+    if (e < keys * D) {
+      let at = keyAt(b, kvh, s0 + e / D) + e % D;
+      dk[at] = dkAcc[j];
+      dv[at] = dvAcc[j];
+    }
   }
 }`,
     outputShapes: [
       [d.B, d.KV, d.S, d.D],
       [d.B, d.KV, d.S, d.D],
     ],
-    dispatch: workgroupGrid(Math.ceil((d.B * d.KV * d.S) / WORKGROUP)),
+    dispatch: workgroupGrid(d.B * d.KV * Math.ceil(d.S / KT)),
     uniforms: uniforms(d),
   };
 }

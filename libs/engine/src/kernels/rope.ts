@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ROPE_WASM } from './rope.wasm';
-import { ROPE_KERNEL, ROPE_QKV_BACKWARD_KERNEL } from './rope.webgpu';
+import { ROPE_KERNEL, ROPE_QKV_BACKWARD_KERNEL, ROPE_QKV_KERNEL } from './rope.webgpu';
 import { withBackwardKernel } from './kernel-gradient';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsApply } from './webgpu-program';
@@ -99,4 +99,19 @@ export function ropeGradient(dy: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D
 export function ropeQkvGradient(dq: tf.Tensor2D, dk: tf.Tensor4D, dv: tf.Tensor4D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor2D | null {
   if (!fusedKernelsApply() || cos.shape[2] % 2 !== 0 || [dq, dk, dv, cos, sin].some((t) => t.dtype !== 'float32')) return null;
   return tf.engine().runKernel(ROPE_QKV_BACKWARD_KERNEL, { dq, dk, dv, cos, sin }) as tf.Tensor2D;
+}
+
+/**
+ * q|k|v's projection output [N, (H + 2 KV) D] made ready for attention in one WGSL dispatch
+ * (rope.webgpu.ts): q rotated, token-major [N, H*D]; k rotated and v, heads-first [B, KV, T, D];
+ * tables cos, sin [N, H + KV, D]. Null where it does not apply: not webgpu with the fused kernels
+ * (a gradient tape among them), not float32, D odd.
+ */
+export function ropeQkv(qkv: tf.Tensor2D, cos: tf.Tensor3D, sin: tf.Tensor3D, kvHeads: number, T: number): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] | null {
+  const [N, heads, D] = cos.shape;
+  if (!fusedKernelsApply() || D % 2 !== 0 || [qkv, cos, sin].some((t) => t.dtype !== 'float32')) return null;
+  if (qkv.shape[0] !== N || qkv.shape[1] !== (heads + kvHeads) * D || N % T !== 0) {
+    throw new Error(`ropeQkv: q|k|v ${qkv.shape} does not fit tables ${cos.shape} with ${kvHeads} KV heads and ${T} tokens a row`);
+  }
+  return tf.engine().runKernel(ROPE_QKV_KERNEL, { qkv, cos, sin }, { kvHeads, T }) as unknown as [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D];
 }

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { runProgram, WgslProgram } from './webgpu-program';
+import { flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, runProgram, WgslProgram, workgroupGrid } from './webgpu-program';
 
 /**
  * Rotary embeddings x * cos + rotate_half(x) * sin for the q and k heads side by side
@@ -103,5 +103,70 @@ tf.registerKernel({
     const [N, heads, D] = cos.shape;
     const KV = dk.shape[1];
     return runProgram(backend, qkvBackwardProgram(N, heads - KV, KV, D), [dq, dk, dv, cos, sin]);
+  },
+});
+
+/**
+ * The q|k|v projection's output [N, (H + 2 KV) D] made ready for attention in one elementwise
+ * dispatch, where nothing sits between the projection and RoPE (no q_norm or k_norm): q
+ * rotated and token-major [N, H*D], k rotated and v moved, both heads-first [B, KV, T, D]
+ * (n = b T + t), with the tables cos, sin [N, H + KV, D]. ropeQkvBackward's forward twin; the
+ * generic route takes seven dispatches: four column slices, RoPE's and two transposes.
+ */
+export const ROPE_QKV_KERNEL = 'TrainyardRopeQkv';
+
+function qkvProgram(N: number, T: number, H: number, KV: number, D: number): MultiOutputProgram {
+  const B = N / T;
+  return {
+    key: `trainyardRopeQkv_${H}_${KV}_${D}`,
+    wgsl: () => `${multiOutputBindings('N : u32, T : u32', ['x', 'cosT', 'sinT'], ['q', 'k', 'v'])}
+const H : u32 = ${H}u;
+const KV : u32 = ${KV}u;
+const D : u32 = ${D}u;
+const W : u32 = ${(H + 2 * KV) * D}u;
+${flatMain(WORKGROUP)}
+  if (i >= u.N * W) { return; }
+  let n = i / W;
+  let head = (i % W) / D;
+  let e = i % D;
+  // Where this element of k's or v's head (head - H) % KV lies heads-first (unused for q's heads).
+  let headsFirst = (((n / u.T) * KV + (head - H) % KV) * u.T + n % u.T) * D + e;
+  if (head >= H + KV) {
+    v[headsFirst] = x[i];
+    return;
+  }
+  let half = D / 2u;
+  let first = e < half;
+  let partner = x[select(i - half, i + half, first)];
+  let at = (n * (H + KV) + head) * D + e;
+  // x cos + rotate_half(x) sin, rotate_half(x) = [-x2, x1].
+  let rotated = x[i] * cosT[at] + select(partner, -partner, first) * sinT[at];
+  if (head < H) {
+    q[n * H * D + head * D + e] = rotated;
+  } else {
+    k[headsFirst] = rotated;
+  }
+}`,
+    outputShapes: [
+      [N, H * D],
+      [B, KV, T, D],
+      [B, KV, T, D],
+    ],
+    dispatch: workgroupGrid(Math.ceil((N * (H + 2 * KV) * D) / WORKGROUP)),
+    uniforms: [
+      { type: 'uint32', value: N },
+      { type: 'uint32', value: T },
+    ],
+  };
+}
+
+tf.registerKernel({
+  kernelName: ROPE_QKV_KERNEL,
+  backendName: 'webgpu',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { qkv, cos, sin } = inputs as Record<'qkv' | 'cos' | 'sin', tf.TensorInfo>;
+    const { kvHeads: KV, T } = attrs as unknown as { kvHeads: number; T: number };
+    const [N, heads, D] = cos.shape;
+    return runMultiOutputProgram(backend, qkvProgram(N, T, heads - KV, KV, D), [qkv, cos, sin]);
   },
 });

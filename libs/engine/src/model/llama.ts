@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { HiddenAct, ModelConfig } from '../config';
 import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights } from '../kernels/matmul';
-import { attend, decoderBlock, geglu, rmsNorm, swiglu } from '../ops';
+import { attend, decoderBlock, geglu, rmsNorm, ropeQkv, swiglu } from '../ops';
 import { FrozenLinear } from './linear';
 import { KVCache, MASKED } from './kv-cache';
 import { Rope } from './rope';
@@ -96,22 +96,31 @@ export class Attention {
   }
 
   forward(x: tf.Tensor2D, ctx: StepContext): tf.Tensor2D {
+    const { batch: B, seqLen: T } = ctx;
+    const { mask } = this.inputsOf(ctx);
+    const [q, kNew, vNew] = this.queriesKeysValues(this.qkv.forward(x), ctx);
+    // With a cache, the keys and values before these tokens too.
+    const { k, v } = ctx.cache ? ctx.cache.append(this.layer, kNew, vNew) : { k: kNew, v: vNew };
+    const heads = attend(q, k, v, mask, { B, H: this.config.numHeads, T, cached: ctx.cache !== null });
+    return this.o.forward(heads);
+  }
+
+  /** q, rotated and token-major [N, H*D]; k, rotated, and v heads-first [B, KV, T, D]: from q|k|v's projection output. */
+  private queriesKeysValues(projected: tf.Tensor2D, ctx: StepContext): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] {
     const { numHeads: H, numKvHeads: KV, headDim: D } = this.config;
     const { batch: B, seqLen: T } = ctx;
     const N = B * T;
-    const { cos, sin, mask } = this.inputsOf(ctx);
+    const { cos, sin } = this.inputsOf(ctx);
+    // Without head norms the whole of it is one kernel where there is one (ops/rope.ts).
+    const fused = this.headNorms ? null : ropeQkv(projected, cos, sin, KV, T);
+    if (fused) return fused;
 
-    const [projected, vFlat] = splitColumns(this.qkv.forward(x), [(H + KV) * D, KV * D]);
-    const qk = this.headNorms ? this.headNorms.forward(projected) : projected;
+    const [qk, vFlat] = splitColumns(projected, [(H + KV) * D, KV * D]);
+    const normed = this.headNorms ? this.headNorms.forward(qk) : qk;
     // q and k heads side by side: one rotation for both (q carries the attention scale).
-    const rotated = tf.reshape(this.rope.apply(tf.reshape(qk, [N, H + KV, D]), cos, sin), [N, (H + KV) * D]) as tf.Tensor2D;
-    const [qFlat, kFlat] = splitColumns(rotated, [H * D, KV * D]);
-
-    let k = toHeadsFirst(tf.reshape(kFlat, [B, T, KV, D]));
-    let v = toHeadsFirst(tf.reshape(vFlat, [B, T, KV, D]));
-    if (ctx.cache) ({ k, v } = ctx.cache.append(this.layer, k, v));
-    const heads = attend(qFlat, k, v, mask, { B, H, T, cached: ctx.cache !== null });
-    return this.o.forward(heads);
+    const rotated = tf.reshape(this.rope.apply(tf.reshape(normed, [N, H + KV, D]), cos, sin), [N, (H + KV) * D]) as tf.Tensor2D;
+    const [q, kFlat] = splitColumns(rotated, [H * D, KV * D]);
+    return [q, toHeadsFirst(tf.reshape(kFlat, [B, T, KV, D])), toHeadsFirst(tf.reshape(vFlat, [B, T, KV, D]))];
   }
 }
 

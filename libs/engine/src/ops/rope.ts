@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { rope as ropeKernel, ropeGradient, ropeQkvGradient, ropeWithGradient } from '../kernels/rope';
+import { rope as ropeKernel, ropeGradient, ropeQkv as ropeQkvKernel, ropeQkvGradient, ropeWithGradient } from '../kernels/rope';
 
 /**
  * Rotary position embeddings, x * cos + rotate_half(x) * sin for x, cos and sin [N, heads, D]:
@@ -28,6 +28,16 @@ export function rope(x: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D, rotatio
  */
 export function ropeBackward(dy: tf.Tensor3D, cos: tf.Tensor3D, sin: tf.Tensor3D, negatedSin: tf.Tensor3D, rotation: tf.Tensor2D): tf.Tensor3D {
   return ropeGradient(dy, cos, sin) ?? rope(dy, cos, negatedSin, rotation);
+}
+
+/**
+ * The q|k|v projection's output [N, (H + 2 KV) D] as attention takes it, where q and k go
+ * straight into rope (no q_norm or k_norm): q rotated, token-major [N, H*D], k rotated and v,
+ * heads-first [B, KV, T, D] (T tokens a row). One WGSL dispatch on webgpu (kernels/rope.ts);
+ * null elsewhere, for the caller to write it out with ops. ropeQkvBackward is its gradient.
+ */
+export function ropeQkv(qkv: tf.Tensor2D, cos: tf.Tensor3D, sin: tf.Tensor3D, kvHeads: number, T: number): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] | null {
+  return ropeQkvKernel(qkv, cos, sin, kvHeads, T);
 }
 
 /**

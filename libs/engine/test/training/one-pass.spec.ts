@@ -280,7 +280,7 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
 
   // What tools/bench/gpu/gpu.bench.ts --count reports as train_forward_passes and
   // train_dispatches_per_layer, held where this change left it (goal: 1 and at most 40).
-  it('runs each block once and makes at most 39 dispatches a layer', async () => {
+  it('runs each block once and makes at most 33 dispatches a layer', async () => {
     const counted: { layers: number; dispatches: number; blocks: number }[] = [];
     for (const layers of [2, 4]) {
       const lm = await loadModel(makeTiny(`one-pass-count-${layers}`, { overrides: { numLayers: layers } }));
@@ -300,6 +300,6 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
     }
     const [a, b] = counted;
     expect(counted.map((c) => c.blocks / c.layers)).toEqual([1, 1]);
-    expect((b.dispatches - a.dispatches) / (b.layers - a.layers)).toBeLessThanOrEqual(39);
+    expect((b.dispatches - a.dispatches) / (b.layers - a.layers)).toBeLessThanOrEqual(33);
   }, 120_000);
 });
