@@ -57,6 +57,7 @@ import { makeModel, Preset } from '../../../libs/engine/src/maker/make-model';
 import { Block } from '../../../libs/engine/src/model/llama';
 import { argmax } from '../../../libs/engine/src/sampling';
 import { RLPlan, RLPlanItem } from '../../../libs/engine/src/training/rl-steps';
+import { AdamW } from '../../../libs/engine/src/training/adamw';
 import { LoraTrainer } from '../../../libs/engine/src/training/trainer';
 import { validateExperimentalConfig } from '../../../libs/art/src/experimental-config';
 
@@ -379,10 +380,12 @@ async function trainingProfile(lm: LoadedModel, plan: Plan): Promise<string | nu
  * step (base model, and with a LoRA adapter on all seven projections), queue submits of a
  * step, bytes read back a row; and of a LoRA SFT step, forward passes (Block.forward calls per
  * layer: 1 where every block runs its forward once and its explicit backward, 2 where all are
- * recomputed for their backward, training/checkpointing.ts) and dispatches a layer.
+ * recomputed for their backward, training/checkpointing.ts), dispatches a layer of its forward
+ * and backward, and those of its optimizer's update (AdamW.apply: a dispatch a parameter, and
+ * the gradients' sums of squares), counted apart.
  */
 async function gpuCounts(where: string): Promise<Record<string, number>> {
-  const measured: { layers: number; base: GpuCounts; lora: GpuCounts; train: GpuCounts; forwardPasses: number }[] = [];
+  const measured: { layers: number; base: GpuCounts; lora: GpuCounts; train: GpuCounts; optimizer: GpuCounts; forwardPasses: number }[] = [];
   for (const layers of [2, 4]) {
     const dir = path.join(where, `count-${layers}`);
     if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset: 'tiny', out: dir, seed: 0, overrides: { numLayers: layers } });
@@ -413,10 +416,21 @@ async function gpuCounts(where: string): Promise<Record<string, number>> {
       blockPasses++;
       return forward.apply(this, args);
     };
-    const train = await countGpuWork(() => trainer.sftStepOnTokens(rowsOfTokens, 1e-4)).finally(() => (Block.prototype.forward = forward));
+    // The optimizer's work counted inside the step's (countGpuWork's wrappers nest: both count it).
+    const apply = AdamW.prototype.apply;
+    let optimizer: GpuCounts = { dispatches: 0, submits: 0, readBytes: 0 };
+    AdamW.prototype.apply = async function (this: AdamW, ...args: Parameters<AdamW['apply']>) {
+      const { result, counts } = await countGpuWork(() => apply.apply(this, args));
+      optimizer = counts;
+      return result;
+    };
+    const train = await countGpuWork(() => trainer.sftStepOnTokens(rowsOfTokens, 1e-4)).finally(() => {
+      Block.prototype.forward = forward;
+      AdamW.prototype.apply = apply;
+    });
     trainer.dispose();
     lm.dispose();
-    measured.push({ layers, base, lora, train: train.counts, forwardPasses: blockPasses / layers });
+    measured.push({ layers, base, lora, train: train.counts, optimizer, forwardPasses: blockPasses / layers });
   }
   const [a, b] = measured;
   const perLayer = (get: (m: (typeof measured)[number]) => number) => (get(b) - get(a)) / (b.layers - a.layers);
@@ -427,7 +441,8 @@ async function gpuCounts(where: string): Promise<Record<string, number>> {
     decode_readback_bytes_per_row: b.base.readBytes / 4,
     decode_lora_readback_bytes_per_row: b.lora.readBytes / 4,
     train_forward_passes: b.forwardPasses,
-    train_dispatches_per_layer: perLayer((m) => m.train.dispatches),
+    train_dispatches_per_layer: perLayer((m) => m.train.dispatches - m.optimizer.dispatches),
+    train_optimizer_dispatches_per_layer: perLayer((m) => m.optimizer.dispatches),
   };
 }
 

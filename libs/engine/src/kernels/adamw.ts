@@ -1,15 +1,18 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ADAMW_WASM } from './adamw.wasm';
+import { ADAMW_KERNEL, SUM_OF_SQUARES_KERNEL, SUMS_A_DISPATCH } from './adamw.webgpu';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+import { fusedKernelsEnabled } from './webgpu-program';
 
 /**
  * The optimizer's step as a WebAssembly SIMD kernel on tfjs-wasm (source:
  * libs/engine/assembly/adamw.ts), over tensors where tfjs keeps them: reading 2.4 M gradients
  * and parameters out of tfjs's heap, updating them in a JS loop and writing them back took
  * about 65 ms of a training step (docs/benchmarks.md, "Training step"). The results are the
- * bits of the JS loop in training/adamw.ts, which other backends run.
+ * bits of the JS loop in training/adamw.ts, which other backends run. On webgpu the same kernel
+ * names run WGSL (adamw.webgpu.ts), in float32.
  */
-const KERNEL_NAME = 'TrainyardAdamW';
+const KERNEL_NAME = ADAMW_KERNEL;
 
 /** One step's constants (training/adamw.ts states the update). */
 export interface AdamWStep {
@@ -50,20 +53,38 @@ tf.registerKernel({
   },
 });
 
-/** Whether the kernel runs here: the wasm backend, with its heap reachable. */
+/** Whether the kernels run here: the wasm backend with its heap reachable, or webgpu with the engine's WGSL on. */
 export function adamwKernelAvailable(): boolean {
+  if (tf.getBackend() === 'webgpu') return fusedKernelsEnabled();
   return tf.getBackend() === 'wasm' && exportsFor(tf.backend()) !== null;
 }
 
 /**
- * The sum of squares of every element of float32 `tensors` on the wasm backend, in float64,
- * one element after the other (as training/adamw.ts's JS loop sums them), without reading
- * them out of tfjs's heap.
+ * The sum of squares of every element of float32 `tensors`, where adamwKernelAvailable: on wasm
+ * in float64, one element after the other (as training/adamw.ts's JS loop sums them), without
+ * reading them out of tfjs's heap; on webgpu each tensor's in float32 on the GPU, those read
+ * back (a float a tensor) and added in float64.
  */
-export function sumOfSquares(tensors: tf.Tensor[]): number {
+export async function sumOfSquares(tensors: tf.Tensor[]): Promise<number> {
+  if (tf.getBackend() === 'webgpu') return sumOfSquaresOnGpu(tensors);
   const wasm = tf.backend() as unknown as WasmBackendInternals;
   const sum = exportsFor(wasm)?.['sumOfSquares'] as SumOfSquaresFunction;
   return tensors.reduce((total, t) => sum(heapOffset(wasm, t), t.size, total), 0);
+}
+
+/** Each dispatch's sums read back together (a concat would cost dispatches of its own). */
+async function sumOfSquaresOnGpu(tensors: tf.Tensor[]): Promise<number> {
+  const parts: tf.Tensor[] = [];
+  for (let i = 0; i < tensors.length; i += SUMS_A_DISPATCH) {
+    const inputs = Object.fromEntries(tensors.slice(i, i + SUMS_A_DISPATCH).map((t, j) => [`t${j}`, t]));
+    parts.push(tf.engine().runKernel(SUM_OF_SQUARES_KERNEL, inputs) as tf.Tensor);
+  }
+  try {
+    const sums = (await Promise.all(parts.map((t) => t.data()))) as Float32Array[];
+    return sums.reduce((total, part) => part.reduce((sum, x) => sum + x, total), 0);
+  } finally {
+    tf.dispose(parts);
+  }
 }
 
 /** One AdamW step of parameter p: its next value and next moments [p, m, v] (new tensors; the inputs are unchanged). */

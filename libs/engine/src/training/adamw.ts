@@ -26,13 +26,13 @@ export const REFERENCE_ADAMW: Required<AdamWOptions> = { beta1: 0.9, beta2: 0.99
 export class AdamW {
   readonly options: Required<AdamWOptions>;
   /**
-   * First and second moments per parameter. On wasm they are tensors beside the parameters
-   * and one kernel updates all three (kernels/adamw.ts); elsewhere they are in JS memory and a
-   * JS loop updates them, from the gradients and parameters read back (as tfjs ops the update
-   * is about 16 kernel dispatches per parameter, 6,700 a step for a 7-target LoRA on 30 layers).
-   * The two give the same bits.
+   * First and second moments per parameter. On wasm and webgpu they are tensors beside the
+   * parameters and one kernel updates all three (kernels/adamw.ts); elsewhere they are in JS
+   * memory and a JS loop updates them, from the gradients and parameters read back (as tfjs ops
+   * the update is about 16 kernel dispatches per parameter, 6,700 a step for a 7-target LoRA on
+   * 30 layers). The wasm kernel gives the JS loop's bits; webgpu's computes in float32.
    */
-  private readonly heapMoments = new Map<tf.Variable, { m: tf.Tensor; v: tf.Tensor }>();
+  private readonly deviceMoments = new Map<tf.Variable, { m: tf.Tensor; v: tf.Tensor }>();
   private readonly jsMoments = new Map<tf.Variable, { m: Float32Array; v: Float32Array }>();
   private t = 0;
 
@@ -63,9 +63,9 @@ export class AdamW {
     params.forEach((p, i) => {
       if (!tf.util.arraysEqual(p.shape, grads[i].shape)) throw new Error(`gradient ${i} has shape [${grads[i].shape}], parameter [${p.shape}]`);
     });
-    const onHeap = adamwKernelAvailable();
-    const g = onHeap ? null : ((await Promise.all(grads.map((t) => t.data()))) as Float32Array[]);
-    const norm = Math.sqrt(g ? sumOfSquaresOf(g) : sumOfSquares(grads));
+    const onDevice = adamwKernelAvailable();
+    const g = onDevice ? null : ((await Promise.all(grads.map((t) => t.data()))) as Float32Array[]);
+    const norm = Math.sqrt(g ? sumOfSquaresOf(g) : await sumOfSquares(grads));
     // torch: clip_coef = max_norm / (total_norm + 1e-6), applied only when below 1.
     const clip = maxGradNorm && norm > maxGradNorm ? maxGradNorm / (norm + 1e-6) : 1;
     this.t += 1;
@@ -80,7 +80,7 @@ export class AdamW {
       decay: weightDecay ? 1 - learningRate * weightDecay : 1,
     };
     if (g) await this.applyInJs(params, g, step);
-    else this.applyOnHeap(params, grads, step);
+    else this.applyOnDevice(params, grads, step);
     return norm;
   }
 
@@ -88,9 +88,9 @@ export class AdamW {
   async exportMoments(params: tf.Variable[]): Promise<{ step: number; moments: ({ m: Float32Array; v: Float32Array } | null)[] }> {
     const moments = [];
     for (const p of params) {
-      const heap = this.heapMoments.get(p);
+      const device = this.deviceMoments.get(p);
       const js = this.jsMoments.get(p);
-      if (heap) moments.push({ m: (await heap.m.data()) as Float32Array, v: (await heap.v.data()) as Float32Array });
+      if (device) moments.push({ m: (await device.m.data()) as Float32Array, v: (await device.v.data()) as Float32Array });
       else if (js) moments.push({ m: js.m.slice(), v: js.v.slice() });
       else moments.push(null);
     }
@@ -106,25 +106,25 @@ export class AdamW {
       const moment = state.moments[i];
       if (!moment) return;
       if (moment.m.length !== p.size || moment.v.length !== p.size) throw new Error(`moments ${i} have ${moment.m.length} values for a parameter of ${p.size}`);
-      if (adamwKernelAvailable()) this.heapMoments.set(p, { m: tf.keep(tf.tensor(moment.m, p.shape)), v: tf.keep(tf.tensor(moment.v, p.shape)) });
+      if (adamwKernelAvailable()) this.deviceMoments.set(p, { m: tf.keep(tf.tensor(moment.m, p.shape)), v: tf.keep(tf.tensor(moment.v, p.shape)) });
       else this.jsMoments.set(p, { m: moment.m.slice(), v: moment.v.slice() });
     });
   }
 
   dispose(): void {
-    for (const { m, v } of this.heapMoments.values()) tf.dispose([m, v]);
-    this.heapMoments.clear();
+    for (const { m, v } of this.deviceMoments.values()) tf.dispose([m, v]);
+    this.deviceMoments.clear();
     this.jsMoments.clear();
   }
 
   /** The kernel, parameter by parameter: new tensors for p, m and v replace the old. */
-  private applyOnHeap(params: tf.Variable[], grads: tf.Tensor[], step: AdamWStep): void {
+  private applyOnDevice(params: tf.Variable[], grads: tf.Tensor[], step: AdamWStep): void {
     params.forEach((p, i) => {
-      const moments = this.heapMoments.get(p) ?? { m: tf.keep(tf.zerosLike(p)), v: tf.keep(tf.zerosLike(p)) };
+      const moments = this.deviceMoments.get(p) ?? { m: tf.keep(tf.zerosLike(p)), v: tf.keep(tf.zerosLike(p)) };
       const [next, m, v] = adamwStep(p, grads[i], moments.m, moments.v, step);
       p.assign(next);
       tf.dispose([next, moments.m, moments.v]);
-      this.heapMoments.set(p, { m: tf.keep(m), v: tf.keep(v) });
+      this.deviceMoments.set(p, { m: tf.keep(m), v: tf.keep(v) });
     });
   }
 
