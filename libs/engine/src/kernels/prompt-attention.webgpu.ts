@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { disposeIntermediate, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
+import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
  * Attention over T new tokens per sequence on webgpu, forward and backward, as WGSL: the same
@@ -17,13 +17,14 @@ import { disposeIntermediate, MultiOutputProgram, multiOutputBindings, runMultiO
  * scores never exist as a tensor. The generic ops take six dispatches (two transposes, two
  * batched matMuls, the mask, a softmax).
  *
- * The backward is two, with P recomputed from q and k rather than kept (ops/attention.ts,
- * attendBackward, has the maths). The same query tiles first find each query's log-sum-exp
- * over the keys, then in a second pass D = rowsum(P * dP) (= rowsum(dO * O)) and dq = sum_s P
- * (dP - D) k_s, and write the log-sum-exp, D and the query's visible columns beside dq. Then a
- * workgroup a tile of KT keys of one KV head (b, kvh, s0) walks the G * T queries that read them
- * QT at a time, summing dk = sum P (dP - D) q and dv = sum P dO. The generic ops take about
- * fifteen, with [heads, T, S] tensors between them.
+ * The backward is two dispatches, three with grouped queries, with P recomputed from q and k
+ * rather than kept (ops/attention.ts, attendBackward, has the maths). The same query tiles
+ * first find each query's log-sum-exp over the keys, then in a second pass D = rowsum(P * dP)
+ * (= rowsum(dO * O)) and dq = sum_s P (dP - D) k_s, and write the log-sum-exp, D and the
+ * query's visible columns beside dq. Then a workgroup a tile of KT keys of one KV head and one
+ * of its G query heads walks that head's T queries QT at a time, summing its part of dk = sum P
+ * (dP - D) q and dv = sum P dO; with G > 1 a last dispatch adds the G parts. The generic ops
+ * take about fifteen, with [heads, T, S] tensors between them.
  *
  * A query's columns after its last visible one (the mask hides them: a prompt's causal future,
  * about half of a training step's pairs) weigh exactly 0, so a query tile stops after the last
@@ -76,6 +77,10 @@ function dimsOf(q: tf.TensorInfo, k: tf.TensorInfo, mask: tf.TensorInfo, attrs: 
   const [B, KV, , D] = k.shape;
   return { B, KV, G: attrs.groupSize, T: attrs.T, S: mask.shape[3], D, maskRows: mask.shape[0] };
 }
+
+/** k's shape, [B, KV, S, D], and that of its gradient's parts a query head, [B, KV, G, S, D]. */
+const keyShape = (d: Dims) => [d.B, d.KV, d.S, d.D];
+const partsShape = (d: Dims) => [d.B, d.KV, d.G, d.S, d.D];
 
 function uniforms(d: Dims): MultiOutputProgram['uniforms'] {
   return [d.B, d.T, d.S, d.maskRows].map((value) => ({ type: 'uint32' as const, value }));
@@ -320,7 +325,12 @@ ${QUERY_TILE}
   };
 }
 
-/** dk and dv, a workgroup a tile of KT keys (b, kvh, s0..), summed over the G * T queries of its KV head QT at a time. */
+/**
+ * dk and dv, a workgroup a tile of KT keys (b, kvh, s0..) and one query head g of the KV head's
+ * G, summed over that head's T queries QT at a time: [B, KV, G, S, D] each, which
+ * headSumProgram adds over G (with G = 1 they are dk and dv). A workgroup for all G heads
+ * would leave the GPU with B * KV * S / KT workgroups, a few hundred at training's lengths.
+ */
 function keyGradientProgram(d: Dims): MultiOutputProgram {
   const { KT } = tilesFor(d.D);
   const per = perThread(KT, d.D);
@@ -338,11 +348,12 @@ var<workgroup> lse : array<f32, QT>;
 var<workgroup> rowD : array<f32, QT>;
 var<workgroup> vis : array<f32, QT>;
 var<workgroup> seen : u32;
-${OPENING('u.B * KV * ((u.S + KT - 1u) / KT)')}
+${OPENING('u.B * KV * G * ((u.S + KT - 1u) / KT)')}
   let tiles = (u.S + KT - 1u) / KT;
   let s0 = (w % tiles) * KT;
-  let kvh = (w / tiles) % KV;
-  let b = w / (tiles * KV);
+  let head = (w / tiles) % (KV * G);
+  let kvh = head / G;
+  let b = w / (tiles * KV * G);
   let keys = min(KT, u.S - s0);
   for (var e = tid; e < KT * D; e += WG) {
     let at = keyAt(b, kvh, s0 + min(e / D, keys - 1u)) + e % D;
@@ -351,78 +362,101 @@ ${OPENING('u.B * KV * ((u.S + KT - 1u) / KT)')}
   }
   var dkAcc : array<f32, ${per}>;
   var dvAcc : array<f32, ${per}>;
-  for (var g = 0u; g < G; g++) {
-    let head = kvh * G + g;
-    let firstRow = (b * KV * G + head) * u.T;
-    for (var t0 = 0u; t0 < u.T; t0 += QT) {
-      let queries = min(QT, u.T - t0);
-      // Skip the tile when none of its queries sees the first key (a causal mask's earlier queries).
-      if (tid == 0u) {
-        var sees = 0u;
-        for (var i = 0u; i < queries; i++) { sees = max(sees, select(0u, 1u, f32(s0) < stats[3u * (firstRow + t0 + i) + 2u])); }
-        seen = sees;
-      }
-      if (workgroupUniformLoad(&seen) == 0u) { continue; }
-      for (var e = tid; e < QT * D; e += WG) {
-        let at = queryAt(b, head, t0 + min(e / D, queries - 1u)) + e % D;
-        qs[(e / D) * RS + e % D] = q[at];
-        dOs[(e / D) * RS + e % D] = dO[at];
-      }
-      if (tid < QT) {
-        let row = firstRow + t0 + min(tid, queries - 1u);
-        lse[tid] = stats[3u * row];
-        rowD[tid] = stats[3u * row + 1u];
-        // A query past T sees nothing.
-        vis[tid] = select(stats[3u * row + 2u], 0.0, tid >= queries);
-      }
-      workgroupBarrier();
-      for (var e = tid; e < KT * QT; e += WG) {
-        let c = e / QT;
-        let i = e % QT;
-        let s = s0 + min(c, keys - 1u);
-        var p = 0.0;
-        var ds = 0.0;
-        if (f32(s) < vis[i]) {
-          var score = 0.0;
-          var dp = 0.0;
-          for (var dd = 0u; dd < D; dd++) {
-            score += qs[i * RS + dd] * ks[c * RS + dd];
-            dp += dOs[i * RS + dd] * vs[c * RS + dd];
-          }
-          p = exp(score + maskAt(b, t0 + min(i, queries - 1u), s) - lse[i]);
-          ds = p * (dp - rowD[i]);
-        }
-        ps[e] = p;
-        dss[e] = ds;
-      }
-      workgroupBarrier();
-      for (var j = 0u; j < ${per}u; j++) {
-        let e = tid + j * WG;
-        if (e < KT * D) {
-          let c = e / D;
-          for (var i = 0u; i < QT; i++) {
-            dkAcc[j] += dss[c * QT + i] * qs[i * RS + e % D];
-            dvAcc[j] += ps[c * QT + i] * dOs[i * RS + e % D];
-          }
-        }
-      }
-      workgroupBarrier();
+  let firstRow = (b * KV * G + head) * u.T;
+  for (var t0 = 0u; t0 < u.T; t0 += QT) {
+    let queries = min(QT, u.T - t0);
+    // Skip the tile when none of its queries sees the first key (a causal mask's earlier queries).
+    if (tid == 0u) {
+      var sees = 0u;
+      for (var i = 0u; i < queries; i++) { sees = max(sees, select(0u, 1u, f32(s0) < stats[3u * (firstRow + t0 + i) + 2u])); }
+      seen = sees;
     }
+    if (workgroupUniformLoad(&seen) == 0u) { continue; }
+    for (var e = tid; e < QT * D; e += WG) {
+      let at = queryAt(b, head, t0 + min(e / D, queries - 1u)) + e % D;
+      qs[(e / D) * RS + e % D] = q[at];
+      dOs[(e / D) * RS + e % D] = dO[at];
+    }
+    if (tid < QT) {
+      let row = firstRow + t0 + min(tid, queries - 1u);
+      lse[tid] = stats[3u * row];
+      rowD[tid] = stats[3u * row + 1u];
+      // A query past T sees nothing.
+      vis[tid] = select(stats[3u * row + 2u], 0.0, tid >= queries);
+    }
+    workgroupBarrier();
+    for (var e = tid; e < KT * QT; e += WG) {
+      let c = e / QT;
+      let i = e % QT;
+      let s = s0 + min(c, keys - 1u);
+      var p = 0.0;
+      var ds = 0.0;
+      if (f32(s) < vis[i]) {
+        var score = 0.0;
+        var dp = 0.0;
+        for (var dd = 0u; dd < D; dd++) {
+          score += qs[i * RS + dd] * ks[c * RS + dd];
+          dp += dOs[i * RS + dd] * vs[c * RS + dd];
+        }
+        p = exp(score + maskAt(b, t0 + min(i, queries - 1u), s) - lse[i]);
+        ds = p * (dp - rowD[i]);
+      }
+      ps[e] = p;
+      dss[e] = ds;
+    }
+    workgroupBarrier();
+    for (var j = 0u; j < ${per}u; j++) {
+      let e = tid + j * WG;
+      if (e < KT * D) {
+        let c = e / D;
+        for (var i = 0u; i < QT; i++) {
+          dkAcc[j] += dss[c * QT + i] * qs[i * RS + e % D];
+          dvAcc[j] += ps[c * QT + i] * dOs[i * RS + e % D];
+        }
+      }
+    }
+    workgroupBarrier();
   }
   for (var j = 0u; j < ${per}u; j++) {
     let e = tid + j * WG;
     if (e < keys * D) {
-      let at = keyAt(b, kvh, s0 + e / D) + e % D;
+      // Head g's part, [B, KV, G, S, D].
+      let at = (((b * KV + kvh) * G + head % G) * u.S + s0 + e / D) * D + e % D;
       dk[at] = dkAcc[j];
       dv[at] = dvAcc[j];
     }
   }
 }`,
-    outputShapes: [
-      [d.B, d.KV, d.S, d.D],
-      [d.B, d.KV, d.S, d.D],
-    ],
-    dispatch: workgroupGrid(d.B * d.KV * Math.ceil(d.S / KT)),
+    // With one head a KV head, the parts are dk and dv.
+    outputShapes: d.G === 1 ? [keyShape(d), keyShape(d)] : [partsShape(d), partsShape(d)],
+    dispatch: workgroupGrid(d.B * d.KV * d.G * Math.ceil(d.S / KT)),
+    uniforms: uniforms(d),
+  };
+}
+
+/** dk and dv [B, KV, S, D] from keyGradientProgram's parts [B, KV, G, S, D], a thread an element summing its G. */
+function headSumProgram(d: Dims): MultiOutputProgram {
+  return {
+    key: `trainyardPromptAttentionHeadSum_${d.G}_${d.D}`,
+    wgsl: () => `${multiOutputBindings('B : u32, T : u32, S : u32, maskRows : u32', ['dkParts', 'dvParts'], ['dk', 'dv'])}
+const KV : u32 = ${d.KV}u;
+const G : u32 = ${d.G}u;
+const D : u32 = ${d.D}u;
+${flatMain(WORKGROUP)}
+  let perHead = u.S * D;
+  if (i >= u.B * KV * perHead) { return; }
+  let first = (i / perHead) * G * perHead + i % perHead;
+  var dkSum = 0.0;
+  var dvSum = 0.0;
+  for (var g = 0u; g < G; g++) {
+    dkSum += dkParts[first + g * perHead];
+    dvSum += dvParts[first + g * perHead];
+  }
+  dk[i] = dkSum;
+  dv[i] = dvSum;
+}`,
+    outputShapes: [keyShape(d), keyShape(d)],
+    dispatch: workgroupGrid(Math.ceil((d.B * d.KV * d.S * d.D) / WORKGROUP)),
     uniforms: uniforms(d),
   };
 }
@@ -444,8 +478,11 @@ tf.registerKernel({
     const { q, k, v, mask, dO } = inputs as Record<'q' | 'k' | 'v' | 'mask' | 'dO', tf.TensorInfo>;
     const d = dimsOf(q, k, mask, attrs as unknown as Attrs);
     const [dq, stats] = runMultiOutputProgram(backend, queryGradientProgram(d), [q, k, v, mask, dO]);
-    const [dk, dv] = runMultiOutputProgram(backend, keyGradientProgram(d), [q, k, v, mask, dO, stats]);
+    const [dkParts, dvParts] = runMultiOutputProgram(backend, keyGradientProgram(d), [q, k, v, mask, dO, stats]);
     disposeIntermediate(backend, stats);
+    if (d.G === 1) return [dq, dkParts, dvParts];
+    const [dk, dv] = runMultiOutputProgram(backend, headSumProgram(d), [dkParts, dvParts]);
+    [dkParts, dvParts].forEach((t) => disposeIntermediate(backend, t));
     return [dq, dk, dv];
   },
 });
