@@ -108,13 +108,7 @@ const QT : u32 = ${QT}u;
 // Where query (b, head, t) starts in q, dO and dq (token-major), key (b, kvh, s) in k and v.
 fn queryAt(b : u32, head : u32, t : u32) -> u32 { return (b * u.T + t) * HD + head * D; }
 fn keyAt(b : u32, kvh : u32, s : u32) -> u32 { return ((b * KV + kvh) * u.S + s) * D; }
-fn maskAt(b : u32, t : u32, s : u32) -> f32 { return mask[(select(b, 0u, u.maskRows == 1u) * u.T + t) * u.S + s]; }
-// The columns query (b, t) reads: up to its last one the mask does not hide (all S where it hides every one).
-fn visibleColumns(b : u32, t : u32) -> u32 {
-  var n = u.S;
-  while (n > 0u && maskAt(b, t, n - 1u) < ${HIDDEN}) { n--; }
-  return select(u.S, n, n > 0u);
-}`;
+fn maskAt(b : u32, t : u32, s : u32) -> f32 { return mask[(select(b, 0u, u.maskRows == 1u) * u.T + t) * u.S + s]; }`;
 }
 
 /** The entry point's opening: the workgroup's index w among all, returning past the last of `count`. */
@@ -126,8 +120,11 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
 /**
  * A query tile's set-up (forward and dq): which tile w is (TQ tokens t0.. of one head, the
  * `queries` of them before T), q's rows staged in qs (a tile's last rows past T repeat its
- * last), each query's visible columns in vis, and `columns`, the most any of them sees: the
- * keys the tile reads, the same for the whole workgroup.
+ * last), each query's visible columns in vis (up to its last column the mask does not hide; all
+ * S where it hides every one), and `columns`, the most any of them sees: the keys the tile
+ * reads, the same for the whole workgroup. The threads read the tile's mask rows together, a
+ * column each, where a thread a query walking back from the last column would wait on one read
+ * after another, S of them for a causal prompt's first query.
  */
 const QUERY_TILE = `${OPENING('u.B * KV * G * ((u.T + TQ - 1u) / TQ)')}
   let tiles = (u.T + TQ - 1u) / TQ;
@@ -138,9 +135,19 @@ const QUERY_TILE = `${OPENING('u.B * KV * G * ((u.T + TQ - 1u) / TQ)')}
   let queries = min(TQ, u.T - t0);
   for (var e = tid; e < TQ * D; e += WG) { qs[(e / D) * RS + e % D] = q[queryAt(b, head, t0 + min(e / D, queries - 1u)) + e % D]; }
   if (tid < TQ) {
-    vis[tid] = visibleColumns(b, t0 + min(tid, queries - 1u));
+    atomicStore(&lastVisible[tid], 0u);
     runningMax[tid] = -3.402823e+38;
     runningSum[tid] = 0.0;
+  }
+  workgroupBarrier();
+  for (var e = tid; e < TQ * u.S; e += WG) {
+    let c = e % u.S;
+    if (maskAt(b, t0 + min(e / u.S, queries - 1u), c) >= ${HIDDEN}) { atomicMax(&lastVisible[e / u.S], c + 1u); }
+  }
+  workgroupBarrier();
+  if (tid < TQ) {
+    let n = atomicLoad(&lastVisible[tid]);
+    vis[tid] = select(u.S, n, n > 0u);
   }
   workgroupBarrier();
   if (tid == 0u) {
@@ -155,6 +162,8 @@ const QUERY_TILE_MEMORY = `var<workgroup> qs : array<f32, TQ * RS>;
 var<workgroup> kv : array<f32, TK * RS>;
 var<workgroup> ps : array<f32, TQ * TK>;
 var<workgroup> vis : array<u32, TQ>;
+// Each query's last visible column + 1 (0 while none is seen).
+var<workgroup> lastVisible : array<atomic<u32>, TQ>;
 var<workgroup> runningMax : array<f32, TQ>;
 var<workgroup> runningSum : array<f32, TQ>;
 var<workgroup> tileColumns : u32;
