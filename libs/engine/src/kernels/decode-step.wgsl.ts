@@ -441,14 +441,15 @@ export function promptAttentionShader(headDim: number): string {
   return `${attentionBindings(false)}
 
 const D : u32 = ${D}u;
+// A staged row's stride in workgroup memory: threads reading one dimension of consecutive rows (a score's dot products) fall in different banks.
+const RS : u32 = ${D + 1}u;
 const TQ : u32 = ${TQ}u;
 const TK : u32 = ${TK}u;
-// Each thread's share of the output: PER_THREAD dimensions of one query token.
+// Each thread's share of the output: elements tid, tid + ${WORKGROUP}, ... of the tile's TQ x D, PER_THREAD of them.
 const PER_THREAD : u32 = ${perThread}u;
-const THREADS_A_TOKEN : u32 = ${WORKGROUP / TQ}u;
-var<workgroup> qs : array<f32, ${TQ * D}>;
+var<workgroup> qs : array<f32, ${TQ * (D + 1)}>;
 // The tile's keys, then its values.
-var<workgroup> kv : array<f32, ${TK * D}>;
+var<workgroup> kv : array<f32, ${TK * (D + 1)}>;
 // The tile's scores, then their weights exp(score - max).
 var<workgroup> ps : array<f32, ${TQ * TK}>;
 var<workgroup> runningMax : array<f32, ${TQ}>;
@@ -470,14 +471,12 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
   let base = (row * layer.kvHeads + kvHead) * layer.capacity * D;
   for (var e = tid; e < TQ * D; e += ${WORKGROUP}u) {
     let i = min(e / D, queries - 1u);
-    qs[e] = q[((firstToken + i) * H + head) * D + e % D];
+    qs[(e / D) * RS + e % D] = q[((firstToken + i) * H + head) * D + e % D];
   }
   if (tid < TQ) {
     runningMax[tid] = -3.402823e+38;
     runningSum[tid] = 0.0;
   }
-  let mine = tid / THREADS_A_TOKEN;
-  let d0 = (tid % THREADS_A_TOKEN) * PER_THREAD;
   var acc : array<f32, ${perThread}>;
   // The tile's last token sees up to its own column; every later one is hidden.
   let cached = min(S, step.column + t0 + queries);
@@ -485,7 +484,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
   for (var start = 0u; start < cached; start += TK) {
     let tile = min(TK, cached - start);
     for (var e = tid; e < TK * D; e += ${WORKGROUP}u) {
-      kv[e] = keys[base + (start + min(e / D, tile - 1u)) * D + e % D];
+      kv[(e / D) * RS + e % D] = keys[base + (start + min(e / D, tile - 1u)) * D + e % D];
     }
     workgroupBarrier();
     for (var e = tid; e < TQ * TK; e += ${WORKGROUP}u) {
@@ -494,7 +493,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
       var score = -3.402823e+38;
       if (i < queries && k < tile) {
         var dot = 0.0;
-        for (var d = 0u; d < D; d++) { dot += qs[i * D + d] * kv[k * D + d]; }
+        for (var d = 0u; d < D; d++) { dot += qs[i * RS + d] * kv[k * RS + d]; }
         score = dot + mask[(firstToken + i) * S + start + k];
       }
       ps[e] = score;
@@ -516,21 +515,22 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     }
     // The keys are read: the values take their place.
     for (var e = tid; e < TK * D; e += ${WORKGROUP}u) {
-      kv[e] = values[base + (start + min(e / D, tile - 1u)) * D + e % D];
+      kv[(e / D) * RS + e % D] = values[base + (start + min(e / D, tile - 1u)) * D + e % D];
     }
     workgroupBarrier();
-    let scale = rescale[mine];
     for (var j = 0u; j < PER_THREAD; j++) {
-      var sum = acc[j] * scale;
-      for (var k = 0u; k < tile; k++) { sum += ps[mine * TK + k] * kv[k * D + d0 + j]; }
+      let e = tid + j * ${WORKGROUP}u;
+      let i = e / D;
+      var sum = acc[j] * rescale[i];
+      for (var k = 0u; k < tile; k++) { sum += ps[i * TK + k] * kv[k * RS + e % D]; }
       acc[j] = sum;
     }
     workgroupBarrier();
   }
-  if (mine < queries) {
-    let at = ((firstToken + mine) * H + head) * D + d0;
-    let inverse = 1.0 / runningSum[mine];
-    for (var j = 0u; j < PER_THREAD; j++) { out[at + j] = acc[j] * inverse; }
+  for (var j = 0u; j < PER_THREAD; j++) {
+    let e = tid + j * ${WORKGROUP}u;
+    let i = e / D;
+    if (i < queries) { out[((firstToken + i) * H + head) * D + e % D] = acc[j] / runningSum[i]; }
   }
 }`;
 }
