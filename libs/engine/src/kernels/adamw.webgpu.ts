@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import type { AdamWStep } from './adamw';
 import { flatMain, MAX_STORAGE_BUFFERS, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
@@ -20,19 +21,7 @@ export const SUMS_A_DISPATCH = MAX_STORAGE_BUFFERS - 1;
 
 const WORKGROUP = 256;
 
-/** One step's constants, as kernels/adamw.ts's AdamWStep names them. */
-interface StepAttrs {
-  clip: number;
-  beta1: number;
-  beta2: number;
-  correction1: number;
-  correction2: number;
-  eps: number;
-  learningRate: number;
-  decay: number;
-}
-
-function adamwProgram(shape: number[], step: StepAttrs): MultiOutputProgram {
+function adamwProgram(shape: number[], step: AdamWStep): MultiOutputProgram {
   const n = tf.util.sizeFromShape(shape);
   const constants: [string, number][] = [
     ['clip', step.clip],
@@ -98,7 +87,7 @@ tf.registerKernel({
   backendName: 'webgpu',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { p, g, m, v } = inputs as Record<'p' | 'g' | 'm' | 'v', tf.TensorInfo>;
-    return runMultiOutputProgram(backend, adamwProgram(p.shape, attrs as unknown as StepAttrs), [p, g, m, v]);
+    return runMultiOutputProgram(backend, adamwProgram(p.shape, attrs as unknown as AdamWStep), [p, g, m, v]);
   },
 });
 

@@ -1,3 +1,5 @@
+import { ONLINE_SOFTMAX } from './attention.wgsl';
+
 /**
  * The WGSL programs of a decoding step on webgpu (decode-step.webgpu.ts encodes them): linear
  * products over splits of K with RMSNorm folded into their input (and, where asked, their
@@ -500,17 +502,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     }
     workgroupBarrier();
     if (tid < TQ) {
-      var newMax = runningMax[tid];
-      for (var k = 0u; k < tile; k++) { newMax = max(newMax, ps[tid * TK + k]); }
-      var sum = 0.0;
-      for (var k = 0u; k < TK; k++) {
-        let weight = select(0.0, exp(ps[tid * TK + k] - newMax), k < tile);
-        ps[tid * TK + k] = weight;
-        sum += weight;
-      }
-      let scale = exp(runningMax[tid] - newMax);
-      runningSum[tid] = runningSum[tid] * scale + sum;
-      runningMax[tid] = newMax;
+      ${ONLINE_SOFTMAX}
       rescale[tid] = scale;
     }
     // The keys are read: the values take their place.

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { ONLINE_SOFTMAX } from './attention.wgsl';
 import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
@@ -184,18 +185,18 @@ const SCORES = `for (var e = tid; e < TQ * TK; e += WG) {
       ps[e] = select(-3.402823e+38, dotRows(i, c) + maskAt(b, t0 + min(i, queries - 1u), start + c), c < tile);
     }`;
 
-/** Query i's running maximum and sum over the scores in ps, their weights exp(score - max) left in ps; `scale` how much the sums before shrink. */
-const ONLINE_SOFTMAX = `var newMax = runningMax[tid];
-      for (var c = 0u; c < tile; c++) { newMax = max(newMax, ps[tid * TK + c]); }
-      var sum = 0.0;
-      for (var c = 0u; c < TK; c++) {
-        let weight = select(0.0, exp(ps[tid * TK + c] - newMax), c < tile);
-        ps[tid * TK + c] = weight;
-        sum += weight;
-      }
-      let scale = exp(runningMax[tid] - newMax);
-      runningSum[tid] = runningSum[tid] * scale + sum;
-      runningMax[tid] = newMax;`;
+/**
+ * A block of keys (start.., `tile` of them) staged, the tile's scores against them, and each
+ * query's online softmax over those (ONLINE_SOFTMAX), with `after` run by the query's thread
+ * (which may read its `scale`).
+ */
+const softmaxOverKeys = (after = '') => `${stageKeys('k')}
+    workgroupBarrier();
+    ${SCORES}
+    workgroupBarrier();
+    if (tid < TQ) {
+      ${ONLINE_SOFTMAX}${after}
+    }`;
 
 function forwardProgram(d: Dims): MultiOutputProgram {
   const { TQ } = tilesFor(d.D);
@@ -209,14 +210,8 @@ ${QUERY_TILE}
   var acc : array<f32, ${per}>;
   for (var start = 0u; start < columns; start += TK) {
     let tile = min(TK, columns - start);
-    ${stageKeys('k')}
-    workgroupBarrier();
-    ${SCORES}
-    workgroupBarrier();
-    if (tid < TQ) {
-      ${ONLINE_SOFTMAX}
-      rescale[tid] = scale;
-    }
+    ${softmaxOverKeys(`
+      rescale[tid] = scale;`)}
     // The keys are read: the values take their place.
     ${stageKeys('v')}
     workgroupBarrier();
@@ -259,13 +254,7 @@ ${QUERY_TILE}
   // Each query's log-sum-exp over its scores.
   for (var start = 0u; start < columns; start += TK) {
     let tile = min(TK, columns - start);
-    ${stageKeys('k')}
-    workgroupBarrier();
-    ${SCORES}
-    workgroupBarrier();
-    if (tid < TQ) {
-      ${ONLINE_SOFTMAX}
-    }
+    ${softmaxOverKeys()}
     workgroupBarrier();
   }
   if (tid < TQ) {
