@@ -1,15 +1,16 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { GRADIENT_KERNEL, SOFTMAX_KERNEL } from './next-token-softmax.webgpu';
 import { SOFTMAX_WASM } from './softmax.wasm';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+import { fusedKernelsApply } from './webgpu-program';
 
 /**
  * The lm_head's softmax of a training step and its gradient, as two WebAssembly SIMD kernels on
  * tfjs-wasm's heap (source: libs/engine/assembly/softmax.ts, nextTokenSoftmax and
  * nextTokenGradient): one pass of exponentials over the [n, vocabulary] logits where tfjs
- * makes eight or nine, and one pass for their gradient where tfjs makes three.
+ * makes eight or nine, and one pass for their gradient where tfjs makes three. On webgpu the
+ * same kernel names run WGSL (next-token-softmax.webgpu.ts).
  */
-const SOFTMAX_KERNEL = 'TrainyardNextTokenSoftmax';
-const GRADIENT_KERNEL = 'TrainyardNextTokenGradient';
 
 type SoftmaxFunction = (logits: number, targets: number, exps: number, stats: number, n: number, V: number) => void;
 type GradientFunction = (exps: number, stats: number, targets: number, dLogprobs: number, dLogits: number, n: number, V: number) => void;
@@ -59,12 +60,15 @@ export interface NextTokenSoftmax {
 }
 
 function applies(logits: tf.Tensor2D): boolean {
-  return tf.getBackend() === 'wasm' && logits.dtype === 'float32' && exportOf<SoftmaxFunction>(tf.backend(), 'nextTokenSoftmax') !== null;
+  if (logits.dtype !== 'float32') return false;
+  if (tf.getBackend() === 'webgpu') return fusedKernelsApply();
+  return tf.getBackend() === 'wasm' && exportOf<SoftmaxFunction>(tf.backend(), 'nextTokenSoftmax') !== null;
 }
 
 /**
  * log p(target) and the entropy of each row of logits [n, V], keeping what the gradient needs;
- * null where the kernel does not apply (another backend), for the caller to use tfjs ops. The
+ * null where the kernel does not apply (another backend, or webgpu with the engine's WGSL off or
+ * under a gradient tape), for the caller to use tfjs ops. The
  * targets are int32 [n]. Not differentiable by tfjs: nextTokenLogitsGradient is its gradient.
  */
 export function nextTokenSoftmax(logits: tf.Tensor2D, targets: tf.Tensor1D): NextTokenSoftmax | null {

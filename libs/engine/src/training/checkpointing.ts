@@ -171,10 +171,11 @@ async function headPass(
   budget: number | null,
 ): Promise<{ values: NextTokenValues; kept: (KeptSoftmax | null)[] }> {
   const N = targets.length;
-  const logprobs = new Float32Array(N);
-  const entropy = withEntropy ? new Float32Array(N) : null;
   const size = headChunkSize(chunk, model.config.vocabSize);
   const kept: (KeptSoftmax | null)[] = [];
+  // Each chunk's log-probs (and entropies), read back once all are queued: a read a chunk would
+  // leave a GPU idle while the next chunk is encoded.
+  const parts: tf.Tensor[][] = [];
   let keptBytes = 0;
   try {
     for (let start = 0; start < N; start += size) {
@@ -196,30 +197,29 @@ async function headPass(
       kept.push(keep ? softmax : null);
       if (keep) keptBytes += bytes;
       else if (softmax) tf.dispose(keptTensors(softmax));
-      try {
-        await readInto(part, logprobs, entropy, start);
-      } finally {
-        tf.dispose(part);
-      }
+      parts.push(part);
     }
+    return { values: await valuesOf(parts, N, withEntropy), kept };
   } catch (err) {
     for (const softmax of kept) if (softmax) tf.dispose(keptTensors(softmax));
     throw err;
+  } finally {
+    tf.dispose(parts.flat());
   }
-  return { values: { logprobs, entropy }, kept };
 }
 
-/** part[0] into logprobs and part[1] (when asked for) into entropy at `start`, in one read-back. */
-async function readInto(part: tf.Tensor[], logprobs: Float32Array, entropy: Float32Array | null, start: number): Promise<void> {
-  const n = part[0].size;
-  const both = entropy ? tf.concat([part[0], part[1]]) : part[0];
-  try {
-    const values = (await both.data()) as Float32Array;
-    logprobs.set(values.subarray(0, n), start);
-    entropy?.set(values.subarray(n, 2 * n), start);
-  } finally {
-    if (both !== part[0]) both.dispose();
+/** The chunks' parts ([log-probs] or [log-probs, entropies], in order) as N numbers each, read back together. */
+async function valuesOf(parts: tf.Tensor[][], N: number, withEntropy: boolean): Promise<NextTokenValues> {
+  const logprobs = new Float32Array(N);
+  const entropy = withEntropy ? new Float32Array(N) : null;
+  const read = (await Promise.all(parts.map((part) => Promise.all(part.map((t) => t.data()))))) as Float32Array[][];
+  let start = 0;
+  for (const [chunkLogprobs, chunkEntropy] of read) {
+    logprobs.set(chunkLogprobs, start);
+    if (chunkEntropy) entropy?.set(chunkEntropy, start);
+    start += chunkLogprobs.length;
   }
+  return { logprobs, entropy };
 }
 
 /**
