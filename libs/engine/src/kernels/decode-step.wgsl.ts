@@ -78,6 +78,20 @@ export function linearShader(rows: number, norm: boolean, adapters: LinearAdapte
     makeXA: `@group(0) @binding(${loraBinding}) var<storage, read> loraA : array<vec4<f32>>;
 @group(0) @binding(${loraBinding + 1}) var<storage, read_write> loraIn : array<vec4<f32>>;`,
   }[adapters];
+  // The staged input, k-major: rows r of step kk at xs[kk * R + r], so that with R a multiple of 4
+  // a thread reads four rows' inputs in one vec4 load (xs4) where it would make four.
+  const vectorRows = R % 4 === 0;
+  const xsDeclaration = vectorRows ? `var<workgroup> xs : array<vec4<f32>, ${(R * TILE_K) / 4}>;` : `var<workgroup> xs : array<f32, ${R * TILE_K}>;`;
+  const stage = vectorRows ? 'xs[(i % TK) * (R / 4u) + (i / TK) / 4u][(i / TK) % 4u] = value;' : 'xs[(i % TK) * R + i / TK] = value;';
+  const multiplyAdd = vectorRows
+    ? `for (var q = 0u; q < R / 4u; q++) {
+        let xv = xs[kk * (R / 4u) + q];
+        acc[4u * q] += xv.x * wv;
+        acc[4u * q + 1u] += xv.y * wv;
+        acc[4u * q + 2u] += xv.z * wv;
+        acc[4u * q + 3u] += xv.w * wv;
+      }`
+    : 'for (var r = 0u; r < R; r++) { acc[r] += xs[kk * R + r] * wv; }';
   // acc[r] += the tile's input rows times the weight's column wcol, over the workgroup's split of K.
   const accumulate = (weight: string, ldw4: string) => `
   for (var k0 = kBegin; k0 < kEnd; k0 += TK) {
@@ -90,13 +104,13 @@ export function linearShader(rows: number, norm: boolean, adapters: LinearAdapte
         value = x[at + k];
 ${norm ? '        value = value * rinv[at / K] * gamma[k];' : ''}
       }
-      xs[i] = value;
+      ${stage}
     }
     workgroupBarrier();
     for (var kk = 0u; kk < TK; kk++) {
       // Past kEnd the staged input is 0: the clamped row's weights add nothing.
       let wv = ${weight}[min(k0 + kk, K - 1u) * ${ldw4} + wcol];
-      for (var r = 0u; r < R; r++) { acc[r] += xs[r * TK + kk] * wv; }
+      ${multiplyAdd}
     }
     workgroupBarrier();
   }`;
@@ -119,7 +133,7 @@ ${bindings}
 
 const R : u32 = ${R}u;
 const TK : u32 = ${TILE_K}u;
-var<workgroup> xs : array<f32, ${R * TILE_K}>;
+${xsDeclaration}
 ${adapters === 'addDelta' ? `var<workgroup> loraU : array<f32, ${R * MAX_LORA_RANK}>;` : ''}
 
 @compute @workgroup_size(${WORKGROUP})
