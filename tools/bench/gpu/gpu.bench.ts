@@ -381,8 +381,8 @@ async function trainingProfile(lm: LoadedModel, plan: Plan): Promise<string | nu
  * step, bytes read back a row; and of a LoRA SFT step, forward passes (Block.forward calls per
  * layer: 1 where every block runs its forward once and its explicit backward, 2 where all are
  * recomputed for their backward, training/checkpointing.ts), dispatches a layer of its forward
- * and backward, and those of its optimizer's update (AdamW.apply: a dispatch a parameter, and
- * the gradients' sums of squares), counted apart.
+ * and backward, and those of its optimizer's update (AdamW.apply: a dispatch for two parameters,
+ * and the gradients' sums of squares), counted apart.
  */
 async function gpuCounts(where: string): Promise<Record<string, number>> {
   const measured: { layers: number; base: GpuCounts; lora: GpuCounts; train: GpuCounts; optimizer: GpuCounts; forwardPasses: number }[] = [];

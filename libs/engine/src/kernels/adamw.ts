@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ADAMW_WASM } from './adamw.wasm';
-import { ADAMW_KERNEL, SUM_OF_SQUARES_KERNEL, SUMS_A_DISPATCH } from './adamw.webgpu';
+import { ADAMW_IN_PLACE_KERNEL, PARAMETERS_A_DISPATCH, SUM_OF_SQUARES_KERNEL, SUMS_A_DISPATCH } from './adamw.webgpu';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsEnabled } from './webgpu-program';
 
@@ -9,10 +9,10 @@ import { fusedKernelsEnabled } from './webgpu-program';
  * libs/engine/assembly/adamw.ts), over tensors where tfjs keeps them: reading 2.4 M gradients
  * and parameters out of tfjs's heap, updating them in a JS loop and writing them back took
  * about 65 ms of a training step (docs/benchmarks.md, "Training step"). The results are the
- * bits of the JS loop in training/adamw.ts, which other backends run. On webgpu the same kernel
- * names run WGSL (adamw.webgpu.ts), in float32.
+ * bits of the JS loop in training/adamw.ts, which other backends run. On webgpu WGSL programs
+ * (adamw.webgpu.ts) do the same in float32, Adam's moments interleaved in one tensor.
  */
-const KERNEL_NAME = ADAMW_KERNEL;
+const KERNEL_NAME = 'TrainyardAdamW';
 
 /** One step's constants (training/adamw.ts states the update). */
 export interface AdamWStep {
@@ -87,7 +87,30 @@ async function sumOfSquaresOnGpu(tensors: tf.Tensor[]): Promise<number> {
   }
 }
 
-/** One AdamW step of parameter p: its next value and next moments [p, m, v] (new tensors; the inputs are unchanged). */
+/**
+ * How the kernels here keep a parameter's moments: `separate`, m and v tensors of its shape (wasm:
+ * adamwStep); `interleaved`, one flat tensor [2 * size] of m and v in turn (webgpu:
+ * adamwStepsInPlace).
+ */
+export function adamwMomentLayout(): 'separate' | 'interleaved' {
+  return tf.getBackend() === 'webgpu' ? 'interleaved' : 'separate';
+}
+
+/**
+ * AdamW steps on webgpu: each parameter's next value (a new tensor), its moments `mv`
+ * (interleaved, [2 * size], the caller's alone) updated in place, PARAMETERS_A_DISPATCH
+ * parameters a dispatch.
+ */
+export function adamwStepsInPlace(parameters: { p: tf.Tensor; g: tf.Tensor; mv: tf.Tensor }[], step: AdamWStep): tf.Tensor[] {
+  const next: tf.Tensor[] = [];
+  for (let i = 0; i < parameters.length; i += PARAMETERS_A_DISPATCH) {
+    const inputs = Object.fromEntries(parameters.slice(i, i + PARAMETERS_A_DISPATCH).flatMap(({ p, g, mv }, j) => [[`p${j}`, p], [`g${j}`, g], [`mv${j}`, mv]]));
+    next.push(...(tf.engine().runKernel(ADAMW_IN_PLACE_KERNEL, inputs, step as unknown as tf.NamedAttrMap) as unknown as tf.Tensor[]));
+  }
+  return next;
+}
+
+/** One AdamW step of parameter p on wasm: its next value and next moments [p, m, v] (new tensors; the inputs are unchanged). */
 export function adamwStep(p: tf.Tensor, g: tf.Tensor, m: tf.Tensor, v: tf.Tensor, step: AdamWStep): [tf.Tensor, tf.Tensor, tf.Tensor] {
   return tf.engine().runKernel(KERNEL_NAME, { p, g, m, v }, step as unknown as tf.NamedAttrMap) as unknown as [tf.Tensor, tf.Tensor, tf.Tensor];
 }

@@ -4,25 +4,42 @@ import { flatMain, MAX_STORAGE_BUFFERS, MultiOutputProgram, multiOutputBindings,
 
 /**
  * The optimizer's step on webgpu, where the adapters' parameters, gradients and moments already
- * are: the same kernel names as the wasm kernels (adamw.ts), in WGSL. Without them a step read
- * every gradient and parameter back, updated them in a JS loop and uploaded the parameters
- * again (training/adamw.ts), a few hundred tensors a step for a LoRA adapter.
+ * are, in WGSL. Without it a step read every gradient and parameter back, updated them in a JS
+ * loop and uploaded the parameters again (training/adamw.ts), a few hundred tensors a step for a
+ * LoRA adapter.
  *
- * `TrainyardAdamW` is one elementwise dispatch a parameter: p, g, m and v in, the next p, m and v
- * out, in float32 (WGSL has no float64) in the order training/adamw.ts states the update.
- * `TrainyardSumOfSquares` sums the squares of up to seven tensors, a workgroup a tensor, into
- * one float each: the global gradient norm reads back those, not the gradients.
+ * `TrainyardAdamWInPlace` updates two parameters a dispatch: each binds p, its gradient and its
+ * moments m and v interleaved in one tensor ([2 n], the optimizer's own, written in place), and
+ * writes its next p, four of the eight storage buffers a dispatch may bind (the wasm kernel's
+ * separate m and v in and out would take seven, one parameter a dispatch). float32 (WGSL has no
+ * float64), in the order training/adamw.ts states the update. `TrainyardSumOfSquares` sums the
+ * squares of up to seven tensors, a workgroup a tensor, into one float each: the global gradient
+ * norm reads back those, not the gradients.
  */
-export const ADAMW_KERNEL = 'TrainyardAdamW';
+export const ADAMW_IN_PLACE_KERNEL = 'TrainyardAdamWInPlace';
 export const SUM_OF_SQUARES_KERNEL = 'TrainyardSumOfSquares';
+
+/** Parameters one TrainyardAdamWInPlace dispatch updates. */
+export const PARAMETERS_A_DISPATCH = 2;
 
 /** Tensors one TrainyardSumOfSquares dispatch takes: every storage buffer but its output's. */
 export const SUMS_A_DISPATCH = MAX_STORAGE_BUFFERS - 1;
 
 const WORKGROUP = 256;
 
-function adamwProgram(shape: number[], step: AdamWStep): MultiOutputProgram {
-  const n = tf.util.sizeFromShape(shape);
+/** The next p, m and v of parameter j's element i from its p, g, m and v (the clipped gradient's AdamW step). */
+const parameterUpdate = (j: number, i: string) => `{
+    let grad = g${j}[${i}] * u.clip;
+    let first = u.beta1 * mv${j}[2u * ${i}] + u.oneMinusBeta1 * grad;
+    let second = u.beta2 * mv${j}[2u * ${i} + 1u] + u.oneMinusBeta2 * grad * grad;
+    mv${j}[2u * ${i}] = first;
+    mv${j}[2u * ${i} + 1u] = second;
+    next${j}[${i}] = p${j}[${i}] * u.decay - u.lr * (first / u.correction1 / (sqrt(second / u.correction2) + u.eps));
+  }`;
+
+/** Parameters of `shapes` updated in one dispatch, a thread an element of all of them in turn. */
+function adamwProgram(shapes: number[][], step: AdamWStep): MultiOutputProgram {
+  const sizes = shapes.map((shape) => tf.util.sizeFromShape(shape));
   const constants: [string, number][] = [
     ['clip', step.clip],
     ['beta1', step.beta1],
@@ -35,21 +52,24 @@ function adamwProgram(shape: number[], step: AdamWStep): MultiOutputProgram {
     ['lr', step.learningRate],
     ['decay', step.decay],
   ];
+  const fields = [...sizes.map((_, j) => `n${j} : u32`), ...constants.map(([name]) => `${name} : f32`)].join(', ');
+  const inputs = sizes.flatMap((_, j) => [`p${j}`, `g${j}`, `mv${j}:rw`]);
+  // Parameter j's elements follow those of the parameters before it.
+  let first = '0u';
+  const branches = sizes.map((_, j) => {
+    const branch = `if (i < ${first} + u.n${j}) ${parameterUpdate(j, `(i - (${first}))`)}`;
+    first = `${first} + u.n${j}`;
+    return branch;
+  });
   return {
-    key: 'trainyardAdamW',
-    wgsl: () => `${multiOutputBindings(['n : u32', ...constants.map(([name]) => `${name} : f32`)].join(', '), ['p', 'g', 'm', 'v'], ['pOut', 'mOut', 'vOut'])}
+    key: `trainyardAdamWInPlace_${sizes.length}`,
+    wgsl: () => `${multiOutputBindings(fields, inputs, sizes.map((_, j) => `next${j}`))}
 ${flatMain(WORKGROUP)}
-  if (i >= u.n) { return; }
-  let grad = g[i] * u.clip;
-  let first = u.beta1 * m[i] + u.oneMinusBeta1 * grad;
-  let second = u.beta2 * v[i] + u.oneMinusBeta2 * grad * grad;
-  mOut[i] = first;
-  vOut[i] = second;
-  pOut[i] = p[i] * u.decay - u.lr * (first / u.correction1 / (sqrt(second / u.correction2) + u.eps));
+  ${branches.join(' else ')}
 }`,
-    outputShapes: [shape, shape, shape],
-    dispatch: workgroupGrid(Math.ceil(n / WORKGROUP)),
-    uniforms: [{ type: 'uint32', value: n }, ...constants.map(([, value]) => ({ type: 'float32' as const, value }))],
+    outputShapes: shapes,
+    dispatch: workgroupGrid(Math.ceil(sizes.reduce((a, b) => a + b, 0) / WORKGROUP)),
+    uniforms: [...sizes.map((value) => ({ type: 'uint32' as const, value })), ...constants.map(([, value]) => ({ type: 'float32' as const, value }))],
   };
 }
 
@@ -83,11 +103,12 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
 }
 
 tf.registerKernel({
-  kernelName: ADAMW_KERNEL,
+  kernelName: ADAMW_IN_PLACE_KERNEL,
   backendName: 'webgpu',
   kernelFunc: ({ inputs, backend, attrs }) => {
-    const { p, g, m, v } = inputs as Record<'p' | 'g' | 'm' | 'v', tf.TensorInfo>;
-    return runMultiOutputProgram(backend, adamwProgram(p.shape, attrs as unknown as AdamWStep), [p, g, m, v]);
+    const count = Object.keys(inputs).length / 3;
+    const tensors = Array.from({ length: count }, (_, j) => ['p', 'g', 'mv'].map((name) => inputs[`${name}${j}`] as tf.TensorInfo)).flat();
+    return runMultiOutputProgram(backend, adamwProgram(Array.from({ length: count }, (_, j) => tensors[3 * j].shape), attrs as unknown as AdamWStep), tensors);
   },
 });
 

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { adamwKernelAvailable, adamwStep, AdamWStep, sumOfSquares } from '../kernels/adamw';
+import { adamwKernelAvailable, adamwMomentLayout, adamwStep, adamwStepsInPlace, AdamWStep, sumOfSquares } from '../kernels/adamw';
 
 export interface AdamWOptions {
   beta1?: number;
@@ -27,12 +27,13 @@ export class AdamW {
   readonly options: Required<AdamWOptions>;
   /**
    * First and second moments per parameter. On wasm and webgpu they are tensors beside the
-   * parameters and one kernel updates all three (kernels/adamw.ts); elsewhere they are in JS
+   * parameters, laid out as kernels/adamw.ts's adamwMomentLayout says (m and v, or both
+   * interleaved in one), and kernels update them with the parameters; elsewhere they are in JS
    * memory and a JS loop updates them, from the gradients and parameters read back (as tfjs ops
    * the update is about 16 kernel dispatches per parameter, 6,700 a step for a 7-target LoRA on
    * 30 layers). The wasm kernel gives the JS loop's bits; webgpu's computes in float32.
    */
-  private readonly deviceMoments = new Map<tf.Variable, { m: tf.Tensor; v: tf.Tensor }>();
+  private readonly deviceMoments = new Map<tf.Variable, DeviceMoments>();
   private readonly jsMoments = new Map<tf.Variable, { m: Float32Array; v: Float32Array }>();
   private t = 0;
 
@@ -90,7 +91,7 @@ export class AdamW {
     for (const p of params) {
       const device = this.deviceMoments.get(p);
       const js = this.jsMoments.get(p);
-      if (device) moments.push({ m: (await device.m.data()) as Float32Array, v: (await device.v.data()) as Float32Array });
+      if (device) moments.push(await momentValues(device));
       else if (js) moments.push({ m: js.m.slice(), v: js.v.slice() });
       else moments.push(null);
     }
@@ -106,21 +107,38 @@ export class AdamW {
       const moment = state.moments[i];
       if (!moment) return;
       if (moment.m.length !== p.size || moment.v.length !== p.size) throw new Error(`moments ${i} have ${moment.m.length} values for a parameter of ${p.size}`);
-      if (adamwKernelAvailable()) this.deviceMoments.set(p, { m: tf.keep(tf.tensor(moment.m, p.shape)), v: tf.keep(tf.tensor(moment.v, p.shape)) });
+      if (adamwKernelAvailable()) this.deviceMoments.set(p, momentTensors(p, moment));
       else this.jsMoments.set(p, { m: moment.m.slice(), v: moment.v.slice() });
     });
   }
 
   dispose(): void {
-    for (const { m, v } of this.deviceMoments.values()) tf.dispose([m, v]);
+    for (const moments of this.deviceMoments.values()) tf.dispose(Object.values(moments));
     this.deviceMoments.clear();
     this.jsMoments.clear();
   }
 
-  /** The kernel, parameter by parameter: new tensors for p, m and v replace the old. */
+  /**
+   * The kernels: on wasm parameter by parameter, new tensors for p, m and v replacing the old; on
+   * webgpu a new tensor for each p, the interleaved moments updated where they are.
+   */
   private applyOnDevice(params: tf.Variable[], grads: tf.Tensor[], step: AdamWStep): void {
+    const momentsOf = (p: tf.Variable) => {
+      let moments = this.deviceMoments.get(p);
+      if (!moments) this.deviceMoments.set(p, (moments = momentTensors(p, null)));
+      return moments;
+    };
+    if (adamwMomentLayout() === 'interleaved') {
+      const next = adamwStepsInPlace(
+        params.map((p, i) => ({ p, g: grads[i], mv: (momentsOf(p) as { mv: tf.Tensor }).mv })),
+        step,
+      );
+      params.forEach((p, i) => p.assign(next[i]));
+      tf.dispose(next);
+      return;
+    }
     params.forEach((p, i) => {
-      const moments = this.deviceMoments.get(p) ?? { m: tf.keep(tf.zerosLike(p)), v: tf.keep(tf.zerosLike(p)) };
+      const moments = momentsOf(p) as { m: tf.Tensor; v: tf.Tensor };
       const [next, m, v] = adamwStep(p, grads[i], moments.m, moments.v, step);
       p.assign(next);
       tf.dispose([next, moments.m, moments.v]);
@@ -151,6 +169,36 @@ export class AdamW {
       });
     });
   }
+}
+
+/** A parameter's moments as adamwMomentLayout lays them out: m and v, or m and v interleaved in one flat tensor. */
+type DeviceMoments = { m: tf.Tensor; v: tf.Tensor } | { mv: tf.Tensor };
+
+/** A parameter's moments as tensors, kept: from saved values, or zero (`values` null). */
+function momentTensors(p: tf.Variable, values: { m: Float32Array; v: Float32Array } | null): DeviceMoments {
+  const m = values?.m ?? new Float32Array(p.size);
+  const v = values?.v ?? new Float32Array(p.size);
+  if (adamwMomentLayout() === 'separate') return { m: tf.keep(tf.tensor(m, p.shape)), v: tf.keep(tf.tensor(v, p.shape)) };
+  const mv = new Float32Array(2 * p.size);
+  for (let i = 0; i < p.size; i++) {
+    mv[2 * i] = m[i];
+    mv[2 * i + 1] = v[i];
+  }
+  return { mv: tf.keep(tf.tensor1d(mv)) };
+}
+
+/** A parameter's moments read back as m and v. */
+async function momentValues(moments: DeviceMoments): Promise<{ m: Float32Array; v: Float32Array }> {
+  if (!('mv' in moments)) return { m: (await moments.m.data()) as Float32Array, v: (await moments.v.data()) as Float32Array };
+  const mv = (await moments.mv.data()) as Float32Array;
+  const n = mv.length / 2;
+  const m = new Float32Array(n);
+  const v = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    m[i] = mv[2 * i];
+    v[i] = mv[2 * i + 1];
+  }
+  return { m, v };
 }
 
 /** The sum of squares of every element, in float64, one after the other. */

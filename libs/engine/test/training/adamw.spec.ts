@@ -19,8 +19,10 @@ function draw(shapes: number[][], seed: number, scale: number): Float32Array[] {
   return shapes.map(([r, c]) => Float32Array.from({ length: r * c }, () => scale * rng.normal()));
 }
 
-/** Parameters and norms after STEPS steps of the reference AdamW on the current backend, from the same seeded values. */
-async function train(shapes = SHAPES): Promise<{ params: number[][]; norms: number[] }> {
+type Moments = Awaited<ReturnType<AdamW['exportMoments']>>;
+
+/** Parameters, norms and the exported moments after STEPS steps of the reference AdamW on the current backend, from the same seeded values. */
+async function train(shapes = SHAPES): Promise<{ params: number[][]; norms: number[]; moments: Moments }> {
   const start = draw(shapes, 1, 0.02);
   const params = tf.tidy(() => shapes.map(([r, c], i) => tf.variable(tf.tensor2d(start[i], [r, c]))));
   const optimizer = new AdamW(REFERENCE_ADAMW);
@@ -32,9 +34,10 @@ async function train(shapes = SHAPES): Promise<{ params: number[][]; norms: numb
     tf.dispose(grads);
   }
   const values = await Promise.all(params.map(async (p) => Array.from(await p.data())));
+  const moments = await optimizer.exportMoments(params);
   optimizer.dispose();
   tf.dispose(params);
-  return { params: values, norms };
+  return { params: values, norms, moments };
 }
 
 const unavailable = webgpuUnavailable();
@@ -78,16 +81,34 @@ describe('AdamW', () => {
       }),
     );
 
-    // One step: a dispatch a parameter and two of sums; only the sums come back.
+    // The moments as a saved training state has them (m and v apart), and back again.
+    const close = (got: Float32Array, want: Float32Array) => {
+      const scale = want.reduce((a, x) => Math.max(a, Math.abs(x)), 0);
+      expect(scale).toBeGreaterThan(0);
+      got.forEach((x, j) => expect(Math.abs(x - want[j])).toBeLessThanOrEqual(1e-5 * scale));
+    };
+    kernel.moments.moments.forEach((moment, i) => {
+      const want = js.moments.moments[i];
+      if (!moment || !want) throw new Error(`parameter ${i} has no moments`);
+      close(moment.m, want.m);
+      close(moment.v, want.v);
+    });
+
+    // One step: two parameters a dispatch, two dispatches of sums; only the sums come back.
     const params = MANY_SHAPES.map(([r, c]) => tf.variable(tf.zeros([r, c])));
     const grads = draw(MANY_SHAPES, 20, 0.1).map((g, i) => tf.tensor2d(g, MANY_SHAPES[i] as [number, number]));
     const optimizer = new AdamW(REFERENCE_ADAMW);
+    const restored = new AdamW(REFERENCE_ADAMW);
     try {
       await optimizer.apply(params, grads, 1e-3);
       const { counts } = await countGpuWork(() => optimizer.apply(params, grads, 1e-3));
       expect(counts.readBytes).toBe(4 * MANY_SHAPES.length);
-      expect(counts.dispatches).toBe(MANY_SHAPES.length + 2);
+      expect(counts.dispatches).toBe(Math.ceil(MANY_SHAPES.length / 2) + 2);
+      const state = await optimizer.exportMoments(params);
+      restored.importMoments(params, state);
+      expect(await restored.exportMoments(params)).toEqual(state);
     } finally {
+      restored.dispose();
       optimizer.dispose();
       tf.dispose([...params, ...grads]);
     }
