@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import { countGpuWork } from '../src/kernels/gpu-counters';
 import { loraBackwardOnWebGpu, loraForwardOnWebGpu } from '../src/kernels/lora.webgpu';
-import { promptAttention, promptAttentionGradient } from '../src/kernels/prompt-attention';
+import { promptAttention, promptAttentionGradient, promptAttentionSaving } from '../src/kernels/prompt-attention';
 import { rmsNormGradient } from '../src/kernels/rms-norm';
 import { ropeQkv, ropeQkvGradient } from '../src/kernels/rope';
 import { swiglu, swigluGradient } from '../src/kernels/swiglu';
@@ -315,6 +315,17 @@ suite('WGSL training kernels give the cpu backend results', () => {
       const got = [forward.result, ...backward.result];
       for (const [i, t] of got.entries()) expectClose((await t.data()) as Float32Array, want[i]);
       tf.dispose(got);
+      // A saving pass's forward writes each query's statistics, and the backward reading them gives the same.
+      const saving = await countGpuWork(async () => promptAttentionSaving(q, k, v, mask, T));
+      if (!saving.result) throw new Error('the saving forward did not apply');
+      const { out, stats } = saving.result;
+      const fromSaved = await countGpuWork(async () => promptAttentionGradient(q, k, v, mask, dO, T, stats));
+      if (!fromSaved.result) throw new Error('the attention programs did not apply');
+      expect([saving.counts.dispatches, fromSaved.counts.dispatches]).toEqual([1, G > 1 ? 3 : 2]);
+      expect(stats.shape).toEqual([B * KV * G * T, 3]);
+      const again = [out, ...fromSaved.result];
+      for (const [i, t] of again.entries()) expectClose((await t.data()) as Float32Array, want[i]);
+      tf.dispose([...again, stats]);
     } finally {
       tf.dispose([...inputs]);
     }

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { AttentionKernels } from './attention-kernels';
 import { attentionKernelFor, attentionThreads, runAttentionKernel } from './decode-attention';
 import { withBackwardKernel } from './kernel-gradient';
-import { MAX_WEBGPU_ATTENTION_HEAD_DIM } from './prompt-attention.webgpu';
+import { MAX_WEBGPU_ATTENTION_HEAD_DIM, SAVING_KERNEL } from './prompt-attention.webgpu';
 import { fusedKernelsApply } from './webgpu-program';
 import { heapOffset, heapView, WasmBackendInternals } from './wasm-heap';
 
@@ -117,15 +117,44 @@ export function promptAttentionWithGradient(q: tf.Tensor2D, k: tf.Tensor4D, v: t
 }
 
 /**
- * The gradient kernel alone: [dq, dk, dv] of promptAttention's output for its gradient dO
- * (laid out as q), or null where the kernels do not apply. What promptAttentionWithGradient's
- * backward pass runs; the bench times it by itself.
+ * promptAttention for a pass that saves what its backward reads, on webgpu: the result and each
+ * query's statistics [B * H * T, 3] (its log-sum-exp and visible columns), which
+ * promptAttentionGradient takes as `saved` so that its dq program need not find them again.
+ * Null elsewhere (the wasm backward finds them within one kernel), for the caller to use
+ * promptAttention.
  */
-export function promptAttentionGradient(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dO: tf.Tensor2D, T: number): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] | null {
+export function promptAttentionSaving(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, T: number): { out: tf.Tensor2D; stats: tf.Tensor2D } | null {
+  if (!fusedKernelsApply()) return null;
   const attrs = attrsFor(q, k, v, mask, T);
-  return attrs && backward(q, k, v, mask, dO, attrs);
+  if (!attrs) return null;
+  const [out, stats] = tf.engine().runKernel(SAVING_KERNEL, { q, k, v, mask }, attrs) as tf.Tensor2D[];
+  return { out, stats };
 }
 
-function backward(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dO: tf.Tensor2D, attrs: Attrs): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] {
-  return tf.engine().runKernel(BACKWARD_KERNEL, { q, k, v, mask, dO }, attrs) as unknown as [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D];
+/** Whether promptAttentionSaving applies to heads of `headDim` now: what a saving pass's statistics cost is counted by (ops/decoder-block-gradient.ts). */
+export function promptAttentionSaves(headDim: number): boolean {
+  return fusedKernelsApply() && headDim <= MAX_WEBGPU_ATTENTION_HEAD_DIM;
+}
+
+/**
+ * The gradient kernel alone: [dq, dk, dv] of promptAttention's output for its gradient dO
+ * (laid out as q), or null where the kernels do not apply; `saved`, promptAttentionSaving's
+ * statistics of the same forward. What promptAttentionWithGradient's backward pass runs; the
+ * bench times it by itself.
+ */
+export function promptAttentionGradient(
+  q: tf.Tensor2D,
+  k: tf.Tensor4D,
+  v: tf.Tensor4D,
+  mask: tf.Tensor4D,
+  dO: tf.Tensor2D,
+  T: number,
+  saved: tf.Tensor2D | null = null,
+): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] | null {
+  const attrs = attrsFor(q, k, v, mask, T);
+  return attrs && backward(q, k, v, mask, dO, attrs, saved);
+}
+
+function backward(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dO: tf.Tensor2D, attrs: Attrs, saved: tf.Tensor2D | null = null): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] {
+  return tf.engine().runKernel(BACKWARD_KERNEL, { q, k, v, mask, dO, ...(saved ? { saved } : {}) }, attrs) as unknown as [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D];
 }

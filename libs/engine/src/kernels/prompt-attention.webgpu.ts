@@ -20,9 +20,9 @@ import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings,
  *
  * The backward is two dispatches, three with grouped queries, with P recomputed from q and k
  * rather than kept (ops/attention.ts, attendBackward, has the maths). The same query tiles
- * first find each query's log-sum-exp over the keys, then in a second pass D = rowsum(P * dP)
- * (= rowsum(dO * O)) and dq = sum_s P (dP - D) k_s, and write the log-sum-exp, D and the
- * query's visible columns beside dq. Then a workgroup a tile of KT keys of one KV head and one
+ * first find each query's log-sum-exp over the keys (or read it where the forward saved it:
+ * SAVING_KERNEL), then in a second pass D = rowsum(P * dP) (= rowsum(dO * O)) and dq = sum_s P
+ * (dP - D) k_s, and write the log-sum-exp, D and the query's visible columns beside dq. Then a workgroup a tile of KT keys of one KV head and one
  * of its G query heads walks that head's T queries QT at a time, summing its part of dk = sum P
  * (dP - D) q and dv = sum P dO; with G > 1 a last dispatch adds the G parts. The generic ops
  * take about fifteen, with [heads, T, S] tensors between them.
@@ -37,6 +37,8 @@ import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings,
  * are sized to WebGPU's default 16 KB of it (tilesFor).
  */
 const KERNEL_NAME = 'TrainyardPromptAttention';
+/** The forward that also writes each query's statistics; webgpu only (prompt-attention.ts, promptAttentionSaving). */
+export const SAVING_KERNEL = 'TrainyardPromptAttentionSaving';
 const BACKWARD_KERNEL = 'TrainyardPromptAttentionBackward';
 const WORKGROUP = 64;
 /** Mask values below this hide a column (KVCache's MASKED is -1e9), as the wasm kernels read them. */
@@ -82,6 +84,8 @@ function dimsOf(q: tf.TensorInfo, k: tf.TensorInfo, mask: tf.TensorInfo, attrs: 
 /** k's shape, [B, KV, S, D], and that of its gradient's parts a query head, [B, KV, G, S, D]. */
 const keyShape = (d: Dims) => [d.B, d.KV, d.S, d.D];
 const partsShape = (d: Dims) => [d.B, d.KV, d.G, d.S, d.D];
+/** The queries' statistics [B * KV * G * T, 3]: [log-sum-exp, D = rowsum(P dP), visible columns], query t of head h of row b at (b H + h) T + t. */
+const statsShape = (d: Dims) => [d.B * d.KV * d.G * d.T, 3];
 
 function uniforms(d: Dims): MultiOutputProgram['uniforms'] {
   return [d.B, d.T, d.S, d.maskRows].map((value) => ({ type: 'uint32' as const, value }));
@@ -122,20 +126,32 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
  * A query tile's set-up (forward and dq): which tile w is (TQ tokens t0.. of one head, the
  * `queries` of them before T), q's rows staged in qs (a tile's last rows past T repeat its
  * last), each query's visible columns in vis (up to its last column the mask does not hide; all
- * S where it hides every one), and `columns`, the most any of them sees: the keys the tile
- * reads, the same for the whole workgroup. The threads read the tile's mask rows together, a
- * column each, where a thread a query walking back from the last column would wait on one read
- * after another, S of them for a causal prompt's first query.
+ * S where it hides every one) as `visibility` finds them, and `columns`, the most any of them
+ * sees: the keys the tile reads, the same for the whole workgroup. From the mask, the threads
+ * read the tile's mask rows together, a column each, where a thread a query walking back from
+ * the last column would wait on one read after another, S of them for a causal prompt's first
+ * query.
  */
-const QUERY_TILE = `${OPENING('u.B * KV * G * ((u.T + TQ - 1u) / TQ)')}
+const queryTile = (visibility: string) => `${OPENING('u.B * KV * G * ((u.T + TQ - 1u) / TQ)')}
   let tiles = (u.T + TQ - 1u) / TQ;
   let t0 = (w % tiles) * TQ;
   let head = (w / tiles) % (KV * G);
   let b = w / (tiles * KV * G);
   let kvh = head / G;
   let queries = min(TQ, u.T - t0);
+  // Query t0 + i's row of the statistics [B * KV * G * T, 3].
+  let firstRow = (b * KV * G + head) * u.T + t0;
   for (var e = tid; e < TQ * D; e += WG) { qs[(e / D) * RS + e % D] = q[queryAt(b, head, t0 + min(e / D, queries - 1u)) + e % D]; }
-  if (tid < TQ) {
+  ${visibility}
+  if (tid == 0u) {
+    var most = 0u;
+    for (var i = 0u; i < TQ; i++) { most = max(most, vis[i]); }
+    tileColumns = most;
+  }
+  let columns = workgroupUniformLoad(&tileColumns);`;
+
+/** Each query's visible columns from the tile's mask rows, read by all the threads together. */
+const VISIBLE_FROM_MASK = `if (tid < TQ) {
     atomicStore(&lastVisible[tid], 0u);
     runningMax[tid] = -3.402823e+38;
     runningSum[tid] = 0.0;
@@ -150,13 +166,17 @@ const QUERY_TILE = `${OPENING('u.B * KV * G * ((u.T + TQ - 1u) / TQ)')}
     let n = atomicLoad(&lastVisible[tid]);
     vis[tid] = select(u.S, n, n > 0u);
   }
-  workgroupBarrier();
-  if (tid == 0u) {
-    var most = 0u;
-    for (var i = 0u; i < TQ; i++) { most = max(most, vis[i]); }
-    tileColumns = most;
+  workgroupBarrier();`;
+
+const QUERY_TILE = queryTile(VISIBLE_FROM_MASK);
+
+/** Each query's visible columns and log-sum-exp as the forward pass saved them (`saved`, its statistics). */
+const QUERY_TILE_SAVED = queryTile(`if (tid < TQ) {
+    let row = firstRow + min(tid, queries - 1u);
+    vis[tid] = u32(saved[3u * row + 2u]);
+    lse[tid] = saved[3u * row];
   }
-  let columns = workgroupUniformLoad(&tileColumns);`;
+  workgroupBarrier();`);
 
 /** The workgroup memory QUERY_TILE fills, and the keys' block (TK rows). */
 const QUERY_TILE_MEMORY = `var<workgroup> qs : array<f32, TQ * RS>;
@@ -198,12 +218,17 @@ const softmaxOverKeys = (after = '') => `${stageKeys('k')}
       ${ONLINE_SOFTMAX}${after}
     }`;
 
-function forwardProgram(d: Dims): MultiOutputProgram {
+/**
+ * The forward; `saving` (a training pass that saves what its backward reads), also each
+ * query's statistics [log-sum-exp, 0, visible columns], so that the backward need not find the
+ * log-sum-exp again.
+ */
+function forwardProgram(d: Dims, saving: boolean): MultiOutputProgram {
   const { TQ } = tilesFor(d.D);
   const per = perThread(TQ, d.D);
   return {
-    key: `trainyardPromptAttention_${d.KV}_${d.G}_${d.D}`,
-    wgsl: () => `${header(d, ['q', 'k', 'v', 'mask'], ['out'])}
+    key: `trainyardPromptAttention${saving ? 'Saving' : ''}_${d.KV}_${d.G}_${d.D}`,
+    wgsl: () => `${header(d, ['q', 'k', 'v', 'mask'], saving ? ['out', 'stats'] : ['out'])}
 ${QUERY_TILE_MEMORY}
 var<workgroup> rescale : array<f32, TQ>;
 ${QUERY_TILE}
@@ -230,37 +255,52 @@ ${QUERY_TILE}
     let e = tid + j * WG;
     if (e < queries * D) { out[queryAt(b, head, t0 + e / D) + e % D] = acc[j] / runningSum[e / D]; }
   }
+${
+  saving
+    ? `  if (tid < queries) {
+    stats[3u * (firstRow + tid)] = runningMax[tid] + log(runningSum[tid]);
+    stats[3u * (firstRow + tid) + 1u] = 0.0;
+    stats[3u * (firstRow + tid) + 2u] = f32(vis[tid]);
+  }`
+    : ''
+}
 }`,
-    outputShapes: [[d.B * d.T, d.KV * d.G * d.D]],
+    outputShapes: saving ? [[d.B * d.T, d.KV * d.G * d.D], statsShape(d)] : [[d.B * d.T, d.KV * d.G * d.D]],
     dispatch: workgroupGrid(d.B * d.KV * d.G * Math.ceil(d.T / TQ)),
     uniforms: uniforms(d),
   };
 }
 
-/** dq, and each query's [log-sum-exp, D, visible columns] for the key tiles' program. */
-function queryGradientProgram(d: Dims): MultiOutputProgram {
+/**
+ * dq, and each query's [log-sum-exp, D, visible columns] for the key tiles' program; with
+ * `saved`, the forward's statistics give the log-sum-exp and visible columns, and the first
+ * pass over the keys is not needed.
+ */
+function queryGradientProgram(d: Dims, saved: boolean): MultiOutputProgram {
   const { TQ } = tilesFor(d.D);
   const per = perThread(TQ, d.D);
   return {
-    key: `trainyardPromptAttentionDq_${d.KV}_${d.G}_${d.D}`,
-    wgsl: () => `${header(d, ['q', 'k', 'v', 'mask', 'dO'], ['dq', 'stats'])}
+    key: `trainyardPromptAttentionDq${saved ? 'Saved' : ''}_${d.KV}_${d.G}_${d.D}`,
+    wgsl: () => `${header(d, ['q', 'k', 'v', 'mask', 'dO', ...(saved ? ['saved'] : [])], ['dq', 'stats'])}
 ${QUERY_TILE_MEMORY}
 var<workgroup> dOs : array<f32, TQ * RS>;
 var<workgroup> dps : array<f32, TQ * TK>;
 var<workgroup> lse : array<f32, TQ>;
 var<workgroup> rowD : array<f32, TQ>;
-${QUERY_TILE}
+${saved ? QUERY_TILE_SAVED : QUERY_TILE}
   for (var e = tid; e < TQ * D; e += WG) { dOs[(e / D) * RS + e % D] = dO[queryAt(b, head, t0 + min(e / D, queries - 1u)) + e % D]; }
-  // Each query's log-sum-exp over its scores.
+${
+  saved
+    ? ''
+    : `  // Each query's log-sum-exp over its scores.
   for (var start = 0u; start < columns; start += TK) {
     let tile = min(TK, columns - start);
     ${softmaxOverKeys()}
     workgroupBarrier();
   }
-  if (tid < TQ) {
-    lse[tid] = runningMax[tid] + log(runningSum[tid]);
-    rowD[tid] = 0.0;
-  }
+  if (tid < TQ) { lse[tid] = runningMax[tid] + log(runningSum[tid]); }`
+}
+  if (tid < TQ) { rowD[tid] = 0.0; }
   // dq = sum_s P (dP - D) k_s = sum_s P dP k_s - D sum_s P k_s, D = sum_s P dP: both sums in one pass.
   var pdpk : array<f32, ${per}>;
   var pk : array<f32, ${per}>;
@@ -308,16 +348,12 @@ ${QUERY_TILE}
     if (e < queries * D) { dq[queryAt(b, head, t0 + e / D) + e % D] = pdpk[j] - rowD[e / D] * pk[j]; }
   }
   if (tid < queries) {
-    let row = (b * KV * G + head) * u.T + t0 + tid;
-    stats[3u * row] = lse[tid];
-    stats[3u * row + 1u] = rowD[tid];
-    stats[3u * row + 2u] = f32(vis[tid]);
+    stats[3u * (firstRow + tid)] = lse[tid];
+    stats[3u * (firstRow + tid) + 1u] = rowD[tid];
+    stats[3u * (firstRow + tid) + 2u] = f32(vis[tid]);
   }
 }`,
-    outputShapes: [
-      [d.B * d.T, d.KV * d.G * d.D],
-      [d.B * d.KV * d.G * d.T, 3],
-    ],
+    outputShapes: [[d.B * d.T, d.KV * d.G * d.D], statsShape(d)],
     dispatch: workgroupGrid(d.B * d.KV * d.G * Math.ceil(d.T / TQ)),
     uniforms: uniforms(d),
   };
@@ -464,8 +500,18 @@ tf.registerKernel({
   backendName: 'webgpu',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { q, k, v, mask } = inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>;
-    const [out] = runMultiOutputProgram(backend, forwardProgram(dimsOf(q, k, mask, attrs as unknown as Attrs)), [q, k, v, mask]);
+    const [out] = runMultiOutputProgram(backend, forwardProgram(dimsOf(q, k, mask, attrs as unknown as Attrs), false), [q, k, v, mask]);
     return out;
+  },
+});
+
+/** The forward with each query's statistics beside its result, for the backward kernel's `saved` input: webgpu only. */
+tf.registerKernel({
+  kernelName: SAVING_KERNEL,
+  backendName: 'webgpu',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { q, k, v, mask } = inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>;
+    return runMultiOutputProgram(backend, forwardProgram(dimsOf(q, k, mask, attrs as unknown as Attrs), true), [q, k, v, mask]);
   },
 });
 
@@ -473,9 +519,9 @@ tf.registerKernel({
   kernelName: BACKWARD_KERNEL,
   backendName: 'webgpu',
   kernelFunc: ({ inputs, backend, attrs }) => {
-    const { q, k, v, mask, dO } = inputs as Record<'q' | 'k' | 'v' | 'mask' | 'dO', tf.TensorInfo>;
+    const { q, k, v, mask, dO, saved } = inputs as Record<'q' | 'k' | 'v' | 'mask' | 'dO', tf.TensorInfo> & { saved?: tf.TensorInfo };
     const d = dimsOf(q, k, mask, attrs as unknown as Attrs);
-    const [dq, stats] = runMultiOutputProgram(backend, queryGradientProgram(d), [q, k, v, mask, dO]);
+    const [dq, stats] = runMultiOutputProgram(backend, queryGradientProgram(d, saved !== undefined), [q, k, v, mask, dO, ...(saved ? [saved] : [])]);
     const [dkParts, dvParts] = runMultiOutputProgram(backend, keyGradientProgram(d), [q, k, v, mask, dO, stats]);
     disposeIntermediate(backend, stats);
     if (d.G === 1) return [dq, dkParts, dvParts];

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { decodeAttention } from '../kernels/decode-attention';
-import { promptAttention, promptAttentionGradient, promptAttentionWithGradient } from '../kernels/prompt-attention';
+import { promptAttention, promptAttentionGradient, promptAttentionSaving, promptAttentionWithGradient } from '../kernels/prompt-attention';
 import { ownColumns } from '../model/kv-cache';
 import { outputSlot } from './kept-outputs';
 import { savedActivations } from './saved-activations';
@@ -25,13 +25,17 @@ import { savedActivations } from './saved-activations';
  * In an activation-checkpointed step (ops/kept-outputs.ts) the first pass keeps the result, and
  * the recompute's gradient kernel stands on the kept result instead of computing it again; its
  * gradient is computed all the same. In a pass that saves activations for an explicit backward
- * (ops/saved-activations.ts) it saves q, k, v, the mask and the result, which attendBackward reads.
+ * (ops/saved-activations.ts) it saves q, k, v, the mask and the result, which attendBackward
+ * reads, and on webgpu each query's log-sum-exp, which the forward program finds anyway and the
+ * backward's would otherwise find again.
  */
 export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, dims: { B: number; H: number; T: number; cached: boolean }): tf.Tensor2D {
   const slot = outputSlot();
-  const heads = attendBy(q, k, v, mask, dims, slot?.take() ?? null);
+  const saved = savedActivations();
+  const withStats = saved && !dims.cached ? promptAttentionSaving(q, k, v, mask, dims.T) : null;
+  const heads = withStats?.out ?? attendBy(q, k, v, mask, dims, slot?.take() ?? null);
   slot?.keep(heads);
-  savedActivations()?.saveAttention({ q, k, v, mask, out: heads, B: dims.B, H: dims.H, T: dims.T });
+  saved?.saveAttention({ q, k, v, mask, out: heads, stats: withStats?.stats ?? null, B: dims.B, H: dims.H, T: dims.T });
   return heads;
 }
 
@@ -50,12 +54,12 @@ export function attend(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.
  * (rows in chunks where their scores outgrow `maxScores`, BATCHED_SCORES unless a test says).
  */
 export function attendBackward(
-  saved: { q: tf.Tensor2D; k: tf.Tensor4D; v: tf.Tensor4D; mask: tf.Tensor4D; out: tf.Tensor2D; B: number; H: number; T: number },
+  saved: { q: tf.Tensor2D; k: tf.Tensor4D; v: tf.Tensor4D; mask: tf.Tensor4D; out: tf.Tensor2D; stats?: tf.Tensor2D | null; B: number; H: number; T: number },
   dO: tf.Tensor2D,
   maxScores = BATCHED_SCORES,
 ): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] {
   const { q, k, v, mask, out, B, H, T } = saved;
-  const kernel = promptAttentionGradient(q, k, v, mask, dO, T);
+  const kernel = promptAttentionGradient(q, k, v, mask, dO, T, saved.stats ?? null);
   if (kernel) return kernel;
   return tf.tidy(() => {
     const [, KV, S, D] = k.shape;

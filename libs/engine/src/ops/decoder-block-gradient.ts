@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { splitColumns } from '../kernels/matmul';
+import { promptAttentionSaves } from '../kernels/prompt-attention';
 import type { FrozenLinear } from '../model/linear';
 import type { Attention, Block, HeadNorms, MLP, RMSNorm, StepContext } from '../model/llama';
 import { attendBackward } from './attention';
@@ -37,11 +38,13 @@ export function decoderBlockSaving(block: Block, x: tf.Tensor2D, ctx: StepContex
  * | q_norm's and k_norm's inputs (Qwen3, Gemma 3) | (H + KV) D |
  * | the norms after attention and after the MLP: their inputs (Gemma 3) | 2 C |
  * | each projection's adapters' x A, where the webgpu LoRA programs run it (ops/linear.ts) | their ranks |
+ * | each query's attention statistics, where the webgpu attention saves them (ops/attention.ts) | 3 H |
  */
 export function decoderBlockSavedBytes(block: Block, tokens: number): number {
   const { hiddenSize: C, intermediateSize: F, numHeads: H, numKvHeads: KV, headDim: D } = block.attention.config;
   const adapterColumns = [block.attention.qkv, block.attention.o, block.mlp.gateUp, block.mlp.down].reduce((sum, l) => sum + savedAdapterColumns(l), 0);
-  const perToken = 3 * C + 2 * H * D + 2 * KV * D + 3 * F + (block.attention.headNorms ? (H + KV) * D : 0) + (block.sandwich ? 2 * C : 0) + adapterColumns;
+  const attentionStats = promptAttentionSaves(D) ? 3 * H : 0;
+  const perToken = 3 * C + 2 * H * D + 2 * KV * D + 3 * F + (block.attention.headNorms ? (H + KV) * D : 0) + (block.sandwich ? 2 * C : 0) + adapterColumns + attentionStats;
   return 4 * tokens * perToken;
 }
 

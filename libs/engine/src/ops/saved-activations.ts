@@ -21,6 +21,8 @@ export interface SavedAttention {
   mask: tf.Tensor4D;
   /** The result, [B*T, H*D]. */
   out: tf.Tensor2D;
+  /** Each query's statistics where the webgpu forward wrote them (kernels/prompt-attention.ts, promptAttentionSaving), else null. */
+  stats: tf.Tensor2D | null;
   B: number;
   H: number;
   T: number;
@@ -83,7 +85,7 @@ export class SavedActivations {
   saveAttention(saved: SavedAttention): void {
     if (this.attentionInputs) throw new Error('a block pass saved two attentions');
     this.shared.add(saved.mask);
-    this.attentionInputs = { ...saved, q: this.keep(saved.q), k: this.keep(saved.k), v: this.keep(saved.v), out: this.keep(saved.out) };
+    this.attentionInputs = { ...saved, q: this.keep(saved.q), k: this.keep(saved.k), v: this.keep(saved.v), out: this.keep(saved.out), stats: saved.stats && this.keep(saved.stats) };
   }
 
   attention(): SavedAttention {
