@@ -230,15 +230,24 @@ suite('WGSL training kernels give the cpu backend results', () => {
     );
   }, 60_000);
 
+  /** The q|k|v RoPE programs' model: 4 heads of 16 on 2 KV heads. */
+  const ROPE_CONFIG = { ...PRESETS.tiny, numHeads: 4, numKvHeads: 2, headDim: 16 };
+
+  /** RoPE's tables [B * T, H + KV, D] for rows of T tokens at positions first, first + 1, ... */
+  function ropeTables(B: number, T: number, first: number): { cos: tf.Tensor3D; sin: tf.Tensor3D } {
+    const rope = new Rope(ROPE_CONFIG);
+    const tables = rope.tables(Array.from({ length: B * T }, (_, i) => (i % T) + first));
+    rope.dispose();
+    return tables;
+  }
+
   it("q|k|v's gradient through RoPE and the heads' layouts, in one dispatch", async () => {
-    const config = { ...PRESETS.tiny, numHeads: 4, numKvHeads: 2, headDim: 16 };
+    const config = ROPE_CONFIG;
     const { numHeads: H, numKvHeads: KV, headDim: D } = config;
     const [B, T] = [2, 5];
     const N = B * T;
     const inputs = () => {
-      const rope = new Rope(config);
-      const { cos, sin } = rope.tables(Array.from({ length: N }, (_, i) => (i % T) + 3));
-      rope.dispose();
+      const { cos, sin } = ropeTables(B, T, 3);
       return [tf.tensor2d(random(N * H * D, 66), [N, H * D]), tf.tensor4d(random(N * KV * D, 67), [B, KV, T, D]), tf.tensor4d(random(N * KV * D, 68), [B, KV, T, D]), cos, sin];
     };
     // The generic route of ops/decoder-block-gradient.ts: k and v back token-major, RoPE's backward on q|k, v beside.
@@ -255,14 +264,12 @@ suite('WGSL training kernels give the cpu backend results', () => {
   }, 60_000);
 
   it("q|k|v's projection output through RoPE into attention's layouts, in one dispatch", async () => {
-    const config = { ...PRESETS.tiny, numHeads: 4, numKvHeads: 2, headDim: 16 };
+    const config = ROPE_CONFIG;
     const { numHeads: H, numKvHeads: KV, headDim: D } = config;
     const [B, T] = [3, 7];
     const N = B * T;
     const inputs = () => {
-      const rope = new Rope(config);
-      const { cos, sin } = rope.tables(Array.from({ length: N }, (_, i) => (i % T) + 2));
-      rope.dispose();
+      const { cos, sin } = ropeTables(B, T, 2);
       return [tf.tensor2d(random(N * (H + 2 * KV) * D, 69), [N, (H + 2 * KV) * D]), cos, sin];
     };
     // The generic route of model/llama.ts: split, rotate q|k, split, k and v heads-first.

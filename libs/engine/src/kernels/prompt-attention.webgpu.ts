@@ -142,6 +142,11 @@ const queryTile = (visibility: string) => `${OPENING('u.B * KV * G * ((u.T + TQ 
   // Query t0 + i's row of the statistics [B * KV * G * T, 3].
   let firstRow = (b * KV * G + head) * u.T + t0;
   for (var e = tid; e < TQ * D; e += WG) { qs[(e / D) * RS + e % D] = q[queryAt(b, head, t0 + min(e / D, queries - 1u)) + e % D]; }
+  // The online softmax's running maximum and sum, before any key.
+  if (tid < TQ) {
+    runningMax[tid] = -3.402823e+38;
+    runningSum[tid] = 0.0;
+  }
   ${visibility}
   if (tid == 0u) {
     var most = 0u;
@@ -151,11 +156,7 @@ const queryTile = (visibility: string) => `${OPENING('u.B * KV * G * ((u.T + TQ 
   let columns = workgroupUniformLoad(&tileColumns);`;
 
 /** Each query's visible columns from the tile's mask rows, read by all the threads together. */
-const VISIBLE_FROM_MASK = `if (tid < TQ) {
-    atomicStore(&lastVisible[tid], 0u);
-    runningMax[tid] = -3.402823e+38;
-    runningSum[tid] = 0.0;
-  }
+const VISIBLE_FROM_MASK = `if (tid < TQ) { atomicStore(&lastVisible[tid], 0u); }
   workgroupBarrier();
   for (var e = tid; e < TQ * u.S; e += WG) {
     let c = e % u.S;
