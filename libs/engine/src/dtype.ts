@@ -135,3 +135,18 @@ export function fromFloat32(values: Float32Array, dtype: StorageDtype): Uint8Arr
     }
   }
 }
+
+/** The 16-bit storage dtypes. */
+export type HalfDtype = Exclude<StorageDtype, 'F32'>;
+
+/**
+ * `values` in a 16-bit dtype, two to a 32-bit word: element 2i in the low half of word i,
+ * 2i + 1 in the high half, as a little-endian Uint16Array of them lies in memory. For a row-major
+ * [K, N] weight with N even, a word holds two neighbouring columns of one row. Values that came
+ * from a checkpoint of that dtype convert exactly.
+ */
+export function halfPairs(values: Float32Array, dtype: HalfDtype): Int32Array {
+  if (values.length % 2 !== 0) throw new Error(`halfPairs: ${values.length} values do not pair up`);
+  const half = dtype === 'BF16' ? f32ToBf16(values) : f32ToF16(values);
+  return new Int32Array(half.buffer, half.byteOffset, half.length / 2);
+}

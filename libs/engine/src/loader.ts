@@ -3,10 +3,10 @@ import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { ChatTemplate } from './chat-template';
 import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig } from './config';
-import { roundTo, StorageDtype, transpose2d } from './dtype';
+import { HalfDtype, halfPairs, roundTo, StorageDtype, transpose2d } from './dtype';
 import { ModelLoadError } from './errors';
 import { MatMulPlan, startMatMulThreads, tuneMatMul } from './kernels/matmul';
-import { FrozenLinear, LinearPart } from './model/linear';
+import { FrozenLinear, HalfWeight, LinearPart } from './model/linear';
 import { Attention, Block, HeadNorms, LlamaModel, MLP, RMSNorm } from './model/llama';
 import { Rope } from './model/rope';
 import { ChatPrompt, readJson, readTokenizerFiles } from './prompt';
@@ -45,7 +45,10 @@ export interface LoadOptions {
    * The process will only run inference with this model: each projection is packed for the
    * matmul kernel as it is read and its [in, out] copy freed at once (FrozenLinear's
    * releaseForInference), so the weights are held once, in half the bytes when the checkpoint
-   * is bf16, and never twice at any moment. Training or gradients through it then throw.
+   * is bf16, and never twice at any moment. On webgpu the projections of a bf16 or f16
+   * checkpoint are held on the GPU in their 16 bits (model/linear.ts's HalfWeight), half the
+   * bytes of f32, which the GPU programs unpack as they read them. Training or gradients
+   * through it then throw.
    */
   inferenceOnly?: boolean;
   /**
@@ -208,6 +211,18 @@ export function parameterCount(config: ModelConfig): number {
   return V * C * (config.tieWordEmbeddings ? 1 : 2) + L * (attention + mlp + 2 * C) + C;
 }
 
+/**
+ * The 16-bit dtype a projection's weight is held in, or null for f32: on webgpu, in a process
+ * that only infers with checkpoint weights, where every tensor of the projection is stored in
+ * the same 16-bit dtype and its output columns pair up. Training keeps f32 weights (the
+ * gradients' programs read f32), as wasm's kernels keep their own packed copy.
+ */
+function halfHeld(options: LoadOptions, stored: string[], outFeatures: number): HalfDtype | null {
+  if (!options.inferenceOnly || (options.weights ?? 'checkpoint') !== 'checkpoint' || tf.getBackend() !== 'webgpu' || outFeatures % 2 !== 0) return null;
+  const dtype = stored[0];
+  return (dtype === 'BF16' || dtype === 'F16') && stored.every((d) => d === dtype) ? dtype : null;
+}
+
 /** Reads every tensor the config calls for, checking shapes, into a LlamaModel. */
 export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options: LoadOptions = {}): LlamaModel {
   const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: KV, headDim: D, vocabSize: V } = config;
@@ -234,6 +249,15 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
     return new RMSNorm(track(tf.tensor1d(w)), eps, config.rmsNormEps);
   };
 
+  /**
+   * A projection's weight [in, out] as the model holds it: f32, or on webgpu for inference only,
+   * where every tensor it comes from is stored in one 16-bit dtype, in that dtype (halfHeld).
+   */
+  const weightOf = (transposed: Float32Array, inFeatures: number, out: number, stored: string[]): tf.Tensor2D | HalfWeight => {
+    const half = halfHeld(options, stored, out);
+    return half ? { pairs: tf.tensor2d(halfPairs(transposed, half), [inFeatures, out / 2], 'int32'), dtype: half } : tf.tensor2d(transposed, [inFeatures, out]);
+  };
+
   /** Several HF linears [out_i, in] stacked along out, stored transposed [in, sum out]. */
   const linear = (prefix: string, parts: LinearPart[], inFeatures: number, bias: boolean) => {
     const out = parts.reduce((s, p) => s + p.outFeatures, 0);
@@ -248,8 +272,8 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
       if (biases) biases.set(checkpoint.read(`${name}.bias`, [p.outFeatures]).data, row);
       row += p.outFeatures;
     }
-    const weightT = tf.tensor2d(transposed, [inFeatures, out]);
-    return frozen(new FrozenLinear(parts, inFeatures, weightT, biases ? tf.tensor1d(biases) : null));
+    const stored = parts.map((p) => checkpoint.dtypeOf(`${prefix ? `${prefix}.${p.name}` : p.name}.weight`));
+    return frozen(new FrozenLinear(parts, inFeatures, weightOf(transposed, inFeatures, out, stored), biases ? tf.tensor1d(biases) : null));
   };
 
   try {
@@ -295,8 +319,8 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
     const finalNorm = norm('model.norm.weight', C);
     let lmHead: FrozenLinear;
     if (config.tieWordEmbeddings) {
-      const weightT = tf.tensor2d(transpose2d(embedding, V, C), [C, V]);
-      lmHead = frozen(new FrozenLinear([{ name: 'lm_head', outFeatures: V }], C, weightT));
+      const weight = weightOf(transpose2d(embedding, V, C), C, V, [checkpoint.dtypeOf('model.embed_tokens.weight')]);
+      lmHead = frozen(new FrozenLinear([{ name: 'lm_head', outFeatures: V }], C, weight));
     } else {
       lmHead = linear('', [{ name: 'lm_head', outFeatures: V }], C, false);
     }

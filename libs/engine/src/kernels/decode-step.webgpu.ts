@@ -1,6 +1,7 @@
 /// <reference types="@webgpu/types" />
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
+import type { StorageDtype } from '../dtype';
 import type { KVCache } from '../model/kv-cache';
 import type { LlamaModel } from '../model/llama';
 import type { FrozenLinear } from '../model/linear';
@@ -79,9 +80,10 @@ interface WebGpuBackendInternals {
   tensorMap: { get(dataId: object): { resource?: unknown } };
 }
 
-/** A projection's weight and its sizes: in features (K) and out features (N). */
+/** A projection's weight, how it is held (f32, or 16 bits a value), and its sizes: in features (K) and out features (N). */
 interface LinearWeights {
   weight: GPUBuffer;
+  dtype: StorageDtype;
   k: number;
   n: number;
 }
@@ -278,7 +280,8 @@ export class WebGpuDecodeStep {
     // The step computes the Llama/Qwen2 block exactly: a family with other norms or activations needs its own programs.
     if (!STEP_FAMILIES.includes(modelType)) return false;
     if (headDim % 2 !== 0 || headDim > MAX_HEAD_DIM || numHeads % numKvHeads !== 0 || hiddenSize % 4 !== 0) return false;
-    const float32 = (l: FrozenLinear) => !l.released && l.weightT.dtype === 'float32' && l.outFeatures % 4 === 0;
+    // Weights as f32 [in, out] or held in 16 bits (the programs unpack them), in vec4s of output columns.
+    const float32 = (l: FrozenLinear) => (l.halfWeight !== null || (!l.released && l.weightT.dtype === 'float32')) && l.outFeatures % 4 === 0;
     // A bias only on q|k|v (RoPE adds it), as Llama and Qwen2 have.
     const biases = (b: LlamaModel['blocks'][number]) => (b.attention.qkv.bias?.dtype ?? 'float32') === 'float32' && !b.attention.o.bias && !b.mlp.gateUp.bias && !b.mlp.down.bias;
     const products = (b: LlamaModel['blocks'][number]) => PRODUCTS.every((kind) => float32(productOf(b, kind)));
@@ -314,7 +317,10 @@ export class WebGpuDecodeStep {
     this.backend = tf.backend() as unknown as WebGpuBackendInternals;
     this.device = this.backend.device;
     this.pipelines = pipelinesFor(this.device);
-    const projection = (linear: FrozenLinear): LinearWeights => ({ weight: this.buffer(linear.weightT), k: linear.inFeatures, n: linear.outFeatures });
+    const projection = (linear: FrozenLinear): LinearWeights => {
+      const half = linear.halfWeight;
+      return { weight: this.buffer(half ? half.pairs : linear.weightT), dtype: half ? half.dtype : 'F32', k: linear.inFeatures, n: linear.outFeatures };
+    };
     const owned = (size: number, usage: number) => {
       const buffer = this.create(size, usage);
       this.owned.push(buffer);
@@ -507,18 +513,19 @@ export class WebGpuDecodeStep {
       pass.dispatchWorkgroups(x, y, z);
       if (!shared) pass.end();
     };
-    const linear = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean, adapters: LinearAdapters = 'none', xATiles = 0) => {
+    const linear = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean, weights: StorageDtype, adapters: LinearAdapters = 'none', xATiles = 0) => {
       // ADAPTER_MODE gives addDelta to the products with a norm, makeXA to those without.
       const kind: ProgramKind = adapters === 'addDelta' ? 'linearNormAddDelta' : adapters === 'makeXA' ? 'linearMakeXA' : norm ? 'linearNorm' : 'linear';
-      run(label, this.pipeline(kind, p.tile, () => linearShader(p.tile, norm, adapters)), group, p.columnTiles + xATiles, p.rowTiles, p.splits);
+      run(label, this.pipeline(kind, `${p.tile}:${weights}`, () => linearShader(p.tile, norm, adapters, weights)), group, p.columnTiles + xATiles, p.rowTiles, p.splits);
     };
-    // A layer's product, with its adapters where it has them (ADAPTER_MODE).
+    // A layer's product, with its adapters where it has them (ADAPTER_MODE); the adapters' x A is f32.
     const layerProduct = (l: number, kind: ProductKind, label: string, p: ProductPlan) => {
       const lora = this.lora[l][kind];
-      if (!lora?.groups) return linear(label, this.layerGroups[l][kind], p, NORMED[kind]);
-      if (ADAPTER_MODE[kind] === 'makeXA') return linear(label, lora.groups.product, p, NORMED[kind], 'makeXA', Math.ceil(lora.rank / 4 / WORKGROUP));
-      linear(`${label}_lora_a`, lora.groups.xA as GPUBindGroup, xAPlans.get(kind) as ProductPlan, NORMED[kind]);
-      linear(label, lora.groups.product, p, NORMED[kind], 'addDelta');
+      const weights = this.layers[l][kind].dtype;
+      if (!lora?.groups) return linear(label, this.layerGroups[l][kind], p, NORMED[kind], weights);
+      if (ADAPTER_MODE[kind] === 'makeXA') return linear(label, lora.groups.product, p, NORMED[kind], weights, 'makeXA', Math.ceil(lora.rank / 4 / WORKGROUP));
+      linear(`${label}_lora_a`, lora.groups.xA as GPUBindGroup, xAPlans.get(kind) as ProductPlan, NORMED[kind], 'F32');
+      linear(label, lora.groups.product, p, NORMED[kind], weights, 'addDelta');
     };
     // The sum of o's or down's splits into the residual stream, with the product's adapters' delta where it has them.
     const finishResidual = (l: number, kind: 'o' | 'down', p: ProductPlan) => {
@@ -546,7 +553,7 @@ export class WebGpuDecodeStep {
       layerProduct(l, 'down', 'down', downPlan);
       finishResidual(l, 'down', downPlan);
     });
-    if (head) linear('lm_head', this.headGroup as GPUBindGroup, headPlan, true);
+    if (head) linear('lm_head', this.headGroup as GPUBindGroup, headPlan, true, this.lmHead.dtype);
     shared?.end();
     return encoder;
   }

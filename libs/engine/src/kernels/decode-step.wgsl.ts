@@ -1,4 +1,6 @@
+import type { StorageDtype } from '../dtype';
 import { ONLINE_SOFTMAX } from './attention.wgsl';
+import { vec4WeightWgsl } from './half-weights.wgsl';
 
 /**
  * The WGSL programs of a decoding step on webgpu (decode-step.webgpu.ts encodes them): linear
@@ -67,9 +69,10 @@ export type LinearAdapters = 'none' | 'addDelta' | 'makeXA';
  * rankAdapter[j]; row r takes adapter a where rowAdapters [rows, adapters] is 1, so that
  * adapters sharing a batch row by row each apply to their own rows; with addDelta, x A is the
  * sum of loraIn's loraSplits splits [splits, rows, rank]; with makeXA, x A [K, rank] is the
- * weight of one more column tile, written to loraIn [splits, rows, rank]).
+ * weight of one more column tile, written to loraIn [splits, rows, rank]). `weights` is how W is
+ * held: f32, or 16 bits a value (half-weights.wgsl.ts), unpacked to f32 as it is read.
  */
-export function linearShader(rows: number, norm: boolean, adapters: LinearAdapters = 'none'): string {
+export function linearShader(rows: number, norm: boolean, adapters: LinearAdapters = 'none', weights: StorageDtype = 'F32'): string {
   const R = rows;
   const loraBinding = norm ? 6 : 4;
   const bindings = {
@@ -93,7 +96,7 @@ export function linearShader(rows: number, norm: boolean, adapters: LinearAdapte
       }`
     : 'for (var r = 0u; r < R; r++) { acc[r] += xs[kk * R + r] * wv; }';
   // acc[r] += the tile's input rows times the weight's column wcol, over the workgroup's split of K.
-  const accumulate = (weight: string, ldw4: string) => `
+  const accumulate = (weight4: (index: string) => string, ldw4: string) => `
   for (var k0 = kBegin; k0 < kEnd; k0 += TK) {
     for (var i = tid; i < R * TK; i += ${WORKGROUP}u) {
       let row = row0 + i / TK;
@@ -109,7 +112,7 @@ ${norm ? '        value = value * rinv[at / K] * gamma[k];' : ''}
     workgroupBarrier();
     for (var kk = 0u; kk < TK; kk++) {
       // Past kEnd the staged input is 0: the clamped row's weights add nothing.
-      let wv = ${weight}[min(k0 + kk, K - 1u) * ${ldw4} + wcol];
+      let wv = ${weight4(`min(k0 + kk, K - 1u) * ${ldw4} + wcol`)};
       ${multiplyAdd}
     }
     workgroupBarrier();
@@ -126,7 +129,7 @@ ${norm ? '        value = value * rinv[at / K] * gamma[k];' : ''}
 struct Dims { rows : u32, k : u32, n4 : u32, ldw4 : u32, chunk : u32, inStride : u32, inOffset : u32, rank : u32, adapters : u32, loraSplits : u32 }
 @group(0) @binding(0) var<uniform> dims : Dims;
 @group(0) @binding(1) var<storage, read> x : array<f32>;
-@group(0) @binding(2) var<storage, read> w : array<vec4<f32>>;
+${vec4WeightWgsl('@group(0) @binding(2)', 'w', weights)}
 @group(0) @binding(3) var<storage, read_write> partial : array<vec4<f32>>;
 ${norm ? '@group(0) @binding(4) var<storage, read> gamma : array<f32>;\n@group(0) @binding(5) var<storage, read> rinv : array<f32>;' : ''}
 ${bindings}
@@ -152,7 +155,7 @@ ${
     let rank4 = dims.rank / 4u;
     let col = (wg.x - columnTiles) * ${WORKGROUP}u + tid;
     let wcol = min(col, rank4 - 1u);
-${accumulate('loraA', 'rank4')}
+${accumulate((i) => `loraA[${i}]`, 'rank4')}
 ${store('loraIn', 'rank4')}
     return;
   }`
@@ -161,7 +164,7 @@ ${store('loraIn', 'rank4')}
   let col = wg.x * ${WORKGROUP}u + tid;
   // Threads past the last column read its weights (and write nothing), so every load is in range.
   let wcol = min(col, dims.n4 - 1u);
-${accumulate('w', 'dims.ldw4')}
+${accumulate((i) => `w4(${i})`, 'dims.ldw4')}
 ${
   adapters === 'addDelta'
     ? `  // The adapters' delta, once (by the first split): u = x A, the sum of loraIn's loraSplits

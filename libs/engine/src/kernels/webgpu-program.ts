@@ -176,8 +176,9 @@ export function workgroupGrid(count: number): [number, number, number] {
  * The WGSL declaring a MultiOutputProgram's bindings in runMultiOutputProgram's order: 0 the
  * uniforms as `u`, a struct of `uniformFields` ("M : u32"), then `inputs` read-only, then
  * `outputs` read-write, every one an array<f32>; an input named "name:i32" is an int32
- * tensor's buffer (array<i32>), one named "name:rw" is written in place (read-write: only for a
- * tensor its caller owns alone, since tfjs does not know it changed).
+ * tensor's buffer (array<i32>), "name:u32" the same buffer's bits as array<u32>, one named
+ * "name:rw" is written in place (read-write: only for a tensor its caller owns alone, since tfjs
+ * does not know it changed).
  */
 export function multiOutputBindings(uniformFields: string, inputs: string[], outputs: string[]): string {
   return [
@@ -185,7 +186,7 @@ export function multiOutputBindings(uniformFields: string, inputs: string[], out
     '@group(0) @binding(0) var<uniform> u : Uniforms;',
     ...inputs.map((spec, i) => {
       const [name, ...marks] = spec.split(':');
-      return `@group(0) @binding(${i + 1}) var<storage, ${marks.includes('rw') ? 'read_write' : 'read'}> ${name} : array<${marks.includes('i32') ? 'i32' : 'f32'}>;`;
+      return `@group(0) @binding(${i + 1}) var<storage, ${marks.includes('rw') ? 'read_write' : 'read'}> ${name} : array<${marks.find((m) => m === 'i32' || m === 'u32') ?? 'f32'}>;`;
     }),
     ...outputs.map((name, i) => `@group(0) @binding(${inputs.length + i + 1}) var<storage, read_write> ${name} : array<f32>;`),
   ].join('\n');

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import type { HalfDtype } from '../dtype';
 import type { LoraPart } from '../kernels/lora';
 import { DEFAULT_MATMUL_PLAN, MatMulPlan, PackFormat, PackedWeights, packWeights } from '../kernels/matmul';
 import { linear } from '../ops/linear';
@@ -47,6 +48,17 @@ export function isRouted(adapter: LinearAdapter): adapter is RoutedAdapter {
   return (adapter as Partial<RoutedAdapter>).routed === true;
 }
 
+/**
+ * A projection's weight held in 16 bits, as a bf16 or f16 checkpoint stores it: [in, out / 2]
+ * int32, each element two neighbouring output columns (dtype.ts's halfPairs). An
+ * inference-only process on webgpu holds its weights so (loader.ts), in half the bytes of f32;
+ * the GPU programs unpack each value to f32 as they read it.
+ */
+export interface HalfWeight {
+  pairs: tf.Tensor2D;
+  dtype: HalfDtype;
+}
+
 export interface LinearPart {
   /** HF module name, e.g. "q_proj"; adapters are attached by it. */
   name: string;
@@ -84,21 +96,34 @@ export class FrozenLinear {
   private packFormat: PackFormat = 'auto';
   /** How the kernel runs over the packed weight: the plan of the model this projection belongs to (LlamaModel.matmulPlan). */
   matmulPlan: Readonly<MatMulPlan> = DEFAULT_MATMUL_PLAN;
-  /** [in, out]; null once released for inference. */
+  /** [in, out]; null once released for inference, and for a weight held in 16 bits. */
   private weight: tf.Tensor2D | null;
+  /** The weight in 16 bits, where it is held so instead of [in, out] f32. */
+  private half: HalfWeight | null = null;
 
   constructor(
     readonly parts: LinearPart[],
     readonly inFeatures: number,
-    /** [in, out] */
-    weightT: tf.Tensor2D,
+    /** [in, out] f32, or held in 16 bits (which only webgpu's programs read, and nothing differentiates). */
+    weight: tf.Tensor2D | HalfWeight,
     readonly bias: tf.Tensor1D | null = null,
   ) {
     this.outFeatures = parts.reduce((s, p) => s + p.outFeatures, 0);
-    if (weightT.shape[0] !== inFeatures || weightT.shape[1] !== this.outFeatures) {
-      throw new Error(`weight [${weightT.shape}] does not match [${inFeatures}, ${this.outFeatures}]`);
+    const shape = 'pairs' in weight ? [weight.pairs.shape[0], 2 * weight.pairs.shape[1]] : weight.shape;
+    if (shape[0] !== inFeatures || shape[1] !== this.outFeatures) {
+      throw new Error(`weight [${shape}] does not match [${inFeatures}, ${this.outFeatures}]`);
     }
-    this.weight = weightT;
+    if ('pairs' in weight) {
+      this.half = weight;
+      this.weight = null;
+    } else {
+      this.weight = weight;
+    }
+  }
+
+  /** The weight held in 16 bits, or null where it is held as [in, out] f32 (or was released for the wasm kernel's copy). */
+  get halfWeight(): HalfWeight | null {
+    return this.half;
   }
 
   /** x W^T + b plus the adapters' deltas. */
@@ -137,13 +162,14 @@ export class FrozenLinear {
     this.weight = null;
   }
 
-  /** Whether releaseForInference() freed the [in, out] copy. */
+  /** Whether no [in, out] f32 copy is held: releaseForInference() freed it, or the weight is held in 16 bits. */
   get released(): boolean {
     return this.weight === null;
   }
 
   /** The weight in the matmul kernel's layout, packed on first call; null where the kernel does not apply. */
   packedWeights(): PackedWeights | null {
+    if (this.half) return null;
     if (this.packed === undefined) this.packed = packWeights(this.weightT, this.packFormat);
     return this.packed;
   }
@@ -210,6 +236,8 @@ export class FrozenLinear {
   dispose(): void {
     this.weight?.dispose();
     this.weight = null;
+    this.half?.pairs.dispose();
+    this.half = null;
     this.bias?.dispose();
     this.packed?.dispose();
     this.packed = undefined;
@@ -223,7 +251,8 @@ export class FrozenLinear {
   private requireWeight(): tf.Tensor2D {
     if (!this.weight) {
       const name = this.parts.map((p) => p.name).join('|');
-      throw new Error(`${name}: its weight was released for inference (only the packed copy is kept); load the model without inferenceOnly to train through it`);
+      const held = this.half ? `is held in 16 bits (${this.half.dtype}) for inference` : 'was released for inference (only the packed copy is kept)';
+      throw new Error(`${name}: its weight ${held}; load the model without inferenceOnly to train through it`);
     }
     return this.weight;
   }

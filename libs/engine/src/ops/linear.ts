@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { halfLinear } from '../kernels/half-linear.webgpu';
 import { addLoraDeltas, LoraPart, loraKernelsApply, projectWithLora } from '../kernels/lora';
 import { loraForwardOnWebGpu, loraKernelsApplyOnWebGpu, WebGpuLoraPart } from '../kernels/lora.webgpu';
 import { packedMatMul, type PackedWeights } from '../kernels/matmul';
@@ -13,7 +14,7 @@ import { savedActivations } from './saved-activations';
  *
  * | pass | wasm | elsewhere |
  * |---|---|---|
- * | inference | the packed-weight kernel (kernels/matmul.ts; f32, bf16 or q8 panels, on the matmul threads where they run), low-rank adapters' deltas added by the LoRA kernel (kernels/lora.ts) | tf.matMul, each adapter's own forward |
+ * | inference | the packed-weight kernel (kernels/matmul.ts; f32, bf16 or q8 panels, on the matmul threads where they run), low-rank adapters' deltas added by the LoRA kernel (kernels/lora.ts) | tf.matMul (on webgpu a weight held in 16 bits: kernels/half-linear.webgpu.ts), each adapter's own forward |
  * | training, low-rank adapters | the product and every delta in one kernel call, under one custom gradient with the LoRA backward kernel (ops/linear-gradient.ts) | webgpu outside a tape: two WGSL dispatches (kernels/lora.webgpu.ts), x A saved for the explicit backward; else tfjs ops under the same custom gradient, its backward written out |
  * | training, no adapter | the packed kernel, with dx from the same panels | tf.matMul, dx by a plain 2-D matMul |
  *
@@ -44,8 +45,14 @@ export function packedProjection(l: FrozenLinear, tokens: number): { packed: Pac
   return packed && lora ? { packed, bias: l.bias, lora } : null;
 }
 
-/** x W^T + b: the packed kernel where it applies (wasm, no gradient being recorded: inside a custom gradient's forward function none is), else tfjs ops. */
+/**
+ * x W^T + b: for a weight held in 16 bits, webgpu's program that reads it (halfLinear); else the
+ * packed kernel where it applies (wasm, no gradient being recorded: inside a custom gradient's
+ * forward function none is), else tfjs ops.
+ */
 function frozenProduct(l: FrozenLinear, x: tf.Tensor2D): tf.Tensor2D {
+  const half = l.halfWeight;
+  if (half) return halfLinear(x, half.pairs, half.dtype, l.bias);
   const packed = l.packedWeights();
   return (packed && packedMatMul(x, packed, l.bias, l.matmulPlan)) ?? l.product(x);
 }

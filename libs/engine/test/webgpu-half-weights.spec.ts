@@ -1,0 +1,160 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { selectBackend } from '../src/backend';
+import { DecodeBatch } from '../src/decode-batch';
+import type { HalfDtype } from '../src/dtype';
+import { setFusedKernels } from '../src/kernels/webgpu-program';
+import { loadModel, LoadedModel } from '../src/loader';
+import { applyAdapter } from '../src/lora/lora-layer';
+import { DEFAULT_LORA_SPEC, initLoraWeights } from '../src/lora/peft';
+import type { FrozenLinear } from '../src/model/linear';
+import { argmax } from '../src/sampling';
+import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
+
+/**
+ * An inference-only model on webgpu holds a bf16 or f16 checkpoint's projections in 16 bits
+ * (loader.ts, model/linear.ts's HalfWeight): half the bytes of f32 on the GPU, and the same
+ * logits as the cpu backend on the same weights, through the encoded decoding step
+ * (decode-step.webgpu.ts), with a LoRA adapter on top, and through the generic forward pass
+ * that prompt scoring runs (kernels/half-linear.webgpu.ts). On lavapipe where there is no GPU;
+ * in CI a missing adapter fails these tests.
+ */
+const unavailable = webgpuUnavailable();
+const inCi = process.env['CI'] === 'true';
+if (unavailable && !inCi) console.warn(`webgpu 16-bit weight tests skipped: ${unavailable}`);
+const suite = unavailable && !inCi ? describe.skip : describe;
+
+/** Qwen2's layout (a q|k|v bias, tied embeddings: the lm_head is the embedding's transpose) at the tiny size. */
+const QWEN2 = { modelType: 'qwen2' as const, tieWordEmbeddings: true };
+
+function projections(lm: LoadedModel): FrozenLinear[] {
+  return [...lm.model.blocks.flatMap((b) => [b.attention.qkv, b.attention.o, b.mlp.gateUp, b.mlp.down]), lm.model.lmHead];
+}
+
+const PROMPTS = [
+  [1, 30, 31, 32, 33],
+  [1, 7, 8],
+];
+
+/** Each prompt's logits after joining, then `steps` greedy steps of every row's logits. */
+async function decode(lm: LoadedModel, steps: number): Promise<Float32Array[]> {
+  const batch = new DecodeBatch<number>(lm.model);
+  const out: Float32Array[] = [];
+  try {
+    const next = new Map<number, number>();
+    for (const [id, prompt] of PROMPTS.entries()) {
+      const logits = await batch.join(id, prompt);
+      out.push(logits);
+      next.set(id, argmax(logits));
+    }
+    for (let s = 0; s < steps; s++) {
+      const logits = await batch.step(next);
+      for (const [id, values] of logits) {
+        out.push(values);
+        next.set(id, argmax(values));
+      }
+    }
+    return out;
+  } finally {
+    batch.dispose();
+  }
+}
+
+/** A prompt's logprobs, scored by the generic forward pass (DecodeBatch.joinScored), and its last logits. */
+async function scored(lm: LoadedModel): Promise<Float32Array[]> {
+  const batch = new DecodeBatch<number>(lm.model);
+  try {
+    const { logits, scores } = await batch.joinScored(0, [1, 40, 41, 42, 43, 44, 45], 0);
+    return [logits, scores.logprobs];
+  } finally {
+    batch.dispose();
+  }
+}
+
+async function onCpuAndWebGpu<T>(dir: string, run: (lm: LoadedModel) => Promise<T>): Promise<{ cpu: T; gpu: T; gpuModel: LoadedModel }> {
+  await selectBackend('cpu');
+  const onCpu = await loadModel(dir);
+  const cpu = await run(onCpu).finally(() => onCpu.dispose());
+  await selectBackend('webgpu');
+  const gpuModel = await loadModel(dir, { inferenceOnly: true });
+  const gpu = await run(gpuModel).catch((err) => {
+    gpuModel.dispose();
+    throw err;
+  });
+  return { cpu, gpu, gpuModel };
+}
+
+function expectSameRows(gpu: Float32Array[], cpu: Float32Array[]): void {
+  expect(gpu.length).toBe(cpu.length);
+  cpu.forEach((values, i) => {
+    expect(maxAbsDiff(gpu[i], values)).toBeLessThan(1e-5);
+    expect(argmax(gpu[i])).toBe(argmax(values));
+  });
+}
+
+suite('16-bit weights on webgpu', () => {
+  afterAll(async () => {
+    setFusedKernels(true);
+    await selectBackend('wasm');
+  });
+
+  it.each<HalfDtype>(['BF16', 'F16'])('holds a %s checkpoint in half the bytes and decodes with the cpu backend logits', async (dtype) => {
+    const dir = makeTiny(`half-${dtype}`, { dtype, overrides: QWEN2 });
+    await selectBackend('webgpu');
+    const before = tf.memory().numBytes;
+    const full = await loadModel(dir);
+    const fullBytes = tf.memory().numBytes - before;
+    const weightFloats = projections(full).reduce((sum, l) => sum + l.inFeatures * l.outFeatures, 0);
+    full.dispose();
+
+    const { cpu, gpu, gpuModel } = await onCpuAndWebGpu(dir, (lm) => decode(lm, 4));
+    try {
+      expect(projections(gpuModel).map((l) => l.halfWeight?.dtype)).toEqual(projections(gpuModel).map(() => dtype));
+      // Every projection's weight in 2 bytes a value instead of 4; nothing else changes.
+      expect(tf.memory().numBytes - before).toBe(fullBytes - 2 * weightFloats);
+      expectSameRows(gpu, cpu);
+    } finally {
+      gpuModel.dispose();
+    }
+  }, 120_000);
+
+  it('decodes with a LoRA adapter on a bf16 base held in 16 bits', async () => {
+    const dir = makeTiny('half-lora', { dtype: 'BF16', overrides: QWEN2 });
+    const withAdapter = async (lm: LoadedModel) => {
+      const tensors = initLoraWeights(lm.config, DEFAULT_LORA_SPEC, 3);
+      for (const [name, t] of tensors) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.sin(i + name.length)));
+      const adapter = applyAdapter(lm, { spec: DEFAULT_LORA_SPEC, tensors });
+      return decode(lm, 3).finally(() => adapter.dispose());
+    };
+    const { cpu, gpu, gpuModel } = await onCpuAndWebGpu(dir, withAdapter);
+    gpuModel.dispose();
+    expectSameRows(gpu, cpu);
+  }, 120_000);
+
+  it('scores a prompt through the generic forward pass, with the engine kernels on and off', async () => {
+    const dir = makeTiny('half-scored', { dtype: 'BF16', overrides: QWEN2 });
+    const { cpu, gpu, gpuModel } = await onCpuAndWebGpu(dir, scored);
+    try {
+      expectSameRows(gpu, cpu);
+      // tfjs's matMul cannot read the 16-bit words: the program that does runs with the kernels off too.
+      setFusedKernels(false);
+      expectSameRows(await scored(gpuModel), cpu);
+    } finally {
+      setFusedKernels(true);
+      gpuModel.dispose();
+    }
+  }, 120_000);
+
+  it('says to load without inferenceOnly when asked for a gradient through a 16-bit weight', async () => {
+    await selectBackend('webgpu');
+    const lm = await loadModel(makeTiny('half-grad', { dtype: 'BF16' }), { inferenceOnly: true });
+    try {
+      const qkv = lm.model.blocks[0].attention.qkv;
+      expect(() => qkv.weightT).toThrow(/q_proj\|k_proj\|v_proj: its weight is held in 16 bits \(BF16\) for inference; load the model without inferenceOnly/);
+      const x = tf.ones([1, qkv.inFeatures]) as tf.Tensor2D;
+      expect(() => tf.grad((input: tf.Tensor) => tf.sum(qkv.forward(input as tf.Tensor2D)))(x)).toThrow(/held in 16 bits has no gradient/);
+      x.dispose();
+    } finally {
+      lm.dispose();
+    }
+  }, 60_000);
+});
