@@ -6,7 +6,9 @@
  * through DecodeBatch.stepDrawn), decode with a LoRA adapter at the smallest and largest batch,
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
- * only), then where one step's GPU time goes (WebGpuDecodeStep.profile) and where a LoRA SFT
+ * only); for a shape stored in bf16 (the larger ones), also decode at the smallest and largest
+ * batch on the weights held in 16 bits, as the inference worker loads them (engine only, kernels
+ * on); then where one step's GPU time goes (WebGpuDecodeStep.profile) and where a LoRA SFT
  * step's goes, kernel by kernel (tf.profile). On webgpu the engine
  * runs its own WGSL (the encoded step and the fused kernels), or with --kernels off tfjs's
  * generic ops (WEBGPU_FUSED_KERNELS=off), or both in turn.
@@ -78,7 +80,7 @@ interface Shape {
   name: string;
   preset: Preset;
   overrides: Partial<ModelConfig>;
-  /** How the maker stores the weights (bf16 halves the larger models' files; both sides read them as float32). */
+  /** How the maker stores the weights (bf16 halves the larger models' files; both sides train and decode on them as float32, and the engine also decodes them held in 16 bits). */
   dtype?: StorageDtype;
 }
 
@@ -91,6 +93,8 @@ interface Figures {
   loraDecode?: Record<string, number>;
   /** A step of ART's RL loss (its defaults) on the SFT step's tokens (the engine's only). */
   rl?: number;
+  /** Decoding on the weights in 16 bits as an inference-only process holds a bf16 checkpoint's (loader.ts), at the smallest and largest batch (the engine's only). */
+  halfDecode?: Record<string, number>;
   /** The GPU time table of profile(), where there is one. */
   profile?: string | null;
   /** The first logits of the prefill prompt's last position: both sides must compute the same model. */
@@ -134,7 +138,7 @@ function qwen25(name: string, hiddenSize: number, intermediateSize: number, numL
 
 const SMOKE_SHAPES: Shape[] = [
   { name: 'tiny', preset: 'tiny', overrides: {} },
-  { name: 'tiny-qwen2', preset: 'tiny', overrides: { modelType: 'qwen2', tieWordEmbeddings: true } },
+  { name: 'tiny-qwen2', preset: 'tiny', dtype: 'BF16', overrides: { modelType: 'qwen2', tieWordEmbeddings: true } },
 ];
 
 function option(name: string): string | undefined {
@@ -256,7 +260,29 @@ async function rlStep(lm: LoadedModel, plan: Plan): Promise<number> {
 /** Progress on stderr, so that a run cut short still shows how far it got. */
 const progress = (what: string) => process.stderr.write(`  ${new Date().toISOString().slice(11, 19)} ${what}\n`);
 
-async function measure(dir: string, plan: Plan): Promise<Figures> {
+/** Decoding at the smallest and largest batch with the model loaded as the inference worker loads it: a bf16 checkpoint's weights held in 16 bits on webgpu. */
+async function halfDecode(dir: string, plan: Plan): Promise<Record<string, number>> {
+  progress('loading the model for inference only (weights in 16 bits)');
+  const served = await loadModel(dir, { inferenceOnly: true });
+  try {
+    const figures: Record<string, number> = {};
+    for (const size of [plan.decodeBatches[0], plan.decodeBatches[plan.decodeBatches.length - 1]]) {
+      progress(`decode, weights in 16 bits, batch ${size}`);
+      figures[size] = await decode(served, plan, size);
+    }
+    return figures;
+  } finally {
+    served.dispose();
+  }
+}
+
+async function measure(dir: string, plan: Plan, half: boolean): Promise<Figures> {
+  const figures = await measureLoaded(dir, plan);
+  if (half) figures.halfDecode = await halfDecode(dir, plan);
+  return figures;
+}
+
+async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
   progress('loading the model');
   const lm = await loadModel(dir);
   try {
@@ -461,10 +487,12 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
   const cell = (get: (f: Figures) => number | undefined) => (typeof theirs === 'string' ? '-' : shown(get(theirs)));
   const row = (what: string, get: (f: Figures) => number | undefined) => [what, ...runs.map((r) => shown(get(r.figures))), cell(get)];
   const loraBatches = Object.keys(runs[0]?.figures.loraDecode ?? {});
+  const halfBatches = Object.keys(runs[0]?.figures.halfDecode ?? {});
   const rows = [
     row(`prefill, ${plan.prefillTokens}-token prompt`, (f) => f.prefill),
     ...plan.decodeBatches.map((b) => row(`decode, batch ${b} (aggregate)`, (f) => f.decode[b])),
     ...loraBatches.map((b) => row(`decode with a LoRA adapter, batch ${b} (aggregate)`, (f) => f.loraDecode?.[b])),
+    ...halfBatches.map((b) => row(`decode, weights in 16 bits, batch ${b} (aggregate)`, (f) => f.halfDecode?.[b])),
     row(`LoRA SFT, ${plan.trainRows} x ${plan.trainTokens} tokens per step`, (f) => f.sft),
     row(`RL step (ART's default loss), ${plan.trainRows} x ${plan.trainTokens} tokens`, (f) => f.rl),
   ];
@@ -533,7 +561,9 @@ async function main(): Promise<void> {
     const pass = async (fused: boolean): Promise<Run> => {
       setFusedKernels(fused);
       progress(`engine, ${label(fused)}`);
-      return { label: label(fused), figures: await measure(dir, plan) };
+      // A 16-bit checkpoint is also decoded as the inference worker holds it, with the engine's kernels.
+      const half = fused && backend.name === 'webgpu' && (shape.dtype ?? 'F32') !== 'F32';
+      return { label: label(fused), figures: await measure(dir, plan, half) };
     };
     const passStarted = elapsed();
     const runs: Run[] = [await pass(first)];
