@@ -131,6 +131,29 @@ suite('a decoding step encoded whole on webgpu', () => {
     expectSame(cpu, gpu);
   }, 60_000);
 
+  it("gives the cpu backend logits with Qwen3's q and k norms, in eight dispatches a layer", async () => {
+    // A prompt of two chunks (RoPE apart from attention, each head RMSNorm'd first), then decoding steps (in attention).
+    const long = Array.from({ length: 270 }, (_, i) => 1 + ((i * 53) % 500));
+    const script: Script = { joins: new Map([[0, [[0, [1, 30, 31]], [1, long]]]]), leaves: new Map(), steps: 3 };
+    const dir = makeTiny('decode-step-qwen3', { preset: 'tiny-qwen3' });
+    const { cpu, gpu } = await onBoth(dir, script);
+    expectSame(cpu, gpu);
+    // The encoded step ran them: a Qwen3 step is the step's own dispatches, not the generic ops'.
+    const lm = await loadModel(dir);
+    const batch = new DecodeBatch<number>(lm.model);
+    try {
+      expect(lm.config.qkNorm).toBe(true);
+      expect(WebGpuDecodeStep.fits(lm.model)).toBe(true);
+      const next = new Map([[0, argmax(await batch.join(0, [1, 2, 3]))]]);
+      await batch.step(next);
+      const { counts } = await countGpuWork(() => batch.step(next));
+      expect(counts.dispatches).toBe(8 * lm.config.numLayers + 1);
+    } finally {
+      batch.dispose();
+      lm.dispose();
+    }
+  }, 120_000);
+
   it('gives the cpu backend logits with a LoRA adapter on some parts of the fused projections', async () => {
     const dir = makeTiny('decode-step-lora');
     const adapter = randomAdapter(dir, { r: 4, alpha: 8, targetModules: ['q_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj'] });

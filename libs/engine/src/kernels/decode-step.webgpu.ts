@@ -3,7 +3,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
 import type { StorageDtype } from '../dtype';
 import type { KVCache } from '../model/kv-cache';
-import type { LlamaModel } from '../model/llama';
+import type { HeadNorms, LlamaModel } from '../model/llama';
 import type { FrozenLinear } from '../model/linear';
 import { inverseFrequencies } from '../model/rope';
 import {
@@ -19,6 +19,7 @@ import {
   MAX_LORA_RANK,
   MAX_SPLITS,
   ropeAttentionShader,
+  ropeNormStoreShader,
   ropeStoreShader,
   SAMPLE_SHADER,
   TILE_K,
@@ -94,6 +95,8 @@ interface LayerWeights {
   qkv: LinearWeights;
   /** The q|k|v bias, zeros where the model has none. */
   qkvBias: GPUBuffer;
+  /** Qwen3's q_norm then k_norm weights [2 D], null where the model has none. */
+  headNorms: GPUBuffer | null;
   o: LinearWeights;
   gateUp: LinearWeights;
   down: LinearWeights;
@@ -171,6 +174,9 @@ const LAYOUTS = {
   rope: ['uniform', 'uniform', 'read', 'read', 'write', 'write', 'write', 'read'],
   attention: ['uniform', 'uniform', 'read', 'read', 'read', 'read', 'write'],
   ropeAttention: ['uniform', 'uniform', 'read', 'write', 'write', 'read', 'write', 'read', 'read'],
+  // rope's and ropeAttention's, then Qwen3's q_norm and k_norm weights side by side (one buffer: ropeAttention already binds 7 of the 8 storage buffers).
+  ropeNorm: ['uniform', 'uniform', 'read', 'read', 'write', 'write', 'write', 'read', 'read'],
+  ropeAttentionNorm: ['uniform', 'uniform', 'read', 'write', 'write', 'read', 'write', 'read', 'read', 'read'],
   sample: ['uniform', 'read', 'read', 'write'],
 } satisfies Record<string, Binding[]>;
 
@@ -185,7 +191,7 @@ interface Pipelines {
 const pipelinesByDevice = new WeakMap<GPUDevice, Pipelines>();
 
 /** The model families whose block the step computes. */
-const STEP_FAMILIES: readonly string[] = ['llama', 'qwen2'];
+const STEP_FAMILIES: readonly string[] = ['llama', 'qwen2', 'qwen3'];
 
 /** GPUBufferUsage's flags (fixed by the WebGPU specification; the globals exist only once Dawn is installed). */
 const USAGE = { mapRead: 0x01, copySrc: 0x04, copyDst: 0x08, uniform: 0x40, storage: 0x80 } as const;
@@ -285,7 +291,9 @@ export class WebGpuDecodeStep {
     // A bias only on q|k|v (RoPE adds it), as Llama and Qwen2 have.
     const biases = (b: LlamaModel['blocks'][number]) => (b.attention.qkv.bias?.dtype ?? 'float32') === 'float32' && !b.attention.o.bias && !b.mlp.gateUp.bias && !b.mlp.down.bias;
     const products = (b: LlamaModel['blocks'][number]) => PRODUCTS.every((kind) => float32(productOf(b, kind)));
-    return model.blocks.every((b) => products(b) && biases(b)) && float32(model.lmHead) && !model.lmHead.bias;
+    // Qwen3's q_norm and k_norm in every layer, or in none.
+    const headNorms = (b: LlamaModel['blocks'][number]) => (b.attention.headNorms !== null) === model.config.qkNorm;
+    return model.blocks.every((b) => products(b) && biases(b) && headNorms(b)) && float32(model.lmHead) && !model.lmHead.bias;
   }
 
   /**
@@ -333,6 +341,7 @@ export class WebGpuDecodeStep {
       postNorm: this.buffer(block.postAttentionNorm.weight),
       qkv: projection(block.attention.qkv),
       qkvBias: block.attention.qkv.bias ? this.buffer(block.attention.qkv.bias) : (zeros ??= owned(qkvWidth * 4, USAGE.storage)),
+      headNorms: block.attention.headNorms ? this.headNormBuffer(block.attention.headNorms, owned(2 * model.config.headDim * 4, USAGE.storage | USAGE.copyDst)) : null,
       o: projection(block.attention.o),
       gateUp: projection(block.mlp.gateUp),
       down: projection(block.mlp.down),
@@ -535,13 +544,18 @@ export class WebGpuDecodeStep {
       run('residual', this.pipeline(program, p.splits, () => finishResidualShader(p.splits, !!finish)), group, N);
     };
     const pairs = N * (H + 2 * KV) * (D / 2);
+    // Qwen3's q_norm and k_norm, done by the RoPE programs.
+    const qkNormEps = this.config.qkNorm ? this.config.rmsNormEps : null;
     bindings.forEach((binding, l) => {
       const g = this.layerGroups[l];
       layerProduct(l, 'qkv', 'qkv', qkvPlan);
-      if (T === 1) {
+      if (T === 1 && qkNormEps !== null) {
+        run('rope_attention', this.pipeline('ropeAttentionNorm', `${D}:${qkvPlan.splits}:${qkNormEps}`, () => ropeAttentionShader(D, qkvPlan.splits, qkNormEps)), binding.ropeAttention, H, N);
+      } else if (T === 1) {
         run('rope_attention', this.pipeline('ropeAttention', `${D}:${qkvPlan.splits}`, () => ropeAttentionShader(D, qkvPlan.splits)), binding.ropeAttention, H, N);
       } else {
-        run('rope', this.pipeline('rope', qkvPlan.splits, () => ropeStoreShader(qkvPlan.splits)), binding.rope, ...flatGrid(pairs));
+        if (qkNormEps !== null) run('rope', this.pipeline('ropeNorm', `${qkvPlan.splits}:${qkNormEps}`, () => ropeNormStoreShader(qkvPlan.splits, qkNormEps)), binding.rope, H + 2 * KV, N);
+        else run('rope', this.pipeline('rope', qkvPlan.splits, () => ropeStoreShader(qkvPlan.splits)), binding.rope, ...flatGrid(pairs));
         const queryTile = promptQueryTile(D);
         if (queryTile) run('attention', this.pipeline('attention', `tiled:${D}`, () => promptAttentionShader(D)), binding.attention, H, rows * Math.ceil(T / queryTile));
         else run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
@@ -733,16 +747,28 @@ export class WebGpuDecodeStep {
     this.device.queue.writeBuffer(uniform, 0, new Uint32Array([H, KV, D, keys.shape[2]]));
     const k = this.buffer(keys);
     const v = this.buffer(values);
+    const { qkvBias, headNorms } = this.layers[layer];
+    const norms = headNorms ? [headNorms] : [];
     const binding: LayerBinding = {
       keys,
       values,
       uniform,
-      rope: this.group('rope', [this.stepUniform, uniform, a.partial, a.tables, a.q, k, v, this.layers[layer].qkvBias]),
+      rope: this.group(headNorms ? 'ropeNorm' : 'rope', [this.stepUniform, uniform, a.partial, a.tables, a.q, k, v, qkvBias, ...norms]),
       attention: this.group('attention', [this.stepUniform, uniform, a.q, k, v, this.mask as GPUBuffer, a.heads]),
-      ropeAttention: this.group('ropeAttention', [this.stepUniform, uniform, a.partial, k, v, this.mask as GPUBuffer, a.heads, a.tables, this.layers[layer].qkvBias]),
+      ropeAttention: this.group(headNorms ? 'ropeAttentionNorm' : 'ropeAttention', [this.stepUniform, uniform, a.partial, k, v, this.mask as GPUBuffer, a.heads, a.tables, qkvBias, ...norms]),
     };
     this.layerBindings[layer] = binding;
     return binding;
+  }
+
+  /** `into` holding a layer's q_norm then k_norm weights, copied on the GPU from the model's tensors. */
+  private headNormBuffer(norms: HeadNorms, into: GPUBuffer): GPUBuffer {
+    const bytes = this.config.headDim * 4;
+    const encoder = this.device.createCommandEncoder();
+    encoder.copyBufferToBuffer(this.buffer(norms.q.weight), 0, into, 0, bytes);
+    encoder.copyBufferToBuffer(this.buffer(norms.k.weight), 0, into, bytes, bytes);
+    this.device.queue.submit([encoder.finish()]);
+    return into;
   }
 
   private group(kind: ProgramKind, buffers: GPUBuffer[]): GPUBindGroup {

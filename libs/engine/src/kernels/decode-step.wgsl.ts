@@ -419,6 +419,68 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
 }
 
 /**
+ * ropeStoreShader for a model with Qwen3's head norms: a workgroup per (head of q|k|v, token),
+ * grid (H + 2 KV, tokens), since each q and k head is RMSNorm'd over its D values (times qNorm
+ * or kNorm, HeadNorms) before RoPE turns it; v heads are copied as ropeStoreShader copies them.
+ * Bindings: ropeStoreShader's, then the q_norm and k_norm weights.
+ */
+export function ropeNormStoreShader(splits: number, eps: number): string {
+  return `${STEP_UNIFORMS}
+@group(0) @binding(2) var<storage, read> qkv : array<f32>;
+@group(0) @binding(7) var<storage, read> bias : array<f32>;
+@group(0) @binding(3) var<storage, read> tables : array<f32>;
+@group(0) @binding(4) var<storage, read_write> q : array<f32>;
+@group(0) @binding(5) var<storage, read_write> keys : array<f32>;
+@group(0) @binding(6) var<storage, read_write> values : array<f32>;
+${HEAD_NORM_BINDINGS(8)}
+const EPS : f32 = ${wgslFloat(eps)};
+${qkvPairWgsl(splits)}
+var<workgroup> x : array<f32, ${MAX_HEAD_DIM}>;
+${WORKGROUP_REDUCTIONS_WGSL}
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let H = layer.heads;
+  let KV = layer.kvHeads;
+  let D = layer.headDim;
+  let half = D / 2u;
+  let head = wg.x;
+  let token = wg.y;
+  // The token's row of the cache and its column there.
+  let row = token / step.perRow;
+  let column = step.column + token % step.perRow;
+  for (var j = tid; j < half; j += ${WORKGROUP}u) {
+    let pair = qkvPair(token, head, j);
+    x[j] = pair.x;
+    x[j + half] = pair.y;
+  }
+  workgroupBarrier();
+  if (head >= H + KV) {
+    let dst = ((row * KV + head - H - KV) * layer.capacity + column) * D;
+    for (var d = tid; d < D; d += ${WORKGROUP}u) { values[dst + d] = x[d]; }
+    return;
+  }
+  var squares = 0.0;
+  for (var d = tid; d < D; d += ${WORKGROUP}u) { squares += x[d] * x[d]; }
+  let scale = inverseSqrt(reduceSum(tid, squares) / f32(D) + EPS);
+  let isQuery = head < H;
+  for (var j = tid; j < half; j += ${WORKGROUP}u) {
+    let gamma = select(vec2<f32>(kNorm(j), kNorm(j + half)), vec2<f32>(qNorm(j), qNorm(j + half)), isQuery);
+    let o = rotate(vec2<f32>(x[j], x[j + half]) * scale * gamma, (token * 4u + select(2u, 0u, isQuery)) * half, j);
+    if (isQuery) {
+      let dst = (token * H + head) * D;
+      q[dst + j] = o.x;
+      q[dst + j + half] = o.y;
+    } else {
+      let dst = ((row * KV + head - H) * layer.capacity + column) * D;
+      keys[dst + j] = o.x;
+      keys[dst + j + half] = o.y;
+    }
+  }
+}`;
+}
+
+/**
  * softmax(q k^T + mask) v over the first `columns` columns of each token's row of the cache,
  * every head of every token in one dispatch: one workgroup per (token, query head), the H / KV
  * query heads of a KV head reading its keys and values (grouped-query attention). Keys go in
@@ -555,9 +617,58 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
  * once per KV head: 3 H D sums of the splits a token instead of RoPE's (H + 2 KV) D, read
  * where the q|k|v product just wrote them, for one dispatch (and its barrier) fewer a layer.
  */
-export function ropeAttentionShader(headDim: number, splits: number): string {
-  return attentionProgram(headDim, splits);
+export function ropeAttentionShader(headDim: number, splits: number, qkNormEps: number | null = null): string {
+  return attentionProgram(headDim, { splits, qkNormEps });
 }
+
+/**
+ * The binding of a layer's q_norm then k_norm weights [2 D] (Qwen3's RMSNorm of each q and k head
+ * before RoPE), and qNorm(d) and kNorm(d) reading them.
+ */
+const HEAD_NORM_BINDINGS = (binding: number) => `@group(0) @binding(${binding}) var<storage, read> headNorm : array<f32>;
+fn qNorm(d : u32) -> f32 { return headNorm[d]; }
+fn kNorm(d : u32) -> f32 { return headNorm[layer.headDim + d]; }`;
+
+/** WGSL for a float literal. */
+const wgslFloat = (x: number) => (Number.isInteger(x) ? `${x}.0` : `${x}`);
+
+/**
+ * ropeAttentionShader's q, new key and new value with Qwen3's head norms: the token's q head,
+ * its KV head's k and v from the splits, then each of q and k RMSNorm'd over its D values
+ * (times qNorm or kNorm) and rotated in place, as HeadNorms then RoPE do.
+ */
+const ropeNormedQueryKeyValue = `  for (var p = tid; p < 3u * half; p += ${WORKGROUP}u) {
+    let j = p % half;
+    let which = p / half;
+    let x = qkvPair(token, select(select(H + layer.kvHeads + kvHead, H + kvHead, which == 1u), head, which == 0u), j);
+    if (which == 0u) {
+      query[j] = x.x;
+      query[j + half] = x.y;
+    } else if (which == 1u) {
+      newKey[j] = x.x;
+      newKey[j + half] = x.y;
+    } else {
+      newValue[j] = x.x;
+      newValue[j + half] = x.y;
+    }
+  }
+  workgroupBarrier();
+  var querySquares = 0.0;
+  var keySquares = 0.0;
+  for (var d = tid; d < D; d += ${WORKGROUP}u) {
+    querySquares += query[d] * query[d];
+    keySquares += newKey[d] * newKey[d];
+  }
+  let queryScale = inverseSqrt(reduceSum(tid, querySquares) / f32(D) + EPS);
+  let keyScale = inverseSqrt(reduceSum(tid, keySquares) / f32(D) + EPS);
+  for (var j = tid; j < half; j += ${WORKGROUP}u) {
+    let q = rotate(vec2<f32>(query[j] * queryScale * qNorm(j), query[j + half] * queryScale * qNorm(j + half)), token * 4u * half, j);
+    query[j] = q.x;
+    query[j + half] = q.y;
+    let k = rotate(vec2<f32>(newKey[j] * keyScale * kNorm(j), newKey[j + half] * keyScale * kNorm(j + half)), (token * 4u + 2u) * half, j);
+    newKey[j] = k.x;
+    newKey[j + half] = k.y;
+  }`;
 
 /**
  * The bindings every attention program shares (the pipeline layouts `attention` and
@@ -574,11 +685,12 @@ function attentionBindings(rope: boolean): string {
 @group(0) @binding(6) var<storage, read_write> out : array<f32>;`;
 }
 
-/** attentionShader, or with `ropeSplits` ropeAttentionShader. */
-function attentionProgram(headDim: number, ropeSplits: number | null): string {
-  const rope = ropeSplits !== null;
-  return `${attentionBindings(rope)}
-${rope ? `@group(0) @binding(7) var<storage, read> tables : array<f32>;\n@group(0) @binding(8) var<storage, read> bias : array<f32>;\n${qkvPairWgsl(ropeSplits)}` : ''}
+/** attentionShader, or with `rope` (the q|k|v product's splits, and Qwen3's q/k norm epsilon where the model has them) ropeAttentionShader. */
+function attentionProgram(headDim: number, rope: { splits: number; qkNormEps: number | null } | null): string {
+  const qkNorm = rope !== null && rope.qkNormEps !== null;
+  return `${attentionBindings(rope !== null)}
+${rope ? `@group(0) @binding(7) var<storage, read> tables : array<f32>;\n@group(0) @binding(8) var<storage, read> bias : array<f32>;\n${qkvPairWgsl(rope.splits)}` : ''}
+${qkNorm ? `${HEAD_NORM_BINDINGS(9)}\nconst EPS : f32 = ${wgslFloat(rope.qkNormEps as number)};` : ''}
 
 const DIMS_PER_THREAD : u32 = ${MAX_HEAD_DIM / WORKGROUP}u;
 var<workgroup> query : array<f32, ${MAX_HEAD_DIM}>;
@@ -600,7 +712,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
 ${
   rope
     ? `  let half = D / 2u;
-  for (var p = tid; p < 3u * half; p += ${WORKGROUP}u) {
+${qkNorm ? ropeNormedQueryKeyValue : `  for (var p = tid; p < 3u * half; p += ${WORKGROUP}u) {
     let j = p % half;
     if (p < half) {
       let x = rotate(qkvPair(token, head, j), token * 4u * half, j);
@@ -615,7 +727,7 @@ ${
       newValue[j] = x.x;
       newValue[j + half] = x.y;
     }
-  }
+  }`}
   workgroupBarrier();
   if (head % (H / layer.kvHeads) == 0u) {
     for (var d = tid; d < D; d += ${WORKGROUP}u) {
