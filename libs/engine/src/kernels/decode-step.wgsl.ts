@@ -365,6 +365,35 @@ fn rotate(x : vec2<f32>, table : u32, j : u32) -> vec2<f32> {
 }
 
 /**
+ * storeHeadPair(token, head, j, x): pair (j, j + D/2) of head `head` of token `token`, rotated
+ * where it is a q or k head, into q [tokens, H, D] (q heads) or the token's column of its row's
+ * cache [rows, KV, capacity, D] (k and v heads). Needs the globals step, layer, q, keys, values.
+ */
+const STORE_HEAD_PAIR_WGSL = `
+fn storeHeadPair(token : u32, head : u32, j : u32, x : vec2<f32>) {
+  let H = layer.heads;
+  let KV = layer.kvHeads;
+  let D = layer.headDim;
+  let half = D / 2u;
+  let row = token / step.perRow;
+  let column = step.column + token % step.perRow;
+  var dst : u32;
+  if (head < H) {
+    dst = (token * H + head) * D;
+    q[dst + j] = x.x;
+    q[dst + j + half] = x.y;
+  } else if (head < H + KV) {
+    dst = ((row * KV + head - H) * layer.capacity + column) * D;
+    keys[dst + j] = x.x;
+    keys[dst + j + half] = x.y;
+  } else {
+    dst = ((row * KV + head - H - KV) * layer.capacity + column) * D;
+    values[dst + j] = x.x;
+    values[dst + j + half] = x.y;
+  }
+}`;
+
+/**
  * RoPE on the step's q and k heads and the KV cache's new columns, from the q|k|v product's
  * `splits` partial sums and its bias: for every token, q heads are rotated into q [tokens, H,
  * D], k heads rotated and v heads copied into the token's column (column + its index in its
@@ -382,6 +411,7 @@ export function ropeStoreShader(splits: number): string {
 @group(0) @binding(5) var<storage, read_write> keys : array<f32>;
 @group(0) @binding(6) var<storage, read_write> values : array<f32>;
 ${qkvPairWgsl(splits)}
+${STORE_HEAD_PAIR_WGSL}
 
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
@@ -395,26 +425,8 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
   let j = index % half;
   let head = (index / half) % all;
   let token = index / (half * all);
-  // The token's row of the cache and its column there.
-  let row = token / step.perRow;
-  let column = step.column + token % step.perRow;
   let x = qkvPair(token, head, j);
-  if (head >= H + KV) {
-    let dst = ((row * KV + head - H - KV) * layer.capacity + column) * D;
-    values[dst + j] = x.x;
-    values[dst + j + half] = x.y;
-    return;
-  }
-  let o = rotate(x, (token * 4u + select(2u, 0u, head < H)) * half, j);
-  if (head < H) {
-    let dst = (token * H + head) * D;
-    q[dst + j] = o.x;
-    q[dst + j + half] = o.y;
-  } else {
-    let dst = ((row * KV + head - H) * layer.capacity + column) * D;
-    keys[dst + j] = o.x;
-    keys[dst + j + half] = o.y;
-  }
+  storeHeadPair(token, head, j, select(rotate(x, (token * 4u + select(2u, 0u, head < H)) * half, j), x, head >= H + KV));
 }`;
 }
 
@@ -435,6 +447,7 @@ export function ropeNormStoreShader(splits: number, eps: number): string {
 ${HEAD_NORM_BINDINGS(8)}
 const EPS : f32 = ${wgslFloat(eps)};
 ${qkvPairWgsl(splits)}
+${STORE_HEAD_PAIR_WGSL}
 var<workgroup> x : array<f32, ${MAX_HEAD_DIM}>;
 ${WORKGROUP_REDUCTIONS_WGSL}
 
@@ -446,36 +459,23 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
   let half = D / 2u;
   let head = wg.x;
   let token = wg.y;
-  // The token's row of the cache and its column there.
-  let row = token / step.perRow;
-  let column = step.column + token % step.perRow;
+  if (head >= H + KV) {
+    for (var j = tid; j < half; j += ${WORKGROUP}u) { storeHeadPair(token, head, j, qkvPair(token, head, j)); }
+    return;
+  }
   for (var j = tid; j < half; j += ${WORKGROUP}u) {
     let pair = qkvPair(token, head, j);
     x[j] = pair.x;
     x[j + half] = pair.y;
   }
   workgroupBarrier();
-  if (head >= H + KV) {
-    let dst = ((row * KV + head - H - KV) * layer.capacity + column) * D;
-    for (var d = tid; d < D; d += ${WORKGROUP}u) { values[dst + d] = x[d]; }
-    return;
-  }
   var squares = 0.0;
   for (var d = tid; d < D; d += ${WORKGROUP}u) { squares += x[d] * x[d]; }
   let scale = inverseSqrt(reduceSum(tid, squares) / f32(D) + EPS);
   let isQuery = head < H;
   for (var j = tid; j < half; j += ${WORKGROUP}u) {
     let gamma = select(vec2<f32>(kNorm(j), kNorm(j + half)), vec2<f32>(qNorm(j), qNorm(j + half)), isQuery);
-    let o = rotate(vec2<f32>(x[j], x[j + half]) * scale * gamma, (token * 4u + select(2u, 0u, isQuery)) * half, j);
-    if (isQuery) {
-      let dst = (token * H + head) * D;
-      q[dst + j] = o.x;
-      q[dst + j + half] = o.y;
-    } else {
-      let dst = ((row * KV + head - H) * layer.capacity + column) * D;
-      keys[dst + j] = o.x;
-      keys[dst + j + half] = o.y;
-    }
+    storeHeadPair(token, head, j, rotate(vec2<f32>(x[j], x[j + half]) * scale * gamma, (token * 4u + select(2u, 0u, isQuery)) * half, j));
   }
 }`;
 }
