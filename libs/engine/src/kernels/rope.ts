@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ROPE_WASM } from './rope.wasm';
-import { ROPE_KERNEL, ROPE_QKV_BACKWARD_KERNEL, ROPE_QKV_KERNEL } from './rope.webgpu';
+import { ROPE_KERNEL, ROPE_QKV_BACKWARD_KERNEL, ROPE_QKV_KERNEL, ROPE_QKV_NORMED_BACKWARD_KERNEL, ROPE_QKV_NORMED_KERNEL } from './rope.webgpu';
 import { withBackwardKernel } from './kernel-gradient';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsApply } from './webgpu-program';
@@ -114,4 +114,49 @@ export function ropeQkv(qkv: tf.Tensor2D, cos: tf.Tensor3D, sin: tf.Tensor3D, kv
     throw new Error(`ropeQkv: q|k|v ${qkv.shape} does not fit tables ${cos.shape} with ${kvHeads} KV heads and ${T} tokens a row`);
   }
   return tf.engine().runKernel(ROPE_QKV_KERNEL, { qkv, cos, sin }, { kvHeads, T }) as unknown as [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D];
+}
+
+/** Whether ropeQkvNormed runs for heads of `headDim` now (float32 inputs given): webgpu with the fused kernels, outside a tape, D even. */
+export function ropeQkvNormedApplies(headDim: number): boolean {
+  return fusedKernelsApply() && headDim % 2 === 0;
+}
+
+/**
+ * ropeQkv with each q and k head RMSNorm'd first (q_norm and k_norm: gamma [2 D], their weights
+ * side by side, and their epsilon), in one WGSL dispatch (rope.webgpu.ts); null where it does not
+ * apply, as ropeQkv.
+ */
+export function ropeQkvNormed(
+  qkv: tf.Tensor2D,
+  cos: tf.Tensor3D,
+  sin: tf.Tensor3D,
+  gamma: tf.Tensor1D,
+  eps: number,
+  kvHeads: number,
+  T: number,
+): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] | null {
+  const [N, heads, D] = cos.shape;
+  if (!ropeQkvNormedApplies(D) || [qkv, cos, sin, gamma].some((t) => t.dtype !== 'float32')) return null;
+  if (qkv.shape[0] !== N || qkv.shape[1] !== (heads + kvHeads) * D || N % T !== 0 || gamma.size !== 2 * D) {
+    throw new Error(`ropeQkvNormed: q|k|v ${qkv.shape} and norm weights ${gamma.shape} do not fit tables ${cos.shape} with ${kvHeads} KV heads and ${T} tokens a row`);
+  }
+  return tf.engine().runKernel(ROPE_QKV_NORMED_KERNEL, { qkv, cos, sin, gamma }, { kvHeads, T, eps }) as unknown as [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D];
+}
+
+/**
+ * ropeQkvNormed's gradient: d(q|k|v) [N, (H + 2 KV) D] from attention's dq, dk and dv and the
+ * q|k|v output `qkv` the forward read, in one WGSL dispatch; null where it does not apply.
+ */
+export function ropeQkvNormedGradient(
+  dq: tf.Tensor2D,
+  dk: tf.Tensor4D,
+  dv: tf.Tensor4D,
+  cos: tf.Tensor3D,
+  sin: tf.Tensor3D,
+  qkv: tf.Tensor2D,
+  gamma: tf.Tensor1D,
+  eps: number,
+): tf.Tensor2D | null {
+  if (!fusedKernelsApply() || cos.shape[2] % 2 !== 0 || [dq, dk, dv, cos, sin, qkv, gamma].some((t) => t.dtype !== 'float32')) return null;
+  return tf.engine().runKernel(ROPE_QKV_NORMED_BACKWARD_KERNEL, { dq, dk, dv, cos, sin, qkv, gamma }, { eps }) as tf.Tensor2D;
 }

@@ -170,3 +170,171 @@ tf.registerKernel({
     return runMultiOutputProgram(backend, qkvProgram(N, T, heads - KV, KV, D), [qkv, cos, sin]);
   },
 });
+
+/**
+ * ropeQkv for the families with q_norm and k_norm (Qwen3, Gemma 3), forward and backward, one
+ * dispatch each: a workgroup takes one head of one token, since each q and k head is RMSNorm'd
+ * over its D values (HeadNorms: x / sqrt(mean(x^2) + eps) * gamma, gamma [2 D] q_norm's then
+ * k_norm's weights) before RoPE turns it. The forward writes ropeQkv's q, k and v; the backward,
+ * from attention's dq, dk and dv and the projection's output x it saved, writes d(q|k|v): for a
+ * q or k head, RoPE's backward g (as ropeQkvBackward's) then the norm's,
+ *
+ *   dx = r gamma g - x r^3 sum(gamma g x) / D,   r = 1 / sqrt(mean(x^2) + eps)
+ *
+ * and dv moved back for a v head. The generic route takes about twenty dispatches a layer more:
+ * column slices, two RMSNorms each way, concats and transposes.
+ */
+export const ROPE_QKV_NORMED_KERNEL = 'TrainyardRopeQkvNormed';
+export const ROPE_QKV_NORMED_BACKWARD_KERNEL = 'TrainyardRopeQkvNormedBackward';
+
+/** What both programs share: sizes, the workgroup's head and token, the head's sum over its D values. */
+function normedHeadWgsl(H: number, KV: number, D: number, eps: number): string {
+  return `const H : u32 = ${H}u;
+const KV : u32 = ${KV}u;
+const D : u32 = ${D}u;
+const HEADS : u32 = ${H + 2 * KV}u;
+const EPS : f32 = ${Number.isInteger(eps) ? `${eps}.0` : eps};
+var<workgroup> partial : array<f32, ${WORKGROUP}>;
+var<workgroup> y : array<f32, ${D}>;
+
+/** The sum of every thread's value (all the workgroup's threads call it). */
+fn headSum(tid : u32, value : f32) -> f32 {
+  partial[tid] = value;
+  workgroupBarrier();
+  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
+    if (tid < n) { partial[tid] += partial[tid + n]; }
+    workgroupBarrier();
+  }
+  let total = partial[0];
+  workgroupBarrier();
+  return total;
+}
+
+/** Element e of head h (a k or v head of index h % KV) of token n, heads-first [B, KV, T, D]. */
+fn headsFirst(n : u32, h : u32, e : u32) -> u32 {
+  return (((n / u.T) * KV + (h - H) % KV) * u.T + n % u.T) * D + e;
+}`;
+}
+
+/** The workgroup's (token, head), clamped into range (threads past the end compute and write nothing: no return before a barrier). */
+const NORMED_HEAD_MAIN = `@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let flat = wg.y * groups.x + wg.x;
+  let valid = flat < u.N * HEADS;
+  let index = min(flat, u.N * HEADS - 1u);
+  let n = index / HEADS;
+  let head = index % HEADS;
+  let half = D / 2u;`;
+
+function qkvNormedProgram(N: number, T: number, H: number, KV: number, D: number, eps: number): MultiOutputProgram {
+  const B = N / T;
+  return {
+    key: `trainyardRopeQkvNormed_${H}_${KV}_${D}_${eps}`,
+    wgsl: () => `${multiOutputBindings('N : u32, T : u32', ['x', 'cosT', 'sinT', 'gamma'], ['q', 'k', 'v'])}
+${normedHeadWgsl(H, KV, D, eps)}
+${NORMED_HEAD_MAIN}
+  let src = n * HEADS * D + head * D;
+  if (head >= H + KV) {
+    for (var e = tid; e < D; e += ${WORKGROUP}u) {
+      if (valid) { v[headsFirst(n, head, e)] = x[src + e]; }
+    }
+    return;
+  }
+  var squares = 0.0;
+  for (var e = tid; e < D; e += ${WORKGROUP}u) { squares += x[src + e] * x[src + e]; }
+  let r = inverseSqrt(headSum(tid, squares) / f32(D) + EPS);
+  let g = select(D, 0u, head < H);
+  for (var e = tid; e < D; e += ${WORKGROUP}u) { y[e] = x[src + e] * r * gamma[g + e]; }
+  workgroupBarrier();
+  for (var e = tid; e < D; e += ${WORKGROUP}u) {
+    let first = e < half;
+    let partner = y[select(e - half, e + half, first)];
+    let at = (n * (H + KV) + head) * D + e;
+    // y cos + rotate_half(y) sin, rotate_half(y) = [-y2, y1].
+    let rotated = y[e] * cosT[at] + select(partner, -partner, first) * sinT[at];
+    if (valid && head < H) { q[(n * H + head) * D + e] = rotated; }
+    if (valid && head >= H) { k[headsFirst(n, head, e)] = rotated; }
+  }
+}`,
+    outputShapes: [
+      [N, H * D],
+      [B, KV, T, D],
+      [B, KV, T, D],
+    ],
+    dispatch: workgroupGrid(N * (H + 2 * KV)),
+    uniforms: [
+      { type: 'uint32', value: N },
+      { type: 'uint32', value: T },
+    ],
+  };
+}
+
+function qkvNormedBackwardProgram(N: number, T: number, H: number, KV: number, D: number, eps: number): MultiOutputProgram {
+  return {
+    key: `trainyardRopeQkvNormedBackward_${H}_${KV}_${D}_${eps}`,
+    wgsl: () => `${multiOutputBindings('N : u32, T : u32', ['dq', 'dk', 'dv', 'cosT', 'sinT', 'x', 'gamma'], ['dx'])}
+${normedHeadWgsl(H, KV, D, eps)}
+/** Attention's gradient of element e of q head or k head \`head\` of token n. */
+fn rotatedGradient(n : u32, head : u32, e : u32) -> f32 {
+  if (head < H) { return dq[(n * H + head) * D + e]; }
+  return dk[headsFirst(n, head, e)];
+}
+${NORMED_HEAD_MAIN}
+  let src = n * HEADS * D + head * D;
+  if (head >= H + KV) {
+    for (var e = tid; e < D; e += ${WORKGROUP}u) {
+      if (valid) { dx[src + e] = dv[headsFirst(n, head, e)]; }
+    }
+    return;
+  }
+  // RoPE's backward into y (dx = dy cos - rotate_half(dy) sin), times gamma; the two sums the norm's backward needs.
+  let g = select(D, 0u, head < H);
+  var squares = 0.0;
+  var dot = 0.0;
+  for (var e = tid; e < D; e += ${WORKGROUP}u) {
+    let first = e < half;
+    let partner = rotatedGradient(n, head, select(e - half, e + half, first));
+    let at = (n * (H + KV) + head) * D + e;
+    let dy = (rotatedGradient(n, head, e) * cosT[at] + select(-partner, partner, first) * sinT[at]) * gamma[g + e];
+    y[e] = dy;
+    squares += x[src + e] * x[src + e];
+    dot += dy * x[src + e];
+  }
+  let r = inverseSqrt(headSum(tid, squares) / f32(D) + EPS);
+  let c = headSum(tid, dot) * r * r * r / f32(D);
+  for (var e = tid; e < D; e += ${WORKGROUP}u) {
+    if (valid) { dx[src + e] = r * y[e] - x[src + e] * c; }
+  }
+}`,
+    outputShapes: [[N, (H + 2 * KV) * D]],
+    dispatch: workgroupGrid(N * (H + 2 * KV)),
+    uniforms: [
+      { type: 'uint32', value: N },
+      { type: 'uint32', value: T },
+    ],
+  };
+}
+
+tf.registerKernel({
+  kernelName: ROPE_QKV_NORMED_KERNEL,
+  backendName: 'webgpu',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { qkv, cos, sin, gamma } = inputs as Record<'qkv' | 'cos' | 'sin' | 'gamma', tf.TensorInfo>;
+    const { kvHeads: KV, T, eps } = attrs as unknown as { kvHeads: number; T: number; eps: number };
+    const [N, heads, D] = cos.shape;
+    return runMultiOutputProgram(backend, qkvNormedProgram(N, T, heads - KV, KV, D, eps), [qkv, cos, sin, gamma]);
+  },
+});
+
+tf.registerKernel({
+  kernelName: ROPE_QKV_NORMED_BACKWARD_KERNEL,
+  backendName: 'webgpu',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { dq, dk, dv, cos, sin, qkv, gamma } = inputs as Record<'dq' | 'dk' | 'dv' | 'cos' | 'sin' | 'qkv' | 'gamma', tf.TensorInfo>;
+    const { eps } = attrs as unknown as { eps: number };
+    const [N, heads, D] = cos.shape;
+    const KV = dk.shape[1];
+    const [dx] = runMultiOutputProgram(backend, qkvNormedBackwardProgram(N, dk.shape[2], heads - KV, KV, D, eps), [dq, dk, dv, cos, sin, qkv, gamma]);
+    return dx;
+  },
+});

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { HiddenAct, ModelConfig } from '../config';
 import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights } from '../kernels/matmul';
-import { attend, decoderBlock, geglu, rmsNorm, ropeQkv, swiglu } from '../ops';
+import { attend, decoderBlock, geglu, rmsNorm, ropeQkv, ropeQkvNormed, swiglu } from '../ops';
 import { FrozenLinear } from './linear';
 import { KVCache, MASKED } from './kv-cache';
 import { Rope } from './rope';
@@ -50,11 +50,19 @@ export class RMSNorm {
 
 /** Qwen3's and Gemma 3's q_norm and k_norm: an RMSNorm over each head of the queries, and one over each head of the keys. */
 export class HeadNorms {
+  private both: tf.Tensor1D | null = null;
+
   constructor(
     readonly q: RMSNorm,
     readonly k: RMSNorm,
     private readonly config: ModelConfig,
   ) {}
+
+  /** q_norm's then k_norm's weights side by side [2 D], as the fused q|k|v kernels take them (ops/rope.ts); made on first use. */
+  get weights(): tf.Tensor1D {
+    this.both ??= tf.keep(tf.concat([this.q.weight, this.k.weight]));
+    return this.both;
+  }
 
   /** qk: the queries' and keys' heads side by side, [N, (H + KV) * D]. */
   forward(qk: tf.Tensor2D): tf.Tensor2D {
@@ -68,6 +76,8 @@ export class HeadNorms {
   dispose(): void {
     this.q.weight.dispose();
     this.k.weight.dispose();
+    this.both?.dispose();
+    this.both = null;
   }
 }
 
@@ -111,8 +121,8 @@ export class Attention {
     const { batch: B, seqLen: T } = ctx;
     const N = B * T;
     const { cos, sin } = this.inputsOf(ctx);
-    // Without head norms the whole of it is one kernel where there is one (ops/rope.ts).
-    const fused = this.headNorms ? null : ropeQkv(projected, cos, sin, KV, T);
+    // The whole of it is one kernel where there is one (ops/rope.ts), head norms included.
+    const fused = this.headNorms ? ropeQkvNormed(projected, cos, sin, this.headNorms, KV, T) : ropeQkv(projected, cos, sin, KV, T);
     if (fused) return fused;
 
     const [qk, vFlat] = splitColumns(projected, [(H + KV) * D, KV * D]);

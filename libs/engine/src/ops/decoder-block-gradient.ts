@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { splitColumns } from '../kernels/matmul';
 import { promptAttentionSaves } from '../kernels/prompt-attention';
+import { ropeQkvNormedApplies } from '../kernels/rope';
 import type { FrozenLinear } from '../model/linear';
 import type { Attention, Block, HeadNorms, MLP, RMSNorm, StepContext } from '../model/llama';
 import { attendBackward } from './attention';
@@ -8,7 +9,7 @@ import { gegluBackward } from './gelu';
 import { savedAdapterColumns } from './linear';
 import { linearBackward, linearBackwardThroughSwiglu } from './linear-gradient';
 import { rmsNormBackward } from './norm';
-import { ropeBackward, ropeQkvBackward } from './rope';
+import { ropeBackward, ropeQkvBackward, ropeQkvNormedBackward } from './rope';
 import { SavedActivations, withSavedActivations } from './saved-activations';
 import { swigluBackward } from './swiglu';
 
@@ -35,7 +36,7 @@ export function decoderBlockSaving(block: Block, x: tf.Tensor2D, ctx: StepContex
  * | q\|k\|v's input (the normed x), the norm before the MLP's input h, gate\|up's input | 3 C |
  * | attention's q and result (o's input), k and v | 2 H D + 2 KV D |
  * | the gate's input gate\|up, down's input | 3 F |
- * | q_norm's and k_norm's inputs (Qwen3, Gemma 3) | (H + KV) D |
+ * | q_norm's and k_norm's inputs (Qwen3, Gemma 3); where ropeQkvNormed runs them (webgpu), the q\|k\|v output it reads | (H + KV) D; (H + 2 KV) D |
  * | the norms after attention and after the MLP: their inputs (Gemma 3) | 2 C |
  * | each projection's adapters' x A, where the webgpu LoRA programs run it (ops/linear.ts) | their ranks |
  * | each query's attention statistics, where the webgpu attention saves them (ops/attention.ts) | 3 H |
@@ -44,7 +45,8 @@ export function decoderBlockSavedBytes(block: Block, tokens: number): number {
   const { hiddenSize: C, intermediateSize: F, numHeads: H, numKvHeads: KV, headDim: D } = block.attention.config;
   const adapterColumns = [block.attention.qkv, block.attention.o, block.mlp.gateUp, block.mlp.down].reduce((sum, l) => sum + savedAdapterColumns(l), 0);
   const attentionStats = promptAttentionSaves(D) ? 3 * H : 0;
-  const perToken = 3 * C + 2 * H * D + 2 * KV * D + 3 * F + (block.attention.headNorms ? (H + KV) * D : 0) + (block.sandwich ? 2 * C : 0) + adapterColumns + attentionStats;
+  const headNorms = block.attention.headNorms ? (ropeQkvNormedApplies(D) ? H + 2 * KV : H + KV) * D : 0;
+  const perToken = 3 * C + 2 * H * D + 2 * KV * D + 3 * F + headNorms + (block.sandwich ? 2 * C : 0) + adapterColumns + attentionStats;
   return 4 * tokens * perToken;
 }
 
@@ -129,8 +131,10 @@ class Backward {
     const N = saved.B * saved.T;
     const [dq, dk, dv] = attendBackward(saved, this.linear(attention.o, dy));
     const { cos, sin } = attention.inputsOf(this.ctx.step);
-    // Without head norms, RoPE's backward and the layouts in one kernel where there is one.
-    const fused = attention.headNorms ? null : ropeQkvBackward(dq, dk, dv, cos, sin);
+    // RoPE's backward and the layouts (and the head norms' where the forward fused them) in one kernel where there is one.
+    const norms = attention.headNorms;
+    const normsInput = norms && this.saved.headNormsInput(norms);
+    const fused = norms ? normsInput && ropeQkvNormedBackward(dq, dk, dv, cos, sin, normsInput, norms) : ropeQkvBackward(dq, dk, dv, cos, sin);
     if (fused) return this.linear(attention.qkv, fused);
     // k and v were laid heads-first, [B, KV, T, D]: back to token-major [N, KV * D].
     const tokenMajor = (x: tf.Tensor4D) => tf.reshape(tf.transpose(x, [0, 2, 1, 3]), [N, KV * D]) as tf.Tensor2D;

@@ -11,7 +11,7 @@
  * | op | wasm | webgpu | elsewhere |
  * |---|---|---|---|
  * | rmsNorm | kernels/rms-norm.ts (+ backward kernel) | WGSL, forward and explicit backward (the residual's gradient added), outside a tape | tfjs ops |
- * | rope | kernels/rope.ts (+ backward kernel) | WGSL outside a tape; with q\|k\|v's split and layouts in one WGSL dispatch, forward (ropeQkv) and explicit backward (ropeQkvBackward) | tfjs ops |
+ * | rope | kernels/rope.ts (+ backward kernel) | WGSL outside a tape; with q\|k\|v's split and layouts (and the head norms, where the family has them) in one WGSL dispatch, forward (ropeQkv, ropeQkvNormed) and explicit backward (ropeQkvBackward, ropeQkvNormedBackward) | tfjs ops |
  * | swiglu | kernels/swiglu.ts (+ backward kernel) | WGSL outside a tape, forward and explicit backward (with the down projection's LoRA backward, in its program) | tfjs ops |
  * | geglu | tfjs ops, GELU's gradient written out (ops/gelu.ts) | tfjs ops | tfjs ops |
  * | attend | kernels/decode-attention.ts, kernels/prompt-attention.ts (+ backward kernel) | WGSL outside a tape: decoding, and T tokens (kernels/prompt-attention.webgpu.ts, forward and explicit backward) | tfjs ops, tiled custom gradient; explicit backward batched |
@@ -25,5 +25,5 @@ export { attend } from './attention';
 export { decoderBlock } from './decoder-block';
 export { geglu } from './gelu';
 export { rmsNorm } from './norm';
-export { rope, ropeQkv } from './rope';
+export { rope, ropeQkv, ropeQkvNormed } from './rope';
 export { swiglu } from './swiglu';

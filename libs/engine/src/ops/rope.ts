@@ -1,5 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { rope as ropeKernel, ropeGradient, ropeQkv as ropeQkvKernel, ropeQkvGradient, ropeWithGradient } from '../kernels/rope';
+import { rope as ropeKernel, ropeGradient, ropeQkv as ropeQkvKernel, ropeQkvGradient, ropeQkvNormed as ropeQkvNormedKernel, ropeQkvNormedGradient, ropeWithGradient } from '../kernels/rope';
+import type { HeadNorms } from '../model/llama';
+import { savedActivations } from './saved-activations';
 
 /**
  * Rotary position embeddings, x * cos + rotate_half(x) * sin for x, cos and sin [N, heads, D]:
@@ -49,4 +51,27 @@ export function ropeQkv(qkv: tf.Tensor2D, cos: tf.Tensor3D, sin: tf.Tensor3D, kv
  */
 export function ropeQkvBackward(dq: tf.Tensor2D, dk: tf.Tensor4D, dv: tf.Tensor4D, cos: tf.Tensor3D, sin: tf.Tensor3D): tf.Tensor2D | null {
   return ropeQkvGradient(dq, dk, dv, cos, sin);
+}
+
+/**
+ * ropeQkv for the families with q_norm and k_norm (Qwen3, Gemma 3): each q and k head RMSNorm'd
+ * by its norm (HeadNorms.forward), then as ropeQkv. One WGSL dispatch on webgpu (kernels/rope.ts),
+ * where a pass saving activations keeps the q|k|v output for ropeQkvNormedBackward; null
+ * elsewhere, for the caller to write it out with ops (which save their own inputs).
+ */
+export function ropeQkvNormed(qkv: tf.Tensor2D, cos: tf.Tensor3D, sin: tf.Tensor3D, norms: HeadNorms, kvHeads: number, T: number): [tf.Tensor2D, tf.Tensor4D, tf.Tensor4D] | null {
+  const fused = ropeQkvNormedKernel(qkv, cos, sin, norms.weights, norms.q.epsilon, kvHeads, T);
+  if (fused) savedActivations()?.saveHeadNormsInput(norms, qkv);
+  return fused;
+}
+
+/**
+ * The gradient of the q|k|v projection's output through ropeQkvNormed, from attention's dq, dk
+ * and dv and the output `qkv` its forward saved: one WGSL dispatch on webgpu. Throws where the
+ * kernel does not apply, since only a webgpu forward saves `qkv`.
+ */
+export function ropeQkvNormedBackward(dq: tf.Tensor2D, dk: tf.Tensor4D, dv: tf.Tensor4D, cos: tf.Tensor3D, sin: tf.Tensor3D, qkv: tf.Tensor2D, norms: HeadNorms): tf.Tensor2D {
+  const dx = ropeQkvNormedGradient(dq, dk, dv, cos, sin, qkv, norms.weights, norms.q.epsilon);
+  if (!dx) throw new Error('ropeQkvNormedBackward: the fused q|k|v kernels ran forward but do not apply backward');
+  return dx;
 }

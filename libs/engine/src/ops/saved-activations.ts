@@ -4,7 +4,8 @@ import * as tf from '@tensorflow/tfjs-core';
  * What one pass over a decoder block keeps for its explicit backward (ops/decoder-block-gradient.ts):
  * while a store is in effect, each op that has a backward of its own saves, by reference, the
  * tensors that backward reads, as its own gradient function would under a tape: a norm its
- * input, a projection its input (and, where its kernel made it, its adapters' x A), the gated activation its gate|up input, attention its q, k, v,
+ * input, a projection its input (and, where its kernel made it, its adapters' x A), the fused head
+ * norms the q|k|v output, the gated activation its gate|up input, attention its q, k, v,
  * mask and output. The model's forward (Block.forward) knows nothing of it, and runs unchanged
  * and without a tape. Outside such a pass no store is in effect and the ops save nothing.
  *
@@ -32,6 +33,7 @@ export class SavedActivations {
   private readonly norms = new Map<tf.Tensor, tf.Tensor2D>();
   private readonly linears = new Map<object, tf.Tensor2D>();
   private readonly adapterProducts = new Map<object, tf.Tensor2D>();
+  private readonly headNormsInputs = new Map<object, tf.Tensor2D>();
   private gateUp: tf.Tensor2D | null = null;
   private attentionInputs: SavedAttention | null = null;
   /** Tensors of the step that outlive it anyway (the mask, the block's input): never disposed here. */
@@ -69,6 +71,16 @@ export class SavedActivations {
   /** The projection's saved adapters' product, or null where its forward saved none. */
   adapterProduct(linear: object): tf.Tensor2D | null {
     return this.adapterProducts.get(linear) ?? null;
+  }
+
+  /** The q|k|v output that the fused head norms, RoPE and layouts read (ops/rope.ts, ropeQkvNormed), by the head norms. */
+  saveHeadNormsInput(norms: object, qkv: tf.Tensor2D): void {
+    this.put(this.headNormsInputs, norms, qkv, 'head norms');
+  }
+
+  /** The q|k|v output ropeQkvNormed saved, or null where the head norms ran as ops (which saved their own inputs). */
+  headNormsInput(norms: object): tf.Tensor2D | null {
+    return this.headNormsInputs.get(norms) ?? null;
   }
 
   /** The gated activation's input gate|up [M, 2F]. */
@@ -111,6 +123,7 @@ export class SavedActivations {
     this.norms.clear();
     this.linears.clear();
     this.adapterProducts.clear();
+    this.headNormsInputs.clear();
     this.gateUp = null;
     this.attentionInputs = null;
   }

@@ -282,10 +282,13 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
   // What tools/bench/gpu/gpu.bench.ts --count reports as train_forward_passes,
   // train_dispatches_per_layer (held where this change left it; goal: 1 and at most 40) and
   // train_optimizer_dispatches_per_layer.
-  it('runs each block once in at most 34 dispatches a layer, and updates its parameters in 9', async () => {
+  it.each<[string, Preset]>([
+    ['Llama', 'tiny'],
+    ['Qwen3, its q_norm and k_norm in the q|k|v kernels', 'tiny-qwen3'],
+  ])('%s: runs each block once in at most 34 dispatches a layer, and updates its parameters in 9', async (_, preset) => {
     const counted: { layers: number; dispatches: number; optimizer: number; blocks: number }[] = [];
     for (const layers of [2, 4]) {
-      const lm = await loadModel(makeTiny(`one-pass-count-${layers}`, { overrides: { numLayers: layers } }));
+      const lm = await loadModel(makeTiny(`one-pass-count-${preset}-${layers}`, { preset, overrides: { numLayers: layers } }));
       const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: 2 * 32 });
       const passes = jest.spyOn(Block.prototype, 'forward');
       const apply = AdamW.prototype.apply;
