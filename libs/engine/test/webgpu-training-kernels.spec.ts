@@ -6,6 +6,8 @@ import { promptAttention, promptAttentionGradient, promptAttentionSaving } from 
 import { rmsNormGradient } from '../src/kernels/rms-norm';
 import { ropeQkv, ropeQkvGradient } from '../src/kernels/rope';
 import { swiglu, swigluGradient } from '../src/kernels/swiglu';
+import { geglu as gegluKernel, gegluGradient } from '../src/kernels/swiglu.webgpu';
+import { geglu as gegluOps, gegluBackward } from '../src/ops/gelu';
 import { rmsNormBackward } from '../src/ops/norm';
 import { rope as ropeOps, ropeBackward } from '../src/ops/rope';
 import { swiglu as swigluOps, swigluBackward } from '../src/ops/swiglu';
@@ -188,6 +190,14 @@ suite('WGSL training kernels give the cpu backend results', () => {
     await againstCpu(inputs, ([g, dy]) => swigluBackward(g as tf.Tensor2D, dy as tf.Tensor2D), ([g, dy]) => swigluGradient(g as tf.Tensor2D, dy as tf.Tensor2D), 1);
   }, 60_000);
 
+  it("GeGLU forward, and its backward, past tanh's saturation", async () => {
+    const [M, F] = [7, 40];
+    // Gates up to +-24: tanh's argument passes the +-20 its WGSL clamps to.
+    const inputs = () => [tf.tensor2d(random(M * 2 * F, 62, 24), [M, 2 * F]), tf.tensor2d(random(M * F, 63), [M, F])];
+    await againstCpu(inputs, ([g]) => gegluOps(g as tf.Tensor2D), ([g]) => gegluKernel(g as tf.Tensor2D), 1);
+    await againstCpu(inputs, ([g, dy]) => gegluBackward(g as tf.Tensor2D, dy as tf.Tensor2D), ([g, dy]) => gegluGradient(g as tf.Tensor2D, dy as tf.Tensor2D), 1);
+  }, 60_000);
+
   it('are timed by tf.profile as tfjs times its own programs, with the same values', async () => {
     await selectBackend('webgpu');
     const c = ATTENTION_CASES[0];
@@ -341,7 +351,10 @@ suite('WGSL training kernels give the cpu backend results', () => {
 
   afterAll(() => selectBackend('wasm'));
 
-  it("the MLP's down projection's backward with SwiGLU's, in one dispatch", async () => {
+  it.each([
+    ['SwiGLU', 'silu', swigluBackward],
+    ['GeGLU', 'gelu_pytorch_tanh', gegluBackward],
+  ] as const)("the MLP's down projection's backward with %s's, in one dispatch", async (_, activation, gateBackward) => {
     const [M, F, N, r] = [21, 40, 36, 8];
     const inputs = () => [
       tf.tensor2d(random(M * F, 70), [M, F]),
@@ -351,21 +364,21 @@ suite('WGSL training kernels give the cpu backend results', () => {
       tf.tensor2d(random(r * N, 74, 0.3), [r, N]),
       tf.tensor2d(random(M * 2 * F, 75, 3), [M, 2 * F]),
     ];
-    // dx = dy W^T + s (dy B^T) A^T, then SwiGLU's backward on it.
+    // dx = dy W^T + s (dy B^T) A^T, then the activation's backward on it.
     const reference = ([, w, dy, a, b, gateUp]: tf.Tensor[]) => {
       const dh = tf.matMul(tf.mul(dy, 2), b, false, true);
       const dx = tf.add(tf.matMul(dy, w, false, true), tf.matMul(dh, a, false, true)) as tf.Tensor2D;
-      return swigluBackward(gateUp as tf.Tensor2D, dx);
+      return gateBackward(gateUp as tf.Tensor2D, dx);
     };
     const kernel = ([x, w, dy, a, b, gateUp]: tf.Tensor[]) => {
       const parts = [{ aT: a as tf.Tensor2D, bT: b as tf.Tensor2D, scale: 2, col: 0, width: N }];
       const h = tf.matMul(x, a) as tf.Tensor2D;
-      const back = loraBackwardOnWebGpu(x as tf.Tensor2D, h, dy as tf.Tensor2D, w as tf.Tensor2D, parts, gateUp as tf.Tensor2D);
+      const back = loraBackwardOnWebGpu(x as tf.Tensor2D, h, dy as tf.Tensor2D, w as tf.Tensor2D, parts, { gateUp: gateUp as tf.Tensor2D, activation });
       h.dispose();
       back?.grads.flat().forEach((g) => g.dispose());
       return back?.dx ?? null;
     };
-    // The x A product above, then dh, dx with SwiGLU's backward, the factors' gradients.
+    // The x A product above, then dh, dx with the activation's backward, the factors' gradients.
     await againstCpu(inputs, reference, kernel, 4);
   }, 60_000);
 

@@ -1,4 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
+import type { HiddenAct } from '../config';
+import { gateActivationWgsl } from './swiglu.webgpu';
 import { TILE, tiledProduct } from './tiled-product.wgsl';
 import { disposeIntermediate, fusedKernelsApply, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
@@ -201,32 +203,33 @@ function dhProgram(l: Layout, M: number): MultiOutputProgram {
 
 /**
  * dx = dy W^T + dh_p A_p^T: the frozen product (W read transposed), its epilogue adding the
- * adapters' part. With `swiglu` the projection is the MLP's down, whose input was
- * silu(gate) * up of gateUp [M, 2K] (an input here): its store writes SwiGLU's backward instead
- * (ops/swiglu.ts), d gate = dx u s (1 + g (1 - s)) and d up = dx g s, s = sigmoid(g), into d gateUp
- * [M, 2K]: one dispatch fewer, the same arithmetic as swiglu.webgpu.ts's.
+ * adapters' part. With `gated` the projection is the MLP's down, whose input was a(gate) * up
+ * of gateUp [M, 2K] (an input here), a the MLP's activation (SiLU, or GeGLU's GELU): its store
+ * writes the gate's backward instead (ops/swiglu.ts, ops/gelu.ts), d gate = dx u a'(g) and
+ * d up = dx a(g), into d gateUp [M, 2K]: one dispatch fewer, the arithmetic of
+ * swiglu.webgpu.ts's programs.
  */
-function dxProgram(l: Layout, M: number, swiglu: boolean): MultiOutputProgram {
+function dxProgram(l: Layout, M: number, gated: HiddenAct | null): MultiOutputProgram {
   const { K, N, R } = l;
   const adapters = l.parts.map((p, i) => `  for (var j = 0u; j < ${p.r}u; j++) { dx += dh[row * ${R}u + ${p.off}u + j] * a${i}[col * ${p.r}u + j]; }`).join('\n');
-  const store = swiglu
+  const store = gated
     ? (row: string, col: string, value: string) => `let d = ${value};
         let at = ${row} * ${2 * K}u + ${col};
         let g = gateUp[at];
-        let s = 1.0 / (1.0 + exp(-g));
-        dx[at] = d * gateUp[at + ${K}u] * s * (1.0 + g * (1.0 - s));
-        dx[at + ${K}u] = d * g * s;`
+        dx[at] = d * gateUp[at + ${K}u] * gateSlope(g);
+        dx[at + ${K}u] = d * gateValue(g);`
     : (row: string, col: string, value: string) => `dx[${row} * ${K}u + ${col}] = ${value};`;
   return {
-    key: keyOf(swiglu ? 'DxSwiGlu' : 'Dx', l),
-    wgsl: () => `${bindings(['dy', 'w', 'dh', ...l.parts.map((_, i) => `a${i}`), ...(swiglu ? ['gateUp'] : [])], ['dx'])}
+    key: keyOf(gated ? `Dx_${gated}` : 'Dx', l),
+    wgsl: () => `${bindings(['dy', 'w', 'dh', ...l.parts.map((_, i) => `a${i}`), ...(gated ? ['gateUp'] : [])], ['dx'])}
+${gated ? gateActivationWgsl(gated) : ''}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   var dx = acc;
 ${adapters}
   return dx;
 }
 ${tiledProduct(N, K, 'dy', (n, c) => `w[${c} * ${N}u + ${n}]`, false, store)}`,
-    outputShapes: [[M, swiglu ? 2 * K : K]],
+    outputShapes: [[M, gated ? 2 * K : K]],
     dispatch: [Math.ceil(K / TILE), Math.ceil(M / TILE), 1],
     uniforms: [{ type: 'uint32', value: M }],
   };
@@ -299,6 +302,8 @@ ${main}`,
 interface Attrs {
   bias: boolean;
   parts: { col: number; width: number; scale: number }[];
+  /** The MLP's activation, where the backward goes through it (the down projection's dx). */
+  activation?: HiddenAct;
 }
 
 /** A call's factors (a0.., b0..), its layout (x [M, K], W [K, N], the A's ranks) and M. */
@@ -333,7 +338,7 @@ tf.registerKernel({
     const { aTs, bTs, l, M } = callOf(inputs, a);
     const [dh] = runMultiOutputProgram(backend, dhProgram(l, M), [dy, ...bTs]);
     const gateUp = inputs['gateUp'] as tf.TensorInfo | undefined;
-    const [dx] = runMultiOutputProgram(backend, dxProgram(l, M, gateUp !== undefined), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : [])]);
+    const [dx] = runMultiOutputProgram(backend, dxProgram(l, M, gateUp ? (a.activation ?? 'silu') : null), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : [])]);
     // Every factor's gradient in one program where its 4 inputs and 2P outputs fit the bindings.
     const grads =
       4 + 2 * P <= 8
@@ -371,8 +376,8 @@ export function loraForwardOnWebGpu(x: tf.Tensor2D, weightT: tf.Tensor2D, bias: 
 
 /**
  * dx and each part's [dA, dB] from x, the forward's h and dy; null where the programs do not
- * apply. With `gateUp` (the projection is the MLP's down, its input SwiGLU's of gateUp), dx is
- * d gateUp [M, 2K] through SwiGLU, in the same dispatch.
+ * apply. With `gate` (the projection is the MLP's down, its input the gated activation of
+ * gateUp), dx is d gateUp [M, 2K] through that activation, in the same dispatch.
  */
 export function loraBackwardOnWebGpu(
   x: tf.Tensor2D,
@@ -380,12 +385,14 @@ export function loraBackwardOnWebGpu(
   dy: tf.Tensor2D,
   weightT: tf.Tensor2D,
   parts: WebGpuLoraPart[],
-  gateUp: tf.Tensor2D | null = null,
+  gate: { gateUp: tf.Tensor2D; activation: HiddenAct } | null = null,
 ): { dx: tf.Tensor2D; grads: [tf.Tensor2D, tf.Tensor2D][] } | null {
   if (!loraKernelsApplyOnWebGpu(x, parts) || weightT.dtype !== 'float32' || dy.dtype !== 'float32') return null;
+  const gateUp = gate?.gateUp ?? null;
   // The dx program binds dy, W, dh, the A's, gateUp and dx.
   if (gateUp && (gateUp.dtype !== 'float32' || gateUp.shape[1] !== 2 * x.shape[1] || 5 + parts.length > 8)) return null;
   const { tensors, attrs } = callInputs(parts);
+  if (gate) attrs.activation = gate.activation;
   const [dx, ...grads] = tf.engine().runKernel(LORA_BACKWARD_KERNEL, { x, w: weightT, h, dy, ...tensors, ...(gateUp ? { gateUp } : {}) }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];
   return { dx, grads: parts.map((_, i) => [grads[2 * i], grads[2 * i + 1]]) };
 }

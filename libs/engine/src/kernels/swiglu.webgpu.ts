@@ -1,65 +1,83 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { runProgram, WgslProgram } from './webgpu-program';
+import type { HiddenAct } from '../config';
+import { fusedKernelsApply, runProgram, WgslProgram } from './webgpu-program';
 
 /**
- * SwiGLU, silu(gate) * up for gateUp [M, 2F] (gate | up) -> [M, F], as one elementwise WGSL
- * dispatch on webgpu, where the generic ops take five (two slices, the sigmoid, two products).
- * Dispatched by swiglu.ts, which registers the same kernel name for wasm.
+ * A gated MLP's activation as WGSL on webgpu, forward and backward, elementwise over gateUp
+ * [M, 2F] (gate | up): SwiGLU, silu(gate) * up, and Gemma's GeGLU, gelu(gate) * up with GELU's
+ * tanh approximation (ops/gelu.ts). The generic ops take five dispatches forward and about ten
+ * backward for SwiGLU, about fifteen and thirty for GeGLU. Dispatched by swiglu.ts (which
+ * registers the SwiGLU names for wasm too) and gelu.ts; the down projection's backward on
+ * webgpu applies the same backward in its epilogue (lora.webgpu.ts).
  */
 export const SWIGLU_KERNEL = 'TrainyardSwiGlu';
+export const SWIGLU_BACKWARD_KERNEL = 'TrainyardSwiGluBackward';
+export const GEGLU_KERNEL = 'TrainyardGeGlu';
+export const GEGLU_BACKWARD_KERNEL = 'TrainyardGeGluBackward';
 const WORKGROUP = 64;
 
-function forwardProgram(M: number, F: number): WgslProgram {
+/**
+ * WGSL of the activation a(g), `gateValue`, and its slope a'(g), `gateSlope`:
+ *
+ *   silu: a = g s,  a' = s (1 + g (1 - s)),  s = sigmoid(g)
+ *   gelu: a = g/2 (1 + t),  a' = (1 + t)/2 + g/2 (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 g^2),
+ *         t = tanh(sqrt(2/pi) (g + 0.044715 g^3))
+ *
+ * tanh's argument is clamped to +-20, where it is +-1 in f32 already, so that no backend's tanh
+ * meets an overflowing exp.
+ */
+export function gateActivationWgsl(activation: HiddenAct): string {
+  if (activation === 'silu') {
+    return `fn gateValue(g : f32) -> f32 { return g / (1.0 + exp(-g)); }
+fn gateSlope(g : f32) -> f32 {
+  let s = 1.0 / (1.0 + exp(-g));
+  return s * (1.0 + g * (1.0 - s));
+}`;
+  }
+  return `const GELU_C : f32 = ${Math.sqrt(2 / Math.PI)};
+fn geluTanh(g : f32) -> f32 { return tanh(clamp(GELU_C * (g + 0.044715 * g * g * g), -20.0, 20.0)); }
+fn gateValue(g : f32) -> f32 { return g * 0.5 * (geluTanh(g) + 1.0); }
+fn gateSlope(g : f32) -> f32 {
+  let t = geluTanh(g);
+  return (t + 1.0) * 0.5 + g * 0.5 * (1.0 - t * t) * ((g * g * ${3 * 0.044715} + 1.0) * GELU_C);
+}`;
+}
+
+function forwardProgram(activation: HiddenAct, M: number, F: number): WgslProgram {
   return {
     variableNames: ['gateUp'],
     outputShape: [M, F],
-    shaderKey: 'trainyardSwiGlu',
+    shaderKey: `trainyardGated_${activation}`,
     dispatchLayout: { x: [0, 1] },
     dispatch: [Math.ceil((M * F) / WORKGROUP), 1, 1],
     workgroupSize: [WORKGROUP, 1, 1],
     size: true,
     getUserCode: () => `
+      ${gateActivationWgsl(activation)}
       fn main(index : i32) {
         if (index >= uniforms.size) { return; }
         let F = uniforms.outShape[1];
         let row = index / F;
         let at = row * 2 * F + index - row * F;
-        let g = gateUp[at];
-        setOutputAtIndex(index, g / (1.0 + exp(-g)) * gateUp[at + F]);
+        setOutputAtIndex(index, gateValue(gateUp[at]) * gateUp[at + F]);
       }`,
   };
 }
 
-tf.registerKernel({
-  kernelName: SWIGLU_KERNEL,
-  backendName: 'webgpu',
-  kernelFunc: ({ inputs, backend }) => {
-    const { gateUp } = inputs as Record<'gateUp', tf.TensorInfo>;
-    return runProgram(backend, forwardProgram(gateUp.shape[0], gateUp.shape[1] / 2), [gateUp]);
-  },
-});
-
 /**
- * SwiGLU's backward as one elementwise WGSL dispatch on webgpu: for gateUp [M, 2F] (gate | up)
- * and the output's gradient dy [M, F], each invocation writes one column pair of d gateUp,
- *
- *   d gate = dy u s (1 + g (1 - s)),   d up = dy g s,   s = sigmoid(g)
- *
- * (ops/swiglu.ts, swigluBackward), where the generic ops take about ten dispatches (a split,
- * the sigmoid, the products and a concat). Dispatched by swiglu.ts, which registers the same
- * kernel name for wasm.
+ * The backward: for gateUp [M, 2F] and the output's gradient dy [M, F], each invocation writes
+ * one column pair of d gateUp, d gate = dy u a'(g) and d up = dy a(g).
  */
-export const SWIGLU_BACKWARD_KERNEL = 'TrainyardSwiGluBackward';
-
-function program(M: number, F: number): WgslProgram {
+function backwardProgram(activation: HiddenAct, M: number, F: number): WgslProgram {
   return {
     variableNames: ['gateUp', 'dy'],
     outputShape: [M, 2 * F],
-    shaderKey: 'trainyardSwiGluBackward',
+    shaderKey: `trainyardGatedBackward_${activation}`,
     dispatchLayout: { x: [0, 1] },
     dispatch: [Math.ceil((M * F) / WORKGROUP), 1, 1],
     workgroupSize: [WORKGROUP, 1, 1],
     getUserCode: () => `
+      ${gateActivationWgsl(activation)}
       fn main(index : i32) {
         let F = uniforms.dyShape[1];
         if (index >= uniforms.dyShape[0] * F) { return; }
@@ -67,20 +85,43 @@ function program(M: number, F: number): WgslProgram {
         let col = index - row * F;
         let at = row * 2 * F + col;
         let g = gateUp[at];
-        let u = gateUp[at + F];
         let d = dy[index];
-        let s = 1.0 / (1.0 + exp(-g));
-        setOutputAtIndex(at, d * u * s * (1.0 + g * (1.0 - s)));
-        setOutputAtIndex(at + F, d * g * s);
+        setOutputAtIndex(at, d * gateUp[at + F] * gateSlope(g));
+        setOutputAtIndex(at + F, d * gateValue(g));
       }`,
   };
 }
 
-tf.registerKernel({
-  kernelName: SWIGLU_BACKWARD_KERNEL,
-  backendName: 'webgpu',
-  kernelFunc: ({ inputs, backend }) => {
-    const { gateUp, dy } = inputs as Record<'gateUp' | 'dy', tf.TensorInfo>;
-    return runProgram(backend, program(dy.shape[0], dy.shape[1]), [gateUp, dy]);
-  },
-});
+for (const [activation, forward, backward] of [
+  ['silu', SWIGLU_KERNEL, SWIGLU_BACKWARD_KERNEL],
+  ['gelu_pytorch_tanh', GEGLU_KERNEL, GEGLU_BACKWARD_KERNEL],
+] as const) {
+  tf.registerKernel({
+    kernelName: forward,
+    backendName: 'webgpu',
+    kernelFunc: ({ inputs, backend }) => {
+      const { gateUp } = inputs as Record<'gateUp', tf.TensorInfo>;
+      return runProgram(backend, forwardProgram(activation, gateUp.shape[0], gateUp.shape[1] / 2), [gateUp]);
+    },
+  });
+  tf.registerKernel({
+    kernelName: backward,
+    backendName: 'webgpu',
+    kernelFunc: ({ inputs, backend }) => {
+      const { gateUp, dy } = inputs as Record<'gateUp' | 'dy', tf.TensorInfo>;
+      return runProgram(backend, backwardProgram(activation, dy.shape[0], dy.shape[1]), [gateUp, dy]);
+    },
+  });
+}
+
+/** geglu's forward (gelu(gate) * up) as one WGSL dispatch, or null where the fused kernels do not apply (not webgpu, a tape, not float32). */
+export function geglu(gateUp: tf.Tensor2D): tf.Tensor2D | null {
+  if (!fusedKernelsApply() || gateUp.dtype !== 'float32' || gateUp.shape[1] % 2 !== 0) return null;
+  return tf.engine().runKernel(GEGLU_KERNEL, { gateUp }) as tf.Tensor2D;
+}
+
+/** geglu's backward, d gateUp [M, 2F], as one WGSL dispatch, or null where the fused kernels do not apply. */
+export function gegluGradient(gateUp: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D | null {
+  if (!fusedKernelsApply() || gateUp.dtype !== 'float32' || dy.dtype !== 'float32') return null;
+  return tf.engine().runKernel(GEGLU_BACKWARD_KERNEL, { gateUp, dy }) as tf.Tensor2D;
+}

@@ -7,7 +7,7 @@ import type { Attention, Block, HeadNorms, MLP, RMSNorm, StepContext } from '../
 import { attendBackward } from './attention';
 import { gegluBackward } from './gelu';
 import { savedAdapterColumns } from './linear';
-import { linearBackward, linearBackwardThroughSwiglu } from './linear-gradient';
+import { linearBackward, linearBackwardThroughGate } from './linear-gradient';
 import { rmsNormBackward } from './norm';
 import { ropeBackward, ropeQkvBackward, ropeQkvNormedBackward } from './rope';
 import { SavedActivations, withSavedActivations } from './saved-activations';
@@ -111,8 +111,8 @@ class Backward {
   /** y = down(act(gate) * up), gate|up = gateUp(x). */
   mlp(mlp: MLP, dy: tf.Tensor2D): tf.Tensor2D {
     const gateUp = this.saved.gateInput();
-    // down's backward and SwiGLU's in one kernel where there is one.
-    const fused = mlp.activation === 'silu' ? this.collect(linearBackwardThroughSwiglu(mlp.down, this.saved.linearInput(mlp.down), dy, this.saved.adapterProduct(mlp.down), gateUp)) : null;
+    // down's backward and the gated activation's in one kernel where there is one.
+    const fused = this.collect(linearBackwardThroughGate(mlp.down, this.saved.linearInput(mlp.down), dy, this.saved.adapterProduct(mlp.down), gateUp, mlp.activation));
     if (fused) return this.linear(mlp.gateUp, fused);
     const dGated = this.linear(mlp.down, dy);
     return this.linear(mlp.gateUp, mlp.activation === 'silu' ? swigluBackward(gateUp, dGated) : gegluBackward(gateUp, dGated));

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { splitColumns } from '../kernels/matmul';
+import { geglu as gegluKernel, gegluGradient } from '../kernels/swiglu.webgpu';
 import { savedActivations } from './saved-activations';
 
 const C = Math.sqrt(2 / Math.PI);
@@ -39,12 +40,14 @@ export function geluTanh(x: tf.Tensor2D): tf.Tensor2D {
 }
 
 /**
- * GeGLU's gate, gelu(gate) * up for gateUp [M, 2F] = gate | up side by side -> [M, F], with tfjs
- * ops on every backend. In a pass that saves activations for an explicit backward it saves
+ * GeGLU's gate, gelu(gate) * up for gateUp [M, 2F] = gate | up side by side -> [M, F]: one WGSL
+ * dispatch on webgpu outside a tape (kernels/swiglu.webgpu.ts), tfjs ops elsewhere. In a pass that saves activations for an explicit backward it saves
  * gateUp, which gegluBackward reads.
  */
 export function geglu(gateUp: tf.Tensor2D): tf.Tensor2D {
   savedActivations()?.saveGateInput(gateUp);
+  const kernel = gegluKernel(gateUp);
+  if (kernel) return kernel;
   const [gate, up] = splitColumns(gateUp, [gateUp.shape[1] / 2, gateUp.shape[1] / 2]);
   return tf.mul(geluTanh(gate), up);
 }
@@ -54,9 +57,11 @@ export function geglu(gateUp: tf.Tensor2D): tf.Tensor2D {
  *
  *   d gate = dy up g'(gate),   d up = dy g(gate)
  *
- * side by side as gateUp is.
+ * side by side as gateUp is. One WGSL dispatch on webgpu, tfjs ops elsewhere.
  */
 export function gegluBackward(gateUp: tf.Tensor2D, dy: tf.Tensor2D): tf.Tensor2D {
+  const kernel = gegluGradient(gateUp, dy);
+  if (kernel) return kernel;
   return tf.tidy(() => {
     const [gate, up] = splitColumns(gateUp, [gateUp.shape[1] / 2, gateUp.shape[1] / 2]);
     return tf.concat([tf.mul(tf.mul(dy, up), geluSlope(gate)), tf.mul(dy, geluValue(gate))], 1) as tf.Tensor2D;

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import type { HiddenAct } from '../config';
 import { LoraPart, loraGradients, loraGradientsOnThreads, loraKernelsApply } from '../kernels/lora';
 import { loraBackwardOnWebGpu } from '../kernels/lora.webgpu';
 import { splitColumns } from '../kernels/matmul';
@@ -131,19 +132,33 @@ export function linearBackward(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D,
 }
 
 /**
- * linearBackward for the MLP's down projection `l` whose input was swiglu(gateUp): d gateUp
- * through SwiGLU (ops/swiglu.ts, swigluBackward) instead of dx, where the webgpu LoRA programs
- * compute both in one dispatch; null elsewhere, for the caller to run the two backwards apart.
+ * linearBackward for the MLP's down projection `l` whose input was the gated activation of
+ * gateUp (SwiGLU or GeGLU, `activation`): d gateUp through it (ops/swiglu.ts, ops/gelu.ts)
+ * instead of dx, where the webgpu LoRA programs compute both in one dispatch; null elsewhere,
+ * for the caller to run the two backwards apart.
  */
-export function linearBackwardThroughSwiglu(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D, xa: tf.Tensor2D | null, gateUp: tf.Tensor2D): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } | null {
-  return xa && linearBackwardOnWebGpu(l, x, dy, xa, gateUp);
+export function linearBackwardThroughGate(
+  l: FrozenLinear,
+  x: tf.Tensor2D,
+  dy: tf.Tensor2D,
+  xa: tf.Tensor2D | null,
+  gateUp: tf.Tensor2D,
+  activation: HiddenAct,
+): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } | null {
+  return xa && linearBackwardOnWebGpu(l, x, dy, xa, { gateUp, activation });
 }
 
-/** linearBackward by the webgpu LoRA programs (with SwiGLU's backward given `gateUp`), or null where they do not apply. */
-function linearBackwardOnWebGpu(l: FrozenLinear, x: tf.Tensor2D, dy: tf.Tensor2D, xa: tf.Tensor2D, gateUp: tf.Tensor2D | null): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } | null {
+/** linearBackward by the webgpu LoRA programs (with the gated activation's backward given `gate`), or null where they do not apply. */
+function linearBackwardOnWebGpu(
+  l: FrozenLinear,
+  x: tf.Tensor2D,
+  dy: tf.Tensor2D,
+  xa: tf.Tensor2D,
+  gate: { gateUp: tf.Tensor2D; activation: HiddenAct } | null,
+): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } | null {
   const adapters = l.hasAdapters ? l.lowRankAdapters() : null;
   const parts = adapters && webGpuLoraParts(l, adapters);
-  const result = parts && loraBackwardOnWebGpu(x, xa, dy, l.weightT, parts, gateUp);
+  const result = parts && loraBackwardOnWebGpu(x, xa, dy, l.weightT, parts, gate);
   if (!parts || !result) return null;
   const grads = new Map<tf.Tensor, tf.Tensor>();
   parts.forEach((p, i) => {

@@ -282,10 +282,12 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
   // What tools/bench/gpu/gpu.bench.ts --count reports as train_forward_passes,
   // train_dispatches_per_layer (held where this change left it; goal: 1 and at most 40) and
   // train_optimizer_dispatches_per_layer.
-  it.each<[string, Preset]>([
+  it.each<[string, Preset, number?]>([
     ['Llama', 'tiny'],
     ['Qwen3, its q_norm and k_norm in the q|k|v kernels', 'tiny-qwen3'],
-  ])('%s: runs each block once in at most 34 dispatches a layer, and updates its parameters in 9', async (_, preset) => {
+    // Two RMSNorms more each way (the sandwich norms on the attention's and the MLP's outputs).
+    ['Gemma 3, GeGLU in its own kernels and in the down projection', 'tiny-gemma3', 38],
+  ])('%s: runs each block once in at most 34 dispatches a layer (Gemma 3: 38), and updates its parameters in 9', async (_, preset, most = 34) => {
     const counted: { layers: number; dispatches: number; optimizer: number; blocks: number }[] = [];
     for (const layers of [2, 4]) {
       const lm = await loadModel(makeTiny(`one-pass-count-${preset}-${layers}`, { preset, overrides: { numLayers: layers } }));
@@ -314,7 +316,7 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
     }
     const [a, b] = counted;
     expect(counted.map((c) => c.blocks / c.layers)).toEqual([1, 1]);
-    expect((b.dispatches - a.dispatches) / (b.layers - a.layers)).toBeLessThanOrEqual(34);
+    expect((b.dispatches - a.dispatches) / (b.layers - a.layers)).toBeLessThanOrEqual(most);
     // Two factors for each of seven projections a layer, two to a dispatch, and their gradients' sums of squares seven to one.
     expect((b.optimizer - a.optimizer) / (b.layers - a.layers)).toBe(7 + 2);
   }, 120_000);
