@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { parseModelConfig, toHfConfig } from '../src/config';
+import { DecodeBatch } from '../src/decode-batch';
 import { WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
 import { LoadedModel, loadModel } from '../src/loader';
 import { DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights, readPeftAdapter, writePeftAdapter } from '../src/lora/peft';
@@ -185,10 +186,10 @@ describe('Gemma 3 and Llama 3.2 configs', () => {
 });
 
 describe('Gemma 3 on the fused decoding paths', () => {
-  it('is computed by neither the webgpu decoding step nor the wasm one-call block, which compute the Llama block', async () => {
+  it('is computed by the webgpu decoding step (its norms, GeGLU and sliding window), not by the wasm one-call block, which computes the Llama block', async () => {
     await useBackend('cpu');
     const lm = await loadModel(makeTiny('gemma3-paths', { preset: 'tiny-gemma3' }));
-    expect(WebGpuDecodeStep.fits(lm.model)).toBe(false);
+    expect(WebGpuDecodeStep.fits(lm.model)).toBe(true);
     expect(lm.model.blocks.map((b) => b.isLlamaBlock)).toEqual([false, false, false]);
     expect(lm.model.blocks.map((b) => b.attention.windowed)).toEqual([true, true, false]);
     lm.dispose();
@@ -313,12 +314,30 @@ const inCi = process.env['CI'] === 'true';
 if (webgpuMissing && !inCi) console.warn(`Gemma 3 webgpu tests skipped: ${webgpuMissing}`);
 
 (webgpuMissing && !inCi ? describe.skip : describe)('Gemma 3 on webgpu', () => {
-  it("decodes from the KV cache past the window with the reference's logprobs, by its kernels and ops, not the whole-step decode", async () => {
+  const dir = makeTiny('gemma3-webgpu', { preset: 'tiny-gemma3', initStd: 0.5, seed: 6, dtype: 'BF16' });
+
+  it("decodes past the window with the reference's logprobs by the encoded step, on its bf16 weights held in 16 bits", async () => {
     await useBackend('webgpu');
-    const dir = makeTiny('gemma3-webgpu', { preset: 'tiny-gemma3', initStd: 0.5, seed: 6, dtype: 'BF16' });
+    const lm = await loadModel(dir, { inferenceOnly: true });
+    const batch = new DecodeBatch<number>(lm.model);
+    try {
+      expect(WebGpuDecodeStep.fits(lm.model)).toBe(true);
+      expect(lm.model.blocks[0].attention.qkv.halfWeight?.dtype).toBe('BF16');
+      // A prompt of several tokens (RoPE apart from attention), then one token a step (in attention).
+      const rows = [await batch.join(0, PROMPT.slice(0, 4))];
+      for (const token of PROMPT.slice(4)) rows.push((await batch.step(new Map([[0, token]]))).get(0) as Float32Array);
+      const ref = gemma3ReferenceForward(dir, PROMPT);
+      rows.forEach((row, i) => expect(maxAbsDiff(logSoftmax(row), logSoftmax(ref[i + 3]))).toBeLessThan(1e-4));
+    } finally {
+      batch.dispose();
+      lm.dispose();
+    }
+  });
+
+  it("decodes from the KV cache past the window with the reference's logprobs, by its kernels and ops", async () => {
+    await useBackend('webgpu');
     const lm = await loadModel(dir);
     try {
-      expect(WebGpuDecodeStep.for(lm.model)).toBeNull();
       // webgpu reads back asynchronously only.
       const read = async (logits: tf.Tensor2D) => {
         const data = (await logits.data()) as Float32Array;

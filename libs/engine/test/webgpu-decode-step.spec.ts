@@ -154,6 +154,23 @@ suite('a decoding step encoded whole on webgpu', () => {
     }
   }, 120_000);
 
+  it("gives the cpu backend logits with Gemma 3's norms, GeGLU and sliding window, with and without a LoRA adapter", async () => {
+    // Rows longer than the tiny preset's 8-position window; prompts through RoPE's program, then decoding steps.
+    const script: Script = { joins: new Map([[0, [[0, Array.from({ length: 12 }, (_, i) => 2 + i * 31)], [1, [2, 7, 8]]]]]), leaves: new Map(), steps: 9 };
+    const dir = makeTiny('decode-step-gemma3', { preset: 'tiny-gemma3' });
+    const base = await onBoth(dir, script);
+    expectSame(base.cpu, base.gpu);
+    const adapted = await onBoth(dir, script, randomAdapter(dir, { r: 4, alpha: 8, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] }));
+    expectSame(adapted.cpu, adapted.gpu);
+    expect(maxAbsDiff(base.gpu[2][0], adapted.gpu[2][0])).toBeGreaterThan(1e-3);
+    const lm = await loadModel(dir);
+    try {
+      expect(WebGpuDecodeStep.fits(lm.model)).toBe(true);
+    } finally {
+      lm.dispose();
+    }
+  }, 120_000);
+
   it('gives the cpu backend logits with a LoRA adapter on some parts of the fused projections', async () => {
     const dir = makeTiny('decode-step-lora');
     const adapter = randomAdapter(dir, { r: 4, alpha: 8, targetModules: ['q_proj', 'v_proj', 'o_proj', 'up_proj', 'down_proj'] });

@@ -41,7 +41,10 @@ import { fusedKernelsApply } from './webgpu-program';
  * other workgroups write, so RoPE runs on its own before attention there: nine. Then the
  * lm_head product (final norm folded in) on each row's last token and, for stepDrawn, the next
  * token drawn on the GPU. Everything goes in one command buffer and one queue submit, and only
- * each row's token and logprob come back.
+ * each row's token and logprob come back. The other families' differences ride on the same
+ * dispatches: Qwen3's and Gemma 3's q_norm and k_norm in the programs that do RoPE's work,
+ * Gemma 3's norms on the attention's and the MLP's outputs in the residual sums, its GeGLU in
+ * SwiGLU's place, and its sliding-window layers' own RoPE tables and mask.
  *
  * Products are split along K (linearShader) so that a decoding step's narrow products, a few
  * hundred output columns at batch 1, still spread over the whole GPU; the split count is chosen
@@ -95,8 +98,12 @@ interface LayerWeights {
   qkv: LinearWeights;
   /** The q|k|v bias, zeros where the model has none. */
   qkvBias: GPUBuffer;
-  /** Qwen3's q_norm then k_norm weights [2 D], null where the model has none. */
+  /** Qwen3's and Gemma 3's q_norm then k_norm weights [2 D], null where the model has none. */
   headNorms: GPUBuffer | null;
+  /** Gemma 3's norms on the attention's and the MLP's outputs, null where the model has none. */
+  sandwich: { afterAttention: GPUBuffer; afterMlp: GPUBuffer } | null;
+  /** Whether the layer attends within the sliding window (its own RoPE tables and mask). */
+  windowed: boolean;
   o: LinearWeights;
   gateUp: LinearWeights;
   down: LinearWeights;
@@ -170,6 +177,9 @@ const LAYOUTS = {
   linearMakeXA: ['uniform', 'read', 'read', 'write', 'read', 'write'],
   finishResidual: ['uniform', 'read', 'read', 'write', 'write'],
   finishResidualLora: ['uniform', 'read', 'read', 'write', 'write', 'read', 'read', 'uniform', 'read'],
+  // finishResidual's and finishResidualLora's, then the norm on the product (Gemma 3's sandwich norms).
+  finishResidualNorm: ['uniform', 'read', 'read', 'write', 'write', 'read'],
+  finishResidualLoraNorm: ['uniform', 'read', 'read', 'write', 'write', 'read', 'read', 'uniform', 'read', 'read'],
   finishSwiglu: ['uniform', 'read', 'write'],
   rope: ['uniform', 'uniform', 'read', 'read', 'write', 'write', 'write', 'read'],
   attention: ['uniform', 'uniform', 'read', 'read', 'read', 'read', 'write'],
@@ -191,7 +201,7 @@ interface Pipelines {
 const pipelinesByDevice = new WeakMap<GPUDevice, Pipelines>();
 
 /** The model families whose block the step computes. */
-const STEP_FAMILIES: readonly string[] = ['llama', 'qwen2', 'qwen3'];
+const STEP_FAMILIES: readonly string[] = ['llama', 'qwen2', 'qwen3', 'gemma3_text'];
 
 /** GPUBufferUsage's flags (fixed by the WebGPU specification; the globals exist only once Dawn is installed). */
 const USAGE = { mapRead: 0x01, copySrc: 0x04, copyDst: 0x08, uniform: 0x40, storage: 0x80 } as const;
@@ -202,7 +212,7 @@ const TARGET_WORKGROUPS = 512;
 /** Bytes of the buffer every product writes its partial sums to. */
 const PARTIAL_BYTES = 64 << 20;
 
-type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'rowAdapters' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'draws' | 'drawn' | 'readDrawn', GPUBuffer>;
+type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'rowAdapters' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'slidingTables' | 'draws' | 'drawn' | 'readDrawn', GPUBuffer>;
 
 /** Most dispatches a layer records: nine for a prompt's chunk (RoPE apart from attention), and the x A products of q|k|v and gate|up where they have adapters. */
 const DISPATCHES_PER_LAYER = 9 + 2;
@@ -251,6 +261,8 @@ export class WebGpuDecodeStep {
   private readonly finalNorm: GPUBuffer;
   private readonly lmHead: LinearWeights;
   private readonly invFreq: Float32Array;
+  /** The sliding-window layers' RoPE frequencies (Gemma 3's local base), null without such layers. */
+  private readonly slidingInvFreq: Float32Array | null;
   /** Buffers this step made at load (uniforms, zero biases), destroyed with it. */
   private readonly owned: GPUBuffer[] = [];
   private readonly stepUniform: GPUBuffer;
@@ -268,6 +280,8 @@ export class WebGpuDecodeStep {
   private maskCapacity = 0;
   private activations: Activations | null = null;
   private mask: GPUBuffer | null = null;
+  /** The sliding-window layers' mask (KVCache.stepMask with the window), the same size; null without such layers. */
+  private slidingMask: GPUBuffer | null = null;
   private readLogits: GPUBuffer | null = null;
   private layerBindings: (LayerBinding | null)[] = [];
   private layerGroups: LayerGroups[] = [];
@@ -283,7 +297,7 @@ export class WebGpuDecodeStep {
   /** Whether the model's architecture, weights and shape are ones this step runs. */
   static fits(model: LlamaModel): boolean {
     const { modelType, headDim, numHeads, numKvHeads, hiddenSize } = model.config;
-    // The step computes the Llama/Qwen2 block exactly: a family with other norms or activations needs its own programs.
+    // The step computes these families' blocks exactly: another family's norms or activations would need programs of their own.
     if (!STEP_FAMILIES.includes(modelType)) return false;
     if (headDim % 2 !== 0 || headDim > MAX_HEAD_DIM || numHeads % numKvHeads !== 0 || hiddenSize % 4 !== 0) return false;
     // Weights as f32 [in, out] or held in 16 bits (the programs unpack them), in vec4s of output columns.
@@ -291,9 +305,9 @@ export class WebGpuDecodeStep {
     // A bias only on q|k|v (RoPE adds it), as Llama and Qwen2 have.
     const biases = (b: LlamaModel['blocks'][number]) => (b.attention.qkv.bias?.dtype ?? 'float32') === 'float32' && !b.attention.o.bias && !b.mlp.gateUp.bias && !b.mlp.down.bias;
     const products = (b: LlamaModel['blocks'][number]) => PRODUCTS.every((kind) => float32(productOf(b, kind)));
-    // Qwen3's q_norm and k_norm in every layer, or in none.
-    const headNorms = (b: LlamaModel['blocks'][number]) => (b.attention.headNorms !== null) === model.config.qkNorm;
-    return model.blocks.every((b) => products(b) && biases(b) && headNorms(b)) && float32(model.lmHead) && !model.lmHead.bias;
+    // q_norm and k_norm (Qwen3, Gemma 3), and Gemma 3's norms on the outputs, in every layer or in none.
+    const norms = (b: LlamaModel['blocks'][number]) => (b.attention.headNorms !== null) === model.config.qkNorm && (b.sandwich !== null) === model.config.sandwichNorms;
+    return model.blocks.every((b) => products(b) && biases(b) && norms(b)) && float32(model.lmHead) && !model.lmHead.bias;
   }
 
   /**
@@ -342,6 +356,8 @@ export class WebGpuDecodeStep {
       qkv: projection(block.attention.qkv),
       qkvBias: block.attention.qkv.bias ? this.buffer(block.attention.qkv.bias) : (zeros ??= owned(qkvWidth * 4, USAGE.storage)),
       headNorms: block.attention.headNorms ? this.headNormBuffer(block.attention.headNorms, owned(2 * model.config.headDim * 4, USAGE.storage | USAGE.copyDst)) : null,
+      sandwich: block.sandwich ? { afterAttention: this.buffer(block.sandwich.afterAttention.weight), afterMlp: this.buffer(block.sandwich.afterMlp.weight) } : null,
+      windowed: block.attention.windowed,
       o: projection(block.attention.o),
       gateUp: projection(block.mlp.gateUp),
       down: projection(block.mlp.down),
@@ -349,6 +365,8 @@ export class WebGpuDecodeStep {
     this.finalNorm = this.buffer(model.finalNorm.weight);
     this.lmHead = projection(model.lmHead);
     this.invFreq = inverseFrequencies(model.config);
+    const window = model.config.slidingWindow;
+    this.slidingInvFreq = window ? inverseFrequencies(model.config, { theta: window.ropeTheta, scaling: null }) : null;
     const uniform = () => owned(UNIFORM_BYTES, USAGE.uniform | USAGE.copyDst);
     this.stepUniform = uniform();
     this.sampleUniform = uniform();
@@ -445,6 +463,7 @@ export class WebGpuDecodeStep {
     for (const buffer of Object.values(this.activations ?? {})) buffer.destroy();
     this.activations = null;
     this.mask?.destroy();
+    this.slidingMask?.destroy();
     this.readLogits?.destroy();
     for (const binding of this.layerBindings) binding?.uniform.destroy();
     this.layerBindings = [];
@@ -462,7 +481,7 @@ export class WebGpuDecodeStep {
     const rows = tokens.length;
     const T = tokens[0]?.length ?? 0;
     if (rows !== cache.rows || T === 0 || tokens.some((r) => r.length !== T)) throw new Error(`decode step: ${rows} rows of equal, non-zero length wanted for ${cache.rows} cache rows`);
-    const { hiddenSize: C, numHeads: H, numKvHeads: KV, headDim: D, rmsNormEps: eps, intermediateSize: I, vocabSize: V } = this.config;
+    const { hiddenSize: C, numHeads: H, numKvHeads: KV, headDim: D, rmsNormEps: eps, intermediateSize: I, vocabSize: V, hiddenAct } = this.config;
     const targets = cache.reserve(T, { kvHeads: KV, headDim: D });
     const N = rows * T;
     const columns = cache.width + T;
@@ -470,18 +489,21 @@ export class WebGpuDecodeStep {
     // Binding a tensor that tfjs still holds on the host, or making the adapters' factors, queues work in tfjs's encoder.
     const bindings = this.layers.map((_, l) => this.bindLayer(l, targets[l].k, targets[l].v));
     this.updateLora(N);
-    // tfjs's queued work (uploads, the cache's growth, a merge) goes first.
-    if (this.backend.commandEncoder) {
-      this.backend.endComputePassEncoder();
-      this.backend.submitQueue();
-    }
+    // tfjs's queued work goes first.
+    this.flushTfjs();
     const a = this.activations as Activations;
     const { queue } = this.device;
     const x = this.model.embeddingRows(tokens.flat());
     queue.writeBuffer(a.x, 0, x);
     queue.writeBuffer(a.rinv, 0, inverseRms(x, C, eps));
-    queue.writeBuffer(a.tables, 0, this.ropeTables(cache.lengths().flatMap((p) => Array.from({ length: T }, (_, t) => p + t))));
+    const positions = cache.lengths().flatMap((p) => Array.from({ length: T }, (_, t) => p + t));
+    queue.writeBuffer(a.tables, 0, this.ropeTables(positions, this.invFreq));
     queue.writeBuffer(this.mask as GPUBuffer, 0, cache.stepMask(T));
+    const window = this.config.slidingWindow;
+    if (window && this.slidingInvFreq && this.slidingMask) {
+      queue.writeBuffer(a.slidingTables, 0, this.ropeTables(positions, this.slidingInvFreq));
+      queue.writeBuffer(this.slidingMask, 0, cache.stepMask(T, window.size));
+    }
     queue.writeBuffer(this.stepUniform, 0, new Uint32Array([N, columns, cache.width, T]));
     queue.writeBuffer(this.dims.swiglu, 0, dimsData([N, I / 4]));
     const plan = (buffer: GPUBuffer, inputs: number, K: number, n: number, options: { inStride?: number; inOffset?: number; maxSplits?: number } = {}): ProductPlan => {
@@ -540,8 +562,9 @@ export class WebGpuDecodeStep {
     const finishResidual = (l: number, kind: 'o' | 'down', p: ProductPlan) => {
       const finish = this.lora[l][kind]?.groups?.finish;
       const group = finish ?? this.layerGroups[l][kind === 'o' ? 'finishO' : 'finishDown'];
-      const program: ProgramKind = finish ? 'finishResidualLora' : 'finishResidual';
-      run('residual', this.pipeline(program, p.splits, () => finishResidualShader(p.splits, !!finish)), group, N);
+      const norm = this.layers[l].sandwich !== null;
+      const program: ProgramKind = `finishResidual${finish ? 'Lora' : ''}${norm ? 'Norm' : ''}`;
+      run('residual', this.pipeline(program, p.splits, () => finishResidualShader(p.splits, !!finish, norm)), group, N);
     };
     const pairs = N * (H + 2 * KV) * (D / 2);
     // Qwen3's q_norm and k_norm, done by the RoPE programs.
@@ -563,7 +586,7 @@ export class WebGpuDecodeStep {
       layerProduct(l, 'o', 'o', oPlan);
       finishResidual(l, 'o', oPlan);
       layerProduct(l, 'gateUp', 'gate_up', gateUpPlan);
-      run('swiglu', this.pipeline('finishSwiglu', gateUpPlan.splits, () => finishSwigluShader(gateUpPlan.splits)), g.swiglu, ...flatGrid((N * I) / 4));
+      run('swiglu', this.pipeline('finishSwiglu', `${gateUpPlan.splits}:${hiddenAct}`, () => finishSwigluShader(gateUpPlan.splits, hiddenAct)), g.swiglu, ...flatGrid((N * I) / 4));
       layerProduct(l, 'down', 'down', downPlan);
       finishResidual(l, 'down', downPlan);
     });
@@ -572,15 +595,15 @@ export class WebGpuDecodeStep {
     return encoder;
   }
 
-  /** cos and sin of each token's position, for q (times 1/sqrt(D)) then k: [tokens, 4, D/2], as Rope.tables rounds them. */
-  private ropeTables(positions: readonly number[]): Float32Array {
+  /** cos and sin of each token's position at `invFreq`, for q (times the attention's scale) then k: [tokens, 4, D/2], as Rope.tables rounds them. */
+  private ropeTables(positions: readonly number[], invFreq: Float32Array): Float32Array {
     const half = this.config.headDim / 2;
-    const scale = 1 / Math.sqrt(this.config.headDim);
+    const scale = 1 / Math.sqrt(this.config.queryPreAttnScalar ?? this.config.headDim);
     const out = new Float32Array(positions.length * 4 * half);
     positions.forEach((p, n) => {
       const base = n * 4 * half;
       for (let j = 0; j < half; j++) {
-        const angle = Math.fround(p * this.invFreq[j]);
+        const angle = Math.fround(p * invFreq[j]);
         const cos = Math.fround(Math.cos(angle));
         const sin = Math.fround(Math.sin(angle));
         out[base + j] = cos * scale;
@@ -618,6 +641,7 @@ export class WebGpuDecodeStep {
         heads: storage(N * H * D),
         act: storage(N * I),
         tables: storage(N * 2 * D),
+        slidingTables: storage(this.slidingInvFreq ? N * 2 * D : 4),
         logits: storage(B * V),
         draws: storage(B * 2),
         drawn: storage(B * 2),
@@ -628,8 +652,10 @@ export class WebGpuDecodeStep {
     }
     if (tokens * columns > this.maskCapacity) {
       this.mask?.destroy();
+      this.slidingMask?.destroy();
       this.maskCapacity = this.tokenCapacity * Math.max(columns, 256) * 2;
       this.mask = this.create(this.maskCapacity * 4, USAGE.storage | USAGE.copyDst);
+      this.slidingMask = this.slidingInvFreq ? this.create(this.maskCapacity * 4, USAGE.storage | USAGE.copyDst) : null;
       this.layerBindings.forEach((b) => b?.uniform.destroy());
       this.layerBindings = this.layerBindings.map(() => null);
     }
@@ -641,11 +667,11 @@ export class WebGpuDecodeStep {
     this.layerGroups = this.layers.map((w) => ({
       qkv: this.group('linearNorm', [this.dims.qkv, a.x, w.qkv.weight, a.partial, w.inputNorm, a.rinv]),
       o: this.group('linear', [this.dims.o, a.heads, w.o.weight, a.partial]),
-      finishO: this.group('finishResidual', [this.dims.finishO, a.partial, a.x, a.h, a.rinv]),
+      finishO: this.group(w.sandwich ? 'finishResidualNorm' : 'finishResidual', [this.dims.finishO, a.partial, a.x, a.h, a.rinv, ...(w.sandwich ? [w.sandwich.afterAttention] : [])]),
       gateUp: this.group('linearNorm', [this.dims.gateUp, a.h, w.gateUp.weight, a.partial, w.postNorm, a.rinv]),
       swiglu: this.group('finishSwiglu', [this.dims.swiglu, a.partial, a.act]),
       down: this.group('linear', [this.dims.down, a.act, w.down.weight, a.partial]),
-      finishDown: this.group('finishResidual', [this.dims.finishDown, a.partial, a.h, a.x, a.rinv]),
+      finishDown: this.group(w.sandwich ? 'finishResidualNorm' : 'finishResidual', [this.dims.finishDown, a.partial, a.h, a.x, a.rinv, ...(w.sandwich ? [w.sandwich.afterMlp] : [])]),
     }));
     this.headGroup = this.group('linearNorm', [this.dims.lmHead, a.x, this.lmHead.weight, a.logits, this.finalNorm, a.rinv]);
     for (const products of this.lora) for (const lora of Object.values(products)) if (lora) lora.groups = null;
@@ -720,12 +746,12 @@ export class WebGpuDecodeStep {
       case 'o':
         return {
           product: this.group('linearMakeXA', [this.dims.o, a.heads, weights.o.weight, a.partial, this.buffer(lora.a), a.loraIn]),
-          finish: this.group('finishResidualLora', [this.dims.finishO, a.partial, a.x, a.h, a.rinv, ...delta]),
+          finish: this.group(weights.sandwich ? 'finishResidualLoraNorm' : 'finishResidualLora', [this.dims.finishO, a.partial, a.x, a.h, a.rinv, ...delta, ...(weights.sandwich ? [weights.sandwich.afterAttention] : [])]),
         };
       case 'down':
         return {
           product: this.group('linearMakeXA', [this.dims.down, a.act, weights.down.weight, a.partial, this.buffer(lora.a), a.loraIn]),
-          finish: this.group('finishResidualLora', [this.dims.finishDown, a.partial, a.h, a.x, a.rinv, ...delta]),
+          finish: this.group(weights.sandwich ? 'finishResidualLoraNorm' : 'finishResidualLora', [this.dims.finishDown, a.partial, a.h, a.x, a.rinv, ...delta, ...(weights.sandwich ? [weights.sandwich.afterMlp] : [])]),
         };
     }
   }
@@ -747,15 +773,18 @@ export class WebGpuDecodeStep {
     this.device.queue.writeBuffer(uniform, 0, new Uint32Array([H, KV, D, keys.shape[2]]));
     const k = this.buffer(keys);
     const v = this.buffer(values);
-    const { qkvBias, headNorms } = this.layers[layer];
+    const { qkvBias, headNorms, windowed } = this.layers[layer];
     const norms = headNorms ? [headNorms] : [];
+    // A sliding-window layer attends with its own RoPE tables and mask.
+    const tables = windowed ? a.slidingTables : a.tables;
+    const mask = (windowed ? this.slidingMask : this.mask) as GPUBuffer;
     const binding: LayerBinding = {
       keys,
       values,
       uniform,
-      rope: this.group(headNorms ? 'ropeNorm' : 'rope', [this.stepUniform, uniform, a.partial, a.tables, a.q, k, v, qkvBias, ...norms]),
-      attention: this.group('attention', [this.stepUniform, uniform, a.q, k, v, this.mask as GPUBuffer, a.heads]),
-      ropeAttention: this.group(headNorms ? 'ropeAttentionNorm' : 'ropeAttention', [this.stepUniform, uniform, a.partial, k, v, this.mask as GPUBuffer, a.heads, a.tables, qkvBias, ...norms]),
+      rope: this.group(headNorms ? 'ropeNorm' : 'rope', [this.stepUniform, uniform, a.partial, tables, a.q, k, v, qkvBias, ...norms]),
+      attention: this.group('attention', [this.stepUniform, uniform, a.q, k, v, mask, a.heads]),
+      ropeAttention: this.group(headNorms ? 'ropeAttentionNorm' : 'ropeAttention', [this.stepUniform, uniform, a.partial, k, v, mask, a.heads, tables, qkvBias, ...norms]),
     };
     this.layerBindings[layer] = binding;
     return binding;
@@ -764,11 +793,21 @@ export class WebGpuDecodeStep {
   /** `into` holding a layer's q_norm then k_norm weights, copied on the GPU from the model's tensors. */
   private headNormBuffer(norms: HeadNorms, into: GPUBuffer): GPUBuffer {
     const bytes = this.config.headDim * 4;
+    const [q, k] = [this.buffer(norms.q.weight), this.buffer(norms.k.weight)];
+    // Uploading a tensor queues its copy in tfjs's encoder: that goes first.
+    this.flushTfjs();
     const encoder = this.device.createCommandEncoder();
-    encoder.copyBufferToBuffer(this.buffer(norms.q.weight), 0, into, 0, bytes);
-    encoder.copyBufferToBuffer(this.buffer(norms.k.weight), 0, into, bytes, bytes);
+    encoder.copyBufferToBuffer(q, 0, into, 0, bytes);
+    encoder.copyBufferToBuffer(k, 0, into, bytes, bytes);
     this.device.queue.submit([encoder.finish()]);
     return into;
+  }
+
+  /** Submits the work tfjs has queued in its own encoder (uploads, the cache's growth, a merge). */
+  private flushTfjs(): void {
+    if (!this.backend.commandEncoder) return;
+    this.backend.endComputePassEncoder();
+    this.backend.submitQueue();
   }
 
   private group(kind: ProgramKind, buffers: GPUBuffer[]): GPUBindGroup {

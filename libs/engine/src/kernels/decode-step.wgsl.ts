@@ -1,4 +1,6 @@
+import type { HiddenAct } from '../config';
 import type { StorageDtype } from '../dtype';
+import { gateActivationWgsl } from './gate-activation.wgsl';
 import { ONLINE_SOFTMAX } from './attention.wgsl';
 import { vec4WeightWgsl } from './half-weights.wgsl';
 
@@ -215,10 +217,21 @@ fn takes(row : u32, j : u32) -> f32 {
  * residual + the sum of `splits` partials, and rinv[row] = 1 / rms(y), which the next product's
  * RMSNorm takes. With `lora`, also the product's adapters' delta (x A) B, x A the sum of
  * loraIn's `splits` splits (the product made it: makeXA): the row's x A staged in workgroup
- * memory, then B [rank, n4] read once per row. Dims: rows, n4 (vec4 columns), rank, adapters
- * (see linearShader), eps.
+ * memory, then B [rank, n4] read once per row. With `norm` (Gemma 3's norms on the attention's
+ * and the MLP's outputs), the product's row is RMSNorm'd by gamma [n4] (the binding after the
+ * others) before it is added: y = residual + rmsnorm(product). Dims: rows, n4 (vec4 columns),
+ * rank, adapters (see linearShader), eps.
  */
-export function finishResidualShader(splits: number, lora = false): string {
+export function finishResidualShader(splits: number, lora = false, norm = false): string {
+  const product = `var value = vec4<f32>(0.0);
+    for (var s = 0u; s < ${splits}u; s++) { value += partial[(s * dims.rows + row) * n4 + c]; }
+${lora ? '    for (var j = 0u; j < dims.rank; j++) { value += loraU[j] * loraB[j * n4 + c]; }' : ''}`;
+  const sumSquares = (total: string) => `squares[tid] = ${total};
+  workgroupBarrier();
+  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
+    if (tid < n) { squares[tid] += squares[tid + n]; }
+    workgroupBarrier();
+  }`;
   return `
 struct Dims { rows : u32, n4 : u32, rank : u32, adapters : u32, eps : f32 }
 @group(0) @binding(0) var<uniform> dims : Dims;
@@ -227,6 +240,7 @@ struct Dims { rows : u32, n4 : u32, rank : u32, adapters : u32, eps : f32 }
 @group(0) @binding(3) var<storage, read_write> y : array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> rinv : array<f32>;
 ${lora ? `${adapterDeltaWgsl(5)}\nvar<workgroup> loraU : array<f32, ${MAX_LORA_RANK}>;` : ''}
+${norm ? `@group(0) @binding(${lora ? 9 : 5}) var<storage, read> gamma : array<vec4<f32>>;` : ''}
 var<workgroup> squares : array<f32, ${WORKGROUP}>;
 
 @compute @workgroup_size(${WORKGROUP})
@@ -244,31 +258,44 @@ ${
   workgroupBarrier();`
     : ''
 }
+${
+  norm
+    ? `  // The product's row into y first (each thread reads back only what it wrote), for its norm.
+  var productSquares = 0.0;
+  for (var c = tid; c < n4; c += ${WORKGROUP}u) {
+    ${product}
+    y[row * n4 + c] = value;
+    productSquares += dot(value, value);
+  }
+  ${sumSquares('productSquares')}
+  let scale = inverseSqrt(squares[0] / f32(4u * n4) + dims.eps);
+  workgroupBarrier();
   var sum = 0.0;
   for (var c = tid; c < n4; c += ${WORKGROUP}u) {
-    var value = residual[row * n4 + c];
-    for (var s = 0u; s < ${splits}u; s++) { value += partial[(s * dims.rows + row) * n4 + c]; }
-${lora ? '    for (var j = 0u; j < dims.rank; j++) { value += loraU[j] * loraB[j * n4 + c]; }' : ''}
+    let value = residual[row * n4 + c] + y[row * n4 + c] * scale * gamma[c];
     y[row * n4 + c] = value;
     sum += dot(value, value);
-  }
-  squares[tid] = sum;
-  workgroupBarrier();
-  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
-    if (tid < n) { squares[tid] += squares[tid + n]; }
-    workgroupBarrier();
-  }
+  }`
+    : `  var sum = 0.0;
+  for (var c = tid; c < n4; c += ${WORKGROUP}u) {
+    ${product}
+    value += residual[row * n4 + c];
+    y[row * n4 + c] = value;
+    sum += dot(value, value);
+  }`
+}
+  ${sumSquares('sum')}
   if (tid == 0u) { rinv[row] = inverseSqrt(squares[0] / f32(4u * n4) + dims.eps); }
 }`;
 }
 
 /**
- * SwiGLU from the gate|up product's splits: act [rows, I] = silu(gate) * up, gate and up the
- * two halves of each row's summed partials [splits, rows, 2 I]. One thread per vec4 of act.
- * Dims: rows, n4 (I / 4).
+ * The gated activation from the gate|up product's splits: act [rows, I] = a(gate) * up, a SiLU
+ * (SwiGLU) or GELU's tanh approximation (Gemma's GeGLU), gate and up the two halves of each
+ * row's summed partials [splits, rows, 2 I]. One thread per vec4 of act. Dims: rows, n4 (I / 4).
  */
-export function finishSwigluShader(splits: number): string {
-  return `
+export function finishSwigluShader(splits: number, activation: HiddenAct = 'silu'): string {
+  return `${gateActivationWgsl(activation)}
 struct Dims { rows : u32, n4 : u32, pad0 : u32, pad1 : u32 }
 @group(0) @binding(0) var<uniform> dims : Dims;
 @group(0) @binding(1) var<storage, read> partial : array<vec4<f32>>;
@@ -288,7 +315,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
     gate += partial[base + c];
     up += partial[base + n4 + c];
   }
-  act[index] = gate * (1.0 / (1.0 + exp(-gate))) * up;
+  act[index] = vec4<f32>(gateValue(gate.x), gateValue(gate.y), gateValue(gate.z), gateValue(gate.w)) * up;
 }`;
 }
 

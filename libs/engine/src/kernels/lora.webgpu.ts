@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { HiddenAct } from '../config';
-import { gateActivationWgsl } from './swiglu.webgpu';
+import { gateActivationWgsl } from './gate-activation.wgsl';
 import { TILE, tiledProduct } from './tiled-product.wgsl';
 import { disposeIntermediate, fusedKernelsApply, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
