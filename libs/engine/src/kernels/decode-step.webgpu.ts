@@ -184,7 +184,7 @@ const LAYOUTS = {
   rope: ['uniform', 'uniform', 'read', 'read', 'write', 'write', 'write', 'read'],
   attention: ['uniform', 'uniform', 'read', 'read', 'read', 'read', 'write'],
   ropeAttention: ['uniform', 'uniform', 'read', 'write', 'write', 'read', 'write', 'read', 'read'],
-  // rope's and ropeAttention's, then Qwen3's q_norm and k_norm weights side by side (one buffer: ropeAttention already binds 7 of the 8 storage buffers).
+  // rope's and ropeAttention's, then the q_norm and k_norm weights side by side (Qwen3, Gemma 3; one buffer: ropeAttention already binds 7 of the 8 storage buffers).
   ropeNorm: ['uniform', 'uniform', 'read', 'read', 'write', 'write', 'write', 'read', 'read'],
   ropeAttentionNorm: ['uniform', 'uniform', 'read', 'write', 'write', 'read', 'write', 'read', 'read', 'read'],
   sample: ['uniform', 'read', 'read', 'write'],
@@ -567,7 +567,7 @@ export class WebGpuDecodeStep {
       run('residual', this.pipeline(program, p.splits, () => finishResidualShader(p.splits, !!finish, norm)), group, N);
     };
     const pairs = N * (H + 2 * KV) * (D / 2);
-    // Qwen3's q_norm and k_norm, done by the RoPE programs.
+    // q_norm and k_norm (Qwen3, Gemma 3), done by the programs that do RoPE's work.
     const qkNormEps = this.config.qkNorm ? this.config.rmsNormEps : null;
     bindings.forEach((binding, l) => {
       const g = this.layerGroups[l];

@@ -458,7 +458,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
 }
 
 /**
- * ropeStoreShader for a model with Qwen3's head norms: a workgroup per (head of q|k|v, token),
+ * ropeStoreShader for a model with q_norm and k_norm (Qwen3, Gemma 3): a workgroup per (head of q|k|v, token),
  * grid (H + 2 KV, tokens), since each q and k head is RMSNorm'd over its D values (times qNorm
  * or kNorm, HeadNorms) before RoPE turns it; v heads are copied as ropeStoreShader copies them.
  * Bindings: ropeStoreShader's, then the q_norm and k_norm weights.
@@ -643,14 +643,16 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
  * another writes. The k and v of the new column are computed once per query head rather than
  * once per KV head: 3 H D sums of the splits a token instead of RoPE's (H + 2 KV) D, read
  * where the q|k|v product just wrote them, for one dispatch (and its barrier) fewer a layer.
+ * With `qkNormEps` (Qwen3, Gemma 3), q and the new k are RMSNorm'd by the layer's q_norm and
+ * k_norm (the binding after the others) before they are rotated.
  */
 export function ropeAttentionShader(headDim: number, splits: number, qkNormEps: number | null = null): string {
   return attentionProgram(headDim, { splits, qkNormEps });
 }
 
 /**
- * The binding of a layer's q_norm then k_norm weights [2 D] (Qwen3's RMSNorm of each q and k head
- * before RoPE), and qNorm(d) and kNorm(d) reading them.
+ * The binding of a layer's q_norm then k_norm weights [2 D] (Qwen3's and Gemma 3's RMSNorm of
+ * each q and k head before RoPE), and qNorm(d) and kNorm(d) reading them.
  */
 const HEAD_NORM_BINDINGS = (binding: number) => `@group(0) @binding(${binding}) var<storage, read> headNorm : array<f32>;
 fn qNorm(d : u32) -> f32 { return headNorm[d]; }
