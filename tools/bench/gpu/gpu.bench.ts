@@ -408,13 +408,32 @@ async function trainingProfile(lm: LoadedModel, plan: Plan): Promise<string | nu
  * layer: 1 where every block runs its forward once and its explicit backward, 2 where all are
  * recomputed for their backward, training/checkpointing.ts), dispatches a layer of its forward
  * and backward, and those of its optimizer's update (AdamW.apply: a dispatch for two parameters,
- * and the gradients' sums of squares), counted apart.
+ * and the gradients' sums of squares), counted apart. Then the dispatches a layer of a decoding
+ * step and of a LoRA SFT step in Qwen3's layout (q_norm, k_norm) and Gemma 3's (those, norms on
+ * the outputs, GeGLU, sliding-window layers), at the tiny preset's size.
  */
 async function gpuCounts(where: string): Promise<Record<string, number>> {
+  const tiny = await familyCounts(where, 'tiny');
+  // The other layouts, where the step and the training kernels take their norms and activations too.
+  const families: [string, Preset][] = [
+    ['qwen3', 'tiny-qwen3'],
+    ['gemma3', 'tiny-gemma3'],
+  ];
+  const others: Record<string, number> = {};
+  for (const [family, preset] of families) {
+    const counted = await familyCounts(where, preset);
+    others[`${family}_decode_dispatches_per_layer`] = counted.decode_dispatches_per_layer;
+    others[`${family}_train_dispatches_per_layer`] = counted.train_dispatches_per_layer;
+  }
+  return { ...tiny, ...others };
+}
+
+/** gpuCounts' figures for one preset's layout, from a 2- and a 4-layer model. */
+async function familyCounts(where: string, preset: Preset): Promise<Record<string, number>> {
   const measured: { layers: number; base: GpuCounts; lora: GpuCounts; train: GpuCounts; optimizer: GpuCounts; forwardPasses: number }[] = [];
   for (const layers of [2, 4]) {
-    const dir = path.join(where, `count-${layers}`);
-    if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset: 'tiny', out: dir, seed: 0, overrides: { numLayers: layers } });
+    const dir = path.join(where, `count-${preset}-${layers}`);
+    if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset, out: dir, seed: 0, overrides: { numLayers: layers } });
     const lm = await loadModel(dir);
     const rows = 4;
     const decodeStep = async () => {
