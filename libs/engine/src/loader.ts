@@ -32,6 +32,10 @@ export interface LoadedModel {
 export const READ_AHEAD_SETTINGS = ['auto', 'on', 'off'] as const;
 export type ReadAheadSetting = (typeof READ_AHEAD_SETTINGS)[number];
 
+/** loadModel's gpuWeights values. */
+export const GPU_WEIGHTS_SETTINGS = ['checkpoint', 'f32'] as const;
+export type GpuWeightsSetting = (typeof GPU_WEIGHTS_SETTINGS)[number];
+
 /** loadModel's weights values, and the inference worker's WEIGHTS. */
 export const WEIGHTS_SETTINGS = ['checkpoint', 'q8'] as const;
 export type WeightsSetting = (typeof WEIGHTS_SETTINGS)[number];
@@ -45,12 +49,17 @@ export interface LoadOptions {
    * The process will only run inference with this model: each projection is packed for the
    * matmul kernel as it is read and its [in, out] copy freed at once (FrozenLinear's
    * releaseForInference), so the weights are held once, in half the bytes when the checkpoint
-   * is bf16, and never twice at any moment. On webgpu the projections of a bf16 or f16
-   * checkpoint are held on the GPU in their 16 bits (model/linear.ts's HalfWeight), half the
-   * bytes of f32, which the GPU programs unpack as they read them. Training or gradients
-   * through it then throw.
+   * is bf16, and never twice at any moment. Training or gradients through it then throw.
    */
   inferenceOnly?: boolean;
+  /**
+   * On webgpu, how the projections' weights are held on the GPU: 'checkpoint' (the default) as
+   * the checkpoint stores them, a bf16 or f16 checkpoint's in its 16 bits (model/linear.ts's
+   * HalfWeight, half the bytes of f32), which the GPU programs unpack to f32 as they read them,
+   * for serving and LoRA training alike, with the products of the f32 copy; or 'f32'. Ignored
+   * on the other backends.
+   */
+  gpuWeights?: GpuWeightsSetting;
   /**
    * With inferenceOnly, whether the matmul kernel reads each group of weights ahead of
    * multiplying it (kernels/matmul.ts, section 5), for this model (its matmulPlan): 'on',
@@ -212,13 +221,12 @@ export function parameterCount(config: ModelConfig): number {
 }
 
 /**
- * The 16-bit dtype a projection's weight is held in, or null for f32: on webgpu, in a process
- * that only infers with checkpoint weights, where every tensor of the projection is stored in
- * the same 16-bit dtype and its output columns pair up. Training keeps f32 weights (the
- * gradients' programs read f32), as wasm's kernels keep their own packed copy.
+ * The 16-bit dtype a projection's weight is held in, or null for f32: on webgpu (unless
+ * gpuWeights asks for f32), where every tensor of the projection is stored in the same 16-bit
+ * dtype and its output columns pair up. Serving and LoRA training read such weights alike.
  */
 function halfHeld(options: LoadOptions, stored: string[], outFeatures: number): HalfDtype | null {
-  if (!options.inferenceOnly || (options.weights ?? 'checkpoint') !== 'checkpoint' || tf.getBackend() !== 'webgpu' || outFeatures % 2 !== 0) return null;
+  if (tf.getBackend() !== 'webgpu' || (options.gpuWeights ?? 'checkpoint') === 'f32' || outFeatures % 2 !== 0) return null;
   const dtype = stored[0];
   return (dtype === 'BF16' || dtype === 'F16') && stored.every((d) => d === dtype) ? dtype : null;
 }
@@ -250,8 +258,8 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
   };
 
   /**
-   * A projection's weight [in, out] as the model holds it: f32, or on webgpu for inference only,
-   * where every tensor it comes from is stored in one 16-bit dtype, in that dtype (halfHeld).
+   * A projection's weight [in, out] as the model holds it: f32, or on webgpu, where every tensor
+   * it comes from is stored in one 16-bit dtype, in that dtype (halfHeld).
    */
   const weightOf = (transposed: Float32Array, inFeatures: number, out: number, stored: string[]): tf.Tensor2D | HalfWeight => {
     const half = halfHeld(options, stored, out);

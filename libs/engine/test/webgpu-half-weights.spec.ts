@@ -8,15 +8,17 @@ import { applyAdapter } from '../src/lora/lora-layer';
 import { DEFAULT_LORA_SPEC, initLoraWeights } from '../src/lora/peft';
 import type { FrozenLinear } from '../src/model/linear';
 import { argmax } from '../src/sampling';
+import { LoraTrainer } from '../src/training/trainer';
 import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
 
 /**
- * An inference-only model on webgpu holds a bf16 or f16 checkpoint's projections in 16 bits
- * (loader.ts, model/linear.ts's HalfWeight): half the bytes of f32 on the GPU, and the same
- * logits as the cpu backend on the same weights, through the encoded decoding step
- * (decode-step.webgpu.ts), with a LoRA adapter on top, and through the generic forward pass
- * that prompt scoring runs (kernels/half-linear.webgpu.ts). On lavapipe where there is no GPU;
- * in CI a missing adapter fails these tests.
+ * A model on webgpu holds a bf16 or f16 checkpoint's projections in 16 bits (loader.ts,
+ * model/linear.ts's HalfWeight): half the bytes of f32 on the GPU, and the same logits as the
+ * cpu backend on the same weights, through the encoded decoding step (decode-step.webgpu.ts),
+ * with a LoRA adapter on top, and through the generic forward pass that prompt scoring runs
+ * (kernels/half-linear.webgpu.ts); and a LoRA SFT step on them is the step on their f32 copy
+ * (gpuWeights 'f32'). On lavapipe where there is no GPU; in CI a missing adapter fails these
+ * tests.
  */
 const unavailable = webgpuUnavailable();
 const inCi = process.env['CI'] === 'true';
@@ -101,7 +103,7 @@ suite('16-bit weights on webgpu', () => {
     const dir = makeTiny(`half-${dtype}`, { dtype, overrides: QWEN2 });
     await selectBackend('webgpu');
     const before = tf.memory().numBytes;
-    const full = await loadModel(dir);
+    const full = await loadModel(dir, { gpuWeights: 'f32' });
     const fullBytes = tf.memory().numBytes - before;
     const weightFloats = projections(full).reduce((sum, l) => sum + l.inFeatures * l.outFeatures, 0);
     full.dispose();
@@ -144,14 +146,43 @@ suite('16-bit weights on webgpu', () => {
     }
   }, 120_000);
 
-  it('says to load without inferenceOnly when asked for a gradient through a 16-bit weight', async () => {
+  it('trains LoRA on a bf16 checkpoint held in 16 bits as on its f32 copy', async () => {
+    // Adapters on q and v only: o, gate|up, down and the tied lm_head train through as frozen projections (their dx from the 16 bits too).
+    const dir = makeTiny('half-train', { dtype: 'BF16', overrides: QWEN2 });
+    const spec = { r: 4, alpha: 8, targetModules: ['q_proj', 'v_proj'] } as const;
+    const rows = [0, 1].map((r) => ({ tokens: Array.from({ length: 24 }, (_, i) => 3 + ((r * 7919 + i * 104729) % 400)), mask: Array.from({ length: 24 }, (_, i) => (i < 4 ? 0 : 1)) }));
+    const step = async (gpuWeights: 'checkpoint' | 'f32') => {
+      const lm = await loadModel(dir, { gpuWeights });
+      const tensors = initLoraWeights(lm.config, { ...spec, targetModules: [...spec.targetModules] }, 3);
+      for (const [name, t] of tensors) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.cos(i + name.length)));
+      const trainer = new LoraTrainer(lm, { ...spec, targetModules: [...spec.targetModules] }, tensors);
+      try {
+        const held = projections(lm).map((l) => l.halfWeight?.dtype ?? 'F32');
+        const { loss, gradNorm } = await trainer.sftStepOnTokens(rows, 1e-2);
+        const after = await Promise.all(trainer.attachment.variables().map(async (v) => (await v.data()) as Float32Array));
+        return { held, loss, gradNorm, after };
+      } finally {
+        trainer.dispose();
+        lm.dispose();
+      }
+    };
+    await selectBackend('webgpu');
+    const [half, full] = [await step('checkpoint'), await step('f32')];
+    expect(new Set(half.held)).toEqual(new Set(['BF16']));
+    expect(new Set(full.held)).toEqual(new Set(['F32']));
+    expect(Math.abs(half.loss - full.loss)).toBeLessThan(1e-5 * Math.abs(full.loss));
+    expect(Math.abs(half.gradNorm - full.gradNorm)).toBeLessThan(1e-4 * full.gradNorm);
+    half.after.forEach((values, i) => expect(maxAbsDiff(values, full.after[i])).toBeLessThan(1e-6));
+  }, 120_000);
+
+  it('says how to get an f32 copy, and refuses a taped gradient through a 16-bit weight outside training', async () => {
     await selectBackend('webgpu');
     const lm = await loadModel(makeTiny('half-grad', { dtype: 'BF16' }), { inferenceOnly: true });
     try {
       const qkv = lm.model.blocks[0].attention.qkv;
-      expect(() => qkv.weightT).toThrow(/q_proj\|k_proj\|v_proj: its weight is held in 16 bits \(BF16\) for inference; load the model without inferenceOnly/);
+      expect(() => qkv.weightT).toThrow(/q_proj\|k_proj\|v_proj: its weight is held in 16 bits \(BF16\), which only webgpu's programs read; load the model with gpuWeights 'f32'/);
       const x = tf.ones([1, qkv.inFeatures]) as tf.Tensor2D;
-      expect(() => tf.grad((input: tf.Tensor) => tf.sum(qkv.forward(input as tf.Tensor2D)))(x)).toThrow(/held in 16 bits has no gradient/);
+      expect(() => tf.grad((input: tf.Tensor) => tf.sum(qkv.forward(input as tf.Tensor2D)))(x)).toThrow(/has a gradient only in a training pass/);
       x.dispose();
     } finally {
       lm.dispose();

@@ -6,9 +6,9 @@
  * through DecodeBatch.stepDrawn), decode with a LoRA adapter at the smallest and largest batch,
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
- * only); for a shape stored in bf16 (the larger ones), also decode at the smallest and largest
- * batch on the weights held in 16 bits, as the inference worker loads them (engine only, kernels
- * on); then where one step's GPU time goes (WebGpuDecodeStep.profile) and where a LoRA SFT
+ * only); for a shape stored in bf16 (the larger ones), which the engine holds in 16 bits on
+ * webgpu, also decode at the smallest and largest batch on an f32 copy (gpuWeights 'f32';
+ * engine only, kernels on); then where one step's GPU time goes (WebGpuDecodeStep.profile) and where a LoRA SFT
  * step's goes, kernel by kernel (tf.profile). On webgpu the engine
  * runs its own WGSL (the encoded step and the fused kernels), or with --kernels off tfjs's
  * generic ops (WEBGPU_FUSED_KERNELS=off), or both in turn.
@@ -80,7 +80,7 @@ interface Shape {
   name: string;
   preset: Preset;
   overrides: Partial<ModelConfig>;
-  /** How the maker stores the weights (bf16 halves the larger models' files; both sides train and decode on them as float32, and the engine also decodes them held in 16 bits). */
+  /** How the maker stores the weights (bf16 halves the larger models' files; PyTorch computes on them as float32, the engine on webgpu holds them in 16 bits and computes in float32). */
   dtype?: StorageDtype;
 }
 
@@ -93,8 +93,8 @@ interface Figures {
   loraDecode?: Record<string, number>;
   /** A step of ART's RL loss (its defaults) on the SFT step's tokens (the engine's only). */
   rl?: number;
-  /** Decoding on the weights in 16 bits as an inference-only process holds a bf16 checkpoint's (loader.ts), at the smallest and largest batch (the engine's only). */
-  halfDecode?: Record<string, number>;
+  /** For a 16-bit checkpoint, which the engine holds in 16 bits on webgpu: decoding on an f32 copy (gpuWeights 'f32'), at the smallest and largest batch (the engine's only). */
+  f32Decode?: Record<string, number>;
   /** The GPU time table of profile(), where there is one. */
   profile?: string | null;
   /** The first logits of the prefill prompt's last position: both sides must compute the same model. */
@@ -260,14 +260,14 @@ async function rlStep(lm: LoadedModel, plan: Plan): Promise<number> {
 /** Progress on stderr, so that a run cut short still shows how far it got. */
 const progress = (what: string) => process.stderr.write(`  ${new Date().toISOString().slice(11, 19)} ${what}\n`);
 
-/** Decoding at the smallest and largest batch with the model loaded as the inference worker loads it: a bf16 checkpoint's weights held in 16 bits on webgpu. */
-async function halfDecode(dir: string, plan: Plan): Promise<Record<string, number>> {
-  progress('loading the model for inference only (weights in 16 bits)');
-  const served = await loadModel(dir, { inferenceOnly: true });
+/** Decoding at the smallest and largest batch with a 16-bit checkpoint's weights held as an f32 copy (gpuWeights 'f32'), the other rows' 16 bits' counterpart. */
+async function f32Decode(dir: string, plan: Plan): Promise<Record<string, number>> {
+  progress('loading the model for inference only, its weights in f32');
+  const served = await loadModel(dir, { inferenceOnly: true, gpuWeights: 'f32' });
   try {
     const figures: Record<string, number> = {};
     for (const size of [plan.decodeBatches[0], plan.decodeBatches[plan.decodeBatches.length - 1]]) {
-      progress(`decode, weights in 16 bits, batch ${size}`);
+      progress(`decode, weights in f32, batch ${size}`);
       figures[size] = await decode(served, plan, size);
     }
     return figures;
@@ -278,7 +278,7 @@ async function halfDecode(dir: string, plan: Plan): Promise<Record<string, numbe
 
 async function measure(dir: string, plan: Plan, half: boolean): Promise<Figures> {
   const figures = await measureLoaded(dir, plan);
-  if (half) figures.halfDecode = await halfDecode(dir, plan);
+  if (half) figures.f32Decode = await f32Decode(dir, plan);
   return figures;
 }
 
@@ -506,12 +506,12 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
   const cell = (get: (f: Figures) => number | undefined) => (typeof theirs === 'string' ? '-' : shown(get(theirs)));
   const row = (what: string, get: (f: Figures) => number | undefined) => [what, ...runs.map((r) => shown(get(r.figures))), cell(get)];
   const loraBatches = Object.keys(runs[0]?.figures.loraDecode ?? {});
-  const halfBatches = Object.keys(runs[0]?.figures.halfDecode ?? {});
+  const f32Batches = Object.keys(runs[0]?.figures.f32Decode ?? {});
   const rows = [
     row(`prefill, ${plan.prefillTokens}-token prompt`, (f) => f.prefill),
     ...plan.decodeBatches.map((b) => row(`decode, batch ${b} (aggregate)`, (f) => f.decode[b])),
     ...loraBatches.map((b) => row(`decode with a LoRA adapter, batch ${b} (aggregate)`, (f) => f.loraDecode?.[b])),
-    ...halfBatches.map((b) => row(`decode, weights in 16 bits, batch ${b} (aggregate)`, (f) => f.halfDecode?.[b])),
+    ...f32Batches.map((b) => row(`decode, weights held in f32, batch ${b} (aggregate)`, (f) => f.f32Decode?.[b])),
     row(`LoRA SFT, ${plan.trainRows} x ${plan.trainTokens} tokens per step`, (f) => f.sft),
     row(`RL step (ART's default loss), ${plan.trainRows} x ${plan.trainTokens} tokens`, (f) => f.rl),
   ];
@@ -580,7 +580,7 @@ async function main(): Promise<void> {
     const pass = async (fused: boolean): Promise<Run> => {
       setFusedKernels(fused);
       progress(`engine, ${label(fused)}`);
-      // A 16-bit checkpoint is also decoded as the inference worker holds it, with the engine's kernels.
+      // A 16-bit checkpoint, held in 16 bits on webgpu, is also decoded on an f32 copy, with the engine's kernels.
       const half = fused && backend.name === 'webgpu' && (shape.dtype ?? 'F32') !== 'F32';
       return { label: label(fused), figures: await measure(dir, plan, half) };
     };

@@ -30,3 +30,23 @@ fn ${name}4(i : u32) -> vec4<f32> {
   return vec4<f32>(halfPair(p.x), halfPair(p.y));
 }`;
 }
+
+/**
+ * How a program reads element (k, c) of a weight W [K, N] bound as `name`: as f32, or held in 16
+ * bits (two columns a word). `binding` is the name with the mark multiOutputBindings takes
+ * ('name:u32' for 16 bits), `helpers` the WGSL functions `at` calls, `at(k, c)` the WGSL of the
+ * element.
+ */
+export function weightReader(name: string, dtype: StorageDtype, N: number): { binding: string; helpers: string; at: (k: string, c: string) => string } {
+  if (dtype === 'F32') return { binding: name, helpers: '', at: (k, c) => `${name}[${k} * ${N}u + ${c}]` };
+  return {
+    binding: `${name}:u32`,
+    helpers: `${halfPairWgsl(dtype)}
+/** W's element (k, c): one half of the word holding columns c and c ^ 1. */
+fn ${name}At(k : u32, c : u32) -> f32 {
+  let pair = halfPair(${name}[k * ${N / 2}u + c / 2u]);
+  return select(pair.x, pair.y, (c & 1u) == 1u);
+}`,
+    at: (k, c) => `${name}At(${k}, ${c})`,
+  };
+}

@@ -1,13 +1,17 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { HiddenAct } from '../config';
+import type { StorageDtype } from '../dtype';
+import type { HalfWeight } from '../model/linear';
+import { weightReader } from './half-weights.wgsl';
 import { gateActivationWgsl } from './gate-activation.wgsl';
 import { TILE, tiledProduct } from './tiled-product.wgsl';
 import { disposeIntermediate, fusedKernelsApply, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
  * A frozen projection with low-rank adapters (LoRA) for training on webgpu, forward and
- * backward, as WGSL: x [M, K], the frozen weight W [K, N] ([in, out], model/linear.ts), an
- * optional bias [N], and adapters p on output columns [col_p, col_p + width_p), each with
+ * backward, as WGSL: x [M, K], the frozen weight W [K, N] ([in, out], model/linear.ts: f32, or
+ * held in 16 bits and unpacked as it is read, half-weights.wgsl.ts), an optional bias [N], and
+ * adapters p on output columns [col_p, col_p + width_p), each with
  * factors A_p [K, r_p] and B_p [r_p, width_p] (the trained aT and bT) and a scale s_p:
  *
  *   h = x [A_0 | A_1 | ...]              [M, R], R the ranks together
@@ -58,21 +62,23 @@ interface Layout {
   R: number;
   bias: boolean;
   parts: PartLayout[];
+  /** How W is held: f32, or 16 bits a value (half-weights.wgsl.ts). */
+  weights: StorageDtype;
 }
 
-function layoutOf(K: number, N: number, bias: boolean, parts: { r: number; col: number; width: number; scale: number }[]): Layout {
+function layoutOf(K: number, N: number, bias: boolean, parts: { r: number; col: number; width: number; scale: number }[], weights: StorageDtype): Layout {
   let off = 0;
   const laid = parts.map((p) => {
     const part = { ...p, off };
     off += p.r;
     return part;
   });
-  return { K, N, R: off, bias, parts: laid };
+  return { K, N, R: off, bias, parts: laid, weights };
 }
 
 /** A key naming a layout's programs. */
 function keyOf(kind: string, l: Layout): string {
-  return `trainyardLora${kind}_${l.K}_${l.N}_${l.bias}_${l.parts.map((p) => `${p.r},${p.col},${p.width},${p.scale}`).join(';')}`;
+  return `trainyardLora${kind}_${l.K}_${l.N}_${l.bias}_${l.weights}_${l.parts.map((p) => `${p.r},${p.col},${p.width},${p.scale}`).join(';')}`;
 }
 
 /** Floats as WGSL literals (a scale compiled in). */
@@ -163,6 +169,7 @@ function xaProgram(l: Layout, M: number): MultiOutputProgram {
 /** y = x W + b + s_p h_p B_p: the frozen product, its epilogue adding the bias and each part's delta on its columns. */
 function productProgram(l: Layout, M: number): MultiOutputProgram {
   const { K, N, R } = l;
+  const w = weightReader('w', l.weights, N);
   const deltas = l.parts
     .map(
       (p, i) => `  if (col >= ${p.col}u && col < ${p.col + p.width}u) {
@@ -174,13 +181,14 @@ function productProgram(l: Layout, M: number): MultiOutputProgram {
     .join('\n');
   return {
     key: keyOf('Product', l),
-    wgsl: () => `${bindings(['x', 'w', ...(l.bias ? ['bias'] : []), 'h', ...l.parts.map((_, i) => `b${i}`)], ['y'])}
+    wgsl: () => `${bindings(['x', w.binding, ...(l.bias ? ['bias'] : []), 'h', ...l.parts.map((_, i) => `b${i}`)], ['y'])}
+${w.helpers}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   var y = acc;
 ${l.bias ? '  y += bias[col];\n' : ''}${deltas}
   return y;
 }
-${tiledProduct(K, N, 'x', (k, c) => `w[${k} * ${N}u + ${c}]`, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
+${tiledProduct(K, N, 'x', w.at, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
     outputShapes: [[M, N]],
     dispatch: [Math.ceil(N / TILE), Math.ceil(M / TILE), 1],
     uniforms: [{ type: 'uint32', value: M }],
@@ -211,6 +219,7 @@ function dhProgram(l: Layout, M: number): MultiOutputProgram {
  */
 function dxProgram(l: Layout, M: number, gated: HiddenAct | null): MultiOutputProgram {
   const { K, N, R } = l;
+  const w = weightReader('w', l.weights, N);
   const adapters = l.parts.map((p, i) => `  for (var j = 0u; j < ${p.r}u; j++) { dx += dh[row * ${R}u + ${p.off}u + j] * a${i}[col * ${p.r}u + j]; }`).join('\n');
   const store = gated
     ? (row: string, col: string, value: string) => `let d = ${value};
@@ -221,14 +230,15 @@ function dxProgram(l: Layout, M: number, gated: HiddenAct | null): MultiOutputPr
     : (row: string, col: string, value: string) => `dx[${row} * ${K}u + ${col}] = ${value};`;
   return {
     key: keyOf(gated ? `Dx_${gated}` : 'Dx', l),
-    wgsl: () => `${bindings(['dy', 'w', 'dh', ...l.parts.map((_, i) => `a${i}`), ...(gated ? ['gateUp'] : [])], ['dx'])}
+    wgsl: () => `${bindings(['dy', w.binding, 'dh', ...l.parts.map((_, i) => `a${i}`), ...(gated ? ['gateUp'] : [])], ['dx'])}
+${w.helpers}
 ${gated ? gateActivationWgsl(gated) : ''}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   var dx = acc;
 ${adapters}
   return dx;
 }
-${tiledProduct(N, K, 'dy', (n, c) => `w[${c} * ${N}u + ${n}]`, false, store)}`,
+${tiledProduct(N, K, 'dy', (n, c) => w.at(c, n), false, store)}`,
     outputShapes: [[M, gated ? 2 * K : K]],
     dispatch: [Math.ceil(K / TILE), Math.ceil(M / TILE), 1],
     uniforms: [{ type: 'uint32', value: M }],
@@ -304,6 +314,8 @@ interface Attrs {
   parts: { col: number; width: number; scale: number }[];
   /** The MLP's activation, where the backward goes through it (the down projection's dx). */
   activation?: HiddenAct;
+  /** How W is held (its tensor [K, N] f32, or [K, N / 2] int32 for 16 bits). */
+  weights: StorageDtype;
 }
 
 /** A call's factors (a0.., b0..), its layout (x [M, K], W [K, N], the A's ranks) and M. */
@@ -311,7 +323,8 @@ function callOf(inputs: tf.NamedTensorInfoMap, attrs: Attrs): { aTs: tf.TensorIn
   const { x, w } = inputs as Record<string, tf.TensorInfo>;
   const aTs = attrs.parts.map((_, i) => inputs[`a${i}`] as tf.TensorInfo);
   const bTs = attrs.parts.map((_, i) => inputs[`b${i}`] as tf.TensorInfo);
-  const l = layoutOf(x.shape[1], w.shape[1], attrs.bias, attrs.parts.map((p, i) => ({ ...p, r: aTs[i].shape[1] })));
+  const N = attrs.weights === 'F32' ? w.shape[1] : 2 * w.shape[1];
+  const l = layoutOf(x.shape[1], N, attrs.bias, attrs.parts.map((p, i) => ({ ...p, r: aTs[i].shape[1] })), attrs.weights);
   return { aTs, bTs, l, M: x.shape[0] };
 }
 
@@ -356,21 +369,27 @@ export function loraKernelsApplyOnWebGpu(x: tf.Tensor2D, parts: WebGpuLoraPart[]
   return fusedKernelsApply() && x.dtype === 'float32' && parts.length > 0 && parts.length <= MAX_WEBGPU_LORA_PARTS && parts.every((p) => p.aT.dtype === 'float32' && p.bT.dtype === 'float32');
 }
 
-function callInputs(parts: WebGpuLoraPart[]): { tensors: tf.NamedTensorMap; attrs: Attrs } {
-  const tensors: tf.NamedTensorMap = {};
+function callInputs(parts: WebGpuLoraPart[], weight: tf.Tensor2D | HalfWeight): { tensors: tf.NamedTensorMap; attrs: Attrs } {
+  const tensors: tf.NamedTensorMap = { w: 'pairs' in weight ? weight.pairs : weight };
   parts.forEach((p, i) => {
     tensors[`a${i}`] = p.aT;
     tensors[`b${i}`] = p.bT;
   });
-  return { tensors, attrs: { bias: false, parts: parts.map(({ col, width, scale }) => ({ col, width, scale })) } };
+  const weights = 'pairs' in weight ? weight.dtype : 'F32';
+  return { tensors, attrs: { bias: false, parts: parts.map(({ col, width, scale }) => ({ col, width, scale })), weights } };
+}
+
+/** Whether the programs read this weight: f32 [K, N], or held in 16 bits. */
+function readable(weight: tf.Tensor2D | HalfWeight): boolean {
+  return 'pairs' in weight || weight.dtype === 'float32';
 }
 
 /** y = x W + b plus the parts' deltas, and h = x [A_0 | ...] for the backward; null where the programs do not apply (loraKernelsApplyOnWebGpu). */
-export function loraForwardOnWebGpu(x: tf.Tensor2D, weightT: tf.Tensor2D, bias: tf.Tensor1D | null, parts: WebGpuLoraPart[]): { y: tf.Tensor2D; h: tf.Tensor2D } | null {
-  if (!loraKernelsApplyOnWebGpu(x, parts) || weightT.dtype !== 'float32') return null;
-  const { tensors, attrs } = callInputs(parts);
+export function loraForwardOnWebGpu(x: tf.Tensor2D, weight: tf.Tensor2D | HalfWeight, bias: tf.Tensor1D | null, parts: WebGpuLoraPart[]): { y: tf.Tensor2D; h: tf.Tensor2D } | null {
+  if (!loraKernelsApplyOnWebGpu(x, parts) || !readable(weight)) return null;
+  const { tensors, attrs } = callInputs(parts, weight);
   attrs.bias = bias !== null;
-  const [y, h] = tf.engine().runKernel(LORA_FORWARD_KERNEL, { x, w: weightT, ...(bias ? { bias } : {}), ...tensors }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];
+  const [y, h] = tf.engine().runKernel(LORA_FORWARD_KERNEL, { x, ...(bias ? { bias } : {}), ...tensors }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];
   return { y, h };
 }
 
@@ -383,16 +402,16 @@ export function loraBackwardOnWebGpu(
   x: tf.Tensor2D,
   h: tf.Tensor2D,
   dy: tf.Tensor2D,
-  weightT: tf.Tensor2D,
+  weight: tf.Tensor2D | HalfWeight,
   parts: WebGpuLoraPart[],
   gate: { gateUp: tf.Tensor2D; activation: HiddenAct } | null = null,
 ): { dx: tf.Tensor2D; grads: [tf.Tensor2D, tf.Tensor2D][] } | null {
-  if (!loraKernelsApplyOnWebGpu(x, parts) || weightT.dtype !== 'float32' || dy.dtype !== 'float32') return null;
+  if (!loraKernelsApplyOnWebGpu(x, parts) || !readable(weight) || dy.dtype !== 'float32') return null;
   const gateUp = gate?.gateUp ?? null;
   // The dx program binds dy, W, dh, the A's, gateUp and dx.
   if (gateUp && (gateUp.dtype !== 'float32' || gateUp.shape[1] !== 2 * x.shape[1] || 5 + parts.length > 8)) return null;
-  const { tensors, attrs } = callInputs(parts);
+  const { tensors, attrs } = callInputs(parts, weight);
   if (gate) attrs.activation = gate.activation;
-  const [dx, ...grads] = tf.engine().runKernel(LORA_BACKWARD_KERNEL, { x, w: weightT, h, dy, ...tensors, ...(gateUp ? { gateUp } : {}) }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];
+  const [dx, ...grads] = tf.engine().runKernel(LORA_BACKWARD_KERNEL, { x, h, dy, ...tensors, ...(gateUp ? { gateUp } : {}) }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];
   return { dx, grads: parts.map((_, i) => [grads[2 * i], grads[2 * i + 1]]) };
 }

@@ -50,9 +50,10 @@ export function isRouted(adapter: LinearAdapter): adapter is RoutedAdapter {
 
 /**
  * A projection's weight held in 16 bits, as a bf16 or f16 checkpoint stores it: [in, out / 2]
- * int32, each element two neighbouring output columns (dtype.ts's halfPairs). An
- * inference-only process on webgpu holds its weights so (loader.ts), in half the bytes of f32;
- * the GPU programs unpack each value to f32 as they read it.
+ * int32, each element two neighbouring output columns (dtype.ts's halfPairs). A process on
+ * webgpu holds such a checkpoint's weights so (loader.ts), in half the bytes of f32, for
+ * serving and for LoRA training alike (the weights are frozen); the GPU programs unpack each
+ * value to f32 as they read it.
  */
 export interface HalfWeight {
   pairs: tf.Tensor2D;
@@ -124,6 +125,11 @@ export class FrozenLinear {
   /** The weight held in 16 bits, or null where it is held as [in, out] f32 (or was released for the wasm kernel's copy). */
   get halfWeight(): HalfWeight | null {
     return this.half;
+  }
+
+  /** The weight as webgpu's programs take it: held in 16 bits, or [in, out] f32. */
+  gpuWeight(): tf.Tensor2D | HalfWeight {
+    return this.half ?? this.requireWeight();
   }
 
   /** x W^T + b plus the adapters' deltas. */
@@ -217,7 +223,8 @@ export class FrozenLinear {
 
   /** Training from now on: forward() records a gradient w.r.t. its input (and its adapters) that avoids a transposed matMul. */
   enableBackward(): void {
-    this.requireWeight();
+    // A weight held in 16 bits trains on webgpu's programs, which read it as it is.
+    if (!this.half) this.requireWeight();
     // The backward kernel reads f32 panels only: bf16 ones give the same forward products
     // but would leave dx to tf.matMul.
     if (this.packed === undefined) this.packFormat = 'f32';
@@ -251,8 +258,8 @@ export class FrozenLinear {
   private requireWeight(): tf.Tensor2D {
     if (!this.weight) {
       const name = this.parts.map((p) => p.name).join('|');
-      const held = this.half ? `is held in 16 bits (${this.half.dtype}) for inference` : 'was released for inference (only the packed copy is kept)';
-      throw new Error(`${name}: its weight ${held}; load the model without inferenceOnly to train through it`);
+      if (this.half) throw new Error(`${name}: its weight is held in 16 bits (${this.half.dtype}), which only webgpu's programs read; load the model with gpuWeights 'f32' for an f32 copy`);
+      throw new Error(`${name}: its weight was released for inference (only the packed copy is kept); load the model without inferenceOnly to train through it`);
     }
     return this.weight;
   }

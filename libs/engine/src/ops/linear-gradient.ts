@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { HiddenAct } from '../config';
 import { LoraPart, loraGradients, loraGradientsOnThreads, loraKernelsApply } from '../kernels/lora';
+import { halfLinearTransposed } from '../kernels/half-linear.webgpu';
 import { loraBackwardOnWebGpu } from '../kernels/lora.webgpu';
 import { splitColumns } from '../kernels/matmul';
 import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../kernels/matmul-transposed';
@@ -158,7 +159,7 @@ function linearBackwardOnWebGpu(
 ): { dx: tf.Tensor2D; grads: Map<tf.Tensor, tf.Tensor> } | null {
   const adapters = l.hasAdapters ? l.lowRankAdapters() : null;
   const parts = adapters && webGpuLoraParts(l, adapters);
-  const result = parts && loraBackwardOnWebGpu(x, xa, dy, l.weightT, parts, gate);
+  const result = parts && loraBackwardOnWebGpu(x, xa, dy, l.gpuWeight(), parts, gate);
   if (!parts || !result) return null;
   const grads = new Map<tf.Tensor, tf.Tensor>();
   parts.forEach((p, i) => {
@@ -184,8 +185,13 @@ function inputGradientAlongside<T>(l: FrozenLinear, dy: tf.Tensor2D, meanwhile: 
   return (packed && packedMatMulTransposedAlongside(dy, packed, meanwhile)) ?? { dx: inputGradientWithOps(l, dy), result: meanwhile() };
 }
 
-/** dx = dy W with tfjs ops: (W^T dy^T)^T on wasm (see product), elsewhere one matMul by the [in, out] weight transposed. */
+/**
+ * dx = dy W with tfjs ops: (W^T dy^T)^T on wasm (see product), elsewhere one matMul by the
+ * [in, out] weight transposed; for a weight held in 16 bits, webgpu's program that reads it.
+ */
 function inputGradientWithOps(l: FrozenLinear, dy: tf.Tensor2D): tf.Tensor2D {
+  const half = l.halfWeight;
+  if (half) return halfLinearTransposed(dy, half.pairs, half.dtype);
   if (tf.getBackend() !== 'wasm') return tf.matMul(dy, l.weightT, false, true);
   return tf.tidy(() => tf.transpose(tf.matMul(l.weightT, tf.transpose(dy)))) as tf.Tensor2D;
 }

@@ -74,7 +74,7 @@ function addAdapters(l: FrozenLinear, x: tf.Tensor2D, y: tf.Tensor2D): tf.Tensor
 function adaptedOnWebGpu(l: FrozenLinear, x: tf.Tensor2D, adapters: (LowRankAdapter | undefined)[]): tf.Tensor2D | null {
   if (outputStoreActive()) return null;
   const parts = webGpuLoraParts(l, adapters);
-  const result = parts && loraForwardOnWebGpu(x, l.weightT, l.bias, parts);
+  const result = parts && loraForwardOnWebGpu(x, l.gpuWeight(), l.bias, parts);
   if (!result) return null;
   savedActivations()?.saveAdapterProduct(l, result.h);
   return result.y;
