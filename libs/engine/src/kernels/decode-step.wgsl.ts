@@ -420,6 +420,19 @@ fn storeHeadPair(token : u32, head : u32, j : u32, x : vec2<f32>) {
   }
 }`;
 
+/** The bindings of the RoPE programs (the step's uniforms through binding 7), qkvPair, rotate and storeHeadPair. */
+function ropeStoreDeclarations(splits: number): string {
+  return `${STEP_UNIFORMS}
+@group(0) @binding(2) var<storage, read> qkv : array<f32>;
+@group(0) @binding(7) var<storage, read> bias : array<f32>;
+@group(0) @binding(3) var<storage, read> tables : array<f32>;
+@group(0) @binding(4) var<storage, read_write> q : array<f32>;
+@group(0) @binding(5) var<storage, read_write> keys : array<f32>;
+@group(0) @binding(6) var<storage, read_write> values : array<f32>;
+${qkvPairWgsl(splits)}
+${STORE_HEAD_PAIR_WGSL}`;
+}
+
 /**
  * RoPE on the step's q and k heads and the KV cache's new columns, from the q|k|v product's
  * `splits` partial sums and its bias: for every token, q heads are rotated into q [tokens, H,
@@ -430,15 +443,7 @@ fn storeHeadPair(token : u32, head : u32, j : u32, x : vec2<f32>) {
  * token a row, does its work in ropeAttentionShader instead.
  */
 export function ropeStoreShader(splits: number): string {
-  return `${STEP_UNIFORMS}
-@group(0) @binding(2) var<storage, read> qkv : array<f32>;
-@group(0) @binding(7) var<storage, read> bias : array<f32>;
-@group(0) @binding(3) var<storage, read> tables : array<f32>;
-@group(0) @binding(4) var<storage, read_write> q : array<f32>;
-@group(0) @binding(5) var<storage, read_write> keys : array<f32>;
-@group(0) @binding(6) var<storage, read_write> values : array<f32>;
-${qkvPairWgsl(splits)}
-${STORE_HEAD_PAIR_WGSL}
+  return `${ropeStoreDeclarations(splits)}
 
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
@@ -464,17 +469,9 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
  * Bindings: ropeStoreShader's, then the q_norm and k_norm weights.
  */
 export function ropeNormStoreShader(splits: number, eps: number): string {
-  return `${STEP_UNIFORMS}
-@group(0) @binding(2) var<storage, read> qkv : array<f32>;
-@group(0) @binding(7) var<storage, read> bias : array<f32>;
-@group(0) @binding(3) var<storage, read> tables : array<f32>;
-@group(0) @binding(4) var<storage, read_write> q : array<f32>;
-@group(0) @binding(5) var<storage, read_write> keys : array<f32>;
-@group(0) @binding(6) var<storage, read_write> values : array<f32>;
+  return `${ropeStoreDeclarations(splits)}
 ${HEAD_NORM_BINDINGS(8)}
 const EPS : f32 = ${wgslFloat(eps)};
-${qkvPairWgsl(splits)}
-${STORE_HEAD_PAIR_WGSL}
 var<workgroup> x : array<f32, ${MAX_HEAD_DIM}>;
 ${WORKGROUP_REDUCTIONS_WGSL}
 

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { WORKGROUP, WORKGROUP_REDUCTIONS_WGSL } from './decode-step.wgsl';
 import { flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, runProgram, WgslProgram, workgroupGrid } from './webgpu-program';
 
 /**
@@ -12,7 +13,7 @@ import { flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgra
  * which registers the same kernel name for wasm.
  */
 export const ROPE_KERNEL = 'TrainyardRope';
-const WORKGROUP = 64;
+
 
 function program(shape: number[]): WgslProgram {
   const size = shape.reduce((a, b) => a * b, 1);
@@ -187,28 +188,15 @@ tf.registerKernel({
 export const ROPE_QKV_NORMED_KERNEL = 'TrainyardRopeQkvNormed';
 export const ROPE_QKV_NORMED_BACKWARD_KERNEL = 'TrainyardRopeQkvNormedBackward';
 
-/** What both programs share: sizes, the workgroup's head and token, the head's sum over its D values. */
+/** What both programs share: sizes, a head's values in workgroup memory, reduceSum (a sum over the workgroup), heads-first indices. */
 function normedHeadWgsl(H: number, KV: number, D: number, eps: number): string {
   return `const H : u32 = ${H}u;
 const KV : u32 = ${KV}u;
 const D : u32 = ${D}u;
 const HEADS : u32 = ${H + 2 * KV}u;
 const EPS : f32 = ${Number.isInteger(eps) ? `${eps}.0` : eps};
-var<workgroup> partial : array<f32, ${WORKGROUP}>;
 var<workgroup> y : array<f32, ${D}>;
-
-/** The sum of every thread's value (all the workgroup's threads call it). */
-fn headSum(tid : u32, value : f32) -> f32 {
-  partial[tid] = value;
-  workgroupBarrier();
-  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
-    if (tid < n) { partial[tid] += partial[tid + n]; }
-    workgroupBarrier();
-  }
-  let total = partial[0];
-  workgroupBarrier();
-  return total;
-}
+${WORKGROUP_REDUCTIONS_WGSL}
 
 /** Element e of head h (a k or v head of index h % KV) of token n, heads-first [B, KV, T, D]. */
 fn headsFirst(n : u32, h : u32, e : u32) -> u32 {
@@ -242,7 +230,7 @@ ${NORMED_HEAD_MAIN}
   }
   var squares = 0.0;
   for (var e = tid; e < D; e += ${WORKGROUP}u) { squares += x[src + e] * x[src + e]; }
-  let r = inverseSqrt(headSum(tid, squares) / f32(D) + EPS);
+  let r = inverseSqrt(reduceSum(tid, squares) / f32(D) + EPS);
   let g = select(D, 0u, head < H);
   for (var e = tid; e < D; e += ${WORKGROUP}u) { y[e] = x[src + e] * r * gamma[g + e]; }
   workgroupBarrier();
@@ -300,8 +288,8 @@ ${NORMED_HEAD_MAIN}
     squares += x[src + e] * x[src + e];
     dot += dy * x[src + e];
   }
-  let r = inverseSqrt(headSum(tid, squares) / f32(D) + EPS);
-  let c = headSum(tid, dot) * r * r * r / f32(D);
+  let r = inverseSqrt(reduceSum(tid, squares) / f32(D) + EPS);
+  let c = reduceSum(tid, dot) * r * r * r / f32(D);
   for (var e = tid; e < D; e += ${WORKGROUP}u) {
     if (valid) { dx[src + e] = r * y[e] - x[src + e] * c; }
   }
