@@ -4,6 +4,7 @@ import { countGpuWork } from '../../src/kernels/gpu-counters';
 import { loadModel, LoadedModel } from '../../src/loader';
 import { DEFAULT_LORA_SPEC, initLoraWeights, LoraSpec } from '../../src/lora/peft';
 import { Preset } from '../../src/maker/make-model';
+import type { StorageDtype } from '../../src/dtype';
 import { MASKED } from '../../src/model/kv-cache';
 import { attendBackward } from '../../src/ops/attention';
 import { BlockBackwardContext, decoderBlockBackward, decoderBlockSavedBytes, decoderBlockSaving } from '../../src/ops/decoder-block-gradient';
@@ -157,9 +158,11 @@ function adapter(lm: LoadedModel, seed: number, targets: LoraSpec['targetModules
   return { spec, tensors };
 }
 
-const FAMILIES: [string, Preset, Record<string, unknown>, LoraSpec['targetModules']?][] = [
+const FAMILIES: [string, Preset, Record<string, unknown>, LoraSpec['targetModules']?, StorageDtype?][] = [
   ['Llama', 'tiny', {}],
   ['Llama, LoRA on q and v only', 'tiny', {}, ['q_proj', 'v_proj']],
+  // On webgpu the weights are held in 16 bits: the adapted and the frozen projections read them so.
+  ['Llama, bf16 weights, LoRA on q and v only', 'tiny', {}, ['q_proj', 'v_proj'], 'BF16'],
   ['Qwen2 (q, k, v biases)', 'tiny', { modelType: 'qwen2', qkvBias: true }],
   ['Qwen3 (q_norm, k_norm)', 'tiny-qwen3', {}],
   ['Gemma 3 (1 + w norms, GeGLU, norms on the outputs, sliding window)', 'tiny-gemma3', {}],
@@ -173,17 +176,22 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
   });
   afterAll(() => tf.engine().endScope());
 
-  describe.each(FAMILIES)('%s', (_, preset, overrides, targets) => {
+  describe.each(FAMILIES)('%s', (_, preset, overrides, targets, dtype = 'F32') => {
     let lm: LoadedModel;
     let trainer: LoraTrainer;
     beforeAll(async () => {
-      lm = await loadModel(makeTiny(`one-pass-${preset}`, { preset, overrides }));
+      lm = await loadModel(makeTiny(`one-pass-${preset}-${dtype}`, { preset, overrides, dtype }));
       const { spec, tensors } = adapter(lm, 3, targets);
       trainer = new LoraTrainer(lm, spec, tensors);
     });
     afterAll(() => {
       trainer.dispose();
       lm.dispose();
+    });
+
+    it('holds its weights as its backend does: a bf16 checkpoint in 16 bits on webgpu', () => {
+      const held = backend === 'webgpu' && dtype === 'BF16' ? 'BF16' : 'F32';
+      expect([lm.model.blocks[0].attention.o, lm.model.lmHead].map((l) => l.halfWeight?.dtype ?? 'F32')).toEqual([held, held]);
     });
 
     it("each block's explicit backward gives tf.grads of Block.forward, from the activations it counted", async () => {
