@@ -6,9 +6,10 @@
  * through DecodeBatch.stepDrawn), decode with a LoRA adapter at the smallest and largest batch,
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
- * only); for a shape stored in bf16 (the larger ones), which the engine holds in 16 bits on
- * webgpu, also decode at the smallest and largest batch on an f32 copy (gpuWeights 'f32';
- * engine only, kernels on); then where one step's GPU time goes (WebGpuDecodeStep.profile) and where a LoRA SFT
+ * only); with --f32-copy, for a shape stored in bf16 (the larger ones and the smoke run's
+ * tiny-qwen2), which the engine holds in 16 bits on webgpu, also decode at the smallest and
+ * largest batch on an f32 copy (gpuWeights 'f32'; engine only, kernels on); then where one
+ * step's GPU time goes (WebGpuDecodeStep.profile) and where a LoRA SFT
  * step's goes, kernel by kernel (tf.profile). On webgpu the engine
  * runs its own WGSL (the encoded step and the fused kernels), or with --kernels off tfjs's
  * generic ops (WEBGPU_FUSED_KERNELS=off), or both in turn.
@@ -34,7 +35,8 @@
  * larger model can be made in another process while the smaller ones are measured); --kernels on|off|both (webgpu's fused kernels;
  * default both, or WEBGPU_FUSED_KERNELS when it is set); --budget SECONDS (default 270: a
  * model's second engine pass, generic ops, is skipped when the run would take longer with it,
- * so that the whole run stays under 5 minutes); --kept-mb MB (what a training step may keep from
+ * so that the whole run stays under 5 minutes); --f32-copy (the rows above: a second load of each
+ * bf16 shape, its weights as f32); --kept-mb MB (what a training step may keep from
  * its forward pass for the backward, TrainerOptions.keptProductsBytes: default 16384 on webgpu,
  * where every block of the measured steps then runs its forward once, up to the 3B shape's
  * 6.4 GB; the engine's 1.5 GB elsewhere).
@@ -276,9 +278,9 @@ async function f32Decode(dir: string, plan: Plan): Promise<Record<string, number
   }
 }
 
-async function measure(dir: string, plan: Plan, half: boolean): Promise<Figures> {
+async function measure(dir: string, plan: Plan, f32Copy: boolean): Promise<Figures> {
   const figures = await measureLoaded(dir, plan);
-  if (half) figures.f32Decode = await f32Decode(dir, plan);
+  if (f32Copy) figures.f32Decode = await f32Decode(dir, plan);
   return figures;
 }
 
@@ -580,9 +582,9 @@ async function main(): Promise<void> {
     const pass = async (fused: boolean): Promise<Run> => {
       setFusedKernels(fused);
       progress(`engine, ${label(fused)}`);
-      // A 16-bit checkpoint, held in 16 bits on webgpu, is also decoded on an f32 copy, with the engine's kernels.
-      const half = fused && backend.name === 'webgpu' && (shape.dtype ?? 'F32') !== 'F32';
-      return { label: label(fused), figures: await measure(dir, plan, half) };
+      // With --f32-copy, a 16-bit checkpoint (held in 16 bits on webgpu) is also decoded on an f32 copy, with the engine's kernels.
+      const copy = process.argv.includes('--f32-copy') && fused && backend.name === 'webgpu' && (shape.dtype ?? 'F32') !== 'F32';
+      return { label: label(fused), figures: await measure(dir, plan, copy) };
     };
     const passStarted = elapsed();
     const runs: Run[] = [await pass(first)];

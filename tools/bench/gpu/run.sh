@@ -35,6 +35,9 @@ if [ -z "${VK_DRIVER_FILES:-}" ]; then
   if [ -n "$icd" ]; then export VK_DRIVER_FILES="$icd"; fi
 fi
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
+# Where the device tool collects files ($OUT), everything printed goes to gpu-bench.log too, so
+# that a run cut short by its time limit still brings back what it printed.
+if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then exec > >(tee -a "$OUT/gpu-bench.log") 2>&1; fi
 echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-(unset, the loader searches its default paths)}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not found"
 exec node "$HERE/gpu-bench.js" --models "${MODELS_DIR:-$HERE/models}" "$@"
