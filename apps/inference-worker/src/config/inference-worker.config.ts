@@ -78,7 +78,8 @@ export class InferenceWorkerConfig extends withArtifactCache(WorkerConfig) {
    * stores them (f32, or bf16), or 'q8', quantized to 8 bits at load (blocks of 32 with one
    * scale, the Q8_0 layout): a quarter of the f32 memory and faster decoding, but logits and
    * the logprobs returned to the trainer differ slightly from the f32 model's
-   * (docs/benchmarks.md, "8-bit weights"). Training workers are not affected.
+   * (docs/benchmarks.md, "8-bit weights"). Training workers are not affected. q8 is the wasm
+   * kernel's: a webgpu worker holds the checkpoint's weights (a bf16 or f16 one in its 16 bits).
    */
   @IsIn(WEIGHTS_SETTINGS)
   WEIGHTS: WeightsSetting = 'checkpoint';
