@@ -8,7 +8,9 @@ import { Stack } from './support/stack';
 // engine's encoded decoding step: the same greedy tokens, drawn on the GPU or chosen from
 // read-back logits, with the same logprobs. The training worker runs an ART RL job through the
 // engine's WGSL training kernels: the same losses step by step, and a checkpoint that answers
-// as the wasm worker's does. Both stacks serve the tiny model the maker writes from the same seed.
+// as the wasm worker's does. Both stacks serve the tiny model the maker writes from the same seed,
+// stored in bf16 as Hugging Face checkpoints ship: the wasm workers multiply it from bf16 (and,
+// training, f32) panels, the webgpu workers hold it in its 16 bits on the GPU.
 
 interface Run {
   plain: string;
@@ -29,7 +31,7 @@ async function run(backend: 'wasm' | 'webgpu'): Promise<Run> {
   if (process.env['XDG_RUNTIME_DIR']) env['XDG_RUNTIME_DIR'] = process.env['XDG_RUNTIME_DIR'];
   const stack = await Stack.start({ env });
   try {
-    const base = stack.addTinyModel();
+    const base = stack.addTinyModel('trainyard/tiny-chat', 1, {}, 'BF16');
     const key = (await stack.createKey('acme')).key;
     const client = new OpenAI({ baseURL: `${stack.baseUrl}/v1`, apiKey: key, maxRetries: 0 });
     const request = { model: base, messages: [{ role: 'user' as const, content: 'Say something.' }], max_tokens: 24, temperature: 0 };

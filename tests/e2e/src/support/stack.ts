@@ -309,9 +309,9 @@ export class Stack<Nats extends NatsUnderTest = NatsUnderTest> {
     writeFileSync(join(dir, 'config.json'), JSON.stringify(config));
   }
 
-  /** Makes the engine's tiny model (real tokenizer, random weights) a base model of this stack. */
-  addTinyModel(id = 'trainyard/tiny-chat', seed = 1, overrides: MakeModelOptions['overrides'] = {}): string {
-    makeModel({ preset: 'tiny', out: join(this.modelsDir, id), seed, overrides });
+  /** Makes the engine's tiny model (real tokenizer, random weights, stored in `dtype`) a base model of this stack. */
+  addTinyModel(id = 'trainyard/tiny-chat', seed = 1, overrides: MakeModelOptions['overrides'] = {}, dtype: MakeModelOptions['dtype'] = 'F32'): string {
+    makeModel({ preset: 'tiny', out: join(this.modelsDir, id), seed, overrides, dtype });
     return id;
   }
 
