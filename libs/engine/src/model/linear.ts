@@ -85,7 +85,9 @@ export interface LinearPart {
  * infers releases the [in, out] copy as soon as the packed one exists (releaseForInference,
  * loadModel's inferenceOnly) and holds the weights once, quantized to 8 bits on the way where
  * asked (q8, for serving); adapters are still added on top in f32. Training (enableBackward)
- * packs f32 panels, which the backward kernel reads too.
+ * packs f32 panels, which the backward kernel reads too. On webgpu a bf16 or f16 checkpoint's
+ * weight is held in its 16 bits instead of [in, out] f32 (HalfWeight, from the loader), for
+ * serving and training alike: only webgpu's programs read it (ops/linear.ts).
  */
 export class FrozenLinear {
   readonly outFeatures: number;
