@@ -107,7 +107,7 @@ export class FrozenLinear {
   constructor(
     readonly parts: LinearPart[],
     readonly inFeatures: number,
-    /** [in, out] f32, or held in 16 bits (which only webgpu's programs read, and nothing differentiates). */
+    /** [in, out] f32, or held in 16 bits (which only webgpu's programs read). */
     weight: tf.Tensor2D | HalfWeight,
     readonly bias: tf.Tensor1D | null = null,
   ) {

@@ -41,8 +41,8 @@ export function geluTanh(x: tf.Tensor2D): tf.Tensor2D {
 
 /**
  * GeGLU's gate, gelu(gate) * up for gateUp [M, 2F] = gate | up side by side -> [M, F]: one WGSL
- * dispatch on webgpu outside a tape (kernels/swiglu.webgpu.ts), tfjs ops elsewhere. In a pass that saves activations for an explicit backward it saves
- * gateUp, which gegluBackward reads.
+ * dispatch on webgpu outside a tape (kernels/swiglu.webgpu.ts), tfjs ops elsewhere. In a pass
+ * that saves activations for an explicit backward it saves gateUp, which gegluBackward reads.
  */
 export function geglu(gateUp: tf.Tensor2D): tf.Tensor2D {
   savedActivations()?.saveGateInput(gateUp);
