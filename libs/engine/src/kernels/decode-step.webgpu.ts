@@ -3,7 +3,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
 import type { StorageDtype } from '../dtype';
 import type { KVCache } from '../model/kv-cache';
-import type { HeadNorms, LlamaModel } from '../model/llama';
+import type { LlamaModel } from '../model/llama';
 import type { FrozenLinear } from '../model/linear';
 import { inverseFrequencies } from '../model/rope';
 import {
@@ -355,7 +355,7 @@ export class WebGpuDecodeStep {
       postNorm: this.buffer(block.postAttentionNorm.weight),
       qkv: projection(block.attention.qkv),
       qkvBias: block.attention.qkv.bias ? this.buffer(block.attention.qkv.bias) : (zeros ??= owned(qkvWidth * 4, USAGE.storage)),
-      headNorms: block.attention.headNorms ? this.headNormBuffer(block.attention.headNorms, owned(2 * model.config.headDim * 4, USAGE.storage | USAGE.copyDst)) : null,
+      headNorms: block.attention.headNorms ? this.buffer(block.attention.headNorms.weights) : null,
       sandwich: block.sandwich ? { afterAttention: this.buffer(block.sandwich.afterAttention.weight), afterMlp: this.buffer(block.sandwich.afterMlp.weight) } : null,
       windowed: block.attention.windowed,
       o: projection(block.attention.o),
@@ -788,19 +788,6 @@ export class WebGpuDecodeStep {
     };
     this.layerBindings[layer] = binding;
     return binding;
-  }
-
-  /** `into` holding a layer's q_norm then k_norm weights, copied on the GPU from the model's tensors. */
-  private headNormBuffer(norms: HeadNorms, into: GPUBuffer): GPUBuffer {
-    const bytes = this.config.headDim * 4;
-    const [q, k] = [this.buffer(norms.q.weight), this.buffer(norms.k.weight)];
-    // Uploading a tensor queues its copy in tfjs's encoder: that goes first.
-    this.flushTfjs();
-    const encoder = this.device.createCommandEncoder();
-    encoder.copyBufferToBuffer(q, 0, into, 0, bytes);
-    encoder.copyBufferToBuffer(k, 0, into, bytes, bytes);
-    this.device.queue.submit([encoder.finish()]);
-    return into;
   }
 
   /** Submits the work tfjs has queued in its own encoder (uploads, the cache's growth, a merge). */

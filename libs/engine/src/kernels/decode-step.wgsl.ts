@@ -655,8 +655,8 @@ const HEAD_NORM_BINDINGS = (binding: number) => `@group(0) @binding(${binding}) 
 fn qNorm(d : u32) -> f32 { return headNorm[d]; }
 fn kNorm(d : u32) -> f32 { return headNorm[layer.headDim + d]; }`;
 
-/** WGSL for a float literal. */
-const wgslFloat = (x: number) => (Number.isInteger(x) ? `${x}.0` : `${x}`);
+/** WGSL for a float literal (a whole number gets its ".0", or WGSL would read it as an integer). */
+export const wgslFloat = (x: number) => (Number.isInteger(x) ? `${x}.0` : `${x}`);
 
 /**
  * ropeAttentionShader's q, new key and new value with Qwen3's head norms: the token's q head,

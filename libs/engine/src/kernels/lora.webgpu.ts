@@ -3,6 +3,7 @@ import type { HiddenAct } from '../config';
 import type { StorageDtype } from '../dtype';
 import type { HalfWeight } from '../model/linear';
 import { weightReader } from './half-weights.wgsl';
+import { wgslFloat } from './decode-step.wgsl';
 import { gateActivationWgsl } from './gate-activation.wgsl';
 import { TILE, tiledProduct } from './tiled-product.wgsl';
 import { disposeIntermediate, fusedKernelsApply, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
@@ -81,8 +82,6 @@ function keyOf(kind: string, l: Layout): string {
   return `trainyardLora${kind}_${l.K}_${l.N}_${l.bias}_${l.weights}_${l.parts.map((p) => `${p.r},${p.col},${p.width},${p.scale}`).join(';')}`;
 }
 
-/** Floats as WGSL literals (a scale compiled in). */
-const f32 = (x: number) => (Number.isInteger(x) ? `${x}.0` : `${x}`);
 
 /** The bindings (webgpu-program.ts's order): 0 the uniforms, M alone, then the inputs, then the outputs. */
 function bindings(inputs: string[], outputs: string[]): string {
@@ -149,7 +148,7 @@ function rankColumnsProgram(l: Layout, M: number, kind: string, inputs: string[]
   let j = i % ${R}u;`;
   const { main, dispatch } = sharedSums(M * R, `u.M * ${R}u`, `${where}
     ${branches(sum)}`, `${where}
-    ${branches((p) => `${out}[i] = ${f32(scale(p))} * total;`)}`);
+    ${branches((p) => `${out}[i] = ${wgslFloat(scale(p))} * total;`)}`);
   return {
     key: keyOf(kind, l),
     wgsl: () => `${bindings(inputs, [out])}
@@ -175,7 +174,7 @@ function productProgram(l: Layout, M: number): MultiOutputProgram {
       (p, i) => `  if (col >= ${p.col}u && col < ${p.col + p.width}u) {
     var d = 0.0;
     for (var j = 0u; j < ${p.r}u; j++) { d += h[row * ${R}u + ${p.off}u + j] * b${i}[j * ${p.width}u + col - ${p.col}u]; }
-    y += ${f32(p.scale)} * d;
+    y += ${wgslFloat(p.scale)} * d;
   }`,
     )
     .join('\n');
@@ -274,7 +273,7 @@ function gradsProgram(l: Layout, M: number, which: 'A' | 'B' | 'AB'): MultiOutpu
         sum: `let j = e / ${p.width}u;
     let n = e % ${p.width}u;
     ${terms('u.M')} { acc += h[t * ${R}u + ${p.off}u + j] * dy[t * ${N}u + ${p.col}u + n]; }`,
-        store: `db${i}[e] = ${f32(p.scale)} * total;`,
+        store: `db${i}[e] = ${wgslFloat(p.scale)} * total;`,
       }),
     );
   // The branch of the block that holds element i, with `code(block)` inside.

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { WORKGROUP, WORKGROUP_REDUCTIONS_WGSL } from './decode-step.wgsl';
+import { wgslFloat, WORKGROUP, WORKGROUP_REDUCTIONS_WGSL } from './decode-step.wgsl';
 import { flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, runProgram, WgslProgram, workgroupGrid } from './webgpu-program';
 
 /**
@@ -194,7 +194,7 @@ function normedHeadWgsl(H: number, KV: number, D: number, eps: number): string {
 const KV : u32 = ${KV}u;
 const D : u32 = ${D}u;
 const HEADS : u32 = ${H + 2 * KV}u;
-const EPS : f32 = ${Number.isInteger(eps) ? `${eps}.0` : eps};
+const EPS : f32 = ${wgslFloat(eps)};
 var<workgroup> y : array<f32, ${D}>;
 ${WORKGROUP_REDUCTIONS_WGSL}
 

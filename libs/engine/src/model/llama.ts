@@ -58,7 +58,7 @@ export class HeadNorms {
     private readonly config: ModelConfig,
   ) {}
 
-  /** q_norm's then k_norm's weights side by side [2 D], as the fused q|k|v kernels take them (ops/rope.ts); made on first use. */
+  /** q_norm's then k_norm's weights side by side [2 D], as the fused q|k|v kernels (ops/rope.ts) and the webgpu decoding step take them; made on first use. */
   get weights(): tf.Tensor1D {
     this.both ??= tf.keep(tf.concat([this.q.weight, this.k.weight]));
     return this.both;
