@@ -1,12 +1,15 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import { DecodeBatch } from '../src/decode-batch';
-import type { HalfDtype } from '../src/dtype';
+import { bf16ToF32, f32ToBf16, halfPairs, HalfDtype } from '../src/dtype';
+import { halfLinear, halfLinearTransposed } from '../src/kernels/half-linear.webgpu';
+import { PRODUCT_TILES, setProductTiles } from '../src/kernels/tiled-product.wgsl';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../src/loader';
 import { applyAdapter } from '../src/lora/lora-layer';
 import { DEFAULT_LORA_SPEC, initLoraWeights } from '../src/lora/peft';
 import type { FrozenLinear } from '../src/model/linear';
+import { SeededRandom } from '../src/random';
 import { argmax } from '../src/sampling';
 import { LoraTrainer } from '../src/training/trainer';
 import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
@@ -173,6 +176,32 @@ suite('16-bit weights on webgpu', () => {
     expect(Math.abs(half.loss - full.loss)).toBeLessThan(1e-5 * Math.abs(full.loss));
     expect(Math.abs(half.gradNorm - full.gradNorm)).toBeLessThan(1e-4 * full.gradNorm);
     half.after.forEach((values, i) => expect(maxAbsDiff(values, full.after[i])).toBeLessThan(1e-6));
+  }, 120_000);
+
+  it.each(PRODUCT_TILES)('multiplies by the 16-bit words as the cpu backend by their f32 values, both ways, tiles of %i', async (tile) => {
+    // 5 row tiles of 64 (3 of 128), the last part-filled; 3 column tiles of 64 the other way.
+    const [M, K, N] = [300, 136, 72];
+    const rng = new SeededRandom(7);
+    const values = (n: number) => Float32Array.from({ length: n }, () => 2 * rng.next() - 1);
+    const [x, w, bias, dy] = [values(M * K), values(K * N), values(N), values(M * N)];
+    const exact = bf16ToF32(f32ToBf16(w));
+    await selectBackend('cpu');
+    const want = tf.tidy(() => {
+      const W = tf.tensor2d(exact, [K, N]);
+      return [tf.add(tf.matMul(tf.tensor2d(x, [M, K]), W), tf.tensor1d(bias)), tf.matMul(tf.tensor2d(dy, [M, N]), W, false, true)].map((t) => t.dataSync() as Float32Array);
+    });
+    await selectBackend('webgpu');
+    setProductTiles(tile);
+    const inputs = [tf.tensor2d(x, [M, K]), tf.tensor2d(halfPairs(w, 'BF16'), [K, N / 2], 'int32'), tf.tensor1d(bias), tf.tensor2d(dy, [M, N])] as const;
+    try {
+      const [X, pairs, b, dY] = inputs;
+      const got = [halfLinear(X, pairs, 'BF16', b), halfLinearTransposed(dY, pairs, 'BF16')];
+      for (const [i, t] of got.entries()) expect(maxAbsDiff((await t.data()) as Float32Array, want[i])).toBeLessThan(1e-5 * Math.max(...want[i].map(Math.abs)));
+      tf.dispose(got);
+    } finally {
+      setProductTiles('auto');
+      tf.dispose([...inputs]);
+    }
   }, 120_000);
 
   it('says how to get an f32 copy, and refuses a taped gradient through a 16-bit weight outside training', async () => {

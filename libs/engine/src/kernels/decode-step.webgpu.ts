@@ -547,7 +547,7 @@ export class WebGpuDecodeStep {
     const linear = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean, weights: StorageDtype, adapters: LinearAdapters = 'none', xATiles = 0) => {
       // ADAPTER_MODE gives addDelta to the products with a norm, makeXA to those without.
       const kind: ProgramKind = adapters === 'addDelta' ? 'linearNormAddDelta' : adapters === 'makeXA' ? 'linearMakeXA' : norm ? 'linearNorm' : 'linear';
-      run(label, this.pipeline(kind, `${p.tile}:${weights}`, () => linearShader(p.tile, norm, adapters, weights)), group, p.columnTiles + xATiles, p.rowTiles, p.splits);
+      run(label, this.pipeline(kind, `${p.tile}:${weights}`, () => linearShader(p.tile, norm, adapters, weights)), group, p.rowTiles, p.columnTiles + xATiles, p.splits);
     };
     // A layer's product, with its adapters where it has them (ADAPTER_MODE); the adapters' x A is f32.
     const layerProduct = (l: number, kind: ProductKind, label: string, p: ProductPlan) => {

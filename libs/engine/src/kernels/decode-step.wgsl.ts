@@ -58,7 +58,9 @@ export type LinearAdapters = 'none' | 'addDelta' | 'makeXA';
  * A linear product's partial sums, x W over one split of K, for x [rows, K] and W [K, ldw] (a
  * row-major [in, out] weight read as vec4 columns): partial [splits, rows, n4] of vec4. One
  * workgroup computes `rows` rows by 64 vec4 columns (256 outputs) over `chunk` rows of the
- * weight (grid: column tiles, row tiles, splits). Each thread keeps its column's sums in
+ * weight (grid: row tiles, column tiles, splits: row tiles first, so that the workgroups that
+ * read the same columns of the weight start together and share its loads from cache; the
+ * inputs, at most a prompt chunk's rows, stay in cache whatever the order). Each thread keeps its column's sums in
  * registers while the workgroup steps through its chunk TILE_K rows at a time, the input rows
  * staged in workgroup memory; the 64 threads read 1 KB of one weight row at a time. Splitting K
  * gives a decoding step's narrow products enough workgroups to keep the GPU's memory busy; the
@@ -143,7 +145,7 @@ ${adapters === 'addDelta' ? `var<workgroup> loraU : array<f32, ${R * MAX_LORA_RA
 
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-  let row0 = wg.y * R;
+  let row0 = wg.x * R;
   let K = dims.k;
   let kBegin = wg.z * dims.chunk;
   let kEnd = min(K, kBegin + dims.chunk);
@@ -152,10 +154,10 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
 ${
   adapters === 'makeXA'
     ? `  // The adapters' x A: the workgroups past the product's column tiles, over the same split of
-  // K, into loraIn. wg.x is the same for the whole workgroup, so its barriers are too.
-  if (wg.x >= columnTiles) {
+  // K, into loraIn. wg.y is the same for the whole workgroup, so its barriers are too.
+  if (wg.y >= columnTiles) {
     let rank4 = dims.rank / 4u;
-    let col = (wg.x - columnTiles) * ${WORKGROUP}u + tid;
+    let col = (wg.y - columnTiles) * ${WORKGROUP}u + tid;
     let wcol = min(col, rank4 - 1u);
 ${accumulate((i) => `loraA[${i}]`, 'rank4')}
 ${store('loraIn', 'rank4')}
@@ -163,7 +165,7 @@ ${store('loraIn', 'rank4')}
   }`
     : ''
 }
-  let col = wg.x * ${WORKGROUP}u + tid;
+  let col = wg.y * ${WORKGROUP}u + tid;
   // Threads past the last column read its weights (and write nothing), so every load is in range.
   let wcol = min(col, dims.n4 - 1u);
 ${accumulate((i) => `w4(${i})`, 'dims.ldw4')}

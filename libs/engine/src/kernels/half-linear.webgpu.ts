@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { HalfDtype } from '../dtype';
 import { weightReader } from './half-weights.wgsl';
-import { TILE, tiledProduct } from './tiled-product.wgsl';
+import { productTiling, tiledProduct } from './tiled-product.wgsl';
 import { MultiOutputProgram, multiOutputBindings, runMultiOutputProgram } from './webgpu-program';
 
 /**
@@ -25,16 +25,17 @@ interface Attrs {
 /** y [M, N] = x [M, K] W + b. */
 function halfLinearProgram(K: number, N: number, M: number, a: Attrs): MultiOutputProgram {
   const w = weightReader('w', a.dtype, N);
+  const { tile, dispatch } = productTiling(M, N);
   return {
-    key: `trainyardHalfLinear_${K}_${N}_${a.dtype}_${a.bias}`,
+    key: `trainyardHalfLinear_${K}_${N}_${a.dtype}_${a.bias}_${tile}`,
     wgsl: () => `${multiOutputBindings('M : u32', ['x', w.binding, ...(a.bias ? ['bias'] : [])], ['y'])}
 ${w.helpers}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   return acc${a.bias ? ' + bias[col]' : ''};
 }
-${tiledProduct(K, N, 'x', w.at, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
+${tiledProduct(K, N, tile, 'x', w.at, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
     outputShapes: [[M, N]],
-    dispatch: [Math.ceil(N / TILE), Math.ceil(M / TILE), 1],
+    dispatch,
     uniforms: [{ type: 'uint32', value: M }],
   };
 }
@@ -42,16 +43,17 @@ ${tiledProduct(K, N, 'x', w.at, true, (row, col, value) => `y[${row} * ${N}u + $
 /** dx [M, K] = dy [M, N] W^T. */
 function halfLinearTransposedProgram(K: number, N: number, M: number, dtype: HalfDtype): MultiOutputProgram {
   const w = weightReader('w', dtype, N);
+  const { tile, dispatch } = productTiling(M, K);
   return {
-    key: `trainyardHalfLinearTransposed_${K}_${N}_${dtype}`,
+    key: `trainyardHalfLinearTransposed_${K}_${N}_${dtype}_${tile}`,
     wgsl: () => `${multiOutputBindings('M : u32', ['dy', w.binding], ['dx'])}
 ${w.helpers}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   return acc;
 }
-${tiledProduct(N, K, 'dy', (n, c) => w.at(c, n), false, (row, col, value) => `dx[${row} * ${K}u + ${col}] = ${value};`)}`,
+${tiledProduct(N, K, tile, 'dy', (n, c) => w.at(c, n), false, (row, col, value) => `dx[${row} * ${K}u + ${col}] = ${value};`)}`,
     outputShapes: [[M, K]],
-    dispatch: [Math.ceil(K / TILE), Math.ceil(M / TILE), 1],
+    dispatch,
     uniforms: [{ type: 'uint32', value: M }],
   };
 }

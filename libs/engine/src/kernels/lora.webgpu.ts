@@ -5,7 +5,7 @@ import type { HalfWeight } from '../model/linear';
 import { weightReader } from './half-weights.wgsl';
 import { wgslFloat } from './decode-step.wgsl';
 import { gateActivationWgsl } from './gate-activation.wgsl';
-import { TILE, tiledProduct } from './tiled-product.wgsl';
+import { productTiling, tiledProduct } from './tiled-product.wgsl';
 import { disposeIntermediate, fusedKernelsApply, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
@@ -178,8 +178,9 @@ function productProgram(l: Layout, M: number): MultiOutputProgram {
   }`,
     )
     .join('\n');
+  const { tile, dispatch } = productTiling(M, N);
   return {
-    key: keyOf('Product', l),
+    key: `${keyOf('Product', l)}_${tile}`,
     wgsl: () => `${bindings(['x', w.binding, ...(l.bias ? ['bias'] : []), 'h', ...l.parts.map((_, i) => `b${i}`)], ['y'])}
 ${w.helpers}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
@@ -187,9 +188,9 @@ fn finish(row : u32, col : u32, acc : f32) -> f32 {
 ${l.bias ? '  y += bias[col];\n' : ''}${deltas}
   return y;
 }
-${tiledProduct(K, N, 'x', w.at, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
+${tiledProduct(K, N, tile, 'x', w.at, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
     outputShapes: [[M, N]],
-    dispatch: [Math.ceil(N / TILE), Math.ceil(M / TILE), 1],
+    dispatch,
     uniforms: [{ type: 'uint32', value: M }],
   };
 }
@@ -227,8 +228,9 @@ function dxProgram(l: Layout, M: number, gated: HiddenAct | null): MultiOutputPr
         dx[at] = d * gateUp[at + ${K}u] * gateSlope(g);
         dx[at + ${K}u] = d * gateValue(g);`
     : (row: string, col: string, value: string) => `dx[${row} * ${K}u + ${col}] = ${value};`;
+  const { tile, dispatch } = productTiling(M, K);
   return {
-    key: keyOf(gated ? `Dx_${gated}` : 'Dx', l),
+    key: `${keyOf(gated ? `Dx_${gated}` : 'Dx', l)}_${tile}`,
     wgsl: () => `${bindings(['dy', w.binding, 'dh', ...l.parts.map((_, i) => `a${i}`), ...(gated ? ['gateUp'] : [])], ['dx'])}
 ${w.helpers}
 ${gated ? gateActivationWgsl(gated) : ''}
@@ -237,9 +239,9 @@ fn finish(row : u32, col : u32, acc : f32) -> f32 {
 ${adapters}
   return dx;
 }
-${tiledProduct(N, K, 'dy', (n, c) => w.at(c, n), false, store)}`,
+${tiledProduct(N, K, tile, 'dy', (n, c) => w.at(c, n), false, store)}`,
     outputShapes: [[M, gated ? 2 * K : K]],
-    dispatch: [Math.ceil(K / TILE), Math.ceil(M / TILE), 1],
+    dispatch,
     uniforms: [{ type: 'uint32', value: M }],
   };
 }

@@ -1,37 +1,99 @@
 /**
  * The tiled product the webgpu projections share (kernels/lora.webgpu.ts's training products,
- * kernels/half-linear.webgpu.ts's 16-bit ones): a workgroup a TILE x TILE block of the output.
+ * kernels/half-linear.webgpu.ts's 16-bit ones): a workgroup a square block of the output, in
+ * one of two sizes (productTiling chooses).
  */
 
-/** The products' output tiles: TILE x TILE a workgroup of THREADS (16 x 16, 4 x 4 outputs each), DEPTH of the inner dimension a step. */
-export const TILE = 64;
+/** Threads a workgroup (16 x 16), each computing a (tile / 16) x (tile / 16) block of its tile. */
+const SIDE = 16;
+const THREADS = SIDE * SIDE;
+/** The inner dimension a step: both operands' DEPTH x tile slices are staged in workgroup memory. */
 const DEPTH = 16;
-const THREADS = 256;
+/** Row tiles a group walks together (groupedTile). */
+const GROUP = 8;
 
-/** Floats a row of the left operand's staged slice takes: TILE and 4 of padding, so that the threads staging one row's DEPTH values write apart in workgroup memory's banks. */
-const LEFT_STRIDE = TILE + 4;
+/**
+ * The tiles' sides: 64 (4 x 4 outputs a thread) and 128 (8 x 8). The larger tile reads each
+ * staged value into twice as many multiply-adds (64 for four vec4 loads against 16 for two) and
+ * each operand from memory half as often, but makes a quarter as many workgroups: it pays where
+ * the product still has enough of them to fill a large GPU several times over.
+ */
+export const PRODUCT_TILES = [64, 128] as const;
+export type ProductTile = (typeof PRODUCT_TILES)[number];
+
+/** Workgroups of 128-tiles from which a product takes them: two full waves of a 132-multiprocessor card at two workgroups each, and more. */
+const WIDE_TILE_WORKGROUPS = 512;
+
+/** Which tiles productTiling gives: by the product's size ('auto'), or always one. */
+export type ProductTileChoice = 'auto' | ProductTile;
+
+let tileChoice: ProductTileChoice = 'auto';
+
+/** Sets the tiles every product made from now on takes (benches measure each; the default is 'auto'). */
+export function setProductTiles(choice: ProductTileChoice): void {
+  tileChoice = choice;
+}
+
+/** How a product [rows, cols] runs: its tile's side, and the grid (column tiles, row tiles) that covers it. */
+export interface ProductTiling {
+  tile: ProductTile;
+  dispatch: [number, number, number];
+}
+
+export function productTiling(rows: number, cols: number): ProductTiling {
+  const grid = (tile: number) => Math.ceil(cols / tile) * Math.ceil(rows / tile);
+  const tile: ProductTile = tileChoice !== 'auto' ? tileChoice : grid(128) >= WIDE_TILE_WORKGROUPS ? 128 : 64;
+  return { tile, dispatch: [Math.ceil(cols / tile), Math.ceil(rows / tile), 1] };
+}
+
+/**
+ * The tile (row, column) of this workgroup, from its place in the order the GPU starts them
+ * (flat index, x fastest) rather than from its grid coordinates directly: taken in groups of
+ * GROUP row tiles, the order walks down a group's row tiles of one column tile before the next
+ * column tile. The GROUP workgroups that read a column tile of the right operand (a weight, the
+ * large operand) then run together and share its loads from cache, and a group's rows of the
+ * left stay in cache while it walks the columns; in grid order every row tile would read the
+ * whole weight again, from memory once the weight outgrows the cache.
+ */
+const groupedTile = `fn groupedTile(wg : vec3<u32>, grid : vec3<u32>) -> vec2<u32> {
+  let flat = wg.y * grid.x + wg.x;
+  let perGroup = ${GROUP}u * grid.x;
+  let first = (flat / perGroup) * ${GROUP}u;
+  let rows = min(grid.y - first, ${GROUP}u);
+  let within = flat % perGroup;
+  return vec2<u32>(first + within % rows, within / rows);
+}`;
 
 /**
  * A tiled product out [M, cols] = left [M, inner] right, with right read as [inner, cols]
  * (`rightAt(k, c)`: W [K, N] for y, W^T for dx, `rightRowMajor` telling which of k and c is
  * contiguous in memory, so that neighbouring threads load neighbouring floats). A workgroup of
- * 16 x 16 threads computes a TILE x TILE block of the output, each thread 4 x 4 of it in
- * registers, stepping through `inner` DEPTH at a time with both operands' slices staged in
- * workgroup memory, k-major, so that a thread reads its 4 rows of the left and its 4 columns of
- * the right as one vec4 each a step (two loads for 16 multiply-adds); `finish(row, col, acc)`
+ * 16 x 16 threads computes a `tile` x `tile` block of the output, each thread P x P of it in
+ * registers (P = tile / 16: rows y*4 + 64 g + i and columns x*4 + 64 h + j, g and h under
+ * P / 4, so that a thread's four rows or columns are one vec4 and the 16 threads of a row read
+ * neighbouring vec4s), stepping through `inner` DEPTH at a time with both operands' slices
+ * staged in workgroup memory, k-major, so that a thread reads its P rows of the left and its P
+ * columns of the right as P / 2 vec4 loads for P x P multiply-adds; `finish(row, col, acc)`
  * gives the value (the epilogue: bias, the adapters' part), which `store` writes. The program
- * around it binds the uniform `u.M` (the left's rows) and defines `finish`.
+ * around it binds the uniform `u.M` (the left's rows), defines `finish`, and dispatches
+ * productTiling's grid for the same tile.
  */
-export function tiledProduct(inner: number, cols: number, left: string, rightAt: (k: string, c: string) => string, rightRowMajor: boolean, store: (row: string, col: string, value: string) => string): string {
-  const loads = (TILE * DEPTH) / THREADS;
-  return `// ls [DEPTH][LEFT_STRIDE] (the left's TILE rows of each k, padded), rs [DEPTH][TILE cols], as vec4s.
-var<workgroup> ls : array<vec4<f32>, ${(DEPTH * LEFT_STRIDE) / 4}>;
-var<workgroup> rs : array<vec4<f32>, ${(DEPTH * TILE) / 4}>;
-@compute @workgroup_size(16, 16)
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-  let row0 = wg.y * ${TILE}u;
-  let col0 = wg.x * ${TILE}u;
-  var acc : array<vec4<f32>, 4>;
+export function tiledProduct(inner: number, cols: number, tile: ProductTile, left: string, rightAt: (k: string, c: string) => string, rightRowMajor: boolean, store: (row: string, col: string, value: string) => string): string {
+  const groups = tile / (4 * SIDE);
+  const loads = (tile * DEPTH) / THREADS;
+  // Floats a row of the left's staged slice takes: the tile and 4 of padding, so that the threads staging one row's DEPTH values write apart in workgroup memory's banks.
+  const leftStride = tile + 4;
+  return `// ls [DEPTH][leftStride] (the left's tile rows of each k, padded), rs [DEPTH][tile cols], as vec4s.
+var<workgroup> ls : array<vec4<f32>, ${(DEPTH * leftStride) / 4}>;
+var<workgroup> rs : array<vec4<f32>, ${(DEPTH * tile) / 4}>;
+${groupedTile}
+@compute @workgroup_size(${SIDE}, ${SIDE})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let at = groupedTile(wg, grid);
+  let row0 = at.x * ${tile}u;
+  let col0 = at.y * ${tile}u;
+  // acc[(g * 4 + i) * ${groups} + h]: row group g's row i, column group h's four columns.
+  var acc : array<vec4<f32>, ${4 * groups * groups}>;
   for (var k0 = 0u; k0 < ${inner}u; k0 += ${DEPTH}u) {
     // ${loads} loads a thread of each operand, neighbouring threads reading neighbouring floats.
     for (var n = 0u; n < ${loads}u; n++) {
@@ -40,34 +102,46 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_id) lid
       let kl = e % ${DEPTH}u;
       var lv = 0.0;
       if (row0 + r < u.M && k0 + kl < ${inner}u) { lv = ${left}[(row0 + r) * ${inner}u + k0 + kl]; }
-      let at = kl * ${LEFT_STRIDE}u + r;
-      ls[at / 4u][at % 4u] = lv;
+      let lat = kl * ${leftStride}u + r;
+      ls[lat / 4u][lat % 4u] = lv;
       ${
         rightRowMajor
-          ? `let kk = e / ${TILE}u;
-      let c = e % ${TILE}u;`
+          ? `let kk = e / ${tile}u;
+      let c = e % ${tile}u;`
           : `let c = e / ${DEPTH}u;
       let kk = e % ${DEPTH}u;`
       }
       let kr = k0 + kk;
       var rv = 0.0;
       if (kr < ${inner}u && col0 + c < ${cols}u) { rv = ${rightAt('kr', '(col0 + c)')}; }
-      let rat = kk * ${TILE}u + c;
+      let rat = kk * ${tile}u + c;
       rs[rat / 4u][rat % 4u] = rv;
     }
     workgroupBarrier();
     for (var kk = 0u; kk < ${DEPTH}u; kk++) {
-      let a = ls[kk * ${LEFT_STRIDE / 4}u + lid.y];
-      let b = rs[kk * ${TILE / 4}u + lid.x];
-      for (var i = 0u; i < 4u; i++) { acc[i] += a[i] * b; }
+      var a : array<vec4<f32>, ${groups}>;
+      var b : array<vec4<f32>, ${groups}>;
+      for (var g = 0u; g < ${groups}u; g++) {
+        a[g] = ls[kk * ${leftStride / 4}u + g * ${SIDE}u + lid.y];
+        b[g] = rs[kk * ${tile / 4}u + g * ${SIDE}u + lid.x];
+      }
+      for (var g = 0u; g < ${groups}u; g++) {
+        for (var i = 0u; i < 4u; i++) {
+          for (var h = 0u; h < ${groups}u; h++) { acc[(g * 4u + i) * ${groups}u + h] += a[g][i] * b[h]; }
+        }
+      }
     }
     workgroupBarrier();
   }
-  for (var i = 0u; i < 4u; i++) {
-    for (var j = 0u; j < 4u; j++) {
-      let row = row0 + lid.y * 4u + i;
-      let col = col0 + lid.x * 4u + j;
-      if (row < u.M && col < ${cols}u) { ${store('row', 'col', 'finish(row, col, acc[i][j])')} }
+  for (var g = 0u; g < ${groups}u; g++) {
+    for (var i = 0u; i < 4u; i++) {
+      let row = row0 + g * ${4 * SIDE}u + lid.y * 4u + i;
+      for (var h = 0u; h < ${groups}u; h++) {
+        for (var j = 0u; j < 4u; j++) {
+          let col = col0 + h * ${4 * SIDE}u + lid.x * 4u + j;
+          if (row < u.M && col < ${cols}u) { ${store('row', 'col', `finish(row, col, acc[(g * 4u + i) * ${groups}u + h][j])`)} }
+        }
+      }
     }
   }
 }`;

@@ -1,0 +1,33 @@
+import { productTiling, setProductTiles, tiledProduct } from '../src/kernels/tiled-product.wgsl';
+
+/**
+ * Which tiles a webgpu product takes (kernels/tiled-product.wgsl.ts): 128 where their grid still
+ * has enough workgroups to fill a large GPU, else 64, or the one a bench sets; the programs the
+ * two sizes make are checked against the cpu backend in webgpu-training-kernels.spec.ts and
+ * webgpu-half-weights.spec.ts.
+ */
+describe('tiled product tiling', () => {
+  afterEach(() => setProductTiles('auto'));
+
+  it('takes 128-tiles for products with enough of them, 64 for the rest', () => {
+    // Qwen2.5-3B's gate|up over a 4 x 256-token step: 8 x 172 tiles of 128.
+    expect(productTiling(1024, 22016)).toEqual({ tile: 128, dispatch: [172, 8, 1] });
+    // SmolLM2-135M's q|k|v on the same rows: 8 x 8 tiles of 128, too few; 15 x 16 of 64.
+    expect(productTiling(1024, 960)).toEqual({ tile: 64, dispatch: [15, 16, 1] });
+    // Rows and columns past a whole tile take one more.
+    expect(productTiling(65, 129).dispatch).toEqual([3, 2, 1]);
+  });
+
+  it('takes the tiles a bench sets, whatever the size', () => {
+    setProductTiles(64);
+    expect(productTiling(1024, 22016).tile).toBe(64);
+    setProductTiles(128);
+    expect(productTiling(8, 8)).toEqual({ tile: 128, dispatch: [1, 1, 1] });
+  });
+
+  it("keeps a thread's outputs in registers: 4 x 4 of a 64-tile, 8 x 8 of a 128-tile", () => {
+    const wgsl = (tile: 64 | 128) => tiledProduct(32, 32, tile, 'x', (k, c) => `w[${k} * 32u + ${c}]`, true, (row, col, value) => `y[${row} * 32u + ${col}] = ${value};`);
+    expect(wgsl(64)).toContain('var acc : array<vec4<f32>, 4>;');
+    expect(wgsl(128)).toContain('var acc : array<vec4<f32>, 16>;');
+  });
+});
