@@ -44,8 +44,6 @@ export class DecodeBatch<Id = string> {
   private members: Id[] = [];
   /** Per member, the tokens of its prompt that were reused instead of prefilled. */
   private readonly reused = new Map<Id, number>();
-  /** The whole step encoded at once on webgpu; undefined until the first step asks, null where it does not apply. */
-  private gpuStep: WebGpuDecodeStep | null | undefined = undefined;
 
   constructor(readonly model: LlamaModel) {
     this.cache = model.newCache();
@@ -246,8 +244,8 @@ export class DecodeBatch<Id = string> {
    * each of `passes` tokens, else null: the passes go through the model's forward.
    */
   private encodedStep(passes: readonly number[]): WebGpuDecodeStep | null {
-    if (this.gpuStep === undefined) this.gpuStep = WebGpuDecodeStep.for(this.model);
-    const step = this.gpuStep;
+    // The model's step, shared with its other batches.
+    const step = WebGpuDecodeStep.for(this.model);
     return step && passes.every((tokens) => step.applies(tokens)) ? step : null;
   }
 
@@ -272,8 +270,6 @@ export class DecodeBatch<Id = string> {
   }
 
   dispose(): void {
-    this.gpuStep?.dispose();
-    this.gpuStep = undefined;
     this.cache.dispose();
     this.members = [];
     this.reused.clear();

@@ -124,6 +124,57 @@ suite('a decoding step encoded whole on webgpu', () => {
     expectSame(cpu, gpu);
   }, 120_000);
 
+  it('shares one step between the batches of a model, which decode at once as each alone, and releases it with the model', async () => {
+    await selectBackend('webgpu');
+    const lm = await loadModel(makeTiny('decode-step'));
+    const g = globalThis as unknown as Record<string, { prototype: Record<string, (...args: unknown[]) => unknown> }>;
+    const calls = { bindGroups: 0, destroyed: 0 };
+    const counted = [
+      [g['GPUDevice'].prototype, 'createBindGroup', () => calls.bindGroups++],
+      [g['GPUBuffer'].prototype, 'destroy', () => calls.destroyed++],
+    ] as const;
+    const originals = counted.map(([prototype, method, count]) => {
+      const original = prototype[method];
+      prototype[method] = function (this: unknown, ...args: unknown[]) {
+        count();
+        return original.apply(this, args);
+      };
+      return original;
+    });
+    /** A batch of its own for `prompt`: its logits after joining, then after each of 3 greedy steps; and the bind groups that made. */
+    const alone = async (prompt: number[]): Promise<{ logits: Float32Array[]; bindGroups: number }> => {
+      const before = calls.bindGroups;
+      const batch = new DecodeBatch<number>(lm.model);
+      try {
+        const logits = [await batch.join(0, prompt)];
+        for (let s = 0; s < 3; s++) logits.push((await batch.step(new Map([[0, argmax(logits[logits.length - 1])]]))).get(0) as Float32Array);
+        return { logits, bindGroups: calls.bindGroups - before };
+      } finally {
+        batch.dispose();
+      }
+    };
+    const prompts = [
+      [1, 30, 31, 32],
+      [1, 7, 8, 9, 10, 11],
+    ];
+    try {
+      const second = await alone(prompts[1]);
+      const step = WebGpuDecodeStep.for(lm.model);
+      const first = await alone(prompts[0]);
+      // The batch left the model's step as it was, and the next batch (no longer prompt) bound only its own cache.
+      expect(WebGpuDecodeStep.for(lm.model)).toBe(step);
+      expect(first.bindGroups).toBeLessThan(second.bindGroups);
+      // Two batches at once, each step's readback its own: the logits of each alone.
+      const together = await Promise.all(prompts.map((prompt) => alone(prompt)));
+      together.forEach(({ logits }, i) => logits.forEach((values, s) => expect(maxAbsDiff(values, [first, second][i].logits[s])).toBe(0)));
+      const destroyedBefore = calls.destroyed;
+      lm.dispose();
+      expect(calls.destroyed).toBeGreaterThan(destroyedBefore);
+    } finally {
+      counted.forEach(([prototype, method], i) => (prototype[method] = originals[i]));
+    }
+  }, 60_000);
+
   it("gives the cpu backend logits with Qwen2's q/k/v bias, tied embeddings and Qwen2.5-1.5B's heads of 128", async () => {
     const script: Script = { joins: new Map([[0, [[0, [1, 30, 31]], [1, [1, 7, 8, 9, 10]]]]]), leaves: new Map(), steps: 4 };
     const overrides = { modelType: 'qwen2' as const, tieWordEmbeddings: true, hiddenSize: 256, numHeads: 2, numKvHeads: 1, headDim: 128 };
@@ -277,7 +328,6 @@ suite('a decoding step encoded whole on webgpu', () => {
       } finally {
         attached.dispose();
         cache.dispose();
-        step.dispose();
       }
       setFusedKernels(false);
       const generic = await countGpuWork(() => batch.stepDrawn(next, greedy));

@@ -39,7 +39,9 @@
  * bf16 shape, its weights as f32); --kept-mb MB (what a training step may keep from
  * its forward pass for the backward, TrainerOptions.keptProductsBytes: default 16384 on webgpu,
  * where every block of the measured steps then runs its forward once, up to the 3B shape's
- * 6.4 GB; the engine's 1.5 GB elsewhere).
+ * 6.4 GB; the engine's 1.5 GB elsewhere); --tiles auto|64|128 (the tiles of the training
+ * step's and the 16-bit weights' tiled products, kernels/tiled-product.wgsl.ts: by each
+ * product's size, the default, or all of one size, to measure one against the other).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -52,6 +54,7 @@ import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
 import { WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
 import { countGpuWork, GpuCounts } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
+import { PRODUCT_TILES, ProductTile, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
 import { setFusedKernels } from '../../../libs/engine/src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { applyAdapter } from '../../../libs/engine/src/lora/lora-layer';
@@ -345,23 +348,21 @@ async function profile(lm: LoadedModel, plan: Plan): Promise<string | null> {
     lines.push(`| ${what} | ${Math.round(total)} | ${Object.entries(spent).map(([k, v]) => `${k} ${Math.round(v)}`).join(', ')} |`);
     return true;
   };
-  try {
-    const chunk = Math.min(plan.prefillTokens, 256);
-    const cache = lm.model.newCache();
-    cache.addEmptyRow();
-    if (!line(`prefill, ${chunk} tokens`, await step.profile(cache, [tokens(chunk, 1, lm.config.vocabSize)]))) return null;
-    cache.dispose();
-    for (const size of plan.decodeBatches) {
-      const rows = lm.model.newCache();
-      for (let i = 0; i < size; i++) rows.addEmptyRow();
-      step.advance(rows, Array.from({ length: size }, (_, i) => tokens(plan.decodePrompt, 10 + i, lm.config.vocabSize)));
-      const next = Array.from({ length: size }, (_, i) => [3 + i]);
-      await step.profile(rows, next); // compiles this size's pipelines
-      line(`decode, batch ${size}`, await step.profile(rows, next));
-      rows.dispose();
-    }
-  } finally {
-    step.dispose();
+  // The model's step (it goes with the model).
+  const chunk = Math.min(plan.prefillTokens, 256);
+  const cache = lm.model.newCache();
+  cache.addEmptyRow();
+  const prefilled = line(`prefill, ${chunk} tokens`, await step.profile(cache, [tokens(chunk, 1, lm.config.vocabSize)]));
+  cache.dispose();
+  if (!prefilled) return null;
+  for (const size of plan.decodeBatches) {
+    const rows = lm.model.newCache();
+    for (let i = 0; i < size; i++) rows.addEmptyRow();
+    step.advance(rows, Array.from({ length: size }, (_, i) => tokens(plan.decodePrompt, 10 + i, lm.config.vocabSize)));
+    const next = Array.from({ length: size }, (_, i) => [3 + i]);
+    await step.profile(rows, next); // compiles this size's pipelines
+    line(`decode, batch ${size}`, await step.profile(rows, next));
+    rows.dispose();
   }
   return ['| GPU time of one step, µs | total | by dispatch kind |', '|---|---|---|', ...lines].join('\n');
 }
@@ -570,6 +571,10 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ gpu_counts: await gpuCounts(where) }));
     if (smoke) return;
   }
+  const tiles = option('--tiles') ?? 'auto';
+  if (!['auto', ...PRODUCT_TILES.map(String)].includes(tiles)) throw new Error(`--tiles ${tiles}: auto, ${PRODUCT_TILES.join(' or ')}`);
+  setProductTiles(tiles === 'auto' ? 'auto' : (Number(tiles) as ProductTile));
+  if (tiles !== 'auto') console.log(`every tiled product in ${tiles} x ${tiles} tiles (--tiles)\n`);
   const budget = Number(option('--budget') ?? 270);
   const started = performance.now();
   const elapsed = () => (performance.now() - started) / 1000;

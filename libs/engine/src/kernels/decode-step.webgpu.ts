@@ -61,8 +61,8 @@ import { fusedKernelsApply } from './webgpu-program';
  *
  * The model's weights and the KV cache stay the tfjs tensors they are (their GPUBuffers are
  * bound directly); the pipelines are compiled once per device, the weights' bind groups made
- * once, and a layer's cache bind groups again only when the cache replaces its tensors
- * (KVCache.reserve). tfjs's own queued work is submitted first, so a step sees what tfjs wrote.
+ * once per model (one step a model, shared by its batches: `for`), and a layer's cache bind
+ * groups again only when the cache replaces its tensors (KVCache.reserve, another batch's cache). tfjs's own queued work is submitted first, so a step sees what tfjs wrote.
  *
  * LoRA adapters (one for every row, or several routed row by row by LoraRouter) run in the step
  * too, two dispatches more a layer (ADAPTER_MODE): q|k|v and gate|up make x A in a product of
@@ -212,7 +212,13 @@ const TARGET_WORKGROUPS = 512;
 /** Bytes of the buffer every product writes its partial sums to. */
 const PARTIAL_BYTES = 64 << 20;
 
-type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'rowAdapters' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'slidingTables' | 'draws' | 'drawn' | 'readDrawn', GPUBuffer>;
+type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'rowAdapters' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'slidingTables' | 'draws' | 'drawn', GPUBuffer>;
+
+/** Readback buffers a step keeps for the next reads, at most. */
+const KEPT_READ_BUFFERS = 4;
+
+/** Each model's step on the device it was made for: made on first use, released with the model (LlamaModel.onDispose). */
+const stepsByModel = new WeakMap<LlamaModel, WebGpuDecodeStep>();
 
 /** Most dispatches a layer records: nine for a prompt's chunk (RoPE apart from attention), and the x A products of q|k|v and gate|up where they have adapters. */
 const DISPATCHES_PER_LAYER = 9 + 2;
@@ -282,16 +288,34 @@ export class WebGpuDecodeStep {
   private mask: GPUBuffer | null = null;
   /** The sliding-window layers' mask (KVCache.stepMask with the window), the same size; null without such layers. */
   private slidingMask: GPUBuffer | null = null;
-  private readLogits: GPUBuffer | null = null;
+  /** Readback buffers free for the next read; each read takes one of its own, so that reads of batches sharing the step never map the same buffer. */
+  private readBuffers: GPUBuffer[] = [];
+  private disposed = false;
+  /** Forgets this step's release in the model's (LlamaModel.onDispose). */
+  private readonly forget: () => void;
   private layerBindings: (LayerBinding | null)[] = [];
   private layerGroups: LayerGroups[] = [];
   private headGroup: GPUBindGroup | null = null;
   private sampleGroup: GPUBindGroup | null = null;
 
-  /** The step for `model` on the webgpu backend now, or null where it does not apply (see the class comment). */
+  /**
+   * The step for `model` on the webgpu backend now, or null where it does not apply (see the
+   * class comment). One step a model, shared by every batch that decodes with it: the weights'
+   * bind groups and the activation buffers are made once, not again for each batch (a worker
+   * makes a batch whenever a request finds it idle). Batches sharing it take turns: each step
+   * is encoded and submitted at once and reads back into a buffer of its own. It is released
+   * with the model.
+   */
   static for(model: LlamaModel): WebGpuDecodeStep | null {
-    if (!fusedKernelsApply() || !WebGpuDecodeStep.fits(model)) return null;
-    return new WebGpuDecodeStep(model);
+    if (!fusedKernelsApply()) return null;
+    const device = (tf.backend() as unknown as WebGpuBackendInternals).device;
+    const known = stepsByModel.get(model);
+    if (known?.device === device) return known;
+    known?.dispose();
+    if (!WebGpuDecodeStep.fits(model)) return null;
+    const step = new WebGpuDecodeStep(model);
+    stepsByModel.set(model, step);
+    return step;
   }
 
   /** Whether the model's architecture, weights and shape are ones this step runs. */
@@ -374,6 +398,7 @@ export class WebGpuDecodeStep {
     this.xADims = { qkv: uniform(), o: uniform(), gateUp: uniform(), down: uniform() };
     this.lora = model.blocks.map(() => ({ qkv: null, o: null, gateUp: null, down: null }));
     this.layerBindings = model.blocks.map(() => null);
+    this.forget = model.onDispose(() => this.dispose());
   }
 
   get config(): ModelConfig {
@@ -395,10 +420,11 @@ export class WebGpuDecodeStep {
     pass.setBindGroup(0, this.sampleGroup as GPUBindGroup);
     pass.dispatchWorkgroups(rows);
     pass.end();
-    encoder.copyBufferToBuffer(a.drawn, 0, a.readDrawn, 0, rows * 8);
+    const read = this.readBuffer(rows * 8);
+    encoder.copyBufferToBuffer(a.drawn, 0, read, 0, rows * 8);
     this.device.queue.submit([encoder.finish()]);
     cache.endStep(1);
-    const values = await this.read(a.readDrawn, rows * 8);
+    const values = await this.read(read, rows * 8);
     return Array.from({ length: rows }, (_, i) => ({ id: values[2 * i], logprob: values[2 * i + 1] }));
   }
 
@@ -410,14 +436,11 @@ export class WebGpuDecodeStep {
   async logits(cache: KVCache, tokens: readonly (readonly number[])[]): Promise<Float32Array> {
     const bytes = tokens.length * this.config.vocabSize * 4;
     const encoder = this.encode(cache, tokens, true);
-    if (!this.readLogits || this.readLogits.size < bytes) {
-      this.readLogits?.destroy();
-      this.readLogits = this.create(this.rowCapacity * this.config.vocabSize * 4, USAGE.mapRead | USAGE.copyDst);
-    }
-    encoder.copyBufferToBuffer((this.activations as Activations).logits, 0, this.readLogits, 0, bytes);
+    const read = this.readBuffer(bytes);
+    encoder.copyBufferToBuffer((this.activations as Activations).logits, 0, read, 0, bytes);
     this.device.queue.submit([encoder.finish()]);
     cache.endStep(tokens[0].length);
-    return this.read(this.readLogits, bytes);
+    return this.read(read, bytes);
   }
 
   /** As logits, without the lm_head or anything read back: a prompt's chunks before its last. */
@@ -458,13 +481,19 @@ export class WebGpuDecodeStep {
     }
   }
 
+  /** Releases the step's buffers (the model's dispose does; a later `for` makes a new step). */
   dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.forget();
+    if (stepsByModel.get(this.model) === this) stepsByModel.delete(this.model);
     for (const buffer of this.owned) buffer.destroy();
     for (const buffer of Object.values(this.activations ?? {})) buffer.destroy();
     this.activations = null;
     this.mask?.destroy();
     this.slidingMask?.destroy();
-    this.readLogits?.destroy();
+    for (const buffer of this.readBuffers) buffer.destroy();
+    this.readBuffers = [];
     for (const binding of this.layerBindings) binding?.uniform.destroy();
     this.layerBindings = [];
     for (const products of this.lora) for (const lora of Object.values(products)) this.dropLora(lora);
@@ -645,7 +674,6 @@ export class WebGpuDecodeStep {
         logits: storage(B * V),
         draws: storage(B * 2),
         drawn: storage(B * 2),
-        readDrawn: this.create(B * 8, USAGE.mapRead | USAGE.copyDst),
       };
       this.maskCapacity = 0;
       this.makeGroups();
@@ -827,10 +855,31 @@ export class WebGpuDecodeStep {
     return this.device.createBuffer({ size: Math.max(16, Math.ceil(size / 16) * 16), usage });
   }
 
+  /** A readback buffer of at least `bytes` for one read, a kept one where one is large enough. */
+  private readBuffer(bytes: number): GPUBuffer {
+    const kept = this.readBuffers.findIndex((b) => b.size >= bytes);
+    if (kept >= 0) return this.readBuffers.splice(kept, 1)[0];
+    return this.create(bytes, USAGE.mapRead | USAGE.copyDst);
+  }
+
+  /** The first `bytes` of a readback buffer once the GPU has written them; the buffer is then kept for a later read (the largest KEPT_READ_BUFFERS are). */
   private async read(buffer: GPUBuffer, bytes: number): Promise<Float32Array> {
-    await buffer.mapAsync(1 /* GPUMapMode.READ */, 0, bytes);
-    const values = new Float32Array(buffer.getMappedRange(0, bytes).slice(0));
-    buffer.unmap();
+    let values: Float32Array;
+    try {
+      await buffer.mapAsync(1 /* GPUMapMode.READ */, 0, bytes);
+      values = new Float32Array(buffer.getMappedRange(0, bytes).slice(0));
+      buffer.unmap();
+    } catch (err) {
+      buffer.destroy();
+      throw err;
+    }
+    if (this.disposed) buffer.destroy();
+    else {
+      // Smallest first, so that a read takes the smallest that holds it; the smallest go past KEPT_READ_BUFFERS.
+      this.readBuffers.push(buffer);
+      this.readBuffers.sort((x, y) => x.size - y.size);
+      for (const extra of this.readBuffers.splice(0, this.readBuffers.length - KEPT_READ_BUFFERS)) extra.destroy();
+    }
     return values;
   }
 }

@@ -238,6 +238,8 @@ export class LlamaModel {
   private readonly slidingRope: Rope | null;
   private readonly extra: tf.Tensor[];
   private plan: Readonly<MatMulPlan> = DEFAULT_MATMUL_PLAN;
+  /** What was made for this model elsewhere and goes with it (the webgpu decoding step): released first by dispose(). */
+  private readonly releases = new Set<() => void>();
 
   constructor(
     readonly config: ModelConfig,
@@ -368,7 +370,15 @@ export class LlamaModel {
     for (const linear of [...this.linears().map((l) => l.linear), this.lmHead]) linear.matmulPlan = this.plan;
   }
 
+  /** Calls `release` when the model is disposed; the function returned forgets it. */
+  onDispose(release: () => void): () => void {
+    this.releases.add(release);
+    return () => this.releases.delete(release);
+  }
+
   dispose(): void {
+    for (const release of [...this.releases]) release();
+    this.releases.clear();
     for (const { linear } of this.linears()) linear.dispose();
     for (const b of this.blocks) {
       b.attention.headNorms?.dispose();
