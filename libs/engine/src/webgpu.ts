@@ -48,6 +48,28 @@ export function installNavigatorGpu(): Gpu {
   return gpu;
 }
 
+/** A subgroup matrix configuration an adapter offers (Dawn's experimental route to tensor cores: cooperative matrices on Vulkan). */
+export interface SubgroupMatrixConfig {
+  componentType: string;
+  resultComponentType: string;
+  M: number;
+  N: number;
+  K: number;
+}
+
+/**
+ * The features the high-performance adapter offers, Dawn's experimental ones included, and its
+ * subgroup matrix configurations: what a product could use beyond core WebGPU (for benches; the
+ * engine's device asks for none of the experimental ones). An instance of its own, with Dawn's
+ * unsafe APIs allowed, since without them Dawn lists no experimental feature.
+ */
+export async function adapterFeatures(): Promise<{ features: string[]; subgroupMatrixConfigs: SubgroupMatrixConfig[] } | null> {
+  const gpu = dawnBinding().create(['enable-dawn-features=allow_unsafe_apis']);
+  const adapter = (await gpu.requestAdapter({ powerPreference: 'high-performance' })) as { features: Set<string>; info?: { subgroupMatrixConfigs?: SubgroupMatrixConfig[] } } | null;
+  if (!adapter) return null;
+  return { features: [...adapter.features].sort(), subgroupMatrixConfigs: adapter.info?.subgroupMatrixConfigs ?? [] };
+}
+
 function dawnBinding(): DawnBinding {
   // Node's own require, which a bundler leaves alone: the addon is found in node_modules at run time.
   const load = createRequire(__filename);

@@ -9,6 +9,7 @@ import { checkpointedGradients, nextTokenRows } from '../src/training/checkpoint
 import { RLPlan } from '../src/training/rl-steps';
 import { buildRlSequence, Tokenizing } from '../src/training/sequences';
 import { LoraTrainer, StepMetrics } from '../src/training/trainer';
+import { adapterFeatures } from '../src/webgpu';
 import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
 import { PPO, rlConfig } from './training/rl-config';
 
@@ -189,6 +190,14 @@ suite('webgpu gives the results of cpu and wasm (tiny model)', () => {
     expect(webgpu.backend.adapter?.vendor).toBeTruthy();
     // A software adapter is never reported as a GPU.
     expect(webgpu.backend.gpu).toBe(!webgpu.backend.adapter?.fallback);
+  });
+
+  it("lists the adapter's features, Dawn's experimental ones included, and its subgroup matrices", async () => {
+    const offered = await adapterFeatures();
+    expect(offered?.features).toEqual(expect.arrayContaining(['timestamp-query']));
+    // Dawn lists an experimental feature only where its unsafe APIs are allowed: this instance allows them.
+    expect(offered?.features.some((f) => f.startsWith('chromium-experimental-'))).toBe(true);
+    expect(Array.isArray(offered?.subgroupMatrixConfigs)).toBe(true);
   });
 
   it('gives the same logits, and the same logits from a cached decode step', () => {

@@ -49,6 +49,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { BackendName, selectBackend } from '../../../libs/engine/src/backend';
+import { adapterFeatures } from '../../../libs/engine/src/webgpu';
 import type { ModelConfig } from '../../../libs/engine/src/config';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
 import { WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
@@ -534,6 +535,20 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
   return lines.join('\n');
 }
 
+/**
+ * What the adapter offers the products beyond core WebGPU: 16-bit arithmetic, subgroups, and
+ * subgroup matrices (Dawn's experimental route to tensor cores), with each matrix configuration
+ * it lists (component and result types, M x N x K).
+ */
+async function productFeatures(): Promise<string> {
+  const offered = await adapterFeatures();
+  if (!offered) return 'adapter features: no adapter';
+  const wanted = ['shader-f16', 'subgroups', 'timestamp-query', 'chromium-experimental-subgroup-matrix'];
+  const has = wanted.map((f) => `${f} ${offered.features.includes(f) ? 'yes' : 'no'}`).join(', ');
+  const configs = offered.subgroupMatrixConfigs.map((c) => `${c.componentType} -> ${c.resultComponentType} ${c.M}x${c.N}x${c.K}`);
+  return `adapter features: ${has}; subgroup matrices: ${configs.length > 0 ? configs.join(', ') : 'none'}\n`;
+}
+
 /** Which settings of webgpu's fused kernels to measure, in order. */
 function kernelSettings(backend: BackendName): boolean[] {
   if (backend !== 'webgpu') return [false];
@@ -566,6 +581,7 @@ async function main(): Promise<void> {
   const backend = await selectBackend(preference);
   const adapter = backend.adapter ? `${backend.adapter.vendor} ${backend.adapter.architecture} (${backend.adapter.description || backend.adapter.device})${backend.adapter.fallback ? ', fallback adapter' : ''}` : 'none';
   console.log(`backend: ${backend.name}, gpu: ${backend.gpu}, adapter: ${adapter}`);
+  if (backend.name === 'webgpu') console.log(await productFeatures());
   console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${new Date().toISOString()}\n`);
   if (process.argv.includes('--count')) {
     console.log(JSON.stringify({ gpu_counts: await gpuCounts(where) }));
