@@ -6,7 +6,8 @@
  * through DecodeBatch.stepDrawn), decode with a LoRA adapter at the smallest and largest batch,
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
- * only); with --f32-copy, for a shape stored in bf16 (the larger ones and the smoke run's
+ * only), and where some of the step's products take 128 x 128 tiles by their size, LoRA SFT
+ * again with every product in 64 x 64 (engine only); with --f32-copy, for a shape stored in bf16 (the larger ones and the smoke run's
  * tiny-qwen2), which the engine holds in 16 bits on webgpu, also decode at the smallest and
  * largest batch on an f32 copy (gpuWeights 'f32'; engine only, kernels on); then where one
  * step's GPU time goes (WebGpuDecodeStep.profile) and where a LoRA SFT
@@ -55,8 +56,8 @@ import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
 import { WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
 import { countGpuWork, GpuCounts } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
-import { PRODUCT_TILES, ProductTile, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
-import { setFusedKernels } from '../../../libs/engine/src/kernels/webgpu-program';
+import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
+import { fusedKernelsEnabled, setFusedKernels } from '../../../libs/engine/src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { applyAdapter } from '../../../libs/engine/src/lora/lora-layer';
 import { AdapterTensors, DEFAULT_LORA_SPEC, initLoraWeights } from '../../../libs/engine/src/lora/peft';
@@ -99,6 +100,8 @@ interface Figures {
   loraDecode?: Record<string, number>;
   /** A step of ART's RL loss (its defaults) on the SFT step's tokens (the engine's only). */
   rl?: number;
+  /** LoRA SFT with every tiled product in 64 x 64 tiles, where by their sizes some take 128 (the engine's only, kernels on). */
+  sftSmallTiles?: number;
   /** For a 16-bit checkpoint, which the engine holds in 16 bits on webgpu: decoding on an f32 copy (gpuWeights 'f32'), at the smallest and largest batch (the engine's only). */
   f32Decode?: Record<string, number>;
   /** The GPU time table of profile(), where there is one. */
@@ -218,6 +221,18 @@ function trainingRows(lm: LoadedModel, plan: Plan): { tokens: number[]; mask: nu
   });
 }
 
+/**
+ * Whether some tiled product of a training step takes 128 x 128 tiles by its size (productTiling
+ * with the tiles left to it, the engine's kernels on webgpu): the frozen products forward
+ * [rows, out] and their input gradients [rows, in].
+ */
+function takesLargeTiles(config: ModelConfig, plan: Plan): boolean {
+  if (tf.getBackend() !== 'webgpu' || !fusedKernelsEnabled() || process.argv.includes('--tiles')) return false;
+  const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: KV, headDim: D } = config;
+  const widths = [(H + 2 * KV) * D, H * D, C, 2 * I, I];
+  return widths.some((n) => productTiling(plan.trainRows * plan.trainTokens, n).tile === 128);
+}
+
 async function sft(lm: LoadedModel, plan: Plan): Promise<number> {
   const trainer = benchTrainer(lm, plan);
   try {
@@ -301,6 +316,11 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
     }
     progress('LoRA SFT');
     figures.sft = await sft(lm, plan);
+    if (takesLargeTiles(lm.config, plan)) {
+      progress('LoRA SFT, every product in 64 x 64 tiles');
+      setProductTiles(64);
+      figures.sftSmallTiles = await sft(lm, plan).finally(() => setProductTiles('auto'));
+    }
     progress('RL step');
     figures.rl = await rlStep(lm, plan);
     figures.loraDecode = {};
@@ -517,6 +537,7 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
     ...loraBatches.map((b) => row(`decode with a LoRA adapter, batch ${b} (aggregate)`, (f) => f.loraDecode?.[b])),
     ...f32Batches.map((b) => row(`decode, weights held in f32, batch ${b} (aggregate)`, (f) => f.f32Decode?.[b])),
     row(`LoRA SFT, ${plan.trainRows} x ${plan.trainTokens} tokens per step`, (f) => f.sft),
+    ...(runs.some((r) => r.figures.sftSmallTiles) ? [row('LoRA SFT, every product in 64 x 64 tiles', (f) => f.sftSmallTiles)] : []),
     row(`RL step (ART's default loss), ${plan.trainRows} x ${plan.trainTokens} tokens`, (f) => f.rl),
   ];
   const lines = [
