@@ -33,6 +33,13 @@ const suite = unavailable && !inCi ? describe.skip : describe;
 
 const RELATIVE = 1e-5;
 
+/**
+ * Each test's time limit: most compile several programs, which LLVM takes up to a minute for on
+ * lavapipe where Mesa's shader cache does not hold them (a new machine; the cache is small), and
+ * longer while another test file compiles beside it.
+ */
+const COMPILING = 240_000;
+
 function random(n: number, seed: number, scale = 1): Float32Array {
   const rng = new SeededRandom(seed);
   return Float32Array.from({ length: n }, () => scale * (2 * rng.next() - 1));
@@ -191,7 +198,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
     const inputs = () => [tf.tensor2d(random(M * 2 * F, 60, 3), [M, 2 * F]), tf.tensor2d(random(M * F, 61), [M, F])];
     await againstCpu(inputs, ([g]) => swigluOps(g as tf.Tensor2D), ([g]) => swiglu(g as tf.Tensor2D), 1);
     await againstCpu(inputs, ([g, dy]) => swigluBackward(g as tf.Tensor2D, dy as tf.Tensor2D), ([g, dy]) => swigluGradient(g as tf.Tensor2D, dy as tf.Tensor2D), 1);
-  }, 60_000);
+  }, COMPILING);
 
   it("GeGLU forward, and its backward, past tanh's saturation", async () => {
     const [M, F] = [7, 40];
@@ -199,7 +206,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
     const inputs = () => [tf.tensor2d(random(M * 2 * F, 62, 24), [M, 2 * F]), tf.tensor2d(random(M * F, 63), [M, F])];
     await againstCpu(inputs, ([g]) => gegluOps(g as tf.Tensor2D), ([g]) => gegluKernel(g as tf.Tensor2D), 1);
     await againstCpu(inputs, ([g, dy]) => gegluBackward(g as tf.Tensor2D, dy as tf.Tensor2D), ([g, dy]) => gegluGradient(g as tf.Tensor2D, dy as tf.Tensor2D), 1);
-  }, 60_000);
+  }, COMPILING);
 
   it('are timed by tf.profile as tfjs times its own programs, with the same values', async () => {
     await selectBackend('webgpu');
@@ -230,7 +237,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
     } finally {
       tf.dispose([...inputs]);
     }
-  }, 60_000);
+  }, COMPILING);
 
   it("RMSNorm's backward with the residual stream's gradient added", async () => {
     const [M, C] = [9, 72];
@@ -241,7 +248,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
       ([x, w, dy, r]) => rmsNormGradient(x as tf.Tensor2D, w as tf.Tensor1D, dy as tf.Tensor2D, 1e-5, r as tf.Tensor2D),
       1,
     );
-  }, 60_000);
+  }, COMPILING);
 
   /** The q|k|v RoPE programs' model: 4 heads of 16 on 2 KV heads. */
   const ROPE_CONFIG = { ...PRESETS.tiny, numHeads: 4, numKvHeads: 2, headDim: 16 };
@@ -274,7 +281,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
       return out;
     };
     await againstCpu(inputs, reference, ([dq, dk, dv, cos, sin]) => ropeQkvGradient(dq as tf.Tensor2D, dk as tf.Tensor4D, dv as tf.Tensor4D, cos as tf.Tensor3D, sin as tf.Tensor3D), 1);
-  }, 60_000);
+  }, COMPILING);
 
   it("q|k|v's projection output through RoPE into attention's layouts, in one dispatch", async () => {
     const config = ROPE_CONFIG;
@@ -315,7 +322,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
       tf.dispose([qkv, cos, sin]);
     }
     expect(tf.memory().numTensors).toBe(before);
-  }, 60_000);
+  }, COMPILING);
 
   it.each(ATTENTION_CASES)('prompt attention forward and backward: $name', async (c) => {
     await selectBackend('cpu');
@@ -350,7 +357,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
       tf.dispose([...inputs]);
     }
     expect(tf.memory().numTensors).toBe(before);
-  }, 60_000);
+  }, COMPILING);
 
   afterAll(() => selectBackend('wasm'));
 
@@ -383,7 +390,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
     };
     // The x A product above, then dh, dx with the activation's backward, the factors' gradients.
     await againstCpu(inputs, reference, kernel, 4);
-  }, 60_000);
+  }, COMPILING);
 
   // Every case on the tiles its size takes (64), and the ones with part-filled tiles and groups on the larger tiles too.
   const TILED_CASES = [...CASES.map((c) => ({ ...c, tile: 'auto' as const })), ...[CASES[0], CASES[CASES.length - 1]].map((c) => ({ ...c, tile: PRODUCT_TILES[1] }))];
@@ -420,6 +427,5 @@ suite('WGSL training kernels give the cpu backend results', () => {
       tf.dispose(inputs);
     }
     expect(tf.memory().numTensors).toBe(before);
-    // Six programs to compile, a minute on lavapipe where Mesa has not cached them.
-  }, 180_000);
+  }, COMPILING);
 });

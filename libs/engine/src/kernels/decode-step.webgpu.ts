@@ -342,6 +342,8 @@ export class WebGpuDecodeStep {
    */
   applies(tokens: number): boolean {
     if (!fusedKernelsApply() || this.model.lmHead.hasAdapters) return false;
+    // The base model alone, the common case, applies without a walk over the products' adapters.
+    if (!this.anyAdapters()) return true;
     const ranks = new Map<ProductKind, number>();
     const adapters = new Set<string>();
     const fits = this.model.blocks.every((block) =>
@@ -712,6 +714,8 @@ export class WebGpuDecodeStep {
    * over the current buffers, and which rows each adapter applies to (rowAdapters) written.
    */
   private updateLora(tokens: number): void {
+    // Nothing to make or drop: no adapters now, and none kept from an earlier step.
+    if (!this.anyAdapters() && this.lora.every((products) => PRODUCTS.every((kind) => products[kind] === null))) return;
     const a = this.activations as Activations;
     // The step's adapters, each a column of rowAdapters: by the rows it applies to ("*": every row).
     const slots = new Map<string, number>();
@@ -755,6 +759,11 @@ export class WebGpuDecodeStep {
       }
     });
     if (slots.size > 0) this.device.queue.writeBuffer(a.rowAdapters, 0, rowAdapters);
+  }
+
+  /** Whether any of the blocks' products has an adapter now. */
+  private anyAdapters(): boolean {
+    return this.model.blocks.some((block) => PRODUCTS.some((kind) => productOf(block, kind).hasAdapters));
   }
 
   /** The bind groups of layer `l`'s `kind` product with its adapters, over the current buffers (ProductLora.groups). */
@@ -886,7 +895,16 @@ export class WebGpuDecodeStep {
 
 /** The block's projection that a product kind runs. */
 function productOf(block: LlamaModel['blocks'][number], kind: ProductKind): FrozenLinear {
-  return { qkv: block.attention.qkv, o: block.attention.o, gateUp: block.mlp.gateUp, down: block.mlp.down }[kind];
+  switch (kind) {
+    case 'qkv':
+      return block.attention.qkv;
+    case 'o':
+      return block.attention.o;
+    case 'gateUp':
+      return block.mlp.gateUp;
+    case 'down':
+      return block.mlp.down;
+  }
 }
 
 /** Which adapter a low-rank part is: the rows it applies to ("*": every row), the same for each of its parts in a step. */

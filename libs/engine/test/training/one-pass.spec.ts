@@ -158,6 +158,13 @@ function adapter(lm: LoadedModel, seed: number, targets: LoraSpec['targetModules
   return { spec, tensors };
 }
 
+/**
+ * The per-family tests' time limit: on webgpu each compiles the training programs of its
+ * family's shapes, which LLVM takes minutes for on lavapipe where Mesa's shader cache does not
+ * hold them (a new machine), while other test files compile beside it.
+ */
+const COMPILING = 240_000;
+
 const FAMILIES: [string, Preset, Record<string, unknown>, LoraSpec['targetModules']?, StorageDtype?][] = [
   ['Llama', 'tiny', {}],
   ['Llama, LoRA on q and v only', 'tiny', {}, ['q_proj', 'v_proj']],
@@ -224,7 +231,7 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
         back.dispose();
         contextTensors(ctx).forEach((t) => t.dispose());
       }
-    });
+    }, COMPILING);
 
     it("a projection's explicit backward gives tf.grads of its forward", async () => {
       await expectClose(tf.tidy(() => {
@@ -236,7 +243,7 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
         const got = linearBackward(l, x, dy);
         return [[got.dx, dx], ...variables.map((v, i) => [got.grads.get(v) as tf.Tensor, dVariables[i]])] as [tf.Tensor, tf.Tensor][];
       }));
-    });
+    }, COMPILING);
 
     it("a whole step's LoRA gradients are the taped pass's and the recomputing path's", async () => {
       // Rows longer than Gemma's 8-position window; the loss on some positions of each.
@@ -276,7 +283,7 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
         for (const r of [once, twice, fits, short]) r.grads.forEach((t) => t.dispose());
         weights.dispose();
       }
-    });
+    }, COMPILING);
   });
 });
 
