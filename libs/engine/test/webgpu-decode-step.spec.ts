@@ -233,6 +233,41 @@ suite('a decoding step encoded whole on webgpu', () => {
     expect(maxAbsDiff(base.gpu[2][0], gpu[2][0])).toBeGreaterThan(1e-3);
   }, 60_000);
 
+  it('gives the cpu backend logits when an adapter is attached to a decoding batch and detached again', async () => {
+    // The step keeps each shape's dispatches between steps: attaching and detaching an adapter must change what it records.
+    const dir = makeTiny('decode-step-lora');
+    const adapter = randomAdapter(dir, { r: 4, alpha: 8, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] });
+    const onAndOff = async (): Promise<Float32Array[]> => {
+      const lm = await loadModel(dir);
+      const batch = new DecodeBatch<number>(lm.model);
+      const out: Float32Array[] = [];
+      try {
+        let next = argmax(await batch.join(0, [1, 30, 31]));
+        const step = async () => {
+          const logits = (await batch.step(new Map([[0, next]]))).get(0) as Float32Array;
+          out.push(logits);
+          next = argmax(logits);
+        };
+        await step();
+        const attached = applyAdapter(lm, adapter);
+        await step();
+        await step();
+        attached.dispose();
+        await step();
+        await step();
+      } finally {
+        batch.dispose();
+        lm.dispose();
+      }
+      return out;
+    };
+    await selectBackend('cpu');
+    const cpu = await onAndOff();
+    await selectBackend('webgpu');
+    const gpu = await onAndOff();
+    expectSame([cpu], [gpu]);
+  }, 60_000);
+
   it('gives the cpu backend logits with two adapters and the base model sharing a batch row by row', async () => {
     const dir = makeTiny('decode-step-routed');
     const specs: LoraSpec[] = [

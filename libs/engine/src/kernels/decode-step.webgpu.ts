@@ -223,6 +223,32 @@ const stepsByModel = new WeakMap<LlamaModel, WebGpuDecodeStep>();
 /** Most dispatches a layer records: nine for a prompt's chunk (RoPE apart from attention), and the x A products of q|k|v and gate|up where they have adapters. */
 const DISPATCHES_PER_LAYER = 9 + 2;
 
+/** Shapes of step (rows, tokens a row) whose dispatch lists a step keeps. */
+const KEPT_PREPARED_STEPS = 16;
+
+/** One dispatch of a step as recorded: what it computes (profile's label), its pipeline, bind group and grid. */
+interface Dispatch {
+  label: string;
+  pipeline: GPUComputePipeline;
+  group: GPUBindGroup;
+  x: number;
+  y: number;
+  z: number;
+}
+
+/** How a step's products run: each layer product's plan, the x A products' before those with adapters added after them, and the lm_head's. */
+interface StepPlans {
+  products: Record<ProductKind, ProductPlan>;
+  xA: Partial<Record<ProductKind, ProductPlan>>;
+  head: ProductPlan;
+}
+
+/** A step of one shape, ready to record: its plans and its dispatches in order, the lm_head's last. */
+interface PreparedStep {
+  plans: StepPlans;
+  dispatches: Dispatch[];
+}
+
 /** Most adapters sharing one step row by row (LoraRouter). */
 const MAX_ADAPTERS = 16;
 
@@ -236,8 +262,10 @@ function rowsPerTile(rows: number): number {
   return r;
 }
 
-/** How a product of `rows` input rows runs: its row tile, its K splits (a power of two) and the K each split covers. */
+/** How a product of `rows` input rows runs: its sizes (in and out features), its row tile, its K splits (a power of two) and the K each split covers. */
 interface ProductPlan {
+  k: number;
+  n: number;
   tile: number;
   splits: number;
   chunk: number;
@@ -256,7 +284,7 @@ function splitsFor(rows: number, K: number, N: number, maxSplits = MAX_SPLITS): 
   const rowTiles = Math.ceil(rows / tile);
   let splits = 1;
   while (splits < maxSplits && columnTiles * rowTiles * splits < TARGET_WORKGROUPS && K / (2 * splits) >= TILE_K && 2 * splits * rows * N * 4 <= PARTIAL_BYTES) splits *= 2;
-  return { tile, splits, chunk: Math.ceil(K / splits), columnTiles, rowTiles };
+  return { k: K, n: N, tile, splits, chunk: Math.ceil(K / splits), columnTiles, rowTiles };
 }
 
 export class WebGpuDecodeStep {
@@ -297,6 +325,12 @@ export class WebGpuDecodeStep {
   private layerGroups: LayerGroups[] = [];
   private headGroup: GPUBindGroup | null = null;
   private sampleGroup: GPUBindGroup | null = null;
+  /** Bind groups made or dropped so far: a prepared step holds bind groups, and is good while this is as it was when it was made. */
+  private bindGroupsMade = 0;
+  /** The steps prepared (by rows and tokens a row) at `preparedAt`, and the one whose uniforms were written last. */
+  private readonly preparedSteps = new Map<string, PreparedStep>();
+  private preparedAt = -1;
+  private uniformsOf: PreparedStep | null = null;
 
   /**
    * The step for `model` on the webgpu backend now, or null where it does not apply (see the
@@ -512,16 +546,47 @@ export class WebGpuDecodeStep {
     const rows = tokens.length;
     const T = tokens[0]?.length ?? 0;
     if (rows !== cache.rows || T === 0 || tokens.some((r) => r.length !== T)) throw new Error(`decode step: ${rows} rows of equal, non-zero length wanted for ${cache.rows} cache rows`);
-    const { hiddenSize: C, numHeads: H, numKvHeads: KV, headDim: D, rmsNormEps: eps, intermediateSize: I, vocabSize: V, hiddenAct } = this.config;
+    const { numKvHeads: KV, headDim: D } = this.config;
     const targets = cache.reserve(T, { kvHeads: KV, headDim: D });
     const N = rows * T;
-    const columns = cache.width + T;
-    this.ensureCapacity(N, rows, columns);
+    this.ensureCapacity(N, rows, cache.width + T);
     // Binding a tensor that tfjs still holds on the host, or making the adapters' factors, queues work in tfjs's encoder.
-    const bindings = this.layers.map((_, l) => this.bindLayer(l, targets[l].k, targets[l].v));
+    this.layers.forEach((_, l) => this.bindLayer(l, targets[l].k, targets[l].v));
     this.updateLora(N);
     // tfjs's queued work goes first.
     this.flushTfjs();
+    this.writeInputs(cache, tokens);
+    const { dispatches } = this.prepared(rows, T);
+    // The lm_head is the last dispatch.
+    const count = head ? dispatches.length : dispatches.length - 1;
+    const encoder = this.device.createCommandEncoder();
+    if (!timing) {
+      const pass = encoder.beginComputePass();
+      for (let i = 0; i < count; i++) {
+        const d = dispatches[i];
+        pass.setPipeline(d.pipeline);
+        pass.setBindGroup(0, d.group);
+        pass.dispatchWorkgroups(d.x, d.y, d.z);
+      }
+      pass.end();
+      return encoder;
+    }
+    for (let i = 0; i < count; i++) {
+      const d = dispatches[i];
+      const index = timing.labels.push(d.label) - 1;
+      const pass = encoder.beginComputePass({ timestampWrites: { querySet: timing.querySet, beginningOfPassWriteIndex: 2 * index, endOfPassWriteIndex: 2 * index + 1 } });
+      pass.setPipeline(d.pipeline);
+      pass.setBindGroup(0, d.group);
+      pass.dispatchWorkgroups(d.x, d.y, d.z);
+      pass.end();
+    }
+    return encoder;
+  }
+
+  /** Writes what changes every step: the tokens' embeddings and their 1/rms, their RoPE tables, the cache's mask, and the step's sizes. */
+  private writeInputs(cache: KVCache, tokens: readonly (readonly number[])[]): void {
+    const T = tokens[0].length;
+    const { hiddenSize: C, rmsNormEps: eps } = this.config;
     const a = this.activations as Activations;
     const { queue } = this.device;
     const x = this.model.embeddingRows(tokens.flat());
@@ -535,95 +600,139 @@ export class WebGpuDecodeStep {
       queue.writeBuffer(a.slidingTables, 0, this.ropeTables(positions, this.slidingInvFreq));
       queue.writeBuffer(this.slidingMask, 0, cache.stepMask(T, window.size));
     }
-    queue.writeBuffer(this.stepUniform, 0, new Uint32Array([N, columns, cache.width, T]));
-    queue.writeBuffer(this.dims.swiglu, 0, dimsData([N, I / 4]));
-    const plan = (buffer: GPUBuffer, inputs: number, K: number, n: number, options: { inStride?: number; inOffset?: number; maxSplits?: number } = {}): ProductPlan => {
-      const p = splitsFor(inputs, K, n, options.maxSplits);
-      queue.writeBuffer(buffer, 0, dimsData([inputs, K, n / 4, n / 4, p.chunk, options.inStride ?? K, options.inOffset ?? 0, 0]));
-      return p;
-    };
-    const rankOf = (kind: ProductKind) => this.lora.find((l) => l[kind])?.[kind]?.rank ?? 0;
-    // The x A products before q|k|v and gate|up (ADAPTER_MODE addDelta), split along K as the products are.
-    const xAPlans = new Map<ProductKind, ProductPlan>();
-    const product = (kind: ProductKind, K: number, n: number): ProductPlan => {
-      const p = splitsFor(N, K, n);
-      const rank = rankOf(kind);
-      const a = rank > 0 && ADAPTER_MODE[kind] === 'addDelta' ? splitsFor(N, K, rank) : null;
-      if (a) {
-        xAPlans.set(kind, a);
-        queue.writeBuffer(this.xADims[kind], 0, dimsData([N, K, rank / 4, rank / 4, a.chunk, K, 0, 0, 0, 0]));
-      }
-      queue.writeBuffer(this.dims[kind], 0, dimsData([N, K, n / 4, n / 4, p.chunk, K, 0, rank, MAX_ADAPTERS, a?.splits ?? 0]));
-      return p;
-    };
-    queue.writeBuffer(this.dims.finishO, 0, dimsData([N, C / 4, rankOf('o'), MAX_ADAPTERS], [eps]));
-    queue.writeBuffer(this.dims.finishDown, 0, dimsData([N, C / 4, rankOf('down'), MAX_ADAPTERS], [eps]));
-    const qkvPlan = product('qkv', C, (H + 2 * KV) * D);
-    const oPlan = product('o', H * D, C);
-    const gateUpPlan = product('gateUp', C, 2 * I);
-    const downPlan = product('down', I, C);
-    // The head reads each row's last token (row r's input starts at (r T + T - 1) C) into the logits, unsplit.
-    const headPlan = plan(this.dims.lmHead, rows, C, V, { inStride: T * C, inOffset: (T - 1) * C, maxSplits: 1 });
+    queue.writeBuffer(this.stepUniform, 0, new Uint32Array([tokens.length * T, cache.width + T, cache.width, T]));
+  }
 
-    const encoder = this.device.createCommandEncoder();
-    const shared = timing ? null : encoder.beginComputePass();
-    const run = (label: string, pipeline: GPUComputePipeline, group: GPUBindGroup, x: number, y = 1, z = 1) => {
-      const index = timing ? timing.labels.push(label) - 1 : 0;
-      const pass = shared ?? encoder.beginComputePass({ timestampWrites: { querySet: timing?.querySet as GPUQuerySet, beginningOfPassWriteIndex: 2 * index, endOfPassWriteIndex: 2 * index + 1 } });
-      pass.setPipeline(pipeline);
-      pass.setBindGroup(0, group);
-      pass.dispatchWorkgroups(x, y, z);
-      if (!shared) pass.end();
-    };
+  /**
+   * The step of `rows` rows of T tokens as prepared for the current bind groups: its products'
+   * plans and its dispatches in order, the lm_head's last. Made on first use of a shape and
+   * kept until a bind group changes (`bindGroupsMade`), so that a step of a shape seen before
+   * records its dispatches from a list, without planning the products or looking up pipelines.
+   * The products' uniforms depend on the shape alone: written again only when the step's shape
+   * differs from the last one written.
+   */
+  private prepared(rows: number, T: number): PreparedStep {
+    if (this.preparedAt !== this.bindGroupsMade) {
+      this.preparedSteps.clear();
+      this.preparedAt = this.bindGroupsMade;
+      this.uniformsOf = null;
+    }
+    const key = `${rows}:${T}`;
+    let step = this.preparedSteps.get(key);
+    if (!step) {
+      // A prompt's last chunk can be of any length: keep a bounded number of shapes.
+      if (this.preparedSteps.size >= KEPT_PREPARED_STEPS) this.preparedSteps.clear();
+      const plans = this.plans(rows, T);
+      step = { plans, dispatches: this.dispatchList(rows, T, plans) };
+      this.preparedSteps.set(key, step);
+    }
+    if (this.uniformsOf !== step) {
+      this.writePlanUniforms(rows, T, step.plans);
+      this.uniformsOf = step;
+    }
+    return step;
+  }
+
+  /** How each product of a step of `rows` rows of T tokens runs (splitsFor); the x A products' only where the product has adapters added after it (ADAPTER_MODE addDelta). */
+  private plans(rows: number, T: number): StepPlans {
+    const { hiddenSize: C, numHeads: H, numKvHeads: KV, headDim: D, intermediateSize: I, vocabSize: V } = this.config;
+    const N = rows * T;
+    const widths: Record<ProductKind, [number, number]> = { qkv: [C, (H + 2 * KV) * D], o: [H * D, C], gateUp: [C, 2 * I], down: [I, C] };
+    const products = {} as Record<ProductKind, ProductPlan>;
+    const xA: Partial<Record<ProductKind, ProductPlan>> = {};
+    for (const kind of PRODUCTS) {
+      const [K, n] = widths[kind];
+      products[kind] = splitsFor(N, K, n);
+      const rank = this.rankOf(kind);
+      if (rank > 0 && ADAPTER_MODE[kind] === 'addDelta') xA[kind] = splitsFor(N, K, rank);
+    }
+    // The head reads each row's last token, unsplit.
+    return { products, xA, head: splitsFor(rows, C, V, 1) };
+  }
+
+  /** The uniforms of a step's products and of the programs that sum them. */
+  private writePlanUniforms(rows: number, T: number, plans: StepPlans): void {
+    const { hiddenSize: C, intermediateSize: I, vocabSize: V, rmsNormEps: eps } = this.config;
+    const { queue } = this.device;
+    const N = rows * T;
+    for (const kind of PRODUCTS) {
+      const p = plans.products[kind];
+      const [K, n] = [p.k, p.n];
+      const rank = this.rankOf(kind);
+      const a = plans.xA[kind];
+      if (a) queue.writeBuffer(this.xADims[kind], 0, dimsData([N, K, rank / 4, rank / 4, a.chunk, K, 0, 0, 0, 0]));
+      queue.writeBuffer(this.dims[kind], 0, dimsData([N, K, n / 4, n / 4, p.chunk, K, 0, rank, MAX_ADAPTERS, a?.splits ?? 0]));
+    }
+    // Row r's input to the head starts at (r T + T - 1) C.
+    queue.writeBuffer(this.dims.lmHead, 0, dimsData([rows, C, V / 4, V / 4, plans.head.chunk, T * C, (T - 1) * C, 0]));
+    queue.writeBuffer(this.dims.swiglu, 0, dimsData([N, I / 4]));
+    queue.writeBuffer(this.dims.finishO, 0, dimsData([N, C / 4, this.rankOf('o'), MAX_ADAPTERS], [eps]));
+    queue.writeBuffer(this.dims.finishDown, 0, dimsData([N, C / 4, this.rankOf('down'), MAX_ADAPTERS], [eps]));
+  }
+
+  /** The rank of every layer's `kind` product's adapters together, 0 without (the same in every layer: applies). */
+  private rankOf(kind: ProductKind): number {
+    return this.lora.find((l) => l[kind])?.[kind]?.rank ?? 0;
+  }
+
+  /** A step's dispatches in order over the current bind groups, each with its pipeline and grid; the lm_head's last. */
+  private dispatchList(rows: number, T: number, plans: StepPlans): Dispatch[] {
+    const { numHeads: H, numKvHeads: KV, headDim: D, intermediateSize: I, hiddenAct } = this.config;
+    const N = rows * T;
+    const list: Dispatch[] = [];
+    const run = (label: string, pipeline: GPUComputePipeline, group: GPUBindGroup, x: number, y = 1, z = 1) => list.push({ label, pipeline, group, x, y, z });
     const linear = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean, weights: StorageDtype, adapters: LinearAdapters = 'none', xATiles = 0) => {
       // ADAPTER_MODE gives addDelta to the products with a norm, makeXA to those without.
       const kind: ProgramKind = adapters === 'addDelta' ? 'linearNormAddDelta' : adapters === 'makeXA' ? 'linearMakeXA' : norm ? 'linearNorm' : 'linear';
       run(label, this.pipeline(kind, `${p.tile}:${weights}`, () => linearShader(p.tile, norm, adapters, weights)), group, p.rowTiles, p.columnTiles + xATiles, p.splits);
     };
     // A layer's product, with its adapters where it has them (ADAPTER_MODE); the adapters' x A is f32.
-    const layerProduct = (l: number, kind: ProductKind, label: string, p: ProductPlan) => {
+    const layerProduct = (l: number, kind: ProductKind, label: string) => {
+      const p = plans.products[kind];
       const lora = this.lora[l][kind];
       const weights = this.layers[l][kind].dtype;
       if (!lora?.groups) return linear(label, this.layerGroups[l][kind], p, NORMED[kind], weights);
       if (ADAPTER_MODE[kind] === 'makeXA') return linear(label, lora.groups.product, p, NORMED[kind], weights, 'makeXA', Math.ceil(lora.rank / 4 / WORKGROUP));
-      linear(`${label}_lora_a`, lora.groups.xA as GPUBindGroup, xAPlans.get(kind) as ProductPlan, NORMED[kind], 'F32');
+      linear(`${label}_lora_a`, lora.groups.xA as GPUBindGroup, plans.xA[kind] as ProductPlan, NORMED[kind], 'F32');
       linear(label, lora.groups.product, p, NORMED[kind], weights, 'addDelta');
     };
     // The sum of o's or down's splits into the residual stream, with the product's adapters' delta where it has them.
-    const finishResidual = (l: number, kind: 'o' | 'down', p: ProductPlan) => {
+    const finishResidual = (l: number, kind: 'o' | 'down') => {
+      const { splits } = plans.products[kind];
       const finish = this.lora[l][kind]?.groups?.finish;
       const group = finish ?? this.layerGroups[l][kind === 'o' ? 'finishO' : 'finishDown'];
       const norm = this.layers[l].sandwich !== null;
       const program: ProgramKind = `finishResidual${finish ? 'Lora' : ''}${norm ? 'Norm' : ''}`;
-      run('residual', this.pipeline(program, p.splits, () => finishResidualShader(p.splits, !!finish, norm)), group, N);
+      run('residual', this.pipeline(program, splits, () => finishResidualShader(splits, !!finish, norm)), group, N);
     };
+    const qkvSplits = plans.products.qkv.splits;
+    const gateUpSplits = plans.products.gateUp.splits;
     const pairs = N * (H + 2 * KV) * (D / 2);
     // q_norm and k_norm (Qwen3, Gemma 3), done by the programs that do RoPE's work.
     const qkNormEps = this.config.qkNorm ? this.config.rmsNormEps : null;
-    bindings.forEach((binding, l) => {
-      const g = this.layerGroups[l];
-      layerProduct(l, 'qkv', 'qkv', qkvPlan);
+    this.layerBindings.forEach((bound, l) => {
+      const binding = bound as LayerBinding;
+      layerProduct(l, 'qkv', 'qkv');
       if (T === 1 && qkNormEps !== null) {
-        run('rope_attention', this.pipeline('ropeAttentionNorm', `${D}:${qkvPlan.splits}:${qkNormEps}`, () => ropeAttentionShader(D, qkvPlan.splits, qkNormEps)), binding.ropeAttention, H, N);
+        run('rope_attention', this.pipeline('ropeAttentionNorm', `${D}:${qkvSplits}:${qkNormEps}`, () => ropeAttentionShader(D, qkvSplits, qkNormEps)), binding.ropeAttention, H, N);
       } else if (T === 1) {
-        run('rope_attention', this.pipeline('ropeAttention', `${D}:${qkvPlan.splits}`, () => ropeAttentionShader(D, qkvPlan.splits)), binding.ropeAttention, H, N);
+        run('rope_attention', this.pipeline('ropeAttention', `${D}:${qkvSplits}`, () => ropeAttentionShader(D, qkvSplits)), binding.ropeAttention, H, N);
       } else {
-        if (qkNormEps !== null) run('rope', this.pipeline('ropeNorm', `${qkvPlan.splits}:${qkNormEps}`, () => ropeNormStoreShader(qkvPlan.splits, qkNormEps)), binding.rope, H + 2 * KV, N);
-        else run('rope', this.pipeline('rope', qkvPlan.splits, () => ropeStoreShader(qkvPlan.splits)), binding.rope, ...flatGrid(pairs));
+        if (qkNormEps !== null) run('rope', this.pipeline('ropeNorm', `${qkvSplits}:${qkNormEps}`, () => ropeNormStoreShader(qkvSplits, qkNormEps)), binding.rope, H + 2 * KV, N);
+        else run('rope', this.pipeline('rope', qkvSplits, () => ropeStoreShader(qkvSplits)), binding.rope, ...flatGrid(pairs));
         const queryTile = promptQueryTile(D);
         if (queryTile) run('attention', this.pipeline('attention', `tiled:${D}`, () => promptAttentionShader(D)), binding.attention, H, rows * Math.ceil(T / queryTile));
         else run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
       }
-      layerProduct(l, 'o', 'o', oPlan);
-      finishResidual(l, 'o', oPlan);
-      layerProduct(l, 'gateUp', 'gate_up', gateUpPlan);
-      run('swiglu', this.pipeline('finishSwiglu', `${gateUpPlan.splits}:${hiddenAct}`, () => finishSwigluShader(gateUpPlan.splits, hiddenAct)), g.swiglu, ...flatGrid((N * I) / 4));
-      layerProduct(l, 'down', 'down', downPlan);
-      finishResidual(l, 'down', downPlan);
+      layerProduct(l, 'o', 'o');
+      finishResidual(l, 'o');
+      layerProduct(l, 'gateUp', 'gate_up');
+      run('swiglu', this.pipeline('finishSwiglu', `${gateUpSplits}:${hiddenAct}`, () => finishSwigluShader(gateUpSplits, hiddenAct)), this.layerGroups[l].swiglu, ...flatGrid((N * I) / 4));
+      layerProduct(l, 'down', 'down');
+      finishResidual(l, 'down');
     });
-    if (head) linear('lm_head', this.headGroup as GPUBindGroup, headPlan, true, this.lmHead.dtype);
-    shared?.end();
-    return encoder;
+    linear('lm_head', this.headGroup as GPUBindGroup, plans.head, true, this.lmHead.dtype);
+    return list;
   }
 
   /** cos and sin of each token's position at `invFreq`, for q (times the attention's scale) then k: [tokens, 4, D/2], as Rope.tables rounds them. */
@@ -794,6 +903,7 @@ export class WebGpuDecodeStep {
   }
 
   private dropLora(lora: ProductLora | null): void {
+    if (lora) this.bindGroupsMade++;
     lora?.a.dispose();
     lora?.b.dispose();
     lora?.rankAdapterBuffer.destroy();
@@ -835,6 +945,7 @@ export class WebGpuDecodeStep {
   }
 
   private group(kind: ProgramKind, buffers: GPUBuffer[]): GPUBindGroup {
+    this.bindGroupsMade++;
     return this.device.createBindGroup({ layout: this.pipelines.layouts[kind], entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })) });
   }
 
