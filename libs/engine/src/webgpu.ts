@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
+import { paceDawnPolling } from './dawn-polling';
 
 /** What the WebGPU adapter says about itself (GPUAdapterInfo, plus whether it is a software fallback). */
 export interface GpuAdapterInfo {
@@ -30,10 +31,12 @@ interface DawnBinding {
  * `@tensorflow/tfjs-backend-webgpu` registers its backend only if `navigator.gpu` exists
  * when it is first imported, so this runs before that import. The `webgpu` package's own
  * entry is an ES module, which neither jest nor the CommonJS bundles of the apps can load;
- * the native addon it wraps is loaded here directly.
+ * the native addon it wraps is loaded here directly. Dawn's polling while it waits for the GPU
+ * is paced from here on (dawn-polling.ts).
  */
 export function installNavigatorGpu(): Gpu {
   const { create, globals } = dawnBinding();
+  paceDawnPolling();
   // The GPU* globals first, always: Node 21 and later have a process-wide `navigator`, so its
   // `gpu` may have been set from another context (a jest test file) that this one's globals
   // do not see.

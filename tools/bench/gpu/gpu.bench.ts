@@ -3,7 +3,8 @@
  * weights as the peer. For SmolLM2-135M- and Qwen2.5-0.5B-shaped models (and, when named, 1.5B
  * and 3B ones; random weights from the model maker) it prints prefill tokens/s (one 512-token
  * prompt through DecodeBatch.join), decode tokens/s at batch 1, 32 and 128 (aggregate; greedy,
- * through DecodeBatch.stepDrawn), decode with a LoRA adapter at the smallest and largest batch,
+ * through DecodeBatch.stepDrawn), decode at batch 1 again with Dawn's polling left to spin
+ * rather than paced (dawn-polling.ts; engine only), decode with a LoRA adapter at the smallest and largest batch,
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
  * only), and where some of the step's products take 128 x 128 tiles by their size, LoRA SFT
@@ -50,6 +51,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { BackendName, selectBackend } from '../../../libs/engine/src/backend';
+import { setDawnPolling } from '../../../libs/engine/src/dawn-polling';
 import { adapterFeatures } from '../../../libs/engine/src/webgpu';
 import type { ModelConfig } from '../../../libs/engine/src/config';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
@@ -100,6 +102,8 @@ interface Figures {
   loraDecode?: Record<string, number>;
   /** A step of ART's RL loss (its defaults) on the SFT step's tokens (the engine's only). */
   rl?: number;
+  /** Decoding at the smallest batch with Dawn's polling left to spin rather than paced (the engine's only; dawn-polling.ts). */
+  spinDecode?: number;
   /** LoRA SFT with every tiled product in 64 x 64 tiles, where by their sizes some take 128 (the engine's only, kernels on). */
   sftSmallTiles?: number;
   /** For a 16-bit checkpoint, which the engine holds in 16 bits on webgpu: decoding on an f32 copy (gpuWeights 'f32'), at the smallest and largest batch (the engine's only). */
@@ -313,6 +317,11 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
     for (const size of plan.decodeBatches) {
       progress(`decode, batch ${size}`);
       figures.decode[size] = await decode(lm, plan, size);
+    }
+    if (tf.getBackend() === 'webgpu') {
+      progress(`decode, batch ${plan.decodeBatches[0]}, Dawn's polling left to spin`);
+      setDawnPolling('spin');
+      figures.spinDecode = await decode(lm, plan, plan.decodeBatches[0]).finally(() => setDawnPolling('paced'));
     }
     progress('LoRA SFT');
     figures.sft = await sft(lm, plan);
@@ -534,6 +543,7 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
   const rows = [
     row(`prefill, ${plan.prefillTokens}-token prompt`, (f) => f.prefill),
     ...plan.decodeBatches.map((b) => row(`decode, batch ${b} (aggregate)`, (f) => f.decode[b])),
+    row(`decode, batch ${plan.decodeBatches[0]}, Dawn's polling left to spin`, (f) => f.spinDecode),
     ...loraBatches.map((b) => row(`decode with a LoRA adapter, batch ${b} (aggregate)`, (f) => f.loraDecode?.[b])),
     ...f32Batches.map((b) => row(`decode, weights held in f32, batch ${b} (aggregate)`, (f) => f.f32Decode?.[b])),
     row(`LoRA SFT, ${plan.trainRows} x ${plan.trainTokens} tokens per step`, (f) => f.sft),
