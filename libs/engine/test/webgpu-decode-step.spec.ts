@@ -6,7 +6,7 @@ import type { ModelConfig } from '../src/config';
 import { DecodeBatch } from '../src/decode-batch';
 import { WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
 import { flatGrid } from '../src/kernels/decode-step.wgsl';
-import { countGpuWork } from '../src/kernels/gpu-counters';
+import { countGpuWork, gpuPrototype, wrapMethod } from '../src/kernels/gpu-counters';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel } from '../src/loader';
 import { applyAdapter } from '../src/lora/lora-layer';
@@ -127,20 +127,17 @@ suite('a decoding step encoded whole on webgpu', () => {
   it('shares one step between the batches of a model, which decode at once as each alone, and releases it with the model', async () => {
     await selectBackend('webgpu');
     const lm = await loadModel(makeTiny('decode-step'));
-    const g = globalThis as unknown as Record<string, { prototype: Record<string, (...args: unknown[]) => unknown> }>;
     const calls = { bindGroups: 0, destroyed: 0 };
-    const counted = [
-      [g['GPUDevice'].prototype, 'createBindGroup', () => calls.bindGroups++],
-      [g['GPUBuffer'].prototype, 'destroy', () => calls.destroyed++],
-    ] as const;
-    const originals = counted.map(([prototype, method, count]) => {
-      const original = prototype[method];
-      prototype[method] = function (this: unknown, ...args: unknown[]) {
-        count();
-        return original.apply(this, args);
-      };
-      return original;
-    });
+    const restore = [
+      wrapMethod(gpuPrototype('GPUDevice'), 'createBindGroup', (call) => {
+        calls.bindGroups++;
+        return call();
+      }),
+      wrapMethod(gpuPrototype('GPUBuffer'), 'destroy', (call) => {
+        calls.destroyed++;
+        return call();
+      }),
+    ];
     /** A batch of its own for `prompt`: its logits after joining, then after each of 3 greedy steps; and the bind groups that made. */
     const alone = async (prompt: number[]): Promise<{ logits: Float32Array[]; bindGroups: number }> => {
       const before = calls.bindGroups;
@@ -171,7 +168,7 @@ suite('a decoding step encoded whole on webgpu', () => {
       lm.dispose();
       expect(calls.destroyed).toBeGreaterThan(destroyedBefore);
     } finally {
-      counted.forEach(([prototype, method], i) => (prototype[method] = originals[i]));
+      restore.forEach((undo) => undo());
     }
   }, 60_000);
 

@@ -21,6 +21,7 @@ import * as vm from 'node:vm';
 import { selectBackend } from '../../../libs/engine/src/backend';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
 import { WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
+import { gpuPrototype, wrapMethod } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import { loadModel } from '../../../libs/engine/src/loader';
 import { makeModel, Preset } from '../../../libs/engine/src/maker/make-model';
@@ -30,21 +31,17 @@ function option(name: string, fallback: string): string {
   return at >= 0 ? process.argv[at + 1] : fallback;
 }
 
-type Method = (this: unknown, ...args: unknown[]) => unknown;
-
-/** Wraps `owner[method]` so that each call's milliseconds are added to `into[label]`. */
-function timed(owner: Record<string, Method>, method: string, label: string, into: () => Record<string, number>): () => void {
-  const original = owner[method];
-  owner[method] = function (this: unknown, ...args: unknown[]) {
+/** Wraps `owner[method]` so that each call's milliseconds are added to `into()[label]`. */
+function timed(owner: object, method: string, label: string, into: () => Record<string, number>): () => void {
+  return wrapMethod(owner, method, (call) => {
     const t0 = performance.now();
     try {
-      return original.apply(this, args);
+      return call();
     } finally {
       const spent = into();
       spent[label] = (spent[label] ?? 0) + performance.now() - t0;
     }
-  };
-  return () => (owner[method] = original);
+  });
 }
 
 async function main(): Promise<void> {
@@ -65,11 +62,10 @@ async function main(): Promise<void> {
   for (let s = 0; s < 3; s++) await batch.stepDrawn(next, draws);
   let current: Record<string, number> = {};
   const perStep: Record<string, number>[] = [];
-  const g = globalThis as unknown as Record<string, { prototype: Record<string, Method> }>;
   const restore = [
-    timed(WebGpuDecodeStep.prototype as unknown as Record<string, Method>, 'encode', 'encode', () => current),
-    ...['setPipeline', 'setBindGroup', 'dispatchWorkgroups'].map((m) => timed(g['GPUComputePassEncoder'].prototype, m, 'dawn', () => current)),
-    timed(g['GPUQueue'].prototype, 'submit', 'submit', () => current),
+    timed(WebGpuDecodeStep.prototype, 'encode', 'encode', () => current),
+    ...['setPipeline', 'setBindGroup', 'dispatchWorkgroups'].map((m) => timed(gpuPrototype('GPUComputePassEncoder'), m, 'dawn', () => current)),
+    timed(gpuPrototype('GPUQueue'), 'submit', 'submit', () => current),
   ];
   // The collector, without node's --expose-gc on the command line.
   v8.setFlagsFromString('--expose-gc');

@@ -14,30 +14,49 @@ export interface GpuCounts {
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
 
+/**
+ * Replaces `owner[method]` with `around`, which is given the original call to make (with the
+ * same receiver and arguments), the receiver and the arguments; returns what puts the original
+ * back. For counting and timing the WebGPU calls a piece of code makes (gpuPrototype names
+ * their classes).
+ */
+export function wrapMethod(owner: object, method: string, around: (call: () => unknown, self: unknown, args: unknown[]) => unknown): () => void {
+  const methods = owner as Record<string, Method>;
+  const original = methods[method];
+  methods[method] = function (this: unknown, ...args: unknown[]) {
+    return around(() => original.apply(this, args), this, args);
+  };
+  return () => (methods[method] = original);
+}
+
+/** The prototype of a WebGPU class on the global object (GPUQueue, GPUBuffer...); the globals must exist (installNavigatorGpu). */
+export function gpuPrototype(className: string): object {
+  const prototype = (globalThis as unknown as Record<string, { prototype: object } | undefined>)[className]?.prototype;
+  if (!prototype) throw new Error(`no ${className} (webgpu is not installed)`);
+  return prototype;
+}
+
 /** Runs fn and counts the WebGPU work it makes; the globals must exist (installNavigatorGpu). */
 export async function countGpuWork<T>(fn: () => Promise<T>): Promise<{ result: T; counts: GpuCounts }> {
   const counts: GpuCounts = { dispatches: 0, submits: 0, readBytes: 0 };
-  const globals = globalThis as unknown as Record<string, { prototype: Record<string, Method> } | undefined>;
-  const wrapped: [Record<string, Method>, string, Method][] = [];
-  const wrap = (className: string, method: string, count: (self: unknown, args: unknown[]) => void) => {
-    const prototype = globals[className]?.prototype;
-    if (!prototype) throw new Error(`countGpuWork: no ${className} (webgpu is not installed)`);
-    const original = prototype[method];
-    wrapped.push([prototype, method, original]);
-    prototype[method] = function (this: unknown, ...args: unknown[]) {
-      count(this, args);
-      return original.apply(this, args);
-    };
-  };
-  wrap('GPUComputePassEncoder', 'dispatchWorkgroups', () => counts.dispatches++);
-  wrap('GPUQueue', 'submit', () => counts.submits++);
-  wrap('GPUBuffer', 'mapAsync', (self, [mode, offset, size]) => {
-    // GPUMapMode.READ is 1.
-    if (mode === 1) counts.readBytes += (size as number | undefined) ?? (self as { size: number }).size - ((offset as number | undefined) ?? 0);
-  });
+  const restore = [
+    wrapMethod(gpuPrototype('GPUComputePassEncoder'), 'dispatchWorkgroups', (call) => {
+      counts.dispatches++;
+      return call();
+    }),
+    wrapMethod(gpuPrototype('GPUQueue'), 'submit', (call) => {
+      counts.submits++;
+      return call();
+    }),
+    wrapMethod(gpuPrototype('GPUBuffer'), 'mapAsync', (call, self, [mode, offset, size]) => {
+      // GPUMapMode.READ is 1.
+      if (mode === 1) counts.readBytes += (size as number | undefined) ?? (self as { size: number }).size - ((offset as number | undefined) ?? 0);
+      return call();
+    }),
+  ];
   try {
     return { result: await fn(), counts };
   } finally {
-    for (const [prototype, method, original] of wrapped.reverse()) prototype[method] = original;
+    for (const undo of restore.reverse()) undo();
   }
 }

@@ -41,8 +41,9 @@ export interface ProductTiling {
 }
 
 export function productTiling(rows: number, cols: number): ProductTiling {
-  const grid = (tile: number) => Math.ceil(cols / tile) * Math.ceil(rows / tile);
-  const tile: ProductTile = tileChoice !== 'auto' ? tileChoice : grid(128) >= WIDE_TILE_WORKGROUPS ? 128 : 64;
+  const [small, wide] = PRODUCT_TILES;
+  const wideGrid = Math.ceil(cols / wide) * Math.ceil(rows / wide);
+  const tile: ProductTile = tileChoice !== 'auto' ? tileChoice : wideGrid >= WIDE_TILE_WORKGROUPS ? wide : small;
   return { tile, dispatch: [Math.ceil(cols / tile), Math.ceil(rows / tile), 1] };
 }
 
