@@ -1,11 +1,14 @@
 /**
  * What Dawn's polling costs while the engine waits for the GPU (libs/engine/src/dawn-polling.ts):
  * a decoding step at batch 1 and a LoRA SFT step, each timed with Dawn's ticks paced (the
- * engine's default) and left to spin, as wall time and as the process's CPU time (user and
- * system, every thread) per step. On a GPU the CPU time is the host's, and the wall time says
- * what pacing adds to a step's latency; on lavapipe, whose threads do the GPU's work on the
- * same cores, the wall time says what the spinning takes from them. Medians, each step timed
- * apart after a full garbage collection.
+ * engine's default) and left to spin, as wall time, as the process's CPU time (user and
+ * system, every thread) and as the main thread's CPU time per step. On a GPU the process's CPU
+ * time is the host's, and the wall time says what pacing adds to a step's latency; on
+ * lavapipe, whose threads do the GPU's work on the same cores, the wall time says what the
+ * spinning takes from them. Paced, the main thread's CPU time is the host's own part of a step
+ * (encoding, tfjs's ops, reading back), which a GPU waits for wherever it is not overlapped
+ * with the GPU's work: it is the same on any adapter but for the driver's share of Dawn's calls.
+ * Medians, each step timed apart after a full garbage collection.
  *
  *   npx tsx tools/bench/gpu/polling.bench.ts [--preset smollm2-135m] [--decode-steps 20] [--train-steps 3] [--train-rows 4] [--train-tokens 16]
  *
@@ -30,10 +33,11 @@ function option(name: string, fallback: string): string {
   return at >= 0 ? process.argv[at + 1] : fallback;
 }
 
-/** Wall and CPU milliseconds of one call, and Dawn's ticks in it. */
+/** Wall, process CPU and main-thread CPU milliseconds of one call, and Dawn's ticks in it. */
 interface Timed {
   wall: number;
   cpu: number;
+  mainCpu: number;
   ticks: number;
 }
 
@@ -47,11 +51,13 @@ async function timed(step: () => Promise<unknown>): Promise<Timed> {
   collect();
   const ticks = dawnPollCounts().ticks;
   const cpu = process.cpuUsage();
+  const mainCpu = process.threadCpuUsage();
   const t0 = performance.now();
   await step();
   const wall = performance.now() - t0;
   const used = process.cpuUsage(cpu);
-  return { wall, cpu: (used.user + used.system) / 1000, ticks: dawnPollCounts().ticks - ticks };
+  const usedMain = process.threadCpuUsage(mainCpu);
+  return { wall, cpu: (used.user + used.system) / 1000, mainCpu: (usedMain.user + usedMain.system) / 1000, ticks: dawnPollCounts().ticks - ticks };
 }
 
 function median(values: number[]): number {
@@ -66,7 +72,8 @@ async function measure(mode: DawnPolling, steps: number, step: () => Promise<unk
     await step();
     const runs: Timed[] = [];
     for (let s = 0; s < steps; s++) runs.push(await timed(step));
-    return { wall: median(runs.map((r) => r.wall)), cpu: median(runs.map((r) => r.cpu)), ticks: median(runs.map((r) => r.ticks)) };
+    const of = (key: keyof Timed) => median(runs.map((r) => r[key]));
+    return { wall: of('wall'), cpu: of('cpu'), mainCpu: of('mainCpu'), ticks: of('ticks') };
   } finally {
     setDawnPolling('paced');
   }
@@ -118,10 +125,10 @@ async function main(): Promise<void> {
   }
   const adapter = backend.adapter ? `${backend.adapter.vendor} ${backend.adapter.description || backend.adapter.device}` : 'none';
   console.log(`${preset}, ${lm.config.numLayers} layers; adapter ${adapter}; node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}`);
-  console.log('| a step, medians | wall ms, paced / spinning | CPU ms, paced / spinning | Dawn ticks, paced / spinning |');
-  console.log('|---|---|---|---|');
+  console.log("| a step, medians | wall ms, paced / spinning | CPU ms, paced / spinning | main thread's CPU ms, paced / spinning | Dawn's polls, paced / spinning |");
+  console.log('|---|---|---|---|---|');
   const pair = (a: number, b: number) => `${a.toFixed(1)} / ${b.toFixed(1)}`;
-  for (const [what, paced, spin] of rows) console.log(`| ${what} | ${pair(paced.wall, spin.wall)} | ${pair(paced.cpu, spin.cpu)} | ${paced.ticks} / ${spin.ticks} |`);
+  for (const [what, paced, spin] of rows) console.log(`| ${what} | ${pair(paced.wall, spin.wall)} | ${pair(paced.cpu, spin.cpu)} | ${pair(paced.mainCpu, spin.mainCpu)} | ${paced.ticks} / ${spin.ticks} |`);
 }
 
 main().then(

@@ -62,7 +62,9 @@ import { fusedKernelsApply } from './webgpu-program';
  * The model's weights and the KV cache stay the tfjs tensors they are (their GPUBuffers are
  * bound directly); the pipelines are compiled once per device, the weights' bind groups made
  * once per model (one step a model, shared by its batches: `for`), and a layer's cache bind
- * groups again only when the cache replaces its tensors (KVCache.reserve, another batch's cache). tfjs's own queued work is submitted first, so a step sees what tfjs wrote.
+ * groups again only when the cache replaces its tensors (KVCache.reserve, another batch's cache);
+ * each shape of step records from a dispatch list made on its first step (`prepared`). tfjs's
+ * own queued work is submitted first, so a step sees what tfjs wrote.
  *
  * LoRA adapters (one for every row, or several routed row by row by LoraRouter) run in the step
  * too, two dispatches more a layer (ADAPTER_MODE): q|k|v and gate|up make x A in a product of
