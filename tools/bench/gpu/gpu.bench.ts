@@ -98,6 +98,8 @@ interface Figures {
   prefill: number;
   decode: Record<string, number>;
   sft: number;
+  /** A LoRA SFT step's wall milliseconds and the main thread's CPU milliseconds in it: the host's own part (tfjs's ops, encoding, reading back), which the GPU waits for where it is not overlapped. */
+  sftHost?: { wallMs: number; mainCpuMs: number };
   /** Decoding with a LoRA adapter on all seven projections, at the smallest and largest batch (the engine's only). */
   loraDecode?: Record<string, number>;
   /** A step of ART's RL loss (its defaults) on the SFT step's tokens (the engine's only). */
@@ -237,15 +239,19 @@ function takesLargeTiles(config: ModelConfig, plan: Plan): boolean {
   return widths.some((n) => productTiling(plan.trainRows * plan.trainTokens, n).tile === 128);
 }
 
-async function sft(lm: LoadedModel, plan: Plan): Promise<number> {
+/** LoRA SFT tokens/s over plan.trainSteps steps after one untimed step, and what a step costs the host (Figures.sftHost). */
+async function sft(lm: LoadedModel, plan: Plan): Promise<{ rate: number; host: NonNullable<Figures['sftHost']> }> {
   const trainer = benchTrainer(lm, plan);
   try {
     const rows = trainingRows(lm, plan);
     await trainer.sftStepOnTokens(rows, 1e-4);
+    const cpu = process.threadCpuUsage();
     const time = await seconds(async () => {
       for (let s = 0; s < plan.trainSteps; s++) await trainer.sftStepOnTokens(rows, 1e-4);
     });
-    return (plan.trainRows * plan.trainTokens * plan.trainSteps) / time;
+    const used = process.threadCpuUsage(cpu);
+    const host = { wallMs: (1000 * time) / plan.trainSteps, mainCpuMs: (used.user + used.system) / 1000 / plan.trainSteps };
+    return { rate: (plan.trainRows * plan.trainTokens * plan.trainSteps) / time, host };
   } finally {
     trainer.dispose();
   }
@@ -324,11 +330,13 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
       figures.spinDecode = await decode(lm, plan, plan.decodeBatches[0]).finally(() => setDawnPolling('paced'));
     }
     progress('LoRA SFT');
-    figures.sft = await sft(lm, plan);
+    const trained = await sft(lm, plan);
+    figures.sft = trained.rate;
+    figures.sftHost = trained.host;
     if (takesLargeTiles(lm.config, plan)) {
       progress('LoRA SFT, every product in 64 x 64 tiles');
       setProductTiles(64);
-      figures.sftSmallTiles = await sft(lm, plan).finally(() => setProductTiles('auto'));
+      figures.sftSmallTiles = (await sft(lm, plan).finally(() => setProductTiles('auto'))).rate;
     }
     progress('RL step');
     figures.rl = await rlStep(lm, plan);
@@ -562,6 +570,10 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
   if (typeof theirs === 'string') lines.push('', `PyTorch: ${theirs}.`);
   else lines.push('', `Same model on both sides: the first ${LOGITS_COMPARED} logits of the prompt's last position differ by at most ${differs(first.figures.logits, theirs.logits)}.`);
   for (const other of runs.slice(1)) lines.push(`${other.label} against ${first.label}: those logits differ by at most ${differs(other.figures.logits, first.figures.logits)}.`);
+  for (const { label, figures } of runs) {
+    const host = figures.sftHost;
+    if (host) lines.push(`${label}: a LoRA SFT step took ${host.wallMs.toFixed(0)} ms, ${host.mainCpuMs.toFixed(0)} ms of it the main thread's CPU (the host's own part: tfjs's ops, encoding, reading back).`);
+  }
   for (const run of runs) if (run.figures.profile) lines.push('', `${run.label}:`, '', run.figures.profile);
   return lines.join('\n');
 }

@@ -3,14 +3,17 @@
 # machine with only the NVIDIA driver (and python3 with torch for the peer): the script
 # bundled with the engine and tfjs, Dawn's dawn.node where the bundle looks for it, tfjs's wasm
 # binaries (for --backend wasm), the PyTorch peer, run.sh, the libvulkan1 .deb that run.sh
-# unpacks when the machine has no Vulkan loader, and this machine's node binary, xz-compressed,
-# that run.sh unpacks when the machine has no node. About 50 MB.
+# unpacks when the machine has no Vulkan loader, and the project's Node.js (ensure_node: this
+# machine's when it is new enough), xz-compressed, that run.sh runs the bundle with. About 50 MB.
 #
 #   bash tools/bench/gpu/pack.sh [OUT]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 OUT="$(realpath -m "${1:-$ROOT/tmp/gpu-bench}")"
 cd "$ROOT"
+# shellcheck source=../../../scripts/lib/common.sh
+source scripts/lib/common.sh
+ensure_node
 rm -rf "$OUT"
 mkdir -p "$OUT/node_modules/webgpu/dist/linux-x64"
 node scripts/build-kernels.mjs >/dev/null
