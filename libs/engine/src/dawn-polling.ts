@@ -13,7 +13,9 @@ import * as vm from 'node:vm';
  * lasted SPIN_MS sleeps first, the thread blocked in Atomics.wait, for a fiftieth of the time
  * waited so far and at most MAX_PAUSE_MS: a wait's end is seen at most about 2 % of its length
  * late, a wait shorter than SPIN_MS is polled as before, and a long one (a training step)
- * polls about a thousand times a second. Every other `setImmediate` call goes to Node's own.
+ * polls about a thousand times a second. A pause blocks the event loop as well, so other work
+ * of the process (a message from NATS) waits up to MAX_PAUSE_MS longer while the GPU works.
+ * Every other `setImmediate` call goes to Node's own.
  */
 export type DawnPolling = 'paced' | 'spin';
 

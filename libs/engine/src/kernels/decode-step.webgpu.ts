@@ -659,7 +659,7 @@ export class WebGpuDecodeStep {
     const N = rows * T;
     for (const kind of PRODUCTS) {
       const p = plans.products[kind];
-      const [K, n] = [p.k, p.n];
+      const { k: K, n } = p;
       const rank = this.rankOf(kind);
       const a = plans.xA[kind];
       if (a) queue.writeBuffer(this.xADims[kind], 0, dimsData([N, K, rank / 4, rank / 4, a.chunk, K, 0, 0, 0, 0]));
