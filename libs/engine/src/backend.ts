@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { shareIdentityBuffers } from './kernels/identity';
-import { GpuAdapterInfo, installNavigatorGpu, requestAdapterInfo } from './webgpu';
+import { GpuAdapterInfo, installNavigatorGpu, registerWebGpuDevice, requestAdapterInfo } from './webgpu';
 
 export type BackendName = 'tensorflow' | 'webgpu' | 'wasm' | 'cpu';
 export type BackendPreference = BackendName | 'auto';
@@ -64,7 +64,8 @@ async function activate(name: BackendName, { gpuOnly }: { gpuOnly: boolean }): P
       if (!adapter) throw new Error('no WebGPU adapter (is a Vulkan driver installed?)');
       if (gpuOnly && adapter.fallback) throw new Error(`only a fallback adapter (${adapter.description || adapter.vendor}), not a GPU`);
       // Only after navigator.gpu exists: the package registers its backend on import if it does.
-      await import('@tensorflow/tfjs-backend-webgpu');
+      const { WebGPUBackend } = await import('@tensorflow/tfjs-backend-webgpu');
+      registerWebGpuDevice(WebGPUBackend);
       await setBackend('webgpu');
       return { gpu: !adapter.fallback, adapter };
     }

@@ -1,5 +1,7 @@
+/// <reference types="@webgpu/types" />
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
+import * as tf from '@tensorflow/tfjs-core';
 import { paceDawnPolling } from './dawn-polling';
 
 /** What the WebGPU adapter says about itself (GPUAdapterInfo, plus whether it is a software fallback). */
@@ -96,4 +98,46 @@ export async function requestAdapterInfo(gpu: Gpu): Promise<GpuAdapterInfo | nul
     description: info.description ?? '',
     fallback: Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter),
   };
+}
+
+/** The limits tfjs's webgpu backend asks of the adapter for its device; the engine's device asks them too. */
+const TFJS_LIMITS = [
+  'maxComputeWorkgroupStorageSize',
+  'maxComputeWorkgroupsPerDimension',
+  'maxStorageBufferBindingSize',
+  'maxBufferSize',
+  'maxComputeWorkgroupSizeX',
+  'maxComputeInvocationsPerWorkgroup',
+] as const;
+
+/** tfjs's webgpu backend class, which makeWebGpuBackend makes its backend of (registerWebGpuDevice). */
+type WebGpuBackendClass = new (device: GPUDevice, adapterInfo?: GPUAdapterInfo) => tf.KernelBackend;
+let webGpuBackendClass: WebGpuBackendClass | null = null;
+
+/**
+ * Registers the `webgpu` backend over a device the engine asks for, in place of the one
+ * @tensorflow/tfjs-backend-webgpu makes on import (before tfjs starts the backend; once a
+ * backend is running it is kept). The device is tfjs's (the high-performance adapter, timestamp
+ * queries where offered, the same limits) with, beyond those, every storage buffer a shader
+ * stage may bind on the adapter rather than WebGPU's default of 8: a program of the engine's
+ * takes as many tensors as the adapter binds (webgpu-program.ts, storageBufferLimit), so the
+ * optimizer updates more parameters a dispatch and sums more gradients.
+ */
+export function registerWebGpuDevice(WebGPUBackend: WebGpuBackendClass): void {
+  const engine = tf.engine() as unknown as { registry: Record<string, unknown>; registryFactory: Record<string, { factory: unknown } | undefined> };
+  webGpuBackendClass = WebGPUBackend;
+  if (engine.registry['webgpu'] || engine.registryFactory['webgpu']?.factory === makeWebGpuBackend) return;
+  tf.removeBackend('webgpu');
+  tf.registerBackend('webgpu', makeWebGpuBackend, 3);
+}
+
+async function makeWebGpuBackend(): Promise<tf.KernelBackend> {
+  const gpu = (globalThis as unknown as { navigator: { gpu: GPU } }).navigator.gpu;
+  const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  if (!adapter || !webGpuBackendClass) throw new Error('no WebGPU adapter');
+  const requiredLimits: Record<string, number> = { maxStorageBuffersPerShaderStage: adapter.limits.maxStorageBuffersPerShaderStage };
+  for (const limit of TFJS_LIMITS) requiredLimits[limit] = adapter.limits[limit];
+  const requiredFeatures: GPUFeatureName[] = adapter.features.has('timestamp-query') ? ['timestamp-query'] : [];
+  const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
+  return new webGpuBackendClass(device, (adapter as { info?: GPUAdapterInfo }).info);
 }

@@ -1,3 +1,4 @@
+/// <reference types="@webgpu/types" />
 import * as tf from '@tensorflow/tfjs-core';
 import { BackendInfo, selectBackend } from '../src/backend';
 import { DecodeBatch } from '../src/decode-batch';
@@ -9,6 +10,8 @@ import { checkpointedGradients, nextTokenRows } from '../src/training/checkpoint
 import { RLPlan } from '../src/training/rl-steps';
 import { buildRlSequence, Tokenizing } from '../src/training/sequences';
 import { LoraTrainer, StepMetrics } from '../src/training/trainer';
+import { parametersADispatch } from '../src/kernels/adamw.webgpu';
+import { storageBufferLimit } from '../src/kernels/webgpu-program';
 import { adapterFeatures } from '../src/webgpu';
 import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
 import { PPO, rlConfig } from './training/rl-config';
@@ -190,6 +193,18 @@ suite('webgpu gives the results of cpu and wasm (tiny model)', () => {
     expect(webgpu.backend.adapter?.vendor).toBeTruthy();
     // A software adapter is never reported as a GPU.
     expect(webgpu.backend.gpu).toBe(!webgpu.backend.adapter?.fallback);
+  });
+
+  it("binds as many storage buffers a program as the adapter offers, and timestamp queries, on the engine's device", async () => {
+    await selectBackend('webgpu');
+    const gpu = (globalThis as unknown as { navigator: { gpu: GPU } }).navigator.gpu;
+    const adapter = (await gpu.requestAdapter({ powerPreference: 'high-performance' })) as GPUAdapter;
+    const device = (tf.backend() as unknown as { device: GPUDevice }).device;
+    expect(device.limits.maxStorageBuffersPerShaderStage).toBe(adapter.limits.maxStorageBuffersPerShaderStage);
+    expect(storageBufferLimit()).toBe(adapter.limits.maxStorageBuffersPerShaderStage);
+    expect(device.features.has('timestamp-query')).toBe(adapter.features.has('timestamp-query'));
+    // Lavapipe binds 16, past WebGPU's default of 8: the optimizer then updates four parameters a dispatch.
+    if (webgpu.backend.adapter?.vendor === 'mesa') expect(parametersADispatch()).toBe(4);
   });
 
   it("lists the adapter's features, Dawn's experimental ones included, and its subgroup matrices", async () => {

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ADAMW_WASM } from './adamw.wasm';
-import { ADAMW_IN_PLACE_KERNEL, PARAMETERS_A_DISPATCH, SUM_OF_SQUARES_KERNEL, SUMS_A_DISPATCH } from './adamw.webgpu';
+import { ADAMW_IN_PLACE_KERNEL, parametersADispatch, SUM_OF_SQUARES_KERNEL, sumsADispatch } from './adamw.webgpu';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsEnabled } from './webgpu-program';
 
@@ -75,8 +75,9 @@ export async function sumOfSquares(tensors: tf.Tensor[]): Promise<number> {
 /** Each dispatch's sums read back together (a concat would cost dispatches of its own). */
 async function sumOfSquaresOnGpu(tensors: tf.Tensor[]): Promise<number> {
   const parts: tf.Tensor[] = [];
-  for (let i = 0; i < tensors.length; i += SUMS_A_DISPATCH) {
-    const inputs = Object.fromEntries(tensors.slice(i, i + SUMS_A_DISPATCH).map((t, j) => [`t${j}`, t]));
+  const each = sumsADispatch();
+  for (let i = 0; i < tensors.length; i += each) {
+    const inputs = Object.fromEntries(tensors.slice(i, i + each).map((t, j) => [`t${j}`, t]));
     parts.push(tf.engine().runKernel(SUM_OF_SQUARES_KERNEL, inputs) as tf.Tensor);
   }
   try {
@@ -98,13 +99,14 @@ export function adamwMomentLayout(): 'separate' | 'interleaved' {
 
 /**
  * AdamW steps on webgpu: each parameter's next value (a new tensor), its moments `mv`
- * (interleaved, [2 * size], the caller's alone) updated in place, PARAMETERS_A_DISPATCH
- * parameters a dispatch.
+ * (interleaved, [2 * size], the caller's alone) updated in place, as many parameters a dispatch
+ * as the device binds (parametersADispatch).
  */
 export function adamwStepsInPlace(parameters: { p: tf.Tensor; g: tf.Tensor; mv: tf.Tensor }[], step: AdamWStep): tf.Tensor[] {
   const next: tf.Tensor[] = [];
-  for (let i = 0; i < parameters.length; i += PARAMETERS_A_DISPATCH) {
-    const inputs = Object.fromEntries(parameters.slice(i, i + PARAMETERS_A_DISPATCH).flatMap(({ p, g, mv }, j) => [[`p${j}`, p], [`g${j}`, g], [`mv${j}`, mv]]));
+  const each = parametersADispatch();
+  for (let i = 0; i < parameters.length; i += each) {
+    const inputs = Object.fromEntries(parameters.slice(i, i + each).flatMap(({ p, g, mv }, j) => [[`p${j}`, p], [`g${j}`, g], [`mv${j}`, mv]]));
     next.push(...(tf.engine().runKernel(ADAMW_IN_PLACE_KERNEL, inputs, step as unknown as tf.NamedAttrMap) as unknown as tf.Tensor[]));
   }
   return next;

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { AdamWStep } from './adamw';
-import { flatMain, MAX_STORAGE_BUFFERS, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
+import { flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid } from './webgpu-program';
 
 /**
  * The optimizer's step on webgpu, where the adapters' parameters, gradients and moments already
@@ -8,22 +8,27 @@ import { flatMain, MAX_STORAGE_BUFFERS, MultiOutputProgram, multiOutputBindings,
  * loop and uploaded the parameters again (training/adamw.ts), a few hundred tensors a step for a
  * LoRA adapter.
  *
- * `TrainyardAdamWInPlace` updates two parameters a dispatch: each binds p, its gradient and its
- * moments m and v interleaved in one tensor ([2 n], the optimizer's own, written in place), and
- * writes its next p, four of the eight storage buffers a dispatch may bind (the wasm kernel's
- * separate m and v in and out would take seven, one parameter a dispatch). float32 (WGSL has no
- * float64), in the order training/adamw.ts states the update. `TrainyardSumOfSquares` sums the
- * squares of up to seven tensors, a workgroup a tensor, into one float each: the global gradient
- * norm reads back those, not the gradients.
+ * `TrainyardAdamWInPlace` updates as many parameters a dispatch as the device's storage buffers
+ * hold, four each: p, its gradient and its moments m and v interleaved in one tensor ([2 n], the
+ * optimizer's own, written in place), and its next p (two parameters in WebGPU's default of
+ * eight, four where the device binds sixteen; the wasm kernel's separate m and v in and out
+ * would take seven, one parameter a dispatch). float32 (WGSL has no float64), in the order
+ * training/adamw.ts states the update. `TrainyardSumOfSquares` sums the squares of as many
+ * tensors as the storage buffers hold but its output's, a workgroup a tensor, into one float
+ * each: the global gradient norm reads back those, not the gradients.
  */
 export const ADAMW_IN_PLACE_KERNEL = 'TrainyardAdamWInPlace';
 export const SUM_OF_SQUARES_KERNEL = 'TrainyardSumOfSquares';
 
-/** Parameters one TrainyardAdamWInPlace dispatch updates. */
-export const PARAMETERS_A_DISPATCH = 2;
+/** Parameters one TrainyardAdamWInPlace dispatch updates on the current backend: four storage buffers each. */
+export function parametersADispatch(): number {
+  return Math.floor(storageBufferLimit() / 4);
+}
 
-/** Tensors one TrainyardSumOfSquares dispatch takes: every storage buffer but its output's. */
-export const SUMS_A_DISPATCH = MAX_STORAGE_BUFFERS - 1;
+/** Tensors one TrainyardSumOfSquares dispatch takes on the current backend: every storage buffer but its output's. */
+export function sumsADispatch(): number {
+  return storageBufferLimit() - 1;
+}
 
 const WORKGROUP = 256;
 

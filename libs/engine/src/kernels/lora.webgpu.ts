@@ -6,7 +6,7 @@ import { weightReader } from './half-weights.wgsl';
 import { wgslFloat } from './decode-step.wgsl';
 import { gateActivationWgsl } from './gate-activation.wgsl';
 import { productTiling, tiledProduct } from './tiled-product.wgsl';
-import { disposeIntermediate, fusedKernelsApply, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
+import { disposeIntermediate, fusedKernelsApply, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid } from './webgpu-program';
 
 /**
  * A frozen projection with low-rank adapters (LoRA) for training on webgpu, forward and
@@ -25,7 +25,8 @@ import { disposeIntermediate, fusedKernelsApply, MultiOutputProgram, multiOutput
  * The forward is two dispatches (h, then y with the adapters' delta added to the frozen product
  * in its epilogue); the backward three or four (dh; dx, frozen and adapters' parts in one
  * product, for the MLP's down SwiGLU's backward too; every factor's gradient in one program, or
- * the A's and the B's in two where their tensors would pass eight storage buffers). The generic ops take 7 dispatches a projection
+ * the A's and the B's in two where their tensors would pass the device's storage buffers, eight
+ * on every device and as many as the adapter binds on the engine's: storageBufferLimit). The generic ops take 7 dispatches a projection
  * forward and 14 backward for one adapter, about three times that for q|k|v's three. h is an
  * output of the forward, saved for the backward (ops/saved-activations.ts) instead of
  * recomputed.
@@ -353,9 +354,9 @@ tf.registerKernel({
     const [dh] = runMultiOutputProgram(backend, dhProgram(l, M), [dy, ...bTs]);
     const gateUp = inputs['gateUp'] as tf.TensorInfo | undefined;
     const [dx] = runMultiOutputProgram(backend, dxProgram(l, M, gateUp ? (a.activation ?? 'silu') : null), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : [])]);
-    // Every factor's gradient in one program where its 4 inputs and 2P outputs fit the bindings.
+    // Every factor's gradient in one program where its 4 inputs and 2P outputs fit the device's bindings.
     const grads =
-      4 + 2 * P <= 8
+      4 + 2 * P <= storageBufferLimit(backend)
         ? runMultiOutputProgram(backend, gradsProgram(l, M, 'AB'), [x, dh, h, dy])
         : [...runMultiOutputProgram(backend, gradsProgram(l, M, 'A'), [x, dh]), ...runMultiOutputProgram(backend, gradsProgram(l, M, 'B'), [h, dy])];
     disposeIntermediate(backend, dh);
@@ -410,7 +411,7 @@ export function loraBackwardOnWebGpu(
   if (!loraKernelsApplyOnWebGpu(x, parts) || !readable(weight) || dy.dtype !== 'float32') return null;
   const gateUp = gate?.gateUp ?? null;
   // The dx program binds dy, W, dh, the A's, gateUp and dx.
-  if (gateUp && (gateUp.dtype !== 'float32' || gateUp.shape[1] !== 2 * x.shape[1] || 5 + parts.length > 8)) return null;
+  if (gateUp && (gateUp.dtype !== 'float32' || gateUp.shape[1] !== 2 * x.shape[1] || 5 + parts.length > storageBufferLimit())) return null;
   const { tensors, attrs } = callInputs(parts, weight);
   if (gate) attrs.activation = gate.activation;
   const [dx, ...grads] = tf.engine().runKernel(LORA_BACKWARD_KERNEL, { x, h, dy, ...tensors, ...(gateUp ? { gateUp } : {}) }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];

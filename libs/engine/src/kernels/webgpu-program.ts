@@ -118,15 +118,33 @@ interface WebGpuBackendRecording {
   getQueryTime(): Promise<number>;
 }
 
-/** Most storage buffers one program binds (WebGPU's default maxStorageBuffersPerShaderStage). */
+/** Storage buffers every WebGPU device lets a program bind (the default maxStorageBuffersPerShaderStage). */
 export const MAX_STORAGE_BUFFERS = 8;
+
+let storageBufferCap = Infinity;
+
+/**
+ * Storage buffers a program may bind on the webgpu backend now (`backend`, or tfjs's current
+ * one): the device's limit, which the engine asks as high as the adapter goes
+ * (registerWebGpuDevice), at least MAX_STORAGE_BUFFERS; at most capStorageBuffers' cap.
+ */
+export function storageBufferLimit(backend: object = tf.backend()): number {
+  const limit = (backend as Partial<WebGpuBackendRecording>).device?.limits.maxStorageBuffersPerShaderStage ?? 0;
+  return Math.max(MAX_STORAGE_BUFFERS, Math.min(limit, storageBufferCap));
+}
+
+/** Caps storageBufferLimit (Infinity: the device's), so that tests take the programs a device binding fewer takes. */
+export function capStorageBuffers(cap: number): void {
+  storageBufferCap = cap;
+}
 
 const pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
 
 /** Runs `program` on the webgpu backend that called a kernelFunc: its outputs, new tensors. */
 export function runMultiOutputProgram(backend: object, program: MultiOutputProgram, inputs: tf.TensorInfo[]): tf.TensorInfo[] {
   const b = backend as WebGpuBackendRecording;
-  if (inputs.length + program.outputShapes.length > MAX_STORAGE_BUFFERS) throw new Error(`${program.key}: ${inputs.length} inputs and ${program.outputShapes.length} outputs exceed ${MAX_STORAGE_BUFFERS} storage buffers`);
+  const limit = storageBufferLimit(backend);
+  if (inputs.length + program.outputShapes.length > limit) throw new Error(`${program.key}: ${inputs.length} inputs and ${program.outputShapes.length} outputs exceed ${limit} storage buffers`);
   const outputs = program.outputShapes.map((shape) => b.makeTensorInfo(shape, 'float32'));
   [...inputs, ...outputs].forEach((t) => b.uploadToGPU(t.dataId));
   let cache = pipelines.get(b.device);
