@@ -59,7 +59,7 @@ import { WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.w
 import { countGpuWork, GpuCounts } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
-import { fusedKernelsEnabled, setFusedKernels } from '../../../libs/engine/src/kernels/webgpu-program';
+import { fusedKernelsEnabled, setFusedKernels, storageBufferLimit } from '../../../libs/engine/src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { applyAdapter } from '../../../libs/engine/src/lora/lora-layer';
 import { AdapterTensors, DEFAULT_LORA_SPEC, initLoraWeights } from '../../../libs/engine/src/lora/peft';
@@ -589,7 +589,8 @@ async function productFeatures(): Promise<string> {
   const wanted = ['shader-f16', 'subgroups', 'timestamp-query', 'chromium-experimental-subgroup-matrix'];
   const has = wanted.map((f) => `${f} ${offered.features.includes(f) ? 'yes' : 'no'}`).join(', ');
   const configs = offered.subgroupMatrixConfigs.map((c) => `${c.componentType} -> ${c.resultComponentType} ${c.M}x${c.N}x${c.K}`);
-  return `adapter features: ${has}; subgroup matrices: ${configs.length > 0 ? configs.join(', ') : 'none'}\n`;
+  // The engine's device binds as many storage buffers a program as the adapter offers (registerWebGpuDevice): the optimizer's and some training programs' dispatch counts follow it.
+  return `adapter features: ${has}; subgroup matrices: ${configs.length > 0 ? configs.join(', ') : 'none'}; storage buffers a program: ${storageBufferLimit()}\n`;
 }
 
 /** Which settings of webgpu's fused kernels to measure, in order. */
