@@ -1,7 +1,7 @@
 /**
  * What Dawn's polling costs while the engine waits for the GPU (libs/engine/src/dawn-polling.ts):
  * a decoding step at batch 1 and a LoRA SFT step, each timed with Dawn's ticks paced (the
- * engine's default) and left to spin, as wall time, as the process's CPU time (user and
+ * engine's default) and left to spin, as the dispatches it makes, as wall time, as the process's CPU time (user and
  * system, every thread) and as the main thread's CPU time per step. On a GPU the process's CPU
  * time is the host's, and the wall time says what pacing adds to a step's latency; on
  * lavapipe, whose threads do the GPU's work on the same cores, the wall time says what the
@@ -22,6 +22,7 @@ import * as vm from 'node:vm';
 import { selectBackend } from '../../../libs/engine/src/backend';
 import { DawnPolling, dawnPollCounts, setDawnPolling } from '../../../libs/engine/src/dawn-polling';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
+import { countGpuWork } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { DEFAULT_LORA_SPEC } from '../../../libs/engine/src/lora/peft';
@@ -96,6 +97,11 @@ function trainStep(lm: LoadedModel, rows: number, tokens: number): { step: () =>
   return { step: () => trainer.sftStepOnTokens(sequences, 1e-4), dispose: () => trainer.dispose() };
 }
 
+/** The dispatches one untimed call of `step` makes. */
+async function dispatches(step: () => Promise<unknown>): Promise<number> {
+  return (await countGpuWork(step)).counts.dispatches;
+}
+
 async function main(): Promise<void> {
   const preset = option('--preset', 'smollm2-135m') as Preset;
   const decodeSteps = Number(option('--decode-steps', '20'));
@@ -106,17 +112,17 @@ async function main(): Promise<void> {
   const dir = path.join('var', 'models', `encode-bench-${preset}`);
   if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset, out: dir, seed: 0 });
   const lm = await loadModel(dir);
-  const rows: [string, Timed, Timed][] = [];
+  const rows: [string, number, Timed, Timed][] = [];
   try {
     const decode = await decodeStep(lm);
     try {
-      rows.push(['decode, batch 1', await measure('paced', decodeSteps, decode.step), await measure('spin', decodeSteps, decode.step)]);
+      rows.push(['decode, batch 1', await dispatches(decode.step), await measure('paced', decodeSteps, decode.step), await measure('spin', decodeSteps, decode.step)]);
     } finally {
       decode.dispose();
     }
     const train = trainStep(lm, trainRows, trainTokens);
     try {
-      rows.push([`LoRA SFT, ${trainRows} x ${trainTokens} tokens`, await measure('paced', trainSteps, train.step), await measure('spin', trainSteps, train.step)]);
+      rows.push([`LoRA SFT, ${trainRows} x ${trainTokens} tokens`, await dispatches(train.step), await measure('paced', trainSteps, train.step), await measure('spin', trainSteps, train.step)]);
     } finally {
       train.dispose();
     }
@@ -125,10 +131,10 @@ async function main(): Promise<void> {
   }
   const adapter = backend.adapter ? `${backend.adapter.vendor} ${backend.adapter.description || backend.adapter.device}` : 'none';
   console.log(`${preset}, ${lm.config.numLayers} layers; adapter ${adapter}; node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}`);
-  console.log("| a step, medians | wall ms, paced / spinning | CPU ms, paced / spinning | main thread's CPU ms, paced / spinning | Dawn's polls, paced / spinning |");
-  console.log('|---|---|---|---|---|');
+  console.log("| a step, medians | dispatches | wall ms, paced / spinning | CPU ms, paced / spinning | main thread's CPU ms, paced / spinning | Dawn's polls, paced / spinning |");
+  console.log('|---|---|---|---|---|---|');
   const pair = (a: number, b: number) => `${a.toFixed(1)} / ${b.toFixed(1)}`;
-  for (const [what, paced, spin] of rows) console.log(`| ${what} | ${pair(paced.wall, spin.wall)} | ${pair(paced.cpu, spin.cpu)} | ${pair(paced.mainCpu, spin.mainCpu)} | ${paced.ticks} / ${spin.ticks} |`);
+  for (const [what, count, paced, spin] of rows) console.log(`| ${what} | ${count} | ${pair(paced.wall, spin.wall)} | ${pair(paced.cpu, spin.cpu)} | ${pair(paced.mainCpu, spin.mainCpu)} | ${paced.ticks} / ${spin.ticks} |`);
 }
 
 main().then(
