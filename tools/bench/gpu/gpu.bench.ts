@@ -504,7 +504,7 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
     };
     // The optimizer's work counted inside the step's (countGpuWork's wrappers nest: both count it).
     const apply = AdamW.prototype.apply;
-    let optimizer: GpuCounts = { dispatches: 0, submits: 0, readBytes: 0 };
+    let optimizer: GpuCounts = { dispatches: 0, submits: 0, readBytes: 0, bindGroups: 0, destroyedBuffers: 0 };
     AdamW.prototype.apply = async function (this: AdamW, ...args: Parameters<AdamW['apply']>) {
       const { result, counts } = await countGpuWork(() => apply.apply(this, args));
       optimizer = counts;

@@ -1,8 +1,9 @@
 /**
- * Counts what WebGPU work a piece of code makes: compute dispatches, queue submits and bytes
- * mapped for reading back, by wrapping Dawn's GPUComputePassEncoder.dispatchWorkgroups,
- * GPUQueue.submit and GPUBuffer.mapAsync while it runs, whoever calls them (the engine's
- * encoded steps and tfjs's backend alike). For benches and tests: the counts are machine
+ * Counts what WebGPU work a piece of code makes: compute dispatches, queue submits, bytes
+ * mapped for reading back, bind groups made and buffers destroyed, by wrapping Dawn's
+ * GPUComputePassEncoder.dispatchWorkgroups, GPUQueue.submit, GPUBuffer.mapAsync,
+ * GPUDevice.createBindGroup and GPUBuffer.destroy while it runs, whoever calls them (the
+ * engine's encoded steps and tfjs's backend alike). For benches and tests: the counts are machine
  * independent, so software Vulkan (lavapipe) shows what a step costs as a GPU would run it.
  * Nothing else may use the GPU meanwhile.
  */
@@ -10,6 +11,8 @@ export interface GpuCounts {
   dispatches: number;
   submits: number;
   readBytes: number;
+  bindGroups: number;
+  destroyedBuffers: number;
 }
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
@@ -38,7 +41,7 @@ export function gpuPrototype(className: string): object {
 
 /** Runs fn and counts the WebGPU work it makes; the globals must exist (installNavigatorGpu). */
 export async function countGpuWork<T>(fn: () => Promise<T>): Promise<{ result: T; counts: GpuCounts }> {
-  const counts: GpuCounts = { dispatches: 0, submits: 0, readBytes: 0 };
+  const counts: GpuCounts = { dispatches: 0, submits: 0, readBytes: 0, bindGroups: 0, destroyedBuffers: 0 };
   const restore = [
     wrapMethod(gpuPrototype('GPUComputePassEncoder'), 'dispatchWorkgroups', (call) => {
       counts.dispatches++;
@@ -51,6 +54,14 @@ export async function countGpuWork<T>(fn: () => Promise<T>): Promise<{ result: T
     wrapMethod(gpuPrototype('GPUBuffer'), 'mapAsync', (call, self, [mode, offset, size]) => {
       // GPUMapMode.READ is 1.
       if (mode === 1) counts.readBytes += (size as number | undefined) ?? (self as { size: number }).size - ((offset as number | undefined) ?? 0);
+      return call();
+    }),
+    wrapMethod(gpuPrototype('GPUDevice'), 'createBindGroup', (call) => {
+      counts.bindGroups++;
+      return call();
+    }),
+    wrapMethod(gpuPrototype('GPUBuffer'), 'destroy', (call) => {
+      counts.destroyedBuffers++;
       return call();
     }),
   ];
