@@ -42,28 +42,22 @@ export function gpuPrototype(className: string): object {
 /** Runs fn and counts the WebGPU work it makes; the globals must exist (installNavigatorGpu). */
 export async function countGpuWork<T>(fn: () => Promise<T>): Promise<{ result: T; counts: GpuCounts }> {
   const counts: GpuCounts = { dispatches: 0, submits: 0, readBytes: 0, bindGroups: 0, destroyedBuffers: 0 };
+  // Each call of className.method adds one to counts[key].
+  const counted = (className: string, method: string, key: Exclude<keyof GpuCounts, 'readBytes'>) =>
+    wrapMethod(gpuPrototype(className), method, (call) => {
+      counts[key]++;
+      return call();
+    });
   const restore = [
-    wrapMethod(gpuPrototype('GPUComputePassEncoder'), 'dispatchWorkgroups', (call) => {
-      counts.dispatches++;
-      return call();
-    }),
-    wrapMethod(gpuPrototype('GPUQueue'), 'submit', (call) => {
-      counts.submits++;
-      return call();
-    }),
+    counted('GPUComputePassEncoder', 'dispatchWorkgroups', 'dispatches'),
+    counted('GPUQueue', 'submit', 'submits'),
     wrapMethod(gpuPrototype('GPUBuffer'), 'mapAsync', (call, self, [mode, offset, size]) => {
       // GPUMapMode.READ is 1.
       if (mode === 1) counts.readBytes += (size as number | undefined) ?? (self as { size: number }).size - ((offset as number | undefined) ?? 0);
       return call();
     }),
-    wrapMethod(gpuPrototype('GPUDevice'), 'createBindGroup', (call) => {
-      counts.bindGroups++;
-      return call();
-    }),
-    wrapMethod(gpuPrototype('GPUBuffer'), 'destroy', (call) => {
-      counts.destroyedBuffers++;
-      return call();
-    }),
+    counted('GPUDevice', 'createBindGroup', 'bindGroups'),
+    counted('GPUBuffer', 'destroy', 'destroyedBuffers'),
   ];
   try {
     return { result: await fn(), counts };
