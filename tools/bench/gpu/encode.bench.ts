@@ -11,11 +11,9 @@
  *
  *   npx tsx tools/bench/gpu/encode.bench.ts [--preset smollm2-135m] [--rows 1] [--steps 20]
  *
- * The model (random weights, made by the model maker) is made under var/models/ on first use.
+ * The model (random weights, made by the model maker) is made under tmp/bench-models/ on first use.
  */
-import * as fs from 'node:fs';
 import * as os from 'node:os';
-import * as path from 'node:path';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { selectBackend } from '../../../libs/engine/src/backend';
@@ -24,7 +22,8 @@ import { WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.w
 import { gpuPrototype, wrapMethod } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import { loadModel } from '../../../libs/engine/src/loader';
-import { makeModel, Preset } from '../../../libs/engine/src/maker/make-model';
+import type { Preset } from '../../../libs/engine/src/maker/make-model';
+import { benchModel } from './bench-model';
 
 function option(name: string, fallback: string): string {
   const at = process.argv.indexOf(name);
@@ -49,9 +48,7 @@ async function main(): Promise<void> {
   const rows = Number(option('--rows', '1'));
   const steps = Number(option('--steps', '20'));
   const backend = await selectBackend('webgpu');
-  const dir = path.join('var', 'models', `encode-bench-${preset}`);
-  if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset, out: dir, seed: 0 });
-  const lm = await loadModel(dir, { inferenceOnly: true });
+  const lm = await loadModel(benchModel(preset), { inferenceOnly: true });
   const batch = new DecodeBatch<number>(lm.model);
   const next = new Map<number, number>();
   for (let i = 0; i < rows; i++) {

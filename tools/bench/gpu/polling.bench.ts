@@ -12,11 +12,9 @@
  *
  *   npx tsx tools/bench/gpu/polling.bench.ts [--preset smollm2-135m] [--decode-steps 20] [--train-steps 3] [--train-rows 4] [--train-tokens 16]
  *
- * The model (random weights, made by the model maker) is made under var/models/ on first use.
+ * The model (random weights, made by the model maker) is made under tmp/bench-models/ on first use.
  */
-import * as fs from 'node:fs';
 import * as os from 'node:os';
-import * as path from 'node:path';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { selectBackend } from '../../../libs/engine/src/backend';
@@ -26,7 +24,8 @@ import { countGpuWork } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { DEFAULT_LORA_SPEC } from '../../../libs/engine/src/lora/peft';
-import { makeModel, Preset } from '../../../libs/engine/src/maker/make-model';
+import type { Preset } from '../../../libs/engine/src/maker/make-model';
+import { benchModel } from './bench-model';
 import { LoraTrainer } from '../../../libs/engine/src/training/trainer';
 
 function option(name: string, fallback: string): string {
@@ -109,9 +108,7 @@ async function main(): Promise<void> {
   const trainRows = Number(option('--train-rows', '4'));
   const trainTokens = Number(option('--train-tokens', '16'));
   const backend = await selectBackend('webgpu');
-  const dir = path.join('var', 'models', `encode-bench-${preset}`);
-  if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset, out: dir, seed: 0 });
-  const lm = await loadModel(dir);
+  const lm = await loadModel(benchModel(preset));
   const rows: [string, number, Timed, Timed][] = [];
   try {
     const decode = await decodeStep(lm);
