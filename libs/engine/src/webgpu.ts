@@ -34,9 +34,11 @@ interface DawnBinding {
  * when it is first imported, so this runs before that import. The `webgpu` package's own
  * entry is an ES module, which neither jest nor the CommonJS bundles of the apps can load;
  * the native addon it wraps is loaded here directly. Dawn's polling while it waits for the GPU
- * is paced from here on (dawn-polling.ts).
+ * is paced from here on (dawn-polling.ts). `flags` are Dawn's instance flags (the `webgpu`
+ * package's `create`), of the first call in the process only: `backend=null` puts Dawn's null
+ * backend there, which records every call and runs nothing (tools/bench/gpu/host.bench.ts).
  */
-export function installNavigatorGpu(): Gpu {
+export function installNavigatorGpu(flags: string[] = []): Gpu {
   const { create, globals } = dawnBinding();
   paceDawnPolling();
   // The GPU* globals first, always: Node 21 and later have a process-wide `navigator`, so its
@@ -47,7 +49,7 @@ export function installNavigatorGpu(): Gpu {
   }
   const nav = (globalThis as { navigator?: { gpu?: Gpu } }).navigator;
   if (nav?.gpu) return nav.gpu;
-  const gpu = create([]);
+  const gpu = create(flags);
   if (nav) Object.defineProperty(nav, 'gpu', { value: gpu, configurable: true });
   else Object.defineProperty(globalThis, 'navigator', { value: { gpu }, configurable: true, writable: true });
   return gpu;

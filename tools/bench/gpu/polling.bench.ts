@@ -15,23 +15,13 @@
  * The model (random weights, made by the model maker) is made under tmp/bench-models/ on first use.
  */
 import * as os from 'node:os';
-import * as v8 from 'node:v8';
-import * as vm from 'node:vm';
 import { selectBackend } from '../../../libs/engine/src/backend';
 import { DawnPolling, dawnPollCounts, setDawnPolling } from '../../../libs/engine/src/dawn-polling';
-import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
 import { countGpuWork } from '../../../libs/engine/src/kernels/gpu-counters';
-import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
-import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
-import { DEFAULT_LORA_SPEC } from '../../../libs/engine/src/lora/peft';
+import { loadModel } from '../../../libs/engine/src/loader';
 import type { Preset } from '../../../libs/engine/src/maker/make-model';
 import { benchModel } from './bench-model';
-import { LoraTrainer } from '../../../libs/engine/src/training/trainer';
-
-function option(name: string, fallback: string): string {
-  const at = process.argv.indexOf(name);
-  return at >= 0 ? process.argv[at + 1] : fallback;
-}
+import { collectGarbage, decodeStep, median, option, sftStep } from './bench-steps';
 
 /** Wall, process CPU and main-thread CPU milliseconds of one call, and Dawn's ticks in it. */
 interface Timed {
@@ -41,14 +31,8 @@ interface Timed {
   ticks: number;
 }
 
-const collect = (() => {
-  // The collector, without node's --expose-gc on the command line.
-  v8.setFlagsFromString('--expose-gc');
-  return vm.runInNewContext('gc') as () => void;
-})();
-
 async function timed(step: () => Promise<unknown>): Promise<Timed> {
-  collect();
+  collectGarbage();
   const ticks = dawnPollCounts().ticks;
   const cpu = process.cpuUsage();
   const mainCpu = process.threadCpuUsage();
@@ -58,11 +42,6 @@ async function timed(step: () => Promise<unknown>): Promise<Timed> {
   const used = process.cpuUsage(cpu);
   const usedMain = process.threadCpuUsage(mainCpu);
   return { wall, cpu: (used.user + used.system) / 1000, mainCpu: (usedMain.user + usedMain.system) / 1000, ticks: dawnPollCounts().ticks - ticks };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 /** Medians over `steps` calls of `step` with the polling `mode`, after one untimed call. */
@@ -77,23 +56,6 @@ async function measure(mode: DawnPolling, steps: number, step: () => Promise<unk
   } finally {
     setDawnPolling('paced');
   }
-}
-
-async function decodeStep(lm: LoadedModel): Promise<{ step: () => Promise<unknown>; dispose: () => void }> {
-  const batch = new DecodeBatch<number>(lm.model);
-  await batch.join(0, [1, 2, 3, 4]);
-  const next = new Map([[0, 5]]);
-  const greedy = new Map<number, RowDraw>([[0, { temperature: 0, u: 0 }]]);
-  return { step: () => batch.stepDrawn(next, greedy), dispose: () => batch.dispose() };
-}
-
-function trainStep(lm: LoadedModel, rows: number, tokens: number): { step: () => Promise<unknown>; dispose: () => void } {
-  const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: rows * tokens });
-  const sequences = Array.from({ length: rows }, (_, r) => {
-    const ids = Array.from({ length: tokens }, (_, i) => 5 + ((i * 7 + r * 13) % 1000));
-    return { tokens: ids, mask: ids.map((_, i) => (i < 2 ? 0 : 1)) };
-  });
-  return { step: () => trainer.sftStepOnTokens(sequences, 1e-4), dispose: () => trainer.dispose() };
 }
 
 /** The dispatches one untimed call of `step` makes. */
@@ -111,13 +73,13 @@ async function main(): Promise<void> {
   const lm = await loadModel(benchModel(preset));
   const rows: [string, number, Timed, Timed][] = [];
   try {
-    const decode = await decodeStep(lm);
+    const decode = await decodeStep(lm, 1);
     try {
       rows.push(['decode, batch 1', await dispatches(decode.step), await measure('paced', decodeSteps, decode.step), await measure('spin', decodeSteps, decode.step)]);
     } finally {
       decode.dispose();
     }
-    const train = trainStep(lm, trainRows, trainTokens);
+    const train = sftStep(lm, trainRows, trainTokens);
     try {
       rows.push([`LoRA SFT, ${trainRows} x ${trainTokens} tokens`, await dispatches(train.step), await measure('paced', trainSteps, train.step), await measure('spin', trainSteps, train.step)]);
     } finally {

@@ -1,0 +1,80 @@
+import * as v8 from 'node:v8';
+import * as vm from 'node:vm';
+import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
+import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
+import type { LoadedModel } from '../../../libs/engine/src/loader';
+import { DEFAULT_LORA_SPEC } from '../../../libs/engine/src/lora/peft';
+import type { RLPlan } from '../../../libs/engine/src/training/rl-steps';
+import { LoraTrainer } from '../../../libs/engine/src/training/trainer';
+import { validateExperimentalConfig } from '../../../libs/art/src/experimental-config';
+
+/** The value given after `name` on the command line, else `fallback`. */
+export function option(name: string, fallback: string): string {
+  const at = process.argv.indexOf(name);
+  return at >= 0 ? process.argv[at + 1] : fallback;
+}
+
+/** A full garbage collection, without node's --expose-gc on the command line. */
+export const collectGarbage = (() => {
+  v8.setFlagsFromString('--expose-gc');
+  return vm.runInNewContext('gc') as () => void;
+})();
+
+/** One kind of step a bench repeats, and what frees what it holds. */
+export interface BenchStep {
+  step: () => Promise<unknown>;
+  dispose: () => void;
+}
+
+/** Greedy decoding steps of a batch of `rows` rows, each joined with a 4-token prompt. */
+export async function decodeStep(lm: LoadedModel, rows = 1): Promise<BenchStep> {
+  const batch = new DecodeBatch<number>(lm.model);
+  const next = new Map<number, number>();
+  for (let r = 0; r < rows; r++) {
+    await batch.join(r, [1 + r, 2, 3, 4]);
+    next.set(r, 5);
+  }
+  const greedy = new Map<number, RowDraw>(Array.from({ length: rows }, (_, r) => [r, { temperature: 0, u: 0 }]));
+  return { step: () => batch.stepDrawn(next, greedy), dispose: () => batch.dispose() };
+}
+
+/** `rows` sequences of `tokens` tokens, the first 2 of each without loss. */
+function trainingRows(rows: number, tokens: number): { tokens: number[]; mask: number[] }[] {
+  return Array.from({ length: rows }, (_, r) => {
+    const ids = Array.from({ length: tokens }, (_, i) => 5 + ((i * 7 + r * 13) % 1000));
+    return { tokens: ids, mask: ids.map((_, i) => (i < 2 ? 0 : 1)) };
+  });
+}
+
+/** A LoRA trainer on DEFAULT_LORA_SPEC whose micro-batch holds `rows` x `tokens` tokens. */
+function benchTrainer(lm: LoadedModel, rows: number, tokens: number): LoraTrainer {
+  return new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: rows * tokens });
+}
+
+/** LoRA SFT steps on `rows` sequences of `tokens` tokens in one micro-batch. */
+export function sftStep(lm: LoadedModel, rows: number, tokens: number): BenchStep {
+  const trainer = benchTrainer(lm, rows, tokens);
+  const sequences = trainingRows(rows, tokens);
+  return { step: () => trainer.sftStepOnTokens(sequences, 1e-4), dispose: () => trainer.dispose() };
+}
+
+/**
+ * Steps of ART's default RL loss (validateExperimentalConfig's defaults: importance sampling
+ * against the sampled logprobs) on the same rows, half with advantage 1 and half -1.
+ */
+export function rlStep(lm: LoadedModel, rows: number, tokens: number): BenchStep {
+  const trainer = benchTrainer(lm, rows, tokens);
+  const items = trainingRows(rows, tokens).map(({ tokens: ids, mask }, r) => ({
+    sequence: { tokens: ids, mask, logprobs: mask.map((m) => (m ? -2 : NaN)) },
+    advantage: r % 2 === 0 ? 1 : -1,
+  }));
+  const plan: RLPlan = { steps: [items], learningRate: 1e-5 };
+  const config = validateExperimentalConfig({}).config.settings;
+  return { step: () => trainer.trainRl(plan, config), dispose: () => trainer.dispose() };
+}
+
+/** The median of `values`. */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}

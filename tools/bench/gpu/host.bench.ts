@@ -1,0 +1,87 @@
+/**
+ * The host's own part of a step on webgpu: the main thread's CPU time to run a step's tfjs ops
+ * and the engine's, record and submit its dispatches and read back its results, measured on
+ * Dawn's null backend. That backend validates and records every WebGPU call as any other does
+ * but runs nothing (its readbacks are zeros), so neither a GPU's waits nor a software driver's
+ * threads are in the figure: on lavapipe, whose threads run the step on the same cores, the
+ * main thread's CPU time of a step (polling.bench) is several times this. On a GPU the host's
+ * part is this plus the driver's share of Dawn's calls, which the null backend does not have.
+ * The GPU waits for whatever of it is not overlapped with its own work.
+ *
+ * The model is SmolLM2-135M's at half its width: its 30 layers, 9 query and 3 KV heads of 64,
+ * and its vocabulary, with hidden and MLP widths of 288 and 768 (random weights from the model
+ * maker, made under tmp/bench-models/ on first use), because the null device holds at most
+ * 512 MB. The host's work of a step does not depend on the widths but for copies made on the
+ * host. The null adapter binds WebGPU's default of 8 storage buffers a program, so its
+ * optimizer takes two parameters a dispatch (four where 16 are bound).
+ * Medians over the timed steps, each after a full garbage collection and one untimed step.
+ *
+ *   npx tsx tools/bench/gpu/host.bench.ts [--steps 10] [--train-rows 4] [--train-tokens 16]
+ */
+import * as os from 'node:os';
+import { selectBackend } from '../../../libs/engine/src/backend';
+import { countGpuWork } from '../../../libs/engine/src/kernels/gpu-counters';
+import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
+import { installNavigatorGpu } from '../../../libs/engine/src/webgpu';
+import { benchModel, BenchVariant } from './bench-model';
+import { BenchStep, collectGarbage, decodeStep, median, option, rlStep, sftStep } from './bench-steps';
+
+/** SmolLM2-135M's layers, heads and vocabulary at half its hidden and MLP widths. */
+const HALF_WIDTH: BenchVariant = { name: 'half-width', overrides: { hiddenSize: 288, intermediateSize: 768 } };
+
+/** The dispatches one call of `step` makes and the median main-thread CPU milliseconds of `steps` more. */
+async function hostCost(step: () => Promise<unknown>, steps: number): Promise<{ dispatches: number; cpuMs: number }> {
+  const { dispatches } = (await countGpuWork(step)).counts;
+  const cpu: number[] = [];
+  for (let s = 0; s < steps; s++) {
+    collectGarbage();
+    const before = process.threadCpuUsage();
+    await step();
+    const used = process.threadCpuUsage(before);
+    cpu.push((used.user + used.system) / 1000);
+  }
+  return { dispatches, cpuMs: median(cpu) };
+}
+
+async function main(): Promise<void> {
+  const steps = Number(option('--steps', '10'));
+  const trainRows = Number(option('--train-rows', '4'));
+  const trainTokens = Number(option('--train-tokens', '16'));
+  installNavigatorGpu(['backend=null']);
+  const backend = await selectBackend('webgpu');
+  if (backend.adapter?.device !== 'null-backend') throw new Error(`expected Dawn's null backend, got ${JSON.stringify(backend.adapter)}`);
+  const lm = await loadModel(benchModel('smollm2-135m', HALF_WIDTH));
+  const kinds: [string, (lm: LoadedModel) => BenchStep | Promise<BenchStep>][] = [
+    ['decode, batch 1', (m) => decodeStep(m, 1)],
+    [`LoRA SFT, ${trainRows} x ${trainTokens} tokens`, (m) => sftStep(m, trainRows, trainTokens)],
+    [`RL step (ART's default loss), ${trainRows} x ${trainTokens} tokens`, (m) => rlStep(m, trainRows, trainTokens)],
+  ];
+  const rows: string[] = [];
+  try {
+    for (const [what, make] of kinds) {
+      process.stderr.write(`  ${what}\n`);
+      const bench = await make(lm);
+      try {
+        await bench.step();
+        const { dispatches, cpuMs } = await hostCost(bench.step, steps);
+        rows.push(`| ${what} | ${dispatches} | ${cpuMs.toFixed(1)} | ${((1000 * cpuMs) / dispatches).toFixed(0)} |`);
+      } finally {
+        bench.dispose();
+      }
+    }
+  } finally {
+    lm.dispose();
+  }
+  console.log(`smollm2-135m's layers at half its width (hidden ${lm.config.hiddenSize}, MLP ${lm.config.intermediateSize}), ${lm.config.numLayers} layers, f32; Dawn's null backend; node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}`);
+  console.log("| a step | dispatches | main thread's CPU ms, median | µs a dispatch |");
+  console.log('|---|---|---|---|');
+  rows.forEach((row) => console.log(row));
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
