@@ -61,6 +61,19 @@ function halfToFloat(h: number): number {
   return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
 }
 
+/**
+ * Writes 16-bit values (bf16 or f16 bits) as f32 into `out` from element `at`: a bf16 is the top
+ * half of its f32, an f16 is converted.
+ */
+export function widenInto(dtype: 'F16' | 'BF16', src: Uint16Array, out: Float32Array, at: number): void {
+  if (dtype === 'BF16') {
+    const bits = new Uint32Array(out.buffer, out.byteOffset + 4 * at, src.length);
+    for (let i = 0; i < src.length; i++) bits[i] = src[i] << 16;
+  } else {
+    for (let i = 0; i < src.length; i++) out[at + i] = halfToFloat(src[i]);
+  }
+}
+
 /** Round to nearest even, with overflow to infinity and gradual underflow. */
 function floatToHalf(value: number): number {
   f32[0] = value;

@@ -6,6 +6,7 @@ import { GenerationConfig, ModelConfig, parseGenerationConfig, parseModelConfig 
 import { HalfDtype, halfPairs, roundTo, StorageDtype, transpose2d } from './dtype';
 import { ModelLoadError } from './errors';
 import { MatMulPlan, startMatMulThreads, tuneMatMul } from './kernels/matmul';
+import { EmbeddingTable } from './model/embedding';
 import { FrozenLinear, HalfWeight, LinearPart } from './model/linear';
 import { Attention, Block, HeadNorms, LlamaModel, MLP, RMSNorm } from './model/llama';
 import { Rope } from './model/rope';
@@ -332,7 +333,8 @@ export function buildModel(config: ModelConfig, checkpoint: Checkpoint, options:
     } else {
       lmHead = linear('', [{ name: 'lm_head', outFeatures: V }], C, false);
     }
-    return new LlamaModel(config, { embedding, embeddingScale: embeddingScale(config, checkpoint), blocks, finalNorm, lmHead, rope, slidingRope, extra: [eps] });
+    const table = EmbeddingTable.of(embedding, C, checkpoint.dtypeOf('model.embed_tokens.weight'));
+    return new LlamaModel(config, { embedding: table, embeddingScale: embeddingScale(config, checkpoint), blocks, finalNorm, lmHead, rope, slidingRope, extra: [eps] });
   } catch (err) {
     for (const t of created) t.dispose();
     for (const l of linears) l.dispose();

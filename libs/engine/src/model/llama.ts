@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { HiddenAct, ModelConfig } from '../config';
 import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights } from '../kernels/matmul';
 import { attend, decoderBlock, geglu, rmsNorm, ropeQkv, ropeQkvNormed, swiglu } from '../ops';
+import type { EmbeddingTable } from './embedding';
 import { FrozenLinear } from './linear';
 import { KVCache, MASKED } from './kv-cache';
 import { Rope } from './rope';
@@ -206,8 +207,8 @@ export class Block {
 
 /** Everything a LlamaModel is made of; the loader fills it from a checkpoint. */
 export interface LlamaParts {
-  /** Token embeddings [vocab, hidden], kept in JS memory: lookups are row copies. */
-  embedding: Float32Array;
+  /** Token embeddings [vocab, hidden], kept in JS memory in the checkpoint's dtype: lookups are row copies. */
+  embedding: EmbeddingTable;
   blocks: Block[];
   finalNorm: RMSNorm;
   /** lm_head (the embedding, transposed, when tied). */
@@ -232,7 +233,7 @@ export class LlamaModel {
   readonly blocks: Block[];
   readonly finalNorm: RMSNorm;
   readonly lmHead: FrozenLinear;
-  private readonly embedding: Float32Array;
+  readonly embedding: EmbeddingTable;
   private readonly embeddingScale: number;
   private readonly rope: Rope;
   private readonly slidingRope: Rope | null;
@@ -327,12 +328,7 @@ export class LlamaModel {
 
   /** The embedding table's rows for `ids` (times the model's embedding scale), [ids, hidden] row-major. */
   embeddingRows(ids: readonly number[]): Float32Array {
-    const C = this.config.hiddenSize;
-    const out = new Float32Array(ids.length * C);
-    ids.forEach((id, i) => {
-      if (!(id >= 0 && id < this.config.vocabSize)) throw new Error(`token id ${id} out of range [0, ${this.config.vocabSize})`);
-      out.set(this.embedding.subarray(id * C, (id + 1) * C), i * C);
-    });
+    const out = this.embedding.rows(ids);
     if (this.embeddingScale !== 1) for (let j = 0; j < out.length; j++) out[j] *= this.embeddingScale;
     return out;
   }

@@ -1,0 +1,49 @@
+import { f32ToBf16, f32ToF16, StorageDtype, widenInto } from '../dtype';
+
+/**
+ * The token embedding table [vocab, hidden], kept in JS memory in the checkpoint's storage
+ * dtype: a bf16 or f16 table in its 16 bits, half the bytes of an f32 copy (Qwen2.5-3B's
+ * 151,936 x 2,048 table is 622 MB instead of 1,245 MB). A lookup copies rows, widening each
+ * value to f32 as it copies it: no gather kernel, and no gather gradient.
+ */
+export class EmbeddingTable {
+  private constructor(
+    readonly dtype: StorageDtype,
+    private readonly values: Float32Array | Uint16Array,
+    readonly hidden: number,
+  ) {}
+
+  /**
+   * The table of `values`, a checkpoint's tensor read as f32, stored in `stored` (its dtype in
+   * the checkpoint). Kept in 16 bits for F16 and BF16, which is exact: each value came from 16
+   * bits and narrows back to them.
+   */
+  static of(values: Float32Array, hidden: number, stored: string): EmbeddingTable {
+    if (stored === 'BF16') return new EmbeddingTable('BF16', f32ToBf16(values), hidden);
+    if (stored === 'F16') return new EmbeddingTable('F16', f32ToF16(values), hidden);
+    return new EmbeddingTable('F32', values, hidden);
+  }
+
+  /** Bytes the table holds. */
+  get bytes(): number {
+    return this.values.byteLength;
+  }
+
+  /** Rows of the table. */
+  get vocab(): number {
+    return this.values.length / this.hidden;
+  }
+
+  /** The rows for `ids` as f32, [ids, hidden] row-major. */
+  rows(ids: readonly number[]): Float32Array {
+    const C = this.hidden;
+    const out = new Float32Array(ids.length * C);
+    ids.forEach((id, i) => {
+      if (!(Number.isInteger(id) && id >= 0 && id < this.vocab)) throw new Error(`token id ${id} out of range [0, ${this.vocab})`);
+      const row = this.values.subarray(id * C, (id + 1) * C);
+      if (row instanceof Float32Array) out.set(row, i * C);
+      else widenInto(this.dtype as 'F16' | 'BF16', row, out, i * C);
+    });
+    return out;
+  }
+}
