@@ -41,3 +41,4 @@ export { KEPT_PRODUCTS_BYTES } from './training/checkpointing';
 export * from './grammar';
 export * from './tools';
 export type { GpuAdapterInfo } from './webgpu';
+export { GpuFault, type GpuFaultKind } from './gpu-faults';

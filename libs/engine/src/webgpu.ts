@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { paceDawnPolling } from './dawn-polling';
+import { readChecked, watchGpuFaults } from './gpu-faults';
 
 /** What the WebGPU adapter says about itself (GPUAdapterInfo, plus whether it is a software fallback). */
 export interface GpuAdapterInfo {
@@ -141,5 +142,10 @@ async function makeWebGpuBackend(): Promise<tf.KernelBackend> {
   for (const limit of TFJS_LIMITS) requiredLimits[limit] = adapter.limits[limit];
   const requiredFeatures: GPUFeatureName[] = adapter.features.has('timestamp-query') ? ['timestamp-query'] : [];
   const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
-  return new webGpuBackendClass(device, (adapter as { info?: GPUAdapterInfo }).info);
+  const backend = new webGpuBackendClass(device, (adapter as { info?: GPUAdapterInfo }).info) as tf.KernelBackend & { read(dataId: object): Promise<tf.BackendValues> };
+  // Every tensor's values (tensor.data()) come through read: none is given after an error the device reported (gpu-faults.ts).
+  watchGpuFaults(device);
+  const read = backend.read.bind(backend);
+  backend.read = (dataId) => readChecked(device, () => read(dataId));
+  return backend;
 }

@@ -1,9 +1,8 @@
 import { Logger } from '@nestjs/common';
-import { ErrorCode } from '@trainyard/contracts';
 import { DecodeBatch, DrawnToken, drawOnDeviceAvailable, LoraAttachment, LoraRouter, PromptCache, RowDraw } from '@trainyard/engine';
 import { AdapterCache } from '../models/adapter-cache';
 import { ChoiceSequence, DecodingWork } from './decoding-work';
-import { errorEvent } from './inference-events';
+import { generationFailedEvent } from './inference-events';
 import type { Admission } from './slot-ledger';
 
 /**
@@ -76,7 +75,7 @@ export class DecodeBatches {
       }
     } catch (err) {
       this.logger.error(`prefill failed for ${completion.id}: ${(err as Error).stack ?? (err as Error).message}`);
-      completion.fail(errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker'));
+      completion.fail(generationFailedEvent(err));
       completion.abandon();
     }
   }
@@ -165,7 +164,7 @@ export class DecodeBatches {
     this.logger.error(`decode step failed: ${err.stack ?? err.message}`);
     for (const { completion } of [...batch.decode.ids]) {
       if (completion.cancelled) continue;
-      completion.fail(errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker'));
+      completion.fail(generationFailedEvent(err));
       completion.abandon();
     }
   }

@@ -1,5 +1,5 @@
 import { ErrorCode, InferenceEvent } from '@trainyard/contracts';
-import type { GrammarError } from '@trainyard/engine';
+import { GpuFault, type GrammarError } from '@trainyard/engine';
 import { grammarRefusal } from './engine-inputs';
 
 export type ErrorEvent = InferenceEvent & { type: 'error' };
@@ -7,6 +7,19 @@ export type ErrorEvent = InferenceEvent & { type: 'error' };
 /** The error event a completion's client sees: a coded error, with the request parameter at fault when there is one. */
 export function errorEvent(code: ErrorCode, message: string, param?: string): ErrorEvent {
   return { type: 'error', error: { code, message, details: param ? { param } : {} } };
+}
+
+/**
+ * What a completion whose prefill or decoding step failed is told: the GPU running out of memory
+ * is the server's capacity, which a retry (or a shorter prompt, or fewer choices) may find;
+ * anything else is a failure of the worker.
+ */
+export function generationFailedEvent(err: unknown): ErrorEvent {
+  if (err instanceof GpuFault && err.kind === 'out-of-memory') {
+    const message = 'The GPU ran out of memory for this completion; retry it, or send a shorter prompt or fewer choices';
+    return { type: 'error', error: { code: ErrorCode.Unavailable, message, details: { retryAfterSeconds: 1 } } };
+  }
+  return errorEvent(ErrorCode.Internal, 'Generation failed on the inference worker');
 }
 
 /** A grammar the request made that cannot be decoded: the client's request is at fault. */

@@ -28,6 +28,7 @@ import {
 import type { LoraPart } from './lora';
 import type { DrawnToken, RowDraw } from './sample';
 import { fusedKernelsApply } from './webgpu-program';
+import { readChecked } from '../gpu-faults';
 
 /**
  * A whole forward step of a Llama-family model on webgpu (decoding one token a row, or a
@@ -988,9 +989,12 @@ export class WebGpuDecodeStep {
   private async read(buffer: GPUBuffer, bytes: number): Promise<Float32Array> {
     let values: Float32Array;
     try {
-      await buffer.mapAsync(1 /* GPUMapMode.READ */, 0, bytes);
-      values = new Float32Array(buffer.getMappedRange(0, bytes).slice(0));
-      buffer.unmap();
+      values = await readChecked(this.device, async () => {
+        await buffer.mapAsync(1 /* GPUMapMode.READ */, 0, bytes);
+        const read = new Float32Array(buffer.getMappedRange(0, bytes).slice(0));
+        buffer.unmap();
+        return read;
+      });
     } catch (err) {
       buffer.destroy();
       throw err;
