@@ -415,9 +415,12 @@ export async function checkpointedGradients(
       const all = tf.reshape(result.grad, [R * T]) as tf.Tensor1D;
       return { value: result.value, dLogprobs: at ? (tf.gather(all, at) as tf.Tensor1D) : all };
     });
-    const lossValue = (await value.data())[0];
-    value.dispose();
-    kept.push(dLogprobs);
+    // The loss's value is read while the backward is recorded, not before: waiting for it here
+    // would leave the GPU idle for a round trip and the first of the backward's dispatches.
+    kept.push(value, dLogprobs);
+    const lossRead = value.data();
+    // Awaited after step 4; a throw before then must not leave it an unhandled rejection.
+    lossRead.catch(() => undefined);
 
     // 3. Back through the head a chunk of positions at a time, from the chunk's kept softmax
     // or with its logits and softmax recomputed (through the tape only where the lm_head has
@@ -477,7 +480,7 @@ export async function checkpointedGradients(
       variables.forEach((v, i) => grads.set(v.name, dVariables[i]));
     }
     dx.dispose();
-    return { value: lossValue, grads };
+    return { value: (await lossRead)[0], grads };
   } finally {
     kept.forEach((t) => t.dispose());
     onePass.forEach((saved) => saved?.dispose());
