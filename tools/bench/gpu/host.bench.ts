@@ -6,7 +6,9 @@
  * threads are in the figure: on lavapipe, whose threads run the step on the same cores, the
  * main thread's CPU time of a step (polling.bench) is several times this. On a GPU the host's
  * part is this plus the driver's share of Dawn's calls, which the null backend does not have.
- * The GPU waits for whatever of it is not overlapped with its own work.
+ * The GPU waits for whatever of it is not overlapped with its own work. The last column is the
+ * part of it in Dawn's createBindGroup: a decoding step makes its bind groups once, a training
+ * step, through tfjs, one a dispatch.
  *
  * The model is SmolLM2-135M's at half its width: its 30 layers, 9 query and 3 KV heads of 64,
  * and its vocabulary, with hidden and MLP widths of 288 and 768 (random weights from the model
@@ -20,7 +22,7 @@
  */
 import * as os from 'node:os';
 import { selectBackend } from '../../../libs/engine/src/backend';
-import { countGpuWork } from '../../../libs/engine/src/kernels/gpu-counters';
+import { countGpuWork, gpuPrototype, wrapMethod } from '../../../libs/engine/src/kernels/gpu-counters';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { installNavigatorGpu } from '../../../libs/engine/src/webgpu';
 import { benchModel, BenchVariant } from './bench-model';
@@ -29,18 +31,38 @@ import { BenchStep, collectGarbage, decodeStep, median, option, rlStep, sftStep 
 /** SmolLM2-135M's layers, heads and vocabulary at half its hidden and MLP widths. */
 const HALF_WIDTH: BenchVariant = { name: 'half-width', overrides: { hiddenSize: 288, intermediateSize: 768 } };
 
-/** The dispatches one call of `step` makes and the median main-thread CPU milliseconds of `steps` more. */
-async function hostCost(step: () => Promise<unknown>, steps: number): Promise<{ dispatches: number; cpuMs: number }> {
+/**
+ * The dispatches one call of `step` makes, and over `steps` more the median main-thread CPU
+ * milliseconds of a step and of Dawn's createBindGroup calls in it (wall time, which on the main
+ * thread is its CPU time).
+ */
+async function hostCost(step: () => Promise<unknown>, steps: number): Promise<{ dispatches: number; cpuMs: number; bindGroupMs: number }> {
   const { dispatches } = (await countGpuWork(step)).counts;
   const cpu: number[] = [];
-  for (let s = 0; s < steps; s++) {
-    collectGarbage();
-    const before = process.threadCpuUsage();
-    await step();
-    const used = process.threadCpuUsage(before);
-    cpu.push((used.user + used.system) / 1000);
+  const bindGroups: number[] = [];
+  let inBindGroups = 0;
+  const restore = wrapMethod(gpuPrototype('GPUDevice'), 'createBindGroup', (call) => {
+    const t0 = performance.now();
+    try {
+      return call();
+    } finally {
+      inBindGroups += performance.now() - t0;
+    }
+  });
+  try {
+    for (let s = 0; s < steps; s++) {
+      collectGarbage();
+      inBindGroups = 0;
+      const before = process.threadCpuUsage();
+      await step();
+      const used = process.threadCpuUsage(before);
+      cpu.push((used.user + used.system) / 1000);
+      bindGroups.push(inBindGroups);
+    }
+  } finally {
+    restore();
   }
-  return { dispatches, cpuMs: median(cpu) };
+  return { dispatches, cpuMs: median(cpu), bindGroupMs: median(bindGroups) };
 }
 
 async function main(): Promise<void> {
@@ -63,8 +85,9 @@ async function main(): Promise<void> {
       const bench = await make(lm);
       try {
         await bench.step();
-        const { dispatches, cpuMs } = await hostCost(bench.step, steps);
-        rows.push(`| ${what} | ${dispatches} | ${cpuMs.toFixed(1)} | ${((1000 * cpuMs) / dispatches).toFixed(0)} |`);
+        const { dispatches, cpuMs, bindGroupMs } = await hostCost(bench.step, steps);
+        const perDispatch = (ms: number) => ((1000 * ms) / dispatches).toFixed(0);
+        rows.push(`| ${what} | ${dispatches} | ${cpuMs.toFixed(1)} | ${perDispatch(cpuMs)} | ${perDispatch(bindGroupMs)} |`);
       } finally {
         bench.dispose();
       }
@@ -73,8 +96,8 @@ async function main(): Promise<void> {
     lm.dispose();
   }
   console.log(`smollm2-135m's layers at half its width (hidden ${lm.config.hiddenSize}, MLP ${lm.config.intermediateSize}), ${lm.config.numLayers} layers, f32; Dawn's null backend; node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}`);
-  console.log("| a step | dispatches | main thread's CPU ms, median | µs a dispatch |");
-  console.log('|---|---|---|---|');
+  console.log("| a step | dispatches | main thread's CPU ms, median | µs a dispatch | of which createBindGroup, µs a dispatch |");
+  console.log('|---|---|---|---|---|');
   rows.forEach((row) => console.log(row));
 }
 

@@ -2,6 +2,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../config';
 import type { StorageDtype } from '../dtype';
+import { readChecked } from '../gpu-faults';
 import type { KVCache } from '../model/kv-cache';
 import type { LlamaModel } from '../model/llama';
 import type { FrozenLinear } from '../model/linear';
@@ -28,7 +29,6 @@ import {
 import type { LoraPart } from './lora';
 import type { DrawnToken, RowDraw } from './sample';
 import { fusedKernelsApply } from './webgpu-program';
-import { readChecked } from '../gpu-faults';
 
 /**
  * A whole forward step of a Llama-family model on webgpu (decoding one token a row, or a
