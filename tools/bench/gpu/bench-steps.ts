@@ -1,6 +1,7 @@
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
+import { wrapMethod } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import type { LoadedModel } from '../../../libs/engine/src/loader';
 import { DEFAULT_LORA_SPEC } from '../../../libs/engine/src/lora/peft';
@@ -19,6 +20,18 @@ export const collectGarbage = (() => {
   v8.setFlagsFromString('--expose-gc');
   return vm.runInNewContext('gc') as () => void;
 })();
+
+/** Wraps `owner[method]` (a WebGPU call: gpuPrototype) so that each call's milliseconds go to `spent`; returns what unwraps it. */
+export function timeCalls(owner: object, method: string, spent: (ms: number) => void): () => void {
+  return wrapMethod(owner, method, (call) => {
+    const t0 = performance.now();
+    try {
+      return call();
+    } finally {
+      spent(performance.now() - t0);
+    }
+  });
+}
 
 /** One kind of step a bench repeats, and what frees what it holds. */
 export interface BenchStep {

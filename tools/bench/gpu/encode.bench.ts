@@ -16,24 +16,11 @@
 import * as os from 'node:os';
 import { selectBackend } from '../../../libs/engine/src/backend';
 import { WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
-import { gpuPrototype, wrapMethod } from '../../../libs/engine/src/kernels/gpu-counters';
+import { gpuPrototype } from '../../../libs/engine/src/kernels/gpu-counters';
 import { loadModel } from '../../../libs/engine/src/loader';
 import type { Preset } from '../../../libs/engine/src/maker/make-model';
 import { benchModel } from './bench-model';
-import { collectGarbage, decodeStep, median, option } from './bench-steps';
-
-/** Wraps `owner[method]` so that each call's milliseconds are added to `into()[label]`. */
-function timed(owner: object, method: string, label: string, into: () => Record<string, number>): () => void {
-  return wrapMethod(owner, method, (call) => {
-    const t0 = performance.now();
-    try {
-      return call();
-    } finally {
-      const spent = into();
-      spent[label] = (spent[label] ?? 0) + performance.now() - t0;
-    }
-  });
-}
+import { collectGarbage, decodeStep, median, option, timeCalls } from './bench-steps';
 
 async function main(): Promise<void> {
   const preset = option('--preset', 'smollm2-135m') as Preset;
@@ -45,10 +32,12 @@ async function main(): Promise<void> {
   for (let s = 0; s < 3; s++) await decode.step();
   let current: Record<string, number> = {};
   const perStep: Record<string, number>[] = [];
+  // Milliseconds added to the current step's `label`.
+  const spentOn = (label: string) => (ms: number) => (current[label] = (current[label] ?? 0) + ms);
   const restore = [
-    timed(WebGpuDecodeStep.prototype, 'encode', 'encode', () => current),
-    ...['setPipeline', 'setBindGroup', 'dispatchWorkgroups'].map((m) => timed(gpuPrototype('GPUComputePassEncoder'), m, 'dawn', () => current)),
-    timed(gpuPrototype('GPUQueue'), 'submit', 'submit', () => current),
+    timeCalls(WebGpuDecodeStep.prototype, 'encode', spentOn('encode')),
+    ...['setPipeline', 'setBindGroup', 'dispatchWorkgroups'].map((m) => timeCalls(gpuPrototype('GPUComputePassEncoder'), m, spentOn('dawn'))),
+    timeCalls(gpuPrototype('GPUQueue'), 'submit', spentOn('submit')),
   ];
   try {
     for (let s = 0; s < steps; s++) {

@@ -22,11 +22,11 @@
  */
 import * as os from 'node:os';
 import { selectBackend } from '../../../libs/engine/src/backend';
-import { countGpuWork, gpuPrototype, wrapMethod } from '../../../libs/engine/src/kernels/gpu-counters';
+import { countGpuWork, gpuPrototype } from '../../../libs/engine/src/kernels/gpu-counters';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { installNavigatorGpu } from '../../../libs/engine/src/webgpu';
 import { benchModel, BenchVariant } from './bench-model';
-import { BenchStep, collectGarbage, decodeStep, median, option, rlStep, sftStep } from './bench-steps';
+import { BenchStep, collectGarbage, decodeStep, median, option, rlStep, sftStep, timeCalls } from './bench-steps';
 
 /** SmolLM2-135M's layers, heads and vocabulary at half its hidden and MLP widths. */
 const HALF_WIDTH: BenchVariant = { name: 'half-width', overrides: { hiddenSize: 288, intermediateSize: 768 } };
@@ -41,14 +41,7 @@ async function hostCost(step: () => Promise<unknown>, steps: number): Promise<{ 
   const cpu: number[] = [];
   const bindGroups: number[] = [];
   let inBindGroups = 0;
-  const restore = wrapMethod(gpuPrototype('GPUDevice'), 'createBindGroup', (call) => {
-    const t0 = performance.now();
-    try {
-      return call();
-    } finally {
-      inBindGroups += performance.now() - t0;
-    }
-  });
+  const restore = timeCalls(gpuPrototype('GPUDevice'), 'createBindGroup', (ms) => (inBindGroups += ms));
   try {
     for (let s = 0; s < steps; s++) {
       collectGarbage();

@@ -1,14 +1,14 @@
 /**
  * What Dawn's polling costs while the engine waits for the GPU (libs/engine/src/dawn-polling.ts):
  * a decoding step at batch 1 and a LoRA SFT step, each timed with Dawn's ticks paced (the
- * engine's default) and left to spin, as the dispatches it makes, as wall time, as the process's CPU time (user and
- * system, every thread) and as the main thread's CPU time per step. On a GPU the process's CPU
- * time is the host's, and the wall time says what pacing adds to a step's latency; on
- * lavapipe, whose threads do the GPU's work on the same cores, the wall time says what the
- * spinning takes from them. Paced, the main thread's CPU time is the host's own part of a step
- * (encoding, tfjs's ops, reading back), which a GPU waits for wherever it is not overlapped
- * with the GPU's work: it is the same on any adapter but for the driver's share of Dawn's calls.
- * Medians, each step timed apart after a full garbage collection.
+ * engine's default) and left to spin, as the dispatches it makes, as wall time, as the process's
+ * CPU time (user and system, every thread) and as the main thread's, per step. On a GPU the
+ * process's CPU time is the host's, and the wall time says what pacing adds to a step's latency;
+ * on lavapipe, whose threads do the GPU's work on the same cores, the wall time says what the
+ * spinning takes from them. The main thread's CPU time there is not the host's own part of a
+ * step: Dawn's polls cost it, and the driver's threads slow it down (host.bench.ts measures the
+ * host's part where the GPU does nothing). Medians, each step timed apart after a full garbage
+ * collection.
  *
  *   npx tsx tools/bench/gpu/polling.bench.ts [--preset smollm2-135m] [--decode-steps 20] [--train-steps 3] [--train-rows 4] [--train-tokens 16]
  *
