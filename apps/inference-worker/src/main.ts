@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { selectBackend, setFusedKernels } from '@trainyard/engine';
+import { gpuLost, selectBackend, setFusedKernels } from '@trainyard/engine';
 import { bootstrap, loadConfig, runMain } from '@trainyard/runtime';
 import { InferenceWorkerConfig } from './config/inference-worker.config';
 import { InferenceWorkerModule } from './inference-worker.module';
@@ -8,5 +8,5 @@ runMain(async () => {
   const config = loadConfig(InferenceWorkerConfig);
   setFusedKernels(config.WEBGPU_FUSED_KERNELS === 'on');
   const backend = await selectBackend(config.COMPUTE_BACKEND);
-  await bootstrap(InferenceWorkerModule.forRoot(config, backend), { name: 'inference-worker', config });
+  await bootstrap(InferenceWorkerModule.forRoot(config, backend), { name: 'inference-worker', config, failure: gpuLost() });
 });

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { selectBackend, setFusedKernels } from '@trainyard/engine';
+import { gpuLost, selectBackend, setFusedKernels } from '@trainyard/engine';
 import { bootstrap, loadConfig, runMain } from '@trainyard/runtime';
 import { TrainingWorkerConfig } from './config/training-worker.config';
 import { TrainingWorkerModule } from './training-worker.module';
@@ -8,5 +8,5 @@ runMain(async () => {
   const config = loadConfig(TrainingWorkerConfig);
   setFusedKernels(config.WEBGPU_FUSED_KERNELS === 'on');
   const backend = await selectBackend(config.COMPUTE_BACKEND);
-  await bootstrap(TrainingWorkerModule.forRoot(config, backend), { name: 'training-worker', config });
+  await bootstrap(TrainingWorkerModule.forRoot(config, backend), { name: 'training-worker', config, failure: gpuLost() });
 });

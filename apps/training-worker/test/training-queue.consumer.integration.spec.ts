@@ -1,4 +1,5 @@
 import { ClaimedJob, ClaimJobReply, CompleteJobRequest, ErrorCode, ServiceError, Subjects, WorkQueues } from '@trainyard/contracts';
+import { GpuFault } from '@trainyard/engine';
 import { MessageBus, RpcClient } from '@trainyard/messaging';
 import { GracefulShutdown, ReadinessService } from '@trainyard/runtime';
 import { startNatsServer, TestNatsServer } from '@trainyard/testing';
@@ -156,6 +157,21 @@ describe('TrainingQueueConsumer against a real nats-server', () => {
     await consumer.onModuleDestroy();
     expect((runner.started[0].signal.reason as JobInterrupted).reason).toBe('shutdown');
     expect(rpc.outcomes).toEqual([]);
+    expect(await depth()).toBe(1);
+  });
+
+  it('hands a job whose GPU device was lost back to the queue, reporting nothing, and takes no more', async () => {
+    const rpc = new FakeRpc(run);
+    const runner = new FakeRunner();
+    runner.result = async () => {
+      throw new GpuFault('lost', 'unknown, Device lost.');
+    };
+    const { depth } = await start(rpc, runner);
+    await until(() => runner.started.length === 1);
+    // Handed back at once (nak without delay), the job would be claimed again if the consumer still pulled.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(rpc.outcomes).toEqual([]);
+    expect(rpc.claims).toHaveLength(1);
     expect(await depth()).toBe(1);
   });
 

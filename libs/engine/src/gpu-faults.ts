@@ -68,9 +68,14 @@ export function watchGpuFaults(device: GPUDevice): void {
     if (watch.first) watch.more++;
     else watch.first = { kind: kindOf(error), detail: oneLine(error.message) };
   });
-  void device.lost.then((info) => {
-    watch.lost = `${info.reason}${info.message ? `, ${oneLine(info.message)}` : ''}`;
+  void whenLost(device).then((fault) => {
+    watch.lost = fault.detail;
   });
+}
+
+/** Resolves, as a GpuFault of kind `lost`, when `device` is lost: its reason and what Dawn said. */
+export function whenLost(device: GPUDevice): Promise<GpuFault> {
+  return device.lost.then((info) => new GpuFault('lost', `${info.reason}${info.message ? `, ${oneLine(info.message)}` : ''}`));
 }
 
 /** Throws, as a GpuFault, `device`'s loss, or else the first error it reported since the last call (then forgotten); nothing for a device not watched. */

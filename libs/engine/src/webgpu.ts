@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { paceDawnPolling } from './dawn-polling';
-import { readChecked, watchGpuFaults } from './gpu-faults';
+import { GpuFault, readChecked, watchGpuFaults, whenLost } from './gpu-faults';
 
 /** What the WebGPU adapter says about itself (GPUAdapterInfo, plus whether it is a software fallback). */
 export interface GpuAdapterInfo {
@@ -113,6 +113,18 @@ const TFJS_LIMITS = [
   'maxComputeInvocationsPerWorkgroup',
 ] as const;
 
+let reportLost: (fault: GpuFault) => void = () => undefined;
+const lost = new Promise<GpuFault>((resolve) => (reportLost = resolve));
+
+/**
+ * Resolves when the device of the engine's webgpu backend is lost (a driver reset, the GPU gone):
+ * from then on every readback on it fails, so a worker exits and its supervisor starts a fresh
+ * one (the apps' `bootstrap` failure). Never, where no webgpu backend starts.
+ */
+export function gpuLost(): Promise<GpuFault> {
+  return lost;
+}
+
 /** tfjs's webgpu backend class, which makeWebGpuBackend makes its backend of (registerWebGpuDevice). */
 type WebGpuBackendClass = new (device: GPUDevice, adapterInfo?: GPUAdapterInfo) => tf.KernelBackend;
 let webGpuBackendClass: WebGpuBackendClass | null = null;
@@ -145,6 +157,7 @@ async function makeWebGpuBackend(): Promise<tf.KernelBackend> {
   const backend = new webGpuBackendClass(device, (adapter as { info?: GPUAdapterInfo }).info) as tf.KernelBackend & { read(dataId: object): Promise<tf.BackendValues> };
   // Every tensor's values (tensor.data()) come through read: none is given after an error the device reported (gpu-faults.ts).
   watchGpuFaults(device);
+  void whenLost(device).then(reportLost);
   const read = backend.read.bind(backend);
   backend.read = (dataId) => readChecked(device, () => read(dataId));
   return backend;

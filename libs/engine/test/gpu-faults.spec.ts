@@ -3,6 +3,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import { DecodeBatch } from '../src/decode-batch';
 import { GpuFault, readChecked, throwGpuFault, watchGpuFaults } from '../src/gpu-faults';
+import { gpuLost } from '../src/webgpu';
 import { loadModel } from '../src/loader';
 import { argmax } from '../src/sampling';
 import { makeTiny, webgpuUnavailable } from './helpers';
@@ -91,5 +92,18 @@ suite('GPU faults on webgpu', () => {
       expect(fault).toBeInstanceOf(GpuFault);
       expect(fault).toMatchObject({ kind: 'lost', message: 'the GPU device was lost: destroyed, device was destroyed' });
     }
+  });
+
+  // Last: the backend's device stays lost for the rest of this file.
+  it("announces the loss of the backend's own device (gpuLost), and its readbacks throw it", async () => {
+    const values = tf.tidy(() => tf.add(tf.ones([4]), 1));
+    let announced: GpuFault | null = null;
+    void gpuLost().then((fault) => (announced = fault));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(announced).toBeNull();
+    device.destroy();
+    const fault = await gpuLost();
+    expect(fault).toMatchObject({ kind: 'lost', message: 'the GPU device was lost: destroyed, device was destroyed' });
+    await expect(values.data()).rejects.toThrow('the GPU device was lost: destroyed');
   });
 });

@@ -20,19 +20,25 @@ export interface BootstrapOptions {
   queue?: string;
   /** Extra HTTP set-up (the gateway's pipes, filters and body limits). */
   configure?: (app: INestApplication) => void | Promise<void>;
+  /**
+   * Settles with the reason once the process can no longer do its work (a worker's GPU device
+   * lost): it then shuts down as on SIGTERM and exits 1, so that its supervisor starts a fresh
+   * one.
+   */
+  failure?: Promise<Error>;
 }
 
 /**
  * Starts one process: HTTP for its health probes (and the gateway's API), plus, for
  * services, a NATS microservice in the service's queue group so replicas share requests.
- * SIGTERM and SIGINT shut it down gracefully (see shutDown).
+ * SIGTERM and SIGINT shut it down gracefully (see shutDown), and so does `failure`.
  */
 export async function bootstrap(module: DynamicModule, options: BootstrapOptions): Promise<INestApplication> {
   const { name, config, queue } = options;
   const app = await NestFactory.create(module, { logger: logLevels(config.LOG_LEVEL) });
   const shutdown = app.get(GracefulShutdown, { strict: false });
   const parts: ShutdownParts = { app, shutdown, http: new HttpDrain(app.getHttpServer(), shutdown) };
-  exitCleanlyOnSignals(parts, name, config);
+  exitOnSignalsAndFailure(parts, name, config, options.failure);
   await options.configure?.(app);
   if (queue) {
     app.useGlobalFilters(new RpcErrorFilter(app.get(HttpAdapterHost).httpAdapter));
@@ -63,26 +69,53 @@ const GIVE_UP_GRACE_MS = 1_000;
  * SIGTERM (Kubernetes, compose) and SIGINT (Ctrl-C) shut the process down within
  * SHUTDOWN_TIMEOUT_MS and exit 0; Nest's own enableShutdownHooks would re-raise the signal
  * instead, hiding whether it went well. A second signal, or a shutdown that overruns, exits 1.
+ * `failure` shuts it down the same way and exits 1.
  */
-function exitCleanlyOnSignals(parts: ShutdownParts, name: string, config: BaseServiceConfig): void {
+function exitOnSignalsAndFailure(parts: ShutdownParts, name: string, config: BaseServiceConfig, failure?: Promise<Error>): void {
   const logger = new Logger(name);
   let closing = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (closing) {
-      logger.warn(`${signal} again: exiting without finishing the shutdown`);
-      process.exit(1);
-    }
+  const close = (reason: string, code: number) => {
     closing = true;
-    shutDown(parts, config, logger, signal).then(
-      () => process.exit(0),
+    shutDown(parts, config, logger, reason).then(
+      () => process.exit(code),
       (err: Error) => {
         logger.error(`Shutdown failed: ${err.stack ?? err.message}`);
         process.exit(1);
       },
     );
   };
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (closing) {
+      logger.warn(`${signal} again: exiting without finishing the shutdown`);
+      process.exit(1);
+    }
+    close(signal, 0);
+  };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  void failure?.then((err) => {
+    if (closing) return;
+    logger.error(`${err.message}: this process cannot go on; shutting down to be restarted`);
+    close('failure', 1);
+  });
+}
+
+/**
+ * Shuts the process down, cut short by a forced exit 1 at SHUTDOWN_TIMEOUT_MS if any of it hangs
+ * (the bound is cleared once it is done, so a process that goes on, as in tests, is not exited).
+ */
+async function shutDown(parts: ShutdownParts, config: BaseServiceConfig, logger: Logger, reason: string): Promise<void> {
+  const started = Date.now();
+  logger.log(`${reason}: shutting down (drain ${config.SHUTDOWN_DRAIN_MS} ms, bound ${config.SHUTDOWN_TIMEOUT_MS} ms)`);
+  const bound = setTimeout(() => {
+    logger.error(`${reason}: not shut down after ${config.SHUTDOWN_TIMEOUT_MS} ms; exiting anyway`);
+    process.exit(1);
+  }, config.SHUTDOWN_TIMEOUT_MS);
+  try {
+    await drainAndClose(parts, config, logger, started);
+  } finally {
+    clearTimeout(bound);
+  }
 }
 
 /**
@@ -91,16 +124,8 @@ function exitCleanlyOnSignals(parts: ShutdownParts, name: string, config: BaseSe
  * 2. Let what is held finish, for up to SHUTDOWN_DRAIN_MS.
  * 3. Past that, `expired` tells holders to fail what they still hold clearly; connections are cut.
  * 4. Close the app (module hooks, NATS drained, database disconnected).
- * Whatever hangs is cut short by a forced exit 1 at SHUTDOWN_TIMEOUT_MS.
  */
-async function shutDown({ app, shutdown, http, nats }: ShutdownParts, config: BaseServiceConfig, logger: Logger, signal: NodeJS.Signals): Promise<void> {
-  const started = Date.now();
-  logger.log(`${signal}: shutting down (drain ${config.SHUTDOWN_DRAIN_MS} ms, bound ${config.SHUTDOWN_TIMEOUT_MS} ms)`);
-  setTimeout(() => {
-    logger.error(`${signal}: not shut down after ${config.SHUTDOWN_TIMEOUT_MS} ms; exiting anyway`);
-    process.exit(1);
-  }, config.SHUTDOWN_TIMEOUT_MS);
-
+async function drainAndClose({ app, shutdown, http, nats }: ShutdownParts, config: BaseServiceConfig, logger: Logger, started: number): Promise<void> {
   http.stopAccepting();
   shutdown.begin();
   await nats?.stopIntake();

@@ -10,7 +10,14 @@ describe('generationFailedEvent', () => {
     expect(event.error.details).toEqual({ retryAfterSeconds: 1 });
   });
 
-  it.each([new GpuFault('validation', 'Buffer usages must not be 0.'), new GpuFault('lost', 'unknown'), new Error('boom')])('tells any other failure (%s) as internal', (err) => {
+  it('tells a completion whose GPU device was lost as unavailable, for a retry once the worker restarts', () => {
+    const event = generationFailedEvent(new GpuFault('lost', 'unknown, Device lost.'));
+    expect(event.error.code).toBe(ErrorCode.Unavailable);
+    expect(event.error.message).toBe('The inference worker lost its GPU and is restarting; retry the completion');
+    expect(event.error.details).toEqual({ retryAfterSeconds: 5 });
+  });
+
+  it.each([new GpuFault('validation', 'Buffer usages must not be 0.'), new GpuFault('internal', 'Internal error.'), new Error('boom')])('tells any other failure (%s) as internal', (err) => {
     expect(generationFailedEvent(err).error).toMatchObject({ code: ErrorCode.Internal, message: 'Generation failed on the inference worker' });
   });
 });

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { ClaimedJob, CompleteJobRequest, Subjects, TrainingWorkItem, WorkQueues } from '@trainyard/contracts';
+import { GpuFault } from '@trainyard/engine';
 import { EventSubscription, MessageBus, RpcClient, WorkMessage } from '@trainyard/messaging';
 import { GracefulShutdown, onAbort } from '@trainyard/runtime';
 import { TrainingWorkerConfig } from '../config/training-worker.config';
@@ -107,7 +108,7 @@ export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDe
     }
   }
 
-  /** The job's outcome, or undefined when this worker is shutting down and the job must run elsewhere. */
+  /** The job's outcome, or undefined when this worker is shutting down (or lost its GPU) and the job must run elsewhere. */
   private async train(job: ClaimedJob): Promise<CompleteJobRequest | undefined> {
     // Shutdown began while the job was being claimed.
     if (this.stopping) return undefined;
@@ -124,6 +125,12 @@ export class TrainingQueueConsumer implements OnApplicationBootstrap, OnModuleDe
         return reason.reason === 'cancelled' ? { job_id: job.job_id, outcome: 'cancelled' } : undefined;
       }
       if (isInfrastructure(err)) throw err;
+      // Not the job's fault: this worker exits (main.ts) and another, or this one restarted, runs it.
+      if (err instanceof GpuFault && err.kind === 'lost') {
+        this.logger.warn(`job ${job.job_id}: ${err.message}; handing it back`);
+        this.stopping = true;
+        return undefined;
+      }
       this.logger.warn(`job ${job.job_id}: failed: ${errorMessage(err)}`);
       return { job_id: job.job_id, outcome: 'failed', error_message: errorMessage(err) };
     } finally {
