@@ -448,8 +448,9 @@ async function trainingProfile(lm: LoadedModel, plan: Plan): Promise<string | nu
  * step, bytes read back a row; and of a LoRA SFT step, forward passes (Block.forward calls per
  * layer: 1 where every block runs its forward once and its explicit backward, 2 where all are
  * recomputed for their backward, training/checkpointing.ts), dispatches a layer of its forward
- * and backward, and those of its optimizer's update (AdamW.apply: a dispatch for two parameters,
- * and the gradients' sums of squares), counted apart. Then the dispatches a layer of a decoding
+ * and backward, and those of its optimizer's update (AdamW.apply: a dispatch for as many
+ * parameters as the device binds, the gradients' sums of squares, their total), counted apart,
+ * and the step's readbacks (of the 4-layer model), the optimizer's apart. Then the dispatches a layer of a decoding
  * step and of a LoRA SFT step in Qwen3's layout (q_norm, k_norm) and Gemma 3's (those, norms on
  * the outputs, GeGLU, sliding-window layers), at the tiny preset's size.
  */
@@ -504,7 +505,7 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
     };
     // The optimizer's work counted inside the step's (countGpuWork's wrappers nest: both count it).
     const apply = AdamW.prototype.apply;
-    let optimizer: GpuCounts = { dispatches: 0, submits: 0, readBytes: 0, bindGroups: 0, destroyedBuffers: 0 };
+    let optimizer: GpuCounts = { dispatches: 0, submits: 0, reads: 0, readBytes: 0, bindGroups: 0, destroyedBuffers: 0 };
     AdamW.prototype.apply = async function (this: AdamW, ...args: Parameters<AdamW['apply']>) {
       const { result, counts } = await countGpuWork(() => apply.apply(this, args));
       optimizer = counts;
@@ -529,6 +530,8 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
     train_forward_passes: b.forwardPasses,
     train_dispatches_per_layer: perLayer((m) => m.train.dispatches - m.optimizer.dispatches),
     train_optimizer_dispatches_per_layer: perLayer((m) => m.optimizer.dispatches),
+    train_readbacks_per_step: b.train.reads,
+    train_optimizer_readbacks_per_step: b.optimizer.reads,
   };
 }
 

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { ADAMW_WASM } from './adamw.wasm';
-import { ADAMW_IN_PLACE_KERNEL, parametersADispatch, SUM_OF_SQUARES_KERNEL, sumsADispatch } from './adamw.webgpu';
+import { ADAMW_STEP_KERNEL, AdamWStepAttrs } from './adamw.webgpu';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsEnabled } from './webgpu-program';
 
@@ -10,7 +10,8 @@ import { fusedKernelsEnabled } from './webgpu-program';
  * and parameters out of tfjs's heap, updating them in a JS loop and writing them back took
  * about 65 ms of a training step (docs/benchmarks.md, "Training step"). The results are the
  * bits of the JS loop in training/adamw.ts, which other backends run. On webgpu WGSL programs
- * (adamw.webgpu.ts) do the same in float32, Adam's moments interleaved in one tensor.
+ * (adamw.webgpu.ts) do the same in float32, Adam's moments interleaved in one tensor, and clip
+ * the gradients on the GPU.
  */
 const KERNEL_NAME = 'TrainyardAdamW';
 
@@ -60,56 +61,37 @@ export function adamwKernelAvailable(): boolean {
 }
 
 /**
- * The sum of squares of every element of float32 `tensors`, where adamwKernelAvailable: on wasm
- * in float64, one element after the other (as training/adamw.ts's JS loop sums them), without
- * reading them out of tfjs's heap; on webgpu each tensor's in float32 on the GPU, those read
- * back (a float a tensor) and added in float64.
+ * The sum of squares of every element of float32 `tensors` on wasm, in float64, one element
+ * after the other (as training/adamw.ts's JS loop sums them), without reading them out of tfjs's
+ * heap.
  */
-export async function sumOfSquares(tensors: tf.Tensor[]): Promise<number> {
-  if (tf.getBackend() === 'webgpu') return sumOfSquaresOnGpu(tensors);
+export function sumOfSquares(tensors: tf.Tensor[]): number {
   const wasm = tf.backend() as unknown as WasmBackendInternals;
   const sum = exportsFor(wasm)?.['sumOfSquares'] as SumOfSquaresFunction;
   return tensors.reduce((total, t) => sum(heapOffset(wasm, t), t.size, total), 0);
 }
 
-/** Each dispatch's sums read back together (a concat would cost dispatches of its own). */
-async function sumOfSquaresOnGpu(tensors: tf.Tensor[]): Promise<number> {
-  const parts: tf.Tensor[] = [];
-  const each = sumsADispatch();
-  for (let i = 0; i < tensors.length; i += each) {
-    const inputs = Object.fromEntries(tensors.slice(i, i + each).map((t, j) => [`t${j}`, t]));
-    parts.push(tf.engine().runKernel(SUM_OF_SQUARES_KERNEL, inputs) as tf.Tensor);
-  }
-  try {
-    const sums = (await Promise.all(parts.map((t) => t.data()))) as Float32Array[];
-    return sums.reduce((total, part) => part.reduce((sum, x) => sum + x, total), 0);
-  } finally {
-    tf.dispose(parts);
-  }
-}
-
 /**
  * How the kernels here keep a parameter's moments: `separate`, m and v tensors of its shape (wasm:
  * adamwStep); `interleaved`, one flat tensor [2 * size] of m and v in turn (webgpu:
- * adamwStepsInPlace).
+ * adamwStepOnGpu).
  */
 export function adamwMomentLayout(): 'separate' | 'interleaved' {
   return tf.getBackend() === 'webgpu' ? 'interleaved' : 'separate';
 }
 
 /**
- * AdamW steps on webgpu: each parameter's next value (a new tensor), its moments `mv`
- * (interleaved, [2 * size], the caller's alone) updated in place, as many parameters a dispatch
- * as the device binds (parametersADispatch).
+ * One AdamW step of every parameter on webgpu, gradients clipped to a global norm of
+ * `maxGradNorm` (0: not clipped) on the GPU: each parameter's next value (a new tensor), its
+ * moments `mv` (interleaved, [2 * size], the caller's alone) updated in place, and `stats`,
+ * [sum of the gradients' squares, clipping scale], to read back once the step is recorded
+ * (adamw.webgpu.ts).
  */
-export function adamwStepsInPlace(parameters: { p: tf.Tensor; g: tf.Tensor; mv: tf.Tensor }[], step: AdamWStep): tf.Tensor[] {
-  const next: tf.Tensor[] = [];
-  const each = parametersADispatch();
-  for (let i = 0; i < parameters.length; i += each) {
-    const inputs = Object.fromEntries(parameters.slice(i, i + each).flatMap(({ p, g, mv }, j) => [[`p${j}`, p], [`g${j}`, g], [`mv${j}`, mv]]));
-    next.push(...(tf.engine().runKernel(ADAMW_IN_PLACE_KERNEL, inputs, step as unknown as tf.NamedAttrMap) as unknown as tf.Tensor[]));
-  }
-  return next;
+export function adamwStepOnGpu(parameters: { p: tf.Tensor; g: tf.Tensor; mv: tf.Tensor }[], step: Omit<AdamWStep, 'clip'>, maxGradNorm: number): { next: tf.Tensor[]; stats: tf.Tensor } {
+  const inputs = Object.fromEntries(parameters.flatMap(({ p, g, mv }, j) => [[`p${j}`, p], [`g${j}`, g], [`mv${j}`, mv]]));
+  const attrs: AdamWStepAttrs = { ...step, maxGradNorm };
+  const outputs = tf.engine().runKernel(ADAMW_STEP_KERNEL, inputs, attrs as unknown as tf.NamedAttrMap) as unknown as tf.Tensor[];
+  return { next: outputs.slice(0, -1), stats: outputs[outputs.length - 1] };
 }
 
 /** One AdamW step of parameter p on wasm: its next value and next moments [p, m, v] (new tensors; the inputs are unchanged). */

@@ -1,40 +1,58 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { AdamWStep } from './adamw';
-import { flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid } from './webgpu-program';
+import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid } from './webgpu-program';
 
 /**
  * The optimizer's step on webgpu, where the adapters' parameters, gradients and moments already
- * are, in WGSL. Without it a step read every gradient and parameter back, updated them in a JS
- * loop and uploaded the parameters again (training/adamw.ts), a few hundred tensors a step for a
- * LoRA adapter.
+ * are, in WGSL, as one tfjs kernel (`TrainyardAdamWStep`) that records three kinds of program in
+ * order, with nothing read back between them:
  *
- * `TrainyardAdamWInPlace` updates as many parameters a dispatch as the device's storage buffers
- * hold, four each: p, its gradient and its moments m and v interleaved in one tensor ([2 n], the
- * optimizer's own, written in place), and its next p (two parameters in WebGPU's default of
- * eight, four where the device binds sixteen; the wasm kernel's separate m and v in and out
- * would take seven, one parameter a dispatch). float32 (WGSL has no float64), in the order
- * training/adamw.ts states the update. `TrainyardSumOfSquares` sums the squares of as many
- * tensors as the storage buffers hold but its output's, a workgroup a tensor, into one float
- * each: the global gradient norm reads back those, not the gradients.
+ * 1. The gradients' sums of squares, as many tensors a dispatch as the storage buffers hold but
+ *    one, a workgroup a tensor, each into its own slot of one `sums` tensor.
+ * 2. One workgroup adds them up and writes `stats` = [sum of squares, clipping scale], the scale
+ *    torch's clip_grad_norm_ takes: maxGradNorm / (norm + 1e-6) where the norm is over the bound,
+ *    else 1. The scale is copied into a uniform buffer of the device's (16 bytes) that step 3's
+ *    programs bind beside their own uniforms.
+ * 3. The updates, as many parameters a dispatch as the device's storage buffers hold, four each:
+ *    p, its gradient and its moments m and v interleaved in one tensor ([2 n], the optimizer's
+ *    own, written in place), and its next p (two parameters in WebGPU's default of eight, four
+ *    where the device binds sixteen). float32 (WGSL has no float64), in the order
+ *    training/adamw.ts states the update.
+ *
+ * The caller reads `stats` back for the norm it logs once the whole step is recorded, so the GPU
+ * never waits for the host between the backward pass and the update. Without these programs a
+ * step read every gradient and parameter back, updated them in a JS loop and uploaded the
+ * parameters again (training/adamw.ts).
  */
-export const ADAMW_IN_PLACE_KERNEL = 'TrainyardAdamWInPlace';
-export const SUM_OF_SQUARES_KERNEL = 'TrainyardSumOfSquares';
+export const ADAMW_STEP_KERNEL = 'TrainyardAdamWStep';
 
-/** Parameters one TrainyardAdamWInPlace dispatch updates on the current backend: four storage buffers each. */
+/** Parameters one update dispatch takes on the current backend: four storage buffers each. */
 export function parametersADispatch(): number {
   return Math.floor(storageBufferLimit() / 4);
 }
 
-/** Tensors one TrainyardSumOfSquares dispatch takes on the current backend: every storage buffer but its output's. */
+/** Gradients one sum-of-squares dispatch takes on the current backend: every storage buffer but the sums'. */
 export function sumsADispatch(): number {
   return storageBufferLimit() - 1;
 }
 
+/** A step's constants, and the bound on the gradients' global norm (0: not clipped). */
+export type AdamWStepAttrs = Omit<AdamWStep, 'clip'> & { maxGradNorm: number };
+
 const WORKGROUP = 256;
+
+/** The uniform buffer each device's update programs read the clipping scale from (step 2 writes it). */
+const clipUniforms = new WeakMap<GPUDevice, GPUBuffer>();
+
+function clipUniform(device: GPUDevice): GPUBuffer {
+  let buffer = clipUniforms.get(device);
+  if (!buffer) clipUniforms.set(device, (buffer = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST })));
+  return buffer;
+}
 
 /** The next p, m and v of parameter j's element i from its p, g, m and v (the clipped gradient's AdamW step). */
 const parameterUpdate = (j: number, i: string) => `{
-    let grad = g${j}[${i}] * u.clip;
+    let grad = g${j}[${i}] * clipping.scale;
     let first = u.beta1 * mv${j}[2u * ${i}] + u.oneMinusBeta1 * grad;
     let second = u.beta2 * mv${j}[2u * ${i} + 1u] + u.oneMinusBeta2 * grad * grad;
     mv${j}[2u * ${i}] = first;
@@ -42,11 +60,10 @@ const parameterUpdate = (j: number, i: string) => `{
     next${j}[${i}] = p${j}[${i}] * u.decay - u.lr * (first / u.correction1 / (sqrt(second / u.correction2) + u.eps));
   }`;
 
-/** Parameters of `shapes` updated in one dispatch, a thread an element of all of them in turn. */
-function adamwProgram(shapes: number[][], step: AdamWStep): MultiOutputProgram {
+/** Parameters of `shapes` updated in one dispatch, a thread an element of all of them in turn; the scale bound after the outputs. */
+function adamwProgram(shapes: number[][], step: AdamWStepAttrs, clip: GPUBuffer): MultiOutputProgram {
   const sizes = shapes.map((shape) => tf.util.sizeFromShape(shape));
   const constants: [string, number][] = [
-    ['clip', step.clip],
     ['beta1', step.beta1],
     ['oneMinusBeta1', 1 - step.beta1],
     ['beta2', step.beta2],
@@ -67,24 +84,27 @@ function adamwProgram(shapes: number[][], step: AdamWStep): MultiOutputProgram {
     return branch;
   });
   return {
-    key: `trainyardAdamWInPlace_${sizes.length}`,
+    key: `trainyardAdamW_${sizes.length}`,
     wgsl: () => `${multiOutputBindings(fields, inputs, sizes.map((_, j) => `next${j}`))}
+struct Clipping { scale : f32 }
+@group(0) @binding(${1 + 4 * sizes.length}) var<uniform> clipping : Clipping;
 ${flatMain(WORKGROUP)}
   ${branches.join(' else ')}
 }`,
     outputShapes: shapes,
     dispatch: workgroupGrid(Math.ceil(sizes.reduce((a, b) => a + b, 0) / WORKGROUP)),
     uniforms: [...sizes.map((value) => ({ type: 'uint32' as const, value })), ...constants.map(([, value]) => ({ type: 'float32' as const, value }))],
+    buffers: [{ buffer: clip }],
   };
 }
 
-/** The squares of `sizes.length` tensors t0, t1, ... summed, a workgroup each (its threads' sums added in workgroup memory). */
-function sumOfSquaresProgram(sizes: number[]): MultiOutputProgram {
+/** The squares of `sizes.length` tensors t0, t1, ... summed, a workgroup each (its threads' sums added in workgroup memory), into sums[first + k]. */
+function sumOfSquaresProgram(sizes: number[], first: number): MultiOutputProgram {
   const names = sizes.map((_, i) => `t${i}`);
   const cases = names.map((t, i) => `case ${i}u: { for (var j = tid; j < u.n${i}; j += ${WORKGROUP}u) { acc += ${t}[j] * ${t}[j]; } }`).join('\n    ');
   return {
     key: `trainyardSumOfSquares_${sizes.length}`,
-    wgsl: () => `${multiOutputBindings(names.map((_, i) => `n${i} : u32`).join(', '), names, ['sums'])}
+    wgsl: () => `${multiOutputBindings(['first : u32', ...names.map((_, i) => `n${i} : u32`)].join(', '), [...names, 'sums:rw'], [])}
 var<workgroup> partial : array<f32, ${WORKGROUP}>;
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
@@ -93,38 +113,94 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     ${cases}
     default: {}
   }
-  partial[tid] = acc;
+${TREE_SUM}
+  if (tid == 0u) { sums[u.first + wg.x] = partial[0]; }
+}`,
+    outputShapes: [],
+    dispatch: [sizes.length, 1, 1],
+    uniforms: [first, ...sizes].map((value) => ({ type: 'uint32' as const, value })),
+  };
+}
+
+/** `acc` of every thread added up into partial[0], in workgroup memory. */
+const TREE_SUM = `  partial[tid] = acc;
   workgroupBarrier();
   for (var half = ${WORKGROUP / 2}u; half > 0u; half >>= 1u) {
     if (tid < half) { partial[tid] += partial[tid + half]; }
     workgroupBarrier();
+  }`;
+
+/** The `count` sums added up, and the clipping scale of their root: stats = [sum of squares, scale]. */
+function clipScaleProgram(count: number, maxGradNorm: number): MultiOutputProgram {
+  return {
+    key: 'trainyardClipScale',
+    wgsl: () => `${multiOutputBindings('count : u32, maxNorm : f32', ['sums'], ['stats'])}
+var<workgroup> partial : array<f32, ${WORKGROUP}>;
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(local_invocation_index) tid : u32) {
+  var acc = 0.0;
+  for (var j = tid; j < u.count; j += ${WORKGROUP}u) { acc += sums[j]; }
+${TREE_SUM}
+  if (tid == 0u) {
+    let norm = sqrt(partial[0]);
+    stats[0] = partial[0];
+    // torch's clip_grad_norm_: max_norm / (total_norm + 1e-6), applied only when below 1.
+    stats[1] = select(1.0, u.maxNorm / (norm + 1e-6), u.maxNorm > 0.0 && norm > u.maxNorm);
   }
-  if (tid == 0u) { sums[wg.x] = partial[0]; }
 }`,
-    outputShapes: [[sizes.length]],
-    dispatch: [sizes.length, 1, 1],
-    uniforms: sizes.map((value) => ({ type: 'uint32' as const, value })),
+    outputShapes: [[2]],
+    dispatch: [1, 1, 1],
+    uniforms: [
+      { type: 'uint32', value: count },
+      { type: 'float32', value: maxGradNorm },
+    ],
   };
 }
 
+/** What the kernel uses of tfjs-backend-webgpu's WebGPUBackend beyond runMultiOutputProgram's. */
+interface Recording {
+  device: GPUDevice;
+  commandEncoder: GPUCommandEncoder | null;
+  makeTensorInfo(shape: number[], dtype: tf.DataType): tf.TensorInfo;
+  tensorToBinding(tensor: tf.TensorInfo): GPUBufferBinding;
+  ensureCommandEncoderReady(): void;
+  endComputePassEncoder(): void;
+}
+
+/** Inputs p0, g0, mv0, p1, ...; outputs next0, next1, ..., then stats. */
 tf.registerKernel({
-  kernelName: ADAMW_IN_PLACE_KERNEL,
+  kernelName: ADAMW_STEP_KERNEL,
   backendName: 'webgpu',
   kernelFunc: ({ inputs, backend, attrs }) => {
+    const b = backend as unknown as Recording;
+    const step = attrs as unknown as AdamWStepAttrs;
     const count = Object.keys(inputs).length / 3;
-    const tensors = Array.from({ length: count }, (_, j) => ['p', 'g', 'mv'].map((name) => inputs[`${name}${j}`] as tf.TensorInfo)).flat();
-    return runMultiOutputProgram(backend, adamwProgram(Array.from({ length: count }, (_, j) => tensors[3 * j].shape), attrs as unknown as AdamWStep), tensors);
-  },
-});
+    const at = (name: string, j: number) => inputs[`${name}${j}`] as tf.TensorInfo;
+    const grads = Array.from({ length: count }, (_, j) => at('g', j));
 
-tf.registerKernel({
-  kernelName: SUM_OF_SQUARES_KERNEL,
-  backendName: 'webgpu',
-  kernelFunc: ({ inputs, backend }) => {
-    const tensors = Object.keys(inputs)
-      .sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)))
-      .map((name) => inputs[name] as tf.TensorInfo);
-    const [sums] = runMultiOutputProgram(backend, sumOfSquaresProgram(tensors.map((t) => tf.util.sizeFromShape(t.shape))), tensors);
-    return sums;
+    // 1, 2: the sums, then their total and the scale, copied where the updates read it.
+    const sums = b.makeTensorInfo([count], 'float32');
+    const each = sumsADispatch();
+    for (let first = 0; first < count; first += each) {
+      const part = grads.slice(first, first + each);
+      runMultiOutputProgram(backend, sumOfSquaresProgram(part.map((g) => tf.util.sizeFromShape(g.shape)), first), [...part, sums]);
+    }
+    const [stats] = runMultiOutputProgram(backend, clipScaleProgram(count, step.maxGradNorm), [sums]);
+    disposeIntermediate(backend, sums);
+    const clip = clipUniform(b.device);
+    const source = b.tensorToBinding(stats);
+    b.endComputePassEncoder();
+    b.ensureCommandEncoderReady();
+    (b.commandEncoder as GPUCommandEncoder).copyBufferToBuffer(source.buffer, (source.offset ?? 0) + 4, clip, 0, 4);
+
+    // 3: the updates.
+    const next: tf.TensorInfo[] = [];
+    const perDispatch = parametersADispatch();
+    for (let first = 0; first < count; first += perDispatch) {
+      const js = Array.from({ length: Math.min(perDispatch, count - first) }, (_, k) => first + k);
+      const tensors = js.flatMap((j) => [at('p', j), at('g', j), at('mv', j)]);
+      next.push(...runMultiOutputProgram(backend, adamwProgram(js.map((j) => at('p', j).shape), step, clip), tensors));
+    }
+    return [...next, stats];
   },
 });

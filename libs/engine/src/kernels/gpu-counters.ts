@@ -1,6 +1,6 @@
 /**
- * Counts what WebGPU work a piece of code makes: compute dispatches, queue submits, bytes
- * mapped for reading back, bind groups made and buffers destroyed, by wrapping Dawn's
+ * Counts what WebGPU work a piece of code makes: compute dispatches, queue submits, readbacks
+ * (buffers mapped for reading) and their bytes, bind groups made and buffers destroyed, by wrapping Dawn's
  * GPUComputePassEncoder.dispatchWorkgroups, GPUQueue.submit, GPUBuffer.mapAsync,
  * GPUDevice.createBindGroup and GPUBuffer.destroy while it runs, whoever calls them (the
  * engine's encoded steps and tfjs's backend alike). For benches and tests: the counts are machine
@@ -10,6 +10,7 @@
 export interface GpuCounts {
   dispatches: number;
   submits: number;
+  reads: number;
   readBytes: number;
   bindGroups: number;
   destroyedBuffers: number;
@@ -41,9 +42,9 @@ export function gpuPrototype(className: string): object {
 
 /** Runs fn and counts the WebGPU work it makes; the globals must exist (installNavigatorGpu). */
 export async function countGpuWork<T>(fn: () => Promise<T>): Promise<{ result: T; counts: GpuCounts }> {
-  const counts: GpuCounts = { dispatches: 0, submits: 0, readBytes: 0, bindGroups: 0, destroyedBuffers: 0 };
+  const counts: GpuCounts = { dispatches: 0, submits: 0, reads: 0, readBytes: 0, bindGroups: 0, destroyedBuffers: 0 };
   // Each call of className.method adds one to counts[key].
-  const counted = (className: string, method: string, key: Exclude<keyof GpuCounts, 'readBytes'>) =>
+  const counted = (className: string, method: string, key: Exclude<keyof GpuCounts, 'reads' | 'readBytes'>) =>
     wrapMethod(gpuPrototype(className), method, (call) => {
       counts[key]++;
       return call();
@@ -53,7 +54,10 @@ export async function countGpuWork<T>(fn: () => Promise<T>): Promise<{ result: T
     counted('GPUQueue', 'submit', 'submits'),
     wrapMethod(gpuPrototype('GPUBuffer'), 'mapAsync', (call, self, [mode, offset, size]) => {
       // GPUMapMode.READ is 1.
-      if (mode === 1) counts.readBytes += (size as number | undefined) ?? (self as { size: number }).size - ((offset as number | undefined) ?? 0);
+      if (mode === 1) {
+        counts.reads++;
+        counts.readBytes += (size as number | undefined) ?? (self as { size: number }).size - ((offset as number | undefined) ?? 0);
+      }
       return call();
     }),
     counted('GPUDevice', 'createBindGroup', 'bindGroups'),

@@ -93,6 +93,8 @@ export interface MultiOutputProgram {
   outputShapes: number[][];
   dispatch: [number, number, number];
   uniforms: { type: 'uint32' | 'float32'; value: number }[];
+  /** Buffers of the caller's bound after the outputs, in order, as the program declares them (a uniform the GPU wrote: adamw.webgpu.ts). */
+  buffers?: GPUBufferBinding[];
 }
 
 /** What runMultiOutputProgram uses of tfjs-backend-webgpu 4.22's WebGPUBackend. */
@@ -163,7 +165,7 @@ export function runMultiOutputProgram(backend: object, program: MultiOutputProgr
   }
   const { pipeline, layout } = compiled;
   const uniforms = b.makeUniforms(program.uniforms.map((u) => ({ type: u.type, data: [u.value] })));
-  const resources = [uniforms, ...[...inputs, ...outputs].map((t) => b.tensorToBinding(t))];
+  const resources = [uniforms, ...[...inputs, ...outputs].map((t) => b.tensorToBinding(t)), ...(program.buffers ?? [])];
   const bindGroup = b.device.createBindGroup({ layout, entries: resources.map((resource, binding) => ({ binding, resource })) });
   [...inputs, ...outputs].forEach((t) => b.commandQueueOwnedIds.add(t.dataId));
   b.ensureCommandEncoderReady();

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { adamwKernelAvailable, adamwMomentLayout, adamwStep, adamwStepsInPlace, AdamWStep, sumOfSquares } from '../kernels/adamw';
+import { adamwKernelAvailable, adamwMomentLayout, adamwStep, adamwStepOnGpu, AdamWStep, sumOfSquares } from '../kernels/adamw';
 
 export interface AdamWOptions {
   beta1?: number;
@@ -64,14 +64,8 @@ export class AdamW {
     params.forEach((p, i) => {
       if (!tf.util.arraysEqual(p.shape, grads[i].shape)) throw new Error(`gradient ${i} has shape [${grads[i].shape}], parameter [${p.shape}]`);
     });
-    const onDevice = adamwKernelAvailable();
-    const g = onDevice ? null : ((await Promise.all(grads.map((t) => t.data()))) as Float32Array[]);
-    const norm = Math.sqrt(g ? sumOfSquaresOf(g) : await sumOfSquares(grads));
-    // torch: clip_coef = max_norm / (total_norm + 1e-6), applied only when below 1.
-    const clip = maxGradNorm && norm > maxGradNorm ? maxGradNorm / (norm + 1e-6) : 1;
     this.t += 1;
-    const step: AdamWStep = {
-      clip,
+    const step: Omit<AdamWStep, 'clip'> = {
       beta1,
       beta2,
       correction1: 1 - Math.pow(beta1, this.t),
@@ -80,8 +74,14 @@ export class AdamW {
       learningRate,
       decay: weightDecay ? 1 - learningRate * weightDecay : 1,
     };
-    if (g) await this.applyInJs(params, g, step);
-    else this.applyOnDevice(params, grads, step);
+    const onDevice = adamwKernelAvailable();
+    if (onDevice && adamwMomentLayout() === 'interleaved') return this.applyOnGpu(params, grads, step, maxGradNorm ?? 0);
+    const g = onDevice ? null : ((await Promise.all(grads.map((t) => t.data()))) as Float32Array[]);
+    const norm = Math.sqrt(g ? sumOfSquaresOf(g) : sumOfSquares(grads));
+    // torch: clip_coef = max_norm / (total_norm + 1e-6), applied only when below 1.
+    const clip = maxGradNorm && norm > maxGradNorm ? maxGradNorm / (norm + 1e-6) : 1;
+    if (g) await this.applyInJs(params, g, { ...step, clip });
+    else this.applyOnWasm(params, grads, { ...step, clip });
     return norm;
   }
 
@@ -118,27 +118,35 @@ export class AdamW {
     this.jsMoments.clear();
   }
 
+  private momentsOf(p: tf.Variable): DeviceMoments {
+    let moments = this.deviceMoments.get(p);
+    if (!moments) this.deviceMoments.set(p, (moments = momentTensors(p, null)));
+    return moments;
+  }
+
   /**
-   * The kernels: on wasm parameter by parameter, new tensors for p, m and v replacing the old; on
-   * webgpu a new tensor for each p, the interleaved moments updated where they are.
+   * On webgpu the whole step, clipping included, is recorded before anything is read back: the
+   * GPU goes from the backward pass to the update without waiting for the host, and the norm is
+   * read once the update is on its way. A new tensor for each p; the interleaved moments are
+   * updated where they are.
    */
-  private applyOnDevice(params: tf.Variable[], grads: tf.Tensor[], step: AdamWStep): void {
-    const momentsOf = (p: tf.Variable) => {
-      let moments = this.deviceMoments.get(p);
-      if (!moments) this.deviceMoments.set(p, (moments = momentTensors(p, null)));
-      return moments;
-    };
-    if (adamwMomentLayout() === 'interleaved') {
-      const next = adamwStepsInPlace(
-        params.map((p, i) => ({ p, g: grads[i], mv: (momentsOf(p) as { mv: tf.Tensor }).mv })),
-        step,
-      );
-      params.forEach((p, i) => p.assign(next[i]));
-      tf.dispose(next);
-      return;
+  private async applyOnGpu(params: tf.Variable[], grads: tf.Tensor[], step: Omit<AdamWStep, 'clip'>, maxGradNorm: number): Promise<number> {
+    if (params.length === 0) return 0;
+    const parameters = params.map((p, i) => ({ p, g: grads[i], mv: (this.momentsOf(p) as { mv: tf.Tensor }).mv }));
+    const { next, stats } = adamwStepOnGpu(parameters, step, maxGradNorm);
+    params.forEach((p, i) => p.assign(next[i]));
+    tf.dispose(next);
+    try {
+      return Math.sqrt((await stats.data())[0]);
+    } finally {
+      stats.dispose();
     }
+  }
+
+  /** The wasm kernel, parameter by parameter: new tensors for p, m and v replacing the old. */
+  private applyOnWasm(params: tf.Variable[], grads: tf.Tensor[], step: AdamWStep): void {
     params.forEach((p, i) => {
-      const moments = momentsOf(p) as { m: tf.Tensor; v: tf.Tensor };
+      const moments = this.momentsOf(p) as { m: tf.Tensor; v: tf.Tensor };
       const [next, m, v] = adamwStep(p, grads[i], moments.m, moments.v, step);
       p.assign(next);
       tf.dispose([next, moments.m, moments.v]);
