@@ -18,6 +18,13 @@ describe('tiled product tiling', () => {
     expect(productTiling(65, 129).dispatch).toEqual([3, 2, 1]);
   });
 
+  it('puts extra workgroups in rows of the grid after the product\'s', () => {
+    // 15 x 16 tiles of 64, then 40 workgroups: three rows of 15 more (the last part-filled).
+    expect(productTiling(1024, 960, 40)).toEqual({ tile: 64, dispatch: [15, 19, 1] });
+    expect(productTiling(1024, 960, 45).dispatch).toEqual([15, 19, 1]);
+    expect(productTiling(1024, 960, 46).dispatch).toEqual([15, 20, 1]);
+  });
+
   it('takes the tiles a bench sets, whatever the size', () => {
     setProductTiles(64);
     expect(productTiling(1024, 22016).tile).toBe(64);

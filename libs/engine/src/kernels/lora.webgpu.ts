@@ -23,13 +23,14 @@ import { disposeIntermediate, fusedKernelsApply, MultiOutputProgram, multiOutput
  *   dh_p = s_p dy_p B_p^T,   dx = dy W^T + dh_p A_p^T,   dA_p = x^T dh_p,   dB_p = s_p h_p^T dy_p
  *
  * The forward is two dispatches (h, then y with the adapters' delta added to the frozen product
- * in its epilogue); the backward three or four (dh; dx, frozen and adapters' parts in one
- * product, for the MLP's down SwiGLU's backward too; every factor's gradient in one program, or
- * the A's and the B's in two where their tensors would pass the device's storage buffers, eight
- * on every device and as many as the adapter binds on the engine's: storageBufferLimit). The generic ops take 7 dispatches a projection
- * forward and 14 backward for one adapter, about three times that for q|k|v's three. h is an
- * output of the forward, saved for the backward (ops/saved-activations.ts) instead of
- * recomputed.
+ * in its epilogue). The backward is two: dh with the dB's, which also read dy; then dx, frozen
+ * and adapters' parts in one product (for the MLP's down SwiGLU's backward too), with the dA's,
+ * which need only dh, in workgroups of the same dispatch after the product's. Where those pass
+ * the device's storage buffers (eight on every device, as many as the adapter binds on the
+ * engine's: storageBufferLimit), three or four: dh, dx, then every factor's gradient in one
+ * program, or the A's and the B's in two. The generic ops take 7 dispatches a projection forward
+ * and 14 backward for one adapter, about three times that for q|k|v's three. h is an output of
+ * the forward, saved for the backward (ops/saved-activations.ts) instead of recomputed.
  *
  * Sizes other than M are compiled into each program (a projection's shapes never change); M is
  * a uniform, so one pipeline serves every step's token count.
@@ -92,78 +93,117 @@ function bindings(inputs: string[], outputs: string[]): string {
 
 /** Threads that share one element's sum, each taking every LANES-th term. */
 const LANES = 8;
-/** Elements a workgroup of sharedSums computes (LANES x ELEMENTS threads). */
+/** Elements a workgroup of sums computes (LANES x ELEMENTS threads: 256, as a tiled product's workgroup has). */
 const ELEMENTS = 32;
 
 /**
- * The entry point of a program whose `count` output elements (`bound`, the WGSL of that count,
- * which may read the uniforms) are each a long sum (over the rows M, or over K): a workgroup
- * takes ELEMENTS elements with LANES threads each. For element
- * `i`, `sum` is WGSL adding into `acc` the terms `t = lane, lane + LANES, ...` (TERMS: the loop
- * header `for (var t = lane; t < n; t += LANES)` is `terms(n)`); the lanes' sums are added in
- * workgroup memory and `store` writes `total` for element i. A thread an element would leave the
- * GPU with a few thousand threads, each walking a thousand terms in turn.
+ * One output of a program whose elements are each a long sum (over the rows M, or over K): its
+ * name and shape, its element count (`count` for the host, `bound` in WGSL, which may read the
+ * uniforms), `sum`, WGSL adding element `e`'s terms into `acc` (a lane's share: `terms(n)` is
+ * the loop over them), and `store`, writing its `total`.
  */
-function sharedSums(count: number, bound: string, sum: string, store: string): { main: string; dispatch: [number, number, number] } {
-  return {
-    main: `var<workgroup> partial : array<f32, ${LANES * ELEMENTS}>;
-@compute @workgroup_size(${LANES * ELEMENTS})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-  let i = (wg.y * groups.x + wg.x) * ${ELEMENTS}u + tid % ${ELEMENTS}u;
+interface SumBlock {
+  name: string;
+  shape: number[];
+  count: number;
+  bound: string;
+  sum: string;
+  store: string;
+}
+
+/** The workgroup memory sumsWgsl adds the lanes' sums in. */
+const SUMS_MEMORY = `var<workgroup> partial : array<f32, ${LANES * ELEMENTS}>;`;
+
+/**
+ * WGSL computing the elements `first`, `first` + 1, ... (ELEMENTS of them) of `blocks`, one after
+ * the other as if one flat output: LANES threads (of `tid`) an element, each adding every
+ * LANES-th term, their sums added in workgroup memory (SUMS_MEMORY). A thread an element would
+ * leave the GPU with a few thousand threads, each walking a thousand terms in turn.
+ */
+function sumsWgsl(blocks: SumBlock[], first: string): string {
+  // The branch of the block that holds element i, with `code(block)` inside.
+  const branches = (code: (b: SumBlock) => string) => {
+    let start = '0u';
+    return blocks
+      .map((b) => {
+        const branch = `if (i < ${start} + ${b.bound}) {
+      let e = i - (${start});
+      ${code(b)}
+    }`;
+        start = `${start} + ${b.bound}`;
+        return branch;
+      })
+      .join(' else ');
+  };
+  return `  let i = ${first} + tid % ${ELEMENTS}u;
   let lane = tid / ${ELEMENTS}u;
   var acc = 0.0;
-  if (i < ${bound}) {
-    ${sum}
-  }
+  ${branches((b) => b.sum)}
   partial[tid] = acc;
   workgroupBarrier();
-  if (lane == 0u && i < ${bound}) {
+  if (lane == 0u) {
     var total = 0.0;
     for (var r = 0u; r < ${LANES}u; r++) { total += partial[r * ${ELEMENTS}u + tid]; }
-    ${store}
-  }
+    ${branches((b) => b.store)}
+  }`;
+}
+
+/** Workgroups sumsWgsl takes for every element of `blocks`. */
+const sumsWorkgroups = (blocks: SumBlock[]) => Math.ceil(blocks.reduce((sum, b) => sum + b.count, 0) / ELEMENTS);
+
+/** A program of `blocks` alone: its outputs, in order, each element a sum. */
+function sumsProgram(key: string, inputs: string[], blocks: SumBlock[], M: number): MultiOutputProgram {
+  return {
+    key,
+    wgsl: () => `${bindings(inputs, blocks.map((b) => b.name))}
+${SUMS_MEMORY}
+@compute @workgroup_size(${LANES * ELEMENTS})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+${sumsWgsl(blocks, `(wg.y * groups.x + wg.x) * ${ELEMENTS}u`)}
 }`,
-    dispatch: workgroupGrid(Math.ceil(count / ELEMENTS)),
+    outputShapes: blocks.map((b) => b.shape),
+    dispatch: workgroupGrid(sumsWorkgroups(blocks)),
+    uniforms: [{ type: 'uint32', value: M }],
   };
 }
 
-/** `for (var t = lane; t < n; t += LANES)`: a lane's share of n terms (sharedSums). */
+/** `for (var t = lane; t < n; t += LANES)`: a lane's share of n terms. */
 const terms = (n: string) => `for (var t = lane; t < ${n}; t += ${LANES}u)`;
 
 /**
- * A program an element (m, j) of an [M, R] output `out` (h, or its gradient dh), each a sum
- * (sharedSums): `sum(p, i)` is the WGSL that adds the element's terms into `acc`, `scale(p)` what
- * the total is multiplied by, for the part p (the i-th) whose columns of R hold j.
+ * An [M, R] output `name` (h, or its gradient dh), an element (m, j) a sum: `sum(p, i)` is the
+ * WGSL that adds its terms into `acc`, `scale(p)` what the total is multiplied by, for the part p
+ * (the i-th) whose columns of R hold j.
  */
-function rankColumnsProgram(l: Layout, M: number, kind: string, inputs: string[], out: string, sum: (p: PartLayout, i: number) => string, scale: (p: PartLayout) => number): MultiOutputProgram {
+function rankColumnsBlock(l: Layout, M: number, name: string, sum: (p: PartLayout, i: number) => string, scale: (p: PartLayout) => number): SumBlock {
   const { R } = l;
   const branches = (code: (p: PartLayout, i: number) => string) =>
     l.parts
       .map(
         (p, i) => `if (j < ${p.off + p.r}u) {
-      ${code(p, i)}
-    }`,
+        ${code(p, i)}
+      }`,
       )
       .join(' else ');
-  const where = `let m = i / ${R}u;
-  let j = i % ${R}u;`;
-  const { main, dispatch } = sharedSums(M * R, `u.M * ${R}u`, `${where}
-    ${branches(sum)}`, `${where}
-    ${branches((p) => `${out}[i] = ${wgslFloat(scale(p))} * total;`)}`);
+  const where = `let m = e / ${R}u;
+      let j = e % ${R}u;`;
   return {
-    key: keyOf(kind, l),
-    wgsl: () => `${bindings(inputs, [out])}
-${main}`,
-    outputShapes: [[M, R]],
-    dispatch,
-    uniforms: [{ type: 'uint32', value: M }],
+    name,
+    shape: [M, R],
+    count: M * R,
+    bound: `u.M * ${R}u`,
+    sum: `${where}
+      ${branches(sum)}`,
+    store: `${where}
+      ${branches((p) => `${name}[e] = ${wgslFloat(scale(p))} * total;`)}`,
   };
 }
 
 /** h = x [A_0 | A_1 | ...], an element of h [M, R] a sum over K. */
 function xaProgram(l: Layout, M: number): MultiOutputProgram {
   const { K } = l;
-  return rankColumnsProgram(l, M, 'XA', ['x', ...l.parts.map((_, i) => `a${i}`)], 'h', (p, i) => `${terms(`${K}u`)} { acc += x[m * ${K}u + t] * a${i}[t * ${p.r}u + j - ${p.off}u]; }`, () => 1);
+  const h = rankColumnsBlock(l, M, 'h', (p, i) => `${terms(`${K}u`)} { acc += x[m * ${K}u + t] * a${i}[t * ${p.r}u + j - ${p.off}u]; }`, () => 1);
+  return sumsProgram(keyOf('XA', l), ['x', ...l.parts.map((_, i) => `a${i}`)], [h], M);
 }
 
 /** y = x W + b + s_p h_p B_p: the frozen product, its epilogue adding the bias and each part's delta on its columns. */
@@ -197,17 +237,45 @@ ${tiledProduct(K, N, tile, 'x', w.at, true, (row, col, value) => `y[${row} * ${N
 }
 
 /** dh_p = s_p dy_p B_p^T, an element of dh [M, R] a sum over the part's width. */
-function dhProgram(l: Layout, M: number): MultiOutputProgram {
+function dhBlock(l: Layout, M: number): SumBlock {
   const { N } = l;
-  return rankColumnsProgram(
-    l,
-    M,
-    'Dh',
-    ['dy', ...l.parts.map((_, i) => `b${i}`)],
-    'dh',
-    (p, i) => `${terms(`${p.width}u`)} { acc += dy[m * ${N}u + ${p.col}u + t] * b${i}[(j - ${p.off}u) * ${p.width}u + t]; }`,
-    (p) => p.scale,
-  );
+  return rankColumnsBlock(l, M, 'dh', (p, i) => `${terms(`${p.width}u`)} { acc += dy[m * ${N}u + ${p.col}u + t] * b${i}[(j - ${p.off}u) * ${p.width}u + t]; }`, (p) => p.scale);
+}
+
+/** dA_p = x^T dh_p [K, r_p], each element a sum over the M rows. */
+function daBlocks(l: Layout): SumBlock[] {
+  const { K, R } = l;
+  return l.parts.map((p, i) => ({
+    name: `da${i}`,
+    shape: [K, p.r],
+    count: K * p.r,
+    bound: `${K * p.r}u`,
+    sum: `let k = e / ${p.r}u;
+      let j = e % ${p.r}u;
+      ${terms('u.M')} { acc += x[t * ${K}u + k] * dh[t * ${R}u + ${p.off}u + j]; }`,
+    store: `da${i}[e] = total;`,
+  }));
+}
+
+/** dB_p = s_p h_p^T dy_p [r_p, width_p], each element a sum over the M rows. */
+function dbBlocks(l: Layout): SumBlock[] {
+  const { N, R } = l;
+  return l.parts.map((p, i) => ({
+    name: `db${i}`,
+    shape: [p.r, p.width],
+    count: p.r * p.width,
+    bound: `${p.r * p.width}u`,
+    sum: `let j = e / ${p.width}u;
+      let n = e % ${p.width}u;
+      ${terms('u.M')} { acc += h[t * ${R}u + ${p.off}u + j] * dy[t * ${N}u + ${p.col}u + n]; }`,
+    store: `db${i}[e] = ${wgslFloat(p.scale)} * total;`,
+  }));
+}
+
+/** dh, and with `withDb` every dB_p after it (both read dy): outputs dh, db0, db1, ... */
+function dhProgram(l: Layout, M: number, withDb: boolean): MultiOutputProgram {
+  const inputs = ['dy', ...l.parts.map((_, i) => `b${i}`), ...(withDb ? ['h'] : [])];
+  return sumsProgram(keyOf(withDb ? 'DhDb' : 'Dh', l), inputs, [dhBlock(l, M), ...(withDb ? dbBlocks(l) : [])], M);
 }
 
 /**
@@ -216,9 +284,10 @@ function dhProgram(l: Layout, M: number): MultiOutputProgram {
  * of gateUp [M, 2K] (an input here), a the MLP's activation (SiLU, or GeGLU's GELU): its store
  * writes the gate's backward instead (ops/swiglu.ts, ops/gelu.ts), d gate = dx u a'(g) and
  * d up = dx a(g), into d gateUp [M, 2K]: one dispatch fewer, the arithmetic of
- * swiglu.webgpu.ts's programs.
+ * swiglu.webgpu.ts's programs. With `withDa`, every dA_p in workgroups of the same dispatch
+ * after the product's (both need only dh): outputs dx, da0, da1, ...
  */
-function dxProgram(l: Layout, M: number, gated: HiddenAct | null): MultiOutputProgram {
+function dxProgram(l: Layout, M: number, gated: HiddenAct | null, withDa: boolean): MultiOutputProgram {
   const { K, N, R } = l;
   const w = weightReader('w', l.weights, N);
   const adapters = l.parts.map((p, i) => `  for (var j = 0u; j < ${p.r}u; j++) { dx += dh[row * ${R}u + ${p.off}u + j] * a${i}[col * ${p.r}u + j]; }`).join('\n');
@@ -229,86 +298,32 @@ function dxProgram(l: Layout, M: number, gated: HiddenAct | null): MultiOutputPr
         dx[at] = d * gateUp[at + ${K}u] * gateSlope(g);
         dx[at + ${K}u] = d * gateValue(g);`
     : (row: string, col: string, value: string) => `dx[${row} * ${K}u + ${col}] = ${value};`;
-  const { tile, dispatch } = productTiling(M, K);
+  const da = withDa ? daBlocks(l) : [];
+  const extra = withDa ? { workgroups: sumsWorkgroups(da), body: sumsWgsl(da, `extra * ${ELEMENTS}u`) } : null;
+  const { tile, dispatch } = productTiling(M, K, extra?.workgroups ?? 0);
   return {
-    key: `${keyOf(gated ? `Dx_${gated}` : 'Dx', l)}_${tile}`,
-    wgsl: () => `${bindings(['dy', w.binding, 'dh', ...l.parts.map((_, i) => `a${i}`), ...(gated ? ['gateUp'] : [])], ['dx'])}
+    key: `${keyOf(`Dx${withDa ? 'Da' : ''}${gated ? `_${gated}` : ''}`, l)}_${tile}`,
+    wgsl: () => `${bindings(['dy', w.binding, 'dh', ...l.parts.map((_, i) => `a${i}`), ...(gated ? ['gateUp'] : []), ...(withDa ? ['x'] : [])], ['dx', ...da.map((b) => b.name)])}
 ${w.helpers}
 ${gated ? gateActivationWgsl(gated) : ''}
+${withDa ? SUMS_MEMORY : ''}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   var dx = acc;
 ${adapters}
   return dx;
 }
-${tiledProduct(N, K, tile, 'dy', (n, c) => w.at(c, n), false, store)}`,
-    outputShapes: [[M, gated ? 2 * K : K]],
+${tiledProduct(N, K, tile, 'dy', (n, c) => w.at(c, n), false, store, extra)}`,
+    outputShapes: [[M, gated ? 2 * K : K], ...da.map((b) => b.shape)],
     dispatch,
     uniforms: [{ type: 'uint32', value: M }],
   };
 }
 
-/**
- * The factors' gradients, each a sum over the M rows (sharedSums): dA_p = x^T dh_p [K, r_p]
- * (`which` 'A': inputs x and dh), dB_p = s_p h_p^T dy_p [r_p, width_p] ('B': inputs h and dy), or
- * both in one program ('AB'), the outputs in the parts' order, A's before B's.
- */
+/** The factors' gradients alone, in one program ('AB': the A's, then the B's) or in two ('A', 'B'). */
 function gradsProgram(l: Layout, M: number, which: 'A' | 'B' | 'AB'): MultiOutputProgram {
-  const { K, N, R } = l;
-  const blocks: { name: string; size: number; shape: number[]; sum: string; store: string }[] = [];
-  if (which !== 'B')
-    l.parts.forEach((p, i) =>
-      blocks.push({
-        name: `da${i}`,
-        size: K * p.r,
-        shape: [K, p.r],
-        sum: `let k = e / ${p.r}u;
-    let j = e % ${p.r}u;
-    ${terms('u.M')} { acc += x[t * ${K}u + k] * dh[t * ${R}u + ${p.off}u + j]; }`,
-        store: `da${i}[e] = total;`,
-      }),
-    );
-  if (which !== 'A')
-    l.parts.forEach((p, i) =>
-      blocks.push({
-        name: `db${i}`,
-        size: p.r * p.width,
-        shape: [p.r, p.width],
-        sum: `let j = e / ${p.width}u;
-    let n = e % ${p.width}u;
-    ${terms('u.M')} { acc += h[t * ${R}u + ${p.off}u + j] * dy[t * ${N}u + ${p.col}u + n]; }`,
-        store: `db${i}[e] = ${wgslFloat(p.scale)} * total;`,
-      }),
-    );
-  // The branch of the block that holds element i, with `code(block)` inside.
-  const branches = (code: (b: (typeof blocks)[number]) => string) => {
-    let start = 0;
-    return blocks
-      .map((b) => {
-        const branch = `if (i < ${start + b.size}u) {
-    let e = i - ${start}u;
-    ${code(b)}
-  }`;
-        start += b.size;
-        return branch;
-      })
-      .join(' else ');
-  };
-  const count = blocks.reduce((sum, b) => sum + b.size, 0);
-  const { main, dispatch } = sharedSums(
-    count,
-    `${count}u`,
-    branches((b) => b.sum),
-    branches((b) => b.store),
-  );
+  const blocks = [...(which !== 'B' ? daBlocks(l) : []), ...(which !== 'A' ? dbBlocks(l) : [])];
   const inputs = which === 'A' ? ['x', 'dh'] : which === 'B' ? ['h', 'dy'] : ['x', 'dh', 'h', 'dy'];
-  return {
-    key: keyOf(`Grads${which}`, l),
-    wgsl: () => `${bindings(inputs, blocks.map((b) => b.name))}
-${main}`,
-    outputShapes: blocks.map((b) => b.shape),
-    dispatch,
-    uniforms: [{ type: 'uint32', value: M }],
-  };
+  return sumsProgram(keyOf(`Grads${which}`, l), inputs, blocks, M);
 }
 
 interface Attrs {
@@ -351,17 +366,30 @@ tf.registerKernel({
     const P = a.parts.length;
     const { x, w, h, dy } = inputs as Record<string, tf.TensorInfo>;
     const { aTs, bTs, l, M } = callOf(inputs, a);
-    const [dh] = runMultiOutputProgram(backend, dhProgram(l, M), [dy, ...bTs]);
     const gateUp = inputs['gateUp'] as tf.TensorInfo | undefined;
-    const [dx] = runMultiOutputProgram(backend, dxProgram(l, M, gateUp ? (a.activation ?? 'silu') : null), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : [])]);
-    // Every factor's gradient in one program where its 4 inputs and 2P outputs fit the device's bindings.
-    const grads =
-      4 + 2 * P <= storageBufferLimit(backend)
-        ? runMultiOutputProgram(backend, gradsProgram(l, M, 'AB'), [x, dh, h, dy])
-        : [...runMultiOutputProgram(backend, gradsProgram(l, M, 'A'), [x, dh]), ...runMultiOutputProgram(backend, gradsProgram(l, M, 'B'), [h, dy])];
+    const gated = gateUp ? (a.activation ?? 'silu') : null;
+    const limit = storageBufferLimit(backend);
+    let dx: tf.TensorInfo;
+    let dA: tf.TensorInfo[];
+    let dB: tf.TensorInfo[];
+    let dh: tf.TensorInfo;
+    // Two dispatches where the device binds enough: dh with the dB's (dy, the B's, h; dh and the
+    // dB's), then dx with the dA's (dy, W, dh, the A's, gateUp, x; dx and the dA's).
+    if (3 + 2 * P <= limit && 5 + 2 * P + (gated ? 1 : 0) <= limit) {
+      [dh, ...dB] = runMultiOutputProgram(backend, dhProgram(l, M, true), [dy, ...bTs, h]);
+      [dx, ...dA] = runMultiOutputProgram(backend, dxProgram(l, M, gated, true), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : []), x]);
+    } else {
+      // Else dh, dx, then every factor's gradient in one program where its 4 inputs and 2P outputs fit, or in two.
+      [dh] = runMultiOutputProgram(backend, dhProgram(l, M, false), [dy, ...bTs]);
+      [dx] = runMultiOutputProgram(backend, dxProgram(l, M, gated, false), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : [])]);
+      const grads =
+        4 + 2 * P <= limit
+          ? runMultiOutputProgram(backend, gradsProgram(l, M, 'AB'), [x, dh, h, dy])
+          : [...runMultiOutputProgram(backend, gradsProgram(l, M, 'A'), [x, dh]), ...runMultiOutputProgram(backend, gradsProgram(l, M, 'B'), [h, dy])];
+      [dA, dB] = [grads.slice(0, P), grads.slice(P)];
+    }
     disposeIntermediate(backend, dh);
     // In the parts' order, A then B of each.
-    const [dA, dB] = [grads.slice(0, P), grads.slice(P)];
     return [dx, ...dA.flatMap((g, i) => [g, dB[i]])];
   },
 });

@@ -40,30 +40,42 @@ export interface ProductTiling {
   dispatch: [number, number, number];
 }
 
-export function productTiling(rows: number, cols: number): ProductTiling {
+export function productTiling(rows: number, cols: number, extraWorkgroups = 0): ProductTiling {
   const [small, wide] = PRODUCT_TILES;
   const wideGrid = Math.ceil(cols / wide) * Math.ceil(rows / wide);
   const tile: ProductTile = tileChoice !== 'auto' ? tileChoice : wideGrid >= WIDE_TILE_WORKGROUPS ? wide : small;
-  return { tile, dispatch: [Math.ceil(cols / tile), Math.ceil(rows / tile), 1] };
+  const columns = Math.ceil(cols / tile);
+  // The extra workgroups (ExtraWork) in rows of the grid after the product's.
+  return { tile, dispatch: [columns, Math.ceil(rows / tile) + Math.ceil(extraWorkgroups / columns), 1] };
 }
 
 /**
- * The tile (row, column) of this workgroup, from its place in the order the GPU starts them
- * (flat index, x fastest) rather than from its grid coordinates directly: taken in groups of
- * GROUP row tiles, the order walks down a group's row tiles of one column tile before the next
- * column tile. The GROUP workgroups that read a column tile of the right operand (a weight, the
- * large operand) then run together and share its loads from cache, and a group's rows of the
- * left stay in cache while it walks the columns; in grid order every row tile would read the
- * whole weight again, from memory once the weight outgrows the cache.
+ * The tile (row, column) of the workgroup at `flat` in the order the GPU starts them (x
+ * fastest) among the product's `columns` x `rows` tiles, rather than from its grid coordinates
+ * directly: taken in groups of GROUP row tiles, the order walks down a group's row tiles of one
+ * column tile before the next column tile. The GROUP workgroups that read a column tile of the
+ * right operand (a weight, the large operand) then run together and share its loads from cache,
+ * and a group's rows of the left stay in cache while it walks the columns; in grid order every
+ * row tile would read the whole weight again, from memory once the weight outgrows the cache.
  */
-const groupedTile = `fn groupedTile(wg : vec3<u32>, grid : vec3<u32>) -> vec2<u32> {
-  let flat = wg.y * grid.x + wg.x;
-  let perGroup = ${GROUP}u * grid.x;
+const groupedTile = `fn groupedTile(flat : u32, columns : u32, rowTiles : u32) -> vec2<u32> {
+  let perGroup = ${GROUP}u * columns;
   let first = (flat / perGroup) * ${GROUP}u;
-  let rows = min(grid.y - first, ${GROUP}u);
+  let rows = min(rowTiles - first, ${GROUP}u);
   let within = flat % perGroup;
   return vec2<u32>(first + within % rows, within / rows);
 }`;
+
+/**
+ * Work that runs in the product's dispatch, in `workgroups` workgroups of its own after the
+ * product's (at most; `body` skips what is past its end): WGSL with `extra`, the workgroup's
+ * index among them, and `tid`, the thread's among the workgroup's 256. The product's operands
+ * and the work need not wait on each other: a dispatch fewer where they would be two.
+ */
+export interface ExtraWork {
+  workgroups: number;
+  body: string;
+}
 
 /**
  * A tiled product out [M, cols] = left [M, inner] right, with right read as [inner, cols]
@@ -79,7 +91,16 @@ const groupedTile = `fn groupedTile(wg : vec3<u32>, grid : vec3<u32>) -> vec2<u3
  * around it binds the uniform `u.M` (the left's rows), defines `finish`, and dispatches
  * productTiling's grid for the same tile.
  */
-export function tiledProduct(inner: number, cols: number, tile: ProductTile, left: string, rightAt: (k: string, c: string) => string, rightRowMajor: boolean, store: (row: string, col: string, value: string) => string): string {
+export function tiledProduct(
+  inner: number,
+  cols: number,
+  tile: ProductTile,
+  left: string,
+  rightAt: (k: string, c: string) => string,
+  rightRowMajor: boolean,
+  store: (row: string, col: string, value: string) => string,
+  extra: ExtraWork | null = null,
+): string {
   const groups = tile / (4 * SIDE);
   const loads = (tile * DEPTH) / THREADS;
   // Floats a row of the left's staged slice takes: the tile and 4 of padding, so that the threads staging one row's DEPTH values write apart in workgroup memory's banks.
@@ -90,7 +111,19 @@ var<workgroup> rs : array<vec4<f32>, ${(DEPTH * tile) / 4}>;
 ${groupedTile}
 @compute @workgroup_size(${SIDE}, ${SIDE})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-  let at = groupedTile(wg, grid);
+  let flat = wg.y * grid.x + wg.x;
+  let rowTiles = (u.M + ${tile - 1}u) / ${tile}u;
+${
+  extra
+    ? `  // The extra work's workgroups, after the product's (the same for the whole workgroup, so its barriers are too).
+  if (flat >= grid.x * rowTiles) {
+    let extra = flat - grid.x * rowTiles;
+${extra.body}
+    return;
+  }`
+    : ''
+}
+  let at = groupedTile(flat, grid.x, rowTiles);
   let row0 = at.x * ${tile}u;
   let col0 = at.y * ${tile}u;
   // acc[(g * 4 + i) * ${groups} + h]: row group g's row i, column group h's four columns.
