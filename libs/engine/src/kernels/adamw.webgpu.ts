@@ -167,7 +167,11 @@ interface Recording {
   endComputePassEncoder(): void;
 }
 
-/** Inputs p0, g0, mv0, p1, ...; outputs next0, next1, ..., then stats. */
+/**
+ * Inputs p0, g0, mv0, p1, ...; outputs next0, next1, ..., then stats. Everything is recorded in
+ * this one synchronous call, so no other step's programs come between the copy into the device's
+ * clipping uniform and the updates that read it.
+ */
 tf.registerKernel({
   kernelName: ADAMW_STEP_KERNEL,
   backendName: 'webgpu',

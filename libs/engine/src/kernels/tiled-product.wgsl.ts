@@ -67,10 +67,10 @@ const groupedTile = `fn groupedTile(flat : u32, columns : u32, rowTiles : u32) -
 }`;
 
 /**
- * Work that runs in the product's dispatch, in `workgroups` workgroups of its own after the
- * product's (at most; `body` skips what is past its end): WGSL with `extra`, the workgroup's
- * index among them, and `tid`, the thread's among the workgroup's 256. The product's operands
- * and the work need not wait on each other: a dispatch fewer where they would be two.
+ * Work that reads nothing the product writes, nor writes what it reads, run in the product's
+ * dispatch, a dispatch fewer where they would be two: `workgroups` workgroups of its own after
+ * the product's (at most: `body` skips what is past its end), WGSL with `extra`, the workgroup's
+ * index among them, and `tid`, the thread's among the workgroup's 256.
  */
 export interface ExtraWork {
   workgroups: number;
