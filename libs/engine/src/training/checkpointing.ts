@@ -153,28 +153,35 @@ export interface NextTokenValues {
  * chunks: each chunk's softmax in one pass (headSoftmax) unless the lm_head has adapters.
  */
 async function headValues(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], chunk: number, withEntropy: boolean): Promise<NextTokenValues> {
-  return (await headPass(model, hidden, targets, chunk, withEntropy, null)).values;
+  const { parts } = headPass(model, hidden, targets, chunk, withEntropy, null);
+  try {
+    return await valuesOf(parts, targets.length, withEntropy);
+  } finally {
+    tf.dispose(parts.flat());
+  }
 }
 
 /**
- * headValues, and with a `budget` of bytes (not null) each chunk's softmax (KeptSoftmax) kept for
- * the backward pass while the kept ones fit it, the first chunk whatever its size (at most
- * MAX_LOGITS_PER_CHUNK floats): a kept chunk needs no second product with the lm_head.
- * `kept` has one entry per chunk, null where not kept (always, where the lm_head has adapters).
+ * The head's chunks: each chunk's `parts`, [log-probs] or [log-probs, entropies], as tensors the
+ * caller reads (valuesOf) or reduces, then disposes; and with a `budget` of bytes (not null) each
+ * chunk's softmax (KeptSoftmax) kept for the backward pass while the kept ones fit it, the first
+ * chunk whatever its size (at most MAX_LOGITS_PER_CHUNK floats): a kept chunk needs no second
+ * product with the lm_head. `kept` has one entry per chunk, null where not kept (always, where
+ * the lm_head has adapters).
  */
-async function headPass(
+function headPass(
   model: LlamaModel,
   hidden: tf.Tensor2D,
   targets: number[],
   chunk: number,
   withEntropy: boolean,
   budget: number | null,
-): Promise<{ values: NextTokenValues; kept: (KeptSoftmax | null)[] }> {
+): { parts: tf.Tensor[][]; kept: (KeptSoftmax | null)[] } {
   const N = targets.length;
   const size = headChunkSize(chunk, model.config.vocabSize);
   const kept: (KeptSoftmax | null)[] = [];
-  // Each chunk's log-probs (and entropies), read back once all are queued: a read a chunk would
-  // leave a GPU idle while the next chunk is encoded.
+  // Each chunk's log-probs (and entropies), for the caller to read once all are queued: a read a
+  // chunk would leave a GPU idle while the next chunk is encoded.
   const parts: tf.Tensor[][] = [];
   let keptBytes = 0;
   try {
@@ -199,12 +206,11 @@ async function headPass(
       else if (softmax) tf.dispose(keptTensors(softmax));
       parts.push(part);
     }
-    return { values: await valuesOf(parts, N, withEntropy), kept };
+    return { parts, kept };
   } catch (err) {
     for (const softmax of kept) if (softmax) tf.dispose(keptTensors(softmax));
-    throw err;
-  } finally {
     tf.dispose(parts.flat());
+    throw err;
   }
 }
 
@@ -288,6 +294,16 @@ export async function nextTokenLogprobValues(model: LlamaModel, rows: NextTokenR
  */
 export type NextTokenLoss = (logprobs: tf.Tensor2D, values: NextTokenValues) => tf.Scalar;
 
+/**
+ * A loss linear in the log-probs, sum(weights * log p) over [rows, T] row-major (SFT's
+ * cross-entropy: -mask / trainable tokens). Its gradient is the weights whatever the log-probs
+ * are, so a step with it is recorded whole without reading the log-probs back: its value is
+ * reduced on the device and read once the backward is recorded.
+ */
+export interface WeightedLogprobs {
+  weights: Float32Array;
+}
+
 export interface CheckpointOptions {
   /** Positions per lm_head chunk. */
   chunk: number;
@@ -328,6 +344,50 @@ function spread(values: NextTokenValues, at: ArrayLike<number>, n: number): Next
   return { logprobs: place(values.logprobs), entropy: values.entropy && place(values.entropy) };
 }
 
+/**
+ * A loss of the log-probs' values (NextTokenLoss): the head's chunks read back (the step's one
+ * wait), the loss and its gradient w.r.t. the log-probs of the scored positions. Disposes `parts`.
+ */
+async function lossOfValues(
+  loss: NextTokenLoss,
+  parts: tf.Tensor[][],
+  scored: { positions: number[]; at: tf.Tensor1D } | null,
+  R: number,
+  T: number,
+  withEntropy: boolean,
+): Promise<{ value: tf.Scalar; dLogprobs: tf.Tensor1D }> {
+  let head: NextTokenValues;
+  try {
+    head = await valuesOf(parts, scored ? scored.positions.length : R * T, withEntropy);
+  } finally {
+    tf.dispose(parts.flat());
+  }
+  const values = scored ? spread(head, scored.positions, R * T) : head;
+  return tf.tidy(() => {
+    const result = tf.valueAndGrad((lp: tf.Tensor) => loss(lp as tf.Tensor2D, values))(tf.tensor2d(values.logprobs, [R, T]));
+    const all = tf.reshape(result.grad, [R * T]) as tf.Tensor1D;
+    return { value: result.value, dLogprobs: scored ? (tf.gather(all, scored.at) as tf.Tensor1D) : all };
+  });
+}
+
+/** sum(weights * log p) reduced on the device from the head's chunks, nothing read back; its gradient, the weights of the scored positions. Disposes `parts`. */
+function weightedLoss(weights: Float32Array, parts: tf.Tensor[][], scored: number[] | null): { value: tf.Scalar; dLogprobs: tf.Tensor1D } {
+  const at = scored ? Float32Array.from(scored, (i) => weights[i]) : weights;
+  try {
+    return tf.tidy(() => {
+      let start = 0;
+      const sums = parts.map(([logprobs]) => {
+        const part = tf.sum(tf.mul(logprobs, tf.tensor1d(at.subarray(start, start + logprobs.size))));
+        start += logprobs.size;
+        return part;
+      });
+      return { value: (sums.length === 1 ? sums[0] : tf.addN(sums)) as tf.Scalar, dLogprobs: tf.tensor1d(at) };
+    });
+  } finally {
+    tf.dispose(parts.flat());
+  }
+}
+
 export interface CheckpointedResult {
   value: number;
   /** By variable name, like tf.variableGrads; the caller disposes them. */
@@ -342,7 +402,8 @@ export interface CheckpointedResult {
  * 1. forward through the blocks without a gradient tape, keeping each block's input; where the
  *    blocks' activations fit keptProductsBytes (decoderBlockSavedBytes), each also saves what
  *    its explicit backward reads (ops/decoder-block-gradient.ts);
- * 2. the lm_head in chunks of positions, as values; then the loss and d loss / d log-probs;
+ * 2. the lm_head in chunks of positions, as values; then the loss and d loss / d log-probs
+ *    (the step's one wait for the device; none for a WeightedLogprobs loss);
  * 3. back through the head chunk by chunk (each chunk's logits and softmax recomputed,
  *    unless step 2 kept its softmax) and the final norm;
  * 4. back through the blocks from the last: by each block's explicit backward from what it
@@ -361,7 +422,7 @@ export async function checkpointedGradients(
   model: LlamaModel,
   rows: NextTokenRows,
   blockVariables: tf.Variable[][],
-  loss: NextTokenLoss,
+  loss: NextTokenLoss | WeightedLogprobs,
   options: CheckpointOptions,
 ): Promise<CheckpointedResult> {
   const { rows: R, length: T } = rows;
@@ -395,8 +456,9 @@ export async function checkpointedGradients(
     products.replay();
 
     // 2. Log-probs as values, the loss and its gradient w.r.t. them, the lm_head run only on
-    // the scored positions. The chunks' softmax is kept for step 3 within what the kept
-    // products left of the budget (the first chunk's whatever it is).
+    // the scored positions (a WeightedLogprobs loss reads nothing back: its gradient is its
+    // weights, its value reduced on the device). The chunks' softmax is kept for step 3 within
+    // what the kept products left of the budget (the first chunk's whatever it is).
     const normed = tf.tidy(() => model.finalNorm.forward(last));
     kept.push(normed);
     const scored = scoredPositions(options.scored, R * T);
@@ -407,14 +469,10 @@ export async function checkpointedGradients(
     const N = targets.length;
     const size = headChunkSize(options.chunk, model.config.vocabSize);
     const headBudget = Math.max(0, budget - (once ? savedBytes : 0) - products.keptBytes);
-    const { values: head, kept: softmaxes } = await headPass(model, headInput, targets, options.chunk, options.withEntropy, headBudget);
+    const { parts: headParts, kept: softmaxes } = headPass(model, headInput, targets, options.chunk, options.withEntropy, headBudget);
     for (const softmax of softmaxes) if (softmax) kept.push(...keptTensors(softmax));
-    const values = scored ? spread(head, scored, R * T) : head;
-    const { value, dLogprobs } = tf.tidy(() => {
-      const result = tf.valueAndGrad((lp: tf.Tensor) => loss(lp as tf.Tensor2D, values))(tf.tensor2d(values.logprobs, [R, T]));
-      const all = tf.reshape(result.grad, [R * T]) as tf.Tensor1D;
-      return { value: result.value, dLogprobs: at ? (tf.gather(all, at) as tf.Tensor1D) : all };
-    });
+    const { value, dLogprobs } =
+      typeof loss === 'function' ? await lossOfValues(loss, headParts, scored && at && { positions: scored, at }, R, T, options.withEntropy) : weightedLoss(loss.weights, headParts, scored);
     // The loss's value is read while the backward is recorded, not before: waiting for it here
     // would leave the GPU idle for a round trip and the first of the backward's dispatches.
     kept.push(value, dLogprobs);

@@ -4,7 +4,7 @@ import { LoraAttachment } from '../lora/lora-layer';
 import { AdapterTensors, LoraSpec, LoraTarget, initLoraWeights } from '../lora/peft';
 import { SafetensorsFile, TensorToWrite, writeSafetensors } from '../safetensors';
 import { AdamW, AdamWOptions } from './adamw';
-import { NextTokenLoss, NextTokenRows, NextTokenValues, checkpointedGradients, nextTokenLogprobValues } from './checkpointing';
+import { NextTokenLoss, NextTokenRows, NextTokenValues, WeightedLogprobs, checkpointedGradients, nextTokenLogprobValues } from './checkpointing';
 import { ensureTrainingGradients } from './gradients';
 
 /**
@@ -307,6 +307,18 @@ export class LoraTrainingClient {
    */
   accumulate(rows: NextTokenRows, loss: NextTokenLoss, options: AccumulateOptions): Promise<{ value: number; values: NextTokenValues }> {
     return this.withAdapter(() => this.accumulateAttached(rows, loss, options));
+  }
+
+  /**
+   * accumulate() with a loss linear in the log-probs (WeightedLogprobs: SFT's cross-entropy),
+   * whose step is recorded whole without reading the log-probs back: its value only.
+   */
+  accumulateWeighted(rows: NextTokenRows, loss: WeightedLogprobs, options: AccumulateOptions): Promise<number> {
+    return this.withAdapter(async () => {
+      const { value, grads } = await checkpointedGradients(this.lm.model, rows, this.adapter.variablesByLayer(), loss, { ...options, keptProductsBytes: this.options.keptProductsBytes });
+      this.addGradients(grads);
+      return value;
+    });
   }
 
   /** Adam on the accumulated gradients (zeros where none), which are then cleared; the global gradient norm before clipping. */

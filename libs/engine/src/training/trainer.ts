@@ -4,7 +4,7 @@ import { LoraAttachment } from '../lora/lora-layer';
 import { AdapterTensors, DEFAULT_LORA_SPEC, LoraSpec } from '../lora/peft';
 import type { LlamaModel } from '../model/llama';
 import { AdamW, AdamWOptions, REFERENCE_ADAMW } from './adamw';
-import { NextTokenLoss, headLogprobs, nextTokenLogprobValues, nextTokenRows } from './checkpointing';
+import { NextTokenLoss, WeightedLogprobs, headLogprobs, nextTokenLogprobValues, nextTokenRows } from './checkpointing';
 import { LoraTrainingClient, microBatches } from './primitives';
 import { rlPolicyLoss } from './rl-loss';
 import { RLPlan, RLPlanItem } from './rl-steps';
@@ -170,7 +170,8 @@ export class LoraTrainer {
           sequences: rows.map((i) => batch[i].tokens),
           withEntropy: false,
           scored: mask,
-          loss: (logprobs: tf.Tensor2D) => tf.div(tf.neg(tf.sum(tf.mul(logprobs, tf.tensor2d(mask, logprobs.shape)))), Math.max(trainable, 1)) as tf.Scalar,
+          // The mean cross-entropy of the batch's trainable tokens, linear in the log-probs.
+          loss: { weights: mask.map((m) => -m / Math.max(trainable, 1)) },
         };
       }),
     );
@@ -331,12 +332,9 @@ export class LoraTrainer {
     let loss = 0;
     try {
       for (const batch of micro) {
-        const { value } = await this.client.accumulate(nextTokenRows(batch.sequences), batch.loss, {
-          chunk: batch.chunk ?? HEAD_CHUNK,
-          withEntropy: batch.withEntropy,
-          scored: batch.scored,
-        });
-        loss += value;
+        const rows = nextTokenRows(batch.sequences);
+        const options = { chunk: batch.chunk ?? HEAD_CHUNK, withEntropy: batch.withEntropy, scored: batch.scored };
+        loss += typeof batch.loss === 'function' ? (await this.client.accumulate(rows, batch.loss, options)).value : await this.client.accumulateWeighted(rows, batch.loss, options);
       }
     } catch (err) {
       this.client.discardGradients();
@@ -352,7 +350,7 @@ const HEAD_CHUNK = 1024;
 /** Token rows whose loss is computed in one pass, and that loss. */
 interface MicroBatch {
   sequences: number[][];
-  loss: NextTokenLoss;
+  loss: NextTokenLoss | WeightedLogprobs;
   withEntropy: boolean;
   /** Positions per lm_head chunk; default HEAD_CHUNK. */
   chunk?: number;

@@ -189,6 +189,38 @@ describe('LoRA training (wasm, tiny model)', () => {
     }
   });
 
+  it('a loss linear in the log-probs (WeightedLogprobs) gives the value and gradients of the same loss as a function of them', async () => {
+    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
+    const init = initLoraWeights(lm.config, spec, 7);
+    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.cos(2 * i + name.length)));
+    const trainer = new LoraTrainer(lm, spec, init);
+    try {
+      const rows = [buildSftSequence(lm, CONVERSATIONS[0]).tokens, buildSftSequence(lm, CONVERSATIONS[2]).tokens];
+      const T = Math.max(...rows.map((r) => r.length)) - 1;
+      // Weights on some positions only (the scored ones), in two lm_head chunks of 8.
+      const w = Float32Array.from({ length: 2 * T }, (_, i) => (i % 3 === 0 ? 0 : -(0.5 + 0.5 * Math.sin(i))));
+      const options = { chunk: 8, withEntropy: false, scored: w };
+      const asFunction = (lp: tf.Tensor2D) => tf.sum(tf.mul(lp, tf.tensor2d(w, lp.shape))) as tf.Scalar;
+      const layers = trainer.attachment.variablesByLayer();
+      const want = await checkpointedGradients(lm.model, nextTokenRows(rows), layers, asFunction, options);
+      const before = tf.memory().numTensors;
+      const got = await checkpointedGradients(lm.model, nextTokenRows(rows), layers, { weights: w }, options);
+      // Nothing kept but the gradients.
+      expect(tf.memory().numTensors - before).toBe(got.grads.size);
+      expect(Math.abs(got.value - want.value)).toBeLessThan(1e-5 * Math.abs(want.value));
+      expect(Math.abs(want.value)).toBeGreaterThan(1);
+      expect([...got.grads.keys()]).toEqual([...want.grads.keys()]);
+      for (const [name, g] of want.grads) {
+        const expected = g.dataSync();
+        const scale = Math.max(...Array.from(expected, Math.abs));
+        expect(maxAbsDiff((got.grads.get(name) as tf.Tensor).dataSync(), expected)).toBeLessThanOrEqual(1e-5 * scale);
+      }
+      [...want.grads.values(), ...got.grads.values()].forEach((t) => t.dispose());
+    } finally {
+      trainer.dispose();
+    }
+  });
+
   it('activation checkpointing through the kept head probabilities (a step within one lm_head chunk) gives the taped pass\'s gradients', async () => {
     const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
     const init = initLoraWeights(lm.config, spec, 6);

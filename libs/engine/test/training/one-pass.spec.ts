@@ -323,6 +323,9 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
         passes.mockClear();
         const { counts } = await countGpuWork(() => trainer.sftStepOnTokens(rows, 1e-4));
         counted.push({ layers, dispatches: counts.dispatches - optimizer, optimizer, blocks: passes.mock.calls.length });
+        // An SFT step's loss is linear in the log-probs: nothing is read back until the step is
+        // recorded, then its loss and its gradients' norm.
+        expect(counts.reads).toBe(2);
       } finally {
         passes.mockRestore();
         update.mockRestore();
