@@ -43,6 +43,14 @@ function expectTapedGradients(checkpointed: { value: number; grads: Map<string, 
 describe('LoRA training (wasm, tiny model)', () => {
   let lm: LoadedModel;
 
+  /** A trainer of rank-2 adapters on every target, initialised from `seed`, with B nonzero (`b` of each element and factor), so that A's gradients are not trivially zero. */
+  const rankTwoTrainer = (seed: number, b: (i: number, name: string) => number) => {
+    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
+    const init = initLoraWeights(lm.config, spec, seed);
+    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = b(i, name)));
+    return new LoraTrainer(lm, spec, init);
+  };
+
   beforeAll(async () => {
     await useBackend('wasm');
     lm = await loadModel(makeTiny('train'));
@@ -141,10 +149,7 @@ describe('LoRA training (wasm, tiny model)', () => {
   });
 
   it('activation checkpointing gives the gradients of the plain taped pass, over tiled attention too', async () => {
-    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
-    const init = initLoraWeights(lm.config, spec, 5);
-    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.cos(5 * i + name.length)));
-    const trainer = new LoraTrainer(lm, spec, init);
+    const trainer = rankTwoTrainer(5, (i, name) => 0.05 * Math.cos(5 * i + name.length));
     try {
       const short = buildSftSequence(lm, CONVERSATIONS[0]).tokens;
       // 1500 tokens: 2 heads x 1500 x 1500 scores, more than one attention tile.
@@ -190,10 +195,7 @@ describe('LoRA training (wasm, tiny model)', () => {
   });
 
   it('a loss linear in the log-probs (WeightedLogprobs) gives the value and gradients of the same loss as a function of them', async () => {
-    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
-    const init = initLoraWeights(lm.config, spec, 7);
-    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.cos(2 * i + name.length)));
-    const trainer = new LoraTrainer(lm, spec, init);
+    const trainer = rankTwoTrainer(7, (i, name) => 0.05 * Math.cos(2 * i + name.length));
     try {
       const rows = [buildSftSequence(lm, CONVERSATIONS[0]).tokens, buildSftSequence(lm, CONVERSATIONS[2]).tokens];
       const T = Math.max(...rows.map((r) => r.length)) - 1;
@@ -222,10 +224,7 @@ describe('LoRA training (wasm, tiny model)', () => {
   });
 
   it('activation checkpointing through the kept head probabilities (a step within one lm_head chunk) gives the taped pass\'s gradients', async () => {
-    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
-    const init = initLoraWeights(lm.config, spec, 6);
-    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.sin(3 * i + name.length)));
-    const trainer = new LoraTrainer(lm, spec, init);
+    const trainer = rankTwoTrainer(6, (i, name) => 0.05 * Math.sin(3 * i + name.length));
     try {
       const rows = [buildSftSequence(lm, CONVERSATIONS[0]).tokens, buildSftSequence(lm, CONVERSATIONS[1]).tokens];
       const T = Math.max(...rows.map((r) => r.length)) - 1;
@@ -258,10 +257,7 @@ describe('LoRA training (wasm, tiny model)', () => {
   // values, so the same gradients to the bit, whether the budget keeps all of them or none.
   // Chunks of 8 positions: several.
   it('keeps the projections\' and attention\'s outputs and the head\'s softmax its budget allows, with the same gradients whatever the budget', async () => {
-    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
-    const init = initLoraWeights(lm.config, spec, 8);
-    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.sin(5 * i + name.length)));
-    const trainer = new LoraTrainer(lm, spec, init);
+    const trainer = rankTwoTrainer(8, (i, name) => 0.05 * Math.sin(5 * i + name.length));
     const take = jest.spyOn(KeptProducts.prototype, 'take');
     const head = jest.spyOn(lm.model.lmHead, 'forward');
     try {
@@ -300,10 +296,7 @@ describe('LoRA training (wasm, tiny model)', () => {
 
   // Chunks of 256 positions keep the head's softmax for the backward pass; chunks of 8 recompute it.
   it.each([256, 8])('runs the lm_head only on the positions the loss scores, with the taped pass\'s gradients (chunks of %i)', async (chunk) => {
-    const spec: LoraSpec = { r: 2, alpha: 4, targetModules: DEFAULT_LORA_SPEC.targetModules };
-    const init = initLoraWeights(lm.config, spec, 7);
-    for (const [name, t] of init) if (name.endsWith('lora_B.weight')) t.data.forEach((_, i) => (t.data[i] = 0.05 * Math.sin(7 * i + name.length)));
-    const trainer = new LoraTrainer(lm, spec, init);
+    const trainer = rankTwoTrainer(7, (i, name) => 0.05 * Math.sin(7 * i + name.length));
     try {
       const rows = [buildSftSequence(lm, CONVERSATIONS[0]).tokens, buildSftSequence(lm, CONVERSATIONS[1]).tokens];
       const T = Math.max(...rows.map((r) => r.length)) - 1;
