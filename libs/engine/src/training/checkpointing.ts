@@ -298,7 +298,7 @@ export type NextTokenLoss = (logprobs: tf.Tensor2D, values: NextTokenValues) => 
  * A loss linear in the log-probs, sum(weights * log p) over [rows, T] row-major (SFT's
  * cross-entropy: -mask / trainable tokens). Its gradient is the weights whatever the log-probs
  * are, so a step with it is recorded whole without reading the log-probs back: its value is
- * reduced on the device and read once the backward is recorded.
+ * reduced on the device and read while the backward is recorded.
  */
 export interface WeightedLogprobs {
   weights: Float32Array;
