@@ -56,7 +56,7 @@ import { adapterFeatures } from '../../../libs/engine/src/webgpu';
 import type { ModelConfig } from '../../../libs/engine/src/config';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
 import { WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
-import { countGpuWork, GpuCounts } from '../../../libs/engine/src/kernels/gpu-counters';
+import { countGpuWork, GpuCounts, noGpuWork } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
 import { fusedKernelsEnabled, setFusedKernels, storageBufferLimit } from '../../../libs/engine/src/kernels/webgpu-program';
@@ -505,7 +505,7 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
     };
     // The optimizer's work counted inside the step's (countGpuWork's wrappers nest: both count it).
     const apply = AdamW.prototype.apply;
-    let optimizer: GpuCounts = { dispatches: 0, submits: 0, reads: 0, readBytes: 0, bindGroups: 0, destroyedBuffers: 0 };
+    let optimizer = noGpuWork();
     AdamW.prototype.apply = async function (this: AdamW, ...args: Parameters<AdamW['apply']>) {
       const { result, counts } = await countGpuWork(() => apply.apply(this, args));
       optimizer = counts;

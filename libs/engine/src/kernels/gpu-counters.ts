@@ -40,9 +40,14 @@ export function gpuPrototype(className: string): object {
   return prototype;
 }
 
+/** Counts of no work. */
+export function noGpuWork(): GpuCounts {
+  return { dispatches: 0, submits: 0, reads: 0, readBytes: 0, bindGroups: 0, destroyedBuffers: 0 };
+}
+
 /** Runs fn and counts the WebGPU work it makes; the globals must exist (installNavigatorGpu). */
 export async function countGpuWork<T>(fn: () => Promise<T>): Promise<{ result: T; counts: GpuCounts }> {
-  const counts: GpuCounts = { dispatches: 0, submits: 0, reads: 0, readBytes: 0, bindGroups: 0, destroyedBuffers: 0 };
+  const counts = noGpuWork();
   // Each call of className.method adds one to counts[key].
   const counted = (className: string, method: string, key: Exclude<keyof GpuCounts, 'reads' | 'readBytes'>) =>
     wrapMethod(gpuPrototype(className), method, (call) => {

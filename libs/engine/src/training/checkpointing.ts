@@ -372,16 +372,16 @@ async function lossOfValues(
 
 /** sum(weights * log p) reduced on the device from the head's chunks, nothing read back; its gradient, the weights of the scored positions. Disposes `parts`. */
 function weightedLoss(weights: Float32Array, parts: tf.Tensor[][], scored: number[] | null): { value: tf.Scalar; dLogprobs: tf.Tensor1D } {
-  const at = scored ? Float32Array.from(scored, (i) => weights[i]) : weights;
+  const scoredWeights = scored ? Float32Array.from(scored, (i) => weights[i]) : weights;
   try {
     return tf.tidy(() => {
       let start = 0;
       const sums = parts.map(([logprobs]) => {
-        const part = tf.sum(tf.mul(logprobs, tf.tensor1d(at.subarray(start, start + logprobs.size))));
+        const part = tf.sum(tf.mul(logprobs, tf.tensor1d(scoredWeights.subarray(start, start + logprobs.size))));
         start += logprobs.size;
         return part;
       });
-      return { value: (sums.length === 1 ? sums[0] : tf.addN(sums)) as tf.Scalar, dLogprobs: tf.tensor1d(at) };
+      return { value: (sums.length === 1 ? sums[0] : tf.addN(sums)) as tf.Scalar, dLogprobs: tf.tensor1d(scoredWeights) };
     });
   } finally {
     tf.dispose(parts.flat());

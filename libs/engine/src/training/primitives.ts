@@ -314,11 +314,7 @@ export class LoraTrainingClient {
    * whose step is recorded whole without reading the log-probs back: its value only.
    */
   accumulateWeighted(rows: NextTokenRows, loss: WeightedLogprobs, options: AccumulateOptions): Promise<number> {
-    return this.withAdapter(async () => {
-      const { value, grads } = await checkpointedGradients(this.lm.model, rows, this.adapter.variablesByLayer(), loss, { ...options, keptProductsBytes: this.options.keptProductsBytes });
-      this.addGradients(grads);
-      return value;
-    });
+    return this.withAdapter(() => this.addGradientsOf(rows, loss, options));
   }
 
   /** Adam on the accumulated gradients (zeros where none), which are then cleared; the global gradient norm before clipping. */
@@ -414,18 +410,22 @@ export class LoraTrainingClient {
   /** accumulate(), the adapter attached. */
   private async accumulateAttached(rows: NextTokenRows, loss: NextTokenLoss, options: AccumulateOptions): Promise<{ value: number; values: NextTokenValues }> {
     let seen: NextTokenValues | null = null;
-    const { value, grads } = await checkpointedGradients(
-      this.lm.model,
+    const value = await this.addGradientsOf(
       rows,
-      this.adapter.variablesByLayer(),
       (l, values) => {
         seen = values;
         return loss(l, values);
       },
-      { ...options, keptProductsBytes: this.options.keptProductsBytes },
+      options,
     );
-    this.addGradients(grads);
     return { value, values: seen as unknown as NextTokenValues };
+  }
+
+  /** The loss's value on `rows`, its gradients added to the accumulated ones; the adapter attached. */
+  private async addGradientsOf(rows: NextTokenRows, loss: NextTokenLoss | WeightedLogprobs, options: AccumulateOptions): Promise<number> {
+    const { value, grads } = await checkpointedGradients(this.lm.model, rows, this.adapter.variablesByLayer(), loss, { ...options, keptProductsBytes: this.options.keptProductsBytes });
+    this.addGradients(grads);
+    return value;
   }
 
   private addGradients(grads: Map<string, tf.Tensor>): void {
