@@ -90,6 +90,14 @@ function bindings(inputs: string[], outputs: string[]): string {
   return multiOutputBindings('M : u32', inputs, outputs);
 }
 
+/** A program of this file's, with the names of the inputs it binds, in its WGSL's order (the caller's). */
+interface LoraProgram extends MultiOutputProgram {
+  inputs: string[];
+}
+
+/** Storage buffers a program binds: its inputs and its outputs. */
+const storageBuffersOf = (program: LoraProgram) => program.inputs.length + program.outputShapes.length;
+
 
 /** Threads that share one element's sum, each taking every LANES-th term. */
 const LANES = 8;
@@ -152,9 +160,10 @@ function sumsWgsl(blocks: SumBlock[], first: string): string {
 const sumsWorkgroups = (blocks: SumBlock[]) => Math.ceil(blocks.reduce((sum, b) => sum + b.count, 0) / ELEMENTS);
 
 /** A program of `blocks` alone: its outputs, in order, each element a sum. */
-function sumsProgram(key: string, inputs: string[], blocks: SumBlock[], M: number): MultiOutputProgram {
+function sumsProgram(key: string, inputs: string[], blocks: SumBlock[], M: number): LoraProgram {
   return {
     key,
+    inputs,
     wgsl: () => `${bindings(inputs, blocks.map((b) => b.name))}
 ${SUMS_MEMORY}
 @compute @workgroup_size(${LANES * ELEMENTS})
@@ -200,14 +209,14 @@ function rankColumnsBlock(l: Layout, M: number, name: string, sum: (p: PartLayou
 }
 
 /** h = x [A_0 | A_1 | ...], an element of h [M, R] a sum over K. */
-function xaProgram(l: Layout, M: number): MultiOutputProgram {
+function xaProgram(l: Layout, M: number): LoraProgram {
   const { K } = l;
   const h = rankColumnsBlock(l, M, 'h', (p, i) => `${terms(`${K}u`)} { acc += x[m * ${K}u + t] * a${i}[t * ${p.r}u + j - ${p.off}u]; }`, () => 1);
   return sumsProgram(keyOf('XA', l), ['x', ...l.parts.map((_, i) => `a${i}`)], [h], M);
 }
 
 /** y = x W + b + s_p h_p B_p: the frozen product, its epilogue adding the bias and each part's delta on its columns. */
-function productProgram(l: Layout, M: number): MultiOutputProgram {
+function productProgram(l: Layout, M: number): LoraProgram {
   const { K, N, R } = l;
   const w = weightReader('w', l.weights, N);
   const deltas = l.parts
@@ -220,9 +229,11 @@ function productProgram(l: Layout, M: number): MultiOutputProgram {
     )
     .join('\n');
   const { tile, dispatch } = productTiling(M, N);
+  const inputs = ['x', w.binding, ...(l.bias ? ['bias'] : []), 'h', ...l.parts.map((_, i) => `b${i}`)];
   return {
     key: `${keyOf('Product', l)}_${tile}`,
-    wgsl: () => `${bindings(['x', w.binding, ...(l.bias ? ['bias'] : []), 'h', ...l.parts.map((_, i) => `b${i}`)], ['y'])}
+    inputs,
+    wgsl: () => `${bindings(inputs, ['y'])}
 ${w.helpers}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   var y = acc;
@@ -273,7 +284,7 @@ function dbBlocks(l: Layout): SumBlock[] {
 }
 
 /** dh, and with `withDb` every dB_p after it (both read dy): outputs dh, db0, db1, ... */
-function dhProgram(l: Layout, M: number, withDb: boolean): MultiOutputProgram {
+function dhProgram(l: Layout, M: number, withDb: boolean): LoraProgram {
   const inputs = ['dy', ...l.parts.map((_, i) => `b${i}`), ...(withDb ? ['h'] : [])];
   return sumsProgram(keyOf(withDb ? 'DhDb' : 'Dh', l), inputs, [dhBlock(l, M), ...(withDb ? dbBlocks(l) : [])], M);
 }
@@ -287,7 +298,7 @@ function dhProgram(l: Layout, M: number, withDb: boolean): MultiOutputProgram {
  * swiglu.webgpu.ts's programs. With `withDa`, every dA_p in workgroups of the same dispatch
  * after the product's (both need only dh): outputs dx, da0, da1, ...
  */
-function dxProgram(l: Layout, M: number, gated: HiddenAct | null, withDa: boolean): MultiOutputProgram {
+function dxProgram(l: Layout, M: number, gated: HiddenAct | null, withDa: boolean): LoraProgram {
   const { K, N, R } = l;
   const w = weightReader('w', l.weights, N);
   const adapters = l.parts.map((p, i) => `  for (var j = 0u; j < ${p.r}u; j++) { dx += dh[row * ${R}u + ${p.off}u + j] * a${i}[col * ${p.r}u + j]; }`).join('\n');
@@ -301,9 +312,11 @@ function dxProgram(l: Layout, M: number, gated: HiddenAct | null, withDa: boolea
   const da = withDa ? daBlocks(l) : [];
   const extra = withDa ? { workgroups: sumsWorkgroups(da), body: sumsWgsl(da, `extra * ${ELEMENTS}u`) } : null;
   const { tile, dispatch } = productTiling(M, K, extra?.workgroups ?? 0);
+  const inputs = ['dy', w.binding, 'dh', ...l.parts.map((_, i) => `a${i}`), ...(gated ? ['gateUp'] : []), ...(withDa ? ['x'] : [])];
   return {
     key: `${keyOf(`Dx${withDa ? 'Da' : ''}${gated ? `_${gated}` : ''}`, l)}_${tile}`,
-    wgsl: () => `${bindings(['dy', w.binding, 'dh', ...l.parts.map((_, i) => `a${i}`), ...(gated ? ['gateUp'] : []), ...(withDa ? ['x'] : [])], ['dx', ...da.map((b) => b.name)])}
+    inputs,
+    wgsl: () => `${bindings(inputs, ['dx', ...da.map((b) => b.name)])}
 ${w.helpers}
 ${gated ? gateActivationWgsl(gated) : ''}
 ${withDa ? SUMS_MEMORY : ''}
@@ -320,7 +333,7 @@ ${tiledProduct(N, K, tile, 'dy', (n, c) => w.at(c, n), false, store, extra)}`,
 }
 
 /** The factors' gradients alone, in one program ('AB': the A's, then the B's) or in two ('A', 'B'). */
-function gradsProgram(l: Layout, M: number, which: 'A' | 'B' | 'AB'): MultiOutputProgram {
+function gradsProgram(l: Layout, M: number, which: 'A' | 'B' | 'AB'): LoraProgram {
   const blocks = [...(which !== 'B' ? daBlocks(l) : []), ...(which !== 'A' ? dbBlocks(l) : [])];
   const inputs = which === 'A' ? ['x', 'dh'] : which === 'B' ? ['h', 'dy'] : ['x', 'dh', 'h', 'dy'];
   return sumsProgram(keyOf(`Grads${which}`, l), inputs, blocks, M);
@@ -369,23 +382,23 @@ tf.registerKernel({
     const gateUp = inputs['gateUp'] as tf.TensorInfo | undefined;
     const gated = gateUp ? (a.activation ?? 'silu') : null;
     const limit = storageBufferLimit(backend);
+    const fit = (...programs: LoraProgram[]) => programs.every((program) => storageBuffersOf(program) <= limit);
     let dx: tf.TensorInfo;
     let dA: tf.TensorInfo[];
     let dB: tf.TensorInfo[];
     let dh: tf.TensorInfo;
-    // Two dispatches where the device binds enough: dh with the dB's (dy, the B's, h; dh and the
-    // dB's), then dx with the dA's (dy, W, dh, the A's, gateUp, x; dx and the dA's).
-    if (3 + 2 * P <= limit && 5 + 2 * P + (gated ? 1 : 0) <= limit) {
-      [dh, ...dB] = runMultiOutputProgram(backend, dhProgram(l, M, true), [dy, ...bTs, h]);
-      [dx, ...dA] = runMultiOutputProgram(backend, dxProgram(l, M, gated, true), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : []), x]);
+    // Two dispatches where the device binds enough: dh with the dB's, then dx with the dA's.
+    const [dhDb, dxDa] = [dhProgram(l, M, true), dxProgram(l, M, gated, true)];
+    if (fit(dhDb, dxDa)) {
+      [dh, ...dB] = runMultiOutputProgram(backend, dhDb, [dy, ...bTs, h]);
+      [dx, ...dA] = runMultiOutputProgram(backend, dxDa, [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : []), x]);
     } else {
-      // Else dh, dx, then every factor's gradient in one program where its 4 inputs and 2P outputs fit, or in two.
+      // Else dh, dx, then every factor's gradient in one program, or the A's and the B's in two.
       [dh] = runMultiOutputProgram(backend, dhProgram(l, M, false), [dy, ...bTs]);
       [dx] = runMultiOutputProgram(backend, dxProgram(l, M, gated, false), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : [])]);
-      const grads =
-        4 + 2 * P <= limit
-          ? runMultiOutputProgram(backend, gradsProgram(l, M, 'AB'), [x, dh, h, dy])
-          : [...runMultiOutputProgram(backend, gradsProgram(l, M, 'A'), [x, dh]), ...runMultiOutputProgram(backend, gradsProgram(l, M, 'B'), [h, dy])];
+      const grads = fit(gradsProgram(l, M, 'AB'))
+        ? runMultiOutputProgram(backend, gradsProgram(l, M, 'AB'), [x, dh, h, dy])
+        : [...runMultiOutputProgram(backend, gradsProgram(l, M, 'A'), [x, dh]), ...runMultiOutputProgram(backend, gradsProgram(l, M, 'B'), [h, dy])];
       [dA, dB] = [grads.slice(0, P), grads.slice(P)];
     }
     disposeIntermediate(backend, dh);
@@ -438,10 +451,13 @@ export function loraBackwardOnWebGpu(
 ): { dx: tf.Tensor2D; grads: [tf.Tensor2D, tf.Tensor2D][] } | null {
   if (!loraKernelsApplyOnWebGpu(x, parts) || !readable(weight) || dy.dtype !== 'float32') return null;
   const gateUp = gate?.gateUp ?? null;
-  // The dx program binds dy, W, dh, the A's, gateUp and dx.
-  if (gateUp && (gateUp.dtype !== 'float32' || gateUp.shape[1] !== 2 * x.shape[1] || 5 + parts.length > storageBufferLimit())) return null;
   const { tensors, attrs } = callInputs(parts, weight);
-  if (gate) attrs.activation = gate.activation;
+  if (gate) {
+    attrs.activation = gate.activation;
+    // The smallest program that takes the gate: dx alone.
+    const { l, M } = callOf({ x, ...tensors }, attrs);
+    if (gate.gateUp.dtype !== 'float32' || gate.gateUp.shape[1] !== 2 * x.shape[1] || storageBuffersOf(dxProgram(l, M, gate.activation, false)) > storageBufferLimit()) return null;
+  }
   const [dx, ...grads] = tf.engine().runKernel(LORA_BACKWARD_KERNEL, { x, h, dy, ...tensors, ...(gateUp ? { gateUp } : {}) }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];
   return { dx, grads: parts.map((_, i) => [grads[2 * i], grads[2 * i + 1]]) };
 }
