@@ -450,7 +450,8 @@ async function trainingProfile(lm: LoadedModel, plan: Plan): Promise<string | nu
  * recomputed for their backward, training/checkpointing.ts), dispatches a layer of its forward
  * and backward, and those of its optimizer's update (AdamW.apply: a dispatch for as many
  * parameters as the device binds, the gradients' sums of squares, their total), counted apart,
- * and the step's readbacks (of the 4-layer model), the optimizer's apart. Then the dispatches a layer of a decoding
+ * and the step's readbacks (of the 4-layer model), the optimizer's apart, and those of a step
+ * of ART's default RL loss on the same rows. Then the dispatches a layer of a decoding
  * step and of a LoRA SFT step in Qwen3's layout (q_norm, k_norm) and Gemma 3's (those, norms on
  * the outputs, GeGLU, sliding-window layers), at the tiny preset's size.
  */
@@ -472,7 +473,7 @@ async function gpuCounts(where: string): Promise<Record<string, number>> {
 
 /** gpuCounts' figures for one preset's layout, from a 2- and a 4-layer model. */
 async function familyCounts(where: string, preset: Preset): Promise<Record<string, number>> {
-  const measured: { layers: number; base: GpuCounts; lora: GpuCounts; train: GpuCounts; optimizer: GpuCounts; forwardPasses: number }[] = [];
+  const measured: { layers: number; base: GpuCounts; lora: GpuCounts; train: GpuCounts; optimizer: GpuCounts; rl: GpuCounts; forwardPasses: number }[] = [];
   for (const layers of [2, 4]) {
     const dir = path.join(where, `count-${preset}-${layers}`);
     if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset, out: dir, seed: 0, overrides: { numLayers: layers } });
@@ -515,9 +516,17 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
       Block.prototype.forward = forward;
       AdamW.prototype.apply = apply;
     });
+    // A step of ART's default RL loss on the same rows, after one uncounted.
+    const rl: RLPlan = {
+      steps: [rowsOfTokens.map(({ tokens: ids, mask }, r) => ({ sequence: { tokens: ids, mask, logprobs: ids.map(() => -2) }, advantage: r === 0 ? 1 : -1 }))],
+      learningRate: 1e-5,
+    };
+    const rlConfig = validateExperimentalConfig({}).config.settings;
+    await trainer.trainRl(rl, rlConfig);
+    const rlStep = await countGpuWork(() => trainer.trainRl(rl, rlConfig));
     trainer.dispose();
     lm.dispose();
-    measured.push({ layers, base, lora, train: train.counts, optimizer, forwardPasses: blockPasses / layers });
+    measured.push({ layers, base, lora, train: train.counts, optimizer, rl: rlStep.counts, forwardPasses: blockPasses / layers });
   }
   const [a, b] = measured;
   const perLayer = (get: (m: (typeof measured)[number]) => number) => (get(b) - get(a)) / (b.layers - a.layers);
@@ -532,6 +541,7 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
     train_optimizer_dispatches_per_layer: perLayer((m) => m.optimizer.dispatches),
     train_readbacks_per_step: b.train.reads,
     train_optimizer_readbacks_per_step: b.optimizer.reads,
+    rl_readbacks_per_step: b.rl.reads,
   };
 }
 

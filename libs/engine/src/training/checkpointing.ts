@@ -287,18 +287,31 @@ export async function nextTokenLogprobValues(model: LlamaModel, rows: NextTokenR
   }
 }
 
+/** Next-token log-probs [rows, T] and, when asked for, entropies, as constants (no gradient flows through them). */
+export interface NextTokenTensors {
+  logprobs: tf.Tensor2D;
+  entropy: tf.Tensor2D | null;
+}
+
+/** A loss with metrics: scalars with no gradient, read back with the loss's value. */
+export interface LossWithMetrics {
+  loss: tf.Scalar;
+  metrics: Record<string, tf.Scalar | undefined>;
+}
+
 /**
- * A loss over next-token log-probs [rows, T]. `values` holds the same log-probs as numbers
- * (and the entropies when asked for): what a loss needs for masks and metrics, which have no
- * gradient, without reading the tensor back.
+ * A loss over next-token log-probs [rows, T] (differentiable), built on the device. `seen` holds
+ * the same log-probs (and the entropies when asked for) as constants: what a loss needs for masks,
+ * ratios and metrics, which have no gradient. Nothing is read back while the step is recorded:
+ * the loss's value, its metrics and the log-probs are read once the backward is.
  */
-export type NextTokenLoss = (logprobs: tf.Tensor2D, values: NextTokenValues) => tf.Scalar;
+export type NextTokenLoss = (logprobs: tf.Tensor2D, seen: NextTokenTensors) => tf.Scalar | LossWithMetrics;
 
 /**
  * A loss linear in the log-probs, sum(weights * log p) over [rows, T] row-major (SFT's
  * cross-entropy: -mask / trainable tokens). Its gradient is the weights whatever the log-probs
- * are, so a step with it is recorded whole without reading the log-probs back: its value is
- * reduced on the device and read while the backward is recorded.
+ * are, so the step needs neither the log-probs laid out [rows, T] nor a tape for the loss: its
+ * value is reduced on the device from the head's chunks.
  */
 export interface WeightedLogprobs {
   weights: Float32Array;
@@ -345,44 +358,80 @@ function spread(values: NextTokenValues, at: ArrayLike<number>, n: number): Next
 }
 
 /**
- * A loss of the log-probs' values (NextTokenLoss): the head's chunks read back (the step's one
- * wait), the loss and its gradient w.r.t. the log-probs of the scored positions. Disposes `parts`.
+ * What a step reads back once its backward is recorded: one tensor (a single readback) holding
+ * the loss's value, its metrics and, for a NextTokenLoss, the scored log-probs and entropies;
+ * `unpack` turns the numbers read into the step's result. And the gradient of the loss w.r.t.
+ * the scored positions' log-probs, which the backward starts from.
  */
-async function lossOfValues(
-  loss: NextTokenLoss,
-  parts: tf.Tensor[][],
-  scored: { positions: number[]; at: tf.Tensor1D } | null,
-  R: number,
-  T: number,
-  withEntropy: boolean,
-): Promise<{ value: tf.Scalar; dLogprobs: tf.Tensor1D }> {
-  let head: NextTokenValues;
+interface LossReadout {
+  readout: tf.Tensor1D;
+  dLogprobs: tf.Tensor1D;
+  unpack(read: Float32Array): { value: number; metrics: Record<string, number>; values: NextTokenValues | null };
+}
+
+/**
+ * A NextTokenLoss on the head's chunks: the log-probs laid out [R, T] (0 where not scored), the
+ * loss and its gradient under a tape, nothing read back. Disposes `parts`.
+ */
+function lossOnDevice(loss: NextTokenLoss, parts: tf.Tensor[][], scored: { positions: number[]; at: tf.Tensor1D } | null, R: number, T: number, withEntropy: boolean): LossReadout {
+  const N = scored ? scored.positions.length : R * T;
+  const names: string[] = [];
+  let tensors: { readout: tf.Tensor1D; dLogprobs: tf.Tensor1D };
   try {
-    head = await valuesOf(parts, scored ? scored.positions.length : R * T, withEntropy);
+    tensors = tf.tidy(() => {
+      const flat = (k: number) => (parts.length === 1 ? parts[0][k] : tf.concat(parts.map((p) => p[k]))) as tf.Tensor1D;
+      const laidOut = (t: tf.Tensor1D) => tf.reshape(scored ? tf.scatterND(tf.reshape(scored.at, [N, 1]), t, [R * T]) : t, [R, T]) as tf.Tensor2D;
+      const [logprobs, entropy] = [flat(0), withEntropy ? flat(1) : null];
+      const seen = { logprobs: laidOut(logprobs), entropy: entropy && laidOut(entropy) };
+      // tfjs frees what the loss makes but its result, so the metrics are kept, then freed here.
+      const metrics: tf.Scalar[] = [];
+      try {
+        const { value, grad } = tf.valueAndGrad((lp: tf.Tensor) => {
+          const out = loss(lp as tf.Tensor2D, seen);
+          if (out instanceof tf.Tensor) return out;
+          for (const [name, metric] of Object.entries(out.metrics)) {
+            if (!metric) continue;
+            names.push(name);
+            metrics.push(tf.keep(metric));
+          }
+          return out.loss;
+        })(tf.clone(seen.logprobs));
+        const all = tf.reshape(grad, [R * T]) as tf.Tensor1D;
+        const readout = tf.concat([tf.reshape(value, [1]), ...metrics.map((m) => tf.reshape(m, [1])), logprobs, ...(entropy ? [entropy] : [])]) as tf.Tensor1D;
+        return { readout, dLogprobs: scored ? (tf.gather(all, scored.at) as tf.Tensor1D) : all };
+      } finally {
+        tf.dispose(metrics);
+      }
+    });
   } finally {
     tf.dispose(parts.flat());
   }
-  const values = scored ? spread(head, scored.positions, R * T) : head;
-  return tf.tidy(() => {
-    const result = tf.valueAndGrad((lp: tf.Tensor) => loss(lp as tf.Tensor2D, values))(tf.tensor2d(values.logprobs, [R, T]));
-    const all = tf.reshape(result.grad, [R * T]) as tf.Tensor1D;
-    return { value: result.value, dLogprobs: scored ? (tf.gather(all, scored.at) as tf.Tensor1D) : all };
-  });
+  const unpack = (read: Float32Array) => {
+    const head = 1 + names.length;
+    const values = { logprobs: read.slice(head, head + N), entropy: withEntropy ? read.slice(head + N, head + 2 * N) : null };
+    return {
+      value: read[0],
+      metrics: Object.fromEntries(names.map((name, i) => [name, read[1 + i]])),
+      values: scored ? spread(values, scored.positions, R * T) : values,
+    };
+  };
+  return { ...tensors, unpack };
 }
 
-/** sum(weights * log p) reduced on the device from the head's chunks, nothing read back; its gradient, the weights of the scored positions. Disposes `parts`. */
-function weightedLoss(weights: Float32Array, parts: tf.Tensor[][], scored: number[] | null): { value: tf.Scalar; dLogprobs: tf.Tensor1D } {
+/** sum(weights * log p) reduced on the device from the head's chunks; its gradient, the weights of the scored positions. Disposes `parts`. */
+function weightedLoss(weights: Float32Array, parts: tf.Tensor[][], scored: number[] | null): LossReadout {
   const scoredWeights = scored ? Float32Array.from(scored, (i) => weights[i]) : weights;
   try {
-    return tf.tidy(() => {
+    const tensors = tf.tidy(() => {
       let start = 0;
       const sums = parts.map(([logprobs]) => {
         const part = tf.sum(tf.mul(logprobs, tf.tensor1d(scoredWeights.subarray(start, start + logprobs.size))));
         start += logprobs.size;
         return part;
       });
-      return { value: (sums.length === 1 ? sums[0] : tf.addN(sums)) as tf.Scalar, dLogprobs: tf.tensor1d(scoredWeights) };
+      return { readout: tf.reshape(sums.length === 1 ? sums[0] : tf.addN(sums), [1]) as tf.Tensor1D, dLogprobs: tf.tensor1d(scoredWeights) };
     });
+    return { ...tensors, unpack: (read) => ({ value: read[0], metrics: {}, values: null }) };
   } finally {
     tf.dispose(parts.flat());
   }
@@ -390,6 +439,10 @@ function weightedLoss(weights: Float32Array, parts: tf.Tensor[][], scored: numbe
 
 export interface CheckpointedResult {
   value: number;
+  /** The loss's metrics (LossWithMetrics), by name. */
+  metrics: Record<string, number>;
+  /** The log-probs (and entropies) the loss saw, 0 where not scored; null for a WeightedLogprobs loss. */
+  values: NextTokenValues | null;
   /** By variable name, like tf.variableGrads; the caller disposes them. */
   grads: Map<string, tf.Tensor>;
 }
@@ -402,8 +455,9 @@ export interface CheckpointedResult {
  * 1. forward through the blocks without a gradient tape, keeping each block's input; where the
  *    blocks' activations fit keptProductsBytes (decoderBlockSavedBytes), each also saves what
  *    its explicit backward reads (ops/decoder-block-gradient.ts);
- * 2. the lm_head in chunks of positions, as values; then the loss and d loss / d log-probs
- *    (the step's one wait for the device; none for a WeightedLogprobs loss);
+ * 2. the lm_head in chunks of positions; then the loss and d loss / d log-probs, on the device
+ *    (nothing is read back until the backward is recorded: then the loss's value, its metrics
+ *    and the log-probs, in one readback);
  * 3. back through the head chunk by chunk (each chunk's logits and softmax recomputed,
  *    unless step 2 kept its softmax) and the final norm;
  * 4. back through the blocks from the last: by each block's explicit backward from what it
@@ -455,10 +509,10 @@ export async function checkpointedGradients(
     const last = x;
     products.replay();
 
-    // 2. Log-probs as values, the loss and its gradient w.r.t. them, the lm_head run only on
-    // the scored positions (a WeightedLogprobs loss reads nothing back: its gradient is its
-    // weights, its value reduced on the device). The chunks' softmax is kept for step 3 within
-    // what the kept products left of the budget (the first chunk's whatever it is).
+    // 2. The log-probs, the loss and its gradient w.r.t. them, on the device, the lm_head run
+    // only on the scored positions (a WeightedLogprobs loss's gradient is its weights). The
+    // chunks' softmax is kept for step 3 within what the kept products left of the budget (the
+    // first chunk's whatever it is).
     const normed = tf.tidy(() => model.finalNorm.forward(last));
     kept.push(normed);
     const scored = scoredPositions(options.scored, R * T);
@@ -471,14 +525,14 @@ export async function checkpointedGradients(
     const headBudget = Math.max(0, budget - (once ? savedBytes : 0) - products.keptBytes);
     const { parts: headParts, kept: softmaxes } = headPass(model, headInput, targets, options.chunk, options.withEntropy, headBudget);
     for (const softmax of softmaxes) if (softmax) kept.push(...keptTensors(softmax));
-    const { value, dLogprobs } =
-      typeof loss === 'function' ? await lossOfValues(loss, headParts, scored && at && { positions: scored, at }, R, T, options.withEntropy) : weightedLoss(loss.weights, headParts, scored);
-    // The loss's value is read while the backward is recorded, not before: waiting for it here
-    // would leave the GPU idle for a round trip and the first of the backward's dispatches.
-    kept.push(value, dLogprobs);
-    const lossRead = value.data();
+    const { readout, dLogprobs, unpack } =
+      typeof loss === 'function' ? lossOnDevice(loss, headParts, scored && at && { positions: scored, at }, R, T, options.withEntropy) : weightedLoss(loss.weights, headParts, scored);
+    // Read while the backward is recorded, not before: waiting for it here would leave the GPU
+    // idle for a round trip and the first of the backward's dispatches.
+    kept.push(readout, dLogprobs);
+    const read = readout.data() as Promise<Float32Array>;
     // Awaited after step 4; a throw before then must not leave it an unhandled rejection.
-    lossRead.catch(() => undefined);
+    read.catch(() => undefined);
 
     // 3. Back through the head a chunk of positions at a time, from the chunk's kept softmax
     // or with its logits and softmax recomputed (through the tape only where the lm_head has
@@ -538,7 +592,7 @@ export async function checkpointedGradients(
       variables.forEach((v, i) => grads.set(v.name, dVariables[i]));
     }
     dx.dispose();
-    return { value: (await lossRead)[0], grads };
+    return { ...unpack(await read), grads };
   } finally {
     kept.forEach((t) => t.dispose());
     onePass.forEach((saved) => saved?.dispose());

@@ -4,7 +4,7 @@ import { LoraAttachment } from '../lora/lora-layer';
 import { AdapterTensors, LoraSpec, LoraTarget, initLoraWeights } from '../lora/peft';
 import { SafetensorsFile, TensorToWrite, writeSafetensors } from '../safetensors';
 import { AdamW, AdamWOptions } from './adamw';
-import { NextTokenLoss, NextTokenRows, NextTokenValues, WeightedLogprobs, checkpointedGradients, nextTokenLogprobValues } from './checkpointing';
+import { CheckpointedResult, NextTokenLoss, NextTokenRows, NextTokenValues, WeightedLogprobs, checkpointedGradients, nextTokenLogprobValues } from './checkpointing';
 import { ensureTrainingGradients } from './gradients';
 
 /**
@@ -143,10 +143,10 @@ function realPositions(data: TrainingDatum[], T: number): Float32Array {
 }
 
 /**
- * The loss L of the datums as a differentiable scalar of the log-probs l [rows, T]; `values` holds
- * the same log-probs as numbers, for the stop-gradient factors (CISPO's clipped ratio).
+ * The loss L of the datums as a differentiable scalar of the log-probs l [rows, T]; `seen` holds
+ * the same log-probs as a constant, for the stop-gradient factors (CISPO's clipped ratio).
  */
-export function primitiveLoss(lossFn: LossFunction, config: Record<string, number>, data: TrainingDatum[], l: tf.Tensor2D, values: Float32Array): tf.Scalar {
+export function primitiveLoss(lossFn: LossFunction, config: Record<string, number>, data: TrainingDatum[], l: tf.Tensor2D, seen: tf.Tensor2D): tf.Scalar {
   const [R, T] = l.shape;
   const input = (name: string) => tf.tensor2d(paddedInput(data, name, T), [R, T]);
   const real = tf.tensor2d(realPositions(data, T), [R, T]);
@@ -165,10 +165,8 @@ export function primitiveLoss(lossFn: LossFunction, config: Record<string, numbe
       return sumOver(tf.minimum(tf.mul(ratio, A), tf.mul(clipped, A)));
     }
     case 'cispo': {
-      const q = paddedInput(data, 'logprobs', T);
-      const { clip_low_threshold: lo, clip_high_threshold: hi } = config;
-      const coefficient = values.map((v, i) => Math.min(hi, Math.max(lo, Math.exp(v - q[i]))));
-      return sumOver(tf.mul(tf.mul(tf.tensor2d(coefficient, [R, T]), input('advantages')), l));
+      const coefficient = tf.clipByValue(tf.exp(tf.sub(seen, input('logprobs'))), config.clip_low_threshold, config.clip_high_threshold);
+      return sumOver(tf.mul(tf.mul(coefficient, input('advantages')), l));
     }
     case 'dro': {
       const quadratic = tf.square(tf.sub(l, input('logprobs')));
@@ -195,6 +193,9 @@ export interface TrainingClientOptions {
    */
   attached?: boolean;
 }
+
+/** What accumulating a loss's gradients reports: its value, its metrics and the log-probs it saw (see CheckpointedResult). */
+export type AccumulatedLoss = Omit<CheckpointedResult, 'grads'>;
 
 /** Where a loss over next-token rows reads: see CheckpointOptions. */
 export interface AccumulateOptions {
@@ -268,7 +269,10 @@ export class LoraTrainingClient {
         const values = (await nextTokenLogprobValues(this.lm.model, next, this.headChunk)).logprobs;
         logprobs.push(...unpad(batch, values, next.length));
         if (lossFn) {
-          const value = tf.tidy(() => primitiveLoss(lossFn, config, batch, tf.tensor2d(values, [next.rows, next.length]), values));
+          const value = tf.tidy(() => {
+            const l = tf.tensor2d(values, [next.rows, next.length]);
+            return primitiveLoss(lossFn, config, batch, l, l);
+          });
           loss += (await value.data())[0];
           value.dispose();
         }
@@ -288,13 +292,13 @@ export class LoraTrainingClient {
       for (const rows of groups) {
         const batch = rows.map((i) => data[i]);
         const next = datumRows(batch);
-        const { value, values } = await this.accumulateAttached(next, (l, v) => primitiveLoss(lossFn, config, batch, l, v.logprobs), {
+        const { value, values } = await this.addGradientsOf(next, (l, seen) => primitiveLoss(lossFn, config, batch, l, seen.logprobs), {
           chunk: this.headChunk,
           withEntropy: false,
           scored: realPositions(batch, next.length),
         });
         loss += value;
-        logprobs.push(...unpad(batch, values.logprobs, next.length));
+        logprobs.push(...unpad(batch, (values as NextTokenValues).logprobs, next.length));
       }
       this.pending++;
       return { logprobs: restoreOrder(data.length, groups, logprobs), metrics: { 'loss:sum': loss } };
@@ -305,15 +309,15 @@ export class LoraTrainingClient {
    * forward_backward with any loss over next-token rows: its value, the log-probs it saw, and
    * its gradients added to the accumulated ones. What our SFT and RL jobs' steps are made of.
    */
-  accumulate(rows: NextTokenRows, loss: NextTokenLoss, options: AccumulateOptions): Promise<{ value: number; values: NextTokenValues }> {
-    return this.withAdapter(() => this.accumulateAttached(rows, loss, options));
+  accumulate(rows: NextTokenRows, loss: NextTokenLoss, options: AccumulateOptions): Promise<AccumulatedLoss> {
+    return this.withAdapter(() => this.addGradientsOf(rows, loss, options));
   }
 
   /**
    * accumulate() with a loss linear in the log-probs (WeightedLogprobs: SFT's cross-entropy),
-   * whose step is recorded whole without reading the log-probs back: its value only.
+   * whose step needs no tape for the loss: its value only (`values` null).
    */
-  accumulateWeighted(rows: NextTokenRows, loss: WeightedLogprobs, options: AccumulateOptions): Promise<number> {
+  accumulateWeighted(rows: NextTokenRows, loss: WeightedLogprobs, options: AccumulateOptions): Promise<AccumulatedLoss> {
     return this.withAdapter(() => this.addGradientsOf(rows, loss, options));
   }
 
@@ -407,25 +411,11 @@ export class LoraTrainingClient {
     this.discardGradients();
   }
 
-  /** accumulate(), the adapter attached. */
-  private async accumulateAttached(rows: NextTokenRows, loss: NextTokenLoss, options: AccumulateOptions): Promise<{ value: number; values: NextTokenValues }> {
-    let seen: NextTokenValues | null = null;
-    const value = await this.addGradientsOf(
-      rows,
-      (l, values) => {
-        seen = values;
-        return loss(l, values);
-      },
-      options,
-    );
-    return { value, values: seen as unknown as NextTokenValues };
-  }
-
-  /** The loss's value on `rows`, its gradients added to the accumulated ones; the adapter attached. */
-  private async addGradientsOf(rows: NextTokenRows, loss: NextTokenLoss | WeightedLogprobs, options: AccumulateOptions): Promise<number> {
-    const { value, grads } = await checkpointedGradients(this.lm.model, rows, this.adapter.variablesByLayer(), loss, { ...options, keptProductsBytes: this.options.keptProductsBytes });
+  /** The loss's value (metrics, log-probs) on `rows`, its gradients added to the accumulated ones; the adapter attached. */
+  private async addGradientsOf(rows: NextTokenRows, loss: NextTokenLoss | WeightedLogprobs, options: AccumulateOptions): Promise<AccumulatedLoss> {
+    const { grads, ...result } = await checkpointedGradients(this.lm.model, rows, this.adapter.variablesByLayer(), loss, { ...options, keptProductsBytes: this.options.keptProductsBytes });
     this.addGradients(grads);
-    return value;
+    return result;
   }
 
   private addGradients(grads: Map<string, tf.Tensor>): void {

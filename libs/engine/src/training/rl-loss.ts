@@ -20,9 +20,10 @@ import * as tf from '@tensorflow/tfjs-core';
  *   L      = L * stopgrad(min(r_t, truncated_importance_sampling))           when set, with
  *            r_t = exp(l_old - l_original) when the old log-probs were precalculated, else ratio
  *   loss   = sum(L * w * m) / (sum(m) + 1e-6)
- * Comparisons have no gradient in tfjs, so every data-dependent mask is computed from the
- * values of l (stopgrad), which the caller passes as numbers, and applied as a constant
- * multiplier: nothing is read back from the device while the loss is built.
+ * The whole loss is built on the device. Comparisons have no gradient in tfjs, so every
+ * stop-gradient factor and data-dependent mask is computed from `seen`, a second tensor holding
+ * the same log-probs as constants; the gradient flows only through `logprobs`. Nothing is read
+ * back while the loss is built: its value and metrics are scalars the caller reads later.
  */
 
 export type ImportanceSamplingLevel = 'token' | 'sequence' | 'average' | 'geometric_average';
@@ -43,8 +44,8 @@ export interface RLLossOptions {
 export interface RLLossInputs {
   /** Current log-probs [rows, T] (differentiable). */
   logprobs: tf.Tensor2D;
-  /** The same log-probs as numbers, row-major. */
-  logprobValues: Float32Array;
+  /** The same log-probs as a constant (no gradient flows through it), for masks and stop-gradient factors. */
+  seen: tf.Tensor2D;
   /** Old log-probs; NaN where unknown (then the current value, stop-gradient, is used). */
   oldLogprobs: Float32Array;
   advantages: Float32Array;
@@ -54,133 +55,88 @@ export interface RLLossInputs {
   refLogprobs?: Float32Array | null;
   /** Sampling log-probs when oldLogprobs were precalculated by the trainer (NaN unknown). */
   originalLogprobs?: Float32Array | null;
-  /** Per-token entropy of the current policy, for the metric only. */
-  entropy?: Float32Array | null;
+  /** Per-token entropy of the current policy [rows, T], a constant, for the metric only. */
+  entropy?: tf.Tensor2D | null;
 }
 
 export interface RLLossResult {
   /** Scalar, differentiable. */
   loss: tf.Scalar;
-  /** Metrics computed from values (no gradient). */
-  entropy: number | null;
-  klDiv: number | null;
-  klPolicyRef: number | null;
-}
-
-/**
- * The importance ratio of every token as numbers: the tensor formula of rlPolicyLoss (level,
- * cap) on values, for the masks and stop-gradient factors that are built from it.
- */
-function ratioValues(current: Float32Array, old: Float32Array, mask: Float32Array, rows: number, T: number, options: RLLossOptions): Float32Array {
-  const out = new Float32Array(rows * T);
-  for (let r = 0; r < rows; r++) {
-    let diffSum = 0;
-    let maskSum = 0;
-    for (let t = 0; t < T; t++) {
-      const i = r * T + t;
-      diffSum += Math.fround(current[i] - old[i]) * mask[i];
-      maskSum += mask[i];
-    }
-    const sequence = Math.exp(diffSum / (maskSum + 1e-6));
-    for (let t = 0; t < T; t++) {
-      const i = r * T + t;
-      const token = Math.exp(Math.fround(current[i] - old[i]));
-      let ratio = token;
-      if (options.importanceSamplingLevel === 'sequence') ratio = sequence;
-      else if (options.importanceSamplingLevel === 'average') ratio = (token + sequence) / 2;
-      else if (options.importanceSamplingLevel === 'geometric_average') ratio = Math.sqrt(token) * Math.sqrt(sequence);
-      if (options.maxNegativeAdvantageImportanceSamplingWeight !== null) ratio = Math.min(ratio, options.maxNegativeAdvantageImportanceSamplingWeight);
-      out[i] = ratio;
-    }
-  }
-  return out;
+  /** Metrics, scalars with no gradient; present where their inputs were given. */
+  metrics: { entropy?: tf.Scalar; kl_div?: tf.Scalar; kl_policy_ref?: tf.Scalar };
 }
 
 export function rlPolicyLoss(inputs: RLLossInputs, options: RLLossOptions): RLLossResult {
-  const { logprobs } = inputs;
+  const { logprobs, seen } = inputs;
   const [rows, T] = logprobs.shape;
   const shape: [number, number] = [rows, T];
   const n = rows * T;
   for (const [name, arr] of Object.entries({ oldLogprobs: inputs.oldLogprobs, advantages: inputs.advantages, mask: inputs.mask, weights: inputs.weights })) {
     if (arr.length !== n) throw new Error(`${name} has ${arr.length} values for [${shape}]`);
   }
-  if (inputs.logprobValues.length !== n) throw new Error(`logprobValues has ${inputs.logprobValues.length} values for [${shape}]`);
-  const current = inputs.logprobValues;
-  const fill = (src: Float32Array) => src.map((v, i) => (Number.isNaN(v) ? current[i] : v));
   const mask = tf.tensor2d(inputs.mask, shape);
-  const maskSum = inputs.mask.reduce((a, b) => a + b, 0);
-  const denominator = maskSum + 1e-6;
-  const old = fill(inputs.oldLogprobs);
+  const denominator = inputs.mask.reduce((a, b) => a + b, 0) + 1e-6;
+  const meanOver = (perToken: tf.Tensor) => tf.div(tf.sum(perToken), denominator) as tf.Scalar;
+  // A known value where there is one, else the current log-prob (a constant).
+  const filled = (values: Float32Array) => {
+    const unknown = values.map((v) => (Number.isNaN(v) ? 1 : 0));
+    return tf.add(tf.tensor2d(values.map((v) => (Number.isNaN(v) ? 0 : v)), shape), tf.mul(tf.tensor2d(unknown, shape), seen));
+  };
+  const old = filled(inputs.oldLogprobs);
 
-  const diff = tf.sub(logprobs, tf.tensor2d(old, shape));
-  let ratio: tf.Tensor = tf.exp(diff);
-  if (options.importanceSamplingLevel !== 'token') {
-    const rowMean = tf.div(tf.sum(tf.mul(diff, mask), 1, true), tf.add(tf.sum(mask, 1, true), 1e-6));
-    const sequence = tf.exp(rowMean);
-    if (options.importanceSamplingLevel === 'sequence') ratio = tf.mul(sequence, tf.onesLike(ratio));
-    else if (options.importanceSamplingLevel === 'average') ratio = tf.div(tf.add(ratio, sequence), 2);
-    else ratio = tf.mul(tf.sqrt(ratio), tf.sqrt(sequence));
-  }
-  if (options.maxNegativeAdvantageImportanceSamplingWeight !== null) {
-    ratio = tf.minimum(ratio, options.maxNegativeAdvantageImportanceSamplingWeight);
-  }
   const lo = 1 - options.epsilon;
   const hi = 1 + options.epsilonHigh;
-  const ratios = ratioValues(current, old, inputs.mask, rows, T, options);
+  /** The importance ratio of every token from log-probs `current`, by the options' level and cap. */
+  const ratioOf = (current: tf.Tensor) => {
+    const diff = tf.sub(current, old);
+    let ratio: tf.Tensor = tf.exp(diff);
+    if (options.importanceSamplingLevel !== 'token') {
+      const rowMean = tf.div(tf.sum(tf.mul(diff, mask), 1, true), tf.add(tf.sum(mask, 1, true), 1e-6));
+      const sequence = tf.exp(rowMean);
+      if (options.importanceSamplingLevel === 'sequence') ratio = tf.mul(sequence, tf.onesLike(ratio));
+      else if (options.importanceSamplingLevel === 'average') ratio = tf.div(tf.add(ratio, sequence), 2);
+      else ratio = tf.mul(tf.sqrt(ratio), tf.sqrt(sequence));
+    }
+    if (options.maxNegativeAdvantageImportanceSamplingWeight !== null) ratio = tf.minimum(ratio, options.maxNegativeAdvantageImportanceSamplingWeight);
+    return ratio;
+  };
+  let ratio = ratioOf(logprobs);
+  // The same ratio as a constant, for the masks and stop-gradient factors built from it.
+  let ratios = ratioOf(seen);
   if (options.maskProbRatio) {
-    const keep = ratios.map((r) => (r > lo && r < hi ? 1 : 0));
-    ratio = tf.mul(ratio, tf.tensor2d(keep, shape));
-    ratios.forEach((r, i) => (ratios[i] = r * keep[i]));
+    const keep = tf.cast(tf.logicalAnd(tf.greater(ratios, lo), tf.less(ratios, hi)), 'float32');
+    ratio = tf.mul(ratio, keep);
+    ratios = tf.mul(ratios, keep);
   }
 
-  const advantages = new Float32Array(inputs.advantages);
-  if (options.kimiK2Tau !== null) {
-    for (let i = 0; i < n; i++) advantages[i] -= options.kimiK2Tau * (current[i] - old[i]);
-  }
-  let klPolicyRef: number | null = null;
-  const ref = inputs.refLogprobs ?? null;
+  let advantages: tf.Tensor = tf.tensor2d(inputs.advantages, shape);
+  if (options.kimiK2Tau !== null) advantages = tf.sub(advantages, tf.mul(tf.sub(seen, old), options.kimiK2Tau));
+  const metrics: RLLossResult['metrics'] = {};
+  const ref = inputs.refLogprobs ? tf.tensor2d(inputs.refLogprobs, shape) : null;
   if (options.klPenaltyCoef > 0 && ref) {
-    const source = options.klPenaltySource === 'sample' ? old : current;
-    const d = new Float32Array(n);
-    let sum = 0;
-    for (let i = 0; i < n; i++) {
-      d[i] = (source[i] - ref[i]) * inputs.mask[i];
-      sum += d[i];
-    }
-    klPolicyRef = sum / denominator;
-    for (let i = 0; i < n; i++) advantages[i] += options.klPenaltyCoef * (klPolicyRef - d[i]) * inputs.mask[i];
+    const d = tf.mul(tf.sub(options.klPenaltySource === 'sample' ? old : seen, ref), mask);
+    const klPolicyRef = meanOver(d);
+    metrics.kl_policy_ref = klPolicyRef;
+    advantages = tf.add(advantages, tf.mul(tf.mul(tf.sub(klPolicyRef, d), mask), options.klPenaltyCoef));
   }
-  const adv = tf.tensor2d(advantages, shape);
 
   let perToken: tf.Tensor;
   if (options.lossFn === 'ppo') {
-    perToken = tf.neg(tf.minimum(tf.mul(ratio, adv), tf.mul(tf.clipByValue(ratio, lo, hi), adv)));
+    perToken = tf.neg(tf.minimum(tf.mul(ratio, advantages), tf.mul(tf.clipByValue(ratio, lo, hi), advantages)));
   } else {
-    perToken = tf.neg(tf.mul(tf.mul(tf.clipByValue(tf.tensor2d(ratios, shape), lo, hi), adv), logprobs));
+    perToken = tf.neg(tf.mul(tf.mul(tf.clipByValue(ratios, lo, hi), advantages), logprobs));
   }
   if (options.truncatedImportanceSampling !== null) {
-    const original = inputs.originalLogprobs ? fill(inputs.originalLogprobs) : null;
-    const r = original ? old.map((v, i) => Math.exp(v - original[i])) : ratios;
-    const cap = options.truncatedImportanceSampling;
-    perToken = tf.mul(perToken, tf.tensor2d(r.map((v) => Math.min(v, cap)), shape));
+    const r = inputs.originalLogprobs ? tf.exp(tf.sub(old, filled(inputs.originalLogprobs))) : ratios;
+    perToken = tf.mul(perToken, tf.minimum(r, options.truncatedImportanceSampling));
   }
   const weighted = tf.mul(tf.tensor2d(inputs.weights, shape), mask);
-  const loss = tf.div(tf.sum(tf.mul(perToken, weighted)), denominator) as tf.Scalar;
+  const loss = meanOver(tf.mul(perToken, weighted));
 
-  let klDiv: number | null = null;
   if (ref) {
-    let s = 0;
-    for (let i = 0; i < n; i++) {
-      const x = ref[i] - current[i];
-      s += (Math.exp(x) - x - 1) * inputs.weights[i] * inputs.mask[i];
-    }
-    klDiv = s / denominator;
+    const x = tf.sub(ref, seen);
+    metrics.kl_div = meanOver(tf.mul(tf.sub(tf.sub(tf.exp(x), x), 1), weighted));
   }
-  let entropy: number | null = null;
-  if (inputs.entropy) {
-    let s = 0;
-    for (let i = 0; i < n; i++) s += inputs.entropy[i] * inputs.weights[i] * inputs.mask[i];
-    entropy = s / denominator;
-  }
-  return { loss, entropy, klDiv, klPolicyRef };
+  if (inputs.entropy) metrics.entropy = meanOver(tf.mul(inputs.entropy, weighted));
+  return { loss, metrics };
 }

@@ -245,33 +245,27 @@ export class LoraTrainer {
         }
       });
       const old = precalculated ? precalculated[k] : sampling;
-      const metrics: Partial<StepMetrics> = {};
-      const loss: NextTokenLoss = (logprobs, values) => {
-        const r = rlPolicyLoss(
+      const loss: NextTokenLoss = (logprobs, seen) =>
+        rlPolicyLoss(
           {
             logprobs,
-            logprobValues: values.logprobs,
+            seen: seen.logprobs,
             oldLogprobs: old,
             advantages,
             mask,
             weights,
             refLogprobs: refLogprobs ? refLogprobs[k] : null,
             originalLogprobs: precalculated ? sampling : null,
-            entropy: values.entropy,
+            entropy: seen.entropy,
           },
           config,
         );
-        if (r.entropy !== null) metrics.entropy = r.entropy;
-        if (r.klDiv !== null) metrics.kl_div = r.klDiv;
-        if (r.klPolicyRef !== null) metrics.kl_policy_ref = r.klPolicyRef;
-        return r.loss;
-      };
-      const { loss: value, gradNorm } = await this.gradientStep(plan.learningRate, [{ sequences: rowsOf(step), withEntropy: true, chunk, loss, scored: mask }]);
+      const { loss: value, metrics, gradNorm } = await this.gradientStep(plan.learningRate, [{ sequences: rowsOf(step), withEntropy: true, chunk, loss, scored: mask }]);
       const seconds = (performance.now() - start) / 1000;
       const stepMetrics: StepMetrics = {
         loss: value,
         policy_loss: value,
-        ...(metrics as StepMetrics),
+        ...metrics,
         grad_norm: gradNorm,
         learning_rate: plan.learningRate,
         num_trainable_tokens: total,
@@ -325,22 +319,26 @@ export class LoraTrainer {
   }
 
   /**
-   * One optimizer step on the gradients of the micro-batches' losses, summed (each loss is
-   * already normalised by the whole batch). Returns the summed loss and the gradient norm.
+   * One optimizer step on the gradients of the micro-batches' losses, summed (each loss, and each
+   * of its metrics, is already normalised by the whole batch). Returns the summed loss and
+   * metrics and the gradient norm.
    */
-  private async gradientStep(learningRate: number, micro: MicroBatch[]): Promise<{ loss: number; gradNorm: number }> {
+  private async gradientStep(learningRate: number, micro: MicroBatch[]): Promise<{ loss: number; metrics: StepMetrics; gradNorm: number }> {
     let loss = 0;
+    const metrics: StepMetrics = {};
     try {
       for (const batch of micro) {
         const rows = nextTokenRows(batch.sequences);
         const options = { chunk: batch.chunk ?? HEAD_CHUNK, withEntropy: batch.withEntropy, scored: batch.scored };
-        loss += typeof batch.loss === 'function' ? (await this.client.accumulate(rows, batch.loss, options)).value : await this.client.accumulateWeighted(rows, batch.loss, options);
+        const result = typeof batch.loss === 'function' ? await this.client.accumulate(rows, batch.loss, options) : await this.client.accumulateWeighted(rows, batch.loss, options);
+        loss += result.value;
+        for (const [name, value] of Object.entries(result.metrics)) metrics[name] = (metrics[name] ?? 0) + value;
       }
     } catch (err) {
       this.client.discardGradients();
       throw err;
     }
-    return { loss, gradNorm: await this.client.applyGradients(learningRate) };
+    return { loss, metrics, gradNorm: await this.client.applyGradients(learningRate) };
   }
 }
 

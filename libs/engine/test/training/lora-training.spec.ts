@@ -5,7 +5,7 @@ import { applyAdapter } from '../../src/lora/lora-layer';
 import { DEFAULT_LORA_SPEC, LoraSpec, initLoraWeights, readPeftAdapter, writePeftAdapter } from '../../src/lora/peft';
 import { generate } from '../../src/generate';
 import { AdamW } from '../../src/training/adamw';
-import { NextTokenValues, checkpointedGradients, nextTokenRows } from '../../src/training/checkpointing';
+import { NextTokenLoss, NextTokenValues, checkpointedGradients, nextTokenRows } from '../../src/training/checkpointing';
 import { KeptProducts } from '../../src/training/checkpointing';
 import { buildSftSequence } from '../../src/training/sequences';
 import { LoraTrainer, StepMetrics } from '../../src/training/trainer';
@@ -235,16 +235,25 @@ describe('LoRA training (wasm, tiny model)', () => {
       // 2 x T positions fit one chunk of 256: step 3 runs from the probabilities step 2 kept.
       expect(2 * T).toBeLessThanOrEqual(256);
       const before = tf.memory().numTensors;
-      const seen: NextTokenValues = { logprobs: new Float32Array(0), entropy: null };
-      const lossSeeing = (lp: tf.Tensor2D, values: NextTokenValues) => (Object.assign(seen, values), lossOf(lp));
+      const seen: NextTokenValues[] = [];
+      // A loss with a metric: the entropies' sum, read back with the loss's value.
+      const lossSeeing: NextTokenLoss = (lp, constants) => {
+        seen.push({ logprobs: constants.logprobs.dataSync() as Float32Array, entropy: constants.entropy?.dataSync() as Float32Array });
+        return { loss: lossOf(lp), metrics: { entropy_sum: tf.sum(constants.entropy as tf.Tensor2D) as tf.Scalar } };
+      };
       const checkpointed = await checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossSeeing, { chunk: 256, withEntropy: true });
       expect(tf.memory().numTensors - before).toBe(vars.length);
-      // The values the loss saw: log-probs and entropies as the taped forward computes them.
+      // The values the loss saw, and the step returned: log-probs and entropies as the taped forward computes them.
       const reference = trainer.forward(rows, 256, true);
-      const entropy = reference.entropy as tf.Tensor2D;
-      expect(maxAbsDiff(seen.logprobs, reference.logprobs.dataSync())).toBeLessThan(1e-4);
-      expect(maxAbsDiff(seen.entropy ?? [], entropy.dataSync())).toBeLessThan(1e-4);
-      tf.dispose([reference.logprobs, entropy]);
+      const [logprobs, entropy] = [reference.logprobs.dataSync(), (reference.entropy as tf.Tensor2D).dataSync()];
+      tf.dispose([reference.logprobs, reference.entropy as tf.Tensor2D]);
+      for (const values of [seen[0], checkpointed.values as NextTokenValues]) {
+        expect(maxAbsDiff(values.logprobs, logprobs)).toBeLessThan(1e-4);
+        expect(maxAbsDiff(values.entropy ?? [], entropy)).toBeLessThan(1e-4);
+      }
+      const entropySum = Array.from(entropy).reduce((a, b) => a + b, 0);
+      expect(entropySum).toBeGreaterThan(1);
+      expect(Math.abs(checkpointed.metrics.entropy_sum - entropySum)).toBeLessThan(1e-4 * entropySum);
       expectTapedGradients(checkpointed, taped, vars);
       weights.dispose();
     } finally {
@@ -306,18 +315,23 @@ describe('LoRA training (wasm, tiny model)', () => {
       const lossOf = (lp: tf.Tensor2D) => tf.neg(tf.sum(tf.mul(lp, weights))) as tf.Scalar;
       const vars = trainer.attachment.variables();
       const taped = tf.variableGrads(() => tf.tidy(() => lossOf(trainer.forward(rows, 256, false).logprobs)), vars);
-      const seen: NextTokenValues = { logprobs: new Float32Array(0), entropy: null };
-      const lossSeeing = (lp: tf.Tensor2D, values: NextTokenValues) => (Object.assign(seen, values), lossOf(lp));
+      const seen: NextTokenValues[] = [];
+      const lossSeeing: NextTokenLoss = (lp, constants) => {
+        seen.push({ logprobs: constants.logprobs.dataSync() as Float32Array, entropy: constants.entropy?.dataSync() as Float32Array });
+        return lossOf(lp);
+      };
       const before = tf.memory().numTensors;
       const checkpointed = await checkpointedGradients(lm.model, nextTokenRows(rows), trainer.attachment.variablesByLayer(), lossSeeing, { chunk, withEntropy: true, scored: w });
       expect(tf.memory().numTensors - before).toBe(vars.length);
-      // The loss saw the scored positions' log-probs and entropies, and 0 elsewhere.
+      // The loss saw, and the step returned, the scored positions' log-probs and entropies, and 0 elsewhere.
       const reference = trainer.forward(rows, 256, true);
       const [logprobs, entropy] = [reference.logprobs.dataSync(), (reference.entropy as tf.Tensor2D).dataSync()];
       tf.dispose([reference.logprobs, reference.entropy as tf.Tensor2D]);
-      for (let i = 0; i < 2 * T; i++) {
-        expect(Math.abs(seen.logprobs[i] - (w[i] ? logprobs[i] : 0))).toBeLessThan(1e-4);
-        expect(Math.abs((seen.entropy as Float32Array)[i] - (w[i] ? entropy[i] : 0))).toBeLessThan(1e-4);
+      for (const values of [seen[0], checkpointed.values as NextTokenValues]) {
+        for (let i = 0; i < 2 * T; i++) {
+          expect(Math.abs(values.logprobs[i] - (w[i] ? logprobs[i] : 0))).toBeLessThan(1e-4);
+          expect(Math.abs((values.entropy as Float32Array)[i] - (w[i] ? entropy[i] : 0))).toBeLessThan(1e-4);
+        }
       }
       expectTapedGradients(checkpointed, taped, vars);
       weights.dispose();

@@ -156,8 +156,8 @@ describe('built-in losses on hand-made log-probs', () => {
   const datum: TrainingDatum = { inputTokens: [1, 2, 3], targetTokens: [2, 3, 4], lossInputs: { logprobs: q, advantages: A, weights: [0, 1, 1] } };
   const lossAndGrad = (fn: Parameters<typeof primitiveLoss>[0], config: Record<string, number> = {}) => {
     const c = resolveLossConfig(fn, config);
-    const values = Float32Array.from(l);
-    const { value, grad } = tf.valueAndGrad((x: tf.Tensor) => primitiveLoss(fn, c, [datum], x as tf.Tensor2D, values))(tf.tensor2d(values, [1, 3]));
+    const seen = tf.tensor2d(l, [1, 3]);
+    const { value, grad } = tf.valueAndGrad((x: tf.Tensor) => primitiveLoss(fn, c, [datum], x as tf.Tensor2D, seen))(tf.tensor2d(l, [1, 3]));
     return { value: value.dataSync()[0], grad: Array.from(grad.dataSync()) };
   };
   const r = l.map((v, i) => Math.exp(v - q[i]));

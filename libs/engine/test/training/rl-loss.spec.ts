@@ -15,22 +15,20 @@ const denom = 3 + 1e-6;
 
 function run(changes: Partial<RLTrainingConfig>, extra: Partial<RLLossInputs> = {}, advantages = [1, 1, 1]) {
   const config = rlConfig(changes);
-  {
-    let metrics: ReturnType<typeof rlPolicyLoss> | null = null;
-    const lp = tf.variable(tf.tensor2d(L, [1, 3]));
-    const { value, grads } = tf.variableGrads(() => {
-      metrics = rlPolicyLoss(
-        { logprobs: lp as unknown as tf.Tensor2D, logprobValues: new Float32Array(L), oldLogprobs: new Float32Array(OLD), advantages: new Float32Array(advantages), mask: new Float32Array([1, 1, 1]), weights: new Float32Array([1, 1, 1]), ...extra },
-        config,
-      );
-      return metrics.loss;
-    }, [lp]);
-    const out = { loss: value.dataSync()[0], grad: Array.from(grads[lp.name].dataSync()), metrics: metrics! };
-    lp.dispose();
-    value.dispose();
-    Object.values(grads).forEach((g) => g.dispose());
-    return out;
-  }
+  const lp = tf.variable(tf.tensor2d(L, [1, 3]));
+  const seen = tf.tensor2d(L, [1, 3]);
+  let metrics: Record<string, number> = {};
+  const { value, grads } = tf.variableGrads(() => {
+    const result = rlPolicyLoss(
+      { logprobs: lp as unknown as tf.Tensor2D, seen, oldLogprobs: new Float32Array(OLD), advantages: new Float32Array(advantages), mask: new Float32Array([1, 1, 1]), weights: new Float32Array([1, 1, 1]), ...extra },
+      config,
+    );
+    metrics = Object.fromEntries(Object.entries(result.metrics).map(([name, m]) => [name, m.dataSync()[0]]));
+    return result.loss;
+  }, [lp]);
+  const out = { loss: value.dataSync()[0], grad: Array.from(grads[lp.name].dataSync()), metrics };
+  tf.dispose([lp, seen, value, ...Object.values(grads)]);
+  return out;
 }
 
 describe('RL losses on a hand-checkable example', () => {
@@ -99,9 +97,9 @@ describe('RL losses on a hand-checkable example', () => {
     const adv = d.map((x) => 1 + c * (mean - x));
     const { loss, metrics } = run({ klPenaltyCoef: c }, { refLogprobs: new Float32Array(ref) });
     expect(loss).toBeCloseTo(-(r[0] * adv[0] * -1 + r[1] * adv[1] * -2 + adv[2] * -0.5) / denom, 5);
-    expect(metrics.klPolicyRef).toBeCloseTo(mean, 5);
+    expect(metrics.kl_policy_ref).toBeCloseTo(mean, 5);
     const k3 = d.map((x) => Math.exp(-x) + x - 1);
-    expect(metrics.klDiv).toBeCloseTo((k3[0] + k3[1] + k3[2]) / denom, 5);
+    expect(metrics.kl_div).toBeCloseTo((k3[0] + k3[1] + k3[2]) / denom, 5);
     // source "sample" measures d from the sampling logprobs (the missing one falls back to l).
     const ds = [-1.5 + 1, -1 + 1, -0.5 + 1];
     const means = (ds[0] + ds[1] + ds[2]) / denom;
@@ -122,7 +120,10 @@ describe('RL losses on a hand-checkable example', () => {
   });
 
   it('weights and the mask scale each token; padding counts for nothing', () => {
-    const { loss } = run({}, { weights: new Float32Array([2, 1, 0]), mask: new Float32Array([1, 1, 0]) });
+    const entropy = tf.tensor2d([0.5, 2, 7], [1, 3]);
+    const { loss, metrics } = run({}, { weights: new Float32Array([2, 1, 0]), mask: new Float32Array([1, 1, 0]), entropy });
+    entropy.dispose();
     expect(loss).toBeCloseTo(-(2 * r[0] * -1 + r[1] * -2) / (2 + 1e-6), 5);
+    expect(metrics.entropy).toBeCloseTo((2 * 0.5 + 2) / (2 + 1e-6), 5);
   });
 });
