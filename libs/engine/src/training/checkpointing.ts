@@ -214,18 +214,15 @@ function headPass(
   }
 }
 
-/** The chunks' parts ([log-probs] or [log-probs, entropies], in order) as N numbers each, read back together. */
+/** The chunks' parts ([log-probs] or [log-probs, entropies], in order) as N numbers each, in one readback. */
 async function valuesOf(parts: tf.Tensor[][], N: number, withEntropy: boolean): Promise<NextTokenValues> {
-  const logprobs = new Float32Array(N);
-  const entropy = withEntropy ? new Float32Array(N) : null;
-  const read = (await Promise.all(parts.map((part) => Promise.all(part.map((t) => t.data()))))) as Float32Array[][];
-  let start = 0;
-  for (const [chunkLogprobs, chunkEntropy] of read) {
-    logprobs.set(chunkLogprobs, start);
-    if (chunkEntropy) entropy?.set(chunkEntropy, start);
-    start += chunkLogprobs.length;
+  const all = tf.tidy(() => tf.concat([...parts.map((part) => part[0]), ...(withEntropy ? parts.map((part) => part[1]) : [])]));
+  try {
+    const read = (await all.data()) as Float32Array;
+    return { logprobs: read.slice(0, N), entropy: withEntropy ? read.slice(N, 2 * N) : null };
+  } finally {
+    all.dispose();
   }
-  return { logprobs, entropy };
 }
 
 /**
