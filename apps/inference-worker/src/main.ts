@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { gpuLost, selectBackend, setFusedKernels } from '@trainyard/engine';
+import { gpuLost, selectBackend, setFusedKernels, setTensorCores } from '@trainyard/engine';
 import { bootstrap, loadConfig, runMain } from '@trainyard/runtime';
 import { InferenceWorkerConfig } from './config/inference-worker.config';
 import { InferenceWorkerModule } from './inference-worker.module';
@@ -7,6 +7,7 @@ import { InferenceWorkerModule } from './inference-worker.module';
 runMain(async () => {
   const config = loadConfig(InferenceWorkerConfig);
   setFusedKernels(config.WEBGPU_FUSED_KERNELS === 'on');
+  setTensorCores(config.WEBGPU_TENSOR_CORES === 'on');
   const backend = await selectBackend(config.COMPUTE_BACKEND);
   await bootstrap(InferenceWorkerModule.forRoot(config, backend), { name: 'inference-worker', config, failure: gpuLost() });
 });

@@ -1,6 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { shareIdentityBuffers } from './kernels/identity';
-import { GpuAdapterInfo, installNavigatorGpu, registerWebGpuDevice, requestAdapterInfo } from './webgpu';
+import { checkSubgroupMatrices } from './kernels/subgroup-matrix-check';
+import { SubgroupMatrices, usedSubgroupMatrices } from './kernels/tiled-product.wgsl';
+import { dawnFlags, GpuAdapterInfo, installNavigatorGpu, registerWebGpuDevice, requestAdapterInfo } from './webgpu';
 
 export type BackendName = 'tensorflow' | 'webgpu' | 'wasm' | 'cpu';
 export type BackendPreference = BackendName | 'auto';
@@ -15,13 +17,16 @@ export interface BackendInfo {
   gpu: boolean;
   /** webgpu only: the adapter in use. */
   adapter: GpuAdapterInfo | null;
-  /** Why a preferred backend was not used, when one was skipped. */
+  /** webgpu only: the subgroup matrices training's products take (setTensorCores), null where none. */
+  tensorCores: SubgroupMatrices | null;
+  /** Why a preferred backend (or its tensor cores) was not used, when one was skipped. */
   notes: string[];
 }
 
 interface Activated {
   gpu: boolean;
   adapter: GpuAdapterInfo | null;
+  notes?: string[];
 }
 
 /**
@@ -36,12 +41,13 @@ export async function selectBackend(preference: BackendPreference = 'auto'): Pro
   const order: BackendName[] = preference === 'auto' ? ['tensorflow', 'webgpu', 'wasm', 'cpu'] : [preference];
   for (const name of order) {
     try {
-      const { gpu, adapter } = await activate(name, { gpuOnly: preference === 'auto' });
+      const { gpu, adapter, notes: more = [] } = await activate(name, { gpuOnly: preference === 'auto' });
       if (name === 'tensorflow' && !gpu && preference === 'auto') {
         notes.push('tensorflow: loaded but no GPU device is visible; using wasm instead');
         continue;
       }
-      return { name, gpu, adapter, notes };
+      notes.push(...more);
+      return { name, gpu, adapter, tensorCores: name === 'webgpu' ? usedSubgroupMatrices() : null, notes };
     } catch (err) {
       notes.push(`${name}: ${(err as Error).message}`);
     }
@@ -60,14 +66,17 @@ async function activate(name: BackendName, { gpuOnly }: { gpuOnly: boolean }): P
       return { gpu: usesGpuDevice(tf.backend()), adapter: null };
     }
     case 'webgpu': {
-      const adapter = await requestAdapterInfo(installNavigatorGpu());
+      const adapter = await requestAdapterInfo(installNavigatorGpu(dawnFlags()));
       if (!adapter) throw new Error('no WebGPU adapter (is a Vulkan driver installed?)');
       if (gpuOnly && adapter.fallback) throw new Error(`only a fallback adapter (${adapter.description || adapter.vendor}), not a GPU`);
       // Only after navigator.gpu exists: the package registers its backend on import if it does.
       const { WebGPUBackend } = await import('@tensorflow/tfjs-backend-webgpu');
       registerWebGpuDevice(WebGPUBackend);
       await setBackend('webgpu');
-      return { gpu: !adapter.fallback, adapter };
+      // Tensor cores only where their products agree with the f32 tiles' on this device.
+      const check = await checkSubgroupMatrices();
+      const notes = check.agree ? [] : [`tensor cores: off, their products ${check.reason ?? `differ from the f32 tiles' by ${check.error.toExponential(1)}`}`];
+      return { gpu: !adapter.fallback, adapter, notes };
     }
     case 'wasm':
       await import('@tensorflow/tfjs-backend-wasm');

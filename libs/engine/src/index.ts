@@ -40,5 +40,5 @@ export * from './training/primitives';
 export { KEPT_PRODUCTS_BYTES } from './training/checkpointing';
 export * from './grammar';
 export * from './tools';
-export { gpuLost, type GpuAdapterInfo } from './webgpu';
+export { gpuLost, setTensorCores, type GpuAdapterInfo } from './webgpu';
 export { GpuFault, type GpuFaultKind } from './gpu-faults';

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { paceDawnPolling } from './dawn-polling';
 import { GpuFault, readChecked, watchGpuFaults, whenLost } from './gpu-faults';
+import { matrixTileFits, SubgroupMatrices, useSubgroupMatrices } from './kernels/tiled-product.wgsl';
 
 /** What the WebGPU adapter says about itself (GPUAdapterInfo, plus whether it is a software fallback). */
 export interface GpuAdapterInfo {
@@ -45,9 +46,7 @@ export function installNavigatorGpu(flags: string[] = []): Gpu {
   // The GPU* globals first, always: Node 21 and later have a process-wide `navigator`, so its
   // `gpu` may have been set from another context (a jest test file) that this one's globals
   // do not see.
-  for (const [name, value] of Object.entries(globals)) {
-    if (!(name in globalThis)) Object.defineProperty(globalThis, name, { value, configurable: true, writable: true });
-  }
+  installGlobals(globals);
   const nav = (globalThis as { navigator?: { gpu?: Gpu } }).navigator;
   if (nav?.gpu) return nav.gpu;
   const gpu = create(flags);
@@ -72,10 +71,33 @@ export interface SubgroupMatrixConfig {
  * unsafe APIs allowed, since without them Dawn lists no experimental feature.
  */
 export async function adapterFeatures(): Promise<{ features: string[]; subgroupMatrixConfigs: SubgroupMatrixConfig[] } | null> {
-  const gpu = dawnBinding().create(['enable-dawn-features=allow_unsafe_apis']);
+  const gpu = dawnInstance(['enable-dawn-features=allow_unsafe_apis']);
   const adapter = (await gpu.requestAdapter({ powerPreference: 'high-performance' })) as { features: Set<string>; info?: { subgroupMatrixConfigs?: SubgroupMatrixConfig[] } } | null;
   if (!adapter) return null;
   return { features: [...adapter.features].sort(), subgroupMatrixConfigs: adapter.info?.subgroupMatrixConfigs ?? [] };
+}
+
+/**
+ * A Dawn instance of its own with instance `flags`, apart from navigator.gpu's (its GPU* globals
+ * installed): `backend=null` gives one whose devices validate every call and run none, so that
+ * WGSL for features no local adapter has can be compiled (test/subgroup-matrix.spec.ts).
+ */
+export function dawnInstance(flags: string[]): GPU {
+  const { create, globals } = dawnBinding();
+  installGlobals(globals);
+  const gpu = create(flags) as unknown as GPU;
+  // Kept for the process's life, as navigator.gpu's instance is: Dawn can abort the process
+  // when an instance is collected while its device's threads still run (seen under jest).
+  const kept = globalThis as unknown as { dawnInstances?: GPU[] };
+  (kept.dawnInstances ??= []).push(gpu);
+  return gpu;
+}
+
+/** Dawn's GPU* classes as globals, where this context has none yet. */
+function installGlobals(globals: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(globals)) {
+    if (!(name in globalThis)) Object.defineProperty(globalThis, name, { value, configurable: true, writable: true });
+  }
 }
 
 function dawnBinding(): DawnBinding {
@@ -112,6 +134,40 @@ const TFJS_LIMITS = [
   'maxComputeWorkgroupSizeX',
   'maxComputeInvocationsPerWorkgroup',
 ] as const;
+
+/** The features a device needs for subgroup matrices of f16 (Dawn lists the experimental one only with its unsafe APIs allowed). */
+const SUBGROUP_MATRIX_FEATURES = ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix'];
+
+let tensorCores = false;
+
+/**
+ * Whether the engine's webgpu device is to multiply on tensor cores where the adapter offers
+ * them (WEBGPU_TENSOR_CORES): subgroup matrices of f16 with f32 results, for the training
+ * steps' tiled products (kernels/tiled-product.wgsl.ts). Set before the backend starts; off by
+ * default, since f16 operands round (and overflow past 65504) where the f32 tiles do not.
+ */
+export function setTensorCores(on: boolean): void {
+  tensorCores = on;
+}
+
+/** Dawn's instance flags for installNavigatorGpu: its unsafe APIs allowed where tensor cores are asked for. */
+export function dawnFlags(): string[] {
+  return tensorCores ? ['enable-dawn-features=allow_unsafe_apis'] : [];
+}
+
+/**
+ * The subgroup matrices the engine takes on `adapter`: its first configuration (the driver's
+ * preferred) of f16 operands and f32 results that tiles the matrix tile, where it offers the
+ * features and runs every subgroup at one size; else null.
+ */
+function subgroupMatricesOf(adapter: GPUAdapter): SubgroupMatrices | null {
+  if (!SUBGROUP_MATRIX_FEATURES.every((feature) => adapter.features.has(feature))) return null;
+  const info = (adapter as { info?: { subgroupMinSize?: number; subgroupMaxSize?: number; subgroupMatrixConfigs?: SubgroupMatrixConfig[] } }).info ?? {};
+  const subgroupSize = info.subgroupMaxSize;
+  if (!subgroupSize || info.subgroupMinSize !== subgroupSize) return null;
+  const shapes = (info.subgroupMatrixConfigs ?? []).filter((c) => c.componentType === 'f16' && c.resultComponentType === 'f32').map(({ M, N, K }) => ({ M, N, K, subgroupSize }));
+  return shapes.find(matrixTileFits) ?? null;
+}
 
 let reportLost: (fault: GpuFault) => void = () => undefined;
 const lost = new Promise<GpuFault>((resolve) => (reportLost = resolve));
@@ -152,8 +208,10 @@ async function makeWebGpuBackend(): Promise<tf.KernelBackend> {
   if (!adapter || !webGpuBackendClass) throw new Error('no WebGPU adapter');
   const requiredLimits: Record<string, number> = { maxStorageBuffersPerShaderStage: adapter.limits.maxStorageBuffersPerShaderStage };
   for (const limit of TFJS_LIMITS) requiredLimits[limit] = adapter.limits[limit];
-  const requiredFeatures: GPUFeatureName[] = adapter.features.has('timestamp-query') ? ['timestamp-query'] : [];
+  const matrices = tensorCores ? subgroupMatricesOf(adapter) : null;
+  const requiredFeatures = [...(adapter.features.has('timestamp-query') ? ['timestamp-query'] : []), ...(matrices ? SUBGROUP_MATRIX_FEATURES : [])] as GPUFeatureName[];
   const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
+  useSubgroupMatrices(matrices);
   const backend = new webGpuBackendClass(device, (adapter as { info?: GPUAdapterInfo }).info) as tf.KernelBackend & { read(dataId: object): Promise<tf.BackendValues> };
   // Every tensor's values (tensor.data()) come through read: none is given after an error the device reported (gpu-faults.ts).
   watchGpuFaults(device);

@@ -1,4 +1,4 @@
-import { productTiling, setProductTiles, tiledProduct } from '../src/kernels/tiled-product.wgsl';
+import { productTiling, setProductTiles, tiledProduct, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
 
 /**
  * Which tiles a webgpu product takes (kernels/tiled-product.wgsl.ts): 128 where their grid still
@@ -7,7 +7,10 @@ import { productTiling, setProductTiles, tiledProduct } from '../src/kernels/til
  * webgpu-half-weights.spec.ts.
  */
 describe('tiled product tiling', () => {
-  afterEach(() => setProductTiles('auto'));
+  afterEach(() => {
+    setProductTiles('auto');
+    useSubgroupMatrices(null);
+  });
 
   it('takes 128-tiles for products with enough of them, 64 for the rest', () => {
     // Qwen2.5-3B's gate|up over a 4 x 256-token step: 8 x 172 tiles of 128.
@@ -36,5 +39,27 @@ describe('tiled product tiling', () => {
     const wgsl = (tile: 64 | 128) => tiledProduct(32, 32, tile, 'x', (k, c) => `w[${k} * 32u + ${c}]`, true, (row, col, value) => `y[${row} * 32u + ${col}] = ${value};`);
     expect(wgsl(64)).toContain('var acc : array<vec4<f32>, 4>;');
     expect(wgsl(128)).toContain('var acc : array<vec4<f32>, 16>;');
+  });
+
+  it('takes the matrix tile wherever the device multiplies in subgroup matrices, unless a bench sets another', () => {
+    setProductTiles('matrix');
+    // No subgroup matrices: the sizes decide.
+    expect(productTiling(1024, 22016).tile).toBe(128);
+    useSubgroupMatrices({ M: 16, N: 16, K: 16, subgroupSize: 32 });
+    setProductTiles('auto');
+    // 64 x 64 tiles, whatever the size.
+    expect(productTiling(1024, 22016)).toEqual({ tile: 'matrix', dispatch: [344, 16, 1] });
+    expect(productTiling(65, 129, 4)).toEqual({ tile: 'matrix', dispatch: [3, 4, 1] });
+    setProductTiles(64);
+    expect(productTiling(1024, 22016).tile).toBe(64);
+  });
+
+  it('takes only subgroup matrices that tile the matrix tile evenly among its subgroups', () => {
+    expect(() => useSubgroupMatrices({ M: 8, N: 8, K: 8, subgroupSize: 32 })).not.toThrow();
+    // 48 does not divide 64; 256 invocations are not a whole number of subgroups of 96.
+    expect(() => useSubgroupMatrices({ M: 48, N: 16, K: 16, subgroupSize: 32 })).toThrow(/do not fit/);
+    expect(() => useSubgroupMatrices({ M: 16, N: 16, K: 16, subgroupSize: 96 })).toThrow(/do not fit/);
+    // 16 blocks of 32 x 32... 4 blocks for 8 subgroups of 32: some subgroups would have none.
+    expect(() => useSubgroupMatrices({ M: 32, N: 32, K: 16, subgroupSize: 32 })).toThrow(/do not fit/);
   });
 });

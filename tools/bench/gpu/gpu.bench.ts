@@ -8,7 +8,9 @@
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
  * only), and where some of the step's products take 128 x 128 tiles by their size, LoRA SFT
- * again with every product in 64 x 64 (engine only); with --f32-copy, for a shape stored in bf16 (the larger ones and the smoke run's
+ * again with every product in 64 x 64 (engine only), and where the device has tensor cores
+ * (subgroup matrices, checked against the f32 tiles as the backend starts), LoRA SFT again with
+ * the tiled products on them (engine only; every other row multiplies in f32); with --f32-copy, for a shape stored in bf16 (the larger ones and the smoke run's
  * tiny-qwen2), which the engine holds in 16 bits on webgpu, also decode at the smallest and
  * largest batch on an f32 copy (gpuWeights 'f32'; engine only, kernels on); then where one
  * step's GPU time goes (WebGpuDecodeStep.profile) and where a LoRA SFT
@@ -52,13 +54,13 @@ import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
 import { BackendName, selectBackend } from '../../../libs/engine/src/backend';
 import { setDawnPolling } from '../../../libs/engine/src/dawn-polling';
-import { adapterFeatures } from '../../../libs/engine/src/webgpu';
+import { adapterFeatures, setTensorCores } from '../../../libs/engine/src/webgpu';
 import type { ModelConfig } from '../../../libs/engine/src/config';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
 import { WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
 import { countGpuWork, GpuCounts, noGpuWork } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
-import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
+import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles, SubgroupMatrices, usedSubgroupMatrices, useSubgroupMatrices } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
 import { fusedKernelsEnabled, setFusedKernels, storageBufferLimit } from '../../../libs/engine/src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { applyAdapter } from '../../../libs/engine/src/lora/lora-layer';
@@ -108,6 +110,8 @@ interface Figures {
   spinDecode?: number;
   /** LoRA SFT with every tiled product in 64 x 64 tiles, where by their sizes some take 128 (the engine's only, kernels on). */
   sftSmallTiles?: number;
+  /** LoRA SFT with the tiled products on tensor cores, where the device has them (the engine's only, kernels on). */
+  sftTensorCores?: number;
   /** For a 16-bit checkpoint, which the engine holds in 16 bits on webgpu: decoding on an f32 copy (gpuWeights 'f32'), at the smallest and largest batch (the engine's only). */
   f32Decode?: Record<string, number>;
   /** The GPU time table of profile(), where there is one. */
@@ -337,6 +341,11 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
       progress('LoRA SFT, every product in 64 x 64 tiles');
       setProductTiles(64);
       figures.sftSmallTiles = (await sft(lm, plan).finally(() => setProductTiles('auto'))).rate;
+    }
+    if (tensorCores && fusedKernelsEnabled()) {
+      progress('LoRA SFT, products on tensor cores');
+      useSubgroupMatrices(tensorCores);
+      figures.sftTensorCores = (await sft(lm, plan).finally(() => useSubgroupMatrices(null))).rate;
     }
     progress('RL step');
     figures.rl = await rlStep(lm, plan);
@@ -569,6 +578,7 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
     ...f32Batches.map((b) => row(`decode, weights held in f32, batch ${b} (aggregate)`, (f) => f.f32Decode?.[b])),
     row(`LoRA SFT, ${plan.trainRows} x ${plan.trainTokens} tokens per step`, (f) => f.sft),
     ...(runs.some((r) => r.figures.sftSmallTiles) ? [row('LoRA SFT, every product in 64 x 64 tiles', (f) => f.sftSmallTiles)] : []),
+    ...(runs.some((r) => r.figures.sftTensorCores) ? [row('LoRA SFT, tiled products on tensor cores (f16 operands)', (f) => f.sftTensorCores)] : []),
     row(`RL step (ART's default loss), ${plan.trainRows} x ${plan.trainTokens} tokens`, (f) => f.rl),
   ];
   const lines = [
@@ -606,6 +616,9 @@ async function productFeatures(): Promise<string> {
   return `adapter features: ${has}; subgroup matrices: ${configs.length > 0 ? configs.join(', ') : 'none'}; storage buffers a program: ${storageBufferLimit()}\n`;
 }
 
+/** The subgroup matrices the device offered and checked (backend.ts), for the tensor cores' row; null where none. */
+let tensorCores: SubgroupMatrices | null = null;
+
 /** Which settings of webgpu's fused kernels to measure, in order. */
 function kernelSettings(backend: BackendName): boolean[] {
   if (backend !== 'webgpu') return [false];
@@ -635,10 +648,16 @@ async function main(): Promise<void> {
     return;
   }
   const preference = (option('--backend') ?? 'webgpu') as BackendName;
+  // The device takes tensor cores where the adapter offers them; every row but their own runs without.
+  setTensorCores(true);
   const backend = await selectBackend(preference);
+  tensorCores = usedSubgroupMatrices();
+  useSubgroupMatrices(null);
   const adapter = backend.adapter ? `${backend.adapter.vendor} ${backend.adapter.architecture} (${backend.adapter.description || backend.adapter.device})${backend.adapter.fallback ? ', fallback adapter' : ''}` : 'none';
   console.log(`backend: ${backend.name}, gpu: ${backend.gpu}, adapter: ${adapter}`);
   if (backend.name === 'webgpu') console.log(await productFeatures());
+  for (const note of backend.notes) console.log(note);
+  if (tensorCores) console.log(`tensor cores: subgroup matrices ${tensorCores.M}x${tensorCores.N}x${tensorCores.K}, subgroups of ${tensorCores.subgroupSize}, agreeing with the f32 tiles\n`);
   console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${new Date().toISOString()}\n`);
   if (process.argv.includes('--count')) {
     console.log(JSON.stringify({ gpu_counts: await gpuCounts(where) }));

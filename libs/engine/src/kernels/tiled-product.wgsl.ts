@@ -19,7 +19,34 @@ const GROUP = 8;
  * the product still has enough of them to fill a large GPU several times over.
  */
 export const PRODUCT_TILES = [64, 128] as const;
-export type ProductTile = (typeof PRODUCT_TILES)[number];
+/** A tile's side, or 'matrix': 64 x 64 tiles multiplied in subgroup matrices (matrixProduct). */
+export type ProductTile = (typeof PRODUCT_TILES)[number] | 'matrix';
+
+/**
+ * The subgroup matrices the device's tensor cores take (Dawn's chromium-experimental-subgroup-matrix:
+ * cooperative matrices on Vulkan): f16 operands, f32 results, a left of M x K, a right of K x N,
+ * each multiply-accumulate run by one subgroup of `subgroupSize` invocations (the device's only
+ * subgroup size). Null: products run on the tiles of PRODUCT_TILES.
+ */
+export interface SubgroupMatrices {
+  M: number;
+  N: number;
+  K: number;
+  subgroupSize: number;
+}
+
+let subgroupMatrices: SubgroupMatrices | null = null;
+
+/** Sets the subgroup matrices products may take from now on (webgpu.ts, once the device has them); null: none. */
+export function useSubgroupMatrices(shape: SubgroupMatrices | null): void {
+  if (shape && !matrixTileFits(shape)) throw new Error(`subgroup matrices of ${shape.M} x ${shape.N} x ${shape.K} by ${shape.subgroupSize} do not fit the 64 x 64 matrix tile`);
+  subgroupMatrices = shape;
+}
+
+/** The subgroup matrices products take, or null. */
+export function usedSubgroupMatrices(): SubgroupMatrices | null {
+  return subgroupMatrices;
+}
 
 /** Workgroups of 128-tiles from which a product takes them: two full waves of a 132-multiprocessor card at two workgroups each, and more. */
 const WIDE_TILE_WORKGROUPS = 512;
@@ -43,11 +70,16 @@ export interface ProductTiling {
 export function productTiling(rows: number, cols: number, extraWorkgroups = 0): ProductTiling {
   const [small, wide] = PRODUCT_TILES;
   const wideGrid = Math.ceil(cols / wide) * Math.ceil(rows / wide);
-  const tile: ProductTile = tileChoice !== 'auto' ? tileChoice : wideGrid >= WIDE_TILE_WORKGROUPS ? wide : small;
-  const columns = Math.ceil(cols / tile);
+  const choice = tileChoice === 'matrix' && !subgroupMatrices ? 'auto' : tileChoice;
+  const tile: ProductTile = choice !== 'auto' ? choice : subgroupMatrices ? 'matrix' : wideGrid >= WIDE_TILE_WORKGROUPS ? wide : small;
+  const side = tileSide(tile);
+  const columns = Math.ceil(cols / side);
   // The extra workgroups (ExtraWork) in rows of the grid after the product's.
-  return { tile, dispatch: [columns, Math.ceil(rows / tile) + Math.ceil(extraWorkgroups / columns), 1] };
+  return { tile, dispatch: [columns, Math.ceil(rows / side) + Math.ceil(extraWorkgroups / columns), 1] };
 }
+
+/** The side of a tile's square of outputs. */
+const tileSide = (tile: ProductTile) => (tile === 'matrix' ? MATRIX_TILE : tile);
 
 /**
  * The tile (row, column) of the workgroup at `flat` in the order the GPU starts them (x
@@ -101,6 +133,7 @@ export function tiledProduct(
   store: (row: string, col: string, value: string) => string,
   extra: ExtraWork | null = null,
 ): string {
+  if (tile === 'matrix') return matrixProduct(inner, cols, left, rightAt, rightRowMajor, store, extra);
   const groups = tile / (4 * SIDE);
   const loads = (tile * DEPTH) / THREADS;
   // Floats a row of the left's staged slice takes: the tile and 4 of padding, so that the threads staging one row's DEPTH values write apart in workgroup memory's banks.
@@ -177,6 +210,119 @@ ${extra.body}
         }
       }
     }
+  }
+}`;
+}
+
+/** The matrix tile's side, and the inner dimension its operands are staged a step (in f16). */
+const MATRIX_TILE = 64;
+const MATRIX_DEPTH = 16;
+
+/** Whether subgroup matrices of `shape` tile the matrix tile evenly, every subgroup of a workgroup taking as many of its blocks. */
+export function matrixTileFits({ M, N, K, subgroupSize }: SubgroupMatrices): boolean {
+  const subgroups = THREADS / subgroupSize;
+  const blocks = (MATRIX_TILE / M) * (MATRIX_TILE / N);
+  return Number.isInteger(subgroups) && MATRIX_TILE % M === 0 && MATRIX_TILE % N === 0 && MATRIX_DEPTH % K === 0 && blocks % subgroups === 0;
+}
+
+/**
+ * tiledProduct on tensor cores: the same product, tile order, staging and epilogue, its
+ * multiply-adds in subgroup matrices (useSubgroupMatrices). A workgroup of 256 invocations
+ * computes a 64 x 64 tile of the output: both operands' slices of MATRIX_DEPTH are staged in
+ * workgroup memory as f16, row-major (the left [64][DEPTH], the right [DEPTH][64]), and each
+ * subgroup multiplies its blocks of the tile (M x N each, every S-th block for S subgroups) into
+ * f32 accumulators K at a time. Then each subgroup stores a block at a time into a scratch of
+ * its own and its invocations give that block's values to `finish` and `store`, as the tiled
+ * product's threads do theirs. f16 operands carry 11 significant bits (and overflow past 65504),
+ * the accumulation is f32: PyTorch's autocast products on the same cores.
+ */
+function matrixProduct(
+  inner: number,
+  cols: number,
+  left: string,
+  rightAt: (k: string, c: string) => string,
+  rightRowMajor: boolean,
+  store: (row: string, col: string, value: string) => string,
+  extra: ExtraWork | null,
+): string {
+  const shape = subgroupMatrices;
+  if (!shape) throw new Error('a matrix tile without subgroup matrices (useSubgroupMatrices)');
+  const { M, N, K, subgroupSize } = shape;
+  const T = MATRIX_TILE;
+  const D = MATRIX_DEPTH;
+  const subgroups = THREADS / subgroupSize;
+  const blockColumns = T / N;
+  const perSubgroup = (T / M) * blockColumns / subgroups;
+  const loads = (T * D) / THREADS;
+  // Directives first in the module (runMultiOutputProgram moves them there).
+  return `enable f16;
+enable chromium_experimental_subgroup_matrix;
+// Every subgroup runs the same loops; only its blocks' offsets differ, which the matrices' loads may take.
+diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
+// ls [64][DEPTH] (the left's tile rows), rs [DEPTH][64] (the right's tile columns), in f16; os a subgroup's block of results.
+var<workgroup> ls : array<f16, ${T * D}>;
+var<workgroup> rs : array<f16, ${D * T}>;
+var<workgroup> os : array<f32, ${subgroups * M * N}>;
+${groupedTile}
+@compute @workgroup_size(${THREADS})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_index) tid : u32, @builtin(subgroup_id) sg : u32, @builtin(subgroup_invocation_id) lane : u32) {
+  let flat = wg.y * grid.x + wg.x;
+  let rowTiles = (u.M + ${T - 1}u) / ${T}u;
+${
+  extra
+    ? `  if (flat >= grid.x * rowTiles) {
+    let extra = flat - grid.x * rowTiles;
+${extra.body}
+    return;
+  }`
+    : ''
+}
+  let at = groupedTile(flat, grid.x, rowTiles);
+  let row0 = at.x * ${T}u;
+  let col0 = at.y * ${T}u;
+  // acc[j]: block sg + j * ${subgroups} of the tile's ${(T / M) * blockColumns}, ${blockColumns} to a row of blocks.
+  var acc : array<subgroup_matrix_result<f32, ${N}, ${M}>, ${perSubgroup}>;
+  for (var k0 = 0u; k0 < ${inner}u; k0 += ${D}u) {
+    for (var n = 0u; n < ${loads}u; n++) {
+      let e = tid + n * ${THREADS}u;
+      let r = e / ${D}u;
+      let kl = e % ${D}u;
+      var lv = 0.0;
+      if (row0 + r < u.M && k0 + kl < ${inner}u) { lv = ${left}[(row0 + r) * ${inner}u + k0 + kl]; }
+      ls[r * ${D}u + kl] = f16(lv);
+      ${
+        rightRowMajor
+          ? `let kk = e / ${T}u;
+      let c = e % ${T}u;`
+          : `let c = e / ${D}u;
+      let kk = e % ${D}u;`
+      }
+      let kr = k0 + kk;
+      var rv = 0.0;
+      if (kr < ${inner}u && col0 + c < ${cols}u) { rv = ${rightAt('kr', '(col0 + c)')}; }
+      rs[kk * ${T}u + c] = f16(rv);
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < ${D}u; kk += ${K}u) {
+      for (var j = 0u; j < ${perSubgroup}u; j++) {
+        let block = sg + j * ${subgroups}u;
+        let a = subgroupMatrixLoad<subgroup_matrix_left<f16, ${K}, ${M}>, row_major>(&ls, (block / ${blockColumns}u) * ${M * D}u + kk, ${D}u);
+        let b = subgroupMatrixLoad<subgroup_matrix_right<f16, ${N}, ${K}>, row_major>(&rs, kk * ${T}u + (block % ${blockColumns}u) * ${N}u, ${T}u);
+        acc[j] = subgroupMatrixMultiplyAccumulate(a, b, acc[j]);
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var j = 0u; j < ${perSubgroup}u; j++) {
+    let block = sg + j * ${subgroups}u;
+    subgroupMatrixStore<row_major>(&os, sg * ${M * N}u, acc[j], ${N}u);
+    workgroupBarrier();
+    for (var e = lane; e < ${M * N}u; e += ${subgroupSize}u) {
+      let row = row0 + (block / ${blockColumns}u) * ${M}u + e / ${N}u;
+      let col = col0 + (block % ${blockColumns}u) * ${N}u + e % ${N}u;
+      if (row < u.M && col < ${cols}u) { ${store('row', 'col', `finish(row, col, os[sg * ${M * N}u + e])`)} }
+    }
+    workgroupBarrier();
   }
 }`;
 }

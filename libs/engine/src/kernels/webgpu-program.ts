@@ -159,7 +159,7 @@ export function runMultiOutputProgram(backend: object, program: MultiOutputProgr
   if (!cache) pipelines.set(b.device, (cache = new Map()));
   let compiled = cache.get(program.key);
   if (!compiled) {
-    const pipeline = b.device.createComputePipeline({ layout: 'auto', compute: { module: b.device.createShaderModule({ code: program.wgsl() }), entryPoint: 'main' } });
+    const pipeline = b.device.createComputePipeline({ layout: 'auto', compute: { module: b.device.createShaderModule({ code: wgslModule(program.wgsl()) }), entryPoint: 'main' } });
     compiled = { pipeline, layout: pipeline.getBindGroupLayout(0) };
     cache.set(program.key, compiled);
   }
@@ -192,6 +192,19 @@ export function runMultiOutputProgram(backend: object, program: MultiOutputProgr
     b.submitQueue();
   }
   return outputs;
+}
+
+/** A global directive (WGSL's `enable`, `requires`, `diagnostic`), which must come before any declaration. */
+const DIRECTIVE = /^\s*(enable|requires|diagnostic)\b[^;]*;\s*$/;
+
+/**
+ * WGSL assembled from parts (bindings, a product, an epilogue) as a module: the parts' global
+ * directives, each once, moved to its start.
+ */
+export function wgslModule(code: string): string {
+  const lines = code.split('\n');
+  const directives = [...new Set(lines.filter((line) => DIRECTIVE.test(line)).map((line) => line.trim()))];
+  return directives.length === 0 ? code : [...directives, ...lines.filter((line) => !DIRECTIVE.test(line))].join('\n');
 }
 
 /** Workgroups along x, then y, for `count` workgroups in all (65,535 a dimension); the program takes its workgroup as wg.y * groups.x + wg.x. */

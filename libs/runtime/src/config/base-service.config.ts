@@ -104,6 +104,14 @@ export class WorkerConfig extends BaseServiceConfig {
   WEBGPU_FUSED_KERNELS: 'on' | 'off' = 'on';
 
   /**
+   * On webgpu, training's tiled products on tensor cores (subgroup matrices of f16, f32
+   * results) where the adapter offers them and their products agree with the f32 tiles' at
+   * start; off (the default) keeps every product in f32.
+   */
+  @IsIn(['on', 'off'])
+  WEBGPU_TENSOR_CORES: 'on' | 'off' = 'off';
+
+  /**
    * Set in the GPU images: tfjs-node-gpu silently runs on the CPU when CUDA or cuDNN is
    * missing, and webgpu may find only a software adapter, so a worker meant for a GPU reports
    * not-ready instead of serving slowly.

@@ -53,6 +53,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig(W, { WEBGPU_FUSED_KERNELS: 'false' })).toThrow(/WEBGPU_FUSED_KERNELS/);
   });
 
+  it('takes WEBGPU_TENSOR_CORES off (the default) or on, nothing else', () => {
+    class W extends WorkerConfig {
+      override HTTP_PORT = 1;
+    }
+    expect(loadConfig(W, {}).WEBGPU_TENSOR_CORES).toBe('off');
+    expect(loadConfig(W, { WEBGPU_TENSOR_CORES: 'on' }).WEBGPU_TENSOR_CORES).toBe('on');
+    expect(() => loadConfig(W, { WEBGPU_TENSOR_CORES: 'yes' })).toThrow(/WEBGPU_TENSOR_CORES/);
+  });
+
   it('reads REQUIRE_GPU as a boolean, "false" included', () => {
     class W extends WorkerConfig {
       override HTTP_PORT = 1;
