@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
 import { gpuLost, selectBackend, setFusedKernels, setTensorCores } from '@trainyard/engine';
 import { bootstrap, loadConfig, runMain } from '@trainyard/runtime';
 import { InferenceWorkerConfig } from './config/inference-worker.config';
@@ -9,5 +10,7 @@ runMain(async () => {
   setFusedKernels(config.WEBGPU_FUSED_KERNELS === 'on');
   setTensorCores(config.WEBGPU_TENSOR_CORES === 'on');
   const backend = await selectBackend(config.COMPUTE_BACKEND);
+  // Why a backend was passed over, or tensor cores asked for were left off.
+  for (const note of backend.notes) new Logger('backend').log(note);
   await bootstrap(InferenceWorkerModule.forRoot(config, backend), { name: 'inference-worker', config, failure: gpuLost() });
 });
