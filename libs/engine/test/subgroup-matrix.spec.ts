@@ -1,6 +1,10 @@
-import { ExtraWork, SubgroupMatrices, tiledProduct, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
+import * as tf from '@tensorflow/tfjs-core';
+import { selectBackend } from '../src/backend';
+import { checkSubgroupMatrices } from '../src/kernels/subgroup-matrix-check';
+import { ExtraWork, SubgroupMatrices, tiledProduct, usedSubgroupMatrices, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
 import { multiOutputBindings, wgslModule } from '../src/kernels/webgpu-program';
 import { dawnInstance } from '../src/webgpu';
+import { webgpuUnavailable } from './helpers';
 
 /**
  * The tiled products in subgroup matrices (kernels/tiled-product.wgsl.ts, matrixProduct) compile:
@@ -88,5 +92,35 @@ describe('WGSL assembled from parts', () => {
     const code = wgslModule('struct U { M : u32 }\nenable f16;\nvar<private> a : f16;\nenable f16;\ndiagnostic(off, derivative_uniformity);\nfn main() {}');
     expect(code).toBe('enable f16;\ndiagnostic(off, derivative_uniformity);\nstruct U { M : u32 }\nvar<private> a : f16;\nfn main() {}');
     expect(wgslModule('fn main() {}')).toBe('fn main() {}');
+  });
+});
+
+/** On lavapipe, as the other webgpu tests (CI=true: a missing adapter fails instead of skipping). */
+const unavailable = webgpuUnavailable();
+const onLavapipe = unavailable && process.env['CI'] !== 'true' ? describe.skip : describe;
+
+onLavapipe('the start-up check of subgroup matrices', () => {
+  beforeAll(async () => {
+    await selectBackend('webgpu');
+  });
+
+  afterAll(() => useSubgroupMatrices(null));
+
+  it('agrees, doing nothing, where no subgroup matrices are in use', async () => {
+    useSubgroupMatrices(null);
+    expect(await checkSubgroupMatrices()).toEqual({ agree: true, error: 0 });
+  });
+
+  it('turns them off where the device will not compile their products, and the device goes on working', async () => {
+    // The engine's device here was not given the feature (lavapipe's Dawn does not offer it), as a driver may refuse a program.
+    useSubgroupMatrices({ M: 16, N: 16, K: 16, subgroupSize: 32 });
+    const check = await checkSubgroupMatrices();
+    expect(check.agree).toBe(false);
+    expect(check.reason).toMatch(/subgroup_matrix|f16|extension|feature/i);
+    expect(usedSubgroupMatrices()).toBeNull();
+    // No error escaped the check's scopes: a readback still gives values.
+    const x = tf.tensor1d([1, 2, 3]);
+    expect(Array.from(await tf.mul(x, 2).data())).toEqual([2, 4, 6]);
+    x.dispose();
   });
 });
