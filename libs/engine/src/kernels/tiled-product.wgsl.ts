@@ -110,6 +110,69 @@ export interface ExtraWork {
 }
 
 /**
+ * The opening of a product's `main` (workgroups of 256, `tid` the invocation's index): the
+ * workgroups of the extra work, if any, do it and return; every other takes its tile's origin,
+ * `row0` and `col0`, in groupedTile's order.
+ */
+function tileOrigin(side: number, extra: ExtraWork | null): string {
+  return `  let flat = wg.y * grid.x + wg.x;
+  let rowTiles = (u.M + ${side - 1}u) / ${side}u;
+${
+  extra
+    ? `  // The extra work's workgroups, after the product's (the same for the whole workgroup, so its barriers are too).
+  if (flat >= grid.x * rowTiles) {
+    let extra = flat - grid.x * rowTiles;
+${extra.body}
+    return;
+  }`
+    : ''
+}
+  let at = groupedTile(flat, grid.x, rowTiles);
+  let row0 = at.x * ${side}u;
+  let col0 = at.y * ${side}u;`;
+}
+
+/**
+ * The loads that stage one step of `depth` of both operands for a tile of `side`: each of the
+ * 256 invocations loads side x depth / 256 values of each, neighbouring invocations reading
+ * neighbouring floats (zero past the product's edges); `storeLeft` puts `lv`, the left's row r
+ * and step k0 + kl, and `storeRight` puts `rv`, the right's step k0 + kk and tile column c,
+ * into workgroup memory.
+ */
+function stagedLoads(
+  side: number,
+  depth: number,
+  inner: number,
+  cols: number,
+  left: string,
+  rightAt: (k: string, c: string) => string,
+  rightRowMajor: boolean,
+  storeLeft: string,
+  storeRight: string,
+): string {
+  return `    // ${(side * depth) / THREADS} loads an invocation of each operand.
+    for (var n = 0u; n < ${(side * depth) / THREADS}u; n++) {
+      let e = tid + n * ${THREADS}u;
+      let r = e / ${depth}u;
+      let kl = e % ${depth}u;
+      var lv = 0.0;
+      if (row0 + r < u.M && k0 + kl < ${inner}u) { lv = ${left}[(row0 + r) * ${inner}u + k0 + kl]; }
+      ${storeLeft}
+      ${
+        rightRowMajor
+          ? `let kk = e / ${side}u;
+      let c = e % ${side}u;`
+          : `let c = e / ${depth}u;
+      let kk = e % ${depth}u;`
+      }
+      let kr = k0 + kk;
+      var rv = 0.0;
+      if (kr < ${inner}u && col0 + c < ${cols}u) { rv = ${rightAt('kr', '(col0 + c)')}; }
+      ${storeRight}
+    }`;
+}
+
+/**
  * A tiled product out [M, cols] = left [M, inner] right, with right read as [inner, cols]
  * (`rightAt(k, c)`: W [K, N] for y, W^T for dx, `rightRowMajor` telling which of k and c is
  * contiguous in memory, so that neighbouring threads load neighbouring floats). A workgroup of
@@ -135,7 +198,6 @@ export function tiledProduct(
 ): string {
   if (tile === 'matrix') return matrixProduct(inner, cols, left, rightAt, rightRowMajor, store, extra);
   const groups = tile / (4 * SIDE);
-  const loads = (tile * DEPTH) / THREADS;
   // Floats a row of the left's staged slice takes: the tile and 4 of padding, so that the threads staging one row's DEPTH values write apart in workgroup memory's banks.
   const leftStride = tile + 4;
   return `// ls [DEPTH][leftStride] (the left's tile rows of each k, padded), rs [DEPTH][tile cols], as vec4s.
@@ -144,46 +206,13 @@ var<workgroup> rs : array<vec4<f32>, ${(DEPTH * tile) / 4}>;
 ${groupedTile}
 @compute @workgroup_size(${SIDE}, ${SIDE})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-  let flat = wg.y * grid.x + wg.x;
-  let rowTiles = (u.M + ${tile - 1}u) / ${tile}u;
-${
-  extra
-    ? `  // The extra work's workgroups, after the product's (the same for the whole workgroup, so its barriers are too).
-  if (flat >= grid.x * rowTiles) {
-    let extra = flat - grid.x * rowTiles;
-${extra.body}
-    return;
-  }`
-    : ''
-}
-  let at = groupedTile(flat, grid.x, rowTiles);
-  let row0 = at.x * ${tile}u;
-  let col0 = at.y * ${tile}u;
+${tileOrigin(tile, extra)}
   // acc[(g * 4 + i) * ${groups} + h]: row group g's row i, column group h's four columns.
   var acc : array<vec4<f32>, ${4 * groups * groups}>;
   for (var k0 = 0u; k0 < ${inner}u; k0 += ${DEPTH}u) {
-    // ${loads} loads a thread of each operand, neighbouring threads reading neighbouring floats.
-    for (var n = 0u; n < ${loads}u; n++) {
-      let e = tid + n * ${THREADS}u;
-      let r = e / ${DEPTH}u;
-      let kl = e % ${DEPTH}u;
-      var lv = 0.0;
-      if (row0 + r < u.M && k0 + kl < ${inner}u) { lv = ${left}[(row0 + r) * ${inner}u + k0 + kl]; }
-      let lat = kl * ${leftStride}u + r;
-      ls[lat / 4u][lat % 4u] = lv;
-      ${
-        rightRowMajor
-          ? `let kk = e / ${tile}u;
-      let c = e % ${tile}u;`
-          : `let c = e / ${DEPTH}u;
-      let kk = e % ${DEPTH}u;`
-      }
-      let kr = k0 + kk;
-      var rv = 0.0;
-      if (kr < ${inner}u && col0 + c < ${cols}u) { rv = ${rightAt('kr', '(col0 + c)')}; }
-      let rat = kk * ${tile}u + c;
-      rs[rat / 4u][rat % 4u] = rv;
-    }
+${stagedLoads(tile, DEPTH, inner, cols, left, rightAt, rightRowMajor, `let lat = kl * ${leftStride}u + r;
+      ls[lat / 4u][lat % 4u] = lv;`, `let rat = kk * ${tile}u + c;
+      rs[rat / 4u][rat % 4u] = rv;`)}
     workgroupBarrier();
     for (var kk = 0u; kk < ${DEPTH}u; kk++) {
       var a : array<vec4<f32>, ${groups}>;
@@ -252,8 +281,7 @@ function matrixProduct(
   const D = MATRIX_DEPTH;
   const subgroups = THREADS / subgroupSize;
   const blockColumns = T / N;
-  const perSubgroup = (T / M) * blockColumns / subgroups;
-  const loads = (T * D) / THREADS;
+  const perSubgroup = ((T / M) * blockColumns) / subgroups;
   // Directives first in the module (runMultiOutputProgram moves them there).
   return `enable f16;
 enable chromium_experimental_subgroup_matrix;
@@ -266,42 +294,11 @@ var<workgroup> os : array<f32, ${subgroups * M * N}>;
 ${groupedTile}
 @compute @workgroup_size(${THREADS})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_index) tid : u32, @builtin(subgroup_id) sg : u32, @builtin(subgroup_invocation_id) lane : u32) {
-  let flat = wg.y * grid.x + wg.x;
-  let rowTiles = (u.M + ${T - 1}u) / ${T}u;
-${
-  extra
-    ? `  if (flat >= grid.x * rowTiles) {
-    let extra = flat - grid.x * rowTiles;
-${extra.body}
-    return;
-  }`
-    : ''
-}
-  let at = groupedTile(flat, grid.x, rowTiles);
-  let row0 = at.x * ${T}u;
-  let col0 = at.y * ${T}u;
+${tileOrigin(T, extra)}
   // acc[j]: block sg + j * ${subgroups} of the tile's ${(T / M) * blockColumns}, ${blockColumns} to a row of blocks.
   var acc : array<subgroup_matrix_result<f32, ${N}, ${M}>, ${perSubgroup}>;
   for (var k0 = 0u; k0 < ${inner}u; k0 += ${D}u) {
-    for (var n = 0u; n < ${loads}u; n++) {
-      let e = tid + n * ${THREADS}u;
-      let r = e / ${D}u;
-      let kl = e % ${D}u;
-      var lv = 0.0;
-      if (row0 + r < u.M && k0 + kl < ${inner}u) { lv = ${left}[(row0 + r) * ${inner}u + k0 + kl]; }
-      ls[r * ${D}u + kl] = f16(lv);
-      ${
-        rightRowMajor
-          ? `let kk = e / ${T}u;
-      let c = e % ${T}u;`
-          : `let c = e / ${D}u;
-      let kk = e % ${D}u;`
-      }
-      let kr = k0 + kk;
-      var rv = 0.0;
-      if (kr < ${inner}u && col0 + c < ${cols}u) { rv = ${rightAt('kr', '(col0 + c)')}; }
-      rs[kk * ${T}u + c] = f16(rv);
-    }
+${stagedLoads(T, D, inner, cols, left, rightAt, rightRowMajor, `ls[r * ${D}u + kl] = f16(lv);`, `rs[kk * ${T}u + c] = f16(rv);`)}
     workgroupBarrier();
     for (var kk = 0u; kk < ${D}u; kk += ${K}u) {
       for (var j = 0u; j < ${perSubgroup}u; j++) {
