@@ -98,7 +98,6 @@ interface LoraProgram extends MultiOutputProgram {
 /** Storage buffers a program binds: its inputs and its outputs. */
 const storageBuffersOf = (program: LoraProgram) => program.inputs.length + program.outputShapes.length;
 
-
 /** Threads that share one element's sum, each taking every LANES-th term. */
 const LANES = 8;
 /** Elements a workgroup of sums computes (LANES x ELEMENTS threads: 256, as a tiled product's workgroup has). */

@@ -216,13 +216,23 @@ function headPass(
 
 /** The chunks' parts ([log-probs] or [log-probs, entropies], in order) as N numbers each, in one readback. */
 async function valuesOf(parts: tf.Tensor[][], N: number, withEntropy: boolean): Promise<NextTokenValues> {
-  const all = tf.tidy(() => tf.concat([...parts.map((part) => part[0]), ...(withEntropy ? parts.map((part) => part[1]) : [])]));
+  const all = tf.tidy(() => tf.concat(headTensors(parts, withEntropy)));
   try {
-    const read = (await all.data()) as Float32Array;
-    return { logprobs: read.slice(0, N), entropy: withEntropy ? read.slice(N, 2 * N) : null };
+    return valuesAt((await all.data()) as Float32Array, 0, N, withEntropy);
   } finally {
     all.dispose();
   }
+}
+
+/** The chunks' log-probs, then (withEntropy) their entropies, each one tensor over all chunks (the chunk's own where there is one). */
+function headTensors(parts: tf.Tensor[][], withEntropy: boolean): tf.Tensor1D[] {
+  const whole = (k: number) => (parts.length === 1 ? parts[0][k] : tf.concat(parts.map((part) => part[k]))) as tf.Tensor1D;
+  return withEntropy ? [whole(0), whole(1)] : [whole(0)];
+}
+
+/** The N log-probs (and N entropies after them) that `read` holds from `at`, as headTensors laid them out. */
+function valuesAt(read: Float32Array, at: number, N: number, withEntropy: boolean): NextTokenValues {
+  return { logprobs: read.slice(at, at + N), entropy: withEntropy ? read.slice(at + N, at + 2 * N) : null };
 }
 
 /**
@@ -376,9 +386,9 @@ function lossOnDevice(loss: NextTokenLoss, parts: tf.Tensor[][], scored: { posit
   let tensors: { readout: tf.Tensor1D; dLogprobs: tf.Tensor1D };
   try {
     tensors = tf.tidy(() => {
-      const flat = (k: number) => (parts.length === 1 ? parts[0][k] : tf.concat(parts.map((p) => p[k]))) as tf.Tensor1D;
       const laidOut = (t: tf.Tensor1D) => tf.reshape(scored ? tf.scatterND(tf.reshape(scored.at, [N, 1]), t, [R * T]) : t, [R, T]) as tf.Tensor2D;
-      const [logprobs, entropy] = [flat(0), withEntropy ? flat(1) : null];
+      const head = headTensors(parts, withEntropy);
+      const [logprobs, entropy = null] = head;
       const seen = { logprobs: laidOut(logprobs), entropy: entropy && laidOut(entropy) };
       // tfjs frees what the loss makes but its result, so the metrics are kept, then freed here.
       const metrics: tf.Scalar[] = [];
@@ -394,7 +404,7 @@ function lossOnDevice(loss: NextTokenLoss, parts: tf.Tensor[][], scored: { posit
           return out.loss;
         })(tf.clone(seen.logprobs));
         const all = tf.reshape(grad, [R * T]) as tf.Tensor1D;
-        const readout = tf.concat([tf.reshape(value, [1]), ...metrics.map((m) => tf.reshape(m, [1])), logprobs, ...(entropy ? [entropy] : [])]) as tf.Tensor1D;
+        const readout = tf.concat([tf.reshape(value, [1]), ...metrics.map((m) => tf.reshape(m, [1])), ...head]) as tf.Tensor1D;
         return { readout, dLogprobs: scored ? (tf.gather(all, scored.at) as tf.Tensor1D) : all };
       } finally {
         tf.dispose(metrics);
@@ -404,8 +414,7 @@ function lossOnDevice(loss: NextTokenLoss, parts: tf.Tensor[][], scored: { posit
     tf.dispose(parts.flat());
   }
   const unpack = (read: Float32Array) => {
-    const head = 1 + names.length;
-    const values = { logprobs: read.slice(head, head + N), entropy: withEntropy ? read.slice(head + N, head + 2 * N) : null };
+    const values = valuesAt(read, 1 + names.length, N, withEntropy);
     return {
       value: read[0],
       metrics: Object.fromEntries(names.map((name, i) => [name, read[1 + i]])),
