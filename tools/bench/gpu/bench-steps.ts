@@ -5,7 +5,7 @@ import { wrapMethod } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import type { LoadedModel } from '../../../libs/engine/src/loader';
 import { DEFAULT_LORA_SPEC } from '../../../libs/engine/src/lora/peft';
-import type { RLPlan } from '../../../libs/engine/src/training/rl-steps';
+import type { RLPlan, RLPlanItem } from '../../../libs/engine/src/training/rl-steps';
 import { LoraTrainer } from '../../../libs/engine/src/training/trainer';
 import { validateExperimentalConfig } from '../../../libs/art/src/experimental-config';
 
@@ -71,19 +71,23 @@ export function sftStep(lm: LoadedModel, rows: number, tokens: number): BenchSte
   return { step: () => trainer.sftStepOnTokens(sequences, 1e-4), dispose: () => trainer.dispose() };
 }
 
-/**
- * Steps of ART's default RL loss (validateExperimentalConfig's defaults: importance sampling
- * against the sampled logprobs) on the same rows, half with advantage 1 and half -1.
- */
-export function rlStep(lm: LoadedModel, rows: number, tokens: number): BenchStep {
-  const trainer = benchTrainer(lm, rows, tokens);
-  const items = trainingRows(rows, tokens).map(({ tokens: ids, mask }, r) => ({
-    sequence: { tokens: ids, mask, logprobs: mask.map((m) => (m ? -2 : NaN)) },
+/** ART's RL loss as validateExperimentalConfig sets it by default: importance sampling against the sampled logprobs. */
+export const ART_RL_DEFAULTS = validateExperimentalConfig({}).config.settings;
+
+/** One RL step of `rows`, half with advantage 1 and half -1, their sampled tokens' logprobs -2. */
+export function rlPlanOf(rows: { tokens: number[]; mask: number[] }[]): RLPlan {
+  const items: RLPlanItem[] = rows.map(({ tokens, mask }, r) => ({
+    sequence: { tokens, mask, logprobs: mask.map((m) => (m ? -2 : NaN)) },
     advantage: r % 2 === 0 ? 1 : -1,
   }));
-  const plan: RLPlan = { steps: [items], learningRate: 1e-5 };
-  const config = validateExperimentalConfig({}).config.settings;
-  return { step: () => trainer.trainRl(plan, config), dispose: () => trainer.dispose() };
+  return { steps: [items], learningRate: 1e-5 };
+}
+
+/** Steps of ART's default RL loss (ART_RL_DEFAULTS) on the same rows (rlPlanOf). */
+export function rlStep(lm: LoadedModel, rows: number, tokens: number): BenchStep {
+  const trainer = benchTrainer(lm, rows, tokens);
+  const plan = rlPlanOf(trainingRows(rows, tokens));
+  return { step: () => trainer.trainRl(plan, ART_RL_DEFAULTS), dispose: () => trainer.dispose() };
 }
 
 /** The median of `values`. */

@@ -60,7 +60,7 @@ import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
 import { WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
 import { countGpuWork, GpuCounts, noGpuWork } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
-import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles, SubgroupMatrices, usedSubgroupMatrices, useSubgroupMatrices } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
+import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles, SubgroupMatrices, useSubgroupMatrices } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
 import { fusedKernelsEnabled, setFusedKernels, storageBufferLimit } from '../../../libs/engine/src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { applyAdapter } from '../../../libs/engine/src/lora/lora-layer';
@@ -69,10 +69,9 @@ import type { StorageDtype } from '../../../libs/engine/src/dtype';
 import { makeModel, Preset } from '../../../libs/engine/src/maker/make-model';
 import { Block } from '../../../libs/engine/src/model/llama';
 import { argmax } from '../../../libs/engine/src/sampling';
-import { RLPlan, RLPlanItem } from '../../../libs/engine/src/training/rl-steps';
 import { AdamW } from '../../../libs/engine/src/training/adamw';
 import { LoraTrainer } from '../../../libs/engine/src/training/trainer';
-import { validateExperimentalConfig } from '../../../libs/art/src/experimental-config';
+import { ART_RL_DEFAULTS, rlPlanOf } from './bench-steps';
 
 /** What is measured, and how big. */
 interface Plan {
@@ -276,15 +275,10 @@ function randomLoraWeights(config: ModelConfig): AdapterTensors {
 async function rlStep(lm: LoadedModel, plan: Plan): Promise<number> {
   const trainer = benchTrainer(lm, plan);
   try {
-    const items: RLPlanItem[] = trainingRows(lm, plan).map(({ tokens: ids, mask }, r) => ({
-      sequence: { tokens: ids, mask, logprobs: mask.map((m) => (m ? -2 : NaN)) },
-      advantage: r % 2 === 0 ? 1 : -1,
-    }));
-    const rl: RLPlan = { steps: [items], learningRate: 1e-5 };
-    const config = validateExperimentalConfig({}).config.settings;
-    await trainer.trainRl(rl, config);
+    const rl = rlPlanOf(trainingRows(lm, plan));
+    await trainer.trainRl(rl, ART_RL_DEFAULTS);
     const time = await seconds(async () => {
-      for (let s = 0; s < plan.trainSteps; s++) await trainer.trainRl(rl, config);
+      for (let s = 0; s < plan.trainSteps; s++) await trainer.trainRl(rl, ART_RL_DEFAULTS);
     });
     return (plan.trainRows * plan.trainTokens * plan.trainSteps) / time;
   } finally {
@@ -526,13 +520,9 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
       AdamW.prototype.apply = apply;
     });
     // A step of ART's default RL loss on the same rows, after one uncounted.
-    const rl: RLPlan = {
-      steps: [rowsOfTokens.map(({ tokens: ids, mask }, r) => ({ sequence: { tokens: ids, mask, logprobs: ids.map(() => -2) }, advantage: r === 0 ? 1 : -1 }))],
-      learningRate: 1e-5,
-    };
-    const rlConfig = validateExperimentalConfig({}).config.settings;
-    await trainer.trainRl(rl, rlConfig);
-    const rlStep = await countGpuWork(() => trainer.trainRl(rl, rlConfig));
+    const rl = rlPlanOf(rowsOfTokens);
+    await trainer.trainRl(rl, ART_RL_DEFAULTS);
+    const rlStep = await countGpuWork(() => trainer.trainRl(rl, ART_RL_DEFAULTS));
     trainer.dispose();
     lm.dispose();
     measured.push({ layers, base, lora, train: train.counts, optimizer, rl: rlStep.counts, forwardPasses: blockPasses / layers });
@@ -651,7 +641,7 @@ async function main(): Promise<void> {
   // The device takes tensor cores where the adapter offers them; every row but their own runs without.
   setTensorCores(true);
   const backend = await selectBackend(preference);
-  tensorCores = usedSubgroupMatrices();
+  tensorCores = backend.tensorCores;
   useSubgroupMatrices(null);
   const adapter = backend.adapter ? `${backend.adapter.vendor} ${backend.adapter.architecture} (${backend.adapter.description || backend.adapter.device})${backend.adapter.fallback ? ', fallback adapter' : ''}` : 'none';
   console.log(`backend: ${backend.name}, gpu: ${backend.gpu}, adapter: ${adapter}`);
