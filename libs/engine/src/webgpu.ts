@@ -143,7 +143,7 @@ let tensorCores = false;
 /**
  * Whether the engine's webgpu device is to multiply on tensor cores where the adapter offers
  * them (WEBGPU_TENSOR_CORES): subgroup matrices of f16 with f32 results, for the training
- * steps' tiled products (kernels/tiled-product.wgsl.ts). Set before the backend starts; off by
+ * steps' tiled products (kernels/tiled-product.wgsl.ts) and a prompt's in the decoding step. Set before the backend starts; off by
  * default, since f16 operands round (and overflow past 65504) where the f32 tiles do not.
  */
 export function setTensorCores(on: boolean): void {

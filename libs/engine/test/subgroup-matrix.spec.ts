@@ -1,7 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
+import { tiledLinearShader } from '../src/kernels/decode-step.wgsl';
 import { checkSubgroupMatrices } from '../src/kernels/subgroup-matrix-check';
-import { ExtraWork, SubgroupMatrices, tiledProduct, usedSubgroupMatrices, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
+import { ExtraWork, rowMajor, SubgroupMatrices, tiledProduct, usedSubgroupMatrices, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
 import { multiOutputBindings, wgslModule } from '../src/kernels/webgpu-program';
 import { dawnInstance } from '../src/webgpu';
 import { webgpuUnavailable } from './helpers';
@@ -59,7 +60,7 @@ describe('tiled products in subgroup matrices', () => {
 
   it.each(shapes)('y = x W + bias compiles for matrices of $M x $N x $K by subgroups of $subgroupSize', async (shape) => {
     useSubgroupMatrices(shape);
-    const code = program(['x', 'w', 'bias'], ['y'], 'return acc + bias[col];', tiledProduct(72, 200, 'matrix', 'x', (k, c) => `w[${k} * 200u + ${c}]`, true, (row, col, value) => `y[${row} * 200u + ${col}] = ${value};`));
+    const code = program(['x', 'w', 'bias'], ['y'], 'return acc + bias[col];', tiledProduct(72, 200, 'matrix', rowMajor('x', 72), (k, c) => `w[${k} * 200u + ${c}]`, true, (row, col, value) => `y[${row} * 200u + ${col}] = ${value};`));
     expect(code.startsWith('enable f16;\nenable chromium_experimental_subgroup_matrix;\ndiagnostic(')).toBe(true);
     expect(await compileErrors(device, code)).toEqual([]);
   });
@@ -73,14 +74,25 @@ describe('tiled products in subgroup matrices', () => {
     workgroupBarrier();
     if (tid == 0u) { da[extra] = partial[0] + partial[255]; }`,
     };
-    const product = tiledProduct(96, 40, 'matrix', 'dy', (n, c) => `w[${c} * 96u + ${n}]`, false, (row, col, value) => `dx[${row} * 80u + ${col}] = ${value};\n dx[${row} * 80u + ${col} + 40u] = 2.0 * ${value};`, extra);
+    const product = tiledProduct(96, 40, 'matrix', rowMajor('dy', 96), (n, c) => `w[${c} * 96u + ${n}]`, false, (row, col, value) => `dx[${row} * 80u + ${col}] = ${value};\n dx[${row} * 80u + ${col} + 40u] = 2.0 * ${value};`, extra);
     const code = program(['dy', 'w'], ['dx', 'da'], 'return acc;', `var<workgroup> partial : array<f32, 256>;\n${product}`);
     expect(await compileErrors(device, code)).toEqual([]);
   });
 
+  it.each(shapes)("a prompt chunk's products in the decoding step compile for $M x $N x $K by $subgroupSize: RMSNorm'd or not, f32 or bf16 weights", async (shape) => {
+    useSubgroupMatrices(shape);
+    for (const norm of [true, false]) {
+      for (const weights of ['F32', 'BF16'] as const) {
+        const code = tiledLinearShader(72, 200, 'matrix', 32, norm, weights);
+        expect(code.startsWith('enable f16;')).toBe(true);
+        expect(await compileErrors(device, code)).toEqual([]);
+      }
+    }
+  });
+
   it('a WGSL error in such a product is reported (the check above can fail)', async () => {
     useSubgroupMatrices(shapes[0]);
-    const product = tiledProduct(32, 32, 'matrix', 'x', (k, c) => `w[${k} * 32u + ${c}]`, true, (row, col, value) => `y[${row} * 32u + ${col}] = ${value};`);
+    const product = tiledProduct(32, 32, 'matrix', rowMajor('x', 32), (k, c) => `w[${k} * 32u + ${c}]`, true, (row, col, value) => `y[${row} * 32u + ${col}] = ${value};`);
     // The result's type wrong for the configuration: a left of f32 into an f16 right.
     const broken = program(['x', 'w'], ['y'], 'return acc;', product.replace('subgroup_matrix_left<f16,', 'subgroup_matrix_left<f32,'));
     expect((await compileErrors(device, broken)).length).toBeGreaterThan(0);

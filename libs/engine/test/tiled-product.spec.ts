@@ -1,4 +1,4 @@
-import { productTiling, setProductTiles, tiledProduct, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
+import { productTiling, rowMajor, setProductTiles, tiledProduct, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
 
 /**
  * Which tiles a webgpu product takes (kernels/tiled-product.wgsl.ts): 128 where their grid still
@@ -36,7 +36,7 @@ describe('tiled product tiling', () => {
   });
 
   it("keeps a thread's outputs in registers: 4 x 4 of a 64-tile, 8 x 8 of a 128-tile", () => {
-    const wgsl = (tile: 64 | 128) => tiledProduct(32, 32, tile, 'x', (k, c) => `w[${k} * 32u + ${c}]`, true, (row, col, value) => `y[${row} * 32u + ${col}] = ${value};`);
+    const wgsl = (tile: 64 | 128) => tiledProduct(32, 32, tile, rowMajor('x', 32), (k, c) => `w[${k} * 32u + ${c}]`, true, (row, col, value) => `y[${row} * 32u + ${col}] = ${value};`);
     expect(wgsl(64)).toContain('var acc : array<vec4<f32>, 4>;');
     expect(wgsl(128)).toContain('var acc : array<vec4<f32>, 16>;');
   });

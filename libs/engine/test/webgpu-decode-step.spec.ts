@@ -4,9 +4,10 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import type { ModelConfig } from '../src/config';
 import { DecodeBatch } from '../src/decode-batch';
-import { WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
+import { setPromptProducts, WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
 import { flatGrid } from '../src/kernels/decode-step.wgsl';
-import { countGpuWork } from '../src/kernels/gpu-counters';
+import { countGpuWork, gpuPrototype, wrapMethod } from '../src/kernels/gpu-counters';
+import { PRODUCT_TILES, setProductTiles } from '../src/kernels/tiled-product.wgsl';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel } from '../src/loader';
 import { applyAdapter } from '../src/lora/lora-layer';
@@ -154,6 +155,38 @@ suite('a decoding step encoded whole on webgpu', () => {
     const released = await countGpuWork(async () => lm.dispose());
     expect(released.counts.destroyedBuffers).toBeGreaterThan(0);
   }, 60_000);
+
+  it("gives the cpu backend logits with a prompt chunk's products in tiles of 64 and 128, weights in f32 and bf16", async () => {
+    // A prompt of 100 tokens (its products in tiles, q|k|v's and gate|up's K of 128 in two splits, down's 200 in two of 112 and 88), one of 3 (split: under a tile's rows), then a decoding step (split).
+    const long = Array.from({ length: 100 }, (_, i) => 1 + ((i * 41) % 500));
+    const script: Script = { joins: new Map([[0, [[0, long], [1, [1, 5, 6]]]]]), leaves: new Map(), steps: 1 };
+    const programs: string[] = [];
+    await selectBackend('webgpu');
+    const unwrap = wrapMethod(gpuPrototype('GPUDevice'), 'createShaderModule', (call, _self, args) => {
+      programs.push((args[0] as GPUShaderModuleDescriptor).code);
+      return call();
+    });
+    setPromptProducts('tiled');
+    try {
+      for (const dtype of ['F32', 'BF16'] as const) {
+        const dir = makeTiny(`decode-step-tiled-${dtype}`, { dtype, normWeights: 'near-ones', overrides: { modelType: 'qwen2', tieWordEmbeddings: true, hiddenSize: 128, intermediateSize: 200 } });
+        await selectBackend('cpu');
+        const cpu = await run(dir, script);
+        await selectBackend('webgpu');
+        for (const tile of PRODUCT_TILES) {
+          setProductTiles(tile);
+          programs.length = 0;
+          expectSame(cpu, await run(dir, script));
+          // The prompt's four products ran in tiles of that side: its staging of both operands is in the programs compiled.
+          expect(programs.filter((code) => code.includes('struct Dims { M : u32 }') && code.includes(`var<workgroup> rs : array<vec4<f32>, ${(16 * tile) / 4}>;`)).length).toBe(4);
+        }
+      }
+    } finally {
+      unwrap();
+      setPromptProducts('split');
+      setProductTiles('auto');
+    }
+  }, 120_000);
 
   it("gives the cpu backend logits with Qwen2's q/k/v bias, tied embeddings and Qwen2.5-1.5B's heads of 128", async () => {
     const script: Script = { joins: new Map([[0, [[0, [1, 30, 31]], [1, [1, 7, 8, 9, 10]]]]]), leaves: new Map(), steps: 4 };

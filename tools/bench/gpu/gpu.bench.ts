@@ -2,7 +2,8 @@
  * GPU throughput of the engine on WebGPU, with PyTorch eager on the same GPU and the same
  * weights as the peer. For SmolLM2-135M- and Qwen2.5-0.5B-shaped models (and, when named, 1.5B
  * and 3B ones; random weights from the model maker) it prints prefill tokens/s (one 512-token
- * prompt through DecodeBatch.join), decode tokens/s at batch 1, 32 and 128 (aggregate; greedy,
+ * prompt through DecodeBatch.join; on webgpu again with the prompt's products in tiles, and on
+ * tensor cores where the device has them, engine only), decode tokens/s at batch 1, 32 and 128 (aggregate; greedy,
  * through DecodeBatch.stepDrawn), decode at batch 1 again with Dawn's polling left to spin
  * rather than paced (dawn-polling.ts; engine only), decode with a LoRA adapter at the smallest and largest batch,
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
@@ -57,7 +58,7 @@ import { setDawnPolling } from '../../../libs/engine/src/dawn-polling';
 import { adapterFeatures, setTensorCores } from '../../../libs/engine/src/webgpu';
 import type { ModelConfig } from '../../../libs/engine/src/config';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
-import { WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
+import { setPromptProducts, WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
 import { countGpuWork, GpuCounts, noGpuWork } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles, SubgroupMatrices, useSubgroupMatrices } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
@@ -97,6 +98,10 @@ interface Shape {
 /** Figures of one model on one backend, in tokens/s. */
 interface Figures {
   prefill: number;
+  /** Prefill with the prompt's products in tiles rather than split along K (setPromptProducts; the engine's only, kernels on), and the first logits it gave. */
+  prefillTiled?: { rate: number; logits: number[] };
+  /** Prefill with the prompt's products on tensor cores, where the device has them (the engine's only, kernels on), and the first logits it gave. */
+  prefillTensorCores?: { rate: number; logits: number[] };
   decode: Record<string, number>;
   sft: number;
   /** A LoRA SFT step's wall milliseconds and the main thread's CPU milliseconds in it: the host's own part (tfjs's ops, encoding, reading back), which the GPU waits for where it is not overlapped. */
@@ -122,7 +127,7 @@ interface Figures {
 const LOGITS_COMPARED = 16;
 
 const FULL: Plan = { prefillTokens: 512, decodeBatches: [1, 32, 128], decodePrompt: 16, decodeSteps: 8, trainRows: 4, trainTokens: 256, trainSteps: 2 };
-const SMOKE: Plan = { prefillTokens: 32, decodeBatches: [1, 2, 4], decodePrompt: 4, decodeSteps: 2, trainRows: 2, trainTokens: 16, trainSteps: 1 };
+const SMOKE: Plan = { prefillTokens: 64, decodeBatches: [1, 2, 4], decodePrompt: 4, decodeSteps: 2, trainRows: 2, trainTokens: 16, trainSteps: 1 };
 
 /** What every Qwen2.5 shape shares. */
 const QWEN25: Partial<ModelConfig> = {
@@ -318,6 +323,16 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
     progress('prefill');
     const { rate, logits } = await prefill(lm, plan);
     const figures: Figures = { prefill: rate, decode: {}, sft: 0, logits };
+    if (tf.getBackend() === 'webgpu' && fusedKernelsEnabled()) {
+      progress("prefill, the prompt's products in tiles");
+      setPromptProducts('tiled');
+      figures.prefillTiled = await prefill(lm, plan).finally(() => setPromptProducts('split'));
+      if (tensorCores) {
+        progress("prefill, the prompt's products on tensor cores");
+        useSubgroupMatrices(tensorCores);
+        figures.prefillTensorCores = await prefill(lm, plan).finally(() => useSubgroupMatrices(null));
+      }
+    }
     for (const size of plan.decodeBatches) {
       progress(`decode, batch ${size}`);
       figures.decode[size] = await decode(lm, plan, size);
@@ -562,6 +577,8 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
   const f32Batches = Object.keys(runs[0]?.figures.f32Decode ?? {});
   const rows = [
     row(`prefill, ${plan.prefillTokens}-token prompt`, (f) => f.prefill),
+    ...(runs.some((r) => r.figures.prefillTiled) ? [row("prefill, the prompt's products in tiles", (f) => f.prefillTiled?.rate)] : []),
+    ...(runs.some((r) => r.figures.prefillTensorCores) ? [row("prefill, the prompt's products on tensor cores (f16 operands)", (f) => f.prefillTensorCores?.rate)] : []),
     ...plan.decodeBatches.map((b) => row(`decode, batch ${b} (aggregate)`, (f) => f.decode[b])),
     row(`decode, batch ${plan.decodeBatches[0]}, Dawn's polling left to spin`, (f) => f.spinDecode),
     ...loraBatches.map((b) => row(`decode with a LoRA adapter, batch ${b} (aggregate)`, (f) => f.loraDecode?.[b])),
@@ -583,6 +600,11 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
   if (typeof theirs === 'string') lines.push('', `PyTorch: ${theirs}.`);
   else lines.push('', `Same model on both sides: the first ${LOGITS_COMPARED} logits of the prompt's last position differ by at most ${differs(first.figures.logits, theirs.logits)}.`);
   for (const other of runs.slice(1)) lines.push(`${other.label} against ${first.label}: those logits differ by at most ${differs(other.figures.logits, first.figures.logits)}.`);
+  for (const { label, figures } of runs) {
+    for (const [what, run] of [['in tiles', figures.prefillTiled], ['on tensor cores', figures.prefillTensorCores]] as const) {
+      if (run) lines.push(`${label}, the prompt's products ${what}: those logits differ from its split products' by at most ${differs(run.logits, figures.logits)}.`);
+    }
+  }
   for (const { label, figures } of runs) {
     const host = figures.sftHost;
     if (host) lines.push(`${label}: a LoRA SFT step took ${host.wallMs.toFixed(0)} ms, ${host.mainCpuMs.toFixed(0)} ms of it the main thread's CPU (the host's own part: tfjs's ops, encoding, reading back).`);

@@ -24,10 +24,12 @@ import {
   ropeStoreShader,
   SAMPLE_SHADER,
   TILE_K,
+  tiledLinearShader,
   WORKGROUP,
 } from './decode-step.wgsl';
 import type { LoraPart } from './lora';
 import type { DrawnToken, RowDraw } from './sample';
+import { ProductTiling, productTiling, SPLIT_DEPTH, usedSubgroupMatrices } from './tiled-product.wgsl';
 import { fusedKernelsApply } from './webgpu-program';
 
 /**
@@ -49,7 +51,10 @@ import { fusedKernelsApply } from './webgpu-program';
  *
  * Products are split along K (linearShader) so that a decoding step's narrow products, a few
  * hundred output columns at batch 1, still spread over the whole GPU; the split count is chosen
- * per step from the product's size (splitsFor). A product's splits are summed by the program
+ * per step from the product's size (splitsFor). A prompt's chunk of at least a tile's rows can
+ * instead take the training step's tiled products, split fewer times (tiledLinearShader): as
+ * setPromptProducts says, and always while products take tensor cores, which only the tiles
+ * have; a product with adapters stays split. A product's splits are summed by the program
  * after it, so fusing means giving that program more work: RoPE folded into attention costs
  * each query head a sum of its KV head's splits (read where the q|k|v product just wrote them,
  * small beside the cache that attention reads) and no extra pass over memory. The SwiGLU sum
@@ -265,7 +270,11 @@ function rowsPerTile(rows: number): number {
   return r;
 }
 
-/** How a product of `rows` input rows runs: its sizes (in and out features), its row tile, its K splits (a power of two) and the K each split covers. */
+/**
+ * How a product of `rows` input rows runs: its sizes (in and out features), its row tile, its K
+ * splits (a power of two) and the K each split covers; with `tiling`, in the tiles of
+ * tiled-product.wgsl.ts (tiledLinearShader, tiledPlan) on that tiling's grid, the splits its z.
+ */
 interface ProductPlan {
   k: number;
   n: number;
@@ -274,6 +283,42 @@ interface ProductPlan {
   chunk: number;
   columnTiles: number;
   rowTiles: number;
+  tiling?: ProductTiling;
+}
+
+/** How a prompt chunk's products run: split along K as a decoding step's ('split'), or in tiles ('tiled'). */
+export type PromptProducts = 'split' | 'tiled';
+
+let promptProducts: PromptProducts = 'split';
+
+/**
+ * Sets how the products of prompt chunks made from now on run (benches measure both). Whatever
+ * it says, they run in tiles while products take tensor cores (WEBGPU_TENSOR_CORES), which only
+ * the tiles have.
+ */
+export function setPromptProducts(choice: PromptProducts): void {
+  promptProducts = choice;
+}
+
+/** Fewest tokens of a prompt chunk whose products take tiles: one tile's rows; a shorter chunk would leave most of each tile empty. */
+const TILED_PROMPT_TOKENS = 64;
+
+/** Fewest of K a split of a tiled product covers: four steps of its staging. */
+const MIN_TILED_SPLIT = 4 * SPLIT_DEPTH;
+
+/**
+ * The plan of a product [rows, K] x [K, N] in tiles (productTiling chooses which): K split in
+ * two, as splitsFor does, until the grid reaches TARGET_WORKGROUPS, a split would cover less
+ * than MIN_TILED_SPLIT, or the partial sums would outgrow their buffer; each split covers a
+ * multiple of SPLIT_DEPTH (the last ones may then be empty, and write zeros).
+ */
+function tiledPlan(rows: number, K: number, N: number): ProductPlan {
+  const tiling = productTiling(rows, N);
+  const [columnTiles, rowTiles] = tiling.dispatch;
+  let splits = 1;
+  while (splits < MAX_SPLITS && columnTiles * rowTiles * splits < TARGET_WORKGROUPS && K / (2 * splits) >= MIN_TILED_SPLIT && 2 * splits * rows * N * 4 <= PARTIAL_BYTES) splits *= 2;
+  const chunk = Math.ceil(K / splits / SPLIT_DEPTH) * SPLIT_DEPTH;
+  return { k: K, n: N, tile: 0, splits, chunk, columnTiles, rowTiles, tiling: { tile: tiling.tile, dispatch: [columnTiles, rowTiles, splits] } };
 }
 
 /**
@@ -611,8 +656,10 @@ export class WebGpuDecodeStep {
    * plans and its dispatches in order, the lm_head's last. Made on first use of a shape and
    * kept until a bind group changes (`bindGroupsMade`), so that a step of a shape seen before
    * records its dispatches from a list, without planning the products or looking up pipelines.
-   * The products' uniforms depend on the shape alone: written again only when the step's shape
-   * differs from the last one written.
+   * A prompt chunk's products may run in tiles, as setPromptProducts and the tiles products take
+   * now say: its plans are made each time (a few objects) and their tiles are part of its key.
+   * The products' uniforms depend on the plans alone: written again only when the step differs
+   * from the last one written.
    */
   private prepared(rows: number, T: number): PreparedStep {
     if (this.preparedAt !== this.bindGroupsMade) {
@@ -620,12 +667,13 @@ export class WebGpuDecodeStep {
       this.preparedAt = this.bindGroupsMade;
       this.uniformsOf = null;
     }
-    const key = `${rows}:${T}`;
+    const chunkPlans = T > 1 ? this.plans(rows, T) : null;
+    const key = chunkPlans ? `${rows}:${T}:${PRODUCTS.map((kind) => chunkPlans.products[kind].tiling?.tile ?? 'split').join(',')}` : `${rows}:${T}`;
     let step = this.preparedSteps.get(key);
     if (!step) {
       // A prompt's last chunk can be of any length: keep a bounded number of shapes.
       if (this.preparedSteps.size >= KEPT_PREPARED_STEPS) this.preparedSteps.clear();
-      const plans = this.plans(rows, T);
+      const plans = chunkPlans ?? this.plans(rows, T);
       step = { plans, dispatches: this.dispatchList(rows, T, plans) };
       this.preparedSteps.set(key, step);
     }
@@ -643,10 +691,12 @@ export class WebGpuDecodeStep {
     const widths: Record<ProductKind, [number, number]> = { qkv: [C, (H + 2 * KV) * D], o: [H * D, C], gateUp: [C, 2 * I], down: [I, C] };
     const products = {} as Record<ProductKind, ProductPlan>;
     const xA: Partial<Record<ProductKind, ProductPlan>> = {};
+    const tiled = T > 1 && N >= TILED_PROMPT_TOKENS && (promptProducts === 'tiled' || usedSubgroupMatrices() !== null);
     for (const kind of PRODUCTS) {
       const [K, n] = widths[kind];
-      products[kind] = splitsFor(N, K, n);
       const rank = this.rankOf(kind);
+      // A product with adapters stays split: its adapters' programs are the split product's.
+      products[kind] = tiled && rank === 0 ? tiledPlan(N, K, n) : splitsFor(N, K, n);
       if (rank > 0 && ADAPTER_MODE[kind] === 'addDelta') xA[kind] = splitsFor(N, K, rank);
     }
     // The head reads each row's last token, unsplit.
@@ -685,6 +735,8 @@ export class WebGpuDecodeStep {
     const list: Dispatch[] = [];
     const run = (label: string, pipeline: GPUComputePipeline, group: GPUBindGroup, x: number, y = 1, z = 1) => list.push({ label, pipeline, group, x, y, z });
     const linear = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean, weights: StorageDtype, adapters: LinearAdapters = 'none', xATiles = 0) => {
+      const { tiling } = p;
+      if (tiling) return run(label, this.pipeline(norm ? 'linearNorm' : 'linear', `tiled:${tiling.tile}:${p.k}:${p.n}:${p.chunk}:${weights}`, () => tiledLinearShader(p.k, p.n, tiling.tile, p.chunk, norm, weights)), group, ...tiling.dispatch);
       // ADAPTER_MODE gives addDelta to the products with a norm, makeXA to those without.
       const kind: ProgramKind = adapters === 'addDelta' ? 'linearNormAddDelta' : adapters === 'makeXA' ? 'linearMakeXA' : norm ? 'linearNorm' : 'linear';
       run(label, this.pipeline(kind, `${p.tile}:${weights}`, () => linearShader(p.tile, norm, adapters, weights)), group, p.rowTiles, p.columnTiles + xATiles, p.splits);

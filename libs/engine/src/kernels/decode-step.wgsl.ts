@@ -2,7 +2,9 @@ import type { HiddenAct } from '../config';
 import type { StorageDtype } from '../dtype';
 import { gateActivationWgsl } from './gate-activation.wgsl';
 import { ONLINE_SOFTMAX } from './attention.wgsl';
-import { vec4WeightWgsl } from './half-weights.wgsl';
+import { vec4WeightWgsl, weightReader } from './half-weights.wgsl';
+import { ProductTile, rowMajor, tiledProduct } from './tiled-product.wgsl';
+import { wgslModule } from './webgpu-program';
 
 /**
  * The WGSL programs of a decoding step on webgpu (decode-step.webgpu.ts encodes them): linear
@@ -195,6 +197,34 @@ ${
 }
 ${store('partial', 'dims.n4')}
 }`;
+}
+
+/**
+ * A prompt chunk's linear product in the tiles of tiled-product.wgsl.ts: x [rows, K] W [K, N]
+ * over splits of K of `splitDepth` each (the grid's z), into partial [splits, rows, N] as
+ * linearShader writes it, with `norm` the input RMSNorm'd on the way in as linearShader does
+ * (x * rinv[row] * gamma[k]). The same bindings as linearShader's without adapters (its
+ * uniform's first field, rows, is the tiled product's `u.M`), so one bind group serves both;
+ * `weights` as linearShader's. A tile stages both operands, so each weight value staged serves
+ * 64 (or 128) rows where linearShader's serves 16; a product of a small model still splits K,
+ * fewer times, to make workgroups enough for the GPU. On the matrix tile, it runs on tensor
+ * cores. Dispatched on productTiling's grid for the tile, with the splits along z.
+ */
+export function tiledLinearShader(K: number, N: number, tile: ProductTile, splitDepth: number, norm: boolean, weights: StorageDtype = 'F32'): string {
+  const w = weightReader('w', weights, N);
+  const input = rowMajor('x', K);
+  return wgslModule(`
+struct Dims { M : u32 }
+@group(0) @binding(0) var<uniform> u : Dims;
+@group(0) @binding(1) var<storage, read> x : array<f32>;
+@group(0) @binding(2) var<storage, read> w : array<${weights === 'F32' ? 'f32' : 'u32'}>;
+@group(0) @binding(3) var<storage, read_write> partial : array<f32>;
+${norm ? '@group(0) @binding(4) var<storage, read> gamma : array<f32>;\n@group(0) @binding(5) var<storage, read> rinv : array<f32>;' : ''}
+${w.helpers}
+fn finish(row : u32, col : u32, acc : f32) -> f32 {
+  return acc;
+}
+${tiledProduct(K, N, tile, norm ? (row, k) => `${input(row, k)} * rinv[${row}] * gamma[${k}]` : input, w.at, true, (row, col, value) => `partial[(wg.z * u.M + ${row}) * ${N}u + ${col}] = ${value};`, null, splitDepth)}`);
 }
 
 /**

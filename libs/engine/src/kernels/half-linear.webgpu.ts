@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { HalfDtype } from '../dtype';
 import { weightReader } from './half-weights.wgsl';
-import { productTiling, tiledProduct } from './tiled-product.wgsl';
+import { productTiling, rowMajor, tiledProduct } from './tiled-product.wgsl';
 import { MultiOutputProgram, multiOutputBindings, runMultiOutputProgram } from './webgpu-program';
 
 /**
@@ -33,7 +33,7 @@ ${w.helpers}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   return acc${a.bias ? ' + bias[col]' : ''};
 }
-${tiledProduct(K, N, tile, 'x', w.at, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
+${tiledProduct(K, N, tile, rowMajor('x', K), w.at, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
     outputShapes: [[M, N]],
     dispatch,
     uniforms: [{ type: 'uint32', value: M }],
@@ -51,7 +51,7 @@ ${w.helpers}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   return acc;
 }
-${tiledProduct(N, K, tile, 'dy', (n, c) => w.at(c, n), false, (row, col, value) => `dx[${row} * ${K}u + ${col}] = ${value};`)}`,
+${tiledProduct(N, K, tile, rowMajor('dy', N), (n, c) => w.at(c, n), false, (row, col, value) => `dx[${row} * ${K}u + ${col}] = ${value};`)}`,
     outputShapes: [[M, K]],
     dispatch,
     uniforms: [{ type: 'uint32', value: M }],

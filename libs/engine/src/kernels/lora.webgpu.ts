@@ -5,7 +5,7 @@ import type { HalfWeight } from '../model/linear';
 import { weightReader } from './half-weights.wgsl';
 import { wgslFloat } from './decode-step.wgsl';
 import { gateActivationWgsl } from './gate-activation.wgsl';
-import { productTiling, tiledProduct } from './tiled-product.wgsl';
+import { productTiling, rowMajor, tiledProduct } from './tiled-product.wgsl';
 import { disposeIntermediate, fusedKernelsApply, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid } from './webgpu-program';
 
 /**
@@ -239,7 +239,7 @@ fn finish(row : u32, col : u32, acc : f32) -> f32 {
 ${l.bias ? '  y += bias[col];\n' : ''}${deltas}
   return y;
 }
-${tiledProduct(K, N, tile, 'x', w.at, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
+${tiledProduct(K, N, tile, rowMajor('x', K), w.at, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
     outputShapes: [[M, N]],
     dispatch,
     uniforms: [{ type: 'uint32', value: M }],
@@ -324,7 +324,7 @@ fn finish(row : u32, col : u32, acc : f32) -> f32 {
 ${adapters}
   return dx;
 }
-${tiledProduct(N, K, tile, 'dy', (n, c) => w.at(c, n), false, store, extra)}`,
+${tiledProduct(N, K, tile, rowMajor('dy', N), (n, c) => w.at(c, n), false, store, extra)}`,
     outputShapes: [[M, gated ? 2 * K : K], ...da.map((b) => b.shape)],
     dispatch,
     uniforms: [{ type: 'uint32', value: M }],

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { multiOutputBindings, MultiOutputProgram, runMultiOutputProgram, wgslModule } from './webgpu-program';
-import { ProductTile, tiledProduct, usedSubgroupMatrices, useSubgroupMatrices } from './tiled-product.wgsl';
+import { ProductTile, rowMajor, tiledProduct, usedSubgroupMatrices, useSubgroupMatrices } from './tiled-product.wgsl';
 
 /** The check's product: [M, K] x [K, N], every side past a tile's edge, so that the ragged tiles are checked too. */
 const [M, K, N] = [80, 72, 96];
@@ -16,7 +16,7 @@ function checkProgram(tile: ProductTile, transposed: boolean): MultiOutputProgra
     key: `trainyardSubgroupMatrixCheck_${tile}_${transposed}`,
     wgsl: () => `${multiOutputBindings('M : u32', ['x', 'w'], ['y'])}
 fn finish(row : u32, col : u32, acc : f32) -> f32 { return acc; }
-${tiledProduct(K, N, tile, 'x', rightAt, !transposed, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
+${tiledProduct(K, N, tile, rowMajor('x', K), rightAt, !transposed, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
     outputShapes: [[M, N]],
     dispatch: [Math.ceil(N / 64), Math.ceil(M / 64), 1],
     uniforms: [{ type: 'uint32', value: M }],

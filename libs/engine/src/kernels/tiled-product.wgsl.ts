@@ -135,16 +135,16 @@ ${extra.body}
 /**
  * The loads that stage one step of `depth` of both operands for a tile of `side`: each of the
  * 256 invocations loads side x depth / 256 values of each, neighbouring invocations reading
- * neighbouring floats (zero past the product's edges); `storeLeft` puts `lv`, the left's row r
- * and step k0 + kl, and `storeRight` puts `rv`, the right's step k0 + kk and tile column c,
- * into workgroup memory.
+ * neighbouring floats (zero past the product's edges); `storeLeft` puts `lv`, the left's row
+ * row0 + r and step k0 + kl (`leftAt`), and `storeRight` puts `rv`, the right's step k0 + kk
+ * and tile column c, into workgroup memory.
  */
 function stagedLoads(
   side: number,
   depth: number,
   inner: number,
   cols: number,
-  left: string,
+  leftAt: (row: string, k: string) => string,
   rightAt: (k: string, c: string) => string,
   rightRowMajor: boolean,
   storeLeft: string,
@@ -156,7 +156,7 @@ function stagedLoads(
       let r = e / ${depth}u;
       let kl = e % ${depth}u;
       var lv = 0.0;
-      if (row0 + r < u.M && k0 + kl < ${inner}u) { lv = ${left}[(row0 + r) * ${inner}u + k0 + kl]; }
+      if (row0 + r < u.M && k0 + kl < ${inner}u) { lv = ${leftAt('(row0 + r)', '(k0 + kl)')}; }
       ${storeLeft}
       ${
         rightRowMajor
@@ -173,30 +173,49 @@ function stagedLoads(
 }
 
 /**
- * A tiled product out [M, cols] = left [M, inner] right, with right read as [inner, cols]
- * (`rightAt(k, c)`: W [K, N] for y, W^T for dx, `rightRowMajor` telling which of k and c is
- * contiguous in memory, so that neighbouring threads load neighbouring floats). A workgroup of
- * 16 x 16 threads computes a `tile` x `tile` block of the output, each thread P x P of it in
- * registers (P = tile / 16: rows y*4 + 64 g + i and columns x*4 + 64 h + j, g and h under
- * P / 4, so that a thread's four rows or columns are one vec4 and the 16 threads of a row read
- * neighbouring vec4s), stepping through `inner` DEPTH at a time with both operands' slices
+ * The loop over the inner dimension, `step` at a time: all of it, or with `splitDepth` (a
+ * multiple of the step) the workgroup's split of it, wg.z's.
+ */
+function depthLoop(inner: number, step: number, splitDepth: number | null): string {
+  if (splitDepth === null) return `for (var k0 = 0u; k0 < ${inner}u; k0 += ${step}u)`;
+  if (splitDepth % step !== 0) throw new Error(`a split of ${splitDepth} is not a multiple of the tile's depth, ${step}`);
+  return `for (var k0 = wg.z * ${splitDepth}u; k0 < min(${inner}u, (wg.z + 1u) * ${splitDepth}u); k0 += ${step}u)`;
+}
+
+/** The left operand of a tiled product as a row-major array<f32> `name` of `inner` columns (tiledProduct's leftAt). */
+export function rowMajor(name: string, inner: number): (row: string, k: string) => string {
+  return (row, k) => `${name}[${row} * ${inner}u + ${k}]`;
+}
+
+/**
+ * A tiled product out [M, cols] = left [M, inner] right, the left row-major (`leftAt(row, k)`:
+ * its element, which may do work on the way in, as an RMSNorm folded into the product) and the
+ * right read as [inner, cols] (`rightAt(k, c)`: W [K, N] for y, W^T for dx, `rightRowMajor`
+ * telling which of k and c is contiguous in memory, so that neighbouring threads load
+ * neighbouring floats). A workgroup of 16 x 16 threads computes a `tile` x `tile` block of the
+ * output, each thread P x P of it in registers (P = tile / 16: rows y*4 + 64 g + i and
+ * columns x*4 + 64 h + j, g and h under P / 4, so that a thread's four rows or columns are one
+ * vec4 and the 16 threads of a row read neighbouring vec4s), stepping through `inner` DEPTH at a time with both operands' slices
  * staged in workgroup memory, k-major, so that a thread reads its P rows of the left and its P
  * columns of the right as P / 2 vec4 loads for P x P multiply-adds; `finish(row, col, acc)`
  * gives the value (the epilogue: bias, the adapters' part), which `store` writes. The program
  * around it binds the uniform `u.M` (the left's rows), defines `finish`, and dispatches
- * productTiling's grid for the same tile.
+ * productTiling's grid for the same tile. With `splitDepth`, the product is split along the
+ * inner dimension (the grid's z: each workgroup sums that much of it, SPLIT_DEPTH a multiple),
+ * and `store` puts each split's sums apart, by `wg.z`, for the program after it to add up.
  */
 export function tiledProduct(
   inner: number,
   cols: number,
   tile: ProductTile,
-  left: string,
+  leftAt: (row: string, k: string) => string,
   rightAt: (k: string, c: string) => string,
   rightRowMajor: boolean,
   store: (row: string, col: string, value: string) => string,
   extra: ExtraWork | null = null,
+  splitDepth: number | null = null,
 ): string {
-  if (tile === 'matrix') return matrixProduct(inner, cols, left, rightAt, rightRowMajor, store, extra);
+  if (tile === 'matrix') return matrixProduct(inner, cols, leftAt, rightAt, rightRowMajor, store, extra, splitDepth);
   const groups = tile / (4 * SIDE);
   // Floats a row of the left's staged slice takes: the tile and 4 of padding, so that the threads staging one row's DEPTH values write apart in workgroup memory's banks.
   const leftStride = tile + 4;
@@ -209,8 +228,8 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : v
 ${tileOrigin(tile, extra)}
   // acc[(g * 4 + i) * ${groups} + h]: row group g's row i, column group h's four columns.
   var acc : array<vec4<f32>, ${4 * groups * groups}>;
-  for (var k0 = 0u; k0 < ${inner}u; k0 += ${DEPTH}u) {
-${stagedLoads(tile, DEPTH, inner, cols, left, rightAt, rightRowMajor, `let lat = kl * ${leftStride}u + r;
+  ${depthLoop(inner, DEPTH, splitDepth)} {
+${stagedLoads(tile, DEPTH, inner, cols, leftAt, rightAt, rightRowMajor, `let lat = kl * ${leftStride}u + r;
       ls[lat / 4u][lat % 4u] = lv;`, `let rat = kk * ${tile}u + c;
       rs[rat / 4u][rat % 4u] = rv;`)}
     workgroupBarrier();
@@ -247,6 +266,9 @@ ${stagedLoads(tile, DEPTH, inner, cols, left, rightAt, rightRowMajor, `let lat =
 const MATRIX_TILE = 64;
 const MATRIX_DEPTH = 16;
 
+/** What a split of a product's inner dimension (tiledProduct's splitDepth) is a multiple of: every tile's staging depth. */
+export const SPLIT_DEPTH = Math.max(DEPTH, MATRIX_DEPTH);
+
 /** Whether subgroup matrices of `shape` tile the matrix tile evenly, every subgroup of a workgroup taking as many of its blocks. */
 export function matrixTileFits({ M, N, K, subgroupSize }: SubgroupMatrices): boolean {
   const subgroups = THREADS / subgroupSize;
@@ -268,11 +290,12 @@ export function matrixTileFits({ M, N, K, subgroupSize }: SubgroupMatrices): boo
 function matrixProduct(
   inner: number,
   cols: number,
-  left: string,
+  leftAt: (row: string, k: string) => string,
   rightAt: (k: string, c: string) => string,
   rightRowMajor: boolean,
   store: (row: string, col: string, value: string) => string,
   extra: ExtraWork | null,
+  splitDepth: number | null,
 ): string {
   const shape = subgroupMatrices;
   if (!shape) throw new Error('a matrix tile without subgroup matrices (useSubgroupMatrices)');
@@ -297,8 +320,8 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : v
 ${tileOrigin(T, extra)}
   // acc[j]: block sg + j * ${subgroups} of the tile's ${(T / M) * blockColumns}, ${blockColumns} to a row of blocks.
   var acc : array<subgroup_matrix_result<f32, ${N}, ${M}>, ${perSubgroup}>;
-  for (var k0 = 0u; k0 < ${inner}u; k0 += ${D}u) {
-${stagedLoads(T, D, inner, cols, left, rightAt, rightRowMajor, `ls[r * ${D}u + kl] = f16(lv);`, `rs[kk * ${T}u + c] = f16(rv);`)}
+  ${depthLoop(inner, D, splitDepth)} {
+${stagedLoads(T, D, inner, cols, leftAt, rightAt, rightRowMajor, `ls[r * ${D}u + kl] = f16(lv);`, `rs[kk * ${T}u + c] = f16(rv);`)}
     workgroupBarrier();
     for (var kk = 0u; kk < ${D}u; kk += ${K}u) {
       for (var j = 0u; j < ${perSubgroup}u; j++) {

@@ -156,6 +156,12 @@ export interface MakeModelOptions {
   overrides?: Partial<ModelConfig>;
   /** Std of the random weights (HF's initializer_range). Default 0.02. */
   initStd?: number;
+  /**
+   * The RMSNorms' weights: 'ones' (HF's init, the default), or 'near-ones' (each near one, as
+   * Gemma 3's sandwich norms and q_norm and k_norm always are), so that a test sees whether a
+   * kernel applies the norms' weights.
+   */
+  normWeights?: 'ones' | 'near-ones';
 }
 
 export interface MadeModel {
@@ -196,9 +202,9 @@ export function makeModel(options: MakeModelOptions): MadeModel {
   const random = (name: string, shape: number[], scale = std) => add(name, shape, rng.normals(shape.reduce((a, b) => a * b, 1), scale));
   // Gemma's norms scale by 1 + w: its weights that scale by one are zeros.
   const unit = config.normUnitOffset ? 0 : 1;
-  const ones = (name: string, n: number) => add(name, [n], new Float32Array(n).fill(unit));
   // Near one rather than one (HF's init), so that a test sees whether they are read and applied.
   const nearOnes = (name: string, n: number) => add(name, [n], rng.normals(n, 0.1).map((v) => unit + v));
+  const ones = options.normWeights === 'near-ones' ? nearOnes : (name: string, n: number) => add(name, [n], new Float32Array(n).fill(unit));
 
   // Gemma's byte-fallback vocabulary, or byte-level BPE.
   const tok: TokenizerFiles = config.modelType === 'gemma3_text' ? makeByteFallbackTokenizerFiles(V, config.maxPositionEmbeddings) : makeTokenizerFiles(V, config.maxPositionEmbeddings, chatFormat(config));

@@ -104,8 +104,8 @@ export class WorkerConfig extends BaseServiceConfig {
   WEBGPU_FUSED_KERNELS: 'on' | 'off' = 'on';
 
   /**
-   * On webgpu, training's tiled products on tensor cores (subgroup matrices of f16, f32
-   * results) where the adapter offers them and their products agree with the f32 tiles' at
+   * On webgpu, training's tiled products and a prompt's products on tensor cores (subgroup
+   * matrices of f16, f32 results) where the adapter offers them and their products agree with the f32 tiles' at
    * start; off (the default) keeps every product in f32.
    */
   @IsIn(['on', 'off'])
