@@ -3,6 +3,7 @@ import { shareIdentityBuffers } from './kernels/identity';
 import { checkSubgroupMatrices } from './kernels/subgroup-matrix-check';
 import { SubgroupMatrices, usedSubgroupMatrices } from './kernels/tiled-product.wgsl';
 import { dawnFlags, GpuAdapterInfo, installNavigatorGpu, registerWebGpuDevice, requestAdapterInfo } from './webgpu';
+import { boundBufferPool, BufferManagerInternals, bufferPoolBytes } from './webgpu-buffer-pool';
 
 export type BackendName = 'tensorflow' | 'webgpu' | 'wasm' | 'cpu';
 export type BackendPreference = BackendName | 'auto';
@@ -73,6 +74,7 @@ async function activate(name: BackendName, { gpuOnly }: { gpuOnly: boolean }): P
       const { WebGPUBackend } = await import('@tensorflow/tfjs-backend-webgpu');
       registerWebGpuDevice(WebGPUBackend);
       await setBackend('webgpu');
+      boundBufferPool((tf.backend() as unknown as { bufferManager: BufferManagerInternals }).bufferManager, bufferPoolBytes());
       // Tensor cores only where their products agree with the f32 tiles' on this device.
       const check = await checkSubgroupMatrices();
       const notes = check.agree ? [] : [`tensor cores: off, their products ${check.reason ?? `differ from the f32 tiles' by ${check.error.toExponential(1)}`}`];

@@ -41,4 +41,5 @@ export { KEPT_PRODUCTS_BYTES } from './training/checkpointing';
 export * from './grammar';
 export * from './tools';
 export { gpuLost, setTensorCores, type GpuAdapterInfo } from './webgpu';
+export { setBufferPoolBytes } from './webgpu-buffer-pool';
 export { GpuFault, type GpuFaultKind } from './gpu-faults';

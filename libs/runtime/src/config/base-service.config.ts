@@ -105,11 +105,21 @@ export class WorkerConfig extends BaseServiceConfig {
 
   /**
    * On webgpu, training's tiled products and a prompt's products on tensor cores (subgroup
-   * matrices of f16, f32 results) where the adapter offers them and their products agree with the f32 tiles' at
-   * start; off (the default) keeps every product in f32.
+   * matrices of f16, f32 results) where the adapter offers them and their products agree with
+   * the f32 tiles' at start; off (the default) keeps every product in f32.
    */
   @IsIn(['on', 'off'])
   WEBGPU_TENSOR_CORES: 'on' | 'off' = 'off';
+
+  /**
+   * On webgpu, the most megabytes of freed GPU buffers kept for reuse by tensors of the same
+   * size; past it the least recently used are destroyed. Without a bound, tensors whose sizes
+   * keep changing (a growing KV cache, RL batches of other lengths) hold the GPU's memory.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  WEBGPU_BUFFER_POOL_MB = 2048;
 
   /**
    * Set in the GPU images: tfjs-node-gpu silently runs on the CPU when CUDA or cuDNN is

@@ -62,6 +62,16 @@ describe('loadConfig', () => {
     expect(() => loadConfig(W, { WEBGPU_TENSOR_CORES: 'yes' })).toThrow(/WEBGPU_TENSOR_CORES/);
   });
 
+  it('takes WEBGPU_BUFFER_POOL_MB as a whole number of megabytes, 2048 by default', () => {
+    class W extends WorkerConfig {
+      override HTTP_PORT = 1;
+    }
+    expect(loadConfig(W, {}).WEBGPU_BUFFER_POOL_MB).toBe(2048);
+    expect(loadConfig(W, { WEBGPU_BUFFER_POOL_MB: '0' }).WEBGPU_BUFFER_POOL_MB).toBe(0);
+    expect(() => loadConfig(W, { WEBGPU_BUFFER_POOL_MB: '-1' })).toThrow(/WEBGPU_BUFFER_POOL_MB/);
+    expect(() => loadConfig(W, { WEBGPU_BUFFER_POOL_MB: '1.5' })).toThrow(/WEBGPU_BUFFER_POOL_MB/);
+  });
+
   it('reads REQUIRE_GPU as a boolean, "false" included', () => {
     class W extends WorkerConfig {
       override HTTP_PORT = 1;
