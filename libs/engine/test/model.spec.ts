@@ -122,6 +122,35 @@ describe('Llama forward pass (wasm)', () => {
     concatenated.dispose();
   });
 
+  it('merges caches into tensors with spare columns, so that the next step writes in place, with the bits of concatenating', () => {
+    const merged = lm.model.newCache();
+    const concatenated = new KVCache(lm.config.numLayers, { inPlace: false });
+    for (const cache of [merged, concatenated]) {
+      decodeInto(cache, PROMPTS[0], []);
+      const joining = new KVCache(lm.config.numLayers, { inPlace: cache.inPlace });
+      decodeInto(joining, PROMPTS[1], []);
+      cache.merge(joining);
+    }
+    // Both rows, 8 columns wide (the longer prompt), and SPARE_COLUMNS spare ones after them.
+    const { numLayers, numKvHeads, headDim } = lm.config;
+    expect(merged.width).toBe(8);
+    expect(merged.appendTarget(0, 1)).not.toBeNull();
+    expect(merged.bytes).toBe(2 * numLayers * 2 * numKvHeads * (8 + SPARE_COLUMNS) * headDim * 4);
+    const step = (cache: KVCache) => {
+      const logits = lm.model.forward([[40], [41]], { cache });
+      const rows = rowsOf(logits);
+      logits.dispose();
+      return rows;
+    };
+    const bytes = merged.bytes;
+    const ours = step(merged);
+    // Written into the spare columns: no layer was copied into a larger tensor.
+    expect(merged.bytes).toBe(bytes);
+    step(concatenated).forEach((row, i) => expect(maxAbsDiff(row, ours[i])).toBe(0));
+    merged.dispose();
+    concatenated.dispose();
+  });
+
   it.each([
     ['f32', {}, 'checkpoint' as const],
     ['bf16', { dtype: 'BF16' as const }, 'checkpoint' as const],

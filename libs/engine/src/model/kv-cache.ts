@@ -202,7 +202,12 @@ export class KVCache {
     }
   }
 
-  /** Moves the rows of `other` to the end of this cache (other is emptied). */
+  /**
+   * Moves the rows of `other` to the end of this cache (other is emptied). The merged tensors
+   * are made with SPARE_COLUMNS spare columns, so that the next step writes its column in place
+   * (reserve, in-place mode) rather than copying the whole cache again to make room; an append
+   * that concatenates drops them.
+   */
   merge(other: KVCache): void {
     if (other.numLayers !== this.numLayers) throw new Error('caches of different models');
     if (other.rows === 0) return;
@@ -212,8 +217,8 @@ export class KVCache {
     }
     const width = Math.max(this.columns, other.columns);
     for (let l = 0; l < this.numLayers; l++) {
-      const k = tf.tidy(() => tf.concat([padColumns(this.keys[l], this.columns, width), padColumns(other.keys[l], other.columns, width)], 0));
-      const v = tf.tidy(() => tf.concat([padColumns(this.values[l], this.columns, width), padColumns(other.values[l], other.columns, width)], 0));
+      const k = tf.tidy(() => tf.concat([padColumns(this.keys[l], this.columns, width, SPARE_COLUMNS), padColumns(other.keys[l], other.columns, width, SPARE_COLUMNS)], 0));
+      const v = tf.tidy(() => tf.concat([padColumns(this.values[l], this.columns, width, SPARE_COLUMNS), padColumns(other.values[l], other.columns, width, SPARE_COLUMNS)], 0));
       this.replace(l, k, v);
     }
     this.valid = [...this.valid.map((m) => padMask(m, width)), ...other.valid.map((m) => padMask(m, width))];
@@ -343,11 +348,18 @@ export function ownColumns(x: tf.Tensor4D, columns: number): tf.Tensor4D {
   return x.shape[2] === columns ? x : tf.slice(x, [0, 0, 0, 0], [-1, -1, columns, -1]);
 }
 
-/** The first `columns` columns of [rows, heads, w, d], left-padded with zero columns up to `width`. */
-function padColumns(x: tf.Tensor4D | null, columns: number, width: number): tf.Tensor4D {
+/** The first `columns` columns of [rows, heads, w, d], left-padded with zero columns up to `width`, and `spare` zero columns after them. */
+function padColumns(x: tf.Tensor4D | null, columns: number, width: number, spare: number): tf.Tensor4D {
   if (!x) throw new Error('cache layer missing');
   const own = ownColumns(x, columns);
-  return width === columns ? own.clone() : tf.pad(own, [[0, 0], [0, 0], [width - columns, 0], [0, 0]]);
+  return width === columns && spare === 0
+    ? own.clone()
+    : tf.pad(own, [
+        [0, 0],
+        [0, 0],
+        [width - columns, spare],
+        [0, 0],
+      ]);
 }
 
 /**
