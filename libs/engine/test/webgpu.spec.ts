@@ -13,6 +13,7 @@ import { LoraTrainer, StepMetrics } from '../src/training/trainer';
 import { parametersADispatch } from '../src/kernels/adamw.webgpu';
 import { storageBufferLimit } from '../src/kernels/webgpu-program';
 import { adapterFeatures } from '../src/webgpu';
+import { BufferManagerInternals, bufferPoolBytes, setBufferPoolBytes } from '../src/webgpu-buffer-pool';
 import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
 import { PPO, rlConfig } from './training/rl-config';
 
@@ -180,12 +181,23 @@ suite('webgpu gives the results of cpu and wasm (tiny model)', () => {
   let webgpu: Outcome;
   /** The references: webgpu is held to the same bounds against each. */
   let references: Outcome[];
+  /** webgpu again with tfjs's pool of free buffers bounded to nothing: every buffer freed is destroyed at once. */
+  let unpooled: Outcome;
 
   beforeAll(async () => {
     const dir = makeTiny('webgpu', { overrides: { modelType: 'qwen2' } });
     references = [await outcome('cpu', dir), await outcome('wasm', dir)];
     webgpu = await outcome('webgpu', dir);
-  }, 300_000);
+    // The bound the backend takes as it starts (outcome selects it).
+    const bound = bufferPoolBytes();
+    setBufferPoolBytes(0);
+    try {
+      unpooled = await outcome('webgpu', dir);
+      expect((tf.backend() as unknown as { bufferManager: BufferManagerInternals }).bufferManager.numFreeBuffers).toBe(0);
+    } finally {
+      setBufferPoolBytes(bound);
+    }
+  }, 400_000);
   afterAll(() => selectBackend('wasm'));
 
   it('ran on a WebGPU adapter and reports it', () => {
@@ -258,6 +270,22 @@ suite('webgpu gives the results of cpu and wasm (tiny model)', () => {
       for (const key of ['loss', 'grad_norm', 'entropy', 'kl_div']) expect(Math.abs(webgpu.rl[key] - ref.rl[key])).toBeLessThan(1e-5);
       expect(adapterDifference(webgpu.rlAdapter, ref.rlAdapter)).toBeLessThan(1e-2 * LR);
     }
+  });
+
+  // A buffer destroyed while work still to be submitted uses it fails that submit, and a buffer
+  // read before it is written reads what its last tensor left: either would show here.
+  it('gives the same results when no freed buffer is kept for reuse', () => {
+    expect(unpooled.logits).toEqual(webgpu.logits);
+    expect(unpooled.cachedStep).toEqual(webgpu.cachedStep);
+    expect(unpooled.batched).toEqual(webgpu.batched);
+    expect(unpooled.gradients).toEqual(webgpu.gradients);
+    // Every metric but the step's speed.
+    const untimed = ({ tokens_per_second: _, ...metrics }: StepMetrics) => metrics;
+    expect(untimed(unpooled.sft)).toEqual(untimed(webgpu.sft));
+    expect(untimed(unpooled.rl)).toEqual(untimed(webgpu.rl));
+    expect(untimed(webgpu.rl)['loss']).toBeDefined();
+    expect(adapterDifference(unpooled.rlAdapter, webgpu.rlAdapter)).toBe(0);
+    expect(unpooled.leaked).toBe(0);
   });
 
   it('leaks no tensors', () => {
