@@ -377,8 +377,16 @@ suite('a decoding step encoded whole on webgpu', () => {
         attached.dispose();
         cache.dispose();
       }
+      // A row leaves and another joins: the step after it copies no layer to grow it (the merge
+      // left spare columns) and makes one bind group a layer, for the decoding step's program
+      // over the merged cache; the merge, which tfjs recorded, is submitted first.
+      batch.leave(0);
+      next.delete(0);
+      next.set(rows, argmax(await batch.join(rows, [1, 40, 41, 42])));
+      const joined = await countGpuWork(() => batch.stepDrawn(next, new Map([...next.keys()].map((id) => [id, { temperature: 0, u: 0 }]))));
+      expect(joined.counts).toMatchObject({ dispatches: 8 * lm.config.numLayers + 2, bindGroups: lm.config.numLayers, submits: 2, readBytes: 8 * rows });
       setFusedKernels(false);
-      const generic = await countGpuWork(() => batch.stepDrawn(next, greedy));
+      const generic = await countGpuWork(() => batch.stepDrawn(next, new Map([...next.keys()].map((id) => [id, { temperature: 0, u: 0 }]))));
       expect(generic.counts.dispatches).toBeGreaterThan(counts.dispatches);
     } finally {
       setFusedKernels(true);

@@ -117,14 +117,22 @@ interface LayerWeights {
   down: LinearWeights;
 }
 
-/** Per layer, the cache tensors its bind groups were made for. */
+/** The programs over a layer's KV cache: a prompt's RoPE and attention, a decoding step's attention with RoPE's work in it. */
+type CacheProgram = 'rope' | 'attention' | 'ropeAttention';
+
+/** The cache programs of a step of T tokens a row. */
+const cachePrograms = (T: number): CacheProgram[] => (T === 1 ? ['ropeAttention'] : ['rope', 'attention']);
+
+/**
+ * Per layer, the cache tensors its bind groups were made for, and the bind groups made so far:
+ * each when a step first runs its program over these tensors (a prompt's cache is bound for
+ * its chunks alone, a batch's for its decoding steps).
+ */
 interface LayerBinding {
   keys: tf.Tensor4D;
   values: tf.Tensor4D;
   uniform: GPUBuffer;
-  rope: GPUBindGroup;
-  attention: GPUBindGroup;
-  ropeAttention: GPUBindGroup;
+  groups: Partial<Record<CacheProgram, GPUBindGroup>>;
 }
 
 /** Bind groups of one layer's products and the programs that sum them, over the activation buffers. */
@@ -599,7 +607,7 @@ export class WebGpuDecodeStep {
     const N = rows * T;
     this.ensureCapacity(N, rows, cache.width + T);
     // Binding a tensor that tfjs still holds on the host, or making the adapters' factors, queues work in tfjs's encoder.
-    this.layers.forEach((_, l) => this.bindLayer(l, targets[l].k, targets[l].v));
+    this.layers.forEach((_, l) => this.bindLayer(l, targets[l].k, targets[l].v, cachePrograms(T)));
     this.updateLora(N);
     // tfjs's queued work goes first.
     this.flushTfjs();
@@ -766,7 +774,7 @@ export class WebGpuDecodeStep {
     // q_norm and k_norm (Qwen3, Gemma 3), done by the programs that do RoPE's work.
     const qkNormEps = this.config.qkNorm ? this.config.rmsNormEps : null;
     this.layerBindings.forEach((bound, l) => {
-      const binding = bound as LayerBinding;
+      const binding = (bound as LayerBinding).groups as Record<CacheProgram, GPUBindGroup>;
       layerProduct(l, 'qkv', 'qkv');
       if (T === 1 && qkNormEps !== null) {
         run('rope_attention', this.pipeline('ropeAttentionNorm', `${D}:${qkvSplits}:${qkNormEps}`, () => ropeAttentionShader(D, qkvSplits, qkNormEps)), binding.ropeAttention, H, N);
@@ -964,15 +972,24 @@ export class WebGpuDecodeStep {
     lora?.rankAdapterBuffer.destroy();
   }
 
-  /** A layer's RoPE and attention bind groups, remade when the cache replaced its tensors. */
-  private bindLayer(layer: number, keys: tf.Tensor4D, values: tf.Tensor4D): LayerBinding {
-    const current = this.layerBindings[layer];
-    if (current && current.keys === keys && current.values === values) return current;
-    current?.uniform.destroy();
+  /**
+   * A layer's bind groups for `programs` over the cache tensors `keys` and `values`: those made
+   * before where the tensors are the same, else all made again (the uniform with the cache's
+   * capacity too), each only when a step first runs its program.
+   */
+  private bindLayer(layer: number, keys: tf.Tensor4D, values: tf.Tensor4D, programs: CacheProgram[]): LayerBinding {
+    let binding = this.layerBindings[layer];
+    if (!binding || binding.keys !== keys || binding.values !== values) {
+      binding?.uniform.destroy();
+      const { numHeads: H, numKvHeads: KV, headDim: D } = this.config;
+      const uniform = this.create(16, USAGE.uniform | USAGE.copyDst);
+      this.device.queue.writeBuffer(uniform, 0, new Uint32Array([H, KV, D, keys.shape[2]]));
+      binding = { keys, values, uniform, groups: {} };
+      this.layerBindings[layer] = binding;
+    }
+    const missing = programs.filter((program) => !binding.groups[program]);
+    if (missing.length === 0) return binding;
     const a = this.activations as Activations;
-    const { numHeads: H, numKvHeads: KV, headDim: D } = this.config;
-    const uniform = this.create(16, USAGE.uniform | USAGE.copyDst);
-    this.device.queue.writeBuffer(uniform, 0, new Uint32Array([H, KV, D, keys.shape[2]]));
     const k = this.buffer(keys);
     const v = this.buffer(values);
     const { qkvBias, headNorms, windowed } = this.layers[layer];
@@ -980,15 +997,13 @@ export class WebGpuDecodeStep {
     // A sliding-window layer attends with its own RoPE tables and mask.
     const tables = windowed ? a.slidingTables : a.tables;
     const mask = (windowed ? this.slidingMask : this.mask) as GPUBuffer;
-    const binding: LayerBinding = {
-      keys,
-      values,
-      uniform,
-      rope: this.group(headNorms ? 'ropeNorm' : 'rope', [this.stepUniform, uniform, a.partial, tables, a.q, k, v, qkvBias, ...norms]),
-      attention: this.group('attention', [this.stepUniform, uniform, a.q, k, v, mask, a.heads]),
-      ropeAttention: this.group(headNorms ? 'ropeAttentionNorm' : 'ropeAttention', [this.stepUniform, uniform, a.partial, k, v, mask, a.heads, tables, qkvBias, ...norms]),
+    const { uniform } = binding;
+    const make: Record<CacheProgram, () => GPUBindGroup> = {
+      rope: () => this.group(headNorms ? 'ropeNorm' : 'rope', [this.stepUniform, uniform, a.partial, tables, a.q, k, v, qkvBias, ...norms]),
+      attention: () => this.group('attention', [this.stepUniform, uniform, a.q, k, v, mask, a.heads]),
+      ropeAttention: () => this.group(headNorms ? 'ropeAttentionNorm' : 'ropeAttention', [this.stepUniform, uniform, a.partial, k, v, mask, a.heads, tables, qkvBias, ...norms]),
     };
-    this.layerBindings[layer] = binding;
+    for (const program of missing) binding.groups[program] = make[program]();
     return binding;
   }
 
