@@ -7,7 +7,7 @@ import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel } from '../src/loader';
 import { PRESETS } from '../src/maker/make-model';
 import { attend } from '../src/ops/attention';
-import { MASKED } from '../src/model/kv-cache';
+import { KVCache, MASKED, SPARE_COLUMNS } from '../src/model/kv-cache';
 import { RMSNorm } from '../src/model/llama';
 import { Rope } from '../src/model/rope';
 import { SeededRandom } from '../src/random';
@@ -123,6 +123,38 @@ suite('fused webgpu kernels give the generic tfjs results', () => {
     expect(fusedKernels.filter((name) => name !== 'Reshape')).toEqual(['TrainyardDecodeAttention']);
     expect(genericKernels).not.toContain('TrainyardDecodeAttention');
     expect(maxAbsDiff(fused, generic)).toBeLessThan(1e-5);
+  });
+
+  // A batch wider than the joining row, and one narrower: each side's rows padded on the left in turn.
+  it.each([
+    { rows: 3, columns: 7, joining: 4 },
+    { rows: 2, columns: 3, joining: 9 },
+  ])("merges a joining row's cache into a batch's, $rows rows of $columns columns and one of $joining", async ({ rows, columns, joining }) => {
+    const [KV, D] = [2, 8];
+    /** A one-layer cache of `n` rows of `T` columns, its keys and values drawn from `seed`. */
+    const filled = (n: number, T: number, seed: number) => {
+      const cache = new KVCache(1, { inPlace: false });
+      for (let r = 0; r < n; r++) cache.addEmptyRow();
+      cache.append(0, tf.tensor4d(random(n * KV * T * D, seed), [n, KV, T, D]), tf.tensor4d(random(n * KV * T * D, seed + 1), [n, KV, T, D]));
+      cache.endStep(T);
+      return cache;
+    };
+    const merged = () => {
+      const batch = filled(rows, columns, 7);
+      const row = filled(1, joining, 9);
+      batch.merge(row);
+      const [{ k, v }] = batch.reserve(1, { kvHeads: KV, headDim: D });
+      const both = tf.concat([k, v]);
+      batch.dispose();
+      row.dispose();
+      return both;
+    };
+    const { fused, generic, fusedKernels, genericKernels } = await onAndOff(merged);
+    expect(fusedKernels).toContain('TrainyardCacheRows');
+    expect(genericKernels).not.toContain('TrainyardCacheRows');
+    // Both with the spare columns the next step writes into, zeros where no row has a token: the same bits.
+    expect(fused.length).toBe(2 * (rows + 1) * KV * (Math.max(columns, joining) + SPARE_COLUMNS) * D);
+    expect(maxAbsDiff(fused, generic)).toBe(0);
   });
 
   it('draws the tokens sampleToken draws from the same logits and uniform draws, greedy and at temperatures', async () => {

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { cacheRows } from '../kernels/cache-rows.webgpu';
 import { decodeAttentionKernelAvailable } from '../kernels/decode-attention';
 import { heapView, WasmBackendInternals } from '../kernels/wasm-heap';
 
@@ -216,11 +217,11 @@ export class KVCache {
       return;
     }
     const width = Math.max(this.columns, other.columns);
-    for (let l = 0; l < this.numLayers; l++) {
-      const k = tf.tidy(() => tf.concat([padColumns(this.keys[l], this.columns, width, SPARE_COLUMNS), padColumns(other.keys[l], other.columns, width, SPARE_COLUMNS)], 0));
-      const v = tf.tidy(() => tf.concat([padColumns(this.values[l], this.columns, width, SPARE_COLUMNS), padColumns(other.values[l], other.columns, width, SPARE_COLUMNS)], 0));
-      this.replace(l, k, v);
-    }
+    // One WGSL dispatch a tensor on webgpu (kernels/cache-rows.webgpu.ts), tfjs's ops elsewhere.
+    const rows = (mine: tf.Tensor4D | null, theirs: tf.Tensor4D | null) =>
+      (mine && theirs && cacheRows(mine, this.columns, theirs, other.columns, width, SPARE_COLUMNS)) ??
+      tf.tidy(() => tf.concat([padColumns(mine, this.columns, width, SPARE_COLUMNS), padColumns(theirs, other.columns, width, SPARE_COLUMNS)], 0));
+    for (let l = 0; l < this.numLayers; l++) this.replace(l, rows(this.keys[l], other.keys[l]), rows(this.values[l], other.values[l]));
     this.valid = [...this.valid.map((m) => padMask(m, width)), ...other.valid.map((m) => padMask(m, width))];
     this.positions = [...this.positions, ...other.positions];
     this.columns = width;

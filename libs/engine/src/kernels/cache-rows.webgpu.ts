@@ -1,0 +1,78 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { fusedKernelsApply, runProgram, WgslProgram } from './webgpu-program';
+
+/**
+ * Two KV caches' keys (or values) in one tensor, laid out as KVCache.merge lays them, in one
+ * dispatch on webgpu where tfjs's ops take five (a slice and a pad of each, a concat): out
+ * [Ra + Rb, heads, width + spare, headDim] holds a's rows then b's, each row's own columns (a's
+ * first `aColumns`, b's first `bColumns`) right-aligned in the first `width` columns, zeros to
+ * their left (padding, masked out) and in the `spare` columns after them (written by the steps
+ * to come). A row joining a batch merges its cache this way, every layer's keys and values.
+ */
+export const CACHE_ROWS_KERNEL = 'TrainyardCacheRows';
+
+const WORKGROUP = 64;
+
+interface Attrs {
+  aColumns: number;
+  bColumns: number;
+  width: number;
+  spare: number;
+}
+
+function program(shape: number[]): WgslProgram {
+  return {
+    variableNames: ['a', 'b'],
+    outputShape: shape,
+    shaderKey: 'trainyardCacheRows',
+    dispatchLayout: { x: [0, 1, 2, 3] },
+    dispatch: [Math.ceil(tf.util.sizeFromShape(shape) / WORKGROUP), 1, 1],
+    workgroupSize: [WORKGROUP, 1, 1],
+    uniforms: 'aColumns : i32, bColumns : i32, width : i32,',
+    size: true,
+    getUserCode: () => `
+      fn main(index : i32) {
+        if (index >= uniforms.size) { return; }
+        let H = uniforms.outShape[1];
+        let W = uniforms.outShape[2];
+        let D = uniforms.outShape[3];
+        let d = index % D;
+        let c = (index / D) % W;
+        let h = (index / (D * W)) % H;
+        let r = index / (D * W * H);
+        let Ra = uniforms.aShape[0];
+        var value = 0.0;
+        if (r < Ra) {
+          let first = uniforms.width - uniforms.aColumns;
+          if (c >= first && c < uniforms.width) { value = a[((r * H + h) * uniforms.aShape[2] + c - first) * D + d]; }
+        } else {
+          let first = uniforms.width - uniforms.bColumns;
+          if (c >= first && c < uniforms.width) { value = b[(((r - Ra) * H + h) * uniforms.bShape[2] + c - first) * D + d]; }
+        }
+        setOutputAtIndex(index, value);
+      }`,
+  };
+}
+
+tf.registerKernel({
+  kernelName: CACHE_ROWS_KERNEL,
+  backendName: 'webgpu',
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { a, b } = inputs as Record<'a' | 'b', tf.TensorInfo>;
+    const { aColumns, bColumns, width, spare } = attrs as unknown as Attrs;
+    const [Ra, H, , D] = a.shape;
+    const shape = [Ra + b.shape[0], H, width + spare, D];
+    return runProgram(backend, program(shape), [a, b], [
+      { type: 'int32', data: [aColumns] },
+      { type: 'int32', data: [bColumns] },
+      { type: 'int32', data: [width] },
+    ]);
+  },
+});
+
+/** KVCache.merge's tensor of `a`'s and `b`'s rows (above) in one WGSL dispatch, or null where the fused kernels do not apply. */
+export function cacheRows(a: tf.Tensor4D, aColumns: number, b: tf.Tensor4D, bColumns: number, width: number, spare: number): tf.Tensor4D | null {
+  if (!fusedKernelsApply() || a.dtype !== 'float32' || b.dtype !== 'float32') return null;
+  const attrs: Attrs = { aColumns, bColumns, width, spare };
+  return tf.engine().runKernel(CACHE_ROWS_KERNEL, { a, b }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor4D;
+}
