@@ -51,6 +51,25 @@ export async function decodeStep(lm: LoadedModel, rows = 1): Promise<BenchStep> 
   return { step: () => batch.stepDrawn(next, greedy), dispose: () => batch.dispose() };
 }
 
+/**
+ * A request's life in a busy batch, again and again: a row joins a batch of `rows` others with
+ * a prompt of `promptTokens` tokens (prefilled alone, its cache merged into the batch's), the
+ * batch takes one greedy step, and the row leaves.
+ */
+export async function joinStep(lm: LoadedModel, rows: number, promptTokens: number): Promise<BenchStep> {
+  const batch = new DecodeBatch<number>(lm.model);
+  const prompt = Array.from({ length: promptTokens }, (_, i) => 5 + ((i * 7) % 1000));
+  for (let r = 0; r < rows; r++) await batch.join(r, [1 + r, 2, 3, 4]);
+  let id = rows;
+  const step = async () => {
+    const joining = id++;
+    await batch.join(joining, prompt);
+    await batch.stepDrawn(new Map(batch.ids.map((m) => [m, 5])), new Map(batch.ids.map((m) => [m, { temperature: 0, u: 0 }])));
+    batch.leave(joining);
+  };
+  return { step, dispose: () => batch.dispose() };
+}
+
 /** `rows` sequences of `tokens` tokens, the first 2 of each without loss. */
 function trainingRows(rows: number, tokens: number): { tokens: number[]; mask: number[] }[] {
   return Array.from({ length: rows }, (_, r) => {

@@ -17,6 +17,8 @@
  * host. The null adapter binds WebGPU's default of 8 storage buffers a program, so its
  * optimizer takes two parameters a dispatch (four where 16 are bound).
  * Medians over the timed steps, each after a full garbage collection and one untimed step.
+ * Besides a decoding and a training step, a request's turn in a busy batch: its prompt's
+ * prefill, the merge of its cache into the batch's, a step and its leaving.
  *
  *   npx tsx tools/bench/gpu/host.bench.ts [--steps 10] [--train-rows 4] [--train-tokens 16]
  */
@@ -25,8 +27,9 @@ import { selectBackend } from '../../../libs/engine/src/backend';
 import { countGpuWork, gpuPrototype } from '../../../libs/engine/src/kernels/gpu-counters';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { installNavigatorGpu } from '../../../libs/engine/src/webgpu';
+import { setBufferPoolBytes } from '../../../libs/engine/src/webgpu-buffer-pool';
 import { benchModel, BenchVariant } from './bench-model';
-import { BenchStep, collectGarbage, decodeStep, median, option, rlStep, sftStep, timeCalls } from './bench-steps';
+import { BenchStep, collectGarbage, decodeStep, joinStep, median, option, rlStep, sftStep, timeCalls } from './bench-steps';
 
 /** SmolLM2-135M's layers, heads and vocabulary at half its hidden and MLP widths. */
 const HALF_WIDTH: BenchVariant = { name: 'half-width', overrides: { hiddenSize: 288, intermediateSize: 768 } };
@@ -63,11 +66,14 @@ async function main(): Promise<void> {
   const trainRows = Number(option('--train-rows', '4'));
   const trainTokens = Number(option('--train-tokens', '16'));
   installNavigatorGpu(['backend=null']);
+  // Within the null device's 512 MB: a joining row's cache is of a new size each time (webgpu-buffer-pool.ts).
+  setBufferPoolBytes(64 * 2 ** 20);
   const backend = await selectBackend('webgpu');
   if (backend.adapter?.device !== 'null-backend') throw new Error(`expected Dawn's null backend, got ${JSON.stringify(backend.adapter)}`);
   const lm = await loadModel(benchModel('smollm2-135m', HALF_WIDTH));
   const kinds: [string, (lm: LoadedModel) => BenchStep | Promise<BenchStep>][] = [
     ['decode, batch 1', (m) => decodeStep(m, 1)],
+    ['a row joins a batch of 3 (16-token prompt), one step, the row leaves', (m) => joinStep(m, 3, 16)],
     [`LoRA SFT, ${trainRows} x ${trainTokens} tokens`, (m) => sftStep(m, trainRows, trainTokens)],
     [`RL step (ART's default loss), ${trainRows} x ${trainTokens} tokens`, (m) => rlStep(m, trainRows, trainTokens)],
   ];
