@@ -3,8 +3,8 @@
  * weights as the peer. For SmolLM2-135M- and Qwen2.5-0.5B-shaped models (and, when named, 1.5B
  * and 3B ones; random weights from the model maker) it prints prefill tokens/s (one 512-token
  * prompt through DecodeBatch.join; on webgpu again with the prompt's products in tiles, and on
- * tensor cores where the device has them, engine only), decode tokens/s at batch 1, 32 and 128 (aggregate; greedy,
- * through DecodeBatch.stepDrawn), decode at batch 1 again with Dawn's polling left to spin
+ * tensor cores where the device has them, engine only), decode tokens/s at batch 1, 32 and 128
+ * (aggregate; greedy, through DecodeBatch.stepDrawn), decode at batch 1 again with Dawn's polling left to spin
  * rather than paced (dawn-polling.ts; engine only), decode with a LoRA adapter at the smallest and largest batch,
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's

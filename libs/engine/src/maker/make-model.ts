@@ -202,9 +202,11 @@ export function makeModel(options: MakeModelOptions): MadeModel {
   const random = (name: string, shape: number[], scale = std) => add(name, shape, rng.normals(shape.reduce((a, b) => a * b, 1), scale));
   // Gemma's norms scale by 1 + w: its weights that scale by one are zeros.
   const unit = config.normUnitOffset ? 0 : 1;
+  const ones = (name: string, n: number) => add(name, [n], new Float32Array(n).fill(unit));
   // Near one rather than one (HF's init), so that a test sees whether they are read and applied.
   const nearOnes = (name: string, n: number) => add(name, [n], rng.normals(n, 0.1).map((v) => unit + v));
-  const ones = options.normWeights === 'near-ones' ? nearOnes : (name: string, n: number) => add(name, [n], new Float32Array(n).fill(unit));
+  // The norms HF initialises to one: their weights as normWeights asks.
+  const normWeight = options.normWeights === 'near-ones' ? nearOnes : ones;
 
   // Gemma's byte-fallback vocabulary, or byte-level BPE.
   const tok: TokenizerFiles = config.modelType === 'gemma3_text' ? makeByteFallbackTokenizerFiles(V, config.maxPositionEmbeddings) : makeTokenizerFiles(V, config.maxPositionEmbeddings, chatFormat(config));
@@ -212,14 +214,14 @@ export function makeModel(options: MakeModelOptions): MadeModel {
   add('model.embed_tokens.weight', [V, C], embeddings.input);
   for (let i = 0; i < config.numLayers; i++) {
     const p = `model.layers.${i}`;
-    ones(`${p}.input_layernorm.weight`, C);
+    normWeight(`${p}.input_layernorm.weight`, C);
     if (config.sandwichNorms) {
       // Gemma 3: post_attention_layernorm is on the attention's output, pre_feedforward_layernorm before the MLP.
       nearOnes(`${p}.post_attention_layernorm.weight`, C);
-      ones(`${p}.pre_feedforward_layernorm.weight`, C);
+      normWeight(`${p}.pre_feedforward_layernorm.weight`, C);
       nearOnes(`${p}.post_feedforward_layernorm.weight`, C);
     } else {
-      ones(`${p}.post_attention_layernorm.weight`, C);
+      normWeight(`${p}.post_attention_layernorm.weight`, C);
     }
     random(`${p}.self_attn.q_proj.weight`, [H * D, C]);
     random(`${p}.self_attn.k_proj.weight`, [KV * D, C]);
@@ -239,7 +241,7 @@ export function makeModel(options: MakeModelOptions): MadeModel {
     random(`${p}.mlp.up_proj.weight`, [I, C]);
     random(`${p}.mlp.down_proj.weight`, [C, I]);
   }
-  ones('model.norm.weight', C);
+  normWeight('model.norm.weight', C);
   if (!config.tieWordEmbeddings) add('lm_head.weight', [V, C], embeddings.output);
 
   let files: string[];
