@@ -315,31 +315,35 @@ const TILED_PROMPT_TOKENS = 64;
 const MIN_TILED_SPLIT = 4 * SPLIT_DEPTH;
 
 /**
- * The plan of a product [rows, K] x [K, N] in tiles (productTiling chooses which): K split in
- * two, as splitsFor does, until the grid reaches TARGET_WORKGROUPS, a split would cover less
- * than MIN_TILED_SPLIT, or the partial sums would outgrow their buffer; each split covers a
- * multiple of SPLIT_DEPTH (the last ones may then be empty, and write zeros).
+ * The plan of a product [rows, K] x [K, N] in tiles (productTiling chooses which), split along
+ * K (kSplits) with each split covering at least MIN_TILED_SPLIT and a multiple of SPLIT_DEPTH
+ * (the last ones may then be empty, and write zeros).
  */
 function tiledPlan(rows: number, K: number, N: number): ProductPlan {
   const tiling = productTiling(rows, N);
   const [columnTiles, rowTiles] = tiling.dispatch;
-  let splits = 1;
-  while (splits < MAX_SPLITS && columnTiles * rowTiles * splits < TARGET_WORKGROUPS && K / (2 * splits) >= MIN_TILED_SPLIT && 2 * splits * rows * N * 4 <= PARTIAL_BYTES) splits *= 2;
+  const splits = kSplits(columnTiles * rowTiles, rows, K, N, MIN_TILED_SPLIT, MAX_SPLITS);
   const chunk = Math.ceil(K / splits / SPLIT_DEPTH) * SPLIT_DEPTH;
   return { k: K, n: N, tile: 0, splits, chunk, columnTiles, rowTiles, tiling: { tile: tiling.tile, dispatch: [columnTiles, rowTiles, splits] } };
 }
 
 /**
- * The plan of a product [rows, K] x [K, N]: K split in two until the grid reaches
- * TARGET_WORKGROUPS, a split covers at least TILE_K rows of the weight, or the partial sums
- * would outgrow their buffer.
+ * How many splits of K (a power of two, at most `maxSplits`) a product [rows, K] x [K, N] of
+ * `tiles` workgroups a split takes: K split in two until the grid reaches TARGET_WORKGROUPS, a
+ * split would cover less than `minSplit` of K, or the partial sums would outgrow their buffer.
  */
+function kSplits(tiles: number, rows: number, K: number, N: number, minSplit: number, maxSplits: number): number {
+  let splits = 1;
+  while (splits < maxSplits && tiles * splits < TARGET_WORKGROUPS && K / (2 * splits) >= minSplit && 2 * splits * rows * N * 4 <= PARTIAL_BYTES) splits *= 2;
+  return splits;
+}
+
+/** The plan of a product [rows, K] x [K, N] split along K (kSplits), each split covering at least TILE_K rows of the weight. */
 function splitsFor(rows: number, K: number, N: number, maxSplits = MAX_SPLITS): ProductPlan {
   const tile = rowsPerTile(rows);
   const columnTiles = Math.ceil(N / 4 / WORKGROUP);
   const rowTiles = Math.ceil(rows / tile);
-  let splits = 1;
-  while (splits < maxSplits && columnTiles * rowTiles * splits < TARGET_WORKGROUPS && K / (2 * splits) >= TILE_K && 2 * splits * rows * N * 4 <= PARTIAL_BYTES) splits *= 2;
+  const splits = kSplits(columnTiles * rowTiles, rows, K, N, TILE_K, maxSplits);
   return { k: K, n: N, tile, splits, chunk: Math.ceil(K / splits), columnTiles, rowTiles };
 }
 
