@@ -188,12 +188,16 @@ suite('a decoding step encoded whole on webgpu', () => {
     }
   }, 120_000);
 
-  it("gives the cpu backend logits with Qwen2's q/k/v bias, tied embeddings and Qwen2.5-1.5B's heads of 128", async () => {
-    const script: Script = { joins: new Map([[0, [[0, [1, 30, 31]], [1, [1, 7, 8, 9, 10]]]]]), leaves: new Map(), steps: 4 };
-    const overrides = { modelType: 'qwen2' as const, tieWordEmbeddings: true, hiddenSize: 256, numHeads: 2, numKvHeads: 1, headDim: 128 };
-    const { cpu, gpu } = await onBoth(makeTiny('decode-step-qwen2', { overrides }), script);
-    expectSame(cpu, gpu);
-  }, 60_000);
+  it("gives the cpu backend logits with Qwen2's q/k/v bias, tied embeddings and Qwen2.5-1.5B's heads of 128, and with heads of 256", async () => {
+    // A prompt of 40 tokens: tiles of 8 queries reading blocks of 16 keys (heads of 128), of 4 reading blocks of 8 (256).
+    const prompt = Array.from({ length: 40 }, (_, i) => 1 + ((i * 29) % 400));
+    const script: Script = { joins: new Map([[0, [[0, [1, 30, 31]], [1, prompt]]]]), leaves: new Map(), steps: 4 };
+    for (const headDim of [128, 256]) {
+      const overrides = { modelType: 'qwen2' as const, tieWordEmbeddings: true, hiddenSize: 256, numHeads: 2, numKvHeads: 1, headDim };
+      const { cpu, gpu } = await onBoth(makeTiny(`decode-step-qwen2-${headDim}`, { overrides }), script);
+      expectSame(cpu, gpu);
+    }
+  }, 120_000);
 
   it("gives the cpu backend logits with Qwen3's q and k norms, in eight dispatches a layer", async () => {
     // A prompt of two chunks (RoPE apart from attention, each head RMSNorm'd first), then decoding steps (in attention).

@@ -98,6 +98,8 @@ interface Shape {
 /** Figures of one model on one backend, in tokens/s. */
 interface Figures {
   prefill: number;
+  /** A prefill's wall milliseconds and the main thread's CPU milliseconds in it (means of the timed runs), as sftHost. */
+  prefillHost?: { wallMs: number; mainCpuMs: number };
   /** Prefill with the prompt's products in tiles rather than split along K (setPromptProducts; the engine's only, kernels on), and the first logits it gave. */
   prefillTiled?: { rate: number; logits: number[] };
   /** Prefill with the prompt's products on tensor cores, where the device has them (the engine's only, kernels on), and the first logits it gave. */
@@ -180,8 +182,8 @@ async function seconds(fn: () => Promise<unknown>): Promise<number> {
   return (performance.now() - t0) / 1000;
 }
 
-/** A prompt prefilled as the service does it (DecodeBatch.join): its logits read back. */
-async function prefill(lm: LoadedModel, plan: Plan): Promise<{ rate: number; logits: number[] }> {
+/** A prompt prefilled as the service does it (DecodeBatch.join): its logits read back, and what a prefill costs the host (Figures.prefillHost). */
+async function prefill(lm: LoadedModel, plan: Plan): Promise<{ rate: number; logits: number[]; host: NonNullable<Figures['prefillHost']> }> {
   const prompt = tokens(plan.prefillTokens, 1, lm.config.vocabSize);
   let values: Float32Array = new Float32Array(0);
   const once = async () => {
@@ -190,8 +192,11 @@ async function prefill(lm: LoadedModel, plan: Plan): Promise<{ rate: number; log
     batch.dispose();
   };
   await once(); // compiles the shaders of these shapes
-  const best = Math.min(await seconds(once), await seconds(once));
-  return { rate: plan.prefillTokens / best, logits: Array.from(values.slice(0, LOGITS_COMPARED)) };
+  const cpu = process.threadCpuUsage();
+  const times = [await seconds(once), await seconds(once)];
+  const used = process.threadCpuUsage(cpu);
+  const host = { wallMs: (1000 * (times[0] + times[1])) / 2, mainCpuMs: (used.user + used.system) / 1000 / 2 };
+  return { rate: plan.prefillTokens / Math.min(...times), logits: Array.from(values.slice(0, LOGITS_COMPARED)), host };
 }
 
 async function decode(lm: LoadedModel, plan: Plan, size: number): Promise<number> {
@@ -321,8 +326,8 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
   const lm = await loadModel(dir);
   try {
     progress('prefill');
-    const { rate, logits } = await prefill(lm, plan);
-    const figures: Figures = { prefill: rate, decode: {}, sft: 0, logits };
+    const { rate, logits, host } = await prefill(lm, plan);
+    const figures: Figures = { prefill: rate, prefillHost: host, decode: {}, sft: 0, logits };
     if (tf.getBackend() === 'webgpu' && fusedKernelsEnabled()) {
       progress("prefill, the prompt's products in tiles");
       setPromptProducts('tiled');
@@ -606,6 +611,8 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
     }
   }
   for (const { label, figures } of runs) {
+    const prefilled = figures.prefillHost;
+    if (prefilled) lines.push(`${label}: a ${plan.prefillTokens}-token prefill took ${prefilled.wallMs.toFixed(0)} ms, ${prefilled.mainCpuMs.toFixed(0)} ms of it the main thread's CPU.`);
     const host = figures.sftHost;
     if (host) lines.push(`${label}: a LoRA SFT step took ${host.wallMs.toFixed(0)} ms, ${host.mainCpuMs.toFixed(0)} ms of it the main thread's CPU (the host's own part: tfjs's ops, encoding, reading back).`);
   }

@@ -10,7 +10,7 @@ import { inverseFrequencies } from '../model/rope';
 import {
   attentionShader,
   promptAttentionShader,
-  promptQueryTile,
+  promptAttentionTiles,
   finishResidualShader,
   finishSwigluShader,
   flatGrid,
@@ -787,8 +787,8 @@ export class WebGpuDecodeStep {
       } else {
         if (qkNormEps !== null) run('rope', this.pipeline('ropeNorm', `${qkvSplits}:${qkNormEps}`, () => ropeNormStoreShader(qkvSplits, qkNormEps)), binding.rope, H + 2 * KV, N);
         else run('rope', this.pipeline('rope', qkvSplits, () => ropeStoreShader(qkvSplits)), binding.rope, ...flatGrid(pairs));
-        const queryTile = promptQueryTile(D);
-        if (queryTile) run('attention', this.pipeline('attention', `tiled:${D}`, () => promptAttentionShader(D)), binding.attention, H, rows * Math.ceil(T / queryTile));
+        const tiles = promptAttentionTiles(D);
+        if (tiles) run('attention', this.pipeline('attention', `tiled:${D}`, () => promptAttentionShader(D)), binding.attention, H, rows * Math.ceil(T / tiles.TQ));
         else run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
       }
       layerProduct(l, 'o', 'o');

@@ -1,7 +1,6 @@
 import type { HiddenAct } from '../config';
 import type { StorageDtype } from '../dtype';
 import { gateActivationWgsl } from './gate-activation.wgsl';
-import { ONLINE_SOFTMAX } from './attention.wgsl';
 import { vec4WeightWgsl, weightReader } from './half-weights.wgsl';
 import { ProductTile, rowMajor, tiledProduct } from './tiled-product.wgsl';
 import { wgslModule } from './webgpu-program';
@@ -550,50 +549,81 @@ export function attentionShader(headDim: number): string {
   return attentionProgram(headDim, null);
 }
 
+/** The tiles of promptAttentionShader for one head dimension: query tokens and keys a block, threads a query, threads a workgroup. */
+export interface PromptAttentionTiles {
+  TQ: number;
+  TK: number;
+  lanes: number;
+  workgroup: number;
+}
+
+/** Workgroup memory every WebGPU device offers a program (maxComputeWorkgroupStorageSize's default). */
+const WORKGROUP_MEMORY = 16384;
+
 /**
- * Query tokens a workgroup of promptAttentionShader takes for a head dimension (16 up to 64, 8
- * up to 128, 4 up to 256, so that each thread keeps 16 or fewer of the tile's output floats and
- * the tiles fit 16 KB of workgroup memory); null where D does not divide into the threads.
+ * The tiles of promptAttentionShader for head dimension D, or null where D is not a multiple of
+ * 8 up to 256 (the step then takes attentionShader, a workgroup a token). Each query has D / 8
+ * threads (its lanes), so that each keeps two vec4s of the query's output; about 128 threads a
+ * workgroup, TQ = 128 / lanes queries of one head. TK, the keys staged at a time, is the most
+ * of 32, 16 and 8 for which the staged queries and keys (rows of D + 4 floats), the block's
+ * weights and the lanes' partial maxima fit WebGPU's default 16 KB of workgroup memory.
  */
-export function promptQueryTile(headDim: number): number | null {
-  const tq = headDim <= 64 ? 16 : headDim <= 128 ? 8 : headDim <= MAX_HEAD_DIM ? 4 : null;
-  return tq !== null && (tq * headDim) % WORKGROUP === 0 ? tq : null;
+export function promptAttentionTiles(headDim: number): PromptAttentionTiles | null {
+  if (headDim % 8 !== 0 || headDim > MAX_HEAD_DIM) return null;
+  const lanes = headDim / 8;
+  const TQ = Math.floor(128 / lanes);
+  const workgroup = TQ * lanes;
+  const bytes = (TK: number) => 16 * (TQ + TK) * (headDim / 4 + 1) + 4 * TQ * TK + 4 * workgroup;
+  const TK = [32, 16, 8].find((tk) => bytes(tk) <= WORKGROUP_MEMORY);
+  return TK === undefined ? null : { TQ, TK, lanes, workgroup };
 }
 
 /**
  * A prompt chunk's attention (T new tokens a row, the columns already in the cache) as
- * FlashAttention does it: a workgroup takes `promptQueryTile(D)` query tokens of one row for
- * one query head, so that each key and value it loads into workgroup memory serves all of
- * them. Per tile of TK columns: the tokens' scores (q . k + mask), each token's running maximum
- * and sum (online softmax), then the output's running sums, each thread holding TQ * D / 64 of
- * them. The loop ends at the tile's last token's own column, the mask hiding every column after
- * it. Bindings and uniforms are attentionShader's; the grid is (heads, rows x tiles of a row).
+ * FlashAttention does it, on CUDA-style cores: a workgroup takes TQ query tokens of one row for
+ * one query head (promptAttentionTiles), so that each key and value it stages in workgroup
+ * memory serves all of them, and walks the columns TK at a time, stopping at its last token's
+ * own column (the mask hides every later one). Each query has `lanes` threads. Per block of
+ * keys: a lane's scores, q . k + mask, of keys lane, lane + lanes, ... (each a dot product of
+ * vec4s, its keys' products independent of each other); the block's maximum of each query, from
+ * its lanes' partial maxima; the weights exp(score - running max), the running sums rescaled as
+ * the maximum grows (online softmax); then the values staged where the keys were, and each lane's
+ * two vec4s of the output, output dimensions lane and lane + lanes (in vec4s), summed over the
+ * block's weights. Each lane keeps its part of the query's running sum; the parts are added
+ * once, at the end. The staged rows have a stride of D + 4 floats, so that a query's lanes,
+ * reading one vec4 of consecutive keys, fall in different banks. The grid is (heads, rows x
+ * tiles of a row). Bindings and uniforms are attentionShader's, read as vec4s.
  */
 export function promptAttentionShader(headDim: number): string {
   const D = headDim;
-  const TQ = promptQueryTile(D);
-  if (TQ === null) throw new Error(`prompt attention tiles take no head dimension ${D}`);
-  const TK = D <= 128 ? 16 : 8;
-  const perThread = (TQ * D) / WORKGROUP;
-  return `${attentionBindings(false)}
+  const tiles = promptAttentionTiles(D);
+  if (tiles === null) throw new Error(`prompt attention tiles take no head dimension ${D}`);
+  const { TQ, TK, lanes: L, workgroup: WG } = tiles;
+  const KEYS_A_LANE = Math.ceil(TK / L);
+  return `${STEP_UNIFORMS}
+@group(0) @binding(2) var<storage, read> q : array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> keys : array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> values : array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> mask : array<f32>;
+@group(0) @binding(6) var<storage, read_write> out : array<vec4<f32>>;
 
-const D : u32 = ${D}u;
-// A staged row's stride in workgroup memory: threads reading one dimension of consecutive rows (a score's dot products) fall in different banks.
-const RS : u32 = ${D + 1}u;
+const LOWEST : f32 = -3.402823e+38;
+// vec4s of a head's row, and a staged row's stride in vec4s.
+const D4 : u32 = ${D / 4}u;
+const RS : u32 = ${D / 4 + 1}u;
 const TQ : u32 = ${TQ}u;
 const TK : u32 = ${TK}u;
-// Each thread's share of the output: elements tid, tid + ${WORKGROUP}, ... of the tile's TQ x D, PER_THREAD of them.
-const PER_THREAD : u32 = ${perThread}u;
-var<workgroup> qs : array<f32, ${TQ * (D + 1)}>;
-// The tile's keys, then its values.
-var<workgroup> kv : array<f32, ${TK * (D + 1)}>;
-// The tile's scores, then their weights exp(score - max).
+const L : u32 = ${L}u;
+const WG : u32 = ${WG}u;
+var<workgroup> qs : array<vec4<f32>, ${TQ * (D / 4 + 1)}>;
+// The block's keys, then its values.
+var<workgroup> kv : array<vec4<f32>, ${TK * (D / 4 + 1)}>;
+// The block's weights, a row a query.
 var<workgroup> ps : array<f32, ${TQ * TK}>;
-var<workgroup> runningMax : array<f32, ${TQ}>;
-var<workgroup> runningSum : array<f32, ${TQ}>;
-var<workgroup> rescale : array<f32, ${TQ}>;
+// Each thread's partial maximum of a block, then its part of the running sum.
+var<workgroup> part : array<f32, ${WG}>;
 
-@compute @workgroup_size(${WORKGROUP})
+@compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   let H = layer.heads;
   let S = step.columns;
@@ -605,59 +635,76 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
   let queries = min(TQ, T - t0);
   let firstToken = row * T + t0;
   let kvHead = head / (H / layer.kvHeads);
-  let base = (row * layer.kvHeads + kvHead) * layer.capacity * D;
-  for (var e = tid; e < TQ * D; e += ${WORKGROUP}u) {
-    let i = min(e / D, queries - 1u);
-    qs[(e / D) * RS + e % D] = q[((firstToken + i) * H + head) * D + e % D];
+  let base = (row * layer.kvHeads + kvHead) * layer.capacity * D4;
+  // This thread's query of the tile (the tile's last real one past T) and its lane.
+  let i = tid / L;
+  let lane = tid % L;
+  let token = firstToken + min(i, queries - 1u);
+  for (var e = tid; e < TQ * D4; e += WG) {
+    qs[(e / D4) * RS + e % D4] = q[((firstToken + min(e / D4, queries - 1u)) * H + head) * D4 + e % D4];
   }
-  if (tid < TQ) {
-    runningMax[tid] = -3.402823e+38;
-    runningSum[tid] = 0.0;
-  }
-  var acc : array<f32, ${perThread}>;
+  var runningMax = LOWEST;
+  var runningSum = 0.0;
+  var acc0 = vec4<f32>(0.0);
+  var acc1 = vec4<f32>(0.0);
   // The tile's last token sees up to its own column; every later one is hidden.
   let cached = min(S, step.column + t0 + queries);
-  workgroupBarrier();
   for (var start = 0u; start < cached; start += TK) {
     let tile = min(TK, cached - start);
-    for (var e = tid; e < TK * D; e += ${WORKGROUP}u) {
-      kv[(e / D) * RS + e % D] = keys[base + (start + min(e / D, tile - 1u)) * D + e % D];
+    for (var e = tid; e < TK * D4; e += WG) {
+      kv[(e / D4) * RS + e % D4] = keys[base + (start + min(e / D4, tile - 1u)) * D4 + e % D4];
     }
     workgroupBarrier();
-    for (var e = tid; e < TQ * TK; e += ${WORKGROUP}u) {
-      let i = e / TK;
-      let k = e % TK;
-      var score = -3.402823e+38;
-      if (i < queries && k < tile) {
-        var dot = 0.0;
-        for (var d = 0u; d < D; d++) { dot += qs[i * RS + d] * kv[k * RS + d]; }
-        score = dot + mask[(firstToken + i) * S + start + k];
-      }
-      ps[e] = score;
+    var scores : array<f32, ${KEYS_A_LANE}>;
+    for (var j = 0u; j < ${KEYS_A_LANE}u; j++) { scores[j] = 0.0; }
+    for (var d = 0u; d < D4; d++) {
+      let qv = qs[i * RS + d];
+      for (var j = 0u; j < ${KEYS_A_LANE}u; j++) { scores[j] += dot(qv, kv[min(lane + j * L, TK - 1u) * RS + d]); }
+    }
+    var blockMax = LOWEST;
+    for (var j = 0u; j < ${KEYS_A_LANE}u; j++) {
+      let c = lane + j * L;
+      scores[j] = select(LOWEST, scores[j] + mask[token * S + start + min(c, tile - 1u)], c < tile);
+      blockMax = max(blockMax, scores[j]);
+    }
+    part[tid] = blockMax;
+    workgroupBarrier();
+    // Every lane of a query finds the same new maximum.
+    var newMax = runningMax;
+    for (var l = 0u; l < L; l++) { newMax = max(newMax, part[i * L + l]); }
+    let scale = exp(runningMax - newMax);
+    runningMax = newMax;
+    var sum = 0.0;
+    for (var j = 0u; j < ${KEYS_A_LANE}u; j++) {
+      let c = lane + j * L;
+      let weight = select(0.0, exp(scores[j] - newMax), c < tile);
+      if (c < TK) { ps[i * TK + c] = weight; }
+      sum += weight;
+    }
+    runningSum = runningSum * scale + sum;
+    acc0 *= scale;
+    acc1 *= scale;
+    // Every thread has read the keys: the values take their place.
+    for (var e = tid; e < TK * D4; e += WG) {
+      kv[(e / D4) * RS + e % D4] = values[base + (start + min(e / D4, tile - 1u)) * D4 + e % D4];
     }
     workgroupBarrier();
-    if (tid < TQ) {
-      ${ONLINE_SOFTMAX}
-      rescale[tid] = scale;
-    }
-    // The keys are read: the values take their place.
-    for (var e = tid; e < TK * D; e += ${WORKGROUP}u) {
-      kv[(e / D) * RS + e % D] = values[base + (start + min(e / D, tile - 1u)) * D + e % D];
-    }
-    workgroupBarrier();
-    for (var j = 0u; j < PER_THREAD; j++) {
-      let e = tid + j * ${WORKGROUP}u;
-      let i = e / D;
-      var sum = acc[j] * rescale[i];
-      for (var k = 0u; k < tile; k++) { sum += ps[i * TK + k] * kv[k * RS + e % D]; }
-      acc[j] = sum;
+    // Columns past the block's last real one weigh 0 (their values repeat the last's).
+    for (var c = 0u; c < TK; c++) {
+      let weight = ps[i * TK + c];
+      acc0 += weight * kv[c * RS + lane];
+      acc1 += weight * kv[c * RS + lane + L];
     }
     workgroupBarrier();
   }
-  for (var j = 0u; j < PER_THREAD; j++) {
-    let e = tid + j * ${WORKGROUP}u;
-    let i = e / D;
-    if (i < queries) { out[((firstToken + i) * H + head) * D + e % D] = acc[j] / runningSum[i]; }
+  part[tid] = runningSum;
+  workgroupBarrier();
+  var total = 0.0;
+  for (var l = 0u; l < L; l++) { total += part[i * L + l]; }
+  if (i < queries) {
+    let at = ((firstToken + i) * H + head) * D4;
+    out[at + lane] = acc0 / total;
+    out[at + lane + L] = acc1 / total;
   }
 }`;
 }
