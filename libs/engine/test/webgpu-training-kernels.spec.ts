@@ -134,8 +134,9 @@ const ATTENTION_CASES: AttentionCase[] = [
   { name: 'causal, grouped queries', B: 2, T: 13, KV: 2, G: 2, D: 16, maskRows: 1, window: Infinity },
   { name: 'a mask per row (padding), one query head a KV head', B: 3, T: 9, KV: 2, G: 1, D: 8, maskRows: 3, window: Infinity },
   { name: 'within a sliding window, head size 64', B: 1, T: 20, KV: 1, G: 4, D: 64, maskRows: 1, window: 6 },
-  // Several query and key tiles a head, the last of each part-filled (tilesFor(32): 16 queries, 16 keys a tile).
+  // Several query and key tiles a head, the last of each part-filled (the forward's tiles for heads of 32: 32 queries, blocks of 32 keys; the backward's, 16 and 16).
   { name: 'several tiles a head, padding, head size 32', B: 2, T: 37, KV: 2, G: 3, D: 32, maskRows: 2, window: Infinity },
+  { name: 'several blocks of keys a tile, head size 64', B: 2, T: 70, KV: 1, G: 2, D: 64, maskRows: 2, window: Infinity },
   { name: 'head size 128 (8-query tiles)', B: 1, T: 19, KV: 2, G: 2, D: 128, maskRows: 1, window: Infinity },
 ];
 

@@ -7,10 +7,10 @@ import type { KVCache } from '../model/kv-cache';
 import type { LlamaModel } from '../model/llama';
 import type { FrozenLinear } from '../model/linear';
 import { inverseFrequencies } from '../model/rope';
+import { forwardTiles } from './attention.wgsl';
 import {
   attentionShader,
   promptAttentionShader,
-  promptAttentionTiles,
   finishResidualShader,
   finishSwigluShader,
   flatGrid,
@@ -787,7 +787,7 @@ export class WebGpuDecodeStep {
       } else {
         if (qkNormEps !== null) run('rope', this.pipeline('ropeNorm', `${qkvSplits}:${qkNormEps}`, () => ropeNormStoreShader(qkvSplits, qkNormEps)), binding.rope, H + 2 * KV, N);
         else run('rope', this.pipeline('rope', qkvSplits, () => ropeStoreShader(qkvSplits)), binding.rope, ...flatGrid(pairs));
-        const tiles = promptAttentionTiles(D);
+        const tiles = forwardTiles(D);
         if (tiles) run('attention', this.pipeline('attention', `tiled:${D}`, () => promptAttentionShader(D)), binding.attention, H, rows * Math.ceil(T / tiles.TQ));
         else run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
       }

@@ -1,5 +1,6 @@
 import type { HiddenAct } from '../config';
 import type { StorageDtype } from '../dtype';
+import { forwardDeclarations, forwardTiles, forwardWalk } from './attention.wgsl';
 import { gateActivationWgsl } from './gate-activation.wgsl';
 import { vec4WeightWgsl, weightReader } from './half-weights.wgsl';
 import { ProductTile, rowMajor, tiledProduct } from './tiled-product.wgsl';
@@ -549,81 +550,26 @@ export function attentionShader(headDim: number): string {
   return attentionProgram(headDim, null);
 }
 
-/** The tiles of promptAttentionShader for one head dimension: query tokens and keys a block, threads a query, threads a workgroup. */
-export interface PromptAttentionTiles {
-  TQ: number;
-  TK: number;
-  lanes: number;
-  workgroup: number;
-}
-
-/** Workgroup memory every WebGPU device offers a program (maxComputeWorkgroupStorageSize's default). */
-const WORKGROUP_MEMORY = 16384;
-
-/**
- * The tiles of promptAttentionShader for head dimension D, or null where D is not a multiple of
- * 8 up to 256 (the step then takes attentionShader, a workgroup a token). Each query has D / 8
- * threads (its lanes), so that each keeps two vec4s of the query's output; about 128 threads a
- * workgroup, TQ = 128 / lanes queries of one head. TK, the keys staged at a time, is the most
- * of 32, 16 and 8 for which the staged queries and keys (rows of D + 4 floats), the block's
- * weights and the lanes' partial maxima fit WebGPU's default 16 KB of workgroup memory.
- */
-export function promptAttentionTiles(headDim: number): PromptAttentionTiles | null {
-  if (headDim % 8 !== 0 || headDim > MAX_HEAD_DIM) return null;
-  const lanes = headDim / 8;
-  const TQ = Math.floor(128 / lanes);
-  const workgroup = TQ * lanes;
-  const bytes = (TK: number) => 16 * (TQ + TK) * (headDim / 4 + 1) + 4 * TQ * TK + 4 * workgroup;
-  const TK = [32, 16, 8].find((tk) => bytes(tk) <= WORKGROUP_MEMORY);
-  return TK === undefined ? null : { TQ, TK, lanes, workgroup };
-}
-
 /**
  * A prompt chunk's attention (T new tokens a row, the columns already in the cache) as
- * FlashAttention does it, on CUDA-style cores: a workgroup takes TQ query tokens of one row for
- * one query head (promptAttentionTiles), so that each key and value it stages in workgroup
- * memory serves all of them, and walks the columns TK at a time, stopping at its last token's
- * own column (the mask hides every later one). Each query has `lanes` threads. Per block of
- * keys: a lane's scores, q . k + mask, of keys lane, lane + lanes, ... (each a dot product of
- * vec4s, its keys' products independent of each other); the block's maximum of each query, from
- * its lanes' partial maxima; the weights exp(score - running max), the running sums rescaled as
- * the maximum grows (online softmax); then the values staged where the keys were, and each lane's
- * two vec4s of the output, output dimensions lane and lane + lanes (in vec4s), summed over the
- * block's weights. Each lane keeps its part of the query's running sum; the parts are added
- * once, at the end. The staged rows have a stride of D + 4 floats, so that a query's lanes,
- * reading one vec4 of consecutive keys, fall in different banks. The grid is (heads, rows x
+ * FlashAttention does it (attention.wgsl.ts, forwardWalk): a workgroup takes TQ query tokens of
+ * one row for one query head (forwardTiles), so that each key and value it stages in workgroup
+ * memory serves all of them, and walks the columns TK at a time up to its last token's own
+ * column (the mask hides every later one), D / 8 threads a token. The grid is (heads, rows x
  * tiles of a row). Bindings and uniforms are attentionShader's, read as vec4s.
  */
 export function promptAttentionShader(headDim: number): string {
-  const D = headDim;
-  const tiles = promptAttentionTiles(D);
-  if (tiles === null) throw new Error(`prompt attention tiles take no head dimension ${D}`);
-  const { TQ, TK, lanes: L, workgroup: WG } = tiles;
-  const KEYS_A_LANE = Math.ceil(TK / L);
+  const tiles = forwardTiles(headDim);
+  if (tiles === null) throw new Error(`prompt attention tiles take no head dimension ${headDim}`);
   return `${STEP_UNIFORMS}
 @group(0) @binding(2) var<storage, read> q : array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> keys : array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> values : array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> mask : array<f32>;
 @group(0) @binding(6) var<storage, read_write> out : array<vec4<f32>>;
+${forwardDeclarations(headDim, tiles)}
 
-const LOWEST : f32 = -3.402823e+38;
-// vec4s of a head's row, and a staged row's stride in vec4s.
-const D4 : u32 = ${D / 4}u;
-const RS : u32 = ${D / 4 + 1}u;
-const TQ : u32 = ${TQ}u;
-const TK : u32 = ${TK}u;
-const L : u32 = ${L}u;
-const WG : u32 = ${WG}u;
-var<workgroup> qs : array<vec4<f32>, ${TQ * (D / 4 + 1)}>;
-// The block's keys, then its values.
-var<workgroup> kv : array<vec4<f32>, ${TK * (D / 4 + 1)}>;
-// The block's weights, a row a query.
-var<workgroup> ps : array<f32, ${TQ * TK}>;
-// Each thread's partial maximum of a block, then its part of the running sum.
-var<workgroup> part : array<f32, ${WG}>;
-
-@compute @workgroup_size(${WG})
+@compute @workgroup_size(${tiles.workgroup})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   let H = layer.heads;
   let S = step.columns;
@@ -643,64 +589,13 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
   for (var e = tid; e < TQ * D4; e += WG) {
     qs[(e / D4) * RS + e % D4] = q[((firstToken + min(e / D4, queries - 1u)) * H + head) * D4 + e % D4];
   }
-  var runningMax = LOWEST;
-  var runningSum = 0.0;
-  var acc0 = vec4<f32>(0.0);
-  var acc1 = vec4<f32>(0.0);
   // The tile's last token sees up to its own column; every later one is hidden.
-  let cached = min(S, step.column + t0 + queries);
-  for (var start = 0u; start < cached; start += TK) {
-    let tile = min(TK, cached - start);
-    for (var e = tid; e < TK * D4; e += WG) {
-      kv[(e / D4) * RS + e % D4] = keys[base + (start + min(e / D4, tile - 1u)) * D4 + e % D4];
-    }
-    workgroupBarrier();
-    var scores : array<f32, ${KEYS_A_LANE}>;
-    for (var j = 0u; j < ${KEYS_A_LANE}u; j++) { scores[j] = 0.0; }
-    for (var d = 0u; d < D4; d++) {
-      let qv = qs[i * RS + d];
-      for (var j = 0u; j < ${KEYS_A_LANE}u; j++) { scores[j] += dot(qv, kv[min(lane + j * L, TK - 1u) * RS + d]); }
-    }
-    var blockMax = LOWEST;
-    for (var j = 0u; j < ${KEYS_A_LANE}u; j++) {
-      let c = lane + j * L;
-      scores[j] = select(LOWEST, scores[j] + mask[token * S + start + min(c, tile - 1u)], c < tile);
-      blockMax = max(blockMax, scores[j]);
-    }
-    part[tid] = blockMax;
-    workgroupBarrier();
-    // Every lane of a query finds the same new maximum.
-    var newMax = runningMax;
-    for (var l = 0u; l < L; l++) { newMax = max(newMax, part[i * L + l]); }
-    let scale = exp(runningMax - newMax);
-    runningMax = newMax;
-    var sum = 0.0;
-    for (var j = 0u; j < ${KEYS_A_LANE}u; j++) {
-      let c = lane + j * L;
-      let weight = select(0.0, exp(scores[j] - newMax), c < tile);
-      if (c < TK) { ps[i * TK + c] = weight; }
-      sum += weight;
-    }
-    runningSum = runningSum * scale + sum;
-    acc0 *= scale;
-    acc1 *= scale;
-    // Every thread has read the keys: the values take their place.
-    for (var e = tid; e < TK * D4; e += WG) {
-      kv[(e / D4) * RS + e % D4] = values[base + (start + min(e / D4, tile - 1u)) * D4 + e % D4];
-    }
-    workgroupBarrier();
-    // Columns past the block's last real one weigh 0 (their values repeat the last's).
-    for (var c = 0u; c < TK; c++) {
-      let weight = ps[i * TK + c];
-      acc0 += weight * kv[c * RS + lane];
-      acc1 += weight * kv[c * RS + lane + L];
-    }
-    workgroupBarrier();
-  }
-  part[tid] = runningSum;
-  workgroupBarrier();
-  var total = 0.0;
-  for (var l = 0u; l < L; l++) { total += part[i * L + l]; }
+  let columns = min(S, step.column + t0 + queries);
+  ${forwardWalk(tiles, {
+    key: (column, d4) => `keys[base + (${column}) * D4 + ${d4}]`,
+    value: (column, d4) => `values[base + (${column}) * D4 + ${d4}]`,
+    mask: (column) => `mask[token * S + ${column}]`,
+  })}
   if (i < queries) {
     let at = ((firstToken + i) * H + head) * D4;
     out[at + lane] = acc0 / total;

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { AttentionKernels } from './attention-kernels';
 import { attentionKernelFor, attentionThreads, runAttentionKernel } from './decode-attention';
 import { withBackwardKernel } from './kernel-gradient';
-import { MAX_WEBGPU_ATTENTION_HEAD_DIM, SAVING_KERNEL } from './prompt-attention.webgpu';
+import { SAVING_KERNEL, webGpuAttentionTakes } from './prompt-attention.webgpu';
 import { fusedKernelsApply } from './webgpu-program';
 import { heapOffset, heapView, WasmBackendInternals } from './wasm-heap';
 
@@ -67,7 +67,7 @@ tf.registerKernel({
 /** The kernels' attributes for these shapes, or null where they do not apply (see promptAttention). */
 function attrsFor(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tensor4D, mask: tf.Tensor4D, T: number): Attrs | null {
   const [B, KV, S, D] = k.shape;
-  const onWebGpu = fusedKernelsApply() && D <= MAX_WEBGPU_ATTENTION_HEAD_DIM && mask.shape[3] === S;
+  const onWebGpu = fusedKernelsApply() && webGpuAttentionTakes(D) && mask.shape[3] === S;
   if (!onWebGpu && (tf.getBackend() !== 'wasm' || D % 4 !== 0 || attentionKernelFor(tf.backend()) === null)) return null;
   if ([q, k, v, mask].some((t) => t.dtype !== 'float32')) return null;
   const H = q.shape[1] / D;
@@ -133,7 +133,7 @@ export function promptAttentionSaving(q: tf.Tensor2D, k: tf.Tensor4D, v: tf.Tens
 
 /** Whether promptAttentionSaving applies to heads of `headDim` now: what a saving pass's statistics cost is counted by (ops/decoder-block-gradient.ts). */
 export function promptAttentionSaves(headDim: number): boolean {
-  return fusedKernelsApply() && headDim <= MAX_WEBGPU_ATTENTION_HEAD_DIM;
+  return fusedKernelsApply() && webGpuAttentionTakes(headDim);
 }
 
 /**

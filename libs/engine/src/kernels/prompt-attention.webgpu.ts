@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { ONLINE_SOFTMAX } from './attention.wgsl';
+import { forwardDeclarations, forwardTiles, forwardWalk, ONLINE_SOFTMAX } from './attention.wgsl';
 import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
@@ -12,10 +12,11 @@ import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings,
  * workgroup memory once and each row it loads serves the whole block on the other side, where a
  * thread a row would read every key from global memory for itself.
  *
- * The forward is one dispatch, a workgroup a tile of TQ query tokens of one head, taking the keys
- * TK at a time: the tile's scores, then softmax online over them (the running maximum m and sum
- * l of exp(score - m) of each query, the output's running sums rescaled whenever m grows); the
- * scores never exist as a tensor. The generic ops take six dispatches (two transposes, two
+ * The forward is one dispatch (attention.wgsl.ts, forwardWalk): a workgroup a tile of query
+ * tokens of one head, D / 8 threads a token, taking the keys a block at a time: each thread's
+ * scores of its own keys of the block, then softmax online over them (the running maximum m and
+ * sum l of exp(score - m) of each query, the output's running sums rescaled whenever m grows);
+ * the scores never exist as a tensor. The generic ops take six dispatches (two transposes, two
  * batched matMuls, the mask, a softmax).
  *
  * The backward is two dispatches, three with grouped queries, with P recomputed from q and k
@@ -44,8 +45,14 @@ const WORKGROUP = 64;
 /** Mask values below this hide a column (KVCache's MASKED is -1e9), as the wasm kernels read them. */
 const HIDDEN = '-1e8';
 
-/** Largest head dimension the programs take: each thread keeps at most 16 floats of a tile's output (or two such arrays) in registers. */
-export const MAX_WEBGPU_ATTENTION_HEAD_DIM = 256;
+/**
+ * Whether the programs take heads of `headDim`: a multiple of 8 up to 256 (the forward's tiles,
+ * forwardTiles; the backward's threads keep at most 16 floats of a tile's output, or two such
+ * arrays, in registers).
+ */
+export function webGpuAttentionTakes(headDim: number): boolean {
+  return forwardTiles(headDim) !== null;
+}
 
 interface Attrs {
   T: number;
@@ -94,30 +101,33 @@ function uniforms(d: Dims): MultiOutputProgram['uniforms'] {
 /** Floats a thread keeps of a tile of `rows` x D outputs: elements tid, tid + 64, ... */
 const perThread = (rows: number, D: number) => Math.ceil((rows * D) / WORKGROUP);
 
-/** The bindings (0 the uniforms, inputs, outputs), the sizes and the helpers every program here shares. */
+/** The bindings (0 the uniforms, inputs, outputs), the sizes and the helpers every program here shares (the backward's tiles apart: backwardTiles). */
 function header(d: Dims, inputs: string[], outputs: string[]): string {
   const { KV, G, D } = d;
-  const { TQ, TK, KT, QT } = tilesFor(D);
   return `${multiOutputBindings('B : u32, T : u32, S : u32, maskRows : u32', inputs, outputs)}
 const KV : u32 = ${KV}u;
 const G : u32 = ${G}u;
 const D : u32 = ${D}u;
 const HD : u32 = ${KV * G * D}u;
-// A staged row's stride in workgroup memory.
-const RS : u32 = ${D + 1}u;
-const WG : u32 = ${WORKGROUP}u;
-const TQ : u32 = ${TQ}u;
-const TK : u32 = ${TK}u;
-const KT : u32 = ${KT}u;
-const QT : u32 = ${QT}u;
 // Where query (b, head, t) starts in q, dO and dq (token-major), key (b, kvh, s) in k and v.
 fn queryAt(b : u32, head : u32, t : u32) -> u32 { return (b * u.T + t) * HD + head * D; }
 fn keyAt(b : u32, kvh : u32, s : u32) -> u32 { return ((b * KV + kvh) * u.S + s) * D; }
 fn maskAt(b : u32, t : u32, s : u32) -> f32 { return mask[(select(b, 0u, u.maskRows == 1u) * u.T + t) * u.S + s]; }`;
 }
 
+/** The backward programs' tiles (tilesFor) and workgroup size as WGSL constants, with RS, a staged row's stride in workgroup memory. */
+function backwardTiles(D: number): string {
+  const { TQ, TK, KT, QT } = tilesFor(D);
+  return `const RS : u32 = ${D + 1}u;
+const WG : u32 = ${WORKGROUP}u;
+const TQ : u32 = ${TQ}u;
+const TK : u32 = ${TK}u;
+const KT : u32 = ${KT}u;
+const QT : u32 = ${QT}u;`;
+}
+
 /** The entry point's opening: the workgroup's index w among all, returning past the last of `count`. */
-const OPENING = (count: string) => `@compute @workgroup_size(${WORKGROUP})
+const OPENING = (count: string, workgroup = WORKGROUP) => `@compute @workgroup_size(${workgroup})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   let w = wg.y * groups.x + wg.x;
   if (w >= ${count}) { return; }`;
@@ -220,54 +230,73 @@ const softmaxOverKeys = (after = '') => `${stageKeys('k')}
     }`;
 
 /**
- * The forward; `saving` (a training pass that saves what its backward reads), also each
- * query's statistics [log-sum-exp, 0, visible columns], so that the backward need not find the
- * log-sum-exp again.
+ * The forward (forwardWalk, over the columns the tile's queries see); `saving` (a training pass
+ * that saves what its backward reads), also each query's statistics [log-sum-exp, 0, visible
+ * columns], so that the backward need not find the log-sum-exp again.
  */
 function forwardProgram(d: Dims, saving: boolean): MultiOutputProgram {
-  const { TQ } = tilesFor(d.D);
-  const per = perThread(TQ, d.D);
+  const tiles = forwardTiles(d.D);
+  if (tiles === null) throw new Error(`prompt attention takes no head dimension ${d.D}`);
+  const vec4At = (tensor: string, at: string) => `${tensor}Vec(${at})`;
   return {
     key: `trainyardPromptAttention${saving ? 'Saving' : ''}_${d.KV}_${d.G}_${d.D}`,
     wgsl: () => `${header(d, ['q', 'k', 'v', 'mask'], saving ? ['out', 'stats'] : ['out'])}
-${QUERY_TILE_MEMORY}
-var<workgroup> rescale : array<f32, TQ>;
-${QUERY_TILE}
-  var acc : array<f32, ${per}>;
-  for (var start = 0u; start < columns; start += TK) {
-    let tile = min(TK, columns - start);
-    ${softmaxOverKeys(`
-      rescale[tid] = scale;`)}
-    // The keys are read: the values take their place.
-    ${stageKeys('v')}
-    workgroupBarrier();
-    for (var j = 0u; j < ${per}u; j++) {
-      let e = tid + j * WG;
-      if (e < TQ * D) {
-        let i = e / D;
-        var sum = acc[j] * rescale[i];
-        for (var c = 0u; c < tile; c++) { sum += ps[i * TK + c] * kv[c * RS + e % D]; }
-        acc[j] = sum;
-      }
+${forwardDeclarations(d.D, tiles)}
+var<workgroup> vis : array<u32, TQ>;
+// Each query's last visible column + 1 (0 while none is seen).
+var<workgroup> lastVisible : array<atomic<u32>, TQ>;
+var<workgroup> tileColumns : u32;
+// vec4 d4 of a query (token-major, its first float at \`at\`), a key or a value.
+${['q', 'k', 'v'].map((t) => `fn ${t}Vec(at : u32) -> vec4<f32> { return vec4<f32>(${t}[at], ${t}[at + 1u], ${t}[at + 2u], ${t}[at + 3u]); }`).join('\n')}
+${OPENING('u.B * KV * G * ((u.T + TQ - 1u) / TQ)', tiles.workgroup)}
+  let tiles = (u.T + TQ - 1u) / TQ;
+  let t0 = (w % tiles) * TQ;
+  let head = (w / tiles) % (KV * G);
+  let b = w / (tiles * KV * G);
+  let kvh = head / G;
+  let queries = min(TQ, u.T - t0);
+  // Query t0 + i's row of the statistics [B * KV * G * T, 3].
+  let firstRow = (b * KV * G + head) * u.T + t0;
+  // This thread's query of the tile (the tile's last real one past T) and its lane.
+  let i = tid / L;
+  let lane = tid % L;
+  let t = t0 + min(i, queries - 1u);
+  for (var e = tid; e < TQ * D4; e += WG) {
+    qs[(e / D4) * RS + e % D4] = ${vec4At('q', 'queryAt(b, head, t0 + min(e / D4, queries - 1u)) + 4u * (e % D4)')};
+  }
+  ${VISIBLE_FROM_MASK}
+  if (tid == 0u) {
+    var most = 0u;
+    for (var r = 0u; r < TQ; r++) { most = max(most, vis[r]); }
+    tileColumns = most;
+  }
+  let columns = workgroupUniformLoad(&tileColumns);
+  ${forwardWalk(tiles, {
+    key: (column, d4) => vec4At('k', `keyAt(b, kvh, ${column}) + 4u * (${d4})`),
+    value: (column, d4) => vec4At('v', `keyAt(b, kvh, ${column}) + 4u * (${d4})`),
+    mask: (column) => `maskAt(b, t, ${column})`,
+  })}
+  if (i < queries) {
+    let at = queryAt(b, head, t0 + i);
+    let o0 = acc0 / total;
+    let o1 = acc1 / total;
+    for (var c = 0u; c < 4u; c++) {
+      out[at + 4u * lane + c] = o0[c];
+      out[at + 4u * (lane + L) + c] = o1[c];
     }
-    workgroupBarrier();
-  }
-  for (var j = 0u; j < ${per}u; j++) {
-    let e = tid + j * WG;
-    if (e < queries * D) { out[queryAt(b, head, t0 + e / D) + e % D] = acc[j] / runningSum[e / D]; }
-  }
 ${
   saving
-    ? `  if (tid < queries) {
-    stats[3u * (firstRow + tid)] = runningMax[tid] + log(runningSum[tid]);
-    stats[3u * (firstRow + tid) + 1u] = 0.0;
-    stats[3u * (firstRow + tid) + 2u] = f32(vis[tid]);
-  }`
+    ? `    if (lane == 0u) {
+      stats[3u * (firstRow + i)] = runningMax + log(total);
+      stats[3u * (firstRow + i) + 1u] = 0.0;
+      stats[3u * (firstRow + i) + 2u] = f32(vis[i]);
+    }`
     : ''
 }
+  }
 }`,
     outputShapes: saving ? [[d.B * d.T, d.KV * d.G * d.D], statsShape(d)] : [[d.B * d.T, d.KV * d.G * d.D]],
-    dispatch: workgroupGrid(d.B * d.KV * d.G * Math.ceil(d.T / TQ)),
+    dispatch: workgroupGrid(d.B * d.KV * d.G * Math.ceil(d.T / tiles.TQ)),
     uniforms: uniforms(d),
   };
 }
@@ -283,6 +312,7 @@ function queryGradientProgram(d: Dims, saved: boolean): MultiOutputProgram {
   return {
     key: `trainyardPromptAttentionDq${saved ? 'Saved' : ''}_${d.KV}_${d.G}_${d.D}`,
     wgsl: () => `${header(d, ['q', 'k', 'v', 'mask', 'dO', ...(saved ? ['saved'] : [])], ['dq', 'stats'])}
+${backwardTiles(d.D)}
 ${QUERY_TILE_MEMORY}
 var<workgroup> dOs : array<f32, TQ * RS>;
 var<workgroup> dps : array<f32, TQ * TK>;
@@ -372,6 +402,7 @@ function keyGradientProgram(d: Dims): MultiOutputProgram {
   return {
     key: `trainyardPromptAttentionDkv_${d.KV}_${d.G}_${d.D}`,
     wgsl: () => `${header(d, ['q', 'k', 'v', 'mask', 'dO', 'stats'], ['dk', 'dv'])}
+${backwardTiles(d.D)}
 var<workgroup> ks : array<f32, KT * RS>;
 var<workgroup> vs : array<f32, KT * RS>;
 var<workgroup> qs : array<f32, QT * RS>;
