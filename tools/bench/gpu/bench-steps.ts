@@ -51,6 +51,17 @@ export async function decodeStep(lm: LoadedModel, rows = 1): Promise<BenchStep> 
   return { step: () => batch.stepDrawn(next, greedy), dispose: () => batch.dispose() };
 }
 
+/** A prompt of `promptTokens` tokens prefilled as the service does it: joining a batch of its own, which is then dropped. */
+export function prefillStep(lm: LoadedModel, promptTokens: number): BenchStep {
+  const prompt = Array.from({ length: promptTokens }, (_, i) => 5 + ((i * 7) % 1000));
+  const step = async () => {
+    const batch = new DecodeBatch<number>(lm.model);
+    await batch.join(0, prompt);
+    batch.dispose();
+  };
+  return { step, dispose: () => undefined };
+}
+
 /**
  * A request's life in a busy batch, again and again: a row joins a batch of `rows` others with
  * a prompt of `promptTokens` tokens (prefilled alone, its cache merged into the batch's), the

@@ -16,11 +16,14 @@
  * 512 MB. The host's work of a step does not depend on the widths but for copies made on the
  * host. The null adapter binds WebGPU's default of 8 storage buffers a program, so its
  * optimizer takes two parameters a dispatch (four where 16 are bound).
- * Medians over the timed steps, each after a full garbage collection and one untimed step.
- * Besides a decoding and a training step, a request's turn in a busy batch: its prompt's
- * prefill, the merge of its cache into the batch's, a step and its leaving.
+ * Means over the timed steps, each after a full garbage collection and one untimed step (a
+ * thread's CPU time is counted in the kernel's ticks, a few ms on some machines, too coarse for
+ * one short step's median).
+ * Besides a decoding and a training step, a prompt's prefill in a batch of its own, and a
+ * request's turn in a busy batch: its prompt's prefill, the merge of its cache into the batch's,
+ * a step and its leaving.
  *
- *   npx tsx tools/bench/gpu/host.bench.ts [--steps 10] [--train-rows 4] [--train-tokens 16]
+ *   npx tsx tools/bench/gpu/host.bench.ts [--steps 30] [--train-rows 4] [--train-tokens 16]
  */
 import * as os from 'node:os';
 import { selectBackend } from '../../../libs/engine/src/backend';
@@ -29,13 +32,13 @@ import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { installNavigatorGpu } from '../../../libs/engine/src/webgpu';
 import { setBufferPoolBytes } from '../../../libs/engine/src/webgpu-buffer-pool';
 import { benchModel, BenchVariant } from './bench-model';
-import { BenchStep, collectGarbage, decodeStep, joinStep, median, option, rlStep, sftStep, timeCalls } from './bench-steps';
+import { BenchStep, collectGarbage, decodeStep, joinStep, option, prefillStep, rlStep, sftStep, timeCalls } from './bench-steps';
 
 /** SmolLM2-135M's layers, heads and vocabulary at half its hidden and MLP widths. */
 const HALF_WIDTH: BenchVariant = { name: 'half-width', overrides: { hiddenSize: 288, intermediateSize: 768 } };
 
 /**
- * The dispatches one call of `step` makes, and over `steps` more the median main-thread CPU
+ * The dispatches one call of `step` makes, and over `steps` more the mean main-thread CPU
  * milliseconds of a step and of Dawn's createBindGroup calls in it (wall time, which on the main
  * thread is its CPU time).
  */
@@ -58,11 +61,12 @@ async function hostCost(step: () => Promise<unknown>, steps: number): Promise<{ 
   } finally {
     restore();
   }
-  return { dispatches, cpuMs: median(cpu), bindGroupMs: median(bindGroups) };
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  return { dispatches, cpuMs: mean(cpu), bindGroupMs: mean(bindGroups) };
 }
 
 async function main(): Promise<void> {
-  const steps = Number(option('--steps', '10'));
+  const steps = Number(option('--steps', '30'));
   const trainRows = Number(option('--train-rows', '4'));
   const trainTokens = Number(option('--train-tokens', '16'));
   installNavigatorGpu(['backend=null']);
@@ -72,6 +76,7 @@ async function main(): Promise<void> {
   if (backend.adapter?.device !== 'null-backend') throw new Error(`expected Dawn's null backend, got ${JSON.stringify(backend.adapter)}`);
   const lm = await loadModel(benchModel('smollm2-135m', HALF_WIDTH));
   const kinds: [string, (lm: LoadedModel) => BenchStep | Promise<BenchStep>][] = [
+    ['prefill, 512-token prompt', (m) => prefillStep(m, 512)],
     ['decode, batch 1', (m) => decodeStep(m, 1)],
     ['a row joins a batch of 3 (16-token prompt), one step, the row leaves', (m) => joinStep(m, 3, 16)],
     [`LoRA SFT, ${trainRows} x ${trainTokens} tokens`, (m) => sftStep(m, trainRows, trainTokens)],
@@ -95,7 +100,7 @@ async function main(): Promise<void> {
     lm.dispose();
   }
   console.log(`smollm2-135m's layers at half its width (hidden ${lm.config.hiddenSize}, MLP ${lm.config.intermediateSize}), ${lm.config.numLayers} layers, f32; Dawn's null backend; node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}`);
-  console.log("| a step | dispatches | main thread's CPU ms, median | µs a dispatch | of which createBindGroup, µs a dispatch |");
+  console.log("| a step | dispatches | main thread's CPU ms, mean | µs a dispatch | of which createBindGroup, µs a dispatch |");
   console.log('|---|---|---|---|---|');
   rows.forEach((row) => console.log(row));
 }

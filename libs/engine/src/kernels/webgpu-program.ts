@@ -194,6 +194,24 @@ export function runMultiOutputProgram(backend: object, program: MultiOutputProgr
   return outputs;
 }
 
+/**
+ * A float32 tensor of zeros on the webgpu backend, its buffer cleared in tfjs's command encoder
+ * (clearBuffer, ordered with the programs recorded before and after it) where tf.fill dispatches
+ * a program with a bind group and uniforms of its own; null where the fused kernels do not apply.
+ * A KV cache's layers are made this way, 60 tensors for a 30-layer model's prompt.
+ */
+export function zerosOnGpu(shape: number[]): tf.Tensor | null {
+  if (!fusedKernelsApply()) return null;
+  const b = tf.backend() as unknown as WebGpuBackendRecording;
+  const info = b.makeTensorInfo(shape, 'float32');
+  b.uploadToGPU(info.dataId);
+  b.ensureCommandEncoderReady();
+  b.endComputePassEncoder();
+  (b.commandEncoder as GPUCommandEncoder).clearBuffer(b.tensorToBinding(info).buffer);
+  b.commandQueueOwnedIds.add(info.dataId);
+  return tf.engine().makeTensorFromTensorInfo(info);
+}
+
 /** A global directive (WGSL's `enable`, `requires`, `diagnostic`), which must come before any declaration. */
 const DIRECTIVE = /^\s*(enable|requires|diagnostic)\b[^;]*;\s*$/;
 

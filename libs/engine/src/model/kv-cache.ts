@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { cacheRows } from '../kernels/cache-rows.webgpu';
 import { decodeAttentionKernelAvailable } from '../kernels/decode-attention';
 import { heapView, WasmBackendInternals } from '../kernels/wasm-heap';
+import { zerosOnGpu } from '../kernels/webgpu-program';
 
 /** Masked scores get this instead of -Infinity so an all-masked row stays finite. */
 export const MASKED = -1e9;
@@ -175,14 +176,13 @@ export class KVCache {
       const k = this.keys[layer];
       const v = this.values[layer];
       if (!k || !v) {
-        // tf.fill rather than tf.zeros: filled where the backend keeps its data (on the GPU on webgpu), not uploaded from the host.
-        const empty = () => tf.fill([this.rows, shape.kvHeads, T + SPARE_COLUMNS, shape.headDim], 0) as tf.Tensor4D;
+        const empty = () => zerosWhereKept([this.rows, shape.kvHeads, T + SPARE_COLUMNS, shape.headDim]);
         this.replace(layer, empty(), empty());
       } else if (this.columns + T > k.shape[2]) {
         const grow = (old: tf.Tensor4D) =>
           tf.tidy(() => {
             const [rows, heads, , d] = old.shape;
-            return tf.concat([ownColumns(old, this.columns), tf.fill([rows, heads, T + SPARE_COLUMNS, d], 0)], 2) as tf.Tensor4D;
+            return tf.concat([ownColumns(old, this.columns), zerosWhereKept([rows, heads, T + SPARE_COLUMNS, d])], 2) as tf.Tensor4D;
           });
         this.replace(layer, grow(k), grow(v));
       }
@@ -381,4 +381,12 @@ function padMask(m: Uint8Array, width: number): Uint8Array {
   const out = new Uint8Array(width);
   out.set(m, width - m.length);
   return out;
+}
+
+/**
+ * Zeros made where the backend keeps its data, not uploaded from the host: on webgpu a buffer
+ * cleared by the command encoder (zerosOnGpu), elsewhere tf.fill.
+ */
+function zerosWhereKept(shape: [number, number, number, number]): tf.Tensor4D {
+  return (zerosOnGpu(shape) ?? tf.fill(shape, 0)) as tf.Tensor4D;
 }
