@@ -51,9 +51,12 @@ export async function decodeStep(lm: LoadedModel, rows = 1): Promise<BenchStep> 
   return { step: () => batch.stepDrawn(next, greedy), dispose: () => batch.dispose() };
 }
 
+/** A prompt of `tokens` made-up token ids. */
+const benchPrompt = (tokens: number) => Array.from({ length: tokens }, (_, i) => 5 + ((i * 7) % 1000));
+
 /** A prompt of `promptTokens` tokens prefilled as the service does it: joining a batch of its own, which is then dropped. */
 export function prefillStep(lm: LoadedModel, promptTokens: number): BenchStep {
-  const prompt = Array.from({ length: promptTokens }, (_, i) => 5 + ((i * 7) % 1000));
+  const prompt = benchPrompt(promptTokens);
   const step = async () => {
     const batch = new DecodeBatch<number>(lm.model);
     await batch.join(0, prompt);
@@ -69,7 +72,7 @@ export function prefillStep(lm: LoadedModel, promptTokens: number): BenchStep {
  */
 export async function joinStep(lm: LoadedModel, rows: number, promptTokens: number): Promise<BenchStep> {
   const batch = new DecodeBatch<number>(lm.model);
-  const prompt = Array.from({ length: promptTokens }, (_, i) => 5 + ((i * 7) % 1000));
+  const prompt = benchPrompt(promptTokens);
   for (let r = 0; r < rows; r++) await batch.join(r, [1 + r, 2, 3, 4]);
   let id = rows;
   const step = async () => {

@@ -134,7 +134,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
 
 /**
  * A query tile's set-up (forward and dq): which tile w is (TQ tokens t0.. of one head, the
- * `queries` of them before T), q's rows staged in qs (a tile's last rows past T repeat its
+ * `queries` of them before T), q's rows staged in qs by `stageQueries` (a tile's last rows past T repeat its
  * last), each query's visible columns in vis (up to its last column the mask does not hide; all
  * S where it hides every one) as `visibility` finds them, and `columns`, the most any of them
  * sees: the keys the tile reads, the same for the whole workgroup. From the mask, the threads
@@ -142,7 +142,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
  * the last column would wait on one read after another, S of them for a causal prompt's first
  * query.
  */
-const queryTile = (visibility: string) => `${OPENING('u.B * KV * G * ((u.T + TQ - 1u) / TQ)')}
+const queryTile = (visibility: string, stageQueries = STAGE_QUERIES, workgroup = WORKGROUP) => `${OPENING('u.B * KV * G * ((u.T + TQ - 1u) / TQ)', workgroup)}
   let tiles = (u.T + TQ - 1u) / TQ;
   let t0 = (w % tiles) * TQ;
   let head = (w / tiles) % (KV * G);
@@ -151,12 +151,7 @@ const queryTile = (visibility: string) => `${OPENING('u.B * KV * G * ((u.T + TQ 
   let queries = min(TQ, u.T - t0);
   // Query t0 + i's row of the statistics [B * KV * G * T, 3].
   let firstRow = (b * KV * G + head) * u.T + t0;
-  for (var e = tid; e < TQ * D; e += WG) { qs[(e / D) * RS + e % D] = q[queryAt(b, head, t0 + min(e / D, queries - 1u)) + e % D]; }
-  // The online softmax's running maximum and sum, before any key.
-  if (tid < TQ) {
-    runningMax[tid] = -3.402823e+38;
-    runningSum[tid] = 0.0;
-  }
+  ${stageQueries}
   ${visibility}
   if (tid == 0u) {
     var most = 0u;
@@ -164,6 +159,12 @@ const queryTile = (visibility: string) => `${OPENING('u.B * KV * G * ((u.T + TQ 
     tileColumns = most;
   }
   let columns = workgroupUniformLoad(&tileColumns);`;
+
+/** The tile's queries staged in qs, a float a thread (the backward's rows of D + 1 floats). */
+const STAGE_QUERIES = `for (var e = tid; e < TQ * D; e += WG) { qs[(e / D) * RS + e % D] = q[queryAt(b, head, t0 + min(e / D, queries - 1u)) + e % D]; }`;
+
+/** The tile's queries staged in qs as vec4s, as forwardDeclarations lays them out (qVec reads them). */
+const STAGE_QUERY_VECS = `for (var e = tid; e < TQ * D4; e += WG) { qs[(e / D4) * RS + e % D4] = qVec(queryAt(b, head, t0 + min(e / D4, queries - 1u)) + 4u * (e % D4)); }`;
 
 /** Each query's visible columns from the tile's mask rows, read by all the threads together. */
 const VISIBLE_FROM_MASK = `if (tid < TQ) { atomicStore(&lastVisible[tid], 0u); }
@@ -237,7 +238,6 @@ const softmaxOverKeys = (after = '') => `${stageKeys('k')}
 function forwardProgram(d: Dims, saving: boolean): MultiOutputProgram {
   const tiles = forwardTiles(d.D);
   if (tiles === null) throw new Error(`prompt attention takes no head dimension ${d.D}`);
-  const vec4At = (tensor: string, at: string) => `${tensor}Vec(${at})`;
   return {
     key: `trainyardPromptAttention${saving ? 'Saving' : ''}_${d.KV}_${d.G}_${d.D}`,
     wgsl: () => `${header(d, ['q', 'k', 'v', 'mask'], saving ? ['out', 'stats'] : ['out'])}
@@ -246,34 +246,16 @@ var<workgroup> vis : array<u32, TQ>;
 // Each query's last visible column + 1 (0 while none is seen).
 var<workgroup> lastVisible : array<atomic<u32>, TQ>;
 var<workgroup> tileColumns : u32;
-// vec4 d4 of a query (token-major, its first float at \`at\`), a key or a value.
+// The vec4 of q, k or v whose first float is at \`at\`.
 ${['q', 'k', 'v'].map((t) => `fn ${t}Vec(at : u32) -> vec4<f32> { return vec4<f32>(${t}[at], ${t}[at + 1u], ${t}[at + 2u], ${t}[at + 3u]); }`).join('\n')}
-${OPENING('u.B * KV * G * ((u.T + TQ - 1u) / TQ)', tiles.workgroup)}
-  let tiles = (u.T + TQ - 1u) / TQ;
-  let t0 = (w % tiles) * TQ;
-  let head = (w / tiles) % (KV * G);
-  let b = w / (tiles * KV * G);
-  let kvh = head / G;
-  let queries = min(TQ, u.T - t0);
-  // Query t0 + i's row of the statistics [B * KV * G * T, 3].
-  let firstRow = (b * KV * G + head) * u.T + t0;
+${queryTile(VISIBLE_FROM_MASK, STAGE_QUERY_VECS, tiles.workgroup)}
   // This thread's query of the tile (the tile's last real one past T) and its lane.
   let i = tid / L;
   let lane = tid % L;
   let t = t0 + min(i, queries - 1u);
-  for (var e = tid; e < TQ * D4; e += WG) {
-    qs[(e / D4) * RS + e % D4] = ${vec4At('q', 'queryAt(b, head, t0 + min(e / D4, queries - 1u)) + 4u * (e % D4)')};
-  }
-  ${VISIBLE_FROM_MASK}
-  if (tid == 0u) {
-    var most = 0u;
-    for (var r = 0u; r < TQ; r++) { most = max(most, vis[r]); }
-    tileColumns = most;
-  }
-  let columns = workgroupUniformLoad(&tileColumns);
   ${forwardWalk(tiles, {
-    key: (column, d4) => vec4At('k', `keyAt(b, kvh, ${column}) + 4u * (${d4})`),
-    value: (column, d4) => vec4At('v', `keyAt(b, kvh, ${column}) + 4u * (${d4})`),
+    key: (column, d4) => `kVec(keyAt(b, kvh, ${column}) + 4u * (${d4}))`,
+    value: (column, d4) => `vVec(keyAt(b, kvh, ${column}) + 4u * (${d4}))`,
     mask: (column) => `maskAt(b, t, ${column})`,
   })}
   if (i < queries) {
@@ -323,7 +305,11 @@ ${saved ? QUERY_TILE_SAVED : QUERY_TILE}
 ${
   saved
     ? ''
-    : `  // Each query's log-sum-exp over its scores.
+    : `  // Each query's log-sum-exp over its scores: the online softmax's running maximum and sum, from before any key.
+  if (tid < TQ) {
+    runningMax[tid] = -3.402823e+38;
+    runningSum[tid] = 0.0;
+  }
   for (var start = 0u; start < columns; start += TK) {
     let tile = min(TK, columns - start);
     ${softmaxOverKeys()}
