@@ -2,27 +2,22 @@
  * WGSL that the tiled attention programs share: the prefill's in the encoded decoding step
  * (decode-step.wgsl.ts, promptAttentionShader) and training's (prompt-attention.webgpu.ts).
  */
+import { WORKGROUP_MEMORY } from './webgpu-program';
 
 /**
- * FlashAttention's online softmax for query `tid` of a tile, over the scores of a block of TK
- * keys in workgroup memory `ps` [queries, TK] (the `tile` first of them real): the query's
- * running maximum and sum (`runningMax`, `runningSum`) brought up to date, the block's weights
- * exp(score - max) left in ps, and `scale`, how much the running sums shrink, for the caller.
- * The backward programs' pass that finds each query's log-sum-exp uses it.
+ * The tiles of a lane-based attention program for one head dimension: `rows` of one side (a
+ * workgroup's queries; the dk/dv program's keys), D / 8 threads (lanes) each, and `block`, the
+ * rows of the other side staged in workgroup memory at a time. Each lane keeps two vec4s of its
+ * row's output, `lane` and `lane + lanes`.
  */
-export const ONLINE_SOFTMAX = `var newMax = runningMax[tid];
-      for (var c = 0u; c < tile; c++) { newMax = max(newMax, ps[tid * TK + c]); }
-      var sum = 0.0;
-      for (var c = 0u; c < TK; c++) {
-        let weight = select(0.0, exp(ps[tid * TK + c] - newMax), c < tile);
-        ps[tid * TK + c] = weight;
-        sum += weight;
-      }
-      let scale = exp(runningMax[tid] - newMax);
-      runningSum[tid] = runningSum[tid] * scale + sum;
-      runningMax[tid] = newMax;`;
+export interface LaneTiles {
+  rows: number;
+  block: number;
+  lanes: number;
+  workgroup: number;
+}
 
-/** The tiles of the attention forward below for one head dimension: query tokens and keys a block, threads (lanes) a query, threads a workgroup. */
+/** The tiles of the attention forward (and dq's) for one head dimension: query tokens and keys a block, threads (lanes) a query, threads a workgroup. */
 export interface ForwardTiles {
   TQ: number;
   TK: number;
@@ -30,30 +25,62 @@ export interface ForwardTiles {
   workgroup: number;
 }
 
-/** Largest head dimension the forward takes. */
-const MAX_FORWARD_HEAD_DIM = 256;
-/** Workgroup memory every WebGPU device offers a program (maxComputeWorkgroupStorageSize's default). */
-const WORKGROUP_MEMORY = 16384;
-/** Workgroup memory left to the program around the forward, 8 bytes a query and 16 more (the training forward's visible columns). */
-const CALLERS_BYTES_A_QUERY = 8;
+/** Largest head dimension the programs take. */
+const MAX_HEAD_DIM = 256;
 
 /**
- * The forward's tiles for head dimension D, or null where D is not a multiple of 8 up to 256.
- * Each query has D / 8 lanes, so that each keeps two vec4s of the query's output; about 128
- * threads a workgroup, TQ = 128 / lanes queries of one head. TK, the keys staged at a time, is
- * the most of 32, 16 and 8 for which the staged queries and keys (rows of D + 4 floats), the
- * block's weights, the lanes' partial maxima and the caller's own (CALLERS_BYTES_A_QUERY) fit
- * WebGPU's default 16 KB of workgroup memory: 16 queries and 32 keys for heads of 64, 8 and 16
+ * Tiles for head dimension D whose workgroup memory, `bytes(rows, block, RS, workgroup)` with RS
+ * a staged row's stride in vec4s (D + 4 floats, so that lanes reading one vec4 of consecutive
+ * rows fall in different banks), fits `memory` (WebGPU's default 16 KB unless the program is
+ * sized to its device: webgpu-program.ts, workgroupMemoryLimit): about 128 threads a workgroup
+ * (64 where no block fits 128), the most of 32, 16, 8 and 4 rows a block. Null where D is not
+ * a multiple of 8 up to 256.
+ */
+function laneTiles(headDim: number, bytes: (rows: number, block: number, RS: number, workgroup: number) => number, memory: number): LaneTiles | null {
+  if (headDim % 8 !== 0 || headDim > MAX_HEAD_DIM) return null;
+  const lanes = headDim / 8;
+  for (const threads of [128, 64]) {
+    const rows = Math.max(1, Math.floor(threads / lanes));
+    const workgroup = rows * lanes;
+    const block = [32, 16, 8, 4].find((b) => bytes(rows, b, headDim / 4 + 1, workgroup) <= memory);
+    if (block !== undefined) return { rows, block, lanes, workgroup };
+  }
+  return null;
+}
+
+/** Tiles of a query-side program (forward, dq) as ForwardTiles. */
+function queryTiles(tiles: LaneTiles | null): ForwardTiles | null {
+  return tiles && { TQ: tiles.rows, TK: tiles.block, lanes: tiles.lanes, workgroup: tiles.workgroup };
+}
+
+/**
+ * The forward's tiles for head dimension D (laneTiles): the staged queries and keys, the
+ * block's weights, the lanes' partial maxima, and 8 bytes a query and 16 more for the caller
+ * (the training forward's visible columns): 16 queries and 32 keys for heads of 64, 8 and 16
  * for 128, 4 and 8 for 256.
  */
 export function forwardTiles(headDim: number): ForwardTiles | null {
-  if (headDim % 8 !== 0 || headDim > MAX_FORWARD_HEAD_DIM) return null;
-  const lanes = headDim / 8;
-  const TQ = Math.floor(128 / lanes);
-  const workgroup = TQ * lanes;
-  const bytes = (TK: number) => 16 * (TQ + TK) * (headDim / 4 + 1) + 4 * TQ * TK + 4 * workgroup + CALLERS_BYTES_A_QUERY * TQ + 16;
-  const TK = [32, 16, 8].find((tk) => bytes(tk) <= WORKGROUP_MEMORY);
-  return TK === undefined ? null : { TQ, TK, lanes, workgroup };
+  return queryTiles(laneTiles(headDim, (TQ, TK, RS, WG) => 16 * (TQ + TK) * RS + 4 * TQ * TK + 4 * WG + 8 * TQ + 16, WORKGROUP_MEMORY));
+}
+
+/**
+ * dq's tiles (laneTiles) in `memory` bytes of workgroup memory: as the forward's, with dO's
+ * rows staged beside q's, a second block of TQ x TK floats (P dP beside P), and a query's
+ * log-sum-exp. In 32 KB, 16 queries and 32 keys for heads of 64, 8 and 32 for 128; in 16 KB,
+ * 16 and 16, 8 and 8.
+ */
+export function queryGradientTiles(headDim: number, memory = WORKGROUP_MEMORY): ForwardTiles | null {
+  return queryTiles(laneTiles(headDim, (TQ, TK, RS, WG) => 16 * (2 * TQ + TK) * RS + 8 * TQ * TK + 4 * WG + 12 * TQ + 16, memory));
+}
+
+/**
+ * The dk/dv program's tiles (laneTiles) in `memory` bytes of workgroup memory: `rows` keys a
+ * workgroup, their k and v staged, and `block` queries at a time, their q and dO staged, with
+ * two KT x QT blocks (P and dS) and three floats a query. In 32 KB, 16 keys and 32 queries for
+ * heads of 64, 8 and 16 for 128; in 16 KB, 16 and 8, 8 and 4.
+ */
+export function keyGradientTiles(headDim: number, memory = WORKGROUP_MEMORY): LaneTiles | null {
+  return laneTiles(headDim, (KT, QT, RS) => 16 * (2 * KT + 2 * QT) * RS + 8 * KT * QT + 12 * QT + 16, memory);
 }
 
 /**
@@ -89,38 +116,68 @@ export interface ForwardInputs {
 }
 
 /**
+ * A block of TK keys (or values) staged in kv as rows of RS vec4s, row c the block's column
+ * start + c (`read` gives vec4 d4 of a column; a block's rows past its `tile` repeat its last),
+ * by a workgroup of WG threads.
+ */
+export const stageBlock = (read: (column: string, d4: string) => string) => `for (var e = tid; e < TK * D4; e += WG) {
+      kv[(e / D4) * RS + e % D4] = ${read('start + min(e / D4, tile - 1u)', 'e % D4')};
+    }`;
+
+/**
+ * Lane `lane` of row i's dot products of `rows`' row i (staged as forwardDeclarations lays
+ * them out) with the block's staged rows lane, lane + L, ... (clamped to the block), into the
+ * new array `out`: vec4 dot products, independent of each other.
+ */
+export function laneDots(rows: string, out: string, tiles: ForwardTiles): string {
+  const n = Math.ceil(tiles.TK / tiles.lanes);
+  return `var ${out} : array<f32, ${n}>;
+    for (var j = 0u; j < ${n}u; j++) { ${out}[j] = 0.0; }
+    for (var d = 0u; d < D4; d++) {
+      let row = ${rows}[i * RS + d];
+      for (var j = 0u; j < ${n}u; j++) { ${out}[j] += dot(row, kv[min(lane + j * L, TK - 1u) * RS + d]); }
+    }`;
+}
+
+/**
  * The forward's walk over the first `columns` keys (a u32 the same for the whole workgroup), as
  * FlashAttention does it on CUDA-style cores, for a workgroup whose thread `tid` is lane `lane`
  * of query `i` of the tile, the tile's queries already staged in qs (forwardDeclarations). Per
  * block of TK keys: the keys staged; each lane's scores q . k + mask of the block's keys lane,
- * lane + L, ... (dot products of vec4s, independent of each other); the query's block maximum
- * from its lanes' partial maxima; the weights exp(score - running max) into ps, the running
- * sums rescaled as the maximum grows (online softmax); the values staged where the keys were;
- * each lane's output vec4s lane and lane + L summed over the block's weights. Each lane keeps its
- * part of the query's running sum; the parts are added at the end. Leaves `acc0` and `acc1`
- * (the lane's two vec4s of the output's running sums), `runningMax` and `total` (the query's
- * sum of exp(score - runningMax)): the output is acc / total, the log-sum-exp runningMax +
- * log(total).
+ * lane + L, ... (laneDots); the query's block maximum from its lanes' partial maxima; the
+ * weights exp(score - running max) into ps, the running sums rescaled as the maximum grows
+ * (online softmax); the values staged where the keys were; each lane's output vec4s lane and
+ * lane + L summed over the block's weights. Each lane keeps its part of the query's running
+ * sum; the parts are added at the end. Leaves `acc0` and `acc1` (the lane's two vec4s of the
+ * output's running sums), `runningMax` and `total` (the query's sum of exp(score -
+ * runningMax)): the output is acc / total, the log-sum-exp runningMax + log(total). With
+ * `statisticsOnly`, the values are not read and only runningMax and total are left (the
+ * backward's log-sum-exp where the forward did not save it).
  */
-export function forwardWalk(tiles: ForwardTiles, inputs: ForwardInputs): string {
+export function forwardWalk(tiles: ForwardTiles, inputs: ForwardInputs, statisticsOnly = false): string {
   const KEYS_A_LANE = Math.ceil(tiles.TK / tiles.lanes);
-  const stage = (read: ForwardInputs['key']) => `for (var e = tid; e < TK * D4; e += WG) {
-      kv[(e / D4) * RS + e % D4] = ${read('start + min(e / D4, tile - 1u)', 'e % D4')};
+  const values = `for (var j = 0u; j < ${KEYS_A_LANE}u; j++) {
+      let c = lane + j * L;
+      if (c < TK) { ps[i * TK + c] = weights[j]; }
+    }
+    acc0 *= scale;
+    acc1 *= scale;
+    // Every thread has read the keys: the values take their place.
+    ${stageBlock(inputs.value)}
+    workgroupBarrier();
+    // Columns past the block's last real one weigh 0 (their values repeat the last's).
+    for (var c = 0u; c < TK; c++) {
+      let weight = ps[i * TK + c];
+      acc0 += weight * kv[c * RS + lane];
+      acc1 += weight * kv[c * RS + lane + L];
     }`;
   return `var runningMax = LOWEST;
-  var runningSum = 0.0;
-  var acc0 = vec4<f32>(0.0);
-  var acc1 = vec4<f32>(0.0);
+  var runningSum = 0.0;${statisticsOnly ? '' : '\n  var acc0 = vec4<f32>(0.0);\n  var acc1 = vec4<f32>(0.0);'}
   for (var start = 0u; start < columns; start += TK) {
     let tile = min(TK, columns - start);
-    ${stage(inputs.key)}
+    ${stageBlock(inputs.key)}
     workgroupBarrier();
-    var scores : array<f32, ${KEYS_A_LANE}>;
-    for (var j = 0u; j < ${KEYS_A_LANE}u; j++) { scores[j] = 0.0; }
-    for (var d = 0u; d < D4; d++) {
-      let qv = qs[i * RS + d];
-      for (var j = 0u; j < ${KEYS_A_LANE}u; j++) { scores[j] += dot(qv, kv[min(lane + j * L, TK - 1u) * RS + d]); }
-    }
+    ${laneDots('qs', 'scores', tiles)}
     var blockMax = LOWEST;
     for (var j = 0u; j < ${KEYS_A_LANE}u; j++) {
       let c = lane + j * L;
@@ -134,25 +191,14 @@ export function forwardWalk(tiles: ForwardTiles, inputs: ForwardInputs): string 
     for (var l = 0u; l < L; l++) { newMax = max(newMax, part[i * L + l]); }
     let scale = exp(runningMax - newMax);
     runningMax = newMax;
+    var weights : array<f32, ${KEYS_A_LANE}>;
     var sum = 0.0;
     for (var j = 0u; j < ${KEYS_A_LANE}u; j++) {
-      let c = lane + j * L;
-      let weight = select(0.0, exp(scores[j] - newMax), c < tile);
-      if (c < TK) { ps[i * TK + c] = weight; }
-      sum += weight;
+      weights[j] = select(0.0, exp(scores[j] - newMax), lane + j * L < tile);
+      sum += weights[j];
     }
     runningSum = runningSum * scale + sum;
-    acc0 *= scale;
-    acc1 *= scale;
-    // Every thread has read the keys: the values take their place.
-    ${stage(inputs.value)}
-    workgroupBarrier();
-    // Columns past the block's last real one weigh 0 (their values repeat the last's).
-    for (var c = 0u; c < TK; c++) {
-      let weight = ps[i * TK + c];
-      acc0 += weight * kv[c * RS + lane];
-      acc1 += weight * kv[c * RS + lane + L];
-    }
+    ${statisticsOnly ? '' : values}
     workgroupBarrier();
   }
   part[tid] = runningSum;

@@ -140,6 +140,27 @@ export function capStorageBuffers(cap: number): void {
   storageBufferCap = cap;
 }
 
+/** Workgroup memory every WebGPU device offers a program (maxComputeWorkgroupStorageSize's default). */
+export const WORKGROUP_MEMORY = 16384;
+/**
+ * The most workgroup memory programs sized to the device are given: 32 KB, what lavapipe (on
+ * which CI checks the programs) offers, so that a device offering more runs the tiles CI checks.
+ */
+const MAX_WORKGROUP_MEMORY = 32768;
+
+let workgroupMemoryCap = Infinity;
+
+/** Workgroup memory a program may take on the webgpu backend now (`backend`, or tfjs's current one): the device's, between WORKGROUP_MEMORY and MAX_WORKGROUP_MEMORY, at most capWorkgroupMemory's cap. */
+export function workgroupMemoryLimit(backend: object = tf.backend()): number {
+  const limit = (backend as Partial<WebGpuBackendRecording>).device?.limits.maxComputeWorkgroupStorageSize ?? 0;
+  return Math.max(WORKGROUP_MEMORY, Math.min(limit, MAX_WORKGROUP_MEMORY, workgroupMemoryCap));
+}
+
+/** Caps workgroupMemoryLimit (Infinity: the device's), so that tests take the tiles a device offering less takes. */
+export function capWorkgroupMemory(cap: number): void {
+  workgroupMemoryCap = cap;
+}
+
 /** A compiled program and its bind group layout, asked of the pipeline once (Dawn makes a new object at each ask). */
 interface Compiled {
   pipeline: GPUComputePipeline;
