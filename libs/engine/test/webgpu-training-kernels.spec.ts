@@ -140,7 +140,7 @@ const ATTENTION_CASES: AttentionCase[] = [
   { name: 'several tiles a head, padding, head size 32', B: 2, T: 37, KV: 2, G: 3, D: 32, maskRows: 2, window: Infinity },
   { name: 'several blocks of keys a tile, head size 64', B: 2, T: 70, KV: 1, G: 2, D: 64, maskRows: 2, window: Infinity },
   { name: 'head size 128 (8-query tiles)', B: 1, T: 19, KV: 2, G: 2, D: 128, maskRows: 1, window: Infinity },
-  // The backward's tiles where a device offers WebGPU's default 16 KB of workgroup memory (lavapipe offers 32): dk/dv's 4 queries a block for 16 lanes a key.
+  // The backward's tiles where a device offers WebGPU's default 16 KB of workgroup memory (lavapipe offers 32): for heads of 128, workgroups of 64 threads, 4 queries (keys) a tile.
   { name: 'head size 128, the tiles of 16 KB of workgroup memory', B: 1, T: 19, KV: 2, G: 2, D: 128, maskRows: 1, window: Infinity, workgroupMemory: WORKGROUP_MEMORY },
 ];
 

@@ -30,6 +30,7 @@ const SHAPES = [
 
 /** What the webgpu backend offers to flush its recorded work and reach its device. */
 interface Flushing {
+  endComputePassEncoder(): void;
   submitQueue(): void;
   device: GPUDevice;
 }
@@ -39,6 +40,7 @@ async function timed(backend: Flushing, run: () => void): Promise<number> {
   await backend.device.queue.onSubmittedWorkDone();
   const t0 = performance.now();
   run();
+  backend.endComputePassEncoder();
   backend.submitQueue();
   await backend.device.queue.onSubmittedWorkDone();
   return performance.now() - t0;

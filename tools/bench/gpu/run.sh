@@ -8,7 +8,8 @@
 # needs no display; where the driver has no EGL library, at its nvidia_icd.json, which names
 # the GLX library: in a headless container that one can fail with "Could not get
 # 'vkCreateInstance' via 'vk_icdGetInstanceProcAddr' for ICD libGLX_nvidia.so.0", and the
-# run then finds no adapter. Arguments go to gpu-bench.js (--smoke, --no-peer, --backend wasm).
+# run then finds no adapter. Arguments go to gpu-bench.js (--smoke, --no-peer, --backend wasm);
+# with `attention` first, the rest go to attention-bench.js (attention.bench.ts) instead.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # Whether the dynamic loader finds library $1: in its cache or on LD_LIBRARY_PATH.
@@ -39,4 +40,8 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then exec > >(tee -a "$OUT/gpu-bench.log") 2>&1; fi
 echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-(unset, the loader searches its default paths)}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: not found"
+if [ "${1:-}" = attention ]; then
+  shift
+  exec node "$HERE/attention-bench.js" "$@"
+fi
 exec node "$HERE/gpu-bench.js" --models "${MODELS_DIR:-$HERE/models}" "$@"

@@ -33,19 +33,22 @@ const MAX_HEAD_DIM = 256;
  * a staged row's stride in vec4s (D + 4 floats, so that lanes reading one vec4 of consecutive
  * rows fall in different banks), fits `memory` (WebGPU's default 16 KB unless the program is
  * sized to its device: webgpu-program.ts, workgroupMemoryLimit): about 128 threads a workgroup
- * (64 where no block fits 128), the most of 32, 16, 8 and 4 rows a block. Null where D is not
- * a multiple of 8 up to 256.
+ * with the most of 32, 16, 8 and 4 rows a block, or 64 where that leaves fewer lanes idle: a
+ * lane's dot products are of rows lane, lane + lanes, ... of the block, so a block of fewer rows
+ * than lanes leaves lanes idle. Null where D is not a multiple of 8 up to 256.
  */
 function laneTiles(headDim: number, bytes: (rows: number, block: number, RS: number, workgroup: number) => number, memory: number): LaneTiles | null {
   if (headDim % 8 !== 0 || headDim > MAX_HEAD_DIM) return null;
   const lanes = headDim / 8;
+  let best: LaneTiles | null = null;
   for (const threads of [128, 64]) {
     const rows = Math.max(1, Math.floor(threads / lanes));
     const workgroup = rows * lanes;
     const block = [32, 16, 8, 4].find((b) => bytes(rows, b, headDim / 4 + 1, workgroup) <= memory);
-    if (block !== undefined) return { rows, block, lanes, workgroup };
+    // Lanes busy with a dot product: min(block, lanes).
+    if (block !== undefined && (best === null || Math.min(block, lanes) > Math.min(best.block, lanes))) best = { rows, block, lanes, workgroup };
   }
-  return null;
+  return best;
 }
 
 /** Tiles of a query-side program (forward, dq) as ForwardTiles. */
@@ -67,7 +70,7 @@ export function forwardTiles(headDim: number): ForwardTiles | null {
  * dq's tiles (laneTiles) in `memory` bytes of workgroup memory: as the forward's, with dO's
  * rows staged beside q's, a second block of TQ x TK floats (P dP beside P), and a query's
  * log-sum-exp. In 32 KB, 16 queries and 32 keys for heads of 64, 8 and 32 for 128; in 16 KB,
- * 16 and 16, 8 and 8.
+ * 16 and 16, 4 and 16.
  */
 export function queryGradientTiles(headDim: number, memory = WORKGROUP_MEMORY): ForwardTiles | null {
   return queryTiles(laneTiles(headDim, (TQ, TK, RS, WG) => 16 * (2 * TQ + TK) * RS + 8 * TQ * TK + 4 * WG + 12 * TQ + 16, memory));
@@ -77,7 +80,7 @@ export function queryGradientTiles(headDim: number, memory = WORKGROUP_MEMORY): 
  * The dk/dv program's tiles (laneTiles) in `memory` bytes of workgroup memory: `rows` keys a
  * workgroup, their k and v staged, and `block` queries at a time, their q and dO staged, with
  * two KT x QT blocks (P and dS) and three floats a query. In 32 KB, 16 keys and 32 queries for
- * heads of 64, 8 and 16 for 128; in 16 KB, 16 and 8, 8 and 4.
+ * heads of 64, 8 and 16 for 128; in 16 KB, 16 and 8, 4 and 8.
  */
 export function keyGradientTiles(headDim: number, memory = WORKGROUP_MEMORY): LaneTiles | null {
   return laneTiles(headDim, (KT, QT, RS) => 16 * (2 * KT + 2 * QT) * RS + 8 * KT * QT + 12 * QT + 16, memory);
