@@ -88,8 +88,8 @@ export function keyGradientTiles(headDim: number, memory = WORKGROUP_MEMORY): La
 
 /**
  * The forward's constants and workgroup memory, for a program whose workgroup has the tiles'
- * `workgroup` threads: the tile's queries staged in `qs` and a block of keys (then values) in
- * `kv`, both as rows of RS vec4s (D + 4 floats, so that a query's lanes, reading one vec4 of
+ * `workgroup` threads (the forward's, or dq's): the tile's queries staged in `qs` and a block
+ * of keys or values in `kv`, both as rows of RS vec4s (D + 4 floats, so that a query's lanes, reading one vec4 of
  * consecutive keys, fall in different banks); the block's weights `ps`, a row a query; `part`,
  * a value a thread (partial maxima, then parts of the running sums).
  */
@@ -105,7 +105,7 @@ const TK : u32 = ${TK}u;
 const L : u32 = ${lanes}u;
 const WG : u32 = ${workgroup}u;
 var<workgroup> qs : array<vec4<f32>, ${TQ * RS}>;
-// The block's keys, then its values.
+// The block's keys, then its values (dq: values, then keys).
 var<workgroup> kv : array<vec4<f32>, ${TK * RS}>;
 var<workgroup> ps : array<f32, ${TQ * TK}>;
 var<workgroup> part : array<f32, ${workgroup}>;`;

@@ -45,32 +45,52 @@ export function noGpuWork(): GpuCounts {
   return { dispatches: 0, submits: 0, reads: 0, readBytes: 0, bindGroups: 0, destroyedBuffers: 0 };
 }
 
-/** Runs fn and counts the WebGPU work it makes; the globals must exist (installNavigatorGpu). */
-export async function countGpuWork<T>(fn: () => Promise<T>): Promise<{ result: T; counts: GpuCounts }> {
-  const counts = noGpuWork();
-  // Each call of className.method adds one to counts[key].
-  const counted = (className: string, method: string, key: Exclude<keyof GpuCounts, 'reads' | 'readBytes'>) =>
-    wrapMethod(gpuPrototype(className), method, (call) => {
-      counts[key]++;
+/** The counts of the countGpuWork calls under way: each counted WebGPU call adds to every one. */
+const counting = new Set<GpuCounts>();
+/** The methods of each prototype wrapped to count for `counting`, once for the process. */
+const countedMethods = new WeakMap<object, Set<string>>();
+
+/**
+ * Wraps the counted WebGPU methods, once a prototype, so that each call adds to every count under
+ * way. Wrapped once rather than for each countGpuWork, so that calls that overlap (a test's
+ * counting left running past its end by an await that never returned, beside the next test's)
+ * neither stack wrappers on each other nor put back a method another has wrapped since.
+ */
+function countCalls(): void {
+  const wrap = (className: string, method: string, add: (counts: GpuCounts, self: unknown, args: unknown[]) => void) => {
+    const prototype = gpuPrototype(className);
+    const wrapped = countedMethods.get(prototype) ?? new Set<string>();
+    if (wrapped.has(method)) return;
+    wrapMethod(prototype, method, (call, self, args) => {
+      for (const counts of counting) add(counts, self, args);
       return call();
     });
-  const restore = [
-    counted('GPUComputePassEncoder', 'dispatchWorkgroups', 'dispatches'),
-    counted('GPUQueue', 'submit', 'submits'),
-    wrapMethod(gpuPrototype('GPUBuffer'), 'mapAsync', (call, self, [mode, offset, size]) => {
-      // GPUMapMode.READ is 1.
-      if (mode === 1) {
-        counts.reads++;
-        counts.readBytes += (size as number | undefined) ?? (self as { size: number }).size - ((offset as number | undefined) ?? 0);
-      }
-      return call();
-    }),
-    counted('GPUDevice', 'createBindGroup', 'bindGroups'),
-    counted('GPUBuffer', 'destroy', 'destroyedBuffers'),
-  ];
+    wrapped.add(method);
+    countedMethods.set(prototype, wrapped);
+  };
+  wrap('GPUComputePassEncoder', 'dispatchWorkgroups', (counts) => counts.dispatches++);
+  wrap('GPUQueue', 'submit', (counts) => counts.submits++);
+  wrap('GPUBuffer', 'mapAsync', (counts, self, [mode, offset, size]) => {
+    // GPUMapMode.READ is 1.
+    if (mode !== 1) return;
+    counts.reads++;
+    counts.readBytes += (size as number | undefined) ?? (self as { size: number }).size - ((offset as number | undefined) ?? 0);
+  });
+  wrap('GPUDevice', 'createBindGroup', (counts) => counts.bindGroups++);
+  wrap('GPUBuffer', 'destroy', (counts) => counts.destroyedBuffers++);
+}
+
+/**
+ * Runs fn and counts the WebGPU work made while it runs; the globals must exist
+ * (installNavigatorGpu). Calls may nest or overlap: each counts every call made while it runs.
+ */
+export async function countGpuWork<T>(fn: () => Promise<T>): Promise<{ result: T; counts: GpuCounts }> {
+  countCalls();
+  const counts = noGpuWork();
+  counting.add(counts);
   try {
     return { result: await fn(), counts };
   } finally {
-    for (const undo of restore.reverse()) undo();
+    counting.delete(counts);
   }
 }
