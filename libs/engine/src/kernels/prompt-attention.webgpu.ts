@@ -105,7 +105,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
   let w = wg.y * groups.x + wg.x;
   if (w >= ${count}) { return; }`;
 
-/** Staged rows of `source` (q or dO) into `target` as vec4s, rows of RS: the query tile's (t0.., `queries` of them, its last rows past T repeating its last), `rows` of them. */
+/** Stages `rows` rows of `source` (q or dO) from the tile's token t0 on in `target` as vec4s, rows of RS (rows past the tile's last query repeat it). */
 const stageQueryRows = (source: string, target: string, rows: string) => `for (var e = tid; e < ${rows} * D4; e += WG) {
     ${target}[(e / D4) * RS + e % D4] = ${source}Vec(queryAt(b, head, t0 + min(e / D4, queries - 1u)) + 4u * (e % D4));
   }`;
