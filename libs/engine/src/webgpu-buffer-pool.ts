@@ -49,6 +49,32 @@ export function bufferPoolBytes(): number {
 /** The pool's key of a buffer (BufferManager's getBufferKey). */
 const keyOf = (size: number, usage: number) => `${size}_${usage}`;
 
+/** The order in which the pool hands out its free buffers of one size: each buffer's rank, given at first sight. */
+const ranks = new WeakMap<GPUBuffer, number>();
+let nextRank = 0;
+function rankOf(buffer: GPUBuffer): number {
+  let rank = ranks.get(buffer);
+  if (rank === undefined) ranks.set(buffer, (rank = nextRank++));
+  return rank;
+}
+
+/**
+ * Moves the buffer just pushed on `free` to its place, so that the list stays in falling rank
+ * and BufferManager's pop hands out the lowest-ranked free buffer. The buffer a tensor gets then
+ * depends only on which buffers are free, not on the order they came back in: a step that gives
+ * back everything it took starts every time with the same free buffers and binds each of its
+ * dispatches to the same buffers as the step before, so the bind groups made for it serve the
+ * next (webgpu-bind-groups.ts). Handed out last in, first out, as BufferManager does, the
+ * buffers of one size went round in a new order every step.
+ */
+function inOrder(free: GPUBuffer[]): void {
+  const buffer = free[free.length - 1];
+  const rank = rankOf(buffer);
+  let i = free.length - 1;
+  for (; i > 0 && rankOf(free[i - 1]) < rank; i--) free[i] = free[i - 1];
+  free[i] = buffer;
+}
+
 /**
  * Bounds `manager`'s pool to `maxBytes` of free buffers (once per manager: a second call sets
  * the bound); returns the pool, whose bound may be changed later.
@@ -116,8 +142,10 @@ export function boundBufferPool(manager: BufferManagerInternals, maxBytes: numbe
     const before = manager.numFreeBuffers;
     release(buffer, reuse);
     if (manager.numFreeBuffers > before) {
+      const key = keyOf(buffer.size, buffer.usage);
+      inOrder(manager.freeBuffers.get(key) as GPUBuffer[]);
       pooledBytes += buffer.size;
-      touch(keyOf(buffer.size, buffer.usage), buffer.size);
+      touch(key, buffer.size);
       evict();
     }
   };

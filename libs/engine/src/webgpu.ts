@@ -5,6 +5,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { paceDawnPolling } from './dawn-polling';
 import { GpuFault, readChecked, watchGpuFaults, whenLost } from './gpu-faults';
 import { matrixTileFits, SubgroupMatrices, useSubgroupMatrices } from './kernels/tiled-product.wgsl';
+import { cacheBindGroups } from './webgpu-bind-groups';
 
 /** What the WebGPU adapter says about itself (GPUAdapterInfo, plus whether it is a software fallback). */
 export interface GpuAdapterInfo {
@@ -211,6 +212,8 @@ async function makeWebGpuBackend(): Promise<tf.KernelBackend> {
   const matrices = tensorCores ? subgroupMatricesOf(adapter) : null;
   const requiredFeatures = [...(adapter.features.has('timestamp-query') ? ['timestamp-query'] : []), ...(matrices ? SUBGROUP_MATRIX_FEATURES : [])] as GPUFeatureName[];
   const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
+  // Before tfjs makes a pipeline or a buffer: the bind groups its dispatches ask for again are kept (webgpu-bind-groups.ts).
+  cacheBindGroups(device);
   useSubgroupMatrices(matrices);
   const backend = new webGpuBackendClass(device, (adapter as { info?: GPUAdapterInfo }).info) as tf.KernelBackend & { read(dataId: object): Promise<tf.BackendValues> };
   // Every tensor's values (tensor.data()) come through read: none is given after an error the device reported (gpu-faults.ts).

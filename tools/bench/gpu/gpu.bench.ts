@@ -474,7 +474,8 @@ async function trainingProfile(lm: LoadedModel, plan: Plan): Promise<string | nu
  * and backward, and those of its optimizer's update (AdamW.apply: a dispatch for as many
  * parameters as the device binds, the gradients' sums of squares, their total), counted apart,
  * and the step's readbacks (of the 4-layer model), the optimizer's apart, and those of a step
- * of ART's default RL loss on the same rows. Then the dispatches a layer of a decoding
+ * of ART's default RL loss on the same rows; the bind groups each of those two steps makes
+ * after three over the same rows (webgpu-bind-groups.ts: 0 where every one is kept). Then the dispatches a layer of a decoding
  * step and of a LoRA SFT step in Qwen3's layout (q_norm, k_norm) and Gemma 3's (those, norms on
  * the outputs, GeGLU, sliding-window layers), at the tiny preset's size.
  */
@@ -520,7 +521,9 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
     adapter.dispose();
     const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: 2 * 32 });
     const rowsOfTokens = [0, 1].map((r) => ({ tokens: tokens(32, 100 + r, lm.config.vocabSize), mask: new Array(32).fill(1) }));
-    await trainer.sftStepOnTokens(rowsOfTokens, 1e-4);
+    // Three steps uncounted: the first makes the step's pipelines and buffers, and by the fourth the
+    // pool hands them out in the order it keeps (webgpu-buffer-pool.ts), as every step after.
+    for (let s = 0; s < 3; s++) await trainer.sftStepOnTokens(rowsOfTokens, 1e-4);
     let blockPasses = 0;
     const forward = Block.prototype.forward;
     Block.prototype.forward = function (this: Block, ...args: Parameters<Block['forward']>) {
@@ -539,9 +542,9 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
       Block.prototype.forward = forward;
       AdamW.prototype.apply = apply;
     });
-    // A step of ART's default RL loss on the same rows, after one uncounted.
+    // A step of ART's default RL loss on the same rows, after three uncounted.
     const rl = rlPlanOf(rowsOfTokens);
-    await trainer.trainRl(rl, ART_RL_DEFAULTS);
+    for (let s = 0; s < 3; s++) await trainer.trainRl(rl, ART_RL_DEFAULTS);
     const rlStep = await countGpuWork(() => trainer.trainRl(rl, ART_RL_DEFAULTS));
     trainer.dispose();
     lm.dispose();
@@ -561,6 +564,8 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
     train_readbacks_per_step: b.train.reads,
     train_optimizer_readbacks_per_step: b.optimizer.reads,
     rl_readbacks_per_step: b.rl.reads,
+    train_bind_groups_per_step: b.train.bindGroups,
+    rl_bind_groups_per_step: b.rl.bindGroups,
   };
 }
 

@@ -7,8 +7,8 @@
  * main thread's CPU time of a step (polling.bench) is several times this. On a GPU the host's
  * part is this plus the driver's share of Dawn's calls, which the null backend does not have.
  * The GPU waits for whatever of it is not overlapped with its own work. The last column is the
- * part of it in Dawn's createBindGroup: a decoding step makes its bind groups once, a training
- * step, through tfjs, one a dispatch.
+ * part of it in Dawn's createBindGroup: a decoding step makes its bind groups once, and the
+ * device keeps those a training step's dispatches ask for again (webgpu-bind-groups.ts).
  *
  * The model is SmolLM2-135M's at half its width: its 30 layers, 9 query and 3 KV heads of 64,
  * and its vocabulary, with hidden and MLP widths of 288 and 768 (random weights from the model
@@ -70,8 +70,8 @@ async function main(): Promise<void> {
   const trainRows = Number(option('--train-rows', '4'));
   const trainTokens = Number(option('--train-tokens', '16'));
   installNavigatorGpu(['backend=null']);
-  // Within the null device's 512 MB: a joining row's cache is of a new size each time (webgpu-buffer-pool.ts).
-  setBufferPoolBytes(64 * 2 ** 20);
+  // Within the null device's 512 MB beside the model and a step's tensors: a joining row's cache is of a new size each time (webgpu-buffer-pool.ts).
+  setBufferPoolBytes(192 * 2 ** 20);
   const backend = await selectBackend('webgpu');
   if (backend.adapter?.device !== 'null-backend') throw new Error(`expected Dawn's null backend, got ${JSON.stringify(backend.adapter)}`);
   const lm = await loadModel(benchModel('smollm2-135m', HALF_WIDTH));

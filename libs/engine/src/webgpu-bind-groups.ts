@@ -1,0 +1,171 @@
+/// <reference types="@webgpu/types" />
+
+/**
+ * Bind groups kept for reuse. tfjs's webgpu backend makes a bind group for every dispatch it
+ * records (recordAndSubmit), as do the engine's programs that record their own
+ * (runMultiOutputProgram), and Dawn's createBindGroup is the dearest call of a dispatch's
+ * recording: about 45 µs of the host's time, where setting the pipeline and the bind group and
+ * dispatching take 7 (tools/bench/gpu/host.bench.ts). A training step's dispatches bind the same
+ * buffers step after step, since tfjs hands a tensor of a size the buffer a tensor of that size
+ * gave back, and its uniforms come from a pool the same way; so the bind group a dispatch asks
+ * for has nearly always been made before, over the same layout, buffers, offsets and sizes.
+ *
+ * `cacheBindGroups(device)` makes the device's createBindGroup return the bind group it made
+ * before for the same layout and buffer bindings, keeping the most recently used `capacity`.
+ * A bind group is immutable and may be used in any number of command buffers, so the one kept
+ * is the one the caller would have made. Two things keep the cache honest:
+ * - a compute pipeline's getBindGroupLayout gives one layout object an index (Dawn makes a new
+ *   object at each ask, and tfjs asks at each dispatch), so that a layout is known again;
+ * - a destroyed buffer's bind groups are dropped at once (a bind group over a destroyed buffer
+ *   fails the submit that uses it), and a buffer the pool destroys is not seen again.
+ * Entries that are not buffers (samplers, textures) are passed through, uncached.
+ */
+
+/** The bind groups a cache keeps over `device`, and how it has done. */
+export interface BindGroupCache {
+  /** Bind groups kept now. */
+  readonly size: number;
+  /** Calls answered with a kept bind group, and calls that made one. */
+  readonly hits: number;
+  readonly misses: number;
+  /** Most bind groups kept; the least recently used go first. */
+  readonly capacity: number;
+}
+
+const caches = new WeakMap<GPUDevice, BindGroupCache>();
+/** Every cache's forgetting of a destroyed buffer (GPUBuffer.destroy calls them). */
+const forgetters = new Set<(buffer: GPUBuffer) => void>();
+/** Whether GPUBuffer's destroy tells `forgetters`: wrapped once for the process. */
+let destroyWatched = false;
+
+/** A number for each object the caches key on (layouts, buffers), given at first sight. */
+const ids = new WeakMap<object, number>();
+let nextId = 1;
+function idOf(object: object): number {
+  let id = ids.get(object);
+  if (id === undefined) ids.set(object, (id = nextId++));
+  return id;
+}
+
+/** Wraps GPUBuffer's destroy, once, so that each cache drops the bind groups over a buffer destroyed. */
+function watchDestroyedBuffers(buffer: GPUBuffer): void {
+  if (destroyWatched) return;
+  const prototype = Object.getPrototypeOf(buffer) as { destroy(this: GPUBuffer): void };
+  const destroy = prototype.destroy;
+  prototype.destroy = function (this: GPUBuffer) {
+    for (const forget of forgetters) forget(this);
+    return destroy.call(this);
+  };
+  destroyWatched = true;
+}
+
+/** The key of a bind group over buffers only, or null where an entry is not a buffer binding. */
+function keyOf(descriptor: GPUBindGroupDescriptor): string | null {
+  let key = String(idOf(descriptor.layout));
+  for (const entry of descriptor.entries) {
+    const resource = entry.resource as Partial<GPUBufferBinding>;
+    if (!resource.buffer) return null;
+    key += `|${entry.binding}:${idOf(resource.buffer)}:${resource.offset ?? 0}:${resource.size ?? -1}`;
+  }
+  return key;
+}
+
+/**
+ * Makes `device` keep its bind groups for reuse (once a device; a second call returns the first
+ * cache): its createBindGroup, createComputePipeline, createComputePipelineAsync and destroy are
+ * wrapped on the device itself, each miss calling the prototype's createBindGroup as it is then (so that
+ * the calls counted or timed there are the bind groups made).
+ */
+export function cacheBindGroups(device: GPUDevice, capacity = 16384): BindGroupCache {
+  const known = caches.get(device);
+  if (known) return known;
+  const prototype = Object.getPrototypeOf(device) as GPUDevice;
+  /** Kept bind groups by key, least recently used first (a Map iterates in insertion order). */
+  const kept = new Map<string, GPUBindGroup>();
+  /** The keys of the bind groups over each buffer, for dropping them when it is destroyed. */
+  const keysOver = new Map<number, Set<string>>();
+  let hits = 0;
+  let misses = 0;
+
+  const drop = (key: string) => {
+    kept.delete(key);
+    for (const part of key.split('|').slice(1)) {
+      const buffer = Number(part.split(':')[1]);
+      const keys = keysOver.get(buffer);
+      keys?.delete(key);
+      if (keys?.size === 0) keysOver.delete(buffer);
+    }
+  };
+  const forget = (buffer: GPUBuffer) => {
+    const id = ids.get(buffer);
+    const keys = id === undefined ? undefined : keysOver.get(id);
+    if (keys) [...keys].forEach(drop);
+  };
+  forgetters.add(forget);
+  // A destroyed device's bind groups go with it.
+  device.destroy = () => {
+    forgetters.delete(forget);
+    kept.clear();
+    keysOver.clear();
+    prototype.destroy.call(device);
+  };
+
+  device.createBindGroup = (descriptor: GPUBindGroupDescriptor): GPUBindGroup => {
+    const key = keyOf(descriptor);
+    if (key === null) return prototype.createBindGroup.call(device, descriptor);
+    const found = kept.get(key);
+    if (found) {
+      hits++;
+      kept.delete(key);
+      kept.set(key, found);
+      return found;
+    }
+    misses++;
+    const made = prototype.createBindGroup.call(device, descriptor);
+    for (const entry of descriptor.entries) {
+      const buffer = (entry.resource as GPUBufferBinding).buffer;
+      watchDestroyedBuffers(buffer);
+      const id = idOf(buffer);
+      let keys = keysOver.get(id);
+      if (!keys) keysOver.set(id, (keys = new Set()));
+      keys.add(key);
+    }
+    kept.set(key, made);
+    if (kept.size > capacity) drop(kept.keys().next().value as string);
+    return made;
+  };
+
+  // One layout object for each of a pipeline's groups, so that a layout asked for again is the same key.
+  const layoutsOnce = (pipeline: GPUComputePipeline): GPUComputePipeline => {
+    const layouts = new Map<number, GPUBindGroupLayout>();
+    const ask = pipeline.getBindGroupLayout.bind(pipeline);
+    pipeline.getBindGroupLayout = (index: number) => {
+      let layout = layouts.get(index);
+      if (!layout) layouts.set(index, (layout = ask(index)));
+      return layout;
+    };
+    return pipeline;
+  };
+  device.createComputePipeline = (descriptor) => layoutsOnce(prototype.createComputePipeline.call(device, descriptor));
+  device.createComputePipelineAsync = async (descriptor) => layoutsOnce(await prototype.createComputePipelineAsync.call(device, descriptor));
+
+  const cache: BindGroupCache = {
+    get size() {
+      return kept.size;
+    },
+    get hits() {
+      return hits;
+    },
+    get misses() {
+      return misses;
+    },
+    capacity,
+  };
+  caches.set(device, cache);
+  return cache;
+}
+
+/** The bind group cache of `device`, if it has one. */
+export function bindGroupCacheOf(device: GPUDevice): BindGroupCache | undefined {
+  return caches.get(device);
+}
