@@ -4,6 +4,7 @@ import { checkSubgroupMatrices } from './kernels/subgroup-matrix-check';
 import { SubgroupMatrices, usedSubgroupMatrices } from './kernels/tiled-product.wgsl';
 import { dawnFlags, GpuAdapterInfo, installNavigatorGpu, registerWebGpuDevice, requestAdapterInfo } from './webgpu';
 import { boundBufferPool, BufferManagerInternals, bufferPoolBytes } from './webgpu-buffer-pool';
+import { keepUniforms, UniformsBackend } from './webgpu-uniforms';
 
 export type BackendName = 'tensorflow' | 'webgpu' | 'wasm' | 'cpu';
 export type BackendPreference = BackendName | 'auto';
@@ -75,6 +76,7 @@ async function activate(name: BackendName, { gpuOnly }: { gpuOnly: boolean }): P
       registerWebGpuDevice(WebGPUBackend);
       await setBackend('webgpu');
       boundBufferPool((tf.backend() as unknown as { bufferManager: BufferManagerInternals }).bufferManager, bufferPoolBytes());
+      keepUniforms(tf.backend() as unknown as UniformsBackend);
       // Tensor cores only where their products agree with the f32 tiles' on this device.
       const check = await checkSubgroupMatrices();
       const notes = check.agree ? [] : [`tensor cores: off, their products ${check.reason ?? `differ from the f32 tiles' by ${check.error.toExponential(1)}`}`];

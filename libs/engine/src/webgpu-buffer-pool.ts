@@ -10,7 +10,8 @@
  * again, and a serving worker's pool grows until the GPU's memory runs out. Bounded, the pool
  * keeps at most `maxBytes` of free buffers: past that, the buffers of the size least recently
  * asked for or returned are destroyed first (a buffer still used by submitted GPU work is freed
- * once that work is done: WebGPU's destroy() waits for it).
+ * once that work is done: WebGPU's destroy() waits for it). It also hands out a size's free
+ * buffers in a fixed order (inOrder), so that a step binds the buffers of the step before.
  */
 
 /** What the bound uses of tfjs's BufferManager (@tensorflow/tfjs-backend-webgpu, buffer_manager.ts). */
@@ -76,8 +77,9 @@ function inOrder(free: GPUBuffer[]): void {
 }
 
 /**
- * Bounds `manager`'s pool to `maxBytes` of free buffers (once per manager: a second call sets
- * the bound); returns the pool, whose bound may be changed later.
+ * Bounds `manager`'s pool to `maxBytes` of free buffers and keeps each size's free buffers in
+ * order (once per manager: a second call sets the bound); returns the pool, whose bound may be
+ * changed later.
  */
 export function boundBufferPool(manager: BufferManagerInternals, maxBytes: number): BufferPool {
   const known = bound.get(manager);

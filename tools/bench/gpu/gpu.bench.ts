@@ -475,7 +475,8 @@ async function trainingProfile(lm: LoadedModel, plan: Plan): Promise<string | nu
  * parameters as the device binds, the gradients' sums of squares, their total), counted apart,
  * and the step's readbacks (of the 4-layer model), the optimizer's apart, and those of a step
  * of ART's default RL loss on the same rows; the bind groups each of those two steps makes
- * after three over the same rows (webgpu-bind-groups.ts: 0 where every one is kept). Then the dispatches a layer of a decoding
+ * after three over the same rows, and the buffers it writes from the host (its uniforms: kept
+ * by content, webgpu-bind-groups.ts and webgpu-uniforms.ts). Then the dispatches a layer of a decoding
  * step and of a LoRA SFT step in Qwen3's layout (q_norm, k_norm) and Gemma 3's (those, norms on
  * the outputs, GeGLU, sliding-window layers), at the tiny preset's size.
  */
@@ -566,6 +567,8 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
     rl_readbacks_per_step: b.rl.reads,
     train_bind_groups_per_step: b.train.bindGroups,
     rl_bind_groups_per_step: b.rl.bindGroups,
+    train_uniform_writes_per_step: b.train.writes,
+    rl_uniform_writes_per_step: b.rl.writes,
   };
 }
 

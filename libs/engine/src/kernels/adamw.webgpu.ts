@@ -11,8 +11,11 @@ import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings,
  *    one, a workgroup a tensor, each into its own slot of one `sums` tensor.
  * 2. One workgroup adds them up and writes `stats` = [sum of squares, clipping scale], the scale
  *    torch's clip_grad_norm_ takes: maxGradNorm / (norm + 1e-6) where the norm is over the bound,
- *    else 1. The scale is copied into a uniform buffer of the device's (16 bytes) that step 3's
- *    programs bind beside their own uniforms.
+ *    else 1. The scale and the step's constants (its own uniforms: the learning rate, the bias
+ *    corrections...) are copied into a uniform buffer of the device's that step 3's programs
+ *    bind beside their own, whose uniforms are then only their parameters' sizes, the same every
+ *    step: their uniform buffers and bind groups are those of the step before
+ *    (webgpu-uniforms.ts, webgpu-bind-groups.ts).
  * 3. The updates, as many parameters a dispatch as the device's storage buffers hold, four each:
  *    p, its gradient and its moments m and v interleaved in one tensor ([2 n], the optimizer's
  *    own, written in place), and its next p (two parameters in WebGPU's default of eight, four
@@ -41,40 +44,41 @@ export type AdamWStepAttrs = Omit<AdamWStep, 'clip'> & { maxGradNorm: number };
 
 const WORKGROUP = 256;
 
-/** The uniform buffer each device's update programs read the clipping scale from (step 2 writes it). */
-const clipUniforms = new WeakMap<GPUDevice, GPUBuffer>();
+/** A step's constants, by name in the update programs' uniform struct, after the clipping scale. */
+const STEP_CONSTANTS = ['beta1', 'oneMinusBeta1', 'beta2', 'oneMinusBeta2', 'correction1', 'correction2', 'eps', 'lr', 'decay'];
 
-function clipUniform(device: GPUDevice): GPUBuffer {
-  let buffer = clipUniforms.get(device);
-  if (!buffer) clipUniforms.set(device, (buffer = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST })));
+/** The values of STEP_CONSTANTS for `step`. */
+function stepConstants(step: AdamWStepAttrs): number[] {
+  return [step.beta1, 1 - step.beta1, step.beta2, 1 - step.beta2, step.correction1, step.correction2, step.eps, step.learningRate, step.decay];
+}
+
+/** The update programs' uniform struct Step: the clipping scale, then the step's constants. */
+const STEP_FIELDS = ['scale', ...STEP_CONSTANTS];
+const STEP_BYTES = 16 * Math.ceil((4 * STEP_FIELDS.length) / 16);
+
+/** The uniform buffer each device's update programs read the step from (step 2 fills it). */
+const stepUniforms = new WeakMap<GPUDevice, GPUBuffer>();
+
+function stepUniform(device: GPUDevice): GPUBuffer {
+  let buffer = stepUniforms.get(device);
+  if (!buffer) stepUniforms.set(device, (buffer = device.createBuffer({ size: STEP_BYTES, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST })));
   return buffer;
 }
 
 /** The next p, m and v of parameter j's element i from its p, g, m and v (the clipped gradient's AdamW step). */
 const parameterUpdate = (j: number, i: string) => `{
-    let grad = g${j}[${i}] * clipping.scale;
-    let first = u.beta1 * mv${j}[2u * ${i}] + u.oneMinusBeta1 * grad;
-    let second = u.beta2 * mv${j}[2u * ${i} + 1u] + u.oneMinusBeta2 * grad * grad;
+    let grad = g${j}[${i}] * step.scale;
+    let first = step.beta1 * mv${j}[2u * ${i}] + step.oneMinusBeta1 * grad;
+    let second = step.beta2 * mv${j}[2u * ${i} + 1u] + step.oneMinusBeta2 * grad * grad;
     mv${j}[2u * ${i}] = first;
     mv${j}[2u * ${i} + 1u] = second;
-    next${j}[${i}] = p${j}[${i}] * u.decay - u.lr * (first / u.correction1 / (sqrt(second / u.correction2) + u.eps));
+    next${j}[${i}] = p${j}[${i}] * step.decay - step.lr * (first / step.correction1 / (sqrt(second / step.correction2) + step.eps));
   }`;
 
-/** Parameters of `shapes` updated in one dispatch, a thread an element of all of them in turn; the scale bound after the outputs. */
-function adamwProgram(shapes: number[][], step: AdamWStepAttrs, clip: GPUBuffer): MultiOutputProgram {
+/** Parameters of `shapes` updated in one dispatch, a thread an element of all of them in turn; the step's uniform bound after the outputs. */
+function adamwProgram(shapes: number[][], stepValues: GPUBuffer): MultiOutputProgram {
   const sizes = shapes.map((shape) => tf.util.sizeFromShape(shape));
-  const constants: [string, number][] = [
-    ['beta1', step.beta1],
-    ['oneMinusBeta1', 1 - step.beta1],
-    ['beta2', step.beta2],
-    ['oneMinusBeta2', 1 - step.beta2],
-    ['correction1', step.correction1],
-    ['correction2', step.correction2],
-    ['eps', step.eps],
-    ['lr', step.learningRate],
-    ['decay', step.decay],
-  ];
-  const fields = [...sizes.map((_, j) => `n${j} : u32`), ...constants.map(([name]) => `${name} : f32`)].join(', ');
+  const fields = sizes.map((_, j) => `n${j} : u32`).join(', ');
   const inputs = sizes.flatMap((_, j) => [`p${j}`, `g${j}`, `mv${j}:rw`]);
   // Parameter j's elements follow those of the parameters before it.
   let first = '0u';
@@ -86,15 +90,15 @@ function adamwProgram(shapes: number[][], step: AdamWStepAttrs, clip: GPUBuffer)
   return {
     key: `trainyardAdamW_${sizes.length}`,
     wgsl: () => `${multiOutputBindings(fields, inputs, sizes.map((_, j) => `next${j}`))}
-struct Clipping { scale : f32 }
-@group(0) @binding(${1 + 4 * sizes.length}) var<uniform> clipping : Clipping;
+struct Step { ${STEP_FIELDS.map((name) => `${name} : f32`).join(', ')} }
+@group(0) @binding(${1 + 4 * sizes.length}) var<uniform> step : Step;
 ${flatMain(WORKGROUP)}
   ${branches.join(' else ')}
 }`,
     outputShapes: shapes,
     dispatch: workgroupGrid(Math.ceil(sizes.reduce((a, b) => a + b, 0) / WORKGROUP)),
-    uniforms: [...sizes.map((value) => ({ type: 'uint32' as const, value })), ...constants.map(([, value]) => ({ type: 'float32' as const, value }))],
-    buffers: [{ buffer: clip }],
+    uniforms: sizes.map((value) => ({ type: 'uint32' as const, value })),
+    buffers: [{ buffer: stepValues }],
   };
 }
 
@@ -130,11 +134,14 @@ const TREE_SUM = `  partial[tid] = acc;
     workgroupBarrier();
   }`;
 
-/** The `count` sums added up, and the clipping scale of their root: stats = [sum of squares, scale]. */
-function clipScaleProgram(count: number, maxGradNorm: number): MultiOutputProgram {
+/**
+ * The `count` sums added up, and the clipping scale of their root: stats = [sum of squares,
+ * scale], and values = [scale, the step's constants], what the update programs' Step holds.
+ */
+function clipScaleProgram(count: number, step: AdamWStepAttrs): MultiOutputProgram {
   return {
     key: 'trainyardClipScale',
-    wgsl: () => `${multiOutputBindings('count : u32, maxNorm : f32', ['sums'], ['stats'])}
+    wgsl: () => `${multiOutputBindings(['count : u32', 'maxNorm : f32', ...STEP_CONSTANTS.map((name) => `${name} : f32`)].join(', '), ['sums'], ['stats', 'values'])}
 var<workgroup> partial : array<f32, ${WORKGROUP}>;
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(local_invocation_index) tid : u32) {
@@ -146,13 +153,16 @@ ${TREE_SUM}
     stats[0] = partial[0];
     // torch's clip_grad_norm_: max_norm / (total_norm + 1e-6), applied only when below 1.
     stats[1] = select(1.0, u.maxNorm / (norm + 1e-6), u.maxNorm > 0.0 && norm > u.maxNorm);
+    values[0] = stats[1];
+    ${STEP_CONSTANTS.map((name, k) => `values[${k + 1}] = u.${name};`).join('\n    ')}
   }
 }`,
-    outputShapes: [[2]],
+    outputShapes: [[2], [STEP_FIELDS.length]],
     dispatch: [1, 1, 1],
     uniforms: [
       { type: 'uint32', value: count },
-      { type: 'float32', value: maxGradNorm },
+      { type: 'float32', value: step.maxGradNorm },
+      ...stepConstants(step).map((value) => ({ type: 'float32' as const, value })),
     ],
   };
 }
@@ -170,7 +180,7 @@ interface Recording {
 /**
  * Inputs p0, g0, mv0, p1, ...; outputs next0, next1, ..., then stats. Everything is recorded in
  * this one synchronous call, so no other step's programs come between the copy into the device's
- * clipping uniform and the updates that read it.
+ * step uniform and the updates that read it.
  */
 tf.registerKernel({
   kernelName: ADAMW_STEP_KERNEL,
@@ -189,13 +199,14 @@ tf.registerKernel({
       const part = grads.slice(first, first + each);
       runMultiOutputProgram(backend, sumOfSquaresProgram(part.map((g) => tf.util.sizeFromShape(g.shape)), first), [...part, sums]);
     }
-    const [stats] = runMultiOutputProgram(backend, clipScaleProgram(count, step.maxGradNorm), [sums]);
+    const [stats, values] = runMultiOutputProgram(backend, clipScaleProgram(count, step), [sums]);
     disposeIntermediate(backend, sums);
-    const clip = clipUniform(b.device);
-    const source = b.tensorToBinding(stats);
+    const stepValues = stepUniform(b.device);
+    const source = b.tensorToBinding(values);
     b.endComputePassEncoder();
     b.ensureCommandEncoderReady();
-    (b.commandEncoder as GPUCommandEncoder).copyBufferToBuffer(source.buffer, (source.offset ?? 0) + 4, clip, 0, 4);
+    (b.commandEncoder as GPUCommandEncoder).copyBufferToBuffer(source.buffer, source.offset ?? 0, stepValues, 0, 4 * STEP_FIELDS.length);
+    disposeIntermediate(backend, values);
 
     // 3: the updates.
     const next: tf.TensorInfo[] = [];
@@ -203,7 +214,7 @@ tf.registerKernel({
     for (let first = 0; first < count; first += perDispatch) {
       const js = Array.from({ length: Math.min(perDispatch, count - first) }, (_, k) => first + k);
       const tensors = js.flatMap((j) => [at('p', j), at('g', j), at('mv', j)]);
-      next.push(...runMultiOutputProgram(backend, adamwProgram(js.map((j) => at('p', j).shape), step, clip), tensors));
+      next.push(...runMultiOutputProgram(backend, adamwProgram(js.map((j) => at('p', j).shape), stepValues), tensors));
     }
     return [...next, stats];
   },

@@ -1,8 +1,9 @@
 /**
  * Counts what WebGPU work a piece of code makes: compute dispatches, queue submits, readbacks
- * (buffers mapped for reading) and their bytes, bind groups made and buffers destroyed, by wrapping Dawn's
- * GPUComputePassEncoder.dispatchWorkgroups, GPUQueue.submit, GPUBuffer.mapAsync,
- * GPUDevice.createBindGroup and GPUBuffer.destroy while it runs, whoever calls them (the
+ * (buffers mapped for reading) and their bytes, bind groups made, buffers written from the host
+ * and buffers destroyed, by wrapping Dawn's GPUComputePassEncoder.dispatchWorkgroups,
+ * GPUQueue.submit, GPUBuffer.mapAsync, GPUDevice.createBindGroup, GPUQueue.writeBuffer and
+ * GPUBuffer.destroy while it runs, whoever calls them (the
  * engine's encoded steps and tfjs's backend alike). For benches and tests: the counts are machine
  * independent, so software Vulkan (lavapipe) shows what a step costs as a GPU would run it.
  * Nothing else may use the GPU meanwhile.
@@ -13,6 +14,8 @@ export interface GpuCounts {
   reads: number;
   readBytes: number;
   bindGroups: number;
+  /** queue.writeBuffer calls (a dispatch's uniforms, where they are not kept: webgpu-uniforms.ts). */
+  writes: number;
   destroyedBuffers: number;
 }
 
@@ -42,7 +45,7 @@ export function gpuPrototype(className: string): object {
 
 /** Counts of no work. */
 export function noGpuWork(): GpuCounts {
-  return { dispatches: 0, submits: 0, reads: 0, readBytes: 0, bindGroups: 0, destroyedBuffers: 0 };
+  return { dispatches: 0, submits: 0, reads: 0, readBytes: 0, bindGroups: 0, writes: 0, destroyedBuffers: 0 };
 }
 
 /** The counts of the countGpuWork calls under way: each counted WebGPU call adds to every one. */
@@ -77,6 +80,7 @@ function countCalls(): void {
     counts.readBytes += (size as number | undefined) ?? (self as { size: number }).size - ((offset as number | undefined) ?? 0);
   });
   wrap('GPUDevice', 'createBindGroup', (counts) => counts.bindGroups++);
+  wrap('GPUQueue', 'writeBuffer', (counts) => counts.writes++);
   wrap('GPUBuffer', 'destroy', (counts) => counts.destroyedBuffers++);
 }
 
