@@ -6,9 +6,10 @@
  * (runMultiOutputProgram), and Dawn's createBindGroup is the dearest call of a dispatch's
  * recording: about 45 µs of the host's time, where setting the pipeline and the bind group and
  * dispatching take 7 (tools/bench/gpu/host.bench.ts). A training step's dispatches bind the same
- * buffers step after step, since tfjs hands a tensor of a size the buffer a tensor of that size
- * gave back, and its uniforms come from a pool the same way; so the bind group a dispatch asks
- * for has nearly always been made before, over the same layout, buffers, offsets and sizes.
+ * buffers step after step, since the pool hands a tensor of a size its free buffers of that size
+ * in a fixed order (webgpu-buffer-pool.ts) and uniforms are kept by content (webgpu-uniforms.ts);
+ * so the bind group a dispatch asks for has nearly always been made before, over the same layout,
+ * buffers, offsets and sizes.
  *
  * `cacheBindGroups(device)` makes the device's createBindGroup return the bind group it made
  * before for the same layout and buffer bindings, keeping the most recently used `capacity`.

@@ -84,10 +84,10 @@ export async function joinStep(lm: LoadedModel, rows: number, promptTokens: numb
   return { step, dispose: () => batch.dispose() };
 }
 
-/** `rows` sequences of `tokens` tokens, the first 2 of each without loss. */
-function trainingRows(rows: number, tokens: number): { tokens: number[]; mask: number[] }[] {
-  return Array.from({ length: rows }, (_, r) => {
-    const ids = Array.from({ length: tokens }, (_, i) => 5 + ((i * 7 + r * 13) % 1000));
+/** `rows` sequences of `tokens` tokens (or of each of `lengths`), the first 2 of each without loss. */
+function trainingRows(rows: number, tokens: number, lengths: number[] = new Array<number>(rows).fill(tokens)): { tokens: number[]; mask: number[] }[] {
+  return lengths.map((length, r) => {
+    const ids = Array.from({ length }, (_, i) => 5 + ((i * 7 + r * 13) % 1000));
     return { tokens: ids, mask: ids.map((_, i) => (i < 2 ? 0 : 1)) };
   });
 }
@@ -114,6 +114,18 @@ export function rlPlanOf(rows: { tokens: number[]; mask: number[] }[]): RLPlan {
     advantage: r % 2 === 0 ? 1 : -1,
   }));
   return { steps: [items], learningRate: 1e-5 };
+}
+
+/**
+ * LoRA SFT steps on `rows` sequences of new lengths each step, from `tokens` / 2 to `tokens`
+ * (seeded), as real batches come: the step's activations take buffers of new sizes.
+ */
+export function sftVariedStep(lm: LoadedModel, rows: number, tokens: number): BenchStep {
+  const trainer = benchTrainer(lm, rows, tokens);
+  let seed = 1;
+  const next = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+  const lengths = () => Array.from({ length: rows }, () => Math.ceil(tokens / 2 + (next() * tokens) / 2));
+  return { step: () => trainer.sftStepOnTokens(trainingRows(rows, tokens, lengths()), 1e-4), dispose: () => trainer.dispose() };
 }
 
 /** Steps of ART's default RL loss (ART_RL_DEFAULTS) on the same rows (rlPlanOf). */

@@ -19,9 +19,9 @@
  * Means over the timed steps, each after a full garbage collection and one untimed step (a
  * thread's CPU time is counted in the kernel's ticks, a few ms on some machines, too coarse for
  * one short step's median).
- * Besides a decoding and a training step, a prompt's prefill in a batch of its own, and a
- * request's turn in a busy batch: its prompt's prefill, the merge of its cache into the batch's,
- * a step and its leaving.
+ * Besides a decoding and a training step, a prompt's prefill in a batch of its own, a request's
+ * turn in a busy batch (its prompt's prefill, the merge of its cache into the batch's, a step and
+ * its leaving), and a training step over rows of new lengths each step, as real batches come.
  *
  *   npx tsx tools/bench/gpu/host.bench.ts [--steps 30] [--train-rows 4] [--train-tokens 16]
  */
@@ -32,7 +32,7 @@ import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { installNavigatorGpu } from '../../../libs/engine/src/webgpu';
 import { setBufferPoolBytes } from '../../../libs/engine/src/webgpu-buffer-pool';
 import { benchModel, BenchVariant } from './bench-model';
-import { BenchStep, collectGarbage, decodeStep, joinStep, option, prefillStep, rlStep, sftStep, timeCalls } from './bench-steps';
+import { BenchStep, collectGarbage, decodeStep, joinStep, option, prefillStep, rlStep, sftStep, sftVariedStep, timeCalls } from './bench-steps';
 
 /** SmolLM2-135M's layers, heads and vocabulary at half its hidden and MLP widths. */
 const HALF_WIDTH: BenchVariant = { name: 'half-width', overrides: { hiddenSize: 288, intermediateSize: 768 } };
@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   const trainTokens = Number(option('--train-tokens', '16'));
   installNavigatorGpu(['backend=null']);
   // Within the null device's 512 MB beside the model and a step's tensors: a joining row's cache is of a new size each time (webgpu-buffer-pool.ts).
-  setBufferPoolBytes(192 * 2 ** 20);
+  setBufferPoolBytes(128 * 2 ** 20);
   const backend = await selectBackend('webgpu');
   if (backend.adapter?.device !== 'null-backend') throw new Error(`expected Dawn's null backend, got ${JSON.stringify(backend.adapter)}`);
   const lm = await loadModel(benchModel('smollm2-135m', HALF_WIDTH));
@@ -80,6 +80,7 @@ async function main(): Promise<void> {
     ['decode, batch 1', (m) => decodeStep(m, 1)],
     ['a row joins a batch of 3 (16-token prompt), one step, the row leaves', (m) => joinStep(m, 3, 16)],
     [`LoRA SFT, ${trainRows} x ${trainTokens} tokens`, (m) => sftStep(m, trainRows, trainTokens)],
+    [`LoRA SFT, ${trainRows} rows of ${trainTokens / 2} to ${trainTokens} tokens, new lengths each step`, (m) => sftVariedStep(m, trainRows, trainTokens)],
     [`RL step (ART's default loss), ${trainRows} x ${trainTokens} tokens`, (m) => rlStep(m, trainRows, trainTokens)],
   ];
   const rows: string[] = [];
