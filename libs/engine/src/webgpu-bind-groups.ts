@@ -1,4 +1,5 @@
 /// <reference types="@webgpu/types" />
+import { wrapMethod } from './kernels/gpu-counters';
 
 /**
  * Bind groups kept for reuse. tfjs's webgpu backend makes a bind group for every dispatch it
@@ -51,12 +52,10 @@ function idOf(object: object): number {
 /** Wraps GPUBuffer's destroy, once, so that each cache drops the bind groups over a buffer destroyed. */
 function watchDestroyedBuffers(buffer: GPUBuffer): void {
   if (destroyWatched) return;
-  const prototype = Object.getPrototypeOf(buffer) as { destroy(this: GPUBuffer): void };
-  const destroy = prototype.destroy;
-  prototype.destroy = function (this: GPUBuffer) {
-    for (const forget of forgetters) forget(this);
-    return destroy.call(this);
-  };
+  wrapMethod(Object.getPrototypeOf(buffer) as object, 'destroy', (call, self) => {
+    for (const forget of forgetters) forget(self as GPUBuffer);
+    return call();
+  });
   destroyWatched = true;
 }
 
@@ -81,17 +80,17 @@ export function cacheBindGroups(device: GPUDevice, capacity = 16384): BindGroupC
   const known = caches.get(device);
   if (known) return known;
   const prototype = Object.getPrototypeOf(device) as GPUDevice;
-  /** Kept bind groups by key, least recently used first (a Map iterates in insertion order). */
-  const kept = new Map<string, GPUBindGroup>();
+  /** Kept bind groups by key, with the numbers of the buffers they bind, least recently used first (a Map iterates in insertion order). */
+  const kept = new Map<string, { group: GPUBindGroup; buffers: number[] }>();
   /** The keys of the bind groups over each buffer, for dropping them when it is destroyed. */
   const keysOver = new Map<number, Set<string>>();
   let hits = 0;
   let misses = 0;
 
   const drop = (key: string) => {
+    const buffers = kept.get(key)?.buffers ?? [];
     kept.delete(key);
-    for (const part of key.split('|').slice(1)) {
-      const buffer = Number(part.split(':')[1]);
+    for (const buffer of buffers) {
       const keys = keysOver.get(buffer);
       keys?.delete(key);
       if (keys?.size === 0) keysOver.delete(buffer);
@@ -119,10 +118,11 @@ export function cacheBindGroups(device: GPUDevice, capacity = 16384): BindGroupC
       hits++;
       kept.delete(key);
       kept.set(key, found);
-      return found;
+      return found.group;
     }
     misses++;
-    const made = prototype.createBindGroup.call(device, descriptor);
+    const group = prototype.createBindGroup.call(device, descriptor);
+    const buffers: number[] = [];
     for (const entry of descriptor.entries) {
       const buffer = (entry.resource as GPUBufferBinding).buffer;
       watchDestroyedBuffers(buffer);
@@ -130,10 +130,11 @@ export function cacheBindGroups(device: GPUDevice, capacity = 16384): BindGroupC
       let keys = keysOver.get(id);
       if (!keys) keysOver.set(id, (keys = new Set()));
       keys.add(key);
+      buffers.push(id);
     }
-    kept.set(key, made);
+    kept.set(key, { group, buffers });
     if (kept.size > capacity) drop(kept.keys().next().value as string);
-    return made;
+    return group;
   };
 
   // One layout object for each of a pipeline's groups, so that a layout asked for again is the same key.

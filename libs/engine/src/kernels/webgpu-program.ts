@@ -161,13 +161,8 @@ export function capWorkgroupMemory(cap: number): void {
   workgroupMemoryCap = cap;
 }
 
-/** A compiled program and its bind group layout, asked of the pipeline once (Dawn makes a new object at each ask). */
-interface Compiled {
-  pipeline: GPUComputePipeline;
-  layout: GPUBindGroupLayout;
-}
-
-const pipelines = new WeakMap<GPUDevice, Map<string, Compiled>>();
+/** Each device's compiled programs by key (their bind group layouts: one object a pipeline, webgpu-bind-groups.ts). */
+const pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
 
 /** Runs `program` on the webgpu backend that called a kernelFunc: its outputs, new tensors. */
 export function runMultiOutputProgram(backend: object, program: MultiOutputProgram, inputs: tf.TensorInfo[]): tf.TensorInfo[] {
@@ -178,16 +173,14 @@ export function runMultiOutputProgram(backend: object, program: MultiOutputProgr
   [...inputs, ...outputs].forEach((t) => b.uploadToGPU(t.dataId));
   let cache = pipelines.get(b.device);
   if (!cache) pipelines.set(b.device, (cache = new Map()));
-  let compiled = cache.get(program.key);
-  if (!compiled) {
-    const pipeline = b.device.createComputePipeline({ layout: 'auto', compute: { module: b.device.createShaderModule({ code: wgslModule(program.wgsl()) }), entryPoint: 'main' } });
-    compiled = { pipeline, layout: pipeline.getBindGroupLayout(0) };
-    cache.set(program.key, compiled);
+  let pipeline = cache.get(program.key);
+  if (!pipeline) {
+    pipeline = b.device.createComputePipeline({ layout: 'auto', compute: { module: b.device.createShaderModule({ code: wgslModule(program.wgsl()) }), entryPoint: 'main' } });
+    cache.set(program.key, pipeline);
   }
-  const { pipeline, layout } = compiled;
   const uniforms = b.makeUniforms(program.uniforms.map((u) => ({ type: u.type, data: [u.value] })));
   const resources = [uniforms, ...[...inputs, ...outputs].map((t) => b.tensorToBinding(t)), ...(program.buffers ?? [])];
-  const bindGroup = b.device.createBindGroup({ layout, entries: resources.map((resource, binding) => ({ binding, resource })) });
+  const bindGroup = b.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: resources.map((resource, binding) => ({ binding, resource })) });
   [...inputs, ...outputs].forEach((t) => b.commandQueueOwnedIds.add(t.dataId));
   b.ensureCommandEncoderReady();
   // While tf.profile times kernels, as runWebGPUProgram: the dispatch in a pass of its own whose
