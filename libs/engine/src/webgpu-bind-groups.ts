@@ -1,5 +1,6 @@
 /// <reference types="@webgpu/types" />
 import { wrapMethod } from './kernels/gpu-counters';
+import { hashNumbers, sameNumbers } from './number-lists';
 
 /**
  * Bind groups kept for reuse. tfjs's webgpu backend makes a bind group for every dispatch it
@@ -59,15 +60,29 @@ function watchDestroyedBuffers(buffer: GPUBuffer): void {
   destroyWatched = true;
 }
 
-/** The key of a bind group over buffers only, or null where an entry is not a buffer binding. */
-function keyOf(descriptor: GPUBindGroupDescriptor): string | null {
-  let key = String(idOf(descriptor.layout));
+/**
+ * What a bind group over buffers only is made over, as numbers: its layout's, then each entry's
+ * binding, buffer, offset and size (-1: the rest of the buffer); null where an entry is not a
+ * buffer binding.
+ */
+function bindingsOf(descriptor: GPUBindGroupDescriptor): number[] | null {
+  const over = [idOf(descriptor.layout)];
   for (const entry of descriptor.entries) {
     const resource = entry.resource as Partial<GPUBufferBinding>;
     if (!resource.buffer) return null;
-    key += `|${entry.binding}:${idOf(resource.buffer)}:${resource.offset ?? 0}:${resource.size ?? -1}`;
+    over.push(entry.binding, idOf(resource.buffer), resource.offset ?? 0, resource.size ?? -1);
   }
-  return key;
+  return over;
+}
+
+/** The numbers of the buffers in bindingsOf's numbers. */
+const buffersIn = (over: number[]) => over.filter((_, i) => i % 4 === 2);
+
+/** A bind group kept, with the numbers it was made over (bindingsOf) and their hash. */
+interface Kept {
+  group: GPUBindGroup;
+  over: number[];
+  hash: number;
 }
 
 /**
@@ -80,61 +95,66 @@ export function cacheBindGroups(device: GPUDevice, capacity = 16384): BindGroupC
   const known = caches.get(device);
   if (known) return known;
   const prototype = Object.getPrototypeOf(device) as GPUDevice;
-  /** Kept bind groups by key, with the numbers of the buffers they bind, least recently used first (a Map iterates in insertion order). */
-  const kept = new Map<string, { group: GPUBindGroup; buffers: number[] }>();
-  /** The keys of the bind groups over each buffer, for dropping them when it is destroyed. */
-  const keysOver = new Map<number, Set<string>>();
+  /** Kept bind groups by hash (nearly always one a hash). */
+  const byHash = new Map<number, Kept[]>();
+  /** Every kept bind group, least recently used first (a Set iterates in insertion order). */
+  const recency = new Set<Kept>();
+  /** The bind groups over each buffer, for dropping them when it is destroyed. */
+  const keptOver = new Map<number, Set<Kept>>();
   let hits = 0;
   let misses = 0;
 
-  const drop = (key: string) => {
-    const buffers = kept.get(key)?.buffers ?? [];
-    kept.delete(key);
-    for (const buffer of buffers) {
-      const keys = keysOver.get(buffer);
-      keys?.delete(key);
-      if (keys?.size === 0) keysOver.delete(buffer);
+  const drop = (kept: Kept) => {
+    recency.delete(kept);
+    const same = byHash.get(kept.hash) ?? [];
+    same.splice(same.indexOf(kept), 1);
+    if (same.length === 0) byHash.delete(kept.hash);
+    for (const buffer of buffersIn(kept.over)) {
+      const over = keptOver.get(buffer);
+      over?.delete(kept);
+      if (over?.size === 0) keptOver.delete(buffer);
     }
   };
   const forget = (buffer: GPUBuffer) => {
     const id = ids.get(buffer);
-    const keys = id === undefined ? undefined : keysOver.get(id);
-    if (keys) [...keys].forEach(drop);
+    const over = id === undefined ? undefined : keptOver.get(id);
+    if (over) [...over].forEach(drop);
   };
   forgetters.add(forget);
   // A destroyed device's bind groups go with it.
   device.destroy = () => {
     forgetters.delete(forget);
-    kept.clear();
-    keysOver.clear();
+    byHash.clear();
+    recency.clear();
+    keptOver.clear();
     prototype.destroy.call(device);
   };
 
   device.createBindGroup = (descriptor: GPUBindGroupDescriptor): GPUBindGroup => {
-    const key = keyOf(descriptor);
-    if (key === null) return prototype.createBindGroup.call(device, descriptor);
-    const found = kept.get(key);
+    const over = bindingsOf(descriptor);
+    if (over === null) return prototype.createBindGroup.call(device, descriptor);
+    const hash = hashNumbers(over);
+    const found = byHash.get(hash)?.find((kept) => sameNumbers(kept.over, over));
     if (found) {
       hits++;
-      kept.delete(key);
-      kept.set(key, found);
+      recency.delete(found);
+      recency.add(found);
       return found.group;
     }
     misses++;
-    const group = prototype.createBindGroup.call(device, descriptor);
-    const buffers: number[] = [];
-    for (const entry of descriptor.entries) {
-      const buffer = (entry.resource as GPUBufferBinding).buffer;
-      watchDestroyedBuffers(buffer);
-      const id = idOf(buffer);
-      let keys = keysOver.get(id);
-      if (!keys) keysOver.set(id, (keys = new Set()));
-      keys.add(key);
-      buffers.push(id);
+    const kept: Kept = { group: prototype.createBindGroup.call(device, descriptor), over, hash };
+    for (const entry of descriptor.entries) watchDestroyedBuffers((entry.resource as GPUBufferBinding).buffer);
+    for (const buffer of buffersIn(over)) {
+      let keptOverBuffer = keptOver.get(buffer);
+      if (!keptOverBuffer) keptOver.set(buffer, (keptOverBuffer = new Set()));
+      keptOverBuffer.add(kept);
     }
-    kept.set(key, { group, buffers });
-    if (kept.size > capacity) drop(kept.keys().next().value as string);
-    return group;
+    const same = byHash.get(hash);
+    if (same) same.push(kept);
+    else byHash.set(hash, [kept]);
+    recency.add(kept);
+    if (recency.size > capacity) drop(recency.values().next().value as Kept);
+    return kept.group;
   };
 
   // One layout object for each of a pipeline's groups, so that a layout asked for again is the same key.
@@ -153,7 +173,7 @@ export function cacheBindGroups(device: GPUDevice, capacity = 16384): BindGroupC
 
   const cache: BindGroupCache = {
     get size() {
-      return kept.size;
+      return recency.size;
     },
     get hits() {
       return hits;

@@ -11,13 +11,21 @@
  * keeps at most `maxBytes` of free buffers: past that, the buffers of the size least recently
  * asked for or returned are destroyed first (a buffer still used by submitted GPU work is freed
  * once that work is done: WebGPU's destroy() waits for it). It also hands out a size's free
- * buffers in a fixed order (inOrder), so that a step binds the buffers of the step before.
+ * buffers in a fixed order (inOrder), so that a step binds the buffers of the step before. The
+ * pool takes over BufferManager's acquireBuffer and releaseBuffer for both, keeping each buffer's
+ * key and size itself (a training step acquires and releases a few thousand buffers, where each
+ * of Dawn's getters is a call into its binding and tfjs searched an array a size at each release).
  */
 
-/** What the bound uses of tfjs's BufferManager (@tensorflow/tfjs-backend-webgpu, buffer_manager.ts). */
+/** What the pool takes over of tfjs's BufferManager (@tensorflow/tfjs-backend-webgpu, buffer_manager.ts). */
 export interface BufferManagerInternals {
+  device: GPUDevice;
   freeBuffers: Map<string, GPUBuffer[]>;
+  /** The buffers handed out, by key: arrays in tfjs's own, Sets once bound here (its dispose destroys either). */
+  usedBuffers: Map<string, GPUBuffer[] | Set<GPUBuffer>>;
   numFreeBuffers: number;
+  numUsedBuffers: number;
+  numBytesUsed: number;
   numBytesAllocated: number;
   acquireBuffer(size: number, usage: number, mappedAtCreation?: boolean, reuse?: boolean): GPUBuffer;
   releaseBuffer(buffer: GPUBuffer, reuse?: boolean): void;
@@ -50,29 +58,37 @@ export function bufferPoolBytes(): number {
 /** The pool's key of a buffer (BufferManager's getBufferKey). */
 const keyOf = (size: number, usage: number) => `${size}_${usage}`;
 
-/** The order in which the pool hands out its free buffers of one size: each buffer's rank, given at first sight. */
-const ranks = new WeakMap<GPUBuffer, number>();
+/**
+ * What the pool knows of each buffer: its key, its size (Dawn's getters are calls into the
+ * binding) and its rank, the order in which the pool hands out its free buffers of one size,
+ * given at first sight.
+ */
+interface Held {
+  key: string;
+  size: number;
+  rank: number;
+}
+const held = new WeakMap<GPUBuffer, Held>();
 let nextRank = 0;
-function rankOf(buffer: GPUBuffer): number {
-  let rank = ranks.get(buffer);
-  if (rank === undefined) ranks.set(buffer, (rank = nextRank++));
-  return rank;
+function heldOf(buffer: GPUBuffer): Held {
+  let known = held.get(buffer);
+  if (!known) held.set(buffer, (known = { key: keyOf(buffer.size, buffer.usage), size: buffer.size, rank: nextRank++ }));
+  return known;
 }
 
 /**
- * Moves the buffer just pushed on `free` to its place, so that the list stays in falling rank
- * and BufferManager's pop hands out the lowest-ranked free buffer. The buffer a tensor gets then
- * depends only on which buffers are free, not on the order they came back in: a step that gives
- * back everything it took starts every time with the same free buffers and binds each of its
- * dispatches to the same buffers as the step before, so the bind groups made for it serve the
- * next (webgpu-bind-groups.ts). Handed out last in, first out, as BufferManager does, the
+ * Puts `buffer` into `free` at its place, so that the list stays in falling rank and the pool's
+ * pop hands out the lowest-ranked free buffer. The buffer a tensor gets then depends only on
+ * which buffers are free, not on the order they came back in: a step that gives back everything
+ * it took starts every time with the same free buffers and binds each of its dispatches to the
+ * same buffers as the step before, so the bind groups made for it serve the next
+ * (webgpu-bind-groups.ts). Handed out last in, first out, as tfjs's BufferManager does, the
  * buffers of one size went round in a new order every step.
  */
-function inOrder(free: GPUBuffer[]): void {
-  const buffer = free[free.length - 1];
-  const rank = rankOf(buffer);
-  let i = free.length - 1;
-  for (; i > 0 && rankOf(free[i - 1]) < rank; i--) free[i] = free[i - 1];
+function inOrder(free: GPUBuffer[], buffer: GPUBuffer, rank: number): void {
+  let i = free.length;
+  free.push(buffer);
+  for (; i > 0 && heldOf(free[i - 1]).rank < rank; i--) free[i] = free[i - 1];
   free[i] = buffer;
 }
 
@@ -128,27 +144,52 @@ export function boundBufferPool(manager: BufferManagerInternals, maxBytes: numbe
     },
   };
   evict();
-  const acquire = manager.acquireBuffer.bind(manager);
-  const release = manager.releaseBuffer.bind(manager);
+  // The buffers handed out, a Set a key (tfjs's arrays are searched at every release).
+  const usedOf = (key: string): Set<GPUBuffer> => {
+    let used = manager.usedBuffers.get(key);
+    if (!(used instanceof Set)) manager.usedBuffers.set(key, (used = new Set(used ?? [])));
+    return used;
+  };
+  // BufferManager's acquireBuffer and releaseBuffer, taken over whole: the same counts kept, a
+  // size's free buffers handed out lowest rank first, each buffer's key and size known here.
   manager.acquireBuffer = (size, usage, mappedAtCreation = false, reuse = true) => {
     const key = keyOf(size, usage);
-    const pooled = reuse && (manager.freeBuffers.get(key)?.length ?? 0) > 0;
-    const buffer = acquire(size, usage, mappedAtCreation, reuse);
-    if (pooled) {
+    let free = manager.freeBuffers.get(key);
+    if (reuse && !free) manager.freeBuffers.set(key, (free = []));
+    let buffer: GPUBuffer;
+    if (reuse && free && free.length > 0) {
+      buffer = free.pop() as GPUBuffer;
+      manager.numFreeBuffers--;
       pooledBytes -= size;
       touch(key, size);
+    } else {
+      buffer = manager.device.createBuffer({ size, usage, mappedAtCreation });
+      held.set(buffer, { key, size, rank: nextRank++ });
+      manager.numBytesAllocated += size;
     }
+    usedOf(key).add(buffer);
+    manager.numUsedBuffers++;
+    manager.numBytesUsed += size;
     return buffer;
   };
   manager.releaseBuffer = (buffer, reuse = true) => {
-    const before = manager.numFreeBuffers;
-    release(buffer, reuse);
-    if (manager.numFreeBuffers > before) {
-      const key = keyOf(buffer.size, buffer.usage);
-      inOrder(manager.freeBuffers.get(key) as GPUBuffer[]);
-      pooledBytes += buffer.size;
-      touch(key, buffer.size);
+    // As BufferManager: nothing to do once the manager is disposed.
+    if (manager.freeBuffers.size === 0) return;
+    const { key, size, rank } = heldOf(buffer);
+    if (!usedOf(key).delete(buffer)) throw new Error('Cannot find the buffer in buffer manager');
+    manager.numUsedBuffers--;
+    manager.numBytesUsed -= size;
+    if (reuse) {
+      let free = manager.freeBuffers.get(key);
+      if (!free) manager.freeBuffers.set(key, (free = []));
+      inOrder(free, buffer, rank);
+      manager.numFreeBuffers++;
+      pooledBytes += size;
+      touch(key, size);
       evict();
+    } else {
+      buffer.destroy();
+      manager.numBytesAllocated -= size;
     }
   };
   bound.set(manager, pool);

@@ -1,4 +1,5 @@
 /// <reference types="@webgpu/types" />
+import { hashNumbers, sameNumbers } from './number-lists';
 
 /**
  * Uniform buffers kept by their contents. tfjs's webgpu backend gives every dispatch a uniform
@@ -34,11 +35,18 @@ export interface KeptUniforms {
 
 const keptBy = new WeakMap<UniformsBackend, KeptUniforms>();
 
-/** The contents' key: each field's type and values, in order. */
-function keyOf(uniforms: ProgramUniformField[]): string {
-  let key = '';
-  for (const { type, data } of uniforms) key += `${type[0]}${data.join(',')};`;
-  return key;
+/** The contents as numbers: each field's type (its initial's code), its length and its values, in order. */
+function contentsOf(uniforms: ProgramUniformField[]): number[] {
+  const contents: number[] = [];
+  for (const { type, data } of uniforms) contents.push(type.charCodeAt(0), data.length, ...data);
+  return contents;
+}
+
+/** Uniform buffers kept, with the contents they hold (contentsOf) and their hash. */
+interface Kept {
+  binding: GPUBufferBinding;
+  contents: number[];
+  hash: number;
 }
 
 /** Makes `backend` keep its uniform buffers by content (once a backend; a second call returns the first). */
@@ -46,35 +54,44 @@ export function keepUniforms(backend: UniformsBackend, capacity = 4096): KeptUni
   const known = keptBy.get(backend);
   if (known) return known;
   const make = backend.makeUniforms.bind(backend);
-  /** Kept bindings by contents, least recently used first. */
-  const kept = new Map<string, GPUBufferBinding>();
+  /** Kept buffers by their contents' hash (nearly always one a hash). */
+  const byHash = new Map<number, Kept[]>();
+  /** Every kept buffer, least recently used first (a Set iterates in insertion order). */
+  const recency = new Set<Kept>();
   let hits = 0;
   let misses = 0;
   backend.makeUniforms = (uniforms) => {
-    const key = keyOf(uniforms);
-    const found = kept.get(key);
+    const contents = contentsOf(uniforms);
+    const hash = hashNumbers(contents);
+    const same = byHash.get(hash);
+    const found = same?.find((kept) => sameNumbers(kept.contents, contents));
     if (found) {
       hits++;
-      kept.delete(key);
-      kept.set(key, found);
-      return found;
+      recency.delete(found);
+      recency.add(found);
+      return found.binding;
     }
     misses++;
-    const binding = make(uniforms);
+    const kept: Kept = { binding: make(uniforms), contents, hash };
     // Kept, not given back at the next submit: makeUniforms pushed it last.
     backend.uniformPendingDisposal.pop();
-    kept.set(key, binding);
-    if (kept.size > capacity) {
-      const [oldest, { buffer }] = kept.entries().next().value as [string, GPUBufferBinding];
-      kept.delete(oldest);
+    if (same) same.push(kept);
+    else byHash.set(hash, [kept]);
+    recency.add(kept);
+    if (recency.size > capacity) {
+      const oldest = recency.values().next().value as Kept;
+      recency.delete(oldest);
+      const sameHash = byHash.get(oldest.hash) as Kept[];
+      sameHash.splice(sameHash.indexOf(oldest), 1);
+      if (sameHash.length === 0) byHash.delete(oldest.hash);
       // A dispatch recorded but not yet submitted may bind it: back to the pool after the submit.
-      backend.uniformPendingDisposal.push(buffer);
+      backend.uniformPendingDisposal.push(oldest.binding.buffer);
     }
-    return binding;
+    return kept.binding;
   };
   const uniforms: KeptUniforms = {
     get size() {
-      return kept.size;
+      return recency.size;
     },
     get hits() {
       return hits;

@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { AdamWStep } from './adamw';
-import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid } from './webgpu-program';
+import { disposeIntermediate, flatMain, keptPrograms, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid } from './webgpu-program';
 
 /**
  * The optimizer's step on webgpu, where the adapters' parameters, gradients and moments already
@@ -75,8 +75,11 @@ const parameterUpdate = (j: number, i: string) => `{
     next${j}[${i}] = p${j}[${i}] * step.decay - step.lr * (first / step.correction1 / (sqrt(second / step.correction2) + step.eps));
   }`;
 
-/** Parameters of `shapes` updated in one dispatch, a thread an element of all of them in turn; the step's uniform bound after the outputs. */
-function adamwProgram(shapes: number[][], stepValues: GPUBuffer): MultiOutputProgram {
+/**
+ * Parameters of `shapes` updated in one dispatch, a thread an element of all of them in turn;
+ * the step's uniform (the caller's `buffers`) bound after the outputs.
+ */
+function adamwProgram(shapes: number[][]): MultiOutputProgram {
   const sizes = shapes.map((shape) => tf.util.sizeFromShape(shape));
   const fields = sizes.map((_, j) => `n${j} : u32`).join(', ');
   const inputs = sizes.flatMap((_, j) => [`p${j}`, `g${j}`, `mv${j}:rw`]);
@@ -98,7 +101,6 @@ ${flatMain(WORKGROUP)}
     outputShapes: shapes,
     dispatch: workgroupGrid(Math.ceil(sizes.reduce((a, b) => a + b, 0) / WORKGROUP)),
     uniforms: sizes.map((value) => ({ type: 'uint32' as const, value })),
-    buffers: [{ buffer: stepValues }],
   };
 }
 
@@ -167,6 +169,9 @@ ${TREE_SUM}
   };
 }
 
+/** The update and sum-of-squares programs made, by their parameters' sizes (the same every step). */
+const programs = keptPrograms<MultiOutputProgram>();
+
 /** What the kernel uses of tfjs-backend-webgpu's WebGPUBackend beyond runMultiOutputProgram's. */
 interface Recording {
   device: GPUDevice;
@@ -197,7 +202,8 @@ tf.registerKernel({
     const each = sumsADispatch();
     for (let first = 0; first < count; first += each) {
       const part = grads.slice(first, first + each);
-      runMultiOutputProgram(backend, sumOfSquaresProgram(part.map((g) => tf.util.sizeFromShape(g.shape)), first), [...part, sums]);
+      const sizes = part.map((g) => tf.util.sizeFromShape(g.shape));
+      runMultiOutputProgram(backend, programs(`sums_${first}_${sizes}`, () => sumOfSquaresProgram(sizes, first)), [...part, sums]);
     }
     const [stats, values] = runMultiOutputProgram(backend, clipScaleProgram(count, step), [sums]);
     disposeIntermediate(backend, sums);
@@ -214,7 +220,9 @@ tf.registerKernel({
     for (let first = 0; first < count; first += perDispatch) {
       const js = Array.from({ length: Math.min(perDispatch, count - first) }, (_, k) => first + k);
       const tensors = js.flatMap((j) => [at('p', j), at('g', j), at('mv', j)]);
-      next.push(...runMultiOutputProgram(backend, adamwProgram(js.map((j) => at('p', j).shape), stepValues), tensors));
+      const shapes = js.map((j) => at('p', j).shape);
+      const update = programs(`adamw_${shapes.join(';')}`, () => adamwProgram(shapes));
+      next.push(...runMultiOutputProgram(backend, update, tensors, [{ buffer: stepValues }]));
     }
     return [...next, stats];
   },

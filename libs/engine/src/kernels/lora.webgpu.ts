@@ -6,7 +6,7 @@ import { weightReader } from './half-weights.wgsl';
 import { wgslFloat } from './decode-step.wgsl';
 import { gateActivationWgsl } from './gate-activation.wgsl';
 import { productTiling, rowMajor, tiledProduct } from './tiled-product.wgsl';
-import { disposeIntermediate, fusedKernelsApply, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid } from './webgpu-program';
+import { disposeIntermediate, fusedKernelsApply, keptPrograms, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid } from './webgpu-program';
 
 /**
  * A frozen projection with low-rank adapters (LoRA) for training on webgpu, forward and
@@ -93,6 +93,17 @@ function bindings(inputs: string[], outputs: string[]): string {
 /** A program of this file's, with the names of the inputs it binds, in its WGSL's order (the caller's). */
 interface LoraProgram extends MultiOutputProgram {
   inputs: string[];
+}
+
+/** The programs made, by their kind, layout and M (programFor). */
+const programs = keptPrograms<LoraProgram>();
+
+/**
+ * The program `make` makes for a call (`call.key`: its layout and M), made at the first call with
+ * these shapes; `variant` names which of this file's programs, with its options.
+ */
+function programFor(variant: string, call: { key: string }, make: () => LoraProgram): LoraProgram {
+  return programs(`${variant}|${call.key}`, make);
 }
 
 /** Storage buffers a program binds: its inputs and its outputs. */
@@ -347,14 +358,15 @@ interface Attrs {
   weights: StorageDtype;
 }
 
-/** A call's factors (a0.., b0..), its layout (x [M, K], W [K, N], the A's ranks) and M. */
-function callOf(inputs: tf.NamedTensorInfoMap, attrs: Attrs): { aTs: tf.TensorInfo[]; bTs: tf.TensorInfo[]; l: Layout; M: number } {
+/** A call's factors (a0.., b0..), its layout (x [M, K], W [K, N], the A's ranks), M, and a key naming the last two (programFor). */
+function callOf(inputs: tf.NamedTensorInfoMap, attrs: Attrs): { aTs: tf.TensorInfo[]; bTs: tf.TensorInfo[]; l: Layout; M: number; key: string } {
   const { x, w } = inputs as Record<string, tf.TensorInfo>;
   const aTs = attrs.parts.map((_, i) => inputs[`a${i}`] as tf.TensorInfo);
   const bTs = attrs.parts.map((_, i) => inputs[`b${i}`] as tf.TensorInfo);
   const N = attrs.weights === 'F32' ? w.shape[1] : 2 * w.shape[1];
   const l = layoutOf(x.shape[1], N, attrs.bias, attrs.parts.map((p, i) => ({ ...p, r: aTs[i].shape[1] })), attrs.weights);
-  return { aTs, bTs, l, M: x.shape[0] };
+  const M = x.shape[0];
+  return { aTs, bTs, l, M, key: `${keyOf('', l)}_${M}` };
 }
 
 tf.registerKernel({
@@ -363,9 +375,10 @@ tf.registerKernel({
   kernelFunc: ({ inputs, backend, attrs }) => {
     const a = attrs as unknown as Attrs;
     const { x, w, bias } = inputs as Record<string, tf.TensorInfo>;
-    const { aTs, bTs, l, M } = callOf(inputs, a);
-    const [h] = runMultiOutputProgram(backend, xaProgram(l, M), [x, ...aTs]);
-    const [y] = runMultiOutputProgram(backend, productProgram(l, M), [x, w, ...(a.bias ? [bias] : []), h, ...bTs]);
+    const call = callOf(inputs, a);
+    const { aTs, bTs, l, M } = call;
+    const [h] = runMultiOutputProgram(backend, programFor('xa', call, () => xaProgram(l, M)), [x, ...aTs]);
+    const [y] = runMultiOutputProgram(backend, programFor('product', call, () => productProgram(l, M)), [x, w, ...(a.bias ? [bias] : []), h, ...bTs]);
     return [y, h];
   },
 });
@@ -377,9 +390,13 @@ tf.registerKernel({
     const a = attrs as unknown as Attrs;
     const P = a.parts.length;
     const { x, w, h, dy } = inputs as Record<string, tf.TensorInfo>;
-    const { aTs, bTs, l, M } = callOf(inputs, a);
+    const call = callOf(inputs, a);
+    const { aTs, bTs, l, M } = call;
     const gateUp = inputs['gateUp'] as tf.TensorInfo | undefined;
     const gated = gateUp ? (a.activation ?? 'silu') : null;
+    const dhOf = (withDb: boolean) => programFor(`dh_${withDb}`, call, () => dhProgram(l, M, withDb));
+    const dxOf = (withDa: boolean) => programFor(`dx_${gated}_${withDa}`, call, () => dxProgram(l, M, gated, withDa));
+    const gradsOf = (which: 'A' | 'B' | 'AB') => programFor(`grads_${which}`, call, () => gradsProgram(l, M, which));
     const limit = storageBufferLimit(backend);
     const fit = (...programs: LoraProgram[]) => programs.every((program) => storageBuffersOf(program) <= limit);
     let dx: tf.TensorInfo;
@@ -387,17 +404,17 @@ tf.registerKernel({
     let dB: tf.TensorInfo[];
     let dh: tf.TensorInfo;
     // Two dispatches where the device binds enough: dh with the dB's, then dx with the dA's.
-    const [dhDb, dxDa] = [dhProgram(l, M, true), dxProgram(l, M, gated, true)];
+    const [dhDb, dxDa] = [dhOf(true), dxOf(true)];
     if (fit(dhDb, dxDa)) {
       [dh, ...dB] = runMultiOutputProgram(backend, dhDb, [dy, ...bTs, h]);
       [dx, ...dA] = runMultiOutputProgram(backend, dxDa, [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : []), x]);
     } else {
       // Else dh, dx, then every factor's gradient in one program, or the A's and the B's in two.
-      [dh] = runMultiOutputProgram(backend, dhProgram(l, M, false), [dy, ...bTs]);
-      [dx] = runMultiOutputProgram(backend, dxProgram(l, M, gated, false), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : [])]);
-      const grads = fit(gradsProgram(l, M, 'AB'))
-        ? runMultiOutputProgram(backend, gradsProgram(l, M, 'AB'), [x, dh, h, dy])
-        : [...runMultiOutputProgram(backend, gradsProgram(l, M, 'A'), [x, dh]), ...runMultiOutputProgram(backend, gradsProgram(l, M, 'B'), [h, dy])];
+      [dh] = runMultiOutputProgram(backend, dhOf(false), [dy, ...bTs]);
+      [dx] = runMultiOutputProgram(backend, dxOf(false), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : [])]);
+      const grads = fit(gradsOf('AB'))
+        ? runMultiOutputProgram(backend, gradsOf('AB'), [x, dh, h, dy])
+        : [...runMultiOutputProgram(backend, gradsOf('A'), [x, dh]), ...runMultiOutputProgram(backend, gradsOf('B'), [h, dy])];
       [dA, dB] = [grads.slice(0, P), grads.slice(P)];
     }
     disposeIntermediate(backend, dh);
@@ -454,8 +471,9 @@ export function loraBackwardOnWebGpu(
   if (gate) {
     attrs.activation = gate.activation;
     // The smallest program that takes the gate: dx alone.
-    const { l, M } = callOf({ x, ...tensors }, attrs);
-    if (gate.gateUp.dtype !== 'float32' || gate.gateUp.shape[1] !== 2 * x.shape[1] || storageBuffersOf(dxProgram(l, M, gate.activation, false)) > storageBufferLimit()) return null;
+    const call = callOf({ x, ...tensors }, attrs);
+    const dx = programFor(`dx_${gate.activation}_false`, call, () => dxProgram(call.l, call.M, gate.activation, false));
+    if (gate.gateUp.dtype !== 'float32' || gate.gateUp.shape[1] !== 2 * x.shape[1] || storageBuffersOf(dx) > storageBufferLimit()) return null;
   }
   const [dx, ...grads] = tf.engine().runKernel(LORA_BACKWARD_KERNEL, { x, h, dy, ...tensors, ...(gateUp ? { gateUp } : {}) }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];
   return { dx, grads: parts.map((_, i) => [grads[2 * i], grads[2 * i + 1]]) };

@@ -93,8 +93,6 @@ export interface MultiOutputProgram {
   outputShapes: number[][];
   dispatch: [number, number, number];
   uniforms: { type: 'uint32' | 'float32'; value: number }[];
-  /** Buffers of the caller's bound after the outputs, in order, as the program declares them (a uniform the GPU wrote: adamw.webgpu.ts). */
-  buffers?: GPUBufferBinding[];
 }
 
 /** What runMultiOutputProgram uses of tfjs-backend-webgpu 4.22's WebGPUBackend. */
@@ -161,16 +159,53 @@ export function capWorkgroupMemory(cap: number): void {
   workgroupMemoryCap = cap;
 }
 
+/**
+ * A kernel's programs kept by a key that names the program and every size compiled into it or
+ * dispatched by it (the `capacity` most recently used): a kernel called again with the shapes of
+ * a call before takes the program it made then, where making it builds its WGSL's parts as
+ * strings at every call. A training step calls the engine's kernels over a thousand times, each
+ * with the shapes of the step before. A kept program must not be changed by its caller.
+ */
+export function keptPrograms<P>(capacity = 1024): (key: string, make: () => P) => P {
+  const kept = new Map<string, P>();
+  return (key, make) => {
+    let program = kept.get(key);
+    if (program === undefined) {
+      program = make();
+      if (kept.size >= capacity) kept.delete(kept.keys().next().value as string);
+    } else {
+      // Most recently used last: a Map iterates in insertion order.
+      kept.delete(key);
+    }
+    kept.set(key, program);
+    return program;
+  };
+}
+
+/** Each program's uniforms as tfjs's makeUniforms takes them, made once for a program called again (keptPrograms). */
+const uniformFields = new WeakMap<MultiOutputProgram, { type: string; data: number[] }[]>();
+
+function uniformFieldsOf(program: MultiOutputProgram): { type: string; data: number[] }[] {
+  let fields = uniformFields.get(program);
+  if (!fields) uniformFields.set(program, (fields = program.uniforms.map((u) => ({ type: u.type, data: [u.value] }))));
+  return fields;
+}
+
 /** Each device's compiled programs by key (their bind group layouts: one object a pipeline, webgpu-bind-groups.ts). */
 const pipelines = new WeakMap<GPUDevice, Map<string, GPUComputePipeline>>();
 
-/** Runs `program` on the webgpu backend that called a kernelFunc: its outputs, new tensors. */
-export function runMultiOutputProgram(backend: object, program: MultiOutputProgram, inputs: tf.TensorInfo[]): tf.TensorInfo[] {
+/**
+ * Runs `program` on the webgpu backend that called a kernelFunc: its outputs, new tensors.
+ * `buffers` are the caller's, bound after the outputs in order, as the program declares them (a
+ * uniform the GPU wrote: adamw.webgpu.ts).
+ */
+export function runMultiOutputProgram(backend: object, program: MultiOutputProgram, inputs: tf.TensorInfo[], buffers: GPUBufferBinding[] = []): tf.TensorInfo[] {
   const b = backend as WebGpuBackendRecording;
   const limit = storageBufferLimit(backend);
   if (inputs.length + program.outputShapes.length > limit) throw new Error(`${program.key}: ${inputs.length} inputs and ${program.outputShapes.length} outputs exceed ${limit} storage buffers`);
   const outputs = program.outputShapes.map((shape) => b.makeTensorInfo(shape, 'float32'));
-  [...inputs, ...outputs].forEach((t) => b.uploadToGPU(t.dataId));
+  const tensors = inputs.concat(outputs);
+  for (const t of tensors) b.uploadToGPU(t.dataId);
   let cache = pipelines.get(b.device);
   if (!cache) pipelines.set(b.device, (cache = new Map()));
   let pipeline = cache.get(program.key);
@@ -178,10 +213,13 @@ export function runMultiOutputProgram(backend: object, program: MultiOutputProgr
     pipeline = b.device.createComputePipeline({ layout: 'auto', compute: { module: b.device.createShaderModule({ code: wgslModule(program.wgsl()) }), entryPoint: 'main' } });
     cache.set(program.key, pipeline);
   }
-  const uniforms = b.makeUniforms(program.uniforms.map((u) => ({ type: u.type, data: [u.value] })));
-  const resources = [uniforms, ...[...inputs, ...outputs].map((t) => b.tensorToBinding(t)), ...(program.buffers ?? [])];
-  const bindGroup = b.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: resources.map((resource, binding) => ({ binding, resource })) });
-  [...inputs, ...outputs].forEach((t) => b.commandQueueOwnedIds.add(t.dataId));
+  const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: b.makeUniforms(uniformFieldsOf(program)) }];
+  for (const t of tensors) {
+    entries.push({ binding: entries.length, resource: b.tensorToBinding(t) });
+    b.commandQueueOwnedIds.add(t.dataId);
+  }
+  for (const resource of buffers) entries.push({ binding: entries.length, resource });
+  const bindGroup = b.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries });
   b.ensureCommandEncoderReady();
   // While tf.profile times kernels, as runWebGPUProgram: the dispatch in a pass of its own whose
   // start and end go to the backend's query set, its time pushed under the program's key.
