@@ -23,7 +23,10 @@
  * turn in a busy batch (its prompt's prefill, the merge of its cache into the batch's, a step and
  * its leaving), and a training step over rows of new lengths each step, as real batches come.
  *
- *   npx tsx tools/bench/gpu/host.bench.ts [--steps 30] [--train-rows 4] [--train-tokens 16]
+ *   node tools/bench/built.mjs tools/bench/gpu/host.bench.ts [--steps 30] [--train-rows 4] [--train-tokens 16]
+ *
+ * Run bundled, as the workers run the engine (tools/bench/built.mjs): through tsx, every function
+ * made at run time also has its name set, a cost the workers' build does not pay.
  */
 import * as os from 'node:os';
 import { selectBackend } from '../../../libs/engine/src/backend';
@@ -100,6 +103,7 @@ async function main(): Promise<void> {
   } finally {
     lm.dispose();
   }
+  if (process.execArgv.some((arg) => arg.includes('tsx'))) console.log('run through tsx, which sets the name of every function made at run time: the workers do not; run it through tools/bench/built.mjs');
   console.log(`smollm2-135m's layers at half its width (hidden ${lm.config.hiddenSize}, MLP ${lm.config.intermediateSize}), ${lm.config.numLayers} layers, f32; Dawn's null backend; node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}`);
   console.log("| a step | dispatches | main thread's CPU ms, mean | µs a dispatch | of which createBindGroup, µs a dispatch |");
   console.log('|---|---|---|---|---|');
