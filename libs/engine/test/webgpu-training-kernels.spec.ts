@@ -446,4 +446,29 @@ suite('WGSL training kernels give the cpu backend results', () => {
     }
     expect(tf.memory().numTensors).toBe(before);
   }, COMPILING);
+
+  it("LoRA projection forward: a call's programs take the tiles set now, not those of an earlier call with its shapes", async () => {
+    await selectBackend('webgpu');
+    const c = CASES[0];
+    const { N, parts, x, w } = inputsOf(c);
+    const X = tf.tensor2d(x, [c.M, c.K]);
+    const W = tf.tensor2d(w, [c.K, N]);
+    const kernelParts = parts.map((p) => ({ aT: tf.tensor2d(p.a, [c.K, p.r]), bT: tf.tensor2d(p.b, [p.r, p.width]), scale: c.scale, col: p.col, width: p.width }));
+    try {
+      for (const tile of [...PRODUCT_TILES, PRODUCT_TILES[0]]) {
+        setProductTiles(tile);
+        // tf.profile names each program a kernel ran (its key, which ends with its tile) in the kernel's extraInfo.
+        const info = await tf.profile(() => {
+          const fwd = loraForwardOnWebGpu(X, W, null, kernelParts);
+          tf.dispose([fwd?.y, fwd?.h].filter((t) => t !== undefined));
+        });
+        const programs = info.kernels.filter((k) => k.name === 'TrainyardLoraForward').map((k) => String(k.extraInfo));
+        expect(programs).toHaveLength(1);
+        expect(programs[0]).toMatch(new RegExp(`Product_\\S*_${tile}: `));
+      }
+    } finally {
+      setProductTiles('auto');
+      tf.dispose([X, W, ...kernelParts.flatMap((p) => [p.aT, p.bT])]);
+    }
+  }, COMPILING);
 });

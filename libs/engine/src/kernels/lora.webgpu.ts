@@ -5,7 +5,7 @@ import type { HalfWeight } from '../model/linear';
 import { weightReader } from './half-weights.wgsl';
 import { wgslFloat } from './decode-step.wgsl';
 import { gateActivationWgsl } from './gate-activation.wgsl';
-import { productTiling, rowMajor, tiledProduct } from './tiled-product.wgsl';
+import { productTiling, productTilingKey, rowMajor, tiledProduct } from './tiled-product.wgsl';
 import { disposeIntermediate, fusedKernelsApply, keptPrograms, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid } from './webgpu-program';
 
 /**
@@ -358,7 +358,10 @@ interface Attrs {
   weights: StorageDtype;
 }
 
-/** A call's factors (a0.., b0..), its layout (x [M, K], W [K, N], the A's ranks), M, and a key naming the last two (programFor). */
+/**
+ * A call's factors (a0.., b0..), its layout (x [M, K], W [K, N], the A's ranks), M, and a key
+ * naming the last two and the products' tiles (programFor).
+ */
 function callOf(inputs: tf.NamedTensorInfoMap, attrs: Attrs): { aTs: tf.TensorInfo[]; bTs: tf.TensorInfo[]; l: Layout; M: number; key: string } {
   const { x, w } = inputs as Record<string, tf.TensorInfo>;
   const aTs = attrs.parts.map((_, i) => inputs[`a${i}`] as tf.TensorInfo);
@@ -366,7 +369,7 @@ function callOf(inputs: tf.NamedTensorInfoMap, attrs: Attrs): { aTs: tf.TensorIn
   const N = attrs.weights === 'F32' ? w.shape[1] : 2 * w.shape[1];
   const l = layoutOf(x.shape[1], N, attrs.bias, attrs.parts.map((p, i) => ({ ...p, r: aTs[i].shape[1] })), attrs.weights);
   const M = x.shape[0];
-  return { aTs, bTs, l, M, key: `${keyOf('', l)}_${M}` };
+  return { aTs, bTs, l, M, key: `${keyOf('', l)}_${M}_${productTilingKey()}` };
 }
 
 tf.registerKernel({

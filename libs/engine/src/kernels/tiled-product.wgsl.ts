@@ -41,6 +41,20 @@ let subgroupMatrices: SubgroupMatrices | null = null;
 export function useSubgroupMatrices(shape: SubgroupMatrices | null): void {
   if (shape && !matrixTileFits(shape)) throw new Error(`subgroup matrices of ${shape.M} x ${shape.N} x ${shape.K} by ${shape.subgroupSize} do not fit the 64 x 64 matrix tile`);
   subgroupMatrices = shape;
+  tilingChanged();
+}
+
+/**
+ * Names what productTiling and tiledProduct follow now (setProductTiles, useSubgroupMatrices):
+ * a program kept between calls (keptPrograms) holds its tile, so its key takes this.
+ */
+export function productTilingKey(): string {
+  return tilingKey;
+}
+let tilingKey = 'auto';
+function tilingChanged(): void {
+  const m = subgroupMatrices;
+  tilingKey = `${tileChoice}${m ? `_matrix${m.M}x${m.N}x${m.K}x${m.subgroupSize}` : ''}`;
 }
 
 /** The subgroup matrices products take, or null. */
@@ -59,6 +73,7 @@ let tileChoice: ProductTileChoice = 'auto';
 /** Sets the tiles every product made from now on takes (benches measure each; the default is 'auto'). */
 export function setProductTiles(choice: ProductTileChoice): void {
   tileChoice = choice;
+  tilingChanged();
 }
 
 /** How a product [rows, cols] runs: its tile's side, and the grid (column tiles, row tiles) that covers it. */
