@@ -1,10 +1,10 @@
 /**
  * Runs a bench as the workers run the engine: bundled with the engine and tfjs by esbuild into
- * one CommonJS file, as the apps' build and the packed benches (the pack.sh of tools/bench/gpu and tools/bench/cpu) make
- * them, then run by node. Through tsx, esbuild keeps every function's name (its keepNames),
- * which costs a call each time a function is made: the engine's kernels make closures for every
- * dispatch, so a bench of the host's own time (tools/bench/gpu/host.bench.ts) measured through
- * tsx counts work the workers never do (a LoRA SFT step's host part about a third longer).
+ * one CommonJS file, as the apps' build and the packed benches (the pack.sh of tools/bench/gpu
+ * and tools/bench/cpu) make them, then run by node. Through tsx, esbuild keeps every function's name (its keepNames),
+ * which costs a call each time a function is made: a bench of the host's own time
+ * (tools/bench/gpu/host.bench.ts) measured through tsx counts that for every closure a step
+ * makes, work the workers never do.
  *
  *   node tools/bench/built.mjs tools/bench/gpu/host.bench.ts [the bench's arguments]
  *
