@@ -7,6 +7,7 @@
  * makes, work the workers never do.
  *
  *   node tools/bench/built.mjs tools/bench/gpu/host.bench.ts [the bench's arguments]
+ *   node tools/bench/built.mjs --bundle-only BENCH.ts     # prints the bundle's path, to run under another tool
  *
  * The bundle goes to tmp/bench-built/ with tfjs's wasm binaries and the matmul threads' helper
  * script beside it, where the engine looks for them.
@@ -18,9 +19,10 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const [entry, ...args] = process.argv.slice(2);
+const bundleOnly = process.argv[2] === '--bundle-only';
+const [entry, ...args] = process.argv.slice(bundleOnly ? 3 : 2);
 if (!entry) {
-  console.error('usage: node tools/bench/built.mjs BENCH.ts [arguments]');
+  console.error('usage: node tools/bench/built.mjs [--bundle-only] BENCH.ts [arguments]');
   process.exit(2);
 }
 const require = createRequire(import.meta.url);
@@ -38,5 +40,9 @@ esbuild.buildSync({
 });
 const wasmDir = dirname(require.resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm.wasm', { paths: [root] }));
 for (const file of readdirSync(wasmDir).filter((f) => f.endsWith('.wasm'))) copyFileSync(join(wasmDir, file), join(out, file));
+if (bundleOnly) {
+  console.log(join(out, `${name}.js`));
+  process.exit(0);
+}
 const run = spawnSync(process.execPath, [join(out, `${name}.js`), ...args], { stdio: 'inherit', cwd: process.cwd() });
 process.exit(run.status ?? 1);

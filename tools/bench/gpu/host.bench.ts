@@ -27,8 +27,16 @@
  *
  * Run bundled, as the workers run the engine (tools/bench/built.mjs): through tsx, every function
  * made at run time also has its name set, a cost the workers' build does not pay.
+ *
+ * Under callgrind (`bash tools/bench/gpu/host-instructions.sh`, which sets CALLGRIND_OUT), each
+ * kind of step is counted in instructions instead, after 8 untimed steps for V8 to compile what
+ * it runs: the same counts from run to run within a few per cent, where a small VM's timing
+ * varies by a third. `--steps` is then 3 unless given.
  */
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
+import * as path from 'node:path';
 import { selectBackend } from '../../../libs/engine/src/backend';
 import { countGpuWork, gpuPrototype } from '../../../libs/engine/src/kernels/gpu-counters';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
@@ -68,8 +76,38 @@ async function hostCost(step: () => Promise<unknown>, steps: number): Promise<{ 
   return { dispatches, cpuMs: mean(cpu), bindGroupMs: mean(bindGroups) };
 }
 
+/** Where callgrind writes its counts, when the bench runs under it (host-instructions.sh). */
+const callgrindOut = process.env['CALLGRIND_OUT'];
+
+/** Sends callgrind `command` (-z zeroes the counts, -d dumps them); valgrind takes a command only while the program runs, so the main thread runs until it is taken. */
+async function callgrind(command: '-z' | '-d'): Promise<void> {
+  let done = false;
+  spawn('callgrind_control', [command, String(process.pid)], { stdio: 'ignore' }).on('exit', () => (done = true));
+  while (!done) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** The instructions in callgrind's latest dump (`CALLGRIND_OUT`.1, .2, ...). */
+function lastDumpInstructions(out: string): number {
+  const dumps = readdirSync(path.dirname(out)).filter((name) => name.startsWith(`${path.basename(out)}.`));
+  const last = dumps.sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop())).pop();
+  const totals = last ? /^(?:totals|summary): (\d+)/m.exec(readFileSync(path.join(path.dirname(out), last), 'utf8')) : null;
+  if (!totals) throw new Error(`no callgrind dump with totals beside ${out}`);
+  return Number(totals[1]);
+}
+
+/** The dispatches one call of `step` makes, and the instructions of each of `steps` more, counted by callgrind after 8 untimed steps. */
+async function hostInstructions(out: string, step: () => Promise<unknown>, steps: number): Promise<{ dispatches: number; instructions: number }> {
+  const { dispatches } = (await countGpuWork(step)).counts;
+  for (let s = 0; s < 8; s++) await step();
+  collectGarbage();
+  await callgrind('-z');
+  for (let s = 0; s < steps; s++) await step();
+  await callgrind('-d');
+  return { dispatches, instructions: lastDumpInstructions(out) / steps };
+}
+
 async function main(): Promise<void> {
-  const steps = Number(option('--steps', '30'));
+  const steps = Number(option('--steps', callgrindOut ? '3' : '30'));
   const trainRows = Number(option('--train-rows', '4'));
   const trainTokens = Number(option('--train-tokens', '16'));
   installNavigatorGpu(['backend=null']);
@@ -93,6 +131,11 @@ async function main(): Promise<void> {
       const bench = await make(lm);
       try {
         await bench.step();
+        if (callgrindOut) {
+          const { dispatches, instructions } = await hostInstructions(callgrindOut, bench.step, steps);
+          rows.push(`| ${what} | ${dispatches} | ${(instructions / 1e6).toFixed(1)} | ${(instructions / dispatches / 1e3).toFixed(1)} |`);
+          continue;
+        }
         const { dispatches, cpuMs, bindGroupMs } = await hostCost(bench.step, steps);
         const perDispatch = (ms: number) => ((1000 * ms) / dispatches).toFixed(0);
         rows.push(`| ${what} | ${dispatches} | ${cpuMs.toFixed(1)} | ${perDispatch(cpuMs)} | ${perDispatch(bindGroupMs)} |`);
@@ -105,8 +148,13 @@ async function main(): Promise<void> {
   }
   if (process.execArgv.some((arg) => arg.includes('tsx'))) console.log('run through tsx, which sets the name of every function made at run time: the workers do not; run it through tools/bench/built.mjs');
   console.log(`smollm2-135m's layers at half its width (hidden ${lm.config.hiddenSize}, MLP ${lm.config.intermediateSize}), ${lm.config.numLayers} layers, f32; Dawn's null backend; node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}`);
-  console.log("| a step | dispatches | main thread's CPU ms, mean | µs a dispatch | of which createBindGroup, µs a dispatch |");
-  console.log('|---|---|---|---|---|');
+  if (callgrindOut) {
+    console.log(`| a step | dispatches | million instructions a step (${steps} steps) | thousand a dispatch |`);
+    console.log('|---|---|---|---|');
+  } else {
+    console.log("| a step | dispatches | main thread's CPU ms, mean | µs a dispatch | of which createBindGroup, µs a dispatch |");
+    console.log('|---|---|---|---|---|');
+  }
   rows.forEach((row) => console.log(row));
 }
 
