@@ -1,6 +1,6 @@
 /// <reference types="@webgpu/types" />
 import { wrapMethod } from './kernels/gpu-counters';
-import { hashNumbers, sameNumbers } from './number-lists';
+import { NumberListEntry, NumberListLru } from './number-lists';
 
 /**
  * Bind groups kept for reuse. tfjs's webgpu backend makes a bind group for every dispatch it
@@ -76,14 +76,7 @@ function bindingsOf(descriptor: GPUBindGroupDescriptor): number[] | null {
 }
 
 /** The numbers of the buffers in bindingsOf's numbers. */
-const buffersIn = (over: number[]) => over.filter((_, i) => i % 4 === 2);
-
-/** A bind group kept, with the numbers it was made over (bindingsOf) and their hash. */
-interface Kept {
-  group: GPUBindGroup;
-  over: number[];
-  hash: number;
-}
+const buffersIn = (over: readonly number[]) => over.filter((_, i) => i % 4 === 2);
 
 /**
  * Makes `device` keep its bind groups for reuse (once a device; a second call returns the first
@@ -95,37 +88,35 @@ export function cacheBindGroups(device: GPUDevice, capacity = 16384): BindGroupC
   const known = caches.get(device);
   if (known) return known;
   const prototype = Object.getPrototypeOf(device) as GPUDevice;
-  /** Kept bind groups by hash (nearly always one a hash). */
-  const byHash = new Map<number, Kept[]>();
-  /** Every kept bind group, least recently used first (a Set iterates in insertion order). */
-  const recency = new Set<Kept>();
+  type Kept = NumberListEntry<GPUBindGroup>;
   /** The bind groups over each buffer, for dropping them when it is destroyed. */
   const keptOver = new Map<number, Set<Kept>>();
-  let hits = 0;
-  let misses = 0;
-
-  const drop = (kept: Kept) => {
-    recency.delete(kept);
-    const same = byHash.get(kept.hash) ?? [];
-    same.splice(same.indexOf(kept), 1);
-    if (same.length === 0) byHash.delete(kept.hash);
-    for (const buffer of buffersIn(kept.over)) {
-      const over = keptOver.get(buffer);
-      over?.delete(kept);
-      if (over?.size === 0) keptOver.delete(buffer);
-    }
-  };
+  const kept = new NumberListLru<GPUBindGroup>(capacity, {
+    added: (entry) => {
+      for (const buffer of buffersIn(entry.numbers)) {
+        let over = keptOver.get(buffer);
+        if (!over) keptOver.set(buffer, (over = new Set()));
+        over.add(entry);
+      }
+    },
+    dropped: (entry) => {
+      for (const buffer of buffersIn(entry.numbers)) {
+        const over = keptOver.get(buffer);
+        over?.delete(entry);
+        if (over?.size === 0) keptOver.delete(buffer);
+      }
+    },
+  });
   const forget = (buffer: GPUBuffer) => {
     const id = ids.get(buffer);
     const over = id === undefined ? undefined : keptOver.get(id);
-    if (over) [...over].forEach(drop);
+    if (over) [...over].forEach((entry) => kept.delete(entry));
   };
   forgetters.add(forget);
   // A destroyed device's bind groups go with it.
   device.destroy = () => {
     forgetters.delete(forget);
-    byHash.clear();
-    recency.clear();
+    kept.clear();
     keptOver.clear();
     prototype.destroy.call(device);
   };
@@ -133,28 +124,10 @@ export function cacheBindGroups(device: GPUDevice, capacity = 16384): BindGroupC
   device.createBindGroup = (descriptor: GPUBindGroupDescriptor): GPUBindGroup => {
     const over = bindingsOf(descriptor);
     if (over === null) return prototype.createBindGroup.call(device, descriptor);
-    const hash = hashNumbers(over);
-    const found = byHash.get(hash)?.find((kept) => sameNumbers(kept.over, over));
-    if (found) {
-      hits++;
-      recency.delete(found);
-      recency.add(found);
-      return found.group;
-    }
-    misses++;
-    const kept: Kept = { group: prototype.createBindGroup.call(device, descriptor), over, hash };
-    for (const entry of descriptor.entries) watchDestroyedBuffers((entry.resource as GPUBufferBinding).buffer);
-    for (const buffer of buffersIn(over)) {
-      let keptOverBuffer = keptOver.get(buffer);
-      if (!keptOverBuffer) keptOver.set(buffer, (keptOverBuffer = new Set()));
-      keptOverBuffer.add(kept);
-    }
-    const same = byHash.get(hash);
-    if (same) same.push(kept);
-    else byHash.set(hash, [kept]);
-    recency.add(kept);
-    if (recency.size > capacity) drop(recency.values().next().value as Kept);
-    return kept.group;
+    return kept.keep(over, () => {
+      for (const entry of descriptor.entries) watchDestroyedBuffers((entry.resource as GPUBufferBinding).buffer);
+      return prototype.createBindGroup.call(device, descriptor);
+    });
   };
 
   // One layout object for each of a pipeline's groups, so that a layout asked for again is the same key.
@@ -173,13 +146,13 @@ export function cacheBindGroups(device: GPUDevice, capacity = 16384): BindGroupC
 
   const cache: BindGroupCache = {
     get size() {
-      return recency.size;
+      return kept.size;
     },
     get hits() {
-      return hits;
+      return kept.hits;
     },
     get misses() {
-      return misses;
+      return kept.misses;
     },
     capacity,
   };

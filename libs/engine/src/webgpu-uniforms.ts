@@ -1,5 +1,5 @@
 /// <reference types="@webgpu/types" />
-import { hashNumbers, sameNumbers } from './number-lists';
+import { NumberListLru } from './number-lists';
 
 /**
  * Uniform buffers kept by their contents. tfjs's webgpu backend gives every dispatch a uniform
@@ -42,62 +42,31 @@ function contentsOf(uniforms: ProgramUniformField[]): number[] {
   return contents;
 }
 
-/** Uniform buffers kept, with the contents they hold (contentsOf) and their hash. */
-interface Kept {
-  binding: GPUBufferBinding;
-  contents: number[];
-  hash: number;
-}
-
 /** Makes `backend` keep its uniform buffers by content (once a backend; a second call returns the first). */
 export function keepUniforms(backend: UniformsBackend, capacity = 4096): KeptUniforms {
   const known = keptBy.get(backend);
   if (known) return known;
   const make = backend.makeUniforms.bind(backend);
-  /** Kept buffers by their contents' hash (nearly always one a hash). */
-  const byHash = new Map<number, Kept[]>();
-  /** Every kept buffer, least recently used first (a Set iterates in insertion order). */
-  const recency = new Set<Kept>();
-  let hits = 0;
-  let misses = 0;
-  backend.makeUniforms = (uniforms) => {
-    const contents = contentsOf(uniforms);
-    const hash = hashNumbers(contents);
-    const same = byHash.get(hash);
-    const found = same?.find((kept) => sameNumbers(kept.contents, contents));
-    if (found) {
-      hits++;
-      recency.delete(found);
-      recency.add(found);
-      return found.binding;
-    }
-    misses++;
-    const kept: Kept = { binding: make(uniforms), contents, hash };
-    // Kept, not given back at the next submit: makeUniforms pushed it last.
-    backend.uniformPendingDisposal.pop();
-    if (same) same.push(kept);
-    else byHash.set(hash, [kept]);
-    recency.add(kept);
-    if (recency.size > capacity) {
-      const oldest = recency.values().next().value as Kept;
-      recency.delete(oldest);
-      const sameHash = byHash.get(oldest.hash) as Kept[];
-      sameHash.splice(sameHash.indexOf(oldest), 1);
-      if (sameHash.length === 0) byHash.delete(oldest.hash);
-      // A dispatch recorded but not yet submitted may bind it: back to the pool after the submit.
-      backend.uniformPendingDisposal.push(oldest.binding.buffer);
-    }
-    return kept.binding;
-  };
+  const kept = new NumberListLru<GPUBufferBinding>(capacity, {
+    // A dispatch recorded but not yet submitted may bind it: back to the pool after the submit.
+    dropped: (entry) => backend.uniformPendingDisposal.push(entry.value.buffer),
+  });
+  backend.makeUniforms = (uniforms) =>
+    kept.keep(contentsOf(uniforms), () => {
+      const binding = make(uniforms);
+      // Kept, not given back at the next submit: makeUniforms pushed it last.
+      backend.uniformPendingDisposal.pop();
+      return binding;
+    });
   const uniforms: KeptUniforms = {
     get size() {
-      return recency.size;
+      return kept.size;
     },
     get hits() {
-      return hits;
+      return kept.hits;
     },
     get misses() {
-      return misses;
+      return kept.misses;
     },
   };
   keptBy.set(backend, uniforms);

@@ -1,5 +1,5 @@
 import { keptPrograms } from '../src/kernels/webgpu-program';
-import { hashNumbers, sameNumbers } from '../src/number-lists';
+import { hashNumbers, NumberListEntry, NumberListLru, sameNumbers } from '../src/number-lists';
 
 /**
  * What the engine's kernels and its device keep between the dispatches of a step: a kernel's
@@ -42,5 +42,24 @@ describe('lists of numbers as keys', () => {
     expect(sameNumbers([NaN, 1], [NaN, 2])).toBe(false);
     expect(sameNumbers([1, 2], [1, 2, 3])).toBe(false);
     expect(sameNumbers([0.5], [0.25])).toBe(false);
+  });
+
+  it('keeps values by lists of numbers, dropping the least recently used past capacity and what its owner deletes', () => {
+    const added: NumberListEntry<string>[] = [];
+    const dropped: string[] = [];
+    const lru = new NumberListLru<string>(2, { added: (e) => added.push(e), dropped: (e) => dropped.push(e.value) });
+    expect(lru.keep([1, NaN], () => 'a')).toBe('a');
+    expect(lru.keep([1, NaN], () => 'again')).toBe('a');
+    lru.keep([2], () => 'b');
+    lru.keep([1, NaN], () => 'again'); // a is now the most recently used
+    lru.keep([3], () => 'c'); // drops b
+    expect([lru.size, lru.hits, lru.misses]).toEqual([2, 2, 3]);
+    expect(added.map((e) => e.value)).toEqual(['a', 'b', 'c']);
+    expect(dropped).toEqual(['b']);
+    // Deleted by its owner (a destroyed buffer's bind groups): dropped once, then made again.
+    lru.delete(added[2]);
+    lru.delete(added[2]);
+    expect(dropped).toEqual(['b', 'c']);
+    expect(lru.keep([3], () => 'c again')).toBe('c again');
   });
 });
