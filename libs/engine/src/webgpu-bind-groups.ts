@@ -144,20 +144,9 @@ export function cacheBindGroups(device: GPUDevice, capacity = 16384): BindGroupC
   device.createComputePipeline = (descriptor) => layoutsOnce(prototype.createComputePipeline.call(device, descriptor));
   device.createComputePipelineAsync = async (descriptor) => layoutsOnce(await prototype.createComputePipelineAsync.call(device, descriptor));
 
-  const cache: BindGroupCache = {
-    get size() {
-      return kept.size;
-    },
-    get hits() {
-      return kept.hits;
-    },
-    get misses() {
-      return kept.misses;
-    },
-    capacity,
-  };
-  caches.set(device, cache);
-  return cache;
+  // Its size, counts and capacity are the cache's.
+  caches.set(device, kept);
+  return kept;
 }
 
 /** The bind group cache of `device`, if it has one. */

@@ -58,19 +58,8 @@ export function keepUniforms(backend: UniformsBackend, capacity = 4096): KeptUni
       backend.uniformPendingDisposal.pop();
       return binding;
     });
-  const uniforms: KeptUniforms = {
-    get size() {
-      return kept.size;
-    },
-    get hits() {
-      return kept.hits;
-    },
-    get misses() {
-      return kept.misses;
-    },
-  };
-  keptBy.set(backend, uniforms);
-  return uniforms;
+  keptBy.set(backend, kept);
+  return kept;
 }
 
 /** The uniforms `backend` keeps, if it keeps them. */
