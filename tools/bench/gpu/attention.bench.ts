@@ -26,6 +26,7 @@ const SHAPES = [
   { name: 'qwen2.5-0.5b', H: 14, KV: 2, D: 64 },
   { name: 'qwen2.5-1.5b', H: 12, KV: 2, D: 128 },
   { name: 'qwen2.5-3b', H: 16, KV: 2, D: 128 },
+  { name: 'gemma-3-270m', H: 4, KV: 1, D: 256 },
 ];
 
 /** What the webgpu backend offers to flush its recorded work and reach its device. */

@@ -33,9 +33,10 @@ const MAX_HEAD_DIM = 256;
  * a staged row's stride in vec4s (D + 4 floats, so that lanes reading one vec4 of consecutive
  * rows fall in different banks), fits `memory` (WebGPU's default 16 KB unless the program is
  * sized to its device: webgpu-program.ts, workgroupMemoryLimit): about 128 threads a workgroup
- * with the most of 32, 16, 8 and 4 rows a block, or 64 where that leaves fewer lanes idle: a
- * lane's dot products are of rows lane, lane + lanes, ... of the block, so a block of fewer rows
- * than lanes leaves lanes idle. Null where D is not a multiple of 8 up to 256.
+ * with the most of 32, 16, 8 and 4 rows a block, or 64 where that stages more of them at a time
+ * (up to the lanes a row: a block of fewer rows than lanes has each row's dot products shared
+ * among lanes, sharingLanes, their parts added through workgroup memory). Null where D is not a
+ * multiple of 8 up to 256.
  */
 function laneTiles(headDim: number, bytes: (rows: number, block: number, RS: number, workgroup: number) => number, memory: number): LaneTiles | null {
   if (headDim % 8 !== 0 || headDim > MAX_HEAD_DIM) return null;
@@ -45,7 +46,7 @@ function laneTiles(headDim: number, bytes: (rows: number, block: number, RS: num
     const rows = Math.max(1, Math.floor(threads / lanes));
     const workgroup = rows * lanes;
     const block = [32, 16, 8, 4].find((b) => bytes(rows, b, headDim / 4 + 1, workgroup) <= memory);
-    // Lanes busy with a dot product: min(block, lanes).
+    // Rows of the block a lane's dot products cover whole, up to one a lane: min(block, lanes).
     if (block !== undefined && (best === null || Math.min(block, lanes) > Math.min(best.block, lanes))) best = { rows, block, lanes, workgroup };
   }
   return best;
@@ -58,7 +59,8 @@ function queryTiles(tiles: LaneTiles | null): ForwardTiles | null {
 
 /**
  * The forward's tiles for head dimension D (laneTiles): the staged queries and keys, the
- * block's weights, the lanes' partial maxima, and 8 bytes a query and 16 more for the caller
+ * block's weights, a float a thread (the lanes' partial maxima, their parts of shared dot
+ * products: sharingLanes), and 8 bytes a query and 16 more for the caller
  * (the training forward's visible columns): 16 queries and 32 keys for heads of 64, 8 and 16
  * for 128, 4 and 8 for 256.
  */
@@ -69,8 +71,8 @@ export function forwardTiles(headDim: number): ForwardTiles | null {
 /**
  * dq's tiles (laneTiles) in `memory` bytes of workgroup memory: as the forward's, with dO's
  * rows staged beside q's, a second block of TQ x TK floats (P dP beside P), and a query's
- * log-sum-exp. In 32 KB, 16 queries and 32 keys for heads of 64, 8 and 32 for 128; in 16 KB,
- * 16 and 16, 4 and 16.
+ * log-sum-exp. In 32 KB, 16 queries and 32 keys for heads of 64, 8 and 32 for 128, 4 and 16
+ * for 256; in 16 KB, 16 and 16, 4 and 16, 2 and 8.
  */
 export function queryGradientTiles(headDim: number, memory = WORKGROUP_MEMORY): ForwardTiles | null {
   return queryTiles(laneTiles(headDim, (TQ, TK, RS, WG) => 16 * (2 * TQ + TK) * RS + 8 * TQ * TK + 4 * WG + 12 * TQ + 16, memory));
@@ -79,11 +81,42 @@ export function queryGradientTiles(headDim: number, memory = WORKGROUP_MEMORY): 
 /**
  * The dk/dv program's tiles (laneTiles) in `memory` bytes of workgroup memory: `rows` keys a
  * workgroup, their k and v staged, and `block` queries at a time, their q and dO staged, with
- * two KT x QT blocks (P and dS) and three floats a query. In 32 KB, 16 keys and 32 queries for
- * heads of 64, 8 and 16 for 128; in 16 KB, 16 and 8, 4 and 8.
+ * two KT x QT blocks (P and dS), three floats a query, and where lanes share a query's dot
+ * products (sharingLanes) two floats a thread for their parts. In 32 KB, 16 keys and 32 queries
+ * for heads of 64, 8 and 16 for 128, 4 and 8 for 256; in 16 KB, 16 and 8, 4 and 8, 2 and 4.
  */
 export function keyGradientTiles(headDim: number, memory = WORKGROUP_MEMORY): LaneTiles | null {
-  return laneTiles(headDim, (KT, QT, RS) => 16 * (2 * KT + 2 * QT) * RS + 8 * KT * QT + 12 * QT + 16, memory);
+  return laneTiles(
+    headDim,
+    (KT, QT, RS, WG) => 16 * (2 * KT + 2 * QT) * RS + 8 * KT * QT + 12 * QT + 16 + (sharingLanes(WG / KT, QT) > 1 ? 8 * WG : 0),
+    memory,
+  );
+}
+
+/**
+ * The lanes that share each of a block's rows in a lane-based program's dot products: where the
+ * block has fewer rows than a row of the workgroup's own side has lanes (heads of 256: 32 lanes
+ * against blocks of 8 or 4), floor(lanes / block) of them, each summing a slice of the head's
+ * vec4s (sharedDots), so that every lane works rather than a quarter of them; otherwise 1, each
+ * lane's rows of the block taken whole.
+ */
+export function sharingLanes(lanes: number, block: number): number {
+  return block < lanes ? Math.floor(lanes / block) : 1;
+}
+
+/**
+ * A lane's slice of the block's dot products where `share` lanes share each row (sharingLanes,
+ * `share` > 1): lane l takes the block's row l % `block` (a WGSL u32 constant's name) and the
+ * (l / block)-th slice of the D4 vec4s, `add(d, r)` adding vec4 d of row r to its sums; lanes
+ * past share x block add nothing.
+ */
+export function sharedDots(share: number, block: string, add: (d: string, r: string) => string): string {
+  return `if (lane < ${share}u * ${block}) {
+      let r = lane % ${block};
+      let slice = (D4 + ${share - 1}u) / ${share}u;
+      let first = (lane / ${block}) * slice;
+      for (var d = first; d < min(first + slice, D4); d++) { ${add('d', 'r')} }
+    }`;
 }
 
 /**
@@ -130,9 +163,25 @@ export const stageBlock = (read: (column: string, d4: string) => string) => `for
 /**
  * Lane `lane` of row i's dot products of `rows`' row i (staged as forwardDeclarations lays
  * them out) with the block's staged rows lane, lane + L, ... (clamped to the block), into the
- * new array `out`: vec4 dot products, independent of each other.
+ * new array `out`: vec4 dot products, independent of each other. Where lanes share the block's
+ * rows (sharingLanes: fewer of them than lanes), each lane sums its slice of one row
+ * (sharedDots), the parts meet in `part`, and each lane adds up those of its row: two barriers,
+ * so the caller must be in the workgroup's uniform control flow, and `part` is free again after.
  */
 export function laneDots(rows: string, out: string, tiles: ForwardTiles): string {
+  const share = sharingLanes(tiles.lanes, tiles.TK);
+  if (share > 1) {
+    return `var ${out} : array<f32, 1>;
+    {
+      var slicePart = 0.0;
+      ${sharedDots(share, 'TK', (d, r) => `slicePart += dot(${rows}[i * RS + ${d}], kv[${r} * RS + ${d}]);`)}
+      part[tid] = slicePart;
+      workgroupBarrier();
+      ${out}[0] = 0.0;
+      for (var s = 0u; s < ${share}u; s++) { ${out}[0] += part[i * L + s * TK + min(lane, TK - 1u)]; }
+      workgroupBarrier();
+    }`;
+  }
   const n = Math.ceil(tiles.TK / tiles.lanes);
   return `var ${out} : array<f32, ${n}>;
     for (var j = 0u; j < ${n}u; j++) { ${out}[j] = 0.0; }

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { forwardDeclarations, forwardTiles, forwardWalk, keyGradientTiles, laneDots, queryGradientTiles, stageBlock } from './attention.wgsl';
+import { forwardDeclarations, forwardTiles, forwardWalk, keyGradientTiles, laneDots, queryGradientTiles, sharedDots, sharingLanes, stageBlock } from './attention.wgsl';
 import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid, workgroupMemoryLimit } from './webgpu-program';
 
 /**
@@ -308,19 +308,54 @@ ${
 }
 
 /**
+ * The dk/dv program's scores and dP = dO . v of this thread's key `c` against the block's
+ * queries lane, lane + L, ... (clamped to the block), `queriesALane` of them, each whole.
+ */
+const wholeQueryDots = (queriesALane: number) => `for (var j = 0u; j < ${queriesALane}u; j++) {
+      scores[j] = 0.0;
+      dp[j] = 0.0;
+    }
+    for (var d = 0u; d < D4; d++) {
+      let kd = ks[c * RS + d];
+      let vd = vs[c * RS + d];
+      for (var j = 0u; j < ${queriesALane}u; j++) {
+        let r = min(lane + j * L, QT - 1u) * RS + d;
+        scores[j] += dot(kd, qs[r]);
+        dp[j] += dot(vd, dOs[r]);
+      }
+    }`;
+
+/**
+ * The same where `share` lanes share each query of the block (sharingLanes): each lane's slice
+ * of one query's score and dP into `parts`, then lane l's of query l (clamped), its lanes'
+ * parts added.
+ */
+const sharedQueryDots = (share: number) => `var slicePart = vec2<f32>(0.0);
+    ${sharedDots(share, 'QT', (at, r) => `slicePart += vec2<f32>(dot(ks[c * RS + ${at}], qs[${r} * RS + ${at}]), dot(vs[c * RS + ${at}], dOs[${r} * RS + ${at}]));`)}
+    parts[tid] = slicePart;
+    workgroupBarrier();
+    var sums = vec2<f32>(0.0);
+    for (var p = 0u; p < ${share}u; p++) { sums += parts[c * L + p * QT + min(lane, QT - 1u)]; }
+    scores[0] = sums.x;
+    dp[0] = sums.y;`;
+
+/**
  * dk and dv, a workgroup a tile of KT keys (b, kvh, s0..) and one query head g of the KV head's
  * G, summed over that head's T queries QT at a time: [B, KV, G, S, D] each, which
  * headSumProgram adds over G (with G = 1 they are dk and dv). A workgroup for all G heads
  * would leave the GPU with B * KV * S / KT workgroups, a few hundred at training's lengths.
  * Each key has D / 8 lanes (keyGradientTiles); per block of queries, a lane computes the scores
- * and dP = dO . v of its own queries of the block against its key (vec4 dot products), P and
- * dS = P (dP - D) into workgroup memory, then its vec4s of sum dS q and sum P dO over the block.
+ * and dP = dO . v of its own queries of the block against its key (vec4 dot products; where the
+ * block has fewer queries than the key has lanes, its slice of one query's, the lanes' parts
+ * added through workgroup memory: sharingLanes), P and dS = P (dP - D) into workgroup memory,
+ * then its vec4s of sum dS q and sum P dO over the block.
  */
 function keyGradientProgram(d: Dims, memory: number): MultiOutputProgram {
   const tiles = keyGradientTiles(d.D, memory);
   if (tiles === null) throw new Error(`prompt attention's backward takes no head dimension ${d.D}`);
   const { rows: KT, block: QT, lanes, workgroup } = tiles;
   const QUERIES_A_LANE = Math.ceil(QT / lanes);
+  const share = sharingLanes(lanes, QT);
   const RS = d.D / 4 + 1;
   return {
     key: `trainyardPromptAttentionDkv_${d.KV}_${d.G}_${d.D}_${KT}_${QT}`,
@@ -342,7 +377,7 @@ var<workgroup> dss : array<f32, ${KT * QT}>;
 var<workgroup> lse : array<f32, QT>;
 var<workgroup> rowD : array<f32, QT>;
 var<workgroup> vis : array<f32, QT>;
-var<workgroup> seen : u32;
+var<workgroup> seen : u32;${share > 1 ? '\n// Each lane\'s part of its shared query\'s score and dP.\nvar<workgroup> parts : array<vec2<f32>, WG>;' : ''}
 ${OPENING('u.B * KV * G * ((u.S + KT - 1u) / KT)', workgroup)}
   let tiles = (u.S + KT - 1u) / KT;
   let s0 = (w % tiles) * KT;
@@ -385,19 +420,7 @@ ${OPENING('u.B * KV * G * ((u.S + KT - 1u) / KT)', workgroup)}
     workgroupBarrier();
     var scores : array<f32, ${QUERIES_A_LANE}>;
     var dp : array<f32, ${QUERIES_A_LANE}>;
-    for (var j = 0u; j < ${QUERIES_A_LANE}u; j++) {
-      scores[j] = 0.0;
-      dp[j] = 0.0;
-    }
-    for (var d = 0u; d < D4; d++) {
-      let kd = ks[c * RS + d];
-      let vd = vs[c * RS + d];
-      for (var j = 0u; j < ${QUERIES_A_LANE}u; j++) {
-        let r = min(lane + j * L, QT - 1u) * RS + d;
-        scores[j] += dot(kd, qs[r]);
-        dp[j] += dot(vd, dOs[r]);
-      }
-    }
+    ${share > 1 ? sharedQueryDots(share) : wholeQueryDots(QUERIES_A_LANE)}
     for (var j = 0u; j < ${QUERIES_A_LANE}u; j++) {
       let i = lane + j * L;
       if (i < QT) {
