@@ -97,8 +97,8 @@ export function keyGradientTiles(headDim: number, memory = WORKGROUP_MEMORY): La
  * The lanes that share each of a block's rows in a lane-based program's dot products: where the
  * block has fewer rows than a row of the workgroup's own side has lanes (heads of 256: 32 lanes
  * against blocks of 8 or 4), floor(lanes / block) of them, each summing a slice of the head's
- * vec4s (sharedDots), so that every lane works rather than a quarter of them; otherwise 1, each
- * lane's rows of the block taken whole.
+ * vec4s (sharedDots), so that every lane works where all but `block` of them would repeat the
+ * block's last row; otherwise 1, each lane's rows of the block taken whole.
  */
 export function sharingLanes(lanes: number, block: number): number {
   return block < lanes ? Math.floor(lanes / block) : 1;
