@@ -189,7 +189,7 @@ suite('a decoding step encoded whole on webgpu', () => {
   }, 120_000);
 
   it("gives the cpu backend logits with Qwen2's q/k/v bias, tied embeddings and Qwen2.5-1.5B's heads of 128, and with heads of 256", async () => {
-    // A prompt of 40 tokens: tiles of 8 queries reading blocks of 16 keys (heads of 128), of 4 reading blocks of 8 (256).
+    // A prompt of 40 tokens: tiles of 8 queries reading blocks of 32 keys (heads of 128, in lavapipe's 32 KB of workgroup memory), of 4 reading blocks of 16 (256).
     const prompt = Array.from({ length: 40 }, (_, i) => 1 + ((i * 29) % 400));
     const script: Script = { joins: new Map([[0, [[0, [1, 30, 31]], [1, prompt]]]]), leaves: new Map(), steps: 4 };
     for (const headDim of [128, 256]) {

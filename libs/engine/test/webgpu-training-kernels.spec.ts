@@ -142,9 +142,9 @@ const ATTENTION_CASES: AttentionCase[] = [
   { name: 'head size 128 (8-query tiles)', B: 1, T: 19, KV: 2, G: 2, D: 128, maskRows: 1, window: Infinity },
   // The backward's tiles where a device offers WebGPU's default 16 KB of workgroup memory (lavapipe offers 32): for heads of 128, workgroups of 64 threads, 4 queries (keys) a tile.
   { name: 'head size 128, the tiles of 16 KB of workgroup memory', B: 1, T: 19, KV: 2, G: 2, D: 128, maskRows: 1, window: Infinity, workgroupMemory: WORKGROUP_MEMORY },
-  // Gemma 3's heads: blocks of fewer rows than a row's 32 lanes, so lanes share each row's dot products (forward and dk/dv 4 lanes a key or query, dq 2).
-  { name: "head size 256, lanes sharing a row's dot products, padding", B: 2, T: 11, KV: 1, G: 2, D: 256, maskRows: 2, window: Infinity },
-  // In 16 KB: dq 4 lanes a key, dk/dv 8 a query, in workgroups of 64 threads.
+  // Gemma 3's heads: blocks of fewer rows than a row's 32 lanes, so lanes share each row's dot products (in 32 KB: forward and dq 2 lanes a key, dk/dv 4 a query), two blocks of 16 keys forward.
+  { name: "head size 256, lanes sharing a row's dot products, padding", B: 2, T: 19, KV: 1, G: 2, D: 256, maskRows: 2, window: Infinity },
+  // In 16 KB: forward and dq 4 lanes a key, dk/dv 8 a query, the backward's in workgroups of 64 threads.
   { name: 'head size 256, the tiles of 16 KB of workgroup memory', B: 1, T: 11, KV: 1, G: 2, D: 256, maskRows: 1, window: Infinity, workgroupMemory: WORKGROUP_MEMORY },
 ];
 

@@ -10,7 +10,7 @@
  *
  *   npx tsx tools/bench/gpu/attention.bench.ts [--rows 4] [--tokens 256] [--runs 5] [--memory BYTES]
  *
- * `--memory` sizes the backward's tiles to that much workgroup memory (capWorkgroupMemory)
+ * `--memory` sizes the programs' tiles to that much workgroup memory (capWorkgroupMemory)
  * rather than the device's.
  */
 import * as tf from '@tensorflow/tfjs-core';
@@ -59,7 +59,7 @@ async function main(): Promise<void> {
   const maskValues = new Float32Array(T * T);
   for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) maskValues[i * T + j] = MASKED;
   const mask = tf.tensor4d(maskValues, [1, 1, T, T]);
-  console.log(`${B} rows of ${T} tokens, causal; the backward's tiles in ${workgroupMemoryLimit()} bytes of workgroup memory; medians of ${runs} runs`);
+  console.log(`${B} rows of ${T} tokens, causal; the tiles in ${workgroupMemoryLimit()} bytes of workgroup memory; medians of ${runs} runs`);
   console.log('| heads (query / KV x size) | forward ms | backward ms | forward GFLOP/s | backward GFLOP/s |');
   console.log('|---|---|---|---|---|');
   for (const { name, H, KV, D } of SHAPES) {

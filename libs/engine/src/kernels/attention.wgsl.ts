@@ -58,14 +58,14 @@ function queryTiles(tiles: LaneTiles | null): ForwardTiles | null {
 }
 
 /**
- * The forward's tiles for head dimension D (laneTiles): the staged queries and keys, the
- * block's weights, a float a thread (the lanes' partial maxima, their parts of shared dot
- * products: sharingLanes), and 8 bytes a query and 16 more for the caller
- * (the training forward's visible columns): 16 queries and 32 keys for heads of 64, 8 and 16
- * for 128, 4 and 8 for 256.
+ * The forward's tiles for head dimension D (laneTiles) in `memory` bytes of workgroup memory:
+ * the staged queries and keys, the block's weights, a float a thread (the lanes' partial maxima,
+ * their parts of shared dot products: sharingLanes), and 8 bytes a query and 16 more for the
+ * caller (the training forward's visible columns). In 32 KB, 16 queries and 32 keys for heads of
+ * 64, 8 and 32 for 128, 4 and 16 for 256; in 16 KB, 16 and 32, 8 and 16, 4 and 8.
  */
-export function forwardTiles(headDim: number): ForwardTiles | null {
-  return queryTiles(laneTiles(headDim, (TQ, TK, RS, WG) => 16 * (TQ + TK) * RS + 4 * TQ * TK + 4 * WG + 8 * TQ + 16, WORKGROUP_MEMORY));
+export function forwardTiles(headDim: number, memory = WORKGROUP_MEMORY): ForwardTiles | null {
+  return queryTiles(laneTiles(headDim, (TQ, TK, RS, WG) => 16 * (TQ + TK) * RS + 4 * TQ * TK + 4 * WG + 8 * TQ + 16, memory));
 }
 
 /**

@@ -30,7 +30,7 @@ import {
 import type { LoraPart } from './lora';
 import type { DrawnToken, RowDraw } from './sample';
 import { ProductTiling, productTiling, SPLIT_DEPTH, usedSubgroupMatrices } from './tiled-product.wgsl';
-import { fusedKernelsApply } from './webgpu-program';
+import { fusedKernelsApply, workgroupMemoryLimit } from './webgpu-program';
 
 /**
  * A whole forward step of a Llama-family model on webgpu (decoding one token a row, or a
@@ -787,8 +787,9 @@ export class WebGpuDecodeStep {
       } else {
         if (qkNormEps !== null) run('rope', this.pipeline('ropeNorm', `${qkvSplits}:${qkNormEps}`, () => ropeNormStoreShader(qkvSplits, qkNormEps)), binding.rope, H + 2 * KV, N);
         else run('rope', this.pipeline('rope', qkvSplits, () => ropeStoreShader(qkvSplits)), binding.rope, ...flatGrid(pairs));
-        const tiles = forwardTiles(D);
-        if (tiles) run('attention', this.pipeline('attention', `tiled:${D}`, () => promptAttentionShader(D)), binding.attention, H, rows * Math.ceil(T / tiles.TQ));
+        const memory = workgroupMemoryLimit(this.backend);
+        const tiles = forwardTiles(D, memory);
+        if (tiles) run('attention', this.pipeline('attention', `tiled:${D}:${tiles.TK}`, () => promptAttentionShader(D, memory)), binding.attention, H, rows * Math.ceil(T / tiles.TQ));
         else run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
       }
       layerProduct(l, 'o', 'o');

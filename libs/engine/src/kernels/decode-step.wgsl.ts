@@ -553,13 +553,14 @@ export function attentionShader(headDim: number): string {
 /**
  * A prompt chunk's attention (T new tokens a row, the columns already in the cache) as
  * FlashAttention does it (attention.wgsl.ts, forwardWalk): a workgroup takes TQ query tokens of
- * one row for one query head (forwardTiles), so that each key and value it stages in workgroup
- * memory serves all of them, and walks the columns TK at a time up to its last token's own
+ * one row for one query head (forwardTiles, in `memory` bytes of workgroup memory: the
+ * device's, workgroupMemoryLimit), so that each key and value it stages in workgroup memory
+ * serves all of them, and walks the columns TK at a time up to its last token's own
  * column (the mask hides every later one), D / 8 threads a token. The grid is (heads, rows x
  * tiles of a row). Bindings and uniforms are attentionShader's, read as vec4s.
  */
-export function promptAttentionShader(headDim: number): string {
-  const tiles = forwardTiles(headDim);
+export function promptAttentionShader(headDim: number, memory: number): string {
+  const tiles = forwardTiles(headDim, memory);
   if (tiles === null) throw new Error(`prompt attention tiles take no head dimension ${headDim}`);
   return `${STEP_UNIFORMS}
 @group(0) @binding(2) var<storage, read> q : array<vec4<f32>>;

@@ -185,11 +185,11 @@ const writeLaneVecs = (target: string, v0: string, v1: string) => `let at = quer
  * that saves what its backward reads), also each query's statistics [log-sum-exp, 0, visible
  * columns], so that the backward need not find the log-sum-exp again.
  */
-function forwardProgram(d: Dims, saving: boolean): MultiOutputProgram {
-  const tiles = forwardTiles(d.D);
+function forwardProgram(d: Dims, saving: boolean, memory: number): MultiOutputProgram {
+  const tiles = forwardTiles(d.D, memory);
   if (tiles === null) throw new Error(`prompt attention takes no head dimension ${d.D}`);
   return {
-    key: `trainyardPromptAttention${saving ? 'Saving' : ''}_${d.KV}_${d.G}_${d.D}`,
+    key: `trainyardPromptAttention${saving ? 'Saving' : ''}_${d.KV}_${d.G}_${d.D}_${tiles.TK}`,
     wgsl: () => `${header(d, ['q', 'k', 'v', 'mask'], saving ? ['out', 'stats'] : ['out'], ['q', 'k', 'v'])}
 ${forwardDeclarations(d.D, tiles)}
 ${VISIBILITY_MEMORY}
@@ -495,7 +495,7 @@ tf.registerKernel({
   backendName: 'webgpu',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { q, k, v, mask } = inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>;
-    const [out] = runMultiOutputProgram(backend, forwardProgram(dimsOf(q, k, mask, attrs as unknown as Attrs), false), [q, k, v, mask]);
+    const [out] = runMultiOutputProgram(backend, forwardProgram(dimsOf(q, k, mask, attrs as unknown as Attrs), false, workgroupMemoryLimit(backend)), [q, k, v, mask]);
     return out;
   },
 });
@@ -506,7 +506,7 @@ tf.registerKernel({
   backendName: 'webgpu',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const { q, k, v, mask } = inputs as Record<'q' | 'k' | 'v' | 'mask', tf.TensorInfo>;
-    return runMultiOutputProgram(backend, forwardProgram(dimsOf(q, k, mask, attrs as unknown as Attrs), true), [q, k, v, mask]);
+    return runMultiOutputProgram(backend, forwardProgram(dimsOf(q, k, mask, attrs as unknown as Attrs), true, workgroupMemoryLimit(backend)), [q, k, v, mask]);
   },
 });
 
