@@ -88,7 +88,7 @@ export function queryGradientTiles(headDim: number, memory = WORKGROUP_MEMORY): 
 export function keyGradientTiles(headDim: number, memory = WORKGROUP_MEMORY): LaneTiles | null {
   return laneTiles(
     headDim,
-    (KT, QT, RS, WG) => 16 * (2 * KT + 2 * QT) * RS + 8 * KT * QT + 12 * QT + 16 + (sharingLanes(WG / KT, QT) > 1 ? 8 * WG : 0),
+    (KT, QT, RS, WG) => 16 * (2 * KT + 2 * QT) * RS + 8 * KT * QT + 12 * QT + 16 + (sharingLanes(headDim / 8, QT) > 1 ? 8 * WG : 0),
     memory,
   );
 }

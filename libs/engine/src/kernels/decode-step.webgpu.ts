@@ -777,6 +777,9 @@ export class WebGpuDecodeStep {
     const pairs = N * (H + 2 * KV) * (D / 2);
     // q_norm and k_norm (Qwen3, Gemma 3), done by the programs that do RoPE's work.
     const qkNormEps = this.config.qkNorm ? this.config.rmsNormEps : null;
+    // A prompt chunk's attention tiles, in the device's workgroup memory (null: a head dimension they do not take).
+    const memory = workgroupMemoryLimit(this.backend);
+    const tiles = forwardTiles(D, memory);
     this.layerBindings.forEach((bound, l) => {
       const binding = (bound as LayerBinding).groups as Record<CacheProgram, GPUBindGroup>;
       layerProduct(l, 'qkv', 'qkv');
@@ -787,8 +790,6 @@ export class WebGpuDecodeStep {
       } else {
         if (qkNormEps !== null) run('rope', this.pipeline('ropeNorm', `${qkvSplits}:${qkNormEps}`, () => ropeNormStoreShader(qkvSplits, qkNormEps)), binding.rope, H + 2 * KV, N);
         else run('rope', this.pipeline('rope', qkvSplits, () => ropeStoreShader(qkvSplits)), binding.rope, ...flatGrid(pairs));
-        const memory = workgroupMemoryLimit(this.backend);
-        const tiles = forwardTiles(D, memory);
         if (tiles) run('attention', this.pipeline('attention', `tiled:${D}:${tiles.TK}`, () => promptAttentionShader(D, memory)), binding.attention, H, rows * Math.ceil(T / tiles.TQ));
         else run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
       }
