@@ -175,7 +175,10 @@ describe('stored responses, fine-tuned models and exports with the AI SDK and La
     const meta = (trajectory: string) => ({ run, group_id: 'clients', trajectory_id: trajectory });
     // The AI SDK: two turns, the second carrying the reward.
     const aiSdk = createOpenAI({ baseURL, apiKey: key })(trainable.name);
-    const turn1 = await generateText({ model: aiSdk, prompt: 'Say something.', maxOutputTokens: 6, maxRetries: 0, providerOptions: { openai: { metadata: meta('ai-sdk') } } });
+    // Greedy: the AI SDK leaves an empty answer out of the next turn's messages, which then
+    // would not go on from this turn (a sampled answer can be empty).
+    const turn1 = await generateText({ model: aiSdk, prompt: 'Say something.', temperature: 0, maxOutputTokens: 6, maxRetries: 0, providerOptions: { openai: { metadata: meta('ai-sdk') } } });
+    expect(turn1.text).not.toBe('');
     const messages: ModelMessage[] = [{ role: 'user', content: 'Say something.' }, ...turn1.response.messages, { role: 'user', content: 'And then?' }];
     await generateText({ model: aiSdk, messages, maxOutputTokens: 6, maxRetries: 0, providerOptions: { openai: { metadata: { ...meta('ai-sdk'), reward: '1' } } } });
     // LangChain: the same, continued with previous_response_id.

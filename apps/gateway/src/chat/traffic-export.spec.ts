@@ -182,6 +182,21 @@ describe('the turns of one run', () => {
     const second = turn('b', [user('hi'), assistant('hello'), user('more')], 'sure', { trajectory_id: 'r' });
     expect(toArtGroups([first, second], options).skipped.map((s) => s.id)).toEqual(['a', 'b']);
   });
+
+  it("says why an earlier turn without a reward was not joined: the last turn's messages leave its answer out", () => {
+    // The AI SDK leaves an empty answer out of the messages it sends next.
+    const first = turn('a', [user('hi')], '', { trajectory_id: 'r' });
+    const last = turn('b', [user('hi'), user('more')], 'sure', { trajectory_id: 'r', reward: '1' });
+    const { groups, skipped } = toArtGroups([first, last], options);
+    expect(groups.flatMap((g) => g.trajectories.map((t) => t.metadata['source_id']))).toEqual(['b']);
+    expect(skipped).toEqual([{ id: 'a', reason: expect.stringContaining("not joined into its run's last turn, b,") }]);
+    expect(skipped[0].reason).toMatch(/^metadata\.reward is missing/);
+  });
+
+  it('says nothing of joining when a run has one turn, or the turn is its last', () => {
+    const only = turn('a', [user('hi')], 'hello', { trajectory_id: 'r' });
+    expect(toArtGroups([only], options).skipped).toEqual([{ id: 'a', reason: 'metadata.reward is missing: it is the reward' }]);
+  });
 });
 
 describe('rewardOf', () => {

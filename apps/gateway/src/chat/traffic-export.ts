@@ -62,6 +62,8 @@ interface Unit {
   history: (ChatMessageInput | ArtChoice)[];
   /** The ids of the records joined into it, its own last. */
   sources: string[];
+  /** For an earlier turn of a run that its last turn does not continue: that last turn's id. */
+  apartFrom?: string;
 }
 
 const NO_TRACE = 'kept without the tokens it was served (stored before they were kept, or too large to keep with them): nothing to train on';
@@ -83,10 +85,12 @@ export function toSftLines(records: ExportRecord[], options: ExportOptions): { l
 export function toArtGroups(records: ExportRecord[], options: ArtOptions): { groups: ArtGroup[]; skipped: SkippedRecord[] } {
   const { units, skipped } = toUnits(records, options);
   const groups = new Map<string, ArtGroup>();
-  for (const { record, history, sources } of units) {
+  for (const { record, history, sources, apartFrom } of units) {
     const reward = rewardOf(record.metadata[options.rewardKey]);
     if (reward === null) {
-      const why = `metadata.${options.rewardKey} is ${record.metadata[options.rewardKey] === undefined ? 'missing' : 'not a number'}: it is the reward`;
+      let why = `metadata.${options.rewardKey} is ${record.metadata[options.rewardKey] === undefined ? 'missing' : 'not a number'}: it is the reward`;
+      // An earlier turn mostly goes without a reward of its own: say why its run's did not reach it.
+      if (apartFrom) why += `; this turn was not joined into its run's last turn, ${apartFrom}, whose messages do not go on with this turn's messages and answer`;
       skipped.push(...sources.map((id) => ({ id, reason: why })));
       continue;
     }
@@ -134,7 +138,11 @@ function toUnits(records: ExportRecord[], options: ExportOptions): { units: Unit
     const into = units.get(last.id) as Unit;
     const at = record.trace.messages.length;
     const turn = into.history[at];
-    if (turn === undefined || 'token_ids' in turn || !continues(last.trace.messages, record.trace.messages, record.trace.choices[0])) continue;
+    const joins = turn !== undefined && !('token_ids' in turn) && continues(last.trace.messages, record.trace.messages, record.trace.choices[0]);
+    if (!joins) {
+      (units.get(record.id) as Unit).apartFrom = last.id;
+      continue;
+    }
     into.history[at] = artChoice(record.trace.choices[0]);
     into.sources.splice(into.sources.length - 1, 0, record.id);
     units.delete(record.id);
