@@ -25,6 +25,18 @@ export interface BackendInfo {
   notes: string[];
 }
 
+/**
+ * The dispatches tfjs's webgpu backend records into one command buffer before it submits it
+ * (its flag WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE, 15 by default; the engine's own programs follow
+ * the same flag, kernels/webgpu-program.ts). Each submit costs the host a command encoder, its
+ * finish and the queue's submit, and on a GPU the driver's work for each; at 15, a LoRA SFT step
+ * of SmolLM2-135M's 30 layers, 1,268 dispatches, made 85 submits, at 64 it makes 21
+ * (tools/bench/gpu/host.bench.ts). A readback submits what is recorded whatever the count. The
+ * buffers of tensors disposed meanwhile return to the pool only at the submit, so a larger
+ * batch holds more of them at once: docs/benchmarks.md ("The host's part of a step") gives both.
+ */
+export const WEBGPU_DISPATCHES_PER_SUBMIT = 64;
+
 interface Activated {
   gpu: boolean;
   adapter: GpuAdapterInfo | null;
@@ -75,6 +87,7 @@ async function activate(name: BackendName, { gpuOnly }: { gpuOnly: boolean }): P
       const { WebGPUBackend } = await import('@tensorflow/tfjs-backend-webgpu');
       registerWebGpuDevice(WebGPUBackend);
       await setBackend('webgpu');
+      tf.env().set('WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE', WEBGPU_DISPATCHES_PER_SUBMIT);
       boundBufferPool((tf.backend() as unknown as { bufferManager: BufferManagerInternals }).bufferManager, bufferPoolBytes());
       keepUniforms(tf.backend() as unknown as UniformsBackend);
       // Tensor cores only where their products agree with the f32 tiles' on this device.

@@ -473,8 +473,8 @@ async function trainingProfile(lm: LoadedModel, plan: Plan): Promise<string | nu
  * recomputed for their backward, training/checkpointing.ts), dispatches a layer of its forward
  * and backward, and those of its optimizer's update (AdamW.apply: a dispatch for as many
  * parameters as the device binds, the gradients' sums of squares, their total), counted apart,
- * and the step's readbacks (of the 4-layer model), the optimizer's apart, and those of a step
- * of ART's default RL loss on the same rows; the bind groups each of those two steps makes
+ * and the step's queue submits and readbacks (of the 4-layer model), the optimizer's readbacks
+ * apart, and those of a step of ART's default RL loss on the same rows; the bind groups each of those two steps makes
  * after three over the same rows, and the buffers it writes from the host (its uniforms: kept
  * by content, webgpu-bind-groups.ts and webgpu-uniforms.ts). Then the dispatches a layer of a decoding
  * step and of a LoRA SFT step in Qwen3's layout (q_norm, k_norm) and Gemma 3's (those, norms on
@@ -562,6 +562,8 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
     train_forward_passes: b.forwardPasses,
     train_dispatches_per_layer: perLayer((m) => m.train.dispatches - m.optimizer.dispatches),
     train_optimizer_dispatches_per_layer: perLayer((m) => m.optimizer.dispatches),
+    train_submits_per_step: b.train.submits,
+    rl_submits_per_step: b.rl.submits,
     train_readbacks_per_step: b.train.reads,
     train_optimizer_readbacks_per_step: b.optimizer.reads,
     rl_readbacks_per_step: b.rl.reads,

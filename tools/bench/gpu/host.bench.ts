@@ -6,9 +6,11 @@
  * threads are in the figure: on lavapipe, whose threads run the step on the same cores, the
  * main thread's CPU time of a step (polling.bench) is several times this. On a GPU the host's
  * part is this plus the driver's share of Dawn's calls, which the null backend does not have.
- * The GPU waits for whatever of it is not overlapped with its own work. The last column is the
- * part of it in Dawn's createBindGroup: a decoding step makes its bind groups once, and the
- * device keeps those a training step's dispatches ask for again (webgpu-bind-groups.ts).
+ * The GPU waits for whatever of it is not overlapped with its own work. Beside it: the part of
+ * it in Dawn's createBindGroup (a decoding step makes its bind groups once, and the device keeps
+ * those a training step's dispatches ask for again, webgpu-bind-groups.ts), and the most bytes
+ * of the pool's buffers in use at once during a step above those in use as it starts (disposed
+ * tensors' buffers return to the pool at the next queue submit, `--dispatches-per-submit`).
  *
  * The model is SmolLM2-135M's at half its width: its 30 layers, 9 query and 3 KV heads of 64,
  * and its vocabulary, with hidden and MLP widths of 288 and 768 (random weights from the model
@@ -23,7 +25,7 @@
  * turn in a busy batch (its prompt's prefill, the merge of its cache into the batch's, a step and
  * its leaving), and a training step over rows of new lengths each step, as real batches come.
  *
- *   node tools/bench/built.mjs tools/bench/gpu/host.bench.ts [--steps 30] [--train-rows 4] [--train-tokens 16]
+ *   node tools/bench/built.mjs tools/bench/gpu/host.bench.ts [--steps 30] [--train-rows 4] [--train-tokens 16] [--dispatches-per-submit 64]
  *
  * Run bundled, as the workers run the engine (tools/bench/built.mjs): through tsx, every function
  * made at run time also has its name set, a cost the workers' build does not pay.
@@ -37,11 +39,12 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { selectBackend } from '../../../libs/engine/src/backend';
-import { countGpuWork, gpuPrototype } from '../../../libs/engine/src/kernels/gpu-counters';
+import * as tf from '@tensorflow/tfjs-core';
+import { selectBackend, WEBGPU_DISPATCHES_PER_SUBMIT } from '../../../libs/engine/src/backend';
+import { countGpuWork, gpuPrototype, wrapMethod } from '../../../libs/engine/src/kernels/gpu-counters';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { installNavigatorGpu } from '../../../libs/engine/src/webgpu';
-import { setBufferPoolBytes } from '../../../libs/engine/src/webgpu-buffer-pool';
+import { BufferManagerInternals, setBufferPoolBytes } from '../../../libs/engine/src/webgpu-buffer-pool';
 import { benchModel, BenchVariant } from './bench-model';
 import { BenchStep, collectGarbage, decodeStep, joinStep, option, prefillStep, rlStep, sftStep, sftVariedStep, timeCalls } from './bench-steps';
 
@@ -53,27 +56,39 @@ const HALF_WIDTH: BenchVariant = { name: 'half-width', overrides: { hiddenSize: 
  * milliseconds of a step and of Dawn's createBindGroup calls in it (wall time, which on the main
  * thread is its CPU time).
  */
-async function hostCost(step: () => Promise<unknown>, steps: number): Promise<{ dispatches: number; cpuMs: number; bindGroupMs: number }> {
-  const { dispatches } = (await countGpuWork(step)).counts;
+async function hostCost(step: () => Promise<unknown>, steps: number): Promise<{ dispatches: number; submits: number; cpuMs: number; bindGroupMs: number; peakMb: number }> {
+  const { dispatches, submits } = (await countGpuWork(step)).counts;
   const cpu: number[] = [];
   const bindGroups: number[] = [];
   let inBindGroups = 0;
   const restore = timeCalls(gpuPrototype('GPUDevice'), 'createBindGroup', (ms) => (inBindGroups += ms));
+  // The most bytes of the pool's buffers in use at once during a step, above those in use as it starts.
+  const manager = (tf.backend() as unknown as { bufferManager: BufferManagerInternals }).bufferManager;
+  let peak = 0;
+  const unwrap = wrapMethod(manager, 'acquireBuffer', (call) => {
+    const buffer = call();
+    peak = Math.max(peak, manager.numBytesUsed);
+    return buffer;
+  });
+  let peakAbove = 0;
   try {
     for (let s = 0; s < steps; s++) {
       collectGarbage();
       inBindGroups = 0;
+      const start = (peak = manager.numBytesUsed);
       const before = process.threadCpuUsage();
       await step();
       const used = process.threadCpuUsage(before);
       cpu.push((used.user + used.system) / 1000);
       bindGroups.push(inBindGroups);
+      peakAbove = Math.max(peakAbove, peak - start);
     }
   } finally {
     restore();
+    unwrap();
   }
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  return { dispatches, cpuMs: mean(cpu), bindGroupMs: mean(bindGroups) };
+  return { dispatches, submits, cpuMs: mean(cpu), bindGroupMs: mean(bindGroups), peakMb: peakAbove / 2 ** 20 };
 }
 
 /** Where callgrind writes its counts, when the bench runs under it (host-instructions.sh). */
@@ -96,14 +111,14 @@ function lastDumpInstructions(out: string): number {
 }
 
 /** The dispatches one call of `step` makes, and the instructions of each of `steps` more, counted by callgrind after 8 untimed steps. */
-async function hostInstructions(out: string, step: () => Promise<unknown>, steps: number): Promise<{ dispatches: number; instructions: number }> {
-  const { dispatches } = (await countGpuWork(step)).counts;
+async function hostInstructions(out: string, step: () => Promise<unknown>, steps: number): Promise<{ dispatches: number; submits: number; instructions: number }> {
+  const { dispatches, submits } = (await countGpuWork(step)).counts;
   for (let s = 0; s < 8; s++) await step();
   collectGarbage();
   await callgrind('-z');
   for (let s = 0; s < steps; s++) await step();
   await callgrind('-d');
-  return { dispatches, instructions: lastDumpInstructions(out) / steps };
+  return { dispatches, submits, instructions: lastDumpInstructions(out) / steps };
 }
 
 async function main(): Promise<void> {
@@ -115,6 +130,9 @@ async function main(): Promise<void> {
   setBufferPoolBytes(128 * 2 ** 20);
   const backend = await selectBackend('webgpu');
   if (backend.adapter?.device !== 'null-backend') throw new Error(`expected Dawn's null backend, got ${JSON.stringify(backend.adapter)}`);
+  // The engine's (backend.ts) unless told otherwise, to compare.
+  const perSubmit = Number(option('--dispatches-per-submit', String(WEBGPU_DISPATCHES_PER_SUBMIT)));
+  tf.env().set('WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE', perSubmit);
   const lm = await loadModel(benchModel('smollm2-135m', HALF_WIDTH));
   const kinds: [string, (lm: LoadedModel) => BenchStep | Promise<BenchStep>][] = [
     ['prefill, 512-token prompt', (m) => prefillStep(m, 512)],
@@ -132,13 +150,13 @@ async function main(): Promise<void> {
       try {
         await bench.step();
         if (callgrindOut) {
-          const { dispatches, instructions } = await hostInstructions(callgrindOut, bench.step, steps);
-          rows.push(`| ${what} | ${dispatches} | ${(instructions / 1e6).toFixed(1)} | ${(instructions / dispatches / 1e3).toFixed(1)} |`);
+          const { dispatches, submits, instructions } = await hostInstructions(callgrindOut, bench.step, steps);
+          rows.push(`| ${what} | ${dispatches} | ${submits} | ${(instructions / 1e6).toFixed(1)} | ${(instructions / dispatches / 1e3).toFixed(1)} |`);
           continue;
         }
-        const { dispatches, cpuMs, bindGroupMs } = await hostCost(bench.step, steps);
+        const { dispatches, submits, cpuMs, bindGroupMs, peakMb } = await hostCost(bench.step, steps);
         const perDispatch = (ms: number) => ((1000 * ms) / dispatches).toFixed(0);
-        rows.push(`| ${what} | ${dispatches} | ${cpuMs.toFixed(1)} | ${perDispatch(cpuMs)} | ${perDispatch(bindGroupMs)} |`);
+        rows.push(`| ${what} | ${dispatches} | ${submits} | ${cpuMs.toFixed(1)} | ${perDispatch(cpuMs)} | ${perDispatch(bindGroupMs)} | ${peakMb.toFixed(1)} |`);
       } finally {
         bench.dispose();
       }
@@ -147,13 +165,13 @@ async function main(): Promise<void> {
     lm.dispose();
   }
   if (process.execArgv.some((arg) => arg.includes('tsx'))) console.log('run through tsx, which sets the name of every function made at run time: the workers do not; run it through tools/bench/built.mjs');
-  console.log(`smollm2-135m's layers at half its width (hidden ${lm.config.hiddenSize}, MLP ${lm.config.intermediateSize}), ${lm.config.numLayers} layers, f32; Dawn's null backend; node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}`);
+  console.log(`smollm2-135m's layers at half its width (hidden ${lm.config.hiddenSize}, MLP ${lm.config.intermediateSize}), ${lm.config.numLayers} layers, f32; Dawn's null backend; a queue submit every ${perSubmit} dispatches; node ${process.version}, ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}`);
   if (callgrindOut) {
-    console.log(`| a step | dispatches | million instructions a step (${steps} steps) | thousand a dispatch |`);
-    console.log('|---|---|---|---|');
-  } else {
-    console.log("| a step | dispatches | main thread's CPU ms, mean | µs a dispatch | of which createBindGroup, µs a dispatch |");
+    console.log(`| a step | dispatches | queue submits | million instructions a step (${steps} steps) | thousand a dispatch |`);
     console.log('|---|---|---|---|---|');
+  } else {
+    console.log("| a step | dispatches | queue submits | main thread's CPU ms, mean | µs a dispatch | of which createBindGroup, µs a dispatch | most MB of buffers in use, above the step's start |");
+    console.log('|---|---|---|---|---|---|---|');
   }
   rows.forEach((row) => console.log(row));
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Writes a folder (default tmp/gpu-bench) that runs tools/bench/gpu/gpu.bench.ts (and
 # attention.bench.ts: run.sh attention) on a GPU machine with only the NVIDIA driver (and python3 with torch for the peer): the script
-# bundled with the engine and tfjs, Dawn's dawn.node where the bundle looks for it, tfjs's wasm
+# bundled with the engine and tfjs, Dawn's dawn.node (xz-compressed) where the bundle looks for it, tfjs's wasm
 # binaries (for --backend wasm), the PyTorch peer, run.sh, the libvulkan1 .deb that run.sh
 # unpacks when the machine has no Vulkan loader, and the project's Node.js (ensure_node: this
-# machine's when it is new enough), xz-compressed, that run.sh runs the bundle with. About 50 MB.
+# machine's when it is new enough), xz-compressed, that run.sh runs the bundle with. About 42 MB.
 #
 #   bash tools/bench/gpu/pack.sh [OUT]
 set -euo pipefail
@@ -29,7 +29,9 @@ esbuild.buildSync({
   external: ['@tensorflow/tfjs-node-gpu'],
 });" "$OUT"
 cp node_modules/webgpu/package.json node_modules/webgpu/LICENSE.md "$OUT/node_modules/webgpu/"
-cp node_modules/webgpu/dist/linux-x64/dawn.node "$OUT/node_modules/webgpu/dist/linux-x64/"
+# Compressed, as node is: the folder travels with the repository under the device tool's 64 MiB,
+# and Dawn's 21 MB take 5 in xz. run.sh unpacks it where the bundle looks for it.
+xz -T0 -6 -c node_modules/webgpu/dist/linux-x64/dawn.node >"$OUT/node_modules/webgpu/dist/linux-x64/dawn.node.xz"
 cp node_modules/@tensorflow/tfjs-backend-wasm/dist/*.wasm "$OUT/"
 cp tools/bench/gpu/run.sh tools/bench/gpu/torch_peer.py "$OUT/"
 (cd "$OUT" && apt-get download libvulkan1 >/dev/null)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the GPU benchmark from the folder tools/bench/gpu/pack.sh wrote, on a machine with the
 # NVIDIA driver (python3 with torch for the peer). Runs the bundle with the carried Node.js
-# (node.xz, unpacked beside this script; the bundle targets the project's Node 24, which a
+# (node.xz, unpacked beside this script, as Dawn's dawn.node.xz is beside itself; the bundle targets the project's Node 24, which a
 # machine's own node may predate); uses the machine's Vulkan loader, or else the carried
 # libvulkan1 .deb unpacked beside this script (dpkg -x). Unless VK_DRIVER_FILES is set, points
 # the loader at the NVIDIA driver through its EGL library (an ICD file written here), which
@@ -21,6 +21,8 @@ has_library() {
 }
 [ -x "$HERE/bin/node" ] || { mkdir -p "$HERE/bin" && xz -dc "$HERE/node.xz" >"$HERE/bin/node" && chmod +x "$HERE/bin/node"; }
 export PATH="$HERE/bin:$PATH"
+dawn="$HERE/node_modules/webgpu/dist/linux-x64/dawn.node"
+[ -e "$dawn" ] || xz -dc "$dawn.xz" >"$dawn"
 if ! has_library libvulkan.so.1; then
   [ -d "$HERE/vulkan" ] || dpkg -x "$HERE"/libvulkan1_*.deb "$HERE/vulkan"
   export LD_LIBRARY_PATH="$HERE/vulkan/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

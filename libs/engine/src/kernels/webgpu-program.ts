@@ -235,7 +235,7 @@ export function runMultiOutputProgram(backend: object, program: MultiOutputProgr
   b.computePassEncoder.setBindGroup(0, bindGroup);
   b.computePassEncoder.dispatchWorkgroups(...program.dispatch);
   b.dispatchCountInPass++;
-  // As runWebGPUProgram: the pass is submitted every WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE dispatches.
+  // As runWebGPUProgram: the pass is submitted every WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE dispatches (backend.ts sets it).
   if (timed) {
     b.endComputePassEncoder();
     (b.activeTimers as NonNullable<typeof b.activeTimers>).push({ name: program.key, query: b.getQueryTime() });

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { BackendName } from '../../src/backend';
+import { BackendName, WEBGPU_DISPATCHES_PER_SUBMIT } from '../../src/backend';
 import { parametersADispatch, sumsADispatch } from '../../src/kernels/adamw.webgpu';
 import { countGpuWork } from '../../src/kernels/gpu-counters';
 import { loadModel, LoadedModel } from '../../src/loader';
@@ -307,7 +307,7 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
     // Two RMSNorms more each way (the sandwich norms on the attention's and the MLP's outputs).
     ['Gemma 3, GeGLU in its own kernels and in the down projection', 'tiny-gemma3', 33],
   ])('%s: runs each block once in at most 29 dispatches a layer (Gemma 3: 33), and updates its parameters as many to a dispatch as the device binds', async (_, preset, most = 29) => {
-    const counted: { layers: number; dispatches: number; optimizer: number; blocks: number }[] = [];
+    const counted: { layers: number; dispatches: number; optimizer: number; blocks: number; submits: number }[] = [];
     for (const layers of [2, 4]) {
       const lm = await loadModel(makeTiny(`one-pass-count-${preset}-${layers}`, { preset, overrides: { numLayers: layers } }));
       const trainer = new LoraTrainer(lm, DEFAULT_LORA_SPEC, undefined, { seed: 1, microBatchTokens: 2 * 32 });
@@ -324,10 +324,12 @@ describe.each(BACKENDS)('one forward pass on %s', (backend) => {
         await trainer.sftStepOnTokens(rows, 1e-4); // compiles the pipelines
         passes.mockClear();
         const { counts } = await countGpuWork(() => trainer.sftStepOnTokens(rows, 1e-4));
-        counted.push({ layers, dispatches: counts.dispatches - optimizer, optimizer, blocks: passes.mock.calls.length });
+        counted.push({ layers, dispatches: counts.dispatches - optimizer, optimizer, blocks: passes.mock.calls.length, submits: counts.submits });
         // An SFT step's loss is linear in the log-probs: nothing is read back until the step is
         // recorded, then its loss and its gradients' norm.
         expect(counts.reads).toBe(2);
+        // Submitted every WEBGPU_DISPATCHES_PER_SUBMIT dispatches, and at each readback.
+        expect(counts.submits).toBeLessThanOrEqual(Math.ceil(counts.dispatches / WEBGPU_DISPATCHES_PER_SUBMIT) + counts.reads);
       } finally {
         passes.mockRestore();
         update.mockRestore();
