@@ -77,6 +77,11 @@ export class NumberListLru<V> {
     this.hooks.dropped?.(entry);
   }
 
+  /** Drops every entry (`dropped` sees each). */
+  dropAll(): void {
+    for (const entry of [...this.recency]) this.delete(entry);
+  }
+
   /** Forgets every entry, telling no one (what they hold went with their owner). */
   clear(): void {
     this.byHash.clear();

@@ -1,6 +1,12 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig, RopeScaling } from '../config';
+import { NumberListLru } from '../number-lists';
 import { rope } from '../ops';
+
+/** Tables of fewer positions (a decoding step's rows) are made at each call; longer ones are kept. */
+const KEPT_FROM_POSITIONS = 32;
+/** The most position lists whose tables a Rope keeps: a training step's, a few prompt lengths'. */
+const KEPT_TABLES = 4;
 
 /**
  * Rotary position embeddings in the HF (rotate_half, non-interleaved) layout:
@@ -14,6 +20,13 @@ export class Rope {
   readonly invFreq: Float32Array;
   /** rotate_half as a [headDim, headDim] matrix: x @ R == rotate_half(x). */
   readonly rotation: tf.Tensor2D;
+  /** Tables kept by their positions (tables()). */
+  private readonly kept = new NumberListLru<{ cos: tf.Tensor3D; sin: tf.Tensor3D }>(KEPT_TABLES, {
+    dropped: ({ value }) => {
+      value.cos.dispose();
+      value.sin.dispose();
+    },
+  });
 
   /** `base`: the RoPE base and scaling, the config's unless given (Gemma 3's windowed layers have a base of their own). */
   constructor(
@@ -35,34 +48,72 @@ export class Rope {
    * cos and sin for q and k heads laid side by side, [N, numHeads + numKvHeads, headDim].
    * The q heads carry the attention scale 1/sqrt(headDim) (1/sqrt(query_pre_attn_scalar) for
    * Gemma): rope is linear, so scaling here saves a multiply per layer.
+   *
+   * A pass's positions repeat (each of B rows counts 0..T-1), and a position's values repeat
+   * across its heads: each position's row of cos and sin is computed once, copied to its heads,
+   * and a position seen before copies its first occurrence's block. The tables of a
+   * 1,024-token step of a 3B model hold 2.4 million values each, about 10 ms of the host's time
+   * to write (most of it the first touch of their new memory) and 19 MB to upload: the tables of
+   * the KEPT_TABLES position lists of at least KEPT_FROM_POSITIONS positions most recently
+   * asked for are kept on the backend, and a caller gets clones of them (tfjs's Identity: the
+   * same data, reference counted), which it disposes as any tensor it is given; a training step's
+   * positions are the same every step over rows of the same lengths.
    */
   tables(positions: number[]): { cos: tf.Tensor3D; sin: tf.Tensor3D } {
-    const { numHeads, numKvHeads, headDim, queryPreAttnScalar } = this.config;
+    if (positions.length < KEPT_FROM_POSITIONS) return this.makeTables(positions);
+    // A copy as the key: the caller's list is its own.
+    const kept = this.kept.keep(positions.slice(), () => {
+      const made = this.makeTables(positions);
+      tf.keep(made.cos);
+      tf.keep(made.sin);
+      return made;
+    });
+    return { cos: tf.clone(kept.cos), sin: tf.clone(kept.sin) };
+  }
+
+  private makeTables(positions: number[]): { cos: tf.Tensor3D; sin: tf.Tensor3D } {
+    const { numHeads, numKvHeads, headDim } = this.config;
     const heads = numHeads + numKvHeads;
-    const half = headDim / 2;
-    const scale = 1 / Math.sqrt(queryPreAttnScalar ?? headDim);
-    const cos = new Float32Array(positions.length * heads * headDim);
+    const block = heads * headDim;
+    const cos = new Float32Array(positions.length * block);
     const sin = new Float32Array(cos.length);
-    const rowCos = new Float32Array(headDim);
-    const rowSin = new Float32Array(headDim);
+    const rows = { cos: new Float32Array(headDim), sin: new Float32Array(headDim), qCos: new Float32Array(headDim), qSin: new Float32Array(headDim) };
+    /** The index in `positions` of each position's first occurrence. */
+    const first = new Map<number, number>();
     positions.forEach((p, n) => {
-      for (let j = 0; j < half; j++) {
-        // float32 products, as HF computes them, so long positions round the same way.
-        const angle = Math.fround(p * this.invFreq[j]);
-        rowCos[j] = rowCos[j + half] = Math.cos(angle);
-        rowSin[j] = rowSin[j + half] = Math.sin(angle);
+      const at = n * block;
+      const seen = first.get(p);
+      if (seen !== undefined) {
+        cos.copyWithin(at, seen * block, (seen + 1) * block);
+        sin.copyWithin(at, seen * block, (seen + 1) * block);
+        return;
       }
+      first.set(p, n);
+      this.positionRows(p, rows);
       for (let head = 0; head < heads; head++) {
-        const s = head < numHeads ? scale : 1;
-        const base = (n * heads + head) * headDim;
-        for (let j = 0; j < headDim; j++) {
-          cos[base + j] = rowCos[j] * s;
-          sin[base + j] = rowSin[j] * s;
-        }
+        cos.set(head < numHeads ? rows.qCos : rows.cos, at + head * headDim);
+        sin.set(head < numHeads ? rows.qSin : rows.sin, at + head * headDim);
       }
     });
     const shape: [number, number, number] = [positions.length, heads, headDim];
     return { cos: tf.tensor3d(cos, shape), sin: tf.tensor3d(sin, shape) };
+  }
+
+  /** Position p's cos and sin over a head, and the same times the q heads' attention scale (rounded to f32 as stored). */
+  private positionRows(p: number, rows: { cos: Float32Array; sin: Float32Array; qCos: Float32Array; qSin: Float32Array }): void {
+    const { headDim, queryPreAttnScalar } = this.config;
+    const half = headDim / 2;
+    const scale = 1 / Math.sqrt(queryPreAttnScalar ?? headDim);
+    for (let j = 0; j < half; j++) {
+      // float32 products, as HF computes them, so long positions round the same way.
+      const angle = Math.fround(p * this.invFreq[j]);
+      rows.cos[j] = rows.cos[j + half] = Math.cos(angle);
+      rows.sin[j] = rows.sin[j + half] = Math.sin(angle);
+    }
+    for (let j = 0; j < headDim; j++) {
+      rows.qCos[j] = rows.cos[j] * scale;
+      rows.qSin[j] = rows.sin[j] * scale;
+    }
   }
 
   /** x: [N, heads, headDim] with cos/sin from tables(). */
@@ -72,6 +123,7 @@ export class Rope {
 
   dispose(): void {
     this.rotation.dispose();
+    this.kept.dropAll();
   }
 }
 
