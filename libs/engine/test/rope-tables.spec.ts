@@ -71,12 +71,14 @@ describe('RoPE tables', () => {
     expect(tf.memory().numTensors).toBe(before);
   });
 
-  it('keeps the tables of the four position lists most recently asked for', () => {
+  it('keeps the tables of the four position lists most recently asked for, and makes short lists\' at each call', () => {
     const rope = new Rope(config);
     const list = (offset: number) => Array.from({ length: 32 }, (_, i) => i + offset);
     const ask = (offset: number) => tf.dispose(Object.values(rope.tables(list(offset))));
     const before = tf.memory().numTensors;
     for (let offset = 0; offset < 6; offset++) ask(offset);
+    expect(tf.memory().numTensors).toBe(before + 4 * 2);
+    tf.dispose(Object.values(rope.tables([1, 2, 3])));
     expect(tf.memory().numTensors).toBe(before + 4 * 2);
     rope.dispose();
     expect(tf.memory().numTensors).toBe(before - 1);

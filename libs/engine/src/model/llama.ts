@@ -4,6 +4,7 @@ import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights 
 import { attend, decoderBlock, geglu, rmsNorm, ropeQkv, ropeQkvNormed, swiglu } from '../ops';
 import type { EmbeddingTable } from './embedding';
 import { FrozenLinear } from './linear';
+import { KeptConstants } from './kept-constants';
 import { KVCache, MASKED } from './kv-cache';
 import { Rope } from './rope';
 
@@ -241,6 +242,8 @@ export class LlamaModel {
   private plan: Readonly<MatMulPlan> = DEFAULT_MATMUL_PLAN;
   /** What was made for this model elsewhere and goes with it (the webgpu decoding step): released first by dispose(). */
   private readonly releases = new Set<() => void>();
+  /** An uncached pass's causal masks of at least KEPT_MASKS_FROM_TOKENS, [1, 1, T, T] (16 MB at 2,048 tokens), kept by T and window. */
+  private readonly masks = new KeptConstants<{ mask: tf.Tensor4D }>(4);
 
   constructor(
     readonly config: ModelConfig,
@@ -306,14 +309,16 @@ export class LlamaModel {
 
   /**
    * What every block of an uncached pass over B rows of T tokens shares: rope tables for
-   * positions 0..T-1 and the causal mask. Blocks can then be run one at a time
-   * (block.forward(x, ctx)), as activation checkpointing does; the caller disposes the tensors.
+   * positions 0..T-1 and the causal mask (clones of tensors the model keeps for the next pass of
+   * the same shape, KeptConstants). Blocks can then be run one at a time (block.forward(x,
+   * ctx)), as activation checkpointing does; the caller disposes the tensors.
    */
   passContext(B: number, T: number): StepContext {
     const positions = Array.from({ length: B }, () => range(T)).flat();
     const { cos, sin } = this.rope.tables(positions);
-    const sliding = this.slidingInputs(positions, () => causalMask(T, this.config.slidingWindow?.size));
-    return { batch: B, seqLen: T, cos, sin, mask: causalMask(T), cache: null, ...sliding };
+    const mask = (window = Infinity) => (T < KEPT_MASKS_FROM_TOKENS ? causalMask(T, window) : this.masks.get([T, window], () => ({ mask: causalMask(T, window) })).mask);
+    const sliding = this.slidingInputs(positions, () => mask(this.config.slidingWindow?.size));
+    return { batch: B, seqLen: T, cos, sin, mask: mask(), cache: null, ...sliding };
   }
 
   /** StepContext.sliding for these positions, with `mask()` as its mask; nothing without sliding-window layers. */
@@ -387,6 +392,7 @@ export class LlamaModel {
     this.lmHead.dispose();
     this.rope.dispose();
     this.slidingRope?.dispose();
+    this.masks.dispose();
     for (const t of this.extra) t.dispose();
   }
 }
@@ -399,6 +405,9 @@ function range(n: number): number[] {
 export function contextTensors(ctx: StepContext): tf.Tensor[] {
   return [ctx.cos, ctx.sin, ctx.mask, ...(ctx.sliding ? [ctx.sliding.cos, ctx.sliding.sin, ctx.sliding.mask] : [])];
 }
+
+/** An uncached pass's causal masks of fewer tokens are made at each pass; longer ones are kept (LlamaModel.masks). */
+const KEPT_MASKS_FROM_TOKENS = 32;
 
 /** [1, 1, T, T], broadcast over rows and heads: token i sees tokens j <= i, and only i - window < j with a window. */
 function causalMask(T: number, window = Infinity): tf.Tensor4D {

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig, RopeScaling } from '../config';
-import { NumberListLru } from '../number-lists';
 import { rope } from '../ops';
+import { KeptConstants } from './kept-constants';
 
 /** Tables of fewer positions (a decoding step's rows) are made at each call; longer ones are kept. */
 const KEPT_FROM_POSITIONS = 32;
@@ -13,20 +13,16 @@ const KEPT_TABLES = 4;
  * rope(x) = x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1].
  *
  * Per-op dispatch dominates decoding on wasm, so the tables are built once per forward in JS
- * for exactly the positions being computed, shared by every layer, and rotate_half is a
- * matMul by a fixed signed permutation instead of slice/neg/concat.
+ * for exactly the positions being computed (and kept for long position lists, tables()),
+ * shared by every layer, and rotate_half is a matMul by a fixed signed permutation instead of
+ * slice/neg/concat.
  */
 export class Rope {
   readonly invFreq: Float32Array;
   /** rotate_half as a [headDim, headDim] matrix: x @ R == rotate_half(x). */
   readonly rotation: tf.Tensor2D;
   /** Tables kept by their positions (tables()). */
-  private readonly kept = new NumberListLru<{ cos: tf.Tensor3D; sin: tf.Tensor3D }>(KEPT_TABLES, {
-    dropped: ({ value }) => {
-      value.cos.dispose();
-      value.sin.dispose();
-    },
-  });
+  private readonly kept = new KeptConstants<{ cos: tf.Tensor3D; sin: tf.Tensor3D }>(KEPT_TABLES);
 
   /** `base`: the RoPE base and scaling, the config's unless given (Gemma 3's windowed layers have a base of their own). */
   constructor(
@@ -53,22 +49,13 @@ export class Rope {
    * across its heads: each position's row of cos and sin is computed once, copied to its heads,
    * and a position seen before copies its first occurrence's block. The tables of a
    * 1,024-token step of a 3B model hold 2.4 million values each, about 10 ms of the host's time
-   * to write (most of it the first touch of their new memory) and 19 MB to upload: the tables of
-   * the KEPT_TABLES position lists of at least KEPT_FROM_POSITIONS positions most recently
-   * asked for are kept on the backend, and a caller gets clones of them (tfjs's Identity: the
-   * same data, reference counted), which it disposes as any tensor it is given; a training step's
-   * positions are the same every step over rows of the same lengths.
+   * to write and 19 MB to upload: the tables of the KEPT_TABLES position lists of at least
+   * KEPT_FROM_POSITIONS positions most recently asked for are kept (KeptConstants), and a
+   * caller gets clones of them, which it disposes as any tensor it is given.
    */
   tables(positions: number[]): { cos: tf.Tensor3D; sin: tf.Tensor3D } {
     if (positions.length < KEPT_FROM_POSITIONS) return this.makeTables(positions);
-    // A copy as the key: the caller's list is its own.
-    const kept = this.kept.keep(positions.slice(), () => {
-      const made = this.makeTables(positions);
-      tf.keep(made.cos);
-      tf.keep(made.sin);
-      return made;
-    });
-    return { cos: tf.clone(kept.cos), sin: tf.clone(kept.sin) };
+    return this.kept.get(positions, () => this.makeTables(positions));
   }
 
   private makeTables(positions: number[]): { cos: tf.Tensor3D; sin: tf.Tensor3D } {
@@ -123,7 +110,7 @@ export class Rope {
 
   dispose(): void {
     this.rotation.dispose();
-    this.kept.dropAll();
+    this.kept.dispose();
   }
 }
 
