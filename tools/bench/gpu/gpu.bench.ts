@@ -46,7 +46,9 @@
  * where every block of the measured steps then runs its forward once, up to the 3B shape's
  * 6.4 GB; the engine's 1.5 GB elsewhere); --tiles auto|64|128 (the tiles of the training
  * step's and the 16-bit weights' tiled products, kernels/tiled-product.wgsl.ts: by each
- * product's size, the default, or all of one size, to measure one against the other).
+ * product's size, the default, or all of one size, to measure one against the other);
+ * --dispatches-per-submit N (tfjs's WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE, the engine's 64 unless
+ * given: tfjs's own default is 15).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -688,6 +690,12 @@ async function main(): Promise<void> {
   for (const note of backend.notes) console.log(note);
   if (tensorCores) console.log(`tensor cores: subgroup matrices ${tensorCores.M}x${tensorCores.N}x${tensorCores.K}, subgroups of ${tensorCores.subgroupSize}, agreeing with the f32 tiles\n`);
   console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${new Date().toISOString()}\n`);
+  const perSubmit = option('--dispatches-per-submit');
+  if (perSubmit !== undefined) {
+    if (!(Number(perSubmit) >= 1)) throw new Error(`--dispatches-per-submit ${perSubmit}: a whole number of at least 1`);
+    tf.env().set('WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE', Number(perSubmit));
+    console.log(`a queue submit every ${perSubmit} dispatches (--dispatches-per-submit)\n`);
+  }
   if (process.argv.includes('--count')) {
     console.log(JSON.stringify({ gpu_counts: await gpuCounts(where) }));
     if (smoke) return;
