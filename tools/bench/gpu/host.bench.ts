@@ -52,9 +52,10 @@ import { BenchStep, collectGarbage, decodeStep, joinStep, option, prefillStep, r
 const HALF_WIDTH: BenchVariant = { name: 'half-width', overrides: { hiddenSize: 288, intermediateSize: 768 } };
 
 /**
- * The dispatches one call of `step` makes, and over `steps` more the mean main-thread CPU
- * milliseconds of a step and of Dawn's createBindGroup calls in it (wall time, which on the main
- * thread is its CPU time).
+ * The dispatches and queue submits one call of `step` makes, and over `steps` more the mean
+ * main-thread CPU milliseconds of a step and of Dawn's createBindGroup calls in it (wall time,
+ * which on the main thread is its CPU time), and the most MB of the pool's buffers in use at once
+ * above those in use as a step starts.
  */
 async function hostCost(step: () => Promise<unknown>, steps: number): Promise<{ dispatches: number; submits: number; cpuMs: number; bindGroupMs: number; peakMb: number }> {
   const { dispatches, submits } = (await countGpuWork(step)).counts;
