@@ -5,6 +5,7 @@ import { SubgroupMatrices, usedSubgroupMatrices } from './kernels/tiled-product.
 import { dawnFlags, GpuAdapterInfo, installNavigatorGpu, registerWebGpuDevice, requestAdapterInfo } from './webgpu';
 import { boundBufferPool, BufferManagerInternals, bufferPoolBytes } from './webgpu-buffer-pool';
 import { keepUniforms, UniformsBackend } from './webgpu-uniforms';
+import { UploadsBackend, uploadsByWriteBuffer } from './webgpu-uploads';
 
 export type BackendName = 'tensorflow' | 'webgpu' | 'wasm' | 'cpu';
 export type BackendPreference = BackendName | 'auto';
@@ -93,6 +94,7 @@ async function activate(name: BackendName, { gpuOnly }: { gpuOnly: boolean }): P
       tf.env().set('WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE', WEBGPU_DISPATCHES_PER_SUBMIT);
       boundBufferPool((tf.backend() as unknown as { bufferManager: BufferManagerInternals }).bufferManager, bufferPoolBytes());
       keepUniforms(tf.backend() as unknown as UniformsBackend);
+      uploadsByWriteBuffer(tf.backend() as unknown as UploadsBackend);
       // Tensor cores only where their products agree with the f32 tiles' on this device.
       const check = await checkSubgroupMatrices();
       const notes = check.agree ? [] : [`tensor cores: off, their products ${check.reason ?? `differ from the f32 tiles' by ${check.error.toExponential(1)}`}`];

@@ -1,7 +1,7 @@
 /**
  * Counts what WebGPU work a piece of code makes: compute dispatches, queue submits, readbacks
- * (buffers mapped for reading) and their bytes, bind groups made, buffers written from the host
- * and buffers destroyed, by wrapping Dawn's GPUComputePassEncoder.dispatchWorkgroups,
+ * (buffers mapped for reading) and their bytes, bind groups made, uniform and other buffers
+ * written from the host and buffers destroyed, by wrapping Dawn's GPUComputePassEncoder.dispatchWorkgroups,
  * GPUQueue.submit, GPUBuffer.mapAsync, GPUDevice.createBindGroup, GPUQueue.writeBuffer and
  * GPUBuffer.destroy while it runs, whoever calls them (the
  * engine's encoded steps and tfjs's backend alike). For benches and tests: the counts are machine
@@ -14,8 +14,10 @@ export interface GpuCounts {
   reads: number;
   readBytes: number;
   bindGroups: number;
-  /** queue.writeBuffer calls (a dispatch's uniforms, where they are not kept: webgpu-uniforms.ts). */
+  /** queue.writeBuffer calls into uniform buffers (a dispatch's uniforms, where they are not kept: webgpu-uniforms.ts). */
   writes: number;
+  /** queue.writeBuffer calls into other buffers (host values uploaded: webgpu-uploads.ts; an encoded step's inputs). */
+  uploads: number;
   destroyedBuffers: number;
 }
 
@@ -45,7 +47,7 @@ export function gpuPrototype(className: string): object {
 
 /** Counts of no work. */
 export function noGpuWork(): GpuCounts {
-  return { dispatches: 0, submits: 0, reads: 0, readBytes: 0, bindGroups: 0, writes: 0, destroyedBuffers: 0 };
+  return { dispatches: 0, submits: 0, reads: 0, readBytes: 0, bindGroups: 0, writes: 0, uploads: 0, destroyedBuffers: 0 };
 }
 
 /** The counts of the countGpuWork calls under way: each counted WebGPU call adds to every one. */
@@ -80,7 +82,11 @@ function countCalls(): void {
     counts.readBytes += (size as number | undefined) ?? (self as { size: number }).size - ((offset as number | undefined) ?? 0);
   });
   wrap('GPUDevice', 'createBindGroup', (counts) => counts.bindGroups++);
-  wrap('GPUQueue', 'writeBuffer', (counts) => counts.writes++);
+  wrap('GPUQueue', 'writeBuffer', (counts, _, [buffer]) => {
+    // GPUBufferUsage.UNIFORM is 64.
+    if ((buffer as GPUBuffer).usage & 64) counts.writes++;
+    else counts.uploads++;
+  });
   wrap('GPUBuffer', 'destroy', (counts) => counts.destroyedBuffers++);
 }
 
