@@ -41,6 +41,12 @@ export interface BackendInfo {
  */
 export const WEBGPU_DISPATCHES_PER_SUBMIT = 64;
 
+/** Sets the dispatches a command buffer takes before it is submitted (WEBGPU_DISPATCHES_PER_SUBMIT when the backend starts; benches compare others). */
+export function setDispatchesPerSubmit(dispatches: number): void {
+  if (!Number.isInteger(dispatches) || dispatches < 1) throw new Error(`dispatches per submit: a whole number of at least 1, not ${dispatches}`);
+  tf.env().set('WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE', dispatches);
+}
+
 interface Activated {
   gpu: boolean;
   adapter: GpuAdapterInfo | null;
@@ -91,7 +97,7 @@ async function activate(name: BackendName, { gpuOnly }: { gpuOnly: boolean }): P
       const { WebGPUBackend } = await import('@tensorflow/tfjs-backend-webgpu');
       registerWebGpuDevice(WebGPUBackend);
       await setBackend('webgpu');
-      tf.env().set('WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE', WEBGPU_DISPATCHES_PER_SUBMIT);
+      setDispatchesPerSubmit(WEBGPU_DISPATCHES_PER_SUBMIT);
       boundBufferPool((tf.backend() as unknown as { bufferManager: BufferManagerInternals }).bufferManager, bufferPoolBytes());
       keepUniforms(tf.backend() as unknown as UniformsBackend);
       uploadsByWriteBuffer(tf.backend() as unknown as UploadsBackend);

@@ -1,4 +1,5 @@
 /// <reference types="@webgpu/types" />
+import { util } from '@tensorflow/tfjs-core';
 import type { BufferManagerInternals } from './webgpu-buffer-pool';
 
 /**
@@ -32,7 +33,7 @@ export function uploadsByWriteBuffer(backend: UploadsBackend): void {
     const data = backend.tensorMap.get(dataId);
     // Already on the GPU, no values to write (tfjs acquires an empty buffer), none at all, or a
     // kind (complex, string) tfjs does not upload this way: tfjs's own.
-    const count = data ? data.shape.reduce((a, b) => a * b, 1) : 0;
+    const count = data ? util.sizeFromShape(data.shape) : 0;
     if (!data || data.resource != null || !data.values || count === 0 || !(data.dtype === 'float32' || data.dtype === 'int32' || data.dtype === 'bool')) return upload(dataId);
     const buffer = backend.bufferManager.acquireBuffer(4 * count, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST);
     const values = data.dtype === 'float32' ? toTyped(data.values, Float32Array) : toTyped(data.values, Int32Array);

@@ -55,7 +55,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { BackendName, selectBackend } from '../../../libs/engine/src/backend';
+import { BackendName, selectBackend, setDispatchesPerSubmit } from '../../../libs/engine/src/backend';
 import { setDawnPolling } from '../../../libs/engine/src/dawn-polling';
 import { adapterFeatures, setTensorCores } from '../../../libs/engine/src/webgpu';
 import type { ModelConfig } from '../../../libs/engine/src/config';
@@ -692,8 +692,7 @@ async function main(): Promise<void> {
   console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${new Date().toISOString()}\n`);
   const perSubmit = option('--dispatches-per-submit');
   if (perSubmit !== undefined) {
-    if (!(Number(perSubmit) >= 1)) throw new Error(`--dispatches-per-submit ${perSubmit}: a whole number of at least 1`);
-    tf.env().set('WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE', Number(perSubmit));
+    setDispatchesPerSubmit(Number(perSubmit));
     console.log(`a queue submit every ${perSubmit} dispatches (--dispatches-per-submit)\n`);
   }
   if (process.argv.includes('--count')) {

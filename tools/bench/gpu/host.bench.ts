@@ -40,7 +40,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs-core';
-import { selectBackend, WEBGPU_DISPATCHES_PER_SUBMIT } from '../../../libs/engine/src/backend';
+import { selectBackend, setDispatchesPerSubmit, WEBGPU_DISPATCHES_PER_SUBMIT } from '../../../libs/engine/src/backend';
 import { countGpuWork, gpuPrototype, wrapMethod } from '../../../libs/engine/src/kernels/gpu-counters';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { installNavigatorGpu } from '../../../libs/engine/src/webgpu';
@@ -133,7 +133,7 @@ async function main(): Promise<void> {
   if (backend.adapter?.device !== 'null-backend') throw new Error(`expected Dawn's null backend, got ${JSON.stringify(backend.adapter)}`);
   // The engine's (backend.ts) unless told otherwise, to compare.
   const perSubmit = Number(option('--dispatches-per-submit', String(WEBGPU_DISPATCHES_PER_SUBMIT)));
-  tf.env().set('WEBGPU_DEFERRED_SUBMIT_BATCH_SIZE', perSubmit);
+  setDispatchesPerSubmit(perSubmit);
   const lm = await loadModel(benchModel('smollm2-135m', HALF_WIDTH));
   const kinds: [string, (lm: LoadedModel) => BenchStep | Promise<BenchStep>][] = [
     ['prefill, 512-token prompt', (m) => prefillStep(m, 512)],
