@@ -1,12 +1,16 @@
 // Training jobs through the whole stack (gateway, NATS, orchestrator, PostgreSQL, training
-// worker and inference worker on wasm), driven as OpenPipe ART drives them, on this machine.
+// worker and inference worker), driven as OpenPipe ART drives them, on this machine.
 //
-//   npx tsx --tsconfig tsconfig.base.json tools/bench/training-jobs.bench.ts [--preset tiny|smollm2-135m]
+//   npx tsx --tsconfig tsconfig.base.json tools/bench/training-jobs.bench.ts [--preset tiny|smollm2-135m|qwen3-0.6b|...]
+//       [--backend wasm|webgpu] [--packed N] [--rollout-tokens N]
 //
-// Prints a markdown section for docs/benchmarks.md. Loopback only, bounded in count and time.
-// Events are followed with the Server-Sent Events form of GET .../events, so every figure is
-// when the client could first have known, not rounded up to a polling interval.
-import { makeModel } from '@trainyard/engine';
+// --backend is the workers' COMPUTE_BACKEND (wasm by default); on a GPU machine the packed copy
+// (tools/bench/gpu/pack-stack.sh) runs it with webgpu. Prints a markdown section for
+// docs/benchmarks.md. Loopback only, bounded in count and time. Events are followed with the
+// Server-Sent Events form of GET .../events, so every figure is when the client could first
+// have known, not rounded up to a polling interval.
+import type { SystemCheckReport, TrainingJobRecord } from '@trainyard/contracts';
+import { makeModel, PRESETS, Preset } from '@trainyard/engine';
 import OpenAI from 'openai';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
@@ -15,17 +19,30 @@ import { sseBlocks } from '../../tests/e2e/src/support/sse';
 import { Stack } from '../../tests/e2e/src/support/stack';
 import { median, runBenchmark } from './bench-support';
 
-const { values } = parseArgs({ options: { preset: { type: 'string', default: 'tiny' }, packed: { type: 'string' } } });
-const preset = values.preset as 'smollm2-135m' | 'tiny';
+const { values } = parseArgs({
+  options: {
+    preset: { type: 'string', default: 'tiny' },
+    packed: { type: 'string' },
+    backend: { type: 'string', default: 'wasm' },
+    'rollout-tokens': { type: 'string', default: '16' },
+  },
+});
+if (!(values.preset in PRESETS)) throw new Error(`--preset: one of ${Object.keys(PRESETS).join(', ')}`);
+const preset = values.preset as Preset;
+if (values.backend !== 'wasm' && values.backend !== 'webgpu') throw new Error('--backend: wasm or webgpu');
+const backend = values.backend;
 // experimental_config.packed_sequence_length: the service's default (2048 tokens a step)
 // unless --packed says otherwise.
 const packed = values.packed !== undefined ? Number(values.packed) : null;
+/** Vulkan's and Dawn's environment, which the stack passes its apps only when named. */
+const GPU_ENV = ['VK_DRIVER_FILES', 'VK_ICD_FILENAMES', 'LD_LIBRARY_PATH', 'XDG_RUNTIME_DIR'];
 const PROMPTS = ['Name a fruit.', 'Say a colour.', 'Give me an animal.', 'Pick a number.'];
 const GROUP_SIZE = 4;
-const ROLLOUT_TOKENS = 16;
+const ROLLOUT_TOKENS = Number(values['rollout-tokens']);
 const fmt = (ms: number) => (ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(0)} ms`);
 
 interface Followed {
+  id: string;
   /** ms from the POST being sent to each event's arrival on the stream (first arrival per type). */
   at: Record<string, number>;
   numSequences: number;
@@ -33,7 +50,9 @@ interface Followed {
 }
 
 async function main() {
-  const stack = await Stack.start({ env: { MAX_BATCH_SEQUENCES: '16', MAX_COMPLETION_TOKENS: '256', LOG_LEVEL: 'warn', RPC_TIMEOUT_MS: '30000' } });
+  const env: Record<string, string> = { MAX_BATCH_SEQUENCES: '16', MAX_COMPLETION_TOKENS: '256', LOG_LEVEL: 'warn', RPC_TIMEOUT_MS: '30000', COMPUTE_BACKEND: backend };
+  for (const name of GPU_ENV) if (process.env[name]) env[name] = process.env[name] as string;
+  const stack = await Stack.start({ env });
   try {
     const base = `bench/${preset}`;
     makeModel({ preset, out: join(stack.modelsDir, base), seed: 1 });
@@ -96,7 +115,7 @@ async function main() {
       });
       const res = await stack.fetch(`/v1/preview/training-jobs/${id}/events`, { key, headers: { accept: 'text/event-stream' } });
       if (!res.ok || !res.body) throw new Error(`events stream: HTTP ${res.status}`);
-      const followed: Followed = { at: {}, numSequences: 0, gradientSteps: 0 };
+      const followed: Followed = { id, at: {}, numSequences: 0, gradientSteps: 0 };
       for await (const block of sseBlocks(res.body)) {
         const type = /^event: (.+)$/m.exec(block)?.[1];
         if (!type) continue;
@@ -140,12 +159,20 @@ async function main() {
     const fullServe = await firstServe(++step);
     const fullTotal = full.at['training_ended'];
     const fullTraining = full.at['training_ended'] - full.at['training_started'];
+    const trainedTokens = (await api<TrainingJobRecord>('GET', `/v1/preview/training-jobs/${full.id}`)).trained_tokens ?? 0;
+
+    // What each kind of worker runs on, as it told the health service.
+    const check = await api<SystemCheckReport>('GET', '/v1/system-check');
+    const ranOn = (component: 'inference-workers' | 'training-workers') => {
+      const workers = (check.components[component]?.['workers'] ?? []) as { backend: string; adapter: { description: string; device: string; fallback: boolean } | null }[];
+      return workers.map((w) => (w.adapter ? `${w.backend} (${w.adapter.description || w.adapter.device}${w.adapter.fallback ? ', a fallback adapter' : ''})` : w.backend)).join(', ') || 'unknown';
+    };
 
     const cpu = cpus()[0]?.model ?? 'unknown';
     console.log(`## Training jobs through the stack (${preset})
 
-Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/training-jobs.bench.ts --preset ${preset}${values.packed !== undefined ? ` --packed ${packed}` : ''}\` on ${new Date().toISOString().slice(0, 10)}:
-${cpu}, ${cpus().length} cores, Node ${process.version}, wasm backend, one training worker and one inference worker,
+Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/training-jobs.bench.ts --preset ${preset} --backend ${backend}${values.packed !== undefined ? ` --packed ${packed}` : ''}${ROLLOUT_TOKENS !== 16 ? ` --rollout-tokens ${ROLLOUT_TOKENS}` : ''}\` on ${new Date().toISOString().slice(0, 10)}:
+${cpu}, ${cpus().length} cores, Node ${process.version}, one training worker on ${ranOn('training-workers')} and one inference worker on ${ranOn('inference-workers')},
 events followed over Server-Sent Events (\`Accept: text/event-stream\`), learning rate 1e-4,
 packed_sequence_length ${packed ?? 'default (2048)'}.
 Rollouts (${PROMPTS.length} groups x ${GROUP_SIZE}, up to ${ROLLOUT_TOKENS} tokens at temperature 1, logprobs and token ids) were gathered
@@ -156,6 +183,7 @@ idle worker after a warm-up job.
 |---|---|---|
 | (a) POST to \`training_started\`, idle worker (median of 3) | ${fmt(median(toStarted))} (${toStarted.map(fmt).join(', ')}) | < 1 s |
 | (b) RL job of ${PROMPTS.length} groups x ${GROUP_SIZE} trajectories, POST to \`training_ended\` | ${fmt(fullTotal)} (${full.numSequences} gradient step${full.numSequences === 1 ? '' : 's'}; \`training_started\` to \`training_ended\` ${fmt(fullTraining)}) | reported |
+| (b) its tokens trained a second: \`trained_tokens\` / \`training_started\` to \`training_ended\` | ${((trainedTokens * 1000) / fullTraining).toFixed(0)} (${trainedTokens} tokens) | reported |
 | (c) \`training_ended\` seen to first completion served by the new step, max_tokens 1 (median of 3) | ${fmt(median(toServed))} (${toServed.map(fmt).join(', ')}) | < 1 s |
 | (c) the same after the ${PROMPTS.length} x ${GROUP_SIZE} job | ${fmt(fullServe)} | |
 | warm-up: first job on the worker (base model load), POST to \`training_started\` / \`training_ended\` | ${fmt(cold.at['training_started'])} / ${fmt(cold.at['training_ended'])} | |

@@ -2,8 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { repoRoot } from './root';
 
-const ROOT = join(__dirname, '../../..');
 /** The template test databases are cloned from; a tree with its own migrations names its own. */
 const TEMPLATE = process.env['TEST_DATABASE_TEMPLATE'] ?? 'trainyard_test_template';
 
@@ -52,8 +52,8 @@ async function ensureTemplate(): Promise<void> {
       const exists = (await db.query('SELECT 1 FROM pg_database WHERE datname = $1', [TEMPLATE])).rowCount;
       if (exists) return;
       const url = withDatabase(testServerUrl(), TEMPLATE);
-      execFileSync(process.execPath, [join(ROOT, 'scripts/db.mjs'), 'create-db', url], { stdio: 'inherit' });
-      execFileSync(process.execPath, [join(ROOT, 'scripts/db.mjs'), 'migrate', url], { stdio: 'ignore' });
+      execFileSync(process.execPath, [join(repoRoot(), 'scripts/db.mjs'), 'create-db', url], { stdio: 'inherit' });
+      execFileSync(process.execPath, [join(repoRoot(), 'scripts/db.mjs'), 'migrate', url], { stdio: 'ignore' });
     } finally {
       await db.query('SELECT pg_advisory_unlock($1)', [TEMPLATE_LOCK]);
     }

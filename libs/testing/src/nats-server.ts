@@ -2,7 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { waitFor } from './wait';
 
 /** A private nats-server with JetStream for one test file: nothing shared, nothing left behind. */
@@ -54,9 +54,10 @@ export async function startNatsServer(): Promise<TestNatsServer> {
   };
 }
 
-/** The installed nats-server; `npm test` installs it. */
+/** The nats-server on PATH, else Debian's; `npm test` installs it. */
 export function natsServerBinary(): string {
-  const binary = ['/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find(existsSync);
+  const onPath = (process.env['PATH'] ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'nats-server'));
+  const binary = [...onPath, '/usr/sbin/nats-server', '/usr/bin/nats-server', '/usr/local/bin/nats-server'].find(existsSync);
   if (!binary) throw new Error('nats-server is not installed: run the tests through `npm test`, which installs it');
   return binary;
 }

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
 import { freePort } from './nats-server';
+import { repoRoot } from './root';
 
-const ROOT = join(__dirname, '../../..');
 const run = promisify(execFile);
 
 /**
@@ -57,7 +57,7 @@ export async function startPostgresServer(): Promise<TestPostgresServer> {
     } finally {
       await admin.end();
     }
-    execFileSync(process.execPath, [join(ROOT, 'scripts/db.mjs'), 'migrate', url], { stdio: 'ignore' });
+    execFileSync(process.execPath, [join(repoRoot(), 'scripts/db.mjs'), 'migrate', url], { stdio: 'ignore' });
   } catch (err) {
     // Leave nothing running or on disk behind a failed start.
     await pg('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => undefined);

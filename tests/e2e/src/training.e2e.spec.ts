@@ -143,6 +143,9 @@ describe('training jobs, end to end', () => {
     expect(typeof newest.metrics['training/grad_norm']).toBe('number');
     const record = await call<TrainingJobRecord>('GET', `/v1/preview/training-jobs/${job.body.id}`);
     expect(record.body).toMatchObject({ id: job.body.id, object: 'training_job', type: 'rl', model_id: model.id, status: 'succeeded', checkpoint_step: 1, error_message: null, attempts: 1 });
+    // An RL job's trained tokens are its gradient steps' tokens, prompts and completions.
+    expect(record.body.trained_tokens).toBe(steps.reduce((sum, e) => sum + (e.data['num_tokens'] as number), 0));
+    expect(record.body.trained_tokens).toBeGreaterThan(meanOf('num_trainable_tokens') * steps.length);
     const { response } = await client.chat.completions
       .create({ model: `${modelName}:step1`, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 })
       .withResponse();

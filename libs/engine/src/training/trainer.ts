@@ -262,14 +262,16 @@ export class LoraTrainer {
         );
       const { loss: value, metrics, gradNorm } = await this.gradientStep(plan.learningRate, [{ sequences: rowsOf(step), withEntropy: true, chunk, loss, scored: mask }]);
       const seconds = (performance.now() - start) / 1000;
+      const numTokens = step.reduce((s, i) => s + i.sequence.tokens.length, 0);
       const stepMetrics: StepMetrics = {
         loss: value,
         policy_loss: value,
         ...metrics,
         grad_norm: gradNorm,
         learning_rate: plan.learningRate,
+        num_tokens: numTokens,
         num_trainable_tokens: total,
-        tokens_per_second: step.reduce((s, i) => s + i.sequence.tokens.length, 0) / seconds,
+        tokens_per_second: numTokens / seconds,
       };
       all.push(stepMetrics);
       await onStep?.(stepMetrics, k + 1, plan.steps.length);

@@ -118,6 +118,7 @@ describe('RL on a verifiable toy task (wasm, tiny model)', () => {
           'grad_norm',
           'learning_rate',
           'loss',
+          'num_tokens',
           'num_trainable_tokens',
           'policy_loss',
           'tokens_per_second',
@@ -157,6 +158,7 @@ describe('RL on a verifiable toy task (wasm, tiny model)', () => {
     try {
       const [metrics] = await trainer.trainRl({ steps: [items], learningRate: 1e-3 }, rlConfig());
       expect(metrics['num_trainable_tokens']).toBe(total);
+      expect(metrics['num_tokens']).toBe(rows[0].tokens.length + rows[1].tokens.length);
       expect(metrics['loss']).toBeCloseTo(expected, 4);
       expect(metrics['learning_rate']).toBe(1e-3);
     } finally {

@@ -1,6 +1,6 @@
 import { ArtifactStore, DiskArtifactStore, S3ArtifactStore } from '@trainyard/artifacts';
 import { makeModel, MakeModelOptions } from '@trainyard/engine';
-import { createTestDatabase, freePort, startNatsServer, TestNatsServer, waitFor } from '@trainyard/testing';
+import { createTestDatabase, freePort, repoRoot, startNatsServer, TestNatsServer, waitFor } from '@trainyard/testing';
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
 
-export const ROOT = join(__dirname, '../../../..');
+export const ROOT = repoRoot();
 const STACK: { apps: { name: AppName; database: boolean; port: number }[] } = JSON.parse(
   readFileSync(join(ROOT, 'scripts/stack.json'), 'utf8'),
 );
