@@ -34,16 +34,26 @@ export class EmbeddingTable {
     return this.values.length / this.hidden;
   }
 
-  /** The rows for `ids` as f32, [ids, hidden] row-major. */
-  rows(ids: readonly number[]): Float32Array {
+  /** Throws unless every id names a row of the table. */
+  checkIds(ids: readonly number[]): void {
+    for (const id of ids) this.checkId(id);
+  }
+
+  private checkId(id: number): void {
+    if (!(Number.isInteger(id) && id >= 0 && id < this.vocab)) throw new Error(`token id ${id} out of range [0, ${this.vocab})`);
+  }
+
+  /** The rows for `ids` as f32, [ids, hidden] row-major, each value times `scale` (in f32, as stored). */
+  rows(ids: readonly number[], scale = 1): Float32Array {
     const C = this.hidden;
     const out = new Float32Array(ids.length * C);
     ids.forEach((id, i) => {
-      if (!(Number.isInteger(id) && id >= 0 && id < this.vocab)) throw new Error(`token id ${id} out of range [0, ${this.vocab})`);
+      this.checkId(id);
       const row = this.values.subarray(id * C, (id + 1) * C);
       if (row instanceof Float32Array) out.set(row, i * C);
       else widenInto(this.dtype as 'F16' | 'BF16', row, out, i * C);
     });
+    if (scale !== 1) for (let j = 0; j < out.length; j++) out[j] *= scale;
     return out;
   }
 }

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { HiddenAct, ModelConfig } from '../config';
 import { DEFAULT_MATMUL_PLAN, splitColumns, type MatMulPlan, type PackedWeights } from '../kernels/matmul';
-import { attend, decoderBlock, geglu, rmsNorm, ropeQkv, ropeQkvNormed, swiglu } from '../ops';
+import { attend, decoderBlock, embed, geglu, rmsNorm, ropeQkv, ropeQkvNormed, swiglu } from '../ops';
 import type { EmbeddingTable } from './embedding';
 import { FrozenLinear } from './linear';
 import { KeptConstants } from './kept-constants';
@@ -326,16 +326,14 @@ export class LlamaModel {
     return this.slidingRope ? { sliding: { ...this.slidingRope.tables(positions), mask: mask() } } : {};
   }
 
-  /** Rows of the embedding table, copied in JS: no gather kernel (and no gather gradient). */
+  /** The embeddings of `ids`, [ids, hidden], times the model's embedding scale (ops/embedding.ts; no gradient). */
   embed(ids: number[]): tf.Tensor2D {
-    return tf.tensor2d(this.embeddingRows(ids), [ids.length, this.config.hiddenSize]);
+    return embed(this.embedding, ids, this.embeddingScale, this.config.tieWordEmbeddings ? this.lmHead : null);
   }
 
   /** The embedding table's rows for `ids` (times the model's embedding scale), [ids, hidden] row-major. */
   embeddingRows(ids: readonly number[]): Float32Array {
-    const out = this.embedding.rows(ids);
-    if (this.embeddingScale !== 1) for (let j = 0; j < out.length; j++) out[j] *= this.embeddingScale;
-    return out;
+    return this.embedding.rows(ids, this.embeddingScale);
   }
 
   newCache(): KVCache {

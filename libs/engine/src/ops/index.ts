@@ -17,12 +17,14 @@
  * | attend | kernels/decode-attention.ts, kernels/prompt-attention.ts (+ backward kernel) | WGSL outside a tape: decoding, and T tokens (kernels/prompt-attention.webgpu.ts, forward and explicit backward) | tfjs ops, tiled custom gradient; explicit backward batched |
  * | linear (FrozenLinear.forward) | kernels/matmul.ts, kernels/lora.ts; gradients ops/linear-gradient.ts | training with low-rank adapters outside a tape: WGSL forward and explicit backward (kernels/lora.webgpu.ts); else tfjs ops | tfjs ops |
  * | decoderBlock | kernels/decode-block.ts (decoding, one call per block) | Block.forward | Block.forward |
+ * | embed (no gradient) | rows copied from the host's table | tied embeddings outside a tape: WGSL reads the rows from the lm_head's weight (kernels/embedding-rows.webgpu.ts); else the host's rows | the host's rows |
  *
  * A whole decoding step on webgpu runs as one encoded step instead (kernels/decode-step.webgpu.ts,
  * chosen by DecodeBatch).
  */
 export { attend } from './attention';
 export { decoderBlock } from './decoder-block';
+export { embed } from './embedding';
 export { geglu } from './gelu';
 export { rmsNorm } from './norm';
 export { rope, ropeQkv, ropeQkvNormed } from './rope';

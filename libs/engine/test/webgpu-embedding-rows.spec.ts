@@ -1,0 +1,84 @@
+import * as tf from '@tensorflow/tfjs-core';
+import { selectBackend } from '../src/backend';
+import type { StorageDtype } from '../src/dtype';
+import { EMBEDDING_ROWS_KERNEL } from '../src/kernels/embedding-rows.webgpu';
+import { setFusedKernels } from '../src/kernels/webgpu-program';
+import { loadModel, LoadedModel } from '../src/loader';
+import type { Preset } from '../src/maker/make-model';
+import { makeTiny, webgpuUnavailable } from './helpers';
+
+/**
+ * On webgpu a tied model's embeddings are read from its lm_head on the GPU
+ * (kernels/embedding-rows.webgpu.ts): the same bits as the host table's rows, for weights held
+ * in f32 and in 16 bits, and with Gemma's embedding scale. On lavapipe where there is no GPU;
+ * in CI a missing adapter fails these tests.
+ */
+const unavailable = webgpuUnavailable();
+const inCi = process.env['CI'] === 'true';
+if (unavailable && !inCi) console.warn(`webgpu embedding tests skipped: ${unavailable}`);
+const suite = unavailable && !inCi ? describe.skip : describe;
+
+/** Repeated ids, the first and the last row, in no order. */
+const IDS = [5, 0, 511, 5, 300, 1, 42];
+
+/** The model's embeddings of IDS, and the kernels that made them. */
+async function embedded(lm: LoadedModel): Promise<{ values: Float32Array; kernels: string[] }> {
+  let out: tf.Tensor | undefined;
+  const profile = await tf.profile(() => (out = lm.model.embed(IDS)));
+  const values = (await (out as tf.Tensor).data()) as Float32Array;
+  (out as tf.Tensor).dispose();
+  return { values, kernels: profile.kernelNames };
+}
+
+suite('embeddings on webgpu', () => {
+  beforeAll(async () => {
+    await selectBackend('webgpu');
+  });
+
+  const cases: [string, Preset, StorageDtype][] = [
+    ['f32 weights', 'tiny-llama3.2', 'F32'],
+    ['bf16 weights', 'tiny-llama3.2', 'BF16'],
+    ['f16 weights', 'tiny-llama3.2', 'F16'],
+    ["Gemma 3's scaled embeddings, bf16", 'tiny-gemma3', 'BF16'],
+  ];
+  it.each(cases)('%s: a tied lm_head gives the host table rows, bit for bit, with only the ids uploaded', async (_, preset, dtype) => {
+    const lm = await loadModel(makeTiny('embed-gpu', { preset, dtype }));
+    try {
+      expect(lm.model.config.tieWordEmbeddings).toBe(true);
+      const { values, kernels } = await embedded(lm);
+      expect(kernels).toContain(EMBEDDING_ROWS_KERNEL);
+      expect(Array.from(values)).toEqual(Array.from(lm.model.embeddingRows(IDS)));
+    } finally {
+      lm.dispose();
+    }
+  });
+
+  it('copies from the host where the lm_head is its own weight, or the engine kernels are off', async () => {
+    const untied = await loadModel(makeTiny('embed-untied', { preset: 'tiny', dtype: 'BF16' }));
+    const tied = await loadModel(makeTiny('embed-tied', { preset: 'tiny-llama3.2', dtype: 'BF16' }));
+    try {
+      expect(untied.model.config.tieWordEmbeddings).toBe(false);
+      expect((await embedded(untied)).kernels).not.toContain(EMBEDDING_ROWS_KERNEL);
+      setFusedKernels(false);
+      const generic = await embedded(tied);
+      expect(generic.kernels).not.toContain(EMBEDDING_ROWS_KERNEL);
+      expect(Array.from(generic.values)).toEqual(Array.from(tied.model.embeddingRows(IDS)));
+    } finally {
+      setFusedKernels(true);
+      untied.dispose();
+      tied.dispose();
+    }
+  });
+
+  it('refuses an id outside the vocabulary before anything runs', async () => {
+    const lm = await loadModel(makeTiny('embed-range', { preset: 'tiny-llama3.2' }));
+    try {
+      const before = tf.memory().numTensors;
+      expect(() => lm.model.embed([1, 512])).toThrow('token id 512 out of range [0, 512)');
+      expect(() => lm.model.embed([1.5])).toThrow('token id 1.5 out of range');
+      expect(tf.memory().numTensors).toBe(before);
+    } finally {
+      lm.dispose();
+    }
+  });
+});
