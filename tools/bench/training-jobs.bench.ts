@@ -2,9 +2,10 @@
 // worker and inference worker), driven as OpenPipe ART drives them, on this machine.
 //
 //   npx tsx --tsconfig tsconfig.base.json tools/bench/training-jobs.bench.ts [--preset tiny|smollm2-135m|qwen3-0.6b|...]
-//       [--backend wasm|webgpu] [--packed N] [--rollout-tokens N]
+//       [--backend wasm|webgpu] [--packed N] [--rollout-tokens N] [--kept-mb N]
 //
-// --backend is the workers' COMPUTE_BACKEND (wasm by default); on a GPU machine the packed copy
+// --backend is the workers' COMPUTE_BACKEND (wasm by default), --kept-mb the training worker's
+// KEPT_PRODUCTS_MB (its default unless given); on a GPU machine the packed copy
 // (tools/bench/gpu/pack-stack.sh) runs it with webgpu. Prints a markdown section for
 // docs/benchmarks.md. Loopback only, bounded in count and time. Events are followed with the
 // Server-Sent Events form of GET .../events, so every figure is when the client could first
@@ -25,6 +26,7 @@ const { values } = parseArgs({
     packed: { type: 'string' },
     backend: { type: 'string', default: 'wasm' },
     'rollout-tokens': { type: 'string', default: '16' },
+    'kept-mb': { type: 'string' },
   },
 });
 if (!(values.preset in PRESETS)) throw new Error(`--preset: one of ${Object.keys(PRESETS).join(', ')}`);
@@ -52,6 +54,7 @@ interface Followed {
 async function main() {
   const env: Record<string, string> = { MAX_BATCH_SEQUENCES: '16', MAX_COMPLETION_TOKENS: '256', LOG_LEVEL: 'warn', RPC_TIMEOUT_MS: '30000', COMPUTE_BACKEND: backend };
   for (const name of GPU_ENV) if (process.env[name]) env[name] = process.env[name] as string;
+  if (values['kept-mb'] !== undefined) env['KEPT_PRODUCTS_MB'] = values['kept-mb'];
   const stack = await Stack.start({ env });
   try {
     const base = `bench/${preset}`;
@@ -171,7 +174,7 @@ async function main() {
     const cpu = cpus()[0]?.model ?? 'unknown';
     console.log(`## Training jobs through the stack (${preset})
 
-Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/training-jobs.bench.ts --preset ${preset} --backend ${backend}${values.packed !== undefined ? ` --packed ${packed}` : ''}${ROLLOUT_TOKENS !== 16 ? ` --rollout-tokens ${ROLLOUT_TOKENS}` : ''}\` on ${new Date().toISOString().slice(0, 10)}:
+Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/training-jobs.bench.ts --preset ${preset} --backend ${backend}${values.packed !== undefined ? ` --packed ${packed}` : ''}${ROLLOUT_TOKENS !== 16 ? ` --rollout-tokens ${ROLLOUT_TOKENS}` : ''}${values['kept-mb'] !== undefined ? ` --kept-mb ${values['kept-mb']}` : ''}\` on ${new Date().toISOString().slice(0, 10)}:
 ${cpu}, ${cpus().length} cores, Node ${process.version}, one training worker on ${ranOn('training-workers')} and one inference worker on ${ranOn('inference-workers')},
 events followed over Server-Sent Events (\`Accept: text/event-stream\`), learning rate 1e-4,
 packed_sequence_length ${packed ?? 'default (2048)'}.
