@@ -41,6 +41,7 @@ const GPU_ENV = ['VK_DRIVER_FILES', 'VK_ICD_FILENAMES', 'LD_LIBRARY_PATH', 'XDG_
 const PROMPTS = ['Name a fruit.', 'Say a colour.', 'Give me an animal.', 'Pick a number.'];
 const GROUP_SIZE = 4;
 const ROLLOUT_TOKENS = Number(values['rollout-tokens']);
+if (!Number.isInteger(ROLLOUT_TOKENS) || ROLLOUT_TOKENS < 1) throw new Error('--rollout-tokens: a whole number of at least 1');
 const fmt = (ms: number) => (ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(0)} ms`);
 
 interface Followed {
