@@ -9,6 +9,20 @@
 # can fail with "Could not get 'vkCreateInstance' via 'vk_icdGetInstanceProcAddr' for ICD
 # libGLX_nvidia.so.0", and the run then finds no adapter.
 GPU_PACK="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# Writes the xz file $1 unpacked to stdout: with xz, or with python3's lzma where xz is missing.
+unxz_to_stdout() {
+  if command -v xz >/dev/null; then
+    xz -dc "$1"
+  else
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"
+  fi
+}
+# Unpacks the xz file $1 to $2 (mode $3) unless $2 exists; whole or not at all, so that a run cut
+# short leaves nothing a later run would take for the file.
+unxz_once() {
+  [ -e "$2" ] && return 0
+  unxz_to_stdout "$1" >"$2.part" && chmod "$3" "$2.part" && mv "$2.part" "$2"
+}
 # Whether the dynamic loader finds library $1: in its cache or on LD_LIBRARY_PATH.
 has_library() {
   ldconfig -p 2>/dev/null | awk -v lib="$1" '$1 == lib { found = 1 } END { exit !found }' && return 0
@@ -16,10 +30,11 @@ has_library() {
   for dir in ${LD_LIBRARY_PATH:+${LD_LIBRARY_PATH//:/ }}; do [ -e "$dir/$1" ] && return 0; done
   return 1
 }
-[ -x "$GPU_PACK/bin/node" ] || { mkdir -p "$GPU_PACK/bin" && xz -dc "$GPU_PACK/node.xz" >"$GPU_PACK/bin/node" && chmod +x "$GPU_PACK/bin/node"; }
+mkdir -p "$GPU_PACK/bin"
+unxz_once "$GPU_PACK/node.xz" "$GPU_PACK/bin/node" 755
 export PATH="$GPU_PACK/bin:$PATH"
 dawn="$GPU_PACK/node_modules/webgpu/dist/linux-x64/dawn.node"
-[ -e "$dawn" ] || xz -dc "$dawn.xz" >"$dawn"
+unxz_once "$dawn.xz" "$dawn" 644
 if ! has_library libvulkan.so.1; then
   [ -d "$GPU_PACK/vulkan" ] || dpkg -x "$GPU_PACK"/libvulkan1_*.deb "$GPU_PACK/vulkan"
   export LD_LIBRARY_PATH="$GPU_PACK/vulkan/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -22,9 +22,9 @@ WORK=$(mktemp -d /tmp/trainyard-stack-XXXXXX)
 chmod 755 "$WORK"
 ROOT="$WORK/root"
 mkdir -p "$ROOT" "$WORK/pg" "$WORK/bin"
-xz -dc "$HERE/stack.tar.xz" | tar -C "$ROOT" -x
-xz -dc "$HERE/postgres.tar.xz" | tar -C "$WORK/pg" -x
-xz -dc "$HERE/nats-server.xz" >"$WORK/bin/nats-server" && chmod +x "$WORK/bin/nats-server"
+unxz_to_stdout "$HERE/stack.tar.xz" | tar -C "$ROOT" -x
+unxz_to_stdout "$HERE/postgres.tar.xz" | tar -C "$WORK/pg" -x
+unxz_once "$HERE/nats-server.xz" "$WORK/bin/nats-server" 755
 # The apps find Dawn's binding as node_modules/webgpu above their scripts.
 mkdir -p "$ROOT/node_modules"
 ln -s "$GPU_PACK/node_modules/webgpu" "$ROOT/node_modules/webgpu"
