@@ -1,17 +1,22 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
+import { DecodeBatch } from '../src/decode-batch';
 import type { StorageDtype } from '../src/dtype';
+import { WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
 import { EMBEDDING_ROWS_KERNEL } from '../src/kernels/embedding-rows.webgpu';
+import { countGpuWork } from '../src/kernels/gpu-counters';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../src/loader';
 import type { Preset } from '../src/maker/make-model';
-import { makeTiny, webgpuUnavailable } from './helpers';
+import { argmax } from '../src/sampling';
+import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
 
 /**
- * On webgpu a tied model's embeddings are read from its lm_head on the GPU
- * (kernels/embedding-rows.webgpu.ts): the same bits as the host table's rows, for weights held
- * in f32 and in 16 bits, and with Gemma's embedding scale. On lavapipe where there is no GPU;
- * in CI a missing adapter fails these tests.
+ * On webgpu a tied model's embeddings are read from its lm_head on the GPU: in a pass through
+ * tfjs's ops (kernels/embedding-rows.webgpu.ts), the same bits as the host table's rows, for
+ * weights held in f32 and in 16 bits, and with Gemma's embedding scale; in the encoded decoding
+ * step (decode-step.webgpu.ts, embedShader), with their 1/rms, the logits of the cpu backend. On
+ * lavapipe where there is no GPU; in CI a missing adapter fails these tests.
  */
 const unavailable = webgpuUnavailable();
 const inCi = process.env['CI'] === 'true';
@@ -69,6 +74,55 @@ suite('embeddings on webgpu', () => {
       tied.dispose();
     }
   });
+
+  it.each([
+    ['tiny-llama3.2', 'BF16'],
+    ['tiny-gemma3', 'BF16'],
+    ['tiny-llama3.2', 'F32'],
+  ] as [Preset, StorageDtype][])("the encoded step of a tied %s (%s) reads its tokens' embeddings on the GPU: the cpu backend's logits", async (preset, dtype) => {
+    const dir = makeTiny('embed-step', { preset, dtype });
+    const prompts = [
+      [1, 30, 31, 32, 33, 34],
+      [1, 7, 8],
+    ];
+    /** Each prompt's logits after joining, then two greedy steps of every row's; on webgpu, the dispatches of the last step. */
+    const decode = async (backend: 'cpu' | 'webgpu') => {
+      await selectBackend(backend);
+      const lm = await loadModel(dir, { inferenceOnly: true });
+      const batch = new DecodeBatch<number>(lm.model);
+      try {
+        const out: Float32Array[] = [];
+        const next = new Map<number, number>();
+        for (const [id, prompt] of prompts.entries()) {
+          out.push(await batch.join(id, prompt));
+          next.set(id, argmax(out[out.length - 1]));
+        }
+        let dispatches = 0;
+        for (let s = 0; s < 2; s++) {
+          const { result, counts } = await countGpuWork(() => batch.step(next));
+          dispatches = counts.dispatches;
+          for (const [id, values] of result) {
+            out.push(values);
+            next.set(id, argmax(values));
+          }
+        }
+        return { out, dispatches, layers: lm.config.numLayers, encoded: backend === 'webgpu' && WebGpuDecodeStep.for(lm.model) !== null };
+      } finally {
+        batch.dispose();
+        lm.dispose();
+      }
+    };
+    const cpu = await decode('cpu');
+    const gpu = await decode('webgpu');
+    expect(gpu.encoded).toBe(true);
+    // The embeddings' dispatch, eight a layer, the lm_head.
+    expect(gpu.dispatches).toBe(8 * gpu.layers + 2);
+    expect(gpu.out.length).toBe(cpu.out.length);
+    cpu.out.forEach((logits, i) => {
+      expect(maxAbsDiff(gpu.out[i], logits)).toBeLessThan(1e-5);
+      expect(argmax(gpu.out[i])).toBe(argmax(logits));
+    });
+  }, 120_000);
 
   it('refuses an id outside the vocabulary before anything runs', async () => {
     const lm = await loadModel(makeTiny('embed-range', { preset: 'tiny-llama3.2' }));

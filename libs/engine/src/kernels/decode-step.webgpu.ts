@@ -10,6 +10,7 @@ import { inverseFrequencies } from '../model/rope';
 import { forwardTiles } from './attention.wgsl';
 import {
   attentionShader,
+  embedShader,
   promptAttentionShader,
   finishResidualShader,
   finishSwigluShader,
@@ -34,7 +35,10 @@ import { fusedKernelsApply, workgroupMemoryLimit } from './webgpu-program';
 
 /**
  * A whole forward step of a Llama-family model on webgpu (decoding one token a row, or a
- * prompt's chunk), encoded by the engine rather than op by op through tfjs. Per layer of a
+ * prompt's chunk), encoded by the engine rather than op by op through tfjs. A tied model's step
+ * first reads its tokens' embeddings, and their 1/rms for the first norm, from the lm_head,
+ * which holds the embedding table transposed (one dispatch; an untied model's are written from
+ * the host). Per layer of a
  * decoding step, eight dispatches: the q|k|v product (input RMSNorm folded in); attention over
  * the cache, which first does RoPE's work for its token (sums that product's K splits, adds its
  * bias, rotates q and k, and writes the KV cache's new column in place); the output product;
@@ -197,6 +201,7 @@ const LAYOUTS = {
   finishResidualNorm: ['uniform', 'read', 'read', 'write', 'write', 'read'],
   finishResidualLoraNorm: ['uniform', 'read', 'read', 'write', 'write', 'read', 'read', 'uniform', 'read', 'read'],
   finishSwiglu: ['uniform', 'read', 'write'],
+  embed: ['uniform', 'read', 'read', 'write', 'write'],
   rope: ['uniform', 'uniform', 'read', 'read', 'write', 'write', 'write', 'read'],
   attention: ['uniform', 'uniform', 'read', 'read', 'read', 'read', 'write'],
   ropeAttention: ['uniform', 'uniform', 'read', 'write', 'write', 'read', 'write', 'read', 'read'],
@@ -228,7 +233,7 @@ const TARGET_WORKGROUPS = 512;
 /** Bytes of the buffer every product writes its partial sums to. */
 const PARTIAL_BYTES = 64 << 20;
 
-type Activations = Record<'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'rowAdapters' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'slidingTables' | 'draws' | 'drawn', GPUBuffer>;
+type Activations = Record<'ids' | 'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'rowAdapters' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'slidingTables' | 'draws' | 'drawn', GPUBuffer>;
 
 /** Readback buffers a step keeps for the next reads, at most. */
 const KEPT_READ_BUFFERS = 4;
@@ -384,6 +389,10 @@ export class WebGpuDecodeStep {
   private layerBindings: (LayerBinding | null)[] = [];
   private layerGroups: LayerGroups[] = [];
   private headGroup: GPUBindGroup | null = null;
+  /** The embeddings' program's bind group, where they are read from the lm_head (embedsOnGpu). */
+  private embedGroup: GPUBindGroup | null = null;
+  /** Whether the lm_head is the embedding table transposed (tied), so that a step's embeddings are read from it on the GPU rather than written from the host. */
+  private readonly embedsOnGpu: boolean;
   private sampleGroup: GPUBindGroup | null = null;
   /** Bind groups made or dropped so far: a prepared step holds bind groups, and is good while this is as it was when it was made. */
   private bindGroupsMade = 0;
@@ -484,6 +493,7 @@ export class WebGpuDecodeStep {
     }));
     this.finalNorm = this.buffer(model.finalNorm.weight);
     this.lmHead = projection(model.lmHead);
+    this.embedsOnGpu = model.config.tieWordEmbeddings;
     this.invFreq = inverseFrequencies(model.config);
     const window = model.config.slidingWindow;
     this.slidingInvFreq = window ? inverseFrequencies(model.config, { theta: window.ropeTheta, scaling: null }) : null;
@@ -554,8 +564,8 @@ export class WebGpuDecodeStep {
   async profile(cache: KVCache, tokens: readonly (readonly number[])[]): Promise<Record<string, number> | null> {
     if (!this.device.features.has('timestamp-query')) return null;
     const labels: string[] = [];
-    // Two timestamps a dispatch: at most DISPATCHES_PER_LAYER a layer (adapters included) and the lm_head.
-    const querySet = this.device.createQuerySet({ type: 'timestamp', count: 2 * (DISPATCHES_PER_LAYER * this.layers.length + 1) });
+    // Two timestamps a dispatch: the embeddings, at most DISPATCHES_PER_LAYER a layer (adapters included) and the lm_head.
+    const querySet = this.device.createQuerySet({ type: 'timestamp', count: 2 * (DISPATCHES_PER_LAYER * this.layers.length + 2) });
     const bytes = querySet.count * 8;
     const resolved = this.device.createBuffer({ size: bytes, usage: 0x200 /* QUERY_RESOLVE */ | USAGE.copySrc });
     const readable = this.device.createBuffer({ size: bytes, usage: USAGE.mapRead | USAGE.copyDst });
@@ -643,15 +653,25 @@ export class WebGpuDecodeStep {
     return encoder;
   }
 
-  /** Writes what changes every step: the tokens' embeddings and their 1/rms, their RoPE tables, the cache's mask, and the step's sizes. */
+  /**
+   * Writes what changes every step: the tokens (their embeddings and 1/rms, where the lm_head
+   * does not hold the table for the step to read them from), their RoPE tables, the cache's
+   * mask, and the step's sizes.
+   */
   private writeInputs(cache: KVCache, tokens: readonly (readonly number[])[]): void {
     const T = tokens[0].length;
     const { hiddenSize: C, rmsNormEps: eps } = this.config;
     const a = this.activations as Activations;
     const { queue } = this.device;
-    const x = this.model.embeddingRows(tokens.flat());
-    queue.writeBuffer(a.x, 0, x);
-    queue.writeBuffer(a.rinv, 0, inverseRms(x, C, eps));
+    const ids = tokens.flat();
+    if (this.embedsOnGpu) {
+      this.model.embedding.checkIds(ids);
+      queue.writeBuffer(a.ids, 0, Uint32Array.from(ids));
+    } else {
+      const x = this.model.embeddingRows(ids);
+      queue.writeBuffer(a.x, 0, x);
+      queue.writeBuffer(a.rinv, 0, inverseRms(x, C, eps));
+    }
     const positions = cache.lengths().flatMap((p) => Array.from({ length: T }, (_, t) => p + t));
     queue.writeBuffer(a.tables, 0, this.ropeTables(positions, this.invFreq));
     queue.writeBuffer(this.mask as GPUBuffer, 0, cache.stepMask(T));
@@ -746,6 +766,12 @@ export class WebGpuDecodeStep {
     const N = rows * T;
     const list: Dispatch[] = [];
     const run = (label: string, pipeline: GPUComputePipeline, group: GPUBindGroup, x: number, y = 1, z = 1) => list.push({ label, pipeline, group, x, y, z });
+    if (this.embedGroup) {
+      const { vocabSize: V } = this.config;
+      const { dtype } = this.lmHead;
+      const scale = this.model.embeddingScale;
+      run('embed', this.pipeline('embed', `${V}:${dtype}:${scale}`, () => embedShader(V, dtype, scale)), this.embedGroup, N);
+    }
     const linear = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean, weights: StorageDtype, adapters: LinearAdapters = 'none', xATiles = 0) => {
       const { tiling } = p;
       if (tiling) return run(label, this.pipeline(norm ? 'linearNorm' : 'linear', `tiled:${tiling.tile}:${p.k}:${p.n}:${p.chunk}:${weights}`, () => tiledLinearShader(p.k, p.n, tiling.tile, p.chunk, norm, weights)), group, ...tiling.dispatch);
@@ -840,6 +866,7 @@ export class WebGpuDecodeStep {
       // An unsplit product of every width fits in the partial sums' buffer, whatever splitsFor allows beyond it.
       const widest = Math.max((H + 2 * KV) * D, 2 * I, C);
       this.activations = {
+        ids: storage(N),
         x: storage(N * C),
         h: storage(N * C),
         rinv: storage(N),
@@ -882,6 +909,7 @@ export class WebGpuDecodeStep {
       finishDown: this.group(w.sandwich ? 'finishResidualNorm' : 'finishResidual', [this.dims.finishDown, a.partial, a.h, a.x, a.rinv, ...(w.sandwich ? [w.sandwich.afterMlp] : [])]),
     }));
     this.headGroup = this.group('linearNorm', [this.dims.lmHead, a.x, this.lmHead.weight, a.logits, this.finalNorm, a.rinv]);
+    this.embedGroup = this.embedsOnGpu ? this.group('embed', [this.dims.finishO, a.ids, this.lmHead.weight, a.x, a.rinv]) : null;
     for (const products of this.lora) for (const lora of Object.values(products)) if (lora) lora.groups = null;
     this.sampleGroup = this.group('sample', [this.sampleUniform, a.logits, a.draws, a.drawn]);
   }

@@ -322,6 +322,47 @@ ${
 }
 
 /**
+ * A step's embeddings read from a tied model's lm_head, W [C, V] held as `weights` (the
+ * embedding table transposed: row `id` of the table is column `id` of W), with each row's 1/rms
+ * for the first layer's folded norm: x [rows, C] = scale * W[:, ids[row]], a workgroup a row.
+ * The values are the host's rows (EmbeddingTable.rows) bit for bit; `scale` (Gemma's, an f32
+ * number) is compiled in by its bits. Dims: finishResidualShader's (rows, n4 = C / 4, eps).
+ */
+export function embedShader(V: number, weights: StorageDtype, scale: number): string {
+  const w = weightReader('w', weights, V);
+  const scaleBits = new Uint32Array(Float32Array.of(scale).buffer)[0];
+  return `
+struct Dims { rows : u32, n4 : u32, rank : u32, adapters : u32, eps : f32 }
+@group(0) @binding(0) var<uniform> dims : Dims;
+@group(0) @binding(1) var<storage, read> ids : array<u32>;
+@group(0) @binding(2) var<storage, read> w : array<${weights === 'F32' ? 'f32' : 'u32'}>;
+@group(0) @binding(3) var<storage, read_write> x : array<f32>;
+@group(0) @binding(4) var<storage, read_write> rinv : array<f32>;
+var<workgroup> squares : array<f32, ${WORKGROUP}>;
+${w.helpers}
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  let row = wg.x;
+  let id = ids[row];
+  let C = 4u * dims.n4;
+  var sum = 0.0;
+  for (var h = tid; h < C; h += ${WORKGROUP}u) {
+    let value = ${w.at('h', 'id')} * bitcast<f32>(${scaleBits}u);
+    x[row * C + h] = value;
+    sum += value * value;
+  }
+  squares[tid] = sum;
+  workgroupBarrier();
+  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
+    if (tid < n) { squares[tid] += squares[tid + n]; }
+    workgroupBarrier();
+  }
+  if (tid == 0u) { rinv[row] = inverseSqrt(squares[0] / f32(C) + dims.eps); }
+}`;
+}
+
+/**
  * The gated activation from the gate|up product's splits: act [rows, I] = a(gate) * up, a SiLU
  * (SwiGLU) or GELU's tanh approximation (Gemma's GeGLU), gate and up the two halves of each
  * row's summed partials [splits, rows, 2 I]. One thread per vec4 of act. Dims: rows, n4 (I / 4).

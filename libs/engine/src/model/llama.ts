@@ -235,7 +235,8 @@ export class LlamaModel {
   readonly finalNorm: RMSNorm;
   readonly lmHead: FrozenLinear;
   readonly embedding: EmbeddingTable;
-  private readonly embeddingScale: number;
+  /** What embedding rows are multiplied by (LlamaParts.embeddingScale). */
+  readonly embeddingScale: number;
   private readonly rope: Rope;
   private readonly slidingRope: Rope | null;
   private readonly extra: tf.Tensor[];
