@@ -103,19 +103,29 @@ export class KVCache {
   stepMask(T = 1, window = Infinity): Float32Array {
     const W = this.columns;
     const total = W + T;
-    const mask = new Float32Array(this.rows * T * total).fill(MASKED);
+    // Zeros (visible) to start with: a decoding step's row sees nearly all of its columns, so
+    // only the hidden ones are written (a batch of 128 rows of 2,048 columns is 1 MB a step).
+    const mask = new Float32Array(this.rows * T * total);
     this.valid.forEach((rowValid, b) => {
       const cached = this.positions[b];
       for (let t = 0; t < T; t++) {
         const base = (b * T + t) * total;
-        // The first position this token sees.
+        // The first position this token sees; with none before the row's first, every token of the row is in its window.
         const first = cached + t - window + 1;
-        for (let c = 0, k = 0; c < W; c++) {
-          if (!rowValid[c]) continue;
-          if (k >= first) mask[base + c] = 0;
-          k++;
+        if (first <= 0) {
+          for (let c = 0; c < W; c++) if (!rowValid[c]) mask[base + c] = MASKED;
+        } else {
+          for (let c = 0, k = 0; c < W; c++) {
+            if (!rowValid[c]) {
+              mask[base + c] = MASKED;
+              continue;
+            }
+            if (k < first) mask[base + c] = MASKED;
+            k++;
+          }
         }
-        for (let u = Math.max(0, t - window + 1); u <= t; u++) mask[base + W + u] = 0;
+        // The step's own tokens: those up to t, inside the window.
+        for (let u = 0; u < T; u++) if (u > t || u <= t - window) mask[base + W + u] = MASKED;
       }
     });
     return mask;
