@@ -261,8 +261,10 @@ ${
     ${stageBlock(INPUTS.value)}
     workgroupBarrier();
     ${laneDots('dOs', 'dp', tiles)}
-    // Every thread has read the values: the keys take their place.
-    workgroupBarrier();
+    ${
+      // Every thread has read the values, and the keys take their place: where lanes share the rows, laneDots ended on the barrier that says so.
+      sharingLanes(tiles.lanes, tiles.TK) > 1 ? '' : 'workgroupBarrier();'
+    }
     ${stageBlock(INPUTS.key)}
     workgroupBarrier();
     ${laneDots('qs', 'scores', tiles)}
