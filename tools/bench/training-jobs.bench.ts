@@ -2,7 +2,7 @@
 // worker and inference worker), driven as OpenPipe ART drives them, on this machine.
 //
 //   npx tsx --tsconfig tsconfig.base.json tools/bench/training-jobs.bench.ts [--preset tiny|smollm2-135m|qwen3-0.6b|...]
-//       [--backend wasm|webgpu] [--packed N] [--rollout-tokens N] [--kept-mb N]
+//       [--backend wasm|webgpu] [--packed N] [--rollout-tokens N] [--groups N] [--group-size N] [--kept-mb N]
 //
 // --backend is the workers' COMPUTE_BACKEND (wasm by default), --kept-mb the training worker's
 // KEPT_PRODUCTS_MB (its default unless given); on a GPU machine the packed copy
@@ -26,6 +26,8 @@ const { values } = parseArgs({
     packed: { type: 'string' },
     backend: { type: 'string', default: 'wasm' },
     'rollout-tokens': { type: 'string', default: '16' },
+    groups: { type: 'string', default: '4' },
+    'group-size': { type: 'string', default: '4' },
     'kept-mb': { type: 'string' },
   },
 });
@@ -38,10 +40,17 @@ const backend = values.backend;
 const packed = values.packed !== undefined ? Number(values.packed) : null;
 /** Vulkan's and Dawn's environment, which the stack passes its apps only when named. */
 const GPU_ENV = ['VK_DRIVER_FILES', 'VK_ICD_FILENAMES', 'LD_LIBRARY_PATH', 'XDG_RUNTIME_DIR'];
-const PROMPTS = ['Name a fruit.', 'Say a colour.', 'Give me an animal.', 'Pick a number.'];
-const GROUP_SIZE = 4;
-const ROLLOUT_TOKENS = Number(values['rollout-tokens']);
-if (!Number.isInteger(ROLLOUT_TOKENS) || ROLLOUT_TOKENS < 1) throw new Error('--rollout-tokens: a whole number of at least 1');
+/** A whole number of at least 1 from option `name`. */
+function count(name: 'rollout-tokens' | 'groups' | 'group-size'): number {
+  const n = Number(values[name]);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: a whole number of at least 1`);
+  return n;
+}
+const ROLLOUT_TOKENS = count('rollout-tokens');
+const GROUP_SIZE = count('group-size');
+// The full job's groups, one prompt each; past the first four, the same asks numbered.
+const ASKS = ['Name a fruit.', 'Say a colour.', 'Give me an animal.', 'Pick a number.'];
+const PROMPTS = Array.from({ length: count('groups') }, (_, i) => (i < ASKS.length ? ASKS[i] : `${ASKS[i % ASKS.length]} (${Math.floor(i / ASKS.length) + 1})`));
 const fmt = (ms: number) => (ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(0)} ms`);
 
 interface Followed {
@@ -175,7 +184,7 @@ async function main() {
     const cpu = cpus()[0]?.model ?? 'unknown';
     console.log(`## Training jobs through the stack (${preset})
 
-Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/training-jobs.bench.ts --preset ${preset} --backend ${backend}${values.packed !== undefined ? ` --packed ${packed}` : ''}${ROLLOUT_TOKENS !== 16 ? ` --rollout-tokens ${ROLLOUT_TOKENS}` : ''}${values['kept-mb'] !== undefined ? ` --kept-mb ${values['kept-mb']}` : ''}\` on ${new Date().toISOString().slice(0, 10)}:
+Measured by \`npx tsx --tsconfig tsconfig.base.json tools/bench/training-jobs.bench.ts --preset ${preset} --backend ${backend}${values.packed !== undefined ? ` --packed ${packed}` : ''}${ROLLOUT_TOKENS !== 16 ? ` --rollout-tokens ${ROLLOUT_TOKENS}` : ''}${PROMPTS.length !== 4 ? ` --groups ${PROMPTS.length}` : ''}${GROUP_SIZE !== 4 ? ` --group-size ${GROUP_SIZE}` : ''}${values['kept-mb'] !== undefined ? ` --kept-mb ${values['kept-mb']}` : ''}\` on ${new Date().toISOString().slice(0, 10)}:
 ${cpu}, ${cpus().length} cores, Node ${process.version}, one training worker on ${ranOn('training-workers')} and one inference worker on ${ranOn('inference-workers')},
 events followed over Server-Sent Events (\`Accept: text/event-stream\`), learning rate 1e-4,
 packed_sequence_length ${packed ?? 'default (2048)'}.

@@ -6,7 +6,7 @@
 # on the same warm machine, or carry both folders where they fit. Starts a private PostgreSQL
 # server (as user nobody when run as root: initdb refuses root) and the stack's nats-server,
 # both unpacked under /tmp, and stops them at the end. Arguments go to the bench (--preset,
-# --rollout-tokens, --packed, --kept-mb); --backend is webgpu unless given.
+# --rollout-tokens, --groups, --group-size, --packed, --kept-mb); --backend is webgpu unless given.
 #
 #   bash tmp/gpu-stack/run-stack.sh --preset smollm2-135m
 set -euo pipefail
