@@ -338,7 +338,7 @@ struct Dims { rows : u32, n4 : u32, rank : u32, adapters : u32, eps : f32 }
 @group(0) @binding(2) var<storage, read> w : array<${weights === 'F32' ? 'f32' : 'u32'}>;
 @group(0) @binding(3) var<storage, read_write> x : array<f32>;
 @group(0) @binding(4) var<storage, read_write> rinv : array<f32>;
-var<workgroup> squares : array<f32, ${WORKGROUP}>;
+${WORKGROUP_REDUCTIONS_WGSL}
 ${w.helpers}
 
 @compute @workgroup_size(${WORKGROUP})
@@ -352,13 +352,8 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     x[row * C + h] = value;
     sum += value * value;
   }
-  squares[tid] = sum;
-  workgroupBarrier();
-  for (var n = ${WORKGROUP / 2}u; n > 0u; n = n / 2u) {
-    if (tid < n) { squares[tid] += squares[tid + n]; }
-    workgroupBarrier();
-  }
-  if (tid == 0u) { rinv[row] = inverseSqrt(squares[0] / f32(C) + dims.eps); }
+  let total = reduceSum(tid, sum);
+  if (tid == 0u) { rinv[row] = inverseSqrt(total / f32(C) + dims.eps); }
 }`;
 }
 
