@@ -25,7 +25,11 @@ export interface ClusterMember {
 export interface TestNatsCluster {
   url: string;
   members: ClusterMember[];
-  /** Resolves once the cluster has a JetStream meta leader among the running servers. */
+  /**
+   * Resolves once the cluster has a JetStream meta leader among the running servers and every
+   * other running server is current in its meta group: before that, a stream of several
+   * replicas can find "no suitable peers for placement".
+   */
   waitForJetStream(timeoutMs?: number): Promise<void>;
   /** The name of the server that leads JetStream's meta group, as the running servers report it; undefined while there is none. */
   metaLeader(): Promise<string | undefined>;
@@ -68,21 +72,37 @@ export async function startNatsCluster(size = 3): Promise<TestNatsCluster> {
     };
   });
   await Promise.all(members.map((m) => m.start()));
+  /** A server's view of the meta group (its monitoring endpoint's /jsz); the leader's lists the other peers. */
+  const metaCluster = async (m: (typeof members)[number]) =>
+    (
+      (await fetch(`http://127.0.0.1:${m.monitor}/jsz`)
+        .then((r) => r.json())
+        .catch(() => undefined)) as { meta_cluster?: { leader?: string; replicas?: { name: string; current: boolean }[] } } | undefined
+    )?.meta_cluster;
   const metaLeader = async (): Promise<string | undefined> => {
     for (const m of members.filter((member) => member.running())) {
-      const jsz = (await fetch(`http://127.0.0.1:${m.monitor}/jsz`)
-        .then((r) => r.json())
-        .catch(() => undefined)) as { meta_cluster?: { leader?: string } } | undefined;
-      if (jsz?.meta_cluster?.leader) return jsz.meta_cluster.leader;
+      const leader = (await metaCluster(m))?.leader;
+      if (leader) return leader;
     }
     return undefined;
+  };
+  /** Whether a running server leads the meta group with every other running server current in it. */
+  const jetStreamReady = async (): Promise<boolean> => {
+    const running = members.filter((member) => member.running());
+    for (const m of running) {
+      const meta = await metaCluster(m);
+      if (meta?.leader !== m.name) continue;
+      const current = new Set((meta.replicas ?? []).filter((r) => r.current).map((r) => r.name));
+      return running.every((other) => other === m || current.has(other.name));
+    }
+    return false;
   };
   const cluster: TestNatsCluster = {
     url: members.map((m) => `nats://127.0.0.1:${m.port}`).join(','),
     members,
     metaLeader,
     waitForJetStream: async (timeoutMs = 30_000) => {
-      await waitFor(async () => (await metaLeader()) !== undefined, { what: 'the NATS cluster to elect a JetStream meta leader', timeoutMs, intervalMs: 200 });
+      await waitFor(jetStreamReady, { what: 'the NATS cluster to elect a JetStream meta leader with every running server current', timeoutMs, intervalMs: 200 });
     },
     stop: async () => {
       await Promise.all(members.map((m) => m.stop()));
