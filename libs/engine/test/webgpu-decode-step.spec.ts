@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import type { ModelConfig } from '../src/config';
 import { DecodeBatch } from '../src/decode-batch';
-import { setPromptProducts, WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
+import { setStepProducts, WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
 import { flatGrid } from '../src/kernels/decode-step.wgsl';
 import { countGpuWork, gpuPrototype, wrapMethod } from '../src/kernels/gpu-counters';
 import { PRODUCT_TILES, setProductTiles } from '../src/kernels/tiled-product.wgsl';
@@ -156,34 +156,59 @@ suite('a decoding step encoded whole on webgpu', () => {
     expect(released.counts.destroyedBuffers).toBeGreaterThan(0);
   }, 60_000);
 
-  it("gives the cpu backend logits with a prompt chunk's products in tiles of 64 and 128, weights in f32 and bf16", async () => {
-    // A prompt of 100 tokens (its products in tiles, q|k|v's and gate|up's K of 128 in two splits, down's 200 in two of 112 and 88), one of 3 (split: under a tile's rows), then a decoding step (split).
+  it("gives the cpu backend logits with a prompt chunk's and a batch of 64 rows' products in tiles of 64 and 128, weights in f32 and bf16", async () => {
+    // A prompt of 100 tokens (its products in tiles, q|k|v's and gate|up's K of 128 in two splits, down's 200 in two of 112 and 88), one of 3 (split: under a tile's rows), then a decoding step of 2 rows (split).
     const long = Array.from({ length: 100 }, (_, i) => 1 + ((i * 41) % 500));
-    const script: Script = { joins: new Map([[0, [[0, long], [1, [1, 5, 6]]]]]), leaves: new Map(), steps: 1 };
-    const programs: string[] = [];
+    const prompt: Script = { joins: new Map([[0, [[0, long], [1, [1, 5, 6]]]]]), leaves: new Map(), steps: 1 };
+    // 64 prompts of 2 tokens (split), then two decoding steps of 64 rows (in tiles).
+    const wide: Script = { joins: new Map([[0, Array.from({ length: 64 }, (_, i): [number, number[]] => [i, [1 + i, 2 + ((i * 7) % 300)]])]]), leaves: new Map(), steps: 2 };
+    // The code of every program a run dispatched (pipelines are kept across models, so this follows each pipeline back to its module's code).
     await selectBackend('webgpu');
-    const unwrap = wrapMethod(gpuPrototype('GPUDevice'), 'createShaderModule', (call, _self, args) => {
-      programs.push((args[0] as GPUShaderModuleDescriptor).code);
-      return call();
-    });
-    setPromptProducts('tiled');
+    const codeOf = new WeakMap<object, string>();
+    const dispatched = new Set<string>();
+    const unwraps = [
+      wrapMethod(gpuPrototype('GPUDevice'), 'createShaderModule', (call, _self, args) => {
+        const module = call() as object;
+        codeOf.set(module, (args[0] as GPUShaderModuleDescriptor).code);
+        return module;
+      }),
+      wrapMethod(gpuPrototype('GPUDevice'), 'createComputePipeline', (call, _self, args) => {
+        const pipeline = call() as object;
+        codeOf.set(pipeline, codeOf.get((args[0] as GPUComputePipelineDescriptor).compute.module) ?? '');
+        return pipeline;
+      }),
+      wrapMethod(gpuPrototype('GPUComputePassEncoder'), 'setPipeline', (call, _self, args) => {
+        dispatched.add(codeOf.get(args[0] as object) ?? '');
+        return call();
+      }),
+    ];
+    // How many of the programs a run dispatched are products in tiles of that side: their staging of both operands is in the code.
+    const tiledPrograms = async (tile: number, dir: string, script: Script) => {
+      dispatched.clear();
+      const logits = await run(dir, script);
+      return { logits, tiled: [...dispatched].filter((code) => code.includes('struct Dims { M : u32 }') && code.includes(`var<workgroup> rs : array<vec4<f32>, ${(16 * tile) / 4}>;`)).length };
+    };
+    setStepProducts('tiled');
     try {
       for (const dtype of ['F32', 'BF16'] as const) {
         const dir = makeTiny(`decode-step-tiled-${dtype}`, { dtype, normWeights: 'near-ones', overrides: { modelType: 'qwen2', tieWordEmbeddings: true, hiddenSize: 128, intermediateSize: 200 } });
         await selectBackend('cpu');
-        const cpu = await run(dir, script);
+        const cpu = await run(dir, prompt);
+        const wideOnCpu = await run(dir, wide);
         await selectBackend('webgpu');
         for (const tile of PRODUCT_TILES) {
           setProductTiles(tile);
-          programs.length = 0;
-          expectSame(cpu, await run(dir, script));
-          // The prompt's four products ran in tiles of that side: its staging of both operands is in the programs compiled.
-          expect(programs.filter((code) => code.includes('struct Dims { M : u32 }') && code.includes(`var<workgroup> rs : array<vec4<f32>, ${(16 * tile) / 4}>;`)).length).toBe(4);
+          for (const [script, onCpu] of [[prompt, cpu], [wide, wideOnCpu]] as const) {
+            const { logits, tiled } = await tiledPrograms(tile, dir, script);
+            expectSame(onCpu, logits);
+            // The step's four products ran in tiles of that side.
+            expect(tiled).toBe(4);
+          }
         }
       }
     } finally {
-      unwrap();
-      setPromptProducts('split');
+      unwraps.forEach((unwrap) => unwrap());
+      setStepProducts('split');
       setProductTiles('auto');
     }
   }, 120_000);

@@ -4,7 +4,8 @@
  * and 3B ones; random weights from the model maker) it prints prefill tokens/s (one 512-token
  * prompt through DecodeBatch.join; on webgpu again with the prompt's products in tiles, and on
  * tensor cores where the device has them, engine only), decode tokens/s at batch 1, 32 and 128
- * (aggregate; greedy, through DecodeBatch.stepDrawn), decode at batch 1 again with Dawn's polling left to spin
+ * (aggregate; greedy, through DecodeBatch.stepDrawn), at batch 128 again with its products in
+ * tiles, and on tensor cores where the device has them (engine only), decode at batch 1 again with Dawn's polling left to spin
  * rather than paced (dawn-polling.ts; engine only), decode with a LoRA adapter at the smallest and largest batch,
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
@@ -30,7 +31,7 @@
  *
  *   npx tsx tools/bench/gpu/gpu.bench.ts --smoke
  *
- * Options: --smoke (tiny model, short prompts, batches 1, 2 and 4); --backend NAME (default
+ * Options: --smoke (tiny model, short prompts, batches 1, 4 and 64); --backend NAME (default
  * webgpu; wasm or cpu to compare on a CPU); --models DIR (where the model directories are
  * made, default a temporary directory; a model already there is reused); --no-peer (skip
  * PyTorch); --python PATH (the interpreter with torch, default python3); --only NAMES (models,
@@ -60,7 +61,7 @@ import { setDawnPolling } from '../../../libs/engine/src/dawn-polling';
 import { adapterFeatures, setTensorCores } from '../../../libs/engine/src/webgpu';
 import type { ModelConfig } from '../../../libs/engine/src/config';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
-import { setPromptProducts, WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
+import { setStepProducts, TILED_TOKENS, WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
 import { countGpuWork, GpuCounts, noGpuWork } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles, SubgroupMatrices, useSubgroupMatrices } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
@@ -102,11 +103,14 @@ interface Figures {
   prefill: number;
   /** A prefill's wall milliseconds and the main thread's CPU milliseconds in it (means of the timed runs), as sftHost. */
   prefillHost?: { wallMs: number; mainCpuMs: number };
-  /** Prefill with the prompt's products in tiles rather than split along K (setPromptProducts; the engine's only, kernels on), and the first logits it gave. */
+  /** Prefill with the prompt's products in tiles rather than split along K (setStepProducts; the engine's only, kernels on), and the first logits it gave. */
   prefillTiled?: { rate: number; logits: number[] };
   /** Prefill with the prompt's products on tensor cores, where the device has them (the engine's only, kernels on), and the first logits it gave. */
   prefillTensorCores?: { rate: number; logits: number[] };
   decode: Record<string, number>;
+  /** Decoding at each batch of at least TILED_TOKENS rows with its products in tiles, and on tensor cores where the device has them, rather than split along K (setStepProducts; the engine's only, kernels on). */
+  decodeTiled?: Record<string, number>;
+  decodeTensorCores?: Record<string, number>;
   sft: number;
   /** A LoRA SFT step's wall milliseconds and the main thread's CPU milliseconds in it: the host's own part (tfjs's ops, encoding, reading back), which the GPU waits for where it is not overlapped. */
   sftHost?: { wallMs: number; mainCpuMs: number };
@@ -131,7 +135,7 @@ interface Figures {
 const LOGITS_COMPARED = 16;
 
 const FULL: Plan = { prefillTokens: 512, decodeBatches: [1, 32, 128], decodePrompt: 16, decodeSteps: 8, trainRows: 4, trainTokens: 256, trainSteps: 2 };
-const SMOKE: Plan = { prefillTokens: 64, decodeBatches: [1, 2, 4], decodePrompt: 4, decodeSteps: 2, trainRows: 2, trainTokens: 16, trainSteps: 1 };
+const SMOKE: Plan = { prefillTokens: 64, decodeBatches: [1, 4, 64], decodePrompt: 4, decodeSteps: 2, trainRows: 2, trainTokens: 16, trainSteps: 1 };
 
 /** What every Qwen2.5 shape shares. */
 const QWEN25: Partial<ModelConfig> = {
@@ -332,8 +336,8 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
     const figures: Figures = { prefill: rate, prefillHost: host, decode: {}, sft: 0, logits };
     if (tf.getBackend() === 'webgpu' && fusedKernelsEnabled()) {
       progress("prefill, the prompt's products in tiles");
-      setPromptProducts('tiled');
-      figures.prefillTiled = await prefill(lm, plan).finally(() => setPromptProducts('split'));
+      setStepProducts('tiled');
+      figures.prefillTiled = await prefill(lm, plan).finally(() => setStepProducts('split'));
       if (tensorCores) {
         progress("prefill, the prompt's products on tensor cores");
         useSubgroupMatrices(tensorCores);
@@ -343,6 +347,23 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
     for (const size of plan.decodeBatches) {
       progress(`decode, batch ${size}`);
       figures.decode[size] = await decode(lm, plan, size);
+    }
+    const tileable = plan.decodeBatches.filter((size) => size >= TILED_TOKENS);
+    if (tf.getBackend() === 'webgpu' && fusedKernelsEnabled() && tileable.length > 0) {
+      figures.decodeTiled = {};
+      for (const size of tileable) {
+        progress(`decode, batch ${size}, products in tiles`);
+        setStepProducts('tiled');
+        figures.decodeTiled[size] = await decode(lm, plan, size).finally(() => setStepProducts('split'));
+      }
+      if (tensorCores) {
+        figures.decodeTensorCores = {};
+        for (const size of tileable) {
+          progress(`decode, batch ${size}, products on tensor cores`);
+          useSubgroupMatrices(tensorCores);
+          figures.decodeTensorCores[size] = await decode(lm, plan, size).finally(() => useSubgroupMatrices(null));
+        }
+      }
     }
     if (tf.getBackend() === 'webgpu') {
       progress(`decode, batch ${plan.decodeBatches[0]}, Dawn's polling left to spin`);
@@ -597,6 +618,8 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
     ...(runs.some((r) => r.figures.prefillTiled) ? [row("prefill, the prompt's products in tiles", (f) => f.prefillTiled?.rate)] : []),
     ...(runs.some((r) => r.figures.prefillTensorCores) ? [row("prefill, the prompt's products on tensor cores (f16 operands)", (f) => f.prefillTensorCores?.rate)] : []),
     ...plan.decodeBatches.map((b) => row(`decode, batch ${b} (aggregate)`, (f) => f.decode[b])),
+    ...Object.keys(runs[0]?.figures.decodeTiled ?? {}).map((b) => row(`decode, batch ${b}, products in tiles (aggregate)`, (f) => f.decodeTiled?.[b])),
+    ...Object.keys(runs[0]?.figures.decodeTensorCores ?? {}).map((b) => row(`decode, batch ${b}, products on tensor cores (f16 operands)`, (f) => f.decodeTensorCores?.[b])),
     row(`decode, batch ${plan.decodeBatches[0]}, Dawn's polling left to spin`, (f) => f.spinDecode),
     ...loraBatches.map((b) => row(`decode with a LoRA adapter, batch ${b} (aggregate)`, (f) => f.loraDecode?.[b])),
     ...f32Batches.map((b) => row(`decode, weights held in f32, batch ${b} (aggregate)`, (f) => f.f32Decode?.[b])),

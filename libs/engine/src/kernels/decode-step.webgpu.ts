@@ -55,10 +55,10 @@ import { fusedKernelsApply, workgroupMemoryLimit } from './webgpu-program';
  *
  * Products are split along K (linearShader) so that a decoding step's narrow products, a few
  * hundred output columns at batch 1, still spread over the whole GPU; the split count is chosen
- * per step from the product's size (splitsFor). A prompt's chunk of at least a tile's rows can
- * instead take the training step's tiled products, split fewer times (tiledLinearShader): as
- * setPromptProducts says, and always while products take tensor cores, which only the tiles
- * have; a product with adapters stays split. A product's splits are summed by the program
+ * per step from the product's size (splitsFor). A step of at least a tile's rows of tokens (a
+ * prompt's chunk of 64 tokens, a batch of 64 rows) can instead take the training step's tiled
+ * products, split fewer times (tiledLinearShader): as setStepProducts says, and always while
+ * products take tensor cores, which only the tiles have; a product with adapters stays split. A product's splits are summed by the program
  * after it, so fusing means giving that program more work: RoPE folded into attention costs
  * each query head a sum of its KV head's splits (read where the q|k|v product just wrote them,
  * small beside the cache that attention reads) and no extra pass over memory. The SwiGLU sum
@@ -299,22 +299,30 @@ interface ProductPlan {
   tiling?: ProductTiling;
 }
 
-/** How a prompt chunk's products run: split along K as a decoding step's ('split'), or in tiles ('tiled'). */
-export type PromptProducts = 'split' | 'tiled';
+/**
+ * How the products of a step of at least TILED_TOKENS tokens (a prompt's chunk, a batch of that
+ * many rows) run: split along K as a few rows' ('split'), or in tiles ('tiled').
+ */
+export type StepProducts = 'split' | 'tiled';
 
-let promptProducts: PromptProducts = 'split';
+let stepProducts: StepProducts = 'split';
 
 /**
- * Sets how the products of prompt chunks made from now on run (benches measure both). Whatever
- * it says, they run in tiles while products take tensor cores (WEBGPU_TENSOR_CORES), which only
- * the tiles have.
+ * Sets how the products of steps from now on run (benches measure each way). Whatever it says,
+ * a step of at least TILED_TOKENS tokens takes tiles while products take tensor cores
+ * (WEBGPU_TENSOR_CORES), which only the tiles have.
  */
-export function setPromptProducts(choice: PromptProducts): void {
-  promptProducts = choice;
+export function setStepProducts(choice: StepProducts): void {
+  stepProducts = choice;
 }
 
-/** Fewest tokens of a prompt chunk whose products take tiles: one tile's rows; a shorter chunk would leave most of each tile empty. */
-const TILED_PROMPT_TOKENS = 64;
+/** Fewest tokens of a step (rows times tokens a row) whose products take tiles: one tile's rows; fewer would leave most of each tile empty. */
+export const TILED_TOKENS = 64;
+
+/** Whether a step of `rows` rows of T tokens takes its products in tiles (setStepProducts). */
+function takesTiles(rows: number, T: number): boolean {
+  return rows * T >= TILED_TOKENS && (stepProducts === 'tiled' || usedSubgroupMatrices() !== null);
+}
 
 /** Fewest of K a split of a tiled product covers: four steps of its staging. */
 const MIN_TILED_SPLIT = 4 * SPLIT_DEPTH;
@@ -688,8 +696,9 @@ export class WebGpuDecodeStep {
    * plans and its dispatches in order, the lm_head's last. Made on first use of a shape and
    * kept until a bind group changes (`bindGroupsMade`), so that a step of a shape seen before
    * records its dispatches from a list, without planning the products or looking up pipelines.
-   * A prompt chunk's products may run in tiles, as setPromptProducts and the tiles products take
-   * now say: its plans are made each time (a few objects) and their tiles are part of its key.
+   * A step of at least TILED_TOKENS tokens may take its products in tiles, as setStepProducts
+   * and the tiles products take now say: its plans are made each time (a few objects) and their
+   * tiles are part of its key.
    * The products' uniforms depend on the plans alone: written again only when the step differs
    * from the last one written.
    */
@@ -699,13 +708,13 @@ export class WebGpuDecodeStep {
       this.preparedAt = this.bindGroupsMade;
       this.uniformsOf = null;
     }
-    const chunkPlans = T > 1 ? this.plans(rows, T) : null;
-    const key = chunkPlans ? `${rows}:${T}:${PRODUCTS.map((kind) => chunkPlans.products[kind].tiling?.tile ?? 'split').join(',')}` : `${rows}:${T}`;
+    const tileable = rows * T >= TILED_TOKENS ? this.plans(rows, T) : null;
+    const key = tileable ? `${rows}:${T}:${PRODUCTS.map((kind) => tileable.products[kind].tiling?.tile ?? 'split').join(',')}` : `${rows}:${T}`;
     let step = this.preparedSteps.get(key);
     if (!step) {
       // A prompt's last chunk can be of any length: keep a bounded number of shapes.
       if (this.preparedSteps.size >= KEPT_PREPARED_STEPS) this.preparedSteps.clear();
-      const plans = chunkPlans ?? this.plans(rows, T);
+      const plans = tileable ?? this.plans(rows, T);
       step = { plans, dispatches: this.dispatchList(rows, T, plans) };
       this.preparedSteps.set(key, step);
     }
@@ -723,7 +732,7 @@ export class WebGpuDecodeStep {
     const widths: Record<ProductKind, [number, number]> = { qkv: [C, (H + 2 * KV) * D], o: [H * D, C], gateUp: [C, 2 * I], down: [I, C] };
     const products = {} as Record<ProductKind, ProductPlan>;
     const xA: Partial<Record<ProductKind, ProductPlan>> = {};
-    const tiled = T > 1 && N >= TILED_PROMPT_TOKENS && (promptProducts === 'tiled' || usedSubgroupMatrices() !== null);
+    const tiled = takesTiles(rows, T);
     for (const kind of PRODUCTS) {
       const [K, n] = widths[kind];
       const rank = this.rankOf(kind);
