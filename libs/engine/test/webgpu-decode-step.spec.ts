@@ -4,7 +4,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import type { ModelConfig } from '../src/config';
 import { DecodeBatch } from '../src/decode-batch';
-import { setStepProducts, WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
+import { columnSplits, setColumnSplits, setStepProducts, WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
 import { flatGrid } from '../src/kernels/decode-step.wgsl';
 import { countGpuWork, gpuPrototype, wrapMethod } from '../src/kernels/gpu-counters';
 import { PRODUCT_TILES, setProductTiles } from '../src/kernels/tiled-product.wgsl';
@@ -125,6 +125,29 @@ suite('a decoding step encoded whole on webgpu', () => {
     expectSame(cpu, gpu);
   }, 120_000);
 
+  it("gives the cpu backend logits with a long cache's columns split among workgroups, in one dispatch a layer more", async () => {
+    // Rows of about 600, 300 and 3 columns: 3 rows x 4 heads take 2 splits of the columns, 320 and about 280 (whole blocks of 64).
+    const prompt = (length: number, seed: number) => Array.from({ length }, (_, i) => 1 + ((i * seed) % 500));
+    const script: Script = { joins: new Map([[0, [[0, prompt(600, 37)], [1, [1, 5, 6]], [2, prompt(300, 29)]]]]), leaves: new Map([[2, [1]]]), steps: 3 };
+    const dir = makeTiny('decode-step-columns');
+    const layers = (JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, number>)['num_hidden_layers'];
+    await selectBackend('cpu');
+    const cpu = await run(dir, script);
+    await selectBackend('webgpu');
+    expect(columnSplits(3, 4, 600)).toBe(2);
+    const split = await countGpuWork(() => run(dir, script));
+    expectSame(cpu, split.result);
+    setColumnSplits(false);
+    try {
+      const whole = await countGpuWork(() => run(dir, script));
+      expectSame(cpu, whole.result);
+      // Each of the 3 decoding steps made one dispatch a layer more: the parts' sum.
+      expect(split.counts.dispatches - whole.counts.dispatches).toBe(3 * layers);
+    } finally {
+      setColumnSplits(true);
+    }
+  }, 120_000);
+
   it('shares one step between the batches of a model, which decode at once as each alone, and releases it with the model', async () => {
     await selectBackend('webgpu');
     const lm = await loadModel(makeTiny('decode-step'));
@@ -225,8 +248,8 @@ suite('a decoding step encoded whole on webgpu', () => {
   }, 120_000);
 
   it("gives the cpu backend logits with Qwen3's q and k norms, in eight dispatches a layer", async () => {
-    // A prompt of two chunks (RoPE apart from attention, each head RMSNorm'd first), then decoding steps (in attention).
-    const long = Array.from({ length: 270 }, (_, i) => 1 + ((i * 53) % 500));
+    // A prompt of three chunks (RoPE apart from attention, each head RMSNorm'd first), then decoding steps (in attention, its columns in two splits).
+    const long = Array.from({ length: 530 }, (_, i) => 1 + ((i * 53) % 500));
     const script: Script = { joins: new Map([[0, [[0, [1, 30, 31]], [1, long]]]]), leaves: new Map(), steps: 3 };
     const dir = makeTiny('decode-step-qwen3', { preset: 'tiny-qwen3' });
     const { cpu, gpu } = await onBoth(dir, script);
@@ -236,6 +259,7 @@ suite('a decoding step encoded whole on webgpu', () => {
     const batch = new DecodeBatch<number>(lm.model);
     try {
       expect(lm.config.qkNorm).toBe(true);
+      expect(columnSplits(2, lm.config.numHeads, long.length)).toBe(2);
       expect(WebGpuDecodeStep.fits(lm.model)).toBe(true);
       const next = new Map([[0, argmax(await batch.join(0, [1, 2, 3]))]]);
       await batch.step(next);

@@ -5,7 +5,9 @@
  * prompt through DecodeBatch.join; on webgpu again with the prompt's products in tiles, and on
  * tensor cores where the device has them, engine only), decode tokens/s at batch 1, 32 and 128
  * (aggregate; greedy, through DecodeBatch.stepDrawn), at batch 128 again with its products in
- * tiles, and on tensor cores where the device has them (engine only), decode at batch 1 again with Dawn's polling left to spin
+ * tiles, and on tensor cores where the device has them (engine only), decode at batch 1 after a
+ * 4,096-token prompt (for the engine, again with each row's cached columns walked by one
+ * workgroup rather than split among several), decode at batch 1 again with Dawn's polling left to spin
  * rather than paced (dawn-polling.ts; engine only), decode with a LoRA adapter at the smallest and largest batch,
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
@@ -61,7 +63,7 @@ import { setDawnPolling } from '../../../libs/engine/src/dawn-polling';
 import { adapterFeatures, setTensorCores } from '../../../libs/engine/src/webgpu';
 import type { ModelConfig } from '../../../libs/engine/src/config';
 import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
-import { setStepProducts, TILED_TOKENS, WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
+import { setColumnSplits, setStepProducts, TILED_TOKENS, WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
 import { countGpuWork, GpuCounts, noGpuWork } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
 import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles, SubgroupMatrices, useSubgroupMatrices } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
@@ -84,6 +86,8 @@ interface Plan {
   /** Prompt of each decoding sequence, and the steps timed after two untimed ones. */
   decodePrompt: number;
   decodeSteps: number;
+  /** The prompt of one sequence decoded over a long cache. */
+  longContext: number;
   /** SFT: sequences x tokens per step, and the steps timed after one untimed one. */
   trainRows: number;
   trainTokens: number;
@@ -111,6 +115,9 @@ interface Figures {
   /** Decoding at each batch of at least TILED_TOKENS rows with its products in tiles, and on tensor cores where the device has them, rather than split along K (setStepProducts; the engine's only, kernels on). */
   decodeTiled?: Record<string, number>;
   decodeTensorCores?: Record<string, number>;
+  /** Decoding one sequence after a plan.longContext-token prompt; for the engine, again with each row's columns walked by one workgroup (setColumnSplits(false)). */
+  longDecode?: number;
+  longDecodeWhole?: number;
   sft: number;
   /** A LoRA SFT step's wall milliseconds and the main thread's CPU milliseconds in it: the host's own part (tfjs's ops, encoding, reading back), which the GPU waits for where it is not overlapped. */
   sftHost?: { wallMs: number; mainCpuMs: number };
@@ -134,8 +141,8 @@ interface Figures {
 
 const LOGITS_COMPARED = 16;
 
-const FULL: Plan = { prefillTokens: 512, decodeBatches: [1, 32, 128], decodePrompt: 16, decodeSteps: 8, trainRows: 4, trainTokens: 256, trainSteps: 2 };
-const SMOKE: Plan = { prefillTokens: 64, decodeBatches: [1, 4, 64], decodePrompt: 4, decodeSteps: 2, trainRows: 2, trainTokens: 16, trainSteps: 1 };
+const FULL: Plan = { prefillTokens: 512, decodeBatches: [1, 32, 128], decodePrompt: 16, decodeSteps: 8, longContext: 4096, trainRows: 4, trainTokens: 256, trainSteps: 2 };
+const SMOKE: Plan = { prefillTokens: 64, decodeBatches: [1, 4, 64], decodePrompt: 4, decodeSteps: 2, longContext: 600, trainRows: 2, trainTokens: 16, trainSteps: 1 };
 
 /** What every Qwen2.5 shape shares. */
 const QWEN25: Partial<ModelConfig> = {
@@ -364,6 +371,13 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
           figures.decodeTensorCores[size] = await decode(lm, plan, size).finally(() => useSubgroupMatrices(null));
         }
       }
+    }
+    progress(`decode, batch 1, ${plan.longContext}-token prompt`);
+    figures.longDecode = await decode(lm, { ...plan, decodePrompt: plan.longContext }, 1);
+    if (tf.getBackend() === 'webgpu' && fusedKernelsEnabled()) {
+      progress(`decode, batch 1, ${plan.longContext}-token prompt, its columns in one workgroup`);
+      setColumnSplits(false);
+      figures.longDecodeWhole = await decode(lm, { ...plan, decodePrompt: plan.longContext }, 1).finally(() => setColumnSplits(true));
     }
     if (tf.getBackend() === 'webgpu') {
       progress(`decode, batch ${plan.decodeBatches[0]}, Dawn's polling left to spin`);
@@ -620,6 +634,8 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
     ...plan.decodeBatches.map((b) => row(`decode, batch ${b} (aggregate)`, (f) => f.decode[b])),
     ...Object.keys(runs[0]?.figures.decodeTiled ?? {}).map((b) => row(`decode, batch ${b}, products in tiles (aggregate)`, (f) => f.decodeTiled?.[b])),
     ...Object.keys(runs[0]?.figures.decodeTensorCores ?? {}).map((b) => row(`decode, batch ${b}, products on tensor cores (f16 operands)`, (f) => f.decodeTensorCores?.[b])),
+    row(`decode, batch 1, ${plan.longContext}-token prompt`, (f) => f.longDecode),
+    ...(runs.some((r) => r.figures.longDecodeWhole) ? [row(`decode, batch 1, ${plan.longContext}-token prompt, its columns in one workgroup`, (f) => f.longDecodeWhole)] : []),
     row(`decode, batch ${plan.decodeBatches[0]}, Dawn's polling left to spin`, (f) => f.spinDecode),
     ...loraBatches.map((b) => row(`decode with a LoRA adapter, batch ${b} (aggregate)`, (f) => f.loraDecode?.[b])),
     ...f32Batches.map((b) => row(`decode, weights held in f32, batch ${b} (aggregate)`, (f) => f.f32Decode?.[b])),

@@ -10,9 +10,10 @@ Reads the model directory the engine's model maker wrote (config.json, model.saf
 Hugging Face names), runs a decoder of the llama, qwen2, qwen3 or gemma3_text family written
 out in plain torch ops from the published architectures (float32; matmuls in full float32,
 PyTorch's default), on CUDA when there is a GPU, and prints one JSON line: {"prefill":
-tokens/s, "decode": {"1": ..., "32": ...}, "sft": tokens/s, "device": name, "logits": the
-first 16 logits of the prompt's last position, which gpu.bench.ts compares}; each figure only
-when the plan asks for it (prefillTokens; decodeBatches with decodePrompt and decodeSteps;
+tokens/s, "decode": {"1": ..., "32": ...}, "longDecode": tokens/s, "sft": tokens/s, "device":
+name, "logits": the first 16 logits of the prompt's last position, which gpu.bench.ts
+compares}; each figure only when the plan asks for it (prefillTokens; decodeBatches with
+decodePrompt and decodeSteps; longContext, one sequence decoded after a prompt that long;
 trainRows, trainTokens and trainSteps). With "matmul": [M, K, N] in the plan, also "matmul":
 GFLOP/s of one plain [M, K] x [K, N] product (the best of 3 runs of 50). With "generate":
 {"prompt": [ids], "steps": n}, one sequence as tools/bench/llamacpp/families.bench.ts times
@@ -312,8 +313,9 @@ def main():
             figures["logits"] = prefill()[0, :16].tolist()
             figures["prefill"] = plan["prefillTokens"] / min(timed(device, prefill), timed(device, prefill))
 
-        for size in plan.get("decodeBatches", []):
-            prompts = torch.tensor([token_ids(plan["decodePrompt"], 10 + i, V) for i in range(size)], device=device)
+        def decode(size, prompt_tokens):
+            # Aggregate tokens/s of `size` sequences decoded greedily after prompts of `prompt_tokens`.
+            prompts = torch.tensor([token_ids(prompt_tokens, 10 + i, V) for i in range(size)], device=device)
             cache = []
             state = {"next": model.logits(model.hidden(prompts, cache)[:, -1:]).argmax(-1)}
 
@@ -327,8 +329,12 @@ def main():
                 for _ in range(plan["decodeSteps"]):
                     step()
 
-            figures["decode"][str(size)] = size * plan["decodeSteps"] / timed(device, steps)
-            del cache
+            return size * plan["decodeSteps"] / timed(device, steps)
+
+        for size in plan.get("decodeBatches", []):
+            figures["decode"][str(size)] = decode(size, plan["decodePrompt"])
+        if "longContext" in plan:
+            figures["longDecode"] = decode(1, plan["longContext"])
 
     if "trainSteps" in plan:
         figures["sft"] = sft(model, device, plan, V)

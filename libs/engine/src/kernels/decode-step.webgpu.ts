@@ -10,6 +10,8 @@ import { inverseFrequencies } from '../model/rope';
 import { forwardTiles } from './attention.wgsl';
 import {
   attentionShader,
+  COLUMN_PART,
+  combineColumnsShader,
   embedShader,
   promptAttentionShader,
   finishResidualShader,
@@ -20,6 +22,7 @@ import {
   MAX_HEAD_DIM,
   MAX_LORA_RANK,
   MAX_SPLITS,
+  ropeAttentionColumnsShader,
   ropeAttentionShader,
   ropeNormStoreShader,
   ropeStoreShader,
@@ -44,8 +47,10 @@ import { fusedKernelsApply, workgroupMemoryLimit } from './webgpu-program';
  * bias, rotates q and k, and writes the KV cache's new column in place); the output product;
  * its sum into the residual stream (with the next norm's 1/rms); the gate|up product
  * (post-attention RMSNorm folded in); SwiGLU over its splits; the down product; its sum into
- * the residual stream. A prompt's chunk, several new tokens a row, attends to new columns that
- * other workgroups write, so RoPE runs on its own before attention there: nine. Then the
+ * the residual stream. A step of a few rows over a long cache splits each row's columns among
+ * workgroups (columnSplits) and adds their parts up in one more dispatch: nine. A prompt's
+ * chunk, several new tokens a row, attends to new columns that other workgroups write, so
+ * RoPE runs on its own before attention there: nine. Then the
  * lm_head product (final norm folded in) on each row's last token and, for stepDrawn, the next
  * token drawn on the GPU. Everything goes in one command buffer and one queue submit, and only
  * each row's token and logprob come back. The other families' differences ride on the same
@@ -121,11 +126,14 @@ interface LayerWeights {
   down: LinearWeights;
 }
 
-/** The programs over a layer's KV cache: a prompt's RoPE and attention, a decoding step's attention with RoPE's work in it. */
-type CacheProgram = 'rope' | 'attention' | 'ropeAttention';
+/**
+ * The programs over a layer's KV cache: a prompt's RoPE and attention, a decoding step's
+ * attention with RoPE's work in it, over all of each row's columns or in column splits.
+ */
+type CacheProgram = 'rope' | 'attention' | 'ropeAttention' | 'ropeAttentionColumns';
 
-/** The cache programs of a step of T tokens a row. */
-const cachePrograms = (T: number): CacheProgram[] => (T === 1 ? ['ropeAttention'] : ['rope', 'attention']);
+/** The cache programs of a step of T tokens a row whose attention takes `columnSplits` splits of the columns. */
+const cachePrograms = (T: number, columnSplits: number): CacheProgram[] => (T > 1 ? ['rope', 'attention'] : columnSplits > 1 ? ['ropeAttentionColumns'] : ['ropeAttention']);
 
 /**
  * Per layer, the cache tensors its bind groups were made for, and the bind groups made so far:
@@ -209,6 +217,7 @@ const LAYOUTS = {
   ropeNorm: ['uniform', 'uniform', 'read', 'read', 'write', 'write', 'write', 'read', 'read'],
   ropeAttentionNorm: ['uniform', 'uniform', 'read', 'write', 'write', 'read', 'write', 'read', 'read', 'read'],
   sample: ['uniform', 'read', 'read', 'write'],
+  combineColumns: ['uniform', 'read', 'write'],
 } satisfies Record<string, Binding[]>;
 
 type ProgramKind = keyof typeof LAYOUTS;
@@ -233,7 +242,32 @@ const TARGET_WORKGROUPS = 512;
 /** Bytes of the buffer every product writes its partial sums to. */
 const PARTIAL_BYTES = 64 << 20;
 
-type Activations = Record<'ids' | 'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'rowAdapters' | 'q' | 'heads' | 'act' | 'logits' | 'tables' | 'slidingTables' | 'draws' | 'drawn', GPUBuffer>;
+/** Most column splits of a decoding step's attention, and fewest columns a split walks: four of its workgroup's blocks. */
+const MAX_COLUMN_SPLITS = 32;
+const MIN_SPLIT_COLUMNS = 4 * WORKGROUP;
+
+/** Whether a decoding step of few rows splits its attention's columns among workgroups (columnSplits); benches measure both. */
+let splitColumns = true;
+
+/** Sets whether decoding steps from now on may split their attention's columns (the default) or walk each row's in one workgroup. */
+export function setColumnSplits(on: boolean): void {
+  splitColumns = on;
+}
+
+/**
+ * How many splits a decoding step of N rows over `columns` cached columns takes of them (1: none):
+ * doubled while the grid, N x H workgroups a split, stays within TARGET_WORKGROUPS and
+ * each split walks at least MIN_SPLIT_COLUMNS columns. A step of few rows over a long cache
+ * then keeps enough workgroups in flight; a wide batch or a short cache takes none, and its
+ * eight dispatches a layer.
+ */
+export function columnSplits(N: number, H: number, columns: number): number {
+  let splits = 1;
+  while (splitColumns && splits < MAX_COLUMN_SPLITS && N * H * splits * 2 <= TARGET_WORKGROUPS && columns / (splits * 2) >= MIN_SPLIT_COLUMNS) splits *= 2;
+  return splits;
+}
+
+type Activations = Record<'ids' | 'x' | 'h' | 'rinv' | 'partial' | 'loraIn' | 'rowAdapters' | 'q' | 'heads' | 'columnParts' | 'act' | 'logits' | 'tables' | 'slidingTables' | 'draws' | 'drawn', GPUBuffer>;
 
 /** Readback buffers a step keeps for the next reads, at most. */
 const KEPT_READ_BUFFERS = 4;
@@ -397,6 +431,8 @@ export class WebGpuDecodeStep {
   private layerBindings: (LayerBinding | null)[] = [];
   private layerGroups: LayerGroups[] = [];
   private headGroup: GPUBindGroup | null = null;
+  /** The bind group of the program that adds up a decoding step's column splits of attention. */
+  private combineGroup: GPUBindGroup | null = null;
   /** The embeddings' program's bind group, where they are read from the lm_head (embedsOnGpu). */
   private embedGroup: GPUBindGroup | null = null;
   /** Whether the lm_head is the embedding table transposed (tied), so that a step's embeddings are read from it on the GPU rather than written from the host. */
@@ -624,17 +660,19 @@ export class WebGpuDecodeStep {
     const rows = tokens.length;
     const T = tokens[0]?.length ?? 0;
     if (rows !== cache.rows || T === 0 || tokens.some((r) => r.length !== T)) throw new Error(`decode step: ${rows} rows of equal, non-zero length wanted for ${cache.rows} cache rows`);
-    const { numKvHeads: KV, headDim: D } = this.config;
-    const targets = cache.reserve(T, { kvHeads: KV, headDim: D });
+    const { numHeads: H, numKvHeads: KV, headDim: D } = this.config;
     const N = rows * T;
+    const targets = cache.reserve(T, { kvHeads: KV, headDim: D });
+    // A decoding step's attention may split the cached columns (before this step's) among workgroups.
+    const splits = T === 1 ? columnSplits(N, H, cache.width) : 1;
     this.ensureCapacity(N, rows, cache.width + T);
     // Binding a tensor that tfjs still holds on the host, or making the adapters' factors, queues work in tfjs's encoder.
-    this.layers.forEach((_, l) => this.bindLayer(l, targets[l].k, targets[l].v, cachePrograms(T)));
+    this.layers.forEach((_, l) => this.bindLayer(l, targets[l].k, targets[l].v, cachePrograms(T, splits)));
     this.updateLora(N);
     // tfjs's queued work goes first.
     this.flushTfjs();
     this.writeInputs(cache, tokens);
-    const { dispatches } = this.prepared(rows, T);
+    const { dispatches } = this.prepared(rows, T, splits);
     // The lm_head is the last dispatch.
     const count = head ? dispatches.length : dispatches.length - 1;
     const encoder = this.device.createCommandEncoder();
@@ -692,8 +730,9 @@ export class WebGpuDecodeStep {
   }
 
   /**
-   * The step of `rows` rows of T tokens as prepared for the current bind groups: its products'
-   * plans and its dispatches in order, the lm_head's last. Made on first use of a shape and
+   * The step of `rows` rows of T tokens, its attention in `columnSplits` splits of the columns,
+   * as prepared for the current bind groups: its products' plans and its dispatches in order,
+   * the lm_head's last. Made on first use of a shape and
    * kept until a bind group changes (`bindGroupsMade`), so that a step of a shape seen before
    * records its dispatches from a list, without planning the products or looking up pipelines.
    * A step of at least TILED_TOKENS tokens may take its products in tiles, as setStepProducts
@@ -702,20 +741,21 @@ export class WebGpuDecodeStep {
    * The products' uniforms depend on the plans alone: written again only when the step differs
    * from the last one written.
    */
-  private prepared(rows: number, T: number): PreparedStep {
+  private prepared(rows: number, T: number, columnSplits: number): PreparedStep {
     if (this.preparedAt !== this.bindGroupsMade) {
       this.preparedSteps.clear();
       this.preparedAt = this.bindGroupsMade;
       this.uniformsOf = null;
     }
     const tileable = rows * T >= TILED_TOKENS ? this.plans(rows, T) : null;
-    const key = tileable ? `${rows}:${T}:${PRODUCTS.map((kind) => tileable.products[kind].tiling?.tile ?? 'split').join(',')}` : `${rows}:${T}`;
+    const shape = `${rows}:${T}:${columnSplits}`;
+    const key = tileable ? `${shape}:${PRODUCTS.map((kind) => tileable.products[kind].tiling?.tile ?? 'split').join(',')}` : shape;
     let step = this.preparedSteps.get(key);
     if (!step) {
       // A prompt's last chunk can be of any length: keep a bounded number of shapes.
       if (this.preparedSteps.size >= KEPT_PREPARED_STEPS) this.preparedSteps.clear();
       const plans = tileable ?? this.plans(rows, T);
-      step = { plans, dispatches: this.dispatchList(rows, T, plans) };
+      step = { plans, dispatches: this.dispatchList(rows, T, plans, columnSplits) };
       this.preparedSteps.set(key, step);
     }
     if (this.uniformsOf !== step) {
@@ -770,7 +810,7 @@ export class WebGpuDecodeStep {
   }
 
   /** A step's dispatches in order over the current bind groups, each with its pipeline and grid; the lm_head's last. */
-  private dispatchList(rows: number, T: number, plans: StepPlans): Dispatch[] {
+  private dispatchList(rows: number, T: number, plans: StepPlans, columnSplits: number): Dispatch[] {
     const { numHeads: H, numKvHeads: KV, headDim: D, intermediateSize: I, hiddenAct } = this.config;
     const N = rows * T;
     const list: Dispatch[] = [];
@@ -818,7 +858,11 @@ export class WebGpuDecodeStep {
     this.layerBindings.forEach((bound, l) => {
       const binding = (bound as LayerBinding).groups as Record<CacheProgram, GPUBindGroup>;
       layerProduct(l, 'qkv', 'qkv');
-      if (T === 1 && qkNormEps !== null) {
+      if (T === 1 && columnSplits > 1) {
+        const kind = qkNormEps !== null ? 'ropeAttentionNorm' : 'ropeAttention';
+        run('rope_attention', this.pipeline(kind, `columns:${D}:${qkvSplits}:${qkNormEps}`, () => ropeAttentionColumnsShader(D, qkvSplits, qkNormEps)), binding.ropeAttentionColumns, H, N, columnSplits);
+        run('attention_combine', this.pipeline('combineColumns', `${D}:${columnSplits}`, () => combineColumnsShader(D, columnSplits)), this.combineGroup as GPUBindGroup, H, N);
+      } else if (T === 1 && qkNormEps !== null) {
         run('rope_attention', this.pipeline('ropeAttentionNorm', `${D}:${qkvSplits}:${qkNormEps}`, () => ropeAttentionShader(D, qkvSplits, qkNormEps)), binding.ropeAttention, H, N);
       } else if (T === 1) {
         run('rope_attention', this.pipeline('ropeAttention', `${D}:${qkvSplits}`, () => ropeAttentionShader(D, qkvSplits)), binding.ropeAttention, H, N);
@@ -884,6 +928,7 @@ export class WebGpuDecodeStep {
         rowAdapters: storage(N * MAX_ADAPTERS),
         q: storage(N * H * D),
         heads: storage(N * H * D),
+        columnParts: storage(TARGET_WORKGROUPS * COLUMN_PART),
         act: storage(N * I),
         tables: storage(N * 2 * D),
         slidingTables: storage(this.slidingInvFreq ? N * 2 * D : 4),
@@ -921,6 +966,7 @@ export class WebGpuDecodeStep {
     this.embedGroup = this.embedsOnGpu ? this.group('embed', [this.dims.finishO, a.ids, this.lmHead.weight, a.x, a.rinv]) : null;
     for (const products of this.lora) for (const lora of Object.values(products)) if (lora) lora.groups = null;
     this.sampleGroup = this.group('sample', [this.sampleUniform, a.logits, a.draws, a.drawn]);
+    this.combineGroup = this.group('combineColumns', [this.stepUniform, a.columnParts, a.heads]);
   }
 
   /**
@@ -1045,6 +1091,7 @@ export class WebGpuDecodeStep {
       rope: () => this.group(headNorms ? 'ropeNorm' : 'rope', [this.stepUniform, uniform, a.partial, tables, a.q, k, v, qkvBias, ...norms]),
       attention: () => this.group('attention', [this.stepUniform, uniform, a.q, k, v, mask, a.heads]),
       ropeAttention: () => this.group(headNorms ? 'ropeAttentionNorm' : 'ropeAttention', [this.stepUniform, uniform, a.partial, k, v, mask, a.heads, tables, qkvBias, ...norms]),
+      ropeAttentionColumns: () => this.group(headNorms ? 'ropeAttentionNorm' : 'ropeAttention', [this.stepUniform, uniform, a.partial, k, v, mask, a.columnParts, tables, qkvBias, ...norms]),
     };
     for (const program of missing) binding.groups[program] = make[program]();
     return binding;

@@ -420,14 +420,17 @@ fn reduceSum(tid : u32, value : f32) -> f32 {
 }`;
 
 /**
- * The uniforms of a step that RoPE and attention share: the step's tokens (rows of the cache
+ * The uniform of a step that RoPE and attention share: the step's tokens (rows of the cache
  * times perRow new tokens each, row-major), the cache columns attention reads (the cache's
  * width plus perRow) and the first new column.
  */
-const STEP_UNIFORMS = `
+const STEP_UNIFORM = `
 struct Step { tokens : u32, columns : u32, column : u32, perRow : u32 }
+@group(0) @binding(0) var<uniform> step : Step;`;
+
+/** STEP_UNIFORM and the layer's: its heads, KV heads, head size and the cache's capacity in columns. */
+const STEP_UNIFORMS = `${STEP_UNIFORM}
 struct Layer { heads : u32, kvHeads : u32, headDim : u32, capacity : u32 }
-@group(0) @binding(0) var<uniform> step : Step;
 @group(0) @binding(1) var<uniform> layer : Layer;`;
 
 /**
@@ -655,7 +658,63 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
  * k_norm (the binding after the others) before they are rotated.
  */
 export function ropeAttentionShader(headDim: number, splits: number, qkNormEps: number | null = null): string {
-  return attentionProgram(headDim, { splits, qkNormEps });
+  return attentionProgram(headDim, { splits, qkNormEps, columnParts: false });
+}
+
+/**
+ * ropeAttentionShader with each token's cached columns split among the grid's z workgroups
+ * (FlashDecoding): a decoding step of a few rows makes only rows x heads workgroups, each
+ * walking every cached column of its row in turn, so a long cache leaves most of the GPU idle
+ * while a handful of workgroups walk it. Workgroup z takes its share of the columns (whole
+ * blocks of WORKGROUP; the last one also folds in the new column) and writes, where
+ * ropeAttentionShader writes the output, its unnormalised sum of values, running maximum and
+ * running sum: COLUMN_PART floats a (split, token, head), `out` [splits, tokens, H,
+ * COLUMN_PART]. combineColumnsShader adds the parts up. Only split 0 writes the new column
+ * into the cache, which no split reads.
+ */
+export function ropeAttentionColumnsShader(headDim: number, splits: number, qkNormEps: number | null = null): string {
+  return attentionProgram(headDim, { splits, qkNormEps, columnParts: true });
+}
+
+/** Floats of one column split's part of a (token, head): MAX_HEAD_DIM sums of values, then the running maximum and sum (padded to a vec4). */
+export const COLUMN_PART = MAX_HEAD_DIM + 4;
+
+/**
+ * The attention output [tokens, H, D] from ropeAttentionColumnsShader's `splits` parts of each
+ * (token, head): each part's sums scaled by exp(its maximum - the largest), divided by the
+ * parts' sums scaled alike, as FlashAttention's online softmax adds two blocks. One workgroup a
+ * (head, token), the grid's x the heads.
+ */
+export function combineColumnsShader(headDim: number, splits: number): string {
+  return `${STEP_UNIFORM}
+@group(0) @binding(1) var<storage, read> parts : array<f32>;
+@group(0) @binding(2) var<storage, read_write> out : array<f32>;
+
+@compute @workgroup_size(${WORKGROUP})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+  const D : u32 = ${headDim}u;
+  let H = groups.x;
+  let head = wg.x;
+  let token = wg.y;
+  var scales : array<f32, ${splits}>;
+  var largest = -3.402823e+38;
+  for (var s = 0u; s < ${splits}u; s++) {
+    largest = max(largest, parts[((s * step.tokens + token) * H + head) * ${COLUMN_PART}u + ${MAX_HEAD_DIM}u]);
+  }
+  var total = 0.0;
+  for (var s = 0u; s < ${splits}u; s++) {
+    let at = ((s * step.tokens + token) * H + head) * ${COLUMN_PART}u + ${MAX_HEAD_DIM}u;
+    scales[s] = exp(parts[at] - largest);
+    total += scales[s] * parts[at + 1u];
+  }
+  for (var d = tid; d < D; d += ${WORKGROUP}u) {
+    var sum = 0.0;
+    for (var s = 0u; s < ${splits}u; s++) {
+      sum += scales[s] * parts[((s * step.tokens + token) * H + head) * ${COLUMN_PART}u + d];
+    }
+    out[(token * H + head) * D + d] = sum / total;
+  }
+}`;
 }
 
 /**
@@ -722,9 +781,14 @@ function attentionBindings(rope: boolean): string {
 @group(0) @binding(6) var<storage, read_write> out : array<f32>;`;
 }
 
-/** attentionShader, or with `rope` (the q|k|v product's splits, and Qwen3's q/k norm epsilon where the model has them) ropeAttentionShader. */
-function attentionProgram(headDim: number, rope: { splits: number; qkNormEps: number | null } | null): string {
+/**
+ * attentionShader, or with `rope` (the q|k|v product's splits, Qwen3's q/k norm epsilon where
+ * the model has them, and whether the grid's z splits the columns) ropeAttentionShader or
+ * ropeAttentionColumnsShader.
+ */
+function attentionProgram(headDim: number, rope: { splits: number; qkNormEps: number | null; columnParts: boolean } | null): string {
   const qkNorm = rope !== null && rope.qkNormEps !== null;
+  const parts = rope?.columnParts ?? false;
   return `${attentionBindings(rope !== null)}
 ${rope ? `@group(0) @binding(7) var<storage, read> tables : array<f32>;\n@group(0) @binding(8) var<storage, read> bias : array<f32>;\n${qkvPairWgsl(rope.splits)}` : ''}
 ${qkNorm ? `${HEAD_NORM_BINDINGS(9)}\nconst EPS : f32 = ${wgslFloat(rope.qkNormEps as number)};` : ''}
@@ -736,7 +800,7 @@ var<workgroup> weights : array<f32, ${WORKGROUP}>;
 ${WORKGROUP_REDUCTIONS_WGSL}
 
 @compute @workgroup_size(${WORKGROUP})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   let H = layer.heads;
   const D : u32 = ${headDim}u;
   let S = step.columns;
@@ -766,25 +830,33 @@ ${qkNorm ? ropeNormedQueryKeyValue : `  for (var p = tid; p < 3u * half; p += ${
     }
   }`}
   workgroupBarrier();
-  if (head % (H / layer.kvHeads) == 0u) {
+  if (head % (H / layer.kvHeads) == 0u${parts ? ' && wg.z == 0u' : ''}) {
     for (var d = tid; d < D; d += ${WORKGROUP}u) {
       keys[base + step.column * D + d] = newKey[d];
       values[base + step.column * D + d] = newValue[d];
     }
   }
-  // The loop reads the columns before the new one.
+  // The loop reads the columns before the new one${parts ? ": this split's share of them, whole blocks" : ''}.
+${
+  parts
+    ? `  let share = (step.column + groups.z * ${WORKGROUP}u - 1u) / (groups.z * ${WORKGROUP}u) * ${WORKGROUP}u;
+  let first = min(step.column, wg.z * share);
+  let cached = min(step.column, first + share);`
+    : `  let first = 0u;
   let cached = step.column;`
+}`
     : `  for (var d = tid; d < D; d += ${WORKGROUP}u) { query[d] = q[qBase + d]; }
   workgroupBarrier();
   // The row's new tokens sit at columns step.column on, so the mask hides every column after
   // this token's own (the causal future: half a prompt chunk's pairs), which would weigh 0.
+  let first = 0u;
   let cached = min(S, step.column + token % step.perRow + 1u);`
 }
 
   var runningMax = -3.402823e+38;
   var runningSum = 0.0;
   var acc : array<f32, ${MAX_HEAD_DIM / WORKGROUP}>;
-  for (var start = 0u; start < cached; start += ${WORKGROUP}u) {
+  for (var start = first; start < cached; start += ${WORKGROUP}u) {
     let s = start + tid;
     var score = -3.402823e+38;
     if (s < cached) {
@@ -811,7 +883,8 @@ ${qkNorm ? ropeNormedQueryKeyValue : `  for (var p = tid; p < 3u * half; p += ${
   }
 ${
   rope
-    ? `  // The new column, from this workgroup's own k and v.
+    ? `  // The new column, from this workgroup's own k and v${parts ? ', in the last split' : ''}.
+  ${parts ? 'if (wg.z == groups.z - 1u) {' : '{'}
   var dotPart = 0.0;
   for (var d = tid; d < D; d += ${WORKGROUP}u) { dotPart += query[d] * newKey[d]; }
   let score = reduceSum(tid, dotPart) + mask[token * S + step.column];
@@ -822,13 +895,26 @@ ${
   for (var i = 0u; i < DIMS_PER_THREAD; i++) {
     let d = tid + i * ${WORKGROUP}u;
     if (d < D) { acc[i] = acc[i] * rescale + weight * newValue[d]; }
+  }
   }`
     : ''
 }
+${
+  parts
+    ? `  let part = ((wg.z * step.tokens + token) * H + head) * ${COLUMN_PART}u;
   for (var i = 0u; i < DIMS_PER_THREAD; i++) {
     let d = tid + i * ${WORKGROUP}u;
-    if (d < D) { out[qBase + d] = acc[i] / runningSum; }
+    if (d < D) { out[part + d] = acc[i]; }
   }
+  if (tid == 0u) {
+    out[part + ${MAX_HEAD_DIM}u] = runningMax;
+    out[part + ${MAX_HEAD_DIM}u + 1u] = runningSum;
+  }`
+    : `  for (var i = 0u; i < DIMS_PER_THREAD; i++) {
+    let d = tid + i * ${WORKGROUP}u;
+    if (d < D) { out[qBase + d] = acc[i] / runningSum; }
+  }`
+}
 }`;
 }
 
