@@ -433,8 +433,10 @@ function peer(dir: string, plan: Plan): Figures | string {
 
 /**
  * Where the GPU time of one encoded step goes (WebGpuDecodeStep.profile: timestamp queries),
- * per kind of dispatch in microseconds: a prefill chunk of one prompt and a decoding step of
- * each batch size. Null off webgpu or where the adapter has no timestamp queries.
+ * per kind of dispatch in microseconds: a prefill chunk of one prompt, a decoding step of each
+ * batch size, and one of a row after a plan.longContext-token prompt, its attention's columns
+ * split among workgroups and walked by one. Null off webgpu or where the adapter has no
+ * timestamp queries.
  */
 async function profile(lm: LoadedModel, plan: Plan): Promise<string | null> {
   const step = WebGpuDecodeStep.for(lm.model);
@@ -461,6 +463,21 @@ async function profile(lm: LoadedModel, plan: Plan): Promise<string | null> {
     await step.profile(rows, next); // compiles this size's pipelines
     line(`decode, batch ${size}`, await step.profile(rows, next));
     rows.dispose();
+  }
+  // One row after a long prompt (prefilled a chunk at a time, as DecodeBatch.join does), its attention's columns split and not.
+  const long = lm.model.newCache();
+  long.addEmptyRow();
+  const prompt = tokens(plan.longContext, 10, lm.config.vocabSize);
+  for (let at = 0; at < prompt.length; at += chunk) step.advance(long, [prompt.slice(at, at + chunk)]);
+  try {
+    for (const split of [true, false]) {
+      setColumnSplits(split);
+      await step.profile(long, [[3]]); // compiles the pipelines
+      line(`decode, batch 1, ${plan.longContext}-token prompt${split ? '' : ', its columns in one workgroup'}`, await step.profile(long, [[3]]));
+    }
+  } finally {
+    setColumnSplits(true);
+    long.dispose();
   }
   return ['| GPU time of one step, µs | total | by dispatch kind |', '|---|---|---|', ...lines].join('\n');
 }
