@@ -32,16 +32,22 @@ export interface PromptScores {
   top: { k: number; ids: Int32Array; logprobs: Float32Array } | null;
 }
 
+/** A row of the cache whose sequence left: taken by the next join, or dropped at the next step. */
+const LEFT: unique symbol = Symbol('left');
+
 /**
  * Sequences decoding together: the unit continuous batching is built on. Each sequence joins
  * with its prompt (prefilled alone, then merged into the shared KV cache), advances one token
  * per step() together with every other member in one forward pass, and leaves when done.
- * Members can join and leave between any two steps.
+ * Members can join and leave between any two steps. A sequence that leaves keeps its row until
+ * the next join takes it over (KVCache.replaceRow: on webgpu and wasm written in place, so the
+ * cache's tensors, and the encoded step's bind groups over them, stay) or the next step drops
+ * every row left over in one copy of the cache.
  */
 export class DecodeBatch<Id = string> {
   private readonly cache: KVCache;
-  /** Row of the cache for each member, in cache order. */
-  private members: Id[] = [];
+  /** Each row of the cache, in cache order: its member, or LEFT. */
+  private members: (Id | typeof LEFT)[] = [];
   /** Per member, the tokens of its prompt that were reused instead of prefilled. */
   private readonly reused = new Map<Id, number>();
 
@@ -50,11 +56,12 @@ export class DecodeBatch<Id = string> {
   }
 
   get size(): number {
-    return this.members.length;
+    return this.ids.length;
   }
 
+  /** The members, in the order of their rows. */
   get ids(): readonly Id[] {
-    return this.members;
+    return this.members.filter((member): member is Id => member !== LEFT);
   }
 
   has(id: Id): boolean {
@@ -86,8 +93,7 @@ export class DecodeBatch<Id = string> {
         values = await this.prefill(own, prompt.slice(hit?.length ?? 0));
         reuse?.cache.store(this.model, reuse.namespace, prompt, own, values);
       }
-      this.cache.merge(own);
-      this.members.push(id);
+      this.place(id, own);
       this.reused.set(id, hit?.length ?? 0);
       return values;
     } finally {
@@ -109,8 +115,7 @@ export class DecodeBatch<Id = string> {
     try {
       const { logits, scores } = await this.prefillScored(own, prompt, topK);
       reuse?.cache.store(this.model, reuse.namespace, prompt, own, logits);
-      this.cache.merge(own);
-      this.members.push(id);
+      this.place(id, own);
       this.reused.set(id, 0);
       return { logits, scores };
     } finally {
@@ -192,21 +197,48 @@ export class DecodeBatch<Id = string> {
     return values;
   }
 
+  /** Adds `id` with its prefilled one-row cache `own`: in the row of a sequence that left where one is free, else after the others. */
+  private place(id: Id, own: KVCache): void {
+    const free = this.members.indexOf(LEFT);
+    if (free >= 0 && this.cache.replaceRow(free, own)) {
+      this.members[free] = id;
+      return;
+    }
+    this.dropLeft();
+    this.cache.merge(own);
+    this.members.push(id);
+  }
+
+  /** Drops the rows of the sequences that left, all in one copy of the cache. */
+  private dropLeft(): void {
+    const left = this.members.flatMap((member, row) => (member === LEFT ? [row] : []));
+    if (left.length === 0) return;
+    this.cache.removeRows(left);
+    this.members = this.members.filter((member) => member !== LEFT);
+  }
+
+  /** The members, one a row of the cache, once the rows left over are dropped (before a step). */
+  private settled(): Id[] {
+    this.dropLeft();
+    return this.members as Id[];
+  }
+
   /** Advances every member by one token; returns each member's logits for the token after it. */
   async step(next: ReadonlyMap<Id, number>): Promise<Map<Id, Float32Array>> {
-    if (this.members.length === 0) return new Map();
+    const members = this.settled();
+    if (members.length === 0) return new Map();
     this.requireForEvery('step()', 'a token', next);
     const V = this.model.config.vocabSize;
-    const gpu = this.encodedStep([this.members.length]);
+    const gpu = this.encodedStep([members.length]);
     let values: Float32Array;
     if (gpu) {
-      values = await gpu.logits(this.cache, this.members.map((id) => [next.get(id) as number]));
+      values = await gpu.logits(this.cache, members.map((id) => [next.get(id) as number]));
     } else {
-      const logits = this.forwardOne(next);
+      const logits = this.forwardOne(members, next);
       values = (await logits.data()) as Float32Array;
       logits.dispose();
     }
-    return new Map(this.members.map((id, row) => [id, values.slice(row * V, (row + 1) * V)]));
+    return new Map(members.map((id, row) => [id, values.slice(row * V, (row + 1) * V)]));
   }
 
   /**
@@ -216,26 +248,27 @@ export class DecodeBatch<Id = string> {
    * from the logits, by sampleToken. Same logits and draws, same tokens.
    */
   async stepDrawn(next: ReadonlyMap<Id, number>, draws: ReadonlyMap<Id, RowDraw>): Promise<Map<Id, DrawnToken>> {
-    if (this.members.length === 0) return new Map();
+    const members = this.settled();
+    if (members.length === 0) return new Map();
     this.requireForEvery('stepDrawn()', 'a token', next);
     this.requireForEvery('stepDrawn()', 'a draw', draws);
-    const rows = this.members.map((id) => draws.get(id) as RowDraw);
-    const gpu = this.encodedStep([this.members.length]);
+    const rows = members.map((id) => draws.get(id) as RowDraw);
+    const gpu = this.encodedStep([members.length]);
     if (gpu) {
-      const drawn = await gpu.stepDrawn(this.cache, this.members.map((id) => next.get(id) as number), rows);
-      return new Map(this.members.map((id, row) => [id, drawn[row]]));
+      const drawn = await gpu.stepDrawn(this.cache, members.map((id) => next.get(id) as number), rows);
+      return new Map(members.map((id, row) => [id, drawn[row]]));
     }
-    const logits = this.forwardOne(next);
+    const logits = this.forwardOne(members, next);
     try {
       const drawn = (await drawOnDevice(logits, rows)) ?? drawOnHost((await logits.data()) as Float32Array, rows);
-      return new Map(this.members.map((id, row) => [id, drawn[row]]));
+      return new Map(members.map((id, row) => [id, drawn[row]]));
     } finally {
       logits.dispose();
     }
   }
 
   private requireForEvery(method: string, what: string, given: ReadonlyMap<Id, unknown>): void {
-    const missing = this.members.filter((id) => !given.has(id));
+    const missing = this.ids.filter((id) => !given.has(id));
     if (missing.length > 0) throw new Error(`${method} needs ${what} for every member; missing ${missing.map(String).join(', ')}`);
   }
 
@@ -249,10 +282,10 @@ export class DecodeBatch<Id = string> {
     return step && passes.every((tokens) => step.applies(tokens)) ? step : null;
   }
 
-  /** One forward step of every member, each fed its `next` token: the logits [members, vocab] after it. */
-  private forwardOne(next: ReadonlyMap<Id, number>): tf.Tensor2D {
+  /** One forward step of every member (one a row), each fed its `next` token: the logits [members, vocab] after it. */
+  private forwardOne(members: readonly Id[], next: ReadonlyMap<Id, number>): tf.Tensor2D {
     return this.model.forward(
-      this.members.map((id) => [next.get(id) as number]),
+      members.map((id) => [next.get(id) as number]),
       { cache: this.cache, lastOnly: true },
     );
   }
@@ -262,10 +295,9 @@ export class DecodeBatch<Id = string> {
     return this.reused.get(id) ?? 0;
   }
 
+  /** Removes `id`; its row stays until a join takes it over or the next step drops it (class comment). */
   leave(id: Id): void {
-    const row = this.row(id);
-    this.cache.removeRow(row);
-    this.members.splice(row, 1);
+    this.members[this.row(id)] = LEFT;
     this.reused.delete(id);
   }
 

@@ -12,6 +12,7 @@ const PROMPTS = [
   [1, 300, 301, 302, 303, 304, 305, 2],
   [1, 400, 20, 21],
   [1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16],
+  [1, 77, 78],
 ];
 
 describe('Llama forward pass (wasm)', () => {
@@ -222,6 +223,46 @@ describe('Llama forward pass (wasm)', () => {
     }
   });
 
+  it("puts a joining row in place of one that left: in its tensors where the cache owns them, else in new ones, decoding as each row alone", () => {
+    const { numLayers } = lm.config;
+    for (const inPlace of [true, false]) {
+      const cache = new KVCache(numLayers, { inPlace });
+      decodeInto(cache, PROMPTS[0], []);
+      const second = new KVCache(numLayers, { inPlace });
+      decodeInto(second, PROMPTS[1], []);
+      cache.merge(second);
+      const step = (tokens: number[]) => {
+        const logits = lm.model.forward(tokens.map((t) => [t]), { cache });
+        const rows = rowsOf(logits);
+        logits.dispose();
+        return rows;
+      };
+      step([40, 41]);
+      // Row 0 leaves; a 5-token prompt takes its row (the cache is 9 columns wide).
+      const joining = new KVCache(numLayers, { inPlace });
+      const joined = PROMPTS[2].slice(0, 5);
+      decodeInto(joining, joined, []);
+      const before = cache.appendTarget(0, 1);
+      const wider = new KVCache(numLayers, { inPlace });
+      decodeInto(wider, PROMPTS[2], []);
+      // A prompt wider than the cache does not fit: nothing changes.
+      expect(cache.replaceRow(0, wider)).toBe(false);
+      expect(wider.rows).toBe(1);
+      expect(cache.replaceRow(0, joining)).toBe(true);
+      expect(joining.rows).toBe(0);
+      expect(cache.lengths()).toEqual([5, PROMPTS[1].length + 1]);
+      // Written where the cache's tensors are (in-place mode), or into new ones.
+      const after = cache.appendTarget(0, 1);
+      if (inPlace) expect(after?.k).toBe(before?.k);
+      else expect(after).toBeNull();
+      const [first, other] = step([50, 42]);
+      expect(maxAbsDiff(first, fullLogits([...joined, 50]).at(-1) as Float32Array)).toBeLessThan(1e-4);
+      expect(maxAbsDiff(other, fullLogits([...PROMPTS[1], 41, 42]).at(-1) as Float32Array)).toBeLessThan(1e-4);
+      wider.dispose();
+      cache.dispose();
+    }
+  });
+
   it('gives a prefix of a cache with spare columns keys of its own: each goes on without touching the other', () => {
     const prompt = PROMPTS[0];
     const source = lm.model.newCache();
@@ -251,17 +292,25 @@ describe('Llama forward pass (wasm)', () => {
       expect(maxAbsDiff(logits, expected[i][position])).toBeLessThan(1e-4);
       progress[i]++;
     };
-    // 0 joins alone, 1 joins after two steps, 2 after three; 0 leaves after five tokens.
+    // 0 joins alone, 1 joins after two steps, 2 after three; 0 leaves after five tokens and 3
+    // takes its row; 1 leaves after six, and the next step drops its row.
     check(0, await batch.join(0, PROMPTS[0]));
     for (let step = 0; step < 7; step++) {
       if (step === 2) check(1, await batch.join(1, PROMPTS[1]));
       if (step === 3) check(2, await batch.join(2, PROMPTS[2]));
-      if (step === 5) batch.leave(0);
+      if (step === 5) {
+        batch.leave(0);
+        expect(batch.ids).toEqual([1, 2]);
+        check(3, await batch.join(3, PROMPTS[3]));
+        expect(batch.ids).toEqual([3, 1, 2]);
+      }
+      if (step === 6) batch.leave(1);
       const next = new Map(batch.ids.map((i) => [i, continuation[progress[i] - 1]]));
       const out = await batch.step(next);
       for (const [i, logits] of out) check(i, logits);
     }
-    expect(progress).toEqual([6, 6, 5]);
+    expect(progress).toEqual([6, 5, 5, 3]);
+    expect(batch.size).toBe(2);
     batch.dispose();
   });
 

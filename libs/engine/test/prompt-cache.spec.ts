@@ -96,14 +96,16 @@ describe('prompt reuse (wasm)', () => {
   });
 
   it('stays within its memory, dropping the least recently used prompt first, and frees what it drops', async () => {
-    const batch = new DecodeBatch<string>(lm.model);
+    const probing = new DecodeBatch<string>(lm.model);
     const probe = new PromptCache(2 ** 30);
-    await decode(batch, 'probe', ASK, probe);
+    await decode(probing, 'probe', ASK, probe);
+    probing.dispose();
     const oneEntry = probe.bytes;
     probe.clear();
     expect(probe.bytes).toBe(0);
 
     const before = tf.memory().numTensors;
+    const batch = new DecodeBatch<string>(lm.model);
     const cache = new PromptCache(Math.floor(oneEntry * 2.5));
     // No two share a first token: a lookup that finds a common beginning counts as a use.
     const prompts = [ASK, [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17], [70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80]];

@@ -116,6 +116,8 @@ suite('a decoding step encoded whole on webgpu', () => {
       joins: new Map([
         [0, [[0, [1, 300, 301, 302]], [1, [1, 5]], [4, long]]],
         [3, [[2, [1, 400, 20, 21, 22, 23, 24]]]],
+        // In the row of 1, which leaves at the same step.
+        [5, [[5, [1, 9, 8, 7]]]],
         [SPARE_COLUMNS + 2, [[3, [1, 9, 8]]]],
       ]),
       leaves: new Map([[5, [1]]]),
@@ -147,6 +149,30 @@ suite('a decoding step encoded whole on webgpu', () => {
       setColumnSplits(true);
     }
   }, 120_000);
+
+  it('writes a row that joins in place of one that left into the batch\'s cache, so that the step after it makes no bind group', async () => {
+    await selectBackend('webgpu');
+    const lm = await loadModel(makeTiny('decode-step'));
+    const batch = new DecodeBatch<number>(lm.model);
+    const next = () => new Map(batch.ids.map((id) => [id, 7]));
+    try {
+      for (const id of [0, 1, 2]) await batch.join(id, [1, 30 + id, 31, 32, 33]);
+      await batch.step(next());
+      await batch.step(next());
+      batch.leave(1);
+      await batch.join(3, [1, 40, 41]);
+      expect(batch.ids).toEqual([0, 3, 2]);
+      const inPlace = await countGpuWork(() => batch.step(next()));
+      expect(inPlace.counts.bindGroups).toBe(0);
+      // With no row left over, a row joins after the others, in new tensors the step binds.
+      await batch.join(4, [1, 50]);
+      const appended = await countGpuWork(() => batch.step(next()));
+      expect(appended.counts.bindGroups).toBeGreaterThan(0);
+    } finally {
+      batch.dispose();
+      lm.dispose();
+    }
+  }, 60_000);
 
   it('shares one step between the batches of a model, which decode at once as each alone, and releases it with the model', async () => {
     await selectBackend('webgpu');

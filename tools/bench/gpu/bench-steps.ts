@@ -67,19 +67,23 @@ export function prefillStep(lm: LoadedModel, promptTokens: number): BenchStep {
 
 /**
  * A request's life in a busy batch, again and again: a row joins a batch of `rows` others with
- * a prompt of `promptTokens` tokens (prefilled alone, its cache merged into the batch's), the
- * batch takes one greedy step, and the row leaves.
+ * a prompt of `promptTokens` tokens (prefilled alone), the batch takes one greedy step, and the
+ * row leaves. Its row stays for the next row to join in (written into the batch's cache where
+ * it is, KVCache.replaceRow); with `after`, a second step drops it first, so that each row
+ * joins after the others, its cache merged into new tensors of the batch's.
  */
-export async function joinStep(lm: LoadedModel, rows: number, promptTokens: number): Promise<BenchStep> {
+export async function joinStep(lm: LoadedModel, rows: number, promptTokens: number, after = false): Promise<BenchStep> {
   const batch = new DecodeBatch<number>(lm.model);
   const prompt = benchPrompt(promptTokens);
   for (let r = 0; r < rows; r++) await batch.join(r, [1 + r, 2, 3, 4]);
   let id = rows;
+  const greedy = () => batch.stepDrawn(new Map(batch.ids.map((m) => [m, 5])), new Map(batch.ids.map((m) => [m, { temperature: 0, u: 0 }])));
   const step = async () => {
     const joining = id++;
     await batch.join(joining, prompt);
-    await batch.stepDrawn(new Map(batch.ids.map((m) => [m, 5])), new Map(batch.ids.map((m) => [m, { temperature: 0, u: 0 }])));
+    await greedy();
     batch.leave(joining);
+    if (after) await greedy();
   };
   return { step, dispose: () => batch.dispose() };
 }

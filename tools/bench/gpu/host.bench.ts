@@ -22,8 +22,10 @@
  * thread's CPU time is counted in the kernel's ticks, a few ms on some machines, too coarse for
  * one short step's median).
  * Besides a decoding and a training step, a prompt's prefill in a batch of its own, a request's
- * turn in a busy batch (its prompt's prefill, the merge of its cache into the batch's, a step and
- * its leaving), and a training step over rows of new lengths each step, as real batches come.
+ * turn in a busy batch (its prompt's prefill, its cache written into the row another request
+ * left, a step and its leaving; and again with each row dropped by a step after it leaves, so
+ * that the next merges its cache after the others), and a training step over rows of new
+ * lengths each step, as real batches come.
  *
  *   node tools/bench/built.mjs tools/bench/gpu/host.bench.ts [--steps 30] [--train-rows 4] [--train-tokens 16] [--dispatches-per-submit 64]
  *
@@ -138,7 +140,8 @@ async function main(): Promise<void> {
   const kinds: [string, (lm: LoadedModel) => BenchStep | Promise<BenchStep>][] = [
     ['prefill, 512-token prompt', (m) => prefillStep(m, 512)],
     ['decode, batch 1', (m) => decodeStep(m, 1)],
-    ['a row joins a batch of 3 (16-token prompt), one step, the row leaves', (m) => joinStep(m, 3, 16)],
+    ['a row joins a batch of 3 in the row one left (16-token prompt), one step, the row leaves', (m) => joinStep(m, 3, 16)],
+    ['a row joins a batch of 3 after the others (16-token prompt), one step, the row leaves, one step', (m) => joinStep(m, 3, 16, true)],
     [`LoRA SFT, ${trainRows} x ${trainTokens} tokens`, (m) => sftStep(m, trainRows, trainTokens)],
     [`LoRA SFT, ${trainRows} rows of ${trainTokens / 2} to ${trainTokens} tokens, new lengths each step`, (m) => sftVariedStep(m, trainRows, trainTokens)],
     [`RL step (ART's default loss), ${trainRows} x ${trainTokens} tokens`, (m) => rlStep(m, trainRows, trainTokens)],

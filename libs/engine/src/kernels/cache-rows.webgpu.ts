@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { fusedKernelsApply, runProgram, WgslProgram } from './webgpu-program';
+import { flatMain, fusedKernelsApply, keptPrograms, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, runProgram, workgroupGrid, WgslProgram } from './webgpu-program';
 
 /**
  * Two KV caches' keys (or values) in one tensor, laid out as KVCache.merge lays them, in one
@@ -75,4 +75,39 @@ export function cacheRows(a: tf.Tensor4D, aColumns: number, b: tf.Tensor4D, bCol
   if (!fusedKernelsApply() || a.dtype !== 'float32' || b.dtype !== 'float32') return null;
   const attrs: Attrs = { aColumns, bColumns, width, spare };
   return tf.engine().runKernel(CACHE_ROWS_KERNEL, { a, b }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor4D;
+}
+
+const writeRowPrograms = keptPrograms<MultiOutputProgram>();
+
+/**
+ * Writes the one row of `source` [1, heads, S, headDim] over row `row` of `target` [rows, heads,
+ * capacity, headDim] in place, as KVCache.replaceRow lays it: source's first `sourceColumns`
+ * columns right-aligned in target's first `width`. One dispatch, a thread a value written; the
+ * row's other columns keep what they held (masked out). Only for a tensor its cache owns alone.
+ */
+function writeRowProgram(target: tf.TensorInfo, source: tf.TensorInfo, row: number, sourceColumns: number, width: number): MultiOutputProgram {
+  const [, H, capacity, D] = target.shape;
+  const S = source.shape[2];
+  const count = H * sourceColumns * D;
+  return writeRowPrograms(`${H}_${capacity}_${D}_${S}_${row}_${sourceColumns}_${width}`, () => ({
+    key: 'trainyardCacheWriteRow',
+    wgsl: () => `${multiOutputBindings('count : u32, H : u32, capacity : u32, D : u32, S : u32, row : u32, columns : u32, width : u32', ['cache:rw', 'joining'], [])}
+${flatMain(WORKGROUP)}
+  if (i >= u.count) { return; }
+  let d = i % u.D;
+  let c = (i / u.D) % u.columns;
+  let h = i / (u.D * u.columns);
+  cache[((u.row * u.H + h) * u.capacity + u.width - u.columns + c) * u.D + d] = joining[(h * u.S + c) * u.D + d];
+}`,
+    outputShapes: [],
+    dispatch: workgroupGrid(Math.ceil(count / WORKGROUP)),
+    uniforms: [count, H, capacity, D, S, row, sourceColumns, width].map((value) => ({ type: 'uint32' as const, value })),
+  }));
+}
+
+/** KVCache.replaceRow's write of one layer's keys or values in place (above), false where the fused kernels do not apply. */
+export function writeCacheRow(target: tf.Tensor4D, row: number, source: tf.Tensor4D, sourceColumns: number, width: number): boolean {
+  if (!fusedKernelsApply() || target.dtype !== 'float32' || source.dtype !== 'float32') return false;
+  runMultiOutputProgram(tf.backend(), writeRowProgram(target, source, row, sourceColumns, width), [target, source]);
+  return true;
 }

@@ -278,6 +278,9 @@ const stepsByModel = new WeakMap<LlamaModel, WebGpuDecodeStep>();
 /** Most dispatches a layer records: nine for a prompt's chunk (RoPE apart from attention), and the x A products of q|k|v and gate|up where they have adapters. */
 const DISPATCHES_PER_LAYER = 9 + 2;
 
+/** Layer uniforms (a cache's capacity) a step keeps for the caches it binds. */
+const KEPT_LAYER_UNIFORMS = 32;
+
 /** Shapes of step (rows, tokens a row) whose dispatch lists a step keeps. */
 const KEPT_PREPARED_STEPS = 16;
 
@@ -429,6 +432,13 @@ export class WebGpuDecodeStep {
   /** Forgets this step's release in the model's (LlamaModel.onDispose). */
   private readonly forget: () => void;
   private layerBindings: (LayerBinding | null)[] = [];
+  /**
+   * The layers' uniforms (heads, KV heads, head size, a cache's capacity in columns) by the
+   * capacity, kept so that binding a cache whose capacity was bound before, as a batch's after
+   * each joining prompt's own, names the same buffers and the device answers with the bind
+   * groups it made then (webgpu-bind-groups.ts).
+   */
+  private readonly layerUniforms = new Map<number, GPUBuffer>();
   private layerGroups: LayerGroups[] = [];
   private headGroup: GPUBindGroup | null = null;
   /** The bind group of the program that adds up a decoding step's column splits of attention. */
@@ -644,7 +654,8 @@ export class WebGpuDecodeStep {
     this.slidingMask?.destroy();
     for (const buffer of this.readBuffers) buffer.destroy();
     this.readBuffers = [];
-    for (const binding of this.layerBindings) binding?.uniform.destroy();
+    for (const uniform of this.layerUniforms.values()) uniform.destroy();
+    this.layerUniforms.clear();
     this.layerBindings = [];
     for (const products of this.lora) for (const lora of Object.values(products)) this.dropLora(lora);
     this.lora = [];
@@ -945,7 +956,6 @@ export class WebGpuDecodeStep {
       this.maskCapacity = this.tokenCapacity * Math.max(columns, 256) * 2;
       this.mask = this.create(this.maskCapacity * 4, USAGE.storage | USAGE.copyDst);
       this.slidingMask = this.slidingInvFreq ? this.create(this.maskCapacity * 4, USAGE.storage | USAGE.copyDst) : null;
-      this.layerBindings.forEach((b) => b?.uniform.destroy());
       this.layerBindings = this.layerBindings.map(() => null);
     }
   }
@@ -1069,11 +1079,7 @@ export class WebGpuDecodeStep {
   private bindLayer(layer: number, keys: tf.Tensor4D, values: tf.Tensor4D, programs: CacheProgram[]): LayerBinding {
     let binding = this.layerBindings[layer];
     if (!binding || binding.keys !== keys || binding.values !== values) {
-      binding?.uniform.destroy();
-      const { numHeads: H, numKvHeads: KV, headDim: D } = this.config;
-      const uniform = this.create(16, USAGE.uniform | USAGE.copyDst);
-      this.device.queue.writeBuffer(uniform, 0, new Uint32Array([H, KV, D, keys.shape[2]]));
-      binding = { keys, values, uniform, groups: {} };
+      binding = { keys, values, uniform: this.layerUniform(keys.shape[2]), groups: {} };
       this.layerBindings[layer] = binding;
     }
     const missing = programs.filter((program) => !binding.groups[program]);
@@ -1095,6 +1101,32 @@ export class WebGpuDecodeStep {
     };
     for (const program of missing) binding.groups[program] = make[program]();
     return binding;
+  }
+
+  /**
+   * The layers' uniform for a cache of `capacity` columns (layerUniforms), made on first use;
+   * past KEPT_LAYER_UNIFORMS the least recently used that no layer binds is destroyed.
+   */
+  private layerUniform(capacity: number): GPUBuffer {
+    let uniform = this.layerUniforms.get(capacity);
+    if (uniform) {
+      this.layerUniforms.delete(capacity);
+    } else {
+      const { numHeads: H, numKvHeads: KV, headDim: D } = this.config;
+      uniform = this.create(16, USAGE.uniform | USAGE.copyDst);
+      this.device.queue.writeBuffer(uniform, 0, new Uint32Array([H, KV, D, capacity]));
+      if (this.layerUniforms.size >= KEPT_LAYER_UNIFORMS) {
+        const bound = new Set(this.layerBindings.map((binding) => binding?.uniform));
+        const unused = [...this.layerUniforms].find(([, buffer]) => !bound.has(buffer));
+        if (unused) {
+          this.layerUniforms.delete(unused[0]);
+          unused[1].destroy();
+        }
+      }
+    }
+    // Most recently used last: a Map iterates in insertion order.
+    this.layerUniforms.set(capacity, uniform);
+    return uniform;
   }
 
   /** Submits the work tfjs has queued in its own encoder (uploads, the cache's growth, a merge). */

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { cacheRows } from '../kernels/cache-rows.webgpu';
+import { cacheRows, writeCacheRow } from '../kernels/cache-rows.webgpu';
 import { decodeAttentionKernelAvailable } from '../kernels/decode-attention';
 import { heapView, WasmBackendInternals } from '../kernels/wasm-heap';
 import { zerosOnGpu } from '../kernels/webgpu-program';
@@ -29,8 +29,9 @@ export const SPARE_COLUMNS = 128;
  * columns into them where the tensor lives; only one that does not fit copies the layer, into
  * a tensor with SPARE_COLUMNS more. The attention kernels read the first `width` columns of
  * each head (the mask's), so spare columns need no slicing. A tensor with spare columns is
- * this cache's alone: prefix() copies it, merge() copies or moves it, and a tensor shared with
- * another cache (prefix() of a whole row) has none, so its next append copies it first.
+ * this cache's alone: prefix() copies it, merge() copies or moves it, replaceRow() writes a
+ * joining row into it, and a tensor shared with another cache (prefix() of a whole row) has
+ * none, so its next append copies it first.
  */
 export class KVCache {
   private keys: (tf.Tensor4D | null)[];
@@ -269,12 +270,19 @@ export class KVCache {
 
   /** Drops a row; the rows after it move up by one. */
   removeRow(row: number): void {
-    if (row < 0 || row >= this.rows) throw new Error(`no row ${row}`);
-    if (this.rows === 1) {
+    this.removeRows([row]);
+  }
+
+  /** Drops `rows` (one copy of each tensor for all of them); the rows after each move up. */
+  removeRows(rows: readonly number[]): void {
+    for (const row of rows) if (!(row >= 0 && row < this.rows)) throw new Error(`no row ${row}`);
+    const gone = new Set(rows);
+    if (gone.size === 0) return;
+    if (gone.size === this.rows) {
       this.clear();
       return;
     }
-    const keep = Array.from({ length: this.rows }, (_, i) => i).filter((i) => i !== row);
+    const keep = Array.from({ length: this.rows }, (_, i) => i).filter((i) => !gone.has(i));
     const index = tf.tensor1d(keep, 'int32');
     for (let l = 0; l < this.numLayers; l++) {
       const k = this.keys[l] ? tf.gather(this.keys[l] as tf.Tensor4D, index, 0) : null;
@@ -282,9 +290,56 @@ export class KVCache {
       this.replace(l, k, v);
     }
     index.dispose();
-    this.valid.splice(row, 1);
-    this.positions.splice(row, 1);
+    this.valid = keep.map((i) => this.valid[i]);
+    this.positions = keep.map((i) => this.positions[i]);
     this.compactIfSparse();
+  }
+
+  /**
+   * Puts the one row of `other` in place of row `row` (a sequence that left), its own columns
+   * right-aligned in the first `width` columns as merge() lays them and the rest of the row
+   * masked; other is emptied. Where this cache owns its tensors (they have spare columns) and
+   * the backend writes them where they are (webgpu's fused kernels, tfjs-wasm's heap in
+   * in-place mode), only that row's values are written: the tensors, and on webgpu the bind
+   * groups over them, stay. Elsewhere each tensor is made again around the row. False, and
+   * nothing changed, where other is wider than this cache: the caller merges it instead.
+   */
+  replaceRow(row: number, other: KVCache): boolean {
+    if (other.numLayers !== this.numLayers) throw new Error('caches of different models');
+    if (other.rows !== 1) throw new Error(`replaceRow() takes a one-row cache, not ${other.rows} rows`);
+    if (!(row >= 0 && row < this.rows)) throw new Error(`no row ${row}`);
+    if (other.columns > this.columns) return false;
+    const L = other.columns;
+    const write = (mine: tf.Tensor4D | null, theirs: tf.Tensor4D | null): tf.Tensor4D | null => {
+      if (!mine || !theirs) throw new Error('cache layer missing');
+      // A tensor with spare columns is this cache's alone (class comment): written in place.
+      if (mine.shape[2] > this.columns) {
+        if (writeCacheRow(mine, row, theirs, L, this.columns)) return null;
+        if (this.inPlace && tf.getBackend() === 'wasm') {
+          writeRowOnHeap(mine, row, theirs, L, this.columns);
+          return null;
+        }
+      }
+      const [rows] = mine.shape;
+      const spare = mine.shape[2] - this.columns;
+      return tf.tidy(() => {
+        const parts: tf.Tensor4D[] = [];
+        if (row > 0) parts.push(tf.slice(mine, [0, 0, 0, 0], [row, -1, -1, -1]));
+        parts.push(padColumns(theirs, L, this.columns, spare));
+        if (row < rows - 1) parts.push(tf.slice(mine, [row + 1, 0, 0, 0], [-1, -1, -1, -1]));
+        return tf.concat(parts, 0);
+      });
+    };
+    for (let l = 0; l < this.numLayers; l++) {
+      const k = write(this.keys[l], other.keys[l]);
+      const v = write(this.values[l], other.values[l]);
+      if (k && v) this.replace(l, k, v);
+    }
+    this.valid[row] = padMask(other.valid[0], this.columns);
+    this.positions[row] = other.positions[0];
+    other.clear();
+    this.compactIfSparse();
+    return true;
   }
 
   /** Gathers every row's own columns to the right, dropping padding columns no row uses. */
@@ -385,6 +440,20 @@ function writeColumns(target: tf.Tensor4D, added: tf.Tensor4D, column: number): 
   const to = heapView(wasm, target);
   const from = heapView(wasm, added);
   for (let i = 0; i < rows * heads; i++) to.set(from.subarray(i * T * d, (i + 1) * T * d), (i * capacity + column) * d);
+}
+
+/**
+ * Writes the first `columns` columns of `source` [1, heads, S, d] right-aligned in the first
+ * `width` columns of row `row` of `target` [rows, heads, capacity, d], where tfjs-wasm keeps
+ * target's data: one copy of columns x d floats per head. Only for a tensor no other holds.
+ */
+function writeRowOnHeap(target: tf.Tensor4D, row: number, source: tf.Tensor4D, columns: number, width: number): void {
+  const wasm = tf.backend() as unknown as WasmBackendInternals;
+  const [, heads, capacity, d] = target.shape;
+  const S = source.shape[2];
+  const to = heapView(wasm, target);
+  const from = heapView(wasm, source);
+  for (let h = 0; h < heads; h++) to.set(from.subarray(h * S * d, (h * S + columns) * d), ((row * heads + h) * capacity + width - columns) * d);
 }
 
 function padMask(m: Uint8Array, width: number): Uint8Array {
