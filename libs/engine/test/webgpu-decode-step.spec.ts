@@ -150,7 +150,7 @@ suite('a decoding step encoded whole on webgpu', () => {
     }
   }, 120_000);
 
-  it('writes a row that joins in place of one that left into the batch\'s cache, so that the step after it makes no bind group', async () => {
+  it('writes a row that joins in place of one that left into the batch\'s cache, so that neither it nor the step after it makes a bind group', async () => {
     await selectBackend('webgpu');
     const lm = await loadModel(makeTiny('decode-step'));
     const batch = new DecodeBatch<number>(lm.model);
@@ -164,6 +164,14 @@ suite('a decoding step encoded whole on webgpu', () => {
       expect(batch.ids).toEqual([0, 3, 2]);
       const inPlace = await countGpuWork(() => batch.step(next()));
       expect(inPlace.counts.bindGroups).toBe(0);
+      // Another prompt of that length joins where 3 leaves: its prefill, the write and the step bind what the first one's did.
+      batch.leave(3);
+      const again = await countGpuWork(async () => {
+        await batch.join(5, [1, 42, 43]);
+        await batch.step(next());
+      });
+      expect(batch.ids).toEqual([0, 5, 2]);
+      expect(again.counts.bindGroups).toBe(0);
       // With no row left over, a row joins after the others, in new tensors the step binds.
       await batch.join(4, [1, 50]);
       const appended = await countGpuWork(() => batch.step(next()));

@@ -80,34 +80,48 @@ export function cacheRows(a: tf.Tensor4D, aColumns: number, b: tf.Tensor4D, bCol
 const writeRowPrograms = keptPrograms<MultiOutputProgram>();
 
 /**
- * Writes the one row of `source` [1, heads, S, headDim] over row `row` of `target` [rows, heads,
- * capacity, headDim] in place, as KVCache.replaceRow lays it: source's first `sourceColumns`
- * columns right-aligned in target's first `width`. One dispatch, a thread a value written; the
- * row's other columns keep what they held (masked out). Only for a tensor its cache owns alone.
+ * Writes the one row of `source` [1, heads, S, headDim] over a row of `target` [rows, heads,
+ * capacity, headDim] in place, as KVCache.replaceRow lays it: source's first `columns` columns
+ * right-aligned in target's first `width`, the row and both counts read from `at` [row,
+ * columns, width] so that the program's uniforms, and with them its bind group, are the same
+ * at every join of rows of these sizes. A thread a value of source's S columns; those past
+ * `columns` do nothing. The row's other columns keep what they held (masked out).
  */
-function writeRowProgram(target: tf.TensorInfo, source: tf.TensorInfo, row: number, sourceColumns: number, width: number): MultiOutputProgram {
+function writeRowProgram(target: tf.TensorInfo, source: tf.TensorInfo): MultiOutputProgram {
   const [, H, capacity, D] = target.shape;
   const S = source.shape[2];
-  const count = H * sourceColumns * D;
-  return writeRowPrograms(`${H}_${capacity}_${D}_${S}_${row}_${sourceColumns}_${width}`, () => ({
+  return writeRowPrograms(`${H}_${capacity}_${D}_${S}`, () => ({
     key: 'trainyardCacheWriteRow',
-    wgsl: () => `${multiOutputBindings('count : u32, H : u32, capacity : u32, D : u32, S : u32, row : u32, columns : u32, width : u32', ['cache:rw', 'joining'], [])}
+    wgsl: () => `${multiOutputBindings('H : u32, capacity : u32, D : u32, S : u32', ['cache:rw', 'joining', 'at:u32'], [])}
 ${flatMain(WORKGROUP)}
-  if (i >= u.count) { return; }
+  if (i >= u.H * u.S * u.D) { return; }
+  let row = at[0];
+  let columns = at[1];
+  let width = at[2];
   let d = i % u.D;
-  let c = (i / u.D) % u.columns;
-  let h = i / (u.D * u.columns);
-  cache[((u.row * u.H + h) * u.capacity + u.width - u.columns + c) * u.D + d] = joining[(h * u.S + c) * u.D + d];
+  let c = (i / u.D) % u.S;
+  let h = i / (u.D * u.S);
+  if (c >= columns) { return; }
+  cache[((row * u.H + h) * u.capacity + width - columns + c) * u.D + d] = joining[(h * u.S + c) * u.D + d];
 }`,
     outputShapes: [],
-    dispatch: workgroupGrid(Math.ceil(count / WORKGROUP)),
-    uniforms: [count, H, capacity, D, S, row, sourceColumns, width].map((value) => ({ type: 'uint32' as const, value })),
+    dispatch: workgroupGrid(Math.ceil((H * S * D) / WORKGROUP)),
+    uniforms: [H, capacity, D, S].map((value) => ({ type: 'uint32' as const, value })),
   }));
 }
 
-/** KVCache.replaceRow's write of one layer's keys or values in place (above), false where the fused kernels do not apply. */
-export function writeCacheRow(target: tf.Tensor4D, row: number, source: tf.Tensor4D, sourceColumns: number, width: number): boolean {
-  if (!fusedKernelsApply() || target.dtype !== 'float32' || source.dtype !== 'float32') return false;
-  runMultiOutputProgram(tf.backend(), writeRowProgram(target, source, row, sourceColumns, width), [target, source]);
+/**
+ * KVCache.replaceRow's writes of every layer's keys and values in place (above), each
+ * `targets[i]` from `sources[i]`, one dispatch a tensor; false where the fused kernels do not
+ * apply. Only for tensors their cache owns alone.
+ */
+export function writeCacheRows(targets: tf.Tensor4D[], row: number, sources: tf.Tensor4D[], columns: number, width: number): boolean {
+  if (!fusedKernelsApply() || [...targets, ...sources].some((t) => t.dtype !== 'float32')) return false;
+  const at = tf.tensor1d([row, columns, width], 'int32');
+  try {
+    targets.forEach((target, i) => runMultiOutputProgram(tf.backend(), writeRowProgram(target, sources[i]), [target, sources[i], at]));
+  } finally {
+    at.dispose();
+  }
   return true;
 }

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { cacheRows, writeCacheRow } from '../kernels/cache-rows.webgpu';
+import { cacheRows, writeCacheRows } from '../kernels/cache-rows.webgpu';
 import { decodeAttentionKernelAvailable } from '../kernels/decode-attention';
 import { heapView, WasmBackendInternals } from '../kernels/wasm-heap';
 import { zerosOnGpu } from '../kernels/webgpu-program';
@@ -310,30 +310,25 @@ export class KVCache {
     if (!(row >= 0 && row < this.rows)) throw new Error(`no row ${row}`);
     if (other.columns > this.columns) return false;
     const L = other.columns;
-    const write = (mine: tf.Tensor4D | null, theirs: tf.Tensor4D | null): tf.Tensor4D | null => {
-      if (!mine || !theirs) throw new Error('cache layer missing');
-      // A tensor with spare columns is this cache's alone (class comment): written in place.
-      if (mine.shape[2] > this.columns) {
-        if (writeCacheRow(mine, row, theirs, L, this.columns)) return null;
-        if (this.inPlace && tf.getBackend() === 'wasm') {
-          writeRowOnHeap(mine, row, theirs, L, this.columns);
-          return null;
-        }
+    const mine = [...this.keys, ...this.values];
+    const theirs = [...other.keys, ...other.values];
+    if (mine.some((t) => !t) || theirs.some((t) => !t)) throw new Error('cache layer missing');
+    // Tensors with spare columns are this cache's alone (class comment): written where they are.
+    const owned = (mine as tf.Tensor4D[]).every((t) => t.shape[2] > this.columns);
+    if (owned && this.inPlace && tf.getBackend() === 'wasm') {
+      mine.forEach((t, i) => writeRowOnHeap(t as tf.Tensor4D, row, theirs[i] as tf.Tensor4D, L, this.columns));
+    } else if (!owned || !writeCacheRows(mine as tf.Tensor4D[], row, theirs as tf.Tensor4D[], L, this.columns)) {
+      const around = (x: tf.Tensor4D, joining: tf.Tensor4D) =>
+        tf.tidy(() => {
+          const parts: tf.Tensor4D[] = [];
+          if (row > 0) parts.push(tf.slice(x, [0, 0, 0, 0], [row, -1, -1, -1]));
+          parts.push(padColumns(joining, L, this.columns, x.shape[2] - this.columns));
+          if (row < x.shape[0] - 1) parts.push(tf.slice(x, [row + 1, 0, 0, 0], [-1, -1, -1, -1]));
+          return tf.concat(parts, 0);
+        });
+      for (let l = 0; l < this.numLayers; l++) {
+        this.replace(l, around(this.keys[l] as tf.Tensor4D, other.keys[l] as tf.Tensor4D), around(this.values[l] as tf.Tensor4D, other.values[l] as tf.Tensor4D));
       }
-      const [rows] = mine.shape;
-      const spare = mine.shape[2] - this.columns;
-      return tf.tidy(() => {
-        const parts: tf.Tensor4D[] = [];
-        if (row > 0) parts.push(tf.slice(mine, [0, 0, 0, 0], [row, -1, -1, -1]));
-        parts.push(padColumns(theirs, L, this.columns, spare));
-        if (row < rows - 1) parts.push(tf.slice(mine, [row + 1, 0, 0, 0], [-1, -1, -1, -1]));
-        return tf.concat(parts, 0);
-      });
-    };
-    for (let l = 0; l < this.numLayers; l++) {
-      const k = write(this.keys[l], other.keys[l]);
-      const v = write(this.values[l], other.values[l]);
-      if (k && v) this.replace(l, k, v);
     }
     this.valid[row] = padMask(other.valid[0], this.columns);
     this.positions[row] = other.positions[0];
