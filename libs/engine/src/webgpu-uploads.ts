@@ -31,10 +31,13 @@ export function uploadsByWriteBuffer(backend: UploadsBackend): void {
   const upload = backend.uploadToGPU.bind(backend);
   backend.uploadToGPU = (dataId) => {
     const data = backend.tensorMap.get(dataId);
-    // Already on the GPU, no values to write (tfjs acquires an empty buffer), none at all, or a
-    // kind (complex, string) tfjs does not upload this way: tfjs's own.
+    // Already on the GPU, as nearly every input and output of a dispatch is (tfjs asks for each
+    // at every dispatch, thousands of times a training step): nothing to do, as tfjs's does nothing.
+    if (data?.resource != null) return;
+    // No values to write (tfjs acquires an empty buffer), none at all, or a kind (complex,
+    // string) tfjs does not upload this way: tfjs's own.
     const count = data ? util.sizeFromShape(data.shape) : 0;
-    if (!data || data.resource != null || !data.values || count === 0 || !(data.dtype === 'float32' || data.dtype === 'int32' || data.dtype === 'bool')) return upload(dataId);
+    if (!data || !data.values || count === 0 || !(data.dtype === 'float32' || data.dtype === 'int32' || data.dtype === 'bool')) return upload(dataId);
     const buffer = backend.bufferManager.acquireBuffer(4 * count, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST);
     const values = data.dtype === 'float32' ? toTyped(data.values, Float32Array) : toTyped(data.values, Int32Array);
     backend.queue.writeBuffer(buffer, 0, values.buffer, values.byteOffset, 4 * count);

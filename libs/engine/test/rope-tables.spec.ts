@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { ModelConfig } from '../src/config';
+import { KEPT_POSITIONS, StepRopeTables } from '../src/kernels/step-rope-tables';
 import { Rope } from '../src/model/rope';
 import { useBackend } from './helpers';
 
@@ -82,5 +83,38 @@ describe('RoPE tables', () => {
     expect(tf.memory().numTensors).toBe(before + 4 * 2);
     rope.dispose();
     expect(tf.memory().numTensors).toBe(before - 1);
+  });
+});
+
+describe("an encoded decoding step's RoPE tables", () => {
+  beforeAll(() => useBackend('cpu'));
+
+  it("hold, for each token, the q head's and the k head's cos and sin of Rope.tables, positions kept or not, in any order", async () => {
+    const rope = new Rope(config);
+    const step = new StepRopeTables(rope.invFreq, 1 / 4);
+    const half = config.headDim / 2;
+    // A decoding batch's scattered positions, a prompt's run (kept, copied whole), then positions past those kept.
+    const asked = [[7, 3, 0, 7], Array.from({ length: 300 }, (_, i) => 40 + i), [KEPT_POSITIONS - 2, KEPT_POSITIONS - 1, KEPT_POSITIONS, 3, KEPT_POSITIONS + 5000]];
+    try {
+      for (const positions of asked) {
+        const got = step.tables(positions);
+        const { cos, sin } = rope.tables(positions);
+        const [c, s] = [await cos.data(), await sin.data()];
+        tf.dispose([cos, sin]);
+        const want = new Float32Array(got.length);
+        // Rope.tables' [N, 4 heads, D]: the q heads' first, the k head's last; each head's halves repeat.
+        positions.forEach((_, n) => {
+          for (let j = 0; j < half; j++) {
+            want[n * 4 * half + j] = c[n * 4 * 8 + j];
+            want[n * 4 * half + half + j] = s[n * 4 * 8 + j];
+            want[n * 4 * half + 2 * half + j] = c[(n * 4 + 3) * 8 + j];
+            want[n * 4 * half + 3 * half + j] = s[(n * 4 + 3) * 8 + j];
+          }
+        });
+        expect(Array.from(got)).toEqual(Array.from(want));
+      }
+    } finally {
+      rope.dispose();
+    }
   });
 });

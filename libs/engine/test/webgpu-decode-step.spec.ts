@@ -136,15 +136,40 @@ suite('a decoding step encoded whole on webgpu', () => {
     await selectBackend('cpu');
     const cpu = await run(dir, script);
     await selectBackend('webgpu');
-    expect(columnSplits(3, 4, 600)).toBe(2);
+    expect(columnSplits(3 * 4, 600)).toBe(2);
     const split = await countGpuWork(() => run(dir, script));
     expectSame(cpu, split.result);
     setColumnSplits(false);
     try {
       const whole = await countGpuWork(() => run(dir, script));
       expectSame(cpu, whole.result);
-      // Each of the 3 decoding steps made one dispatch a layer more: the parts' sum.
-      expect(split.counts.dispatches - whole.counts.dispatches).toBe(3 * layers);
+      // Each of the 3 decoding steps, and the long prompt's last two chunks (16 workgroups over 512 and 600 columns: 2 splits), made one dispatch a layer more: the parts' sum.
+      expect(split.counts.dispatches - whole.counts.dispatches).toBe((3 + 2) * layers);
+    } finally {
+      setColumnSplits(true);
+    }
+  }, 120_000);
+
+  it("gives the cpu backend logits with a long prompt's later chunks' columns split among workgroups, in one dispatch a layer more each", async () => {
+    // 1,100 tokens in chunks of 256, each a tile of 64 tokens a workgroup for each of 4 heads (16 workgroups, 8 for the last chunk's 76 tokens):
+    // the first chunk (256 columns) takes no split, the next two 2, the last two 4 (whole blocks of keys, so an early tile's last split is short).
+    const prompt = Array.from({ length: 1100 }, (_, i) => 1 + ((i * 41) % 500));
+    const script: Script = { joins: new Map([[0, [[0, prompt]]]]), leaves: new Map(), steps: 2 };
+    const dir = makeTiny('decode-step-prompt-columns');
+    const layers = (JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, number>)['num_hidden_layers'];
+    await selectBackend('cpu');
+    const cpu = await run(dir, script);
+    await selectBackend('webgpu');
+    expect([256, 512, 768, 1024].map((columns) => columnSplits(16, columns))).toEqual([1, 2, 2, 4]);
+    expect(columnSplits(8, 1100)).toBe(4);
+    const split = await countGpuWork(() => run(dir, script));
+    expectSame(cpu, split.result);
+    setColumnSplits(false);
+    try {
+      const whole = await countGpuWork(() => run(dir, script));
+      expectSame(cpu, whole.result);
+      // Four of the prompt's five chunks and both decoding steps (4 workgroups over 1,100 columns) made one dispatch a layer more.
+      expect(split.counts.dispatches - whole.counts.dispatches).toBe((4 + 2) * layers);
     } finally {
       setColumnSplits(true);
     }
@@ -293,7 +318,7 @@ suite('a decoding step encoded whole on webgpu', () => {
     const batch = new DecodeBatch<number>(lm.model);
     try {
       expect(lm.config.qkNorm).toBe(true);
-      expect(columnSplits(2, lm.config.numHeads, long.length)).toBe(2);
+      expect(columnSplits(2 * lm.config.numHeads, long.length)).toBe(2);
       expect(WebGpuDecodeStep.fits(lm.model)).toBe(true);
       const next = new Map([[0, argmax(await batch.join(0, [1, 2, 3]))]]);
       await batch.step(next);

@@ -5,9 +5,10 @@
  * prompt through DecodeBatch.join; on webgpu again with the prompt's products in tiles, and on
  * tensor cores where the device has them, engine only), decode tokens/s at batch 1, 32 and 128
  * (aggregate; greedy, through DecodeBatch.stepDrawn), at batch 128 again with its products in
- * tiles, and on tensor cores where the device has them (engine only), decode at batch 1 after a
- * 4,096-token prompt (for the engine, again with each row's cached columns walked by one
- * workgroup rather than split among several), decode at batch 1 again with Dawn's polling left to spin
+ * tiles, and on tensor cores where the device has them (engine only), prefill of a 4,096-token
+ * prompt and decode at batch 1 after it (for the engine, again with the chunks' and the row's
+ * cached columns walked by one workgroup a tile or a row rather than split among several),
+ * decode at batch 1 again with Dawn's polling left to spin
  * rather than paced (dawn-polling.ts; engine only), decode with a LoRA adapter at the smallest and largest batch,
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
@@ -118,6 +119,9 @@ interface Figures {
   /** Decoding one sequence after a plan.longContext-token prompt; for the engine, again with each row's columns walked by one workgroup (setColumnSplits(false)). */
   longDecode?: number;
   longDecodeWhole?: number;
+  /** Prefill of the plan.longContext-token prompt; for the engine, again with its chunks' columns walked by one workgroup a tile (setColumnSplits(false)). */
+  longPrefill?: number;
+  longPrefillWhole?: number;
   sft: number;
   /** A LoRA SFT step's wall milliseconds and the main thread's CPU milliseconds in it: the host's own part (tfjs's ops, encoding, reading back), which the GPU waits for where it is not overlapped. */
   sftHost?: { wallMs: number; mainCpuMs: number };
@@ -372,12 +376,21 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
         }
       }
     }
+    progress(`prefill, ${plan.longContext}-token prompt`);
+    const long: Plan = { ...plan, prefillTokens: plan.longContext, decodePrompt: plan.longContext };
+    figures.longPrefill = (await prefill(lm, long)).rate;
     progress(`decode, batch 1, ${plan.longContext}-token prompt`);
-    figures.longDecode = await decode(lm, { ...plan, decodePrompt: plan.longContext }, 1);
+    figures.longDecode = await decode(lm, long, 1);
     if (tf.getBackend() === 'webgpu' && fusedKernelsEnabled()) {
-      progress(`decode, batch 1, ${plan.longContext}-token prompt, its columns in one workgroup`);
       setColumnSplits(false);
-      figures.longDecodeWhole = await decode(lm, { ...plan, decodePrompt: plan.longContext }, 1).finally(() => setColumnSplits(true));
+      try {
+        progress(`prefill, ${plan.longContext}-token prompt, its chunks' columns in one workgroup a tile`);
+        figures.longPrefillWhole = (await prefill(lm, long)).rate;
+        progress(`decode, batch 1, ${plan.longContext}-token prompt, its columns in one workgroup`);
+        figures.longDecodeWhole = await decode(lm, long, 1);
+      } finally {
+        setColumnSplits(true);
+      }
     }
     if (tf.getBackend() === 'webgpu') {
       progress(`decode, batch ${plan.decodeBatches[0]}, Dawn's polling left to spin`);
@@ -651,6 +664,8 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
     ...plan.decodeBatches.map((b) => row(`decode, batch ${b} (aggregate)`, (f) => f.decode[b])),
     ...Object.keys(runs[0]?.figures.decodeTiled ?? {}).map((b) => row(`decode, batch ${b}, products in tiles (aggregate)`, (f) => f.decodeTiled?.[b])),
     ...Object.keys(runs[0]?.figures.decodeTensorCores ?? {}).map((b) => row(`decode, batch ${b}, products on tensor cores (f16 operands)`, (f) => f.decodeTensorCores?.[b])),
+    row(`prefill, ${plan.longContext}-token prompt`, (f) => f.longPrefill),
+    ...(runs.some((r) => r.figures.longPrefillWhole) ? [row(`prefill, ${plan.longContext}-token prompt, its chunks' columns in one workgroup a tile`, (f) => f.longPrefillWhole)] : []),
     row(`decode, batch 1, ${plan.longContext}-token prompt`, (f) => f.longDecode),
     ...(runs.some((r) => r.figures.longDecodeWhole) ? [row(`decode, batch 1, ${plan.longContext}-token prompt, its columns in one workgroup`, (f) => f.longDecodeWhole)] : []),
     row(`decode, batch ${plan.decodeBatches[0]}, Dawn's polling left to spin`, (f) => f.spinDecode),

@@ -10,11 +10,11 @@ Reads the model directory the engine's model maker wrote (config.json, model.saf
 Hugging Face names), runs a decoder of the llama, qwen2, qwen3 or gemma3_text family written
 out in plain torch ops from the published architectures (float32; matmuls in full float32,
 PyTorch's default), on CUDA when there is a GPU, and prints one JSON line: {"prefill":
-tokens/s, "decode": {"1": ..., "32": ...}, "longDecode": tokens/s, "sft": tokens/s, "device":
-name, "logits": the first 16 logits of the prompt's last position, which gpu.bench.ts
-compares}; each figure only when the plan asks for it (prefillTokens; decodeBatches with
-decodePrompt and decodeSteps; longContext, one sequence decoded after a prompt that long;
-trainRows, trainTokens and trainSteps). With "matmul": [M, K, N] in the plan, also "matmul":
+tokens/s, "decode": {"1": ..., "32": ...}, "longPrefill": tokens/s, "longDecode": tokens/s,
+"sft": tokens/s, "device": name, "logits": the first 16 logits of the prompt's last position,
+which gpu.bench.ts compares}; each figure only when the plan asks for it (prefillTokens;
+decodeBatches with decodePrompt and decodeSteps; longContext, a prompt that long prefilled,
+and one sequence decoded after it; trainRows, trainTokens and trainSteps). With "matmul": [M, K, N] in the plan, also "matmul":
 GFLOP/s of one plain [M, K] x [K, N] product (the best of 3 runs of 50). With "generate":
 {"prompt": [ids], "steps": n}, one sequence as tools/bench/llamacpp/families.bench.ts times
 it: after a short warm-up, the prompt's prefill (tokens/s) and n greedy tokens, the first from
@@ -334,6 +334,12 @@ def main():
         for size in plan.get("decodeBatches", []):
             figures["decode"][str(size)] = decode(size, plan["decodePrompt"])
         if "longContext" in plan:
+            long_prompt = torch.tensor([token_ids(plan["longContext"], 1, V)], device=device)
+
+            def long_prefill():
+                return model.logits(model.hidden(long_prompt, [])[:, -1])
+
+            figures["longPrefill"] = plan["longContext"] / min(timed(device, long_prefill), timed(device, long_prefill))
             figures["longDecode"] = decode(1, plan["longContext"])
 
     if "trainSteps" in plan:

@@ -192,21 +192,21 @@ export function laneDots(rows: string, out: string, tiles: ForwardTiles): string
 }
 
 /**
- * The forward's walk over the first `columns` keys (a u32 the same for the whole workgroup), as
- * FlashAttention does it on CUDA-style cores, for a workgroup whose thread `tid` is lane `lane`
- * of query `i` of the tile, the tile's queries already staged in qs (forwardDeclarations). Per
- * block of TK keys: the keys staged; each lane's scores q . k + mask of the block's keys lane,
- * lane + L, ... (laneDots); the query's block maximum from its lanes' partial maxima; the
- * weights exp(score - running max) into ps, the running sums rescaled as the maximum grows
- * (online softmax); the values staged where the keys were; each lane's output vec4s lane and
- * lane + L summed over the block's weights. Each lane keeps its part of the query's running
- * sum; the parts are added at the end. Leaves `acc0` and `acc1` (the lane's two vec4s of the
- * output's running sums), `runningMax` and `total` (the query's sum of exp(score -
- * runningMax)): the output is acc / total, the log-sum-exp runningMax + log(total). With
- * `statisticsOnly`, the values are not read and only runningMax and total are left (the
- * backward's log-sum-exp where the forward did not save it).
+ * The forward's walk over the keys from `from` (the first, unless given) up to `columns` (WGSL
+ * u32s, the same for the whole workgroup), as FlashAttention does it on CUDA-style cores, for a
+ * workgroup whose thread `tid` is lane `lane` of query `i` of the tile, the tile's queries
+ * already staged in qs (forwardDeclarations). Per block of TK keys: the keys staged; each lane's
+ * scores q . k + mask of the block's keys lane, lane + L, ... (laneDots); the query's block
+ * maximum from its lanes' partial maxima; the weights exp(score - running max) into ps, the
+ * running sums rescaled as the maximum grows (online softmax); the values staged where the keys
+ * were; each lane's output vec4s lane and lane + L summed over the block's weights. Each lane
+ * keeps its part of the query's running sum; the parts are added at the end. Leaves `acc0` and
+ * `acc1` (the lane's two vec4s of the output's running sums), `runningMax` and `total` (the
+ * query's sum of exp(score - runningMax)): the output is acc / total, the log-sum-exp runningMax
+ * + log(total). With `statisticsOnly`, the values are not read and only runningMax and total are
+ * left (the backward's log-sum-exp where the forward did not save it).
  */
-export function forwardWalk(tiles: ForwardTiles, inputs: ForwardInputs, statisticsOnly = false): string {
+export function forwardWalk(tiles: ForwardTiles, inputs: ForwardInputs, statisticsOnly = false, from = '0u'): string {
   const KEYS_A_LANE = Math.ceil(tiles.TK / tiles.lanes);
   const values = `for (var j = 0u; j < ${KEYS_A_LANE}u; j++) {
       let c = lane + j * L;
@@ -225,7 +225,7 @@ export function forwardWalk(tiles: ForwardTiles, inputs: ForwardInputs, statisti
     }`;
   return `var runningMax = LOWEST;
   var runningSum = 0.0;${statisticsOnly ? '' : '\n  var acc0 = vec4<f32>(0.0);\n  var acc1 = vec4<f32>(0.0);'}
-  for (var start = 0u; start < columns; start += TK) {
+  for (var start = ${from}; start < columns; start += TK) {
     let tile = min(TK, columns - start);
     ${stageBlock(inputs.key)}
     workgroupBarrier();

@@ -33,6 +33,7 @@ import {
 } from './decode-step.wgsl';
 import type { LoraPart } from './lora';
 import type { DrawnToken, RowDraw } from './sample';
+import { StepRopeTables } from './step-rope-tables';
 import { ProductTiling, productTiling, SPLIT_DEPTH, usedSubgroupMatrices } from './tiled-product.wgsl';
 import { fusedKernelsApply, workgroupMemoryLimit } from './webgpu-program';
 
@@ -128,12 +129,15 @@ interface LayerWeights {
 
 /**
  * The programs over a layer's KV cache: a prompt's RoPE and attention, a decoding step's
- * attention with RoPE's work in it, over all of each row's columns or in column splits.
+ * attention with RoPE's work in it, each over all of a row's columns or in column splits.
  */
-type CacheProgram = 'rope' | 'attention' | 'ropeAttention' | 'ropeAttentionColumns';
+type CacheProgram = 'rope' | 'attention' | 'attentionColumns' | 'ropeAttention' | 'ropeAttentionColumns';
 
 /** The cache programs of a step of T tokens a row whose attention takes `columnSplits` splits of the columns. */
-const cachePrograms = (T: number, columnSplits: number): CacheProgram[] => (T > 1 ? ['rope', 'attention'] : columnSplits > 1 ? ['ropeAttentionColumns'] : ['ropeAttention']);
+function cachePrograms(T: number, columnSplits: number): CacheProgram[] {
+  if (T > 1) return ['rope', columnSplits > 1 ? 'attentionColumns' : 'attention'];
+  return [columnSplits > 1 ? 'ropeAttentionColumns' : 'ropeAttention'];
+}
 
 /**
  * Per layer, the cache tensors its bind groups were made for, and the bind groups made so far:
@@ -242,28 +246,31 @@ const TARGET_WORKGROUPS = 512;
 /** Bytes of the buffer every product writes its partial sums to. */
 const PARTIAL_BYTES = 64 << 20;
 
-/** Most column splits of a decoding step's attention, and fewest columns a split walks: four of its workgroup's blocks. */
+/** Most column splits of a step's attention, and fewest columns a split walks: four of a decoding step's workgroup's blocks. */
 const MAX_COLUMN_SPLITS = 32;
 const MIN_SPLIT_COLUMNS = 4 * WORKGROUP;
 
-/** Whether a decoding step of few rows splits its attention's columns among workgroups (columnSplits); benches measure both. */
+/** Whether a step's attention may split its columns among workgroups (columnSplits); benches measure both. */
 let splitColumns = true;
 
-/** Sets whether decoding steps from now on may split their attention's columns (the default) or walk each row's in one workgroup. */
+/** Sets whether steps from now on may split their attention's columns (the default) or walk each row's in one workgroup. */
 export function setColumnSplits(on: boolean): void {
   splitColumns = on;
 }
 
 /**
- * How many splits a decoding step of N rows over `columns` cached columns takes of them (1: none):
- * doubled while the grid, N x H workgroups a split, stays within TARGET_WORKGROUPS and
- * each split walks at least MIN_SPLIT_COLUMNS columns. A step of few rows over a long cache
- * then keeps enough workgroups in flight; a wide batch or a short cache takes none, and its
- * eight dispatches a layer.
+ * How many splits a step's attention takes of the columns (1: none), where unsplit its grid is
+ * `workgroups` workgroups and the longest walks `columns` columns: doubled while the grid stays
+ * within TARGET_WORKGROUPS and each split walks at least MIN_SPLIT_COLUMNS columns. A
+ * decoding step of N rows makes N x H workgroups over the cached columns; a prompt's chunk of T
+ * tokens a row, H x rows x ceil(T / TQ) (a tile of TQ tokens a workgroup, forwardTiles) over
+ * the cached columns and its own. A step of few rows, or a long prompt's later chunks, then keep
+ * enough workgroups in flight; a wide batch or a short cache takes none, and a decoding step
+ * its eight dispatches a layer.
  */
-export function columnSplits(N: number, H: number, columns: number): number {
+export function columnSplits(workgroups: number, columns: number): number {
   let splits = 1;
-  while (splitColumns && splits < MAX_COLUMN_SPLITS && N * H * splits * 2 <= TARGET_WORKGROUPS && columns / (splits * 2) >= MIN_SPLIT_COLUMNS) splits *= 2;
+  while (splitColumns && splits < MAX_COLUMN_SPLITS && workgroups * splits * 2 <= TARGET_WORKGROUPS && columns / (splits * 2) >= MIN_SPLIT_COLUMNS) splits *= 2;
   return splits;
 }
 
@@ -404,9 +411,9 @@ export class WebGpuDecodeStep {
   private readonly layers: LayerWeights[];
   private readonly finalNorm: GPUBuffer;
   private readonly lmHead: LinearWeights;
-  private readonly invFreq: Float32Array;
-  /** The sliding-window layers' RoPE frequencies (Gemma 3's local base), null without such layers. */
-  private readonly slidingInvFreq: Float32Array | null;
+  /** Each token's RoPE tables, and the sliding-window layers' (Gemma 3's local base; null without such layers). */
+  private readonly ropeTables: StepRopeTables;
+  private readonly slidingRopeTables: StepRopeTables | null;
   /** Buffers this step made at load (uniforms, zero biases), destroyed with it. */
   private readonly owned: GPUBuffer[] = [];
   private readonly stepUniform: GPUBuffer;
@@ -548,9 +555,10 @@ export class WebGpuDecodeStep {
     this.finalNorm = this.buffer(model.finalNorm.weight);
     this.lmHead = projection(model.lmHead);
     this.embedsOnGpu = model.config.tieWordEmbeddings;
-    this.invFreq = inverseFrequencies(model.config);
+    const scale = 1 / Math.sqrt(model.config.queryPreAttnScalar ?? model.config.headDim);
+    this.ropeTables = new StepRopeTables(inverseFrequencies(model.config), scale);
     const window = model.config.slidingWindow;
-    this.slidingInvFreq = window ? inverseFrequencies(model.config, { theta: window.ropeTheta, scaling: null }) : null;
+    this.slidingRopeTables = window ? new StepRopeTables(inverseFrequencies(model.config, { theta: window.ropeTheta, scaling: null }), scale) : null;
     const uniform = () => owned(UNIFORM_BYTES, USAGE.uniform | USAGE.copyDst);
     this.stepUniform = uniform();
     this.sampleUniform = uniform();
@@ -671,11 +679,10 @@ export class WebGpuDecodeStep {
     const rows = tokens.length;
     const T = tokens[0]?.length ?? 0;
     if (rows !== cache.rows || T === 0 || tokens.some((r) => r.length !== T)) throw new Error(`decode step: ${rows} rows of equal, non-zero length wanted for ${cache.rows} cache rows`);
-    const { numHeads: H, numKvHeads: KV, headDim: D } = this.config;
+    const { numKvHeads: KV, headDim: D } = this.config;
     const N = rows * T;
     const targets = cache.reserve(T, { kvHeads: KV, headDim: D });
-    // A decoding step's attention may split the cached columns (before this step's) among workgroups.
-    const splits = T === 1 ? columnSplits(N, H, cache.width) : 1;
+    const splits = this.columnSplitsOf(rows, T, cache.width);
     this.ensureCapacity(N, rows, cache.width + T);
     // Binding a tensor that tfjs still holds on the host, or making the adapters' factors, queues work in tfjs's encoder.
     this.layers.forEach((_, l) => this.bindLayer(l, targets[l].k, targets[l].v, cachePrograms(T, splits)));
@@ -730,11 +737,11 @@ export class WebGpuDecodeStep {
       queue.writeBuffer(a.rinv, 0, inverseRms(x, C, eps));
     }
     const positions = cache.lengths().flatMap((p) => Array.from({ length: T }, (_, t) => p + t));
-    queue.writeBuffer(a.tables, 0, this.ropeTables(positions, this.invFreq));
+    queue.writeBuffer(a.tables, 0, this.ropeTables.tables(positions));
     queue.writeBuffer(this.mask as GPUBuffer, 0, cache.stepMask(T));
     const window = this.config.slidingWindow;
-    if (window && this.slidingInvFreq && this.slidingMask) {
-      queue.writeBuffer(a.slidingTables, 0, this.ropeTables(positions, this.slidingInvFreq));
+    if (window && this.slidingRopeTables && this.slidingMask) {
+      queue.writeBuffer(a.slidingTables, 0, this.slidingRopeTables.tables(positions));
       queue.writeBuffer(this.slidingMask, 0, cache.stepMask(T, window.size));
     }
     queue.writeBuffer(this.stepUniform, 0, new Uint32Array([tokens.length * T, cache.width + T, cache.width, T]));
@@ -880,8 +887,14 @@ export class WebGpuDecodeStep {
       } else {
         if (qkNormEps !== null) run('rope', this.pipeline('ropeNorm', `${qkvSplits}:${qkNormEps}`, () => ropeNormStoreShader(qkvSplits, qkNormEps)), binding.rope, H + 2 * KV, N);
         else run('rope', this.pipeline('rope', qkvSplits, () => ropeStoreShader(qkvSplits)), binding.rope, ...flatGrid(pairs));
-        if (tiles) run('attention', this.pipeline('attention', `tiled:${D}:${tiles.TK}`, () => promptAttentionShader(D, memory)), binding.attention, H, rows * Math.ceil(T / tiles.TQ));
-        else run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
+        if (tiles && columnSplits > 1) {
+          run('attention', this.pipeline('attention', `tiled-columns:${D}:${tiles.TK}`, () => promptAttentionShader(D, memory, true)), binding.attentionColumns, H, rows * Math.ceil(T / tiles.TQ), columnSplits);
+          run('attention_combine', this.pipeline('combineColumns', `${D}:${columnSplits}`, () => combineColumnsShader(D, columnSplits)), this.combineGroup as GPUBindGroup, H, N);
+        } else if (tiles) {
+          run('attention', this.pipeline('attention', `tiled:${D}:${tiles.TK}`, () => promptAttentionShader(D, memory)), binding.attention, H, rows * Math.ceil(T / tiles.TQ));
+        } else {
+          run('attention', this.pipeline('attention', D, () => attentionShader(D)), binding.attention, H, N);
+        }
       }
       layerProduct(l, 'o', 'o');
       finishResidual(l, 'o');
@@ -894,24 +907,16 @@ export class WebGpuDecodeStep {
     return list;
   }
 
-  /** cos and sin of each token's position at `invFreq`, for q (times the attention's scale) then k: [tokens, 4, D/2], as Rope.tables rounds them. */
-  private ropeTables(positions: readonly number[], invFreq: Float32Array): Float32Array {
-    const half = this.config.headDim / 2;
-    const scale = 1 / Math.sqrt(this.config.queryPreAttnScalar ?? this.config.headDim);
-    const out = new Float32Array(positions.length * 4 * half);
-    positions.forEach((p, n) => {
-      const base = n * 4 * half;
-      for (let j = 0; j < half; j++) {
-        const angle = Math.fround(p * invFreq[j]);
-        const cos = Math.fround(Math.cos(angle));
-        const sin = Math.fround(Math.sin(angle));
-        out[base + j] = cos * scale;
-        out[base + half + j] = sin * scale;
-        out[base + 2 * half + j] = cos;
-        out[base + 3 * half + j] = sin;
-      }
-    });
-    return out;
+  /**
+   * The column splits of a step of `rows` rows of T tokens over a cache `width` columns wide
+   * (columnSplits): a decoding step's of the cached columns, a prompt's chunk's of the columns
+   * its tiles see (none where its head dimension takes no tiles).
+   */
+  private columnSplitsOf(rows: number, T: number, width: number): number {
+    const { numHeads: H, headDim: D } = this.config;
+    if (T === 1) return columnSplits(rows * H, width);
+    const tiles = forwardTiles(D, workgroupMemoryLimit(this.backend));
+    return tiles ? columnSplits(H * rows * Math.ceil(T / tiles.TQ), width + T) : 1;
   }
 
   /**
@@ -939,10 +944,11 @@ export class WebGpuDecodeStep {
         rowAdapters: storage(N * MAX_ADAPTERS),
         q: storage(N * H * D),
         heads: storage(N * H * D),
-        columnParts: storage(TARGET_WORKGROUPS * COLUMN_PART),
+        // Every split's part of each (token, head) of a grid within TARGET_WORKGROUPS (columnSplits): a workgroup a (row, head) decoding, a tile of TQ tokens' a prompt's chunk.
+        columnParts: storage(TARGET_WORKGROUPS * (forwardTiles(D, workgroupMemoryLimit(this.backend))?.TQ ?? 1) * COLUMN_PART),
         act: storage(N * I),
         tables: storage(N * 2 * D),
-        slidingTables: storage(this.slidingInvFreq ? N * 2 * D : 4),
+        slidingTables: storage(this.slidingRopeTables ? N * 2 * D : 4),
         logits: storage(B * V),
         draws: storage(B * 2),
         drawn: storage(B * 2),
@@ -955,7 +961,7 @@ export class WebGpuDecodeStep {
       this.slidingMask?.destroy();
       this.maskCapacity = this.tokenCapacity * Math.max(columns, 256) * 2;
       this.mask = this.create(this.maskCapacity * 4, USAGE.storage | USAGE.copyDst);
-      this.slidingMask = this.slidingInvFreq ? this.create(this.maskCapacity * 4, USAGE.storage | USAGE.copyDst) : null;
+      this.slidingMask = this.slidingRopeTables ? this.create(this.maskCapacity * 4, USAGE.storage | USAGE.copyDst) : null;
       this.layerBindings = this.layerBindings.map(() => null);
     }
   }
@@ -1096,6 +1102,7 @@ export class WebGpuDecodeStep {
     const make: Record<CacheProgram, () => GPUBindGroup> = {
       rope: () => this.group(headNorms ? 'ropeNorm' : 'rope', [this.stepUniform, uniform, a.partial, tables, a.q, k, v, qkvBias, ...norms]),
       attention: () => this.group('attention', [this.stepUniform, uniform, a.q, k, v, mask, a.heads]),
+      attentionColumns: () => this.group('attention', [this.stepUniform, uniform, a.q, k, v, mask, a.columnParts]),
       ropeAttention: () => this.group(headNorms ? 'ropeAttentionNorm' : 'ropeAttention', [this.stepUniform, uniform, a.partial, k, v, mask, a.heads, tables, qkvBias, ...norms]),
       ropeAttentionColumns: () => this.group(headNorms ? 'ropeAttentionNorm' : 'ropeAttention', [this.stepUniform, uniform, a.partial, k, v, mask, a.columnParts, tables, qkvBias, ...norms]),
     };

@@ -596,9 +596,16 @@ export function attentionShader(headDim: number): string {
  * device's, workgroupMemoryLimit), so that each key and value it stages in workgroup memory
  * serves all of them, and walks the columns TK at a time up to its last token's own
  * column (the mask hides every later one), D / 8 threads a token. The grid is (heads, rows x
- * tiles of a row). Bindings and uniforms are attentionShader's, read as vec4s.
+ * tiles of a row, column splits). Bindings and uniforms are attentionShader's, read as vec4s.
+ *
+ * With `columnParts`, the grid's z splits each tile's columns (FlashDecoding's split of the
+ * keys, for a chunk whose tiles are too few to fill the GPU: a long prompt's later chunks, 16
+ * tiles a head for 256 tokens, each walking thousands of columns): workgroup z walks its share
+ * of the tile's visible columns (whole blocks of TK) and writes, as ropeAttentionColumnsShader
+ * does, each query's unnormalised sums, running maximum and sum: `out` [splits, tokens, H,
+ * COLUMN_PART]. combineColumnsShader adds the parts up.
  */
-export function promptAttentionShader(headDim: number, memory: number): string {
+export function promptAttentionShader(headDim: number, memory: number, columnParts = false): string {
   const tiles = forwardTiles(headDim, memory);
   if (tiles === null) throw new Error(`prompt attention tiles take no head dimension ${headDim}`);
   return `${STEP_UNIFORMS}
@@ -610,7 +617,7 @@ export function promptAttentionShader(headDim: number, memory: number): string {
 ${forwardDeclarations(headDim, tiles)}
 
 @compute @workgroup_size(${tiles.workgroup})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   let H = layer.heads;
   let S = step.columns;
   let T = step.perRow;
@@ -630,16 +637,34 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
     qs[(e / D4) * RS + e % D4] = q[((firstToken + min(e / D4, queries - 1u)) * H + head) * D4 + e % D4];
   }
   // The tile's last token sees up to its own column; every later one is hidden.
-  let columns = min(S, step.column + t0 + queries);
-  ${forwardWalk(tiles, {
-    key: (column, d4) => `keys[base + (${column}) * D4 + ${d4}]`,
-    value: (column, d4) => `values[base + (${column}) * D4 + ${d4}]`,
-    mask: (column) => `mask[token * S + ${column}]`,
-  })}
-  if (i < queries) {
+  let visible = min(S, step.column + t0 + queries);
+  // This workgroup's share of them: all, or its split's whole blocks of TK (the last split's may be short, or empty).
+  let splitColumns = ((visible + groups.z * TK - 1u) / (groups.z * TK)) * TK;
+  let firstColumn = min(wg.z * splitColumns, visible);
+  let columns = min(visible, firstColumn + splitColumns);
+  ${forwardWalk(
+    tiles,
+    {
+      key: (column, d4) => `keys[base + (${column}) * D4 + ${d4}]`,
+      value: (column, d4) => `values[base + (${column}) * D4 + ${d4}]`,
+      mask: (column) => `mask[token * S + ${column}]`,
+    },
+    false,
+    'firstColumn',
+  )}
+  if (i < queries) {${
+    columnParts
+      ? `
+    // This split's part (COLUMN_PART floats, a whole number of vec4s): the sums, then the running maximum and sum.
+    let at = ((wg.z * step.tokens + firstToken + i) * H + head) * ${COLUMN_PART / 4}u;
+    out[at + lane] = acc0;
+    out[at + lane + L] = acc1;
+    if (lane == 0u) { out[at + ${MAX_HEAD_DIM / 4}u] = vec4<f32>(runningMax, total, 0.0, 0.0); }`
+      : `
     let at = ((firstToken + i) * H + head) * D4;
     out[at + lane] = acc0 / total;
-    out[at + lane + L] = acc1 / total;
+    out[at + lane + L] = acc1 / total;`
+  }
   }
 }`;
 }

@@ -104,29 +104,29 @@ export class KVCache {
   stepMask(T = 1, window = Infinity): Float32Array {
     const W = this.columns;
     const total = W + T;
-    // Zeros (visible) to start with: a decoding step's row sees nearly all of its columns, so
-    // only the hidden ones are written (a batch of 128 rows of 2,048 columns is 1 MB a step).
+    // Zeros (visible) to start with, the hidden spans then filled or copied in whole: a decoding
+    // step's row sees nearly all of its columns (a batch of 128 rows of 2,048 columns is 1 MB a
+    // step), and a prompt's chunk of 256 tokens writes 256 of its rows.
     const mask = new Float32Array(this.rows * T * total);
     this.valid.forEach((rowValid, b) => {
       const cached = this.positions[b];
+      // The row's cached columns as a token that sees all its positions sees them, and the column of each position.
+      const hidden = new Float32Array(W);
+      const columnOf: number[] = [];
+      for (let c = 0; c < W; c++) {
+        if (rowValid[c]) columnOf.push(c);
+        else hidden[c] = MASKED;
+      }
       for (let t = 0; t < T; t++) {
         const base = (b * T + t) * total;
         // The first position this token sees; with none before the row's first, every token of the row is in its window.
         const first = cached + t - window + 1;
-        if (first <= 0) {
-          for (let c = 0; c < W; c++) if (!rowValid[c]) mask[base + c] = MASKED;
-        } else {
-          for (let c = 0, k = 0; c < W; c++) {
-            if (!rowValid[c]) {
-              mask[base + c] = MASKED;
-              continue;
-            }
-            if (k < first) mask[base + c] = MASKED;
-            k++;
-          }
-        }
+        mask.set(hidden, base);
+        // Every column before the first position's is hidden (an unused one, or an earlier position).
+        if (first > 0) mask.fill(MASKED, base, base + (first < columnOf.length ? columnOf[first] : W));
         // The step's own tokens: those up to t, inside the window.
-        for (let u = 0; u < T; u++) if (u > t || u <= t - window) mask[base + W + u] = MASKED;
+        mask.fill(MASKED, base + W, base + W + Math.max(0, Math.min(t - window + 1, T)));
+        mask.fill(MASKED, base + W + t + 1, base + total);
       }
     });
     return mask;
