@@ -147,8 +147,8 @@ export class KVCache {
     const T = k.shape[2];
     const target = this.appendTarget(layer, T);
     if (target) {
-      writeColumns(target.k, k, target.column);
-      writeColumns(target.v, v, target.column);
+      copyBlocksOnHeap(target.k, 0, target.column, k, T);
+      copyBlocksOnHeap(target.v, 0, target.column, v, T);
       return { k: target.k, v: target.v };
     }
     const grow = (old: tf.Tensor4D, added: tf.Tensor4D): tf.Tensor4D =>
@@ -316,7 +316,8 @@ export class KVCache {
     // Tensors with spare columns are this cache's alone (class comment): written where they are.
     const owned = (mine as tf.Tensor4D[]).every((t) => t.shape[2] > this.columns);
     if (owned && this.inPlace && tf.getBackend() === 'wasm') {
-      mine.forEach((t, i) => writeRowOnHeap(t as tf.Tensor4D, row, theirs[i] as tf.Tensor4D, L, this.columns));
+      // The prompt's L columns right-aligned in the row's first `columns`, as merge() aligns a row.
+      mine.forEach((t, i) => copyBlocksOnHeap(t as tf.Tensor4D, row * (t as tf.Tensor4D).shape[1], this.columns - L, theirs[i] as tf.Tensor4D, L));
     } else if (!owned || !writeCacheRows(mine as tf.Tensor4D[], row, theirs as tf.Tensor4D[], L, this.columns)) {
       const around = (x: tf.Tensor4D, joining: tf.Tensor4D) =>
         tf.tidy(() => {
@@ -424,31 +425,19 @@ function padColumns(x: tf.Tensor4D | null, columns: number, width: number, spare
 }
 
 /**
- * Writes `added` [rows, heads, T, d] into columns column .. column + T of `target` [rows, heads,
- * capacity, d], where tfjs-wasm keeps target's data: one copy of T x d floats per row and head.
- * Only for a tensor no other holds (KVCache's in-place mode).
+ * Copies the first `columns` columns of each [S, d] block of `source` [n, heads, S, d] (its
+ * n x heads blocks in order) into `target` [rows, heads, capacity, d] at column `at` of its
+ * blocks from `firstBlock` on, where tfjs-wasm keeps both tensors' data: one copy of columns x d
+ * floats a block. Only for a target no other tensor holds (KVCache's in-place mode): a step's
+ * new columns into every row (firstBlock 0), or a joining prompt's into one row (replaceRow).
  */
-function writeColumns(target: tf.Tensor4D, added: tf.Tensor4D, column: number): void {
+function copyBlocksOnHeap(target: tf.Tensor4D, firstBlock: number, at: number, source: tf.Tensor4D, columns: number): void {
   const wasm = tf.backend() as unknown as WasmBackendInternals;
-  const [rows, heads, capacity, d] = target.shape;
-  const T = added.shape[2];
-  const to = heapView(wasm, target);
-  const from = heapView(wasm, added);
-  for (let i = 0; i < rows * heads; i++) to.set(from.subarray(i * T * d, (i + 1) * T * d), (i * capacity + column) * d);
-}
-
-/**
- * Writes the first `columns` columns of `source` [1, heads, S, d] right-aligned in the first
- * `width` columns of row `row` of `target` [rows, heads, capacity, d], where tfjs-wasm keeps
- * target's data: one copy of columns x d floats per head. Only for a tensor no other holds.
- */
-function writeRowOnHeap(target: tf.Tensor4D, row: number, source: tf.Tensor4D, columns: number, width: number): void {
-  const wasm = tf.backend() as unknown as WasmBackendInternals;
-  const [, heads, capacity, d] = target.shape;
-  const S = source.shape[2];
+  const [, , capacity, d] = target.shape;
+  const [n, heads, S] = source.shape;
   const to = heapView(wasm, target);
   const from = heapView(wasm, source);
-  for (let h = 0; h < heads; h++) to.set(from.subarray(h * S * d, (h * S + columns) * d), ((row * heads + h) * capacity + width - columns) * d);
+  for (let b = 0; b < n * heads; b++) to.set(from.subarray(b * S * d, (b * S + columns) * d), ((firstBlock + b) * capacity + at) * d);
 }
 
 function padMask(m: Uint8Array, width: number): Uint8Array {
