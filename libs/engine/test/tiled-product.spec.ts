@@ -2,9 +2,9 @@ import { productTiling, rowMajor, setProductTiles, tiledProduct, useSubgroupMatr
 
 /**
  * Which tiles a webgpu product takes (kernels/tiled-product.wgsl.ts): 128 where their grid still
- * has enough workgroups to fill a large GPU, else 64, or the one a bench sets; the programs the
- * two sizes make are checked against the cpu backend in webgpu-training-kernels.spec.ts and
- * webgpu-half-weights.spec.ts.
+ * has enough workgroups to fill a large GPU, 32 where 64-tiles would leave most of it idle, else
+ * 64, or the one a bench sets; the programs the three sizes make are checked against the cpu
+ * backend in webgpu-training-kernels.spec.ts and webgpu-half-weights.spec.ts.
  */
 describe('tiled product tiling', () => {
   afterEach(() => {
@@ -12,20 +12,23 @@ describe('tiled product tiling', () => {
     useSubgroupMatrices(null);
   });
 
-  it('takes 128-tiles for products with enough of them, 64 for the rest', () => {
+  it('takes 128-tiles for products with enough of them, 32 for those with few 64-tiles, 64 for the rest', () => {
     // Qwen2.5-3B's gate|up over a 4 x 256-token step: 8 x 172 tiles of 128.
     expect(productTiling(1024, 22016)).toEqual({ tile: 128, dispatch: [172, 8, 1] });
-    // SmolLM2-135M's q|k|v on the same rows: 8 x 8 tiles of 128, too few; 15 x 16 of 64.
-    expect(productTiling(1024, 960)).toEqual({ tile: 64, dispatch: [15, 16, 1] });
+    // SmolLM2-135M's gate|up on the same rows: 4 x 24 tiles of 128, too few; 16 x 48 of 64.
+    expect(productTiling(1024, 3072)).toEqual({ tile: 64, dispatch: [48, 16, 1] });
+    // Its q|k|v: 16 x 15 tiles of 64, too few; 32 x 30 of 32. Qwen2.5-0.5B's (1,152 columns): 16 x 18 of 64.
+    expect(productTiling(1024, 960)).toEqual({ tile: 32, dispatch: [30, 32, 1] });
+    expect(productTiling(1024, 1152).tile).toBe(64);
     // Rows and columns past a whole tile take one more.
-    expect(productTiling(65, 129).dispatch).toEqual([3, 2, 1]);
+    expect(productTiling(65, 129).dispatch).toEqual([5, 3, 1]);
   });
 
   it('puts extra workgroups in rows of the grid after the product\'s', () => {
-    // 15 x 16 tiles of 64, then 40 workgroups: three rows of 15 more (the last part-filled).
-    expect(productTiling(1024, 960, 40)).toEqual({ tile: 64, dispatch: [15, 19, 1] });
-    expect(productTiling(1024, 960, 45).dispatch).toEqual([15, 19, 1]);
-    expect(productTiling(1024, 960, 46).dispatch).toEqual([15, 20, 1]);
+    // 48 x 16 tiles of 64, then 100 workgroups: three rows of 48 more (the last part-filled).
+    expect(productTiling(1024, 3072, 100)).toEqual({ tile: 64, dispatch: [48, 19, 1] });
+    expect(productTiling(1024, 3072, 96).dispatch).toEqual([48, 18, 1]);
+    expect(productTiling(1024, 3072, 97).dispatch).toEqual([48, 19, 1]);
   });
 
   it('takes the tiles a bench sets, whatever the size', () => {
@@ -35,8 +38,9 @@ describe('tiled product tiling', () => {
     expect(productTiling(8, 8)).toEqual({ tile: 128, dispatch: [1, 1, 1] });
   });
 
-  it("keeps a thread's outputs in registers: 4 x 4 of a 64-tile, 8 x 8 of a 128-tile", () => {
-    const wgsl = (tile: 64 | 128) => tiledProduct(32, 32, tile, rowMajor('x', 32), (k, c) => `w[${k} * 32u + ${c}]`, true, (row, col, value) => `y[${row} * 32u + ${col}] = ${value};`);
+  it("keeps a thread's outputs in registers: 2 x 2 of a 32-tile, 4 x 4 of a 64-tile, 8 x 8 of a 128-tile", () => {
+    const wgsl = (tile: 32 | 64 | 128) => tiledProduct(32, 32, tile, rowMajor('x', 32), (k, c) => `w[${k} * 32u + ${c}]`, true, (row, col, value) => `y[${row} * 32u + ${col}] = ${value};`);
+    expect(wgsl(32)).toContain('var acc : array<vec2<f32>, 2>;');
     expect(wgsl(64)).toContain('var acc : array<vec4<f32>, 4>;');
     expect(wgsl(128)).toContain('var acc : array<vec4<f32>, 16>;');
   });

@@ -238,7 +238,7 @@ suite('a decoding step encoded whole on webgpu', () => {
     expect(released.counts.destroyedBuffers).toBeGreaterThan(0);
   }, 60_000);
 
-  it("gives the cpu backend logits with a prompt chunk's and a batch of 64 rows' products in tiles of 64 and 128, weights in f32 and bf16", async () => {
+  it("gives the cpu backend logits with a prompt chunk's and a batch of 64 rows' products in tiles of 32, 64 and 128, weights in f32 and bf16", async () => {
     // A prompt of 100 tokens (its products in tiles, q|k|v's and gate|up's K of 128 in two splits, down's 200 in two of 112 and 88), one of 3 (split: under a tile's rows), then a decoding step of 2 rows (split).
     const long = Array.from({ length: 100 }, (_, i) => 1 + ((i * 41) % 500));
     const prompt: Script = { joins: new Map([[0, [[0, long], [1, [1, 5, 6]]]]]), leaves: new Map(), steps: 1 };

@@ -77,7 +77,7 @@ const CASES: Case[] = [
   { name: 'gate|up, two adapters', M: 40, K: 64, widths: [48, 48], ranks: [8, 8], scale: 0.5, bias: false },
   { name: 'q|k|v with biases, three adapters of different ranks', M: 33, K: 64, widths: [64, 32, 32], ranks: [8, 4, 16], scale: 2, bias: true },
   { name: 'q|k|v, k without an adapter', M: 20, K: 48, widths: [48, 16, 16], ranks: [8, null, 8], scale: 1, bias: false },
-  // 18 row tiles of 64 (9 of 128): the tiles' order takes them in groups of 8, the last group part-filled.
+  // 35 row tiles of 32 (18 of 64, 9 of 128): the tiles' order takes them in groups of 8, the last group part-filled.
   { name: 'rows in several groups of tiles', M: 1100, K: 40, widths: [136], ranks: [8], scale: 1, bias: true },
 ];
 
@@ -406,12 +406,12 @@ suite('WGSL training kernels give the cpu backend results', () => {
     await againstCpu(inputs, reference, kernel, 3);
   }, COMPILING);
 
-  // Every case on the tiles its size takes (64) and the device's storage buffers, the ones with part-filled tiles and groups
+  // Every case on the tiles its size takes (32) and the device's storage buffers, the ones with part-filled tiles and groups
   // on the larger tiles too, and those whose backward passes WebGPU's default of 8 buffers in two dispatches as a device
   // binding 8 runs them (in three or four).
   const TILED_CASES = [
     ...CASES.map((c) => ({ ...c, tile: 'auto' as const, buffers: Infinity })),
-    ...[CASES[0], CASES[CASES.length - 1]].map((c) => ({ ...c, tile: PRODUCT_TILES[1], buffers: Infinity })),
+    ...[CASES[0], CASES[CASES.length - 1]].flatMap((c) => PRODUCT_TILES.slice(1).map((tile) => ({ ...c, tile, buffers: Infinity }))),
     ...CASES.filter((c) => 5 + 2 * c.ranks.filter((r) => r !== null).length > MAX_STORAGE_BUFFERS).map((c) => ({ ...c, tile: 'auto' as const, buffers: MAX_STORAGE_BUFFERS })),
   ];
 

@@ -12,8 +12,8 @@
  * rather than paced (dawn-polling.ts; engine only), decode with a LoRA adapter at the smallest and largest batch,
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
- * only), and where some of the step's products take 128 x 128 tiles by their size, LoRA SFT
- * again with every product in 64 x 64 (engine only), and where the device has tensor cores
+ * only), and where some of the step's products take 32 x 32 or 128 x 128 tiles by their size,
+ * LoRA SFT again with every product in 64 x 64 (engine only), and where the device has tensor cores
  * (subgroup matrices, checked against the f32 tiles as the backend starts), LoRA SFT again with
  * the tiled products on them (engine only; every other row multiplies in f32); with --f32-copy, for a shape stored in bf16 (the larger ones and the smoke run's
  * tiny-qwen2), which the engine holds in 16 bits on webgpu, also decode at the smallest and
@@ -131,8 +131,8 @@ interface Figures {
   rl?: number;
   /** Decoding at the smallest batch with Dawn's polling left to spin rather than paced (the engine's only; dawn-polling.ts). */
   spinDecode?: number;
-  /** LoRA SFT with every tiled product in 64 x 64 tiles, where by their sizes some take 128 (the engine's only, kernels on). */
-  sftSmallTiles?: number;
+  /** LoRA SFT with every tiled product in 64 x 64 tiles, where by their sizes some take 32 or 128 (the engine's only, kernels on). */
+  sftTiles64?: number;
   /** LoRA SFT with the tiled products on tensor cores, where the device has them (the engine's only, kernels on). */
   sftTensorCores?: number;
   /** For a 16-bit checkpoint, which the engine holds in 16 bits on webgpu: decoding on an f32 copy (gpuWeights 'f32'), at the smallest and largest batch (the engine's only). */
@@ -258,15 +258,15 @@ function trainingRows(lm: LoadedModel, plan: Plan): { tokens: number[]; mask: nu
 }
 
 /**
- * Whether some tiled product of a training step takes 128 x 128 tiles by its size (productTiling
- * with the tiles left to it, the engine's kernels on webgpu): the frozen products forward
- * [rows, out] and their input gradients [rows, in].
+ * Whether some tiled product of a training step takes other tiles than 64 x 64 by its size
+ * (productTiling with the tiles left to it, the engine's kernels on webgpu, no tensor cores):
+ * the frozen products forward [rows, out] and their input gradients [rows, in].
  */
-function takesLargeTiles(config: ModelConfig, plan: Plan): boolean {
+function takesOtherTiles(config: ModelConfig, plan: Plan): boolean {
   if (tf.getBackend() !== 'webgpu' || !fusedKernelsEnabled() || process.argv.includes('--tiles')) return false;
   const { hiddenSize: C, intermediateSize: I, numHeads: H, numKvHeads: KV, headDim: D } = config;
   const widths = [(H + 2 * KV) * D, H * D, C, 2 * I, I];
-  return widths.some((n) => productTiling(plan.trainRows * plan.trainTokens, n).tile === 128);
+  return widths.some((n) => productTiling(plan.trainRows * plan.trainTokens, n).tile !== 64);
 }
 
 /** LoRA SFT tokens/s over plan.trainSteps steps after one untimed step, and what a step costs the host (Figures.sftHost). */
@@ -401,10 +401,10 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
     const trained = await sft(lm, plan);
     figures.sft = trained.rate;
     figures.sftHost = trained.host;
-    if (takesLargeTiles(lm.config, plan)) {
+    if (takesOtherTiles(lm.config, plan)) {
       progress('LoRA SFT, every product in 64 x 64 tiles');
       setProductTiles(64);
-      figures.sftSmallTiles = (await sft(lm, plan).finally(() => setProductTiles('auto'))).rate;
+      figures.sftTiles64 = (await sft(lm, plan).finally(() => setProductTiles('auto'))).rate;
     }
     if (tensorCores && fusedKernelsEnabled()) {
       progress('LoRA SFT, products on tensor cores');
@@ -672,7 +672,7 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
     ...loraBatches.map((b) => row(`decode with a LoRA adapter, batch ${b} (aggregate)`, (f) => f.loraDecode?.[b])),
     ...f32Batches.map((b) => row(`decode, weights held in f32, batch ${b} (aggregate)`, (f) => f.f32Decode?.[b])),
     row(`LoRA SFT, ${plan.trainRows} x ${plan.trainTokens} tokens per step`, (f) => f.sft),
-    ...(runs.some((r) => r.figures.sftSmallTiles) ? [row('LoRA SFT, every product in 64 x 64 tiles', (f) => f.sftSmallTiles)] : []),
+    ...(runs.some((r) => r.figures.sftTiles64) ? [row('LoRA SFT, every product in 64 x 64 tiles', (f) => f.sftTiles64)] : []),
     ...(runs.some((r) => r.figures.sftTensorCores) ? [row('LoRA SFT, tiled products on tensor cores (f16 operands)', (f) => f.sftTensorCores)] : []),
     row(`RL step (ART's default loss), ${plan.trainRows} x ${plan.trainTokens} tokens`, (f) => f.rl),
   ];

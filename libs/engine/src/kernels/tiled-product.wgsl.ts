@@ -1,7 +1,7 @@
 /**
  * The tiled product the webgpu projections share (kernels/lora.webgpu.ts's training products,
  * kernels/half-linear.webgpu.ts's 16-bit ones): a workgroup a square block of the output, in
- * one of two sizes (productTiling chooses).
+ * one of three sizes (productTiling chooses).
  */
 
 /** Threads a workgroup (16 x 16), each computing a (tile / 16) x (tile / 16) block of its tile. */
@@ -13,12 +13,15 @@ const DEPTH = 16;
 const GROUP = 8;
 
 /**
- * The tiles' sides: 64 (4 x 4 outputs a thread) and 128 (8 x 8). The larger tile reads each
- * staged value into twice as many multiply-adds (64 for four vec4 loads against 16 for two) and
- * each operand from memory half as often, but makes a quarter as many workgroups: it pays where
- * the product still has enough of them to fill a large GPU several times over.
+ * The tiles' sides: 32 (2 x 2 outputs a thread), 64 (4 x 4) and 128 (8 x 8). A larger tile
+ * reads each staged value into more multiply-adds (the 128-tile 64 for four vec4 loads, the
+ * 64-tile 16 for two, the 32-tile 4 for two vec2s) and each operand from memory less often, but
+ * makes a quarter as many workgroups as the next smaller: the 128-tile pays where the product
+ * still has enough of them to fill a large GPU several times over, the 32-tile where 64-tiles
+ * would leave most of its multiprocessors with one workgroup or none (SmolLM2-135M's o and down
+ * products over a 4 x 256-token step: 144 tiles of 64).
  */
-export const PRODUCT_TILES = [64, 128] as const;
+export const PRODUCT_TILES = [32, 64, 128] as const;
 /** A tile's side, or 'matrix': 64 x 64 tiles multiplied in subgroup matrices (matrixProduct). */
 export type ProductTile = (typeof PRODUCT_TILES)[number] | 'matrix';
 
@@ -64,6 +67,8 @@ export function usedSubgroupMatrices(): SubgroupMatrices | null {
 
 /** Workgroups of 128-tiles from which a product takes them: two full waves of a 132-multiprocessor card at two workgroups each, and more. */
 const WIDE_TILE_WORKGROUPS = 512;
+/** Workgroups of 64-tiles under which a product takes 32-tiles: two for each multiprocessor of a 132-multiprocessor card. */
+const NARROW_TILE_WORKGROUPS = 264;
 
 /** Which tiles productTiling gives: by the product's size ('auto'), or always one. */
 export type ProductTileChoice = 'auto' | ProductTile;
@@ -82,11 +87,19 @@ export interface ProductTiling {
   dispatch: [number, number, number];
 }
 
+/**
+ * The tiles and grid of a product [rows, cols] (with `extraWorkgroups` of other work after its
+ * own, ExtraWork): those a bench set (setProductTiles), the matrix tile where products take
+ * subgroup matrices, else by the product's size: 128 where its 128-tiles still make
+ * WIDE_TILE_WORKGROUPS workgroups, 32 where its 64-tiles make fewer than
+ * NARROW_TILE_WORKGROUPS, else 64.
+ */
 export function productTiling(rows: number, cols: number, extraWorkgroups = 0): ProductTiling {
-  const [small, wide] = PRODUCT_TILES;
-  const wideGrid = Math.ceil(cols / wide) * Math.ceil(rows / wide);
+  const [narrow, middle, wide] = PRODUCT_TILES;
+  const grid = (side: number) => Math.ceil(cols / side) * Math.ceil(rows / side);
   const choice = tileChoice === 'matrix' && !subgroupMatrices ? 'auto' : tileChoice;
-  const tile: ProductTile = choice !== 'auto' ? choice : subgroupMatrices ? 'matrix' : wideGrid >= WIDE_TILE_WORKGROUPS ? wide : small;
+  const bySize = grid(wide) >= WIDE_TILE_WORKGROUPS ? wide : grid(middle) < NARROW_TILE_WORKGROUPS ? narrow : middle;
+  const tile: ProductTile = choice !== 'auto' ? choice : subgroupMatrices ? 'matrix' : bySize;
   const side = tileSide(tile);
   const columns = Math.ceil(cols / side);
   // The extra workgroups (ExtraWork) in rows of the grid after the product's.
@@ -231,6 +244,7 @@ export function tiledProduct(
   splitDepth: number | null = null,
 ): string {
   if (tile === 'matrix') return matrixProduct(inner, cols, leftAt, rightAt, rightRowMajor, store, extra, splitDepth);
+  if (tile === 32) return narrowProduct(inner, cols, leftAt, rightAt, rightRowMajor, store, extra, splitDepth);
   const groups = tile / (4 * SIDE);
   // Floats a row of the left's staged slice takes: the tile and 4 of padding, so that the threads staging one row's DEPTH values write apart in workgroup memory's banks.
   const leftStride = tile + 4;
@@ -272,6 +286,64 @@ ${stagedLoads(tile, DEPTH, inner, cols, leftAt, rightAt, rightRowMajor, `let lat
           if (row < u.M && col < ${cols}u) { ${store('row', 'col', `finish(row, col, acc[(g * 4u + i) * ${groups}u + h][j])`)} }
         }
       }
+    }
+  }
+}`;
+}
+
+/** The narrow tile's side: a workgroup's 16 x 16 threads 2 x 2 outputs each. */
+const NARROW_TILE = 32;
+
+/**
+ * tiledProduct on 32 x 32 tiles, for a product whose 64-tiles would leave most of a large GPU
+ * without work (productTiling): four times the workgroups, each thread 2 x 2 outputs (rows
+ * lid.y * 2 + i, columns lid.x * 2 + j), the same staging, DEPTH of both operands at a time
+ * (two values of each an invocation), tile order and epilogue. A thread reads its two rows of
+ * the left and its two columns of the right as halves of the staged vec4s.
+ */
+function narrowProduct(
+  inner: number,
+  cols: number,
+  leftAt: (row: string, k: string) => string,
+  rightAt: (k: string, c: string) => string,
+  rightRowMajor: boolean,
+  store: (row: string, col: string, value: string) => string,
+  extra: ExtraWork | null,
+  splitDepth: number | null,
+): string {
+  const tile = NARROW_TILE;
+  const leftStride = tile + 4;
+  return `// ls [DEPTH][leftStride] (the left's tile rows of each k, padded), rs [DEPTH][tile cols], as vec4s.
+var<workgroup> ls : array<vec4<f32>, ${(DEPTH * leftStride) / 4}>;
+var<workgroup> rs : array<vec4<f32>, ${(DEPTH * tile) / 4}>;
+${groupedTile}
+@compute @workgroup_size(${SIDE}, ${SIDE})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+${tileOrigin(tile, extra)}
+  // acc[i]: row i's two columns.
+  var acc : array<vec2<f32>, 2>;
+  let leftHalf = (lid.y & 1u) == 1u;
+  let rightHalf = (lid.x & 1u) == 1u;
+  ${depthLoop(inner, DEPTH, splitDepth)} {
+${stagedLoads(tile, DEPTH, inner, cols, leftAt, rightAt, rightRowMajor, `let lat = kl * ${leftStride}u + r;
+      ls[lat / 4u][lat % 4u] = lv;`, `let rat = kk * ${tile}u + c;
+      rs[rat / 4u][rat % 4u] = rv;`)}
+    workgroupBarrier();
+    for (var kk = 0u; kk < ${DEPTH}u; kk++) {
+      let l4 = ls[kk * ${leftStride / 4}u + lid.y / 2u];
+      let r4 = rs[kk * ${tile / 4}u + lid.x / 2u];
+      let a = select(l4.xy, l4.zw, leftHalf);
+      let b = select(r4.xy, r4.zw, rightHalf);
+      acc[0] += a.x * b;
+      acc[1] += a.y * b;
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 2u; i++) {
+    let row = row0 + lid.y * 2u + i;
+    for (var j = 0u; j < 2u; j++) {
+      let col = col0 + lid.x * 2u + j;
+      if (row < u.M && col < ${cols}u) { ${store('row', 'col', `finish(row, col, acc[i][j])`)} }
     }
   }
 }`;
