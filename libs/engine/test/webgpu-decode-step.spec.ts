@@ -106,6 +106,32 @@ function expectSame(cpu: Float32Array[][], gpu: Float32Array[][]): void {
   });
 }
 
+/** The layers of the model in `dir`. */
+function layersOf(dir: string): number {
+  return (JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, number>)['num_hidden_layers'];
+}
+
+/**
+ * Runs `script` on the cpu backend, then on webgpu with the attention's columns split among
+ * workgroups where a step allows it (columnSplits) and again without: both runs give the cpu's
+ * logits. Returns how many more dispatches the split run made.
+ */
+async function extraSplitDispatches(dir: string, script: Script): Promise<number> {
+  await selectBackend('cpu');
+  const cpu = await run(dir, script);
+  await selectBackend('webgpu');
+  const split = await countGpuWork(() => run(dir, script));
+  expectSame(cpu, split.result);
+  setColumnSplits(false);
+  try {
+    const whole = await countGpuWork(() => run(dir, script));
+    expectSame(cpu, whole.result);
+    return split.counts.dispatches - whole.counts.dispatches;
+  } finally {
+    setColumnSplits(true);
+  }
+}
+
 suite('a decoding step encoded whole on webgpu', () => {
   afterAll(() => selectBackend('wasm'));
 
@@ -132,22 +158,9 @@ suite('a decoding step encoded whole on webgpu', () => {
     const prompt = (length: number, seed: number) => Array.from({ length }, (_, i) => 1 + ((i * seed) % 500));
     const script: Script = { joins: new Map([[0, [[0, prompt(600, 37)], [1, [1, 5, 6]], [2, prompt(300, 29)]]]]), leaves: new Map([[2, [1]]]), steps: 3 };
     const dir = makeTiny('decode-step-columns');
-    const layers = (JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, number>)['num_hidden_layers'];
-    await selectBackend('cpu');
-    const cpu = await run(dir, script);
-    await selectBackend('webgpu');
     expect(columnSplits(3 * 4, 600)).toBe(2);
-    const split = await countGpuWork(() => run(dir, script));
-    expectSame(cpu, split.result);
-    setColumnSplits(false);
-    try {
-      const whole = await countGpuWork(() => run(dir, script));
-      expectSame(cpu, whole.result);
-      // Each of the 3 decoding steps, and the long prompt's last two chunks (16 workgroups over 512 and 600 columns: 2 splits), made one dispatch a layer more: the parts' sum.
-      expect(split.counts.dispatches - whole.counts.dispatches).toBe((3 + 2) * layers);
-    } finally {
-      setColumnSplits(true);
-    }
+    // Each of the 3 decoding steps, and the long prompt's last two chunks (16 workgroups over 512 and 600 columns: 2 splits), made one dispatch a layer more: the parts' sum.
+    expect(await extraSplitDispatches(dir, script)).toBe((3 + 2) * layersOf(dir));
   }, 120_000);
 
   it("gives the cpu backend logits with a long prompt's later chunks' columns split among workgroups, in one dispatch a layer more each", async () => {
@@ -156,23 +169,10 @@ suite('a decoding step encoded whole on webgpu', () => {
     const prompt = Array.from({ length: 1100 }, (_, i) => 1 + ((i * 41) % 500));
     const script: Script = { joins: new Map([[0, [[0, prompt]]]]), leaves: new Map(), steps: 2 };
     const dir = makeTiny('decode-step-prompt-columns');
-    const layers = (JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, number>)['num_hidden_layers'];
-    await selectBackend('cpu');
-    const cpu = await run(dir, script);
-    await selectBackend('webgpu');
     expect([256, 512, 768, 1024].map((columns) => columnSplits(16, columns))).toEqual([1, 2, 2, 4]);
     expect(columnSplits(8, 1100)).toBe(4);
-    const split = await countGpuWork(() => run(dir, script));
-    expectSame(cpu, split.result);
-    setColumnSplits(false);
-    try {
-      const whole = await countGpuWork(() => run(dir, script));
-      expectSame(cpu, whole.result);
-      // Four of the prompt's five chunks and both decoding steps (4 workgroups over 1,100 columns) made one dispatch a layer more.
-      expect(split.counts.dispatches - whole.counts.dispatches).toBe((4 + 2) * layers);
-    } finally {
-      setColumnSplits(true);
-    }
+    // Four of the prompt's five chunks and both decoding steps (4 workgroups over 1,100 columns) made one dispatch a layer more.
+    expect(await extraSplitDispatches(dir, script)).toBe((4 + 2) * layersOf(dir));
   }, 120_000);
 
   it('writes a row that joins in place of one that left into the batch\'s cache, so that neither it nor the step after it makes a bind group', async () => {

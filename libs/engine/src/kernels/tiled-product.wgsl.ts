@@ -231,6 +231,8 @@ export function rowMajor(name: string, inner: number): (row: string, k: string) 
  * productTiling's grid for the same tile. With `splitDepth`, the product is split along the
  * inner dimension (the grid's z: each workgroup sums that much of it, SPLIT_DEPTH a multiple),
  * and `store` puts each split's sums apart, by `wg.z`, for the program after it to add up.
+ * The 32-tile (narrowProduct) and the matrix tile (matrixProduct) are programs of their own
+ * with the same staging, tile order and epilogue.
  */
 export function tiledProduct(
   inner: number,
@@ -243,30 +245,21 @@ export function tiledProduct(
   extra: ExtraWork | null = null,
   splitDepth: number | null = null,
 ): string {
-  if (tile === 'matrix') return matrixProduct(inner, cols, leftAt, rightAt, rightRowMajor, store, extra, splitDepth);
-  if (tile === 32) return narrowProduct(inner, cols, leftAt, rightAt, rightRowMajor, store, extra, splitDepth);
+  const p: Operands = { inner, cols, leftAt, rightAt, rightRowMajor, store, extra, splitDepth };
+  if (tile === 'matrix') return matrixProduct(p);
+  if (tile === NARROW_TILE) return narrowProduct(p);
   const groups = tile / (4 * SIDE);
-  // Floats a row of the left's staged slice takes: the tile and 4 of padding, so that the threads staging one row's DEPTH values write apart in workgroup memory's banks.
-  const leftStride = tile + 4;
-  return `// ls [DEPTH][leftStride] (the left's tile rows of each k, padded), rs [DEPTH][tile cols], as vec4s.
-var<workgroup> ls : array<vec4<f32>, ${(DEPTH * leftStride) / 4}>;
-var<workgroup> rs : array<vec4<f32>, ${(DEPTH * tile) / 4}>;
-${groupedTile}
-@compute @workgroup_size(${SIDE}, ${SIDE})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-${tileOrigin(tile, extra)}
+  return `${f32TileOpening(p, tile)}
   // acc[(g * 4 + i) * ${groups} + h]: row group g's row i, column group h's four columns.
   var acc : array<vec4<f32>, ${4 * groups * groups}>;
   ${depthLoop(inner, DEPTH, splitDepth)} {
-${stagedLoads(tile, DEPTH, inner, cols, leftAt, rightAt, rightRowMajor, `let lat = kl * ${leftStride}u + r;
-      ls[lat / 4u][lat % 4u] = lv;`, `let rat = kk * ${tile}u + c;
-      rs[rat / 4u][rat % 4u] = rv;`)}
+${f32StagedLoads(p, tile)}
     workgroupBarrier();
     for (var kk = 0u; kk < ${DEPTH}u; kk++) {
       var a : array<vec4<f32>, ${groups}>;
       var b : array<vec4<f32>, ${groups}>;
       for (var g = 0u; g < ${groups}u; g++) {
-        a[g] = ls[kk * ${leftStride / 4}u + g * ${SIDE}u + lid.y];
+        a[g] = ls[kk * ${leftStride(tile) / 4}u + g * ${SIDE}u + lid.y];
         b[g] = rs[kk * ${tile / 4}u + g * ${SIDE}u + lid.x];
       }
       for (var g = 0u; g < ${groups}u; g++) {
@@ -291,6 +284,39 @@ ${stagedLoads(tile, DEPTH, inner, cols, leftAt, rightAt, rightRowMajor, `let lat
 }`;
 }
 
+/** A product's operands and epilogue as tiledProduct takes them, for the program of its tile. */
+interface Operands {
+  inner: number;
+  cols: number;
+  leftAt: (row: string, k: string) => string;
+  rightAt: (k: string, c: string) => string;
+  rightRowMajor: boolean;
+  store: (row: string, col: string, value: string) => string;
+  extra: ExtraWork | null;
+  splitDepth: number | null;
+}
+
+/** Floats a row of the left's staged slice takes in an f32 tile: the tile and 4 of padding, so that the threads staging one row's DEPTH values write apart in workgroup memory's banks. */
+const leftStride = (tile: number) => tile + 4;
+
+/** An f32 tile's workgroup memory (both operands' staged slices, as vec4s) and its `main` up to the tile's origin: a workgroup of 16 x 16 threads. */
+function f32TileOpening(p: Operands, tile: number): string {
+  return `// ls [DEPTH][leftStride] (the left's tile rows of each k, padded), rs [DEPTH][tile cols], as vec4s.
+var<workgroup> ls : array<vec4<f32>, ${(DEPTH * leftStride(tile)) / 4}>;
+var<workgroup> rs : array<vec4<f32>, ${(DEPTH * tile) / 4}>;
+${groupedTile}
+@compute @workgroup_size(${SIDE}, ${SIDE})
+fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
+${tileOrigin(tile, p.extra)}`;
+}
+
+/** An f32 tile's loads of one step of DEPTH of both operands into ls and rs (stagedLoads). */
+function f32StagedLoads(p: Operands, tile: number): string {
+  return stagedLoads(tile, DEPTH, p.inner, p.cols, p.leftAt, p.rightAt, p.rightRowMajor, `let lat = kl * ${leftStride(tile)}u + r;
+      ls[lat / 4u][lat % 4u] = lv;`, `let rat = kk * ${tile}u + c;
+      rs[rat / 4u][rat % 4u] = rv;`);
+}
+
 /** The narrow tile's side: a workgroup's 16 x 16 threads 2 x 2 outputs each. */
 const NARROW_TILE = 32;
 
@@ -301,36 +327,18 @@ const NARROW_TILE = 32;
  * (two values of each an invocation), tile order and epilogue. A thread reads its two rows of
  * the left and its two columns of the right as halves of the staged vec4s.
  */
-function narrowProduct(
-  inner: number,
-  cols: number,
-  leftAt: (row: string, k: string) => string,
-  rightAt: (k: string, c: string) => string,
-  rightRowMajor: boolean,
-  store: (row: string, col: string, value: string) => string,
-  extra: ExtraWork | null,
-  splitDepth: number | null,
-): string {
+function narrowProduct(p: Operands): string {
   const tile = NARROW_TILE;
-  const leftStride = tile + 4;
-  return `// ls [DEPTH][leftStride] (the left's tile rows of each k, padded), rs [DEPTH][tile cols], as vec4s.
-var<workgroup> ls : array<vec4<f32>, ${(DEPTH * leftStride) / 4}>;
-var<workgroup> rs : array<vec4<f32>, ${(DEPTH * tile) / 4}>;
-${groupedTile}
-@compute @workgroup_size(${SIDE}, ${SIDE})
-fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-${tileOrigin(tile, extra)}
+  return `${f32TileOpening(p, tile)}
   // acc[i]: row i's two columns.
   var acc : array<vec2<f32>, 2>;
   let leftHalf = (lid.y & 1u) == 1u;
   let rightHalf = (lid.x & 1u) == 1u;
-  ${depthLoop(inner, DEPTH, splitDepth)} {
-${stagedLoads(tile, DEPTH, inner, cols, leftAt, rightAt, rightRowMajor, `let lat = kl * ${leftStride}u + r;
-      ls[lat / 4u][lat % 4u] = lv;`, `let rat = kk * ${tile}u + c;
-      rs[rat / 4u][rat % 4u] = rv;`)}
+  ${depthLoop(p.inner, DEPTH, p.splitDepth)} {
+${f32StagedLoads(p, tile)}
     workgroupBarrier();
     for (var kk = 0u; kk < ${DEPTH}u; kk++) {
-      let l4 = ls[kk * ${leftStride / 4}u + lid.y / 2u];
+      let l4 = ls[kk * ${leftStride(tile) / 4}u + lid.y / 2u];
       let r4 = rs[kk * ${tile / 4}u + lid.x / 2u];
       let a = select(l4.xy, l4.zw, leftHalf);
       let b = select(r4.xy, r4.zw, rightHalf);
@@ -343,7 +351,7 @@ ${stagedLoads(tile, DEPTH, inner, cols, leftAt, rightAt, rightRowMajor, `let lat
     let row = row0 + lid.y * 2u + i;
     for (var j = 0u; j < 2u; j++) {
       let col = col0 + lid.x * 2u + j;
-      if (row < u.M && col < ${cols}u) { ${store('row', 'col', `finish(row, col, acc[i][j])`)} }
+      if (row < u.M && col < ${p.cols}u) { ${p.store('row', 'col', `finish(row, col, acc[i][j])`)} }
     }
   }
 }`;
@@ -374,16 +382,8 @@ export function matrixTileFits({ M, N, K, subgroupSize }: SubgroupMatrices): boo
  * product's threads do theirs. f16 operands carry 11 significant bits (and overflow past 65504),
  * the accumulation is f32: PyTorch's autocast products on the same cores.
  */
-function matrixProduct(
-  inner: number,
-  cols: number,
-  leftAt: (row: string, k: string) => string,
-  rightAt: (k: string, c: string) => string,
-  rightRowMajor: boolean,
-  store: (row: string, col: string, value: string) => string,
-  extra: ExtraWork | null,
-  splitDepth: number | null,
-): string {
+function matrixProduct(p: Operands): string {
+  const { inner, cols, leftAt, rightAt, rightRowMajor, store, extra, splitDepth } = p;
   const shape = subgroupMatrices;
   if (!shape) throw new Error('a matrix tile without subgroup matrices (useSubgroupMatrices)');
   const { M, N, K, subgroupSize } = shape;
