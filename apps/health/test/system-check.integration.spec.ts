@@ -37,11 +37,28 @@ describe('system check against a real nats-server and PostgreSQL', () => {
   const config = (databaseUrl = testServerUrl()) =>
     Object.assign(new HealthConfig(), { DATABASE_URL: databaseUrl, CHECK_TIMEOUT_MS: TIMEOUT_MS, INSTANCE_ID: 'health-1', JETSTREAM_PREFIX: PREFIX });
 
-  function service(answers: Record<string, () => Promise<ServiceHealthReport>>, databaseUrl?: string): SystemCheckService {
+  /**
+   * A system check over `answers` and the database at `databaseUrl` (the test database unless
+   * given), whose connection is opened first: on a busy machine opening one can take longer than
+   * the check's timeout, and these checks are of what the services answer.
+   */
+  async function service(answers: Record<string, () => Promise<ServiceHealthReport>>, databaseUrl?: string): Promise<SystemCheckService> {
     const c = config(databaseUrl);
     const probe = new DatabaseProbe(c);
     probes.push(probe);
+    if (databaseUrl === undefined) await connected(probe);
     return new SystemCheckService(c, bus, new FakeRpc(answers) as unknown as RpcClient, probe);
+  }
+
+  /** Pings until the probe's connection is open (each try within the check's timeout), at most five tries. */
+  async function connected(probe: DatabaseProbe): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await probe.ping();
+      } catch (err) {
+        if (attempt === 5) throw err;
+      }
+    }
   }
 
   const allHealthy = {
@@ -71,7 +88,7 @@ describe('system check against a real nats-server and PostgreSQL', () => {
   });
 
   it('reports every component, with what each one says about itself', async () => {
-    const report = await service(allHealthy).run();
+    const report = await (await service(allHealthy)).run();
     const c = report.components;
     expect(Object.keys(c).sort()).toEqual(
       ['chat', 'database', 'health', 'inference-queue', 'inference-workers', 'model-registry', 'nats', 'training-orchestrator', 'training-queue', 'training-workers'].sort(),
@@ -91,7 +108,7 @@ describe('system check against a real nats-server and PostgreSQL', () => {
   });
 
   it('names the failing checks a service reports, and times out a service that does not answer, without hiding the others', async () => {
-    const report = await service({
+    const check = await service({
       ...allHealthy,
       [Subjects.registry.healthCheck.name]: async () => ({
         service: 'model-registry',
@@ -100,7 +117,8 @@ describe('system check against a real nats-server and PostgreSQL', () => {
         checks: { database: { ok: false, latency_ms: 1, error: 'connection refused' }, nats: { ok: true, latency_ms: 1, error: null } },
       }),
       [Subjects.training.healthCheck.name]: () => new Promise<ServiceHealthReport>(() => undefined),
-    }).run();
+    });
+    const report = await check.run();
     expect(report.components['model-registry']).toMatchObject({ ok: false, error: 'database: connection refused' });
     expect(report.components['training-orchestrator']).toMatchObject({ ok: false, error: `no answer within ${TIMEOUT_MS} ms` });
     expect(report.components['chat'].ok).toBe(true);
@@ -109,7 +127,7 @@ describe('system check against a real nats-server and PostgreSQL', () => {
 
   it('reports a database that does not answer', async () => {
     const port = await freePort();
-    const report = await service(allHealthy, `postgresql://nobody:nobody@127.0.0.1:${port}/none`).run();
+    const report = await (await service(allHealthy, `postgresql://nobody:nobody@127.0.0.1:${port}/none`)).run();
     expect(report.components['database'].ok).toBe(false);
     expect(report.failing).toContain('database');
   });
