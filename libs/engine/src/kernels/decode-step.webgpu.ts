@@ -51,7 +51,8 @@ import { fusedKernelsApply, workgroupMemoryLimit } from './webgpu-program';
  * the residual stream. A step of a few rows over a long cache splits each row's columns among
  * workgroups (columnSplits) and adds their parts up in one more dispatch: nine. A prompt's
  * chunk, several new tokens a row, attends to new columns that other workgroups write, so
- * RoPE runs on its own before attention there: nine. Then the
+ * RoPE runs on its own before attention there: nine, and ten where a long prompt's chunk
+ * splits its columns too. Then the
  * lm_head product (final norm folded in) on each row's last token and, for stepDrawn, the next
  * token drawn on the GPU. Everything goes in one command buffer and one queue submit, and only
  * each row's token and logprob come back. The other families' differences ride on the same
@@ -282,8 +283,8 @@ const KEPT_READ_BUFFERS = 4;
 /** Each model's step on the device it was made for: made on first use, released with the model (LlamaModel.onDispose). */
 const stepsByModel = new WeakMap<LlamaModel, WebGpuDecodeStep>();
 
-/** Most dispatches a layer records: nine for a prompt's chunk (RoPE apart from attention), and the x A products of q|k|v and gate|up where they have adapters. */
-const DISPATCHES_PER_LAYER = 9 + 2;
+/** Most dispatches a layer records: ten for a prompt's chunk whose attention splits its columns (RoPE apart from attention, and the parts' sum), and the x A products of q|k|v and gate|up where they have adapters. */
+const DISPATCHES_PER_LAYER = 10 + 2;
 
 /** Layer uniforms (a cache's capacity) a step keeps for the caches it binds. */
 const KEPT_LAYER_UNIFORMS = 32;
