@@ -448,6 +448,29 @@ suite('a decoding step encoded whole on webgpu', () => {
     cpu.out.forEach((logits, i) => expect(maxAbsDiff(gpu.out[i], logits)).toBeLessThan(1e-5));
   }, 120_000);
 
+  it("profiles a long prompt's chunk that splits its columns, with an adapter: each dispatch timed", async () => {
+    await selectBackend('webgpu');
+    const dir = makeTiny('decode-step-profile');
+    const lm = await loadModel(dir);
+    const attached = applyAdapter(lm, randomAdapter(dir, { r: 4, alpha: 8, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] }));
+    const step = WebGpuDecodeStep.for(lm.model) as WebGpuDecodeStep;
+    const cache = lm.model.newCache();
+    cache.addEmptyRow();
+    try {
+      const prompt = Array.from({ length: 600 }, (_, i) => 1 + ((i * 43) % 500));
+      step.advance(cache, [prompt.slice(0, 256)]);
+      step.advance(cache, [prompt.slice(256, 512)]);
+      // The last 88 tokens over 600 columns: RoPE, attention in 2 splits and their sum, and x A before q|k|v and gate|up: 12 dispatches a layer.
+      const spent = (await step.profile(cache, [prompt.slice(512)])) as Record<string, number>;
+      expect(Object.keys(spent).sort()).toEqual(['attention', 'attention_combine', 'down', 'gate_up', 'gate_up_lora_a', 'lm_head', 'o', 'qkv', 'qkv_lora_a', 'residual', 'rope', 'swiglu']);
+      for (const us of Object.values(spent)) expect(us).toBeGreaterThanOrEqual(0);
+    } finally {
+      cache.dispose();
+      attached.dispose();
+      lm.dispose();
+    }
+  }, 120_000);
+
   it('makes eight dispatches a layer (ten with LoRA) and two more, one submit, and reads back 8 bytes a row', async () => {
     await selectBackend('webgpu');
     const before = tf.memory().numTensors;

@@ -447,9 +447,9 @@ function peer(dir: string, plan: Plan): Figures | string {
 /**
  * Where the GPU time of one encoded step goes (WebGpuDecodeStep.profile: timestamp queries),
  * per kind of dispatch in microseconds: a prefill chunk of one prompt, a decoding step of each
- * batch size, and one of a row after a plan.longContext-token prompt, its attention's columns
- * split among workgroups and walked by one. Null off webgpu or where the adapter has no
- * timestamp queries.
+ * batch size, and the last chunk of a plan.longContext-token prompt and a step of its row after
+ * it, their attention's columns split among workgroups and walked by one. Null off webgpu or
+ * where the adapter has no timestamp queries.
  */
 async function profile(lm: LoadedModel, plan: Plan): Promise<string | null> {
   const step = WebGpuDecodeStep.for(lm.model);
@@ -477,20 +477,25 @@ async function profile(lm: LoadedModel, plan: Plan): Promise<string | null> {
     line(`decode, batch ${size}`, await step.profile(rows, next));
     rows.dispose();
   }
-  // One row after a long prompt (prefilled a chunk at a time, as DecodeBatch.join does), its attention's columns split and not.
-  const long = lm.model.newCache();
-  long.addEmptyRow();
+  // A long prompt's last chunk (the ones before it prefilled as DecodeBatch.join does), then one row decoding after it: their attention's columns split and not.
   const prompt = tokens(plan.longContext, 10, lm.config.vocabSize);
-  for (let at = 0; at < prompt.length; at += chunk) step.advance(long, [prompt.slice(at, at + chunk)]);
+  const lastChunk = Math.floor((prompt.length - 1) / chunk) * chunk;
   try {
     for (const split of [true, false]) {
       setColumnSplits(split);
-      await step.profile(long, [[3]]); // compiles the pipelines
-      line(`decode, batch 1, ${plan.longContext}-token prompt${split ? '' : ', its columns in one workgroup'}`, await step.profile(long, [[3]]));
+      const long = lm.model.newCache();
+      long.addEmptyRow();
+      try {
+        for (let at = 0; at < lastChunk; at += chunk) step.advance(long, [prompt.slice(at, at + chunk)]);
+        line(`prefill, the last ${prompt.length - lastChunk} tokens of a ${plan.longContext}-token prompt${split ? '' : ', its columns in one workgroup a tile'}`, await step.profile(long, [prompt.slice(lastChunk)]));
+        await step.profile(long, [[3]]); // compiles the pipelines
+        line(`decode, batch 1, ${plan.longContext}-token prompt${split ? '' : ', its columns in one workgroup'}`, await step.profile(long, [[3]]));
+      } finally {
+        long.dispose();
+      }
     }
   } finally {
     setColumnSplits(true);
-    long.dispose();
   }
   return ['| GPU time of one step, µs | total | by dispatch kind |', '|---|---|---|', ...lines].join('\n');
 }
