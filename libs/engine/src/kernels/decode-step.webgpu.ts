@@ -7,7 +7,7 @@ import type { KVCache } from '../model/kv-cache';
 import type { LlamaModel } from '../model/llama';
 import type { FrozenLinear } from '../model/linear';
 import { inverseFrequencies } from '../model/rope';
-import { forwardTiles } from './attention.wgsl';
+import { ForwardTiles, forwardTiles } from './attention.wgsl';
 import {
   attentionShader,
   COLUMN_PART,
@@ -871,9 +871,7 @@ export class WebGpuDecodeStep {
     const pairs = N * (H + 2 * KV) * (D / 2);
     // q_norm and k_norm (Qwen3, Gemma 3), done by the programs that do RoPE's work.
     const qkNormEps = this.config.qkNorm ? this.config.rmsNormEps : null;
-    // A prompt chunk's attention tiles, in the device's workgroup memory (null: a head dimension they do not take).
-    const memory = workgroupMemoryLimit(this.backend);
-    const tiles = forwardTiles(D, memory);
+    const { memory, tiles } = this.promptTiles();
     this.layerBindings.forEach((bound, l) => {
       const binding = (bound as LayerBinding).groups as Record<CacheProgram, GPUBindGroup>;
       layerProduct(l, 'qkv', 'qkv');
@@ -914,10 +912,16 @@ export class WebGpuDecodeStep {
    * its tiles see (none where its head dimension takes no tiles).
    */
   private columnSplitsOf(rows: number, T: number, width: number): number {
-    const { numHeads: H, headDim: D } = this.config;
+    const H = this.config.numHeads;
     if (T === 1) return columnSplits(rows * H, width);
-    const tiles = forwardTiles(D, workgroupMemoryLimit(this.backend));
+    const { tiles } = this.promptTiles();
     return tiles ? columnSplits(H * rows * Math.ceil(T / tiles.TQ), width + T) : 1;
+  }
+
+  /** A prompt chunk's attention tiles in the device's workgroup memory (workgroupMemoryLimit), and that memory; null tiles where the head dimension takes none. */
+  private promptTiles(): { memory: number; tiles: ForwardTiles | null } {
+    const memory = workgroupMemoryLimit(this.backend);
+    return { memory, tiles: forwardTiles(this.config.headDim, memory) };
   }
 
   /**
@@ -946,7 +950,7 @@ export class WebGpuDecodeStep {
         q: storage(N * H * D),
         heads: storage(N * H * D),
         // Every split's part of each (token, head) of a grid within TARGET_WORKGROUPS (columnSplits): a workgroup a (row, head) decoding, a tile of TQ tokens' a prompt's chunk.
-        columnParts: storage(TARGET_WORKGROUPS * (forwardTiles(D, workgroupMemoryLimit(this.backend))?.TQ ?? 1) * COLUMN_PART),
+        columnParts: storage(TARGET_WORKGROUPS * (this.promptTiles().tiles?.TQ ?? 1) * COLUMN_PART),
         act: storage(N * I),
         tables: storage(N * 2 * D),
         slidingTables: storage(this.slidingRopeTables ? N * 2 * D : 4),

@@ -108,14 +108,15 @@ export class KVCache {
     // step's row sees nearly all of its columns (a batch of 128 rows of 2,048 columns is 1 MB a
     // step), and a prompt's chunk of 256 tokens writes 256 of its rows.
     const mask = new Float32Array(this.rows * T * total);
+    // A row's cached columns as a token that sees all its positions sees them, and within a window the column of each position.
+    const hidden = new Float32Array(W);
+    const windowed = window !== Infinity;
     this.valid.forEach((rowValid, b) => {
       const cached = this.positions[b];
-      // The row's cached columns as a token that sees all its positions sees them, and the column of each position.
-      const hidden = new Float32Array(W);
       const columnOf: number[] = [];
       for (let c = 0; c < W; c++) {
-        if (rowValid[c]) columnOf.push(c);
-        else hidden[c] = MASKED;
+        hidden[c] = rowValid[c] ? 0 : MASKED;
+        if (windowed && rowValid[c]) columnOf.push(c);
       }
       for (let t = 0; t < T; t++) {
         const base = (b * T + t) * total;
