@@ -634,6 +634,9 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
     train_forward_passes: b.forwardPasses,
     train_dispatches_per_layer: perLayer((m) => m.train.dispatches - m.optimizer.dispatches),
     train_optimizer_dispatches_per_layer: perLayer((m) => m.optimizer.dispatches),
+    // The embedding, the final norm both ways, the lm_head's chunk (one here), the loss and the
+    // optimizer's dispatches beside its per-layer ones.
+    train_dispatches_outside_layers: b.train.dispatches - b.layers * perLayer((m) => m.train.dispatches),
     train_submits_per_step: b.train.submits,
     rl_submits_per_step: b.rl.submits,
     train_readbacks_per_step: b.train.reads,

@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { GRADIENT_KERNEL, SOFTMAX_KERNEL } from './next-token-softmax.webgpu';
+import type { HalfDtype } from '../dtype';
+import { INPUT_GRADIENT_KERNEL, SOFTMAX_KERNEL } from './next-token-softmax.webgpu';
 import { SOFTMAX_WASM } from './softmax.wasm';
 import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsApply } from './webgpu-program';
@@ -9,8 +10,11 @@ import { fusedKernelsApply } from './webgpu-program';
  * tfjs-wasm's heap (source: libs/engine/assembly/softmax.ts, nextTokenSoftmax and
  * nextTokenGradient): one pass of exponentials over the [n, vocabulary] logits where tfjs
  * makes eight or nine, and one pass for their gradient where tfjs makes three. On webgpu the
- * same kernel names run WGSL (next-token-softmax.webgpu.ts).
+ * softmax's kernel name runs WGSL, and the gradient is made inside the product with the
+ * lm_head that follows it (next-token-softmax.webgpu.ts, nextTokenInputGradient).
  */
+
+const GRADIENT_KERNEL = 'TrainyardNextTokenGradient';
 
 type SoftmaxFunction = (logits: number, targets: number, exps: number, stats: number, n: number, V: number) => void;
 type GradientFunction = (exps: number, stats: number, targets: number, dLogprobs: number, dLogits: number, n: number, V: number) => void;
@@ -81,7 +85,26 @@ export function nextTokenSoftmax(logits: tf.Tensor2D, targets: tf.Tensor1D): Nex
   });
 }
 
-/** d loss / d logits [n, V] from nextTokenSoftmax's result and dLogprobs [n] = d loss / d log p(target). */
+/** d loss / d logits [n, V] from nextTokenSoftmax's result and dLogprobs [n] = d loss / d log p(target), on wasm. */
 export function nextTokenLogitsGradient(softmax: Pick<NextTokenSoftmax, 'exps' | 'stats'>, targets: tf.Tensor1D, dLogprobs: tf.Tensor1D): tf.Tensor2D {
   return tf.engine().runKernel(GRADIENT_KERNEL, { exps: softmax.exps, stats: softmax.stats, targets, dLogprobs }) as tf.Tensor2D;
+}
+
+/**
+ * d loss / d x [n, C] through the lm_head `head`, of weight W [C, V] as webgpu's programs take it
+ * (FrozenLinear.gpuWeight: [in, out] f32, or held in 16 bits as pairs), from nextTokenSoftmax's
+ * result and dLogprobs [n]: dLogits W^T, its left operand made inside the product, on webgpu;
+ * null elsewhere, where the caller multiplies nextTokenLogitsGradient's result.
+ */
+export function nextTokenInputGradient(
+  softmax: Pick<NextTokenSoftmax, 'exps' | 'stats'>,
+  targets: tf.Tensor1D,
+  dLogprobs: tf.Tensor1D,
+  head: { gpuWeight(): tf.Tensor2D | { pairs: tf.Tensor2D; dtype: HalfDtype } },
+): tf.Tensor2D | null {
+  if (tf.getBackend() !== 'webgpu' || !fusedKernelsApply()) return null;
+  const weight = head.gpuWeight();
+  const [w, dtype] = 'pairs' in weight ? [weight.pairs, weight.dtype] : [weight, 'F32'];
+  const inputs = { exps: softmax.exps, stats: softmax.stats, targets, dLogprobs, w };
+  return tf.engine().runKernel(INPUT_GRADIENT_KERNEL, inputs, { dtype } as unknown as tf.NamedAttrMap) as tf.Tensor2D;
 }

@@ -1,21 +1,28 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
+import type { StorageDtype } from '../dtype';
+import { weightReader } from './half-weights.wgsl';
+import { ProductTiling, productTiling, SPLIT_DEPTH, tiledProduct } from './tiled-product.wgsl';
+import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
- * The lm_head's softmax of a training step and its gradient on webgpu: the same kernel names as
- * the wasm kernels (next-token-softmax.ts), the same outputs, in WGSL. tfjs's ops take about
- * ten passes over a chunk's [n, vocabulary] logits (a max, a subtraction, exp, a sum, a
- * division, a gather, the entropy's product and sum; for the gradient a one-hot, a subtraction
- * and a product), each a dispatch; these take two, one each way.
+ * The lm_head's softmax of a training step and the backward through the lm_head on webgpu.
+ * tfjs's ops take about ten passes over a chunk's [n, vocabulary] logits (a max, a subtraction,
+ * exp, a sum, a division, a gather, the entropy's product and sum; for the gradient a one-hot, a
+ * subtraction and a product), each a dispatch, and then a product with the lm_head; these take
+ * one program each way.
  *
- * `TrainyardNextTokenSoftmax`: a workgroup a row r of logits [n, V] with target t (int32): its
- * maximum m, then exps[r][j] = e^(x_j - m) and the row's stats (z_t = x_t - m, s = sum_j e^z_j,
- * sum_j e^z_j z_j / s), the threads' partial maximum and sums added in workgroup memory, in
- * float32 (the wasm kernel sums in float64). `TrainyardNextTokenGradient`: dLogits[r][j] =
- * dLogprobs[r] ([j = t] - exps[r][j] / s), a thread an element.
+ * `TrainyardNextTokenSoftmax` (the wasm kernel's name and outputs, next-token-softmax.ts): a
+ * workgroup a row r of logits [n, V] with target t (int32): its maximum m, then exps[r][j] =
+ * e^(x_j - m) and the row's stats (z_t = x_t - m, s = sum_j e^z_j, sum_j e^z_j z_j / s), the
+ * threads' partial maximum and sums added in workgroup memory, in float32 (the wasm kernel sums
+ * in float64). `TrainyardNextTokenInputGradient`: d loss / d x = dLogits W^T, the tiled product
+ * of the projections (tiled-product.wgsl.ts) whose left operand, dLogits[r][j] = dLogprobs[r]
+ * ([j = t] - exps[r][j] / s), is made from the softmax's outputs as it is staged, never written;
+ * where the chunk has few positions, the vocabulary is split among workgroups and a second
+ * dispatch adds the splits up.
  */
 export const SOFTMAX_KERNEL = 'TrainyardNextTokenSoftmax';
-export const GRADIENT_KERNEL = 'TrainyardNextTokenGradient';
+export const INPUT_GRADIENT_KERNEL = 'TrainyardNextTokenInputGradient';
 
 const WORKGROUP = 256;
 
@@ -83,20 +90,71 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
   };
 }
 
-function gradientProgram(n: number, V: number): MultiOutputProgram {
+/** Workgroups the head's input gradient aims for: two 256-thread workgroups on each multiprocessor of a 132-multiprocessor card, and a few more. */
+const TARGET_WORKGROUPS = 512;
+/** Fewest of the vocabulary a split of the head's input gradient walks, and most splits. */
+const MIN_SPLIT = 2048;
+const MAX_SPLITS = 32;
+
+/**
+ * How many splits of the vocabulary (a power of two) the head's input gradient of `rows` rows
+ * and `C` columns takes, and their tiles: doubled while the grid stays under TARGET_WORKGROUPS
+ * and a split walks at least MIN_SPLIT of the V columns. A chunk of few positions makes few
+ * tiles of dx (a 55-position chunk of a 151,936-token vocabulary and 896 columns: 56), each
+ * walking the whole vocabulary; split, they fill the GPU.
+ */
+export function headGradientTiling(rows: number, C: number, V: number): { tiling: ProductTiling; splits: number; splitDepth: number } {
+  const tiling = productTiling(rows, C, 0, false);
+  const tiles = tiling.dispatch[0] * tiling.dispatch[1];
+  let splits = 1;
+  while (splits < MAX_SPLITS && tiles * splits * 2 <= TARGET_WORKGROUPS && V / (splits * 2) >= MIN_SPLIT) splits *= 2;
+  return { tiling, splits, splitDepth: Math.ceil(V / splits / SPLIT_DEPTH) * SPLIT_DEPTH };
+}
+
+/**
+ * dx [n, C] = dLogits W^T, W the lm_head's [C, V] (f32, or held in 16 bits: weightReader), each
+ * element of dLogits made as the product stages it: dLogits[r][j] = dLogprobs[r] ([j = t_r] -
+ * exps[r][j] / s_r). Split (headGradientTiling), each split of the vocabulary writes its sums to
+ * partial [splits, n, C] for sumProgram.
+ */
+function inputGradientProgram(n: number, C: number, V: number, dtype: StorageDtype): MultiOutputProgram {
+  const { tiling, splits, splitDepth } = headGradientTiling(n, C, V);
+  const w = weightReader('w', dtype, V);
+  const out = splits === 1 ? 'dx' : 'partial';
+  const store = (row: string, col: string, value: string) => `${out}[${splits === 1 ? '' : 'wg.z * u.M * ' + C + 'u + '}${row} * ${C}u + ${col}] = ${value};`;
   return {
-    key: 'trainyardNextTokenGradient',
-    wgsl: () => `${multiOutputBindings('n : u32, V : u32', ['exps', 'stats', 'targets:i32', 'dLogprobs'], ['dLogits'])}
-${flatMain(WORKGROUP)}
-  if (i >= u.n * u.V) { return; }
-  let r = i / u.V;
+    key: `trainyardNextTokenInputGradient_${C}_${V}_${dtype}_${tiling.tile}_${splits}`,
+    wgsl: () => `${multiOutputBindings('M : u32', ['exps', 'stats', 'targets:i32', 'dLogprobs', w.binding], [out])}
+${w.helpers}
+fn dLogit(r : u32, j : u32) -> f32 {
   let g = dLogprobs[r];
-  let d = exps[i] * (-g / stats[3u * r + 1u]);
-  dLogits[i] = select(d, d + g, i % u.V == u32(targets[r]));
+  let d = exps[r * ${V}u + j] * (-g / stats[3u * r + 1u]);
+  return select(d, d + g, j == u32(targets[r]));
+}
+fn finish(row : u32, col : u32, acc : f32) -> f32 {
+  return acc;
+}
+${tiledProduct(V, C, tiling.tile, (row, k) => `dLogit(${row}, ${k})`, (k, c) => w.at(c, k), false, store, null, splits === 1 ? null : splitDepth)}`,
+    outputShapes: [splits === 1 ? [n, C] : [splits, n, C]],
+    dispatch: [tiling.dispatch[0], tiling.dispatch[1], splits],
+    uniforms: [{ type: 'uint32', value: n }],
+  };
+}
+
+/** dx [n, C] = the sum of partial [splits, n, C] over its splits, a thread an element. */
+function sumProgram(splits: number, n: number, C: number): MultiOutputProgram {
+  return {
+    key: `trainyardSumSplits_${splits}`,
+    wgsl: () => `${multiOutputBindings('size : u32', ['partial'], ['dx'])}
+${flatMain(WORKGROUP)}
+  if (i >= u.size) { return; }
+  var sum = 0.0;
+  for (var s = 0u; s < ${splits}u; s++) { sum += partial[s * u.size + i]; }
+  dx[i] = sum;
 }`,
-    outputShapes: [[n, V]],
-    dispatch: workgroupGrid(Math.ceil((n * V) / WORKGROUP)),
-    uniforms: uniforms(n, V),
+    outputShapes: [[n, C]],
+    dispatch: workgroupGrid(Math.ceil((n * C) / WORKGROUP)),
+    uniforms: [{ type: 'uint32', value: n * C }],
   };
 }
 
@@ -111,12 +169,18 @@ tf.registerKernel({
 });
 
 tf.registerKernel({
-  kernelName: GRADIENT_KERNEL,
+  kernelName: INPUT_GRADIENT_KERNEL,
   backendName: 'webgpu',
-  kernelFunc: ({ inputs, backend }) => {
-    const { exps, stats, targets, dLogprobs } = inputs as Record<'exps' | 'stats' | 'targets' | 'dLogprobs', tf.TensorInfo>;
+  kernelFunc: ({ inputs, backend, attrs }) => {
+    const { exps, stats, targets, dLogprobs, w } = inputs as Record<'exps' | 'stats' | 'targets' | 'dLogprobs' | 'w', tf.TensorInfo>;
+    const { dtype } = attrs as unknown as { dtype: StorageDtype };
     const [n, V] = exps.shape;
-    const [dLogits] = runMultiOutputProgram(backend, gradientProgram(n, V), [exps, stats, targets, dLogprobs]);
-    return dLogits;
+    const C = w.shape[0];
+    const program = inputGradientProgram(n, C, V, dtype);
+    const [out] = runMultiOutputProgram(backend, program, [exps, stats, targets, dLogprobs, w]);
+    if (program.outputShapes[0].length === 2) return out;
+    const [dx] = runMultiOutputProgram(backend, sumProgram(out.shape[0], n, C), [out]);
+    disposeIntermediate(backend, out);
+    return dx;
   },
 });

@@ -90,16 +90,18 @@ export interface ProductTiling {
 /**
  * The tiles and grid of a product [rows, cols] (with `extraWorkgroups` of other work after its
  * own, ExtraWork): those a bench set (setProductTiles), the matrix tile where products take
- * subgroup matrices, else by the product's size: 128 where its 128-tiles still make
- * WIDE_TILE_WORKGROUPS workgroups, 32 where its 64-tiles make fewer than
+ * subgroup matrices (and `matrices` allows them: f16 operands round values under 6e-5 to fewer
+ * bits and flush those under 6e-8 to zero, which a product of small gradients cannot take), else by the product's size: 128 where its
+ * 128-tiles still make WIDE_TILE_WORKGROUPS workgroups, 32 where its 64-tiles make fewer than
  * NARROW_TILE_WORKGROUPS, else 64.
  */
-export function productTiling(rows: number, cols: number, extraWorkgroups = 0): ProductTiling {
+export function productTiling(rows: number, cols: number, extraWorkgroups = 0, matrices = true): ProductTiling {
   const [narrow, middle, wide] = PRODUCT_TILES;
   const grid = (side: number) => Math.ceil(cols / side) * Math.ceil(rows / side);
-  const choice = tileChoice === 'matrix' && !subgroupMatrices ? 'auto' : tileChoice;
+  const matrix = matrices && subgroupMatrices !== null;
+  const choice = tileChoice === 'matrix' && !matrix ? 'auto' : tileChoice;
   const bySize = grid(wide) >= WIDE_TILE_WORKGROUPS ? wide : grid(middle) < NARROW_TILE_WORKGROUPS ? narrow : middle;
-  const tile: ProductTile = choice !== 'auto' ? choice : subgroupMatrices ? 'matrix' : bySize;
+  const tile: ProductTile = choice !== 'auto' ? choice : matrix ? 'matrix' : bySize;
   const side = tileSide(tile);
   const columns = Math.ceil(cols / side);
   // The extra workgroups (ExtraWork) in rows of the grid after the product's.

@@ -133,6 +133,14 @@ export function storageBufferLimit(backend: object = tf.backend()): number {
   return Math.max(MAX_STORAGE_BUFFERS, Math.min(limit, storageBufferCap));
 }
 
+/** The most bytes one storage buffer binding may span on the webgpu backend now (`backend`, or tfjs's current one): the device's limit, at least WebGPU's default 128 MB. */
+export function storageBindingBytes(backend: object = tf.backend()): number {
+  return Math.max(STORAGE_BINDING_BYTES, (backend as Partial<WebGpuBackendRecording>).device?.limits.maxStorageBufferBindingSize ?? 0);
+}
+
+/** Bytes every WebGPU device lets one storage binding span (the default maxStorageBufferBindingSize). */
+const STORAGE_BINDING_BYTES = 1 << 27;
+
 /** Caps storageBufferLimit (Infinity: the device's), so that tests take the programs a device binding fewer takes. */
 export function capStorageBuffers(cap: number): void {
   storageBufferCap = cap;

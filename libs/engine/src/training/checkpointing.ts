@@ -1,9 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { nextTokenLogitsGradient, NextTokenSoftmax, nextTokenSoftmax } from '../kernels/next-token-softmax';
+import { nextTokenInputGradient, nextTokenLogitsGradient, NextTokenSoftmax, nextTokenSoftmax } from '../kernels/next-token-softmax';
+import { storageBindingBytes } from '../kernels/webgpu-program';
 import { contextTensors, type LlamaModel } from '../model/llama';
 import { BlockBackwardContext, decoderBlockBackward, decoderBlockSaving, decoderBlockSavedBytes } from '../ops/decoder-block-gradient';
 import { OutputSlot, OutputStore, withOutputStore } from '../ops/kept-outputs';
 import { inputGradient } from '../ops/linear-gradient';
+import { rmsNormBackward } from '../ops/norm';
 import { SavedActivations } from '../ops/saved-activations';
 
 /**
@@ -11,6 +13,14 @@ import { SavedActivations } from '../ops/saved-activations';
  * about 170 positions; [tokens, vocab] logits of a whole training step never exist at once.
  */
 const MAX_LOGITS_PER_CHUNK = 1 << 23;
+/**
+ * The same on webgpu (256 MB, within the device's largest storage binding): a chunk of a few
+ * positions leaves a GPU mostly idle, its softmax a workgroup a position and its input gradient
+ * a few tiles of [positions, hidden] (a 55-position chunk of Qwen2.5's 151,936-token
+ * vocabulary: 56 tiles), and the budget of kept softmax (KEPT_PRODUCTS_BYTES) holds the chunks'
+ * exponentials whatever their size.
+ */
+const MAX_GPU_LOGITS_PER_CHUNK = 1 << 26;
 
 /**
  * Most bytes a step keeps from its forward pass for the backward, unless
@@ -125,9 +135,10 @@ export function nextTokenRows(sequences: number[][]): NextTokenRows {
   return { inputs: sequences.map((r) => pad(r, 0)), targets: sequences.flatMap((r) => pad(r, 1)), rows: sequences.length, length: T };
 }
 
-/** Positions per lm_head chunk: at most `requested`, and few enough that chunk x vocab stays bounded. */
+/** Positions per lm_head chunk: at most `requested`, and few enough that chunk x vocab stays within the backend's bound. */
 export function headChunkSize(requested: number, vocabSize: number): number {
-  return Math.max(1, Math.min(requested, Math.floor(MAX_LOGITS_PER_CHUNK / vocabSize)));
+  const most = tf.getBackend() === 'webgpu' ? Math.min(MAX_GPU_LOGITS_PER_CHUNK, storageBindingBytes() / 4) : MAX_LOGITS_PER_CHUNK;
+  return Math.max(1, Math.min(requested, Math.floor(most / vocabSize)));
 }
 
 /**
@@ -165,7 +176,7 @@ async function headValues(model: LlamaModel, hidden: tf.Tensor2D, targets: numbe
  * The head's chunks: each chunk's `parts`, [log-probs] or [log-probs, entropies], as tensors the
  * caller reads (valuesOf) or reduces, then disposes; and with a `budget` of bytes (not null) each
  * chunk's softmax (KeptSoftmax) kept for the backward pass while the kept ones fit it, the first
- * chunk whatever its size (at most MAX_LOGITS_PER_CHUNK floats): a kept chunk needs no second
+ * chunk whatever its size (headChunkSize): a kept chunk needs no second
  * product with the lm_head. `kept` has one entry per chunk, null where not kept (always, where
  * the lm_head has adapters).
  */
@@ -271,16 +282,16 @@ function headSoftmax(model: LlamaModel, hidden: tf.Tensor2D, targets: number[], 
 /**
  * d loss / d hidden through the head, from the kept softmax: d log p(target) / d logits =
  * onehot(target) - p, so the logits' gradient is dLogprobs (onehot - p), and the lm_head's
- * input gradient of that is the one product this step needs with the lm_head.
+ * input gradient of that is the one product this step needs with the lm_head. On webgpu one
+ * program makes the logits' gradient inside that product (nextTokenInputGradient).
  */
 function headInputGradient(model: LlamaModel, kept: KeptSoftmax, targets: number[], dLogprobs: tf.Tensor1D): tf.Tensor2D {
   return tf.tidy(() => {
     const ids = tf.tensor1d(targets, 'int32');
-    const dLogits =
-      'probabilities' in kept
-        ? (tf.mul(tf.sub(tf.oneHot(ids, model.config.vocabSize), kept.probabilities), tf.expandDims(dLogprobs, 1)) as tf.Tensor2D)
-        : nextTokenLogitsGradient(kept, ids, dLogprobs);
-    return inputGradient(model.lmHead, dLogits);
+    if ('probabilities' in kept) {
+      return inputGradient(model.lmHead, tf.mul(tf.sub(tf.oneHot(ids, model.config.vocabSize), kept.probabilities), tf.expandDims(dLogprobs, 1)) as tf.Tensor2D);
+    }
+    return nextTokenInputGradient(kept, ids, dLogprobs, model.lmHead) ?? inputGradient(model.lmHead, nextTokenLogitsGradient(kept, ids, dLogprobs));
   });
 }
 
@@ -542,7 +553,7 @@ export async function checkpointedGradients(
 
     // 3. Back through the head a chunk of positions at a time, from the chunk's kept softmax
     // or with its logits and softmax recomputed (through the tape only where the lm_head has
-    // adapters, whose gradients it needs), then the final norm.
+    // adapters, whose gradients it needs), then the final norm by its explicit backward (ops/norm.ts).
     const parts: tf.Tensor2D[] = [];
     for (let start = 0, i = 0; start < N; start += size, i++) {
       const n = Math.min(size, N - start);
@@ -571,8 +582,9 @@ export async function checkpointedGradients(
     let dx = tf.tidy(() => {
       const dHead = parts.length === 1 ? parts[0] : tf.concat(parts);
       // Positions the loss does not read get no gradient from the head.
-      const dNormed = at ? tf.scatterND(tf.reshape(at, [N, 1]), dHead, normed.shape) : dHead;
-      return tf.grad((h: tf.Tensor) => model.finalNorm.forward(h as tf.Tensor2D))(last, dNormed) as tf.Tensor2D;
+      const dNormed = (at ? tf.scatterND(tf.reshape(at, [N, 1]), dHead, normed.shape) : dHead) as tf.Tensor2D;
+      const norm = model.finalNorm;
+      return rmsNormBackward(last, norm.weight, dNormed, norm.epsilon, norm.eps);
     });
     parts.forEach((p) => p.dispose());
 

@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { countGpuWork } from '../../src/kernels/gpu-counters';
-import { nextTokenLogitsGradient, nextTokenSoftmax } from '../../src/kernels/next-token-softmax';
+import { bf16ToF32, f32ToBf16, halfPairs } from '../../src/dtype';
+import { nextTokenInputGradient, nextTokenLogitsGradient, nextTokenSoftmax } from '../../src/kernels/next-token-softmax';
 import { ensureTrainingGradients } from '../../src/training/gradients';
 import { maxAbsDiff, useBackend, webgpuUnavailable } from '../helpers';
 
@@ -58,49 +59,67 @@ describe('the lm_head softmax kernels of a training step', () => {
   });
 
   // On lavapipe where there is no GPU (scripts/lib/common.sh ensure_vulkan); in CI a missing adapter fails it.
-  (unavailable && !inCi ? it.skip : it)('give the same on webgpu, in one program each way, to float32 sums (3 rows, vocabulary 49,157)', async () => {
-    const [n, V] = [3, 49157];
-    const targets = [5, 49156, 20000];
-    const values = (logits: tf.Tensor2D) => logits.dataSync() as Float32Array;
-    await useBackend('cpu');
-    const cpuLogits = logitsOf(n, V, 9);
-    const data = values(cpuLogits);
-    const expected = tf.tidy(() => {
-      const ops = withOps(cpuLogits, targets, tf.tensor1d([0.5, -2, 1.25]));
-      return [ops.logprobs, ops.entropy, ops.dLogits].map((t) => t.dataSync() as Float32Array);
-    });
-    cpuLogits.dispose();
-    await useBackend('webgpu');
-    const before = tf.memory().numTensors;
-    const logits = tf.tensor2d(data, [n, V]);
-    const ids = tf.tensor1d(targets, 'int32');
-    const dLogprobs = tf.tensor1d([0.5, -2, 1.25]);
-    try {
-      const forward = await countGpuWork(async () => {
-        const fused = nextTokenSoftmax(logits, ids);
-        if (fused) await fused.stats.data();
-        return fused;
+  // 3 rows of a 49k vocabulary make 3 tiles of dx, whose vocabulary splits 16 ways (a second
+  // dispatch adds them up); 1,003 is too few to split. A 16-bit weight needs an even vocabulary.
+  (unavailable && !inCi ? it.skip : it).each([
+    [3, 49157, 'F32', 2],
+    [3, 49158, 'BF16', 2],
+    [5, 1003, 'F32', 1],
+  ] as const)(
+    'give the same on webgpu (%i rows, vocabulary %i, weight %s): the softmax in one program, the input gradient through the lm_head in %i dispatches',
+    async (n, V, dtype, dispatches) => {
+      const C = 72;
+      const targets = Array.from({ length: n }, (_, r) => (r * 20011 + 5) % V);
+      targets[1] = V - 1;
+      const dLogprobsValues = Array.from({ length: n }, (_, r) => [0.5, -2, 1.25][r % 3] * (r + 1));
+      const values = (t: tf.Tensor) => t.dataSync() as Float32Array;
+      await useBackend('cpu');
+      const cpuLogits = logitsOf(n, V, 9);
+      const data = values(cpuLogits);
+      // W [C, V] as the lm_head's [in, out], its values those its 16 bits hold.
+      const rawWeight = values(tf.randomNormal([C, V], 0, 0.05, 'float32', 4));
+      const weight = dtype === 'BF16' ? bf16ToF32(f32ToBf16(rawWeight)) : rawWeight;
+      const expected = tf.tidy(() => {
+        const ops = withOps(cpuLogits, targets, tf.tensor1d(dLogprobsValues));
+        const dx = tf.matMul(ops.dLogits as tf.Tensor2D, tf.tensor2d(weight, [C, V]), false, true);
+        return [ops.logprobs, ops.entropy, dx].map(values);
       });
-      const fused = forward.result;
-      if (!fused) throw new Error('the kernel does not apply on webgpu');
-      const backward = await countGpuWork(async () => nextTokenLogitsGradient(fused, ids, dLogprobs));
-      const dLogits = backward.result;
-      // The softmax program, then log p and the entropy from its stats: unstack's three slices, a log, two subtractions.
-      expect(forward.counts.dispatches).toBe(7);
-      expect(backward.counts.dispatches).toBe(1);
-      expect(maxAbsDiff(await fused.logprobs.data(), expected[0])).toBeLessThan(1e-5);
-      expect(maxAbsDiff(await fused.entropy.data(), expected[1])).toBeLessThan(1e-4);
-      const gradient = (await dLogits.data()) as Float32Array;
-      expect(maxAbsDiff(gradient, expected[2])).toBeLessThan(1e-6);
-      // The -Infinity column has probability 0, so its gradient is 0.
-      expect(Math.abs(gradient[7])).toBe(0);
-      tf.dispose([fused.logprobs, fused.entropy, fused.exps, fused.stats, dLogits]);
-    } finally {
-      tf.dispose([logits, ids, dLogprobs]);
-      await useBackend('wasm');
-    }
-    expect(tf.memory().numTensors).toBe(before);
-  }, 60_000);
+      cpuLogits.dispose();
+      await useBackend('webgpu');
+      const before = tf.memory().numTensors;
+      const logits = tf.tensor2d(data, [n, V]);
+      const ids = tf.tensor1d(targets, 'int32');
+      const dLogprobs = tf.tensor1d(dLogprobsValues);
+      const w = dtype === 'BF16' ? { pairs: tf.tensor2d(halfPairs(weight, 'BF16'), [C, V / 2], 'int32'), dtype } : tf.tensor2d(weight, [C, V]);
+      const head = { gpuWeight: () => w };
+      try {
+        const forward = await countGpuWork(async () => {
+          const fused = nextTokenSoftmax(logits, ids);
+          if (fused) await fused.stats.data();
+          return fused;
+        });
+        const fused = forward.result;
+        if (!fused) throw new Error('the kernel does not apply on webgpu');
+        const backward = await countGpuWork(async () => nextTokenInputGradient(fused, ids, dLogprobs, head));
+        const dx = backward.result;
+        if (!dx) throw new Error('the input gradient does not apply on webgpu');
+        // The softmax program, then log p and the entropy from its stats: unstack's three slices, a log, two subtractions.
+        expect(forward.counts.dispatches).toBe(7);
+        expect(backward.counts.dispatches).toBe(dispatches);
+        expect(maxAbsDiff(await fused.logprobs.data(), expected[0])).toBeLessThan(1e-5);
+        expect(maxAbsDiff(await fused.entropy.data(), expected[1])).toBeLessThan(1e-4);
+        expect(dx.shape).toEqual([n, C]);
+        const scale = Math.max(...expected[2].map(Math.abs));
+        expect(maxAbsDiff((await dx.data()) as Float32Array, expected[2])).toBeLessThan(1e-5 * scale);
+        tf.dispose([fused.logprobs, fused.entropy, fused.exps, fused.stats, dx]);
+      } finally {
+        tf.dispose([logits, ids, dLogprobs, 'pairs' in w ? w.pairs : w]);
+        await useBackend('wasm');
+      }
+      expect(tf.memory().numTensors).toBe(before);
+    },
+    60_000,
+  );
 
   it('does not apply on another backend', async () => {
     await useBackend('cpu');
