@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { HalfDtype } from '../dtype';
 import { INPUT_GRADIENT_KERNEL, SOFTMAX_KERNEL } from './next-token-softmax.webgpu';
 import { SOFTMAX_WASM } from './softmax.wasm';
-import { heapOffset, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
+import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
 import { fusedKernelsApply } from './webgpu-program';
 
 /**
@@ -34,7 +34,15 @@ tf.registerKernel({
     const stats = wasm.makeOutput([n, 3], 'float32');
     const run = exportOf<SoftmaxFunction>(backend, 'nextTokenSoftmax') as SoftmaxFunction;
     run(heapOffset(wasm, logits), heapOffset(wasm, targets), heapOffset(wasm, exps), heapOffset(wasm, stats), n, V);
-    return [exps, stats];
+    // Each row's log p(target) and entropy from its stats, n numbers each, as the webgpu program writes them.
+    const [logprobs, entropy] = [wasm.makeOutput([n], 'float32'), wasm.makeOutput([n], 'float32')];
+    const [rowStats, lp, h] = [heapView(wasm, stats), heapView(wasm, logprobs), heapView(wasm, entropy)];
+    for (let r = 0; r < n; r++) {
+      const logSum = Math.log(rowStats[3 * r + 1]);
+      lp[r] = rowStats[3 * r] - logSum;
+      h[r] = logSum - rowStats[3 * r + 2];
+    }
+    return [exps, stats, logprobs, entropy];
   },
 });
 
@@ -77,12 +85,8 @@ function applies(logits: tf.Tensor2D): boolean {
  */
 export function nextTokenSoftmax(logits: tf.Tensor2D, targets: tf.Tensor1D): NextTokenSoftmax | null {
   if (!applies(logits)) return null;
-  const [exps, stats] = tf.engine().runKernel(SOFTMAX_KERNEL, { logits, targets }) as [tf.Tensor2D, tf.Tensor2D];
-  return tf.tidy(() => {
-    const [zTarget, sum, meanZ] = tf.unstack(stats, 1) as tf.Tensor1D[];
-    const logSum = tf.log(sum);
-    return { logprobs: tf.sub(zTarget, logSum) as tf.Tensor1D, entropy: tf.sub(logSum, meanZ) as tf.Tensor1D, exps, stats };
-  });
+  const [exps, stats, logprobs, entropy] = tf.engine().runKernel(SOFTMAX_KERNEL, { logits, targets }) as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D, tf.Tensor1D];
+  return { logprobs, entropy, exps, stats };
 }
 
 /** d loss / d logits [n, V] from nextTokenSoftmax's result and dLogprobs [n] = d loss / d log p(target), on wasm. */

@@ -15,7 +15,7 @@ import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings,
  * workgroup a row r of logits [n, V] with target t (int32): its maximum m, then exps[r][j] =
  * e^(x_j - m) and the row's stats (z_t = x_t - m, s = sum_j e^z_j, sum_j e^z_j z_j / s), the
  * threads' partial maximum and sums added in workgroup memory, in float32 (the wasm kernel sums
- * in float64). `TrainyardNextTokenInputGradient`: d loss / d x = dLogits W^T, the tiled product
+ * in float64), and from them the row's log p(t) = z_t - log s and entropy log s - sum_j p_j z_j. `TrainyardNextTokenInputGradient`: d loss / d x = dLogits W^T, the tiled product
  * of the projections (tiled-product.wgsl.ts) whose left operand, dLogits[r][j] = dLogprobs[r]
  * ([j = t] - exps[r][j] / s), is made from the softmax's outputs as it is staged, never written;
  * where the chunk has few positions, the vocabulary is split among workgroups and a second
@@ -36,7 +36,7 @@ function uniforms(n: number, V: number): MultiOutputProgram['uniforms'] {
 function softmaxProgram(n: number, V: number): MultiOutputProgram {
   return {
     key: 'trainyardNextTokenSoftmax',
-    wgsl: () => `${multiOutputBindings('n : u32, V : u32', ['logits', 'targets:i32'], ['exps', 'stats'])}
+    wgsl: () => `${multiOutputBindings('n : u32, V : u32', ['logits', 'targets:i32'], ['exps', 'stats', 'logprobs', 'entropy'])}
 var<workgroup> partial : array<f32, ${WORKGROUP}>;
 var<workgroup> partialEz : array<f32, ${WORKGROUP}>;
 // partial[0] (and partialEz[0] with both) from the threads' values: a maximum or sums.
@@ -76,15 +76,17 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
   workgroupBarrier();
   reduce(false, true, tid);
   if (tid == 0u) {
-    stats[3u * r] = logits[base + u32(targets[r])] - rowMax;
+    let zt = logits[base + u32(targets[r])] - rowMax;
+    let logSum = log(partial[0]);
+    let meanZ = partialEz[0] / partial[0];
+    stats[3u * r] = zt;
     stats[3u * r + 1u] = partial[0];
-    stats[3u * r + 2u] = partialEz[0] / partial[0];
+    stats[3u * r + 2u] = meanZ;
+    logprobs[r] = zt - logSum;
+    entropy[r] = logSum - meanZ;
   }
 }`,
-    outputShapes: [
-      [n, V],
-      [n, 3],
-    ],
+    outputShapes: [[n, V], [n, 3], [n], [n]],
     dispatch: workgroupGrid(n),
     uniforms: uniforms(n, V),
   };
@@ -103,7 +105,7 @@ const MAX_SPLITS = 32;
  * tiles of dx (a 55-position chunk of a 151,936-token vocabulary and 896 columns: 56), each
  * walking the whole vocabulary; split, they fill the GPU.
  */
-export function headGradientTiling(rows: number, C: number, V: number): { tiling: ProductTiling; splits: number; splitDepth: number } {
+function headGradientTiling(rows: number, C: number, V: number): { tiling: ProductTiling; splits: number; splitDepth: number } {
   const tiling = productTiling(rows, C, 0, false);
   const tiles = tiling.dispatch[0] * tiling.dispatch[1];
   let splits = 1;
