@@ -54,6 +54,10 @@ describe('tiled product tiling', () => {
     // 64 x 64 tiles, whatever the size.
     expect(productTiling(1024, 22016)).toEqual({ tile: 'matrix', dispatch: [344, 16, 1] });
     expect(productTiling(65, 129, 4)).toEqual({ tile: 'matrix', dispatch: [3, 4, 1] });
+    // A product that cannot take f16 operands (the lm_head's input gradient) takes the f32 tiles by its size, even where a bench asks for the matrix tile.
+    expect(productTiling(1024, 22016, 0, false)).toEqual({ tile: 128, dispatch: [172, 8, 1] });
+    setProductTiles('matrix');
+    expect(productTiling(1024, 960, 0, false).tile).toBe(32);
     setProductTiles(64);
     expect(productTiling(1024, 22016).tile).toBe(64);
   });

@@ -15,8 +15,10 @@ import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings,
  * workgroup a row r of logits [n, V] with target t (int32): its maximum m, then exps[r][j] =
  * e^(x_j - m) and the row's stats (z_t = x_t - m, s = sum_j e^z_j, sum_j e^z_j z_j / s), the
  * threads' partial maximum and sums added in workgroup memory, in float32 (the wasm kernel sums
- * in float64), and from them the row's log p(t) = z_t - log s and entropy log s - sum_j p_j z_j. `TrainyardNextTokenInputGradient`: d loss / d x = dLogits W^T, the tiled product
- * of the projections (tiled-product.wgsl.ts) whose left operand, dLogits[r][j] = dLogprobs[r]
+ * in float64), and from them the row's log p(t) = z_t - log s and entropy log s - sum_j p_j z_j.
+ *
+ * `TrainyardNextTokenInputGradient`: d loss / d x = dLogits W^T, the tiled product of the
+ * projections (tiled-product.wgsl.ts) whose left operand, dLogits[r][j] = dLogprobs[r]
  * ([j = t] - exps[r][j] / s), is made from the softmax's outputs as it is staged, never written;
  * where the chunk has few positions, the vocabulary is split among workgroups and a second
  * dispatch adds the splits up.

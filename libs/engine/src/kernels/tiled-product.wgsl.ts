@@ -90,10 +90,10 @@ export interface ProductTiling {
 /**
  * The tiles and grid of a product [rows, cols] (with `extraWorkgroups` of other work after its
  * own, ExtraWork): those a bench set (setProductTiles), the matrix tile where products take
- * subgroup matrices (and `matrices` allows them: f16 operands round values under 6e-5 to fewer
- * bits and flush those under 6e-8 to zero, which a product of small gradients cannot take), else by the product's size: 128 where its
- * 128-tiles still make WIDE_TILE_WORKGROUPS workgroups, 32 where its 64-tiles make fewer than
- * NARROW_TILE_WORKGROUPS, else 64.
+ * subgroup matrices and `matrices` allows them (f16 operands keep fewer bits of values under
+ * 6e-5 and flush those under 6e-8 to zero, which a product of a softmax's small gradients cannot
+ * take), else by the product's size: 128 where its 128-tiles still make WIDE_TILE_WORKGROUPS
+ * workgroups, 32 where its 64-tiles make fewer than NARROW_TILE_WORKGROUPS, else 64.
  */
 export function productTiling(rows: number, cols: number, extraWorkgroups = 0, matrices = true): ProductTiling {
   const [narrow, middle, wide] = PRODUCT_TILES;
