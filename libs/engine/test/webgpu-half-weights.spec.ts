@@ -2,7 +2,8 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import { DecodeBatch } from '../src/decode-batch';
 import { bf16ToF32, f32ToBf16, halfPairs, HalfDtype } from '../src/dtype';
-import { halfLinear, halfLinearTransposed } from '../src/kernels/half-linear.webgpu';
+import { frozenLinear, frozenLinearTransposed } from '../src/kernels/frozen-linear.webgpu';
+import { countGpuWork } from '../src/kernels/gpu-counters';
 import { PRODUCT_TILES, setProductTiles } from '../src/kernels/tiled-product.wgsl';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../src/loader';
@@ -178,31 +179,38 @@ suite('16-bit weights on webgpu', () => {
     half.after.forEach((values, i) => expect(maxAbsDiff(values, full.after[i])).toBeLessThan(1e-6));
   }, 120_000);
 
-  it.each(PRODUCT_TILES)('multiplies by the 16-bit words as the cpu backend by their f32 values, both ways, tiles of %i', async (tile) => {
-    // 5 row tiles of 64 (3 of 128), the last part-filled; 3 column tiles of 64 the other way.
-    const [M, K, N] = [300, 136, 72];
-    const rng = new SeededRandom(7);
-    const values = (n: number) => Float32Array.from({ length: n }, () => 2 * rng.next() - 1);
-    const [x, w, bias, dy] = [values(M * K), values(K * N), values(N), values(M * N)];
-    const exact = bf16ToF32(f32ToBf16(w));
-    await selectBackend('cpu');
-    const want = tf.tidy(() => {
-      const W = tf.tensor2d(exact, [K, N]);
-      return [tf.add(tf.matMul(tf.tensor2d(x, [M, K]), W), tf.tensor1d(bias)), tf.matMul(tf.tensor2d(dy, [M, N]), W, false, true)].map((t) => t.dataSync() as Float32Array);
-    });
-    await selectBackend('webgpu');
-    setProductTiles(tile);
-    const inputs = [tf.tensor2d(x, [M, K]), tf.tensor2d(halfPairs(w, 'BF16'), [K, N / 2], 'int32'), tf.tensor1d(bias), tf.tensor2d(dy, [M, N])] as const;
-    try {
-      const [X, pairs, b, dY] = inputs;
-      const got = [halfLinear(X, pairs, 'BF16', b), halfLinearTransposed(dY, pairs, 'BF16')];
-      for (const [i, t] of got.entries()) expect(maxAbsDiff((await t.data()) as Float32Array, want[i])).toBeLessThan(1e-5 * Math.max(...want[i].map(Math.abs)));
-      tf.dispose(got);
-    } finally {
-      setProductTiles('auto');
-      tf.dispose([...inputs]);
-    }
-  }, 120_000);
+  // Every tile, for a weight held in 16 bits and an f32 one (the lm_head of a training step, a projection without adapters).
+  it.each(PRODUCT_TILES.flatMap((tile) => (['BF16', 'F32'] as const).map((dtype) => [tile, dtype] as const)))(
+    'multiplies as the cpu backend by the weight\'s values, both ways, tiles of %i, weight %s',
+    async (tile, dtype) => {
+      // 5 row tiles of 64 (3 of 128), the last part-filled; 3 column tiles of 64 the other way.
+      const [M, K, N] = [300, 136, 72];
+      const rng = new SeededRandom(7);
+      const values = (n: number) => Float32Array.from({ length: n }, () => 2 * rng.next() - 1);
+      const [x, w, bias, dy] = [values(M * K), values(K * N), values(N), values(M * N)];
+      const exact = dtype === 'BF16' ? bf16ToF32(f32ToBf16(w)) : w;
+      await selectBackend('cpu');
+      const want = tf.tidy(() => {
+        const W = tf.tensor2d(exact, [K, N]);
+        return [tf.add(tf.matMul(tf.tensor2d(x, [M, K]), W), tf.tensor1d(bias)), tf.matMul(tf.tensor2d(dy, [M, N]), W, false, true)].map((t) => t.dataSync() as Float32Array);
+      });
+      await selectBackend('webgpu');
+      setProductTiles(tile);
+      const weight = dtype === 'BF16' ? { pairs: tf.tensor2d(halfPairs(w, 'BF16'), [K, N / 2], 'int32'), dtype } : tf.tensor2d(w, [K, N]);
+      const inputs = [tf.tensor2d(x, [M, K]), tf.tensor1d(bias), tf.tensor2d(dy, [M, N]), 'pairs' in weight ? weight.pairs : weight] as const;
+      try {
+        const [X, b, dY] = inputs;
+        const got = await countGpuWork(async () => [frozenLinear(X, weight, b), frozenLinearTransposed(dY, weight)]);
+        expect(got.counts.dispatches).toBe(2);
+        for (const [i, t] of got.result.entries()) expect(maxAbsDiff((await t.data()) as Float32Array, want[i])).toBeLessThan(1e-5 * Math.max(...want[i].map(Math.abs)));
+        tf.dispose(got.result);
+      } finally {
+        setProductTiles('auto');
+        tf.dispose([...inputs]);
+      }
+    },
+    120_000,
+  );
 
   it('says how to get an f32 copy, and refuses a taped gradient through a 16-bit weight outside training', async () => {
     await selectBackend('webgpu');

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
-import type { HalfDtype } from '../dtype';
+import { GpuWeight, weightOf } from './frozen-linear.webgpu';
 import { INPUT_GRADIENT_KERNEL, SOFTMAX_KERNEL } from './next-token-softmax.webgpu';
 import { SOFTMAX_WASM } from './softmax.wasm';
 import { heapOffset, heapView, instantiateOnHeap, WasmBackendInternals } from './wasm-heap';
@@ -104,11 +104,10 @@ export function nextTokenInputGradient(
   softmax: Pick<NextTokenSoftmax, 'exps' | 'stats'>,
   targets: tf.Tensor1D,
   dLogprobs: tf.Tensor1D,
-  head: { gpuWeight(): tf.Tensor2D | { pairs: tf.Tensor2D; dtype: HalfDtype } },
+  head: { gpuWeight(): GpuWeight },
 ): tf.Tensor2D | null {
   if (tf.getBackend() !== 'webgpu' || !fusedKernelsApply()) return null;
-  const weight = head.gpuWeight();
-  const [w, dtype] = 'pairs' in weight ? [weight.pairs, weight.dtype] : [weight, 'F32'];
+  const { w, dtype } = weightOf(head.gpuWeight());
   const inputs = { exps: softmax.exps, stats: softmax.stats, targets, dLogprobs, w };
   return tf.engine().runKernel(INPUT_GRADIENT_KERNEL, inputs, { dtype } as unknown as tf.NamedAttrMap) as tf.Tensor2D;
 }

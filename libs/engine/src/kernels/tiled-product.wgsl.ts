@@ -1,6 +1,6 @@
 /**
  * The tiled product the webgpu projections share (kernels/lora.webgpu.ts's training products,
- * kernels/half-linear.webgpu.ts's 16-bit ones): a workgroup a square block of the output, in
+ * kernels/frozen-linear.webgpu.ts's frozen ones): a workgroup a square block of the output, in
  * one of three sizes (productTiling chooses).
  */
 

@@ -1,10 +1,11 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { HiddenAct } from '../config';
+import { frozenLinearTransposed } from '../kernels/frozen-linear.webgpu';
 import { LoraPart, loraGradients, loraGradientsOnThreads, loraKernelsApply } from '../kernels/lora';
-import { halfLinearTransposed } from '../kernels/half-linear.webgpu';
 import { loraBackwardOnWebGpu } from '../kernels/lora.webgpu';
 import { splitColumns } from '../kernels/matmul';
 import { packedMatMulTransposed, packedMatMulTransposedAlongside } from '../kernels/matmul-transposed';
+import { fusedKernelsApply } from '../kernels/webgpu-program';
 import type { FrozenLinear, LowRankAdapter } from '../model/linear';
 import { webGpuLoraParts } from './linear';
 
@@ -187,11 +188,13 @@ function inputGradientAlongside<T>(l: FrozenLinear, dy: tf.Tensor2D, meanwhile: 
 
 /**
  * dx = dy W with tfjs ops: (W^T dy^T)^T on wasm (see product), elsewhere one matMul by the
- * [in, out] weight transposed; for a weight held in 16 bits, webgpu's program that reads it.
+ * [in, out] weight transposed; on webgpu the engine's program (frozenLinearTransposed) for a
+ * weight held in 16 bits, and for an f32 one where the engine's kernels apply.
  */
 function inputGradientWithOps(l: FrozenLinear, dy: tf.Tensor2D): tf.Tensor2D {
   const half = l.halfWeight;
-  if (half) return halfLinearTransposed(dy, half.pairs, half.dtype);
+  if (half) return frozenLinearTransposed(dy, half);
+  if (fusedKernelsApply()) return frozenLinearTransposed(dy, l.weightT);
   if (tf.getBackend() !== 'wasm') return tf.matMul(dy, l.weightT, false, true);
   return tf.tidy(() => tf.transpose(tf.matMul(l.weightT, tf.transpose(dy)))) as tf.Tensor2D;
 }

@@ -1,8 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core';
-import { halfLinear } from '../kernels/half-linear.webgpu';
+import { frozenLinear } from '../kernels/frozen-linear.webgpu';
 import { addLoraDeltas, LoraPart, loraKernelsApply, projectWithLora } from '../kernels/lora';
 import { loraForwardOnWebGpu, loraKernelsApplyOnWebGpu, WebGpuLoraPart } from '../kernels/lora.webgpu';
 import { packedMatMul, type PackedWeights } from '../kernels/matmul';
+import { fusedKernelsApply } from '../kernels/webgpu-program';
 import type { FrozenLinear, LowRankAdapter } from '../model/linear';
 import { outputSlot, outputStoreActive } from './kept-outputs';
 import { adaptedProjectionWithGradient, frozenProjectionWithGradient, sharedScale } from './linear-gradient';
@@ -14,9 +15,9 @@ import { savedActivations } from './saved-activations';
  *
  * | pass | wasm | elsewhere |
  * |---|---|---|
- * | inference | the packed-weight kernel (kernels/matmul.ts; f32, bf16 or q8 panels, on the matmul threads where they run), low-rank adapters' deltas added by the LoRA kernel (kernels/lora.ts) | tf.matMul (on webgpu a weight held in 16 bits: kernels/half-linear.webgpu.ts), each adapter's own forward |
+ * | inference | the packed-weight kernel (kernels/matmul.ts; f32, bf16 or q8 panels, on the matmul threads where they run), low-rank adapters' deltas added by the LoRA kernel (kernels/lora.ts) | on webgpu the engine's tiled product where its kernels apply (kernels/frozen-linear.webgpu.ts; a weight held in 16 bits always), else tf.matMul; each adapter's own forward |
  * | training, low-rank adapters | the product and every delta in one kernel call, under one custom gradient with the LoRA backward kernel (ops/linear-gradient.ts) | webgpu outside a tape: two WGSL dispatches (kernels/lora.webgpu.ts), x A saved for the explicit backward; else tfjs ops under the same custom gradient, its backward written out |
- * | training, no adapter | the packed kernel, with dx from the same panels | tf.matMul, dx by a plain 2-D matMul |
+ * | training, no adapter | the packed kernel, with dx from the same panels | on webgpu the engine's tiled products both ways, else tf.matMul, dx by a plain 2-D matMul |
  *
  * On wasm, inference and training multiply by the same kernel and get the same products. The
  * training routes take an output that an activation-checkpointed step kept for them
@@ -46,15 +47,18 @@ export function packedProjection(l: FrozenLinear, tokens: number): { packed: Pac
 }
 
 /**
- * x W^T + b: for a weight held in 16 bits, webgpu's program that reads it (halfLinear); else the
+ * x W^T + b: for a weight held in 16 bits, webgpu's program that reads it (frozenLinear); else the
  * packed kernel where it applies (wasm, no gradient being recorded: inside a custom gradient's
- * forward function none is), else tfjs ops.
+ * forward function none is), else on webgpu the same program over the f32 weight where the
+ * engine's kernels apply, else tfjs ops.
  */
 function frozenProduct(l: FrozenLinear, x: tf.Tensor2D): tf.Tensor2D {
   const half = l.halfWeight;
-  if (half) return halfLinear(x, half.pairs, half.dtype, l.bias);
+  if (half) return frozenLinear(x, half, l.bias);
   const packed = l.packedWeights();
-  return (packed && packedMatMul(x, packed, l.bias, l.matmulPlan)) ?? l.product(x);
+  const product = packed && packedMatMul(x, packed, l.bias, l.matmulPlan);
+  if (product) return product;
+  return fusedKernelsApply() ? frozenLinear(x, l.weightT, l.bias) : l.product(x);
 }
 
 /** y plus the adapters' deltas: every low-rank one in one LoRA kernel call where it applies (wasm, no gradient being recorded), else each adapter's own forward. */
