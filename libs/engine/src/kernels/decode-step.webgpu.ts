@@ -1159,6 +1159,8 @@ export class WebGpuDecodeStep {
     let pipeline = this.pipelines.compiled.get(key);
     if (!pipeline) {
       pipeline = this.device.createComputePipeline({
+        // Named in Dawn's messages about it, and in the grid census (tools/bench/gpu/grids.bench.ts).
+        label: kind,
         layout: this.device.createPipelineLayout({ bindGroupLayouts: [this.pipelines.layouts[kind]] }),
         compute: { module: this.device.createShaderModule({ code: code() }), entryPoint: 'main' },
       });
