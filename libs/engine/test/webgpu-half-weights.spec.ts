@@ -20,7 +20,7 @@ import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
  * model/linear.ts's HalfWeight): half the bytes of f32 on the GPU, and the same logits as the
  * cpu backend on the same weights, through the encoded decoding step (decode-step.webgpu.ts),
  * with a LoRA adapter on top, and through the generic forward pass that prompt scoring runs
- * (kernels/half-linear.webgpu.ts); and a LoRA SFT step on them is the step on their f32 copy
+ * (kernels/frozen-linear.webgpu.ts, whose products are also checked with f32 weights); and a LoRA SFT step on them is the step on their f32 copy
  * (gpuWeights 'f32'). On lavapipe where there is no GPU; in CI a missing adapter fails these
  * tests.
  */
