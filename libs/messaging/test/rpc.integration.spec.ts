@@ -55,8 +55,10 @@ describe('RpcClient against a real nats-server', () => {
   beforeAll(async () => {
     nats = await startNatsServer();
     replicas = [await startReplica(nats.url, 'a'), await startReplica(nats.url, 'b')];
+    // The default timeout is generous: a hundred concurrent requests through two replicas can
+    // take seconds on a loaded 2-core machine, and the tests of timeouts set their own.
     const client = await Test.createTestingModule({
-      imports: [MessagingModule.forRoot({ servers: [nats.url], connectionName: 'test', rpcTimeoutMs: 2_000, streamPrefix: '', jetstreamReplicas: 1 })],
+      imports: [MessagingModule.forRoot({ servers: [nats.url], connectionName: 'test', rpcTimeoutMs: 15_000, streamPrefix: '', jetstreamReplicas: 1 })],
     }).compile();
     const app = client.createNestApplication();
     await app.init();
