@@ -1,4 +1,7 @@
-import { productTiling, rowMajor, setProductTiles, tiledProduct, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
+import { InnerSplits, productTiling, rowMajor, setProductTiles, splitProductTiling, tiledProduct, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
+
+/** Splits of an inner dimension as the lm_head's input gradient splits its vocabulary (kernels/next-token-softmax.webgpu.ts). */
+const VOCABULARY: InnerSplits = { target: 512, fewestInner: 2048, most: 32 };
 
 /**
  * Which tiles a webgpu product takes (kernels/tiled-product.wgsl.ts): 128 where their grid still
@@ -38,6 +41,24 @@ describe('tiled product tiling', () => {
     expect(productTiling(8, 8)).toEqual({ tile: 128, dispatch: [1, 1, 1] });
   });
 
+  it('takes the widest tile whose workgroups, split along the inner dimension, fill a large GPU', () => {
+    // SmolLM2-135M's head gradient over 1,016 positions: 5 x 8 tiles of 128, split 8 ways (16 would pass 512 workgroups).
+    expect(splitProductTiling(1016, 576, 49152, VOCABULARY)).toEqual({ tile: 128, dispatch: [5, 8, 8] });
+    // Qwen2.5-0.5B's over 55 positions: 7 tiles of 128 make 224 at most; 14 of 64, 32 ways.
+    expect(splitProductTiling(55, 896, 151936, VOCABULARY)).toEqual({ tile: 64, dispatch: [14, 1, 32] });
+    // A vocabulary of 49,152 splits at most 16 ways (each split walks 2,048 or more): 3 tiles of 128 then make 48 workgroups, 5 of 64 80, 18 of 32 288.
+    expect(splitProductTiling(40, 288, 49152, VOCABULARY)).toEqual({ tile: 32, dispatch: [9, 2, 16] });
+    // Nothing fills the GPU: the tile of the most workgroups, unsplit where the inner dimension is short.
+    expect(splitProductTiling(5, 72, 1003, VOCABULARY)).toEqual({ tile: 32, dispatch: [3, 1, 1] });
+  });
+
+  it('splits the tile a bench sets', () => {
+    setProductTiles(32);
+    expect(splitProductTiling(1016, 576, 49152, VOCABULARY)).toEqual({ tile: 32, dispatch: [18, 32, 1] });
+    setProductTiles(128);
+    expect(splitProductTiling(3, 72, 49157, VOCABULARY)).toEqual({ tile: 128, dispatch: [1, 1, 16] });
+  });
+
   it("keeps a thread's outputs in registers: 2 x 2 of a 32-tile, 4 x 4 of a 64-tile, 8 x 8 of a 128-tile", () => {
     const wgsl = (tile: 32 | 64 | 128) => tiledProduct(32, 32, tile, rowMajor('x', 32), (k, c) => `w[${k} * 32u + ${c}]`, true, (row, col, value) => `y[${row} * 32u + ${col}] = ${value};`);
     expect(wgsl(32)).toContain('var acc : array<vec2<f32>, 2>;');
@@ -54,10 +75,10 @@ describe('tiled product tiling', () => {
     // 64 x 64 tiles, whatever the size.
     expect(productTiling(1024, 22016)).toEqual({ tile: 'matrix', dispatch: [344, 16, 1] });
     expect(productTiling(65, 129, 4)).toEqual({ tile: 'matrix', dispatch: [3, 4, 1] });
-    // A product that cannot take f16 operands (the lm_head's input gradient) takes the f32 tiles by its size, even where a bench asks for the matrix tile.
-    expect(productTiling(1024, 22016, 0, false)).toEqual({ tile: 128, dispatch: [172, 8, 1] });
+    // A product split along its inner dimension takes f32 tiles (its gradients would not survive f16), even where a bench asks for the matrix tile.
+    expect(splitProductTiling(1016, 576, 49152, VOCABULARY).tile).toBe(128);
     setProductTiles('matrix');
-    expect(productTiling(1024, 960, 0, false).tile).toBe(32);
+    expect(splitProductTiling(1016, 576, 49152, VOCABULARY).tile).toBe(128);
     setProductTiles(64);
     expect(productTiling(1024, 22016).tile).toBe(64);
   });

@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { StorageDtype } from '../dtype';
 import { weightReader } from './half-weights.wgsl';
-import { ProductTiling, productTiling, SPLIT_DEPTH, tiledProduct } from './tiled-product.wgsl';
+import { InnerSplits, ProductTiling, SPLIT_DEPTH, splitProductTiling, tiledProduct } from './tiled-product.wgsl';
 import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
@@ -20,8 +20,8 @@ import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings,
  * `TrainyardNextTokenInputGradient`: d loss / d x = dLogits W^T, the tiled product of the
  * projections (tiled-product.wgsl.ts) whose left operand, dLogits[r][j] = dLogprobs[r]
  * ([j = t] - exps[r][j] / s), is made from the softmax's outputs as it is staged, never written;
- * where the chunk has few positions, the vocabulary is split among workgroups and a second
- * dispatch adds the splits up.
+ * the vocabulary is split among workgroups, so that the widest tiles fill the GPU
+ * (headGradientTiling), and a second dispatch adds the splits up.
  */
 export const SOFTMAX_KERNEL = 'TrainyardNextTokenSoftmax';
 export const INPUT_GRADIENT_KERNEL = 'TrainyardNextTokenInputGradient';
@@ -94,24 +94,20 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
   };
 }
 
-/** Workgroups the head's input gradient aims for: two 256-thread workgroups on each multiprocessor of a 132-multiprocessor card, and a few more. */
-const TARGET_WORKGROUPS = 512;
-/** Fewest of the vocabulary a split of the head's input gradient walks, and most splits. */
-const MIN_SPLIT = 2048;
-const MAX_SPLITS = 32;
-
 /**
- * How many splits of the vocabulary (a power of two) the head's input gradient of `rows` rows
- * and `C` columns takes, and their tiles: doubled while the grid stays under TARGET_WORKGROUPS
- * and a split walks at least MIN_SPLIT of the V columns. A chunk of few positions makes few
- * tiles of dx (a 55-position chunk of a 151,936-token vocabulary and 896 columns: 56), each
- * walking the whole vocabulary; split, they fill the GPU.
+ * How the head's input gradient splits the vocabulary (splitProductTiling): into up to 32 splits
+ * of at least 2,048 columns, while the grid stays within 512 workgroups (two 256-thread
+ * workgroups on each multiprocessor of a 132-multiprocessor card, and a few more). A chunk of
+ * few positions makes few tiles of dx (55 positions of Qwen2.5-0.5B's 896 columns: 14 64-tiles),
+ * each walking the whole vocabulary; split, they fill the GPU, and a chunk of many positions
+ * takes wider tiles than it could unsplit.
  */
-function headGradientTiling(rows: number, C: number, V: number): { tiling: ProductTiling; splits: number; splitDepth: number } {
-  const tiling = productTiling(rows, C, 0, false);
-  const tiles = tiling.dispatch[0] * tiling.dispatch[1];
-  let splits = 1;
-  while (splits < MAX_SPLITS && tiles * splits * 2 <= TARGET_WORKGROUPS && V / (splits * 2) >= MIN_SPLIT) splits *= 2;
+const VOCABULARY_SPLITS: InnerSplits = { target: 512, fewestInner: 2048, most: 32 };
+
+/** The head's input gradient's tiles and splits (VOCABULARY_SPLITS) for `rows` positions, `C` columns and a vocabulary of V, and the vocabulary each split walks. */
+export function headGradientTiling(rows: number, C: number, V: number): { tiling: ProductTiling; splits: number; splitDepth: number } {
+  const tiling = splitProductTiling(rows, C, V, VOCABULARY_SPLITS);
+  const splits = tiling.dispatch[2];
   return { tiling, splits, splitDepth: Math.ceil(V / splits / SPLIT_DEPTH) * SPLIT_DEPTH };
 }
 
@@ -140,7 +136,7 @@ fn finish(row : u32, col : u32, acc : f32) -> f32 {
 }
 ${tiledProduct(V, C, tiling.tile, (row, k) => `dLogit(${row}, ${k})`, (k, c) => w.at(c, k), false, store, null, splits === 1 ? null : splitDepth)}`,
     outputShapes: [splits === 1 ? [n, C] : [splits, n, C]],
-    dispatch: [tiling.dispatch[0], tiling.dispatch[1], splits],
+    dispatch: tiling.dispatch,
     uniforms: [{ type: 'uint32', value: n }],
   };
 }

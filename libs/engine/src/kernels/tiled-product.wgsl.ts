@@ -90,15 +90,13 @@ export interface ProductTiling {
 /**
  * The tiles and grid of a product [rows, cols] (with `extraWorkgroups` of other work after its
  * own, ExtraWork): those a bench set (setProductTiles), the matrix tile where products take
- * subgroup matrices and `matrices` allows them (f16 operands keep fewer bits of values under
- * 6e-5 and flush those under 6e-8 to zero, which a product of a softmax's small gradients cannot
- * take), else by the product's size: 128 where its 128-tiles still make WIDE_TILE_WORKGROUPS
+ * subgroup matrices, else by the product's size: 128 where its 128-tiles still make WIDE_TILE_WORKGROUPS
  * workgroups, 32 where its 64-tiles make fewer than NARROW_TILE_WORKGROUPS, else 64.
  */
-export function productTiling(rows: number, cols: number, extraWorkgroups = 0, matrices = true): ProductTiling {
+export function productTiling(rows: number, cols: number, extraWorkgroups = 0): ProductTiling {
   const [narrow, middle, wide] = PRODUCT_TILES;
   const grid = (side: number) => Math.ceil(cols / side) * Math.ceil(rows / side);
-  const matrix = matrices && subgroupMatrices !== null;
+  const matrix = subgroupMatrices !== null;
   const choice = tileChoice === 'matrix' && !matrix ? 'auto' : tileChoice;
   const bySize = grid(wide) >= WIDE_TILE_WORKGROUPS ? wide : grid(middle) < NARROW_TILE_WORKGROUPS ? narrow : middle;
   const tile: ProductTile = choice !== 'auto' ? choice : matrix ? 'matrix' : bySize;
@@ -106,6 +104,43 @@ export function productTiling(rows: number, cols: number, extraWorkgroups = 0, m
   const columns = Math.ceil(cols / side);
   // The extra workgroups (ExtraWork) in rows of the grid after the product's.
   return { tile, dispatch: [columns, Math.ceil(rows / side) + Math.ceil(extraWorkgroups / columns), 1] };
+}
+
+/** How far a product's inner dimension may be split among the grid's z (splitProductTiling). */
+export interface InnerSplits {
+  /** Workgroups the splits aim for: the inner dimension is split in two while the grid stays within this. */
+  target: number;
+  /** Fewest of the inner dimension a split walks, and most splits (a power of two). */
+  fewestInner: number;
+  most: number;
+}
+
+/**
+ * The f32 tiles and grid of a product [rows, cols] whose inner dimension (`inner`) may be split
+ * among the grid's z, each split's sums added by a program after it, never the matrix tile (f16
+ * operands keep fewer bits of values under 6e-5 and flush those under 6e-8 to zero, which a
+ * product of a softmax's small gradients cannot take): the widest tile whose
+ * workgroups, split (`limits`), make at least NARROW_TILE_WORKGROUPS, else the tile that makes
+ * the most (the splits in `dispatch[2]`). Where splitting fills the GPU, a wider tile reads each
+ * staged value into more multiply-adds (PRODUCT_TILES) for the price of the splits' sums: the
+ * lm_head's input gradient, [positions, hidden] over a vocabulary of tens of thousands, makes
+ * 40 128-tiles for 1,016 positions of SmolLM2-135M's 576 columns, 320 workgroups split 8 ways,
+ * where unsplit only the 32-tile's 576 fill the card, at a quarter of the multiply-adds a
+ * staged value. A tile a bench set (setProductTiles) is kept, and only split.
+ */
+export function splitProductTiling(rows: number, cols: number, inner: number, limits: InnerSplits): ProductTiling {
+  const tiles: ProductTile[] = tileChoice === 'auto' || tileChoice === 'matrix' ? [...PRODUCT_TILES].reverse() : [tileChoice];
+  let most: ProductTiling | null = null;
+  for (const tile of tiles) {
+    const side = tileSide(tile);
+    const workgroups = Math.ceil(cols / side) * Math.ceil(rows / side);
+    let splits = 1;
+    while (splits < limits.most && workgroups * splits * 2 <= limits.target && inner / (splits * 2) >= limits.fewestInner) splits *= 2;
+    const tiling: ProductTiling = { tile, dispatch: [Math.ceil(cols / side), Math.ceil(rows / side), splits] };
+    if (workgroups * splits >= NARROW_TILE_WORKGROUPS) return tiling;
+    if (!most || workgroups * splits > most.dispatch[0] * most.dispatch[1] * most.dispatch[2]) most = tiling;
+  }
+  return most as ProductTiling;
 }
 
 /** The side of a tile's square of outputs. */

@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { countGpuWork } from '../../src/kernels/gpu-counters';
 import { bf16ToF32, f32ToBf16, halfPairs } from '../../src/dtype';
 import { nextTokenInputGradient, nextTokenLogitsGradient, nextTokenSoftmax } from '../../src/kernels/next-token-softmax';
+import { setProductTiles } from '../../src/kernels/tiled-product.wgsl';
 import { ensureTrainingGradients } from '../../src/training/gradients';
 import { maxAbsDiff, useBackend, webgpuUnavailable } from '../helpers';
 
@@ -59,15 +60,18 @@ describe('the lm_head softmax kernels of a training step', () => {
   });
 
   // On lavapipe where there is no GPU (scripts/lib/common.sh ensure_vulkan); in CI a missing adapter fails it.
-  // 3 rows of a 49k vocabulary make 3 tiles of dx, whose vocabulary splits 16 ways (a second
-  // dispatch adds them up); 1,003 is too few to split. A 16-bit weight needs an even vocabulary.
+  // 3 rows of a 49k vocabulary make 3 32-tiles of dx, whose vocabulary splits 16 ways (a second
+  // dispatch adds them up), or one wider tile where a bench sets one; 1,003 is too few to split.
+  // A 16-bit weight needs an even vocabulary.
   (unavailable && !inCi ? it.skip : it).each([
-    [3, 49157, 'F32', 2],
-    [3, 49158, 'BF16', 2],
-    [5, 1003, 'F32', 1],
+    [3, 49157, 'F32', 'auto', 2],
+    [3, 49158, 'BF16', 'auto', 2],
+    [3, 49157, 'F32', 128, 2],
+    [3, 49158, 'BF16', 64, 2],
+    [5, 1003, 'F32', 'auto', 1],
   ] as const)(
-    'give the same on webgpu (%i rows, vocabulary %i, weight %s): the softmax in one dispatch, the input gradient through the lm_head in %i dispatches',
-    async (n, V, dtype, dispatches) => {
+    'give the same on webgpu (%i rows, vocabulary %i, weight %s, tiles %s): the softmax in one dispatch, the input gradient through the lm_head in %i dispatches',
+    async (n, V, dtype, tiles, dispatches) => {
       const C = 72;
       const targets = Array.from({ length: n }, (_, r) => (r * 20011 + 5) % V);
       targets[1] = V - 1;
@@ -100,7 +104,8 @@ describe('the lm_head softmax kernels of a training step', () => {
         });
         const fused = forward.result;
         if (!fused) throw new Error('the kernel does not apply on webgpu');
-        const backward = await countGpuWork(async () => nextTokenInputGradient(fused, ids, dLogprobs, head));
+        setProductTiles(tiles);
+        const backward = await countGpuWork(async () => nextTokenInputGradient(fused, ids, dLogprobs, head)).finally(() => setProductTiles('auto'));
         const dx = backward.result;
         if (!dx) throw new Error('the input gradient does not apply on webgpu');
         // The softmax program writes log p and the entropy beside the exponentials and stats.
