@@ -296,8 +296,8 @@ ${f32StagedLoads(p, tile)}
       var a : array<vec4<f32>, ${groups}>;
       var b : array<vec4<f32>, ${groups}>;
       for (var g = 0u; g < ${groups}u; g++) {
-        a[g] = ls[kk * ${leftStride(tile) / 4}u + g * ${SIDE}u + lid.y];
-        b[g] = rs[kk * ${tile / 4}u + g * ${SIDE}u + lid.x];
+        a[g] = ls[kk * ${stagedStride(tile) / 4}u + g * ${SIDE}u + lid.y];
+        b[g] = rs[kk * ${stagedStride(tile) / 4}u + g * ${SIDE}u + lid.x];
       }
       for (var g = 0u; g < ${groups}u; g++) {
         for (var i = 0u; i < 4u; i++) {
@@ -333,14 +333,19 @@ interface Operands {
   splitDepth: number | null;
 }
 
-/** Floats a row of the left's staged slice takes in an f32 tile: the tile and 4 of padding, so that the threads staging one row's DEPTH values write apart in workgroup memory's banks. */
-const leftStride = (tile: number) => tile + 4;
+/**
+ * Floats each step of k takes in an f32 tile's staged slice of either operand: the tile and 4 of
+ * padding. The threads staging one row of the left, or one column of a right read transposed
+ * (an input gradient's W^T), write its DEPTH values a step apart: unpadded, a multiple of 32
+ * floats apart, all of them into one of workgroup memory's 32 banks.
+ */
+const stagedStride = (tile: number) => tile + 4;
 
 /** An f32 tile's workgroup memory (both operands' staged slices, as vec4s) and its `main` up to the tile's origin: a workgroup of 16 x 16 threads. */
 function f32TileOpening(p: Operands, tile: number): string {
-  return `// ls [DEPTH][leftStride] (the left's tile rows of each k, padded), rs [DEPTH][tile cols], as vec4s.
-var<workgroup> ls : array<vec4<f32>, ${(DEPTH * leftStride(tile)) / 4}>;
-var<workgroup> rs : array<vec4<f32>, ${(DEPTH * tile) / 4}>;
+  return `// ls [DEPTH][stagedStride] (the left's tile rows of each k, padded), rs [DEPTH][stagedStride] (the right's tile columns), as vec4s.
+var<workgroup> ls : array<vec4<f32>, ${(DEPTH * stagedStride(tile)) / 4}>;
+var<workgroup> rs : array<vec4<f32>, ${(DEPTH * stagedStride(tile)) / 4}>;
 ${groupedTile}
 @compute @workgroup_size(${SIDE}, ${SIDE})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
@@ -349,8 +354,8 @@ ${tileOrigin(tile, p.extra)}`;
 
 /** An f32 tile's loads of one step of DEPTH of both operands into ls and rs (stagedLoads). */
 function f32StagedLoads(p: Operands, tile: number): string {
-  return stagedLoads(tile, DEPTH, p.inner, p.cols, p.leftAt, p.rightAt, p.rightRowMajor, `let lat = kl * ${leftStride(tile)}u + r;
-      ls[lat / 4u][lat % 4u] = lv;`, `let rat = kk * ${tile}u + c;
+  return stagedLoads(tile, DEPTH, p.inner, p.cols, p.leftAt, p.rightAt, p.rightRowMajor, `let lat = kl * ${stagedStride(tile)}u + r;
+      ls[lat / 4u][lat % 4u] = lv;`, `let rat = kk * ${stagedStride(tile)}u + c;
       rs[rat / 4u][rat % 4u] = rv;`);
 }
 
@@ -375,8 +380,8 @@ function narrowProduct(p: Operands): string {
 ${f32StagedLoads(p, tile)}
     workgroupBarrier();
     for (var kk = 0u; kk < ${DEPTH}u; kk++) {
-      let l4 = ls[kk * ${leftStride(tile) / 4}u + lid.y / 2u];
-      let r4 = rs[kk * ${tile / 4}u + lid.x / 2u];
+      let l4 = ls[kk * ${stagedStride(tile) / 4}u + lid.y / 2u];
+      let r4 = rs[kk * ${stagedStride(tile) / 4}u + lid.x / 2u];
       let a = select(l4.xy, l4.zw, leftHalf);
       let b = select(r4.xy, r4.zw, rightHalf);
       acc[0] += a.x * b;
