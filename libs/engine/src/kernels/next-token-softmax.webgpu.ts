@@ -105,7 +105,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
 const VOCABULARY_SPLITS: InnerSplits = { target: 512, fewestInner: 2048, most: 32 };
 
 /** The head's input gradient's tiles and splits (VOCABULARY_SPLITS) for `rows` positions, `C` columns and a vocabulary of V, and the vocabulary each split walks. */
-export function headGradientTiling(rows: number, C: number, V: number): { tiling: ProductTiling; splits: number; splitDepth: number } {
+function headGradientTiling(rows: number, C: number, V: number): { tiling: ProductTiling; splits: number; splitDepth: number } {
   const tiling = splitProductTiling(rows, C, V, VOCABULARY_SPLITS);
   const splits = tiling.dispatch[2];
   return { tiling, splits, splitDepth: Math.ceil(V / splits / SPLIT_DEPTH) * SPLIT_DEPTH };

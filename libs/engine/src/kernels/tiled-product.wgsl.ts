@@ -130,17 +130,18 @@ export interface InnerSplits {
  */
 export function splitProductTiling(rows: number, cols: number, inner: number, limits: InnerSplits): ProductTiling {
   const tiles: ProductTile[] = tileChoice === 'auto' || tileChoice === 'matrix' ? [...PRODUCT_TILES].reverse() : [tileChoice];
-  let most: ProductTiling | null = null;
+  let most: { tiling: ProductTiling; workgroups: number } | null = null;
   for (const tile of tiles) {
     const side = tileSide(tile);
-    const workgroups = Math.ceil(cols / side) * Math.ceil(rows / side);
+    const [columns, rowTiles] = [Math.ceil(cols / side), Math.ceil(rows / side)];
     let splits = 1;
-    while (splits < limits.most && workgroups * splits * 2 <= limits.target && inner / (splits * 2) >= limits.fewestInner) splits *= 2;
-    const tiling: ProductTiling = { tile, dispatch: [Math.ceil(cols / side), Math.ceil(rows / side), splits] };
-    if (workgroups * splits >= NARROW_TILE_WORKGROUPS) return tiling;
-    if (!most || workgroups * splits > most.dispatch[0] * most.dispatch[1] * most.dispatch[2]) most = tiling;
+    while (splits < limits.most && columns * rowTiles * splits * 2 <= limits.target && inner / (splits * 2) >= limits.fewestInner) splits *= 2;
+    const tiling: ProductTiling = { tile, dispatch: [columns, rowTiles, splits] };
+    const workgroups = columns * rowTiles * splits;
+    if (workgroups >= NARROW_TILE_WORKGROUPS) return tiling;
+    if (!most || workgroups > most.workgroups) most = { tiling, workgroups };
   }
-  return most as ProductTiling;
+  return (most as { tiling: ProductTiling }).tiling;
 }
 
 /** The side of a tile's square of outputs. */
