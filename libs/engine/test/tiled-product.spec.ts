@@ -1,4 +1,4 @@
-import { InnerSplits, productTiling, rowMajor, setProductTiles, splitProductTiling, tiledProduct, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
+import { InnerSplits, ProductTile, productTiling, rowMajor, setProductTiles, splitProductTiling, tiledProduct, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
 
 /** Splits of an inner dimension as the lm_head's input gradient splits its vocabulary (kernels/next-token-softmax.webgpu.ts). */
 const VOCABULARY: InnerSplits = { target: 512, fewestInner: 2048, most: 32 };
@@ -64,6 +64,19 @@ describe('tiled product tiling', () => {
     expect(wgsl(32)).toContain('var acc : array<vec2<f32>, 2>;');
     expect(wgsl(64)).toContain('var acc : array<vec4<f32>, 4>;');
     expect(wgsl(128)).toContain('var acc : array<vec4<f32>, 16>;');
+  });
+
+  it("keeps every tile's workgroup memory within WebGPU's default, 16,384 bytes", () => {
+    const bytes = { 'vec4<f32>': 16, f32: 4, f16: 2 } as Record<string, number>;
+    // The bytes a program's var<workgroup> arrays declare.
+    const declared = (wgsl: string) => [...wgsl.matchAll(/var<workgroup> \w+ : array<([\w<>0-9]+), (\d+)>;/g)].reduce((sum, [, type, n]) => sum + bytes[type] * Number(n), 0);
+    const wgsl = (tile: ProductTile) => tiledProduct(4096, 4096, tile, rowMajor('x', 4096), (k, c) => `w[${c} * 4096u + ${k}]`, false, (row, col, value) => `y[${row} * 4096u + ${col}] = ${value};`);
+    // The 128-tile's two staged slices take it all: 16 steps of k, 128 floats each.
+    expect(declared(wgsl(128))).toBe(16384);
+    expect(declared(wgsl(64))).toBe(8192);
+    expect(declared(wgsl(32))).toBe(4096);
+    useSubgroupMatrices({ M: 16, N: 16, K: 16, subgroupSize: 32 });
+    expect(declared(wgsl('matrix'))).toBeLessThanOrEqual(16384);
   });
 
   it('takes the matrix tile wherever the device multiplies in subgroup matrices, unless a bench sets another', () => {

@@ -268,7 +268,7 @@ suite('a decoding step encoded whole on webgpu', () => {
     const tiledPrograms = async (tile: number, dir: string, script: Script) => {
       dispatched.clear();
       const logits = await run(dir, script);
-      return { logits, tiled: [...dispatched].filter((code) => code.includes('struct Dims { M : u32 }') && code.includes(`var<workgroup> rs : array<vec4<f32>, ${(16 * (tile + 4)) / 4}>;`)).length };
+      return { logits, tiled: [...dispatched].filter((code) => code.includes('struct Dims { M : u32 }') && code.includes(`var<workgroup> rs : array<vec4<f32>, ${(16 * tile) / 4}>;`)).length };
     };
     setStepProducts('tiled');
     try {

@@ -297,8 +297,8 @@ ${f32StagedLoads(p, tile)}
       var a : array<vec4<f32>, ${groups}>;
       var b : array<vec4<f32>, ${groups}>;
       for (var g = 0u; g < ${groups}u; g++) {
-        a[g] = ls[kk * ${stagedStride(tile) / 4}u + g * ${SIDE}u + lid.y];
-        b[g] = rs[kk * ${stagedStride(tile) / 4}u + g * ${SIDE}u + lid.x];
+        a[g] = ls[${stagedAt(tile, 'kk', `g * ${SIDE}u + lid.y`)}];
+        b[g] = rs[${stagedAt(tile, 'kk', `g * ${SIDE}u + lid.x`)}];
       }
       for (var g = 0u; g < ${groups}u; g++) {
         for (var i = 0u; i < 4u; i++) {
@@ -335,18 +335,24 @@ interface Operands {
 }
 
 /**
- * Floats each step of k takes in an f32 tile's staged slice of either operand: the tile and 4 of
- * padding. The threads staging one row of the left, or one column of a right read transposed
- * (an input gradient's W^T), write its DEPTH values a step apart: unpadded, a multiple of 32
- * floats apart, all of them into one of workgroup memory's 32 banks.
+ * Where an f32 tile's staged slice (either operand's: DEPTH steps of k, each the tile's values
+ * as tile / 4 vec4s) holds vec4 `q` of step `k`: at k * tile / 4 + (q ^ (k % 8)), each step's
+ * vec4s swizzled by its k. The threads staging one row of the left, or one column of a right read
+ * transposed (an input gradient's W^T), write its DEPTH values a step apart: unswizzled, a
+ * multiple of 32 floats apart, all of them into one of workgroup memory's 32 banks (a 16-way
+ * conflict); swizzled, into eight vec4s' banks (2-way), with no padding, so that the 128-tile's
+ * slices take WebGPU's default workgroup memory, 16,384 bytes, and no more. A
+ * step's reads stay whole vec4s, the same ones permuted among a row of 16 threads (8 for the
+ * 32-tile, whose steps hold 8 vec4s: the XOR stays under 8).
  */
-const stagedStride = (tile: number) => tile + 4;
+const SWIZZLE = 7;
+const stagedAt = (tile: number, k: string, q: string) => `${k} * ${tile / 4}u + ((${q}) ^ (${k} & ${SWIZZLE}u))`;
 
 /** An f32 tile's workgroup memory (both operands' staged slices, as vec4s) and its `main` up to the tile's origin: a workgroup of 16 x 16 threads. */
 function f32TileOpening(p: Operands, tile: number): string {
-  return `// ls [DEPTH][stagedStride] (the left's tile rows of each k, padded), rs [DEPTH][stagedStride] (the right's tile columns), as vec4s.
-var<workgroup> ls : array<vec4<f32>, ${(DEPTH * stagedStride(tile)) / 4}>;
-var<workgroup> rs : array<vec4<f32>, ${(DEPTH * stagedStride(tile)) / 4}>;
+  return `// ls [DEPTH][tile] (the left's tile rows of each k), rs [DEPTH][tile] (the right's tile columns), as vec4s swizzled by k (stagedAt).
+var<workgroup> ls : array<vec4<f32>, ${(DEPTH * tile) / 4}>;
+var<workgroup> rs : array<vec4<f32>, ${(DEPTH * tile) / 4}>;
 ${groupedTile}
 @compute @workgroup_size(${SIDE}, ${SIDE})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
@@ -355,9 +361,7 @@ ${tileOrigin(tile, p.extra)}`;
 
 /** An f32 tile's loads of one step of DEPTH of both operands into ls and rs (stagedLoads). */
 function f32StagedLoads(p: Operands, tile: number): string {
-  return stagedLoads(tile, DEPTH, p.inner, p.cols, p.leftAt, p.rightAt, p.rightRowMajor, `let lat = kl * ${stagedStride(tile)}u + r;
-      ls[lat / 4u][lat % 4u] = lv;`, `let rat = kk * ${stagedStride(tile)}u + c;
-      rs[rat / 4u][rat % 4u] = rv;`);
+  return stagedLoads(tile, DEPTH, p.inner, p.cols, p.leftAt, p.rightAt, p.rightRowMajor, `ls[${stagedAt(tile, 'kl', 'r / 4u')}][r % 4u] = lv;`, `rs[${stagedAt(tile, 'kk', 'c / 4u')}][c % 4u] = rv;`);
 }
 
 /** The narrow tile's side: a workgroup's 16 x 16 threads 2 x 2 outputs each. */
@@ -381,8 +385,8 @@ function narrowProduct(p: Operands): string {
 ${f32StagedLoads(p, tile)}
     workgroupBarrier();
     for (var kk = 0u; kk < ${DEPTH}u; kk++) {
-      let l4 = ls[kk * ${stagedStride(tile) / 4}u + lid.y / 2u];
-      let r4 = rs[kk * ${stagedStride(tile) / 4}u + lid.x / 2u];
+      let l4 = ls[${stagedAt(tile, 'kk', 'lid.y / 2u')}];
+      let r4 = rs[${stagedAt(tile, 'kk', 'lid.x / 2u')}];
       let a = select(l4.xy, l4.zw, leftHalf);
       let b = select(r4.xy, r4.zw, rightHalf);
       acc[0] += a.x * b;
