@@ -18,7 +18,7 @@ import { selectBackend } from '../../../libs/engine/src/backend';
 import { promptAttentionGradient, promptAttentionSaving } from '../../../libs/engine/src/kernels/prompt-attention';
 import { capWorkgroupMemory, workgroupMemoryLimit } from '../../../libs/engine/src/kernels/webgpu-program';
 import { MASKED } from '../../../libs/engine/src/model/kv-cache';
-import { median, option } from './bench-steps';
+import { Flushing, median, option, timed } from './bench-steps';
 
 /** A model's attention heads: query heads, KV heads, head size. */
 const SHAPES = [
@@ -28,24 +28,6 @@ const SHAPES = [
   { name: 'qwen2.5-3b', H: 16, KV: 2, D: 128 },
   { name: 'gemma-3-270m', H: 4, KV: 1, D: 256 },
 ];
-
-/** What the webgpu backend offers to flush its recorded work and reach its device. */
-interface Flushing {
-  endComputePassEncoder(): void;
-  submitQueue(): void;
-  device: GPUDevice;
-}
-
-/** Milliseconds from `run`'s first dispatch to the queue's work done. */
-async function timed(backend: Flushing, run: () => void): Promise<number> {
-  await backend.device.queue.onSubmittedWorkDone();
-  const t0 = performance.now();
-  run();
-  backend.endComputePassEncoder();
-  backend.submitQueue();
-  await backend.device.queue.onSubmittedWorkDone();
-  return performance.now() - t0;
-}
 
 async function main(): Promise<void> {
   const B = Number(option('--rows', '4'));

@@ -144,3 +144,21 @@ export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
 }
+
+/** What the webgpu backend offers to flush its recorded work and reach its device. */
+export interface Flushing {
+  endComputePassEncoder(): void;
+  submitQueue(): void;
+  device: GPUDevice;
+}
+
+/** Milliseconds from `run`'s first dispatch to the queue's work done. */
+export async function timed(backend: Flushing, run: () => void): Promise<number> {
+  await backend.device.queue.onSubmittedWorkDone();
+  const t0 = performance.now();
+  run();
+  backend.endComputePassEncoder();
+  backend.submitQueue();
+  await backend.device.queue.onSubmittedWorkDone();
+  return performance.now() - t0;
+}

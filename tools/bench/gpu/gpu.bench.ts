@@ -72,12 +72,12 @@ import { fusedKernelsEnabled, setFusedKernels, storageBufferLimit } from '../../
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { applyAdapter } from '../../../libs/engine/src/lora/lora-layer';
 import { AdapterTensors, DEFAULT_LORA_SPEC, initLoraWeights } from '../../../libs/engine/src/lora/peft';
-import type { StorageDtype } from '../../../libs/engine/src/dtype';
 import { makeModel, Preset } from '../../../libs/engine/src/maker/make-model';
 import { Block } from '../../../libs/engine/src/model/llama';
 import { argmax } from '../../../libs/engine/src/sampling';
 import { AdamW } from '../../../libs/engine/src/training/adamw';
 import { LoraTrainer } from '../../../libs/engine/src/training/trainer';
+import { BENCH_SHAPES, BenchShape, LARGE_BENCH_SHAPES, SMOKE_BENCH_SHAPES } from './bench-model';
 import { ART_RL_DEFAULTS, rlPlanOf } from './bench-steps';
 
 /** What is measured, and how big. */
@@ -95,13 +95,6 @@ interface Plan {
   trainSteps: number;
 }
 
-interface Shape {
-  name: string;
-  preset: Preset;
-  overrides: Partial<ModelConfig>;
-  /** How the maker stores the weights (bf16 halves the larger models' files; PyTorch computes on them as float32, the engine on webgpu holds them in 16 bits and computes in float32). */
-  dtype?: StorageDtype;
-}
 
 /** Figures of one model on one backend, in tokens/s. */
 interface Figures {
@@ -147,41 +140,6 @@ const LOGITS_COMPARED = 16;
 
 const FULL: Plan = { prefillTokens: 512, decodeBatches: [1, 32, 128], decodePrompt: 16, decodeSteps: 8, longContext: 4096, trainRows: 4, trainTokens: 256, trainSteps: 2 };
 const SMOKE: Plan = { prefillTokens: 64, decodeBatches: [1, 4, 64], decodePrompt: 4, decodeSteps: 2, longContext: 600, trainRows: 2, trainTokens: 16, trainSteps: 1 };
-
-/** What every Qwen2.5 shape shares. */
-const QWEN25: Partial<ModelConfig> = {
-  modelType: 'qwen2',
-  vocabSize: 151936,
-  rmsNormEps: 1e-6,
-  ropeTheta: 1_000_000,
-  maxPositionEmbeddings: 32768,
-  tieWordEmbeddings: true,
-};
-
-const SHAPES: Shape[] = [
-  { name: 'smollm2-135m', preset: 'smollm2-135m', overrides: {} },
-  {
-    name: 'qwen2.5-0.5b',
-    preset: 'smollm2-135m',
-    overrides: { ...QWEN25, hiddenSize: 896, intermediateSize: 4864, numLayers: 24, numHeads: 14, numKvHeads: 2, headDim: 64 },
-  },
-];
-/** Measured only when named (--only): their random weights take minutes to make. */
-const LARGE_SHAPES: Shape[] = [qwen25('qwen2.5-1.5b', 1536, 8960, 28, 12), qwen25('qwen2.5-3b', 2048, 11008, 36, 16)];
-/** A Qwen2.5 shape from the smollm2-135m preset: hidden, intermediate, layers, heads, and 2 KV heads of 128 dimensions. */
-function qwen25(name: string, hiddenSize: number, intermediateSize: number, numLayers: number, numHeads: number): Shape {
-  return {
-    name,
-    preset: 'smollm2-135m',
-    dtype: 'BF16',
-    overrides: { ...QWEN25, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads: 2, headDim: 128 },
-  };
-}
-
-const SMOKE_SHAPES: Shape[] = [
-  { name: 'tiny', preset: 'tiny', overrides: {} },
-  { name: 'tiny-qwen2', preset: 'tiny', dtype: 'BF16', overrides: { modelType: 'qwen2', tieWordEmbeddings: true } },
-];
 
 function option(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -738,7 +696,7 @@ function kernelSettings(backend: BackendName): boolean[] {
 }
 
 /** The shape's model directory under `where`, made (random weights) unless it is there. */
-function modelDir(shape: Shape, where: string): string {
+function modelDir(shape: BenchShape, where: string): string {
   const dir = path.join(where, shape.name);
   if (!fs.existsSync(path.join(dir, 'model.safetensors'))) {
     progress(`${shape.name}: making the model (random weights) in ${dir}`);
@@ -752,7 +710,7 @@ async function main(): Promise<void> {
   const plan = smoke ? SMOKE : FULL;
   const where = option('--models') ?? fs.mkdtempSync(path.join(os.tmpdir(), 'gpu-bench-'));
   const named = option('--only')?.split(',');
-  const shapes = smoke ? SMOKE_SHAPES : named ? [...SHAPES, ...LARGE_SHAPES].filter((s) => named.includes(s.name)) : SHAPES;
+  const shapes = smoke ? SMOKE_BENCH_SHAPES : named ? [...BENCH_SHAPES, ...LARGE_BENCH_SHAPES].filter((s) => named.includes(s.name)) : BENCH_SHAPES;
   if (process.argv.includes('--make')) {
     for (const shape of shapes) modelDir(shape, where);
     return;

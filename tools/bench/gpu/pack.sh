@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes a folder (default tmp/gpu-bench) that runs tools/bench/gpu/gpu.bench.ts (and
-# attention.bench.ts: run.sh attention) on a GPU machine with only the NVIDIA driver (and python3 with torch for the peer): the script
+# attention.bench.ts: run.sh attention; products.bench.ts: run.sh products) on a GPU machine with only the NVIDIA driver (and python3 with torch for the peer): the script
 # bundled with the engine and tfjs, Dawn's dawn.node (xz-compressed) where the bundle looks for it, tfjs's wasm
 # binaries (for --backend wasm), the PyTorch peer, run.sh, the libvulkan1 .deb that run.sh
 # unpacks when the machine has no Vulkan loader, and the project's Node.js (ensure_node: this
@@ -22,7 +22,7 @@ node scripts/build-kernels.mjs >/dev/null
 node -e "
 const esbuild = require(require.resolve('esbuild', { paths: [require.resolve('tsx')] }));
 esbuild.buildSync({
-  entryPoints: { 'gpu-bench': 'tools/bench/gpu/gpu.bench.ts', 'attention-bench': 'tools/bench/gpu/attention.bench.ts', 'matmul-threads.worker': 'libs/engine/src/kernels/matmul-threads.worker.ts' },
+  entryPoints: { 'gpu-bench': 'tools/bench/gpu/gpu.bench.ts', 'attention-bench': 'tools/bench/gpu/attention.bench.ts', 'products-bench': 'tools/bench/gpu/products.bench.ts', 'matmul-threads.worker': 'libs/engine/src/kernels/matmul-threads.worker.ts' },
   outdir: process.argv[1],
   bundle: true, platform: 'node', target: 'node24', format: 'cjs', logLevel: 'error',
   // Optional, absent here; selectBackend reports it missing.

@@ -1,0 +1,129 @@
+/**
+ * The tiled products of a LoRA SFT step on webgpu alone (kernels/tiled-product.wgsl.ts, through
+ * frozen-linear.webgpu.ts's programs, whose tiles the LoRA programs' products share): for each
+ * projection of the GPU bench's shapes over a step's rows, the forward y = x W and the input
+ * gradient dx = dy W^T, and the lm_head's forward over the step's scored positions, in each of
+ * the f32 tiles (32, 64 and 128 a side), beside the tile productTiling chooses by the product's
+ * size. Which tile is fastest for which grid is what productTiling's thresholds
+ * (NARROW_TILE_WORKGROUPS, WIDE_TILE_WORKGROUPS) stand for; on a GPU this table checks them.
+ * Each figure is one product's time, from `--reps` of them dispatched together (from the first
+ * dispatch to the queue's work done), the median over `--runs` after one untimed run; GFLOP/s
+ * counts 2 M K N. Weights are held as the GPU bench's models hold them (the 1.5B and 3B shapes
+ * in 16 bits, unpacked as they are staged). On lavapipe the times are a CPU's, for comparing the
+ * programs between GPU draws.
+ *
+ *   npx tsx tools/bench/gpu/products.bench.ts [--only smollm2-135m,qwen2.5-0.5b,qwen2.5-1.5b,qwen2.5-3b] [--rows 4] [--tokens 256] [--runs 5] [--reps 10] [--smoke]
+ *
+ * Without --only, the default shapes (smollm2-135m, qwen2.5-0.5b); --smoke: the tiny ones,
+ * over 2 rows of 16 tokens, one run of two products.
+ */
+import * as tf from '@tensorflow/tfjs-core';
+import { selectBackend } from '../../../libs/engine/src/backend';
+import { halfPairs } from '../../../libs/engine/src/dtype';
+import { headChunkSize } from '../../../libs/engine/src/training/checkpointing';
+import { frozenLinear, frozenLinearTransposed, GpuWeight } from '../../../libs/engine/src/kernels/frozen-linear.webgpu';
+import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
+import { BENCH_SHAPES, BenchShape, configOf, LARGE_BENCH_SHAPES, SMOKE_BENCH_SHAPES } from './bench-model';
+import { Flushing, median, option, timed } from './bench-steps';
+
+/** One product of a step: y [M, N] = x [M, K] W, or (`transposed`) dx [M, K] = dy [M, N] W^T. */
+interface Product {
+  name: string;
+  M: number;
+  K: number;
+  N: number;
+  transposed: boolean;
+}
+
+/** A step's products for `shape` over `rows` x `tokens` tokens: each projection both ways, then the lm_head's forward over a chunk of the scored positions. */
+function productsOf(shape: BenchShape, rows: number, tokens: number): Product[] {
+  const c = configOf(shape);
+  const D = c.headDim ?? c.hiddenSize / c.numHeads;
+  const M = rows * tokens;
+  const projections: [string, number, number][] = [
+    ['q\\|k\\|v', c.hiddenSize, (c.numHeads + 2 * c.numKvHeads) * D],
+    ['o', c.numHeads * D, c.hiddenSize],
+    ['gate\\|up', c.hiddenSize, 2 * c.intermediateSize],
+    ['down', c.intermediateSize, c.hiddenSize],
+  ];
+  return [
+    ...projections.flatMap(([name, K, N]) => [
+      { name: `${name} forward`, M, K, N, transposed: false },
+      { name: `${name} input gradient`, M, K, N, transposed: true },
+    ]),
+    // Every position but each row's last is scored, in chunks whose logits a storage binding holds, as the step takes them.
+    { name: 'lm_head forward', M: headChunkSize(rows * (tokens - 1), c.vocabSize), K: c.hiddenSize, N: c.vocabSize, transposed: false },
+  ];
+}
+
+/** Values in [-0.05, 0.05) from a fixed sequence: a weight of hundreds of millions is made in a second, where tf.randomNormal on the host takes many. */
+function weightValues(count: number): Float32Array {
+  const values = new Float32Array(count);
+  for (let i = 0; i < count; i++) values[i] = (((i * 2654435761) >>> 0) % 1000) / 10000 - 0.05;
+  return values;
+}
+
+/** W [K, N] as the shape's model holds it on webgpu: f32, or its bf16 values in pairs. */
+function weightOf(shape: BenchShape, K: number, N: number): GpuWeight {
+  const values = weightValues(K * N);
+  return shape.dtype === 'BF16' ? { pairs: tf.tensor2d(halfPairs(values, 'BF16'), [K, N / 2], 'int32'), dtype: 'BF16' } : tf.tensor2d(values, [K, N]);
+}
+
+/** Milliseconds of one product in `tile`: the median over `runs` of `reps` products timed together, after one untimed run. Throws where the device refused any of it. */
+async function productMs(backend: Flushing, p: Product, x: tf.Tensor2D, weight: GpuWeight, tile: ProductTile, runs: number, reps: number): Promise<number> {
+  setProductTiles(tile);
+  backend.device.pushErrorScope('validation');
+  try {
+    const times: number[] = [];
+    for (let r = 0; r <= runs; r++) {
+      const ms = await timed(backend, () => {
+        for (let i = 0; i < reps; i++) (p.transposed ? frozenLinearTransposed(x, weight) : frozenLinear(x, weight, null)).dispose();
+      });
+      if (r > 0) times.push(ms / reps);
+    }
+    const error = await backend.device.popErrorScope();
+    if (error) throw new Error(`${p.name} in ${tile} x ${tile} tiles: ${error.message}`);
+    return median(times);
+  } finally {
+    setProductTiles('auto');
+  }
+}
+
+async function main(): Promise<void> {
+  const smoke = process.argv.includes('--smoke');
+  const rows = Number(option('--rows', smoke ? '2' : '4'));
+  const tokens = Number(option('--tokens', smoke ? '16' : '256'));
+  const runs = Number(option('--runs', smoke ? '1' : '5'));
+  const reps = Number(option('--reps', smoke ? '2' : '10'));
+  const named = option('--only', '');
+  const shapes = smoke ? SMOKE_BENCH_SHAPES : named ? [...BENCH_SHAPES, ...LARGE_BENCH_SHAPES].filter((s) => named.split(',').includes(s.name)) : BENCH_SHAPES;
+  if (shapes.length === 0) throw new Error(`--only ${named}: none of ${[...BENCH_SHAPES, ...LARGE_BENCH_SHAPES].map((s) => s.name).join(', ')}`);
+  const info = await selectBackend('webgpu');
+  if (info.name !== 'webgpu') throw new Error(`webgpu is not available here (got ${info.name})`);
+  const backend = tf.backend() as unknown as Flushing;
+  console.log(`${rows} rows of ${tokens} tokens; each product's ms (GFLOP/s), one of ${reps} dispatched together, medians of ${runs} runs; adapter ${JSON.stringify(info.adapter ?? null)}`);
+  for (const shape of shapes) {
+    console.log(`\n${shape.name} (weights ${shape.dtype ?? 'F32'})\n`);
+    console.log(`| product | M x K x N | by its size | ${PRODUCT_TILES.map((t) => `${t} x ${t}`).join(' | ')} |`);
+    console.log(`|---|---|---|${PRODUCT_TILES.map(() => '---').join('|')}|`);
+    for (const p of productsOf(shape, rows, tokens)) {
+      const weight = weightOf(shape, p.K, p.N);
+      const x = tf.tensor2d(weightValues(p.M * (p.transposed ? p.N : p.K)), [p.M, p.transposed ? p.N : p.K]);
+      // The input gradient's output is [M, K]: its grid covers K.
+      const auto = productTiling(p.M, p.transposed ? p.K : p.N).tile;
+      const cells: string[] = [];
+      for (const tile of PRODUCT_TILES) {
+        const ms = await productMs(backend, p, x, weight, tile, runs, reps);
+        const gflops = (2 * p.M * p.K * p.N) / 1e6 / ms;
+        cells.push(`${ms.toFixed(3)} (${gflops >= 100 ? gflops.toFixed(0) : gflops.toPrecision(2)})`);
+      }
+      console.log(`| ${p.name} | ${p.M} x ${p.K} x ${p.N} | ${auto} | ${cells.join(' | ')} |`);
+      tf.dispose([x, 'pairs' in weight ? weight.pairs : weight]);
+    }
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
