@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import { tiledLinearShader } from '../src/kernels/decode-step.wgsl';
 import { checkSubgroupMatrices } from '../src/kernels/subgroup-matrix-check';
-import { ExtraWork, rowMajor, SubgroupMatrices, tiledProduct, usedSubgroupMatrices, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
+import { ExtraWork, PRODUCT_TILES, rowMajor, SubgroupMatrices, tiledProduct, usedSubgroupMatrices, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
 import { multiOutputBindings, wgslModule } from '../src/kernels/webgpu-program';
 import { dawnInstance } from '../src/webgpu';
 import { webgpuUnavailable } from './helpers';
@@ -13,7 +13,8 @@ import { webgpuUnavailable } from './helpers';
  * WGSL and the pipeline as a GPU's device does, but runs nothing. No local adapter runs subgroup
  * matrices (lavapipe's Dawn does not offer them), so their results are checked on the device
  * they run on, against the f32 tiles, each time a backend starts with them
- * (kernels/subgroup-matrix-check.ts).
+ * (kernels/subgroup-matrix-check.ts). The f32 tiles compile there too, on a device given
+ * WebGPU's default limits, as the least a device offers.
  */
 const FEATURES = ['shader-f16', 'subgroups', 'chromium-experimental-subgroup-matrix'] as GPUFeatureName[];
 
@@ -87,6 +88,16 @@ describe('tiled products in subgroup matrices', () => {
         expect(code.startsWith('enable f16;')).toBe(true);
         expect(await compileErrors(device, code)).toEqual([]);
       }
+    }
+  });
+
+  it.each(PRODUCT_TILES)("the f32 tiles' products compile within WebGPU's default limits: the %i-tile, W read both ways", async (tile) => {
+    // The device was asked for no limits: 16,384 bytes of workgroup memory, which the 128-tile's staged slices fill.
+    expect(device.limits.maxComputeWorkgroupStorageSize).toBe(16384);
+    for (const transposed of [false, true]) {
+      const rightAt = transposed ? (k: string, c: string) => `w[${c} * 72u + ${k}]` : (k: string, c: string) => `w[${k} * 200u + ${c}]`;
+      const code = program(['x', 'w'], ['y'], 'return acc;', tiledProduct(72, 200, tile, rowMajor('x', 72), rightAt, !transposed, (row, col, value) => `y[${row} * 200u + ${col}] = ${value};`));
+      expect(await compileErrors(device, code)).toEqual([]);
     }
   });
 
