@@ -1,4 +1,4 @@
-import { InnerSplits, ProductTile, productTiling, rowMajor, setProductTiles, splitProductTiling, tiledProduct, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
+import { InnerSplits, PRODUCT_TILES, ProductTile, productTiling, rowMajor, setProductTiles, splitProductTiling, tiledProduct, tileMemory, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
 
 /** Splits of an inner dimension as the lm_head's input gradient splits its vocabulary (kernels/next-token-softmax.webgpu.ts). */
 const VOCABULARY: InnerSplits = { target: 512, fewestInner: 2048, most: 32 };
@@ -75,8 +75,23 @@ describe('tiled product tiling', () => {
     expect(declared(wgsl(128))).toBe(16384);
     expect(declared(wgsl(64))).toBe(8192);
     expect(declared(wgsl(32))).toBe(4096);
+    for (const tile of PRODUCT_TILES) expect(tileMemory(tile)).toBe(declared(wgsl(tile)));
     useSubgroupMatrices({ M: 16, N: 16, K: 16, subgroupSize: 32 });
     expect(declared(wgsl('matrix'))).toBeLessThanOrEqual(16384);
+    expect(tileMemory('matrix')).toBe(declared(wgsl('matrix')));
+  });
+
+  it('gives way to the widest tile within the workgroup memory a program has for its product', () => {
+    // Qwen2.5-3B's down input gradient over a 4 x 256-token step: 8 x 86 tiles of 128, which fill 16 KB alone.
+    expect(productTiling(1024, 11008, 0, 16384)).toEqual({ tile: 128, dispatch: [86, 8, 1] });
+    // The LoRA program's dA sums beside it take 1 KB more: 64-tiles.
+    expect(productTiling(1024, 11008, 0, 16384 - 1024)).toEqual({ tile: 64, dispatch: [172, 16, 1] });
+    setProductTiles(128);
+    expect(productTiling(1024, 11008, 0, 8191).tile).toBe(32);
+    useSubgroupMatrices({ M: 16, N: 16, K: 16, subgroupSize: 32 });
+    setProductTiles('auto');
+    expect(productTiling(1024, 11008, 0, 16384 - 1024).tile).toBe('matrix');
+    expect(productTiling(1024, 11008, 0, 8192).tile).toBe(64);
   });
 
   it('takes the matrix tile wherever the device multiplies in subgroup matrices, unless a bench sets another', () => {

@@ -453,6 +453,34 @@ suite('WGSL training kernels give the cpu backend results', () => {
     expect(tf.memory().numTensors).toBe(before);
   }, COMPILING);
 
+  it("LoRA projection backward: dx with the dA's takes 128-tiles only where the device's workgroup memory holds them beside the dA's sums", async () => {
+    await selectBackend('webgpu');
+    const c = CASES[0];
+    const { N, parts, x, w, dy } = inputsOf(c);
+    const X = tf.tensor2d(x, [c.M, c.K]);
+    const W = tf.tensor2d(w, [c.K, N]);
+    const dY = tf.tensor2d(dy, [c.M, N]);
+    const kernelParts = parts.map((p) => ({ aT: tf.tensor2d(p.a, [c.K, p.r]), bT: tf.tensor2d(p.b, [p.r, p.width]), scale: c.scale, col: p.col, width: p.width }));
+    const h = tf.matMul(X, kernelParts[0].aT) as tf.Tensor2D;
+    setProductTiles(128);
+    try {
+      // lavapipe's 32 KB, then WebGPU's default 16 KB, which the 128-tile fills alone.
+      for (const [memory, tile] of [[Infinity, 128], [WORKGROUP_MEMORY, 64]]) {
+        capWorkgroupMemory(memory);
+        const info = await tf.profile(() => {
+          const back = loraBackwardOnWebGpu(X, h, dY, W, kernelParts);
+          tf.dispose([back?.dx, ...(back?.grads.flat() ?? [])].filter((t) => t !== undefined));
+        });
+        const programs = info.kernels.filter((k) => k.name === 'TrainyardLoraBackward').map((k) => String(k.extraInfo));
+        expect(programs.join(' ')).toMatch(new RegExp(`DxDa_\\S*_${tile}: `));
+      }
+    } finally {
+      setProductTiles('auto');
+      capWorkgroupMemory(Infinity);
+      tf.dispose([X, W, dY, h, ...kernelParts.flatMap((p) => [p.aT, p.bT])]);
+    }
+  }, COMPILING);
+
   it("LoRA projection forward: a call's programs take the tiles set now, not those of an earlier call with its shapes", async () => {
     await selectBackend('webgpu');
     const c = CASES[0];

@@ -6,7 +6,7 @@ import { weightReader } from './half-weights.wgsl';
 import { wgslFloat } from './decode-step.wgsl';
 import { gateActivationWgsl } from './gate-activation.wgsl';
 import { productTiling, productTilingKey, rowMajor, tiledProduct } from './tiled-product.wgsl';
-import { disposeIntermediate, fusedKernelsApply, keptPrograms, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid } from './webgpu-program';
+import { disposeIntermediate, fusedKernelsApply, keptPrograms, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid, workgroupMemoryLimit } from './webgpu-program';
 
 /**
  * A frozen projection with low-rank adapters (LoRA) for training on webgpu, forward and
@@ -129,8 +129,9 @@ interface SumBlock {
   store: string;
 }
 
-/** The workgroup memory sumsWgsl adds the lanes' sums in. */
+/** The workgroup memory sumsWgsl adds the lanes' sums in, and its bytes. */
 const SUMS_MEMORY = `var<workgroup> partial : array<f32, ${LANES * ELEMENTS}>;`;
+const SUMS_BYTES = 4 * LANES * ELEMENTS;
 
 /**
  * WGSL computing the elements `first`, `first` + 1, ... (ELEMENTS of them) of `blocks`, one after
@@ -306,9 +307,10 @@ function dhProgram(l: Layout, M: number, withDb: boolean): LoraProgram {
  * writes the gate's backward instead (ops/swiglu.ts, ops/gelu.ts), d gate = dx u a'(g) and
  * d up = dx a(g), into d gateUp [M, 2K]: one dispatch fewer, the arithmetic of
  * swiglu.webgpu.ts's programs. With `withDa`, every dA_p in workgroups of the same dispatch
- * after the product's (both need only dh): outputs dx, da0, da1, ...
+ * after the product's (both need only dh): outputs dx, da0, da1, ... The product's tile fits
+ * `memory` (the device's workgroup memory) beside the dA's sums.
  */
-function dxProgram(l: Layout, M: number, gated: HiddenAct | null, withDa: boolean): LoraProgram {
+function dxProgram(l: Layout, M: number, gated: HiddenAct | null, withDa: boolean, memory: number): LoraProgram {
   const { K, N, R } = l;
   const w = weightReader('w', l.weights, N);
   const adapters = l.parts.map((p, i) => `  for (var j = 0u; j < ${p.r}u; j++) { dx += dh[row * ${R}u + ${p.off}u + j] * a${i}[col * ${p.r}u + j]; }`).join('\n');
@@ -321,7 +323,7 @@ function dxProgram(l: Layout, M: number, gated: HiddenAct | null, withDa: boolea
     : (row: string, col: string, value: string) => `dx[${row} * ${K}u + ${col}] = ${value};`;
   const da = withDa ? daBlocks(l) : [];
   const extra = withDa ? { workgroups: sumsWorkgroups(da), body: sumsWgsl(da, `extra * ${ELEMENTS}u`) } : null;
-  const { tile, dispatch } = productTiling(M, K, extra?.workgroups ?? 0);
+  const { tile, dispatch } = productTiling(M, K, extra?.workgroups ?? 0, memory - (withDa ? SUMS_BYTES : 0));
   const inputs = ['dy', w.binding, 'dh', ...l.parts.map((_, i) => `a${i}`), ...(gated ? ['gateUp'] : []), ...(withDa ? ['x'] : [])];
   return {
     key: `${keyOf(`Dx${withDa ? 'Da' : ''}${gated ? `_${gated}` : ''}`, l)}_${tile}`,
@@ -398,7 +400,8 @@ tf.registerKernel({
     const gateUp = inputs['gateUp'] as tf.TensorInfo | undefined;
     const gated = gateUp ? (a.activation ?? 'silu') : null;
     const dhOf = (withDb: boolean) => programFor(`dh_${withDb}`, call, () => dhProgram(l, M, withDb));
-    const dxOf = (withDa: boolean) => programFor(`dx_${gated}_${withDa}`, call, () => dxProgram(l, M, gated, withDa));
+    const memory = workgroupMemoryLimit(backend);
+    const dxOf = (withDa: boolean) => programFor(`dx_${gated}_${withDa}_${memory}`, call, () => dxProgram(l, M, gated, withDa, memory));
     const gradsOf = (which: 'A' | 'B' | 'AB') => programFor(`grads_${which}`, call, () => gradsProgram(l, M, which));
     const limit = storageBufferLimit(backend);
     const fit = (...programs: LoraProgram[]) => programs.every((program) => storageBuffersOf(program) <= limit);
@@ -475,7 +478,8 @@ export function loraBackwardOnWebGpu(
     attrs.activation = gate.activation;
     // The smallest program that takes the gate: dx alone.
     const call = callOf({ x, ...tensors }, attrs);
-    const dx = programFor(`dx_${gate.activation}_false`, call, () => dxProgram(call.l, call.M, gate.activation, false));
+    const memory = workgroupMemoryLimit();
+    const dx = programFor(`dx_${gate.activation}_false_${memory}`, call, () => dxProgram(call.l, call.M, gate.activation, false, memory));
     if (gate.gateUp.dtype !== 'float32' || gate.gateUp.shape[1] !== 2 * x.shape[1] || storageBuffersOf(dx) > storageBufferLimit()) return null;
   }
   const [dx, ...grads] = tf.engine().runKernel(LORA_BACKWARD_KERNEL, { x, h, dy, ...tensors, ...(gateUp ? { gateUp } : {}) }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D[];

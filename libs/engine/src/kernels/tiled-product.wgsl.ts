@@ -91,15 +91,20 @@ export interface ProductTiling {
  * The tiles and grid of a product [rows, cols] (with `extraWorkgroups` of other work after its
  * own, ExtraWork): those a bench set (setProductTiles), the matrix tile where products take
  * subgroup matrices, else by the product's size: 128 where its 128-tiles still make WIDE_TILE_WORKGROUPS
- * workgroups, 32 where its 64-tiles make fewer than NARROW_TILE_WORKGROUPS, else 64.
+ * workgroups, 32 where its 64-tiles make fewer than NARROW_TILE_WORKGROUPS, else 64. A tile
+ * whose workgroup memory (tileMemory) passes `memory`, what the program has for the product
+ * (the device's, less what it declares beside the product), gives way to the widest f32 tile
+ * within it: the 128-tile fills WebGPU's default 16 KB alone.
  */
-export function productTiling(rows: number, cols: number, extraWorkgroups = 0): ProductTiling {
+export function productTiling(rows: number, cols: number, extraWorkgroups = 0, memory = Infinity): ProductTiling {
   const [narrow, middle, wide] = PRODUCT_TILES;
   const grid = (side: number) => Math.ceil(cols / side) * Math.ceil(rows / side);
+  const fits = (tile: ProductTile) => tileMemory(tile) <= memory;
   const matrix = subgroupMatrices !== null;
   const choice = tileChoice === 'matrix' && !matrix ? 'auto' : tileChoice;
   const bySize = grid(wide) >= WIDE_TILE_WORKGROUPS ? wide : grid(middle) < NARROW_TILE_WORKGROUPS ? narrow : middle;
-  const tile: ProductTile = choice !== 'auto' ? choice : matrix ? 'matrix' : bySize;
+  const chosen: ProductTile = choice !== 'auto' ? choice : matrix ? 'matrix' : bySize;
+  const tile = fits(chosen) ? chosen : ([...PRODUCT_TILES].reverse().find(fits) ?? narrow);
   const side = tileSide(tile);
   const columns = Math.ceil(cols / side);
   // The extra workgroups (ExtraWork) in rows of the grid after the product's.
@@ -142,6 +147,17 @@ export function splitProductTiling(rows: number, cols: number, inner: number, li
     if (!most || workgroups > most.workgroups) most = { tiling, workgroups };
   }
   return (most as { tiling: ProductTiling }).tiling;
+}
+
+/**
+ * The workgroup memory a tile's product declares, in bytes: both operands' staged slices (DEPTH
+ * steps of the tile's rows and columns in f32; the matrix tile's in f16, with a block of results
+ * for each of its subgroups).
+ */
+export function tileMemory(tile: ProductTile): number {
+  if (tile !== 'matrix') return 2 * DEPTH * tile * 4;
+  const blocks = subgroupMatrices ? (THREADS / subgroupMatrices.subgroupSize) * subgroupMatrices.M * subgroupMatrices.N * 4 : 0;
+  return 2 * MATRIX_TILE * MATRIX_DEPTH * 2 + blocks;
 }
 
 /** The side of a tile's square of outputs. */
