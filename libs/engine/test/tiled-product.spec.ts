@@ -67,7 +67,7 @@ describe('tiled product tiling', () => {
   });
 
   it("keeps every tile's workgroup memory within WebGPU's default, 16,384 bytes", () => {
-    const bytes = { 'vec4<f32>': 16, f32: 4, f16: 2 } as Record<string, number>;
+    const bytes = { 'vec4<f32>': 16, 'vec2<f32>': 8, f32: 4, f16: 2 } as Record<string, number>;
     // The bytes a program's var<workgroup> arrays declare.
     const declared = (wgsl: string) => [...wgsl.matchAll(/var<workgroup> \w+ : array<([\w<>0-9]+), (\d+)>;/g)].reduce((sum, [, type, n]) => sum + bytes[type] * Number(n), 0);
     const wgsl = (tile: ProductTile) => tiledProduct(4096, 4096, tile, rowMajor('x', 4096), (k, c) => `w[${c} * 4096u + ${k}]`, false, (row, col, value) => `y[${row} * 4096u + ${col}] = ${value};`);

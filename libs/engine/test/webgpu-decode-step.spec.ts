@@ -268,7 +268,12 @@ suite('a decoding step encoded whole on webgpu', () => {
     const tiledPrograms = async (tile: number, dir: string, script: Script) => {
       dispatched.clear();
       const logits = await run(dir, script);
-      return { logits, tiled: [...dispatched].filter((code) => code.includes('struct Dims { M : u32 }') && code.includes(`var<workgroup> rs : array<vec4<f32>, ${(16 * tile) / 4}>;`)).length };
+      // A tile's right operand staged 16 steps deep, in vectors of some width: 16 x tile floats.
+      const stagedFloats = (code: string) => {
+        const [, width, count] = /var<workgroup> rs : array<vec(\d)<f32>, (\d+)>;/.exec(code) ?? [];
+        return Number(width) * Number(count);
+      };
+      return { logits, tiled: [...dispatched].filter((code) => code.includes('struct Dims { M : u32 }') && stagedFloats(code) === 16 * tile).length };
     };
     setStepProducts('tiled');
     try {

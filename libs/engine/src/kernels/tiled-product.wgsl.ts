@@ -351,24 +351,34 @@ interface Operands {
 }
 
 /**
- * Where an f32 tile's staged slice (either operand's: DEPTH steps of k, each the tile's values
- * as tile / 4 vec4s) holds vec4 `q` of step `k`: at k * tile / 4 + (q ^ (k % 8)), each step's
- * vec4s swizzled by its k. The threads staging one row of the left, or one column of a right read
- * transposed (an input gradient's W^T), write its DEPTH values a step apart: unswizzled, a
- * multiple of 32 floats apart, all of them into one of workgroup memory's 32 banks (a 16-way
- * conflict); swizzled, into eight vec4s' banks (2-way), with no padding, so that the 128-tile's
- * slices take WebGPU's default workgroup memory, 16,384 bytes, and no more. A
- * step's reads stay whole vec4s, the same ones permuted among a row of 16 threads (8 for the
- * 32-tile, whose steps hold 8 vec4s: the XOR stays under 8).
+ * The width of the vectors an f32 tile stages its operands in: a thread of the 64- and 128-tiles
+ * reads its rows (columns) of a step four at a time, one vec4 of each group of 64; a thread of
+ * the 32-tile its two as one vec2.
  */
-const SWIZZLE = 7;
-const stagedAt = (tile: number, k: string, q: string) => `${k} * ${tile / 4}u + ((${q}) ^ (${k} & ${SWIZZLE}u))`;
+const stagedWidth = (tile: number) => (tile === NARROW_TILE ? 2 : 4);
 
-/** An f32 tile's workgroup memory (both operands' staged slices, as vec4s) and its `main` up to the tile's origin: a workgroup of 16 x 16 threads. */
+/**
+ * Where an f32 tile's staged slice (either operand's: DEPTH steps of k, each the tile's values
+ * as vectors of stagedWidth) holds vector `q` of step `k`: at k * tile / width + (q ^ (k % S)),
+ * each step's vectors swizzled by its k, S the vectors that span workgroup memory's 32 banks (8
+ * vec4s, 16 vec2s). The threads staging one row of the left, or one column of a right read
+ * transposed (an input gradient's W^T), write its DEPTH values a step apart: unswizzled, a
+ * multiple of 32 floats apart, all of them into one bank (a 16-way conflict); swizzled, over
+ * S vectors' banks (2-way for vec4s, none for vec2s), with no padding, so that the 128-tile's
+ * slices take WebGPU's default workgroup memory, 16,384 bytes, and no more. A step's reads stay
+ * whole vectors, the same ones permuted among a row of 16 threads.
+ */
+function stagedAt(tile: number, k: string, q: string): string {
+  const width = stagedWidth(tile);
+  return `${k} * ${tile / width}u + ((${q}) ^ (${k} & ${32 / width - 1}u))`;
+}
+
+/** An f32 tile's workgroup memory (both operands' staged slices, as vectors of stagedWidth) and its `main` up to the tile's origin: a workgroup of 16 x 16 threads. */
 function f32TileOpening(p: Operands, tile: number): string {
-  return `// ls [DEPTH][tile] (the left's tile rows of each k), rs [DEPTH][tile] (the right's tile columns), as vec4s swizzled by k (stagedAt).
-var<workgroup> ls : array<vec4<f32>, ${(DEPTH * tile) / 4}>;
-var<workgroup> rs : array<vec4<f32>, ${(DEPTH * tile) / 4}>;
+  const width = stagedWidth(tile);
+  return `// ls [DEPTH][tile] (the left's tile rows of each k), rs [DEPTH][tile] (the right's tile columns), as vec${width}s swizzled by k (stagedAt).
+var<workgroup> ls : array<vec${width}<f32>, ${(DEPTH * tile) / width}>;
+var<workgroup> rs : array<vec${width}<f32>, ${(DEPTH * tile) / width}>;
 ${groupedTile}
 @compute @workgroup_size(${SIDE}, ${SIDE})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
@@ -377,7 +387,8 @@ ${tileOrigin(tile, p.extra)}`;
 
 /** An f32 tile's loads of one step of DEPTH of both operands into ls and rs (stagedLoads). */
 function f32StagedLoads(p: Operands, tile: number): string {
-  return stagedLoads(tile, DEPTH, p.inner, p.cols, p.leftAt, p.rightAt, p.rightRowMajor, `ls[${stagedAt(tile, 'kl', 'r / 4u')}][r % 4u] = lv;`, `rs[${stagedAt(tile, 'kk', 'c / 4u')}][c % 4u] = rv;`);
+  const width = stagedWidth(tile);
+  return stagedLoads(tile, DEPTH, p.inner, p.cols, p.leftAt, p.rightAt, p.rightRowMajor, `ls[${stagedAt(tile, 'kl', `r / ${width}u`)}][r % ${width}u] = lv;`, `rs[${stagedAt(tile, 'kk', `c / ${width}u`)}][c % ${width}u] = rv;`);
 }
 
 /** The narrow tile's side: a workgroup's 16 x 16 threads 2 x 2 outputs each. */
@@ -387,24 +398,21 @@ const NARROW_TILE = 32;
  * tiledProduct on 32 x 32 tiles, for a product whose 64-tiles would leave most of a large GPU
  * without work (productTiling): four times the workgroups, each thread 2 x 2 outputs (rows
  * lid.y * 2 + i, columns lid.x * 2 + j), the same staging, DEPTH of both operands at a time
- * (two values of each an invocation), tile order and epilogue. A thread reads its two rows of
- * the left and its two columns of the right as halves of the staged vec4s.
+ * (two values of each an invocation), tile order and epilogue. The slices are staged as vec2s
+ * (stagedWidth), so that a thread reads its two rows of the left and its two columns of the
+ * right as one vector each, with no select between the halves of a vec4.
  */
 function narrowProduct(p: Operands): string {
   const tile = NARROW_TILE;
   return `${f32TileOpening(p, tile)}
   // acc[i]: row i's two columns.
   var acc : array<vec2<f32>, 2>;
-  let leftHalf = (lid.y & 1u) == 1u;
-  let rightHalf = (lid.x & 1u) == 1u;
   ${depthLoop(p.inner, DEPTH, p.splitDepth)} {
 ${f32StagedLoads(p, tile)}
     workgroupBarrier();
     for (var kk = 0u; kk < ${DEPTH}u; kk++) {
-      let l4 = ls[${stagedAt(tile, 'kk', 'lid.y / 2u')}];
-      let r4 = rs[${stagedAt(tile, 'kk', 'lid.x / 2u')}];
-      let a = select(l4.xy, l4.zw, leftHalf);
-      let b = select(r4.xy, r4.zw, rightHalf);
+      let a = ls[${stagedAt(tile, 'kk', 'lid.y')}];
+      let b = rs[${stagedAt(tile, 'kk', 'lid.x')}];
       acc[0] += a.x * b;
       acc[1] += a.y * b;
     }
