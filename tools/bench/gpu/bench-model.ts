@@ -67,7 +67,13 @@ function qwen25(name: string, hiddenSize: number, intermediateSize: number, numL
 }
 
 /** The shapes of a smoke run (--smoke): the tiny preset's, f32 and bf16. */
-export const SMOKE_BENCH_SHAPES: BenchShape[] = [
+const SMOKE_BENCH_SHAPES: BenchShape[] = [
   { name: 'tiny', preset: 'tiny', overrides: {} },
   { name: 'tiny-qwen2', preset: 'tiny', dtype: 'BF16', overrides: { modelType: 'qwen2', tieWordEmbeddings: true } },
 ];
+
+/** The shapes a run measures: the smoke ones, those `named` (--only) among all, or the default ones. */
+export function benchShapes(smoke: boolean, named: string[] | undefined): BenchShape[] {
+  if (smoke) return SMOKE_BENCH_SHAPES;
+  return named ? [...BENCH_SHAPES, ...LARGE_BENCH_SHAPES].filter((s) => named.includes(s.name)) : BENCH_SHAPES;
+}

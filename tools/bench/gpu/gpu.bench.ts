@@ -77,7 +77,7 @@ import { Block } from '../../../libs/engine/src/model/llama';
 import { argmax } from '../../../libs/engine/src/sampling';
 import { AdamW } from '../../../libs/engine/src/training/adamw';
 import { LoraTrainer } from '../../../libs/engine/src/training/trainer';
-import { BENCH_SHAPES, BenchShape, LARGE_BENCH_SHAPES, SMOKE_BENCH_SHAPES } from './bench-model';
+import { BenchShape, benchShapes } from './bench-model';
 import { ART_RL_DEFAULTS, rlPlanOf } from './bench-steps';
 
 /** What is measured, and how big. */
@@ -94,7 +94,6 @@ interface Plan {
   trainTokens: number;
   trainSteps: number;
 }
-
 
 /** Figures of one model on one backend, in tokens/s. */
 interface Figures {
@@ -710,7 +709,7 @@ async function main(): Promise<void> {
   const plan = smoke ? SMOKE : FULL;
   const where = option('--models') ?? fs.mkdtempSync(path.join(os.tmpdir(), 'gpu-bench-'));
   const named = option('--only')?.split(',');
-  const shapes = smoke ? SMOKE_BENCH_SHAPES : named ? [...BENCH_SHAPES, ...LARGE_BENCH_SHAPES].filter((s) => named.includes(s.name)) : BENCH_SHAPES;
+  const shapes = benchShapes(smoke, named);
   if (process.argv.includes('--make')) {
     for (const shape of shapes) modelDir(shape, where);
     return;

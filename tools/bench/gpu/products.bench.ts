@@ -23,7 +23,7 @@ import { halfPairs } from '../../../libs/engine/src/dtype';
 import { headChunkSize } from '../../../libs/engine/src/training/checkpointing';
 import { frozenLinear, frozenLinearTransposed, GpuWeight } from '../../../libs/engine/src/kernels/frozen-linear.webgpu';
 import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
-import { BENCH_SHAPES, BenchShape, configOf, LARGE_BENCH_SHAPES, SMOKE_BENCH_SHAPES } from './bench-model';
+import { BENCH_SHAPES, BenchShape, benchShapes, configOf, LARGE_BENCH_SHAPES } from './bench-model';
 import { Flushing, median, option, timed } from './bench-steps';
 
 /** One product of a step: y [M, N] = x [M, K] W, or (`transposed`) dx [M, K] = dy [M, N] W^T. */
@@ -64,7 +64,7 @@ function weightValues(count: number): Float32Array {
 }
 
 /** W [K, N] as the shape's model holds it on webgpu: f32, or its bf16 values in pairs. */
-function weightOf(shape: BenchShape, K: number, N: number): GpuWeight {
+function heldWeight(shape: BenchShape, K: number, N: number): GpuWeight {
   const values = weightValues(K * N);
   return shape.dtype === 'BF16' ? { pairs: tf.tensor2d(halfPairs(values, 'BF16'), [K, N / 2], 'int32'), dtype: 'BF16' } : tf.tensor2d(values, [K, N]);
 }
@@ -96,7 +96,7 @@ async function main(): Promise<void> {
   const runs = Number(option('--runs', smoke ? '1' : '5'));
   const reps = Number(option('--reps', smoke ? '2' : '10'));
   const named = option('--only', '');
-  const shapes = smoke ? SMOKE_BENCH_SHAPES : named ? [...BENCH_SHAPES, ...LARGE_BENCH_SHAPES].filter((s) => named.split(',').includes(s.name)) : BENCH_SHAPES;
+  const shapes = benchShapes(smoke, named ? named.split(',') : undefined);
   if (shapes.length === 0) throw new Error(`--only ${named}: none of ${[...BENCH_SHAPES, ...LARGE_BENCH_SHAPES].map((s) => s.name).join(', ')}`);
   const info = await selectBackend('webgpu');
   if (info.name !== 'webgpu') throw new Error(`webgpu is not available here (got ${info.name})`);
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     console.log(`| product | M x K x N | by its size | ${PRODUCT_TILES.map((t) => `${t} x ${t}`).join(' | ')} |`);
     console.log(`|---|---|---|${PRODUCT_TILES.map(() => '---').join('|')}|`);
     for (const p of productsOf(shape, rows, tokens)) {
-      const weight = weightOf(shape, p.K, p.N);
+      const weight = heldWeight(shape, p.K, p.N);
       const x = tf.tensor2d(weightValues(p.M * (p.transposed ? p.N : p.K)), [p.M, p.transposed ? p.N : p.K]);
       // The input gradient's output is [M, K]: its grid covers K.
       const auto = productTiling(p.M, p.transposed ? p.K : p.N).tile;
