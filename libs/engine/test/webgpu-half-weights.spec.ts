@@ -212,6 +212,39 @@ suite('16-bit weights on webgpu', () => {
     120_000,
   );
 
+  // Split along the inner dimension (frozenLinear's `split`): K = 520 walked by 4 splits of 144 (the last 88), N = 264 by 2 (144, then 120).
+  it.each(([64, 128] as const).flatMap((tile) => (['BF16', 'F32'] as const).map((dtype) => [tile, dtype] as const)))(
+    'multiplies as the cpu backend with the inner dimension split, its splits and the bias added after, tiles of %i, weight %s',
+    async (tile, dtype) => {
+      const [M, K, N] = [100, 520, 264];
+      const rng = new SeededRandom(11);
+      const values = (n: number) => Float32Array.from({ length: n }, () => 2 * rng.next() - 1);
+      const [x, w, bias, dy] = [values(M * K), values(K * N), values(N), values(M * N)];
+      const exact = dtype === 'BF16' ? bf16ToF32(f32ToBf16(w)) : w;
+      await selectBackend('cpu');
+      const want = tf.tidy(() => {
+        const W = tf.tensor2d(exact, [K, N]);
+        return [tf.add(tf.matMul(tf.tensor2d(x, [M, K]), W), tf.tensor1d(bias)), tf.matMul(tf.tensor2d(dy, [M, N]), W, false, true)].map((t) => t.dataSync() as Float32Array);
+      });
+      await selectBackend('webgpu');
+      setProductTiles(tile);
+      const weight = dtype === 'BF16' ? { pairs: tf.tensor2d(halfPairs(w, 'BF16'), [K, N / 2], 'int32'), dtype } : tf.tensor2d(w, [K, N]);
+      const inputs = [tf.tensor2d(x, [M, K]), tf.tensor1d(bias), tf.tensor2d(dy, [M, N]), 'pairs' in weight ? weight.pairs : weight] as const;
+      try {
+        const [X, b, dY] = inputs;
+        const got = await countGpuWork(async () => [frozenLinear(X, weight, b, true), frozenLinearTransposed(dY, weight, true)]);
+        // Each product's splits, then their sum.
+        expect(got.counts.dispatches).toBe(4);
+        for (const [i, t] of got.result.entries()) expect(maxAbsDiff((await t.data()) as Float32Array, want[i])).toBeLessThan(1e-5 * Math.max(...want[i].map(Math.abs)));
+        tf.dispose(got.result);
+      } finally {
+        setProductTiles('auto');
+        tf.dispose([...inputs]);
+      }
+    },
+    120_000,
+  );
+
   it('says how to get an f32 copy, and refuses a taped gradient through a 16-bit weight outside training', async () => {
     await selectBackend('webgpu');
     const lm = await loadModel(makeTiny('half-grad', { dtype: 'BF16' }), { inferenceOnly: true });

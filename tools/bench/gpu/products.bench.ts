@@ -4,8 +4,12 @@
  * projection of the GPU bench's shapes over a step's rows, the forward y = x W and the input
  * gradient dx = dy W^T, and the lm_head's forward over the step's scored positions, in each of
  * the f32 tiles (32, 64 and 128 a side), beside the tile productTiling chooses by the product's
- * size. Which tile is fastest for which grid is what productTiling's thresholds
- * (NARROW_TILE_WORKGROUPS, WIDE_TILE_WORKGROUPS) stand for; on a GPU this table checks them.
+ * size, and in 64- and 128-tiles with the inner dimension split among workgroups (frozenLinear's
+ * `split`: where the grid would be short of work, in up to 8 splits, added by a second
+ * dispatch). Which tile is fastest for which grid is what productTiling's thresholds
+ * (NARROW_TILE_WORKGROUPS, WIDE_TILE_WORKGROUPS) stand for, and whether a split wider tile beats
+ * the 32-tile's grid is whether the LoRA programs' narrow products should split as the head's
+ * input gradient does; on a GPU this table says both.
  * Each figure is one product's time, from `--reps` of them dispatched together (from the first
  * dispatch to the queue's work done), the median over `--runs` after one untimed run; GFLOP/s
  * counts 2 M K N. Weights are held as the GPU bench's models hold them (the 1.5B and 3B shapes
@@ -21,8 +25,8 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../../../libs/engine/src/backend';
 import { halfPairs } from '../../../libs/engine/src/dtype';
 import { headChunkSize } from '../../../libs/engine/src/training/checkpointing';
-import { frozenLinear, frozenLinearTransposed, GpuWeight } from '../../../libs/engine/src/kernels/frozen-linear.webgpu';
-import { PRODUCT_TILES, ProductTile, productTiling, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
+import { frozenLinear, frozenLinearTransposed, frozenTiling, GpuWeight } from '../../../libs/engine/src/kernels/frozen-linear.webgpu';
+import { PRODUCT_TILES, ProductTile, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
 import { BENCH_SHAPES, BenchShape, benchShapes, configOf, LARGE_BENCH_SHAPES } from './bench-model';
 import { Flushing, median, option, timed } from './bench-steps';
 
@@ -69,21 +73,47 @@ function heldWeight(shape: BenchShape, K: number, N: number): GpuWeight {
   return shape.dtype === 'BF16' ? { pairs: tf.tensor2d(halfPairs(values, 'BF16'), [K, N / 2], 'int32'), dtype: 'BF16' } : tf.tensor2d(values, [K, N]);
 }
 
-/** Milliseconds of one product in `tile`: the median over `runs` of `reps` products timed together, after one untimed run. Throws where the device refused any of it. */
-async function productMs(backend: Flushing, p: Product, x: tf.Tensor2D, weight: GpuWeight, tile: ProductTile, runs: number, reps: number): Promise<number> {
+/** How a product is run: in one tile, its inner dimension split or not. */
+interface Tiling {
+  tile: ProductTile;
+  split: boolean;
+}
+
+/** The tilings each product is timed in: every f32 tile unsplit, then the 64- and 128-tiles split. */
+const TILINGS: Tiling[] = [...PRODUCT_TILES.map((tile) => ({ tile, split: false })), { tile: 64, split: true }, { tile: 128, split: true }];
+
+const tilingName = ({ tile, split }: Tiling) => `${tile} x ${tile}${split ? ', split' : ''}`;
+
+/** One product, split or not, disposed. */
+function runProduct(p: Product, x: tf.Tensor2D, weight: GpuWeight, split: boolean): void {
+  (p.transposed ? frozenLinearTransposed(x, weight, split) : frozenLinear(x, weight, null, split)).dispose();
+}
+
+/** How `p` runs in the tiles set now (setProductTiles): its tile and splits. The input gradient's output is [M, K] over N: its grid covers K. */
+function tilingOf(p: Product, split: boolean): { tile: ProductTile; splits: number } {
+  const [cols, inner] = p.transposed ? [p.K, p.N] : [p.N, p.K];
+  const { tiling, splits } = frozenTiling(p.M, cols, inner, split);
+  return { tile: tiling.tile, splits };
+}
+
+/**
+ * Milliseconds of one product in `tiling`: the median over `runs` of `reps` products timed
+ * together, after one untimed run; and the splits it took. Throws where the device refused any of it.
+ */
+async function productMs(backend: Flushing, p: Product, x: tf.Tensor2D, weight: GpuWeight, { tile, split }: Tiling, runs: number, reps: number): Promise<{ ms: number; splits: number }> {
   setProductTiles(tile);
   backend.device.pushErrorScope('validation');
   try {
     const times: number[] = [];
     for (let r = 0; r <= runs; r++) {
       const ms = await timed(backend, () => {
-        for (let i = 0; i < reps; i++) (p.transposed ? frozenLinearTransposed(x, weight) : frozenLinear(x, weight, null)).dispose();
+        for (let i = 0; i < reps; i++) runProduct(p, x, weight, split);
       });
       if (r > 0) times.push(ms / reps);
     }
     const error = await backend.device.popErrorScope();
-    if (error) throw new Error(`${p.name} in ${tile} x ${tile} tiles: ${error.message}`);
-    return median(times);
+    if (error) throw new Error(`${p.name} in ${tilingName({ tile, split })} tiles: ${error.message}`);
+    return { ms: median(times), splits: tilingOf(p, split).splits };
   } finally {
     setProductTiles('auto');
   }
@@ -104,18 +134,17 @@ async function main(): Promise<void> {
   console.log(`${rows} rows of ${tokens} tokens; each product's ms (GFLOP/s), one of ${reps} dispatched together, medians of ${runs} runs; adapter ${JSON.stringify(info.adapter ?? null)}`);
   for (const shape of shapes) {
     console.log(`\n${shape.name} (weights ${shape.dtype ?? 'F32'})\n`);
-    console.log(`| product | M x K x N | by its size | ${PRODUCT_TILES.map((t) => `${t} x ${t}`).join(' | ')} |`);
-    console.log(`|---|---|---|${PRODUCT_TILES.map(() => '---').join('|')}|`);
+    console.log(`| product | M x K x N | by its size | ${TILINGS.map(tilingName).join(' | ')} |`);
+    console.log(`|---|---|---|${TILINGS.map(() => '---').join('|')}|`);
     for (const p of productsOf(shape, rows, tokens)) {
       const weight = heldWeight(shape, p.K, p.N);
       const x = tf.tensor2d(weightValues(p.M * (p.transposed ? p.N : p.K)), [p.M, p.transposed ? p.N : p.K]);
-      // The input gradient's output is [M, K]: its grid covers K.
-      const auto = productTiling(p.M, p.transposed ? p.K : p.N).tile;
+      const auto = tilingOf(p, false).tile;
       const cells: string[] = [];
-      for (const tile of PRODUCT_TILES) {
-        const ms = await productMs(backend, p, x, weight, tile, runs, reps);
+      for (const tiling of TILINGS) {
+        const { ms, splits } = await productMs(backend, p, x, weight, tiling, runs, reps);
         const gflops = (2 * p.M * p.K * p.N) / 1e6 / ms;
-        cells.push(`${ms.toFixed(3)} (${gflops >= 100 ? gflops.toFixed(0) : gflops.toPrecision(2)})`);
+        cells.push(`${ms.toFixed(3)} (${gflops >= 100 ? gflops.toFixed(0) : gflops.toPrecision(2)}${tiling.split ? `, ${splits === 1 ? 'unsplit' : `${splits} splits`}` : ''})`);
       }
       console.log(`| ${p.name} | ${p.M} x ${p.K} x ${p.N} | ${auto} | ${cells.join(' | ')} |`);
       tf.dispose([x, 'pairs' in weight ? weight.pairs : weight]);

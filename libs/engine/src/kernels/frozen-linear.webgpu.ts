@@ -1,7 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { HalfDtype, StorageDtype } from '../dtype';
 import { weightReader } from './half-weights.wgsl';
-import { productTiling, rowMajor, tiledProduct } from './tiled-product.wgsl';
+import { addSplits } from './split-sums.webgpu';
+import { InnerSplits, productStore, ProductTiling, productTiling, rowMajor, splitDepthOf, splitProductTiling, tiledProduct } from './tiled-product.wgsl';
 import { MultiOutputProgram, multiOutputBindings, runMultiOutputProgram } from './webgpu-program';
 
 /**
@@ -25,7 +26,25 @@ export type GpuWeight = tf.Tensor2D | { pairs: tf.Tensor2D; dtype: HalfDtype };
 interface Attrs {
   dtype: StorageDtype;
   bias: boolean;
+  split: boolean;
 }
+
+/**
+ * How a product made with `split` divides its inner dimension (splitProductTiling): in two while
+ * the grid stays within 512 workgroups and each split walks at least 128 of it (eight steps of a
+ * tile's staging), into at most 8.
+ */
+const FROZEN_SPLITS: InnerSplits = { target: 512, fewestInner: 128, most: 8 };
+
+/** The tiles and grid of a product [rows, cols] over `inner`: productTiling's, or split (`split`: splitProductTiling's), with how many splits and the depth each walks. */
+export function frozenTiling(rows: number, cols: number, inner: number, split: boolean): { tiling: ProductTiling; splits: number; splitDepth: number | null } {
+  const tiling = split ? splitProductTiling(rows, cols, inner, FROZEN_SPLITS) : productTiling(rows, cols);
+  const splits = tiling.dispatch[2];
+  return { tiling, splits, splitDepth: splits === 1 ? null : splitDepthOf(inner, splits) };
+}
+
+/** A product's output [rows, cols], or its splits' partial sums [splits, rows, cols]. */
+const productShape = (splits: number, rows: number, cols: number) => (splits === 1 ? [rows, cols] : [splits, rows, cols]);
 
 /** A weight's tensor, its dtype and its columns N. */
 export function weightOf(weight: GpuWeight): { w: tf.Tensor2D; dtype: StorageDtype; N: number } {
@@ -35,38 +54,39 @@ export function weightOf(weight: GpuWeight): { w: tf.Tensor2D; dtype: StorageDty
 /** The columns N of a weight bound as `w` in `dtype`. */
 const columnsOf = (w: tf.TensorInfo, dtype: StorageDtype) => (dtype === 'F32' ? w.shape[1] : 2 * w.shape[1]);
 
-/** y [M, N] = x [M, K] W + b. */
+/** y [M, N] = x [M, K] W + b; split, each split's sums of x W (addSplits adds them and b). */
 function linearProgram(K: number, N: number, M: number, a: Attrs): MultiOutputProgram {
   const w = weightReader('w', a.dtype, N);
-  const { tile, dispatch } = productTiling(M, N);
+  const { tiling, splits, splitDepth } = frozenTiling(M, N, K, a.split);
+  const bias = a.bias && splits === 1;
   return {
-    key: `trainyardFrozenLinear_${K}_${N}_${a.dtype}_${a.bias}_${tile}`,
-    wgsl: () => `${multiOutputBindings('M : u32', ['x', w.binding, ...(a.bias ? ['bias'] : [])], ['y'])}
+    key: `trainyardFrozenLinear_${K}_${N}_${a.dtype}_${bias}_${tiling.tile}_${splits}`,
+    wgsl: () => `${multiOutputBindings('M : u32', ['x', w.binding, ...(bias ? ['bias'] : [])], ['y'])}
 ${w.helpers}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
-  return acc${a.bias ? ' + bias[col]' : ''};
+  return acc${bias ? ' + bias[col]' : ''};
 }
-${tiledProduct(K, N, tile, rowMajor('x', K), w.at, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
-    outputShapes: [[M, N]],
-    dispatch,
+${tiledProduct(K, N, tiling.tile, rowMajor('x', K), w.at, true, productStore('y', N, splits), null, splitDepth)}`,
+    outputShapes: [productShape(splits, M, N)],
+    dispatch: tiling.dispatch,
     uniforms: [{ type: 'uint32', value: M }],
   };
 }
 
-/** dx [M, K] = dy [M, N] W^T. */
-function linearTransposedProgram(K: number, N: number, M: number, dtype: StorageDtype): MultiOutputProgram {
+/** dx [M, K] = dy [M, N] W^T; split, each split's sums. */
+function linearTransposedProgram(K: number, N: number, M: number, dtype: StorageDtype, split: boolean): MultiOutputProgram {
   const w = weightReader('w', dtype, N);
-  const { tile, dispatch } = productTiling(M, K);
+  const { tiling, splits, splitDepth } = frozenTiling(M, K, N, split);
   return {
-    key: `trainyardFrozenLinearTransposed_${K}_${N}_${dtype}_${tile}`,
+    key: `trainyardFrozenLinearTransposed_${K}_${N}_${dtype}_${tiling.tile}_${splits}`,
     wgsl: () => `${multiOutputBindings('M : u32', ['dy', w.binding], ['dx'])}
 ${w.helpers}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   return acc;
 }
-${tiledProduct(N, K, tile, rowMajor('dy', N), (n, c) => w.at(c, n), false, (row, col, value) => `dx[${row} * ${K}u + ${col}] = ${value};`)}`,
-    outputShapes: [[M, K]],
-    dispatch,
+${tiledProduct(N, K, tiling.tile, rowMajor('dy', N), (n, c) => w.at(c, n), false, productStore('dx', K, splits), null, splitDepth)}`,
+    outputShapes: [productShape(splits, M, K)],
+    dispatch: tiling.dispatch,
     uniforms: [{ type: 'uint32', value: M }],
   };
 }
@@ -78,8 +98,9 @@ tf.registerKernel({
     const a = attrs as unknown as Attrs;
     const { x, w, bias } = inputs as Record<string, tf.TensorInfo>;
     const [M, K] = x.shape;
-    const [y] = runMultiOutputProgram(backend, linearProgram(K, columnsOf(w, a.dtype), M, a), [x, w, ...(a.bias ? [bias] : [])]);
-    return y;
+    const program = linearProgram(K, columnsOf(w, a.dtype), M, a);
+    const [y] = runMultiOutputProgram(backend, program, [x, w, ...(a.bias && program.outputShapes[0].length === 2 ? [bias] : [])]);
+    return y.shape.length === 2 ? y : addSplits(backend, y, a.bias ? bias : null);
   },
 });
 
@@ -87,10 +108,10 @@ tf.registerKernel({
   kernelName: FROZEN_LINEAR_TRANSPOSED_KERNEL,
   backendName: 'webgpu',
   kernelFunc: ({ inputs, backend, attrs }) => {
-    const { dtype } = attrs as unknown as Attrs;
+    const { dtype, split } = attrs as unknown as Attrs;
     const { dy, w } = inputs as Record<string, tf.TensorInfo>;
-    const [dx] = runMultiOutputProgram(backend, linearTransposedProgram(w.shape[0], columnsOf(w, dtype), dy.shape[0], dtype), [dy, w]);
-    return dx;
+    const [dx] = runMultiOutputProgram(backend, linearTransposedProgram(w.shape[0], columnsOf(w, dtype), dy.shape[0], dtype, split), [dy, w]);
+    return dx.shape.length === 2 ? dx : addSplits(backend, dx);
   },
 });
 
@@ -101,25 +122,28 @@ function requireWebGpu(dtype: StorageDtype): void {
 /**
  * x [M, K] W + b for W [K, N] (`weight`: f32, or held in 16 bits). Throws off webgpu and while a
  * gradient is recorded: the product has a gradient only as a training pass's projection
- * (ops/linear-gradient.ts, from frozenLinearTransposed), whose forward runs untaped.
+ * (ops/linear-gradient.ts, from frozenLinearTransposed), whose forward runs untaped. With
+ * `split`, the inner dimension is split among workgroups (FROZEN_SPLITS) and the splits added
+ * (with b) by a second dispatch: a wider tile on a grid that would leave a large GPU short of
+ * work unsplit, for products.bench.ts to set beside the unsplit tiles.
  */
-export function frozenLinear(x: tf.Tensor2D, weight: GpuWeight, bias: tf.Tensor1D | null): tf.Tensor2D {
+export function frozenLinear(x: tf.Tensor2D, weight: GpuWeight, bias: tf.Tensor1D | null, split = false): tf.Tensor2D {
   const { w, dtype, N } = weightOf(weight);
   requireWebGpu(dtype);
   if (tf.engine().isTapeOn()) throw new Error(`a ${dtype === 'F32' ? 'frozen product in the engine\'s tiles' : 'weight held in 16 bits'} has a gradient only in a training pass (enableBackward): a taped product through it has none`);
   const [M, K] = x.shape;
   if (K !== w.shape[0] || x.dtype !== 'float32') throw new Error(`frozenLinear: x [${x.shape}] ${x.dtype} does not fit a weight of ${w.shape[0]} rows`);
   if (M === 0) return tf.zeros([0, N]);
-  const attrs: Attrs = { dtype, bias: bias !== null };
+  const attrs: Attrs = { dtype, bias: bias !== null, split };
   return tf.engine().runKernel(FROZEN_LINEAR_KERNEL, { x, w, ...(bias ? { bias } : {}) }, attrs as unknown as tf.NamedAttrMap) as tf.Tensor2D;
 }
 
-/** dy [M, N] W^T for W [K, N] (`weight`: f32, or held in 16 bits): a frozen projection's input gradient. */
-export function frozenLinearTransposed(dy: tf.Tensor2D, weight: GpuWeight): tf.Tensor2D {
+/** dy [M, N] W^T for W [K, N] (`weight`: f32, or held in 16 bits): a frozen projection's input gradient; `split` as frozenLinear's. */
+export function frozenLinearTransposed(dy: tf.Tensor2D, weight: GpuWeight, split = false): tf.Tensor2D {
   const { w, dtype, N } = weightOf(weight);
   requireWebGpu(dtype);
   const [M, columns] = dy.shape;
   if (columns !== N || dy.dtype !== 'float32') throw new Error(`frozenLinearTransposed: dy [${dy.shape}] ${dy.dtype} does not fit a weight of ${N} columns`);
   if (M === 0) return tf.zeros([0, w.shape[0]]);
-  return tf.engine().runKernel(FROZEN_LINEAR_TRANSPOSED_KERNEL, { dy, w }, { dtype, bias: false } as unknown as tf.NamedAttrMap) as tf.Tensor2D;
+  return tf.engine().runKernel(FROZEN_LINEAR_TRANSPOSED_KERNEL, { dy, w }, { dtype, bias: false, split } as unknown as tf.NamedAttrMap) as tf.Tensor2D;
 }

@@ -1,8 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { StorageDtype } from '../dtype';
 import { weightReader } from './half-weights.wgsl';
-import { InnerSplits, ProductTiling, SPLIT_DEPTH, splitProductTiling, tiledProduct } from './tiled-product.wgsl';
-import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
+import { addSplits } from './split-sums.webgpu';
+import { InnerSplits, ProductTiling, productStore, splitDepthOf, splitProductTiling, tiledProduct } from './tiled-product.wgsl';
+import { MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
  * The lm_head's softmax of a training step and the backward through the lm_head on webgpu.
@@ -108,20 +109,19 @@ const VOCABULARY_SPLITS: InnerSplits = { target: 512, fewestInner: 2048, most: 3
 function headGradientTiling(rows: number, C: number, V: number): { tiling: ProductTiling; splits: number; splitDepth: number } {
   const tiling = splitProductTiling(rows, C, V, VOCABULARY_SPLITS);
   const splits = tiling.dispatch[2];
-  return { tiling, splits, splitDepth: Math.ceil(V / splits / SPLIT_DEPTH) * SPLIT_DEPTH };
+  return { tiling, splits, splitDepth: splitDepthOf(V, splits) };
 }
 
 /**
  * dx [n, C] = dLogits W^T, W the lm_head's [C, V] (f32, or held in 16 bits: weightReader), each
  * element of dLogits made as the product stages it: dLogits[r][j] = dLogprobs[r] ([j = t_r] -
  * exps[r][j] / s_r). Split (headGradientTiling), each split of the vocabulary writes its sums to
- * partial [splits, n, C] for sumProgram.
+ * partial [splits, n, C], which addSplits adds up.
  */
 function inputGradientProgram(n: number, C: number, V: number, dtype: StorageDtype): MultiOutputProgram {
   const { tiling, splits, splitDepth } = headGradientTiling(n, C, V);
   const w = weightReader('w', dtype, V);
   const out = splits === 1 ? 'dx' : 'partial';
-  const store = (row: string, col: string, value: string) => `${out}[${splits === 1 ? '' : 'wg.z * u.M * ' + C + 'u + '}${row} * ${C}u + ${col}] = ${value};`;
   return {
     key: `trainyardNextTokenInputGradient_${C}_${V}_${dtype}_${tiling.tile}_${splits}`,
     wgsl: () => `${multiOutputBindings('M : u32', ['exps', 'stats', 'targets:i32', 'dLogprobs', w.binding], [out])}
@@ -134,27 +134,10 @@ fn dLogit(r : u32, j : u32) -> f32 {
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   return acc;
 }
-${tiledProduct(V, C, tiling.tile, (row, k) => `dLogit(${row}, ${k})`, (k, c) => w.at(c, k), false, store, null, splits === 1 ? null : splitDepth)}`,
+${tiledProduct(V, C, tiling.tile, (row, k) => `dLogit(${row}, ${k})`, (k, c) => w.at(c, k), false, productStore(out, C, splits), null, splits === 1 ? null : splitDepth)}`,
     outputShapes: [splits === 1 ? [n, C] : [splits, n, C]],
     dispatch: tiling.dispatch,
     uniforms: [{ type: 'uint32', value: n }],
-  };
-}
-
-/** dx [n, C] = the sum of partial [splits, n, C] over its splits, a thread an element. */
-function sumProgram(splits: number, n: number, C: number): MultiOutputProgram {
-  return {
-    key: `trainyardSumSplits_${splits}`,
-    wgsl: () => `${multiOutputBindings('size : u32', ['partial'], ['dx'])}
-${flatMain(WORKGROUP)}
-  if (i >= u.size) { return; }
-  var sum = 0.0;
-  for (var s = 0u; s < ${splits}u; s++) { sum += partial[s * u.size + i]; }
-  dx[i] = sum;
-}`,
-    outputShapes: [[n, C]],
-    dispatch: workgroupGrid(Math.ceil((n * C) / WORKGROUP)),
-    uniforms: [{ type: 'uint32', value: n * C }],
   };
 }
 
@@ -178,9 +161,6 @@ tf.registerKernel({
     const C = w.shape[0];
     const program = inputGradientProgram(n, C, V, dtype);
     const [out] = runMultiOutputProgram(backend, program, [exps, stats, targets, dLogprobs, w]);
-    if (program.outputShapes[0].length === 2) return out;
-    const [dx] = runMultiOutputProgram(backend, sumProgram(out.shape[0], n, C), [out]);
-    disposeIntermediate(backend, out);
-    return dx;
+    return program.outputShapes[0].length === 2 ? out : addSplits(backend, out);
   },
 });

@@ -149,6 +149,21 @@ export function splitProductTiling(rows: number, cols: number, inner: number, li
   return (most as { tiling: ProductTiling }).tiling;
 }
 
+/** The inner dimension each of `splits` splits of `inner` walks (tiledProduct's splitDepth): its share rounded up to SPLIT_DEPTH, so that the last split may walk less, or none. */
+export function splitDepthOf(inner: number, splits: number): number {
+  return Math.ceil(inner / splits / SPLIT_DEPTH) * SPLIT_DEPTH;
+}
+
+/**
+ * tiledProduct's `store` into `out`, [M, cols] row-major (the program's uniform `u.M`); with
+ * `splits` over 1, into the workgroup's split's slice of [splits, M, cols] (wg.z's), which a
+ * program after it adds up (kernels/split-sums.webgpu.ts).
+ */
+export function productStore(out: string, cols: number, splits: number): (row: string, col: string, value: string) => string {
+  const slice = splits === 1 ? '' : `wg.z * u.M * ${cols}u + `;
+  return (row, col, value) => `${out}[${slice}${row} * ${cols}u + ${col}] = ${value};`;
+}
+
 /**
  * The workgroup memory a tile's product declares, in bytes: both operands' staged slices (DEPTH
  * steps of the tile's rows and columns in f32; the matrix tile's in f16, with a block of results
