@@ -33,7 +33,7 @@ cp node_modules/webgpu/package.json node_modules/webgpu/LICENSE.md "$OUT/node_mo
 # and Dawn's 21 MB take 5 in xz. run.sh unpacks it where the bundle looks for it.
 xz -T0 -6 -c node_modules/webgpu/dist/linux-x64/dawn.node >"$OUT/node_modules/webgpu/dist/linux-x64/dawn.node.xz"
 cp node_modules/@tensorflow/tfjs-backend-wasm/dist/*.wasm "$OUT/"
-cp tools/bench/gpu/run.sh tools/bench/gpu/gpu-env.sh tools/bench/gpu/torch_peer.py "$OUT/"
+cp tools/bench/gpu/run.sh tools/bench/gpu/draw.sh tools/bench/gpu/gpu-env.sh tools/bench/gpu/torch_peer.py "$OUT/"
 (cd "$OUT" && apt-get download libvulkan1 >/dev/null)
 # node needs only glibc and libstdc++ of the host.
 xz -T0 -6 -c "$(readlink -f "$(command -v node)")" >"$OUT/node.xz"
