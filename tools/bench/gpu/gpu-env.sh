@@ -1,13 +1,13 @@
 # Sourced by run.sh and by the stack pack's run-stack.sh: makes the GPU pack's folder (the one
 # tools/bench/gpu/pack.sh wrote, where this file sits) ready to run Dawn on the NVIDIA driver.
 # Puts the carried Node.js (node.xz, unpacked into bin/; the bundles target the project's Node 24,
-# which a machine's own node may predate) first on PATH; unpacks Dawn's dawn.node.xz beside
-# itself; uses the machine's Vulkan loader, or else the carried libvulkan1 .deb unpacked here
-# (dpkg -x). Unless VK_DRIVER_FILES is set, points the loader at the NVIDIA driver through its
-# EGL library (an ICD file written here), which needs no display; where the driver has no EGL
-# library, at its nvidia_icd.json, which names the GLX library: in a headless container that one
-# can fail with "Could not get 'vkCreateInstance' via 'vk_icdGetInstanceProcAddr' for ICD
-# libGLX_nvidia.so.0", and the run then finds no adapter.
+# which a machine's own node may predate) first on PATH; unpacks Dawn's dawn.node.xz, the
+# bundles and the wasm binaries beside themselves; uses the machine's Vulkan loader, or else the
+# carried libvulkan1 .deb unpacked here (dpkg -x). Unless VK_DRIVER_FILES is set, points the
+# loader at the NVIDIA driver through its EGL library (an ICD file written here), which needs no
+# display; where the driver has no EGL library, at its nvidia_icd.json, which names the GLX
+# library: in a headless container that one can fail with "Could not get 'vkCreateInstance'
+# via 'vk_icdGetInstanceProcAddr' for ICD libGLX_nvidia.so.0", and the run then finds no adapter.
 GPU_PACK="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # Writes the xz file $1 unpacked to stdout: with xz, or with python3's lzma where xz is missing.
 unxz_to_stdout() {
@@ -35,6 +35,9 @@ unxz_once "$GPU_PACK/node.xz" "$GPU_PACK/bin/node" 755
 export PATH="$GPU_PACK/bin:$PATH"
 dawn="$GPU_PACK/node_modules/webgpu/dist/linux-x64/dawn.node"
 unxz_once "$dawn.xz" "$dawn" 644
+for packed in "$GPU_PACK"/*.js.xz "$GPU_PACK"/*.wasm.xz; do
+  [ -e "$packed" ] && unxz_once "$packed" "${packed%.xz}" 644
+done
 if ! has_library libvulkan.so.1; then
   [ -d "$GPU_PACK/vulkan" ] || dpkg -x "$GPU_PACK"/libvulkan1_*.deb "$GPU_PACK/vulkan"
   export LD_LIBRARY_PATH="$GPU_PACK/vulkan/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -5,7 +5,7 @@
 # (stack.tar.xz), this machine's PostgreSQL server with the libraries it links beyond glibc
 # (postgres.tar.xz), its nats-server (nats-server.xz), and run-stack.sh. It carries no Node.js
 # and no Dawn: run-stack.sh takes both from the GPU pack (tools/bench/gpu/pack.sh) beside it,
-# which together with this one would pass the device tool's 64 MiB. About 25 MB.
+# with which it travels under the device tool's 64 MiB (draw.sh runs both). About 27 MB.
 #
 #   bash tools/bench/gpu/pack-stack.sh [OUT]
 set -euo pipefail
