@@ -4,7 +4,7 @@ import { DecodeBatch } from '../src/decode-batch';
 import { bf16ToF32, f32ToBf16, halfPairs, HalfDtype } from '../src/dtype';
 import { frozenLinear, frozenLinearTransposed } from '../src/kernels/frozen-linear.webgpu';
 import { countGpuWork } from '../src/kernels/gpu-counters';
-import { PRODUCT_TILES, setProductTiles } from '../src/kernels/tiled-product.wgsl';
+import { PRODUCT_TILES, setProductPrefetch, setProductTiles } from '../src/kernels/tiled-product.wgsl';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../src/loader';
 import { applyAdapter } from '../src/lora/lora-layer';
@@ -179,10 +179,10 @@ suite('16-bit weights on webgpu', () => {
     half.after.forEach((values, i) => expect(maxAbsDiff(values, full.after[i])).toBeLessThan(1e-6));
   }, 120_000);
 
-  // Every tile, for a weight held in 16 bits and an f32 one (the lm_head of a training step, a projection without adapters).
-  it.each(PRODUCT_TILES.flatMap((tile) => (['BF16', 'F32'] as const).map((dtype) => [tile, dtype] as const)))(
-    'multiplies as the cpu backend by the weight\'s values, both ways, tiles of %i, weight %s',
-    async (tile, dtype) => {
+  // Every tile, for a weight held in 16 bits and an f32 one (the lm_head of a training step, a projection without adapters), each step's operands loaded a step ahead or not (setProductPrefetch).
+  it.each(PRODUCT_TILES.flatMap((tile) => (['BF16', 'F32'] as const).flatMap((dtype) => [false, true].map((prefetch) => [tile, dtype, prefetch] as const))))(
+    'multiplies as the cpu backend by the weight\'s values, both ways, tiles of %i, weight %s, prefetched %s',
+    async (tile, dtype, prefetch) => {
       // 5 row tiles of 64 (3 of 128), the last part-filled; 3 column tiles of 64 the other way.
       const [M, K, N] = [300, 136, 72];
       const rng = new SeededRandom(7);
@@ -196,6 +196,7 @@ suite('16-bit weights on webgpu', () => {
       });
       await selectBackend('webgpu');
       setProductTiles(tile);
+      setProductPrefetch(prefetch);
       const weight = dtype === 'BF16' ? { pairs: tf.tensor2d(halfPairs(w, 'BF16'), [K, N / 2], 'int32'), dtype } : tf.tensor2d(w, [K, N]);
       const inputs = [tf.tensor2d(x, [M, K]), tf.tensor1d(bias), tf.tensor2d(dy, [M, N]), 'pairs' in weight ? weight.pairs : weight] as const;
       try {
@@ -206,6 +207,7 @@ suite('16-bit weights on webgpu', () => {
         tf.dispose(got.result);
       } finally {
         setProductTiles('auto');
+        setProductPrefetch(false);
         tf.dispose([...inputs]);
       }
     },
@@ -213,9 +215,9 @@ suite('16-bit weights on webgpu', () => {
   );
 
   // Split along the inner dimension (frozenLinear's `split`): K = 520 walked by 4 splits of 144 (the last 88), N = 264 by 2 (144, then 120).
-  it.each(([64, 128] as const).flatMap((tile) => (['BF16', 'F32'] as const).map((dtype) => [tile, dtype] as const)))(
-    'multiplies as the cpu backend with the inner dimension split, its splits and the bias added after, tiles of %i, weight %s',
-    async (tile, dtype) => {
+  it.each(([64, 128] as const).flatMap((tile) => (['BF16', 'F32'] as const).flatMap((dtype) => [false, true].map((prefetch) => [tile, dtype, prefetch] as const))))(
+    'multiplies as the cpu backend with the inner dimension split, its splits and the bias added after, tiles of %i, weight %s, prefetched %s',
+    async (tile, dtype, prefetch) => {
       const [M, K, N] = [100, 520, 264];
       const rng = new SeededRandom(11);
       const values = (n: number) => Float32Array.from({ length: n }, () => 2 * rng.next() - 1);
@@ -228,6 +230,7 @@ suite('16-bit weights on webgpu', () => {
       });
       await selectBackend('webgpu');
       setProductTiles(tile);
+      setProductPrefetch(prefetch);
       const weight = dtype === 'BF16' ? { pairs: tf.tensor2d(halfPairs(w, 'BF16'), [K, N / 2], 'int32'), dtype } : tf.tensor2d(w, [K, N]);
       const inputs = [tf.tensor2d(x, [M, K]), tf.tensor1d(bias), tf.tensor2d(dy, [M, N]), 'pairs' in weight ? weight.pairs : weight] as const;
       try {
@@ -239,6 +242,7 @@ suite('16-bit weights on webgpu', () => {
         tf.dispose(got.result);
       } finally {
         setProductTiles('auto');
+        setProductPrefetch(false);
         tf.dispose([...inputs]);
       }
     },

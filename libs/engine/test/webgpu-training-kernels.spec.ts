@@ -6,7 +6,7 @@ import { promptAttention, promptAttentionGradient, promptAttentionSaving } from 
 import { rmsNormGradient } from '../src/kernels/rms-norm';
 import { ropeQkv, ropeQkvGradient } from '../src/kernels/rope';
 import { swiglu, swigluGradient } from '../src/kernels/swiglu';
-import { PRODUCT_TILES, setProductTiles } from '../src/kernels/tiled-product.wgsl';
+import { PRODUCT_TILES, setProductPrefetch, setProductTiles } from '../src/kernels/tiled-product.wgsl';
 import { geglu as gegluKernel, gegluGradient } from '../src/kernels/swiglu.webgpu';
 import { capStorageBuffers, capWorkgroupMemory, MAX_STORAGE_BUFFERS, storageBufferLimit, WORKGROUP_MEMORY } from '../src/kernels/webgpu-program';
 import { geglu as gegluOps, gegluBackward } from '../src/ops/gelu';
@@ -408,14 +408,16 @@ suite('WGSL training kernels give the cpu backend results', () => {
 
   // Every case on the tiles its size takes (32) and the device's storage buffers, the ones with part-filled tiles and groups
   // on the larger tiles too, and those whose backward passes WebGPU's default of 8 buffers in two dispatches as a device
-  // binding 8 runs them (in three or four).
+  // binding 8 runs them (in three or four); and the last case on every tile with each step's operands loaded a step
+  // ahead (setProductPrefetch).
   const TILED_CASES = [
-    ...CASES.map((c) => ({ ...c, tile: 'auto' as const, buffers: Infinity })),
-    ...[CASES[0], CASES[CASES.length - 1]].flatMap((c) => PRODUCT_TILES.slice(1).map((tile) => ({ ...c, tile, buffers: Infinity }))),
-    ...CASES.filter((c) => 5 + 2 * c.ranks.filter((r) => r !== null).length > MAX_STORAGE_BUFFERS).map((c) => ({ ...c, tile: 'auto' as const, buffers: MAX_STORAGE_BUFFERS })),
+    ...CASES.map((c) => ({ ...c, tile: 'auto' as const, buffers: Infinity, prefetch: false })),
+    ...[CASES[0], CASES[CASES.length - 1]].flatMap((c) => PRODUCT_TILES.slice(1).map((tile) => ({ ...c, tile, buffers: Infinity, prefetch: false }))),
+    ...CASES.filter((c) => 5 + 2 * c.ranks.filter((r) => r !== null).length > MAX_STORAGE_BUFFERS).map((c) => ({ ...c, tile: 'auto' as const, buffers: MAX_STORAGE_BUFFERS, prefetch: false })),
+    ...PRODUCT_TILES.map((tile) => ({ ...CASES[CASES.length - 1], tile, buffers: Infinity, prefetch: true })),
   ];
 
-  it.each(TILED_CASES)('LoRA projection forward and backward: $name, tiles $tile, storage buffers $buffers', async (c) => {
+  it.each(TILED_CASES)('LoRA projection forward and backward: $name, tiles $tile, storage buffers $buffers, prefetched $prefetch', async (c) => {
     await selectBackend('cpu');
     const want = reference(c);
     const backend = await selectBackend('webgpu');
@@ -429,6 +431,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
     const kernelParts = parts.map((p) => ({ aT: tf.tensor2d(p.a, [c.K, p.r]), bT: tf.tensor2d(p.b, [p.r, p.width]), scale: c.scale, col: p.col, width: p.width }));
     const inputs = [X, W, dY, ...(b ? [b] : []), ...kernelParts.flatMap((p) => [p.aT, p.bT])];
     setProductTiles(c.tile);
+    setProductPrefetch(c.prefetch);
     capStorageBuffers(c.buffers);
     try {
       const forward = await countGpuWork(async () => loraForwardOnWebGpu(X, W, b, kernelParts));
@@ -447,6 +450,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
       tf.dispose([...got, fwd.h]);
     } finally {
       setProductTiles('auto');
+      setProductPrefetch(false);
       capStorageBuffers(Infinity);
       tf.dispose(inputs);
     }

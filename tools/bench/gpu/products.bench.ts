@@ -6,11 +6,12 @@
  * the f32 tiles (32, 64 and 128 a side), beside the tile productTiling chooses by the product's
  * size, and in 64- and 128-tiles with the inner dimension split among workgroups (frozenLinear's
  * `split`: where the grid would be short of work, in up to 8 splits, added by a second
- * dispatch). Which tile is fastest for which grid is what productTiling's thresholds
- * (NARROW_TILE_WORKGROUPS, WIDE_TILE_WORKGROUPS) stand for, and whether a split wider tile beats
- * the 32-tile's grid is whether the LoRA programs' narrow products should split as the head's
- * input gradient does; on a GPU this table says both.
- * Each figure is one product's time, from `--reps` of them dispatched together (from the first
+ * dispatch), and in each tile again with each step's operands loaded a step ahead, during the
+ * step before (setProductPrefetch). Which tile is fastest for which grid is what productTiling's
+ * thresholds (NARROW_TILE_WORKGROUPS, WIDE_TILE_WORKGROUPS) stand for; whether a split wider
+ * tile beats the 32-tile's grid is whether the LoRA programs' narrow products should split as
+ * the head's input gradient does; the prefetched columns say whether the tiles should
+ * prefetch: on a GPU this table answers all three. Each figure is one product's time, from `--reps` of them dispatched together (from the first
  * dispatch to the queue's work done), the median over `--runs` after one untimed run; GFLOP/s
  * counts 2 M K N. Weights are held as the GPU bench's models hold them (the 1.5B and 3B shapes
  * in 16 bits, unpacked as they are staged). On lavapipe the times are a CPU's, for comparing the
@@ -26,7 +27,7 @@ import { selectBackend } from '../../../libs/engine/src/backend';
 import { halfPairs } from '../../../libs/engine/src/dtype';
 import { headChunkSize } from '../../../libs/engine/src/training/checkpointing';
 import { frozenLinear, frozenLinearTransposed, frozenTiling, GpuWeight } from '../../../libs/engine/src/kernels/frozen-linear.webgpu';
-import { PRODUCT_TILES, ProductTile, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
+import { PRODUCT_TILES, ProductTile, setProductPrefetch, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
 import { BENCH_SHAPES, BenchShape, benchShapes, configOf, LARGE_BENCH_SHAPES } from './bench-model';
 import { Flushing, median, option, timed } from './bench-steps';
 
@@ -73,16 +74,21 @@ function heldWeight(shape: BenchShape, K: number, N: number): GpuWeight {
   return shape.dtype === 'BF16' ? { pairs: tf.tensor2d(halfPairs(values, 'BF16'), [K, N / 2], 'int32'), dtype: 'BF16' } : tf.tensor2d(values, [K, N]);
 }
 
-/** How a product is run: in one tile, its inner dimension split or not. */
+/** How a product is run: in one tile, its inner dimension split or not, each step's operands loaded a step ahead or not (setProductPrefetch). */
 interface Tiling {
   tile: ProductTile;
   split: boolean;
+  prefetch: boolean;
 }
 
-/** The tilings each product is timed in: every f32 tile unsplit, then the 64- and 128-tiles split. */
-const TILINGS: Tiling[] = [...PRODUCT_TILES.map((tile) => ({ tile, split: false })), { tile: 64, split: true }, { tile: 128, split: true }];
+/** The tilings each product is timed in: every f32 tile, then the 64- and 128-tiles split, then every f32 tile prefetched. */
+const TILINGS: Tiling[] = [
+  ...PRODUCT_TILES.map((tile) => ({ tile, split: false, prefetch: false })),
+  ...([64, 128] as const).map((tile) => ({ tile, split: true, prefetch: false })),
+  ...PRODUCT_TILES.map((tile) => ({ tile, split: false, prefetch: true })),
+];
 
-const tilingName = ({ tile, split }: Tiling) => `${tile} x ${tile}${split ? ', split' : ''}`;
+const tilingName = ({ tile, split, prefetch }: Tiling) => `${tile} x ${tile}${split ? ', split' : ''}${prefetch ? ', prefetched' : ''}`;
 
 /** One product, split or not, disposed. */
 function runProduct(p: Product, x: tf.Tensor2D, weight: GpuWeight, split: boolean): void {
@@ -100,8 +106,9 @@ function tilingOf(p: Product, split: boolean): { tile: ProductTile; splits: numb
  * Milliseconds of one product in `tiling`: the median over `runs` of `reps` products timed
  * together, after one untimed run; and the splits it took. Throws where the device refused any of it.
  */
-async function productMs(backend: Flushing, p: Product, x: tf.Tensor2D, weight: GpuWeight, { tile, split }: Tiling, runs: number, reps: number): Promise<{ ms: number; splits: number }> {
+async function productMs(backend: Flushing, p: Product, x: tf.Tensor2D, weight: GpuWeight, { tile, split, prefetch }: Tiling, runs: number, reps: number): Promise<{ ms: number; splits: number }> {
   setProductTiles(tile);
+  setProductPrefetch(prefetch);
   backend.device.pushErrorScope('validation');
   try {
     const times: number[] = [];
@@ -112,10 +119,11 @@ async function productMs(backend: Flushing, p: Product, x: tf.Tensor2D, weight: 
       if (r > 0) times.push(ms / reps);
     }
     const error = await backend.device.popErrorScope();
-    if (error) throw new Error(`${p.name} in ${tilingName({ tile, split })} tiles: ${error.message}`);
+    if (error) throw new Error(`${p.name} in ${tilingName({ tile, split, prefetch })} tiles: ${error.message}`);
     return { ms: median(times), splits: tilingOf(p, split).splits };
   } finally {
     setProductTiles('auto');
+    setProductPrefetch(false);
   }
 }
 

@@ -34,7 +34,7 @@ import {
 import type { LoraPart } from './lora';
 import type { DrawnToken, RowDraw } from './sample';
 import { StepRopeTables } from './step-rope-tables';
-import { ProductTiling, productTiling, SPLIT_DEPTH, usedSubgroupMatrices } from './tiled-product.wgsl';
+import { ProductTiling, productTiling, SPLIT_DEPTH, tileKey, usedSubgroupMatrices } from './tiled-product.wgsl';
 import { fusedKernelsApply, workgroupMemoryLimit } from './webgpu-program';
 
 /**
@@ -842,7 +842,7 @@ export class WebGpuDecodeStep {
     }
     const linear = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean, weights: StorageDtype, adapters: LinearAdapters = 'none', xATiles = 0) => {
       const { tiling } = p;
-      if (tiling) return run(label, this.pipeline(norm ? 'linearNorm' : 'linear', `tiled:${tiling.tile}:${p.k}:${p.n}:${p.chunk}:${weights}`, () => tiledLinearShader(p.k, p.n, tiling.tile, p.chunk, norm, weights)), group, ...tiling.dispatch);
+      if (tiling) return run(label, this.pipeline(norm ? 'linearNorm' : 'linear', `tiled:${tileKey(tiling.tile)}:${p.k}:${p.n}:${p.chunk}:${weights}`, () => tiledLinearShader(p.k, p.n, tiling.tile, p.chunk, norm, weights)), group, ...tiling.dispatch);
       // ADAPTER_MODE gives addDelta to the products with a norm, makeXA to those without.
       const kind: ProgramKind = adapters === 'addDelta' ? 'linearNormAddDelta' : adapters === 'makeXA' ? 'linearMakeXA' : norm ? 'linearNorm' : 'linear';
       run(label, this.pipeline(kind, `${p.tile}:${weights}`, () => linearShader(p.tile, norm, adapters, weights)), group, p.rowTiles, p.columnTiles + xATiles, p.splits);

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { HalfDtype, StorageDtype } from '../dtype';
 import { weightReader } from './half-weights.wgsl';
 import { addSplits } from './split-sums.webgpu';
-import { InnerSplits, productStore, ProductTiling, productTiling, rowMajor, splitDepthOf, splitProductTiling, tiledProduct } from './tiled-product.wgsl';
+import { InnerSplits, productStore, ProductTiling, productTiling, rowMajor, splitDepthOf, splitProductTiling, tiledProduct, tileKey } from './tiled-product.wgsl';
 import { MultiOutputProgram, multiOutputBindings, runMultiOutputProgram } from './webgpu-program';
 
 /**
@@ -60,7 +60,7 @@ function linearProgram(K: number, N: number, M: number, a: Attrs): MultiOutputPr
   const { tiling, splits, splitDepth } = frozenTiling(M, N, K, a.split);
   const bias = a.bias && splits === 1;
   return {
-    key: `trainyardFrozenLinear_${K}_${N}_${a.dtype}_${bias}_${tiling.tile}_${splits}`,
+    key: `trainyardFrozenLinear_${K}_${N}_${a.dtype}_${bias}_${tileKey(tiling.tile)}_${splits}`,
     wgsl: () => `${multiOutputBindings('M : u32', ['x', w.binding, ...(bias ? ['bias'] : [])], ['y'])}
 ${w.helpers}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
@@ -78,7 +78,7 @@ function linearTransposedProgram(K: number, N: number, M: number, dtype: Storage
   const w = weightReader('w', dtype, N);
   const { tiling, splits, splitDepth } = frozenTiling(M, K, N, split);
   return {
-    key: `trainyardFrozenLinearTransposed_${K}_${N}_${dtype}_${tiling.tile}_${splits}`,
+    key: `trainyardFrozenLinearTransposed_${K}_${N}_${dtype}_${tileKey(tiling.tile)}_${splits}`,
     wgsl: () => `${multiOutputBindings('M : u32', ['dy', w.binding], ['dx'])}
 ${w.helpers}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {

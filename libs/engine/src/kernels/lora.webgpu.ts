@@ -5,7 +5,7 @@ import type { HalfWeight } from '../model/linear';
 import { weightReader } from './half-weights.wgsl';
 import { wgslFloat } from './decode-step.wgsl';
 import { gateActivationWgsl } from './gate-activation.wgsl';
-import { productTiling, productTilingKey, rowMajor, tiledProduct } from './tiled-product.wgsl';
+import { productTiling, productTilingKey, rowMajor, tiledProduct, tileKey } from './tiled-product.wgsl';
 import { disposeIntermediate, fusedKernelsApply, keptPrograms, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid, workgroupMemoryLimit } from './webgpu-program';
 
 /**
@@ -242,7 +242,7 @@ function productProgram(l: Layout, M: number): LoraProgram {
   const { tile, dispatch } = productTiling(M, N);
   const inputs = ['x', w.binding, ...(l.bias ? ['bias'] : []), 'h', ...l.parts.map((_, i) => `b${i}`)];
   return {
-    key: `${keyOf('Product', l)}_${tile}`,
+    key: `${keyOf('Product', l)}_${tileKey(tile)}`,
     inputs,
     wgsl: () => `${bindings(inputs, ['y'])}
 ${w.helpers}
@@ -326,7 +326,7 @@ function dxProgram(l: Layout, M: number, gated: HiddenAct | null, withDa: boolea
   const { tile, dispatch } = productTiling(M, K, extra?.workgroups ?? 0, memory - (withDa ? SUMS_BYTES : 0));
   const inputs = ['dy', w.binding, 'dh', ...l.parts.map((_, i) => `a${i}`), ...(gated ? ['gateUp'] : []), ...(withDa ? ['x'] : [])];
   return {
-    key: `${keyOf(`Dx${withDa ? 'Da' : ''}${gated ? `_${gated}` : ''}`, l)}_${tile}`,
+    key: `${keyOf(`Dx${withDa ? 'Da' : ''}${gated ? `_${gated}` : ''}`, l)}_${tileKey(tile)}`,
     inputs,
     wgsl: () => `${bindings(inputs, ['dx', ...da.map((b) => b.name)])}
 ${w.helpers}

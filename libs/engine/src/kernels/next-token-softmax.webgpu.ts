@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { StorageDtype } from '../dtype';
 import { weightReader } from './half-weights.wgsl';
 import { addSplits } from './split-sums.webgpu';
-import { InnerSplits, ProductTiling, productStore, splitDepthOf, splitProductTiling, tiledProduct } from './tiled-product.wgsl';
+import { InnerSplits, ProductTiling, productStore, splitDepthOf, splitProductTiling, tiledProduct, tileKey } from './tiled-product.wgsl';
 import { MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
@@ -123,7 +123,7 @@ function inputGradientProgram(n: number, C: number, V: number, dtype: StorageDty
   const w = weightReader('w', dtype, V);
   const out = splits === 1 ? 'dx' : 'partial';
   return {
-    key: `trainyardNextTokenInputGradient_${C}_${V}_${dtype}_${tiling.tile}_${splits}`,
+    key: `trainyardNextTokenInputGradient_${C}_${V}_${dtype}_${tileKey(tiling.tile)}_${splits}`,
     wgsl: () => `${multiOutputBindings('M : u32', ['exps', 'stats', 'targets:i32', 'dLogprobs', w.binding], [out])}
 ${w.helpers}
 fn dLogit(r : u32, j : u32) -> f32 {

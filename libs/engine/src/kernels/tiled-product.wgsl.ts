@@ -57,7 +57,23 @@ export function productTilingKey(): string {
 let tilingKey = 'auto';
 function tilingChanged(): void {
   const m = subgroupMatrices;
-  tilingKey = `${tileChoice}${m ? `_matrix${m.M}x${m.N}x${m.K}x${m.subgroupSize}` : ''}`;
+  tilingKey = `${tileChoice}${m ? `_matrix${m.M}x${m.N}x${m.K}x${m.subgroupSize}` : ''}${prefetch ? '_prefetch' : ''}`;
+}
+
+let prefetch = false;
+
+/**
+ * Sets whether the f32 tiles' products made from now on load each step's operands a step ahead
+ * (f32Walk): off unless a bench sets it, which measures both (products.bench.ts).
+ */
+export function setProductPrefetch(on: boolean): void {
+  prefetch = on;
+  tilingChanged();
+}
+
+/** What names a tile's program among those of the same shapes: its tile, and whether it prefetches (setProductPrefetch; the matrix tile never does). */
+export function tileKey(tile: ProductTile): string {
+  return tile !== 'matrix' && prefetch ? `${tile}_prefetch` : String(tile);
 }
 
 /** The subgroup matrices products take, or null. */
@@ -230,11 +246,18 @@ ${extra.body}
 }
 
 /**
+ * Which part of staging a step stagedLoads writes: all of it (load each value and store it into
+ * workgroup memory), or, for a prefetched product (setProductPrefetch), either loading the step
+ * at `kn` into the registers nl and nr ('load'), or storing those into workgroup memory ('store').
+ */
+type StagingPart = 'whole' | 'load' | 'store';
+
+/**
  * The loads that stage one step of `depth` of both operands for a tile of `side`: each of the
  * 256 invocations loads side x depth / 256 values of each, neighbouring invocations reading
  * neighbouring floats (zero past the product's edges); `storeLeft` puts `lv`, the left's row
  * row0 + r and step k0 + kl (`leftAt`), and `storeRight` puts `rv`, the right's step k0 + kk
- * and tile column c, into workgroup memory.
+ * and tile column c, into workgroup memory. `part` splits the loads from the stores (StagingPart).
  */
 function stagedLoads(
   side: number,
@@ -246,15 +269,31 @@ function stagedLoads(
   rightRowMajor: boolean,
   storeLeft: string,
   storeRight: string,
+  part: StagingPart = 'whole',
 ): string {
-  return `    // ${(side * depth) / THREADS} loads an invocation of each operand.
+  const k = part === 'load' ? 'kn' : 'k0';
+  const loads = `var lv = 0.0;
+      if (row0 + r < u.M && ${k} + kl < ${inner}u) { lv = ${leftAt('(row0 + r)', `(${k} + kl)`)}; }
+      let kr = ${k} + kk;
+      var rv = 0.0;
+      if (kr < ${inner}u && col0 + c < ${cols}u) { rv = ${rightAt('kr', '(col0 + c)')}; }`;
+  const body = {
+    whole: `${loads}
+      ${storeLeft}
+      ${storeRight}`,
+    load: `${loads}
+      nl[n] = lv;
+      nr[n] = rv;`,
+    store: `let lv = nl[n];
+      let rv = nr[n];
+      ${storeLeft}
+      ${storeRight}`,
+  }[part];
+  return `    // ${(side * depth) / THREADS} ${part === 'store' ? 'stores' : 'loads'} an invocation of each operand.
     for (var n = 0u; n < ${(side * depth) / THREADS}u; n++) {
       let e = tid + n * ${THREADS}u;
       let r = e / ${depth}u;
       let kl = e % ${depth}u;
-      var lv = 0.0;
-      if (row0 + r < u.M && k0 + kl < ${inner}u) { lv = ${leftAt('(row0 + r)', '(k0 + kl)')}; }
-      ${storeLeft}
       ${
         rightRowMajor
           ? `let kk = e / ${side}u;
@@ -262,21 +301,24 @@ function stagedLoads(
           : `let c = e / ${depth}u;
       let kk = e % ${depth}u;`
       }
-      let kr = k0 + kk;
-      var rv = 0.0;
-      if (kr < ${inner}u && col0 + c < ${cols}u) { rv = ${rightAt('kr', '(col0 + c)')}; }
-      ${storeRight}
+      ${body}
     }`;
 }
 
 /**
- * The loop over the inner dimension, `step` at a time: all of it, or with `splitDepth` (a
- * multiple of the step) the workgroup's split of it, wg.z's.
+ * The inner dimension a workgroup walks, as WGSL expressions of its first step and its end: all
+ * of it, or with `splitDepth` (a multiple of the step) the workgroup's split of it, wg.z's.
  */
-function depthLoop(inner: number, step: number, splitDepth: number | null): string {
-  if (splitDepth === null) return `for (var k0 = 0u; k0 < ${inner}u; k0 += ${step}u)`;
+function depthRange(inner: number, step: number, splitDepth: number | null): { start: string; end: string } {
+  if (splitDepth === null) return { start: '0u', end: `${inner}u` };
   if (splitDepth % step !== 0) throw new Error(`a split of ${splitDepth} is not a multiple of the tile's depth, ${step}`);
-  return `for (var k0 = wg.z * ${splitDepth}u; k0 < min(${inner}u, (wg.z + 1u) * ${splitDepth}u); k0 += ${step}u)`;
+  return { start: `wg.z * ${splitDepth}u`, end: `min(${inner}u, (wg.z + 1u) * ${splitDepth}u)` };
+}
+
+/** The loop over depthRange, `step` at a time. */
+function depthLoop(inner: number, step: number, splitDepth: number | null): string {
+  const { start, end } = depthRange(inner, step, splitDepth);
+  return `for (var k0 = ${start}; k0 < ${end}; k0 += ${step}u)`;
 }
 
 /** The left operand of a tiled product as a row-major array<f32> `name` of `inner` columns (tiledProduct's leftAt). */
@@ -318,12 +360,13 @@ export function tiledProduct(
   if (tile === 'matrix') return matrixProduct(p);
   if (tile === NARROW_TILE) return narrowProduct(p);
   const groups = tile / (4 * SIDE);
+  const walk = f32Walk(p, tile);
   return `${f32TileOpening(p, tile)}
   // acc[(g * 4 + i) * ${groups} + h]: row group g's row i, column group h's four columns.
   var acc : array<vec4<f32>, ${4 * groups * groups}>;
-  ${depthLoop(inner, DEPTH, splitDepth)} {
-${f32StagedLoads(p, tile)}
-    workgroupBarrier();
+${walk.before}
+  ${walk.loop} {
+${walk.staging}
     for (var kk = 0u; kk < ${DEPTH}u; kk++) {
       var a : array<vec4<f32>, ${groups}>;
       var b : array<vec4<f32>, ${groups}>;
@@ -400,10 +443,38 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : v
 ${tileOrigin(tile, p.extra)}`;
 }
 
-/** An f32 tile's loads of one step of DEPTH of both operands into ls and rs (stagedLoads). */
-function f32StagedLoads(p: Operands, tile: number): string {
+/**
+ * An f32 tile's walk of the inner dimension up to its multiply-adds: what comes before the loop,
+ * the loop's header, and the start of its body, which stages a step of DEPTH of both operands
+ * into ls and rs (stagedLoads) and waits for the workgroup's stores. Prefetched
+ * (setProductPrefetch), each step's values are loaded into registers during the step before,
+ * their loads in flight while that step's multiply-adds run, and only stored at the step's
+ * start.
+ */
+function f32Walk(p: Operands, tile: number): { before: string; loop: string; staging: string } {
   const width = stagedWidth(tile);
-  return stagedLoads(tile, DEPTH, p.inner, p.cols, p.leftAt, p.rightAt, p.rightRowMajor, `ls[${stagedAt(tile, 'kl', `r / ${width}u`)}][r % ${width}u] = lv;`, `rs[${stagedAt(tile, 'kk', `c / ${width}u`)}][c % ${width}u] = rv;`);
+  const staged = (part: StagingPart) =>
+    stagedLoads(tile, DEPTH, p.inner, p.cols, p.leftAt, p.rightAt, p.rightRowMajor, `ls[${stagedAt(tile, 'kl', `r / ${width}u`)}][r % ${width}u] = lv;`, `rs[${stagedAt(tile, 'kk', `c / ${width}u`)}][c % ${width}u] = rv;`, part);
+  if (!prefetch) return { before: '', loop: depthLoop(p.inner, DEPTH, p.splitDepth), staging: `${staged('whole')}\n    workgroupBarrier();` };
+  const { start, end } = depthRange(p.inner, DEPTH, p.splitDepth);
+  const values = (tile * DEPTH) / THREADS;
+  return {
+    before: `  // The next step's values of each operand, loaded a step ahead of their staging.
+  var nl : array<f32, ${values}>;
+  var nr : array<f32, ${values}>;
+  let kEnd = ${end};
+  {
+    let kn = ${start};
+${staged('load')}
+  }`,
+    loop: `for (var k0 = ${start}; k0 < kEnd; k0 += ${DEPTH}u)`,
+    staging: `${staged('store')}
+    workgroupBarrier();
+    let kn = k0 + ${DEPTH}u;
+    if (kn < kEnd) {
+${staged('load')}
+    }`,
+  };
 }
 
 /** The narrow tile's side: a workgroup's 16 x 16 threads 2 x 2 outputs each. */
@@ -419,12 +490,13 @@ const NARROW_TILE = 32;
  */
 function narrowProduct(p: Operands): string {
   const tile = NARROW_TILE;
+  const walk = f32Walk(p, tile);
   return `${f32TileOpening(p, tile)}
   // acc[i]: row i's two columns.
   var acc : array<vec2<f32>, 2>;
-  ${depthLoop(p.inner, DEPTH, p.splitDepth)} {
-${f32StagedLoads(p, tile)}
-    workgroupBarrier();
+${walk.before}
+  ${walk.loop} {
+${walk.staging}
     for (var kk = 0u; kk < ${DEPTH}u; kk++) {
       let a = ls[${stagedAt(tile, 'kk', 'lid.y')}];
       let b = rs[${stagedAt(tile, 'kk', 'lid.x')}];
