@@ -4,7 +4,7 @@ import { DecodeBatch } from '../src/decode-batch';
 import { bf16ToF32, f32ToBf16, halfPairs, HalfDtype } from '../src/dtype';
 import { frozenLinear, frozenLinearTransposed } from '../src/kernels/frozen-linear.webgpu';
 import { countGpuWork } from '../src/kernels/gpu-counters';
-import { PRODUCT_TILES, setProductPrefetch, setProductTiles } from '../src/kernels/tiled-product.wgsl';
+import { PRODUCT_TILES, ProductTile, setProductPrefetch, setProductTiles } from '../src/kernels/tiled-product.wgsl';
 import { setFusedKernels } from '../src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../src/loader';
 import { applyAdapter } from '../src/lora/lora-layer';
@@ -179,73 +179,52 @@ suite('16-bit weights on webgpu', () => {
     half.after.forEach((values, i) => expect(maxAbsDiff(values, full.after[i])).toBeLessThan(1e-6));
   }, 120_000);
 
+  /**
+   * The frozen products both ways, x W + b and dy W^T, of a [K, N] weight (held in `dtype`) in
+   * `tile`s, prefetched or not, split or not, against the cpu backend's on the weight's values;
+   * `dispatches` is what the two products take.
+   */
+  async function checkFrozenProducts([M, K, N]: number[], tile: ProductTile, dtype: 'BF16' | 'F32', prefetch: boolean, split: boolean, dispatches: number): Promise<void> {
+    const rng = new SeededRandom(7);
+    const values = (n: number) => Float32Array.from({ length: n }, () => 2 * rng.next() - 1);
+    const [x, w, bias, dy] = [values(M * K), values(K * N), values(N), values(M * N)];
+    const exact = dtype === 'BF16' ? bf16ToF32(f32ToBf16(w)) : w;
+    await selectBackend('cpu');
+    const want = tf.tidy(() => {
+      const W = tf.tensor2d(exact, [K, N]);
+      return [tf.add(tf.matMul(tf.tensor2d(x, [M, K]), W), tf.tensor1d(bias)), tf.matMul(tf.tensor2d(dy, [M, N]), W, false, true)].map((t) => t.dataSync() as Float32Array);
+    });
+    await selectBackend('webgpu');
+    setProductTiles(tile);
+    setProductPrefetch(prefetch);
+    const weight = dtype === 'BF16' ? { pairs: tf.tensor2d(halfPairs(w, 'BF16'), [K, N / 2], 'int32'), dtype } : tf.tensor2d(w, [K, N]);
+    const inputs = [tf.tensor2d(x, [M, K]), tf.tensor1d(bias), tf.tensor2d(dy, [M, N]), 'pairs' in weight ? weight.pairs : weight] as const;
+    try {
+      const [X, b, dY] = inputs;
+      const got = await countGpuWork(async () => [frozenLinear(X, weight, b, split), frozenLinearTransposed(dY, weight, split)]);
+      expect(got.counts.dispatches).toBe(dispatches);
+      for (const [i, t] of got.result.entries()) expect(maxAbsDiff((await t.data()) as Float32Array, want[i])).toBeLessThan(1e-5 * Math.max(...want[i].map(Math.abs)));
+      tf.dispose(got.result);
+    } finally {
+      setProductTiles('auto');
+      setProductPrefetch(false);
+      tf.dispose([...inputs]);
+    }
+  }
+
   // Every tile, for a weight held in 16 bits and an f32 one (the lm_head of a training step, a projection without adapters), each step's operands loaded a step ahead or not (setProductPrefetch).
   it.each(PRODUCT_TILES.flatMap((tile) => (['BF16', 'F32'] as const).flatMap((dtype) => [false, true].map((prefetch) => [tile, dtype, prefetch] as const))))(
     'multiplies as the cpu backend by the weight\'s values, both ways, tiles of %i, weight %s, prefetched %s',
-    async (tile, dtype, prefetch) => {
-      // 5 row tiles of 64 (3 of 128), the last part-filled; 3 column tiles of 64 the other way.
-      const [M, K, N] = [300, 136, 72];
-      const rng = new SeededRandom(7);
-      const values = (n: number) => Float32Array.from({ length: n }, () => 2 * rng.next() - 1);
-      const [x, w, bias, dy] = [values(M * K), values(K * N), values(N), values(M * N)];
-      const exact = dtype === 'BF16' ? bf16ToF32(f32ToBf16(w)) : w;
-      await selectBackend('cpu');
-      const want = tf.tidy(() => {
-        const W = tf.tensor2d(exact, [K, N]);
-        return [tf.add(tf.matMul(tf.tensor2d(x, [M, K]), W), tf.tensor1d(bias)), tf.matMul(tf.tensor2d(dy, [M, N]), W, false, true)].map((t) => t.dataSync() as Float32Array);
-      });
-      await selectBackend('webgpu');
-      setProductTiles(tile);
-      setProductPrefetch(prefetch);
-      const weight = dtype === 'BF16' ? { pairs: tf.tensor2d(halfPairs(w, 'BF16'), [K, N / 2], 'int32'), dtype } : tf.tensor2d(w, [K, N]);
-      const inputs = [tf.tensor2d(x, [M, K]), tf.tensor1d(bias), tf.tensor2d(dy, [M, N]), 'pairs' in weight ? weight.pairs : weight] as const;
-      try {
-        const [X, b, dY] = inputs;
-        const got = await countGpuWork(async () => [frozenLinear(X, weight, b), frozenLinearTransposed(dY, weight)]);
-        expect(got.counts.dispatches).toBe(2);
-        for (const [i, t] of got.result.entries()) expect(maxAbsDiff((await t.data()) as Float32Array, want[i])).toBeLessThan(1e-5 * Math.max(...want[i].map(Math.abs)));
-        tf.dispose(got.result);
-      } finally {
-        setProductTiles('auto');
-        setProductPrefetch(false);
-        tf.dispose([...inputs]);
-      }
-    },
+    // 5 row tiles of 64 (3 of 128), the last part-filled; 3 column tiles of 64 the other way; a dispatch each way.
+    (tile, dtype, prefetch) => checkFrozenProducts([300, 136, 72], tile, dtype, prefetch, false, 2),
     120_000,
   );
 
   // Split along the inner dimension (frozenLinear's `split`): K = 520 walked by 4 splits of 144 (the last 88), N = 264 by 2 (144, then 120).
   it.each(([64, 128] as const).flatMap((tile) => (['BF16', 'F32'] as const).flatMap((dtype) => [false, true].map((prefetch) => [tile, dtype, prefetch] as const))))(
     'multiplies as the cpu backend with the inner dimension split, its splits and the bias added after, tiles of %i, weight %s, prefetched %s',
-    async (tile, dtype, prefetch) => {
-      const [M, K, N] = [100, 520, 264];
-      const rng = new SeededRandom(11);
-      const values = (n: number) => Float32Array.from({ length: n }, () => 2 * rng.next() - 1);
-      const [x, w, bias, dy] = [values(M * K), values(K * N), values(N), values(M * N)];
-      const exact = dtype === 'BF16' ? bf16ToF32(f32ToBf16(w)) : w;
-      await selectBackend('cpu');
-      const want = tf.tidy(() => {
-        const W = tf.tensor2d(exact, [K, N]);
-        return [tf.add(tf.matMul(tf.tensor2d(x, [M, K]), W), tf.tensor1d(bias)), tf.matMul(tf.tensor2d(dy, [M, N]), W, false, true)].map((t) => t.dataSync() as Float32Array);
-      });
-      await selectBackend('webgpu');
-      setProductTiles(tile);
-      setProductPrefetch(prefetch);
-      const weight = dtype === 'BF16' ? { pairs: tf.tensor2d(halfPairs(w, 'BF16'), [K, N / 2], 'int32'), dtype } : tf.tensor2d(w, [K, N]);
-      const inputs = [tf.tensor2d(x, [M, K]), tf.tensor1d(bias), tf.tensor2d(dy, [M, N]), 'pairs' in weight ? weight.pairs : weight] as const;
-      try {
-        const [X, b, dY] = inputs;
-        const got = await countGpuWork(async () => [frozenLinear(X, weight, b, true), frozenLinearTransposed(dY, weight, true)]);
-        // Each product's splits, then their sum.
-        expect(got.counts.dispatches).toBe(4);
-        for (const [i, t] of got.result.entries()) expect(maxAbsDiff((await t.data()) as Float32Array, want[i])).toBeLessThan(1e-5 * Math.max(...want[i].map(Math.abs)));
-        tf.dispose(got.result);
-      } finally {
-        setProductTiles('auto');
-        setProductPrefetch(false);
-        tf.dispose([...inputs]);
-      }
-    },
+    // Each product's splits, then their sum.
+    (tile, dtype, prefetch) => checkFrozenProducts([100, 520, 264], tile, dtype, prefetch, true, 4),
     120_000,
   );
 
