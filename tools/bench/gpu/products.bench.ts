@@ -2,20 +2,20 @@
  * The tiled products of a LoRA SFT step on webgpu alone (kernels/tiled-product.wgsl.ts, through
  * frozen-linear.webgpu.ts's programs, whose tiles the LoRA programs' products share): for each
  * projection of the GPU bench's shapes over a step's rows, the forward y = x W and the input
- * gradient dx = dy W^T, and the lm_head's forward over the step's scored positions, in each of
- * the f32 tiles (32, 64 and 128 a side), beside the tile productTiling chooses by the product's
- * size, and in 64- and 128-tiles with the inner dimension split among workgroups (frozenLinear's
- * `split`: where the grid would be short of work, in up to 8 splits, added by a second
- * dispatch), and in each tile again with each step's operands loaded a step ahead, during the
- * step before (setProductPrefetch). Which tile is fastest for which grid is what productTiling's
- * thresholds (NARROW_TILE_WORKGROUPS, WIDE_TILE_WORKGROUPS) stand for; whether a split wider
- * tile beats the 32-tile's grid is whether the LoRA programs' narrow products should split as
- * the head's input gradient does; the prefetched columns say whether the tiles should
- * prefetch: on a GPU this table answers all three. Each figure is one product's time, from `--reps` of them dispatched together (from the first
- * dispatch to the queue's work done), the median over `--runs` after one untimed run; GFLOP/s
- * counts 2 M K N. Weights are held as the GPU bench's models hold them (the 1.5B and 3B shapes
- * in 16 bits, unpacked as they are staged). On lavapipe the times are a CPU's, for comparing the
- * programs between GPU draws.
+ * gradient dx = dy W^T, and the lm_head's forward over the step's scored positions, in each of the
+ * f32 tiles (32, 64 and 128 a side), beside the tile productTiling chooses by the product's size,
+ * and in 64- and 128-tiles with the inner dimension split among workgroups (frozenLinear's
+ * `split`: where the grid would be short of work, in up to 8 splits, added by a second dispatch),
+ * and in each tile again with each step's operands loaded a step ahead, during the step before
+ * (setProductPrefetch). Which tile is fastest for which grid is what productTiling's thresholds
+ * (NARROW_TILE_WORKGROUPS, WIDE_TILE_WORKGROUPS) stand for; whether a split wider tile beats the
+ * 32-tile's grid is whether the LoRA programs' narrow products should split as the head's input
+ * gradient does; the prefetched columns say whether the tiles should prefetch: on a GPU this table
+ * answers all three. Each figure is one product's time, from `--reps` of them dispatched together
+ * (from the first dispatch to the queue's work done), the median over `--runs` after one untimed
+ * run; GFLOP/s counts 2 M K N. Weights are held as the GPU bench's models hold them (the 1.5B and
+ * 3B shapes in 16 bits, unpacked as they are staged). On lavapipe the times are a CPU's, for
+ * comparing the programs between GPU draws.
  *
  *   npx tsx tools/bench/gpu/products.bench.ts [--only smollm2-135m,qwen2.5-0.5b,qwen2.5-1.5b,qwen2.5-3b] [--rows 4] [--tokens 256] [--runs 5] [--reps 10] [--smoke]
  *
