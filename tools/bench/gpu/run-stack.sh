@@ -4,8 +4,9 @@
 # Dawn and the Vulkan set-up come from the GPU pack (pack.sh), by default the folder gpu-bench
 # beside this one (GPU_PACK to name another); that pack's draw.sh runs this in its turn.
 # Starts a private PostgreSQL server (as user nobody when run as root: initdb refuses root) and
-# the stack's nats-server, both unpacked under /tmp, and stops them at the end. Arguments go to the bench (--preset,
-# --rollout-tokens, --groups, --group-size, --packed, --kept-mb); --backend is webgpu unless given.
+# the stack's nats-server, both unpacked under /tmp, and stops them at the end. Arguments go to
+# the bench (--preset, --rollout-tokens, --groups, --group-size, --packed, --kept-mb); --backend
+# is webgpu unless given.
 #
 #   bash tmp/gpu-stack/run-stack.sh --preset smollm2-135m
 set -euo pipefail

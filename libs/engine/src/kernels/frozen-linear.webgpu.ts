@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { HalfDtype, StorageDtype } from '../dtype';
 import { weightReader } from './half-weights.wgsl';
 import { addSplits } from './split-sums.webgpu';
-import { InnerSplits, productStore, ProductTiling, productTiling, rowMajor, splitDepthOf, splitProductTiling, tiledProduct, tileKey } from './tiled-product.wgsl';
+import { InnerSplits, productShape, productStore, productTiling, rowMajor, SplitTiling, splitTiling, tiledProduct, tileKey, withSplits } from './tiled-product.wgsl';
 import { MultiOutputProgram, multiOutputBindings, runMultiOutputProgram } from './webgpu-program';
 
 /**
@@ -36,15 +36,10 @@ interface Attrs {
  */
 const FROZEN_SPLITS: InnerSplits = { target: 512, fewestInner: 128, most: 8 };
 
-/** The tiles and grid of a product [rows, cols] over `inner`: productTiling's, or split (`split`: splitProductTiling's), with how many splits and the depth each walks. */
-export function frozenTiling(rows: number, cols: number, inner: number, split: boolean): { tiling: ProductTiling; splits: number; splitDepth: number | null } {
-  const tiling = split ? splitProductTiling(rows, cols, inner, FROZEN_SPLITS) : productTiling(rows, cols);
-  const splits = tiling.dispatch[2];
-  return { tiling, splits, splitDepth: splits === 1 ? null : splitDepthOf(inner, splits) };
+/** The tiles and grid of a product [rows, cols] over `inner`: productTiling's, or split (`split`: splitTiling's by FROZEN_SPLITS). */
+export function frozenTiling(rows: number, cols: number, inner: number, split: boolean): SplitTiling {
+  return split ? splitTiling(rows, cols, inner, FROZEN_SPLITS) : withSplits(productTiling(rows, cols), inner);
 }
-
-/** A product's output [rows, cols], or its splits' partial sums [splits, rows, cols]. */
-const productShape = (splits: number, rows: number, cols: number) => (splits === 1 ? [rows, cols] : [splits, rows, cols]);
 
 /** A weight's tensor, its dtype and its columns N. */
 export function weightOf(weight: GpuWeight): { w: tf.Tensor2D; dtype: StorageDtype; N: number } {

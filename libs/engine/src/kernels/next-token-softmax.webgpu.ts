@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { StorageDtype } from '../dtype';
 import { weightReader } from './half-weights.wgsl';
 import { addSplits } from './split-sums.webgpu';
-import { InnerSplits, ProductTiling, productStore, splitDepthOf, splitProductTiling, tiledProduct, tileKey } from './tiled-product.wgsl';
+import { InnerSplits, productShape, productStore, splitTiling, tiledProduct, tileKey } from './tiled-product.wgsl';
 import { MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
@@ -22,7 +22,7 @@ import { MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgro
  * projections (tiled-product.wgsl.ts) whose left operand, dLogits[r][j] = dLogprobs[r]
  * ([j = t] - exps[r][j] / s), is made from the softmax's outputs as it is staged, never written;
  * the vocabulary is split among workgroups, so that the widest tiles fill the GPU
- * (headGradientTiling), and a second dispatch adds the splits up.
+ * (VOCABULARY_SPLITS), and a second dispatch adds the splits up.
  */
 export const SOFTMAX_KERNEL = 'TrainyardNextTokenSoftmax';
 export const INPUT_GRADIENT_KERNEL = 'TrainyardNextTokenInputGradient';
@@ -105,21 +105,14 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) groups :
  */
 const VOCABULARY_SPLITS: InnerSplits = { target: 512, fewestInner: 2048, most: 32 };
 
-/** The head's input gradient's tiles and splits (VOCABULARY_SPLITS) for `rows` positions, `C` columns and a vocabulary of V, and the vocabulary each split walks. */
-function headGradientTiling(rows: number, C: number, V: number): { tiling: ProductTiling; splits: number; splitDepth: number } {
-  const tiling = splitProductTiling(rows, C, V, VOCABULARY_SPLITS);
-  const splits = tiling.dispatch[2];
-  return { tiling, splits, splitDepth: splitDepthOf(V, splits) };
-}
-
 /**
  * dx [n, C] = dLogits W^T, W the lm_head's [C, V] (f32, or held in 16 bits: weightReader), each
  * element of dLogits made as the product stages it: dLogits[r][j] = dLogprobs[r] ([j = t_r] -
- * exps[r][j] / s_r). Split (headGradientTiling), each split of the vocabulary writes its sums to
+ * exps[r][j] / s_r). Split (VOCABULARY_SPLITS), each split of the vocabulary writes its sums to
  * partial [splits, n, C], which addSplits adds up.
  */
 function inputGradientProgram(n: number, C: number, V: number, dtype: StorageDtype): MultiOutputProgram {
-  const { tiling, splits, splitDepth } = headGradientTiling(n, C, V);
+  const { tiling, splits, splitDepth } = splitTiling(n, C, V, VOCABULARY_SPLITS);
   const w = weightReader('w', dtype, V);
   const out = splits === 1 ? 'dx' : 'partial';
   return {
@@ -134,8 +127,8 @@ fn dLogit(r : u32, j : u32) -> f32 {
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   return acc;
 }
-${tiledProduct(V, C, tiling.tile, (row, k) => `dLogit(${row}, ${k})`, (k, c) => w.at(c, k), false, productStore(out, C, splits), null, splits === 1 ? null : splitDepth)}`,
-    outputShapes: [splits === 1 ? [n, C] : [splits, n, C]],
+${tiledProduct(V, C, tiling.tile, (row, k) => `dLogit(${row}, ${k})`, (k, c) => w.at(c, k), false, productStore(out, C, splits), null, splitDepth)}`,
+    outputShapes: [productShape(splits, n, C)],
     dispatch: tiling.dispatch,
     uniforms: [{ type: 'uint32', value: n }],
   };

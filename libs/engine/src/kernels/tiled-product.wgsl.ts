@@ -165,9 +165,30 @@ export function splitProductTiling(rows: number, cols: number, inner: number, li
   return (most as { tiling: ProductTiling }).tiling;
 }
 
-/** The inner dimension each of `splits` splits of `inner` walks (tiledProduct's splitDepth): its share rounded up to SPLIT_DEPTH, so that the last split may walk less, or none. */
-export function splitDepthOf(inner: number, splits: number): number {
-  return Math.ceil(inner / splits / SPLIT_DEPTH) * SPLIT_DEPTH;
+/** A product's tiling with its splits of the inner dimension (the grid's z) and the depth each walks (tiledProduct's splitDepth: null unsplit). */
+export interface SplitTiling {
+  tiling: ProductTiling;
+  splits: number;
+  splitDepth: number | null;
+}
+
+/** splitProductTiling's tiles, grid and splits for a product [rows, cols] over `inner`, as SplitTiling. */
+export function splitTiling(rows: number, cols: number, inner: number, limits: InnerSplits): SplitTiling {
+  return withSplits(splitProductTiling(rows, cols, inner, limits), inner);
+}
+
+/**
+ * `tiling` as SplitTiling, its splits those of its grid's z over `inner`: each walks its share
+ * rounded up to SPLIT_DEPTH, so that the last may walk less, or none.
+ */
+export function withSplits(tiling: ProductTiling, inner: number): SplitTiling {
+  const splits = tiling.dispatch[2];
+  return { tiling, splits, splitDepth: splits === 1 ? null : Math.ceil(inner / splits / SPLIT_DEPTH) * SPLIT_DEPTH };
+}
+
+/** A product's output [rows, cols], or with splits over 1 their partial sums [splits, rows, cols] (productStore's layout). */
+export function productShape(splits: number, rows: number, cols: number): number[] {
+  return splits === 1 ? [rows, cols] : [splits, rows, cols];
 }
 
 /**
