@@ -1,4 +1,4 @@
-import { InnerSplits, PRODUCT_TILES, ProductTile, productTiling, rowMajor, setProductTiles, splitProductTiling, tiledProduct, tileMemory, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
+import { InnerSplits, PRODUCT_TILES, ProductTile, productTiling, rowMajor, setProductSplits, setProductTiles, splitProductTiling, tiledProduct, tileMemory, trainingTiling, useSubgroupMatrices } from '../src/kernels/tiled-product.wgsl';
 
 /** Splits of an inner dimension as the lm_head's input gradient splits its vocabulary (kernels/next-token-softmax.webgpu.ts). */
 const VOCABULARY: InnerSplits = { target: 512, fewestInner: 2048, most: 32 };
@@ -12,6 +12,7 @@ const VOCABULARY: InnerSplits = { target: 512, fewestInner: 2048, most: 32 };
 describe('tiled product tiling', () => {
   afterEach(() => {
     setProductTiles('auto');
+    setProductSplits(false);
     useSubgroupMatrices(null);
   });
 
@@ -57,6 +58,21 @@ describe('tiled product tiling', () => {
     expect(splitProductTiling(1016, 576, 49152, VOCABULARY)).toEqual({ tile: 32, dispatch: [18, 32, 1] });
     setProductTiles(128);
     expect(splitProductTiling(3, 72, 49157, VOCABULARY)).toEqual({ tile: 128, dispatch: [1, 1, 16] });
+  });
+
+  it("splits a training step's products only where setProductSplits says, the extra work's rows in each split's layer, within the program's memory", () => {
+    // SmolLM2-135M's o projection over a 4 x 256-token step: 18 x 32 tiles of 32 unsplit; split, 9 x 16 of 64 in 2 splits of 288.
+    expect(trainingTiling(1024, 576, 576)).toEqual({ tiling: { tile: 32, dispatch: [18, 32, 1] }, splits: 1, splitDepth: null });
+    setProductSplits(true);
+    expect(trainingTiling(1024, 576, 576)).toEqual({ tiling: { tile: 64, dispatch: [9, 16, 2] }, splits: 2, splitDepth: 288 });
+    // Ten workgroups of extra work (a LoRA input gradient's dA sums) take two more rows of 9.
+    expect(trainingTiling(1024, 576, 576, 10).tiling.dispatch).toEqual([9, 18, 2]);
+    // Its gate|up, split: 8 x 24 tiles of 128 in 2; where the program has 15 KB for its product, 48 x 16 of 64, unsplit.
+    expect(trainingTiling(1024, 3072, 576).tiling).toEqual({ tile: 128, dispatch: [24, 8, 2] });
+    expect(trainingTiling(1024, 3072, 576, 0, 16384 - 1024).tiling).toEqual({ tile: 64, dispatch: [48, 16, 1] });
+    // A tile a bench sets that the memory does not hold gives way to the widest that it does.
+    setProductTiles(128);
+    expect(trainingTiling(1024, 576, 576, 0, 16384 - 1024).tiling.tile).toBe(64);
   });
 
   it("keeps a thread's outputs in registers: 2 x 2 of a 32-tile, 4 x 4 of a 64-tile, 8 x 8 of a 128-tile", () => {

@@ -6,7 +6,7 @@ import { promptAttention, promptAttentionGradient, promptAttentionSaving } from 
 import { rmsNormGradient } from '../src/kernels/rms-norm';
 import { ropeQkv, ropeQkvGradient } from '../src/kernels/rope';
 import { swiglu, swigluGradient } from '../src/kernels/swiglu';
-import { PRODUCT_TILES, setProductPrefetch, setProductTiles } from '../src/kernels/tiled-product.wgsl';
+import { PRODUCT_TILES, setProductPrefetch, setProductSplits, setProductTiles } from '../src/kernels/tiled-product.wgsl';
 import { geglu as gegluKernel, gegluGradient } from '../src/kernels/swiglu.webgpu';
 import { capStorageBuffers, capWorkgroupMemory, MAX_STORAGE_BUFFERS, storageBufferLimit, WORKGROUP_MEMORY } from '../src/kernels/webgpu-program';
 import { geglu as gegluOps, gegluBackward } from '../src/ops/gelu';
@@ -375,11 +375,13 @@ suite('WGSL training kernels give the cpu backend results', () => {
 
   afterAll(() => selectBackend('wasm'));
 
+  // Split (setProductSplits), the product's 300 columns of dy in two: the activation's backward then runs where the splits are added up.
   it.each([
-    ['SwiGLU', 'silu', swigluBackward],
-    ['GeGLU', 'gelu_pytorch_tanh', gegluBackward],
-  ] as const)("the MLP's down projection's backward with %s's, in one dispatch", async (_, activation, gateBackward) => {
-    const [M, F, N, r] = [21, 40, 36, 8];
+    { name: 'SwiGLU', activation: 'silu', gateBackward: swigluBackward, split: false },
+    { name: 'GeGLU', activation: 'gelu_pytorch_tanh', gateBackward: gegluBackward, split: false },
+    { name: 'SwiGLU', activation: 'silu', gateBackward: swigluBackward, split: true },
+  ] as const)("the MLP's down projection's backward with $name's, in the product's dispatch, split $split", async ({ activation, gateBackward, split }) => {
+    const [M, F, N, r] = [21, 40, split ? 300 : 36, 8];
     const inputs = () => [
       tf.tensor2d(random(M * F, 70), [M, F]),
       tf.tensor2d(random(F * N, 71, 0.2), [F, N]),
@@ -402,22 +404,33 @@ suite('WGSL training kernels give the cpu backend results', () => {
       back?.grads.flat().forEach((g) => g.dispose());
       return back?.dx ?? null;
     };
-    // The x A product above, then dh with the dB, and dx with the activation's backward and the dA.
-    await againstCpu(inputs, reference, kernel, 3);
+    // The x A product above, then dh with the dB, and dx with the activation's backward and the dA (split, its sums after it).
+    setProductSplits(split);
+    try {
+      await againstCpu(inputs, reference, kernel, split ? 4 : 3);
+    } finally {
+      setProductSplits(false);
+    }
   }, COMPILING);
 
   // Every case on the tiles its size takes (32) and the device's storage buffers, the ones with part-filled tiles and groups
   // on the larger tiles too, and those whose backward passes WebGPU's default of 8 buffers in two dispatches as a device
   // binding 8 runs them (in three or four); and the last case on every tile with each step's operands loaded a step
-  // ahead (setProductPrefetch).
+  // ahead (setProductPrefetch); and a case whose products split their inner dimensions (setProductSplits: 300 in 2, the
+  // second split shorter) on every tile, with WebGPU's default of 8 buffers, and prefetched.
+  const unsplit = { buffers: Infinity, prefetch: false, split: false };
+  const SPLIT_CASE: Case = { name: 'inner dimensions split, three adapters with biases', M: 70, K: 300, widths: [100, 140, 60], ranks: [8, 4, 8], scale: 2, bias: true };
   const TILED_CASES = [
-    ...CASES.map((c) => ({ ...c, tile: 'auto' as const, buffers: Infinity, prefetch: false })),
-    ...[CASES[0], CASES[CASES.length - 1]].flatMap((c) => PRODUCT_TILES.slice(1).map((tile) => ({ ...c, tile, buffers: Infinity, prefetch: false }))),
-    ...CASES.filter((c) => 5 + 2 * c.ranks.filter((r) => r !== null).length > MAX_STORAGE_BUFFERS).map((c) => ({ ...c, tile: 'auto' as const, buffers: MAX_STORAGE_BUFFERS, prefetch: false })),
-    ...PRODUCT_TILES.map((tile) => ({ ...CASES[CASES.length - 1], tile, buffers: Infinity, prefetch: true })),
+    ...CASES.map((c) => ({ ...c, ...unsplit, tile: 'auto' as const })),
+    ...[CASES[0], CASES[CASES.length - 1]].flatMap((c) => PRODUCT_TILES.slice(1).map((tile) => ({ ...c, ...unsplit, tile }))),
+    ...CASES.filter((c) => 5 + 2 * c.ranks.filter((r) => r !== null).length > MAX_STORAGE_BUFFERS).map((c) => ({ ...c, ...unsplit, tile: 'auto' as const, buffers: MAX_STORAGE_BUFFERS })),
+    ...PRODUCT_TILES.map((tile) => ({ ...CASES[CASES.length - 1], ...unsplit, tile, prefetch: true })),
+    ...(['auto', ...PRODUCT_TILES] as const).map((tile) => ({ ...SPLIT_CASE, ...unsplit, tile, split: true })),
+    { ...SPLIT_CASE, ...unsplit, tile: 'auto' as const, buffers: MAX_STORAGE_BUFFERS, split: true },
+    { ...SPLIT_CASE, ...unsplit, tile: 64 as const, prefetch: true, split: true },
   ];
 
-  it.each(TILED_CASES)('LoRA projection forward and backward: $name, tiles $tile, storage buffers $buffers, prefetched $prefetch', async (c) => {
+  it.each(TILED_CASES)('LoRA projection forward and backward: $name, tiles $tile, storage buffers $buffers, prefetched $prefetch, split $split', async (c) => {
     await selectBackend('cpu');
     const want = reference(c);
     const backend = await selectBackend('webgpu');
@@ -432,6 +445,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
     const inputs = [X, W, dY, ...(b ? [b] : []), ...kernelParts.flatMap((p) => [p.aT, p.bT])];
     setProductTiles(c.tile);
     setProductPrefetch(c.prefetch);
+    setProductSplits(c.split);
     capStorageBuffers(c.buffers);
     try {
       const forward = await countGpuWork(async () => loraForwardOnWebGpu(X, W, b, kernelParts));
@@ -441,16 +455,19 @@ suite('WGSL training kernels give the cpu backend results', () => {
       const bwd = backward.result;
       if (!bwd) throw new Error('the LoRA backward programs did not apply');
       // x A, then the product; dh with the dB's and dx with the dA's where the device binds
-      // enough, else dh, dx, then the factors' gradients in one program or two.
+      // enough, else dh, dx, then the factors' gradients in one program or two; split, each
+      // product's splits added up and finished in one dispatch more.
       const P = parts.length;
-      expect(forward.counts.dispatches).toBe(2);
-      expect(backward.counts.dispatches).toBe(5 + 2 * P <= storageBufferLimit() ? 2 : 4 + 2 * P <= storageBufferLimit() ? 3 : 4);
+      const sums = c.split ? 1 : 0;
+      expect(forward.counts.dispatches).toBe(2 + sums);
+      expect(backward.counts.dispatches).toBe((5 + 2 * P <= storageBufferLimit() ? 2 : 4 + 2 * P <= storageBufferLimit() ? 3 : 4) + sums);
       const got = [fwd.y, bwd.dx, ...bwd.grads.flat()];
       for (const [i, t] of got.entries()) expectClose((await t.data()) as Float32Array, want[i]);
       tf.dispose([...got, fwd.h]);
     } finally {
       setProductTiles('auto');
       setProductPrefetch(false);
+      setProductSplits(false);
       capStorageBuffers(Infinity);
       tf.dispose(inputs);
     }
@@ -476,7 +493,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
           tf.dispose([back?.dx, ...(back?.grads.flat() ?? [])].filter((t) => t !== undefined));
         });
         const programs = info.kernels.filter((k) => k.name === 'TrainyardLoraBackward').map((k) => String(k.extraInfo));
-        expect(programs.join(' ')).toMatch(new RegExp(`DxDa_\\S*_${tile}: `));
+        expect(programs.join(' ')).toMatch(new RegExp(`DxDa_\\S*_${tile}_1: `));
       }
     } finally {
       setProductTiles('auto');
@@ -502,7 +519,7 @@ suite('WGSL training kernels give the cpu backend results', () => {
         });
         const programs = info.kernels.filter((k) => k.name === 'TrainyardLoraForward').map((k) => String(k.extraInfo));
         expect(programs).toHaveLength(1);
-        expect(programs[0]).toMatch(new RegExp(`Product_\\S*_${tile}: `));
+        expect(programs[0]).toMatch(new RegExp(`Product_\\S*_${tile}_1: `));
       }
     } finally {
       setProductTiles('auto');

@@ -16,7 +16,8 @@
  * LoRA SFT again with every product in 64 x 64 (engine only), and where the device has tensor cores
  * (subgroup matrices, checked against the f32 tiles as the backend starts), LoRA SFT again with
  * the tiled products on them (engine only; every other row multiplies in f32), and LoRA SFT again
- * with the f32 tiles loading each step's operands a step ahead (setProductPrefetch; engine only); with --f32-copy, for a shape stored in bf16 (the larger ones and the smoke run's
+ * with the f32 tiles loading each step's operands a step ahead (setProductPrefetch; engine only), and
+ * with the products' inner dimension split among workgroups (setProductSplits; engine only); with --f32-copy, for a shape stored in bf16 (the larger ones and the smoke run's
  * tiny-qwen2), which the engine holds in 16 bits on webgpu, also decode at the smallest and
  * largest batch on an f32 copy (gpuWeights 'f32'; engine only, kernels on); then where one
  * step's GPU time goes (WebGpuDecodeStep.profile) and where a LoRA SFT
@@ -68,7 +69,7 @@ import { DecodeBatch } from '../../../libs/engine/src/decode-batch';
 import { setColumnSplits, setStepProducts, TILED_TOKENS, WebGpuDecodeStep } from '../../../libs/engine/src/kernels/decode-step.webgpu';
 import { countGpuWork, GpuCounts, noGpuWork } from '../../../libs/engine/src/kernels/gpu-counters';
 import type { RowDraw } from '../../../libs/engine/src/kernels/sample';
-import { PRODUCT_TILES, ProductTile, productTiling, setProductPrefetch, setProductTiles, SubgroupMatrices, useSubgroupMatrices } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
+import { PRODUCT_TILES, ProductTile, productTiling, setProductPrefetch, setProductSplits, setProductTiles, SubgroupMatrices, useSubgroupMatrices } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
 import { fusedKernelsEnabled, setFusedKernels, storageBufferLimit } from '../../../libs/engine/src/kernels/webgpu-program';
 import { loadModel, LoadedModel } from '../../../libs/engine/src/loader';
 import { applyAdapter } from '../../../libs/engine/src/lora/lora-layer';
@@ -130,6 +131,8 @@ interface Figures {
   sftTensorCores?: number;
   /** LoRA SFT with the f32 tiles loading each step's operands a step ahead (setProductPrefetch; the engine's only, kernels on). */
   sftPrefetch?: number;
+  /** LoRA SFT with the products' inner dimension split among workgroups where their grid is short of work (setProductSplits; the engine's only, kernels on). */
+  sftSplit?: number;
   /** For a 16-bit checkpoint, which the engine holds in 16 bits on webgpu: decoding on an f32 copy (gpuWeights 'f32'), at the smallest and largest batch (the engine's only). */
   f32Decode?: Record<string, number>;
   /** The GPU time table of profile(), where there is one. */
@@ -370,6 +373,9 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
       progress('LoRA SFT, products prefetched');
       setProductPrefetch(true);
       figures.sftPrefetch = (await sft(lm, plan).finally(() => setProductPrefetch(false))).rate;
+      progress('LoRA SFT, products split along their inner dimension');
+      setProductSplits(true);
+      figures.sftSplit = (await sft(lm, plan).finally(() => setProductSplits(false))).rate;
     }
     if (tensorCores && fusedKernelsEnabled()) {
       progress('LoRA SFT, products on tensor cores');
@@ -648,6 +654,7 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
     ...(runs.some((r) => r.figures.sftTiles64) ? [row('LoRA SFT, every product in 64 x 64 tiles', (f) => f.sftTiles64)] : []),
     ...(runs.some((r) => r.figures.sftTensorCores) ? [row('LoRA SFT, tiled products on tensor cores (f16 operands)', (f) => f.sftTensorCores)] : []),
     ...(runs.some((r) => r.figures.sftPrefetch) ? [row("LoRA SFT, the f32 tiles' operands loaded a step ahead", (f) => f.sftPrefetch)] : []),
+    ...(runs.some((r) => r.figures.sftSplit) ? [row("LoRA SFT, the products' inner dimension split among workgroups", (f) => f.sftSplit)] : []),
     row(`RL step (ART's default loss), ${plan.trainRows} x ${plan.trainTokens} tokens`, (f) => f.rl),
   ];
   const lines = [

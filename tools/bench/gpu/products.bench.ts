@@ -9,8 +9,8 @@
  * and in each tile again with each step's operands loaded a step ahead, during the step before
  * (setProductPrefetch). Which tile is fastest for which grid is what productTiling's thresholds
  * (NARROW_TILE_WORKGROUPS, WIDE_TILE_WORKGROUPS) stand for; whether a split wider tile beats the
- * 32-tile's grid is whether the LoRA programs' narrow products should split as the head's input
- * gradient does; the prefetched columns say whether the tiles should prefetch: on a GPU this table
+ * 32-tile's grid is whether a training step's products should split (setProductSplits, which
+ * the LoRA programs follow as the frozen ones do); the prefetched columns say whether the tiles should prefetch: on a GPU this table
  * answers all three. Each figure is one product's time, from `--reps` of them dispatched together
  * (from the first dispatch to the queue's work done), the median over `--runs` after one untimed
  * run; GFLOP/s counts 2 M K N. Weights are held as the GPU bench's models hold them (the 1.5B and
@@ -26,8 +26,8 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../../../libs/engine/src/backend';
 import { halfPairs } from '../../../libs/engine/src/dtype';
 import { headChunkSize } from '../../../libs/engine/src/training/checkpointing';
-import { frozenLinear, frozenLinearTransposed, frozenTiling, GpuWeight } from '../../../libs/engine/src/kernels/frozen-linear.webgpu';
-import { PRODUCT_TILES, ProductTile, setProductPrefetch, setProductTiles } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
+import { frozenLinear, frozenLinearTransposed, GpuWeight } from '../../../libs/engine/src/kernels/frozen-linear.webgpu';
+import { PRODUCT_TILES, ProductTile, setProductPrefetch, setProductTiles, trainingTiling } from '../../../libs/engine/src/kernels/tiled-product.wgsl';
 import { BENCH_SHAPES, BenchShape, benchShapes, configOf, LARGE_BENCH_SHAPES } from './bench-model';
 import { Flushing, median, option, timed } from './bench-steps';
 
@@ -98,7 +98,7 @@ function runProduct(p: Product, x: tf.Tensor2D, weight: GpuWeight, split: boolea
 /** How `p` runs in the tiles set now (setProductTiles): its tile and splits. The input gradient's output is [M, K] over N: its grid covers K. */
 function tilingOf(p: Product, split: boolean): { tile: ProductTile; splits: number } {
   const [cols, inner] = p.transposed ? [p.K, p.N] : [p.N, p.K];
-  const { tiling, splits } = frozenTiling(p.M, cols, inner, split);
+  const { tiling, splits } = trainingTiling(p.M, cols, inner, 0, Infinity, split);
   return { tile: tiling.tile, splits };
 }
 

@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import type { HalfDtype, StorageDtype } from '../dtype';
 import { weightReader } from './half-weights.wgsl';
-import { addSplits } from './split-sums.webgpu';
-import { InnerSplits, productShape, productStore, productTiling, rowMajor, SplitTiling, splitTiling, tiledProduct, tileKey, withSplits } from './tiled-product.wgsl';
+import { addSplits, biasEpilogue, biasFinish } from './split-sums.webgpu';
+import { productShape, productSplits, productStore, rowMajor, tiledProduct, tileKey, trainingTiling } from './tiled-product.wgsl';
 import { MultiOutputProgram, multiOutputBindings, runMultiOutputProgram } from './webgpu-program';
 
 /**
@@ -29,18 +29,6 @@ interface Attrs {
   split: boolean;
 }
 
-/**
- * How a product made with `split` divides its inner dimension (splitProductTiling): in two while
- * the grid stays within 512 workgroups and each split walks at least 128 of it (eight steps of a
- * tile's staging), into at most 8.
- */
-const FROZEN_SPLITS: InnerSplits = { target: 512, fewestInner: 128, most: 8 };
-
-/** The tiles and grid of a product [rows, cols] over `inner`: productTiling's, or split (`split`: splitTiling's by FROZEN_SPLITS). */
-export function frozenTiling(rows: number, cols: number, inner: number, split: boolean): SplitTiling {
-  return split ? splitTiling(rows, cols, inner, FROZEN_SPLITS) : withSplits(productTiling(rows, cols), inner);
-}
-
 /** A weight's tensor, its dtype and its columns N. */
 export function weightOf(weight: GpuWeight): { w: tf.Tensor2D; dtype: StorageDtype; N: number } {
   return 'pairs' in weight ? { w: weight.pairs, dtype: weight.dtype, N: 2 * weight.pairs.shape[1] } : { w: weight, dtype: 'F32', N: weight.shape[1] };
@@ -52,15 +40,13 @@ const columnsOf = (w: tf.TensorInfo, dtype: StorageDtype) => (dtype === 'F32' ? 
 /** y [M, N] = x [M, K] W + b; split, each split's sums of x W (addSplits adds them and b). */
 function linearProgram(K: number, N: number, M: number, a: Attrs): MultiOutputProgram {
   const w = weightReader('w', a.dtype, N);
-  const { tiling, splits, splitDepth } = frozenTiling(M, N, K, a.split);
+  const { tiling, splits, splitDepth } = trainingTiling(M, N, K, 0, Infinity, a.split);
   const bias = a.bias && splits === 1;
   return {
     key: `trainyardFrozenLinear_${K}_${N}_${a.dtype}_${bias}_${tileKey(tiling.tile)}_${splits}`,
     wgsl: () => `${multiOutputBindings('M : u32', ['x', w.binding, ...(bias ? ['bias'] : [])], ['y'])}
 ${w.helpers}
-fn finish(row : u32, col : u32, acc : f32) -> f32 {
-  return acc${bias ? ' + bias[col]' : ''};
-}
+${biasFinish(bias)}
 ${tiledProduct(K, N, tiling.tile, rowMajor('x', K), w.at, true, productStore('y', N, splits), null, splitDepth)}`,
     outputShapes: [productShape(splits, M, N)],
     dispatch: tiling.dispatch,
@@ -71,14 +57,12 @@ ${tiledProduct(K, N, tiling.tile, rowMajor('x', K), w.at, true, productStore('y'
 /** dx [M, K] = dy [M, N] W^T; split, each split's sums. */
 function linearTransposedProgram(K: number, N: number, M: number, dtype: StorageDtype, split: boolean): MultiOutputProgram {
   const w = weightReader('w', dtype, N);
-  const { tiling, splits, splitDepth } = frozenTiling(M, K, N, split);
+  const { tiling, splits, splitDepth } = trainingTiling(M, K, N, 0, Infinity, split);
   return {
     key: `trainyardFrozenLinearTransposed_${K}_${N}_${dtype}_${tileKey(tiling.tile)}_${splits}`,
     wgsl: () => `${multiOutputBindings('M : u32', ['dy', w.binding], ['dx'])}
 ${w.helpers}
-fn finish(row : u32, col : u32, acc : f32) -> f32 {
-  return acc;
-}
+${biasFinish(false)}
 ${tiledProduct(N, K, tiling.tile, rowMajor('dy', N), (n, c) => w.at(c, n), false, productStore('dx', K, splits), null, splitDepth)}`,
     outputShapes: [productShape(splits, M, K)],
     dispatch: tiling.dispatch,
@@ -95,7 +79,7 @@ tf.registerKernel({
     const [M, K] = x.shape;
     const program = linearProgram(K, columnsOf(w, a.dtype), M, a);
     const [y] = runMultiOutputProgram(backend, program, [x, w, ...(a.bias && program.outputShapes[0].length === 2 ? [bias] : [])]);
-    return y.shape.length === 2 ? y : addSplits(backend, y, a.bias ? bias : null);
+    return y.shape.length === 2 ? y : addSplits(backend, y, biasEpilogue(M, y.shape[2], a.bias ? bias : null));
   },
 });
 
@@ -118,11 +102,11 @@ function requireWebGpu(dtype: StorageDtype): void {
  * x [M, K] W + b for W [K, N] (`weight`: f32, or held in 16 bits). Throws off webgpu and while a
  * gradient is recorded: the product has a gradient only as a training pass's projection
  * (ops/linear-gradient.ts, from frozenLinearTransposed), whose forward runs untaped. With
- * `split`, the inner dimension is split among workgroups (FROZEN_SPLITS) and the splits added
- * (with b) by a second dispatch: a wider tile on a grid that would leave a large GPU short of
- * work unsplit, for products.bench.ts to set beside the unsplit tiles.
+ * `split` (by default setProductSplits'), the inner dimension is split among workgroups
+ * (trainingTiling) and the splits added (with b) by a second dispatch: a wider tile on a grid
+ * that would leave a large GPU short of work unsplit.
  */
-export function frozenLinear(x: tf.Tensor2D, weight: GpuWeight, bias: tf.Tensor1D | null, split = false): tf.Tensor2D {
+export function frozenLinear(x: tf.Tensor2D, weight: GpuWeight, bias: tf.Tensor1D | null, split = productSplits()): tf.Tensor2D {
   const { w, dtype, N } = weightOf(weight);
   requireWebGpu(dtype);
   if (tf.engine().isTapeOn()) throw new Error(`a ${dtype === 'F32' ? 'frozen product in the engine\'s tiles' : 'weight held in 16 bits'} has a gradient only in a training pass (enableBackward): a taped product through it has none`);
@@ -134,7 +118,7 @@ export function frozenLinear(x: tf.Tensor2D, weight: GpuWeight, bias: tf.Tensor1
 }
 
 /** dy [M, N] W^T for W [K, N] (`weight`: f32, or held in 16 bits): a frozen projection's input gradient; `split` as frozenLinear's. */
-export function frozenLinearTransposed(dy: tf.Tensor2D, weight: GpuWeight, split = false): tf.Tensor2D {
+export function frozenLinearTransposed(dy: tf.Tensor2D, weight: GpuWeight, split = productSplits()): tf.Tensor2D {
   const { w, dtype, N } = weightOf(weight);
   requireWebGpu(dtype);
   const [M, columns] = dy.shape;

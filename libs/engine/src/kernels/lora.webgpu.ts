@@ -5,7 +5,8 @@ import type { HalfWeight } from '../model/linear';
 import { weightReader } from './half-weights.wgsl';
 import { wgslFloat } from './decode-step.wgsl';
 import { gateActivationWgsl } from './gate-activation.wgsl';
-import { productTiling, productTilingKey, rowMajor, tiledProduct, tileKey } from './tiled-product.wgsl';
+import { addSplits, biasFinish, SplitsEpilogue } from './split-sums.webgpu';
+import { productShape, productStore, productTilingKey, rowMajor, tiledProduct, tileKey, trainingTiling } from './tiled-product.wgsl';
 import { disposeIntermediate, fusedKernelsApply, keptPrograms, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, storageBufferLimit, workgroupGrid, workgroupMemoryLimit } from './webgpu-program';
 
 /**
@@ -28,7 +29,10 @@ import { disposeIntermediate, fusedKernelsApply, keptPrograms, MultiOutputProgra
  * which need only dh, in workgroups of the same dispatch after the product's. Where those pass
  * the device's storage buffers (eight on every device, as many as the adapter binds on the
  * engine's: storageBufferLimit), three or four: dh, dx, then every factor's gradient in one
- * program, or the A's and the B's in two. The generic ops take 7 dispatches a projection forward
+ * program, or the A's and the B's in two. Where a training step's products split their inner
+ * dimension (setProductSplits, trainingTiling), y's and dx's each write their splits' sums, and
+ * one dispatch more adds them up and runs the epilogue (split-sums.webgpu.ts). The generic ops
+ * take 7 dispatches a projection forward
  * and 14 backward for one adapter, about three times that for q|k|v's three. h is an output of
  * the forward, saved for the backward (ops/saved-activations.ts) instead of recomputed.
  *
@@ -226,35 +230,61 @@ function xaProgram(l: Layout, M: number): LoraProgram {
   return sumsProgram(keyOf('XA', l), ['x', ...l.parts.map((_, i) => `a${i}`)], [h], M);
 }
 
-/** y = x W + b + s_p h_p B_p: the frozen product, its epilogue adding the bias and each part's delta on its columns. */
-function productProgram(l: Layout, M: number): LoraProgram {
-  const { K, N, R } = l;
-  const w = weightReader('w', l.weights, N);
+/** The forward's epilogue (`finish`, as tiledProduct calls it): the bias, and each part's delta s_p h_p B_p on its columns. */
+function forwardFinish(l: Layout): string {
   const deltas = l.parts
     .map(
       (p, i) => `  if (col >= ${p.col}u && col < ${p.col + p.width}u) {
     var d = 0.0;
-    for (var j = 0u; j < ${p.r}u; j++) { d += h[row * ${R}u + ${p.off}u + j] * b${i}[j * ${p.width}u + col - ${p.col}u]; }
+    for (var j = 0u; j < ${p.r}u; j++) { d += h[row * ${l.R}u + ${p.off}u + j] * b${i}[j * ${p.width}u + col - ${p.col}u]; }
     y += ${wgslFloat(p.scale)} * d;
   }`,
     )
     .join('\n');
-  const { tile, dispatch } = productTiling(M, N);
-  const inputs = ['x', w.binding, ...(l.bias ? ['bias'] : []), 'h', ...l.parts.map((_, i) => `b${i}`)];
-  return {
-    key: `${keyOf('Product', l)}_${tileKey(tile)}`,
-    inputs,
-    wgsl: () => `${bindings(inputs, ['y'])}
-${w.helpers}
-fn finish(row : u32, col : u32, acc : f32) -> f32 {
+  return `fn finish(row : u32, col : u32, acc : f32) -> f32 {
   var y = acc;
 ${l.bias ? '  y += bias[col];\n' : ''}${deltas}
   return y;
+}`;
 }
-${tiledProduct(K, N, tile, rowMajor('x', K), w.at, true, (row, col, value) => `y[${row} * ${N}u + ${col}] = ${value};`)}`,
-    outputShapes: [[M, N]],
-    dispatch,
+
+/** The forward epilogue's inputs: the bias, h and the B's. */
+const forwardEpilogueInputs = (l: Layout) => [...(l.bias ? ['bias'] : []), 'h', ...l.parts.map((_, i) => `b${i}`)];
+
+/**
+ * y = x W + b + s_p h_p B_p: the frozen product, its epilogue adding the bias and each part's
+ * delta on its columns; split along K (trainingTiling), the product of each split alone, into
+ * [splits, M, N], whose sums forwardEpilogue adds up and finishes.
+ */
+function productProgram(l: Layout, M: number): LoraProgram {
+  const { K, N } = l;
+  const w = weightReader('w', l.weights, N);
+  const { tiling, splits, splitDepth } = trainingTiling(M, N, K);
+  const inputs = ['x', w.binding, ...(splits === 1 ? forwardEpilogueInputs(l) : [])];
+  return {
+    key: `${keyOf('Product', l)}_${tileKey(tiling.tile)}_${splits}`,
+    inputs,
+    wgsl: () => `${bindings(inputs, ['y'])}
+${w.helpers}
+${splits === 1 ? forwardFinish(l) : biasFinish(false)}
+${tiledProduct(K, N, tiling.tile, rowMajor('x', K), w.at, true, productStore('y', N, splits), null, splitDepth)}`,
+    outputShapes: [productShape(splits, M, N)],
+    dispatch: tiling.dispatch,
     uniforms: [{ type: 'uint32', value: M }],
+  };
+}
+
+/** The forward's epilogue after a split product (addSplits), over `named`'s tensors. */
+function forwardEpilogue(l: Layout, M: number, named: Record<string, tf.TensorInfo>): SplitsEpilogue {
+  const inputs = forwardEpilogueInputs(l);
+  return {
+    key: keyOf('ForwardSums', l),
+    inputs,
+    tensors: inputs.map((name) => named[name]),
+    wgsl: forwardFinish(l),
+    output: 'y',
+    shape: [M, l.N],
+    store: (row, col, value) => `y[${row} * ${l.N}u + ${col}] = ${value};`,
   };
 }
 
@@ -300,47 +330,79 @@ function dhProgram(l: Layout, M: number, withDb: boolean): LoraProgram {
   return sumsProgram(keyOf(withDb ? 'DhDb' : 'Dh', l), inputs, [dhBlock(l, M), ...(withDb ? dbBlocks(l) : [])], M);
 }
 
-/**
- * dx = dy W^T + dh_p A_p^T: the frozen product (W read transposed), its epilogue adding the
- * adapters' part. With `gated` the projection is the MLP's down, whose input was a(gate) * up
- * of gateUp [M, 2K] (an input here), a the MLP's activation (SiLU, or GeGLU's GELU): its store
- * writes the gate's backward instead (ops/swiglu.ts, ops/gelu.ts), d gate = dx u a'(g) and
- * d up = dx a(g), into d gateUp [M, 2K]: one dispatch fewer, the arithmetic of
- * swiglu.webgpu.ts's programs. With `withDa`, every dA_p in workgroups of the same dispatch
- * after the product's (both need only dh): outputs dx, da0, da1, ... The product's tile fits
- * `memory` (the device's workgroup memory) beside the dA's sums.
- */
-function dxProgram(l: Layout, M: number, gated: HiddenAct | null, withDa: boolean, memory: number): LoraProgram {
-  const { K, N, R } = l;
-  const w = weightReader('w', l.weights, N);
-  const adapters = l.parts.map((p, i) => `  for (var j = 0u; j < ${p.r}u; j++) { dx += dh[row * ${R}u + ${p.off}u + j] * a${i}[col * ${p.r}u + j]; }`).join('\n');
-  const store = gated
-    ? (row: string, col: string, value: string) => `let d = ${value};
-        let at = ${row} * ${2 * K}u + ${col};
-        let g = gateUp[at];
-        dx[at] = d * gateUp[at + ${K}u] * gateSlope(g);
-        dx[at + ${K}u] = d * gateValue(g);`
-    : (row: string, col: string, value: string) => `dx[${row} * ${K}u + ${col}] = ${value};`;
-  const da = withDa ? daBlocks(l) : [];
-  const extra = withDa ? { workgroups: sumsWorkgroups(da), body: sumsWgsl(da, `extra * ${ELEMENTS}u`) } : null;
-  const { tile, dispatch } = productTiling(M, K, extra?.workgroups ?? 0, memory - (withDa ? SUMS_BYTES : 0));
-  const inputs = ['dy', w.binding, 'dh', ...l.parts.map((_, i) => `a${i}`), ...(gated ? ['gateUp'] : []), ...(withDa ? ['x'] : [])];
-  return {
-    key: `${keyOf(`Dx${withDa ? 'Da' : ''}${gated ? `_${gated}` : ''}`, l)}_${tileKey(tile)}`,
-    inputs,
-    wgsl: () => `${bindings(inputs, ['dx', ...da.map((b) => b.name)])}
-${w.helpers}
-${gated ? gateActivationWgsl(gated) : ''}
-${withDa ? SUMS_MEMORY : ''}
-fn finish(row : u32, col : u32, acc : f32) -> f32 {
+/** The input gradient's epilogue (`finish`): each part's dh_p A_p^T added to dy W^T. */
+function dxFinish(l: Layout): string {
+  const adapters = l.parts.map((p, i) => `  for (var j = 0u; j < ${p.r}u; j++) { dx += dh[row * ${l.R}u + ${p.off}u + j] * a${i}[col * ${p.r}u + j]; }`).join('\n');
+  return `fn finish(row : u32, col : u32, acc : f32) -> f32 {
   var dx = acc;
 ${adapters}
   return dx;
+}`;
 }
-${tiledProduct(N, K, tile, rowMajor('dy', N), (n, c) => w.at(c, n), false, store, extra)}`,
-    outputShapes: [[M, gated ? 2 * K : K], ...da.map((b) => b.shape)],
-    dispatch,
+
+/**
+ * The input gradient's store: dx [M, K], or with `gated` (the MLP's down, whose input was
+ * a(gate) * up of gateUp [M, 2K]) the gate's backward, d gate = dx u a'(g) and d up = dx a(g),
+ * into d gateUp [M, 2K] (ops/swiglu.ts, ops/gelu.ts; the arithmetic of swiglu.webgpu.ts's
+ * programs, a dispatch fewer).
+ */
+function dxStore(K: number, gated: HiddenAct | null): (row: string, col: string, value: string) => string {
+  if (!gated) return (row, col, value) => `dx[${row} * ${K}u + ${col}] = ${value};`;
+  return (row, col, value) => `let d = ${value};
+        let at = ${row} * ${2 * K}u + ${col};
+        let g = gateUp[at];
+        dx[at] = d * gateUp[at + ${K}u] * gateSlope(g);
+        dx[at + ${K}u] = d * gateValue(g);`;
+}
+
+/** The input gradient epilogue's inputs: dh, the A's, and gateUp where `gated`. */
+const dxEpilogueInputs = (l: Layout, gated: HiddenAct | null) => ['dh', ...l.parts.map((_, i) => `a${i}`), ...(gated ? ['gateUp'] : [])];
+
+/** The input gradient epilogue's WGSL: the activation's functions where `gated`, and dxFinish. */
+const dxEpilogueWgsl = (l: Layout, gated: HiddenAct | null) => `${gated ? gateActivationWgsl(gated) : ''}
+${dxFinish(l)}`;
+
+/**
+ * dx = dy W^T + dh_p A_p^T: the frozen product (W read transposed), its epilogue adding the
+ * adapters' part, its store dxStore's (through the MLP's activation where `gated`). With
+ * `withDa`, every dA_p in workgroups of the same dispatch after the product's (both need only
+ * dh): outputs dx, da0, da1, ... The product's tile fits `memory` (the device's workgroup
+ * memory) beside the dA's sums. Split along N (trainingTiling), the product of each split alone,
+ * into [splits, M, K], whose sums dxEpilogue adds up, finishes and stores.
+ */
+function dxProgram(l: Layout, M: number, gated: HiddenAct | null, withDa: boolean, memory: number): LoraProgram {
+  const { K, N } = l;
+  const w = weightReader('w', l.weights, N);
+  const da = withDa ? daBlocks(l) : [];
+  const extra = withDa ? { workgroups: sumsWorkgroups(da), body: sumsWgsl(da, `extra * ${ELEMENTS}u`) } : null;
+  const { tiling, splits, splitDepth } = trainingTiling(M, K, N, extra?.workgroups ?? 0, memory - (withDa ? SUMS_BYTES : 0));
+  const whole = splits === 1;
+  const inputs = ['dy', w.binding, ...(whole ? dxEpilogueInputs(l, gated) : []), ...(withDa ? [...(whole ? [] : ['dh']), 'x'] : [])];
+  return {
+    key: `${keyOf(`Dx${withDa ? 'Da' : ''}${gated ? `_${gated}` : ''}`, l)}_${tileKey(tiling.tile)}_${splits}`,
+    inputs,
+    wgsl: () => `${bindings(inputs, ['dx', ...da.map((b) => b.name)])}
+${w.helpers}
+${withDa ? SUMS_MEMORY : ''}
+${whole ? dxEpilogueWgsl(l, gated) : biasFinish(false)}
+${tiledProduct(N, K, tiling.tile, rowMajor('dy', N), (n, c) => w.at(c, n), false, whole ? dxStore(K, gated) : productStore('dx', K, splits), extra, splitDepth)}`,
+    outputShapes: [whole ? [M, gated ? 2 * K : K] : productShape(splits, M, K), ...da.map((b) => b.shape)],
+    dispatch: tiling.dispatch,
     uniforms: [{ type: 'uint32', value: M }],
+  };
+}
+
+/** The input gradient's epilogue after a split product (addSplits), over `named`'s tensors. */
+function dxEpilogue(l: Layout, M: number, gated: HiddenAct | null, named: Record<string, tf.TensorInfo>): SplitsEpilogue {
+  const inputs = dxEpilogueInputs(l, gated);
+  return {
+    key: keyOf(`DxSums${gated ? `_${gated}` : ''}`, l),
+    inputs,
+    tensors: inputs.map((name) => named[name]),
+    wgsl: dxEpilogueWgsl(l, gated),
+    output: 'dx',
+    shape: [M, gated ? 2 * l.K : l.K],
+    store: dxStore(l.K, gated),
   };
 }
 
@@ -374,17 +436,29 @@ function callOf(inputs: tf.NamedTensorInfoMap, attrs: Attrs): { aTs: tf.TensorIn
   return { aTs, bTs, l, M, key: `${keyOf('', l)}_${M}_${productTilingKey()}` };
 }
 
+/** Runs `program` on the tensors its inputs name (`named`: by binding name, a mark such as ':u32' aside). */
+function run(backend: object, program: LoraProgram, named: Record<string, tf.TensorInfo>): tf.TensorInfo[] {
+  return runMultiOutputProgram(backend, program, program.inputs.map((input) => named[input.split(':')[0]]));
+}
+
+/** A call's tensors by the names the programs bind them by: its inputs, and a0, b0, a1, ... the parts' factors. */
+function namedTensors(inputs: tf.NamedTensorInfoMap, aTs: tf.TensorInfo[], bTs: tf.TensorInfo[]): Record<string, tf.TensorInfo> {
+  const named: Record<string, tf.TensorInfo> = { ...(inputs as Record<string, tf.TensorInfo>) };
+  aTs.forEach((a, i) => (named[`a${i}`] = a));
+  bTs.forEach((b, i) => (named[`b${i}`] = b));
+  return named;
+}
+
 tf.registerKernel({
   kernelName: LORA_FORWARD_KERNEL,
   backendName: 'webgpu',
   kernelFunc: ({ inputs, backend, attrs }) => {
-    const a = attrs as unknown as Attrs;
-    const { x, w, bias } = inputs as Record<string, tf.TensorInfo>;
-    const call = callOf(inputs, a);
+    const call = callOf(inputs, attrs as unknown as Attrs);
     const { aTs, bTs, l, M } = call;
-    const [h] = runMultiOutputProgram(backend, programFor('xa', call, () => xaProgram(l, M)), [x, ...aTs]);
-    const [y] = runMultiOutputProgram(backend, programFor('product', call, () => productProgram(l, M)), [x, w, ...(a.bias ? [bias] : []), h, ...bTs]);
-    return [y, h];
+    const named = namedTensors(inputs, aTs, bTs);
+    [named.h] = run(backend, programFor('xa', call, () => xaProgram(l, M)), named);
+    const [y] = run(backend, programFor('product', call, () => productProgram(l, M)), named);
+    return [y.shape.length === 2 ? y : addSplits(backend, y, forwardEpilogue(l, M, named)), named.h];
   },
 });
 
@@ -394,36 +468,35 @@ tf.registerKernel({
   kernelFunc: ({ inputs, backend, attrs }) => {
     const a = attrs as unknown as Attrs;
     const P = a.parts.length;
-    const { x, w, h, dy } = inputs as Record<string, tf.TensorInfo>;
     const call = callOf(inputs, a);
     const { aTs, bTs, l, M } = call;
-    const gateUp = inputs['gateUp'] as tf.TensorInfo | undefined;
-    const gated = gateUp ? (a.activation ?? 'silu') : null;
+    const named = namedTensors(inputs, aTs, bTs);
+    const gated = named.gateUp ? (a.activation ?? 'silu') : null;
     const dhOf = (withDb: boolean) => programFor(`dh_${withDb}`, call, () => dhProgram(l, M, withDb));
     const memory = workgroupMemoryLimit(backend);
     const dxOf = (withDa: boolean) => programFor(`dx_${gated}_${withDa}_${memory}`, call, () => dxProgram(l, M, gated, withDa, memory));
     const gradsOf = (which: 'A' | 'B' | 'AB') => programFor(`grads_${which}`, call, () => gradsProgram(l, M, which));
     const limit = storageBufferLimit(backend);
     const fit = (...programs: LoraProgram[]) => programs.every((program) => storageBuffersOf(program) <= limit);
+    // dx's product, its splits added up and finished by a program of their own where it is split.
+    const finished = (dx: tf.TensorInfo) => (dx.shape.length === 2 ? dx : addSplits(backend, dx, dxEpilogue(l, M, gated, named)));
     let dx: tf.TensorInfo;
     let dA: tf.TensorInfo[];
     let dB: tf.TensorInfo[];
-    let dh: tf.TensorInfo;
     // Two dispatches where the device binds enough: dh with the dB's, then dx with the dA's.
     const [dhDb, dxDa] = [dhOf(true), dxOf(true)];
     if (fit(dhDb, dxDa)) {
-      [dh, ...dB] = runMultiOutputProgram(backend, dhDb, [dy, ...bTs, h]);
-      [dx, ...dA] = runMultiOutputProgram(backend, dxDa, [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : []), x]);
+      [named.dh, ...dB] = run(backend, dhDb, named);
+      [dx, ...dA] = run(backend, dxDa, named);
+      dx = finished(dx);
     } else {
       // Else dh, dx, then every factor's gradient in one program, or the A's and the B's in two.
-      [dh] = runMultiOutputProgram(backend, dhOf(false), [dy, ...bTs]);
-      [dx] = runMultiOutputProgram(backend, dxOf(false), [dy, w, dh, ...aTs, ...(gateUp ? [gateUp] : [])]);
-      const grads = fit(gradsOf('AB'))
-        ? runMultiOutputProgram(backend, gradsOf('AB'), [x, dh, h, dy])
-        : [...runMultiOutputProgram(backend, gradsOf('A'), [x, dh]), ...runMultiOutputProgram(backend, gradsOf('B'), [h, dy])];
+      [named.dh] = run(backend, dhOf(false), named);
+      dx = finished(run(backend, dxOf(false), named)[0]);
+      const grads = fit(gradsOf('AB')) ? run(backend, gradsOf('AB'), named) : [...run(backend, gradsOf('A'), named), ...run(backend, gradsOf('B'), named)];
       [dA, dB] = [grads.slice(0, P), grads.slice(P)];
     }
-    disposeIntermediate(backend, dh);
+    disposeIntermediate(backend, named.dh);
     // In the parts' order, A then B of each.
     return [dx, ...dA.flatMap((g, i) => [g, dB[i]])];
   },

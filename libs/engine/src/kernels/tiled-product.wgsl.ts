@@ -57,10 +57,11 @@ export function productTilingKey(): string {
 let tilingKey = 'auto';
 function tilingChanged(): void {
   const m = subgroupMatrices;
-  tilingKey = `${tileChoice}${m ? `_matrix${m.M}x${m.N}x${m.K}x${m.subgroupSize}` : ''}${prefetch ? '_prefetch' : ''}`;
+  tilingKey = `${tileChoice}${m ? `_matrix${m.M}x${m.N}x${m.K}x${m.subgroupSize}` : ''}${prefetch ? '_prefetch' : ''}${splitProducts ? '_split' : ''}`;
 }
 
 let prefetch = false;
+let splitProducts = false;
 
 /**
  * Sets whether the f32 tiles' products made from now on load each step's operands a step ahead
@@ -69,6 +70,21 @@ let prefetch = false;
 export function setProductPrefetch(on: boolean): void {
   prefetch = on;
   tilingChanged();
+}
+
+/**
+ * Sets whether a training step's products made from now on (kernels/frozen-linear.webgpu.ts's
+ * and kernels/lora.webgpu.ts's) split their inner dimension among workgroups (trainingTiling):
+ * off unless a bench sets it, which measures both (gpu.bench.ts, products.bench.ts).
+ */
+export function setProductSplits(on: boolean): void {
+  splitProducts = on;
+  tilingChanged();
+}
+
+/** Whether a training step's products split their inner dimension (setProductSplits). */
+export function productSplits(): boolean {
+  return splitProducts;
 }
 
 /** What names a tile's program among those of the same shapes: its tile, and whether it prefetches (setProductPrefetch; the matrix tile never does). */
@@ -147,22 +163,45 @@ export interface InnerSplits {
  * lm_head's input gradient, [positions, hidden] over a vocabulary of tens of thousands, makes
  * 40 128-tiles for 1,016 positions of SmolLM2-135M's 576 columns, 320 workgroups split 8 ways,
  * where unsplit only the 32-tile's 576 fill the card, at a quarter of the multiply-adds a
- * staged value. A tile a bench set (setProductTiles) is kept, and only split.
+ * staged value. A tile a bench set (setProductTiles) is kept, and only split. `extraWorkgroups`
+ * and `memory` as productTiling's: the extra work's rows follow the product's in each split's
+ * layer of the grid, and only tiles within `memory` are taken.
  */
-export function splitProductTiling(rows: number, cols: number, inner: number, limits: InnerSplits): ProductTiling {
-  const tiles: ProductTile[] = tileChoice === 'auto' || tileChoice === 'matrix' ? [...PRODUCT_TILES].reverse() : [tileChoice];
+export function splitProductTiling(rows: number, cols: number, inner: number, limits: InnerSplits, extraWorkgroups = 0, memory = Infinity): ProductTiling {
+  const narrow = PRODUCT_TILES[0];
+  const fits = (tile: ProductTile) => tileMemory(tile) <= memory;
+  const widestFirst = [...PRODUCT_TILES].reverse().filter(fits);
+  const set = tileChoice === 'auto' || tileChoice === 'matrix' ? null : tileChoice;
+  const tiles: ProductTile[] = set === null ? widestFirst : [fits(set) ? set : (widestFirst[0] ?? narrow)];
   let most: { tiling: ProductTiling; workgroups: number } | null = null;
-  for (const tile of tiles) {
+  for (const tile of tiles.length > 0 ? tiles : [narrow]) {
     const side = tileSide(tile);
     const [columns, rowTiles] = [Math.ceil(cols / side), Math.ceil(rows / side)];
     let splits = 1;
     while (splits < limits.most && columns * rowTiles * splits * 2 <= limits.target && inner / (splits * 2) >= limits.fewestInner) splits *= 2;
-    const tiling: ProductTiling = { tile, dispatch: [columns, rowTiles, splits] };
+    const tiling: ProductTiling = { tile, dispatch: [columns, rowTiles + Math.ceil(extraWorkgroups / columns), splits] };
     const workgroups = columns * rowTiles * splits;
     if (workgroups >= NARROW_TILE_WORKGROUPS) return tiling;
     if (!most || workgroups > most.workgroups) most = { tiling, workgroups };
   }
   return (most as { tiling: ProductTiling }).tiling;
+}
+
+/**
+ * How a training step's products split their inner dimension where they do (setProductSplits):
+ * in two while the grid stays within 512 workgroups and each split walks at least 128 of it
+ * (eight steps of a tile's staging), into at most 8.
+ */
+export const PRODUCT_SPLITS: InnerSplits = { target: 512, fewestInner: 128, most: 8 };
+
+/**
+ * The tiles, grid and splits of a training step's product [rows, cols] over `inner`, with
+ * `extraWorkgroups` and `memory` as productTiling's: split by PRODUCT_SPLITS where `split`
+ * (setProductSplits by default), else productTiling's unsplit.
+ */
+export function trainingTiling(rows: number, cols: number, inner: number, extraWorkgroups = 0, memory = Infinity, split = splitProducts): SplitTiling {
+  const tiling = split ? splitProductTiling(rows, cols, inner, PRODUCT_SPLITS, extraWorkgroups, memory) : productTiling(rows, cols, extraWorkgroups, memory);
+  return withSplits(tiling, inner);
 }
 
 /** A product's tiling with its splits of the inner dimension (the grid's z) and the depth each walks (tiledProduct's splitDepth: null unsplit). */
@@ -236,7 +275,8 @@ const groupedTile = `fn groupedTile(flat : u32, columns : u32, rowTiles : u32) -
  * Work that reads nothing the product writes, nor writes what it reads, run in the product's
  * dispatch, a dispatch fewer where they would be two: `workgroups` workgroups of its own after
  * the product's (at most: `body` skips what is past its end), WGSL with `extra`, the workgroup's
- * index among them, and `tid`, the thread's among the workgroup's 256.
+ * index among them, and `tid`, the thread's among the workgroup's 256. In a product split along
+ * its inner dimension, each split's layer of the grid has them, and the first's do the work.
  */
 export interface ExtraWork {
   workgroups: number;
@@ -245,18 +285,18 @@ export interface ExtraWork {
 
 /**
  * The opening of a product's `main` (workgroups of 256, `tid` the invocation's index): the
- * workgroups of the extra work, if any, do it and return; every other takes its tile's origin,
- * `row0` and `col0`, in groupedTile's order.
+ * workgroups of the extra work, if any, do it (`split`: those of the grid's first layer) and
+ * return; every other takes its tile's origin, `row0` and `col0`, in groupedTile's order.
  */
-function tileOrigin(side: number, extra: ExtraWork | null): string {
+function tileOrigin(side: number, extra: ExtraWork | null, split: boolean): string {
   return `  let flat = wg.y * grid.x + wg.x;
   let rowTiles = (u.M + ${side - 1}u) / ${side}u;
 ${
   extra
-    ? `  // The extra work's workgroups, after the product's (the same for the whole workgroup, so its barriers are too).
+    ? `  // The extra work's workgroups, after the product's (the same for the whole workgroup, so its barriers are too)${split ? ', in the first split\'s layer of the grid only' : ''}.
   if (flat >= grid.x * rowTiles) {
     let extra = flat - grid.x * rowTiles;
-${extra.body}
+${split ? `    if (wg.z == 0u) {\n${extra.body}\n    }` : extra.body}
     return;
   }`
     : ''
@@ -461,7 +501,7 @@ var<workgroup> rs : array<vec${width}<f32>, ${(DEPTH * tile) / width}>;
 ${groupedTile}
 @compute @workgroup_size(${SIDE}, ${SIDE})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_id) lid : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
-${tileOrigin(tile, p.extra)}`;
+${tileOrigin(tile, p.extra, p.splitDepth !== null)}`;
 }
 
 /**
@@ -583,7 +623,7 @@ var<workgroup> os : array<f32, ${subgroups * M * N}>;
 ${groupedTile}
 @compute @workgroup_size(${THREADS})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(num_workgroups) grid : vec3<u32>, @builtin(local_invocation_index) tid : u32, @builtin(subgroup_id) sg : u32, @builtin(subgroup_invocation_id) lane : u32) {
-${tileOrigin(T, extra)}
+${tileOrigin(T, extra, splitDepth !== null)}
   // acc[j]: block sg + j * ${subgroups} of the tile's ${(T / M) * blockColumns}, ${blockColumns} to a row of blocks.
   var acc : array<subgroup_matrix_result<f32, ${N}, ${M}>, ${perSubgroup}>;
   ${depthLoop(inner, D, splitDepth)} {
