@@ -70,7 +70,6 @@ describe('tiled products in subgroup matrices', () => {
     useSubgroupMatrices(shape);
     // As the down projection's dx with its factors' gradients: W read transposed, workgroups after the product's with barriers of their own.
     const extra: ExtraWork = {
-      workgroups: 3,
       body: `    partial[tid] = f32(extra);
     workgroupBarrier();
     if (tid == 0u) { da[extra] = partial[0] + partial[255]; }`,
@@ -80,13 +79,16 @@ describe('tiled products in subgroup matrices', () => {
     expect(await compileErrors(device, code)).toEqual([]);
   });
 
-  it.each(shapes)("a prompt chunk's products in the decoding step compile for $M x $N x $K by $subgroupSize: RMSNorm'd or not, f32 or bf16 weights", async (shape) => {
+  it.each(shapes)("a prompt chunk's products in the decoding step compile for $M x $N x $K by $subgroupSize: RMSNorm'd or not, f32 or bf16 weights, with their adapters", async (shape) => {
     useSubgroupMatrices(shape);
+    // The products with a norm take their adapters' delta in their store (addDelta), those without make x A after their tiles (makeXA).
     for (const norm of [true, false]) {
       for (const weights of ['F32', 'BF16'] as const) {
-        const code = tiledLinearShader(72, 200, 'matrix', 32, norm, weights);
-        expect(code.startsWith('enable f16;')).toBe(true);
-        expect(await compileErrors(device, code)).toEqual([]);
+        for (const adapters of ['none', norm ? 'addDelta' : 'makeXA'] as const) {
+          const code = tiledLinearShader(72, 200, 'matrix', 32, norm, weights, adapters);
+          expect(code.startsWith('enable f16;')).toBe(true);
+          expect(await compileErrors(device, code)).toEqual([]);
+        }
       }
     }
   });

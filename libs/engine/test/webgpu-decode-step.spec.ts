@@ -238,7 +238,7 @@ suite('a decoding step encoded whole on webgpu', () => {
     expect(released.counts.destroyedBuffers).toBeGreaterThan(0);
   }, 60_000);
 
-  it("gives the cpu backend logits with a prompt chunk's and a batch of 64 rows' products in tiles of 32, 64 and 128, weights in f32 and bf16", async () => {
+  it("gives the cpu backend logits with a prompt chunk's and a batch of 64 rows' products in tiles of 32, 64 and 128, weights in f32 and bf16, with and without a LoRA adapter", async () => {
     // A prompt of 100 tokens (its products in tiles, q|k|v's and gate|up's K of 128 in two splits, down's 200 in two of 112 and 88), one of 3 (split: under a tile's rows), then a decoding step of 2 rows (split).
     const long = Array.from({ length: 100 }, (_, i) => 1 + ((i * 41) % 500));
     const prompt: Script = { joins: new Map([[0, [[0, long], [1, [1, 5, 6]]]]]), leaves: new Map(), steps: 1 };
@@ -265,31 +265,41 @@ suite('a decoding step encoded whole on webgpu', () => {
       }),
     ];
     // How many of the programs a run dispatched are products in tiles of that side: their staging of both operands is in the code.
-    const tiledPrograms = async (tile: number, dir: string, script: Script) => {
+    const tiledPrograms = async (tile: number, dir: string, script: Script, adapter?: { spec: LoraSpec; tensors: AdapterTensors }) => {
       dispatched.clear();
-      const logits = await run(dir, script);
+      const logits = await run(dir, script, adapter);
       // A tile's right operand staged 16 steps deep, in vectors of some width: 16 x tile floats.
       const stagedFloats = (code: string) => {
         const [, width, count] = /var<workgroup> rs : array<vec(\d)<f32>, (\d+)>;/.exec(code) ?? [];
         return Number(width) * Number(count);
       };
-      return { logits, tiled: [...dispatched].filter((code) => code.includes('struct Dims { M : u32 }') && stagedFloats(code) === 16 * tile).length };
+      return { logits, tiled: [...dispatched].filter((code) => code.includes('struct Dims { M : u32,') && stagedFloats(code) === 16 * tile).length };
     };
     setStepProducts('tiled');
     try {
       for (const dtype of ['F32', 'BF16'] as const) {
         const dir = makeTiny(`decode-step-tiled-${dtype}`, { dtype, normWeights: 'near-ones', overrides: { modelType: 'qwen2', tieWordEmbeddings: true, hiddenSize: 128, intermediateSize: 200 } });
-        await selectBackend('cpu');
-        const cpu = await run(dir, prompt);
-        const wideOnCpu = await run(dir, wide);
-        await selectBackend('webgpu');
-        for (const tile of PRODUCT_TILES) {
-          setProductTiles(tile);
-          for (const [script, onCpu] of [[prompt, cpu], [wide, wideOnCpu]] as const) {
-            const { logits, tiled } = await tiledPrograms(tile, dir, script);
-            expectSame(onCpu, logits);
-            // The step's four products ran in tiles of that side.
-            expect(tiled).toBe(4);
+        // In f32, again with an adapter on every projection: q|k|v and gate|up add (x A) B in their first split's store, o and down make x A over each split of K (2 of o's 128, of down's 200) in workgroups of their own dispatch.
+        const adapters = dtype === 'F32' ? [undefined, randomAdapter(dir, { r: 4, alpha: 8, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] })] : [undefined];
+        for (const adapter of adapters) {
+          await selectBackend('cpu');
+          const cpu = await run(dir, prompt, adapter);
+          const wideOnCpu = await run(dir, wide, adapter);
+          await selectBackend('webgpu');
+          for (const tile of PRODUCT_TILES) {
+            setProductTiles(tile);
+            for (const [script, onCpu] of [[prompt, cpu], [wide, wideOnCpu]] as const) {
+              const { logits, tiled } = await tiledPrograms(tile, dir, script, adapter);
+              expectSame(onCpu, logits);
+              // The step's four products ran in tiles of that side.
+              expect(tiled).toBe(4);
+            }
+          }
+          if (adapter) {
+            // The adapter changes the logits: the comparison is not of two base models.
+            await selectBackend('cpu');
+            const last = wideOnCpu.length - 1;
+            expect(maxAbsDiff((await run(dir, wide))[last][0], wideOnCpu[last][0])).toBeGreaterThan(1e-3);
           }
         }
       }
@@ -298,7 +308,7 @@ suite('a decoding step encoded whole on webgpu', () => {
       setStepProducts('split');
       setProductTiles('auto');
     }
-  }, 120_000);
+  }, 300_000);
 
   it("gives the cpu backend logits with Qwen2's q/k/v bias, tied embeddings and Qwen2.5-1.5B's heads of 128, and with heads of 256", async () => {
     // A prompt of 40 tokens: tiles of 8 queries reading blocks of 32 keys (heads of 128, in lavapipe's 32 KB of workgroup memory), of 4 reading blocks of 16 (256).

@@ -9,7 +9,8 @@
  * prompt and decode at batch 1 after it (for the engine, again with the chunks' and the row's
  * cached columns walked by one workgroup a tile or a row rather than split among several),
  * decode at batch 1 again with Dawn's polling left to spin
- * rather than paced (dawn-polling.ts; engine only), decode with a LoRA adapter at the smallest and largest batch,
+ * rather than paced (dawn-polling.ts; engine only), decode with a LoRA adapter at the smallest and largest batch
+ * (at the largest again with its products in tiles; engine only),
  * LoRA SFT tokens/s (r 8, alpha 16, all seven projections, AdamW, 4 sequences of 256 tokens a
  * step) and a step of ART's default RL loss on the same tokens (the last two rows the engine's
  * only), and where some of the step's products take 32 x 32 or 128 x 128 tiles by their size,
@@ -121,6 +122,8 @@ interface Figures {
   sftHost?: { wallMs: number; mainCpuMs: number };
   /** Decoding with a LoRA adapter on all seven projections, at the smallest and largest batch (the engine's only). */
   loraDecode?: Record<string, number>;
+  /** The same at the largest batch with its products in tiles (setStepProducts; the engine's only, kernels on). */
+  loraDecodeTiled?: Record<string, number>;
   /** A step of ART's RL loss (its defaults) on the SFT step's tokens (the engine's only). */
   rl?: number;
   /** Decoding at the smallest batch with Dawn's polling left to spin rather than paced (the engine's only; dawn-polling.ts). */
@@ -391,6 +394,12 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
         progress(`decode with a LoRA adapter, batch ${size}`);
         figures.loraDecode[size] = await decode(lm, plan, size);
       }
+      const largest = plan.decodeBatches[plan.decodeBatches.length - 1];
+      if (tf.getBackend() === 'webgpu' && fusedKernelsEnabled() && largest >= TILED_TOKENS) {
+        progress(`decode with a LoRA adapter, batch ${largest}, products in tiles`);
+        setStepProducts('tiled');
+        figures.loraDecodeTiled = { [largest]: await decode(lm, plan, largest).finally(() => setStepProducts('split')) };
+      }
     } finally {
       adapter.dispose();
     }
@@ -649,6 +658,7 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
     ...(runs.some((r) => r.figures.longDecodeWhole) ? [row(`decode, batch 1, ${plan.longContext}-token prompt, its columns in one workgroup`, (f) => f.longDecodeWhole)] : []),
     row(`decode, batch ${plan.decodeBatches[0]}, Dawn's polling left to spin`, (f) => f.spinDecode),
     ...loraBatches.map((b) => row(`decode with a LoRA adapter, batch ${b} (aggregate)`, (f) => f.loraDecode?.[b])),
+    ...Object.keys(runs[0]?.figures.loraDecodeTiled ?? {}).map((b) => row(`decode with a LoRA adapter, batch ${b}, products in tiles (aggregate)`, (f) => f.loraDecodeTiled?.[b])),
     ...f32Batches.map((b) => row(`decode, weights held in f32, batch ${b} (aggregate)`, (f) => f.f32Decode?.[b])),
     row(`LoRA SFT, ${plan.trainRows} x ${plan.trainTokens} tokens per step`, (f) => f.sft),
     ...(runs.some((r) => r.figures.sftTiles64) ? [row('LoRA SFT, every product in 64 x 64 tiles', (f) => f.sftTiles64)] : []),

@@ -29,6 +29,7 @@ import {
   SAMPLE_SHADER,
   TILE_K,
   tiledLinearShader,
+  tiledXAWorkgroups,
   WORKGROUP,
 } from './decode-step.wgsl';
 import type { LoraPart } from './lora';
@@ -65,7 +66,7 @@ import { fusedKernelsApply, workgroupMemoryLimit } from './webgpu-program';
  * per step from the product's size (splitsFor). A step of at least a tile's rows of tokens (a
  * prompt's chunk of 64 tokens, a batch of 64 rows) can instead take the training step's tiled
  * products, split fewer times (tiledLinearShader): as setStepProducts says, and always while
- * products take tensor cores, which only the tiles have; a product with adapters stays split. A product's splits are summed by the program
+ * products take tensor cores, which only the tiles have (with adapters too: below). A product's splits are summed by the program
  * after it, so fusing means giving that program more work: RoPE folded into attention costs
  * each query head a sum of its KV head's splits (read where the q|k|v product just wrote them,
  * small beside the cache that attention reads) and no extra pass over memory. The SwiGLU sum
@@ -86,7 +87,9 @@ import { fusedKernelsApply, workgroupMemoryLimit } from './webgpu-program';
  * LoRA adapters (one for every row, or several routed row by row by LoraRouter) run in the step
  * too, two dispatches more a layer (ADAPTER_MODE): q|k|v and gate|up make x A in a product of
  * its own and add (x A) B in their first split; o and down make x A in extra workgroups of
- * their own dispatch and the residual sum after them adds (x A) B. It applies to Llama and
+ * their own dispatch and the residual sum after them adds (x A) B. In tiles, the first split's
+ * store adds each element's (x A) B, from an x A made unsplit, and o's and down's x A is made
+ * over each split of K in workgroups after the tiles (tiledLinearShader). It applies to Llama and
  * Qwen2 with float32 weights, a bias on q, k and v only, output widths that are multiples of 4
  * and head dimensions up to MAX_HEAD_DIM (`for` and `applies` say where not). The same logits
  * as the tfjs path to float rounding (summed in another order).
@@ -377,12 +380,14 @@ const MIN_TILED_SPLIT = 4 * SPLIT_DEPTH;
  * K (kSplits) with each split covering at least MIN_TILED_SPLIT and a multiple of SPLIT_DEPTH
  * (the last ones may then be empty, and write zeros).
  */
-function tiledPlan(rows: number, K: number, N: number): ProductPlan {
+function tiledPlan(rows: number, K: number, N: number, extraWorkgroups = 0): ProductPlan {
   const tiling = productTiling(rows, N);
   const [columnTiles, rowTiles] = tiling.dispatch;
   const splits = kSplits(columnTiles * rowTiles, rows, K, N, MIN_TILED_SPLIT, MAX_SPLITS);
   const chunk = Math.ceil(K / splits / SPLIT_DEPTH) * SPLIT_DEPTH;
-  return { k: K, n: N, tile: 0, splits, chunk, columnTiles, rowTiles, tiling: { tile: tiling.tile, dispatch: [columnTiles, rowTiles, splits] } };
+  // The extra work's workgroups (a makeXA product's x A) in rows of the grid after the product's.
+  const extraRows = Math.ceil(extraWorkgroups / columnTiles);
+  return { k: K, n: N, tile: 0, splits, chunk, columnTiles, rowTiles, tiling: { tile: tiling.tile, dispatch: [columnTiles, rowTiles + extraRows, splits] } };
 }
 
 /**
@@ -795,9 +800,10 @@ export class WebGpuDecodeStep {
     for (const kind of PRODUCTS) {
       const [K, n] = widths[kind];
       const rank = this.rankOf(kind);
-      // A product with adapters stays split: its adapters' programs are the split product's.
-      products[kind] = tiled && rank === 0 ? tiledPlan(N, K, n) : splitsFor(N, K, n);
-      if (rank > 0 && ADAPTER_MODE[kind] === 'addDelta') xA[kind] = splitsFor(N, K, rank);
+      const makesXA = rank > 0 && ADAPTER_MODE[kind] === 'makeXA';
+      products[kind] = tiled ? tiledPlan(N, K, n, makesXA ? tiledXAWorkgroups(N, rank) : 0) : splitsFor(N, K, n);
+      // In tiles each element adds its (x A) B from x A's splits (tiledLinearShader's loraDelta): x A unsplit, read once an element.
+      if (rank > 0 && !makesXA) xA[kind] = splitsFor(N, K, rank, tiled ? 1 : MAX_SPLITS);
     }
     // The head reads each row's last token, unsplit.
     return { products, xA, head: splitsFor(rows, C, V, 1) };
@@ -841,10 +847,10 @@ export class WebGpuDecodeStep {
       run('embed', this.pipeline('embed', `${V}:${dtype}:${scale}`, () => embedShader(V, dtype, scale)), this.embedGroup, N);
     }
     const linear = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean, weights: StorageDtype, adapters: LinearAdapters = 'none', xATiles = 0) => {
-      const { tiling } = p;
-      if (tiling) return run(label, this.pipeline(norm ? 'linearNorm' : 'linear', `tiled:${tileKey(tiling.tile)}:${p.k}:${p.n}:${p.chunk}:${weights}`, () => tiledLinearShader(p.k, p.n, tiling.tile, p.chunk, norm, weights)), group, ...tiling.dispatch);
       // ADAPTER_MODE gives addDelta to the products with a norm, makeXA to those without.
       const kind: ProgramKind = adapters === 'addDelta' ? 'linearNormAddDelta' : adapters === 'makeXA' ? 'linearMakeXA' : norm ? 'linearNorm' : 'linear';
+      const { tiling } = p;
+      if (tiling) return run(label, this.pipeline(kind, `tiled:${tileKey(tiling.tile)}:${p.k}:${p.n}:${p.chunk}:${weights}`, () => tiledLinearShader(p.k, p.n, tiling.tile, p.chunk, norm, weights, adapters)), group, ...tiling.dispatch);
       run(label, this.pipeline(kind, `${p.tile}:${weights}`, () => linearShader(p.tile, norm, adapters, weights)), group, p.rowTiles, p.columnTiles + xATiles, p.splits);
     };
     // A layer's product, with its adapters where it has them (ADAPTER_MODE); the adapters' x A is f32.

@@ -200,47 +200,100 @@ ${store('partial', 'dims.n4')}
 }
 
 /**
- * A prompt chunk's linear product in the tiles of tiled-product.wgsl.ts: x [rows, K] W [K, N]
- * over splits of K of `splitDepth` each (the grid's z), into partial [splits, rows, N] as
- * linearShader writes it, with `norm` the input RMSNorm'd on the way in as linearShader does
- * (x * rinv[row] * gamma[k]). The same bindings as linearShader's without adapters (its
- * uniform's first field, rows, is the tiled product's `u.M`), so one bind group serves both;
- * `weights` as linearShader's. A tile stages both operands, so each weight value staged serves
- * 64 (or 128) rows where linearShader's serves 16; a product of a small model still splits K,
- * fewer times, to make workgroups enough for the GPU. On the matrix tile, it runs on tensor
- * cores. Dispatched on productTiling's grid for the tile, with the splits along z.
+ * A step's linear product in the tiles of tiled-product.wgsl.ts (a prompt's chunk, a batch of
+ * many rows): x [rows, K] W [K, N] over splits of K of `splitDepth` each (the grid's z), into
+ * partial [splits, rows, N] as linearShader writes it, with `norm` the input RMSNorm'd on the
+ * way in as linearShader does (x * rinv[row] * gamma[k]). The same bindings and uniforms as
+ * linearShader's (its uniform's first field, rows, is the tiled product's `u.M`), so one bind
+ * group serves both; `weights` and `adapters` as linearShader's: with addDelta, the first
+ * split's store adds each element's (x A) B (loraDelta); with makeXA, x A over each split of K
+ * is made in workgroups of the product's dispatch after its tiles (tiledXAWorkgroups of them in
+ * each split's layer of the grid). A tile stages both operands, so each weight value staged
+ * serves 64 (or 128) rows where linearShader's serves 16; a product of a small model still
+ * splits K, fewer times, to make workgroups enough for the GPU. On the matrix tile, it runs on
+ * tensor cores. Dispatched on productTiling's grid for the tile, with the splits along z.
  */
-export function tiledLinearShader(K: number, N: number, tile: ProductTile, splitDepth: number, norm: boolean, weights: StorageDtype = 'F32'): string {
+export function tiledLinearShader(K: number, N: number, tile: ProductTile, splitDepth: number, norm: boolean, weights: StorageDtype = 'F32', adapters: LinearAdapters = 'none'): string {
   const w = weightReader('w', weights, N);
   const input = rowMajor('x', K);
+  const loraBinding = norm ? 6 : 4;
+  const bindings = {
+    none: '',
+    addDelta: `${adapterDeltaWgsl(loraBinding, 'u')}
+
+// Row row's (x A) B in column col: x A the sum of loraIn's loraSplits splits, each rank column on the rows of its adapter.
+fn loraDelta(row : u32, col : u32) -> f32 {
+  var delta = 0.0;
+  for (var j = 0u; j < u.rank; j++) {
+    var xa = 0.0;
+    for (var s = 0u; s < u.loraSplits; s++) { xa += loraIn[(s * u.M + row) * u.rank + j]; }
+    delta += xa * takes(row, j) * loraB[j * u.n4 + col / 4u][col % 4u];
+  }
+  return delta;
+}`,
+    makeXA: `@group(0) @binding(${loraBinding}) var<storage, read> loraA : array<f32>;
+@group(0) @binding(${loraBinding + 1}) var<storage, read_write> loraIn : array<f32>;`,
+  }[adapters];
+  const store = (row: string, col: string, value: string) => {
+    const at = `(wg.z * u.M + ${row}) * ${N}u + ${col}`;
+    if (adapters !== 'addDelta') return `partial[${at}] = ${value};`;
+    return `var value = ${value};
+          if (wg.z == 0u) { value += loraDelta(${row}, ${col}); }
+          partial[${at}] = value;`;
+  };
+  // makeXA: element (row, j) of x A over the workgroup's split of K, a thread each, into its split's slice of loraIn [splits, rows, rank].
+  const extra =
+    adapters === 'makeXA'
+      ? {
+          everySplit: true,
+          body: `    let e = extra * ${TILED_XA_WORKGROUP}u + tid;
+    if (e < u.M * u.rank) {
+      let row = e / u.rank;
+      let j = e % u.rank;
+      var xa = 0.0;
+      for (var k = wg.z * ${splitDepth}u; k < min(${K}u, (wg.z + 1u) * ${splitDepth}u); k++) { xa += x[row * ${K}u + k] * loraA[k * u.rank + j]; }
+      loraIn[(wg.z * u.M + row) * u.rank + j] = xa;
+    }`,
+        }
+      : null;
   return wgslModule(`
-struct Dims { M : u32 }
+struct Dims { M : u32, k : u32, n4 : u32, ldw4 : u32, chunk : u32, inStride : u32, inOffset : u32, rank : u32, adapters : u32, loraSplits : u32 }
 @group(0) @binding(0) var<uniform> u : Dims;
 @group(0) @binding(1) var<storage, read> x : array<f32>;
 @group(0) @binding(2) var<storage, read> w : array<${weights === 'F32' ? 'f32' : 'u32'}>;
 @group(0) @binding(3) var<storage, read_write> partial : array<f32>;
 ${norm ? '@group(0) @binding(4) var<storage, read> gamma : array<f32>;\n@group(0) @binding(5) var<storage, read> rinv : array<f32>;' : ''}
+${bindings}
 ${w.helpers}
 fn finish(row : u32, col : u32, acc : f32) -> f32 {
   return acc;
 }
-${tiledProduct(K, N, tile, norm ? (row, k) => `${input(row, k)} * rinv[${row}] * gamma[${k}]` : input, w.at, true, (row, col, value) => `partial[(wg.z * u.M + ${row}) * ${N}u + ${col}] = ${value};`, null, splitDepth)}`);
+${tiledProduct(K, N, tile, norm ? (row, k) => `${input(row, k)} * rinv[${row}] * gamma[${k}]` : input, w.at, true, store, extra, splitDepth)}`);
+}
+
+/** Threads a workgroup of every tiled product (tiled-product.wgsl.ts: 16 x 16), each an element of x A in tiledLinearShader's makeXA. */
+const TILED_XA_WORKGROUP = 256;
+
+/** Workgroups of a tiled makeXA product's x A in each split's layer of its grid, for `rows` rows of x A's `rank` columns. */
+export function tiledXAWorkgroups(rows: number, rank: number): number {
+  return Math.ceil((rows * rank) / TILED_XA_WORKGROUP);
 }
 
 /**
  * The bindings from `first` on of a program that adds the adapters' delta (x A) B: loraIn (x A's
  * splits, f32), loraB [rank, n4] (vec4), rankAdapter (each rank column's adapter) and
  * rowAdapters [rows, adapters]; and takes(row, j), 1 where row `row` takes rank column j's
- * adapter, else 0. The program's dims have an `adapters` field (rowAdapters' row stride).
+ * adapter, else 0. The program's uniforms (`uniforms`) have an `adapters` field (rowAdapters'
+ * row stride).
  */
-function adapterDeltaWgsl(first: number): string {
+function adapterDeltaWgsl(first: number, uniforms = 'dims'): string {
   return `@group(0) @binding(${first}) var<storage, read> loraIn : array<f32>;
 @group(0) @binding(${first + 1}) var<storage, read> loraB : array<vec4<f32>>;
 @group(0) @binding(${first + 2}) var<uniform> rankAdapter : array<vec4<u32>, ${MAX_LORA_RANK / 4}>;
 @group(0) @binding(${first + 3}) var<storage, read> rowAdapters : array<f32>;
 
 fn takes(row : u32, j : u32) -> f32 {
-  return rowAdapters[row * dims.adapters + rankAdapter[j / 4u][j % 4u]];
+  return rowAdapters[row * ${uniforms}.adapters + rankAdapter[j / 4u][j % 4u]];
 }`;
 }
 

@@ -273,30 +273,32 @@ const groupedTile = `fn groupedTile(flat : u32, columns : u32, rowTiles : u32) -
 
 /**
  * Work that reads nothing the product writes, nor writes what it reads, run in the product's
- * dispatch, a dispatch fewer where they would be two: `workgroups` workgroups of its own after
- * the product's (at most: `body` skips what is past its end), WGSL with `extra`, the workgroup's
- * index among them, and `tid`, the thread's among the workgroup's 256. In a product split along
- * its inner dimension, each split's layer of the grid has them, and the first's do the work.
+ * dispatch, a dispatch fewer where they would be two: in workgroups the caller's grid adds after
+ * the product's (productTiling's `extraWorkgroups`; `body` skips what is past its end), WGSL with
+ * `extra`, the workgroup's index among them, and `tid`, the thread's among the workgroup's 256.
+ * In a product split along its inner dimension, each split's layer of the grid has them: the
+ * first's do the work, or with `everySplit` each layer's, its split `wg.z`.
  */
 export interface ExtraWork {
-  workgroups: number;
   body: string;
+  everySplit?: boolean;
 }
 
 /**
  * The opening of a product's `main` (workgroups of 256, `tid` the invocation's index): the
- * workgroups of the extra work, if any, do it (`split`: those of the grid's first layer) and
- * return; every other takes its tile's origin, `row0` and `col0`, in groupedTile's order.
+ * workgroups of the extra work, if any, do it (`split`: those of the grid's first layer, or
+ * each layer's with everySplit) and return; every other takes its tile's origin, `row0` and
+ * `col0`, in groupedTile's order.
  */
 function tileOrigin(side: number, extra: ExtraWork | null, split: boolean): string {
   return `  let flat = wg.y * grid.x + wg.x;
   let rowTiles = (u.M + ${side - 1}u) / ${side}u;
 ${
   extra
-    ? `  // The extra work's workgroups, after the product's (the same for the whole workgroup, so its barriers are too)${split ? ', in the first split\'s layer of the grid only' : ''}.
+    ? `  // The extra work's workgroups, after the product's (the same for the whole workgroup, so its barriers are too)${split && !extra.everySplit ? ', in the first split\'s layer of the grid only' : ''}.
   if (flat >= grid.x * rowTiles) {
     let extra = flat - grid.x * rowTiles;
-${split ? `    if (wg.z == 0u) {\n${extra.body}\n    }` : extra.body}
+${split && !extra.everySplit ? `    if (wg.z == 0u) {\n${extra.body}\n    }` : extra.body}
     return;
   }`
     : ''
