@@ -284,7 +284,7 @@ function forwardEpilogue(l: Layout, M: number, named: Record<string, tf.TensorIn
     wgsl: forwardFinish(l),
     output: 'y',
     shape: [M, l.N],
-    store: (row, col, value) => `y[${row} * ${l.N}u + ${col}] = ${value};`,
+    store: productStore('y', l.N, 1),
   };
 }
 
@@ -347,7 +347,7 @@ ${adapters}
  * programs, a dispatch fewer).
  */
 function dxStore(K: number, gated: HiddenAct | null): (row: string, col: string, value: string) => string {
-  if (!gated) return (row, col, value) => `dx[${row} * ${K}u + ${col}] = ${value};`;
+  if (!gated) return productStore('dx', K, 1);
   return (row, col, value) => `let d = ${value};
         let at = ${row} * ${2 * K}u + ${col};
         let g = gateUp[at];
@@ -423,17 +423,16 @@ interface Attrs {
 }
 
 /**
- * A call's factors (a0.., b0..), its layout (x [M, K], W [K, N], the A's ranks), M, and a key
- * naming the last two and the products' tiles (programFor).
+ * A call's layout (x [M, K], W [K, N], the ranks of its A's a0, a1, ...), M, and a key naming
+ * both and the products' tiles (programFor).
  */
-function callOf(inputs: tf.NamedTensorInfoMap, attrs: Attrs): { aTs: tf.TensorInfo[]; bTs: tf.TensorInfo[]; l: Layout; M: number; key: string } {
+function callOf(inputs: tf.NamedTensorInfoMap, attrs: Attrs): { l: Layout; M: number; key: string } {
   const { x, w } = inputs as Record<string, tf.TensorInfo>;
   const aTs = attrs.parts.map((_, i) => inputs[`a${i}`] as tf.TensorInfo);
-  const bTs = attrs.parts.map((_, i) => inputs[`b${i}`] as tf.TensorInfo);
   const N = attrs.weights === 'F32' ? w.shape[1] : 2 * w.shape[1];
   const l = layoutOf(x.shape[1], N, attrs.bias, attrs.parts.map((p, i) => ({ ...p, r: aTs[i].shape[1] })), attrs.weights);
   const M = x.shape[0];
-  return { aTs, bTs, l, M, key: `${keyOf('', l)}_${M}_${productTilingKey()}` };
+  return { l, M, key: `${keyOf('', l)}_${M}_${productTilingKey()}` };
 }
 
 /** Runs `program` on the tensors its inputs name (`named`: by binding name, a mark such as ':u32' aside). */
@@ -441,21 +440,16 @@ function run(backend: object, program: LoraProgram, named: Record<string, tf.Ten
   return runMultiOutputProgram(backend, program, program.inputs.map((input) => named[input.split(':')[0]]));
 }
 
-/** A call's tensors by the names the programs bind them by: its inputs, and a0, b0, a1, ... the parts' factors. */
-function namedTensors(inputs: tf.NamedTensorInfoMap, aTs: tf.TensorInfo[], bTs: tf.TensorInfo[]): Record<string, tf.TensorInfo> {
-  const named: Record<string, tf.TensorInfo> = { ...(inputs as Record<string, tf.TensorInfo>) };
-  aTs.forEach((a, i) => (named[`a${i}`] = a));
-  bTs.forEach((b, i) => (named[`b${i}`] = b));
-  return named;
-}
+/** A call's tensors by the names the programs bind them by (the kernel's inputs: x, w, a0, b0, ...), for the intermediates h and dh to join. */
+const namedTensors = (inputs: tf.NamedTensorInfoMap): Record<string, tf.TensorInfo> => ({ ...(inputs as Record<string, tf.TensorInfo>) });
 
 tf.registerKernel({
   kernelName: LORA_FORWARD_KERNEL,
   backendName: 'webgpu',
   kernelFunc: ({ inputs, backend, attrs }) => {
     const call = callOf(inputs, attrs as unknown as Attrs);
-    const { aTs, bTs, l, M } = call;
-    const named = namedTensors(inputs, aTs, bTs);
+    const { l, M } = call;
+    const named = namedTensors(inputs);
     [named.h] = run(backend, programFor('xa', call, () => xaProgram(l, M)), named);
     const [y] = run(backend, programFor('product', call, () => productProgram(l, M)), named);
     return [y.shape.length === 2 ? y : addSplits(backend, y, forwardEpilogue(l, M, named)), named.h];
@@ -469,8 +463,8 @@ tf.registerKernel({
     const a = attrs as unknown as Attrs;
     const P = a.parts.length;
     const call = callOf(inputs, a);
-    const { aTs, bTs, l, M } = call;
-    const named = namedTensors(inputs, aTs, bTs);
+    const { l, M } = call;
+    const named = namedTensors(inputs);
     const gated = named.gateUp ? (a.activation ?? 'silu') : null;
     const dhOf = (withDb: boolean) => programFor(`dh_${withDb}`, call, () => dhProgram(l, M, withDb));
     const memory = workgroupMemoryLimit(backend);

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs-core';
+import { productStore } from './tiled-product.wgsl';
 import { disposeIntermediate, flatMain, MultiOutputProgram, multiOutputBindings, runMultiOutputProgram, workgroupGrid } from './webgpu-program';
 
 /**
@@ -42,7 +43,7 @@ export function biasEpilogue(M: number, N: number, bias: tf.TensorInfo | null): 
     wgsl: biasFinish(bias !== null),
     output: 'out',
     shape: [M, N],
-    store: (row, col, value) => `out[${row} * ${N}u + ${col}] = ${value};`,
+    store: productStore('out', N, 1),
   };
 }
 

@@ -131,16 +131,23 @@ export interface ProductTiling {
 export function productTiling(rows: number, cols: number, extraWorkgroups = 0, memory = Infinity): ProductTiling {
   const [narrow, middle, wide] = PRODUCT_TILES;
   const grid = (side: number) => Math.ceil(cols / side) * Math.ceil(rows / side);
-  const fits = (tile: ProductTile) => tileMemory(tile) <= memory;
   const matrix = subgroupMatrices !== null;
   const choice = tileChoice === 'matrix' && !matrix ? 'auto' : tileChoice;
   const bySize = grid(wide) >= WIDE_TILE_WORKGROUPS ? wide : grid(middle) < NARROW_TILE_WORKGROUPS ? narrow : middle;
   const chosen: ProductTile = choice !== 'auto' ? choice : matrix ? 'matrix' : bySize;
-  const tile = fits(chosen) ? chosen : ([...PRODUCT_TILES].reverse().find(fits) ?? narrow);
+  const tile = withinMemory(chosen, memory);
   const side = tileSide(tile);
   const columns = Math.ceil(cols / side);
   // The extra workgroups (ExtraWork) in rows of the grid after the product's.
   return { tile, dispatch: [columns, Math.ceil(rows / side) + Math.ceil(extraWorkgroups / columns), 1] };
+}
+
+/** The f32 tiles whose workgroup memory is within `memory`, widest first. */
+const tilesWithin = (memory: number): ProductTile[] => [...PRODUCT_TILES].reverse().filter((tile) => tileMemory(tile) <= memory);
+
+/** `tile` where its workgroup memory is within `memory`, else the widest f32 tile that is (the narrow one where none is). */
+function withinMemory(tile: ProductTile, memory: number): ProductTile {
+  return tileMemory(tile) <= memory ? tile : (tilesWithin(memory)[0] ?? PRODUCT_TILES[0]);
 }
 
 /** How far a product's inner dimension may be split among the grid's z (splitProductTiling). */
@@ -168,13 +175,10 @@ export interface InnerSplits {
  * layer of the grid, and only tiles within `memory` are taken.
  */
 export function splitProductTiling(rows: number, cols: number, inner: number, limits: InnerSplits, extraWorkgroups = 0, memory = Infinity): ProductTiling {
-  const narrow = PRODUCT_TILES[0];
-  const fits = (tile: ProductTile) => tileMemory(tile) <= memory;
-  const widestFirst = [...PRODUCT_TILES].reverse().filter(fits);
-  const set = tileChoice === 'auto' || tileChoice === 'matrix' ? null : tileChoice;
-  const tiles: ProductTile[] = set === null ? widestFirst : [fits(set) ? set : (widestFirst[0] ?? narrow)];
+  const within = tilesWithin(memory);
+  const tiles: ProductTile[] = tileChoice !== 'auto' && tileChoice !== 'matrix' ? [withinMemory(tileChoice, memory)] : within.length > 0 ? within : [PRODUCT_TILES[0]];
   let most: { tiling: ProductTiling; workgroups: number } | null = null;
-  for (const tile of tiles.length > 0 ? tiles : [narrow]) {
+  for (const tile of tiles) {
     const side = tileSide(tile);
     const [columns, rowTiles] = [Math.ceil(cols / side), Math.ceil(rows / side)];
     let splits = 1;
