@@ -248,20 +248,45 @@ export class DecodeBatch<Id = string> {
    * from the logits, by sampleToken. Same logits and draws, same tokens.
    */
   async stepDrawn(next: ReadonlyMap<Id, number>, draws: ReadonlyMap<Id, RowDraw>): Promise<Map<Id, DrawnToken>> {
+    return (await this.stepsDrawn(next, [draws]))[0];
+  }
+
+  /**
+   * stepDrawn `draws.length` times, each step fed the tokens the step before it drew: step k's
+   * tokens drawn with `draws[k]`, the same tokens as that many calls of stepDrawn. With the
+   * encoded webgpu step and a tied lm_head, the drawn tokens stay on the GPU between the steps
+   * and each step is submitted before any is read back (WebGpuDecodeStep.stepsDrawn), so
+   * neither the GPU nor the host waits for the other in between; elsewhere the steps run one
+   * after another. Every member takes every step: a caller whose sequence ended at step k
+   * drops what later steps drew for it.
+   */
+  async stepsDrawn(next: ReadonlyMap<Id, number>, draws: readonly ReadonlyMap<Id, RowDraw>[]): Promise<Map<Id, DrawnToken>[]> {
     const members = this.settled();
-    if (members.length === 0) return new Map();
+    if (members.length === 0) return draws.map(() => new Map());
     this.requireForEvery('stepDrawn()', 'a token', next);
-    this.requireForEvery('stepDrawn()', 'a draw', draws);
-    const rows = members.map((id) => draws.get(id) as RowDraw);
+    for (const stepDraws of draws) this.requireForEvery('stepDrawn()', 'a draw', stepDraws);
+    const rows = draws.map((stepDraws) => members.map((id) => stepDraws.get(id) as RowDraw));
+    const byMember = (drawn: readonly DrawnToken[]) => new Map(members.map((id, row) => [id, drawn[row]]));
     const gpu = this.encodedStep([members.length]);
-    if (gpu) {
-      const drawn = await gpu.stepDrawn(this.cache, members.map((id) => next.get(id) as number), rows);
-      return new Map(members.map((id, row) => [id, drawn[row]]));
+    if (gpu && (draws.length === 1 || gpu.feedsOnGpu)) {
+      const drawn = await gpu.stepsDrawn(this.cache, members.map((id) => next.get(id) as number), rows);
+      return drawn.map(byMember);
     }
+    const steps: Map<Id, DrawnToken>[] = [];
+    let feed = next;
+    for (const stepRows of rows) {
+      const drawn = gpu ? await gpu.stepDrawn(this.cache, members.map((id) => feed.get(id) as number), stepRows) : await this.forwardDrawn(members, feed, stepRows);
+      steps.push(byMember(drawn));
+      feed = new Map(members.map((id, row) => [id, drawn[row].id]));
+    }
+    return steps;
+  }
+
+  /** One forward step through the model's forward, each member's token drawn from its logits with its row's draw: on the device where it can (drawOnDevice). */
+  private async forwardDrawn(members: readonly Id[], next: ReadonlyMap<Id, number>, rows: readonly RowDraw[]): Promise<DrawnToken[]> {
     const logits = this.forwardOne(members, next);
     try {
-      const drawn = (await drawOnDevice(logits, rows)) ?? drawOnHost((await logits.data()) as Float32Array, rows);
-      return new Map(members.map((id, row) => [id, drawn[row]]));
+      return (await drawOnDevice(logits, rows)) ?? drawOnHost((await logits.data()) as Float32Array, rows);
     } finally {
       logits.dispose();
     }
@@ -270,6 +295,11 @@ export class DecodeBatch<Id = string> {
   private requireForEvery(method: string, what: string, given: ReadonlyMap<Id, unknown>): void {
     const missing = this.ids.filter((id) => !given.has(id));
     if (missing.length > 0) throw new Error(`${method} needs ${what} for every member; missing ${missing.map(String).join(', ')}`);
+  }
+
+  /** Whether stepsDrawn keeps the drawn tokens on the GPU between its steps (WebGpuDecodeStep.feedsOnGpu), rather than running them one after another. */
+  get feedsOnGpu(): boolean {
+    return this.encodedStep([this.size])?.feedsOnGpu ?? false;
   }
 
   /**

@@ -545,6 +545,52 @@ suite('a decoding step encoded whole on webgpu', () => {
     }
     expect(tf.memory().numTensors).toBe(before);
   }, 120_000);
+
+  it('draws several steps fed on the GPU: the tokens of as many single steps, a submit each and one read at the end', async () => {
+    await selectBackend('webgpu');
+    const dir = makeTiny('decode-step-fed', { overrides: { tieWordEmbeddings: true } });
+    const lm = await loadModel(dir);
+    const rows = 3;
+    const steps = 4;
+    const rng = new SeededRandom(5);
+    // Row 0 greedy, the others sampled hot enough that their tokens depend on the draws.
+    const draws = Array.from({ length: steps }, () => new Map(Array.from({ length: rows }, (_, i) => [i, { temperature: i === 0 ? 0 : 1.5, u: rng.next() }])));
+    const decode = async (chained: boolean) => {
+      const batch = new DecodeBatch<number>(lm.model);
+      try {
+        const next = new Map<number, number>();
+        for (let i = 0; i < rows; i++) next.set(i, argmax(await batch.join(i, [1, 10 + i, 20 + 7 * i])));
+        // A first step grows the merged cache (tfjs's work, a submit of its own) before the steps compared.
+        for (const [i, token] of await batch.stepDrawn(next, new Map([...next.keys()].map((i) => [i, { temperature: 0, u: 0 }])))) next.set(i, token.id);
+        if (chained) {
+          const { result, counts } = await countGpuWork(() => batch.stepsDrawn(next, draws));
+          return { tokens: result, counts };
+        }
+        const tokens = [];
+        for (const stepDraws of draws) {
+          const drawn = await batch.stepDrawn(next, stepDraws);
+          tokens.push(drawn);
+          for (const [i, token] of drawn) next.set(i, token.id);
+        }
+        return { tokens, counts: null };
+      } finally {
+        batch.dispose();
+      }
+    };
+    try {
+      expect(WebGpuDecodeStep.for(lm.model)?.feedsOnGpu).toBe(true);
+      const single = await decode(false);
+      const chained = await decode(true);
+      expect(chained.tokens.map((step) => [...step.values()].map((t) => t.id))).toEqual(single.tokens.map((step) => [...step.values()].map((t) => t.id)));
+      chained.tokens.forEach((step, k) => step.forEach((token, i) => expect(Math.abs(token.logprob - (single.tokens[k].get(i)?.logprob ?? NaN))).toBeLessThan(1e-5)));
+      // The sampled rows' tokens differ from step to step: they were fed back, not repeated.
+      expect(new Set(chained.tokens.map((step) => step.get(1)?.id)).size).toBeGreaterThan(1);
+      // Each step: the embeddings read from the tied lm_head, eight a layer, the lm_head and the draw.
+      expect(chained.counts).toMatchObject({ dispatches: steps * (8 * lm.config.numLayers + 3), submits: steps, reads: 1, readBytes: steps * 8 * rows });
+    } finally {
+      lm.dispose();
+    }
+  }, 120_000);
 });
 
 describe('flatGrid', () => {

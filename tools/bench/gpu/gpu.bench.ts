@@ -4,7 +4,8 @@
  * and 3B ones; random weights from the model maker) it prints prefill tokens/s (one 512-token
  * prompt through DecodeBatch.join; on webgpu again with the prompt's products in tiles, and on
  * tensor cores where the device has them, engine only), decode tokens/s at batch 1, 32 and 128
- * (aggregate; greedy, through DecodeBatch.stepDrawn), at batch 128 again with its products in
+ * (aggregate; greedy, through DecodeBatch.stepDrawn), at batch 1 and 128 again in runs of four
+ * steps fed on the GPU (DecodeBatch.stepsDrawn; engine only), at batch 128 again with its products in
  * tiles, and on tensor cores where the device has them (engine only), prefill of a 4,096-token
  * prompt and decode at batch 1 after it (for the engine, again with the chunks' and the row's
  * cached columns walked by one workgroup a tile or a row rather than split among several),
@@ -108,6 +109,8 @@ interface Figures {
   /** Prefill with the prompt's products on tensor cores, where the device has them (the engine's only, kernels on), and the first logits it gave. */
   prefillTensorCores?: { rate: number; logits: number[] };
   decode: Record<string, number>;
+  /** Decoding at the smallest and largest batch in runs of RUN_STEPS steps, each fed the tokens the one before drew on the GPU, read back once a run (DecodeBatch.stepsDrawn; the engine's only, kernels on). */
+  decodeRuns?: Record<string, number>;
   /** Decoding at each batch of at least TILED_TOKENS rows with its products in tiles, and on tensor cores where the device has them, rather than split along K (setStepProducts; the engine's only, kernels on). */
   decodeTiled?: Record<string, number>;
   decodeTensorCores?: Record<string, number>;
@@ -182,23 +185,31 @@ async function prefill(lm: LoadedModel, plan: Plan): Promise<{ rate: number; log
   return { rate: plan.prefillTokens / Math.min(...times), logits: Array.from(values.slice(0, LOGITS_COMPARED)), host };
 }
 
-async function decode(lm: LoadedModel, plan: Plan, size: number): Promise<number> {
+/** Steps a run of the "in runs" decode rows takes: the inference worker's DECODE_RUN_STEPS default. */
+const RUN_STEPS = 4;
+
+/**
+ * Decode tokens/s (aggregate) of a batch of `size` rows, greedy: plan.decodeSteps steps, a
+ * readback after each or, with `runSteps`, after each run of that many (DecodeBatch.stepsDrawn).
+ */
+async function decode(lm: LoadedModel, plan: Plan, size: number, runSteps = 1): Promise<number> {
   const V = lm.config.vocabSize;
   const batch = new DecodeBatch<number>(lm.model);
   try {
     const next = new Map<number, number>();
     for (let i = 0; i < size; i++) next.set(i, argmax(await batch.join(i, tokens(plan.decodePrompt, 10 + i, V))));
     const greedy = new Map<number, RowDraw>(Array.from({ length: size }, (_, i) => [i, { temperature: 0, u: 0 }]));
-    const step = async () => {
-      const drawn = await batch.stepDrawn(next, greedy);
-      for (const [i, token] of drawn) next.set(i, token.id);
+    const run = async () => {
+      const steps = await batch.stepsDrawn(next, Array.from({ length: runSteps }, () => greedy));
+      for (const [i, token] of steps[steps.length - 1]) next.set(i, token.id);
     };
-    await step();
-    await step();
+    await run();
+    await run();
+    const runs = Math.ceil(plan.decodeSteps / runSteps);
     const time = await seconds(async () => {
-      for (let s = 0; s < plan.decodeSteps; s++) await step();
+      for (let r = 0; r < runs; r++) await run();
     });
-    return (size * plan.decodeSteps) / time;
+    return (size * runs * runSteps) / time;
   } finally {
     batch.dispose();
   }
@@ -324,6 +335,13 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
     for (const size of plan.decodeBatches) {
       progress(`decode, batch ${size}`);
       figures.decode[size] = await decode(lm, plan, size);
+    }
+    if (tf.getBackend() === 'webgpu' && fusedKernelsEnabled()) {
+      figures.decodeRuns = {};
+      for (const size of [plan.decodeBatches[0], plan.decodeBatches[plan.decodeBatches.length - 1]]) {
+        progress(`decode, batch ${size}, in runs of ${RUN_STEPS} steps fed on the GPU`);
+        figures.decodeRuns[size] = await decode(lm, plan, size, RUN_STEPS);
+      }
     }
     const tileable = plan.decodeBatches.filter((size) => size >= TILED_TOKENS);
     if (tf.getBackend() === 'webgpu' && fusedKernelsEnabled() && tileable.length > 0) {
@@ -650,6 +668,7 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
     ...(runs.some((r) => r.figures.prefillTiled) ? [row("prefill, the prompt's products in tiles", (f) => f.prefillTiled?.rate)] : []),
     ...(runs.some((r) => r.figures.prefillTensorCores) ? [row("prefill, the prompt's products on tensor cores (f16 operands)", (f) => f.prefillTensorCores?.rate)] : []),
     ...plan.decodeBatches.map((b) => row(`decode, batch ${b} (aggregate)`, (f) => f.decode[b])),
+    ...Object.keys(runs[0]?.figures.decodeRuns ?? {}).map((b) => row(`decode, batch ${b}, in runs of ${RUN_STEPS} steps fed on the GPU (aggregate)`, (f) => f.decodeRuns?.[b])),
     ...Object.keys(runs[0]?.figures.decodeTiled ?? {}).map((b) => row(`decode, batch ${b}, products in tiles (aggregate)`, (f) => f.decodeTiled?.[b])),
     ...Object.keys(runs[0]?.figures.decodeTensorCores ?? {}).map((b) => row(`decode, batch ${b}, products on tensor cores (f16 operands)`, (f) => f.decodeTensorCores?.[b])),
     row(`prefill, ${plan.longContext}-token prompt`, (f) => f.longPrefill),

@@ -15,6 +15,20 @@ export class InferenceWorkerConfig extends withArtifactCache(WorkerConfig) {
   @Max(256)
   MAX_BATCH_SEQUENCES = 8;
 
+  /**
+   * Steps a batch decodes before its tokens are read back, where they can stay on the GPU
+   * between steps (webgpu, a tied lm_head, every sequence drawn on the device): each step is
+   * fed the tokens the one before drew there, so the host records a step while the GPU runs
+   * the last. A sequence that ends within a run still takes the run's remaining steps, and
+   * streams its tokens a run at a time; a run of one step is taken while a prompt waits to
+   * join. 1: a readback every step.
+   */
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  DECODE_RUN_STEPS = 4;
+
   /** Base models kept loaded; the least recently used is unloaded beyond this. */
   @Type(() => Number)
   @IsInt()

@@ -81,32 +81,36 @@ export class DecodeBatches {
   }
 
   /**
-   * Advances every sequence of `model`'s batch by one token, together. A failed step fails
-   * every completion in the batch (retire them afterwards).
+   * Advances every sequence of `model`'s batch together: by `steps` tokens where the batch's
+   * drawn tokens can stay on the device between steps (DecodeBatch.stepsDrawn), else by one.
+   * A sequence that ends within a run of steps drops the tokens drawn for it after its end. A
+   * failed step fails every completion in the batch (retire them afterwards).
    */
-  async step(model: string): Promise<void> {
+  async step(model: string, steps = 1): Promise<void> {
     const batch = this.batches.get(model);
     if (!batch || batch.decode.size === 0) return;
     batch.router.route(batch.decode.ids.map((sequence) => batch.adapters.get(sequence) ?? null));
     const feed = new Map(batch.decode.ids.map((sequence) => [sequence, this.pending.get(sequence) as number]));
-    const draws = this.deviceDraws(batch);
-    let outcome: Map<ChoiceSequence, Float32Array> | Map<ChoiceSequence, DrawnToken>;
+    const draws = this.deviceDraws(batch, batch.decode.feedsOnGpu ? steps : 1);
+    let outcomes: ReadonlyMap<ChoiceSequence, Float32Array | DrawnToken>[];
     try {
-      outcome = draws ? await batch.decode.stepDrawn(feed, draws) : await batch.decode.step(feed);
+      outcomes = draws ? await batch.decode.stepsDrawn(feed, draws) : [await batch.decode.step(feed)];
     } catch (err) {
       this.failBatch(batch, err as Error);
       return;
     }
-    for (const [sequence, value] of outcome) {
-      const { completion, index } = sequence;
-      // A cancelled completion's last token is dropped; it leaves the batch when retired.
-      if (completion.cancelled) continue;
-      const next = value instanceof Float32Array ? completion.advance(index, value) : completion.advanceDrawn(index, value);
-      if (next === null) {
-        this.leave(batch, sequence);
-        this.pending.delete(sequence);
-      } else {
-        this.pending.set(sequence, next);
+    for (const outcome of outcomes) {
+      for (const [sequence, value] of outcome) {
+        const { completion, index } = sequence;
+        // A cancelled completion's last tokens are dropped (it leaves the batch when retired), and so are a sequence's after it ended.
+        if (completion.cancelled || !this.pending.has(sequence)) continue;
+        const next = value instanceof Float32Array ? completion.advance(index, value) : completion.advanceDrawn(index, value);
+        if (next === null) {
+          this.leave(batch, sequence);
+          this.pending.delete(sequence);
+        } else {
+          this.pending.set(sequence, next);
+        }
       }
     }
   }
@@ -146,18 +150,21 @@ export class DecodeBatches {
   }
 
   /**
-   * Each sequence's draw for its next token when the whole batch can draw on the device (webgpu
-   * with the fused kernels, and no sequence needing its logits for top-k, top-p, a grammar or
-   * top logprobs): only token ids and logprobs are then read back. Null otherwise: the step
-   * reads the logits back and each sequence samples from its own.
+   * Each sequence's draws for its next `steps` tokens, step by step, when the whole batch can
+   * draw on the device (webgpu with the fused kernels, and no sequence needing its logits for
+   * top-k, top-p, a grammar or top logprobs): only token ids and logprobs are then read back.
+   * Null otherwise: the step reads the logits back and each sequence samples from its own.
+   * Each sequence takes its draws from its own random source in order, so a seeded sequence
+   * draws the same tokens however many steps a run takes.
    */
-  private deviceDraws(batch: Batch): Map<ChoiceSequence, RowDraw> | null {
+  private deviceDraws(batch: Batch, steps: number): Map<ChoiceSequence, RowDraw>[] | null {
     if (!drawOnDeviceAvailable()) return null;
     const sequences = batch.decode.ids;
     const live = sequences.filter((s) => !s.completion.cancelled);
     if (!live.every((s) => s.completion.drawsWithoutLogits(s.index))) return null;
     // A cancelled sequence still in the batch gets a greedy draw; its token is dropped.
-    return new Map(sequences.map((s) => [s, s.completion.cancelled ? { temperature: 0, u: 0 } : s.completion.draw(s.index)]));
+    const draw = (s: ChoiceSequence): RowDraw => (s.completion.cancelled ? { temperature: 0, u: 0 } : s.completion.draw(s.index));
+    return Array.from({ length: steps }, () => new Map(sequences.map((s) => [s, draw(s)])));
   }
 
   private failBatch(batch: Batch, err: Error): void {

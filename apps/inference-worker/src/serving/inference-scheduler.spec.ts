@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChatCompletionParams, ErrorCode, InferenceEvent, InferenceWorkItem, SampleTokensResult, TokenSampleWorkItem, TokenSamplingParams } from '@trainyard/contracts';
-import { LoadedModel, loadModel, ModelLoadError, selectBackend, sequenceLogprobs } from '@trainyard/engine';
+import { DecodeBatch, LoadedModel, loadModel, ModelLoadError, selectBackend, sequenceLogprobs } from '@trainyard/engine';
 import { makeModel } from '@trainyard/engine/files';
 import { MessageBus } from '@trainyard/messaging';
 import { GracefulShutdown, ReadinessService, WorkerLoad } from '@trainyard/runtime';
@@ -550,5 +550,49 @@ describe('InferenceScheduler', () => {
       await until(() => scheduler.heldSequences === 0, 'failed and retired');
       expectAllReleased();
     });
+  });
+
+  describe('on webgpu', () => {
+    const prompt = [3, 17, 42, 99, 7, 250, 11];
+    const tokensOf = (id: string) => (bus.of(id).find((e) => (e.type as string) === 'result') as unknown as { result: SampleTokensResult }).result.sequences;
+
+    afterAll(() => selectBackend('cpu'));
+
+    it('decodes runs of DECODE_RUN_STEPS steps fed on the GPU: the same seeded samples as a step at a time, each ending at its stop or its max_tokens', async () => {
+      const backend = await selectBackend('webgpu');
+      if (backend.name !== 'webgpu') {
+        // CI has lavapipe; elsewhere a machine without a WebGPU adapter cannot run this.
+        if (process.env['CI'] === 'true') throw new Error(`no webgpu backend in CI: got ${backend.name}`);
+        return;
+      }
+      // Tied, as the families served on GPUs are: the next step reads its tokens' embeddings on the GPU.
+      const { dir } = makeModel({ preset: 'tiny', out: join(root, 'tied'), overrides: { maxPositionEmbeddings: 256, tieWordEmbeddings: true } });
+      const tied = await loadModel(dir, { inferenceOnly: true });
+      const samples = async (runSteps: number, id: string, sampling: Partial<TokenSamplingParams>) => {
+        start({ DECODE_RUN_STEPS: runSteps }, tied);
+        await scheduler.admit(sampleItem(id, prompt, { num_samples: 3 }, sampling));
+        await bus.when(id, 'result' as InferenceEvent['type']);
+        await until(() => scheduler.heldSequences === 0, `${id} retired`);
+        expectAllReleased();
+        const sequences = tokensOf(id);
+        scheduler.onModuleDestroy();
+        return sequences;
+      };
+      try {
+        expect(new DecodeBatch(tied.model).feedsOnGpu).toBe(true);
+        // Six tokens: the second run of four ends two steps in.
+        const single = await samples(1, 'one', { max_tokens: 6 });
+        const runs = await samples(4, 'runs', { max_tokens: 6 });
+        expect(runs).toEqual(single);
+        for (const sequence of runs) if (sequence.stop_reason === 'length') expect(sequence.tokens).toHaveLength(6);
+        // A stop on the second token the first sample drew: it ends there, within the first run, and the run's later tokens are dropped.
+        const stopAt = single[0].tokens[1];
+        const stopped = await samples(4, 'stop', { max_tokens: 6, stop: [stopAt] });
+        expect(stopped[0].stop_reason).toBe('stop');
+        expect(stopped[0].tokens).toEqual(single[0].tokens.slice(0, 2));
+      } finally {
+        tied.dispose();
+      }
+    }, 120_000);
   });
 });

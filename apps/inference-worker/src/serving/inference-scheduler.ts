@@ -44,6 +44,8 @@ export class InferenceScheduler implements OnModuleDestroy {
   private readonly prompts: PromptCache | null;
   private turn: Promise<unknown> = Promise.resolve();
   private looping = false;
+  /** Steps a batch runs between readbacks where its tokens stay on the GPU (DECODE_RUN_STEPS). */
+  private readonly runSteps: number;
 
   constructor(
     @Inject(InferenceWorkerConfig) config: InferenceWorkerConfig,
@@ -53,6 +55,7 @@ export class InferenceScheduler implements OnModuleDestroy {
     load: WorkerLoad,
     shutdown: GracefulShutdown,
   ) {
+    this.runSteps = config.DECODE_RUN_STEPS;
     this.prompts = config.PROMPT_CACHE_MB > 0 ? new PromptCache(config.PROMPT_CACHE_MB * 2 ** 20) : null;
     this.batches = new DecodeBatches(this.prompts);
     this.slots = new SlotLedger(config.MAX_BATCH_SEQUENCES, load, () => this.batches.decoding);
@@ -314,7 +317,8 @@ export class InferenceScheduler implements OnModuleDestroy {
     while (this.batches.decoding > 0) {
       for (const model of this.batches.models) {
         await this.exclusive(async () => {
-          await this.batches.step(model);
+          // A prompt on its way in joins after one step, not after a run of them.
+          await this.batches.step(model, this.slots.admitting > 0 ? 1 : this.runSteps);
           this.retireFinished();
         });
       }

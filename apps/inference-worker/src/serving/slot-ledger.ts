@@ -52,9 +52,14 @@ export class SlotLedger {
 
   /** Sequences this worker holds: decoding, or taken from the queue and on their way in. */
   get held(): number {
+    return this.decoding() + this.admitting;
+  }
+
+  /** Sequences taken from the queue and not yet decoding: waiting for the batch, or prefilling. */
+  get admitting(): number {
     let admitting = 0;
     for (const admission of this.admissions) admitting += admission.waiting;
-    return this.decoding() + admitting;
+    return admitting;
   }
 
   get free(): number {

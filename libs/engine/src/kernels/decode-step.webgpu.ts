@@ -56,10 +56,12 @@ import { fusedKernelsApply, workgroupMemoryLimit } from './webgpu-program';
  * splits its columns too. Then the
  * lm_head product (final norm folded in) on each row's last token and, for stepDrawn, the next
  * token drawn on the GPU. Everything goes in one command buffer and one queue submit, and only
- * each row's token and logprob come back. The other families' differences ride on the same
- * dispatches: Qwen3's and Gemma 3's q_norm and k_norm in the programs that do RoPE's work,
- * Gemma 3's norms on the attention's and the MLP's outputs in the residual sums, its GeGLU in
- * SwiGLU's place, and its sliding-window layers' own RoPE tables and mask.
+ * each row's token and logprob come back; a run of steps (stepsDrawn) feeds each step the
+ * tokens the one before drew without their coming back, and reads all of them back at its end.
+ * The other families' differences ride on the same dispatches: Qwen3's and Gemma 3's q_norm
+ * and k_norm in the programs that do RoPE's work, Gemma 3's norms on the attention's and the
+ * MLP's outputs in the residual sums, its GeGLU in SwiGLU's place, and its sliding-window
+ * layers' own RoPE tables and mask.
  *
  * Products are split along K (linearShader) so that a decoding step's narrow products, a few
  * hundred output columns at batch 1, still spread over the whole GPU; the split count is chosen
@@ -224,7 +226,7 @@ const LAYOUTS = {
   // rope's and ropeAttention's, then the q_norm and k_norm weights side by side (Qwen3, Gemma 3; one buffer: ropeAttention already binds 7 of the 8 storage buffers).
   ropeNorm: ['uniform', 'uniform', 'read', 'read', 'write', 'write', 'write', 'read', 'read'],
   ropeAttentionNorm: ['uniform', 'uniform', 'read', 'write', 'write', 'read', 'write', 'read', 'read', 'read'],
-  sample: ['uniform', 'read', 'read', 'write'],
+  sample: ['uniform', 'read', 'read', 'write', 'write'],
   combineColumns: ['uniform', 'read', 'write'],
 } satisfies Record<string, Binding[]>;
 
@@ -294,6 +296,12 @@ const KEPT_LAYER_UNIFORMS = 32;
 
 /** Shapes of step (rows, tokens a row) whose dispatch lists a step keeps. */
 const KEPT_PREPARED_STEPS = 16;
+
+/** How a step is encoded: fed the ids the step before drew (stepsDrawn), or each dispatch timed (profile). */
+interface EncodeOptions {
+  fed?: boolean;
+  timing?: { querySet: GPUQuerySet; labels: string[] };
+}
 
 /** One dispatch of a step as recorded: what it computes (profile's label), its pipeline, bind group and grid. */
 interface Dispatch {
@@ -584,22 +592,44 @@ export class WebGpuDecodeStep {
    * with its draw. The cache grows by one column.
    */
   async stepDrawn(cache: KVCache, tokens: readonly number[], draws: readonly RowDraw[]): Promise<DrawnToken[]> {
+    return (await this.stepsDrawn(cache, tokens, [draws]))[0];
+  }
+
+  /** Whether a step can be fed the tokens the step before it drew without their ids coming back first: its embeddings are read on the GPU. */
+  get feedsOnGpu(): boolean {
+    return this.embedsOnGpu;
+  }
+
+  /**
+   * `draws.length` steps of every row of `cache`, the first fed `tokens` (one a row) and each
+   * later one the tokens the step before it drew, which stay on the GPU (the sample program
+   * writes their ids where the embeddings read them; feedsOnGpu): step k's tokens drawn with
+   * `draws[k]`. Every step is submitted as soon as it is recorded and the tokens of all are
+   * read back once at the end, so the host records step k + 1 while the GPU runs step k, and
+   * the GPU never waits for a readback between them. The cache grows by a column a step.
+   */
+  async stepsDrawn(cache: KVCache, tokens: readonly number[], draws: readonly (readonly RowDraw[])[]): Promise<DrawnToken[][]> {
+    if (draws.length > 1 && !this.feedsOnGpu) throw new Error('decode step: steps fed on the GPU need the embeddings read there (a tied lm_head)');
     const rows = tokens.length;
-    const encoder = this.encode(cache, tokens.map((t) => [t]), true);
-    const a = this.activations as Activations;
-    this.device.queue.writeBuffer(a.draws, 0, Float32Array.from(draws.flatMap((d) => [d.temperature, d.u])));
-    this.device.queue.writeBuffer(this.sampleUniform, 0, new Uint32Array([rows, this.config.vocabSize, 0, 0]));
-    const pass = encoder.beginComputePass();
-    pass.setPipeline(this.pipeline('sample', '', () => SAMPLE_SHADER));
-    pass.setBindGroup(0, this.sampleGroup as GPUBindGroup);
-    pass.dispatchWorkgroups(rows);
-    pass.end();
-    const read = this.readBuffer(rows * 8);
-    encoder.copyBufferToBuffer(a.drawn, 0, read, 0, rows * 8);
-    this.device.queue.submit([encoder.finish()]);
-    cache.endStep(1);
-    const values = await this.read(read, rows * 8);
-    return Array.from({ length: rows }, (_, i) => ({ id: values[2 * i], logprob: values[2 * i + 1] }));
+    const bytes = rows * 8;
+    const read = this.readBuffer(bytes * draws.length);
+    const fedTokens = tokens.map((t) => [t]);
+    draws.forEach((stepDraws, k) => {
+      const encoder = this.encode(cache, fedTokens, true, { fed: k > 0 });
+      const a = this.activations as Activations;
+      this.device.queue.writeBuffer(a.draws, 0, Float32Array.from(stepDraws.flatMap((d) => [d.temperature, d.u])));
+      this.device.queue.writeBuffer(this.sampleUniform, 0, new Uint32Array([rows, this.config.vocabSize, 0, 0]));
+      const pass = encoder.beginComputePass();
+      pass.setPipeline(this.pipeline('sample', '', () => SAMPLE_SHADER));
+      pass.setBindGroup(0, this.sampleGroup as GPUBindGroup);
+      pass.dispatchWorkgroups(rows);
+      pass.end();
+      encoder.copyBufferToBuffer(a.drawn, 0, read, k * bytes, bytes);
+      this.device.queue.submit([encoder.finish()]);
+      cache.endStep(1);
+    });
+    const values = await this.read(read, bytes * draws.length);
+    return draws.map((_, k) => Array.from({ length: rows }, (_, i) => ({ id: values[2 * (k * rows + i)], logprob: values[2 * (k * rows + i) + 1] })));
   }
 
   /**
@@ -638,7 +668,7 @@ export class WebGpuDecodeStep {
     const resolved = this.device.createBuffer({ size: bytes, usage: 0x200 /* QUERY_RESOLVE */ | USAGE.copySrc });
     const readable = this.device.createBuffer({ size: bytes, usage: USAGE.mapRead | USAGE.copyDst });
     try {
-      const encoder = this.encode(cache, tokens, true, { querySet, labels });
+      const encoder = this.encode(cache, tokens, true, { timing: { querySet, labels } });
       encoder.resolveQuerySet(querySet, 0, 2 * labels.length, resolved, 0);
       encoder.copyBufferToBuffer(resolved, 0, readable, 0, bytes);
       this.device.queue.submit([encoder.finish()]);
@@ -679,9 +709,10 @@ export class WebGpuDecodeStep {
    * Writes the step's inputs and records its layers (and with `head` the final norm and lm_head
    * on each row's last token) into a new encoder: in one compute pass, or with `timing` each
    * dispatch in a pass of its own that writes its start and end into the query set, its label
-   * pushed to `timing.labels`.
+   * pushed to `timing.labels`. `fed`: the tokens' ids are on the GPU already (`tokens` gives the
+   * step's shape).
    */
-  private encode(cache: KVCache, tokens: readonly (readonly number[])[], head: boolean, timing?: { querySet: GPUQuerySet; labels: string[] }): GPUCommandEncoder {
+  private encode(cache: KVCache, tokens: readonly (readonly number[])[], head: boolean, { fed = false, timing }: EncodeOptions = {}): GPUCommandEncoder {
     const rows = tokens.length;
     const T = tokens[0]?.length ?? 0;
     if (rows !== cache.rows || T === 0 || tokens.some((r) => r.length !== T)) throw new Error(`decode step: ${rows} rows of equal, non-zero length wanted for ${cache.rows} cache rows`);
@@ -695,7 +726,7 @@ export class WebGpuDecodeStep {
     this.updateLora(N);
     // tfjs's queued work goes first.
     this.flushTfjs();
-    this.writeInputs(cache, tokens);
+    this.writeInputs(cache, tokens, fed);
     const { dispatches } = this.prepared(rows, T, splits);
     // The lm_head is the last dispatch.
     const count = head ? dispatches.length : dispatches.length - 1;
@@ -725,22 +756,25 @@ export class WebGpuDecodeStep {
 
   /**
    * Writes what changes every step: the tokens (their embeddings and 1/rms, where the lm_head
-   * does not hold the table for the step to read them from), their RoPE tables, the cache's
-   * mask, and the step's sizes.
+   * does not hold the table for the step to read them from; nothing where `fed`, the ids the
+   * last step drew being in place), their RoPE tables, the cache's mask, and the step's sizes.
    */
-  private writeInputs(cache: KVCache, tokens: readonly (readonly number[])[]): void {
+  private writeInputs(cache: KVCache, tokens: readonly (readonly number[])[], fed: boolean): void {
     const T = tokens[0].length;
     const { hiddenSize: C, rmsNormEps: eps } = this.config;
     const a = this.activations as Activations;
     const { queue } = this.device;
-    const ids = tokens.flat();
-    if (this.embedsOnGpu) {
-      this.model.embedding.checkIds(ids);
-      queue.writeBuffer(a.ids, 0, Uint32Array.from(ids));
-    } else {
-      const x = this.model.embeddingRows(ids);
-      queue.writeBuffer(a.x, 0, x);
-      queue.writeBuffer(a.rinv, 0, inverseRms(x, C, eps));
+    // Fed: the sample program of the step before wrote the ids (stepsDrawn).
+    if (!fed) {
+      const ids = tokens.flat();
+      if (this.embedsOnGpu) {
+        this.model.embedding.checkIds(ids);
+        queue.writeBuffer(a.ids, 0, Uint32Array.from(ids));
+      } else {
+        const x = this.model.embeddingRows(ids);
+        queue.writeBuffer(a.x, 0, x);
+        queue.writeBuffer(a.rinv, 0, inverseRms(x, C, eps));
+      }
     }
     const positions = cache.lengths().flatMap((p) => Array.from({ length: T }, (_, t) => p + t));
     queue.writeBuffer(a.tables, 0, this.ropeTables.tables(positions));
@@ -992,7 +1026,7 @@ export class WebGpuDecodeStep {
     this.headGroup = this.group('linearNorm', [this.dims.lmHead, a.x, this.lmHead.weight, a.logits, this.finalNorm, a.rinv]);
     this.embedGroup = this.embedsOnGpu ? this.group('embed', [this.dims.finishO, a.ids, this.lmHead.weight, a.x, a.rinv]) : null;
     for (const products of this.lora) for (const lora of Object.values(products)) if (lora) lora.groups = null;
-    this.sampleGroup = this.group('sample', [this.sampleUniform, a.logits, a.draws, a.drawn]);
+    this.sampleGroup = this.group('sample', [this.sampleUniform, a.logits, a.draws, a.drawn, a.ids]);
     this.combineGroup = this.group('combineColumns', [this.stepUniform, a.columnParts, a.heads]);
   }
 

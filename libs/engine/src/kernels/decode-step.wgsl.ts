@@ -1086,16 +1086,23 @@ fn drawRow(row : u32, V : u32, tid : u32, write : bool) {
   }
 }`;
 
-/** The next token of each row of logits [rows, V] (drawRow), one workgroup a row; result [rows, 2] as f32 (id, logprob). */
+/**
+ * The next token of each row of logits [rows, V] (drawRow), one workgroup a row; result
+ * [rows, 2] as f32 (id, logprob). Each row's id is also written to ids[row], where the next
+ * step's embeddings read their tokens: a step fed the tokens its last step drew needs nothing
+ * from the host (WebGpuDecodeStep.stepsDrawn).
+ */
 export const SAMPLE_SHADER = `
 struct Sample { rows : u32, vocab : u32, pad0 : u32, pad1 : u32 }
 @group(0) @binding(0) var<uniform> dims : Sample;
 @group(0) @binding(1) var<storage, read> logits : array<f32>;
 @group(0) @binding(2) var<storage, read> draws : array<f32>;
 @group(0) @binding(3) var<storage, read_write> result : array<f32>;
+@group(0) @binding(4) var<storage, read_write> ids : array<u32>;
 ${DRAW_ROW_WGSL}
 
 @compute @workgroup_size(${SAMPLE_WORKGROUP})
 fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) tid : u32) {
   drawRow(wg.x, dims.vocab, tid, true);
+  if (tid == 0u) { ids[wg.x] = u32(result[wg.x * 2u]); }
 }`;
