@@ -548,7 +548,8 @@ async function trainingProfile(lm: LoadedModel, plan: Plan): Promise<string | nu
  * after three over the same rows, and the buffers it writes from the host (its uniforms: kept
  * by content, webgpu-bind-groups.ts and webgpu-uniforms.ts). Then the dispatches a layer of a decoding
  * step and of a LoRA SFT step in Qwen3's layout (q_norm, k_norm) and Gemma 3's (those, norms on
- * the outputs, GeGLU, sliding-window layers), at the tiny preset's size.
+ * the outputs, GeGLU, sliding-window layers), at the tiny preset's size; and what a run of
+ * decoding steps fed on the GPU submits and reads back (runCounts).
  */
 async function gpuCounts(where: string): Promise<Record<string, number>> {
   const tiny = await familyCounts(where, 'tiny');
@@ -563,7 +564,33 @@ async function gpuCounts(where: string): Promise<Record<string, number>> {
     others[`${family}_decode_dispatches_per_layer`] = counted.decode_dispatches_per_layer;
     others[`${family}_train_dispatches_per_layer`] = counted.train_dispatches_per_layer;
   }
-  return { ...tiny, ...others };
+  return { ...tiny, ...others, ...(await runCounts(where)) };
+}
+
+/**
+ * A run of RUN_STEPS decoding steps fed on the GPU (DecodeBatch.stepsDrawn), counted on the tiny
+ * preset tied (its embeddings read from the lm_head, so the drawn tokens stay on the GPU): its
+ * queue submits, its readbacks and the bytes they read a row.
+ */
+async function runCounts(where: string): Promise<Record<string, number>> {
+  const dir = path.join(where, 'count-tiny-tied');
+  if (!fs.existsSync(path.join(dir, 'model.safetensors'))) makeModel({ preset: 'tiny', out: dir, seed: 0, overrides: { tieWordEmbeddings: true } });
+  const lm = await loadModel(dir);
+  const batch = new DecodeBatch<number>(lm.model);
+  const rows = 4;
+  try {
+    const next = new Map<number, number>();
+    for (let i = 0; i < rows; i++) next.set(i, argmax(await batch.join(i, tokens(6, 10 + i, lm.config.vocabSize))));
+    const greedy = new Map<number, RowDraw>(Array.from({ length: rows }, (_, i) => [i, { temperature: 0, u: 0 }]));
+    const run = Array.from({ length: RUN_STEPS }, () => greedy);
+    // The first run grows the merged cache (tfjs's work, a submit of its own).
+    await batch.stepsDrawn(next, run);
+    const { counts } = await countGpuWork(() => batch.stepsDrawn(next, run));
+    return { decode_run_steps: RUN_STEPS, decode_run_submits: counts.submits, decode_run_readbacks: counts.reads, decode_run_readback_bytes_per_row: counts.readBytes / rows };
+  } finally {
+    batch.dispose();
+    lm.dispose();
+  }
 }
 
 /** gpuCounts' figures for one preset's layout, from a 2- and a 4-layer model. */
