@@ -225,20 +225,8 @@ export class DecodeBatch<Id = string> {
 
   /** Advances every member by one token; returns each member's logits for the token after it. */
   async step(next: ReadonlyMap<Id, number>): Promise<Map<Id, Float32Array>> {
-    const members = this.settled();
-    if (members.length === 0) return new Map();
-    this.requireForEvery('step()', 'a token', next);
-    const V = this.model.config.vocabSize;
-    const gpu = this.encodedStep([members.length]);
-    let values: Float32Array;
-    if (gpu) {
-      values = await gpu.logits(this.cache, members.map((id) => [next.get(id) as number]));
-    } else {
-      const logits = this.forwardOne(members, next);
-      values = (await logits.data()) as Float32Array;
-      logits.dispose();
-    }
-    return new Map(members.map((id, row) => [id, values.slice(row * V, (row + 1) * V)]));
+    // No draws: every member's logits.
+    return (await this.stepMixed(next, new Map())) as Map<Id, Float32Array>;
   }
 
   /**
@@ -280,6 +268,39 @@ export class DecodeBatch<Id = string> {
       feed = new Map(members.map((id, row) => [id, drawn[row].id]));
     }
     return steps;
+  }
+
+  /**
+   * Advances every member by one token: a member with a `draws` entry gets its next token drawn
+   * with it (as stepDrawn), every other member its logits (as step), for a sampler that needs
+   * the whole row (a grammar, top-k, top-p, top logprobs). With the encoded webgpu step only
+   * those members' logits are read back, so a batch of device-drawn rows does not read back the
+   * whole batch's logits for the sake of one such member.
+   */
+  async stepMixed(next: ReadonlyMap<Id, number>, draws: ReadonlyMap<Id, RowDraw>): Promise<Map<Id, DrawnToken | Float32Array>> {
+    const members = this.settled();
+    if (members.length === 0) return new Map();
+    this.requireForEvery('step()', 'a token', next);
+    const rows = members.map((id) => draws.get(id) ?? null);
+    const gpu = this.encodedStep([members.length]);
+    if (gpu) {
+      const stepped = await gpu.stepMixed(this.cache, members.map((id) => next.get(id) as number), rows);
+      return new Map(members.map((id, row) => [id, stepped[row]]));
+    }
+    const logits = this.forwardOne(members, next);
+    try {
+      const values = (await logits.data()) as Float32Array;
+      const V = this.model.config.vocabSize;
+      return new Map(
+        members.map((id, row) => {
+          const own = values.slice(row * V, (row + 1) * V);
+          const draw = rows[row];
+          return [id, draw ? drawOnHost(own, [draw])[0] : own];
+        }),
+      );
+    } finally {
+      logits.dispose();
+    }
   }
 
   /** One forward step through the model's forward, each member's token drawn from its logits with its row's draw: on the device where it can (drawOnDevice). */

@@ -61,11 +61,15 @@ export function webgpuUnavailable(): string | null {
 }
 
 /**
- * Decodes prompts together with SequenceGenerators and returns each one's tokens: with `drawn`,
- * each step's tokens are drawn by DecodeBatch.stepDrawn from the generators' draws (what the
- * inference worker does on webgpu), else sampled by each generator from its logits.
+ * How decodeTokens takes each step's tokens: `sampled` by each generator from its logits
+ * (DecodeBatch.step); `drawn` from the generators' draws (DecodeBatch.stepDrawn, what the
+ * inference worker does on webgpu); `runs` the same three steps at a time (stepsDrawn); `mixed`
+ * drawn where a generator can be, the others sampled from their logits (stepMixed).
  */
-export async function decodeTokens(lm: LoadedModel, prompts: number[][], params: GenerationParams[], { drawn }: { drawn: boolean }): Promise<SampledToken[][]> {
+export type DecodeMode = 'sampled' | 'drawn' | 'runs' | 'mixed';
+
+/** Decodes prompts together with SequenceGenerators and returns each one's tokens, each step's taken as `mode` says. */
+export async function decodeTokens(lm: LoadedModel, prompts: number[][], params: GenerationParams[], mode: DecodeMode): Promise<SampledToken[][]> {
   const batch = new DecodeBatch<number>(lm.model);
   const generators = prompts.map((_, i) => new SequenceGenerator(lm.tokenizer, params[i], lm.eosTokenIds));
   try {
@@ -78,11 +82,16 @@ export async function decodeTokens(lm: LoadedModel, prompts: number[][], params:
     while (pending.size > 0) {
       const next = new Map(pending);
       pending.clear();
-      if (drawn) {
-        const draws = new Map([...next.keys()].map((i) => [i, generators[i].draw()]));
-        for (const [i, token] of await batch.stepDrawn(next, draws)) take(i, generators[i].accept(token));
-      } else {
+      const members = [...next.keys()];
+      if (mode === 'sampled') {
         for (const [i, logits] of await batch.step(next)) take(i, generators[i].next(logits));
+      } else if (mode === 'mixed') {
+        const draws = new Map(members.filter((i) => generators[i].drawsWithoutLogits).map((i) => [i, generators[i].draw()]));
+        for (const [i, value] of await batch.stepMixed(next, draws)) take(i, value instanceof Float32Array ? generators[i].next(value) : generators[i].accept(value));
+      } else {
+        const draws = Array.from({ length: mode === 'runs' ? 3 : 1 }, () => new Map(members.map((i) => [i, generators[i].draw()])));
+        // A sequence that ended within a run drops the tokens drawn for it after its end.
+        for (const step of await batch.stepsDrawn(next, draws)) for (const [i, token] of step) if (!generators[i].done) take(i, generators[i].accept(token));
       }
     }
   } finally {

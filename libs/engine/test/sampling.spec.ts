@@ -247,18 +247,33 @@ describe('generation', () => {
   });
 
   // What the inference worker relies on when it draws tokens on the GPU (webgpu-kernels.spec.ts there).
-  it('draws the tokens it samples from the logits when given the draw instead (DecodeBatch.stepDrawn), greedy and at temperatures', async () => {
+  it('draws the tokens it samples from the logits when given the draw instead (DecodeBatch.stepDrawn), greedy and at temperatures, a step or a run at a time', async () => {
     const prompts = [prompt, prompt.slice(0, 5), [...prompt, 300, 301]];
     const params: GenerationParams[] = [
       { temperature: 0, maxTokens: 5, ignoreEos: true },
       { temperature: 1, seed: 4, maxTokens: 8, ignoreEos: true },
       { temperature: 0.6, seed: 5, maxTokens: 3, logprobs: false },
     ];
-    const drawn = await decodeTokens(lm, prompts, params, { drawn: true });
-    const sampled = await decodeTokens(lm, prompts, params, { drawn: false });
+    const sampled = await decodeTokens(lm, prompts, params, 'sampled');
+    const drawn = await decodeTokens(lm, prompts, params, 'drawn');
     expect(drawn).toEqual(sampled);
     expect(drawn.map((t) => t.length)).toEqual([5, 8, expect.any(Number)]);
     expect(drawn[2].every((t) => Number.isNaN(t.logprob))).toBe(true);
+    // Runs of three steps, each fed the last one's tokens (one after another here): 5 and 8 tokens end within a run.
+    expect(await decodeTokens(lm, prompts, params, 'runs')).toEqual(sampled);
+  });
+
+  it('draws the rows that can be drawn and samples the others from their own logits in one step (DecodeBatch.stepMixed)', async () => {
+    const prompts = [prompt, prompt.slice(0, 5), [...prompt, 300, 301]];
+    const params: GenerationParams[] = [
+      { temperature: 1, seed: 4, maxTokens: 6, ignoreEos: true },
+      // top-k needs the whole row of logits.
+      { temperature: 1, seed: 6, topK: 5, maxTokens: 6, ignoreEos: true },
+      { temperature: 0.7, seed: 5, maxTokens: 6, ignoreEos: true },
+    ];
+    const sampled = await decodeTokens(lm, prompts, params, 'sampled');
+    expect(await decodeTokens(lm, prompts, params, 'mixed')).toEqual(sampled);
+    expect(sampled.map((t) => t.length)).toEqual([6, 6, 6]);
   });
 
   it('ends at end-of-turn by sampling, within a reasonable length', async () => {

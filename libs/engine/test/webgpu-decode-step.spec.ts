@@ -591,6 +591,43 @@ suite('a decoding step encoded whole on webgpu', () => {
       lm.dispose();
     }
   }, 120_000);
+
+  it("draws some rows on the GPU and reads back only the others' logits: each what a step of its own kind gives", async () => {
+    await selectBackend('webgpu');
+    const lm = await loadModel(makeTiny('decode-step-mixed'));
+    const rows = 4;
+    const V = lm.config.vocabSize;
+    // Rows 0 and 2 drawn (one greedy, one sampled), rows 1 and 3 read back as logits.
+    const draws = new Map([
+      [0, { temperature: 0, u: 0 }],
+      [2, { temperature: 1.5, u: 0.6 }],
+    ]);
+    const decode = async <T>(take: (batch: DecodeBatch<number>, next: Map<number, number>) => Promise<T>) => {
+      const batch = new DecodeBatch<number>(lm.model);
+      try {
+        const next = new Map<number, number>();
+        for (let i = 0; i < rows; i++) next.set(i, argmax(await batch.join(i, [1, 10 + i, 20 + 7 * i])));
+        // A first step grows the merged cache (tfjs's work, a submit of its own) before the step compared.
+        for (const [i, logits] of await batch.step(next)) next.set(i, argmax(logits));
+        return await take(batch, next);
+      } finally {
+        batch.dispose();
+      }
+    };
+    try {
+      const logits = await decode((batch, next) => batch.step(next));
+      const drawn = await decode((batch, next) => batch.stepDrawn(next, new Map([...next.keys()].map((i) => [i, draws.get(i) ?? { temperature: 0, u: 0 }]))));
+      const mixed = await decode((batch, next) => countGpuWork(() => batch.stepMixed(next, draws)));
+      for (let i = 0; i < rows; i++) {
+        const value = mixed.result.get(i);
+        if (draws.has(i)) expect(value).toEqual(drawn.get(i));
+        else expect(value).toEqual(logits.get(i));
+      }
+      expect(mixed.counts).toMatchObject({ submits: 1, reads: 1, readBytes: 8 * rows + 2 * V * 4 });
+    } finally {
+      lm.dispose();
+    }
+  }, 120_000);
 });
 
 describe('flatGrid', () => {

@@ -194,9 +194,9 @@ suite('fused webgpu kernels give the generic tfjs results', () => {
       { temperature: 0.8, seed: 4, maxTokens: 4, ignoreEos: true },
     ];
     try {
-      const drawn = await decodeTokens(lm, prompts, params, { drawn: true });
+      const drawn = await decodeTokens(lm, prompts, params, 'drawn');
       setFusedKernels(false);
-      const sampled = await decodeTokens(lm, prompts, params, { drawn: false });
+      const sampled = await decodeTokens(lm, prompts, params, 'sampled');
       expect(drawn.map((row) => row.map((t) => t.id))).toEqual(sampled.map((row) => row.map((t) => t.id)));
       drawn.forEach((row, i) => row.forEach((t, j) => expect(Math.abs(t.logprob - sampled[i][j].logprob)).toBeLessThan(1e-5)));
     } finally {

@@ -39,8 +39,11 @@ export interface BenchStep {
   dispose: () => void;
 }
 
-/** Greedy decoding steps of a batch of `rows` rows, each joined with a 4-token prompt. */
-export async function decodeStep(lm: LoadedModel, rows = 1): Promise<BenchStep> {
+/**
+ * Greedy decoding steps of a batch of `rows` rows, each joined with a 4-token prompt; with
+ * `runSteps`, each call a run of that many steps fed on the GPU (DecodeBatch.stepsDrawn).
+ */
+export async function decodeStep(lm: LoadedModel, rows = 1, runSteps = 1): Promise<BenchStep> {
   const batch = new DecodeBatch<number>(lm.model);
   const next = new Map<number, number>();
   for (let r = 0; r < rows; r++) {
@@ -48,7 +51,8 @@ export async function decodeStep(lm: LoadedModel, rows = 1): Promise<BenchStep> 
     next.set(r, 5);
   }
   const greedy = new Map<number, RowDraw>(Array.from({ length: rows }, (_, r) => [r, { temperature: 0, u: 0 }]));
-  return { step: () => batch.stepDrawn(next, greedy), dispose: () => batch.dispose() };
+  const run = Array.from({ length: runSteps }, () => greedy);
+  return { step: () => batch.stepsDrawn(next, run), dispose: () => batch.dispose() };
 }
 
 /** A prompt of `tokens` made-up token ids. */

@@ -140,6 +140,7 @@ async function main(): Promise<void> {
   const kinds: [string, (lm: LoadedModel) => BenchStep | Promise<BenchStep>][] = [
     ['prefill, 512-token prompt', (m) => prefillStep(m, 512)],
     ['decode, batch 1', (m) => decodeStep(m, 1)],
+    ['decode, batch 1, a run of 4 steps fed on the GPU', (m) => decodeStep(m, 1, 4)],
     ['a row joins a batch of 3 in the row one left (16-token prompt), one step, the row leaves', (m) => joinStep(m, 3, 16)],
     ['a row joins a batch of 3 after the others (16-token prompt), one step, the row leaves, one step', (m) => joinStep(m, 3, 16, true)],
     [`LoRA SFT, ${trainRows} x ${trainTokens} tokens`, (m) => sftStep(m, trainRows, trainTokens)],

@@ -82,19 +82,23 @@ export class DecodeBatches {
 
   /**
    * Advances every sequence of `model`'s batch together: by `steps` tokens where the batch's
-   * drawn tokens can stay on the device between steps (DecodeBatch.stepsDrawn), else by one.
-   * A sequence that ends within a run of steps drops the tokens drawn for it after its end. A
-   * failed step fails every completion in the batch (retire them afterwards).
+   * drawn tokens can stay on the device between steps (DecodeBatch.stepsDrawn), else by one,
+   * in which a sequence whose sampler needs its logits gets them while the others are drawn on
+   * the device (DecodeBatch.stepMixed). A sequence that ends within a run of steps drops the
+   * tokens drawn for it after its end. A failed step fails every completion in the batch
+   * (retire them afterwards).
    */
   async step(model: string, steps = 1): Promise<void> {
     const batch = this.batches.get(model);
     if (!batch || batch.decode.size === 0) return;
     batch.router.route(batch.decode.ids.map((sequence) => batch.adapters.get(sequence) ?? null));
     const feed = new Map(batch.decode.ids.map((sequence) => [sequence, this.pending.get(sequence) as number]));
-    const draws = this.deviceDraws(batch, batch.decode.feedsOnGpu ? steps : 1);
+    const { draws, everyRow } = this.deviceDraws(batch, steps);
     let outcomes: ReadonlyMap<ChoiceSequence, Float32Array | DrawnToken>[];
     try {
-      outcomes = draws ? await batch.decode.stepsDrawn(feed, draws) : [await batch.decode.step(feed)];
+      if (everyRow) outcomes = await batch.decode.stepsDrawn(feed, draws);
+      else if (draws.length > 0) outcomes = [await batch.decode.stepMixed(feed, draws[0])];
+      else outcomes = [await batch.decode.step(feed)];
     } catch (err) {
       this.failBatch(batch, err as Error);
       return;
@@ -150,21 +154,25 @@ export class DecodeBatches {
   }
 
   /**
-   * Each sequence's draws for its next `steps` tokens, step by step, when the whole batch can
-   * draw on the device (webgpu with the fused kernels, and no sequence needing its logits for
-   * top-k, top-p, a grammar or top logprobs): only token ids and logprobs are then read back.
-   * Null otherwise: the step reads the logits back and each sequence samples from its own.
-   * Each sequence takes its draws from its own random source in order, so a seeded sequence
-   * draws the same tokens however many steps a run takes.
+   * The draws of the batch's next step, or run of `steps` steps, on the device (webgpu with the
+   * fused kernels): each sequence that can be drawn without its logits (no top-k, top-p, grammar
+   * or top logprobs) has one a step, and only its token id and logprob are read back. Where
+   * every sequence can (`everyRow`), a run of `steps` steps where the batch's tokens stay on the
+   * GPU between them (DecodeBatch.feedsOnGpu); otherwise one step, whose other sequences sample
+   * from their own logits; none (no draws) off the device. Each sequence takes its draws from
+   * its own random source in order, so a seeded sequence draws the same tokens however many
+   * steps a run takes.
    */
-  private deviceDraws(batch: Batch, steps: number): Map<ChoiceSequence, RowDraw>[] | null {
-    if (!drawOnDeviceAvailable()) return null;
+  private deviceDraws(batch: Batch, steps: number): { draws: Map<ChoiceSequence, RowDraw>[]; everyRow: boolean } {
+    if (!drawOnDeviceAvailable()) return { draws: [], everyRow: false };
     const sequences = batch.decode.ids;
-    const live = sequences.filter((s) => !s.completion.cancelled);
-    if (!live.every((s) => s.completion.drawsWithoutLogits(s.index))) return null;
     // A cancelled sequence still in the batch gets a greedy draw; its token is dropped.
+    const drawn = sequences.filter((s) => s.completion.cancelled || s.completion.drawsWithoutLogits(s.index));
+    if (drawn.length === 0) return { draws: [], everyRow: false };
+    const everyRow = drawn.length === sequences.length;
+    const run = everyRow && batch.decode.feedsOnGpu ? steps : 1;
     const draw = (s: ChoiceSequence): RowDraw => (s.completion.cancelled ? { temperature: 0, u: 0 } : s.completion.draw(s.index));
-    return Array.from({ length: steps }, () => new Map(sequences.map((s) => [s, draw(s)])));
+    return { draws: Array.from({ length: run }, () => new Map(drawn.map((s) => [s, draw(s)]))), everyRow };
   }
 
   private failBatch(batch: Batch, err: Error): void {

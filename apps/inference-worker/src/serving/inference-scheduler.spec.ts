@@ -554,45 +554,77 @@ describe('InferenceScheduler', () => {
 
   describe('on webgpu', () => {
     const prompt = [3, 17, 42, 99, 7, 250, 11];
-    const tokensOf = (id: string) => (bus.of(id).find((e) => (e.type as string) === 'result') as unknown as { result: SampleTokensResult }).result.sequences;
+    const sequencesOf = (id: string) => (bus.of(id).find((e) => (e.type as string) === 'result') as unknown as { result: SampleTokensResult }).result.sequences;
+    /** The tiny model tied (as the families served on GPUs are: a step reads its tokens' embeddings on the GPU), on webgpu; null where there is none here. */
+    let tied: LoadedModel | null = null;
 
-    afterAll(() => selectBackend('cpu'));
-
-    it('decodes runs of DECODE_RUN_STEPS steps fed on the GPU: the same seeded samples as a step at a time, each ending at its stop or its max_tokens', async () => {
+    beforeAll(async () => {
       const backend = await selectBackend('webgpu');
       if (backend.name !== 'webgpu') {
-        // CI has lavapipe; elsewhere a machine without a WebGPU adapter cannot run this.
+        // CI has lavapipe; elsewhere a machine without a WebGPU adapter cannot run these.
         if (process.env['CI'] === 'true') throw new Error(`no webgpu backend in CI: got ${backend.name}`);
         return;
       }
-      // Tied, as the families served on GPUs are: the next step reads its tokens' embeddings on the GPU.
       const { dir } = makeModel({ preset: 'tiny', out: join(root, 'tied'), overrides: { maxPositionEmbeddings: 256, tieWordEmbeddings: true } });
-      const tied = await loadModel(dir, { inferenceOnly: true });
+      tied = await loadModel(dir, { inferenceOnly: true });
+    });
+
+    afterAll(async () => {
+      tied?.dispose();
+      await selectBackend('cpu');
+    });
+
+    it('decodes runs of DECODE_RUN_STEPS steps fed on the GPU: the same seeded samples as a step at a time, each ending at its stop or its max_tokens', async () => {
+      if (!tied) return;
+      const model = tied;
       const samples = async (runSteps: number, id: string, sampling: Partial<TokenSamplingParams>) => {
-        start({ DECODE_RUN_STEPS: runSteps }, tied);
+        start({ DECODE_RUN_STEPS: runSteps }, model);
         await scheduler.admit(sampleItem(id, prompt, { num_samples: 3 }, sampling));
         await bus.when(id, 'result' as InferenceEvent['type']);
         await until(() => scheduler.heldSequences === 0, `${id} retired`);
         expectAllReleased();
-        const sequences = tokensOf(id);
+        const sequences = sequencesOf(id);
         scheduler.onModuleDestroy();
         return sequences;
       };
-      try {
-        expect(new DecodeBatch(tied.model).feedsOnGpu).toBe(true);
-        // Six tokens: the second run of four ends two steps in.
-        const single = await samples(1, 'one', { max_tokens: 6 });
-        const runs = await samples(4, 'runs', { max_tokens: 6 });
-        expect(runs).toEqual(single);
-        for (const sequence of runs) if (sequence.stop_reason === 'length') expect(sequence.tokens).toHaveLength(6);
-        // A stop on the second token the first sample drew: it ends there, within the first run, and the run's later tokens are dropped.
-        const stopAt = single[0].tokens[1];
-        const stopped = await samples(4, 'stop', { max_tokens: 6, stop: [stopAt] });
-        expect(stopped[0].stop_reason).toBe('stop');
-        expect(stopped[0].tokens).toEqual(single[0].tokens.slice(0, 2));
-      } finally {
-        tied.dispose();
-      }
+      expect(new DecodeBatch(model.model).feedsOnGpu).toBe(true);
+      // Six tokens: the second run of four ends two steps in.
+      const single = await samples(1, 'one', { max_tokens: 6 });
+      const runs = await samples(4, 'runs', { max_tokens: 6 });
+      expect(runs).toEqual(single);
+      for (const sequence of runs) if (sequence.stop_reason === 'length') expect(sequence.tokens).toHaveLength(6);
+      // A stop on the second token the first sample drew: it ends there, within the first run, and the run's later tokens are dropped.
+      const stopAt = single[0].tokens[1];
+      const stopped = await samples(4, 'stop', { max_tokens: 6, stop: [stopAt] });
+      expect(stopped[0].stop_reason).toBe('stop');
+      expect(stopped[0].tokens).toEqual(single[0].tokens.slice(0, 2));
+    }, 120_000);
+
+    it("decodes a JSON-mode completion beside device-drawn samplings, from its own logits: every token's logprob the model's own", async () => {
+      if (!tied) return;
+      const model = tied;
+      start({ DECODE_RUN_STEPS: 4 }, model);
+      const admitted = [
+        scheduler.admit(sampleItem('s', prompt, { num_samples: 2 }, { max_tokens: 12 })),
+        scheduler.admit(item('j', { max_tokens: 12, temperature: 1, seed: 3, response_format: { type: 'json_object' }, return_token_ids: true })),
+      ];
+      await Promise.all(admitted);
+      await bus.when('s', 'result' as InferenceEvent['type']);
+      await bus.when('j', 'done');
+      await until(() => scheduler.heldSequences === 0, 'both retired');
+      expectAllReleased();
+      // The model's own log-softmax (temperature 1) at each drawn token, from a forward pass over the whole sequence.
+      const expectOwnLogprobs = async (promptIds: number[], tokens: number[], logprobs: number[]) => {
+        const own = await sequenceLogprobs(model.model, [...promptIds, ...tokens]);
+        logprobs.forEach((logprob, i) => expect(Math.abs(logprob - own[promptIds.length - 1 + i])).toBeLessThan(1e-4));
+      };
+      for (const sequence of sequencesOf('s')) await expectOwnLogprobs(prompt, sequence.tokens, sequence.logprobs);
+      const promptEvent = bus.of('j').find((e) => e.type === 'prompt') as InferenceEvent & { type: 'prompt' };
+      const finish = bus.of('j').find((e) => e.type === 'finish') as InferenceEvent & { type: 'finish' };
+      const tokens = bus.of('j').flatMap((e) => (e.type === 'delta' ? e.tokens : []));
+      expect(() => JSON.parse(finish.content ?? '')).not.toThrow();
+      expect(tokens.map((t) => t.id)).toEqual(finish.completion_token_ids);
+      await expectOwnLogprobs(promptEvent.prompt_token_ids, finish.completion_token_ids, tokens.map((t) => t.logprob));
     }, 120_000);
   });
 });

@@ -418,6 +418,11 @@ function splitsFor(rows: number, K: number, N: number, maxSplits = MAX_SPLITS): 
   return { k: K, n: N, tile, splits, chunk: Math.ceil(K / splits), columnTiles, rowTiles };
 }
 
+/** Row `i`'s token and logprob in a read of the sample program's results (pairs of f32). */
+function drawnAt(values: Float32Array, i: number): DrawnToken {
+  return { id: values[2 * i], logprob: values[2 * i + 1] };
+}
+
 export class WebGpuDecodeStep {
   private readonly backend: WebGpuBackendInternals;
   private readonly device: GPUDevice;
@@ -616,20 +621,60 @@ export class WebGpuDecodeStep {
     const fedTokens = tokens.map((t) => [t]);
     draws.forEach((stepDraws, k) => {
       const encoder = this.encode(cache, fedTokens, true, { fed: k > 0 });
-      const a = this.activations as Activations;
-      this.device.queue.writeBuffer(a.draws, 0, Float32Array.from(stepDraws.flatMap((d) => [d.temperature, d.u])));
-      this.device.queue.writeBuffer(this.sampleUniform, 0, new Uint32Array([rows, this.config.vocabSize, 0, 0]));
-      const pass = encoder.beginComputePass();
-      pass.setPipeline(this.pipeline('sample', '', () => SAMPLE_SHADER));
-      pass.setBindGroup(0, this.sampleGroup as GPUBindGroup);
-      pass.dispatchWorkgroups(rows);
-      pass.end();
-      encoder.copyBufferToBuffer(a.drawn, 0, read, k * bytes, bytes);
+      this.encodeDraws(encoder, stepDraws);
+      encoder.copyBufferToBuffer((this.activations as Activations).drawn, 0, read, k * bytes, bytes);
       this.device.queue.submit([encoder.finish()]);
       cache.endStep(1);
     });
     const values = await this.read(read, bytes * draws.length);
-    return draws.map((_, k) => Array.from({ length: rows }, (_, i) => ({ id: values[2 * (k * rows + i)], logprob: values[2 * (k * rows + i) + 1] })));
+    return draws.map((_, k) => Array.from({ length: rows }, (_, i) => drawnAt(values, k * rows + i)));
+  }
+
+  /**
+   * One step of every row of `cache` fed `tokens` (one a row): where a row has a draw, its next
+   * token drawn with it on the GPU; where it has none (null: its sampler needs the whole row,
+   * for a grammar, top-k, top-p or top logprobs), its logits [vocab]. Only those rows' logits
+   * come back, beside 8 bytes a row, in one read. The cache grows by one column.
+   */
+  async stepMixed(cache: KVCache, tokens: readonly number[], draws: readonly (RowDraw | null)[]): Promise<(DrawnToken | Float32Array)[]> {
+    const rows = tokens.length;
+    const V = this.config.vocabSize;
+    const logitRows = draws.flatMap((draw, row) => (draw ? [] : [row]));
+    const drawnBytes = logitRows.length < rows ? rows * 8 : 0;
+    const bytes = drawnBytes + logitRows.length * V * 4;
+    const read = this.readBuffer(bytes);
+    const encoder = this.encode(cache, tokens.map((t) => [t]), true);
+    const a = this.activations as Activations;
+    if (logitRows.length < rows) {
+      // A row without a draw is drawn greedily too, its token unused: one dispatch for the batch.
+      this.encodeDraws(encoder, draws.map((draw) => draw ?? { temperature: 0, u: 0 }));
+      encoder.copyBufferToBuffer(a.drawn, 0, read, 0, drawnBytes);
+    }
+    // Rows next to each other in one copy: every row's logits, where none is drawn, in one.
+    for (let i = 0; i < logitRows.length; ) {
+      let end = i + 1;
+      while (end < logitRows.length && logitRows[end] === logitRows[end - 1] + 1) end++;
+      encoder.copyBufferToBuffer(a.logits, logitRows[i] * V * 4, read, drawnBytes + i * V * 4, (end - i) * V * 4);
+      i = end;
+    }
+    this.device.queue.submit([encoder.finish()]);
+    cache.endStep(1);
+    const values = await this.read(read, bytes);
+    const first = drawnBytes / 4;
+    const logitsOf = new Map(logitRows.map((row, i) => [row, values.slice(first + i * V, first + (i + 1) * V)]));
+    return draws.map((_, row) => logitsOf.get(row) ?? drawnAt(values, row));
+  }
+
+  /** Records the draw of each row's next token from the step's logits (SAMPLE_SHADER), one workgroup a row, with `draws` written for it. */
+  private encodeDraws(encoder: GPUCommandEncoder, draws: readonly RowDraw[]): void {
+    const a = this.activations as Activations;
+    this.device.queue.writeBuffer(a.draws, 0, Float32Array.from(draws.flatMap((d) => [d.temperature, d.u])));
+    this.device.queue.writeBuffer(this.sampleUniform, 0, new Uint32Array([draws.length, this.config.vocabSize, 0, 0]));
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(this.pipeline('sample', '', () => SAMPLE_SHADER));
+    pass.setBindGroup(0, this.sampleGroup as GPUBindGroup);
+    pass.dispatchWorkgroups(draws.length);
+    pass.end();
   }
 
   /**
