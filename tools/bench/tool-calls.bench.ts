@@ -6,9 +6,9 @@
 //
 // Both are streamed and timed from their first chunk (sent before the prefill) to their
 // last; each request repeats its predecessor's prompt, so the inference worker's prompt
-// cache leaves almost no prefill to time. Alternating pairs, with and without logprobs (without them a drawn token the grammar
-// accepts is kept unmasked; with them, as ART's rollouts ask, every step masks the
-// vocabulary). The call is forced (tool_choice naming the function) and its argument is an
+// cache leaves almost no prefill to time. Alternating pairs, with and without logprobs (either way
+// a drawn token the grammar accepts is kept unmasked: the service reports the model's own
+// logprobs, as ART's rollouts ask, which the draw gives). The call is forced (tool_choice naming the function) and its argument is an
 // array of at least tokens / 8 integers (the markup takes the rest), so that a random-weights model keeps writing the call
 // to the end of the budget, where the decoder works at closing it in time; every call is
 // checked to parse. Greedy decoding, one worker, loopback only, bounded in count and time.

@@ -8,8 +8,9 @@
  *
  *   npx tsx libs/engine/bench/json-mode.bench.ts [tiny|smollm2-135m]
  *
- * Prints a markdown table: plain and JSON ms per token (medians of alternating runs), with and
- * without logprobs (without them, a drawn token the grammar allows needs no mask).
+ * Prints a markdown table: plain and JSON ms per token (medians of alternating runs), with the
+ * model's own logprobs, as the inference worker reports them, and without logprobs (either
+ * way a drawn token the grammar allows needs no mask: sampling.ts, drawsBeforeProcessing).
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -39,8 +40,8 @@ async function main(): Promise<void> {
   if (!template) throw new Error(`${dir} has no chat template`);
   const prompt = lm.tokenizer.encode(template.render([{ role: 'user', content: 'Tell me a long story about a train yard.' }], { addGenerationPrompt: true }));
 
-  // As the inference worker runs a request: with logprobs (every JSON step masks the
-  // vocabulary), or without (a drawn token the grammar allows is kept as it is).
+  // As the inference worker runs a request: with the model's own logprobs, or without; a
+  // drawn token the grammar allows is kept as it is, the vocabulary masked only otherwise.
   const msPerToken = async (json: boolean, logprobs: boolean): Promise<number> => {
     const grammar = json ? await compiler.compile(spec) : null;
     const matcher = grammar?.newMatcher(TOKENS);
@@ -49,6 +50,7 @@ async function main(): Promise<void> {
       maxTokens: TOKENS,
       temperature: 0,
       logprobs,
+      modelLogprobs: true,
       logitsProcessor: matcher?.logitsProcessor(),
       quickCheck: matcher?.quickCheck(),
     });

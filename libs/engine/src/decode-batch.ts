@@ -50,6 +50,8 @@ export class DecodeBatch<Id = string> {
   private members: (Id | typeof LEFT)[] = [];
   /** Per member, the tokens of its prompt that were reused instead of prefilled. */
   private readonly reused = new Map<Id, number>();
+  /** The last stepMixed's members, in row order, and where its logits are (lastLogits): read back, or on the GPU as of that step. */
+  private lastStep: { members: readonly Id[]; logits: Float32Array | { step: WebGpuDecodeStep; encoded: number } } | null = null;
 
   constructor(readonly model: LlamaModel) {
     this.cache = model.newCache();
@@ -81,6 +83,7 @@ export class DecodeBatch<Id = string> {
   async join(id: Id, prompt: number[], reuse?: PromptReuse): Promise<Float32Array> {
     if (this.has(id)) throw new Error(`sequence ${String(id)} is already in the batch`);
     if (prompt.length === 0) throw new Error('empty prompt');
+    this.lastStep = null;
     const hit = reuse?.cache.lookup(this.model, reuse.namespace, prompt) ?? null;
     let own = hit?.cache;
     if (!own) {
@@ -110,6 +113,7 @@ export class DecodeBatch<Id = string> {
   async joinScored(id: Id, prompt: number[], topK: number, reuse?: PromptReuse): Promise<{ logits: Float32Array; scores: PromptScores }> {
     if (this.has(id)) throw new Error(`sequence ${String(id)} is already in the batch`);
     if (prompt.length === 0) throw new Error('empty prompt');
+    this.lastStep = null;
     const own = this.model.newCache();
     own.addEmptyRow();
     try {
@@ -217,10 +221,16 @@ export class DecodeBatch<Id = string> {
     this.members = this.members.filter((member) => member !== LEFT);
   }
 
-  /** The members, one a row of the cache, once the rows left over are dropped (before a step). */
+  /**
+   * The members, one a row of the cache, once the rows left over are dropped (before a step): a
+   * copy, so that a member leaving while the step runs (the worker shutting down) leaves the
+   * step's rows as they were.
+   */
   private settled(): Id[] {
+    // A step's logits are the last step's no more.
+    this.lastStep = null;
     this.dropLeft();
-    return this.members as Id[];
+    return [...this.members] as Id[];
   }
 
   /** Advances every member by one token; returns each member's logits for the token after it. */
@@ -285,12 +295,15 @@ export class DecodeBatch<Id = string> {
     const gpu = this.encodedStep([members.length]);
     if (gpu) {
       const stepped = await gpu.stepMixed(this.cache, members.map((id) => next.get(id) as number), rows);
+      if (draws.size > 0) this.lastStep = { members, logits: { step: gpu, encoded: gpu.stepsEncoded } };
       return new Map(members.map((id, row) => [id, stepped[row]]));
     }
     const logits = this.forwardOne(members, next);
     try {
       const values = (await logits.data()) as Float32Array;
       const V = this.model.config.vocabSize;
+      // Kept only where a drawn row's sampler may ask for its logits after all.
+      if (draws.size > 0) this.lastStep = { members, logits: values };
       return new Map(
         members.map((id, row) => {
           const own = values.slice(row * V, (row + 1) * V);
@@ -301,6 +314,31 @@ export class DecodeBatch<Id = string> {
     } finally {
       logits.dispose();
     }
+  }
+
+  /**
+   * The logits [vocab] that the last stepMixed made for each of `ids`, members it drew a token
+   * for: for a sampler that refused that token (a grammar's quick check;
+   * SequenceGenerator.acceptChecked) and needs the whole row after all. Read back from the
+   * GPU only now, and only while nothing else has run a step of the model since.
+   */
+  async lastLogits(ids: readonly Id[]): Promise<Map<Id, Float32Array>> {
+    const last = this.lastStep;
+    if (!last) throw new Error('lastLogits() follows a stepMixed()');
+    const rows = ids.map((id) => {
+      const row = last.members.indexOf(id);
+      if (row < 0) throw new Error(`sequence ${String(id)} took no part in the last step`);
+      return row;
+    });
+    if (last.logits instanceof Float32Array) {
+      const { logits } = last;
+      const V = this.model.config.vocabSize;
+      return new Map(ids.map((id, i) => [id, logits.slice(rows[i] * V, (rows[i] + 1) * V)]));
+    }
+    // Ascending rows, so that rows next to each other come back in one copy.
+    const order = rows.map((row, i) => ({ row, id: ids[i] })).sort((a, b) => a.row - b.row);
+    const values = await last.logits.step.stepLogits(order.map((o) => o.row), last.logits.encoded);
+    return new Map(order.map((o, i) => [o.id, values[i]]));
   }
 
   /** One forward step through the model's forward, each member's token drawn from its logits with its row's draw: on the device where it can (drawOnDevice). */
@@ -353,6 +391,7 @@ export class DecodeBatch<Id = string> {
   }
 
   dispose(): void {
+    this.lastStep = null;
     this.cache.dispose();
     this.members = [];
     this.reused.clear();

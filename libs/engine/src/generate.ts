@@ -2,7 +2,7 @@ import { DecodeBatch } from './decode-batch';
 import type { DrawnToken, RowDraw } from './kernels/sample';
 import type { LlamaModel } from './model/llama';
 import type { SeededRandom } from './random';
-import { SampledToken, SamplingParams, createRng, sampleToken } from './sampling';
+import { SampledToken, SamplingParams, createRng, drawsBeforeProcessing, sampleProcessed, sampleToken } from './sampling';
 import { IncrementalDecoder, TextTokenizer } from './tokenizer';
 
 export interface GenerationParams extends SamplingParams {
@@ -104,6 +104,31 @@ export class SequenceGenerator {
     if (this.done) throw new Error('generation already finished');
     const logprob = (this.params.logprobs ?? true) ? drawn.logprob : NaN;
     return this.take({ id: drawn.id, logprob, topLogprobs: [] });
+  }
+
+  /**
+   * Whether the next token can be drawn elsewhere from this sequence's logits as they are and
+   * then checked against its logits processor (a grammar's quick check; drawsBeforeProcessing),
+   * its logits needed only where the check refuses it: give draw()'s token to acceptChecked.
+   */
+  get drawsThenChecks(): boolean {
+    return drawsBeforeProcessing(this.params);
+  }
+
+  /**
+   * Goes on with a token drawn elsewhere with draw()'s draw from the logits as they are, where
+   * the quick check allows it, as next() would; null where it refuses it: give the same logits
+   * to nextRefused.
+   */
+  acceptChecked(drawn: DrawnToken): GenerationStep | null {
+    if (this.done) throw new Error('generation already finished');
+    return this.params.quickCheck?.(drawn.id, this.tokenIds) ? this.accept(drawn) : null;
+  }
+
+  /** The next token from the logits whose first draw acceptChecked refused: drawn again from what the processor leaves, as next() does then. */
+  nextRefused(logits: Float32Array): GenerationStep {
+    if (this.done) throw new Error('generation already finished');
+    return this.take(sampleProcessed(logits, this.params, this.rng, this.tokenIds));
   }
 
   private take(token: SampledToken): GenerationStep {

@@ -41,12 +41,14 @@ export interface SamplingParams {
   logitsProcessor?: LogitsProcessor;
   /**
    * A cheap test of one token against the logits processor (JSON mode's grammar, away from
-   * the end of its budget). Without logprobs, the token is first drawn from the logits as
-   * they are, and kept if the check allows it; only otherwise is the processor run and the
-   * token drawn again from what it leaves. The result has the processor's distribution: with
-   * p the distribution before it and A the tokens it allows, x in A comes out with probability
-   * p(x) + (1 - p(A)) p(x) / p(A) = p(x) / p(A). Its logprob would need p(A), hence only
-   * without logprobs; and not with top-k or top-p when sampling, whose cut depends on A.
+   * the end of its budget). Without logprobs, or with only the model's own (modelLogprobs),
+   * the token is first drawn from the logits as they are, and kept if the check allows it;
+   * only otherwise is the processor run and the token drawn again from what it leaves
+   * (drawsBeforeProcessing). The result has the processor's distribution: with p the
+   * distribution before it and A the tokens it allows, x in A comes out with probability
+   * p(x) + (1 - p(A)) p(x) / p(A) = p(x) / p(A). Its logprob under that distribution would
+   * need p(A), hence not with those logprobs; and not with top-k or top-p when sampling, whose
+   * cut depends on A.
    */
   quickCheck?: QuickCheck;
   /**
@@ -86,11 +88,33 @@ export function sampleToken(
   rng: SeededRandom,
   generated: readonly number[] = [],
 ): SampledToken {
-  const wantLogprobs = params.logprobs ?? true;
-  if (!wantLogprobs && params.logitsProcessor && params.quickCheck && !truncates(params)) {
+  if (drawsBeforeProcessing(params)) {
     const id = draw(logits, params, rng).id;
-    if (params.quickCheck(id, generated)) return { id, logprob: NaN, topLogprobs: [] };
+    if (params.quickCheck?.(id, generated)) return { id, logprob: (params.logprobs ?? true) ? modelLogprobs(logits, params)(id) : NaN, topLogprobs: [] };
   }
+  return sampleProcessed(logits, params, rng, generated);
+}
+
+/**
+ * Whether sampleToken first draws from the logits as they are and keeps the token where the
+ * quick check allows it (SamplingParams.quickCheck): with a logits processor and a quick
+ * check, without top-k or top-p (whose cut depends on what the processor allows), and with no
+ * logprob wanted but the model's own (modelLogprobs, without alternatives), which the draw
+ * gives; a logprob under the processor's distribution would need the mass it allows. Such a
+ * first draw can be made where the logits are (DecodeBatch.stepMixed), the logits read back
+ * only where the check refuses it (sampleProcessed).
+ */
+export function drawsBeforeProcessing(params: SamplingParams): boolean {
+  const modelOnly = (params.logprobs ?? true) === false || (params.modelLogprobs === true && (params.topLogprobs ?? 0) <= 0);
+  return params.logitsProcessor !== undefined && params.quickCheck !== undefined && !truncates(params) && modelOnly;
+}
+
+/**
+ * sampleToken without its first, quick draw (drawsBeforeProcessing): the logits processor
+ * run over the whole row, and the token drawn from what it leaves.
+ */
+export function sampleProcessed(logits: Float32Array, params: SamplingParams, rng: SeededRandom, generated: readonly number[]): SampledToken {
+  const wantLogprobs = params.logprobs ?? true;
   const processed = params.logitsProcessor ? Float32Array.from(logits) : logits;
   params.logitsProcessor?.(processed, generated);
   const { id, probs, total } = draw(processed, params, rng);
@@ -99,9 +123,7 @@ export function sampleToken(
 
   if (params.modelLogprobs && params.logitsProcessor) {
     // `logits` is untouched: the processor worked on its copy.
-    const temperature = isGreedy(params) ? 1 : (params.temperature ?? 1);
-    const lse = logSumExp(logits, temperature);
-    const logprob = (i: number) => logits[i] / temperature - lse;
+    const logprob = modelLogprobs(logits, params);
     return { id, logprob: logprob(id), topLogprobs: topN(logits, nTop).map((i) => ({ id: i, logprob: logprob(i) })) };
   }
 
@@ -121,6 +143,13 @@ export function sampleToken(
       .filter((i) => probs[i] > 0)
       .map((i) => ({ id: i, logprob: Math.log(probs[i]) - logTotal })),
   };
+}
+
+/** The model's own log-probabilities under the temperature (1 when greedy), before any processor: one log-sum-exp over the row, then each token's. */
+function modelLogprobs(logits: Float32Array, params: SamplingParams): (id: number) => number {
+  const temperature = isGreedy(params) ? 1 : (params.temperature ?? 1);
+  const lse = logSumExp(logits, temperature);
+  return (id) => logits[id] / temperature - lse;
 }
 
 /**

@@ -60,11 +60,21 @@ export function webgpuUnavailable(): string | null {
   return [probe.stdout || 'the probe failed', why].filter(Boolean).join(': ');
 }
 
+/** A logits processor that leaves the even token ids alone, with its quick check: a stand-in for a grammar's. */
+export function evenTokensOnly(): Pick<GenerationParams, 'logitsProcessor' | 'quickCheck'> {
+  return {
+    logitsProcessor: (logits) => logits.forEach((_, i) => i % 2 === 1 && (logits[i] = -Infinity)),
+    quickCheck: (id) => id % 2 === 0,
+  };
+}
+
 /**
  * How decodeTokens takes each step's tokens: `sampled` by each generator from its logits
  * (DecodeBatch.step); `drawn` from the generators' draws (DecodeBatch.stepDrawn, what the
  * inference worker does on webgpu); `runs` the same three steps at a time (stepsDrawn); `mixed`
- * drawn where a generator can be, the others sampled from their logits (stepMixed).
+ * drawn where a generator can be, drawn and then checked where its logits processor has a quick
+ * check (its logits read back where the check refuses the token: lastLogits), the others
+ * sampled from their logits (stepMixed).
  */
 export type DecodeMode = 'sampled' | 'drawn' | 'runs' | 'mixed';
 
@@ -86,8 +96,19 @@ export async function decodeTokens(lm: LoadedModel, prompts: number[][], params:
       if (mode === 'sampled') {
         for (const [i, logits] of await batch.step(next)) take(i, generators[i].next(logits));
       } else if (mode === 'mixed') {
-        const draws = new Map(members.filter((i) => generators[i].drawsWithoutLogits).map((i) => [i, generators[i].draw()]));
-        for (const [i, value] of await batch.stepMixed(next, draws)) take(i, value instanceof Float32Array ? generators[i].next(value) : generators[i].accept(value));
+        const draws = new Map(members.filter((i) => generators[i].drawsWithoutLogits || generators[i].drawsThenChecks).map((i) => [i, generators[i].draw()]));
+        const refused: number[] = [];
+        for (const [i, value] of await batch.stepMixed(next, draws)) {
+          if (value instanceof Float32Array) take(i, generators[i].next(value));
+          else if (!generators[i].drawsThenChecks) take(i, generators[i].accept(value));
+          else {
+            const step = generators[i].acceptChecked(value);
+            if (step) take(i, step);
+            else refused.push(i);
+          }
+        }
+        // The rows whose processor refused the drawn token: their logits after all.
+        if (refused.length > 0) for (const [i, logits] of await batch.lastLogits(refused)) take(i, generators[i].nextRefused(logits));
       } else {
         const draws = Array.from({ length: mode === 'runs' ? 3 : 1 }, () => new Map(members.map((i) => [i, generators[i].draw()])));
         // A sequence that ended within a run drops the tokens drawn for it after its end.

@@ -3,7 +3,7 @@ import { GenerationParams, SequenceGenerator, generate, generateBatch } from '..
 import { LoadedModel, loadModel } from '../src/loader';
 import { SeededRandom } from '../src/random';
 import { sampleToken } from '../src/sampling';
-import { decodeTokens, makeTiny, useBackend } from './helpers';
+import { decodeTokens, evenTokensOnly, makeTiny, useBackend } from './helpers';
 
 const logits = Float32Array.from([2, 1, 0.5, 3, -1, 0, 2.5, 1.5]);
 const softmax = (x: Float32Array, t = 1) => {
@@ -101,6 +101,36 @@ describe('sampleToken', () => {
     // The processor ran only for the draws the check refused: about (1 - p(A)) of them.
     expect(processed / N).toBeGreaterThan(1 - mass - 0.03);
     expect(processed / N).toBeLessThan(1 - mass + 0.03);
+  });
+
+  it("with only the model's logprobs, also keeps a drawn token the quick check allows, and reports the model's logprob of it", () => {
+    const rng = new SeededRandom(12);
+    const allowed = new Set([0, 3, 6]);
+    let processed = 0;
+    const params = {
+      temperature: 0.8,
+      modelLogprobs: true,
+      logitsProcessor: (l: Float32Array) => {
+        processed++;
+        l.forEach((_, i) => !allowed.has(i) && (l[i] = -Infinity));
+      },
+      quickCheck: (id: number) => allowed.has(id),
+    };
+    const model = softmax(logits, 0.8);
+    const counts = new Array(logits.length).fill(0);
+    const N = 20000;
+    for (let i = 0; i < N; i++) {
+      const t = sampleToken(logits, params, rng);
+      counts[t.id]++;
+      expect(t.logprob).toBeCloseTo(Math.log(model[t.id]), 5);
+    }
+    const mass = model[0] + model[3] + model[6];
+    counts.forEach((c, i) => expect(Math.abs(c / N - (allowed.has(i) ? model[i] / mass : 0))).toBeLessThan(0.015));
+    expect(processed / N).toBeLessThan(1 - mass + 0.03);
+    // With top logprobs the alternatives need the whole row: the processor runs every time.
+    processed = 0;
+    for (let i = 0; i < 20; i++) sampleToken(logits, { ...params, topLogprobs: 2 }, rng);
+    expect(processed).toBe(20);
   });
 
   it('runs the processor whatever the quick check says under top_k or top_p, whose cut depends on what it allows', () => {
@@ -263,17 +293,23 @@ describe('generation', () => {
     expect(await decodeTokens(lm, prompts, params, 'runs')).toEqual(sampled);
   });
 
-  it('draws the rows that can be drawn and samples the others from their own logits in one step (DecodeBatch.stepMixed)', async () => {
-    const prompts = [prompt, prompt.slice(0, 5), [...prompt, 300, 301]];
+  it('draws the rows that can be drawn, checks a processor\'s, and samples the others from their own logits in one step (DecodeBatch.stepMixed)', async () => {
+    const prompts = [prompt, prompt.slice(0, 5), [...prompt, 300, 301], prompt.slice(0, 9)];
     const params: GenerationParams[] = [
       { temperature: 1, seed: 4, maxTokens: 6, ignoreEos: true },
       // top-k needs the whole row of logits.
       { temperature: 1, seed: 6, topK: 5, maxTokens: 6, ignoreEos: true },
       { temperature: 0.7, seed: 5, maxTokens: 6, ignoreEos: true },
+      // A processor that refuses about half the vocabulary: drawn, checked, and sampled again from the logits where refused.
+      { temperature: 1.5, seed: 7, maxTokens: 12, ignoreEos: true, modelLogprobs: true, ...evenTokensOnly() },
     ];
     const sampled = await decodeTokens(lm, prompts, params, 'sampled');
-    expect(await decodeTokens(lm, prompts, params, 'mixed')).toEqual(sampled);
-    expect(sampled.map((t) => t.length)).toEqual([6, 6, 6]);
+    const mixed = await decodeTokens(lm, prompts, params, 'mixed');
+    // The same tokens; a drawn token's logprob is the draw's (log w / total), not log-softmax's, the same to rounding.
+    expect(mixed.map((row) => row.map((t) => t.id))).toEqual(sampled.map((row) => row.map((t) => t.id)));
+    mixed.forEach((row, i) => row.forEach((t, j) => expect(Math.abs(t.logprob - sampled[i][j].logprob)).toBeLessThan(1e-6)));
+    expect(sampled.map((t) => t.length)).toEqual([6, 6, 6, 12]);
+    expect(sampled[3].every((t) => t.id % 2 === 0)).toBe(true);
   });
 
   it('ends at end-of-turn by sampling, within a reasonable length', async () => {

@@ -4,6 +4,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { selectBackend } from '../src/backend';
 import type { ModelConfig } from '../src/config';
 import { DecodeBatch } from '../src/decode-batch';
+import type { GenerationParams } from '../src/generate';
 import { columnSplits, setColumnSplits, setStepProducts, WebGpuDecodeStep } from '../src/kernels/decode-step.webgpu';
 import { flatGrid } from '../src/kernels/decode-step.wgsl';
 import { countGpuWork, gpuPrototype, wrapMethod } from '../src/kernels/gpu-counters';
@@ -16,7 +17,7 @@ import { AdapterTensors, LoraSpec, loraTensorShapes } from '../src/lora/peft';
 import { SeededRandom } from '../src/random';
 import { SPARE_COLUMNS } from '../src/model/kv-cache';
 import { argmax } from '../src/sampling';
-import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
+import { decodeTokens, evenTokensOnly, makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
 
 /**
  * A decoding step encoded whole on webgpu (kernels/decode-step.webgpu.ts) computes what the
@@ -624,6 +625,43 @@ suite('a decoding step encoded whole on webgpu', () => {
         else expect(value).toEqual(logits.get(i));
       }
       expect(mixed.counts).toMatchObject({ submits: 1, reads: 1, readBytes: 8 * rows + 2 * V * 4 });
+    } finally {
+      lm.dispose();
+    }
+  }, 120_000);
+
+  it("draws a grammar's row on the GPU and samples it again from its logits, read back after the step, where the quick check refuses the token", async () => {
+    await selectBackend('webgpu');
+    const lm = await loadModel(makeTiny('decode-step-checked'));
+    const prompts = [
+      [1, 300, 301, 302],
+      [1, 5, 6],
+      [1, 400, 20, 21, 22],
+    ];
+    // The grammar's stand-in in the middle row, so that its logits read back are told from its neighbours'.
+    const params: GenerationParams[] = [
+      { temperature: 1, seed: 3, maxTokens: 10, ignoreEos: true },
+      { temperature: 1.5, seed: 7, maxTokens: 10, ignoreEos: true, modelLogprobs: true, ...evenTokensOnly() },
+      { temperature: 0.8, seed: 4, topK: 5, maxTokens: 10, ignoreEos: true },
+    ];
+    try {
+      const sampled = await decodeTokens(lm, prompts, params, 'sampled');
+      const mixed = await decodeTokens(lm, prompts, params, 'mixed');
+      expect(mixed.map((row) => row.map((t) => t.id))).toEqual(sampled.map((row) => row.map((t) => t.id)));
+      mixed.forEach((row, i) => row.forEach((t, j) => expect(Math.abs(t.logprob - sampled[i][j].logprob)).toBeLessThan(1e-5)));
+      expect(mixed[1].every((t) => t.id % 2 === 0)).toBe(true);
+      // The logits read back after a step are that step's, and only until another step runs.
+      const batch = new DecodeBatch<number>(lm.model);
+      try {
+        const next = new Map([[0, argmax(await batch.join(0, prompts[0]))]]);
+        const drawn = await batch.stepMixed(next, new Map([[0, { temperature: 0, u: 0 }]]));
+        const [logits] = (await batch.lastLogits([0])).values();
+        expect(argmax(logits)).toBe((drawn.get(0) as { id: number }).id);
+        await batch.step(next);
+        await expect(batch.lastLogits([0])).rejects.toThrow('lastLogits() follows a stepMixed()');
+      } finally {
+        batch.dispose();
+      }
     } finally {
       lm.dispose();
     }

@@ -16,7 +16,7 @@ import {
   ToolCallStream,
   ToolCallSyntax,
 } from '@trainyard/engine';
-import { ChoiceSequence, DecodingWork } from './decoding-work';
+import { ChoiceSequence, DecodingWork, REFUSED } from './decoding-work';
 import type { ErrorEvent } from './inference-events';
 
 /**
@@ -120,6 +120,22 @@ export class RunningCompletion implements DecodingWork {
   /** As advance, with the token drawn on the device from draw()'s draw. */
   advanceDrawn(index: number, token: DrawnToken): number | null {
     return this.proceed(index, this.generators[index].accept(token));
+  }
+
+  /** Whether choice `index`'s next token can be drawn on the device and then checked against its grammar (SequenceGenerator.drawsThenChecks). */
+  drawsThenChecks(index: number): boolean {
+    return this.generators[index].drawsThenChecks;
+  }
+
+  /** As advanceDrawn, where the grammar's quick check allows the token; else REFUSED. */
+  advanceChecked(index: number, token: DrawnToken): number | null | typeof REFUSED {
+    const step = this.generators[index].acceptChecked(token);
+    return step ? this.proceed(index, step) : REFUSED;
+  }
+
+  /** As advance, from the logits whose device-drawn token advanceChecked refused. */
+  advanceRefused(index: number, logits: Float32Array): number | null {
+    return this.proceed(index, this.generators[index].nextRefused(logits));
   }
 
   /** Emits choice `index`'s step; the token to feed back, or null when the choice finished with it. */

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { DecodeBatch, DrawnToken, drawOnDeviceAvailable, LoraAttachment, LoraRouter, PromptCache, RowDraw } from '@trainyard/engine';
 import { AdapterCache } from '../models/adapter-cache';
-import { ChoiceSequence, DecodingWork } from './decoding-work';
+import { ChoiceSequence, DecodingWork, REFUSED } from './decoding-work';
 import { generationFailedEvent } from './inference-events';
 import type { Admission } from './slot-ledger';
 
@@ -84,7 +84,8 @@ export class DecodeBatches {
    * Advances every sequence of `model`'s batch together: by `steps` tokens where the batch's
    * drawn tokens can stay on the device between steps (DecodeBatch.stepsDrawn), else by one,
    * in which a sequence whose sampler needs its logits gets them while the others are drawn on
-   * the device (DecodeBatch.stepMixed). A sequence that ends within a run of steps drops the
+   * the device (DecodeBatch.stepMixed), and one whose grammar refused the token drawn for it
+   * gets them after the step (lastLogits). A sequence that ends within a run of steps drops the
    * tokens drawn for it after its end. A failed step fails every completion in the batch
    * (retire them afterwards).
    */
@@ -103,19 +104,45 @@ export class DecodeBatches {
       this.failBatch(batch, err as Error);
       return;
     }
+    const refused: ChoiceSequence[] = [];
     for (const outcome of outcomes) {
       for (const [sequence, value] of outcome) {
         const { completion, index } = sequence;
         // A cancelled completion's last tokens are dropped (it leaves the batch when retired), and so are a sequence's after it ended.
         if (completion.cancelled || !this.pending.has(sequence)) continue;
-        const next = value instanceof Float32Array ? completion.advance(index, value) : completion.advanceDrawn(index, value);
-        if (next === null) {
-          this.leave(batch, sequence);
-          this.pending.delete(sequence);
-        } else {
-          this.pending.set(sequence, next);
-        }
+        let next: number | null | typeof REFUSED;
+        if (value instanceof Float32Array) next = completion.advance(index, value);
+        else if (completion.drawsThenChecks(index)) next = completion.advanceChecked(index, value);
+        else next = completion.advanceDrawn(index, value);
+        if (next === REFUSED) refused.push(sequence);
+        else this.advanced(batch, sequence, next);
       }
+    }
+    if (refused.length > 0) await this.sampleRefused(batch, refused);
+  }
+
+  /** The token a sequence feeds into its next step, or its leaving where it finished (null). */
+  private advanced(batch: Batch, sequence: ChoiceSequence, next: number | null): void {
+    if (next === null) {
+      this.leave(batch, sequence);
+      this.pending.delete(sequence);
+    } else {
+      this.pending.set(sequence, next);
+    }
+  }
+
+  /** Sequences whose grammar refused the token drawn on the device: each sampled from the step's logits, read back for them alone. */
+  private async sampleRefused(batch: Batch, refused: readonly ChoiceSequence[]): Promise<void> {
+    let logits: Map<ChoiceSequence, Float32Array>;
+    try {
+      logits = await batch.decode.lastLogits(refused);
+    } catch (err) {
+      this.failBatch(batch, err as Error);
+      return;
+    }
+    for (const sequence of refused) {
+      if (sequence.completion.cancelled) continue;
+      this.advanced(batch, sequence, sequence.completion.advanceRefused(sequence.index, logits.get(sequence) as Float32Array));
     }
   }
 
@@ -156,20 +183,24 @@ export class DecodeBatches {
   /**
    * The draws of the batch's next step, or run of `steps` steps, on the device (webgpu with the
    * fused kernels): each sequence that can be drawn without its logits (no top-k, top-p, grammar
-   * or top logprobs) has one a step, and only its token id and logprob are read back. Where
-   * every sequence can (`everyRow`), a run of `steps` steps where the batch's tokens stay on the
-   * GPU between them (DecodeBatch.feedsOnGpu); otherwise one step, whose other sequences sample
-   * from their own logits; none (no draws) off the device. Each sequence takes its draws from
-   * its own random source in order, so a seeded sequence draws the same tokens however many
-   * steps a run takes.
+   * or top logprobs) has one a step, and only its token id and logprob are read back; so has a
+   * sequence under a grammar whose quick check can vouch for a token drawn from the logits as
+   * they are (drawsThenChecks), whose logits are read back only where it refuses the token.
+   * Where every sequence draws without logits (`everyRow`), a run of `steps` steps where the
+   * batch's tokens stay on the GPU between them (DecodeBatch.feedsOnGpu); otherwise one step,
+   * whose other sequences sample from their own logits; none (no draws) off the device. Each
+   * sequence takes its draws from its own random source in order, so a seeded sequence draws
+   * the same tokens however many steps a run takes.
    */
   private deviceDraws(batch: Batch, steps: number): { draws: Map<ChoiceSequence, RowDraw>[]; everyRow: boolean } {
     if (!drawOnDeviceAvailable()) return { draws: [], everyRow: false };
     const sequences = batch.decode.ids;
     // A cancelled sequence still in the batch gets a greedy draw; its token is dropped.
-    const drawn = sequences.filter((s) => s.completion.cancelled || s.completion.drawsWithoutLogits(s.index));
+    const free = (s: ChoiceSequence) => s.completion.cancelled || s.completion.drawsWithoutLogits(s.index);
+    // A sequence under a grammar draws too where its quick check can vouch for the token; it is checked between steps, so none runs a run of them.
+    const drawn = sequences.filter((s) => free(s) || s.completion.drawsThenChecks(s.index));
     if (drawn.length === 0) return { draws: [], everyRow: false };
-    const everyRow = drawn.length === sequences.length;
+    const everyRow = sequences.every(free);
     const run = everyRow && batch.decode.feedsOnGpu ? steps : 1;
     const draw = (s: ChoiceSequence): RowDraw => (s.completion.cancelled ? { temperature: 0, u: 0 } : s.completion.draw(s.index));
     return { draws: Array.from({ length: run }, () => new Map(drawn.map((s) => [s, draw(s)]))), everyRow };

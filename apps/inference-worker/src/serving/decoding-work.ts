@@ -29,11 +29,24 @@ export interface DecodingWork {
   /** Sequence `index`'s draw for its next token; the token drawn with it goes to advanceDrawn. */
   draw(index: number): RowDraw;
   advanceDrawn(index: number, token: DrawnToken): number | null;
+  /**
+   * Whether sequence `index`'s next token can be drawn on the device from its logits as they
+   * are and then checked against its grammar (SequenceGenerator.drawsThenChecks): its logits
+   * are needed only where the check refuses the token.
+   */
+  drawsThenChecks(index: number): boolean;
+  /** As advanceDrawn, for a token drawn where drawsThenChecks; REFUSED where the grammar refuses it: give the step's logits to advanceRefused. */
+  advanceChecked(index: number, token: DrawnToken): number | null | typeof REFUSED;
+  /** Samples sequence `index`'s next token from the logits whose device-drawn token advanceChecked refused. */
+  advanceRefused(index: number, logits: Float32Array): number | null;
   /** Tells its client the error (the caller abandons it afterwards). */
   fail(error: ErrorEvent): void;
   /** Ends every unfinished sequence (client gone or worker stopping) without further events. */
   abandon(): void;
 }
+
+/** What advanceChecked answers for a drawn token the sequence's grammar refuses. */
+export const REFUSED: unique symbol = Symbol('refused');
 
 /**
  * One sequence of a piece of work: its row's key in a DecodeBatch. Compared by identity, so a

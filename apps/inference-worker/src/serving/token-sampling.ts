@@ -1,6 +1,6 @@
 import type { SampledTokenSequence, SampleTokensResult, TokenSampleEvent, TokenSampleWorkItem, TopkTokenLogprobs } from '@trainyard/contracts';
 import { DrawnToken, GenerationStep, LoadedModel, PromptScores, RowDraw, SequenceGenerator } from '@trainyard/engine';
-import { ChoiceSequence, DecodingWork } from './decoding-work';
+import { ChoiceSequence, DecodingWork, REFUSED } from './decoding-work';
 import type { ErrorEvent } from './inference-events';
 
 const SEEDS = 2 ** 32;
@@ -86,6 +86,19 @@ export class RunningSampling implements DecodingWork {
 
   advanceDrawn(index: number, token: DrawnToken): number | null {
     return this.proceed(this.generators[index].accept(token));
+  }
+
+  drawsThenChecks(index: number): boolean {
+    return this.generators[index].drawsThenChecks;
+  }
+
+  advanceChecked(index: number, token: DrawnToken): number | null | typeof REFUSED {
+    const step = this.generators[index].acceptChecked(token);
+    return step ? this.proceed(step) : REFUSED;
+  }
+
+  advanceRefused(index: number, logits: Float32Array): number | null {
+    return this.proceed(this.generators[index].nextRefused(logits));
   }
 
   fail(error: ErrorEvent): void {

@@ -480,6 +480,8 @@ export class WebGpuDecodeStep {
   private readonly preparedSteps = new Map<string, PreparedStep>();
   private preparedAt = -1;
   private uniformsOf: PreparedStep | null = null;
+  /** Steps encoded so far (stepsEncoded). */
+  private encoded = 0;
 
   /**
    * The step for `model` on the webgpu backend now, or null where it does not apply (see the
@@ -650,19 +652,46 @@ export class WebGpuDecodeStep {
       this.encodeDraws(encoder, draws.map((draw) => draw ?? { temperature: 0, u: 0 }));
       encoder.copyBufferToBuffer(a.drawn, 0, read, 0, drawnBytes);
     }
-    // Rows next to each other in one copy: every row's logits, where none is drawn, in one.
-    for (let i = 0; i < logitRows.length; ) {
-      let end = i + 1;
-      while (end < logitRows.length && logitRows[end] === logitRows[end - 1] + 1) end++;
-      encoder.copyBufferToBuffer(a.logits, logitRows[i] * V * 4, read, drawnBytes + i * V * 4, (end - i) * V * 4);
-      i = end;
-    }
+    this.copyLogitRows(encoder, logitRows, read, drawnBytes);
     this.device.queue.submit([encoder.finish()]);
     cache.endStep(1);
     const values = await this.read(read, bytes);
     const first = drawnBytes / 4;
     const logitsOf = new Map(logitRows.map((row, i) => [row, values.slice(first + i * V, first + (i + 1) * V)]));
     return draws.map((_, row) => logitsOf.get(row) ?? drawnAt(values, row));
+  }
+
+  /** Steps encoded so far: what stepLogits checks that no step has overwritten the logits it reads since. */
+  get stepsEncoded(): number {
+    return this.encoded;
+  }
+
+  /**
+   * Rows of the logits the last step made [vocab] each, read back now: a stepMixed row whose
+   * drawn token its sampler refused, whose logits it then needs after all. Only while no step
+   * has been encoded since the one that made them (`stepsEncoded` was `encoded` after it).
+   */
+  async stepLogits(rows: readonly number[], encoded: number): Promise<Float32Array[]> {
+    if (encoded !== this.encoded) throw new Error('decode step: the logits asked for were overwritten by a later step');
+    const V = this.config.vocabSize;
+    const read = this.readBuffer(rows.length * V * 4);
+    const encoder = this.device.createCommandEncoder();
+    this.copyLogitRows(encoder, rows, read, 0);
+    this.device.queue.submit([encoder.finish()]);
+    const values = await this.read(read, rows.length * V * 4);
+    return rows.map((_, i) => values.slice(i * V, (i + 1) * V));
+  }
+
+  /** Records copies of the step's logits of `rows` (ascending) into `read` from `offset` on, one row after another; rows next to each other in one copy. */
+  private copyLogitRows(encoder: GPUCommandEncoder, rows: readonly number[], read: GPUBuffer, offset: number): void {
+    const rowBytes = this.config.vocabSize * 4;
+    const logits = (this.activations as Activations).logits;
+    for (let i = 0; i < rows.length; ) {
+      let end = i + 1;
+      while (end < rows.length && rows[end] === rows[end - 1] + 1) end++;
+      encoder.copyBufferToBuffer(logits, rows[i] * rowBytes, read, offset + i * rowBytes, (end - i) * rowBytes);
+      i = end;
+    }
   }
 
   /** Records the draw of each row's next token from the step's logits (SAMPLE_SHADER), one workgroup a row, with `draws` written for it. */
@@ -761,6 +790,7 @@ export class WebGpuDecodeStep {
     const rows = tokens.length;
     const T = tokens[0]?.length ?? 0;
     if (rows !== cache.rows || T === 0 || tokens.some((r) => r.length !== T)) throw new Error(`decode step: ${rows} rows of equal, non-zero length wanted for ${cache.rows} cache rows`);
+    this.encoded++;
     const { numKvHeads: KV, headDim: D } = this.config;
     const N = rows * T;
     const targets = cache.reserve(T, { kvHeads: KV, headDim: D });
