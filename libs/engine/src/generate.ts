@@ -2,7 +2,7 @@ import { DecodeBatch } from './decode-batch';
 import type { DrawnToken, RowDraw } from './kernels/sample';
 import type { LlamaModel } from './model/llama';
 import type { SeededRandom } from './random';
-import { SampledToken, SamplingParams, createRng, drawsBeforeProcessing, sampleProcessed, sampleToken } from './sampling';
+import { SampledToken, SamplingParams, createRng, drawsBeforeProcessing, isGreedy, sampleProcessed, sampleToken } from './sampling';
 import { IncrementalDecoder, TextTokenizer } from './tokenizer';
 
 export interface GenerationParams extends SamplingParams {
@@ -95,8 +95,8 @@ export class SequenceGenerator {
    * when greedy): give the token drawn with it to accept(). Only where drawsWithoutLogits.
    */
   draw(): RowDraw {
-    const temperature = this.params.temperature ?? 1;
-    return temperature <= 0 ? { temperature: 0, u: 0 } : { temperature, u: this.rng.next() };
+    // Greedy as next() is: at temperature 0, and under a top_p of 0 (drawsThenChecks allows it).
+    return isGreedy(this.params) ? { temperature: 0, u: 0 } : { temperature: this.params.temperature ?? 1, u: this.rng.next() };
   }
 
   /** Goes on with a token drawn elsewhere with draw()'s draw: what next() does with the logits. */

@@ -197,7 +197,7 @@ function draw(logits: Float32Array, params: SamplingParams, rng: SeededRandom): 
 }
 
 /** Temperature 0, or a nucleus of no mass (the most likely token alone). */
-function isGreedy(params: SamplingParams): boolean {
+export function isGreedy(params: SamplingParams): boolean {
   return (params.temperature ?? 1) <= 0 || (params.topP ?? 1) <= 0;
 }
 

@@ -294,7 +294,7 @@ describe('generation', () => {
   });
 
   it('draws the rows that can be drawn, checks a processor\'s, and samples the others from their own logits in one step (DecodeBatch.stepMixed)', async () => {
-    const prompts = [prompt, prompt.slice(0, 5), [...prompt, 300, 301], prompt.slice(0, 9)];
+    const prompts = [prompt, prompt.slice(0, 5), [...prompt, 300, 301], prompt.slice(0, 9), prompt.slice(0, 7)];
     const params: GenerationParams[] = [
       { temperature: 1, seed: 4, maxTokens: 6, ignoreEos: true },
       // top-k needs the whole row of logits.
@@ -302,13 +302,15 @@ describe('generation', () => {
       { temperature: 0.7, seed: 5, maxTokens: 6, ignoreEos: true },
       // A processor that refuses about half the vocabulary: drawn, checked, and sampled again from the logits where refused.
       { temperature: 1.5, seed: 7, maxTokens: 12, ignoreEos: true, modelLogprobs: true, ...evenTokensOnly() },
+      // top_p 0 is greedy whatever the temperature, drawn or not.
+      { temperature: 1, topP: 0, seed: 8, maxTokens: 6, ignoreEos: true, modelLogprobs: true, ...evenTokensOnly() },
     ];
     const sampled = await decodeTokens(lm, prompts, params, 'sampled');
     const mixed = await decodeTokens(lm, prompts, params, 'mixed');
     // The same tokens; a drawn token's logprob is the draw's (log w / total), not log-softmax's, the same to rounding.
     expect(mixed.map((row) => row.map((t) => t.id))).toEqual(sampled.map((row) => row.map((t) => t.id)));
     mixed.forEach((row, i) => row.forEach((t, j) => expect(Math.abs(t.logprob - sampled[i][j].logprob)).toBeLessThan(1e-6)));
-    expect(sampled.map((t) => t.length)).toEqual([6, 6, 6, 12]);
+    expect(sampled.map((t) => t.length)).toEqual([6, 6, 6, 12, 6]);
     expect(sampled[3].every((t) => t.id % 2 === 0)).toBe(true);
   });
 
