@@ -5,7 +5,8 @@
  * prompt through DecodeBatch.join; on webgpu again with the prompt's products in tiles, and on
  * tensor cores where the device has them, engine only), decode tokens/s at batch 1, 32 and 128
  * (aggregate; greedy, through DecodeBatch.stepDrawn), at batch 1 and 128 again in runs of four
- * steps fed on the GPU (DecodeBatch.stepsDrawn; engine only), at batch 128 again with its products in
+ * steps fed on the GPU (DecodeBatch.stepsDrawn; engine only), at batch 128 again with one row's
+ * logits read back and with every row's (DecodeBatch.stepMixed; engine only), at batch 128 again with its products in
  * tiles, and on tensor cores where the device has them (engine only), prefill of a 4,096-token
  * prompt and decode at batch 1 after it (for the engine, again with the chunks' and the row's
  * cached columns walked by one workgroup a tile or a row rather than split among several),
@@ -111,6 +112,9 @@ interface Figures {
   decode: Record<string, number>;
   /** Decoding at the smallest and largest batch in runs of RUN_STEPS steps, each fed the tokens the one before drew on the GPU, read back once a run (DecodeBatch.stepsDrawn; the engine's only, kernels on). */
   decodeRuns?: Record<string, number>;
+  /** Decoding at the largest batch with one row's logits read back and the others drawn on the GPU (DecodeBatch.stepMixed: a batch where one request asks for top-k, top-p or top logprobs), and with every row's read back (the engine's only, kernels on). */
+  decodeOneLogitRow?: Record<string, number>;
+  decodeAllLogits?: Record<string, number>;
   /** Decoding at each batch of at least TILED_TOKENS rows with its products in tiles, and on tensor cores where the device has them, rather than split along K (setStepProducts; the engine's only, kernels on). */
   decodeTiled?: Record<string, number>;
   decodeTensorCores?: Record<string, number>;
@@ -189,17 +193,28 @@ async function prefill(lm: LoadedModel, plan: Plan): Promise<{ rate: number; log
 const RUN_STEPS = 4;
 
 /**
- * Decode tokens/s (aggregate) of a batch of `size` rows, greedy: plan.decodeSteps steps, a
- * readback after each or, with `runSteps`, after each run of that many (DecodeBatch.stepsDrawn).
+ * How the decode rows take a step's tokens: drawn on the GPU in runs of `runSteps` steps, a
+ * readback after each run (DecodeBatch.stepsDrawn); or with the first `logitRows` rows' logits
+ * read back, their tokens taken on the host, and the others drawn (stepMixed), as a batch does
+ * where some request asks for top-k, top-p or top logprobs.
  */
-async function decode(lm: LoadedModel, plan: Plan, size: number, runSteps = 1): Promise<number> {
+type DecodeHow = { runSteps: number } | { logitRows: number };
+
+/** Decode tokens/s (aggregate) of a batch of `size` rows, greedy: plan.decodeSteps steps, taken as `how` says. */
+async function decode(lm: LoadedModel, plan: Plan, size: number, how: DecodeHow = { runSteps: 1 }): Promise<number> {
   const V = lm.config.vocabSize;
   const batch = new DecodeBatch<number>(lm.model);
   try {
     const next = new Map<number, number>();
     for (let i = 0; i < size; i++) next.set(i, argmax(await batch.join(i, tokens(plan.decodePrompt, 10 + i, V))));
     const greedy = new Map<number, RowDraw>(Array.from({ length: size }, (_, i) => [i, { temperature: 0, u: 0 }]));
+    const runSteps = 'runSteps' in how ? how.runSteps : 1;
+    const drawn = 'logitRows' in how ? new Map([...greedy].filter(([i]) => i >= how.logitRows)) : greedy;
     const run = async () => {
+      if ('logitRows' in how) {
+        for (const [i, value] of await batch.stepMixed(next, drawn)) next.set(i, value instanceof Float32Array ? argmax(value) : value.id);
+        return;
+      }
       const steps = await batch.stepsDrawn(next, Array.from({ length: runSteps }, () => greedy));
       for (const [i, token] of steps[steps.length - 1]) next.set(i, token.id);
     };
@@ -340,8 +355,15 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
       figures.decodeRuns = {};
       for (const size of [plan.decodeBatches[0], plan.decodeBatches[plan.decodeBatches.length - 1]]) {
         progress(`decode, batch ${size}, in runs of ${RUN_STEPS} steps fed on the GPU`);
-        figures.decodeRuns[size] = await decode(lm, plan, size, RUN_STEPS);
+        figures.decodeRuns[size] = await decode(lm, plan, size, { runSteps: RUN_STEPS });
       }
+    }
+    if (tf.getBackend() === 'webgpu' && fusedKernelsEnabled()) {
+      const largest = plan.decodeBatches[plan.decodeBatches.length - 1];
+      progress(`decode, batch ${largest}, one row's logits read back`);
+      figures.decodeOneLogitRow = { [largest]: await decode(lm, plan, largest, { logitRows: 1 }) };
+      progress(`decode, batch ${largest}, every row's logits read back`);
+      figures.decodeAllLogits = { [largest]: await decode(lm, plan, largest, { logitRows: largest }) };
     }
     const tileable = plan.decodeBatches.filter((size) => size >= TILED_TOKENS);
     if (tf.getBackend() === 'webgpu' && fusedKernelsEnabled() && tileable.length > 0) {
@@ -696,6 +718,8 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
     ...(runs.some((r) => r.figures.prefillTensorCores) ? [row("prefill, the prompt's products on tensor cores (f16 operands)", (f) => f.prefillTensorCores?.rate)] : []),
     ...plan.decodeBatches.map((b) => row(`decode, batch ${b} (aggregate)`, (f) => f.decode[b])),
     ...Object.keys(runs[0]?.figures.decodeRuns ?? {}).map((b) => row(`decode, batch ${b}, in runs of ${RUN_STEPS} steps fed on the GPU (aggregate)`, (f) => f.decodeRuns?.[b])),
+    ...Object.keys(runs[0]?.figures.decodeOneLogitRow ?? {}).map((b) => row(`decode, batch ${b}, one row's logits read back (aggregate)`, (f) => f.decodeOneLogitRow?.[b])),
+    ...Object.keys(runs[0]?.figures.decodeAllLogits ?? {}).map((b) => row(`decode, batch ${b}, every row's logits read back (aggregate)`, (f) => f.decodeAllLogits?.[b])),
     ...Object.keys(runs[0]?.figures.decodeTiled ?? {}).map((b) => row(`decode, batch ${b}, products in tiles (aggregate)`, (f) => f.decodeTiled?.[b])),
     ...Object.keys(runs[0]?.figures.decodeTensorCores ?? {}).map((b) => row(`decode, batch ${b}, products on tensor cores (f16 operands)`, (f) => f.decodeTensorCores?.[b])),
     row(`prefill, ${plan.longContext}-token prompt`, (f) => f.longPrefill),
