@@ -283,9 +283,10 @@ export class DecodeBatch<Id = string> {
   /**
    * Advances every member by one token: a member with a `draws` entry gets its next token drawn
    * with it (as stepDrawn), every other member its logits (as step), for a sampler that needs
-   * the whole row (a grammar, top-k, top-p, top logprobs). With the encoded webgpu step only
-   * those members' logits are read back, so a batch of device-drawn rows does not read back the
-   * whole batch's logits for the sake of one such member.
+   * the whole row (top-k, top-p, top logprobs). With the encoded webgpu step only those
+   * members' logits are read back, so a batch of device-drawn rows does not read back the whole
+   * batch's logits for the sake of one such member; a drawn member whose sampler refuses its
+   * token (a grammar's quick check) asks for its logits after the step (lastLogits).
    */
   async stepMixed(next: ReadonlyMap<Id, number>, draws: ReadonlyMap<Id, RowDraw>): Promise<Map<Id, DrawnToken | Float32Array>> {
     const members = this.settled();

@@ -635,8 +635,9 @@ export class WebGpuDecodeStep {
   /**
    * One step of every row of `cache` fed `tokens` (one a row): where a row has a draw, its next
    * token drawn with it on the GPU; where it has none (null: its sampler needs the whole row,
-   * for a grammar, top-k, top-p or top logprobs), its logits [vocab]. Only those rows' logits
-   * come back, beside 8 bytes a row, in one read. The cache grows by one column.
+   * for top-k, top-p or top logprobs), its logits [vocab]. Only those rows' logits come back,
+   * beside 8 bytes a row, in one read; a drawn row's stay on the GPU until the next step
+   * (stepLogits). The cache grows by one column.
    */
   async stepMixed(cache: KVCache, tokens: readonly number[], draws: readonly (RowDraw | null)[]): Promise<(DrawnToken | Float32Array)[]> {
     const rows = tokens.length;
