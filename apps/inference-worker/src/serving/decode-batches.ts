@@ -201,7 +201,8 @@ export class DecodeBatches {
     const drawn = sequences.filter((s) => free(s) || s.completion.drawsThenChecks(s.index));
     if (drawn.length === 0) return { draws: [], everyRow: false };
     const everyRow = sequences.every(free);
-    const run = everyRow && batch.decode.feedsOnGpu ? steps : 1;
+    // feedsOnGpu asks the model's step whether it applies (a walk over its adapters): only where a run is wanted.
+    const run = everyRow && steps > 1 && batch.decode.feedsOnGpu ? steps : 1;
     const draw = (s: ChoiceSequence): RowDraw => (s.completion.cancelled ? { temperature: 0, u: 0 } : s.completion.draw(s.index));
     return { draws: Array.from({ length: run }, () => new Map(drawn.map((s) => [s, draw(s)]))), everyRow };
   }

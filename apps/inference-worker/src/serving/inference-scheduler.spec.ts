@@ -587,7 +587,9 @@ describe('InferenceScheduler', () => {
         scheduler.onModuleDestroy();
         return sequences;
       };
-      expect(new DecodeBatch(model.model).feedsOnGpu).toBe(true);
+      const probe = new DecodeBatch(model.model);
+      expect(probe.feedsOnGpu).toBe(true);
+      probe.dispose();
       // Six tokens: the second run of four ends two steps in.
       const single = await samples(1, 'one', { max_tokens: 6 });
       const runs = await samples(4, 'runs', { max_tokens: 6 });
