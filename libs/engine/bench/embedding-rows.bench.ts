@@ -69,7 +69,7 @@ async function main(): Promise<void> {
     const weight = { pairs: tf.tensor2d(halfPairs(new Float32Array(C * GPU_COLUMNS), 'BF16'), [C, GPU_COLUMNS / 2], 'int32'), dtype: 'BF16' as const };
     const gpuIds = ids.map((id) => id % GPU_COLUMNS);
     const copied = timed(() => tf.tensor2d(table.rows(ids), [TOKENS, C]));
-    const read = timed(() => embeddingRowsOnGpu(gpuIds, weight, 1));
+    const read = timed(() => embeddingRowsOnGpu(gpuIds, weight, true, 1));
     weight.pairs.dispose();
     console.log(`| ${name} (${C}, ${V}) | ${((TOKENS * C * 4) / 2 ** 20).toFixed(1)} | ${copied.toFixed(2)} | ${read.toFixed(3)} |`);
   }

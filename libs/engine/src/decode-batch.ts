@@ -52,6 +52,8 @@ export class DecodeBatch<Id = string> {
   private readonly reused = new Map<Id, number>();
   /** The last stepMixed's members, in row order, and where its logits are (lastLogits): read back, or on the GPU as of that step. */
   private lastStep: { members: readonly Id[]; logits: Float32Array | { step: WebGpuDecodeStep; encoded: number } } | null = null;
+  /** The members of the last run on the GPU (stepsDrawn), in row order, while none has joined or left since: what a run fed on the GPU continues (stepsDrawnAfter). */
+  private lastRun: { members: readonly Id[]; step: WebGpuDecodeStep } | null = null;
 
   constructor(readonly model: LlamaModel) {
     this.cache = model.newCache();
@@ -203,6 +205,7 @@ export class DecodeBatch<Id = string> {
 
   /** Adds `id` with its prefilled one-row cache `own`: in the row of a sequence that left where one is free, else after the others. */
   private place(id: Id, own: KVCache): void {
+    this.lastRun = null;
     const free = this.members.indexOf(LEFT);
     if (free >= 0 && this.cache.replaceRow(free, own)) {
       this.members[free] = id;
@@ -227,8 +230,9 @@ export class DecodeBatch<Id = string> {
    * step's rows as they were.
    */
   private settled(): Id[] {
-    // A step's logits are the last step's no more.
+    // A step's logits are the last step's no more, nor its tokens the last run's.
     this.lastStep = null;
+    this.lastRun = null;
     this.dropLeft();
     return [...this.members] as Id[];
   }
@@ -252,11 +256,12 @@ export class DecodeBatch<Id = string> {
   /**
    * stepDrawn `draws.length` times, each step fed the tokens the step before it drew: step k's
    * tokens drawn with `draws[k]`, the same tokens as that many calls of stepDrawn. With the
-   * encoded webgpu step and a tied lm_head, the drawn tokens stay on the GPU between the steps
+   * encoded webgpu step, the drawn tokens stay on the GPU between the steps
    * and each step is submitted before any is read back (WebGpuDecodeStep.stepsDrawn), so
    * neither the GPU nor the host waits for the other in between; elsewhere the steps run one
    * after another. Every member takes every step: a caller whose sequence ended at step k
-   * drops what later steps drew for it.
+   * drops what later steps drew for it. On the GPU the run is recorded and submitted before
+   * the returned promise is first awaited, and the next can follow it at once (stepsDrawnAfter).
    */
   async stepsDrawn(next: ReadonlyMap<Id, number>, draws: readonly ReadonlyMap<Id, RowDraw>[]): Promise<Map<Id, DrawnToken>[]> {
     const members = this.settled();
@@ -266,18 +271,46 @@ export class DecodeBatch<Id = string> {
     const rows = draws.map((stepDraws) => members.map((id) => stepDraws.get(id) as RowDraw));
     const byMember = (drawn: readonly DrawnToken[]) => new Map(members.map((id, row) => [id, drawn[row]]));
     const gpu = this.encodedStep([members.length]);
-    if (gpu && (draws.length === 1 || gpu.feedsOnGpu)) {
-      const drawn = await gpu.stepsDrawn(this.cache, members.map((id) => next.get(id) as number), rows);
-      return drawn.map(byMember);
+    if (gpu) {
+      const run = gpu.stepsDrawn(this.cache, members.map((id) => next.get(id) as number), rows);
+      this.lastRun = { members, step: gpu };
+      return (await run).map(byMember);
     }
     const steps: Map<Id, DrawnToken>[] = [];
     let feed = next;
     for (const stepRows of rows) {
-      const drawn = gpu ? await gpu.stepDrawn(this.cache, members.map((id) => feed.get(id) as number), stepRows) : await this.forwardDrawn(members, feed, stepRows);
+      const drawn = await this.forwardDrawn(members, feed, stepRows);
       steps.push(byMember(drawn));
       feed = new Map(members.map((id, row) => [id, drawn[row].id]));
     }
     return steps;
+  }
+
+  /**
+   * Whether a run can start now from the tokens the last run drew, still on the GPU
+   * (stepsDrawnAfter): the batch's last pass was a run on the GPU (stepsDrawn or
+   * stepsDrawnAfter), no member has joined or left since, and the model's step has recorded
+   * nothing else since (another batch's step, a prompt).
+   */
+  get continuesOnGpu(): boolean {
+    const run = this.lastRun;
+    return run !== null && this.encodedStep([run.members.length]) === run.step && run.step.continues(this.cache, run.members.length);
+  }
+
+  /**
+   * A run as stepsDrawn's, its first step fed the tokens the last run drew without their coming
+   * back first (continuesOnGpu): recorded and submitted at once, while the last run may still
+   * be on the GPU and its tokens not yet read, so that a caller reading them records the run
+   * after meanwhile and the GPU goes from one run to the next without waiting for the host.
+   * Its members are the last run's.
+   */
+  async stepsDrawnAfter(draws: readonly ReadonlyMap<Id, RowDraw>[]): Promise<Map<Id, DrawnToken>[]> {
+    const run = this.lastRun;
+    if (!run || !this.continuesOnGpu) throw new Error('stepsDrawnAfter() follows a run on the GPU (stepsDrawn), with no member joined or left and no other step since');
+    for (const stepDraws of draws) this.requireForEvery('stepsDrawnAfter()', 'a draw', stepDraws);
+    const { members, step } = run;
+    const drawn = step.stepsDrawn(this.cache, null, draws.map((stepDraws) => members.map((id) => stepDraws.get(id) as RowDraw)));
+    return (await drawn).map((tokens) => new Map(members.map((id, row) => [id, tokens[row]])));
   }
 
   /**
@@ -357,9 +390,9 @@ export class DecodeBatch<Id = string> {
     if (missing.length > 0) throw new Error(`${method} needs ${what} for every member; missing ${missing.map(String).join(', ')}`);
   }
 
-  /** Whether stepsDrawn keeps the drawn tokens on the GPU between its steps (WebGpuDecodeStep.feedsOnGpu), rather than running them one after another. */
+  /** Whether stepsDrawn keeps the drawn tokens on the GPU between its steps (the encoded webgpu step applies), rather than running them one after another. */
   get feedsOnGpu(): boolean {
-    return this.encodedStep([this.size])?.feedsOnGpu ?? false;
+    return this.encodedStep([this.size]) !== null;
   }
 
   /**
@@ -388,11 +421,13 @@ export class DecodeBatch<Id = string> {
   /** Removes `id`; its row stays until a join takes it over or the next step drops it (class comment). */
   leave(id: Id): void {
     this.members[this.row(id)] = LEFT;
+    this.lastRun = null;
     this.reused.delete(id);
   }
 
   dispose(): void {
     this.lastStep = null;
+    this.lastRun = null;
     this.cache.dispose();
     this.members = [];
     this.reused.clear();

@@ -71,6 +71,11 @@ export class SequenceGenerator {
     return this.done ? this.visible : this.visible.slice(0, this.emitted);
   }
 
+  /** Tokens the sequence may still generate before its maxTokens. */
+  get tokensLeft(): number {
+    return this.maxTokens - this.tokens.length;
+  }
+
   get tokenIds(): number[] {
     return this.tokens.map((t) => t.id);
   }
@@ -110,9 +115,12 @@ export class SequenceGenerator {
    * Whether the next token can be drawn elsewhere from this sequence's logits as they are and
    * then checked against its logits processor (a grammar's quick check; drawsBeforeProcessing),
    * its logits needed only where the check refuses it: give draw()'s token to acceptChecked.
+   * Not where the check would refuse any token (quickCheckApplies: a grammar near the end of
+   * its budget): the logits are needed then, and next() draws from them as a refused draw
+   * would, taking the same draws from the random source.
    */
   get drawsThenChecks(): boolean {
-    return drawsBeforeProcessing(this.params);
+    return drawsBeforeProcessing(this.params) && (this.params.quickCheckApplies?.(this.tokenIds) ?? true);
   }
 
   /**

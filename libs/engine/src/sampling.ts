@@ -52,6 +52,13 @@ export interface SamplingParams {
    */
   quickCheck?: QuickCheck;
   /**
+   * Whether quickCheck may allow some token after `generated`: false where it refuses every
+   * token (JSON mode's grammar near the end of its budget), so that a caller that draws before
+   * processing where the logits are (SequenceGenerator.drawsThenChecks) asks for the logits
+   * with the step instead of drawing a token the check is sure to refuse. Default: it may.
+   */
+  quickCheckApplies?: (generated: readonly number[]) => boolean;
+  /**
    * Report the model's own logprobs, before the logits processor restricts the choice (under
    * temperature, without top-k or top-p), as vLLM's raw logprobs are: what an RL trainer
    * scoring the model's distribution compares them with. Default false: the logprobs of the

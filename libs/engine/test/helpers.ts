@@ -60,11 +60,18 @@ export function webgpuUnavailable(): string | null {
   return [probe.stdout || 'the probe failed', why].filter(Boolean).join(': ');
 }
 
-/** A logits processor that leaves the even token ids alone, with its quick check: a stand-in for a grammar's. */
-export function evenTokensOnly(): Pick<GenerationParams, 'logitsProcessor' | 'quickCheck'> {
+/**
+ * A logits processor that leaves the even token ids alone, with its quick check: a stand-in for
+ * a grammar's. From `refusesFrom` generated tokens on, the quick check refuses every token, as a
+ * grammar's does near the end of its budget, and says so beforehand (quickCheckApplies) unless
+ * `tells` is false.
+ */
+export function evenTokensOnly(refusesFrom = Infinity, tells = true): Pick<GenerationParams, 'logitsProcessor' | 'quickCheck' | 'quickCheckApplies'> {
+  const applies = (generated: readonly number[]) => generated.length < refusesFrom;
   return {
     logitsProcessor: (logits) => logits.forEach((_, i) => i % 2 === 1 && (logits[i] = -Infinity)),
-    quickCheck: (id) => id % 2 === 0,
+    quickCheck: (id, generated) => applies(generated) && id % 2 === 0,
+    ...(tells ? { quickCheckApplies: applies } : {}),
   };
 }
 

@@ -339,7 +339,8 @@ suite('a decoding step encoded whole on webgpu', () => {
       const next = new Map([[0, argmax(await batch.join(0, [1, 2, 3]))]]);
       await batch.step(next);
       const { counts } = await countGpuWork(() => batch.step(next));
-      expect(counts.dispatches).toBe(8 * lm.config.numLayers + 1);
+      // The embeddings' dispatch, eight a layer, the lm_head.
+      expect(counts.dispatches).toBe(8 * lm.config.numLayers + 2);
     } finally {
       batch.dispose();
       lm.dispose();
@@ -459,7 +460,7 @@ suite('a decoding step encoded whole on webgpu', () => {
     const cpu = await routed('cpu');
     const gpu = await routed('webgpu');
     // The routed rows ran in the encoded step: its dispatches, not tfjs's.
-    expect(gpu.dispatches).toBe(10 * gpu.layers + 2);
+    expect(gpu.dispatches).toBe(10 * gpu.layers + 3);
     expect(gpu.out.length).toBe(cpu.out.length);
     cpu.out.forEach((logits, i) => expect(maxAbsDiff(gpu.out[i], logits)).toBeLessThan(1e-5));
   }, 120_000);
@@ -478,7 +479,7 @@ suite('a decoding step encoded whole on webgpu', () => {
       step.advance(cache, [prompt.slice(256, 512)]);
       // The last 88 tokens over 600 columns: RoPE, attention in 2 splits and their sum, and x A before q|k|v and gate|up: 12 dispatches a layer.
       const spent = (await step.profile(cache, [prompt.slice(512)])) as Record<string, number>;
-      expect(Object.keys(spent).sort()).toEqual(['attention', 'attention_combine', 'down', 'gate_up', 'gate_up_lora_a', 'lm_head', 'o', 'qkv', 'qkv_lora_a', 'residual', 'rope', 'swiglu']);
+      expect(Object.keys(spent).sort()).toEqual(['attention', 'attention_combine', 'down', 'embed', 'gate_up', 'gate_up_lora_a', 'lm_head', 'o', 'qkv', 'qkv_lora_a', 'residual', 'rope', 'swiglu']);
       for (const us of Object.values(spent)) expect(us).toBeGreaterThanOrEqual(0);
     } finally {
       cache.dispose();
@@ -487,7 +488,7 @@ suite('a decoding step encoded whole on webgpu', () => {
     }
   }, 120_000);
 
-  it('makes eight dispatches a layer (ten with LoRA) and two more, one submit, and reads back 8 bytes a row', async () => {
+  it('makes eight dispatches a layer (ten with LoRA) and three more, one submit, and reads back 8 bytes a row', async () => {
     await selectBackend('webgpu');
     const before = tf.memory().numTensors;
     const dir = makeTiny('decode-step-counts');
@@ -500,13 +501,14 @@ suite('a decoding step encoded whole on webgpu', () => {
       const greedy = new Map(Array.from({ length: rows }, (_, i) => [i, { temperature: 0, u: 0 }]));
       await batch.stepDrawn(next, greedy); // the first step compiles and grows the cache
       const { counts } = await countGpuWork(() => batch.stepDrawn(next, greedy));
-      expect(counts).toMatchObject({ dispatches: 8 * lm.config.numLayers + 2, submits: 1, readBytes: 8 * rows });
+      // The embeddings' dispatch, the layers', the lm_head and the draw.
+      expect(counts).toMatchObject({ dispatches: 8 * lm.config.numLayers + 3, submits: 1, readBytes: 8 * rows });
       // With an adapter on every projection: q|k|v's and gate|up's x A are products of their own; o and down make theirs.
       const adapter = applyAdapter(lm, randomAdapter(dir, { r: 8, alpha: 16, targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] }));
       await batch.stepDrawn(next, greedy);
       const lora = await countGpuWork(() => batch.stepDrawn(next, greedy));
       adapter.dispose();
-      expect(lora.counts).toMatchObject({ dispatches: 10 * lm.config.numLayers + 2, submits: 1, readBytes: 8 * rows });
+      expect(lora.counts).toMatchObject({ dispatches: 10 * lm.config.numLayers + 3, submits: 1, readBytes: 8 * rows });
       // The GPU profile times every one of them (a timestamp pair each), where the adapter offers timestamps.
       const step = WebGpuDecodeStep.for(lm.model) as WebGpuDecodeStep;
       const cache = lm.model.newCache();
@@ -516,12 +518,12 @@ suite('a decoding step encoded whole on webgpu', () => {
         step.advance(cache, [[1, 2, 3]]);
         const spent = await step.profile(cache, [[4]]);
         if (spent) {
-          expect(Object.keys(spent).sort()).toEqual(['down', 'gate_up', 'gate_up_lora_a', 'lm_head', 'o', 'qkv', 'qkv_lora_a', 'residual', 'rope_attention', 'swiglu']);
+          expect(Object.keys(spent).sort()).toEqual(['down', 'embed', 'gate_up', 'gate_up_lora_a', 'lm_head', 'o', 'qkv', 'qkv_lora_a', 'residual', 'rope_attention', 'swiglu']);
           expect(Object.values(spent).every((us) => Number.isFinite(us) && us >= 0)).toBe(true);
           expect(Object.values(spent).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
           // A prompt's chunk runs RoPE apart from attention: the most dispatches a layer records, each timed too.
           const chunk = (await step.profile(cache, [[5, 6]])) as Record<string, number>;
-          expect(Object.keys(chunk).sort()).toEqual(['attention', 'down', 'gate_up', 'gate_up_lora_a', 'lm_head', 'o', 'qkv', 'qkv_lora_a', 'residual', 'rope', 'swiglu']);
+          expect(Object.keys(chunk).sort()).toEqual(['attention', 'down', 'embed', 'gate_up', 'gate_up_lora_a', 'lm_head', 'o', 'qkv', 'qkv_lora_a', 'residual', 'rope', 'swiglu']);
           expect(Object.values(chunk).every((us) => Number.isFinite(us) && us >= 0)).toBe(true);
         }
       } finally {
@@ -535,7 +537,7 @@ suite('a decoding step encoded whole on webgpu', () => {
       next.delete(0);
       next.set(rows, argmax(await batch.join(rows, [1, 40, 41, 42])));
       const joined = await countGpuWork(() => batch.stepDrawn(next, new Map([...next.keys()].map((id) => [id, { temperature: 0, u: 0 }]))));
-      expect(joined.counts).toMatchObject({ dispatches: 8 * lm.config.numLayers + 2, bindGroups: lm.config.numLayers, submits: 2, readBytes: 8 * rows });
+      expect(joined.counts).toMatchObject({ dispatches: 8 * lm.config.numLayers + 3, bindGroups: lm.config.numLayers, submits: 2, readBytes: 8 * rows });
       setFusedKernels(false);
       const generic = await countGpuWork(() => batch.stepDrawn(next, new Map([...next.keys()].map((id) => [id, { temperature: 0, u: 0 }]))));
       expect(generic.counts.dispatches).toBeGreaterThan(counts.dispatches);
@@ -547,9 +549,12 @@ suite('a decoding step encoded whole on webgpu', () => {
     expect(tf.memory().numTensors).toBe(before);
   }, 120_000);
 
-  it('draws several steps fed on the GPU: the tokens of as many single steps, a submit each and one read at the end', async () => {
+  it.each([
+    ['tied', true],
+    ['untied', false],
+  ])('draws several steps fed on the GPU, embeddings %s: the tokens of as many single steps, a submit each and one read at the end', async (name, tied) => {
     await selectBackend('webgpu');
-    const dir = makeTiny('decode-step-fed', { overrides: { tieWordEmbeddings: true } });
+    const dir = makeTiny(`decode-step-fed-${name}`, { dtype: 'BF16', overrides: { tieWordEmbeddings: tied } });
     const lm = await loadModel(dir);
     const rows = 3;
     const steps = 4;
@@ -579,16 +584,70 @@ suite('a decoding step encoded whole on webgpu', () => {
       }
     };
     try {
-      expect(WebGpuDecodeStep.for(lm.model)?.feedsOnGpu).toBe(true);
+      expect(lm.config.tieWordEmbeddings).toBe(tied);
       const single = await decode(false);
       const chained = await decode(true);
       expect(chained.tokens.map((step) => [...step.values()].map((t) => t.id))).toEqual(single.tokens.map((step) => [...step.values()].map((t) => t.id)));
       chained.tokens.forEach((step, k) => step.forEach((token, i) => expect(Math.abs(token.logprob - (single.tokens[k].get(i)?.logprob ?? NaN))).toBeLessThan(1e-5)));
       // The sampled rows' tokens differ from step to step: they were fed back, not repeated.
       expect(new Set(chained.tokens.map((step) => step.get(1)?.id)).size).toBeGreaterThan(1);
-      // Each step: the embeddings read from the tied lm_head, eight a layer, the lm_head and the draw.
+      // Each step: the embeddings read on the GPU (from the tied lm_head, or the untied table's copy), eight a layer, the lm_head and the draw.
       expect(chained.counts).toMatchObject({ dispatches: steps * (8 * lm.config.numLayers + 3), submits: steps, reads: 1, readBytes: steps * 8 * rows });
     } finally {
+      lm.dispose();
+    }
+  }, 120_000);
+
+  it('starts a run fed on the GPU before the last is read back: the tokens of as many single steps, a read a run', async () => {
+    await selectBackend('webgpu');
+    const lm = await loadModel(makeTiny('decode-step-ahead'));
+    const rows = 3;
+    const rng = new SeededRandom(9);
+    const draws = Array.from({ length: 6 }, () => new Map(Array.from({ length: rows }, (_, i) => [i, { temperature: i === 0 ? 0 : 1.5, u: rng.next() }])));
+    const joined = async (batch: DecodeBatch<number>) => {
+      const next = new Map<number, number>();
+      for (let i = 0; i < rows; i++) next.set(i, argmax(await batch.join(i, [1, 30 + i, 60 + 5 * i])));
+      // A first step grows the merged cache (tfjs's work, a submit of its own) before the runs counted.
+      for (const [i, token] of await batch.stepDrawn(next, new Map([...next.keys()].map((i) => [i, { temperature: 0, u: 0 }])))) next.set(i, token.id);
+      return next;
+    };
+    const single = new DecodeBatch<number>(lm.model);
+    const ahead = new DecodeBatch<number>(lm.model);
+    const other = new DecodeBatch<number>(lm.model);
+    try {
+      const next = await joined(single);
+      const expected: number[][] = [];
+      for (const stepDraws of draws) {
+        const drawn = await single.stepDrawn(next, stepDraws);
+        expected.push([...drawn.values()].map((t) => t.id));
+        for (const [i, token] of drawn) next.set(i, token.id);
+      }
+      const feed = await joined(ahead);
+      const { result, counts } = await countGpuWork(async () => {
+        const first = ahead.stepsDrawn(feed, draws.slice(0, 3));
+        // Recorded and submitted already: the next run follows it before its tokens come back.
+        expect(ahead.continuesOnGpu).toBe(true);
+        const second = ahead.stepsDrawnAfter(draws.slice(3));
+        return [...(await first), ...(await second)];
+      });
+      expect(result.map((step) => [...step.values()].map((t) => t.id))).toEqual(expected);
+      expect(counts).toMatchObject({ submits: 6, reads: 2 });
+      expect(ahead.continuesOnGpu).toBe(true);
+      // Another batch's step on the model's shared step overwrites the ids in place.
+      const otherNext = new Map([[0, argmax(await other.join(0, [1, 2, 3]))]]);
+      await other.stepDrawn(otherNext, new Map([[0, { temperature: 0, u: 0 }]]));
+      expect(ahead.continuesOnGpu).toBe(false);
+      await expect(ahead.stepsDrawnAfter(draws.slice(0, 1))).rejects.toThrow('stepsDrawnAfter() follows a run on the GPU');
+      // A run from the host's tokens, then a member leaving: none follows either.
+      const last = new Map(result[result.length - 1]);
+      await ahead.stepsDrawn(new Map([...last].map(([i, t]) => [i, t.id])), draws.slice(0, 1));
+      expect(ahead.continuesOnGpu).toBe(true);
+      ahead.leave(2);
+      expect(ahead.continuesOnGpu).toBe(false);
+    } finally {
+      single.dispose();
+      ahead.dispose();
+      other.dispose();
       lm.dispose();
     }
   }, 120_000);
@@ -662,6 +721,34 @@ suite('a decoding step encoded whole on webgpu', () => {
       } finally {
         batch.dispose();
       }
+    } finally {
+      lm.dispose();
+    }
+  }, 120_000);
+
+  it("reads a grammar's logits with the step where its quick check would refuse any token, as near the end of its budget: no read after it", async () => {
+    await selectBackend('webgpu');
+    const lm = await loadModel(makeTiny('decode-step-checked'));
+    const prompts = [
+      [1, 300, 301, 302],
+      [1, 5, 6],
+    ];
+    // The grammar's stand-in refuses every token from its 6th on: the steps that take its 7th to 10th.
+    const params = (tells: boolean): GenerationParams[] => [
+      { temperature: 1, seed: 3, maxTokens: 10, ignoreEos: true },
+      { temperature: 1.5, seed: 7, maxTokens: 10, ignoreEos: true, modelLogprobs: true, ...evenTokensOnly(6, tells) },
+    ];
+    try {
+      const sampled = await decodeTokens(lm, prompts, params(true), 'sampled');
+      const told = await countGpuWork(() => decodeTokens(lm, prompts, params(true), 'mixed'));
+      const untold = await countGpuWork(() => decodeTokens(lm, prompts, params(false), 'mixed'));
+      // The same tokens and logprobs every way: the same draws from each random source.
+      for (const { result } of [told, untold]) {
+        expect(result.map((row) => row.map((t) => t.id))).toEqual(sampled.map((row) => row.map((t) => t.id)));
+        result.forEach((row, i) => row.forEach((t, j) => expect(Math.abs(t.logprob - sampled[i][j].logprob)).toBeLessThan(1e-5)));
+      }
+      // Untold, each of those four steps draws a token the check refuses and reads the logits after it.
+      expect(untold.counts.reads - told.counts.reads).toBe(4);
     } finally {
       lm.dispose();
     }

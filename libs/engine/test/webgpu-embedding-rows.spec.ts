@@ -12,10 +12,11 @@ import { argmax } from '../src/sampling';
 import { makeTiny, maxAbsDiff, webgpuUnavailable } from './helpers';
 
 /**
- * On webgpu a tied model's embeddings are read from its lm_head on the GPU: in a pass through
- * tfjs's ops (kernels/embedding-rows.webgpu.ts), the same bits as the host table's rows, for
- * weights held in f32 and in 16 bits, and with Gemma's embedding scale; in the encoded decoding
- * step (decode-step.webgpu.ts, embedShader), with their 1/rms, the logits of the cpu backend. On
+ * On webgpu a model's embeddings are read on the GPU, a tied model's from its lm_head, an untied
+ * model's from the table's GPU copy: in a pass through tfjs's ops
+ * (kernels/embedding-rows.webgpu.ts), the same bits as the host table's rows, for weights held
+ * in f32 and in 16 bits, and with Gemma's embedding scale; in the encoded decoding step
+ * (decode-step.webgpu.ts, embedShader), with their 1/rms, the logits of the cpu backend. On
  * lavapipe where there is no GPU; in CI a missing adapter fails these tests.
  */
 const unavailable = webgpuUnavailable();
@@ -40,34 +41,40 @@ suite('embeddings on webgpu', () => {
     await selectBackend('webgpu');
   });
 
-  const cases: [string, Preset, StorageDtype][] = [
-    ['f32 weights', 'tiny-llama3.2', 'F32'],
-    ['bf16 weights', 'tiny-llama3.2', 'BF16'],
-    ['f16 weights', 'tiny-llama3.2', 'F16'],
-    ["Gemma 3's scaled embeddings, bf16", 'tiny-gemma3', 'BF16'],
+  const cases: [string, Preset, StorageDtype, boolean][] = [
+    ['f32 weights', 'tiny-llama3.2', 'F32', true],
+    ['bf16 weights', 'tiny-llama3.2', 'BF16', true],
+    ['f16 weights', 'tiny-llama3.2', 'F16', true],
+    ["Gemma 3's scaled embeddings, bf16", 'tiny-gemma3', 'BF16', true],
+    ['an untied f32 table', 'tiny', 'F32', false],
+    ['an untied bf16 table', 'tiny', 'BF16', false],
+    ['an untied f16 table', 'tiny', 'F16', false],
   ];
-  it.each(cases)('%s: a tied lm_head gives the host table rows, bit for bit, with only the ids uploaded', async (_, preset, dtype) => {
+  it.each(cases)('%s: the table on the GPU gives the host table rows, bit for bit, with only the ids uploaded', async (_, preset, dtype, tied) => {
+    const before = tf.memory().numTensors;
     const lm = await loadModel(makeTiny('embed-gpu', { preset, dtype }));
     try {
-      expect(lm.model.config.tieWordEmbeddings).toBe(true);
+      expect(lm.model.config.tieWordEmbeddings).toBe(tied);
       const { values, kernels } = await embedded(lm);
       expect(kernels).toContain(EMBEDDING_ROWS_KERNEL);
       expect(Array.from(values)).toEqual(Array.from(lm.model.embeddingRows(IDS)));
     } finally {
       lm.dispose();
     }
+    // The untied table's GPU copy goes with the model.
+    expect(tf.memory().numTensors).toBe(before);
   });
 
-  it('copies from the host where the lm_head is its own weight, or the engine kernels are off', async () => {
+  it('copies from the host where the engine kernels are off', async () => {
     const untied = await loadModel(makeTiny('embed-untied', { preset: 'tiny', dtype: 'BF16' }));
     const tied = await loadModel(makeTiny('embed-tied', { preset: 'tiny-llama3.2', dtype: 'BF16' }));
     try {
-      expect(untied.model.config.tieWordEmbeddings).toBe(false);
-      expect((await embedded(untied)).kernels).not.toContain(EMBEDDING_ROWS_KERNEL);
       setFusedKernels(false);
-      const generic = await embedded(tied);
-      expect(generic.kernels).not.toContain(EMBEDDING_ROWS_KERNEL);
-      expect(Array.from(generic.values)).toEqual(Array.from(tied.model.embeddingRows(IDS)));
+      for (const lm of [untied, tied]) {
+        const generic = await embedded(lm);
+        expect(generic.kernels).not.toContain(EMBEDDING_ROWS_KERNEL);
+        expect(Array.from(generic.values)).toEqual(Array.from(lm.model.embeddingRows(IDS)));
+      }
     } finally {
       setFusedKernels(true);
       untied.dispose();
@@ -79,7 +86,9 @@ suite('embeddings on webgpu', () => {
     ['tiny-llama3.2', 'BF16'],
     ['tiny-gemma3', 'BF16'],
     ['tiny-llama3.2', 'F32'],
-  ] as [Preset, StorageDtype][])("the encoded step of a tied %s (%s) reads its tokens' embeddings on the GPU: the cpu backend's logits", async (preset, dtype) => {
+    ['tiny', 'BF16'],
+    ['tiny', 'F32'],
+  ] as [Preset, StorageDtype][])("the encoded step of %s (%s; tiny's table untied) reads its tokens' embeddings on the GPU: the cpu backend's logits", async (preset, dtype) => {
     const dir = makeTiny('embed-step', { preset, dtype });
     const prompts = [
       [1, 30, 31, 32, 33, 34],

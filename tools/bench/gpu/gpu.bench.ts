@@ -5,7 +5,8 @@
  * prompt through DecodeBatch.join; on webgpu again with the prompt's products in tiles, and on
  * tensor cores where the device has them, engine only), decode tokens/s at batch 1, 32 and 128
  * (aggregate; greedy, through DecodeBatch.stepDrawn), at batch 1 and 128 again in runs of four
- * steps fed on the GPU (DecodeBatch.stepsDrawn; engine only), at batch 128 again with one row's
+ * steps fed on the GPU (DecodeBatch.stepsDrawn; engine only), and so again with each run
+ * submitted before the last is read back (stepsDrawnAfter; engine only), at batch 128 again with one row's
  * logits read back and with every row's (DecodeBatch.stepMixed; engine only), at batch 128 again with its products in
  * tiles, and on tensor cores where the device has them (engine only), prefill of a 4,096-token
  * prompt and decode at batch 1 after it (for the engine, again with the chunks' and the row's
@@ -112,6 +113,8 @@ interface Figures {
   decode: Record<string, number>;
   /** Decoding at the smallest and largest batch in runs of RUN_STEPS steps, each fed the tokens the one before drew on the GPU, read back once a run (DecodeBatch.stepsDrawn; the engine's only, kernels on). */
   decodeRuns?: Record<string, number>;
+  /** The same with each run submitted before the one before it is read back (DecodeBatch.stepsDrawnAfter: the worker's DECODE_RUN_AHEAD). */
+  decodeRunsAhead?: Record<string, number>;
   /** Decoding at the largest batch with one row's logits read back and the others drawn on the GPU (DecodeBatch.stepMixed: a batch where one request asks for top-k, top-p or top logprobs), and with every row's read back (the engine's only, kernels on). */
   decodeOneLogitRow?: Record<string, number>;
   decodeAllLogits?: Record<string, number>;
@@ -194,11 +197,12 @@ const RUN_STEPS = 4;
 
 /**
  * How the decode rows take a step's tokens: drawn on the GPU in runs of `runSteps` steps, a
- * readback after each run (DecodeBatch.stepsDrawn); or with the first `logitRows` rows' logits
- * read back, their tokens taken on the host, and the others drawn (stepMixed), as a batch does
- * where some request asks for top-k, top-p or top logprobs.
+ * readback after each run (DecodeBatch.stepsDrawn), with `ahead` each run after the first
+ * submitted before the one before it is read back (stepsDrawnAfter); or with the first
+ * `logitRows` rows' logits read back, their tokens taken on the host, and the others drawn
+ * (stepMixed), as a batch does where some request asks for top-k, top-p or top logprobs.
  */
-type DecodeHow = { runSteps: number } | { logitRows: number };
+type DecodeHow = { runSteps: number; ahead?: boolean } | { logitRows: number };
 
 /** Decode tokens/s (aggregate) of a batch of `size` rows, greedy: plan.decodeSteps steps, taken as `how` says. */
 async function decode(lm: LoadedModel, plan: Plan, size: number, how: DecodeHow = { runSteps: 1 }): Promise<number> {
@@ -221,8 +225,20 @@ async function decode(lm: LoadedModel, plan: Plan, size: number, how: DecodeHow 
     await run();
     await run();
     const runs = Math.ceil(plan.decodeSteps / runSteps);
+    const ahead = async () => {
+      const draws = Array.from({ length: runSteps }, () => greedy);
+      let pending = batch.stepsDrawn(next, draws);
+      for (let r = 1; r < runs; r++) {
+        const following = batch.stepsDrawnAfter(draws);
+        await pending;
+        pending = following;
+      }
+      const steps = await pending;
+      for (const [i, token] of steps[steps.length - 1]) next.set(i, token.id);
+    };
     const time = await seconds(async () => {
-      for (let r = 0; r < runs; r++) await run();
+      if ('ahead' in how && how.ahead) await ahead();
+      else for (let r = 0; r < runs; r++) await run();
     });
     return (size * runs * runSteps) / time;
   } finally {
@@ -356,6 +372,11 @@ async function measureLoaded(dir: string, plan: Plan): Promise<Figures> {
       for (const size of [plan.decodeBatches[0], plan.decodeBatches[plan.decodeBatches.length - 1]]) {
         progress(`decode, batch ${size}, in runs of ${RUN_STEPS} steps fed on the GPU`);
         figures.decodeRuns[size] = await decode(lm, plan, size, { runSteps: RUN_STEPS });
+      }
+      figures.decodeRunsAhead = {};
+      for (const size of [plan.decodeBatches[0], plan.decodeBatches[plan.decodeBatches.length - 1]]) {
+        progress(`decode, batch ${size}, in runs of ${RUN_STEPS} steps, each submitted before the last is read`);
+        figures.decodeRunsAhead[size] = await decode(lm, plan, size, { runSteps: RUN_STEPS, ahead: true });
       }
     }
     if (tf.getBackend() === 'webgpu' && fusedKernelsEnabled()) {
@@ -591,7 +612,7 @@ async function gpuCounts(where: string): Promise<Record<string, number>> {
 
 /**
  * A run of RUN_STEPS decoding steps fed on the GPU (DecodeBatch.stepsDrawn), counted on the tiny
- * preset tied (its embeddings read from the lm_head, so the drawn tokens stay on the GPU): its
+ * preset tied (its embeddings read from the lm_head, as the families served on GPUs do): its
  * queue submits, its readbacks and the bytes they read a row.
  */
 async function runCounts(where: string): Promise<Record<string, number>> {
@@ -681,7 +702,7 @@ async function familyCounts(where: string, preset: Preset): Promise<Record<strin
     train_forward_passes: b.forwardPasses,
     train_dispatches_per_layer: perLayer((m) => m.train.dispatches - m.optimizer.dispatches),
     train_optimizer_dispatches_per_layer: perLayer((m) => m.optimizer.dispatches),
-    // The embedding, the final norm both ways, the lm_head's chunk (one here), the loss and the
+    // The embeddings read on the GPU, the final norm both ways, the lm_head's chunk (one here), the loss and the
     // optimizer's dispatches beside its per-layer ones.
     train_dispatches_outside_layers: b.train.dispatches - b.layers * perLayer((m) => m.train.dispatches),
     train_submits_per_step: b.train.submits,
@@ -718,6 +739,7 @@ function table(name: string, plan: Plan, runs: Run[], theirs: Figures | string):
     ...(runs.some((r) => r.figures.prefillTensorCores) ? [row("prefill, the prompt's products on tensor cores (f16 operands)", (f) => f.prefillTensorCores?.rate)] : []),
     ...plan.decodeBatches.map((b) => row(`decode, batch ${b} (aggregate)`, (f) => f.decode[b])),
     ...Object.keys(runs[0]?.figures.decodeRuns ?? {}).map((b) => row(`decode, batch ${b}, in runs of ${RUN_STEPS} steps fed on the GPU (aggregate)`, (f) => f.decodeRuns?.[b])),
+    ...Object.keys(runs[0]?.figures.decodeRunsAhead ?? {}).map((b) => row(`decode, batch ${b}, in runs of ${RUN_STEPS}, each submitted before the last is read (aggregate)`, (f) => f.decodeRunsAhead?.[b])),
     ...Object.keys(runs[0]?.figures.decodeOneLogitRow ?? {}).map((b) => row(`decode, batch ${b}, one row's logits read back (aggregate)`, (f) => f.decodeOneLogitRow?.[b])),
     ...Object.keys(runs[0]?.figures.decodeAllLogits ?? {}).map((b) => row(`decode, batch ${b}, every row's logits read back (aggregate)`, (f) => f.decodeAllLogits?.[b])),
     ...Object.keys(runs[0]?.figures.decodeTiled ?? {}).map((b) => row(`decode, batch ${b}, products in tiles (aggregate)`, (f) => f.decodeTiled?.[b])),

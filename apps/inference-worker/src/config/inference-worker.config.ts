@@ -1,8 +1,8 @@
 import { ONE_ROW_TILE_SETTINGS, OneRowTileSetting, READ_AHEAD_SETTINGS, ReadAheadSetting, WEIGHTS_SETTINGS, WeightsSetting } from '@trainyard/engine';
 import { withArtifactCache } from '@trainyard/artifacts';
-import { WorkerConfig } from '@trainyard/runtime';
-import { Type } from 'class-transformer';
-import { IsIn, IsInt, Max, Min } from 'class-validator';
+import { booleanSetting, WorkerConfig } from '@trainyard/runtime';
+import { Transform, Type } from 'class-transformer';
+import { IsBoolean, IsIn, IsInt, Max, Min } from 'class-validator';
 
 /** With the artifact store's settings and the worker's local cache of it (ARTIFACT_CACHE_DIR, ARTIFACT_CACHE_MB). */
 export class InferenceWorkerConfig extends withArtifactCache(WorkerConfig) {
@@ -17,7 +17,7 @@ export class InferenceWorkerConfig extends withArtifactCache(WorkerConfig) {
 
   /**
    * Steps a batch decodes before its tokens are read back, where they can stay on the GPU
-   * between steps (webgpu, a tied lm_head, every sequence drawn on the device): each step is
+   * between steps (webgpu, every sequence drawn on the device): each step is
    * fed the tokens the one before drew there, so the host records a step while the GPU runs
    * the last. A sequence that ends within a run still takes the run's remaining steps, and
    * streams its tokens a run at a time; a run of one step is taken while a prompt waits to
@@ -28,6 +28,18 @@ export class InferenceWorkerConfig extends withArtifactCache(WorkerConfig) {
   @Min(1)
   @Max(64)
   DECODE_RUN_STEPS = 4;
+
+  /**
+   * Whether a batch's next run of DECODE_RUN_STEPS steps is recorded and submitted before the
+   * last run's tokens are read back, fed the tokens that run drew on the GPU
+   * (DecodeBatch.stepsDrawnAfter), so that the GPU goes from one run to the next while the host
+   * reads and streams the last: only while no sequence has joined or left since the last run and
+   * none is sure to reach its max_tokens within it. A sequence that ends within a run has the
+   * next run's steps taken for it too, their tokens dropped.
+   */
+  @Transform(booleanSetting)
+  @IsBoolean()
+  DECODE_RUN_AHEAD = true;
 
   /** Base models kept loaded; the least recently used is unloaded beyond this. */
   @Type(() => Number)

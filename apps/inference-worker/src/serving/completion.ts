@@ -80,6 +80,7 @@ export class RunningCompletion implements DecodingWork {
             // JSON mode and tools: only tokens that keep the text valid, closing in time.
             logitsProcessor: hooks[i]?.logitsProcessor(),
             quickCheck: hooks[i]?.quickCheck(),
+            quickCheckApplies: hooks[i]?.quickCheckApplies(),
             // JSON mode: a document the grammar closed on the budget's last token is complete ("stop").
             // Not with tools, whose free text may end anywhere: a reply with calls says tool_calls anyway.
             documentComplete: toolSyntax ? undefined : hooks[i]?.completeCheck(),
@@ -105,6 +106,10 @@ export class RunningCompletion implements DecodingWork {
   /** Samples choice `index`'s next token from its logits; returns the token to feed back, or null when it finished. */
   advance(index: number, logits: Float32Array): number | null {
     return this.proceed(index, this.generators[index].next(logits));
+  }
+
+  tokensLeft(index: number): number {
+    return this.generators[index].tokensLeft;
   }
 
   /** Whether choice `index`'s next token can be drawn on the device, without its logits (SequenceGenerator.drawsWithoutLogits). */

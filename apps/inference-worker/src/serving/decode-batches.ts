@@ -14,6 +14,8 @@ interface Batch {
   router: LoraRouter;
   /** The adapter of each sequence in the batch (null: the base model). */
   adapters: Map<ChoiceSequence, LoraAttachment | null>;
+  /** A run submitted before the one before it was read (DecodeBatch.stepsDrawnAfter): the next step() takes its tokens. */
+  ahead: Promise<Map<ChoiceSequence, DrawnToken>[]> | null;
 }
 
 /**
@@ -86,21 +88,32 @@ export class DecodeBatches {
    * in which a sequence whose sampler needs its logits gets them while the others are drawn on
    * the device (DecodeBatch.stepMixed), and one whose grammar refused the token drawn for it
    * gets them after the step (lastLogits). A sequence that ends within a run of steps drops the
-   * tokens drawn for it after its end. A failed step fails every completion in the batch
-   * (retire them afterwards).
+   * tokens drawn for it after its end. With `ahead`, the next run is submitted before this
+   * one's tokens are read (runAhead), and the next call takes its tokens. A failed step fails
+   * every completion in the batch (retire them afterwards).
    */
-  async step(model: string, steps = 1): Promise<void> {
+  async step(model: string, steps = 1, ahead = false): Promise<void> {
     const batch = this.batches.get(model);
     if (!batch || batch.decode.size === 0) return;
-    batch.router.route(batch.decode.ids.map((sequence) => batch.adapters.get(sequence) ?? null));
-    const feed = new Map(batch.decode.ids.map((sequence) => [sequence, this.pending.get(sequence) as number]));
-    const { draws, everyRow } = this.deviceDraws(batch, steps);
+    let running: Promise<ReadonlyMap<ChoiceSequence, Float32Array | DrawnToken>[]>;
+    if (batch.ahead) {
+      running = batch.ahead;
+      batch.ahead = null;
+    } else {
+      batch.router.route(batch.decode.ids.map((sequence) => batch.adapters.get(sequence) ?? null));
+      const feed = new Map(batch.decode.ids.map((sequence) => [sequence, this.pending.get(sequence) as number]));
+      const { draws, everyRow } = this.deviceDraws(batch, steps);
+      if (everyRow) running = batch.decode.stepsDrawn(feed, draws);
+      else if (draws.length > 0) running = batch.decode.stepMixed(feed, draws[0]).then((outcome) => [outcome]);
+      else running = batch.decode.step(feed).then((outcome) => [outcome]);
+    }
+    if (ahead && steps > 1) batch.ahead = this.runAhead(batch, steps);
     let outcomes: ReadonlyMap<ChoiceSequence, Float32Array | DrawnToken>[];
     try {
-      if (everyRow) outcomes = await batch.decode.stepsDrawn(feed, draws);
-      else if (draws.length > 0) outcomes = [await batch.decode.stepMixed(feed, draws[0])];
-      else outcomes = [await batch.decode.step(feed)];
+      outcomes = await running;
     } catch (err) {
+      // A run submitted after a failed one has nothing to go on.
+      batch.ahead = null;
       this.failBatch(batch, err as Error);
       return;
     }
@@ -119,6 +132,27 @@ export class DecodeBatches {
       }
     }
     if (refused.length > 0) await this.sampleRefused(batch, refused);
+  }
+
+  /**
+   * The batch's next run of `steps` steps, recorded and submitted now, fed the tokens the run
+   * just submitted draws, while that run's are still to be read (DecodeBatch.stepsDrawnAfter);
+   * null where none can follow it so: a sequence joined or left since (the tokens on the GPU
+   * are in the rows of the run before), one is sure to reach its max_tokens within the run in
+   * flight (it would leave), or one needs its logits. Its draws are taken now, after the run
+   * in flight's, so each sequence still takes its draws in order; a sequence that ends within
+   * the run in flight drops what this one drew for it.
+   */
+  private runAhead(batch: Batch, steps: number): Promise<Map<ChoiceSequence, DrawnToken>[]> | null {
+    if (!batch.decode.continuesOnGpu) return null;
+    const sequences = batch.decode.ids;
+    if (sequences.some((s) => !s.completion.cancelled && s.completion.tokensLeft(s.index) <= steps)) return null;
+    const { draws, everyRow } = this.deviceDraws(batch, steps);
+    if (!everyRow || draws.length !== steps) return null;
+    const run = batch.decode.stepsDrawnAfter(draws);
+    // The next step() awaits it and fails the batch where it failed; until then its failure is handled here.
+    run.catch(() => undefined);
+    return run;
   }
 
   /** The token a sequence feeds into its next step, or its leaving where it finished (null). */
@@ -174,7 +208,7 @@ export class DecodeBatches {
     let batch = this.batches.get(model);
     if (!batch) {
       const { model: weights } = completion.lm;
-      batch = { decode: new DecodeBatch<ChoiceSequence>(weights), router: new LoraRouter(weights), adapters: new Map() };
+      batch = { decode: new DecodeBatch<ChoiceSequence>(weights), router: new LoraRouter(weights), adapters: new Map(), ahead: null };
       this.batches.set(model, batch);
     }
     return batch;

@@ -24,6 +24,8 @@ export interface DecodingWork {
   scored(scores: PromptScores): void;
   /** Samples sequence `index`'s next token from its logits; the token to feed back, or null when it finished. */
   advance(index: number, logits: Float32Array): number | null;
+  /** Tokens sequence `index` may still generate before its max_tokens. */
+  tokensLeft(index: number): number;
   /** Whether sequence `index`'s next token can be drawn on the device, without its logits. */
   drawsWithoutLogits(index: number): boolean;
   /** Sequence `index`'s draw for its next token; the token drawn with it goes to advanceDrawn. */

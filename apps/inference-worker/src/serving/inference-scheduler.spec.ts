@@ -555,8 +555,8 @@ describe('InferenceScheduler', () => {
   describe('on webgpu', () => {
     const prompt = [3, 17, 42, 99, 7, 250, 11];
     const sequencesOf = (id: string) => (bus.of(id).find((e) => (e.type as string) === 'result') as unknown as { result: SampleTokensResult }).result.sequences;
-    /** The tiny model tied (as the families served on GPUs are: a step reads its tokens' embeddings on the GPU), on webgpu; null where there is none here. */
-    let tied: LoadedModel | null = null;
+    /** The tiny model (its embeddings untied, as the service's default model's are), on webgpu; null where there is none here. */
+    let gpuModel: LoadedModel | null = null;
 
     beforeAll(async () => {
       const backend = await selectBackend('webgpu');
@@ -565,20 +565,20 @@ describe('InferenceScheduler', () => {
         if (process.env['CI'] === 'true') throw new Error(`no webgpu backend in CI: got ${backend.name}`);
         return;
       }
-      const { dir } = makeModel({ preset: 'tiny', out: join(root, 'tied'), overrides: { maxPositionEmbeddings: 256, tieWordEmbeddings: true } });
-      tied = await loadModel(dir, { inferenceOnly: true });
+      const { dir } = makeModel({ preset: 'tiny', out: join(root, 'webgpu'), overrides: { maxPositionEmbeddings: 256 } });
+      gpuModel = await loadModel(dir, { inferenceOnly: true });
     });
 
     afterAll(async () => {
-      tied?.dispose();
+      gpuModel?.dispose();
       await selectBackend('cpu');
     });
 
     it('decodes runs of DECODE_RUN_STEPS steps fed on the GPU: the same seeded samples as a step at a time, each ending at its stop or its max_tokens', async () => {
-      if (!tied) return;
-      const model = tied;
-      const samples = async (runSteps: number, id: string, sampling: Partial<TokenSamplingParams>) => {
-        start({ DECODE_RUN_STEPS: runSteps }, model);
+      if (!gpuModel) return;
+      const model = gpuModel;
+      const samples = async (runSteps: number, id: string, sampling: Partial<TokenSamplingParams>, ahead = true) => {
+        start({ DECODE_RUN_STEPS: runSteps, DECODE_RUN_AHEAD: ahead }, model);
         await scheduler.admit(sampleItem(id, prompt, { num_samples: 3 }, sampling));
         await bus.when(id, 'result' as InferenceEvent['type']);
         await until(() => scheduler.heldSequences === 0, `${id} retired`);
@@ -602,9 +602,43 @@ describe('InferenceScheduler', () => {
       expect(stopped[0].tokens).toEqual(single[0].tokens.slice(0, 2));
     }, 120_000);
 
+    it('submits the next run before the last is read back (DECODE_RUN_AHEAD): the same seeded samples, a stop within a run dropping what ran on after it', async () => {
+      if (!gpuModel) return;
+      const model = gpuModel;
+      const samples = async (id: string, sampling: Partial<TokenSamplingParams>, overrides: Partial<InferenceWorkerConfig>) => {
+        start(overrides, model);
+        await scheduler.admit(sampleItem(id, prompt, { num_samples: 3 }, sampling));
+        await bus.when(id, 'result' as InferenceEvent['type']);
+        await until(() => scheduler.heldSequences === 0, `${id} retired`);
+        expectAllReleased();
+        const sequences = sequencesOf(id);
+        scheduler.onModuleDestroy();
+        return sequences;
+      };
+      const after = jest.spyOn(DecodeBatch.prototype, 'stepsDrawnAfter');
+      try {
+        const single = await samples('one', { max_tokens: 14 }, { DECODE_RUN_STEPS: 1 });
+        const runs = await samples('runs', { max_tokens: 14 }, { DECODE_RUN_STEPS: 4, DECODE_RUN_AHEAD: false });
+        expect(after).not.toHaveBeenCalled();
+        const ahead = await samples('ahead', { max_tokens: 14 }, { DECODE_RUN_STEPS: 4, DECODE_RUN_AHEAD: true });
+        expect(after).toHaveBeenCalled();
+        expect(runs).toEqual(single);
+        expect(ahead).toEqual(single);
+        for (const sequence of ahead) if (sequence.stop_reason === 'length') expect(sequence.tokens).toHaveLength(14);
+        // A stop on the second sample's 7th token, within the second run, while a third may already be on the GPU.
+        const stopAt = single[1].tokens[6];
+        const end = single[1].tokens.indexOf(stopAt) + 1;
+        const stopped = await samples('ahead-stop', { max_tokens: 14, stop: [stopAt] }, { DECODE_RUN_STEPS: 4, DECODE_RUN_AHEAD: true });
+        expect(stopped[1].stop_reason).toBe('stop');
+        expect(stopped[1].tokens).toEqual(single[1].tokens.slice(0, end));
+      } finally {
+        after.mockRestore();
+      }
+    }, 120_000);
+
     it("decodes a JSON-mode completion beside device-drawn samplings, from its own logits: every token's logprob the model's own", async () => {
-      if (!tied) return;
-      const model = tied;
+      if (!gpuModel) return;
+      const model = gpuModel;
       start({ DECODE_RUN_STEPS: 4 }, model);
       const admitted = [
         scheduler.admit(sampleItem('s', prompt, { num_samples: 2 }, { max_tokens: 12 })),

@@ -46,6 +46,8 @@ export class InferenceScheduler implements OnModuleDestroy {
   private looping = false;
   /** Steps a batch runs between readbacks where its tokens stay on the GPU (DECODE_RUN_STEPS). */
   private readonly runSteps: number;
+  /** Whether a batch's next run is submitted before the last is read back (DECODE_RUN_AHEAD). */
+  private readonly runAhead: boolean;
 
   constructor(
     @Inject(InferenceWorkerConfig) config: InferenceWorkerConfig,
@@ -56,6 +58,7 @@ export class InferenceScheduler implements OnModuleDestroy {
     shutdown: GracefulShutdown,
   ) {
     this.runSteps = config.DECODE_RUN_STEPS;
+    this.runAhead = config.DECODE_RUN_AHEAD;
     this.prompts = config.PROMPT_CACHE_MB > 0 ? new PromptCache(config.PROMPT_CACHE_MB * 2 ** 20) : null;
     this.batches = new DecodeBatches(this.prompts);
     this.slots = new SlotLedger(config.MAX_BATCH_SEQUENCES, load, () => this.batches.decoding);
@@ -317,8 +320,9 @@ export class InferenceScheduler implements OnModuleDestroy {
     while (this.batches.decoding > 0) {
       for (const model of this.batches.models) {
         await this.exclusive(async () => {
-          // A prompt on its way in joins after one step, not after a run of them.
-          await this.batches.step(model, this.slots.admitting > 0 ? 1 : this.runSteps);
+          // A prompt on its way in joins after one step, not after a run of them, nor one run ahead.
+          const admitting = this.slots.admitting > 0;
+          await this.batches.step(model, admitting ? 1 : this.runSteps, !admitting && this.runAhead);
           this.retireFinished();
         });
       }

@@ -76,6 +76,10 @@ export class RunningSampling implements DecodingWork {
     return this.proceed(this.generators[index].next(logits));
   }
 
+  tokensLeft(index: number): number {
+    return this.generators[index].tokensLeft;
+  }
+
   drawsWithoutLogits(index: number): boolean {
     return this.generators[index].drawsWithoutLogits;
   }

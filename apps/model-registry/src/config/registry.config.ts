@@ -1,5 +1,5 @@
 import { withArtifactStore } from '@trainyard/artifacts';
-import { BaseServiceConfig, DATABASE_URL_PATTERN } from '@trainyard/runtime';
+import { BaseServiceConfig, booleanSetting, DATABASE_URL_PATTERN } from '@trainyard/runtime';
 import { Transform, Type } from 'class-transformer';
 import { IsBoolean, IsInt, IsString, Matches, Min } from 'class-validator';
 
@@ -29,7 +29,7 @@ export class RegistryConfig extends withArtifactStore(BaseServiceConfig) {
    * catalogue of published models, so that workers and chat with BASE_MODEL_SOURCE=store, and
    * registry replicas with an empty MODELS_DIR, need no models volume.
    */
-  @Transform(({ value }) => (typeof value === 'string' ? ['true', '1', 'yes'].includes(value.trim().toLowerCase()) : value))
+  @Transform(booleanSetting)
   @IsBoolean()
   PUBLISH_BASE_MODELS = false;
 

@@ -19,6 +19,8 @@ export interface GrammarMatcher {
   logitsProcessor(): LogitsProcessor;
   /** sampleToken's quick check: whether mask() would allow one token, where that is cheap to tell. */
   quickCheck(): QuickCheck;
+  /** SamplingParams.quickCheckApplies: catches up with the generated tokens, then whether the quick check can allow any token (false near the end of the budget). */
+  quickCheckApplies(): (generated: readonly number[]) => boolean;
   /** GenerationParams.documentComplete: catches up with the generated tokens, then isComplete(). */
   completeCheck(): (generated: readonly number[]) => boolean;
   /**
@@ -198,6 +200,13 @@ export class JsonGrammarMatcher implements GrammarMatcher {
     return (id, generated) => {
       this.catchUp(generated);
       return this.allowsFarFromEnd(id, this.maxTokens - generated.length);
+    };
+  }
+
+  quickCheckApplies(): (generated: readonly number[]) => boolean {
+    return (generated) => {
+      this.catchUp(generated);
+      return this.matcher.isTerminated() || this.farFromEnd(this.maxTokens - generated.length);
     };
   }
 

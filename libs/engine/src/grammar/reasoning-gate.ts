@@ -18,6 +18,7 @@ export class ReasoningGate {
   private readonly eos: Set<number>;
   private readonly masked: LogitsProcessor;
   private readonly checked: QuickCheck;
+  private readonly checkApplies: (generated: readonly number[]) => boolean;
   private readonly complete: (generated: readonly number[]) => boolean;
 
   constructor(
@@ -28,6 +29,7 @@ export class ReasoningGate {
     this.eos = new Set(eosTokenIds);
     this.masked = matcher.logitsProcessor();
     this.checked = matcher.quickCheck();
+    this.checkApplies = matcher.quickCheckApplies();
     this.complete = matcher.completeCheck();
   }
 
@@ -51,6 +53,11 @@ export class ReasoningGate {
 
   quickCheck(): QuickCheck {
     return (id, generated) => (this.answering(generated) ? this.checked(id, generated) : !this.mustClose(generated) && !this.eos.has(id));
+  }
+
+  /** While the reasoning lasts, the check allows any token but the end of the sequence until the reasoning must close. */
+  quickCheckApplies(): (generated: readonly number[]) => boolean {
+    return (generated) => (this.answering(generated) ? this.checkApplies(generated) : !this.mustClose(generated));
   }
 
   completeCheck(): (generated: readonly number[]) => boolean {

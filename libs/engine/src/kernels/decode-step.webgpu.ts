@@ -32,6 +32,8 @@ import {
   tiledXAWorkgroups,
   WORKGROUP,
 } from './decode-step.wgsl';
+import type { GpuTable } from './embedding-rows.webgpu';
+import { EmbeddingSource, embeddingSourceKey } from './half-weights.wgsl';
 import type { LoraPart } from './lora';
 import type { DrawnToken, RowDraw } from './sample';
 import { StepRopeTables } from './step-rope-tables';
@@ -40,10 +42,10 @@ import { fusedKernelsApply, workgroupMemoryLimit } from './webgpu-program';
 
 /**
  * A whole forward step of a Llama-family model on webgpu (decoding one token a row, or a
- * prompt's chunk), encoded by the engine rather than op by op through tfjs. A tied model's step
- * first reads its tokens' embeddings, and their 1/rms for the first norm, from the lm_head,
- * which holds the embedding table transposed (one dispatch; an untied model's are written from
- * the host). Per layer of a
+ * prompt's chunk), encoded by the engine rather than op by op through tfjs. A step first reads
+ * its tokens' embeddings, and their 1/rms for the first norm, on the GPU (one dispatch): a tied
+ * model's from the lm_head, which holds the embedding table transposed, an untied model's from
+ * the table's own GPU copy (EmbeddingTable.onGpu). Per layer of a
  * decoding step, eight dispatches: the q|k|v product (input RMSNorm folded in); attention over
  * the cache, which first does RoPE's work for its token (sums that product's K splits, adds its
  * bias, rotates q and k, and writes the KV cache's new column in place); the output product;
@@ -469,10 +471,10 @@ export class WebGpuDecodeStep {
   private headGroup: GPUBindGroup | null = null;
   /** The bind group of the program that adds up a decoding step's column splits of attention. */
   private combineGroup: GPUBindGroup | null = null;
-  /** The embeddings' program's bind group, where they are read from the lm_head (embedsOnGpu). */
+  /** The embeddings' program's bind group. */
   private embedGroup: GPUBindGroup | null = null;
-  /** Whether the lm_head is the embedding table transposed (tied), so that a step's embeddings are read from it on the GPU rather than written from the host. */
-  private readonly embedsOnGpu: boolean;
+  /** Where a step reads its embeddings: a tied model's lm_head (the table transposed), or an untied model's table on the GPU. */
+  private readonly embeddings: { weight: GPUBuffer; source: EmbeddingSource };
   private sampleGroup: GPUBindGroup | null = null;
   /** Bind groups made or dropped so far: a prepared step holds bind groups, and is good while this is as it was when it was made. */
   private bindGroupsMade = 0;
@@ -482,6 +484,8 @@ export class WebGpuDecodeStep {
   private uniformsOf: PreparedStep | null = null;
   /** Steps encoded so far (stepsEncoded). */
   private encoded = 0;
+  /** The cache and rows of the last step encoded, where it was a drawn step whose sample program left its tokens' ids for the next (continues). */
+  private drawnInPlace: { cache: KVCache; rows: number; encoded: number } | null = null;
 
   /**
    * The step for `model` on the webgpu backend now, or null where it does not apply (see the
@@ -575,7 +579,15 @@ export class WebGpuDecodeStep {
     }));
     this.finalNorm = this.buffer(model.finalNorm.weight);
     this.lmHead = projection(model.lmHead);
-    this.embedsOnGpu = model.config.tieWordEmbeddings;
+    const { vocabSize: vocab, hiddenSize: hidden } = model.config;
+    if (model.config.tieWordEmbeddings) {
+      this.embeddings = { weight: this.lmHead.weight, source: { dtype: this.lmHead.dtype, transposed: true, vocab, hidden } };
+    } else {
+      // A 16-bit table packs in pairs: fits() asks for a hidden size that is a multiple of 4.
+      const table = model.embedding.onGpu() as GpuTable;
+      const [weight, dtype] = 'pairs' in table ? [table.pairs, table.dtype] : [table, 'F32' as const];
+      this.embeddings = { weight: this.buffer(weight), source: { dtype, transposed: false, vocab, hidden } };
+    }
     const scale = 1 / Math.sqrt(model.config.queryPreAttnScalar ?? model.config.headDim);
     this.ropeTables = new StepRopeTables(inverseFrequencies(model.config), scale);
     const window = model.config.slidingWindow;
@@ -602,34 +614,41 @@ export class WebGpuDecodeStep {
     return (await this.stepsDrawn(cache, tokens, [draws]))[0];
   }
 
-  /** Whether a step can be fed the tokens the step before it drew without their ids coming back first: its embeddings are read on the GPU. */
-  get feedsOnGpu(): boolean {
-    return this.embedsOnGpu;
-  }
-
   /**
    * `draws.length` steps of every row of `cache`, the first fed `tokens` (one a row) and each
    * later one the tokens the step before it drew, which stay on the GPU (the sample program
-   * writes their ids where the embeddings read them; feedsOnGpu): step k's tokens drawn with
+   * writes their ids where the embeddings' program reads them): step k's tokens drawn with
    * `draws[k]`. Every step is submitted as soon as it is recorded and the tokens of all are
    * read back once at the end, so the host records step k + 1 while the GPU runs step k, and
    * the GPU never waits for a readback between them. The cache grows by a column a step.
+   * `tokens` null feeds the first step too the tokens the last step drew, where that step was
+   * this cache's and drawn (continues): their ids need not have come back yet, so a run can be
+   * recorded and submitted while the one before it still runs. Everything is recorded and
+   * submitted before the returned promise is first awaited.
    */
-  async stepsDrawn(cache: KVCache, tokens: readonly number[], draws: readonly (readonly RowDraw[])[]): Promise<DrawnToken[][]> {
-    if (draws.length > 1 && !this.feedsOnGpu) throw new Error('decode step: steps fed on the GPU need the embeddings read there (a tied lm_head)');
-    const rows = tokens.length;
+  async stepsDrawn(cache: KVCache, tokens: readonly number[] | null, draws: readonly (readonly RowDraw[])[]): Promise<DrawnToken[][]> {
+    const rows = draws[0]?.length ?? 0;
+    if (tokens === null && !this.continues(cache, rows)) throw new Error('decode step: a run fed on the GPU follows a drawn step of the same rows, with no step recorded since');
     const bytes = rows * 8;
     const read = this.readBuffer(bytes * draws.length);
-    const fedTokens = tokens.map((t) => [t]);
+    // Fed steps read the ids in place; only the token count of their rows matters.
+    const fedTokens = (tokens ?? draws[0]).map((t) => [typeof t === 'number' ? t : 0]);
     draws.forEach((stepDraws, k) => {
-      const encoder = this.encode(cache, fedTokens, true, { fed: k > 0 });
+      const encoder = this.encode(cache, fedTokens, true, { fed: k > 0 || tokens === null });
       this.encodeDraws(encoder, stepDraws);
       encoder.copyBufferToBuffer((this.activations as Activations).drawn, 0, read, k * bytes, bytes);
       this.device.queue.submit([encoder.finish()]);
       cache.endStep(1);
     });
+    this.drawnInPlace = { cache, rows, encoded: this.encoded };
     const values = await this.read(read, bytes * draws.length);
     return draws.map((_, k) => Array.from({ length: rows }, (_, i) => drawnAt(values, k * rows + i)));
+  }
+
+  /** Whether the last step recorded was a drawn step of these `rows` rows of `cache`, whose tokens' ids a step fed on the GPU can read (stepsDrawn with null tokens). */
+  continues(cache: KVCache, rows: number): boolean {
+    const last = this.drawnInPlace;
+    return last !== null && last.cache === cache && last.rows === rows && last.encoded === this.encoded;
   }
 
   /**
@@ -831,26 +850,18 @@ export class WebGpuDecodeStep {
   }
 
   /**
-   * Writes what changes every step: the tokens (their embeddings and 1/rms, where the lm_head
-   * does not hold the table for the step to read them from; nothing where `fed`, the ids the
-   * last step drew being in place), their RoPE tables, the cache's mask, and the step's sizes.
+   * Writes what changes every step: the tokens' ids (nothing where `fed`, the ids the last step
+   * drew being in place), their RoPE tables, the cache's mask, and the step's sizes.
    */
   private writeInputs(cache: KVCache, tokens: readonly (readonly number[])[], fed: boolean): void {
     const T = tokens[0].length;
-    const { hiddenSize: C, rmsNormEps: eps } = this.config;
     const a = this.activations as Activations;
     const { queue } = this.device;
     // Fed: the sample program of the step before wrote the ids (stepsDrawn).
     if (!fed) {
       const ids = tokens.flat();
-      if (this.embedsOnGpu) {
-        this.model.embedding.checkIds(ids);
-        queue.writeBuffer(a.ids, 0, Uint32Array.from(ids));
-      } else {
-        const x = this.model.embeddingRows(ids);
-        queue.writeBuffer(a.x, 0, x);
-        queue.writeBuffer(a.rinv, 0, inverseRms(x, C, eps));
-      }
+      this.model.embedding.checkIds(ids);
+      queue.writeBuffer(a.ids, 0, Uint32Array.from(ids));
     }
     const positions = cache.lengths().flatMap((p) => Array.from({ length: T }, (_, t) => p + t));
     queue.writeBuffer(a.tables, 0, this.ropeTables.tables(positions));
@@ -950,12 +961,9 @@ export class WebGpuDecodeStep {
     const N = rows * T;
     const list: Dispatch[] = [];
     const run = (label: string, pipeline: GPUComputePipeline, group: GPUBindGroup, x: number, y = 1, z = 1) => list.push({ label, pipeline, group, x, y, z });
-    if (this.embedGroup) {
-      const { vocabSize: V } = this.config;
-      const { dtype } = this.lmHead;
-      const scale = this.model.embeddingScale;
-      run('embed', this.pipeline('embed', `${V}:${dtype}:${scale}`, () => embedShader(V, dtype, scale)), this.embedGroup, N);
-    }
+    const { source } = this.embeddings;
+    const scale = this.model.embeddingScale;
+    run('embed', this.pipeline('embed', `${embeddingSourceKey(source)}:${scale}`, () => embedShader(source, scale)), this.embedGroup as GPUBindGroup, N);
     const linear = (label: string, group: GPUBindGroup, p: ProductPlan, norm: boolean, weights: StorageDtype, adapters: LinearAdapters = 'none', xATiles = 0) => {
       // ADAPTER_MODE gives addDelta to the products with a norm, makeXA to those without.
       const kind: ProgramKind = adapters === 'addDelta' ? 'linearNormAddDelta' : adapters === 'makeXA' ? 'linearMakeXA' : norm ? 'linearNorm' : 'linear';
@@ -1100,7 +1108,7 @@ export class WebGpuDecodeStep {
       finishDown: this.group(w.sandwich ? 'finishResidualNorm' : 'finishResidual', [this.dims.finishDown, a.partial, a.h, a.x, a.rinv, ...(w.sandwich ? [w.sandwich.afterMlp] : [])]),
     }));
     this.headGroup = this.group('linearNorm', [this.dims.lmHead, a.x, this.lmHead.weight, a.logits, this.finalNorm, a.rinv]);
-    this.embedGroup = this.embedsOnGpu ? this.group('embed', [this.dims.finishO, a.ids, this.lmHead.weight, a.x, a.rinv]) : null;
+    this.embedGroup = this.group('embed', [this.dims.finishO, a.ids, this.embeddings.weight, a.x, a.rinv]);
     for (const products of this.lora) for (const lora of Object.values(products)) if (lora) lora.groups = null;
     this.sampleGroup = this.group('sample', [this.sampleUniform, a.logits, a.draws, a.drawn, a.ids]);
     this.combineGroup = this.group('combineColumns', [this.stepUniform, a.columnParts, a.heads]);
@@ -1354,17 +1362,6 @@ function dimsData(fields: number[], floats: number[] = []): ArrayBuffer {
   new Uint32Array(data, 0, fields.length).set(fields);
   new Float32Array(data, 4 * fields.length, floats.length).set(floats);
   return data;
-}
-
-/** 1 / rms of each row of x [rows, C]: the first layer's RMSNorm of the embeddings, which no program before it computes. */
-function inverseRms(x: Float32Array, C: number, eps: number): Float32Array {
-  const out = new Float32Array(x.length / C);
-  for (let row = 0; row < out.length; row++) {
-    let sum = 0;
-    for (let c = row * C; c < (row + 1) * C; c++) sum += x[c] * x[c];
-    out[row] = 1 / Math.sqrt(sum / C + eps);
-  }
-  return out;
 }
 
 function pipelinesFor(device: GPUDevice): Pipelines {

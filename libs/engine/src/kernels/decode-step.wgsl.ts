@@ -2,7 +2,7 @@ import type { HiddenAct } from '../config';
 import type { StorageDtype } from '../dtype';
 import { forwardDeclarations, forwardTiles, forwardWalk } from './attention.wgsl';
 import { gateActivationWgsl } from './gate-activation.wgsl';
-import { vec4WeightWgsl, weightReader } from './half-weights.wgsl';
+import { EmbeddingSource, embeddingReader, vec4WeightWgsl, weightReader } from './half-weights.wgsl';
 import { ProductTile, rowMajor, tiledProduct } from './tiled-product.wgsl';
 import { wgslModule } from './webgpu-program';
 
@@ -375,14 +375,15 @@ ${
 }
 
 /**
- * A step's embeddings read from a tied model's lm_head, W [C, V] held as `weights` (the
- * embedding table transposed: row `id` of the table is column `id` of W), with each row's 1/rms
- * for the first layer's folded norm: x [rows, C] = scale * W[:, ids[row]], a workgroup a row.
- * The values are the host's rows (EmbeddingTable.rows) bit for bit; `scale` (Gemma's, an f32
- * number) is compiled in by its bits. Dims: finishResidualShader's (rows, n4 = C / 4, eps).
+ * A step's embeddings read from the table on the GPU, `source` (a tied model's lm_head, the
+ * table transposed, or an untied model's own copy), with each row's 1/rms for the first layer's
+ * folded norm: x [rows, C] = scale * table[ids[row]], a workgroup a row. The values are the
+ * host's rows (EmbeddingTable.rows) bit for bit; `scale` (Gemma's, an f32 number) is compiled
+ * in by its bits. Dims: finishResidualShader's (rows, n4 = C / 4, eps).
  */
-export function embedShader(V: number, weights: StorageDtype, scale: number): string {
-  const w = weightReader('w', weights, V);
+export function embedShader(source: EmbeddingSource, scale: number): string {
+  const weights = source.dtype;
+  const w = embeddingReader('w', source);
   const scaleBits = new Uint32Array(Float32Array.of(scale).buffer)[0];
   return `
 struct Dims { rows : u32, n4 : u32, rank : u32, adapters : u32, eps : f32 }
@@ -401,7 +402,7 @@ fn main(@builtin(workgroup_id) wg : vec3<u32>, @builtin(local_invocation_index) 
   let C = 4u * dims.n4;
   var sum = 0.0;
   for (var h = tid; h < C; h += ${WORKGROUP}u) {
-    let value = ${w.at('h', 'id')} * bitcast<f32>(${scaleBits}u);
+    let value = ${w.at('id', 'h')} * bitcast<f32>(${scaleBits}u);
     x[row * C + h] = value;
     sum += value * value;
   }

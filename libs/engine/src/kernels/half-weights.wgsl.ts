@@ -50,3 +50,26 @@ fn ${name}At(k : u32, c : u32) -> f32 {
     at: (k, c) => `${name}At(${k}, ${c})`,
   };
 }
+
+/**
+ * Where a program reads the embedding table, [vocab, hidden] as f32 or in 16 bits: the table
+ * itself, row-major (an untied model's, EmbeddingTable.onGpu), or a tied model's lm_head W
+ * [hidden, vocab], the table transposed, whose column `id` is the table's row `id`.
+ */
+export interface EmbeddingSource {
+  dtype: StorageDtype;
+  transposed: boolean;
+  vocab: number;
+  hidden: number;
+}
+
+/** weightReader for an embedding source: `binding` and `helpers` as weightReader's, `at(id, h)` the WGSL of the table's element (id, h). */
+export function embeddingReader(name: string, source: EmbeddingSource): { binding: string; helpers: string; at: (id: string, h: string) => string } {
+  const w = weightReader(name, source.dtype, source.transposed ? source.vocab : source.hidden);
+  return { ...w, at: (id, h) => (source.transposed ? w.at(h, id) : w.at(id, h)) };
+}
+
+/** A key that tells embedding sources apart where their programs differ. */
+export function embeddingSourceKey(source: EmbeddingSource): string {
+  return `${source.dtype}_${source.transposed ? 't' : 'r'}${source.vocab}x${source.hidden}`;
+}

@@ -389,6 +389,7 @@ export class LlamaModel {
     }
     this.finalNorm.weight.dispose();
     this.lmHead.dispose();
+    this.embedding.dispose();
     this.rope.dispose();
     this.slidingRope?.dispose();
     this.masks.dispose();

@@ -6,15 +6,17 @@ import type { FrozenLinear } from '../model/linear';
 
 /**
  * The embeddings of `ids`, [ids, hidden]: each id's row of the table times the model's
- * embedding `scale`. Copied from the host's table and uploaded, or on webgpu, where the lm_head
- * is the same table transposed on the GPU (`tiedHead`, for tied embeddings), read there by one
- * WGSL dispatch with only the ids uploaded (kernels/embedding-rows.webgpu.ts). No gradient: the
- * lookup is a constant input of every pass.
+ * embedding `scale`. On webgpu, read on the GPU by one WGSL dispatch with only the ids uploaded
+ * (kernels/embedding-rows.webgpu.ts): from the lm_head where it is the same table transposed
+ * (`tiedHead`, for tied embeddings), else from the table's own GPU copy (EmbeddingTable.onGpu).
+ * Elsewhere copied from the host's table and uploaded. No gradient: the lookup is a constant
+ * input of every pass.
  */
 export function embed(table: EmbeddingTable, ids: number[], scale: number, tiedHead: FrozenLinear | null): tf.Tensor2D {
-  if (tiedHead && fusedKernelsApply()) {
+  const gpuTable = fusedKernelsApply() ? (tiedHead?.gpuWeight() ?? table.onGpu()) : null;
+  if (gpuTable) {
     table.checkIds(ids);
-    return embeddingRowsOnGpu(ids, tiedHead.gpuWeight(), scale);
+    return embeddingRowsOnGpu(ids, gpuTable, tiedHead !== null, scale);
   }
   return tf.tensor2d(table.rows(ids, scale), [ids.length, table.hidden]);
 }

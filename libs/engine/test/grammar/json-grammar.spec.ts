@@ -163,7 +163,7 @@ describe('JSON grammar', () => {
       }
     }
 
-    /** What the quick check says of every token of the vocabulary after `prefix`, next to what the mask allows. */
+    /** What the quick check says of every token of the vocabulary after `prefix`, and whether it says it may allow any (quickCheckApplies), next to what the mask allows. */
     function bothViews(grammar: CompiledGrammar, maxTokens: number, prefix: number[]) {
       const matcher = grammar.newMatcher(maxTokens);
       try {
@@ -172,8 +172,9 @@ describe('JSON grammar', () => {
         matcher.catchUp(prefix);
         const quick = matcher.quickCheck();
         const vouched = Array.from({ length: lm.config.vocabSize }, (_, id) => quick(id, prefix));
+        const applies = matcher.quickCheckApplies()(prefix);
         const allowed = Array.from(matcher.mask(new Float32Array(lm.config.vocabSize), maxTokens - prefix.length), (v) => v !== -Infinity);
-        return { vouched, allowed };
+        return { vouched, applies, allowed };
       } finally {
         matcher.dispose();
       }
@@ -185,8 +186,10 @@ describe('JSON grammar', () => {
       let far = 0;
       for (const k of [1, 2, 4, 8, 16]) {
         // A budget large against this schema's smallest document, so the start is far from the end.
-        const { vouched, allowed } = bothViews(grammar, 1024, text.slice(0, Math.min(k, text.length - 1)));
+        const { vouched, applies, allowed } = bothViews(grammar, 1024, text.slice(0, Math.min(k, text.length - 1)));
         vouched.forEach((ok, id) => ok && expect(allowed[id]).toBe(true));
+        // It says beforehand whether it vouches for any token.
+        expect(applies).toBe(vouched.some(Boolean));
         // Far enough from the end it vouches for the whole set at once; else for nothing.
         if (vouched.some(Boolean)) {
           expect(vouched).toEqual(allowed);
@@ -202,6 +205,7 @@ describe('JSON grammar', () => {
       }
       const near = bothViews(grammar, minimal + 2, text.slice(0, 1));
       expect(near.vouched.some(Boolean)).toBe(false);
+      expect(near.applies).toBe(false);
       expect(near.allowed.some(Boolean)).toBe(true);
     });
 

@@ -3,6 +3,9 @@ import { Transform, Type } from 'class-transformer';
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, registerDecorator, ValidationArguments } from 'class-validator';
 import { hostname } from 'node:os';
 
+/** class-transformer's reading of a boolean setting from the environment: true, 1 or yes (any case) is true, any other string false. */
+export const booleanSetting = ({ value }: { value: unknown }) => (typeof value === 'string' ? ['true', '1', 'yes'].includes(value.trim().toLowerCase()) : value);
+
 /** For `@Transform`: a comma-separated setting as a list of its trimmed, non-empty entries. */
 export const splitList = ({ value }: { value: unknown }) =>
   typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter(Boolean) : value;
@@ -126,7 +129,7 @@ export class WorkerConfig extends BaseServiceConfig {
    * missing, and webgpu may find only a software adapter, so a worker meant for a GPU reports
    * not-ready instead of serving slowly.
    */
-  @Transform(({ value }) => (typeof value === 'string' ? ['true', '1', 'yes'].includes(value.trim().toLowerCase()) : value))
+  @Transform(booleanSetting)
   @IsBoolean()
   REQUIRE_GPU = false;
 }
